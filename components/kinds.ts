@@ -1,0 +1,43 @@
+import * as pulumi from "@pulumi/pulumi";
+import type { PoolConfig, ProviderConfig, ProviderKind } from "../src/config";
+import type { MemberArgs, ProxyMemberComponent, StackContext } from "./member";
+import { LocalProxy } from "./local";
+
+/** Arguments for resources one pool shares across its members (a firewall, a config Secret). */
+export interface PoolSharedArgs<E extends ProviderConfig = ProviderConfig> {
+    pool: PoolConfig;
+    providerName: string;
+    entry: E;
+    context: StackContext;
+}
+
+/**
+ * How a provider kind plugs into ProxyPool. Each folder under components/ exports one of these;
+ * ProxyPool never looks at a kind's details.
+ */
+export interface ProviderKindModule<E extends ProviderConfig = ProviderConfig, S = unknown> {
+    /** Creates per-pool resources shared by the members; the result is handed to every member. */
+    createPoolShared?(name: string, args: PoolSharedArgs<E>, opts: pulumi.ComponentResourceOptions): S;
+    /** Creates one member. */
+    createMember(name: string, args: MemberArgs<E>, shared: S | undefined, opts: pulumi.ComponentResourceOptions): ProxyMemberComponent;
+}
+
+const local: ProviderKindModule<Extract<ProviderConfig, { type: "local" }>> = {
+    createMember: (name, args, _shared, opts) => new LocalProxy(name, args, opts),
+};
+
+/** Kinds whose components have not landed yet fail loudly at plan time instead of doing nothing. */
+function notYet(kind: ProviderKind): ProviderKindModule {
+    return {
+        createMember() {
+            throw new Error(`provider kind \`${kind}\` is not implemented in this build of egress yet`);
+        },
+    };
+}
+
+export const kinds: Record<ProviderKind, ProviderKindModule<any, any>> = {
+    local,
+    kvm: notYet("kvm"),
+    gcp: notYet("gcp"),
+    kubernetes: notYet("kubernetes"),
+};

@@ -1,0 +1,2 @@
+export { LocalProxy, LocalProxyArgs } from "./local-proxy";
+export { LocalProxyProcess, localProcessProvider } from "./provider";

@@ -1,0 +1,109 @@
+/**
+ * Lifecycle of local proxy processes: start detached, inspect, stop. Used by the LocalProxy dynamic
+ * provider, so everything here is plain functions that `require` what they need inside: the provider is
+ * serialized by the engine and these functions travel with it.
+ */
+
+export interface StartRequest {
+    id: string;
+    /** Port to bind; 0 lets the kernel choose a free one. */
+    port: number;
+    stateDir: string;
+    serverScript: string;
+    nodePath: string;
+}
+
+export interface Started {
+    pid: number;
+    port: number;
+}
+
+/** Files kept per proxy under the stack's state dir. */
+export function proxyFiles(stateDir: string, id: string) {
+    const path = require("node:path") as typeof import("node:path");
+    return { ready: path.join(stateDir, `${id}.json`), log: path.join(stateDir, `${id}.log`) };
+}
+
+/** Starts a detached proxy and waits until it listens. On failure nothing is left running. */
+export async function startProxy(req: StartRequest, timeoutMs = 15000): Promise<Started> {
+    const fs = require("node:fs") as typeof import("node:fs");
+    const cp = require("node:child_process") as typeof import("node:child_process");
+    fs.mkdirSync(req.stateDir, { recursive: true });
+    const files = proxyFiles(req.stateDir, req.id);
+    fs.rmSync(files.ready, { force: true });
+    const out = fs.openSync(files.log, "a");
+    const child = cp.spawn(req.nodePath, [req.serverScript, "--id", req.id, "--port", String(req.port), "--ready", files.ready], {
+        detached: true,
+        stdio: ["ignore", out, out],
+    });
+    fs.closeSync(out);
+    let exited: number | null = null;
+    child.on("exit", (code) => (exited = code ?? -1));
+    child.unref();
+    const deadline = Date.now() + timeoutMs;
+    while (Date.now() < deadline) {
+        if (fs.existsSync(files.ready)) {
+            const info = JSON.parse(fs.readFileSync(files.ready, "utf8"));
+            return { pid: info.pid, port: info.port };
+        }
+        if (exited !== null) break;
+        await new Promise((r) => setTimeout(r, 50));
+    }
+    if (child.pid) killQuietly(child.pid);
+    const tail = fs.existsSync(files.log) ? fs.readFileSync(files.log, "utf8").trim().split("\n").slice(-3).join(" | ") : "";
+    throw new Error(`local proxy ${req.id} did not start listening on port ${req.port || "(any)"}: ${exited !== null ? `exited with ${exited}` : "timed out"}${tail ? `; log: ${tail}` : ""}`);
+}
+
+/** True when `pid` is alive and is the proxy process for `id` (not a foreign process that reused the pid). */
+export function isOurProcess(pid: number, id: string): boolean {
+    const fs = require("node:fs") as typeof import("node:fs");
+    try {
+        process.kill(pid, 0);
+    } catch {
+        return false;
+    }
+    try {
+        const argv = fs.readFileSync(`/proc/${pid}/cmdline`, "utf8").split("\0");
+        const i = argv.indexOf("--id");
+        return i >= 0 && argv[i + 1] === id;
+    } catch {
+        return false; // no /proc entry: it is gone (or not ours to judge)
+    }
+}
+
+/** Resolves true if something accepts TCP connections on 127.0.0.1:port within the timeout. */
+export function portAnswers(port: number, timeoutMs = 1000): Promise<boolean> {
+    const net = require("node:net") as typeof import("node:net");
+    return new Promise((resolve) => {
+        const sock = net.connect({ host: "127.0.0.1", port });
+        const done = (ok: boolean) => {
+            sock.destroy();
+            resolve(ok);
+        };
+        sock.setTimeout(timeoutMs, () => done(false));
+        sock.once("connect", () => done(true));
+        sock.once("error", () => done(false));
+    });
+}
+
+/** Stops the proxy for `id` if it still runs, then removes its files. Succeeds when it is already gone. */
+export async function stopProxy(pid: number, id: string, stateDir: string): Promise<void> {
+    const fs = require("node:fs") as typeof import("node:fs");
+    if (isOurProcess(pid, id)) {
+        process.kill(pid, "SIGTERM");
+        const deadline = Date.now() + 5000;
+        while (Date.now() < deadline && isOurProcess(pid, id)) await new Promise((r) => setTimeout(r, 50));
+        if (isOurProcess(pid, id)) process.kill(pid, "SIGKILL");
+    }
+    const files = proxyFiles(stateDir, id);
+    fs.rmSync(files.ready, { force: true });
+    fs.rmSync(files.log, { force: true });
+}
+
+function killQuietly(pid: number): void {
+    try {
+        process.kill(pid, "SIGKILL");
+    } catch {
+        /* already gone */
+    }
+}

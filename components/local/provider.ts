@@ -1,0 +1,70 @@
+import * as pulumi from "@pulumi/pulumi";
+import { startProxy, stopProxy, isOurProcess, portAnswers } from "./process";
+
+/** Inputs of a LocalProxyProcess. Machine paths are inputs so nothing is captured in the provider. */
+export interface LocalProcessInputs {
+    /** Stable member name, part of the process id. */
+    member: string;
+    /** Port to bind: 0 = kernel-chosen. */
+    requestedPort: number;
+    stateDir: string;
+    serverScript: string;
+    nodePath: string;
+}
+
+export interface LocalProcessOutputs extends LocalProcessInputs {
+    pid: number;
+    port: number;
+    host: string;
+    /** False after a refresh found the process dead or replaced by a foreign one; the next `up` recreates it. */
+    running: boolean;
+}
+
+/** Inputs whose change needs a new process. Paths may change (project moved) without a restart. */
+const REPLACE_ON = ["member", "requestedPort"] as const;
+
+/**
+ * The dynamic provider. Free of captured state: every method gets what it needs from its arguments
+ * and the plain functions of ./process (serialized along with it).
+ */
+export const localProcessProvider: pulumi.dynamic.ResourceProvider<LocalProcessInputs, LocalProcessOutputs> = {
+    async create(inputs) {
+        const crypto = require("node:crypto") as typeof import("node:crypto");
+        const id = `${inputs.member}-${crypto.randomBytes(4).toString("hex")}`;
+        const started = await startProxy({ id, port: inputs.requestedPort, stateDir: inputs.stateDir, serverScript: inputs.serverScript, nodePath: inputs.nodePath });
+        return { id, outs: { ...inputs, pid: started.pid, port: started.port, host: "127.0.0.1", running: true } };
+    },
+
+    async read(id, props) {
+        const p = props as LocalProcessOutputs;
+        const running = isOurProcess(p.pid, id) && (await portAnswers(p.port));
+        return { id, props: { ...p, running } };
+    },
+
+    async diff(_id, olds, news) {
+        const replaces: string[] = REPLACE_ON.filter((k) => olds[k] !== news[k]);
+        if (olds.running === false) replaces.push("running");
+        const changed = replaces.length > 0 || olds.stateDir !== news.stateDir || olds.serverScript !== news.serverScript || olds.nodePath !== news.nodePath;
+        return { changes: changed, replaces, deleteBeforeReplace: true };
+    },
+
+    async update(_id, olds, news) {
+        return { outs: { ...olds, ...news } };
+    },
+
+    async delete(id, props) {
+        await stopProxy(props.pid, id, props.stateDir);
+    },
+};
+
+/** One detached proxy process on 127.0.0.1. */
+export class LocalProxyProcess extends pulumi.dynamic.Resource {
+    declare public readonly pid: pulumi.Output<number>;
+    declare public readonly port: pulumi.Output<number>;
+    declare public readonly host: pulumi.Output<string>;
+    declare public readonly running: pulumi.Output<boolean>;
+
+    constructor(name: string, args: { [K in keyof LocalProcessInputs]: pulumi.Input<LocalProcessInputs[K]> }, opts?: pulumi.CustomResourceOptions) {
+        super(localProcessProvider, name, { ...args, pid: undefined, port: undefined, host: undefined, running: undefined }, opts, "egress", "local:Process");
+    }
+}

@@ -1,0 +1,79 @@
+import * as pulumi from "@pulumi/pulumi";
+import type { MemberPlan, ProviderConfig } from "../src/config";
+
+/** What every proxy member publishes, whatever runs it. This is one element of the stack output `proxies`. */
+export interface ProxyMember {
+    /** `<pool>-<index>`: stable across scaling. */
+    id: string;
+    pool: string;
+    provider: string;
+    kind: ProviderConfig["type"];
+    index: number;
+    host: string;
+    port: number;
+    /** `http://host:port` — what a crawler sets as its proxy. */
+    url: string;
+    zone: string;
+}
+
+/** Facts about the stack every member needs (labels for `egress gc`, where local state lives). */
+export interface StackContext {
+    project: string;
+    stack: string;
+    /** Project root: cloud-init files are read relative to it. */
+    projectRoot: string;
+    /** Directory for machine-local runtime state (local proxy pid and log files). */
+    stateDir: string;
+}
+
+/** Arguments every member component takes; kinds narrow `entry` to their own config. */
+export interface MemberArgs<E extends ProviderConfig = ProviderConfig> {
+    /** Pool the member belongs to. */
+    pool: string;
+    /** Name of the provider entry in `egress:providers`. */
+    providerName: string;
+    /** The provider entry, validated. */
+    entry: E;
+    /** The member after per-member overrides. */
+    plan: MemberPlan;
+    context: StackContext;
+}
+
+/**
+ * Labels carried by every managed resource so `egress gc` can find what state does not know.
+ * Values are DNS-label safe (GCE and Kubernetes both restrict label values).
+ */
+export function memberLabels(ctx: StackContext, pool: string, member: string): Record<string, string> {
+    const clean = (s: string) => s.toLowerCase().replace(/[^a-z0-9_-]/g, "-").slice(0, 63);
+    return {
+        "egress-project": clean(ctx.project),
+        "egress-stack": clean(ctx.stack),
+        "egress-pool": clean(pool),
+        "egress-member": clean(member),
+    };
+}
+
+/**
+ * Base of every `*Proxy` component: subclasses create their children, then call `publish` with the
+ * address the proxy answers on. Keeps the output shape in one place.
+ */
+export abstract class ProxyMemberComponent extends pulumi.ComponentResource {
+    /** The member as crawlers see it. */
+    declare public readonly member: pulumi.Output<ProxyMember>;
+
+    protected publish(args: MemberArgs, host: pulumi.Input<string>, port: pulumi.Input<number>, zone: pulumi.Input<string>): void {
+        const member = pulumi.all([host, port, zone]).apply(([h, p, z]) => ({
+            id: args.plan.name,
+            pool: args.pool,
+            provider: args.providerName,
+            kind: args.entry.type,
+            index: args.plan.index,
+            host: h,
+            port: p,
+            url: `http://${h}:${p}`,
+            zone: z,
+        }));
+        (this as { member: pulumi.Output<ProxyMember> }).member = member;
+        this.registerOutputs({ member });
+    }
+}

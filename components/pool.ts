@@ -1,0 +1,34 @@
+import * as pulumi from "@pulumi/pulumi";
+import { planMembers, PoolConfig, ProviderConfig } from "../src/config";
+import { kinds } from "./kinds";
+import type { ProxyMember, StackContext } from "./member";
+
+export interface ProxyPoolArgs {
+    /** The pool as validated from `egress:pools`. */
+    pool: PoolConfig;
+    /** Name of the provider entry the pool uses. */
+    providerName: string;
+    /** The provider entry, validated. */
+    entry: ProviderConfig;
+    context: StackContext;
+}
+
+/**
+ * N members of one provider entry. Members are named `<pool>-<index>` and indices stay dense, so
+ * scaling down removes the highest indices and a surviving member is never renamed or replaced.
+ */
+export class ProxyPool extends pulumi.ComponentResource {
+    /** Live members, in index order. */
+    declare public readonly members: pulumi.Output<ProxyMember[]>;
+
+    constructor(name: string, args: ProxyPoolArgs, opts?: pulumi.ComponentResourceOptions) {
+        super("egress:index:ProxyPool", name, {}, opts);
+        const kind = kinds[args.entry.type];
+        const shared = kind.createPoolShared?.(name, { pool: args.pool, providerName: args.providerName, entry: args.entry, context: args.context }, { parent: this });
+        const members = planMembers(args.pool).map((plan) =>
+            kind.createMember(plan.name, { pool: args.pool.name, providerName: args.providerName, entry: args.entry, plan, context: args.context }, shared, { parent: this }),
+        );
+        (this as { members: pulumi.Output<ProxyMember[]> }).members = pulumi.all(members.map((m) => m.member));
+        this.registerOutputs({ members: this.members });
+    }
+}

@@ -1,0 +1,64 @@
+import type { z } from "zod";
+
+/** One broken rule: where (a config path such as `egress:pools[0].replicas`), which rule, which value. */
+export interface ConfigProblem {
+    path: string;
+    rule: string;
+    value?: unknown;
+}
+
+/** Invalid configuration. `message` lists every problem, one per line, each naming its config path. */
+export class ConfigError extends Error {
+    readonly problems: ConfigProblem[];
+    constructor(problems: ConfigProblem[], source?: string) {
+        const where = source ? ` in ${source}` : "";
+        super(`invalid egress configuration${where}:\n` + problems.map((p) => "  - " + formatProblem(p)).join("\n"));
+        this.name = "ConfigError";
+        this.problems = problems;
+    }
+}
+
+export function formatProblem(p: ConfigProblem): string {
+    const shown = p.value === undefined ? "" : ` (got ${preview(p.value)})`;
+    return `${p.path}: ${p.rule}${shown}`;
+}
+
+/** Renders a path as the user wrote it: `egress:pools[0].placement.zone`. */
+export function configPath(path: ReadonlyArray<PropertyKey>, namespace = "egress"): string {
+    let out = "";
+    path.forEach((seg, i) => {
+        if (typeof seg === "number") out += `[${seg}]`;
+        else if (i === 0) out += `${namespace}:${String(seg)}`;
+        else out += `.${String(seg)}`;
+    });
+    return out || namespace;
+}
+
+function valueAt(root: unknown, path: ReadonlyArray<PropertyKey>): unknown {
+    let cur: any = root;
+    for (const seg of path) {
+        if (cur === null || typeof cur !== "object") return undefined;
+        cur = cur[seg as any];
+    }
+    return cur;
+}
+
+function preview(v: unknown): string {
+    // Secrets never reach error output: a `{secure: ...}` value prints as such.
+    if (v && typeof v === "object" && "secure" in (v as object)) return "[secret]";
+    const s = JSON.stringify(v);
+    return s === undefined ? String(v) : s.length > 80 ? s.slice(0, 77) + "..." : s;
+}
+
+/** Turns zod issues into problems that name the config path, the rule and the offending value. */
+export function problemsFromZod(error: z.ZodError, raw: unknown): ConfigProblem[] {
+    return error.issues.map((issue) => {
+        const path = issue.path as PropertyKey[];
+        let rule = issue.message;
+        if (issue.code === "unrecognized_keys") rule = `unknown key(s) ${issue.keys.map((k) => "`" + k + "`").join(", ")}`;
+        if (issue.code === "invalid_union" && (issue as any).note === "No matching discriminator")
+            rule = "`type` must be one of local, kvm, gcp, kubernetes";
+        const value = issue.code === "unrecognized_keys" ? undefined : valueAt(raw, path);
+        return { path: configPath(path), rule, value };
+    });
+}

@@ -1,0 +1,10 @@
+export * from "./schema";
+export * from "./errors";
+export * from "./load";
+export * from "./plan";
+export * from "./cloud-init";
+export * from "./names";
+export type { LocalProviderConfig } from "./providers/local";
+export type { KvmProviderConfig } from "./providers/kvm";
+export type { GcpProviderConfig } from "./providers/gcp";
+export type { KubernetesProviderConfig } from "./providers/kubernetes";

@@ -1,0 +1,31 @@
+import { z } from "zod";
+
+/**
+ * Naming rules shared by every config section.
+ *
+ * Provider and pool names become Pulumi resource names, Kubernetes object names and GCE labels, so they
+ * follow DNS-1123 labels. KVM host names and image keys end up in file names and volume IDs, so they are
+ * plain identifiers: no dots, no slashes, nothing a shell or a path would read specially.
+ */
+export const DNS1123_LABEL = /^[a-z0-9]([-a-z0-9]{0,61}[a-z0-9])?$/;
+export const IDENTIFIER = /^[A-Za-z0-9][A-Za-z0-9_-]{0,62}$/;
+
+export const dnsLabel = () =>
+    z.string().regex(DNS1123_LABEL, {
+        message: "must be a DNS-1123 label: lower-case letters, digits and '-', starting and ending with a letter or digit, at most 63 characters",
+    });
+
+export const identifier = () =>
+    z.string().regex(IDENTIFIER, {
+        message: "must be an identifier: letters, digits, '_' and '-', starting with a letter or digit, at most 63 characters",
+    });
+
+export const port = () =>
+    z.number().int({ message: "must be an integer port" }).min(1, { message: "must be a port in 1..65535" }).max(65535, { message: "must be a port in 1..65535" });
+
+/**
+ * A value that may be given in clear or as a Pulumi secret. Read straight from the stack file a secret
+ * appears as `{secure: "<ciphertext>"}`; read through `pulumi.Config` it arrives decrypted as a string.
+ */
+export const secretString = () => z.union([z.string().min(1), z.strictObject({ secure: z.string().min(1) })]);
+export type SecretString = z.infer<ReturnType<typeof secretString>>;

@@ -1,0 +1,72 @@
+import { z } from "zod";
+import { identifier, port, secretString } from "../names";
+
+/** SSH transport to the libvirt hosts. Host keys are always verified against `knownHosts`. */
+const sshSchema = z.strictObject({
+    /** Remote user libvirt is reached as. */
+    user: z.string().min(1),
+    /** Private key material (prefer a Pulumi secret). Exactly one of `privateKey` or `privateKeyPath`. */
+    privateKey: secretString().optional(),
+    /** Path to a private key file on the machine running Pulumi. */
+    privateKeyPath: z.string().min(1).optional(),
+    /** known_hosts content for the hosts (required: a missing host key is an error, never a downgrade). */
+    knownHosts: z.string().min(1).optional(),
+    /** Path to a known_hosts file. Exactly one of `knownHosts` or `knownHostsPath`. */
+    knownHostsPath: z.string().min(1).optional(),
+});
+
+const hostSchema = z.strictObject({
+    name: identifier(),
+    address: z.string().min(1),
+    port: port().default(22),
+    /** libvirt storage pool holding base images, overlays and seed ISOs. */
+    storagePool: z.string().min(1).default("default"),
+    /** Host bridge the guest NIC attaches to. Exactly one of `bridge` or `network`. */
+    bridge: z.string().min(1).optional(),
+    /** libvirt network the guest NIC attaches to. */
+    network: z.string().min(1).optional(),
+    /** Placement zone; `placement.zone` of a pool picks the host. */
+    zone: z.string().min(1).optional(),
+    /** Pool these hosts serve by default (informational). */
+    pool: z.string().optional(),
+    /** libvirt domain type: `kvm` where /dev/kvm exists, `qemu` (TCG) elsewhere. */
+    domainType: z.enum(["kvm", "qemu"]).default("kvm"),
+});
+
+const imageSchema = z.strictObject({
+    url: z.string().url(),
+    sha256: z.string().regex(/^[a-f0-9]{64}$/, { message: "must be 64 lower-case hex digits" }),
+    format: z.enum(["qcow2", "raw"]).default("qcow2"),
+    firmware: z.enum(["uefi", "bios"]).default("uefi"),
+});
+
+const machineTypeSchema = z.strictObject({
+    vcpu: z.number().int().min(1).max(64),
+    memoryMiB: z.number().int().min(128),
+});
+
+/** `type: kvm` — libvirt hosts reached over SSH. */
+export const kvmProviderSchema = z
+    .strictObject({
+        type: z.literal("kvm"),
+        ssh: sshSchema,
+        hosts: z.array(hostSchema).min(1, { message: "must list at least one host" }),
+        images: z.record(identifier(), imageSchema),
+        machineTypes: z.record(identifier(), machineTypeSchema).default({ small: { vcpu: 1, memoryMiB: 512 } }),
+        /** Install and enable qemu-guest-agent from a vendor-data script. @default true */
+        installGuestAgent: z.boolean().default(true),
+        /** How long `up` waits for a member's IP address, in seconds. @default 300 */
+        addressTimeoutSeconds: z.number().int().min(0).default(300),
+    })
+    .superRefine((v, ctx) => {
+        if (!v.ssh.privateKey === !v.ssh.privateKeyPath)
+            ctx.addIssue({ code: "custom", path: ["ssh"], message: "exactly one of `privateKey` or `privateKeyPath` is required" });
+        if (!v.ssh.knownHosts === !v.ssh.knownHostsPath)
+            ctx.addIssue({ code: "custom", path: ["ssh"], message: "exactly one of `knownHosts` or `knownHostsPath` is required (host keys are always verified)" });
+        v.hosts.forEach((h, i) => {
+            if (!h.bridge === !h.network)
+                ctx.addIssue({ code: "custom", path: ["hosts", i], message: "exactly one of `bridge` or `network` is required" });
+        });
+    });
+
+export type KvmProviderConfig = z.infer<typeof kvmProviderSchema>;

@@ -1,0 +1,76 @@
+import { z } from "zod";
+import { dnsLabel, identifier, port } from "./names";
+import { localProviderSchema } from "./providers/local";
+import { kvmProviderSchema } from "./providers/kvm";
+import { gcpProviderSchema } from "./providers/gcp";
+import { kubernetesProviderSchema } from "./providers/kubernetes";
+
+/** Cloud-init user-data: a file (path relative to the project root) or an inline document. */
+export const cloudInitSchema = z
+    .strictObject({ file: z.string().min(1).optional(), inline: z.string().min(1).optional() })
+    .refine((c) => !c.file !== !c.inline, { message: "exactly one of `file` or `inline` is required" });
+
+/** Where members of a pool land: zone picks a KVM host or GCE zone; image and machineType name catalog keys. */
+export const placementSchema = z.strictObject({
+    zone: z.string().min(1).optional(),
+    image: identifier().optional(),
+    machineType: z.string().min(1).optional(),
+});
+
+/** A per-member override: anything set here replaces the pool's value for member `index`. */
+export const memberOverrideSchema = z.strictObject({
+    index: z.number().int().min(0),
+    port: port().optional(),
+    cloudInit: cloudInitSchema.optional(),
+    placement: placementSchema.optional(),
+});
+
+export const poolSchema = z
+    .strictObject({
+        name: dnsLabel(),
+        /** Name of an entry in `egress:providers`. */
+        provider: dnsLabel(),
+        /** Desired member count. */
+        replicas: z.number().int({ message: "must be a whole number" }).min(0, { message: "must be 0 or more" }),
+        /** Upper bound for `replicas` (scale requests above it are refused). @default 100 */
+        maxReplicas: z.number().int({ message: "must be a whole number" }).min(0).max(1000).default(100),
+        /** Port the proxy listens on (remote kinds). Local members get theirs from the provider entry. @default 3128 */
+        port: port().default(3128),
+        placement: placementSchema.default({}),
+        cloudInit: cloudInitSchema.optional(),
+        members: z.array(memberOverrideSchema).default([]),
+        /** Seconds a proxy rests after a lease before it is leased again. @default 0 */
+        cooldownSeconds: z.number().int().min(0).default(0),
+    })
+    .superRefine((p, ctx) => {
+        if (p.replicas > p.maxReplicas)
+            ctx.addIssue({ code: "custom", path: ["replicas"], message: `must not exceed maxReplicas (${p.maxReplicas})` });
+        const seen = new Set<number>();
+        p.members.forEach((m, i) => {
+            if (m.index >= p.maxReplicas)
+                ctx.addIssue({ code: "custom", path: ["members", i, "index"], message: `must be below maxReplicas (${p.maxReplicas})` });
+            if (seen.has(m.index))
+                ctx.addIssue({ code: "custom", path: ["members", i, "index"], message: `duplicates another override for member ${m.index}` });
+            seen.add(m.index);
+        });
+    });
+
+export const providerSchema = z.discriminatedUnion("type", [
+    localProviderSchema,
+    kvmProviderSchema,
+    gcpProviderSchema,
+    kubernetesProviderSchema,
+]);
+
+export const egressConfigSchema = z.strictObject({
+    providers: z.record(dnsLabel(), providerSchema),
+    pools: z.array(poolSchema).default([]),
+});
+
+export type CloudInit = z.infer<typeof cloudInitSchema>;
+export type Placement = z.infer<typeof placementSchema>;
+export type MemberOverride = z.infer<typeof memberOverrideSchema>;
+export type PoolConfig = z.infer<typeof poolSchema>;
+export type ProviderConfig = z.infer<typeof providerSchema>;
+export type ProviderKind = ProviderConfig["type"];
+export type EgressConfig = z.infer<typeof egressConfigSchema>;

@@ -1,0 +1,7 @@
+/**
+ * Entry point for plain `pulumi up` (Pulumi.yaml `main`). The automation API runs the same program inline.
+ */
+import * as path from "node:path";
+import { createProgram } from "./program";
+
+export = createProgram({ projectRoot: path.resolve(__dirname, "..", "..") });

@@ -1,0 +1,46 @@
+import * as path from "node:path";
+import * as pulumi from "@pulumi/pulumi";
+import { EgressConfig, parseEgressConfig } from "./config";
+import { ProxyPool } from "../components/pool";
+import type { ProxyMember } from "../components/member";
+
+export interface ProgramOptions {
+    /** Project root: cloud-init files are resolved against it. */
+    projectRoot: string;
+    /** Machine-local runtime state (local proxy pid/log files). Defaults to `<projectRoot>/.egress/run`. */
+    stateDir?: string;
+    /** Already-validated config; unset, the program reads `egress:*` from the stack config. */
+    config?: EgressConfig;
+}
+
+/** Stack outputs of the program. */
+export interface ProgramOutputs {
+    proxies: pulumi.Output<ProxyMember[]>;
+}
+
+/** Reads and validates `egress:providers` and `egress:pools` from the running stack's config. */
+export function readStackConfig(projectRoot: string): EgressConfig {
+    const cfg = new pulumi.Config("egress");
+    return parseEgressConfig({ providers: cfg.getObject("providers") ?? {}, pools: cfg.getObject("pools") ?? [] }, projectRoot, `stack ${pulumi.getStack()}`);
+}
+
+/**
+ * The one Pulumi program. `pulumi up` runs it through src/program-main.ts and the automation API runs it
+ * inline; both read the same stack config, so a person and the service always converge to the same thing.
+ */
+export function createProgram(opts: ProgramOptions): () => Promise<ProgramOutputs> {
+    return async () => {
+        const config = opts.config ?? readStackConfig(opts.projectRoot);
+        const context = {
+            project: pulumi.getProject(),
+            stack: pulumi.getStack(),
+            projectRoot: opts.projectRoot,
+            stateDir: opts.stateDir ?? path.join(opts.projectRoot, ".egress", "run"),
+        };
+        const pools = config.pools.map(
+            (pool) => new ProxyPool(pool.name, { pool, providerName: pool.provider, entry: config.providers[pool.provider], context }),
+        );
+        const proxies = pulumi.all(pools.map((p) => p.members)).apply((lists) => lists.flat());
+        return { proxies };
+    };
+}

@@ -1,0 +1,35 @@
+import type { ProviderConfig, ProviderKind } from "../config";
+
+/** One verdict about one target of a provider entry (a KVM host, a GCE zone, a Kubernetes namespace). */
+export interface CheckVerdict {
+    /** What was checked, e.g. the host name, `zone/europe-west1-b`, `namespace/egress`. */
+    target: string;
+    ok: boolean;
+    /** The stage that failed (e.g. `key`, `tcp`, `ssh-auth`, `libvirt`, `credentials`, `rbac`, `api`). Unset when ok. */
+    stage?: string;
+    /** One sentence an operator can act on. */
+    message: string;
+    /** Facts gathered on the way (versions, free bytes, counts). Never secrets. */
+    details?: Record<string, unknown>;
+}
+
+/** Checks that one provider entry can do its job. One Checker per entry in `egress:providers`. */
+export interface Checker {
+    readonly provider: string;
+    readonly kind: ProviderKind;
+    /** Never throws for a failing target: failures are verdicts. */
+    check(signal?: AbortSignal): Promise<CheckVerdict[]>;
+}
+
+/**
+ * Builds the Checker for an entry. `entry` comes from the decrypted stack config: secret fields are
+ * plain strings here and must never be logged or put into verdicts.
+ */
+export type CheckerFactory<E extends ProviderConfig = ProviderConfig> = (providerName: string, entry: E, options?: CheckerOptions) => Checker;
+
+export interface CheckerOptions {
+    /** Per-target timeout in milliseconds. @default 10000 */
+    timeoutMs?: number;
+    /** Overrides the API endpoint (tests point GCP/Kubernetes clients at a local server). */
+    endpoint?: string;
+}
