@@ -8,3 +8,4 @@ export type { LocalProviderConfig } from "./providers/local";
 export type { KvmProviderConfig } from "./providers/kvm";
 export type { GcpProviderConfig } from "./providers/gcp";
 export type { KubernetesProviderConfig } from "./providers/kubernetes";
+export * from "./edit";

@@ -1,30 +1,49 @@
 import { z } from "zod";
 
-const CIDR = /^(\d{1,3}\.){3}\d{1,3}\/\d{1,2}$|^[0-9a-fA-F:]+\/\d{1,3}$/;
-const ZONE = /^[a-z]+-[a-z]+\d+-[a-z]$/;
+const IPV4_CIDR = /^(\d{1,3}\.){3}\d{1,3}\/\d{1,2}$/;
+const IPV6_CIDR = /^[0-9a-fA-F:]+\/\d{1,3}$/;
+/** GCE zone names: `<continent>-<area><n>-<letter>`, e.g. europe-west1-b, us-central1-a. */
+export const GCE_ZONE = /^[a-z]+-[a-z]+\d+-[a-z]$/;
 
-/** `type: gcp` — Compute Engine instances with an external IP. */
+/** True for a CIDR range that admits the whole internet. */
+export function isOpenRange(cidr: string): boolean {
+    return /^0\.0\.0\.0\/0$/.test(cidr) || /^::\/0$/.test(cidr) || /^(\d{1,3}\.){3}\d{1,3}\/0$/.test(cidr);
+}
+
+/** `type: gcp` — Compute Engine instances with an external IP, one per member. */
 export const gcpProviderSchema = z.strictObject({
     type: z.literal("gcp"),
-    project: z.string().min(1),
-    zones: z.array(z.string().regex(ZONE, { message: "must be a GCE zone such as europe-west1-b" })).min(1),
-    /** @default "e2-micro" */
+    /** GCP project ID the instances, addresses and firewall live in. */
+    project: z.string().regex(/^([a-z0-9.-]+:)?[a-z][-a-z0-9]{4,28}[a-z0-9]$/, { message: "must be a GCP project ID (6-30 lower-case letters, digits and '-')" }),
+    /** Zones members may use. A member goes to `placement.zone`, or else to the first zone listed. */
+    zones: z.array(z.string().regex(GCE_ZONE, { message: "must be a GCE zone such as europe-west1-b" })).min(1, { message: "must list at least one zone" }),
+    /** Machine type; `placement.machineType` overrides it per pool or member. @default "e2-micro" */
     machineType: z.string().min(1).default("e2-micro"),
-    /** @default "debian-cloud/debian-12" */
-    image: z.string().min(1).default("debian-cloud/debian-12"),
-    /** Spot (preemptible) instances. @default false */
+    /**
+     * Boot image (`project/family` or a full image URL). It must run cloud-init, which reads the `user-data`
+     * metadata key: Ubuntu images do, Debian's GCE images do not. @default "ubuntu-os-cloud/ubuntu-2404-lts-amd64"
+     */
+    image: z.string().min(1).default("ubuntu-os-cloud/ubuntu-2404-lts-amd64"),
+    /** Boot disk size in GB. @default 10 */
+    diskSizeGb: z.number().int().min(10).max(65536).default(10),
+    /** Spot instances: much cheaper, may be stopped at any time (they restart on the next `up`). @default false */
     spot: z.boolean().default(false),
     /** Reserve a static external address per member instead of an ephemeral one. @default false */
     staticAddress: z.boolean().default(false),
+    /** VPC network. @default "default" */
     network: z.string().min(1).default("default"),
+    /** Subnetwork, required for custom-mode networks. Unset: the network's subnet in the zone's region. */
+    subnetwork: z.string().min(1).optional(),
     /**
-     * Source ranges allowed to reach the proxy port. Required, and 0.0.0.0/0 is refused: an open proxy
+     * Source ranges allowed to reach the proxy ports. Required, and 0.0.0.0/0 is refused: an open proxy
      * on a public IP is found and abused within hours.
      */
     allowedSourceRanges: z
-        .array(z.string().regex(CIDR, { message: "must be a CIDR range such as 203.0.113.7/32" }))
+        .array(
+            z.string().refine((c) => IPV4_CIDR.test(c) || IPV6_CIDR.test(c), { message: "must be a CIDR range such as 203.0.113.7/32" }),
+        )
         .min(1, { message: "must list at least one source range" })
-        .refine((r) => !r.some((c) => c === "0.0.0.0/0" || c === "::/0"), { message: "must not contain 0.0.0.0/0 or ::/0 (an open proxy)" }),
+        .refine((r) => !r.some(isOpenRange), { message: "must not contain 0.0.0.0/0 or ::/0 (that makes an open proxy)" }),
 });
 
 export type GcpProviderConfig = z.infer<typeof gcpProviderSchema>;

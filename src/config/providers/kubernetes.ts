@@ -1,26 +1,46 @@
 import { z } from "zod";
 import { dnsLabel } from "../names";
+import { isOpenRange } from "./gcp";
 
-/** `type: kubernetes` — one proxy Deployment per member in a namespace. */
-export const kubernetesProviderSchema = z.strictObject({
-    type: z.literal("kubernetes"),
-    /** kubeconfig context. Unset: the kubeconfig's current context. */
-    context: z.string().min(1).optional(),
-    /** Path to the kubeconfig. Unset: $KUBECONFIG or ~/.kube/config. */
-    kubeconfigPath: z.string().min(1).optional(),
-    namespace: dnsLabel().default("egress"),
-    /** Proxy container image. @default "ubuntu/squid:latest" */
-    image: z.string().min(1).default("ubuntu/squid:latest"),
-    /** Service type per member. @default "ClusterIP" */
-    serviceType: z.enum(["ClusterIP", "NodePort", "LoadBalancer"]).default("ClusterIP"),
-    resources: z
-        .strictObject({
-            cpu: z.string().default("50m"),
-            memory: z.string().default("64Mi"),
-            cpuLimit: z.string().default("500m"),
-            memoryLimit: z.string().default("256Mi"),
-        })
-        .default({ cpu: "50m", memory: "64Mi", cpuLimit: "500m", memoryLimit: "256Mi" }),
-});
+const CIDR = /^(\d{1,3}\.){3}\d{1,3}\/\d{1,2}$|^[0-9a-fA-F:]+\/\d{1,3}$/;
+/** Kubernetes resource quantities: `100m`, `0.5`, `64Mi`, `1G`. */
+const QUANTITY = /^\d+(\.\d+)?(m|k|M|G|T|Ki|Mi|Gi|Ti)?$/;
+const quantity = (d: string) => z.string().regex(QUANTITY, { message: "must be a Kubernetes quantity such as 100m or 64Mi" }).default(d);
+
+/** `type: kubernetes` — one proxy Deployment and Service per member, in one namespace. */
+export const kubernetesProviderSchema = z
+    .strictObject({
+        type: z.literal("kubernetes"),
+        /** kubeconfig context. Unset: the kubeconfig's current context. */
+        context: z.string().min(1).optional(),
+        /** Path to the kubeconfig. Unset: $KUBECONFIG or ~/.kube/config. */
+        kubeconfigPath: z.string().min(1).optional(),
+        /** Namespace the members live in; it must exist (egress does not own it). @default "egress" */
+        namespace: dnsLabel().default("egress"),
+        /** Proxy container image; it must read /etc/squid/squid.conf. @default "ubuntu/squid:latest" */
+        image: z.string().min(1).default("ubuntu/squid:latest"),
+        /** Service type per member. @default "ClusterIP" */
+        serviceType: z.enum(["ClusterIP", "NodePort", "LoadBalancer"]).default("ClusterIP"),
+        /**
+         * Client ranges a LoadBalancer Service admits (`loadBalancerSourceRanges`), also allowed by the generated
+         * squid.conf. Required with `serviceType: LoadBalancer`; 0.0.0.0/0 is refused (an open proxy).
+         */
+        allowedSourceRanges: z
+            .array(z.string().regex(CIDR, { message: "must be a CIDR range such as 203.0.113.7/32" }))
+            .refine((r) => !r.some(isOpenRange), { message: "must not contain 0.0.0.0/0 or ::/0 (that makes an open proxy)" })
+            .optional(),
+        /** Container requests and limits. */
+        resources: z
+            .strictObject({ cpu: quantity("50m"), memory: quantity("64Mi"), cpuLimit: quantity("500m"), memoryLimit: quantity("256Mi") })
+            .default({ cpu: "50m", memory: "64Mi", cpuLimit: "500m", memoryLimit: "256Mi" }),
+    })
+    .superRefine((v, ctx) => {
+        if (v.serviceType === "LoadBalancer" && !v.allowedSourceRanges?.length)
+            ctx.addIssue({
+                code: "custom",
+                path: ["allowedSourceRanges"],
+                message: "is required with `serviceType: LoadBalancer` (a public proxy without source ranges is an open proxy)",
+            });
+    });
 
 export type KubernetesProviderConfig = z.infer<typeof kubernetesProviderSchema>;

@@ -1,0 +1,91 @@
+import * as pulumi from "@pulumi/pulumi";
+import * as gcp from "@pulumi/gcp";
+import { readCloudInit } from "../../src/config/cloud-init";
+import type { GcpProviderConfig } from "../../src/config";
+import { MemberArgs, memberLabels, ProxyMemberComponent } from "../member";
+import { defaultCloudInit, regionOf } from "./names";
+import type { GcpPoolShared } from "./shared";
+
+/** Arguments of a GcpProxy: the common member arguments with a `gcp` provider entry. */
+export type GcpProxyArgs = MemberArgs<GcpProviderConfig>;
+
+/** The settings of one member's instance, after defaults and overrides. Pure, so tests read it directly. */
+export interface GcpMemberSpec {
+    zone: string;
+    machineType: string;
+    image: string;
+    /** Exactly what cloud-init on the guest reads as user-data. */
+    userData: string;
+}
+
+/**
+ * Resolves where and how a member runs. Throws (naming the config field) for settings GCE cannot honour,
+ * before any resource exists.
+ */
+export function gcpMemberSpec(args: GcpProxyArgs): GcpMemberSpec {
+    const { entry, plan } = args;
+    if (plan.placement.image !== undefined)
+        throw new Error(
+            `pool \`${args.pool}\` member ${plan.index}: \`placement.image\` is not used by gcp providers; set \`image\` on egress:providers.${args.providerName}`,
+        );
+    // The first zone is the default so a pool without placement lands in one predictable place.
+    const zone = plan.placement.zone ?? entry.zones[0];
+    if (!entry.zones.includes(zone))
+        throw new Error(`pool \`${args.pool}\` member ${plan.index}: zone \`${zone}\` is not one of egress:providers.${args.providerName}.zones (${entry.zones.join(", ")})`);
+    const userData = plan.cloudInit ? readCloudInit(plan.cloudInit, args.context.projectRoot) : defaultCloudInit(plan.port, entry.allowedSourceRanges);
+    return { zone, machineType: plan.placement.machineType ?? entry.machineType, image: entry.image, userData };
+}
+
+/**
+ * One proxy on a Compute Engine instance with an external IPv4 address. The instance runs the member's
+ * cloud-init (the `user-data` metadata key) byte for byte; the pool's firewall admits the allowed ranges.
+ */
+export class GcpProxy extends ProxyMemberComponent {
+    /** The instance. */
+    public readonly instance: gcp.compute.Instance;
+    /** The reserved address, when the entry sets `staticAddress`. */
+    public readonly address?: gcp.compute.Address;
+
+    constructor(name: string, args: GcpProxyArgs, shared: GcpPoolShared, opts?: pulumi.ComponentResourceOptions) {
+        super("egress:gcp:GcpProxy", name, {}, opts);
+        const spec = gcpMemberSpec(args);
+        const { entry } = args;
+        const labels = memberLabels(args.context, args.pool, args.plan.name);
+        const child = { parent: this, provider: shared.provider };
+
+        if (entry.staticAddress) {
+            this.address = new gcp.compute.Address(`${name}-ip`, {
+                region: regionOf(spec.zone),
+                addressType: "EXTERNAL",
+                labels,
+            }, child);
+        }
+
+        this.instance = new gcp.compute.Instance(`${name}-vm`, {
+            zone: spec.zone,
+            machineType: spec.machineType,
+            bootDisk: { initializeParams: { image: spec.image, size: entry.diskSizeGb, type: "pd-standard", labels } },
+            networkInterfaces: [{
+                network: entry.network,
+                subnetwork: entry.subnetwork,
+                // An empty access config asks GCE for an ephemeral external IP.
+                accessConfigs: [this.address ? { natIp: this.address.address } : {}],
+            }],
+            // Cloud-init may carry credentials (proxy users, keys): keep it encrypted in state.
+            metadata: { "user-data": pulumi.secret(spec.userData) },
+            tags: [shared.networkTag],
+            labels,
+            scheduling: entry.spot
+                ? { provisioningModel: "SPOT", preemptible: true, automaticRestart: false, instanceTerminationAction: "STOP" }
+                : { provisioningModel: "STANDARD", automaticRestart: true, onHostMaintenance: "MIGRATE" },
+            // Changing the machine type needs a stop; a proxy member can take a short outage.
+            allowStoppingForUpdate: true,
+            // No service account: a proxy needs no Google API access.
+        }, child);
+
+        const host = this.address
+            ? this.address.address
+            : this.instance.networkInterfaces.apply((nics) => nics?.[0]?.accessConfigs?.[0]?.natIp ?? "");
+        this.publish(args, host, args.plan.port, spec.zone);
+    }
+}

@@ -1,0 +1,178 @@
+/**
+ * The one libvirt client every KVM resource, the health checker and the GC collector use: `virsh` over a
+ * `qemu+libssh://` URI, run with argv arrays (child_process.execFile, never a shell).
+ *
+ * Why qemu+libssh: it honours `known_hosts=`, `keyfile=` and `sshauth=privkey`, so the host key is checked
+ * against the operator's known_hosts and nothing from ~/.ssh or an agent leaks in. (`qemu+ssh` ignores
+ * `known_hosts=`.) With stdin closed, libvirt refuses an unknown host key instead of prompting, and a
+ * mismatching key is always fatal: there is no silent downgrade.
+ *
+ * These are plain functions that `require` node modules inside: dynamic providers are serialized by the
+ * engine and these functions travel with them by value. The private key arrives as a string (a decrypted
+ * Pulumi secret) or a path; a string is written to a 0600 file in a 0700 temp dir for the duration of one
+ * session and removed afterwards. It never appears in arguments, URIs other than as that path, or errors.
+ */
+
+/** Where a libvirt host is and how to reach it. Plain data: safe to keep in state (no key material). */
+export interface KvmConnection {
+    /** Host name from config (`hosts[].name`); used in messages. */
+    host: string;
+    user: string;
+    address: string;
+    port: number;
+    /** Path of a private key file on the machine running Pulumi (alternative to key material). */
+    privateKeyPath?: string;
+    /** known_hosts content. Exactly one of `knownHosts` or `knownHostsPath`. */
+    knownHosts?: string;
+    knownHostsPath?: string;
+}
+
+/** Stage of a failed call, as the health checker reports it. */
+export type LibvirtStage = "key" | "tcp" | "host-key" | "ssh-auth" | "libvirt" | "timeout";
+
+export interface VirshCallOptions {
+    /** Kill virsh after this long. @default 60000 */
+    timeoutMs?: number;
+}
+
+/** Runs one virsh command (argv after `virsh -c URI`) and resolves its stdout. */
+export type Virsh = (args: string[], opts?: VirshCallOptions) => Promise<string>;
+
+/** An Error with the facts callers branch on. Created by `libvirtError`; plain object fields, no class. */
+export interface LibvirtError extends Error {
+    stage: LibvirtStage;
+    /** The object (domain, volume, pool) does not exist. */
+    notFound: boolean;
+    /** Worth retrying (connection trouble, timeouts) as opposed to an operator-fixable problem. */
+    transient: boolean;
+}
+
+/** Where `conn` points, for messages: `root@10.0.0.5:22 (host beelink)`. */
+export function describeConnection(conn: KvmConnection): string {
+    return `${conn.user}@${conn.address}:${conn.port} (host ${conn.host})`;
+}
+
+/** Classifies virsh's stderr into a stage and a hint the operator can act on. */
+export function classifyVirshFailure(stderr: string): { stage: LibvirtStage; notFound: boolean; transient: boolean; hint: string } {
+    const s = stderr;
+    if (/HOST KEY VERIFICATION FAILED|host key .* was not accepted|differs from stored identity/i.test(s))
+        return { stage: "host-key", notFound: false, transient: false, hint: "the host key is unknown or does not match `ssh.knownHosts`; add the host's key (ssh-keyscan -p PORT ADDRESS, then verify it) to knownHosts" };
+    if (/error while opening private key|wrong passphrase|Failed to (read|import) (private )?key/i.test(s))
+        return { stage: "key", notFound: false, transient: false, hint: "the private key could not be read; `ssh.privateKey` must be an unencrypted OpenSSH private key" };
+    if (/failed to authenticate|Access denied|Permission denied \(publickey|authentication failed/i.test(s))
+        return { stage: "ssh-auth", notFound: false, transient: false, hint: "the SSH server refused the key; add the public key to the user's authorized_keys on the host" };
+    if (/unable to connect to server|Connection refused|No route to host|Network is unreachable|Connection timed out|Name or service not known|Temporary failure in name resolution|Socket error|handshake failed/i.test(s))
+        return { stage: "tcp", notFound: false, transient: true, hint: "the host's SSH port does not answer; check `hosts[].address` and `port`, and that sshd runs" };
+    if (/Failed to connect socket to '.*libvirt|cannot connect to daemon|End of file while reading data|Cannot recv data|Broken pipe/i.test(s))
+        return { stage: "libvirt", notFound: false, transient: true, hint: "libvirtd on the host does not answer; is libvirtd running and may this user use qemu:///system?" };
+    const notFound = /not found|no storage vol|no domain with matching|failed to get (domain|vol|pool)/i.test(s);
+    return { stage: "libvirt", notFound, transient: false, hint: "" };
+}
+
+/** Builds a LibvirtError. Exported so callers in other modules can make their own with the same shape. */
+export function libvirtError(message: string, stage: LibvirtStage, notFound: boolean, transient: boolean): LibvirtError {
+    const e = new Error(message) as LibvirtError;
+    e.name = "LibvirtError";
+    e.stage = stage;
+    e.notFound = notFound;
+    e.transient = transient;
+    return e;
+}
+
+export function isNotFound(e: unknown): boolean {
+    return !!e && typeof e === "object" && (e as LibvirtError).notFound === true;
+}
+
+/** `qemu+libssh://user@address:port/system?...` with the given file paths. IPv6 literals are bracketed. */
+export function libvirtUri(conn: KvmConnection, keyFile: string, knownHostsFile: string): string {
+    const addr = conn.address.includes(":") && !conn.address.startsWith("[") ? `[${conn.address}]` : conn.address;
+    const q = [
+        `keyfile=${encodeURIComponent(keyFile)}`,
+        `known_hosts=${encodeURIComponent(knownHostsFile)}`,
+        "known_hosts_verify=normal",
+        "sshauth=privkey",
+        "no_tty=1",
+    ].join("&");
+    return `qemu+libssh://${encodeURIComponent(conn.user)}@${addr}:${conn.port}/system?${q}`;
+}
+
+/**
+ * Opens a session to one host: materializes the key (from `privateKey`, or `conn.privateKeyPath`) and
+ * known_hosts into a private temp dir, hands `fn` a `virsh` function, and removes the files afterwards.
+ * Each virsh call is its own SSH connection (≈0.1 s on a LAN).
+ */
+export async function withLibvirt<T>(conn: KvmConnection, privateKey: string | undefined, fn: (virsh: Virsh) => Promise<T>): Promise<T> {
+    const fs = require("node:fs") as typeof import("node:fs");
+    const os = require("node:os") as typeof import("node:os");
+    const path = require("node:path") as typeof import("node:path");
+    const cp = require("node:child_process") as typeof import("node:child_process");
+    const where = describeConnection(conn);
+    const dir = fs.mkdtempSync(path.join(os.tmpdir(), "egress-kvm-"));
+    try {
+        fs.chmodSync(dir, 0o700);
+        let keyFile: string;
+        if (privateKey) {
+            keyFile = path.join(dir, "id");
+            fs.writeFileSync(keyFile, privateKey.endsWith("\n") ? privateKey : privateKey + "\n", { mode: 0o600 });
+        } else if (conn.privateKeyPath) {
+            keyFile = conn.privateKeyPath;
+            if (!fs.existsSync(keyFile)) throw libvirtError(`libvirt ${where}: private key file ${keyFile} does not exist (ssh.privateKeyPath)`, "key", false, false);
+        } else {
+            throw libvirtError(`libvirt ${where}: no private key: set \`ssh.privateKey\` (a secret) or \`ssh.privateKeyPath\``, "key", false, false);
+        }
+        let knownHostsFile: string;
+        if (conn.knownHosts) {
+            knownHostsFile = path.join(dir, "known_hosts");
+            fs.writeFileSync(knownHostsFile, conn.knownHosts.endsWith("\n") ? conn.knownHosts : conn.knownHosts + "\n", { mode: 0o600 });
+        } else if (conn.knownHostsPath && fs.existsSync(conn.knownHostsPath)) {
+            knownHostsFile = conn.knownHostsPath;
+        } else {
+            // Never fall back to accepting whatever key the host presents.
+            throw libvirtError(`libvirt ${where}: no known_hosts: set \`ssh.knownHosts\` or an existing \`ssh.knownHostsPath\` (host keys are always verified)`, "host-key", false, false);
+        }
+        const uri = libvirtUri(conn, keyFile, knownHostsFile);
+        const virsh: Virsh = (args, opts) =>
+            new Promise((resolve, reject) => {
+                const child = cp.execFile("virsh", ["-q", "-c", uri, ...args], { timeout: opts?.timeoutMs ?? 60000, maxBuffer: 64 * 1024 * 1024, env: { ...process.env, LC_ALL: "C" } }, (err, stdout, stderr) => {
+                    if (!err) return resolve(stdout);
+                    const text = String(stderr || "").replace(/\s+$/, "");
+                    if ((err as any).code === "ENOENT") return reject(libvirtError(`virsh is not installed on the machine running Pulumi (apt-get install libvirt-clients)`, "libvirt", false, false));
+                    if ((err as any).killed) return reject(libvirtError(`libvirt ${where}: \`virsh ${args[0]}\` timed out after ${opts?.timeoutMs ?? 60000} ms`, "timeout", false, true));
+                    const c = classifyVirshFailure(text);
+                    const msg = text.split("\n").map((l) => l.replace(/^error: /, "")).filter((l) => l && l !== "failed to connect to the hypervisor").join("; ");
+                    reject(libvirtError(`libvirt ${where}: \`virsh ${args[0]}\` failed (${c.stage}): ${msg}${c.hint ? ` — ${c.hint}` : ""}`, c.stage, c.notFound, c.transient));
+                });
+                child.stdin?.end(); // closed stdin: libvirt refuses unknown host keys instead of prompting
+            });
+        return await fn(virsh);
+    } finally {
+        fs.rmSync(dir, { recursive: true, force: true });
+    }
+}
+
+/** Runs `fn`, treating "not found" as success (deletes that tolerate already-gone pieces). */
+export async function ignoreNotFound(fn: () => Promise<unknown>): Promise<void> {
+    try {
+        await fn();
+    } catch (e) {
+        if (!isNotFound(e)) throw e;
+    }
+}
+
+/** `virsh vol-path`, or undefined when the volume does not exist. */
+export async function volumePath(virsh: Virsh, pool: string, name: string): Promise<string | undefined> {
+    try {
+        return (await virsh(["vol-path", "--pool", pool, name])).trim();
+    } catch (e) {
+        if (isNotFound(e)) return undefined;
+        throw e;
+    }
+}
+
+/** Names of the volumes of a pool (refreshed first so files made outside libvirt show up). */
+export async function listVolumes(virsh: Virsh, pool: string): Promise<string[]> {
+    await virsh(["pool-refresh", pool]);
+    const out = await virsh(["vol-list", "--pool", pool]);
+    // `vol-list` prints "name   path" rows; names are ours (no spaces).
+    return out.split("\n").map((l) => l.trim().split(/\s+/)[0]).filter((n) => n && n !== "Name" && !/^-+$/.test(n));
+}

@@ -1,0 +1,36 @@
+#!/usr/bin/env bash
+# Installs the Debian packages the KVM tests need (a real libvirtd + QEMU + sshd started by the tests,
+# seed ISOs built with xorriso/genisoimage). Idempotent: when everything is present it only runs dpkg-query.
+# Run as root (CI runs it before the tests). Debian 12 (bookworm).
+set -euo pipefail
+PKGS=(
+  libvirt-daemon-system libvirt-clients   # libvirtd, virtlogd, virsh (qemu+ssh / qemu+libssh transports)
+  qemu-system-x86 qemu-utils ovmf         # QEMU (TCG without /dev/kvm), qemu-img, UEFI firmware
+  openssh-server openssh-client           # sshd the tests start on 127.0.0.1 inside the sandbox
+  xorriso genisoimage                     # NoCloud seed ISOs (either works) and extracting them back
+  dnsmasq-base bridge-utils iproute2 iptables
+)
+missing=()
+for p in "${PKGS[@]}"; do
+  dpkg-query -W -f='${Status}' "$p" 2>/dev/null | grep -q 'install ok installed' || missing+=("$p")
+done
+if [ ${#missing[@]} -eq 0 ]; then
+  echo "[install-test-deps] all ${#PKGS[@]} packages present" >&2
+  exit 0
+fi
+if [ "$(id -u)" != 0 ]; then
+  echo "[install-test-deps] missing: ${missing[*]}; run this script as root (apt-get install)" >&2
+  exit 1
+fi
+echo "[install-test-deps] installing: ${missing[*]}" >&2
+export DEBIAN_FRONTEND=noninteractive
+apt-get -o DPkg::Lock::Timeout=600 update -qq
+# policy-rc.d 101 keeps the packages' init scripts from starting a host-wide libvirtd/sshd: the tests
+# start their own daemons inside a network namespace.
+created_policy=0
+if [ ! -e /usr/sbin/policy-rc.d ]; then
+  printf '#!/bin/sh\nexit 101\n' > /usr/sbin/policy-rc.d; chmod +x /usr/sbin/policy-rc.d; created_policy=1
+fi
+trap '[ $created_policy = 1 ] && rm -f /usr/sbin/policy-rc.d' EXIT
+apt-get -o DPkg::Lock::Timeout=600 install -y -qq --no-install-recommends "${missing[@]}" >/dev/null
+echo "[install-test-deps] done" >&2

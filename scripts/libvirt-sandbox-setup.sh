@@ -1,0 +1,127 @@
+#!/bin/bash
+# Test sandbox for the KVM provider kind (adapted from a recipe that worked on Debian 12).
+# Bring up a real libvirt (QEMU, TCG - no KVM) + a "dir" storage pool + an sshd on
+# 127.0.0.1 that lets root in with a generated ed25519 key, without systemd.
+# Debian 12 (libvirt 9.0, QEMU 7.2). Run as root. Stop everything with teardown.sh.
+#
+#   BASE    where keys, pool, logs, pid files go     (default ${TMPDIR:-/tmp}/libvirt-sandbox)
+#   NETNS   network namespace that libvirtd (and so its VMs, bridges, dnsmasq and
+#           iptables/ip_forward changes) lives in; "" = host netns (default egress-lv)
+#   POOL    storage pool name                        (default egress-test)
+#   SSH_PORT                                         (default 2222)
+#   CLEAN_BASHRC=1  run sshd in a private mount namespace where /root/.bashrc is an
+#           empty file (this machine's root .bashrc runs `pyenv init`, +2 s per SSH
+#           session); 0 = leave it                   (default 1)
+#   SANDBOX_USER  an id (a test process pid) registered under $BASE/users; teardown with the same id
+#           stops the daemons only when no other live user remains (test files may overlap)
+# Writes $BASE/env (source it): LIBVIRT_URI_LOCAL, LIBVIRT_URI_SSH, LIBVIRT_URI_LIBSSH, ...
+# libvirtd's sockets live in /run/libvirt, so there is one sandbox per machine: setups are serialized
+# with flock and a second setup reuses the running daemons.
+set -euo pipefail
+BASE=${BASE:-${TMPDIR:-/tmp}/egress-libvirt-sandbox}
+mkdir -p "$BASE"
+exec 9>"$BASE.lock"
+flock -w 120 9
+NETNS=${NETNS-egress-lv}
+POOL=${POOL:-egress-test}
+SSH_PORT=${SSH_PORT:-2222}
+CLEAN_BASHRC=${CLEAN_BASHRC:-1}
+t_start=$(date +%s%3N)
+log() { echo "[setup +$(( $(date +%s%3N) - t_start ))ms] $*"; }
+alive() { [ -s "$1" ] && kill -0 "$(cat "$1")" 2>/dev/null; }
+
+# 1. packages (only what is missing; quick when all are installed)
+bash "$(dirname "${BASH_SOURCE[0]}")/install-test-deps.sh"
+log "packages ok"
+
+mkdir -p "$BASE"/pool "$BASE"/ssh "$BASE"/log "$BASE"/users /run/sshd
+[ -n "${SANDBOX_USER:-}" ] && : > "$BASE/users/$SANDBOX_USER"
+chmod 700 "$BASE/ssh"; chmod 755 /run/sshd
+
+# 2. network namespace for libvirtd
+RUN=""
+if [ -n "$NETNS" ]; then
+  ip netns list | grep -w "^$NETNS" >/dev/null || ip netns add "$NETNS"
+  ip netns exec "$NETNS" ip link set lo up
+  RUN="ip netns exec $NETNS"
+fi
+
+# 3. daemons: virtlogd (QEMU log handler) then monolithic libvirtd (bookworm has no virtqemud)
+if ! alive "$BASE/virtlogd.pid"; then
+  $RUN virtlogd -d -p "$BASE/virtlogd.pid"
+fi
+if ! alive "$BASE/libvirtd.pid"; then
+  LIBVIRT_LOG_OUTPUTS="3:file:$BASE/log/libvirtd.log" $RUN libvirtd -d -p "$BASE/libvirtd.pid"
+fi
+V="virsh -q -c qemu:///system"
+for i in $(seq 100); do $V version >/dev/null 2>&1 && break; sleep 0.2; done
+$V version >/dev/null || { echo "libvirtd did not answer; log: $BASE/log/libvirtd.log" >&2; tail -5 "$BASE/log/libvirtd.log" >&2 || true; exit 1; }
+log "libvirtd up (pid $(cat "$BASE/libvirtd.pid"), netns '${NETNS}')"
+
+# 4. dir storage pool
+if ! $V pool-info "$POOL" >/dev/null 2>&1; then
+  $V pool-define-as "$POOL" dir --target "$BASE/pool" >/dev/null
+  $V pool-build "$POOL" >/dev/null
+fi
+$V pool-info "$POOL" | grep 'State:.*running' >/dev/null || $V pool-start "$POOL" >/dev/null
+log "pool '$POOL' -> $BASE/pool"
+
+# 5. sshd on 127.0.0.1:$SSH_PORT, root via ed25519 key
+S="$BASE/ssh"
+[ -f "$S/host_ed25519" ]   || ssh-keygen -q -t ed25519 -N '' -C sandbox-host   -f "$S/host_ed25519"
+[ -f "$S/client_ed25519" ] || ssh-keygen -q -t ed25519 -N '' -C sandbox-client -f "$S/client_ed25519"
+cp "$S/client_ed25519.pub" "$S/authorized_keys"
+cat > "$S/sshd_config" <<EOF
+Port $SSH_PORT
+ListenAddress 127.0.0.1
+HostKey $S/host_ed25519
+PidFile $S/sshd.pid
+AuthorizedKeysFile $S/authorized_keys
+PermitRootLogin prohibit-password
+PasswordAuthentication no
+KbdInteractiveAuthentication no
+UsePAM no
+# keys live under /tmp (mode 1777), which StrictModes would reject
+StrictModes no
+AllowStreamLocalForwarding yes
+Subsystem sftp /usr/lib/openssh/sftp-server
+LogLevel VERBOSE
+EOF
+/usr/sbin/sshd -t -f "$S/sshd_config"
+if ! alive "$S/sshd.pid"; then
+  if [ "$CLEAN_BASHRC" = 1 ] && [ -f /root/.bashrc ]; then
+    : > "$S/empty_bashrc"
+    unshare -m sh -c "mount --bind '$S/empty_bashrc' /root/.bashrc && exec /usr/sbin/sshd -f '$S/sshd_config' -E '$BASE/log/sshd.log'"
+  else
+    /usr/sbin/sshd -f "$S/sshd_config" -E "$BASE/log/sshd.log"
+  fi
+fi
+for i in $(seq 50); do
+  ssh-keyscan -p "$SSH_PORT" -t ed25519 127.0.0.1 > "$S/known_hosts.tmp" 2>/dev/null && [ -s "$S/known_hosts.tmp" ] && break
+  sleep 0.1
+done
+mv "$S/known_hosts.tmp" "$S/known_hosts"
+# plain "ssh" transport ignores known_hosts=...; pass it through command=<wrapper>
+cat > "$S/ssh-wrap" <<EOF
+#!/bin/sh
+exec /usr/bin/ssh -o UserKnownHostsFile=$S/known_hosts -o StrictHostKeyChecking=yes "\$@"
+EOF
+chmod +x "$S/ssh-wrap"
+log "sshd up (pid $(cat "$S/sshd.pid")) on 127.0.0.1:$SSH_PORT"
+
+# 6. env for tests
+K="$S/client_ed25519"; KH="$S/known_hosts"
+cat > "$BASE/env" <<EOF
+export LIBVIRT_URI_LOCAL='qemu:///system'
+export LIBVIRT_URI_SSH='qemu+ssh://root@127.0.0.1:$SSH_PORT/system?keyfile=$K&no_tty=1&command=$S/ssh-wrap'
+export LIBVIRT_URI_LIBSSH='qemu+libssh://root@127.0.0.1:$SSH_PORT/system?keyfile=$K&known_hosts=$KH&sshauth=privkey'
+export LIBVIRT_URI_LIBSSH2='qemu+libssh2://root@127.0.0.1:$SSH_PORT/system?keyfile=$K&known_hosts=$KH&sshauth=privkey'
+export SANDBOX_SSH_KEY='$K' SANDBOX_KNOWN_HOSTS='$KH' SANDBOX_SSH_PORT='$SSH_PORT'
+export SANDBOX_POOL='$POOL' SANDBOX_POOL_DIR='$BASE/pool' SANDBOX_NETNS='$NETNS'
+EOF
+. "$BASE/env"
+for u in "$LIBVIRT_URI_LOCAL" "$LIBVIRT_URI_SSH" "$LIBVIRT_URI_LIBSSH"; do
+  out=$(virsh -q -c "$u" pool-list --name) || { echo "virsh failed: $u" >&2; exit 1; }
+  printf '%s\n' "$out" | grep -E "^$POOL[[:space:]]*$" >/dev/null || { echo "pool $POOL not seen via $u" >&2; exit 1; }
+done
+log "ready: source $BASE/env"

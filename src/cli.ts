@@ -1,0 +1,32 @@
+#!/usr/bin/env node
+/**
+ * `egress` — the command line. Every command takes `--stack` (default `dev`, or $EGRESS_STACK) and
+ * `--json`. Exit codes: 0 ok, 1 operation failed, 2 invalid input or config, 3 missing prerequisite.
+ */
+import { Command } from "commander";
+import { registerOperations } from "./cli/operations";
+import { registerDoctor } from "./cli/doctor";
+
+export function buildCli(): Command {
+    const program = new Command("egress")
+        .description("Pools of HTTP(S) egress proxies for web crawlers, provisioned with Pulumi.")
+        .option("-s, --stack <name>", "stack to operate on", process.env.EGRESS_STACK ?? "dev")
+        .option("-C, --cwd <dir>", "Pulumi project directory (default: the current one if it has Pulumi.yaml, else egress's own)")
+        .option("--json", "machine-readable output on stdout")
+        .showHelpAfterError()
+        .addHelpText("after", "\nExamples:\n  egress up                      # bring the dev stack to its config\n  egress scale dev 5             # set pool `dev` to 5 members and apply\n  egress outputs --json | jq .   # the proxies, for crawlers\n  egress destroy --yes\n");
+    program.exitOverride((err) => {
+        // Unknown commands/options are usage errors (2); --help and --version exit 0.
+        process.exit(err.exitCode === 0 ? 0 : 2);
+    });
+    registerOperations(program);
+    registerDoctor(program);
+    return program;
+}
+
+if (require.main === module) {
+    buildCli().parseAsync(process.argv).catch((e) => {
+        process.stderr.write(`error: ${e?.message ?? e}\n`);
+        process.exit(1);
+    });
+}

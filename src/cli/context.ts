@@ -1,0 +1,49 @@
+import * as fs from "node:fs";
+import * as path from "node:path";
+import { ConfigError } from "../config";
+import { EngineError, PACKAGE_ROOT } from "../engine";
+
+/** Exit codes: scripts can tell a bad request from a failed operation from a missing prerequisite. */
+export const EXIT = { ok: 0, failed: 1, invalid: 2, prerequisite: 3 } as const;
+
+/** Options every command accepts. */
+export interface GlobalOptions {
+    stack: string;
+    cwd?: string;
+    json?: boolean;
+}
+
+/** The Pulumi project: `--cwd`, else the current directory if it has Pulumi.yaml, else egress's own root. */
+export function projectDir(opts: GlobalOptions): string {
+    if (opts.cwd) return path.resolve(opts.cwd);
+    if (fs.existsSync(path.join(process.cwd(), "Pulumi.yaml"))) return process.cwd();
+    return PACKAGE_ROOT;
+}
+
+export class UsageError extends Error {}
+export class PrerequisiteError extends Error {}
+
+/** Prints an error the way the user needs it and returns the exit code that classifies it. */
+export function reportError(e: unknown, json: boolean | undefined): number {
+    const code =
+        e instanceof ConfigError || e instanceof UsageError ? EXIT.invalid
+        : e instanceof PrerequisiteError ? EXIT.prerequisite
+        : EXIT.failed;
+    const message = e instanceof Error ? e.message : String(e);
+    if (json) process.stdout.write(JSON.stringify({ ok: false, error: { type: (e as Error)?.name ?? "Error", message, ...(e instanceof ConfigError ? { problems: e.problems } : {}) } }) + "\n");
+    else process.stderr.write(`error: ${message}\n`);
+    if (e instanceof EngineError && !json) process.stderr.write("hint: `egress doctor` checks the engine; `egress refresh` reconciles state with what runs.\n");
+    return code;
+}
+
+/** Wraps a command action: runs it, prints errors, sets the exit code. */
+export function action<A extends unknown[]>(fn: (...args: A) => Promise<void>): (...args: A) => Promise<void> {
+    return async (...args: A) => {
+        const cmd = args[args.length - 1] as { optsWithGlobals(): GlobalOptions };
+        try {
+            await fn(...args);
+        } catch (e) {
+            process.exitCode = reportError(e, cmd.optsWithGlobals().json);
+        }
+    };
+}

@@ -1,0 +1,83 @@
+import * as cp from "node:child_process";
+import * as fs from "node:fs";
+import * as path from "node:path";
+import type { Command } from "commander";
+import { loadStackConfig } from "../config";
+import { engineEnv, engineHome, PACKAGE_ROOT } from "../engine";
+import { action, EXIT, GlobalOptions, projectDir } from "./context";
+
+interface Finding {
+    check: string;
+    ok: boolean;
+    detail: string;
+    /** What to do about it, when not ok. */
+    fix?: string;
+}
+
+function which(bin: string): string | undefined {
+    const r = cp.spawnSync("sh", ["-c", 'command -v "$1"', "sh", bin], { encoding: "utf8" });
+    return r.status === 0 ? r.stdout.trim() : undefined;
+}
+
+/** Each check is independent: doctor reports everything wrong at once instead of stopping at the first. */
+export function runDoctor(opts: GlobalOptions): Finding[] {
+    const out: Finding[] = [];
+    const home = engineHome();
+    const [major, minor] = process.versions.node.split(".").map(Number);
+    out.push({ check: "node", ok: major > 20 || (major === 20 && minor >= 11), detail: `v${process.versions.node}`, fix: "install Node.js 20.11 or newer" });
+
+    const pulumi = path.join(home.binDir, "pulumi");
+    const v = fs.existsSync(pulumi) ? cp.spawnSync(pulumi, ["version"], { encoding: "utf8" }).stdout?.trim() : undefined;
+    out.push({ check: "pulumi cli", ok: !!v, detail: v ? `${v} at ${pulumi}` : `not found at ${pulumi}`, fix: "run `npm run setup` (builds it from Go modules; needs Go >= 1.24)" });
+
+    const plugin = path.join(home.binDir, "pulumi-resource-pulumi-nodejs");
+    out.push({ check: "dynamic provider plugin", ok: fs.existsSync(plugin), detail: plugin, fix: "run `npm run setup`" });
+
+    let env: Record<string, string> | undefined;
+    try {
+        env = engineEnv(home);
+        out.push({ check: "backend", ok: true, detail: env.PULUMI_BACKEND_URL });
+    } catch (e) {
+        out.push({ check: "backend", ok: false, detail: (e as Error).message, fix: `make ${home.dir} writable or set PULUMI_BACKEND_URL` });
+    }
+    const pass = process.env.PULUMI_CONFIG_PASSPHRASE ? "PULUMI_CONFIG_PASSPHRASE" : env?.PULUMI_CONFIG_PASSPHRASE_FILE ?? process.env.PULUMI_CONFIG_PASSPHRASE_FILE;
+    out.push({ check: "secrets passphrase", ok: !!pass, detail: pass ? `from ${pass}` : "none", fix: "set PULUMI_CONFIG_PASSPHRASE or PULUMI_CONFIG_PASSPHRASE_FILE" });
+
+    const dist = path.join(PACKAGE_ROOT, "dist", "components", "local", "proxy-server.js");
+    out.push({ check: "build", ok: fs.existsSync(dist), detail: fs.existsSync(dist) ? "dist/ present" : "dist/ missing", fix: "run `npm run build`" });
+
+    try {
+        const cfg = loadStackConfig(projectDir(opts), opts.stack);
+        out.push({ check: `stack ${opts.stack} config`, ok: true, detail: `${Object.keys(cfg.providers).length} provider(s), ${cfg.pools.length} pool(s)` });
+        const kinds = new Set(Object.values(cfg.providers).map((p) => p.type));
+        if (kinds.has("kvm")) {
+            out.push({ check: "kvm: virsh", ok: !!which("virsh"), detail: which("virsh") ?? "not on PATH", fix: "apt-get install libvirt-clients" });
+            const iso = which("xorriso") ?? which("genisoimage");
+            out.push({ check: "kvm: ISO builder", ok: !!iso, detail: iso ?? "neither xorriso nor genisoimage on PATH", fix: "apt-get install xorriso" });
+        }
+        for (const k of ["gcp", "kubernetes"] as const) {
+            if (!kinds.has(k)) continue;
+            const dir = path.join(env?.PULUMI_HOME ?? home.pulumiHome, "plugins");
+            const has = fs.existsSync(dir) && fs.readdirSync(dir).some((d) => d.startsWith(`resource-${k}-`));
+            out.push({ check: `${k}: provider plugin`, ok: has, detail: has ? "installed" : `no resource-${k} plugin in ${dir}`, fix: `on a machine with internet: PULUMI_HOME=${env?.PULUMI_HOME ?? home.pulumiHome} .egress/bin/pulumi plugin install resource ${k}` });
+        }
+    } catch (e) {
+        out.push({ check: `stack ${opts.stack} config`, ok: false, detail: (e as Error).message, fix: "fix the paths named above in stacks/Pulumi.<stack>.yaml" });
+    }
+    return out;
+}
+
+export function registerDoctor(program: Command): void {
+    program
+        .command("doctor")
+        .description("check Node, the engine, backend, passphrase, stack config and provider prerequisites, and say how to fix each")
+        .action(action(async (_o, cmd) => {
+            const opts = cmd.optsWithGlobals() as GlobalOptions;
+            const findings = runDoctor(opts);
+            if (opts.json) process.stdout.write(JSON.stringify({ ok: findings.every((f) => f.ok), findings }) + "\n");
+            else
+                for (const f of findings)
+                    process.stdout.write(`${f.ok ? "ok  " : "FAIL"}  ${f.check}: ${f.detail}${!f.ok && f.fix ? `\n      fix: ${f.fix}` : ""}\n`);
+            if (!findings.every((f) => f.ok)) process.exitCode = EXIT.prerequisite;
+        }));
+}

@@ -1,0 +1,149 @@
+import * as path from "node:path";
+import { LocalWorkspace, PulumiCommand, Stack, EngineEvent, ConcurrentUpdateError } from "@pulumi/pulumi/automation";
+import { createProgram } from "../program";
+import type { ProxyMember } from "../../components/member";
+import { engineEnv, engineHome, EngineHome } from "./env";
+import { ProgressEvent, toProgress } from "./progress";
+
+export type OperationKind = "up" | "preview" | "refresh" | "destroy";
+
+export interface DriverOptions {
+    /** Directory with Pulumi.yaml and stacks/ (the Pulumi project). */
+    workDir: string;
+    stack: string;
+    /** Where the CLI, backend and passphrase live. @default engineHome() */
+    home?: EngineHome;
+    /** Extra environment for the CLI (tests point the backend elsewhere). */
+    env?: Record<string, string>;
+}
+
+export interface OperationOptions {
+    /** Called for every progress event, in order. */
+    onProgress?: (e: ProgressEvent) => void;
+    /** `up` only: refresh state first so dead proxies are noticed and recreated. @default true */
+    refresh?: boolean;
+}
+
+export interface OperationResult {
+    kind: OperationKind;
+    /** Resource changes by op (`create`, `delete`, `same`, ...). */
+    changes: Record<string, number>;
+    durationMs: number;
+}
+
+/** An engine operation failed; `message` carries the engine's own error lines, never the whole log. */
+export class EngineError extends Error {
+    constructor(readonly kind: OperationKind, message: string, readonly cause?: unknown) {
+        super(`${kind} failed: ${message}`);
+        this.name = "EngineError";
+    }
+}
+
+/**
+ * One stack, driven through automation-API inline programs. Operations on a driver run one at a time in
+ * call order; a caller that wants coalescing (latest desired state wins) builds it on top (src/service).
+ */
+export class StackDriver {
+    readonly workDir: string;
+    readonly stackName: string;
+    private readonly home: EngineHome;
+    private readonly extraEnv: Record<string, string>;
+    private tail: Promise<unknown> = Promise.resolve();
+    private stack?: Promise<Stack>;
+
+    constructor(opts: DriverOptions) {
+        this.workDir = path.resolve(opts.workDir);
+        this.stackName = opts.stack;
+        this.home = opts.home ?? engineHome();
+        this.extraEnv = opts.env ?? {};
+    }
+
+    up(opts: OperationOptions = {}): Promise<OperationResult> {
+        return this.operation("up", opts, (s, onEvent) => s.up({ onEvent, refresh: opts.refresh ?? true }));
+    }
+    preview(opts: OperationOptions = {}): Promise<OperationResult> {
+        return this.operation("preview", opts, (s, onEvent) => s.preview({ onEvent }));
+    }
+    refresh(opts: OperationOptions = {}): Promise<OperationResult> {
+        return this.operation("refresh", opts, (s, onEvent) => s.refresh({ onEvent }));
+    }
+    destroy(opts: OperationOptions = {}): Promise<OperationResult> {
+        return this.operation("destroy", opts, (s, onEvent) => s.destroy({ onEvent }));
+    }
+
+    /** The stack output `proxies` (empty before the first `up`). */
+    async proxies(): Promise<ProxyMember[]> {
+        return this.serial(async () => {
+            const outs = await (await this.open()).outputs();
+            return (outs.proxies?.value as ProxyMember[] | undefined) ?? [];
+        });
+    }
+
+    /** Resources in state, as `type::name` — what `destroy` must leave empty. */
+    async resources(): Promise<{ type: string; name: string }[]> {
+        return this.serial(async () => {
+            const dep = await (await this.open()).exportStack();
+            const res = ((dep.deployment as any)?.resources ?? []) as { type: string; urn: string }[];
+            return res.map((r) => ({ type: r.type, name: r.urn.split("::").pop()! }));
+        });
+    }
+
+    /** Clears a lock left by a crashed run (file backend) so the next operation can start. */
+    async cancel(): Promise<void> {
+        await this.serial(async () => (await this.open()).cancel().catch(() => undefined));
+    }
+
+    private operation(
+        kind: OperationKind,
+        opts: OperationOptions,
+        run: (s: Stack, onEvent: (e: EngineEvent) => void) => Promise<{ summary?: { resourceChanges?: Record<string, number> } } | unknown>,
+    ): Promise<OperationResult> {
+        return this.serial(async () => {
+            const started = Date.now();
+            const stack = await this.open();
+            let changes: Record<string, number> = {};
+            const diagnostics: string[] = [];
+            const onEvent = (e: EngineEvent) => {
+                const p = toProgress(e);
+                if (!p) return;
+                if (p.kind === "summary" && p.changes) changes = p.changes;
+                if (p.kind === "diagnostic" && p.severity === "error" && p.message) diagnostics.push(p.message);
+                opts.onProgress?.(p);
+            };
+            try {
+                await run(stack, onEvent);
+            } catch (e) {
+                if (e instanceof ConcurrentUpdateError) throw new EngineError(kind, "another operation holds the stack lock; wait for it or run `egress cancel`", e);
+                const detail = diagnostics.length ? diagnostics.join("\n") : lastLines((e as Error).message, 8);
+                throw new EngineError(kind, detail, e);
+            }
+            return { kind, changes, durationMs: Date.now() - started };
+        });
+    }
+
+    /** Runs `fn` after every earlier operation of this driver settled. */
+    private serial<T>(fn: () => Promise<T>): Promise<T> {
+        const next = this.tail.then(fn, fn);
+        this.tail = next.catch(() => undefined);
+        return next;
+    }
+
+    private open(): Promise<Stack> {
+        this.stack ??= (async () => {
+            const pulumiCommand = await PulumiCommand.get({ root: this.home.dir }).catch((e) => {
+                throw new EngineError("up", `the Pulumi CLI is missing from ${this.home.binDir}: run \`npm run setup\` (${(e as Error).message})`);
+            });
+            const program = createProgram({ projectRoot: this.workDir, stateDir: this.home.runDir });
+            return LocalWorkspace.createOrSelectStack(
+                { stackName: this.stackName, projectName: "egress", program },
+                { workDir: this.workDir, pulumiCommand, envVars: { ...engineEnv(this.home, { ...process.env, ...this.extraEnv }), ...this.extraEnv } },
+            );
+        })();
+        this.stack.catch(() => (this.stack = undefined));
+        return this.stack;
+    }
+}
+
+function lastLines(s: string, n: number): string {
+    return s.trim().split("\n").filter((l) => l.trim()).slice(-n).join("\n");
+}

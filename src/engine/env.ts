@@ -1,0 +1,66 @@
+import * as crypto from "node:crypto";
+import * as fs from "node:fs";
+import * as path from "node:path";
+
+/** Where egress keeps machine-local things: the Pulumi CLI, the file backend, the passphrase, proxy state. */
+export interface EngineHome {
+    /** `<root>/.egress` unless EGRESS_HOME says otherwise. */
+    dir: string;
+    binDir: string;
+    backendDir: string;
+    passphraseFile: string;
+    pulumiHome: string;
+    runDir: string;
+}
+
+/** The directory holding package.json and node_modules of egress itself (where the code runs from). */
+export const PACKAGE_ROOT = path.resolve(__dirname, "..", "..", "..");
+
+export function engineHome(env: NodeJS.ProcessEnv = process.env): EngineHome {
+    const dir = env.EGRESS_HOME ? path.resolve(env.EGRESS_HOME) : path.join(PACKAGE_ROOT, ".egress");
+    return {
+        dir,
+        binDir: path.join(dir, "bin"),
+        backendDir: path.join(dir, "backend"),
+        passphraseFile: path.join(dir, "passphrase"),
+        pulumiHome: path.join(dir, "pulumi-home"),
+        runDir: path.join(dir, "run"),
+    };
+}
+
+/**
+ * Environment for every CLI invocation: offline, file backend, passphrase secrets, no update checks or
+ * plugin downloads. Anything the user already set (PULUMI_BACKEND_URL, PULUMI_CONFIG_PASSPHRASE[_FILE])
+ * wins. A local passphrase file is generated on first use so the `dev` stack works out of the box.
+ */
+export function engineEnv(home: EngineHome, env: NodeJS.ProcessEnv = process.env): Record<string, string> {
+    fs.mkdirSync(home.backendDir, { recursive: true });
+    fs.mkdirSync(home.pulumiHome, { recursive: true });
+    const out: Record<string, string> = {
+        PULUMI_SKIP_UPDATE_CHECK: "true",
+        PULUMI_DISABLE_AUTOMATIC_PLUGIN_ACQUISITION: "true",
+        PULUMI_CREDENTIAL_STORE: env.PULUMI_CREDENTIAL_STORE ?? "plaintext",
+        PULUMI_HOME: env.PULUMI_HOME ?? home.pulumiHome,
+        PULUMI_BACKEND_URL: env.PULUMI_BACKEND_URL ?? `file://${home.backendDir}`,
+        // The engine finds the dynamic-provider plugin next to `pulumi`; the plugin and the providers it
+        // deserializes resolve egress's node_modules from here even when the work dir is elsewhere.
+        PATH: `${home.binDir}${path.delimiter}${env.PATH ?? ""}`,
+        NODE_PATH: [path.join(PACKAGE_ROOT, "node_modules"), env.NODE_PATH].filter(Boolean).join(path.delimiter),
+    };
+    if (!env.PULUMI_CONFIG_PASSPHRASE && !env.PULUMI_CONFIG_PASSPHRASE_FILE) {
+        ensurePassphrase(home.passphraseFile);
+        out.PULUMI_CONFIG_PASSPHRASE_FILE = home.passphraseFile;
+    }
+    return out;
+}
+
+function ensurePassphrase(file: string): void {
+    if (fs.existsSync(file)) return;
+    fs.mkdirSync(path.dirname(file), { recursive: true });
+    // wx: never overwrite a passphrase another process just generated (it would orphan its secrets).
+    try {
+        fs.writeFileSync(file, crypto.randomBytes(24).toString("base64url") + "\n", { mode: 0o600, flag: "wx" });
+    } catch (e) {
+        if ((e as NodeJS.ErrnoException).code !== "EEXIST") throw e;
+    }
+}

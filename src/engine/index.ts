@@ -1,0 +1,3 @@
+export * from "./driver";
+export * from "./env";
+export * from "./progress";

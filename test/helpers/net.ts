@@ -1,0 +1,48 @@
+import * as http from "node:http";
+import * as net from "node:net";
+
+/** A loopback HTTP server that answers `hello <path>`; the target behind every proxy in the tests. */
+export async function startTargetServer(): Promise<{ port: number; close(): Promise<void> }> {
+    const server = http.createServer((req, res) => {
+        res.writeHead(200, { "content-type": "text/plain" });
+        res.end(`hello ${req.url}`);
+    });
+    await new Promise<void>((r) => server.listen(0, "127.0.0.1", r));
+    return {
+        port: (server.address() as net.AddressInfo).port,
+        close: () => new Promise<void>((r) => { server.closeAllConnections(); server.close(() => r()); }),
+    };
+}
+
+/** A plain-HTTP request sent through a forward proxy (absolute-form request line). */
+export function getViaProxy(proxyPort: number, url: string, timeoutMs = 5000): Promise<{ status: number; body: string }> {
+    return new Promise((resolve, reject) => {
+        const req = http.request({ host: "127.0.0.1", port: proxyPort, method: "GET", path: url, headers: { host: new URL(url).host }, timeout: timeoutMs }, (res) => {
+            let body = "";
+            res.setEncoding("utf8");
+            res.on("data", (c) => (body += c));
+            res.on("end", () => resolve({ status: res.statusCode ?? 0, body }));
+        });
+        req.on("timeout", () => req.destroy(new Error(`timeout via proxy ${proxyPort}`)));
+        req.on("error", reject);
+        req.end();
+    });
+}
+
+/** Opens a CONNECT tunnel through the proxy and speaks HTTP/1.0 to the target inside it. */
+export function connectViaProxy(proxyPort: number, targetPort: number, path = "/tunnel", timeoutMs = 5000): Promise<{ connectStatus: number; body: string }> {
+    return new Promise((resolve, reject) => {
+        const req = http.request({ host: "127.0.0.1", port: proxyPort, method: "CONNECT", path: `127.0.0.1:${targetPort}`, timeout: timeoutMs });
+        req.on("connect", (res, socket) => {
+            let data = "";
+            socket.setEncoding("utf8");
+            socket.on("data", (c) => (data += c));
+            socket.on("end", () => resolve({ connectStatus: res.statusCode ?? 0, body: data.split("\r\n\r\n").slice(1).join("\r\n\r\n") }));
+            socket.on("error", reject);
+            socket.write(`GET ${path} HTTP/1.0\r\nHost: 127.0.0.1:${targetPort}\r\n\r\n`);
+        });
+        req.on("timeout", () => req.destroy(new Error(`CONNECT timeout via proxy ${proxyPort}`)));
+        req.on("error", reject);
+        req.end();
+    });
+}

@@ -1,0 +1,30 @@
+import * as fs from "node:fs";
+import * as os from "node:os";
+import * as path from "node:path";
+import YAML from "yaml";
+import { engineHome, PACKAGE_ROOT, StackDriver } from "../../src/engine";
+
+/**
+ * A throwaway Pulumi project for one test: its own Pulumi.yaml, stacks/, file backend, passphrase and
+ * local-proxy state dir, so tests never touch the developer's `dev` stack. Uses the real CLI that
+ * `npm run setup` built into .egress/bin, and fails loudly when it is missing.
+ */
+export function tempProject(stack: string, config: object): { dir: string; driver: StackDriver; env: Record<string, string>; writeConfig(c: object): void; cleanup(): void } {
+    const dir = fs.mkdtempSync(path.join(os.tmpdir(), "egress-test-"));
+    const home = engineHome();
+    if (!fs.existsSync(path.join(home.binDir, "pulumi"))) throw new Error(`the Pulumi CLI is missing at ${home.binDir}/pulumi: run \`npm run setup\``);
+    // Same project as egress's own, minus `main` (the CLI checks it exists; inline runs don't use it).
+    const settings = YAML.parse(fs.readFileSync(path.join(PACKAGE_ROOT, "Pulumi.yaml"), "utf8"));
+    delete settings.main;
+    fs.writeFileSync(path.join(dir, "Pulumi.yaml"), YAML.stringify(settings));
+    fs.mkdirSync(path.join(dir, "stacks"));
+    const writeConfig = (c: object) => fs.writeFileSync(path.join(dir, "stacks", `Pulumi.${stack}.yaml`), YAML.stringify({ config: c }));
+    writeConfig(config);
+    const env = {
+        PULUMI_BACKEND_URL: `file://${path.join(dir, "backend")}`,
+        PULUMI_CONFIG_PASSPHRASE: "egress-test-passphrase",
+    };
+    fs.mkdirSync(path.join(dir, "backend"));
+    const driver = new StackDriver({ workDir: dir, stack, home: { ...home, runDir: path.join(dir, "run") }, env });
+    return { dir, driver, env, writeConfig, cleanup: () => fs.rmSync(dir, { recursive: true, force: true }) };
+}
