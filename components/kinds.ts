@@ -2,6 +2,8 @@ import * as pulumi from "@pulumi/pulumi";
 import type { PoolConfig, ProviderConfig, ProviderKind } from "../src/config";
 import type { MemberArgs, ProxyMemberComponent, StackContext } from "./member";
 import { LocalProxy } from "./local";
+import { gcpKind } from "./gcp";
+import { kubernetesKind } from "./kubernetes";
 
 /** Arguments for resources one pool shares across its members (a firewall, a config Secret). */
 export interface PoolSharedArgs<E extends ProviderConfig = ProviderConfig> {
@@ -38,6 +40,6 @@ function notYet(kind: ProviderKind): ProviderKindModule {
 export const kinds: Record<ProviderKind, ProviderKindModule<any, any>> = {
     local,
     kvm: notYet("kvm"),
-    gcp: notYet("gcp"),
-    kubernetes: notYet("kubernetes"),
+    gcp: gcpKind,
+    kubernetes: kubernetesKind,
 };

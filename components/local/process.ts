@@ -51,6 +51,7 @@ export async function startProxy(req: StartRequest, timeoutMs = 15000): Promise<
     }
     if (child.pid) killQuietly(child.pid);
     const tail = fs.existsSync(files.log) ? fs.readFileSync(files.log, "utf8").trim().split("\n").slice(-3).join(" | ") : "";
+    fs.rmSync(files.log, { force: true }); // transactional: a failed create leaves nothing (the tail is in the error)
     throw new Error(`local proxy ${req.id} did not start listening on port ${req.port || "(any)"}: ${exited !== null ? `exited with ${exited}` : "timed out"}${tail ? `; log: ${tail}` : ""}`);
 }
 

@@ -17,6 +17,8 @@ export const kubernetesProviderSchema = z
         kubeconfigPath: z.string().min(1).optional(),
         /** Namespace the members live in; it must exist (egress does not own it). @default "egress" */
         namespace: dnsLabel().default("egress"),
+        /** Cluster DNS domain, for member hosts `<service>.<namespace>.svc.<clusterDomain>`. @default "cluster.local" */
+        clusterDomain: z.string().regex(/^[a-z0-9]([-a-z0-9.]*[a-z0-9])?$/, { message: "must be a DNS domain such as cluster.local" }).default("cluster.local"),
         /** Proxy container image; it must read /etc/squid/squid.conf. @default "ubuntu/squid:latest" */
         image: z.string().min(1).default("ubuntu/squid:latest"),
         /** Service type per member. @default "ClusterIP" */

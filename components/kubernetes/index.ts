@@ -1,0 +1,17 @@
+import type { KubernetesProviderConfig } from "../../src/config";
+import type { ProviderKindModule } from "../kinds";
+import { PodProxy } from "./pod-proxy";
+import { createKubernetesPoolShared, KubernetesPoolShared } from "./shared";
+
+export { PodProxy, PodProxyArgs, SQUID_CONF_PATH, CONFIG_HASH_ANNOTATION } from "./pod-proxy";
+export { createKubernetesPoolShared, KubernetesPoolShared, poolLabels } from "./shared";
+export * from "./squid-config";
+
+/** The `kubernetes` kind: a provider and config Secret per pool, a Deployment and Service per member. */
+export const kubernetesKind: ProviderKindModule<KubernetesProviderConfig, KubernetesPoolShared> = {
+    createPoolShared: (name, args, opts) => createKubernetesPoolShared(name, args, opts),
+    createMember: (name, args, shared, opts) => {
+        if (!shared) throw new Error(`kubernetes member ${name} needs the pool's shared resources (createPoolShared was not called)`);
+        return new PodProxy(name, args, shared, opts);
+    },
+};

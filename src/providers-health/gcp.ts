@@ -1,0 +1,75 @@
+import type { GcpProviderConfig } from "../config";
+import { GcpApiError, GcpClientOptions, GcpComputeClient, labelFilter } from "../../components/gcp/api";
+import { GcpCredentialsError } from "../../components/gcp/auth";
+import type { Checker, CheckerFactory, CheckerOptions, CheckVerdict } from "./types";
+
+/** Checker options for gcp entries: the common ones plus where credentials come from (see docs/gcp.md). */
+export interface GcpCheckerOptions extends CheckerOptions, Omit<GcpClientOptions, "endpoint" | "timeoutMs"> {
+    /** Value of the `egress-project` label to look for; @default "egress" */
+    labelProject?: string;
+}
+
+/**
+ * For each zone of the entry: credentials yield a token, and listing at most one managed instance
+ * (`labels.egress-project=...`, maxResults=1) succeeds, which proves the project exists, the Compute API is
+ * on and the caller may list instances there. One verdict per zone (`zone/<name>`).
+ */
+export const gcpChecker: CheckerFactory<GcpProviderConfig> = (providerName, entry, options: GcpCheckerOptions = {}): Checker => {
+    const timeoutMs = options.timeoutMs ?? 10000;
+    const client = new GcpComputeClient(entry.project, { ...options, timeoutMs });
+    const filter = labelFilter({ "egress-project": options.labelProject ?? "egress" });
+
+    async function checkZone(zone: string, signal?: AbortSignal): Promise<CheckVerdict> {
+        const target = `zone/${zone}`;
+        const started = Date.now();
+        try {
+            await client.token(signal);
+        } catch (e) {
+            return { target, ok: false, stage: "credentials", message: `provider \`${providerName}\`: ${(e as Error).message}` };
+        }
+        try {
+            const page: any = await client.get(`zones/${zone}/instances`, { filter, maxResults: 1 }, signal);
+            return {
+                target,
+                ok: true,
+                message: `provider \`${providerName}\`: project ${entry.project} zone ${zone} is reachable and instances can be listed`,
+                details: { project: entry.project, managedInstancesSeen: (page.items ?? []).length, more: Boolean(page.nextPageToken), ms: Date.now() - started },
+            };
+        } catch (e) {
+            return { target, ok: false, stage: stageOf(e), message: `provider \`${providerName}\`, project ${entry.project}, zone ${zone}: ${advice(e, entry.project, zone)}` };
+        }
+    }
+
+    return {
+        provider: providerName,
+        kind: "gcp",
+        async check(signal) {
+            // Zones are independent: check them concurrently so one slow zone does not hide the others.
+            return Promise.all(entry.zones.map((z) => checkZone(z, signal)));
+        },
+    };
+};
+
+function stageOf(e: unknown): string {
+    if (e instanceof GcpCredentialsError) return "credentials";
+    if (e instanceof GcpApiError) return e.stage;
+    return "api";
+}
+
+/** The error plus what the operator should do about it. */
+function advice(e: unknown, project: string, zone: string): string {
+    const msg = (e as Error).message;
+    if (!(e instanceof GcpApiError)) return msg;
+    switch (e.stage) {
+        case "credentials":
+            return `${msg}; the credentials were rejected: refresh them (gcloud auth application-default login) or fix GOOGLE_APPLICATION_CREDENTIALS`;
+        case "api-disabled":
+            return `${msg}; enable the Compute Engine API: gcloud services enable compute.googleapis.com --project ${project}`;
+        case "permissions":
+            return `${msg}; grant the caller roles/compute.instanceAdmin.v1 (and roles/compute.securityAdmin for firewalls) on ${project}`;
+        case "not-found":
+            return `${msg}; check that project ${project} and zone ${zone} exist`;
+        default:
+            return `${msg}; the Compute API did not answer normally — retry later`;
+    }
+}

@@ -1,0 +1,79 @@
+/** The CLI's contract for bad input: a clear message naming the problem, exit code 2, nothing touched. */
+import { test } from "node:test";
+import assert from "node:assert/strict";
+import * as cp from "node:child_process";
+import * as fs from "node:fs";
+import * as os from "node:os";
+import * as path from "node:path";
+import { PACKAGE_ROOT } from "../../src/engine/env";
+
+const cli = path.join(PACKAGE_ROOT, "dist", "src", "cli.js");
+const dir = fs.mkdtempSync(path.join(os.tmpdir(), "egress-cli-"));
+fs.mkdirSync(path.join(dir, "stacks"));
+fs.writeFileSync(path.join(dir, "Pulumi.yaml"), "name: egress\nruntime: nodejs\nstackConfigDir: stacks\n");
+const stackYaml = "# keep this comment\nconfig:\n  egress:providers:\n    local: { type: local }\n  egress:pools:\n    - name: web\n      provider: local\n      replicas: 2\n      maxReplicas: 4\n";
+fs.writeFileSync(path.join(dir, "stacks", "Pulumi.t.yaml"), stackYaml);
+fs.writeFileSync(path.join(dir, "stacks", "Pulumi.bad.yaml"), "config:\n  egress:providers:\n    local: { type: local }\n  egress:pools:\n    - { name: web, provider: lokal, replicas: 2 }\n");
+
+function run(...args: string[]) {
+    const r = cp.spawnSync(process.execPath, [cli, "--cwd", dir, ...args], { encoding: "utf8", timeout: 30_000 });
+    return { code: r.status, stdout: r.stdout, stderr: r.stderr };
+}
+
+for (const [value, message] of [
+    ["-1", "replicas must be 0 or more (got -1)"],
+    ["1.5", "replicas must be a whole number (got 1.5)"],
+    ["abc", `replicas must be a whole number (got "abc")`],
+    ["5", "replicas must not exceed maxReplicas (4) (got 5)"],
+] as const) {
+    test(`scale web ${value} → exit 2, "${message}", stack file untouched`, () => {
+        const r = run("--stack", "t", "scale", "web", "--", value);
+        assert.equal(r.code, 2, r.stderr);
+        assert.ok(r.stderr.includes(`egress:pools[0].replicas: ${message}`), r.stderr);
+        assert.equal(fs.readFileSync(path.join(dir, "stacks", "Pulumi.t.yaml"), "utf8"), stackYaml);
+    });
+}
+
+test("scale of an unknown pool names the known pools", () => {
+    const r = run("--stack", "t", "scale", "nope", "1");
+    assert.equal(r.code, 2);
+    assert.match(r.stderr, /has no pool named "nope" \(known: web\)/);
+    assert.equal(fs.readFileSync(path.join(dir, "stacks", "Pulumi.t.yaml"), "utf8"), stackYaml);
+});
+
+test("--json errors are machine-readable and list the problems", () => {
+    const r = run("--stack", "t", "--json", "scale", "web", "--", "-3");
+    assert.equal(r.code, 2);
+    const body = JSON.parse(r.stdout);
+    assert.equal(body.ok, false);
+    assert.deepEqual(body.error.problems, [{ path: "egress:pools[0].replicas", rule: "replicas must be 0 or more", value: -3 }]);
+});
+
+test("scale --no-up writes only the replicas, keeping comments", () => {
+    const copy = path.join(dir, "stacks", "Pulumi.w.yaml");
+    fs.writeFileSync(copy, stackYaml);
+    const r = run("--stack", "w", "--json", "scale", "web", "3", "--no-up");
+    assert.equal(r.code, 0, r.stderr);
+    assert.deepEqual(JSON.parse(r.stdout), { ok: true, pool: "web", previous: 2, replicas: 3 });
+    assert.equal(fs.readFileSync(copy, "utf8"), stackYaml.replace("replicas: 2", "replicas: 3"));
+});
+
+test("up with an invalid config exits 2 naming the path, before the engine runs", () => {
+    const r = run("--stack", "bad", "up");
+    assert.equal(r.code, 2);
+    assert.match(r.stderr, /egress:pools\[0\]\.provider: must name an entry of egress:providers \(known: local\) \(got "lokal"\)/);
+    assert.ok(!fs.existsSync(path.join(dir, ".pulumi")), "no engine state was created");
+});
+
+test("destroy without --yes refuses", () => {
+    const r = run("--stack", "t", "destroy");
+    assert.equal(r.code, 2);
+    assert.match(r.stderr, /pass --yes/);
+});
+
+test("unknown commands are usage errors; --help exits 0 and lists the commands", () => {
+    assert.equal(run("frobnicate").code, 2);
+    const help = run("--help");
+    assert.equal(help.code, 0);
+    for (const c of ["up", "preview", "refresh", "destroy", "outputs", "scale", "doctor"]) assert.match(help.stdout, new RegExp(`\\n  ${c}\\b`));
+});

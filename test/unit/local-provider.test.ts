@@ -1,0 +1,75 @@
+/**
+ * The LocalProxy dynamic provider, serialized the way the engine serializes it and run in a fresh
+ * process: create starts a real proxy, read sees it, diff asks for replacement once it is dead,
+ * delete stops it and removes its files, and a second delete is fine.
+ */
+import { after, before, test } from "node:test";
+import assert from "node:assert/strict";
+import * as fs from "node:fs";
+import * as os from "node:os";
+import * as path from "node:path";
+import { localProcessProvider } from "../../components/local";
+import { runSerialized, serializeProvider } from "../helpers/serialized-provider";
+import { getViaProxy, startTargetServer } from "../helpers/net";
+import { PACKAGE_ROOT } from "../../src/engine/env";
+
+const stateDir = fs.mkdtempSync(path.join(os.tmpdir(), "egress-local-"));
+const inputs = {
+    member: "unit-web-0",
+    requestedPort: 0,
+    stateDir,
+    serverScript: path.join(PACKAGE_ROOT, "dist", "components", "local", "proxy-server.js"),
+    nodePath: process.execPath,
+};
+let target: Awaited<ReturnType<typeof startTargetServer>>;
+before(async () => (target = await startTargetServer()));
+after(async () => {
+    await target.close();
+    fs.rmSync(stateDir, { recursive: true, force: true });
+});
+
+test("the serialized provider captures no machine state", async () => {
+    const text = await serializeProvider(localProcessProvider);
+    assert.ok(!text.includes(stateDir), "no test paths baked in");
+    assert.match(text, /exports\.handler/);
+});
+
+test("create → read → (proxy serves) → delete → read → diff → delete again, through the serialized provider", async () => {
+    const text = await serializeProvider(localProcessProvider);
+    const [created, read1] = runSerialized(text, [
+        { method: "create", args: [inputs] },
+        { method: "read", args: ["$id", "$outs"] },
+    ]) as any[];
+    assert.match(created.id, /^unit-web-0-[0-9a-f]{8}$/);
+    assert.equal(created.outs.host, "127.0.0.1");
+    assert.ok(created.outs.port > 0 && created.outs.pid > 0);
+    assert.equal(read1.props.running, true);
+    // The process outlived the provider process that started it.
+    const via = await getViaProxy(created.outs.port, `http://127.0.0.1:${target.port}/x`);
+    assert.deepEqual(via, { status: 200, body: "hello /x" });
+
+    const [deleted, read2, diff, again] = runSerialized(text, [
+        { method: "delete", args: [created.id, created.outs] },
+        { method: "read", args: [created.id, created.outs] },
+        { method: "diff", args: [created.id, { ...created.outs, running: false }, inputs] },
+        { method: "delete", args: [created.id, created.outs] },
+    ]) as any[];
+    assert.equal(deleted, null);
+    assert.equal(read2.props.running, false, "read notices the dead process");
+    assert.deepEqual(diff.replaces, ["running"]);
+    assert.equal(again, null, "deleting what is gone succeeds");
+    assert.deepEqual(fs.readdirSync(stateDir), [], "no pid or log files left");
+    await assert.rejects(getViaProxy(created.outs.port, `http://127.0.0.1:${target.port}/x`, 1000));
+});
+
+test("read does not mistake a foreign process on the old pid for the proxy", async () => {
+    const text = await serializeProvider(localProcessProvider);
+    const [r] = runSerialized(text, [{ method: "read", args: ["unit-web-9-deadbeef", { ...inputs, pid: process.pid, port: target.port, host: "127.0.0.1", running: true }] }]) as any[];
+    assert.equal(r.props.running, false);
+});
+
+test("create fails cleanly when the port is taken, leaving nothing behind", async () => {
+    const text = await serializeProvider(localProcessProvider);
+    assert.throws(() => runSerialized(text, [{ method: "create", args: [{ ...inputs, requestedPort: target.port }] }]), /did not start listening on port \d+: exited with 1/);
+    assert.deepEqual(fs.readdirSync(stateDir).filter((f) => f.endsWith(".json")), []);
+});
