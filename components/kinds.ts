@@ -2,6 +2,7 @@ import * as pulumi from "@pulumi/pulumi";
 import type { PoolConfig, ProviderConfig, ProviderKind } from "../src/config";
 import type { MemberArgs, ProxyMemberComponent, StackContext } from "./member";
 import { LocalProxy } from "./local";
+import { kvmKind } from "./kvm";
 import { gcpKind } from "./gcp";
 import { kubernetesKind } from "./kubernetes";
 
@@ -39,7 +40,7 @@ function notYet(kind: ProviderKind): ProviderKindModule {
 
 export const kinds: Record<ProviderKind, ProviderKindModule<any, any>> = {
     local,
-    kvm: notYet("kvm"),
+    kvm: kvmKind,
     gcp: gcpKind,
     kubernetes: kubernetesKind,
 };

@@ -6,6 +6,8 @@
 import { Command } from "commander";
 import { registerOperations } from "./cli/operations";
 import { registerDoctor } from "./cli/doctor";
+import { registerGc } from "./cli/gc";
+import { registerServe } from "./cli/serve";
 
 export function buildCli(): Command {
     const program = new Command("egress")
@@ -21,6 +23,8 @@ export function buildCli(): Command {
     });
     registerOperations(program);
     registerDoctor(program);
+    registerGc(program);
+    registerServe(program);
     return program;
 }
 

@@ -80,12 +80,51 @@ export class StackDriver {
     }
 
     /** Resources in state, as `type::name` — what `destroy` must leave empty. */
-    async resources(): Promise<{ type: string; name: string }[]> {
+    async resources(): Promise<{ type: string; name: string; id?: string }[]> {
         return this.serial(async () => {
             const dep = await (await this.open()).exportStack();
-            const res = ((dep.deployment as any)?.resources ?? []) as { type: string; urn: string }[];
-            return res.map((r) => ({ type: r.type, name: r.urn.split("::").pop()! }));
+            const res = ((dep.deployment as any)?.resources ?? []) as { type: string; urn: string; id?: string }[];
+            return res.map((r) => ({ type: r.type, name: r.urn.split("::").pop()!, id: r.id }));
         });
+    }
+
+    /**
+     * The stack's `egress:*` config with secrets decrypted, as `{providers, pools}` (for checkers and gc,
+     * which talk to providers outside the engine). Never log the result.
+     */
+    async config(): Promise<{ providers?: unknown; pools?: unknown }> {
+        return this.serial(async () => {
+            const all = await (await this.open()).getAllConfig();
+            const get = (k: string) => (all[k] ? JSON.parse(all[k].value) : undefined);
+            return { providers: get("egress:providers"), pools: get("egress:pools") };
+        });
+    }
+
+    /**
+     * Makes the stack usable after a crash: removes file-backend locks whose process is gone (a live
+     * holder is left alone), and clears pending creates a killed run left in state. Returns what it did.
+     */
+    async recover(): Promise<string[]> {
+        return this.serial(async () => {
+            const stack = await this.open();
+            const done: string[] = [];
+            const stale = staleLocks(this.backendDir(), this.stackName);
+            if (stale.length) {
+                await stack.cancel();
+                done.push(`removed ${stale.length} stale lock(s) left by pid ${stale.join(", ")}`);
+            }
+            const dep = (await stack.exportStack()).deployment as { pending_operations?: unknown[] } | undefined;
+            if (dep?.pending_operations?.length) {
+                await stack.refresh({ clearPendingCreates: true });
+                done.push(`cleared ${dep.pending_operations.length} pending operation(s) with a refresh`);
+            }
+            return done;
+        });
+    }
+
+    private backendDir(): string | undefined {
+        const url = this.extraEnv.PULUMI_BACKEND_URL ?? process.env.PULUMI_BACKEND_URL ?? `file://${this.home.backendDir}`;
+        return url.startsWith("file://") ? url.slice("file://".length) : undefined;
     }
 
     /** Clears a lock left by a crashed run (file backend) so the next operation can start. */
@@ -142,6 +181,31 @@ export class StackDriver {
         this.stack.catch(() => (this.stack = undefined));
         return this.stack;
     }
+}
+
+/** pids holding locks on `stack` in a file backend whose process no longer exists on this host. */
+function staleLocks(backendDir: string | undefined, stack: string): number[] {
+    const fs = require("node:fs") as typeof import("node:fs");
+    const os = require("node:os") as typeof import("node:os");
+    if (!backendDir) return [];
+    const root = path.join(backendDir, ".pulumi", "locks");
+    if (!fs.existsSync(root)) return [];
+    const pids: number[] = [];
+    for (const rel of fs.readdirSync(root, { recursive: true }) as string[]) {
+        if (!rel.endsWith(".json") || path.basename(path.dirname(rel)) !== stack) continue;
+        try {
+            const lock = JSON.parse(fs.readFileSync(path.join(root, rel), "utf8")) as { pid: number; hostname: string };
+            if (lock.hostname !== os.hostname()) continue; // another machine's lock: not ours to judge
+            try {
+                process.kill(lock.pid, 0);
+            } catch {
+                pids.push(lock.pid);
+            }
+        } catch {
+            /* unreadable lock: leave it to the operator */
+        }
+    }
+    return pids;
 }
 
 function lastLines(s: string, n: number): string {

@@ -15,7 +15,7 @@ const clean = (s: string) => s.toLowerCase().replace(/[^a-z0-9_-]/g, "-").slice(
  * `egress-project`/`egress-stack` labels (in every zone and region, so orphans in zones no longer listed in
  * the config are found too), and firewall rules, which carry no labels, by their description.
  */
-export const gcpCollector: CollectorFactory<GcpProviderConfig> = (providerName, entry, options: GcpCollectorOptions = {}): Collector => {
+export function gcpCollector(providerName: string, entry: GcpProviderConfig, options: GcpCollectorOptions = {}): Collector {
     const client = new GcpComputeClient(entry.project, options);
     const thing = (type: string, name: string, location: string, pool?: string, member?: string): ManagedThing => ({
         kind: "gcp",
@@ -62,4 +62,7 @@ export const gcpCollector: CollectorFactory<GcpProviderConfig> = (providerName, 
             await client.delete(path);
         },
     };
-};
+}
+
+/** `gcpCollector` is a CollectorFactory; this line keeps it one. */
+export const gcpCollectorFactory: CollectorFactory<GcpProviderConfig> = gcpCollector;

@@ -14,7 +14,7 @@ export interface GcpCheckerOptions extends CheckerOptions, Omit<GcpClientOptions
  * (`labels.egress-project=...`, maxResults=1) succeeds, which proves the project exists, the Compute API is
  * on and the caller may list instances there. One verdict per zone (`zone/<name>`).
  */
-export const gcpChecker: CheckerFactory<GcpProviderConfig> = (providerName, entry, options: GcpCheckerOptions = {}): Checker => {
+export function gcpChecker(providerName: string, entry: GcpProviderConfig, options: GcpCheckerOptions = {}): Checker {
     const timeoutMs = options.timeoutMs ?? 10000;
     const client = new GcpComputeClient(entry.project, { ...options, timeoutMs });
     const filter = labelFilter({ "egress-project": options.labelProject ?? "egress" });
@@ -48,7 +48,10 @@ export const gcpChecker: CheckerFactory<GcpProviderConfig> = (providerName, entr
             return Promise.all(entry.zones.map((z) => checkZone(z, signal)));
         },
     };
-};
+}
+
+/** `gcpChecker` is a CheckerFactory; this line keeps it one. */
+export const gcpCheckerFactory: CheckerFactory<GcpProviderConfig> = gcpChecker;
 
 function stageOf(e: unknown): string {
     if (e instanceof GcpCredentialsError) return "credentials";

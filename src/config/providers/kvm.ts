@@ -16,12 +16,14 @@ const sshSchema = z.strictObject({
 });
 
 const hostSchema = z.strictObject({
+    /** Identifier used in resource names and messages. */
     name: identifier(),
+    /** Address sshd listens on (IP or DNS name). */
     address: z.string().min(1),
     port: port().default(22),
     /** libvirt storage pool holding base images, overlays and seed ISOs. */
     storagePool: z.string().min(1).default("default"),
-    /** Host bridge the guest NIC attaches to. Exactly one of `bridge` or `network`. */
+    /** Host bridge the guest NIC attaches to (e.g. `br0`). Exactly one of `bridge` or `network`. */
     bridge: z.string().min(1).optional(),
     /** libvirt network the guest NIC attaches to. */
     network: z.string().min(1).optional(),
@@ -33,13 +35,19 @@ const hostSchema = z.strictObject({
     domainType: z.enum(["kvm", "qemu"]).default("kvm"),
 });
 
+/**
+ * A cloud image cached per host as volume `base-<entry>-<key>.<format>`. The digest of a key never
+ * changes: a new image is a new key (the old base stays under its overlays).
+ */
 const imageSchema = z.strictObject({
+    /** http(s) URL (or file:// on the machine running Pulumi), streamed and sha256-verified before upload. */
     url: z.string().url(),
     sha256: z.string().regex(/^[a-f0-9]{64}$/, { message: "must be 64 lower-case hex digits" }),
     format: z.enum(["qcow2", "raw"]).default("qcow2"),
     firmware: z.enum(["uefi", "bios"]).default("uefi"),
 });
 
+/** Size of a member VM. */
 const machineTypeSchema = z.strictObject({
     vcpu: z.number().int().min(1).max(64),
     memoryMiB: z.number().int().min(128),
@@ -55,8 +63,16 @@ export const kvmProviderSchema = z
         machineTypes: z.record(identifier(), machineTypeSchema).default({ small: { vcpu: 1, memoryMiB: 512 } }),
         /** Install and enable qemu-guest-agent from a vendor-data script. @default true */
         installGuestAgent: z.boolean().default(true),
-        /** How long `up` waits for a member's IP address, in seconds. @default 300 */
-        addressTimeoutSeconds: z.number().int().min(0).default(300),
+        /**
+         * Extra vendor-data for every member (a cloud-config or a script), sent beside the guest-agent
+         * bootstrap as MIME multipart (each part declared text/plain). Unset: only the bootstrap.
+         */
+        vendorData: z.string().min(1).optional(),
+        /**
+         * How long `up` waits for a member's IP address, in seconds. 0 = don't wait: the member's `host`
+         * is "" until a later `up` or `refresh` finds the address. @default 300
+         */
+        addressTimeoutSeconds: z.number().int().min(0).max(3600).default(300),
     })
     .superRefine((v, ctx) => {
         if (!v.ssh.privateKey === !v.ssh.privateKeyPath)

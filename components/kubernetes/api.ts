@@ -1,0 +1,121 @@
+/**
+ * A minimal Kubernetes REST client (GET, DELETE) for the health checker and `egress gc`. Uses node's
+ * http/https so the cluster CA and client certificates from the kubeconfig apply; no client library.
+ */
+import * as http from "node:http";
+import * as https from "node:https";
+import type { KubernetesProviderConfig } from "../../src/config";
+import { ClusterAccess, KubeconfigOptions, loadClusterAccess } from "./kubeconfig";
+
+export interface KubeClientOptions extends Omit<KubeconfigOptions, "kubeconfigPath" | "context"> {
+    /** Overrides the cluster's server URL (tests point it at a local server). */
+    endpoint?: string;
+    /** Per-request timeout in milliseconds. @default 10000 */
+    timeoutMs?: number;
+}
+
+/** A failed call: HTTP status (0 for timeouts and network errors), the Status `reason`, and the stage it maps to. */
+export class KubeApiError extends Error {
+    constructor(message: string, readonly status: number, readonly stage: string, readonly reason?: string) {
+        super(message);
+        this.name = "KubeApiError";
+    }
+}
+
+/** 401 → `credentials`, 403 → `rbac`, 404 → `not-found`, anything else (5xx, timeouts, refused) → `api`. */
+export function kubeStage(status: number): string {
+    return status === 401 ? "credentials" : status === 403 ? "rbac" : status === 404 ? "not-found" : "api";
+}
+
+/** `k=v,k2=v2` for a label selector. */
+export function labelSelector(labels: Record<string, string>): string {
+    return Object.entries(labels).map(([k, v]) => `${k}=${v}`).join(",");
+}
+
+export class KubeClient {
+    readonly server: string;
+    private readonly timeoutMs: number;
+
+    constructor(private readonly access: ClusterAccess, opts: { endpoint?: string; timeoutMs?: number } = {}) {
+        this.server = (opts.endpoint ?? access.server).replace(/\/$/, "");
+        this.timeoutMs = opts.timeoutMs ?? 10000;
+    }
+
+    /** Builds a client for a provider entry. Throws KubeconfigError (naming the entry field) when the kubeconfig is unusable. */
+    static forEntry(entry: KubernetesProviderConfig, opts: KubeClientOptions = {}): KubeClient {
+        const access = loadClusterAccess({ kubeconfigPath: entry.kubeconfigPath, context: entry.context, env: opts.env, homeDir: opts.homeDir });
+        return new KubeClient(access, opts);
+    }
+
+    get context(): string {
+        return this.access.context;
+    }
+
+    async get<T = any>(path: string, query: Record<string, string | number | undefined> = {}, signal?: AbortSignal): Promise<T> {
+        return this.request<T>("GET", path, query, signal);
+    }
+
+    /** DELETE; resolves `false` when the object was already gone (404). Background propagation removes owned pods. */
+    async delete(path: string, signal?: AbortSignal): Promise<boolean> {
+        try {
+            await this.request("DELETE", path, { propagationPolicy: "Background" }, signal);
+            return true;
+        } catch (e) {
+            if (e instanceof KubeApiError && e.status === 404) return false;
+            throw e;
+        }
+    }
+
+    private async request<T>(method: string, path: string, query: Record<string, string | number | undefined>, signal?: AbortSignal): Promise<T> {
+        const creds = await this.access.credentials();
+        const qs = new URLSearchParams();
+        for (const [k, v] of Object.entries(query)) if (v !== undefined) qs.set(k, String(v));
+        const url = new URL(`${this.server}${path}${qs.size ? `?${qs}` : ""}`);
+        const headers: Record<string, string> = { accept: "application/json" };
+        if (creds.token) headers.authorization = `Bearer ${creds.token}`;
+        else if (creds.basic) headers.authorization = `Basic ${creds.basic}`;
+        const lib = url.protocol === "https:" ? https : http;
+        const options: https.RequestOptions = {
+            method,
+            headers,
+            ca: this.access.ca,
+            cert: creds.cert,
+            key: creds.key,
+            rejectUnauthorized: !this.access.insecureSkipTlsVerify,
+            servername: this.access.tlsServerName,
+            signal,
+        };
+        const { status, text } = await new Promise<{ status: number; text: string }>((resolve, reject) => {
+            const req = lib.request(url, options, (res) => {
+                const chunks: Buffer[] = [];
+                res.on("data", (c) => chunks.push(c));
+                res.on("end", () => resolve({ status: res.statusCode ?? 0, text: Buffer.concat(chunks).toString("utf8") }));
+                res.on("error", reject);
+            });
+            // One deadline for the whole exchange, headers and body.
+            const timer = setTimeout(() => req.destroy(Object.assign(new Error(`timed out after ${this.timeoutMs}ms`), { name: "TimeoutError" })), this.timeoutMs);
+            req.on("close", () => clearTimeout(timer));
+            req.on("error", (e) => {
+                clearTimeout(timer);
+                reject(e);
+            });
+            req.end();
+        }).catch((e: any) => {
+            const why = e?.name === "TimeoutError" ? e.message : e?.name === "AbortError" ? "aborted" : `${e?.message ?? e}${e?.code && !String(e.message).includes(e.code) ? ` (${e.code})` : ""}`;
+            throw new KubeApiError(`${method} ${path}: ${why}`, 0, "api");
+        });
+        let body: any;
+        try {
+            body = text ? JSON.parse(text) : {};
+        } catch {
+            body = undefined;
+        }
+        if (status < 200 || status >= 300) {
+            // Errors come as a Status object: {kind: "Status", reason, message, code}.
+            const msg = body?.message ?? (text.slice(0, 200) || `HTTP ${status}`);
+            throw new KubeApiError(`${method} ${path}: HTTP ${status}: ${msg}`, status, kubeStage(status), body?.reason);
+        }
+        if (body === undefined) throw new KubeApiError(`${method} ${path}: the server answered with something other than JSON`, status, "api");
+        return body as T;
+    }
+}

@@ -1,0 +1,127 @@
+import * as pulumi from "@pulumi/pulumi";
+import { ignoreNotFound, isNotFound, KvmConnection, Virsh, withLibvirt } from "./libvirt";
+import { discoverAddress, waitForAddress } from "./address";
+import { domainXml, MemberMetadata, parseMetadata } from "./xml";
+
+/** Inputs of a Domain: one member's VM. */
+export interface DomainInputs {
+    conn: KvmConnection;
+    privateKey?: string;
+    name: string;
+    domainType: "kvm" | "qemu";
+    vcpu: number;
+    memoryMiB: number;
+    firmware: "uefi" | "bios";
+    overlayPath: string;
+    seedPath: string;
+    bridge?: string;
+    network?: string;
+    metadata: MemberMetadata;
+    metadataNs: string;
+    /** Seconds `up` waits for the address; 0 = don't wait (ipAddress stays "" until a later up/refresh). */
+    addressTimeoutSeconds: number;
+}
+
+export interface DomainOutputs extends DomainInputs {
+    /** The guest's address, "" until known. */
+    ipAddress: string;
+}
+
+/** Everything that changes the VM's definition. Not addressTimeoutSeconds or connection details. */
+const REPLACE_ON = ["name", "domainType", "vcpu", "memoryMiB", "firmware", "overlayPath", "seedPath", "bridge", "network", "metadataNs"] as const;
+
+/** Stops and undefines a domain (with its NVRAM); succeeds when already gone or not running. */
+export async function removeDomain(virsh: Virsh, name: string): Promise<void> {
+    try {
+        await virsh(["destroy", name]);
+    } catch (e) {
+        if (!isNotFound(e) && !/not running/i.test((e as Error).message)) throw e;
+    }
+    await ignoreNotFound(() => virsh(["undefine", "--nvram", name]));
+}
+
+export const domainProvider: pulumi.dynamic.ResourceProvider<DomainInputs, DomainOutputs> = {
+    async create(inputs) {
+        const fs = require("node:fs") as typeof import("node:fs");
+        const os = require("node:os") as typeof import("node:os");
+        const path = require("node:path") as typeof import("node:path");
+        return withLibvirt(inputs.conn, inputs.privateKey, async (virsh) => {
+            // A domain of this name left by an interrupted run of this very member is ours to replace;
+            // anything else of that name is not ours to touch.
+            try {
+                const old = parseMetadata(await virsh(["dumpxml", "--inactive", inputs.name]), inputs.metadataNs);
+                const m = inputs.metadata;
+                if (!old || old.project !== m.project || old.stack !== m.stack || old.member !== m.member)
+                    throw new Error(`domain ${inputs.name} already exists on host ${inputs.conn.host} and is not egress member ${m.member} of ${m.project}/${m.stack}; remove or rename it`);
+                await removeDomain(virsh, inputs.name);
+            } catch (e) {
+                if (!isNotFound(e)) throw e;
+            }
+            const dir = fs.mkdtempSync(path.join(os.tmpdir(), "egress-dom-"));
+            try {
+                const xml = path.join(dir, "domain.xml");
+                fs.writeFileSync(xml, domainXml(inputs));
+                await virsh(["define", xml]);
+                try {
+                    await virsh(["start", inputs.name], { timeoutMs: 120000 });
+                    const ipAddress = inputs.addressTimeoutSeconds > 0 ? await waitForAddress(virsh, inputs.name, inputs.addressTimeoutSeconds) : "";
+                    return { id: `${inputs.conn.host}/${inputs.name}`, outs: { ...inputs, ipAddress } };
+                } catch (e) {
+                    await removeDomain(virsh, inputs.name).catch(() => undefined);
+                    throw e;
+                }
+            } finally {
+                fs.rmSync(dir, { recursive: true, force: true });
+            }
+        });
+    },
+
+    async read(id, props) {
+        const p = props as DomainOutputs;
+        return withLibvirt(p.conn, p.privateKey, async (virsh) => {
+            try {
+                await virsh(["domstate", p.name]);
+            } catch (e) {
+                // Gone: an empty id tells the engine to drop it from state on refresh.
+                if (isNotFound(e)) return { id: "", props: {} as DomainOutputs };
+                throw e;
+            }
+            // One failed read never erases a known address.
+            const found = await discoverAddress(virsh, p.name).catch(() => undefined);
+            return { id, props: { ...p, ipAddress: found ?? p.ipAddress } };
+        });
+    },
+
+    async diff(_id, olds, news) {
+        const replaces: string[] = REPLACE_ON.filter((k) => (olds[k] ?? null) !== (news[k] ?? null));
+        if (olds.conn?.host !== news.conn?.host) replaces.push("conn");
+        if (JSON.stringify(olds.metadata) !== JSON.stringify(news.metadata)) replaces.push("metadata");
+        // An address still unknown makes `up` look again (shown as an update), so hosts fill in over time.
+        const changes = replaces.length > 0 || !olds.ipAddress || olds.addressTimeoutSeconds !== news.addressTimeoutSeconds || JSON.stringify(olds.conn) !== JSON.stringify(news.conn) || olds.privateKey !== news.privateKey;
+        // The name is fixed per member: the old VM must go before its replacement is defined.
+        return { changes, replaces, deleteBeforeReplace: true };
+    },
+
+    async update(_id, olds, news) {
+        let ipAddress = olds.ipAddress;
+        if (!ipAddress) {
+            ipAddress = await withLibvirt(news.conn, news.privateKey, async (virsh) =>
+                news.addressTimeoutSeconds > 0 ? waitForAddress(virsh, news.name, news.addressTimeoutSeconds) : ((await discoverAddress(virsh, news.name).catch(() => undefined)) ?? ""),
+            );
+        }
+        return { outs: { ...olds, ...news, ipAddress } };
+    },
+
+    async delete(_id, props) {
+        await withLibvirt(props.conn, props.privateKey, (virsh) => removeDomain(virsh, props.name));
+    },
+};
+
+/** A member's VM: UEFI (or BIOS), file disks, seed CD on virtio-scsi, guest-agent channel, egress metadata. */
+export class Domain extends pulumi.dynamic.Resource {
+    declare public readonly ipAddress: pulumi.Output<string>;
+
+    constructor(name: string, args: { [K in keyof DomainInputs]: pulumi.Input<DomainInputs[K]> }, opts?: pulumi.CustomResourceOptions) {
+        super(domainProvider, name, { ...args, ipAddress: undefined }, { ...opts, additionalSecretOutputs: ["privateKey"] }, "egress", "kvm:Domain");
+    }
+}

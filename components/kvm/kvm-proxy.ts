@@ -1,0 +1,130 @@
+import * as crypto from "node:crypto";
+import * as pulumi from "@pulumi/pulumi";
+import type { KvmProviderConfig } from "../../src/config/providers/kvm";
+import { readCloudInit } from "../../src/config/cloud-init";
+import { MemberArgs, ProxyMemberComponent } from "../member";
+import type { PoolSharedArgs } from "../kinds";
+import { BaseImage } from "./base-image";
+import { Domain } from "./domain";
+import { Overlay } from "./overlay";
+import { SeedDisk } from "./seed-disk";
+import { seedDigest } from "./seed-iso";
+import { baseVolumeName, connectionFor, hostZone, imageKey, KvmHost, machineType, memberObjectNames, METADATA_NS, pickHost, poolBaseNeeds, privateKeyText } from "./naming";
+
+/** Arguments of a KvmProxy: the common member arguments with a `kvm` provider entry. */
+export type KvmProxyArgs = MemberArgs<KvmProviderConfig>;
+
+/** Base images a pool shares across members, keyed `<image key>/<host name>`. */
+export type KvmPoolShared = Map<string, BaseImage>;
+
+const short = (s: string) => crypto.createHash("sha256").update(s).digest("hex").slice(0, 8);
+
+/** The private key as a Pulumi secret (undefined with `privateKeyPath`). */
+function secretKey(entry: KvmProviderConfig): pulumi.Output<string> | undefined {
+    const k = privateKeyText(entry);
+    return k === undefined ? undefined : pulumi.secret(k);
+}
+
+/** One BaseImage for (entry, image key, host). */
+export function createBaseImage(name: string, providerName: string, entry: KvmProviderConfig, key: string, host: KvmHost, opts: pulumi.CustomResourceOptions): BaseImage {
+    const img = entry.images[key];
+    return new BaseImage(name, {
+        conn: connectionFor(entry, host),
+        privateKey: secretKey(entry),
+        storagePool: host.storagePool,
+        entry: providerName,
+        key,
+        url: img.url,
+        sha256: img.sha256,
+        format: img.format,
+        volume: baseVolumeName(providerName, key, img.format),
+    }, opts);
+}
+
+/**
+ * Per-pool shared resources: one BaseImage for every (image key, host) the pool's placement and member
+ * overrides may use, independent of `replicas`, so scaling never touches a base.
+ */
+export function createKvmPoolShared(name: string, args: PoolSharedArgs<KvmProviderConfig>, opts: pulumi.ComponentResourceOptions): KvmPoolShared {
+    const shared: KvmPoolShared = new Map();
+    for (const { key, host } of poolBaseNeeds(args.entry, args.pool))
+        shared.set(`${key}/${host.name}`, createBaseImage(`${name}-base-${key}-${host.name}`, args.providerName, args.entry, key, host, { parent: opts.parent }));
+    return shared;
+}
+
+/** Default user-data when a pool sets no cloud-init: squid on the member's port, open to the host's networks. */
+export function defaultUserData(port: number): string {
+    return [
+        "#cloud-config",
+        "packages: [squid]",
+        "write_files:",
+        "  - path: /etc/squid/conf.d/egress.conf",
+        "    content: |",
+        `      http_port ${port}`,
+        "      visible_hostname egress-proxy",
+        "      http_access allow localnet",
+        "runcmd:",
+        "  - [systemctl, restart, squid]",
+        "",
+    ].join("\n");
+}
+
+/**
+ * A proxy on a libvirt host (`type: kvm`): base image (shared), qcow2 overlay, NoCloud seed ISO and a
+ * domain. `member.host` is the guest's IP once known ("" until then, see addressTimeoutSeconds).
+ */
+export class KvmProxy extends ProxyMemberComponent {
+    constructor(name: string, args: KvmProxyArgs, opts?: pulumi.ComponentResourceOptions, shared?: KvmPoolShared) {
+        super("egress:kvm:KvmProxy", name, {}, opts);
+        const { entry, plan, context } = args;
+        // Validate (and pick) before creating any child.
+        const host = pickHost(entry, plan);
+        const key = imageKey(entry, plan.placement.image);
+        const mt = machineType(entry, plan.placement.machineType);
+        const image = entry.images[key];
+        const userData = plan.cloudInit ? readCloudInit(plan.cloudInit, context.projectRoot) : defaultUserData(plan.port);
+        const names = memberObjectNames(context.project, context.stack, plan.name);
+        const conn = connectionFor(entry, host);
+        const privateKey = secretKey(entry);
+
+        const base = shared?.get(`${key}/${host.name}`) ?? createBaseImage(`${name}-base`, args.providerName, entry, key, host, { parent: this });
+        const baseVolume = baseVolumeName(args.providerName, key, image.format);
+        const overlay = new Overlay(`${name}-disk`, {
+            conn, privateKey, storagePool: host.storagePool,
+            // The base's name is part of the overlay's: a new image key makes a new disk next to the old one.
+            volume: `${names.domain}-${short(baseVolume)}.qcow2`,
+            basePath: base.path,
+            baseFormat: image.format,
+            capacityBytes: base.capacityBytes,
+        }, { parent: this });
+
+        const content = { userData, hostname: plan.name, installGuestAgent: entry.installGuestAgent, vendorData: entry.vendorData };
+        const tag = seedDigest({ ...content, instanceId: "" }).slice(0, 8);
+        const seed = new SeedDisk(`${name}-seed`, {
+            conn, privateKey, storagePool: host.storagePool,
+            volume: `${names.domain}-${tag}-seed.iso`,
+            userData: pulumi.secret(userData),
+            instanceId: `${names.domain}-${tag}`,
+            hostname: plan.name,
+            installGuestAgent: entry.installGuestAgent,
+            ...(entry.vendorData !== undefined ? { vendorData: pulumi.secret(entry.vendorData) } : {}),
+        }, { parent: this });
+
+        const domain = new Domain(`${name}-vm`, {
+            conn, privateKey,
+            name: names.domain,
+            domainType: host.domainType,
+            vcpu: mt.vcpu,
+            memoryMiB: mt.memoryMiB,
+            firmware: image.firmware,
+            overlayPath: overlay.path,
+            seedPath: seed.path,
+            ...(host.bridge ? { bridge: host.bridge } : { network: host.network }),
+            metadata: { project: context.project, stack: context.stack, pool: args.pool, member: plan.name, provider: args.providerName },
+            metadataNs: METADATA_NS,
+            addressTimeoutSeconds: entry.addressTimeoutSeconds,
+        }, { parent: this });
+
+        this.publish(args, domain.ipAddress, plan.port, hostZone(host));
+    }
+}

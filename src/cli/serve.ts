@@ -1,0 +1,38 @@
+import type { Command } from "commander";
+import { UsageError, action, GlobalOptions, projectDir } from "./context";
+import { loadStackConfig } from "../config";
+import { startService } from "../service/server";
+
+/** `egress serve`: the HTTP service (scale API, discovery, leases, health, metrics). What `npm start` runs. */
+export function registerServe(program: Command): void {
+    program
+        .command("serve")
+        .description("run the HTTP service: scale API, discovery and leases, health probes, /metrics")
+        .option("-p, --port <port>", "listen port", process.env.EGRESS_PORT ?? "8080")
+        .option("--host <addr>", "listen address (loopback by default; opening it is a deliberate choice)", process.env.EGRESS_HOST ?? "127.0.0.1")
+        .option("--tokens <file>", "tokens file (default .egress/tokens-<stack>.json)")
+        .option("--no-converge", "do not run `up` at start")
+        .option("--probe-interval <seconds>", "health probe interval", "10")
+        .action(action(async (o, cmd) => {
+            const opts = cmd.optsWithGlobals() as GlobalOptions;
+            const port = Number(o.port);
+            if (!Number.isInteger(port) || port < 0 || port > 65535) throw new UsageError(`--port must be a port number (got "${o.port}")`);
+            const interval = Number(o.probeInterval);
+            if (!(interval > 0)) throw new UsageError(`--probe-interval must be a positive number of seconds (got "${o.probeInterval}")`);
+            const dir = projectDir(opts);
+            loadStackConfig(dir, opts.stack); // config errors exit 2 before anything starts
+            const svc = await startService({ projectRoot: dir, stack: opts.stack, host: o.host, port, tokensFile: o.tokens, converge: o.converge, probeIntervalMs: interval * 1000 });
+            if (svc.devToken)
+                process.stderr.write(`\nA dev API token was generated (stored hashed; plain copy in .egress/dev-token):\n  export EGRESS_TOKEN=${svc.devToken}\n  curl -H "Authorization: Bearer $EGRESS_TOKEN" ${svc.url}/v1/proxies\n\n`);
+            let stopping = false;
+            const stop = (signal: string) => {
+                if (stopping) return void process.exit(130); // second signal: stop now
+                stopping = true;
+                process.stderr.write(`${signal}: finishing the in-flight operation, then stopping (signal again to force)\n`);
+                svc.close().then(() => process.exit(0), () => process.exit(1));
+            };
+            process.on("SIGTERM", () => stop("SIGTERM"));
+            process.on("SIGINT", () => stop("SIGINT"));
+            await new Promise(() => undefined); // run until a signal
+        }));
+}

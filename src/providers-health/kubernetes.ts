@@ -1,0 +1,70 @@
+import type { KubernetesProviderConfig } from "../config";
+import { KubeApiError, KubeClient, KubeClientOptions, labelSelector } from "../../components/kubernetes/api";
+import { KubeconfigError } from "../../components/kubernetes/kubeconfig";
+import type { Checker, CheckerFactory, CheckerOptions, CheckVerdict } from "./types";
+
+/** Checker options for kubernetes entries: the common ones plus where the kubeconfig is read from. */
+export interface KubernetesCheckerOptions extends CheckerOptions, Omit<KubeClientOptions, "endpoint" | "timeoutMs"> {
+    /** Value of the `egress-project` label to look for; @default "egress" */
+    labelProject?: string;
+}
+
+/**
+ * One verdict for the entry's namespace (`namespace/<ns>`), in stages: `kubeconfig` (context and
+ * credentials resolve), `api` (GET /version answers), then listing at most one managed pod in the namespace
+ * (`limit=1`, label selector), which proves the credentials (`credentials` on 401) and RBAC (`rbac` on 403).
+ */
+export function kubernetesChecker(providerName: string, entry: KubernetesProviderConfig, options: KubernetesCheckerOptions = {}): Checker {
+    const target = `namespace/${entry.namespace}`;
+    const who = `provider \`${providerName}\``;
+    return {
+        provider: providerName,
+        kind: "kubernetes",
+        async check(signal): Promise<CheckVerdict[]> {
+            let client: KubeClient;
+            try {
+                client = KubeClient.forEntry(entry, { ...options, timeoutMs: options.timeoutMs ?? 10000 });
+            } catch (e) {
+                const field = e instanceof KubeconfigError && e.field ? ` (egress:providers.${providerName}.${e.field})` : "";
+                return [{ target, ok: false, stage: "kubeconfig", message: `${who}${field}: ${(e as Error).message}` }];
+            }
+            const where = `context ${client.context}, ${client.server}`;
+            let version: any;
+            try {
+                version = await client.get("/version", {}, signal);
+            } catch (e) {
+                return [fail(target, e, `${who} (${where}): the API server did not answer /version`)];
+            }
+            try {
+                const pods: any = await client.get(
+                    `/api/v1/namespaces/${entry.namespace}/pods`,
+                    { limit: 1, labelSelector: labelSelector({ "egress-project": options.labelProject ?? "egress" }) },
+                    signal,
+                );
+                return [{
+                    target,
+                    ok: true,
+                    message: `${who}: ${where} answers and pods in namespace ${entry.namespace} can be listed`,
+                    details: { context: client.context, serverVersion: version?.gitVersion, managedPodsSeen: (pods.items ?? []).length },
+                }];
+            } catch (e) {
+                return [fail(target, e, `${who} (${where}): cannot list pods in namespace ${entry.namespace}`)];
+            }
+        },
+    };
+}
+
+/** `kubernetesChecker` is a CheckerFactory; this line keeps it one. */
+export const kubernetesCheckerFactory: CheckerFactory<KubernetesProviderConfig> = kubernetesChecker;
+
+function fail(target: string, e: unknown, prefix: string): CheckVerdict {
+    if (e instanceof KubeconfigError) return { target, ok: false, stage: "kubeconfig", message: `${prefix}: ${e.message}` };
+    const stage = e instanceof KubeApiError ? e.stage : "api";
+    const todo: Record<string, string> = {
+        credentials: "the credentials were rejected (401): refresh the kubeconfig's token or certificate",
+        rbac: "forbidden (403): grant the user a Role allowing get/list/create/delete on deployments, services, secrets and pods in the namespace",
+        "not-found": "not found (404): check the server URL and namespace",
+        api: "retry later or check the server URL and network",
+    };
+    return { target, ok: false, stage, message: `${prefix}; ${todo[stage] ?? todo.api}: ${(e as Error).message}` };
+}

@@ -1,0 +1,78 @@
+import * as crypto from "node:crypto";
+import * as fs from "node:fs";
+import * as path from "node:path";
+import type { RequestHandler } from "express";
+import { z } from "zod";
+import { HttpError } from "./errors";
+
+export const SCOPES = ["discover", "lease", "scale", "admin"] as const;
+export type Scope = (typeof SCOPES)[number];
+
+/** A token as stored: only its SHA-256, never the token itself. */
+const storedTokenSchema = z.strictObject({
+    name: z.string().min(1),
+    sha256: z.string().regex(/^[a-f0-9]{64}$/, { message: "must be the hex SHA-256 of the token" }),
+    scopes: z.array(z.enum(SCOPES)).min(1),
+});
+const tokensFileSchema = z.strictObject({ tokens: z.array(storedTokenSchema) });
+export type StoredToken = z.infer<typeof storedTokenSchema>;
+
+export function sha256(s: string): Buffer {
+    return crypto.createHash("sha256").update(s, "utf8").digest();
+}
+
+/** Reads a tokens file (`{tokens: [{name, sha256, scopes}]}`); errors name the file and the field. */
+export function loadTokens(file: string): StoredToken[] {
+    const parsed = tokensFileSchema.safeParse(JSON.parse(fs.readFileSync(file, "utf8")));
+    if (!parsed.success) throw new Error(`invalid tokens file ${file}: ${parsed.error.issues.map((i) => `${i.path.join(".")}: ${i.message}`).join("; ")}`);
+    return parsed.data.tokens;
+}
+
+/**
+ * Tokens from `EGRESS_TOKENS` (`name:scope+scope:token,...`), hashed on read so the plain value is not
+ * kept in memory longer than this call.
+ */
+export function tokensFromEnv(value: string | undefined): StoredToken[] {
+    if (!value) return [];
+    return value.split(",").filter(Boolean).map((entry, i) => {
+        const [name, scopes, ...rest] = entry.split(":");
+        const token = rest.join(":");
+        const parsed = storedTokenSchema.safeParse({ name, sha256: token ? sha256(token).toString("hex") : "", scopes: (scopes ?? "").split("+") });
+        if (!parsed.success || token.length < 16) throw new Error(`EGRESS_TOKENS entry ${i + 1}: expected name:scope+scope:token with a token of 16+ characters and scopes from ${SCOPES.join(", ")}`);
+        return parsed.data;
+    });
+}
+
+/**
+ * For the dev stack: creates a tokens file with one all-scopes token on first start and returns the
+ * plain token (to print once); returns undefined when the file exists already.
+ */
+export function ensureDevToken(file: string): string | undefined {
+    if (fs.existsSync(file)) return undefined;
+    const token = `egr_${crypto.randomBytes(24).toString("base64url")}`;
+    fs.mkdirSync(path.dirname(file), { recursive: true });
+    fs.writeFileSync(file, JSON.stringify({ tokens: [{ name: "dev", sha256: sha256(token).toString("hex"), scopes: [...SCOPES] }] }, null, 2) + "\n", { mode: 0o600 });
+    return token;
+}
+
+/**
+ * Bearer-token check. Compares the presented token's hash with every stored hash using
+ * timingSafeEqual and without an early exit, so timing says nothing about which (if any) matched.
+ * `admin` implies every scope.
+ */
+export function authenticate(tokens: StoredToken[]): (scope: Scope) => RequestHandler {
+    const hashes = tokens.map((t) => ({ ...t, digest: Buffer.from(t.sha256, "hex") }));
+    return (scope) => (req, _res, next) => {
+        const header = req.headers.authorization ?? "";
+        const m = /^Bearer\s+(\S+)$/i.exec(header);
+        if (!m) return next(new HttpError(401, "unauthenticated", "missing bearer token: send `Authorization: Bearer <token>`", undefined, { "WWW-Authenticate": "Bearer" }));
+        const digest = sha256(m[1]);
+        let match: (typeof hashes)[number] | undefined;
+        for (const t of hashes) if (crypto.timingSafeEqual(digest, t.digest)) match = t;
+        if (!match) return next(new HttpError(401, "unauthenticated", "invalid bearer token", undefined, { "WWW-Authenticate": 'Bearer error="invalid_token"' }));
+        if (!match.scopes.includes(scope) && !match.scopes.includes("admin"))
+            return next(new HttpError(403, "forbidden", `token "${match.name}" lacks the \`${scope}\` scope`));
+        (req as { tokenName?: string }).tokenName = match.name;
+        next();
+    };
+}

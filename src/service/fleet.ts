@@ -1,0 +1,111 @@
+import type { PoolConfig } from "../config";
+import type { ProxyMember } from "../../components/member";
+import type { LeaseManager } from "./leases";
+import type { ReleaseOutcome } from "./leases/types";
+
+export type HealthState = "healthy" | "unhealthy" | "unknown";
+
+/** What the fleet needs from the health engine (src/health HealthMonitor fits). */
+export interface HealthSource {
+    setMembers(members: ProxyMember[]): void;
+    get(id: string): { state: HealthState; egressIp?: string } | undefined;
+    reportLeaseError(id: string): void;
+}
+
+/** A member as discovery shows it. */
+export interface ProxyView extends ProxyMember {
+    health: HealthState;
+    egressIp?: string;
+    leased: boolean;
+}
+
+export interface LeaseView {
+    id: string;
+    proxy: Pick<ProxyMember, "id" | "pool" | "provider" | "zone" | "host" | "port" | "url">;
+    target?: string;
+    leasedAt: string;
+    expiresAt: string;
+}
+
+export type FleetAcquire =
+    | { ok: true; lease: LeaseView }
+    | { ok: false; reason: "unknown-pool" | "no-members" | "none-available"; message: string; retryAfterSeconds: number };
+
+/**
+ * The service's view of live proxies: members from stack outputs, health from the monitor, leases
+ * from the lease manager. Stack outputs are the source of truth for who exists; health decides who may
+ * be leased.
+ */
+export class Fleet {
+    private members = new Map<string, ProxyMember>();
+    private pools = new Set<string>();
+
+    constructor(private readonly leases: LeaseManager, private readonly health: HealthSource) {}
+
+    /** Replaces the member list (after every operation and at start). Survivors keep health and leases. */
+    sync(members: ProxyMember[], pools: PoolConfig[]): void {
+        this.members = new Map(members.map((m) => [m.id, m]));
+        this.pools = new Set(pools.map((p) => p.name));
+        this.health.setMembers(members);
+        this.leases.setMembers(
+            members.map((m) => ({ id: m.id, pool: m.pool, eligible: this.health.get(m.id)?.state === "healthy" })),
+            Object.fromEntries(pools.map((p) => [p.name, { cooldownSeconds: p.cooldownSeconds }])),
+        );
+    }
+
+    /** The health engine calls this on every transition: only healthy members are leasable. */
+    healthChanged(id: string, state: HealthState): void {
+        if (this.members.has(id)) this.leases.setEligible(id, state === "healthy");
+    }
+
+    proxies(filter: { pool?: string; state?: HealthState } = {}): ProxyView[] {
+        const leased = new Set(this.leases.snapshot().filter((s) => s.state === "leased").map((s) => s.id));
+        const out: ProxyView[] = [];
+        for (const m of this.members.values()) {
+            if (filter.pool && m.pool !== filter.pool) continue;
+            const h = this.health.get(m.id);
+            const view: ProxyView = { ...m, health: h?.state ?? "unknown", egressIp: h?.egressIp, leased: leased.has(m.id) };
+            if (filter.state && view.health !== filter.state) continue;
+            out.push(view);
+        }
+        return out;
+    }
+
+    /** actual / healthy / leased per pool. */
+    poolCounts(): Record<string, { actual: number; healthy: number; leased: number }> {
+        const counts: Record<string, { actual: number; healthy: number; leased: number }> = {};
+        for (const p of this.proxies()) {
+            const c = (counts[p.pool] ??= { actual: 0, healthy: 0, leased: 0 });
+            c.actual++;
+            if (p.health === "healthy") c.healthy++;
+            if (p.leased) c.leased++;
+        }
+        return counts;
+    }
+
+    acquire(req: { pool?: string; target?: string; ttlSeconds?: number }): FleetAcquire {
+        if (req.pool && !this.pools.has(req.pool))
+            return { ok: false, reason: "unknown-pool", message: `no pool named "${req.pool}" (known: ${[...this.pools].join(", ") || "none"})`, retryAfterSeconds: 0 };
+        const r = this.leases.acquire(req);
+        if (!r.ok) {
+            const where = req.pool ? `pool "${req.pool}"` : "any pool";
+            const message = r.reason === "no-members" ? `${where} has no members; scale it up` : `no proxy in ${where} is healthy, unleased and out of cooldown${req.target ? ` for ${req.target}` : ""}; retry in ${r.retryAfterSeconds}s`;
+            return { ok: false, reason: r.reason, message, retryAfterSeconds: r.retryAfterSeconds };
+        }
+        const m = this.members.get(r.lease.proxyId)!;
+        return {
+            ok: true,
+            lease: {
+                id: r.lease.id,
+                proxy: { id: m.id, pool: m.pool, provider: m.provider, zone: m.zone, host: m.host, port: m.port, url: m.url },
+                target: r.lease.target,
+                leasedAt: new Date(r.lease.leasedAt).toISOString(),
+                expiresAt: new Date(r.lease.expiresAt).toISOString(),
+            },
+        };
+    }
+
+    release(leaseId: string, outcome: ReleaseOutcome) {
+        return this.leases.release(leaseId, outcome);
+    }
+}

@@ -1,0 +1,13 @@
+/**
+ * Leases: which crawler holds which proxy. `LeaseManager` is the whole API; wire it like this:
+ *
+ *   const leases = new LeaseManager({ onError: (id) => monitor.reportLeaseError(id) });
+ *   monitor = new HealthMonitor({ onTransition: (t) => leases.setEligible(t.id, t.to === "healthy"), ... });
+ *   on stack outputs: leases.setMembers(proxies, poolCooldowns); monitor.setMembers(proxies);
+ *   every few seconds: leases.sweep();
+ *   POST /v1/leases → acquire(body): ok → 201 {lease}; else 503 + Retry-After: retryAfterSeconds.
+ *   POST /v1/leases/:id/release → release(id, outcome): ok → 200; unknown-lease → 404; expired → 410.
+ */
+export { LeaseManager } from "./manager";
+export type { LeaseMemberInput } from "./manager";
+export * from "./types";

@@ -1,0 +1,111 @@
+/** Public shapes of the lease manager. Times are epoch milliseconds from the injected clock. */
+
+export type ReleaseOutcome = "ok" | "blocked" | "error";
+
+export interface Lease {
+    /** Opaque lease id (a UUID by default). */
+    readonly id: string;
+    readonly proxyId: string;
+    readonly pool: string;
+    /** Host the crawler said it would visit, when it said so. */
+    readonly target?: string;
+    readonly leasedAt: number;
+    readonly expiresAt: number;
+}
+
+export interface AcquireRequest {
+    /** Only lease from this pool; otherwise the least recently used member of any pool. */
+    pool?: string;
+    /** Enables per-target cooldown for this lease. */
+    target?: string;
+    /** Clamped to [1, maxTtlSeconds]; defaults to defaultTtlSeconds. */
+    ttlSeconds?: number;
+}
+
+export type AcquireResult =
+    | { ok: true; lease: Lease }
+    /**
+     * `no-members`: the pool (or the whole stack) has no members at all — scale it up (HTTP 503 too,
+     * or 404 if the route knows the pool is not configured). `none-available`: members exist but every
+     * one is leased, cooling, unhealthy or resting for this target. Either way Retry-After =
+     * `retryAfterSeconds` (whole seconds, ≥ 1).
+     */
+    | { ok: false; reason: "no-members" | "none-available"; retryAfterSeconds: number };
+
+export type ReleaseResult =
+    /** `errors`: the member's lease-error count so far (the health engine gets each via `onError`). */
+    | { ok: true; lease: Lease; errors: number }
+    /** Never issued, already released, or forgotten (tombstones last `tombstoneSeconds`): HTTP 404. */
+    | { ok: false; reason: "unknown-lease" }
+    /** The lease ended before this release (its TTL ran out, or its member left the stack): HTTP 410. */
+    | { ok: false; reason: "expired"; cause: "ttl" | "member-removed"; endedAt: number };
+
+export type MemberLeaseState = "available" | "leased" | "cooldown" | "ineligible";
+
+export interface MemberSnapshot {
+    id: string;
+    pool: string;
+    /** `leased` wins over `ineligible`: a member that turns unhealthy mid-lease stays leased until released. */
+    state: MemberLeaseState;
+    eligible: boolean;
+    /** When its last lease ended; undefined when never leased. */
+    lastUsedAt?: number;
+    leaseId?: string;
+    /** End of pool cooldown, when state is `cooldown`. */
+    availableAt?: number;
+    /** Lease errors reported against it (outcome `error`). */
+    errors: number;
+}
+
+export interface PoolStats {
+    members: number;
+    available: number;
+    leased: number;
+    cooldown: number;
+    ineligible: number;
+}
+
+export interface LeaseManagerOptions {
+    /** Clock in epoch ms; inject a fake one in tests. @default Date.now */
+    now?: () => number;
+    /** Lease id generator. @default crypto.randomUUID */
+    newLeaseId?: () => string;
+    /** @default 300 */
+    defaultTtlSeconds?: number;
+    /** Longer requests are clamped to it (the HTTP schema already refuses them). @default 3600 */
+    maxTtlSeconds?: number;
+    /** Rest per (proxy, target) after an `ok`/`error` release or expiry. @default 30 */
+    targetCooldownSeconds?: number;
+    /** First `blocked` cooldown; doubles per consecutive block. @default 60 */
+    blockedBaseSeconds?: number;
+    /** Cap of the doubling. @default 3600 */
+    blockedMaxSeconds?: number;
+    /**
+     * Retry-After when every candidate is leased: leases are usually returned well before their TTL,
+     * so this is short (raised to the pool cooldown, which any returned member serves first). @default 1
+     */
+    busyRetryAfterSeconds?: number;
+    /** Retry-After when nothing will become available by itself (no members, all unhealthy). @default 30 */
+    idleRetryAfterSeconds?: number;
+    /** Whether members start leasable before the health engine has spoken. @default false */
+    initiallyEligible?: boolean;
+    /** How long ended leases are remembered so a late release gets `expired` (410), not 404. @default 3600 */
+    tombstoneSeconds?: number;
+    /** Cap on remembered ended leases (oldest dropped first). @default 100000 */
+    maxTombstones?: number;
+    /** Called for every release with outcome `error` — wire it to `HealthMonitor.reportLeaseError`. */
+    onError?: (proxyId: string, lease: Lease) => void;
+}
+
+/** The defaults, exported so routes and docs quote the same numbers. */
+export const LEASE_DEFAULTS = {
+    defaultTtlSeconds: 300,
+    maxTtlSeconds: 3600,
+    targetCooldownSeconds: 30,
+    blockedBaseSeconds: 60,
+    blockedMaxSeconds: 3600,
+    busyRetryAfterSeconds: 1,
+    idleRetryAfterSeconds: 30,
+    tombstoneSeconds: 3600,
+    maxTombstones: 100_000,
+} as const;

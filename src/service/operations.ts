@@ -1,0 +1,111 @@
+import { EventEmitter } from "node:events";
+import * as crypto from "node:crypto";
+import * as fs from "node:fs";
+import * as path from "node:path";
+import type { ProgressEvent } from "../engine";
+
+export type OperationStatus = "queued" | "running" | "succeeded" | "failed" | "interrupted";
+
+/** One engine run as clients see it. Requests that arrive while it is queued join it (latest wins). */
+export interface Operation {
+    id: string;
+    kind: "scale" | "up" | "refresh";
+    status: OperationStatus;
+    /** Desired replicas per pool this operation applies. */
+    desired: Record<string, number>;
+    /** How many client requests were folded into this operation. */
+    requests: number;
+    createdAt: string;
+    startedAt?: string;
+    finishedAt?: string;
+    changes?: Record<string, number>;
+    error?: string;
+}
+
+/**
+ * Operations of one stack: records, their progress events (for SSE), and a journal file so a restart
+ * can tell that an operation was interrupted by a crash.
+ */
+export class OperationLog {
+    private readonly ops = new Map<string, Operation>();
+    private readonly events = new Map<string, ProgressEvent[]>();
+    readonly emitter = new EventEmitter();
+    private readonly keep = 200;
+
+    constructor(private readonly journal?: string) {
+        this.emitter.setMaxListeners(0);
+    }
+
+    create(kind: Operation["kind"], desired: Record<string, number>): Operation {
+        const op: Operation = { id: `op_${crypto.randomBytes(8).toString("hex")}`, kind, status: "queued", desired, requests: 1, createdAt: new Date().toISOString() };
+        this.ops.set(op.id, op);
+        this.events.set(op.id, []);
+        this.trim();
+        return op;
+    }
+
+    get(id: string): Operation | undefined {
+        return this.ops.get(id);
+    }
+
+    list(): Operation[] {
+        return [...this.ops.values()];
+    }
+
+    eventsOf(id: string): ProgressEvent[] {
+        return this.events.get(id) ?? [];
+    }
+
+    progress(op: Operation, e: ProgressEvent): void {
+        this.events.get(op.id)?.push(e);
+        this.emitter.emit(op.id, { type: "progress", data: e });
+    }
+
+    update(op: Operation, patch: Partial<Operation>): void {
+        Object.assign(op, patch);
+        this.emitter.emit(op.id, { type: "status", data: op });
+        this.writeJournal();
+    }
+
+    /** Operations a previous process left `running` or `queued`: mark them interrupted and return them. */
+    recoverInterrupted(): Operation[] {
+        if (!this.journal || !fs.existsSync(this.journal)) return [];
+        let previous: Operation[] = [];
+        try {
+            previous = JSON.parse(fs.readFileSync(this.journal, "utf8"));
+        } catch {
+            return [];
+        }
+        const interrupted: Operation[] = [];
+        for (const op of previous) {
+            if (op.status === "running" || op.status === "queued") {
+                op.status = "interrupted";
+                op.finishedAt = new Date().toISOString();
+                op.error = "the service stopped before this operation finished";
+                interrupted.push(op);
+            }
+            this.ops.set(op.id, op);
+            this.events.set(op.id, []);
+        }
+        this.writeJournal();
+        return interrupted;
+    }
+
+    private trim(): void {
+        for (const id of this.ops.keys()) {
+            if (this.ops.size <= this.keep) break;
+            const op = this.ops.get(id)!;
+            if (op.status === "queued" || op.status === "running") continue;
+            this.ops.delete(id);
+            this.events.delete(id);
+        }
+    }
+
+    private writeJournal(): void {
+        if (!this.journal) return;
+        fs.mkdirSync(path.dirname(this.journal), { recursive: true });
+        const tmp = `${this.journal}.tmp`;
+        fs.writeFileSync(tmp, JSON.stringify(this.list().slice(-50)));
+        fs.renameSync(tmp, this.journal);
+    }
+}

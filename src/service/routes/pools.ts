@@ -1,0 +1,37 @@
+import { Router } from "express";
+import type { AppDeps } from "../app";
+import { HttpError } from "../errors";
+import { parseOr400, scaleBody } from "../schemas";
+import { loadStackConfig } from "../../config";
+
+/** GET /v1/pools and PUT /v1/pools/:pool/replicas (desired state; 202 with the applying operation). */
+export function poolRoutes(deps: AppDeps): Router {
+    const r = Router();
+    r.get("/v1/pools", deps.auth("discover"), (_req, res) => {
+        const cfg = loadStackConfig(deps.projectRoot, deps.stack);
+        const counts = deps.fleet.poolCounts();
+        res.json({
+            pools: cfg.pools.map((p) => ({
+                name: p.name,
+                provider: p.provider,
+                desired: deps.scaler.desired(p.name) ?? p.replicas,
+                maxReplicas: p.maxReplicas,
+                actual: counts[p.name]?.actual ?? 0,
+                healthy: counts[p.name]?.healthy ?? 0,
+                leased: counts[p.name]?.leased ?? 0,
+            })),
+        });
+    });
+    r.put("/v1/pools/:pool/replicas", deps.auth("scale"), (req, res) => {
+        const pool = req.params.pool as string;
+        const cfg = loadStackConfig(deps.projectRoot, deps.stack);
+        const found = cfg.pools.find((p) => p.name === pool);
+        if (!found) throw new HttpError(404, "unknown_pool", `no pool named "${pool}" (known: ${cfg.pools.map((p) => p.name).join(", ") || "none"})`);
+        const { replicas } = parseOr400(scaleBody, req.body, "scale request");
+        if (replicas > found.maxReplicas) throw new HttpError(400, "invalid_request", `replicas: must not exceed maxReplicas (${found.maxReplicas}) for pool "${pool}"`, [{ field: "replicas", rule: `must not exceed ${found.maxReplicas}` }]);
+        const op = deps.scaler.request(pool, replicas);
+        req.log.info({ pool, replicas, operation: op.id }, "scale requested");
+        res.status(202).location(`/v1/operations/${op.id}`).json({ operation: op });
+    });
+    return r;
+}

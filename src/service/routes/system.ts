@@ -1,0 +1,29 @@
+import { Router } from "express";
+import type { AppDeps } from "../app";
+import { openapiDocument } from "../openapi";
+
+/** Echo (probe target), liveness, readiness, metrics, OpenAPI, provider health. */
+export function systemRoutes(deps: AppDeps): Router {
+    const r = Router();
+    // Public on purpose: it only tells the caller its own address, and probes through proxies carry no token.
+    r.get("/v1/echo", (req, res) => {
+        res.json({ ip: (req.socket.remoteAddress ?? "").replace(/^::ffff:/, "") });
+    });
+    r.get("/healthz", (_req, res) => {
+        res.json({ ok: true });
+    });
+    r.get("/readyz", (_req, res) => {
+        const ready = deps.ready();
+        res.status(ready.ok ? 200 : 503).json(ready.ok ? { ok: true } : { error: { code: "not_ready", message: ready.reason } });
+    });
+    r.get("/metrics", async (_req, res) => {
+        res.type(deps.metrics.registry.contentType).send(await deps.metrics.registry.metrics());
+    });
+    r.get("/v1/openapi.json", (_req, res) => {
+        res.json(openapiDocument(deps.version));
+    });
+    r.get("/v1/providers/health", deps.auth("discover"), (_req, res) => {
+        res.json({ providers: deps.providerHealth() });
+    });
+    return r;
+}

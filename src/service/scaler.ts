@@ -1,0 +1,102 @@
+import type { Logger } from "pino";
+import { checkReplicas, setPoolReplicas } from "../config";
+import type { StackDriver } from "../engine";
+import type { Operation, OperationLog } from "./operations";
+
+export interface ScalerDeps {
+    driver: StackDriver;
+    projectRoot: string;
+    stack: string;
+    ops: OperationLog;
+    log: Logger;
+    /** Called after every operation settles (the fleet re-reads stack outputs here). */
+    onSettled?: (op: Operation) => Promise<void> | void;
+}
+
+/**
+ * Desired-state scaling for one stack. At most one engine operation runs; requests that arrive
+ * meanwhile fold into the single *queued* operation (latest count per pool wins), which starts when the
+ * running one ends. Clients therefore never see a ConcurrentUpdate error, and after a burst the stack
+ * converges to the last request with at most two engine runs.
+ */
+export class Scaler {
+    private running?: Operation;
+    private pending?: Operation;
+    private idle: Promise<void> = Promise.resolve();
+    private accepting = true;
+
+    constructor(private readonly deps: ScalerDeps) {}
+
+    /** Validates and records a scale request. Throws ConfigError (→ 400) for bad counts or pools. */
+    request(pool: string, replicas: unknown): Operation {
+        if (!this.accepting) throw new Error("the service is shutting down");
+        const n = checkReplicas(this.deps.projectRoot, this.deps.stack, pool, replicas);
+        return this.enqueue("scale", { [pool]: n });
+    }
+
+    /** Queues a plain `up` (start-up convergence); folds into a queued operation like any request. */
+    converge(): Operation {
+        return this.enqueue("up", {});
+    }
+
+    /** The count a pool is heading to: queued beats running; undefined means "what the stack file says". */
+    desired(pool: string): number | undefined {
+        return this.pending?.desired[pool] ?? this.running?.desired[pool];
+    }
+
+    /** True while an operation runs or waits. */
+    busy(): boolean {
+        return !!(this.running || this.pending);
+    }
+
+    /** Stops accepting requests and waits for the running and queued operations (graceful shutdown). */
+    async drain(): Promise<void> {
+        this.accepting = false;
+        while (this.busy()) await this.idle;
+    }
+
+    private enqueue(kind: Operation["kind"], desired: Record<string, number>): Operation {
+        if (this.pending) {
+            Object.assign(this.pending.desired, desired);
+            this.pending.requests++;
+            if (kind === "scale") this.pending.kind = "scale";
+            return this.pending;
+        }
+        this.pending = this.deps.ops.create(kind, desired);
+        this.kick();
+        return this.pending ?? this.running!;
+    }
+
+    private kick(): void {
+        if (this.running || !this.pending) return;
+        const op = this.pending;
+        this.pending = undefined;
+        this.running = op;
+        this.idle = this.execute(op).finally(() => {
+            this.running = undefined;
+            this.kick();
+        });
+    }
+
+    private async execute(op: Operation): Promise<void> {
+        const { driver, ops, projectRoot, stack } = this.deps;
+        const log = this.deps.log.child({ operation: op.id, kind: op.kind, desired: op.desired });
+        ops.update(op, { status: "running", startedAt: new Date().toISOString() });
+        log.info("operation started");
+        try {
+            // Written at start, not at request time: the stack file always shows what the engine is applying.
+            for (const [pool, n] of Object.entries(op.desired)) setPoolReplicas(projectRoot, stack, pool, n);
+            const result = await driver.up({ onProgress: (e) => ops.progress(op, e) });
+            ops.update(op, { status: "succeeded", finishedAt: new Date().toISOString(), changes: result.changes });
+            log.info({ changes: result.changes, durationMs: result.durationMs }, "operation succeeded");
+        } catch (e) {
+            ops.update(op, { status: "failed", finishedAt: new Date().toISOString(), error: (e as Error).message });
+            log.error({ err: e }, "operation failed");
+        }
+        try {
+            await this.deps.onSettled?.(op);
+        } catch (e) {
+            log.error({ err: e }, "refreshing the fleet after the operation failed");
+        }
+    }
+}

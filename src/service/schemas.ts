@@ -1,0 +1,43 @@
+import { z } from "zod";
+import { HttpError } from "./errors";
+
+/**
+ * Request and response bodies of the HTTP API. Handlers validate with these, and /v1/openapi.json is
+ * generated from the same objects, so the document cannot drift from what is enforced.
+ */
+export const scaleBody = z.strictObject({
+    replicas: z.number().int({ message: "must be a whole number" }).min(0, { message: "must be 0 or more" }).describe("Desired member count (0..maxReplicas)"),
+});
+
+export const leaseBody = z.strictObject({
+    pool: z.string().min(1).max(63).optional().describe("Only lease from this pool"),
+    target: z.string().min(1).max(253).optional().describe("Host the crawler will visit; enables per-target cooldown"),
+    ttlSeconds: z.number().int({ message: "must be a whole number" }).min(1).max(3600).optional().describe("Lease lifetime; default 300"),
+});
+
+export const releaseBody = z.strictObject({
+    outcome: z.enum(["ok", "blocked", "error"]).describe("ok: fine; blocked: the target blocked this proxy (longer target cooldown); error: the proxy failed (counts against health)"),
+});
+
+export const proxiesQuery = z.strictObject({
+    pool: z.string().min(1).optional(),
+    state: z.enum(["healthy", "unhealthy", "unknown"]).optional(),
+});
+
+export const proxySchema = z.object({
+    id: z.string(), pool: z.string(), provider: z.string(), kind: z.string(), index: z.number(),
+    host: z.string(), port: z.number(), url: z.string(), zone: z.string(),
+    health: z.enum(["healthy", "unhealthy", "unknown"]),
+    egressIp: z.string().optional(),
+    leased: z.boolean(),
+});
+
+export const errorSchema = z.object({ error: z.object({ code: z.string(), message: z.string(), details: z.unknown().optional() }) });
+
+/** Parses `value` or throws a 400 whose details list each field and rule. */
+export function parseOr400<T extends z.ZodType>(schema: T, value: unknown, what: string): z.infer<T> {
+    const r = schema.safeParse(value ?? {});
+    if (r.success) return r.data;
+    const details = r.error.issues.map((i) => ({ field: i.path.join(".") || "(body)", rule: i.code === "unrecognized_keys" ? `unknown field(s) ${i.keys.join(", ")}` : i.message }));
+    throw new HttpError(400, "invalid_request", `invalid ${what}: ${details.map((d) => `${d.field}: ${d.rule}`).join("; ")}`, details);
+}

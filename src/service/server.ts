@@ -1,0 +1,149 @@
+import * as fs from "node:fs";
+import * as http from "node:http";
+import * as path from "node:path";
+import type { Logger } from "pino";
+import { loadStackConfig, parseEgressConfig } from "../config";
+import { engineHome, StackDriver } from "../engine";
+import { checkerFor } from "../providers-health";
+import { HealthMonitor } from "../health";
+import { createApp } from "./app";
+import { authenticate, ensureDevToken, loadTokens, StoredToken, tokensFromEnv } from "./auth";
+import { Fleet } from "./fleet";
+import { LeaseManager } from "./leases";
+import { createLogger } from "./logger";
+import { createMetrics } from "./metrics";
+import { OperationLog } from "./operations";
+import { ProviderHealth } from "./provider-health";
+import { Scaler } from "./scaler";
+
+export interface ServeOptions {
+    projectRoot: string;
+    stack: string;
+    /** @default 127.0.0.1 — loopback unless the operator opens it deliberately. */
+    host?: string;
+    /** @default 8080; 0 picks a free port. */
+    port?: number;
+    /** Tokens file; @default .egress/tokens-<stack>.json. `EGRESS_TOKENS` adds more. */
+    tokensFile?: string;
+    /** Run `up` once at start so the stack matches its config. @default true */
+    converge?: boolean;
+    probeIntervalMs?: number;
+    /** URL probed through every proxy. @default this service's /v1/echo */
+    checkUrl?: string;
+    providerCheckIntervalMs?: number;
+    log?: Logger;
+    /** Extra CLI environment (tests: backend, passphrase). */
+    engineEnv?: Record<string, string>;
+    /** Local runtime state dir. @default engineHome().runDir */
+    runDir?: string;
+}
+
+export interface RunningService {
+    url: string;
+    port: number;
+    driver: StackDriver;
+    scaler: Scaler;
+    fleet: Fleet;
+    /** Plain dev token when this start generated one (print it once). */
+    devToken?: string;
+    /** Graceful stop: no new requests, the in-flight operation finishes, probes stop. */
+    close(): Promise<void>;
+}
+
+function readTokens(opts: ServeOptions, runDir: string, log: Logger): { tokens: StoredToken[]; devToken?: string } {
+    const file = opts.tokensFile ?? process.env.EGRESS_TOKENS_FILE ?? path.join(path.dirname(runDir), `tokens-${opts.stack}.json`);
+    let devToken: string | undefined;
+    if (opts.stack === "dev" && !process.env.EGRESS_TOKENS) {
+        devToken = ensureDevToken(file);
+        if (devToken) fs.writeFileSync(path.join(path.dirname(file), "dev-token"), devToken + "\n", { mode: 0o600 });
+    }
+    const tokens = [...(fs.existsSync(file) ? loadTokens(file) : []), ...tokensFromEnv(process.env.EGRESS_TOKENS)];
+    if (!tokens.length) throw new Error(`no API tokens: create ${file} ({"tokens":[{"name","sha256","scopes"}]}) or set EGRESS_TOKENS=name:scope+scope:token`);
+    log.info({ tokens: tokens.map((t) => ({ name: t.name, scopes: t.scopes })), file }, "loaded API tokens");
+    return { tokens, devToken };
+}
+
+/** Starts the service: recovers the stack, rebuilds the fleet view from outputs, then accepts requests. */
+export async function startService(opts: ServeOptions): Promise<RunningService> {
+    const log = opts.log ?? createLogger();
+    const runDir = opts.runDir ?? engineHome().runDir;
+    const home = { ...engineHome(), runDir };
+    const driver = new StackDriver({ workDir: opts.projectRoot, stack: opts.stack, home, env: opts.engineEnv });
+    const ops = new OperationLog(path.join(runDir, `operations-${opts.stack}.json`));
+    for (const op of ops.recoverInterrupted()) log.warn({ operation: op.id, kind: op.kind, desired: op.desired }, "operation was interrupted by a previous stop");
+    const metrics = createMetrics();
+    const { tokens, devToken } = readTokens(opts, runDir, log);
+    let ready: { ok: true } | { ok: false; reason: string } = { ok: false, reason: "starting: recovering the stack" };
+
+    const server = http.createServer();
+    await new Promise<void>((resolve, reject) => {
+        server.once("error", reject);
+        server.listen(opts.port ?? 8080, opts.host ?? "127.0.0.1", () => resolve());
+    });
+    const port = (server.address() as { port: number }).port;
+    const url = `http://${opts.host ?? "127.0.0.1"}:${port}`;
+
+    let fleet!: Fleet;
+    const health = new HealthMonitor({
+        intervalMs: opts.probeIntervalMs ?? 10_000,
+        checkUrl: opts.checkUrl ?? `http://127.0.0.1:${port}/v1/echo`,
+        onTransition: (t) => {
+            log[t.to === "unhealthy" ? "warn" : "info"]({ proxy: t.id, from: t.from, to: t.to, reason: t.reason }, "proxy health changed");
+            fleet.healthChanged(t.id, t.to);
+        },
+        onProbe: (p) => {
+            metrics.probes.inc({ result: p.ok ? "ok" : "fail" });
+            metrics.probeLatency.observe(p.latencyMs);
+        },
+    });
+    const leases = new LeaseManager({ onError: (proxyId) => health.reportLeaseError(proxyId) });
+    fleet = new Fleet(leases, health);
+    const providerHealth = new ProviderHealth({ log, metrics, intervalMs: opts.providerCheckIntervalMs ?? 60_000 });
+
+    const refreshFleet = async () => {
+        const cfg = loadStackConfig(opts.projectRoot, opts.stack);
+        fleet.sync(await driver.proxies(), cfg.pools);
+        for (const [pool, c] of Object.entries(fleet.poolCounts())) for (const [state, n] of Object.entries(c)) metrics.proxies.set({ pool, state }, n);
+    };
+    const scaler = new Scaler({
+        driver, projectRoot: opts.projectRoot, stack: opts.stack, ops, log,
+        onSettled: async (op) => {
+            metrics.operations.inc({ kind: op.kind, result: op.status });
+            if (op.startedAt && op.finishedAt) metrics.operationDuration.observe({ kind: op.kind }, (Date.parse(op.finishedAt) - Date.parse(op.startedAt)) / 1000);
+            await refreshFleet();
+        },
+    });
+    const app = createApp({
+        projectRoot: opts.projectRoot, stack: opts.stack, version: require("../../../package.json").version,
+        log, auth: authenticate(tokens), scaler, ops, fleet, metrics,
+        providerHealth: () => providerHealth.snapshot(), ready: () => ready,
+    });
+    server.on("request", app);
+
+    // Restart safety: clear what a crashed run left, rebuild the view from outputs, then accept scale.
+    for (const what of await driver.recover()) log.warn({ stack: opts.stack }, what);
+    await refreshFleet();
+    const raw = await driver.config();
+    const cfg = parseEgressConfig({ providers: raw.providers ?? {}, pools: raw.pools ?? [] }, opts.projectRoot);
+    providerHealth.setCheckers(Object.entries(cfg.providers).map(([name, entry]) => checkerFor(name, entry, runDir, opts.stack)));
+    providerHealth.start();
+    health.start();
+    ready = { ok: true };
+    if (opts.converge ?? true) scaler.converge();
+    log.info({ url, stack: opts.stack, members: fleet.proxies().length }, "egress service ready");
+
+    return {
+        url, port, driver, scaler, fleet, devToken,
+        async close() {
+            ready = { ok: false, reason: "shutting down" };
+            const closed = new Promise<void>((r) => server.close(() => r()));
+            server.closeIdleConnections();
+            await scaler.drain();
+            health.stop();
+            providerHealth.stop();
+            server.closeAllConnections();
+            await closed;
+            log.info("egress service stopped");
+        },
+    };
+}

@@ -1,0 +1,165 @@
+/**
+ * The KVM dynamic providers against a real libvirtd (QEMU TCG) reached through sshd with known_hosts
+ * verification, called directly (create/diff/update/delete) and once through their serialized form.
+ */
+import { after, before, test } from "node:test";
+import assert from "node:assert/strict";
+import * as fs from "node:fs";
+import * as os from "node:os";
+import * as path from "node:path";
+import { baseImageProvider, BaseImageInputs } from "../../components/kvm/base-image";
+import { overlayProvider } from "../../components/kvm/overlay";
+import { seedDiskProvider, SeedDiskInputs } from "../../components/kvm/seed-disk";
+import { domainProvider, DomainInputs } from "../../components/kvm/domain";
+import { withLibvirt } from "../../components/kvm/libvirt";
+import { GUEST_AGENT_SCRIPT, metaData } from "../../components/kvm/seed-iso";
+import { METADATA_NS } from "../../components/kvm/naming";
+import { runSerialized, serializeProvider } from "../helpers/serialized-provider";
+import { connection, isoFile, isoLabel, lv, Sandbox, serveTinyImage, startSandbox, stopSandbox } from "./sandbox";
+
+let sb: Sandbox;
+let image: Awaited<ReturnType<typeof serveTinyImage>>;
+const work = fs.mkdtempSync(path.join(os.tmpdir(), "egress-kvm-prov-"));
+
+before(() => {
+    sb = startSandbox();
+    console.log(`sandbox setup ${sb.setupMs} ms`);
+});
+before(async () => {
+    image = await serveTinyImage(work);
+});
+after(async () => {
+    await image?.close();
+    fs.rmSync(work, { recursive: true, force: true });
+    console.log(`sandbox teardown ${stopSandbox()} ms`);
+});
+
+const baseInputs = (over: Partial<BaseImageInputs> = {}): BaseImageInputs => ({
+    conn: connection(sb),
+    privateKey: sb.privateKey,
+    storagePool: sb.pool,
+    entry: "lab",
+    key: "tiny",
+    url: image.url,
+    sha256: image.sha256,
+    format: "qcow2",
+    volume: "base-lab-tiny.qcow2",
+    ...over,
+});
+const volFile = (name: string) => path.join(sb.poolDir, name);
+
+test("BaseImage: a wrong digest fails before anything reaches the host", { timeout: 60_000 }, async () => {
+    await assert.rejects(baseImageProvider.create!(baseInputs({ sha256: "0".repeat(64), volume: "base-lab-bad.qcow2" })), /has sha256 [0-9a-f]{64} .*config says 0{64}; fix `images.tiny.sha256`/);
+    assert.equal(fs.existsSync(volFile("base-lab-bad.qcow2")), false);
+});
+
+test("BaseImage, Overlay, SeedDisk, Domain: create, inspect, change, delete", { timeout: 180_000 }, async () => {
+    const base = await baseImageProvider.create!(baseInputs());
+    assert.equal(base.outs.path, volFile("base-lab-tiny.qcow2"));
+    assert.deepEqual(fs.readFileSync(base.outs.path), fs.readFileSync(image.file), "published bytes are the verified bytes");
+    assert.equal(base.outs.capacityBytes, 16 * 1024 * 1024);
+
+    // A changed digest for the same key: an update (never a replace) that refuses with a clear message.
+    const d = await baseImageProvider.diff!(base.id, base.outs, baseInputs({ sha256: "a".repeat(64) }));
+    assert.equal(d.changes, true);
+    assert.deepEqual(d.replaces, []);
+    await assert.rejects(baseImageProvider.update!(base.id, base.outs, baseInputs({ sha256: "a".repeat(64) })), /sha256 changed .* add a new key to `images`/);
+    assert.ok(fs.existsSync(base.outs.path), "base untouched");
+
+    const ov = await overlayProvider.create!({ conn: connection(sb), privateKey: sb.privateKey, storagePool: sb.pool, volume: "t-prov-0-aa.qcow2", basePath: base.outs.path, baseFormat: "qcow2", capacityBytes: base.outs.capacityBytes });
+    assert.match(lv(["vol-dumpxml", "--pool", sb.pool, "t-prov-0-aa.qcow2"]), new RegExp(`<backingStore>[\\s\\S]*<path>${base.outs.path}</path>`));
+
+    const userData = "#cloud-config\n# bytes: ünïcödé, tabs\t, no trailing newline";
+    const seedIn: SeedDiskInputs = { conn: connection(sb), privateKey: sb.privateKey, storagePool: sb.pool, volume: "t-prov-0-seed.iso", userData, instanceId: "t-prov-0-x", hostname: "prov-0", installGuestAgent: true, vendorData: "#cloud-config\nruncmd: [[touch, /tmp/extra]]\n" };
+    const seed = await seedDiskProvider.create!(seedIn);
+    assert.equal(isoLabel(seed.outs.path), "cidata");
+    assert.deepEqual(isoFile(seed.outs.path, "user-data", work), Buffer.from(userData, "utf8"), "user-data byte for byte");
+    assert.equal(isoFile(seed.outs.path, "meta-data", work).toString(), metaData({ instanceId: "t-prov-0-x", hostname: "prov-0" }));
+    const vendor = isoFile(seed.outs.path, "vendor-data", work).toString();
+    assert.match(vendor, /^Content-Type: multipart\/mixed/);
+    assert.ok(vendor.includes(GUEST_AGENT_SCRIPT) && vendor.includes("touch, /tmp/extra"));
+    assert.equal(vendor.match(/Content-Type: text\/plain/g)?.length, 2, "both parts declared text/plain");
+    const seedDiff = await seedDiskProvider.diff!(seed.id, seed.outs, { ...seedIn, userData: userData + "\n" });
+    assert.deepEqual(seedDiff.replaces, ["userData"]);
+
+    const domIn: DomainInputs = {
+        conn: connection(sb), privateKey: sb.privateKey, name: "t-prov-0", domainType: "qemu", vcpu: 1, memoryMiB: 128, firmware: "uefi",
+        overlayPath: ov.outs.path, seedPath: seed.outs.path, bridge: sb.bridge,
+        metadata: { project: "egress", stack: "t", pool: "prov", member: "prov-0", provider: "lab" }, metadataNs: METADATA_NS, addressTimeoutSeconds: 0,
+    };
+    const t0 = Date.now();
+    const dom = await domainProvider.create!(domIn);
+    console.log(`domain define+start ${Date.now() - t0} ms`);
+    assert.equal(dom.outs.ipAddress, "");
+    const xml = lv(["dumpxml", "t-prov-0"]);
+    assert.match(xml, /<os firmware=['"]efi['"]>/);
+    assert.match(xml, /<feature enabled=['"]no['"] name=['"]secure-boot['"]\/>/);
+    assert.match(xml, /<acpi\/>/);
+    assert.match(xml, /<disk type=['"]file['"] device=['"]disk['"]>[\s\S]*?<source file=['"][^'"]*t-prov-0-aa\.qcow2['"]/);
+    assert.match(xml, /<disk type=['"]file['"] device=['"]cdrom['"]>[\s\S]*?<target dev=['"]sda['"] bus=['"]scsi['"]\/>/);
+    assert.match(xml, /<controller type=['"]scsi['"] index=['"]0['"] model=['"]virtio-scsi['"]/);
+    assert.match(xml, /<interface type=['"]bridge['"]>[\s\S]*?<source bridge=['"]egbr0['"]\/>/);
+    assert.match(xml, /org\.qemu\.guest_agent\.0/);
+    assert.match(xml, /member="prov-0"/);
+    assert.match(lv(["domstate", "t-prov-0"]), /running/);
+
+    // Address discovery with nothing booted: still provisioning (update keeps "" and does not throw).
+    const upd = await domainProvider.update!(dom.id, dom.outs, domIn);
+    assert.equal(upd.outs.ipAddress, "");
+    const dd = await domainProvider.diff!(dom.id, dom.outs, { ...domIn, firmware: "bios" });
+    assert.deepEqual(dd.replaces, ["firmware"]);
+    assert.equal(dd.deleteBeforeReplace, true);
+
+    // Delete everything, twice: the second time everything is already gone.
+    for (let i = 0; i < 2; i++) {
+        await domainProvider.delete!(dom.id, dom.outs);
+        await seedDiskProvider.delete!(seed.id, seed.outs);
+        await overlayProvider.delete!(ov.id, ov.outs);
+        await baseImageProvider.delete!(base.id, base.outs);
+    }
+    assert.doesNotMatch(lv(["list", "--all", "--name"]), /t-prov-0/);
+    for (const f of ["t-prov-0-aa.qcow2", "t-prov-0-seed.iso", "base-lab-tiny.qcow2"]) assert.equal(fs.existsSync(volFile(f)), false, f);
+    assert.deepEqual(fs.readdirSync(sb.poolDir).filter((f) => f.includes("nvram") || f.startsWith("t-prov")), []);
+});
+
+test("BaseImage delete keeps a base that overlays still use", { timeout: 60_000 }, async () => {
+    const base = await baseImageProvider.create!(baseInputs({ volume: "base-lab-keep.qcow2" }));
+    const ov = await overlayProvider.create!({ conn: connection(sb), privateKey: sb.privateKey, storagePool: sb.pool, volume: "t-keep-0.qcow2", basePath: base.outs.path, baseFormat: "qcow2", capacityBytes: base.outs.capacityBytes });
+    await baseImageProvider.delete!(base.id, base.outs);
+    assert.ok(fs.existsSync(base.outs.path), "still backing t-keep-0");
+    // Another resource adopting the same volume verifies its bytes instead of downloading again.
+    const again = await baseImageProvider.create!(baseInputs({ volume: "base-lab-keep.qcow2", url: "http://127.0.0.1:9/never" }));
+    assert.equal(again.outs.adopted, true);
+    await overlayProvider.delete!(ov.id, ov.outs);
+    await baseImageProvider.delete!(again.id, again.outs);
+    assert.equal(fs.existsSync(base.outs.path), false);
+});
+
+test("wrong host key: clear error, no libvirt session", { timeout: 30_000 }, async () => {
+    const wrong = "[127.0.0.1]:" + sb.sshPort + " ssh-ed25519 AAAAC3NzaC1lZDI1NTE5AAAAIOMqqnkVzrm0SdG6UOoqKLsabgH5C9okWi0dh2l9GKJl\n";
+    let ran = false;
+    await assert.rejects(
+        withLibvirt(connection(sb, { knownHosts: wrong }), sb.privateKey, async (virsh) => {
+            await virsh(["hostname"]);
+            ran = true;
+        }),
+        (e: any) => e.stage === "host-key" && /host key/i.test(e.message) && !e.message.includes("PRIVATE KEY"),
+    );
+    assert.equal(ran, false);
+    await assert.rejects(withLibvirt(connection(sb, { knownHosts: "" }), sb.privateKey, async () => undefined), /no known_hosts/);
+    // An empty known_hosts file: libvirt refuses the unknown key instead of prompting.
+    await assert.rejects(withLibvirt(connection(sb, { knownHosts: "# nothing\n" }), sb.privateKey, (v) => v(["hostname"])), (e: any) => e.stage === "host-key");
+});
+
+test("serialized providers round-trip and run in a fresh process", { timeout: 120_000 }, async () => {
+    const text = await serializeProvider(seedDiskProvider);
+    assert.doesNotMatch(text, /PRIVATE KEY/);
+    const inputs: SeedDiskInputs = { conn: connection(sb), privateKey: sb.privateKey, storagePool: sb.pool, volume: "t-ser-seed.iso", userData: "#cloud-config\n", instanceId: "i", hostname: "h", installGuestAgent: false };
+    const [created] = runSerialized(text, [{ method: "create", args: [inputs] }, { method: "delete", args: ["$id", "$outs"] }]) as any[];
+    assert.equal(created.outs.path, volFile("t-ser-seed.iso"));
+    assert.equal(fs.existsSync(volFile("t-ser-seed.iso")), false);
+    for (const p of [baseImageProvider, overlayProvider, domainProvider]) {
+        const t = await serializeProvider(p);
+        runSerialized(t, [{ method: "diff", args: ["x", {}, {}] }]);
+    }
+});

@@ -1,0 +1,72 @@
+import { after, before, describe, it } from "node:test";
+import * as assert from "node:assert/strict";
+import { FakeCompute, startFakeCompute } from "../fixtures/gcp/fake-compute";
+import { gcpCollector } from "../../src/gc/gcp";
+import { firewallDescription, poolResourceName } from "../../components/gcp/names";
+import { GcpProviderConfig, parseEgressConfig } from "../../src/config";
+
+const TOKEN = "ya29.test-token";
+const P = "https://www.googleapis.com/compute/v1/projects/crawl-proxies";
+let fake: FakeCompute;
+const entry = parseEgressConfig({
+    providers: { "gcp-eu": { type: "gcp", project: "crawl-proxies", zones: ["europe-west1-b"], allowedSourceRanges: ["203.0.113.0/24"] } },
+}, "/").providers["gcp-eu"] as GcpProviderConfig;
+const ctx = (stack: string) => ({ project: "egress", stack, projectRoot: "/", stateDir: "/" });
+const labels = (stack: string, member: string) => ({ "egress-project": "egress", "egress-stack": stack, "egress-pool": "web", "egress-member": member });
+
+before(async () => {
+    fake = await startFakeCompute("crawl-proxies", TOKEN);
+    fake.instances.push(
+        { name: "web-0-vm-aaaa", zone: `${P}/zones/europe-west1-b`, labels: labels("prod", "web-0") },
+        // A zone no longer in the config: still found, via the aggregated list.
+        { name: "web-1-vm-bbbb", zone: `${P}/zones/us-central1-a`, labels: labels("prod", "web-1") },
+        { name: "web-0-vm-cccc", zone: `${P}/zones/europe-west1-b`, labels: labels("staging", "web-0") },
+        { name: "someone-elses", zone: `${P}/zones/europe-west1-b`, labels: { team: "x" } },
+    );
+    fake.addresses.push({ name: "web-0-ip-dddd", region: `${P}/regions/europe-west1`, labels: labels("prod", "web-0") });
+    fake.firewalls.push(
+        { name: poolResourceName(ctx("prod"), "web"), description: firewallDescription(ctx("prod"), "web") },
+        { name: poolResourceName(ctx("staging"), "web"), description: firewallDescription(ctx("staging"), "web") },
+        { name: "egress-hand-made", description: "not ours" },
+    );
+});
+after(() => fake.close());
+
+const collector = () => gcpCollector("gcp-eu", entry, { endpoint: fake.url, accessToken: TOKEN, env: {}, homeDir: "/nonexistent" });
+
+describe("gcp collector", () => {
+    it("lists this stack's instances, addresses and firewall rules, and nothing else", async () => {
+        const things = await collector().list({ project: "egress", stack: "prod" });
+        assert.deepEqual(
+            things.map((t) => [t.type, t.name, t.location, t.pool, t.member ?? null]),
+            [
+                ["instance", "web-0-vm-aaaa", "europe-west1-b", "web", "web-0"],
+                ["instance", "web-1-vm-bbbb", "us-central1-a", "web", "web-1"],
+                ["address", "web-0-ip-dddd", "europe-west1", "web", "web-0"],
+                ["firewall", poolResourceName(ctx("prod"), "web"), "global", "web", null],
+            ],
+        );
+        assert.ok(things.every((t) => t.kind === "gcp" && t.provider === "gcp-eu"));
+        const agg = fake.requests.find((r) => r.path.endsWith("/aggregated/instances"))!;
+        assert.equal(agg.query.get("filter"), '(labels.egress-project = "egress") AND (labels.egress-stack = "prod")');
+    });
+
+    it("removes each thing, waiting for the operation, and succeeds when it is already gone", async () => {
+        const c = collector();
+        const things = await c.list({ project: "egress", stack: "prod" });
+        for (const t of things) await c.remove(t);
+        assert.deepEqual(await c.list({ project: "egress", stack: "prod" }), []);
+        assert.ok(fake.requests.some((r) => r.method === "POST" && /\/zones\/us-central1-a\/operations\/operation-\d+\/wait$/.test(r.path)));
+        assert.ok(fake.requests.some((r) => r.method === "DELETE" && r.path.endsWith("/regions/europe-west1/addresses/web-0-ip-dddd")));
+        // Again: everything answers 404 now, which counts as removed.
+        for (const t of things) await c.remove(t);
+        assert.equal((await c.list({ project: "egress", stack: "staging" })).length, 2);
+    });
+
+    it("surfaces real failures with the API's message", async () => {
+        fake.fail = [{ match: /aggregated\/instances/, status: 403, reason: "forbidden", message: "Required 'compute.instances.list' permission for 'projects/crawl-proxies'" }];
+        await assert.rejects(collector().list({ project: "egress", stack: "prod" }), { name: "GcpApiError", stage: "permissions", message: /HTTP 403: Required 'compute\.instances\.list'/ });
+        fake.fail = [];
+        await assert.rejects(collector().remove({ kind: "gcp", provider: "gcp-eu", type: "volume", name: "x", location: "y" }), /cannot remove a `volume`/);
+    });
+});
