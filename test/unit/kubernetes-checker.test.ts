@@ -1,0 +1,80 @@
+import { after, before, describe, it } from "node:test";
+import * as assert from "node:assert/strict";
+import { FakeApiServer, startFakeApiServer, writeKubeconfig } from "../fixtures/kubernetes/fake-apiserver";
+import { kubernetesChecker } from "../../src/providers-health/kubernetes";
+import { KubernetesProviderConfig, parseEgressConfig } from "../../src/config";
+
+let fake: FakeApiServer;
+let kubeconfig: string;
+const entry = (over: Record<string, unknown> = {}) =>
+    parseEgressConfig({ providers: { k8s: { type: "kubernetes", kubeconfigPath: kubeconfig, context: "test", ...over } } }, "/").providers.k8s as KubernetesProviderConfig;
+const check = (over: Record<string, unknown> = {}, opts: Record<string, unknown> = {}) => kubernetesChecker("k8s", entry(over), { env: {}, timeoutMs: 2000, ...opts }).check();
+
+before(async () => {
+    fake = await startFakeApiServer();
+    kubeconfig = writeKubeconfig(fake.url);
+});
+after(() => fake.close());
+
+describe("kubernetes checker", () => {
+    it("checks /version, then lists at most one managed pod in the namespace", async () => {
+        fake.objects.set("/api/v1/namespaces/egress/pods", [{ metadata: { name: "web-0-abc", labels: { "egress-project": "egress" } } }, { metadata: { name: "web-1-def", labels: { "egress-project": "egress" } } }]);
+        const [v] = await check();
+        assert.equal(v.ok, true, v.message);
+        assert.equal(v.target, "namespace/egress");
+        assert.deepEqual(v.details, { context: "test", serverVersion: "v1.31.2", managedPodsSeen: 1 });
+        const list = fake.requests.find((r) => r.path === "/api/v1/namespaces/egress/pods")!;
+        assert.equal(list.query.get("limit"), "1");
+        assert.equal(list.query.get("labelSelector"), "egress-project=egress");
+        assert.equal(list.auth, "Bearer k8s-test-token");
+    });
+
+    it("reports a rejected token (401) at stage `credentials`", async () => {
+        const [v] = await check({ context: "stale" });
+        assert.deepEqual([v.ok, v.stage], [false, "credentials"]);
+        assert.match(v.message, /^provider `k8s` \(context stale, http:\/\/127\.0\.0\.1:\d+\): the API server did not answer \/version; the credentials were rejected \(401\)/);
+        assert.doesNotMatch(v.message, /expired-token/);
+    });
+
+    it("reports RBAC refusals (403) at stage `rbac` with the server's reason", async () => {
+        const [v] = await check({ namespace: "locked" });
+        assert.deepEqual([v.ok, v.stage, v.target], [false, "rbac", "namespace/locked"]);
+        assert.match(v.message, /cannot list pods in namespace locked; forbidden \(403\): grant the user a Role/);
+        assert.match(v.message, /cannot list resource "pods" in API group "" in the namespace "locked"/);
+    });
+
+    it("reports 5xx, timeouts and refused connections at stage `api`", async () => {
+        fake.fail = [{ match: /\/pods$/, status: 500 }];
+        const [err] = await check();
+        assert.deepEqual([err.ok, err.stage], [false, "api"]);
+        assert.match(err.message, /HTTP 500: Internal error occurred/);
+        fake.fail = [{ match: /^\/version$/, status: "hang" }];
+        const [slow] = await check({}, { timeoutMs: 250 });
+        assert.deepEqual([slow.stage, /timed out after 250ms/.test(slow.message)], ["api", true]);
+        fake.fail = [];
+        const [refused] = await check({}, { endpoint: "http://127.0.0.1:9" });
+        assert.equal(refused.stage, "api");
+        assert.match(refused.message, /ECONNREFUSED/);
+    });
+
+    it("names the entry field when the kubeconfig context does not exist", async () => {
+        const [v] = await check({ context: "prod" });
+        assert.deepEqual([v.ok, v.stage], [false, "kubeconfig"]);
+        assert.equal(v.message, `provider \`k8s\` (egress:providers.k8s.context): context \`prod\` is not in ${kubeconfig} (known: test, stale)`);
+        const [missing] = await check({ kubeconfigPath: "/nonexistent/kubeconfig" });
+        assert.equal(missing.message, "provider `k8s` (egress:providers.k8s.kubeconfigPath): kubeconfig /nonexistent/kubeconfig does not exist");
+    });
+
+    it("runs exec credential plugins (argv, no shell) and uses their token", async () => {
+        const fs = await import("node:fs");
+        const path = await import("node:path");
+        const dir = path.dirname(kubeconfig);
+        const plugin = path.join(dir, "plugin.js");
+        fs.writeFileSync(plugin, `process.stdout.write(JSON.stringify({kind:"ExecCredential",apiVersion:"client.authentication.k8s.io/v1",status:{token:process.env.TOK}}))`);
+        const file = path.join(dir, "exec-config");
+        fs.writeFileSync(file, `apiVersion: v1\nclusters: [{name: c, cluster: {server: "${fake.url}"}}]\nusers: [{name: u, user: {exec: {apiVersion: client.authentication.k8s.io/v1, command: "${process.execPath}", args: ["${plugin}"], env: [{name: TOK, value: k8s-test-token}]}}}]\ncontexts: [{name: x, context: {cluster: c, user: u}}]\ncurrent-context: x\n`);
+        const [v] = await check({ kubeconfigPath: file, context: undefined });
+        assert.equal(v.ok, true, v.message);
+        assert.equal(v.details?.context, "x");
+    });
+});

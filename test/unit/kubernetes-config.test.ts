@@ -1,0 +1,40 @@
+import { describe, it } from "node:test";
+import * as assert from "node:assert/strict";
+import { ConfigError, parseEgressConfig } from "../../src/config";
+
+const parse = (entry: Record<string, unknown>) => parseEgressConfig({ providers: { k8s: { type: "kubernetes", ...entry } } }, "/");
+function problems(fn: () => unknown): string[] {
+    try {
+        fn();
+    } catch (e) {
+        assert.ok(e instanceof ConfigError, String(e));
+        return e.problems.map((p) => `${p.path}: ${p.rule}`);
+    }
+    assert.fail("expected a ConfigError");
+}
+
+describe("kubernetes provider config", () => {
+    it("applies defaults", () => {
+        const e = parse({}).providers.k8s;
+        assert.ok(e.type === "kubernetes");
+        assert.deepEqual([e.namespace, e.image, e.serviceType, e.clusterDomain, e.context], ["egress", "ubuntu/squid:latest", "ClusterIP", "cluster.local", undefined]);
+        assert.deepEqual(e.resources, { cpu: "50m", memory: "64Mi", cpuLimit: "500m", memoryLimit: "256Mi" });
+    });
+
+    it("requires source ranges for a LoadBalancer and refuses an open one", () => {
+        assert.deepEqual(problems(() => parse({ serviceType: "LoadBalancer" })), [
+            "egress:providers.k8s.allowedSourceRanges: is required with `serviceType: LoadBalancer` (a public proxy without source ranges is an open proxy)",
+        ]);
+        assert.deepEqual(problems(() => parse({ serviceType: "LoadBalancer", allowedSourceRanges: ["::/0"] })), [
+            "egress:providers.k8s.allowedSourceRanges: must not contain 0.0.0.0/0 or ::/0 (that makes an open proxy)",
+        ]);
+    });
+
+    it("names bad namespaces, quantities and unknown keys", () => {
+        assert.deepEqual(problems(() => parse({ namespace: "Egress_NS" })), [
+            "egress:providers.k8s.namespace: must be a DNS-1123 label: lower-case letters, digits and '-', starting and ending with a letter or digit, at most 63 characters",
+        ]);
+        assert.deepEqual(problems(() => parse({ resources: { cpu: "lots" } })), ["egress:providers.k8s.resources.cpu: must be a Kubernetes quantity such as 100m or 64Mi"]);
+        assert.deepEqual(problems(() => parse({ kubeContext: "prod" })), ["egress:providers.k8s: unknown key(s) `kubeContext`"]);
+    });
+});

@@ -1,0 +1,146 @@
+/**
+ * 10,000 interleaved acquire / release / clock / health / membership operations per seed, checked against
+ * a brute-force reference model: every lease goes to the member a full scan would pick (LRU among
+ * eligible, unleased, rested members), no proxy is ever in two live leases, refusals carry the reason and
+ * Retry-After the model computes, and every release gets the answer the model expects.
+ */
+import { test } from "node:test";
+import assert from "node:assert/strict";
+import { LeaseManager, ReleaseOutcome } from "../../src/service/leases";
+
+/** mulberry32: small, seedable, good enough to shuffle operations. */
+function rng(seed: number): () => number {
+    let a = seed >>> 0;
+    return () => {
+        a = (a + 0x6d2b79f5) >>> 0;
+        let t = a;
+        t = Math.imul(t ^ (t >>> 15), t | 1);
+        t ^= t + Math.imul(t ^ (t >>> 7), t | 61);
+        return ((t ^ (t >>> 14)) >>> 0) / 4294967296;
+    };
+}
+
+interface M { id: string; pool: string; seq: number; eligible: boolean; lastUsedAt: number; present: boolean; errors: number }
+interface L { id: string; proxyId: string; expiresAt: number; target?: string; state: "live" | "released" | "ttl" | "member-removed"; endedAt?: number }
+
+function run(seed: number, ops: number) {
+    const r = rng(seed);
+    const pick = <T>(xs: readonly T[]): T => xs[Math.floor(r() * xs.length)];
+    let now = 1_700_000_000_000;
+    let seq = 0;
+    let leaseNo = 0;
+    const cooldown: Record<string, number> = { a: 0, b: 2, c: 7 };
+    const poolsCfg = () => Object.fromEntries(Object.entries(cooldown).map(([k, v]) => [k, { cooldownSeconds: v }]));
+    const members = new Map<string, M>();
+    const leases = new Map<string, L>();
+    const tcd = new Map<string, { until: number; blocks: number }>();
+    const mgr = new LeaseManager({ now: () => now, newLeaseId: () => `L${++leaseNo}`, initiallyEligible: true });
+
+    const all = ["a", "b", "c"].flatMap((p) => Array.from({ length: 12 }, (_, i) => ({ id: `${p}-${i}`, pool: p })));
+    const apply = (list: { id: string; pool: string }[]) => {
+        for (const x of list) if (!members.get(x.id)?.present) members.set(x.id, { ...x, seq: seq++, eligible: true, lastUsedAt: -Infinity, present: true, errors: 0 });
+        const keep = new Set(list.map((x) => x.id));
+        for (const m of members.values()) if (m.present && !keep.has(m.id)) {
+            m.present = false;
+            for (const l of leases.values()) if (l.state === "live" && l.proxyId === m.id) Object.assign(l, { state: "member-removed", endedAt: now });
+        }
+        mgr.setMembers(list, poolsCfg());
+    };
+    apply(all);
+
+    const recordTarget = (target: string, id: string, outcome: ReleaseOutcome | "expired", at: number) => {
+        const k = `${target}|${id}`;
+        const e = tcd.get(k) ?? { until: 0, blocks: 0 };
+        if (outcome === "blocked") { e.blocks++; e.until = at + Math.min(3_600_000, 60_000 * 2 ** (e.blocks - 1)); }
+        else { if (outcome !== "error") e.blocks = 0; e.until = Math.max(e.until, at + 30_000); }
+        tcd.set(k, e);
+    };
+    const endLive = (l: L, state: "released" | "ttl", outcome: ReleaseOutcome | "expired", at: number) => {
+        Object.assign(l, { state, endedAt: at });
+        const m = members.get(l.proxyId)!;
+        m.lastUsedAt = at;
+        if (l.target !== undefined) recordTarget(l.target, m.id, outcome, at);
+    };
+    const expireModel = () => {
+        for (const l of leases.values()) if (l.state === "live" && l.expiresAt <= now) endLive(l, "ttl", "expired", l.expiresAt);
+    };
+    const liveHolder = (id: string) => [...leases.values()].find((l) => l.state === "live" && l.proxyId === id);
+    const tUntil = (target: string | undefined, id: string) => (target === undefined ? 0 : tcd.get(`${target}|${id}`)?.until ?? 0);
+
+    let granted = 0;
+    for (let step = 0; step < ops; step++) {
+        const op = r();
+        expireModel();
+        const ctx = `seed ${seed} step ${step}`;
+        if (op < 0.42) {
+            const pool = r() < 0.5 ? pick(["a", "b", "c", "zz"]) : undefined;
+            const target = pick(["t1", "t2", "t3", undefined]);
+            const ttl = r() < 0.3 ? undefined : 1 + Math.floor(r() * 20);
+            const scope = [...members.values()].filter((m) => m.present && (pool === undefined || m.pool === pool));
+            const idle = scope.filter((m) => m.eligible && !liveHolder(m.id));
+            const ready = idle.filter((m) => m.lastUsedAt + cooldown[m.pool] * 1000 <= now && tUntil(target, m.id) <= now)
+                .sort((x, y) => x.lastUsedAt - y.lastUsedAt || x.seq - y.seq);
+            const res = mgr.acquire({ pool, target, ttlSeconds: ttl });
+            if (ready.length > 0) {
+                assert.ok(res.ok, `${ctx}: expected ${ready[0].id}, got ${JSON.stringify(res)}`);
+                assert.equal(res.lease.proxyId, ready[0].id, ctx);
+                assert.equal(liveHolder(res.lease.proxyId), undefined, `${ctx}: double lease of ${res.lease.proxyId}`);
+                assert.equal(res.lease.expiresAt, now + Math.min(3600, Math.max(1, ttl ?? 300)) * 1000, ctx);
+                leases.set(res.lease.id, { id: res.lease.id, proxyId: res.lease.proxyId, expiresAt: res.lease.expiresAt, target, state: "live" });
+                granted++;
+            } else if (scope.length === 0) {
+                assert.deepEqual(res, { ok: false, reason: "no-members", retryAfterSeconds: 30 }, ctx);
+            } else {
+                let earliest = Infinity;
+                for (const m of idle) earliest = Math.min(earliest, Math.max(m.lastUsedAt + cooldown[m.pool] * 1000, tUntil(target, m.id)));
+                for (const p of new Set(scope.map((m) => m.pool)))
+                    if (scope.some((m) => m.pool === p && liveHolder(m.id))) earliest = Math.min(earliest, now + Math.max(1000, cooldown[p] * 1000));
+                const want = earliest === Infinity ? 30 : Math.max(1, Math.ceil((earliest - now) / 1000));
+                assert.deepEqual(res, { ok: false, reason: "none-available", retryAfterSeconds: want }, ctx);
+            }
+        } else if (op < 0.72) {
+            const known = [...leases.values()];
+            const l = r() < 0.9 && known.length ? pick(known.slice(-40)) : { id: "nope", state: "unknown" as const };
+            const outcome = pick(["ok", "ok", "ok", "blocked", "error"] as const);
+            const res = mgr.release(l.id, outcome);
+            if (l.state === "live") {
+                const m = members.get((l as L).proxyId)!;
+                if (outcome === "error") m.errors++;
+                endLive(l as L, "released", outcome, now);
+                assert.ok(res.ok, ctx);
+                assert.equal(res.errors, m.errors, ctx);
+            } else if (l.state === "ttl" || l.state === "member-removed") {
+                assert.deepEqual(res, { ok: false, reason: "expired", cause: l.state, endedAt: (l as L).endedAt }, ctx);
+            } else {
+                assert.deepEqual(res, { ok: false, reason: "unknown-lease" }, ctx);
+            }
+        } else if (op < 0.9) {
+            now += Math.floor(r() * (r() < 0.05 ? 120_000 : 3_000));
+        } else if (op < 0.96) {
+            const m = pick([...members.values()].filter((x) => x.present));
+            if (m) { m.eligible = r() < 0.6; mgr.setEligible(m.id, m.eligible); }
+        } else if (op < 0.99) {
+            if (r() < 0.3) cooldown[pick(["a", "b", "c"])] = pick([0, 1, 5, 10]);
+            apply(all.filter(() => r() < 0.9));
+            // Members that came back are new to the manager: eligible again by default.
+        } else {
+            mgr.sweep();
+            for (const [k, e] of tcd) if ((e.blocks > 0 ? e.until + 3_600_000 : e.until) <= now) tcd.delete(k);
+        }
+        if (step % 250 === 0) {
+            const snap = mgr.snapshot();
+            const live = [...leases.values()].filter((l) => l.state === "live" && l.expiresAt > now);
+            assert.equal(mgr.activeLeases, live.length, ctx);
+            assert.deepEqual(snap.filter((s) => s.state === "leased").map((s) => s.leaseId).sort(), live.map((l) => l.id).sort(), ctx);
+            for (const s of snap) if (s.state !== "leased") assert.equal(s.state === "ineligible", !members.get(s.id)!.eligible, ctx);
+        }
+    }
+    return granted;
+}
+
+for (const seed of [1, 42, 20240611]) {
+    test(`10,000 random operations agree with the brute-force model (seed ${seed})`, () => {
+        const granted = run(seed, 10_000);
+        assert.ok(granted > 1000, `only ${granted} leases granted: the mix is not exercising contention`);
+    });
+}
