@@ -78,6 +78,11 @@ function checkPlacement(entry: ProviderConfig, placement: PoolConfig["placement"
     }
     if (entry.type === "gcp" && placement.zone && !entry.zones.includes(placement.zone))
         out.push({ path: `${at}.zone`, rule: `must be one of this provider's zones (${entry.zones.join(", ")})`, value: placement.zone });
+    // GCE takes image and machine type from the provider entry; Kubernetes pods have neither.
+    if ((entry.type === "gcp" || entry.type === "kubernetes") && placement.image)
+        out.push({ path: `${at}.image`, rule: `is not used by ${entry.type} providers (set \`image\` on the provider entry)`, value: placement.image });
+    if (entry.type === "kubernetes" && placement.machineType)
+        out.push({ path: `${at}.machineType`, rule: "is not used by kubernetes providers (set `resources` on the provider entry)", value: placement.machineType });
     return out;
 }
 

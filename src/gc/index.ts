@@ -3,7 +3,6 @@ import type { ProviderConfig, ProviderKind } from "../config";
 import { localCollector } from "./local";
 import { gcpCollector } from "./gcp";
 import { kubernetesCollector } from "./kubernetes";
-import { kvmCollector } from "./kvm";
 import type { Collector, CollectorFactory, ManagedThing } from "./types";
 
 export type { Collector, ManagedThing } from "./types";
@@ -12,7 +11,8 @@ export type { Collector, ManagedThing } from "./types";
 export function collectorFor(providerName: string, entry: ProviderConfig, runDir: string): Collector {
     const factories: Record<ProviderKind, CollectorFactory<any>> = {
         local: localCollector(runDir),
-        kvm: kvmCollector,
+        // Loaded on use: the KVM kind pulls in libvirt tooling checks nobody else needs.
+        kvm: (...args: Parameters<CollectorFactory<any>>) => require("./kvm").kvmCollector(...args),
         gcp: gcpCollector,
         kubernetes: kubernetesCollector,
     };

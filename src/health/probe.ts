@@ -105,6 +105,8 @@ export function probeThroughProxy(o: ProbeOptions): Promise<ProbeResult> {
             const bare = url.hostname.replace(/^\[|\]$/g, "");
             const secure = tls.connect({
                 socket,
+                // Identity is checked against `host` when there is no servername (IP literals).
+                host: bare,
                 // SNI must not carry an IP literal (RFC 6066).
                 servername: net.isIP(bare) ? undefined : bare,
                 ca: o.ca,
@@ -112,7 +114,9 @@ export function probeThroughProxy(o: ProbeOptions): Promise<ProbeResult> {
             });
             open.push(secure);
             secure.on("error", fail(`TLS to ${url.host} through ${proxy}`));
-            const req = https.request({ host: bare, port: url.port || 443, method: "GET", path: url.pathname + url.search, headers, agent: false, createConnection: () => secure }, onResponse);
+            // No `agent` here on purpose: with `agent: false` Node builds a fresh Agent that ignores
+            // createConnection and dials the target directly, bypassing the proxy.
+            const req = https.request({ host: bare, port: url.port || 443, method: "GET", path: url.pathname + url.search, headers, createConnection: () => secure }, onResponse);
             open.push(req);
             req.on("error", fail(`GET ${url.host} through ${proxy}`));
             req.end();

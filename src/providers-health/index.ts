@@ -4,7 +4,6 @@ import { PACKAGE_ROOT } from "../engine/env";
 import { localChecker } from "./local";
 import { gcpChecker } from "./gcp";
 import { kubernetesChecker } from "./kubernetes";
-import { kvmChecker } from "./kvm";
 import type { Checker, CheckerFactory } from "./types";
 
 export type { Checker, CheckVerdict } from "./types";
@@ -13,7 +12,8 @@ export type { Checker, CheckVerdict } from "./types";
 export function checkerFor(providerName: string, entry: ProviderConfig, runDir: string, stack: string): Checker {
     const factories: Record<ProviderKind, CheckerFactory<any>> = {
         local: localChecker({ serverScript: path.join(PACKAGE_ROOT, "dist", "components", "local", "proxy-server.js"), stateDir: path.join(runDir, "local", stack) }),
-        kvm: kvmChecker,
+        // Loaded on use: the KVM kind pulls in libvirt tooling checks nobody else needs.
+        kvm: (...args: Parameters<CheckerFactory<any>>) => require("./kvm").kvmChecker(...args),
         gcp: gcpChecker,
         kubernetes: kubernetesChecker,
     };

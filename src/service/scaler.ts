@@ -83,20 +83,24 @@ export class Scaler {
         const log = this.deps.log.child({ operation: op.id, kind: op.kind, desired: op.desired });
         ops.update(op, { status: "running", startedAt: new Date().toISOString() });
         log.info("operation started");
+        let patch: Partial<Operation>;
         try {
             // Written at start, not at request time: the stack file always shows what the engine is applying.
             for (const [pool, n] of Object.entries(op.desired)) setPoolReplicas(projectRoot, stack, pool, n);
             const result = await driver.up({ onProgress: (e) => ops.progress(op, e) });
-            ops.update(op, { status: "succeeded", finishedAt: new Date().toISOString(), changes: result.changes });
+            patch = { status: "succeeded", changes: result.changes };
             log.info({ changes: result.changes, durationMs: result.durationMs }, "operation succeeded");
         } catch (e) {
-            ops.update(op, { status: "failed", finishedAt: new Date().toISOString(), error: (e as Error).message });
+            patch = { status: "failed", error: (e as Error).message };
             log.error({ err: e }, "operation failed");
         }
+        // The fleet view is refreshed before the operation reads as settled, so a client that saw
+        // `succeeded` also sees the new members.
         try {
-            await this.deps.onSettled?.(op);
+            await this.deps.onSettled?.({ ...op, ...patch, finishedAt: new Date().toISOString() });
         } catch (e) {
             log.error({ err: e }, "refreshing the fleet after the operation failed");
         }
+        ops.update(op, { ...patch, finishedAt: new Date().toISOString() });
     }
 }

@@ -1,0 +1,96 @@
+import * as crypto from "node:crypto";
+import * as fs from "node:fs";
+import * as path from "node:path";
+import pino from "pino";
+import { tempProject } from "./project";
+import { startService, RunningService, ServeOptions } from "../../src/service/server";
+
+/** Tokens with different scopes, stored hashed in the project's tokens file. */
+export const TOKENS = {
+    admin: "tok-admin-0123456789abcdef",
+    discover: "tok-discover-0123456789abcd",
+    lease: "tok-lease-0123456789abcdef01",
+    scale: "tok-scale-0123456789abcdef01",
+};
+
+export type TestService = RunningService & {
+    project: ReturnType<typeof tempProject>;
+    runDir: string;
+    logs: string[];
+    /** fetch against the service with a token (default admin) and a JSON body. */
+    call(method: string, route: string, opts?: { token?: string | null; body?: unknown; raw?: string; headers?: Record<string, string> }): Promise<{ status: number; headers: Headers; body: any }>;
+    restart(extra?: Partial<ServeOptions>): Promise<void>;
+};
+
+/**
+ * Boots the real service on a throwaway project: real engine, real local proxies, real HTTP on
+ * 127.0.0.1, logs captured (and checked for leaked tokens by the tests).
+ */
+export async function startTestService(config: object, extra: Partial<ServeOptions> = {}): Promise<TestService> {
+    const project = tempProject("svc", config);
+    const runDir = path.join(project.dir, "run");
+    const tokensFile = path.join(project.dir, "tokens.json");
+    const scopes: Record<keyof typeof TOKENS, string[]> = { admin: ["admin"], discover: ["discover"], lease: ["lease"], scale: ["scale"] };
+    fs.writeFileSync(tokensFile, JSON.stringify({ tokens: Object.entries(TOKENS).map(([name, t]) => ({ name, sha256: crypto.createHash("sha256").update(t).digest("hex"), scopes: scopes[name as keyof typeof TOKENS] })) }));
+    const logs: string[] = [];
+    const log = pino({ level: "debug", redact: { paths: require("../../src/service/logger").REDACT_PATHS, censor: "[redacted]" } }, { write: (s: string) => void logs.push(s) });
+    const options: ServeOptions = { projectRoot: project.dir, stack: "svc", port: 0, tokensFile, engineEnv: project.env, runDir, log, probeIntervalMs: 300, providerCheckIntervalMs: 1000, ...extra };
+    let svc = await startService(options);
+    const t: TestService = Object.assign(Object.create(null), {
+        project, runDir, logs,
+        async call(method: string, route: string, opts: { token?: string | null; body?: unknown; raw?: string; headers?: Record<string, string> } = {}) {
+            const headers: Record<string, string> = { ...(opts.headers ?? {}) };
+            const token = opts.token === undefined ? TOKENS.admin : opts.token;
+            if (token) headers.authorization = `Bearer ${token}`;
+            let body: string | undefined = opts.raw;
+            if (opts.body !== undefined) body = JSON.stringify(opts.body);
+            if (body !== undefined) headers["content-type"] ??= "application/json";
+            const res = await fetch(`${svc.url}${route}`, { method, headers, body });
+            const text = await res.text();
+            let parsed: unknown = text;
+            try {
+                parsed = JSON.parse(text);
+            } catch {
+                /* not JSON: tests assert on that */
+            }
+            return { status: res.status, headers: res.headers, body: parsed };
+        },
+        async restart(more: Partial<ServeOptions> = {}) {
+            await svc.close();
+            svc = await startService({ ...options, ...more });
+            Object.assign(t, svc, { close });
+        },
+    });
+    Object.assign(t, svc);
+    const close = async () => {
+        await svc.close();
+        await project.driver.destroy().catch(() => undefined);
+        project.cleanup();
+    };
+    t.close = close;
+    return t;
+}
+
+/** Polls `fn` until it returns a truthy value or the deadline passes (then throws with `what`). */
+export async function waitFor<T>(what: string, fn: () => Promise<T | undefined | false>, timeoutMs = 60_000, everyMs = 100): Promise<T> {
+    const deadline = Date.now() + timeoutMs;
+    let last: unknown;
+    while (Date.now() < deadline) {
+        try {
+            const v = await fn();
+            if (v) return v;
+        } catch (e) {
+            last = e;
+        }
+        await new Promise((r) => setTimeout(r, everyMs));
+    }
+    throw new Error(`timed out waiting for ${what}${last ? `: ${(last as Error).message}` : ""}`);
+}
+
+/** Waits until an operation settles and returns it. */
+export async function settled(svc: TestService, opId: string): Promise<any> {
+    return waitFor(`operation ${opId}`, async () => {
+        const r = await svc.call("GET", `/v1/operations/${opId}`);
+        return ["succeeded", "failed", "interrupted"].includes(r.body.operation?.status) ? r.body.operation : undefined;
+    }, 120_000, 200);
+}
