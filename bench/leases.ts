@@ -1,0 +1,170 @@
+/**
+ * Lease throughput and latency, printed as a table.
+ *
+ *   node dist/bench/leases.js [--members 1000] [--seconds 3]
+ *       in-process LeaseManager: acquire+release pairs, without and with a target
+ *   node dist/bench/leases.js --url http://127.0.0.1:PORT --token T [--concurrency 16] [--seconds 5]
+ *       adds a row driving POST /v1/leases + POST /v1/leases/:id/release over keep-alive connections
+ *
+ * Loopback only: the HTTP client refuses any other host, so a bench can never load a real deployment.
+ */
+import * as http from "node:http";
+import { parseArgs } from "node:util";
+import { LeaseManager } from "../src/service/leases";
+
+export interface BenchResult {
+    mode: string;
+    pairs: number;
+    seconds: number;
+    pairsPerSecond: number;
+    p50Ms: number;
+    p99Ms: number;
+    maxMs: number;
+    /** HTTP mode: acquisitions answered 503 (counted, not timed). */
+    unavailable?: number;
+}
+
+/** Latency percentiles over per-pair samples in ms. */
+function summarize(mode: string, samples: number[], seconds: number, extra: Partial<BenchResult> = {}): BenchResult {
+    const a = Float64Array.from(samples).sort();
+    const at = (q: number) => (a.length ? a[Math.min(a.length - 1, Math.floor(q * (a.length - 1)))] : NaN);
+    return { mode, pairs: a.length, seconds, pairsPerSecond: a.length / seconds, p50Ms: at(0.5), p99Ms: at(0.99), maxMs: a.length ? a[a.length - 1] : NaN, ...extra };
+}
+
+/**
+ * Acquire+release pairs against an in-process manager with `members` eligible members in one pool
+ * (no pool cooldown). With `targets`, each pair names one of that many hosts, picked by a seeded RNG,
+ * so per-target cooldowns (30 s default) are live and the LRU walk has to skip members.
+ */
+export function runInProcessBench(opts: { members?: number; seconds?: number; targets?: number } = {}): BenchResult {
+    const members = opts.members ?? 1000;
+    const seconds = opts.seconds ?? 3;
+    let n = 0;
+    const m = new LeaseManager({ initiallyEligible: true, newLeaseId: () => `L${++n}` });
+    m.setMembers(Array.from({ length: members }, (_, i) => ({ id: `bench-${i}`, pool: "bench" })), { bench: { cooldownSeconds: 0 } });
+    let seed = 7;
+    const rand = () => ((seed = (Math.imul(seed, 1103515245) + 12345) >>> 0) / 4294967296);
+    const hosts = Array.from({ length: opts.targets ?? 0 }, (_, i) => `site-${i}.example`);
+    const pair = () => {
+        const r = m.acquire(hosts.length ? { pool: "bench", target: hosts[Math.floor(rand() * hosts.length)] } : { pool: "bench" });
+        if (!r.ok) return false;
+        m.release(r.lease.id, "ok");
+        return true;
+    };
+    // Warm-up lets the JIT settle so the first milliseconds do not dominate p99.
+    for (const end = performance.now() + 300; performance.now() < end; ) pair();
+    const samples: number[] = [];
+    let refused = 0;
+    const end = performance.now() + seconds * 1000;
+    const started = performance.now();
+    while (performance.now() < end) {
+        const t0 = performance.now();
+        if (pair()) samples.push(performance.now() - t0);
+        else refused++;
+    }
+    const mode = `in-process, ${members} members${hosts.length ? `, ${hosts.length} targets` : ""}`;
+    return summarize(mode, samples, (performance.now() - started) / 1000, refused ? { unavailable: refused } : {});
+}
+
+/** POST JSON, resolve status and parsed body. */
+function post(agent: http.Agent, base: URL, path: string, token: string, body: unknown): Promise<{ status: number; body: any; retryAfter?: string }> {
+    const payload = JSON.stringify(body);
+    return new Promise((resolve, reject) => {
+        const req = http.request({
+            agent, host: base.hostname, port: base.port, path, method: "POST",
+            headers: { authorization: `Bearer ${token}`, "content-type": "application/json", "content-length": Buffer.byteLength(payload) },
+        }, (res) => {
+            let text = "";
+            res.setEncoding("utf8");
+            res.on("data", (c) => (text += c));
+            res.on("end", () => {
+                let parsed: unknown;
+                try { parsed = text ? JSON.parse(text) : undefined; } catch { parsed = text; }
+                resolve({ status: res.statusCode ?? 0, body: parsed, retryAfter: res.headers["retry-after"] as string | undefined });
+            });
+        });
+        req.on("error", reject);
+        req.end(payload);
+    });
+}
+
+/**
+ * Drives the lease API with `concurrency` keep-alive clients for `seconds` (at most 10): each loops
+ * POST /v1/leases {} then POST /v1/leases/:id/release {outcome:"ok"}; a pair is timed from the first
+ * byte sent to the release answer. 503s are counted as `unavailable`; any other unexpected status aborts
+ * with the response, because a bench that silently measures errors measures nothing.
+ */
+export async function runHttpBench(opts: { url: string; token: string; concurrency?: number; seconds?: number; body?: object }): Promise<BenchResult> {
+    const base = new URL(opts.url);
+    if (base.protocol !== "http:" || !["127.0.0.1", "localhost", "[::1]"].includes(base.hostname))
+        throw new Error(`runHttpBench: --url must be http:// on loopback (127.0.0.1), got ${opts.url}`);
+    const concurrency = opts.concurrency ?? 16;
+    const seconds = Math.min(10, opts.seconds ?? 5);
+    const prefix = base.pathname.replace(/\/$/, "");
+    const agent = new http.Agent({ keepAlive: true, maxSockets: concurrency });
+    const samples: number[] = [];
+    let unavailable = 0;
+    const started = performance.now();
+    const end = started + seconds * 1000;
+    const worker = async () => {
+        while (performance.now() < end) {
+            const t0 = performance.now();
+            const a = await post(agent, base, `${prefix}/v1/leases`, opts.token, opts.body ?? {});
+            if (a.status === 503) {
+                unavailable++;
+                await new Promise((r) => setTimeout(r, 1)); // yield, but do not honour a multi-second Retry-After in a bench
+                continue;
+            }
+            const id = a.body?.lease?.id ?? a.body?.id;
+            if ((a.status !== 200 && a.status !== 201) || typeof id !== "string") throw new Error(`POST /v1/leases answered ${a.status}: ${JSON.stringify(a.body)}`);
+            const r = await post(agent, base, `${prefix}/v1/leases/${encodeURIComponent(id)}/release`, opts.token, { outcome: "ok" });
+            if (r.status !== 200) throw new Error(`release of ${id} answered ${r.status}: ${JSON.stringify(r.body)}`);
+            samples.push(performance.now() - t0);
+        }
+    };
+    try {
+        await Promise.all(Array.from({ length: concurrency }, worker));
+    } finally {
+        agent.destroy();
+    }
+    return summarize(`http, ${concurrency} clients`, samples, (performance.now() - started) / 1000, { unavailable });
+}
+
+export function formatTable(rows: BenchResult[]): string {
+    const head = ["mode", "pairs/s", "p50 ms", "p99 ms", "max ms", "pairs", "503s"];
+    const body = rows.map((r) => [r.mode, Math.round(r.pairsPerSecond).toLocaleString("en-US"), r.p50Ms.toFixed(4), r.p99Ms.toFixed(4), r.maxMs.toFixed(3), String(r.pairs), String(r.unavailable ?? 0)]);
+    const widths = head.map((h, i) => Math.max(h.length, ...body.map((b) => b[i].length)));
+    const line = (cells: string[]) => cells.map((c, i) => (i === 0 ? c.padEnd(widths[i]) : c.padStart(widths[i]))).join("  ");
+    return [line(head), widths.map((w) => "-".repeat(w)).join("  "), ...body.map(line)].join("\n");
+}
+
+async function main(): Promise<void> {
+    const { values } = parseArgs({
+        options: {
+            url: { type: "string" }, token: { type: "string" }, concurrency: { type: "string" },
+            seconds: { type: "string" }, members: { type: "string" },
+        },
+    });
+    const num = (v: string | undefined, name: string, dflt: number) => {
+        if (v === undefined) return dflt;
+        const n = Number(v);
+        if (!Number.isFinite(n) || n <= 0) throw new Error(`--${name} must be a positive number, got ${v}`);
+        return n;
+    };
+    const seconds = num(values.seconds, "seconds", 3);
+    const members = num(values.members, "members", 1000);
+    const rows = [runInProcessBench({ members, seconds }), runInProcessBench({ members, seconds, targets: 1000 })];
+    if (values.url) {
+        if (!values.token) throw new Error("--url needs --token");
+        rows.push(await runHttpBench({ url: values.url, token: values.token, concurrency: num(values.concurrency, "concurrency", 16), seconds: Math.min(10, seconds) }));
+    }
+    console.log(`node ${process.version}, ${require("node:os").cpus().length} CPUs\n`);
+    console.log(formatTable(rows));
+}
+
+if (require.main === module) {
+    main().catch((err) => {
+        console.error(err instanceof Error ? err.message : err);
+        process.exitCode = 1;
+    });
+}

@@ -1,0 +1,124 @@
+/**
+ * Leases against real proxies: healthy-only, never two leases on one proxy, least recently used first,
+ * pool and target cooldowns, expiry, 503 + Retry-After, and a killed proxy that turns unhealthy within
+ * two probe intervals and is never leased.
+ */
+import { after, before, test } from "node:test";
+import assert from "node:assert/strict";
+import * as fs from "node:fs";
+import { settled, startTestService, TestService, TOKENS, waitFor } from "../helpers/service";
+import { getViaProxy, startTargetServer } from "../helpers/net";
+
+const PROBE_MS = 300;
+const config = {
+    "egress:providers": { local: { type: "local" } },
+    "egress:pools": [{ name: "web", provider: "local", replicas: 3, maxReplicas: 5, cooldownSeconds: 1 }],
+};
+let svc: TestService;
+let target: Awaited<ReturnType<typeof startTargetServer>>;
+before(async () => {
+    target = await startTargetServer();
+    svc = await startTestService(config, { probeIntervalMs: PROBE_MS });
+    const converge = (await svc.call("GET", "/v1/operations", { token: TOKENS.scale })).body.operations[0];
+    await settled(svc, converge.id);
+    await waitFor("3 healthy", async () => (await svc.call("GET", "/v1/proxies?state=healthy")).body.proxies.length === 3, 20_000);
+});
+after(async () => {
+    await svc?.close();
+    await target?.close();
+});
+
+const lease = (body: object = {}) => svc.call("POST", "/v1/leases", { token: TOKENS.lease, body });
+const release = (id: string, outcome: string) => svc.call("POST", `/v1/leases/${id}/release`, { token: TOKENS.lease, body: { outcome } });
+const sleep = (ms: number) => new Promise((r) => setTimeout(r, ms));
+
+test("a lease hands out a working proxy; all busy → 503 with Retry-After", async () => {
+    const got = [];
+    for (let i = 0; i < 3; i++) {
+        const r = await lease({ pool: "web", ttlSeconds: 60 });
+        assert.equal(r.status, 201, JSON.stringify(r.body));
+        got.push(r.body.lease);
+    }
+    assert.equal(new Set(got.map((l) => l.proxy.id)).size, 3, "three different proxies");
+    const via = await getViaProxy(got[0].proxy.port, `http://127.0.0.1:${target.port}/leased`);
+    assert.equal(via.body, "hello /leased");
+    const none = await lease({ pool: "web" });
+    assert.equal(none.status, 503);
+    assert.equal(none.body.error.code, "none_available");
+    assert.ok(Number(none.headers.get("retry-after")) >= 1);
+    for (const l of got) assert.equal((await release(l.id, "ok")).status, 200);
+    assert.equal((await release(got[0].id, "ok")).status, 404, "a lease is released once");
+});
+
+test("pool cooldown: a released proxy rests, then the least recently used comes first", async () => {
+    await sleep(1100); // previous test's releases cool down
+    const a = (await lease()).body.lease;
+    await release(a.id, "ok");
+    const b = (await lease()).body.lease;
+    assert.notEqual(b.proxy.id, a.proxy.id, "the just-released proxy is cooling");
+    const c = (await lease()).body.lease;
+    assert.notEqual(c.proxy.id, a.proxy.id);
+    assert.equal((await lease()).status, 503, "the third is cooling");
+    await sleep(1100);
+    const d = (await lease()).body.lease;
+    assert.equal(d.proxy.id, a.proxy.id, "back after its cooldown");
+    for (const l of [b, c, d]) await release(l.id, "ok");
+});
+
+test("per-target cooldown and `blocked`: the same target does not get the same proxy again soon", async () => {
+    await sleep(1100);
+    const first = (await lease({ target: "shop.example" })).body.lease;
+    await release(first.id, "blocked");
+    await sleep(1100); // pool cooldown over, target cooldown (blocked) is not
+    const seen = new Set<string>();
+    const held = [];
+    for (;;) {
+        const r = await lease({ target: "shop.example" });
+        if (r.status !== 201) break;
+        held.push(r.body.lease);
+        seen.add(r.body.lease.proxy.id);
+    }
+    assert.ok(!seen.has(first.proxy.id), "the blocked proxy is not leased for that target");
+    assert.equal(seen.size, 2);
+    const other = await lease({ target: "news.example" });
+    assert.equal(other.status, 201);
+    assert.equal(other.body.lease.proxy.id, first.proxy.id, "other targets may use it");
+    for (const l of [...held, other.body.lease]) await release(l.id, "ok");
+});
+
+test("leases expire after their TTL; a late release gets 410", async () => {
+    await sleep(1100);
+    const l = (await lease({ ttlSeconds: 1 })).body.lease;
+    await sleep(1300);
+    assert.equal((await release(l.id, "ok")).status, 410);
+});
+
+test("50 racing lease requests never put one proxy in two leases", async () => {
+    await sleep(1100);
+    const results = await Promise.all(Array.from({ length: 50 }, () => lease({ ttlSeconds: 30 })));
+    const granted = results.filter((r) => r.status === 201).map((r) => r.body.lease);
+    assert.equal(granted.length, 3);
+    assert.equal(new Set(granted.map((l) => l.proxy.id)).size, 3);
+    assert.ok(results.filter((r) => r.status !== 201).every((r) => r.status === 503));
+    for (const l of granted) await release(l.id, "ok");
+});
+
+test("a killed proxy turns unhealthy within two probe intervals and is never leased", { timeout: 30_000 }, async () => {
+    await sleep(1100);
+    const victim = (await svc.call("GET", "/v1/proxies")).body.proxies.find((p: any) => p.id === "web-1");
+    const file = fs.readdirSync(`${svc.runDir}/local/svc`).find((f) => f.includes("web-1") && f.endsWith(".json"))!;
+    const { pid } = JSON.parse(fs.readFileSync(`${svc.runDir}/local/svc/${file}`, "utf8"));
+    process.kill(pid, "SIGKILL");
+    const killedAt = Date.now();
+    await waitFor("web-1 unhealthy", async () => (await svc.call("GET", "/v1/proxies?state=unhealthy")).body.proxies.some((p: any) => p.id === "web-1"), 10_000, 50);
+    const took = Date.now() - killedAt;
+    // Two intervals plus one probe timeout of slack for a probe already in flight.
+    assert.ok(took <= 2 * PROBE_MS + 1500, `unhealthy after ${took} ms`);
+    for (let i = 0; i < 10; i++) {
+        const r = await lease({ ttlSeconds: 5 });
+        if (r.status === 201) {
+            assert.notEqual(r.body.lease.proxy.id, victim.id);
+            await release(r.body.lease.id, "ok");
+        }
+    }
+});
