@@ -20,6 +20,8 @@ export type TestService = RunningService & {
     /** fetch against the service with a token (default admin) and a JSON body. */
     call(method: string, route: string, opts?: { token?: string | null; body?: unknown; raw?: string; headers?: Record<string, string> }): Promise<{ status: number; headers: Headers; body: any }>;
     restart(extra?: Partial<ServeOptions>): Promise<void>;
+    /** Stops the service only (the project, its state and proxies stay): a crash, as far as the next start can tell. */
+    stop(): Promise<void>;
 };
 
 /**
@@ -56,14 +58,21 @@ export async function startTestService(config: object, extra: Partial<ServeOptio
             return { status: res.status, headers: res.headers, body: parsed };
         },
         async restart(more: Partial<ServeOptions> = {}) {
-            await svc.close();
+            await stop();
             svc = await startService({ ...options, ...more });
+            stopped = false;
             Object.assign(t, svc, { close });
         },
+        stop: () => stop(),
     });
     Object.assign(t, svc);
+    let stopped = false;
+    const stop = async () => {
+        if (!stopped) await svc.close();
+        stopped = true;
+    };
     const close = async () => {
-        await svc.close();
+        await stop();
         await project.driver.destroy().catch(() => undefined);
         project.cleanup();
     };
