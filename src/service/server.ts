@@ -128,6 +128,8 @@ export async function startService(opts: ServeOptions): Promise<RunningService> 
     providerHealth.setCheckers(Object.entries(cfg.providers).map(([name, entry]) => checkerFor(name, entry, runDir, opts.stack)));
     providerHealth.start();
     health.start();
+    // Leases expire lazily on every call; the sweep also drops old target cooldowns and ended-lease records.
+    const sweeper = setInterval(() => leases.sweep(), 5_000).unref();
     ready = { ok: true };
     if (opts.converge ?? true) scaler.converge();
     log.info({ url, stack: opts.stack, members: fleet.proxies().length }, "egress service ready");
@@ -139,7 +141,8 @@ export async function startService(opts: ServeOptions): Promise<RunningService> 
             const closed = new Promise<void>((r) => server.close(() => r()));
             server.closeIdleConnections();
             await scaler.drain();
-            health.stop();
+            clearInterval(sweeper);
+            await health.stop();
             providerHealth.stop();
             server.closeAllConnections();
             await closed;

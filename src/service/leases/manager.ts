@@ -1,40 +1,10 @@
 import { randomUUID } from "node:crypto";
-import { HeapItem, MinHeap } from "./heap";
-import { ListNode, ReadyList } from "./ready-list";
+import { MinHeap } from "./heap";
+import { LeaseRec, MemberRec, NEVER, newPool, place, PoolRec, promote, rebuild, unplace } from "./pool";
 import { TargetCooldowns, TargetOutcome } from "./target-cooldowns";
 import {
     AcquireRequest, AcquireResult, Lease, LEASE_DEFAULTS, LeaseManagerOptions, MemberSnapshot, PoolStats, ReleaseOutcome, ReleaseResult,
 } from "./types";
-
-/** `lastUsedAt` of a member never leased: sorts before every real time, and never cools. */
-const NEVER = -Infinity;
-
-interface MemberRec extends ListNode, HeapItem {
-    id: string;
-    pool: PoolRec;
-    eligible: boolean;
-    lease: LeaseRec | undefined;
-    errors: number;
-}
-
-interface LeaseRec extends HeapItem {
-    lease: Lease;
-    member: MemberRec;
-}
-
-/**
- * Each eligible, unleased member of a pool is in exactly one of `ready` (LRU list) or `cooling` (min-heap
- * on `lastUsedAt`; with one cooldown per pool that is also the order they become available in).
- */
-interface PoolRec {
-    name: string;
-    cooldownMs: number;
-    configured: boolean;
-    ready: ReadyList<MemberRec>;
-    cooling: MinHeap<MemberRec>;
-    members: number;
-    leased: number;
-}
 
 /** One entry of `setMembers`: stack-output members fit as they are (extra fields are ignored). */
 export interface LeaseMemberInput {
@@ -101,7 +71,7 @@ export class LeaseManager {
             const p = this.pool(name);
             p.configured = true;
             const cooldownMs = Math.max(0, cfg.cooldownSeconds) * 1000;
-            if (cooldownMs !== p.cooldownMs) this.rebuild(p, cooldownMs, now);
+            if (cooldownMs !== p.cooldownMs) rebuild(p, cooldownMs, now);
         }
         const seen = new Set<string>();
         for (const m of members) {
@@ -119,7 +89,7 @@ export class LeaseManager {
                 };
                 this.members.set(m.id, rec);
                 pool.members++;
-                this.place(rec, now);
+                place(rec, now);
             }
             if (m.eligible !== undefined) this.setEligible(m.id, m.eligible);
         }
@@ -137,8 +107,8 @@ export class LeaseManager {
         }
         if (rec.eligible === eligible) return true;
         rec.eligible = eligible;
-        if (eligible) this.place(rec, this.o.now());
-        else this.unplace(rec);
+        if (eligible) place(rec, this.o.now());
+        else unplace(rec);
         return true;
     }
 
@@ -153,7 +123,7 @@ export class LeaseManager {
         let skippedUntil = Infinity;
         for (const pool of scope) {
             total += pool.members;
-            this.promote(pool, now);
+            promote(pool, now);
             for (let m = pool.ready.first(); m; m = pool.ready.after(m)) {
                 if (target !== undefined) {
                     const until = this.targets.until(target, m.id);
@@ -205,7 +175,7 @@ export class LeaseManager {
     sweep(): { expired: number } {
         const now = this.o.now();
         const expired = this.expire(now);
-        for (const p of this.pools.values()) this.promote(p, now);
+        for (const p of this.pools.values()) promote(p, now);
         this.targets.prune(now);
         const cutoff = now - this.o.tombstoneSeconds * 1000;
         for (const [id, t] of this.tombstones) {
@@ -264,47 +234,13 @@ export class LeaseManager {
 
     private pool(name: string): PoolRec {
         let p = this.pools.get(name);
-        if (!p) {
-            const rec: PoolRec = {
-                name, cooldownMs: 0, configured: false, ready: new ReadyList<MemberRec>(), members: 0, leased: 0,
-                // Same cooldown for the whole pool, so ordering by lastUsedAt is ordering by end of cooldown.
-                cooling: new MinHeap<MemberRec>((m) => m.lastUsedAt),
-            };
-            this.pools.set(name, (p = rec));
-        }
+        if (!p) this.pools.set(name, (p = newPool(name)));
         return p;
-    }
-
-    /** Puts an unleased, eligible member where it belongs: cooling or ready. */
-    private place(m: MemberRec, now: number): void {
-        if (m.lease || !m.eligible || m.inList || m.heapIndex >= 0) return;
-        if (m.lastUsedAt + m.pool.cooldownMs > now) m.pool.cooling.push(m);
-        else m.pool.ready.insert(m);
-    }
-
-    private unplace(m: MemberRec): void {
-        m.pool.ready.remove(m);
-        m.pool.cooling.remove(m);
-    }
-
-    /** Moves members whose pool cooldown has ended to the ready list. Amortized O(log n) per release. */
-    private promote(p: PoolRec, now: number): void {
-        for (let top = p.cooling.peek(); top && top.lastUsedAt + p.cooldownMs <= now; top = p.cooling.peek()) {
-            p.cooling.pop();
-            p.ready.insert(top);
-        }
-    }
-
-    /** New pool cooldown: re-sort its idle members (rare, O(n log n)). */
-    private rebuild(p: PoolRec, cooldownMs: number, now: number): void {
-        const idle = [...p.ready.clear(), ...p.cooling.clear()].sort((a, b) => a.lastUsedAt - b.lastUsedAt || a.seq - b.seq);
-        p.cooldownMs = cooldownMs;
-        for (const m of idle) this.place(m, now);
     }
 
     private drop(m: MemberRec, now: number): void {
         if (m.lease) this.end(m.lease, "member-removed", "ok", now);
-        this.unplace(m);
+        unplace(m);
         m.pool.members--;
         this.members.delete(m.id);
     }
@@ -336,7 +272,7 @@ export class LeaseManager {
         const target = rec.lease.target;
         if (target !== undefined) this.targets.record(target, m.id, cause === "ttl" ? "expired" : (outcome as TargetOutcome), at);
         if (outcome === "error") m.errors++;
-        this.place(m, now);
+        place(m, now);
     }
 
     /** Failure result with the earliest moment something in scope could be leased. */

@@ -1,0 +1,70 @@
+import { HeapItem, MinHeap } from "./heap";
+import { ListNode, ReadyList } from "./ready-list";
+import type { Lease } from "./types";
+
+/** `lastUsedAt` of a member never leased: sorts before every real time, and never cools. */
+export const NEVER = -Infinity;
+
+/** The manager's record of one member. `lastUsedAt` is when its last lease ended. */
+export interface MemberRec extends ListNode, HeapItem {
+    id: string;
+    pool: PoolRec;
+    eligible: boolean;
+    lease: LeaseRec | undefined;
+    errors: number;
+}
+
+/** An active lease; `heapIndex` is its slot in the manager's expiry heap. */
+export interface LeaseRec extends HeapItem {
+    lease: Lease;
+    member: MemberRec;
+}
+
+/**
+ * Each eligible, unleased member of a pool is in exactly one of `ready` (LRU list) or `cooling` (min-heap
+ * on `lastUsedAt`; with one cooldown per pool that is also the order they become available in).
+ * Leased and ineligible members are in neither: they cost nothing on the acquire path.
+ */
+export interface PoolRec {
+    name: string;
+    cooldownMs: number;
+    /** Listed in the latest pool config: kept (answering `no-members`) even when empty. */
+    configured: boolean;
+    ready: ReadyList<MemberRec>;
+    cooling: MinHeap<MemberRec>;
+    members: number;
+    leased: number;
+}
+
+export function newPool(name: string): PoolRec {
+    // Same cooldown for the whole pool, so ordering by lastUsedAt is ordering by end of cooldown.
+    return { name, cooldownMs: 0, configured: false, ready: new ReadyList<MemberRec>(), cooling: new MinHeap<MemberRec>((m) => m.lastUsedAt), members: 0, leased: 0 };
+}
+
+/** Puts an unleased, eligible member where it belongs: cooling or ready. A no-op for anything else. */
+export function place(m: MemberRec, now: number): void {
+    if (m.lease || !m.eligible || m.inList || m.heapIndex >= 0) return;
+    if (m.lastUsedAt + m.pool.cooldownMs > now) m.pool.cooling.push(m);
+    else m.pool.ready.insert(m);
+}
+
+/** Takes a member out of both structures (it became ineligible or left the stack). */
+export function unplace(m: MemberRec): void {
+    m.pool.ready.remove(m);
+    m.pool.cooling.remove(m);
+}
+
+/** Moves members whose pool cooldown has ended to the ready list. Amortized O(log n) per release. */
+export function promote(p: PoolRec, now: number): void {
+    for (let top = p.cooling.peek(); top && top.lastUsedAt + p.cooldownMs <= now; top = p.cooling.peek()) {
+        p.cooling.pop();
+        p.ready.insert(top);
+    }
+}
+
+/** New pool cooldown: re-sort its idle members (rare, O(n log n)). */
+export function rebuild(p: PoolRec, cooldownMs: number, now: number): void {
+    const idle = [...p.ready.clear(), ...p.cooling.clear()].sort((a, b) => a.lastUsedAt - b.lastUsedAt || a.seq - b.seq);
+    p.cooldownMs = cooldownMs;
+    for (const m of idle) place(m, now);
+}
