@@ -11,6 +11,7 @@
 import * as http from "node:http";
 import { parseArgs } from "node:util";
 import { LeaseManager } from "../src/service/leases";
+import { RawHttpConnection } from "./http-client";
 
 export interface BenchResult {
     mode: string;
@@ -22,6 +23,8 @@ export interface BenchResult {
     maxMs: number;
     /** HTTP mode: acquisitions answered 503 (counted, not timed). */
     unavailable?: number;
+    /** HTTP mode: concurrent keep-alive clients. */
+    concurrency?: number;
 }
 
 /** Latency percentiles over per-pair samples in ms. */
@@ -88,51 +91,98 @@ function post(agent: http.Agent, base: URL, path: string, token: string, body: u
     });
 }
 
+/** One request-at-a-time connection: POST a JSON body (already serialized), get status and parsed body. */
+type Poster = { post(path: string, payload: string): Promise<{ status: number; body: any }>; close(): void };
+
+/** node:http with a keep-alive agent: what most Node crawlers use. */
+function nodeHttpPoster(agent: http.Agent, base: URL, token: string): Poster {
+    return {
+        post: async (path, payload) => post(agent, base, path, token, JSON.parse(payload)),
+        close() {},
+    };
+}
+
+/** bench/http-client.ts: a bare keep-alive HTTP/1.1 socket, so the client is not the bottleneck. */
+async function rawPoster(base: URL, token: string): Promise<Poster> {
+    const c = await RawHttpConnection.open(base.hostname.replace(/^\[|\]$/g, ""), Number(base.port || 80));
+    const headers = `Authorization: Bearer ${token}\r\nContent-Type: application/json\r\n`;
+    const cache = new Map<string, Buffer>(); // the lease request never changes: build its bytes once
+    return {
+        async post(path, payload) {
+            const key = path + payload;
+            let bytes = path.endsWith("/release") ? undefined : cache.get(key);
+            if (!bytes) {
+                bytes = c.request("POST", path, headers, payload);
+                if (!path.endsWith("/release")) cache.set(key, bytes);
+            }
+            const r = await c.send(bytes);
+            let body: unknown;
+            try { body = r.body ? JSON.parse(r.body) : undefined; } catch { body = r.body; }
+            return { status: r.status, body };
+        },
+        close: () => c.close(),
+    };
+}
+
+export type HttpClientKind = "raw" | "node-http";
+
 /**
  * Drives the lease API with `concurrency` keep-alive clients for `seconds` (at most 10): each loops
  * POST /v1/leases {} then POST /v1/leases/:id/release {outcome:"ok"}; a pair is timed from the first
  * byte sent to the release answer. 503s are counted as `unavailable`; any other unexpected status aborts
  * with the response, because a bench that silently measures errors measures nothing.
+ * `client`: "raw" (default, bench/http-client.ts) or "node-http" (http.request + keep-alive Agent).
  */
-export async function runHttpBench(opts: { url: string; token: string; concurrency?: number; seconds?: number; body?: object }): Promise<BenchResult> {
+export async function runHttpBench(opts: { url: string; token: string; concurrency?: number; seconds?: number; body?: object; client?: HttpClientKind; warmupSeconds?: number }): Promise<BenchResult> {
     const base = new URL(opts.url);
     if (base.protocol !== "http:" || !["127.0.0.1", "localhost", "[::1]"].includes(base.hostname))
         throw new Error(`runHttpBench: --url must be http:// on loopback (127.0.0.1), got ${opts.url}`);
     const concurrency = opts.concurrency ?? 16;
     const seconds = Math.min(10, opts.seconds ?? 5);
+    const client = opts.client ?? "raw";
     const prefix = base.pathname.replace(/\/$/, "");
     const agent = new http.Agent({ keepAlive: true, maxSockets: concurrency });
+    const leaseBody = JSON.stringify(opts.body ?? {});
+    const releaseBody = JSON.stringify({ outcome: "ok" });
+    const posters = await Promise.all(Array.from({ length: concurrency }, () => (client === "raw" ? rawPoster(base, opts.token) : nodeHttpPoster(agent, base, opts.token))));
     const samples: number[] = [];
     let unavailable = 0;
-    const started = performance.now();
-    const end = started + seconds * 1000;
-    const worker = async () => {
+    let end = 0;
+    let measuring = false;
+    const worker = async (p: Poster) => {
         while (performance.now() < end) {
             const t0 = performance.now();
-            const a = await post(agent, base, `${prefix}/v1/leases`, opts.token, opts.body ?? {});
+            const a = await p.post(`${prefix}/v1/leases`, leaseBody);
             if (a.status === 503) {
-                unavailable++;
+                if (measuring) unavailable++;
                 await new Promise((r) => setTimeout(r, 1)); // yield, but do not honour a multi-second Retry-After in a bench
                 continue;
             }
             const id = a.body?.lease?.id ?? a.body?.id;
             if ((a.status !== 200 && a.status !== 201) || typeof id !== "string") throw new Error(`POST /v1/leases answered ${a.status}: ${JSON.stringify(a.body)}`);
-            const r = await post(agent, base, `${prefix}/v1/leases/${encodeURIComponent(id)}/release`, opts.token, { outcome: "ok" });
+            const r = await p.post(`${prefix}/v1/leases/${encodeURIComponent(id)}/release`, releaseBody);
             if (r.status !== 200) throw new Error(`release of ${id} answered ${r.status}: ${JSON.stringify(r.body)}`);
-            samples.push(performance.now() - t0);
+            if (measuring) samples.push(performance.now() - t0);
         }
     };
     try {
-        await Promise.all(Array.from({ length: concurrency }, worker));
+        // Warm-up on the same connections, so the JIT (both sides) and TCP settle before samples count.
+        end = performance.now() + (opts.warmupSeconds ?? 0.5) * 1000;
+        await Promise.all(posters.map(worker));
+        measuring = true;
+        const started = performance.now();
+        end = started + seconds * 1000;
+        await Promise.all(posters.map(worker));
+        return summarize(`http, ${client} client`, samples, (performance.now() - started) / 1000, { unavailable, concurrency });
     } finally {
+        for (const p of posters) p.close();
         agent.destroy();
     }
-    return summarize(`http, ${concurrency} clients`, samples, (performance.now() - started) / 1000, { unavailable });
 }
 
 export function formatTable(rows: BenchResult[]): string {
-    const head = ["mode", "pairs/s", "p50 ms", "p99 ms", "max ms", "pairs", "503s"];
-    const body = rows.map((r) => [r.mode, Math.round(r.pairsPerSecond).toLocaleString("en-US"), r.p50Ms.toFixed(4), r.p99Ms.toFixed(4), r.maxMs.toFixed(3), String(r.pairs), String(r.unavailable ?? 0)]);
+    const head = ["mode", "clients", "pairs/s", "p50 ms", "p99 ms", "max ms", "pairs", "503s"];
+    const body = rows.map((r) => [r.mode, r.concurrency === undefined ? "-" : String(r.concurrency), Math.round(r.pairsPerSecond).toLocaleString("en-US"), r.p50Ms.toFixed(4), r.p99Ms.toFixed(4), r.maxMs.toFixed(3), String(r.pairs), String(r.unavailable ?? 0)]);
     const widths = head.map((h, i) => Math.max(h.length, ...body.map((b) => b[i].length)));
     const line = (cells: string[]) => cells.map((c, i) => (i === 0 ? c.padEnd(widths[i]) : c.padStart(widths[i]))).join("  ");
     return [line(head), widths.map((w) => "-".repeat(w)).join("  "), ...body.map(line)].join("\n");

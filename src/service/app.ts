@@ -1,3 +1,4 @@
+import type { IncomingMessage, ServerResponse } from "node:http";
 import express from "express";
 import pinoHttp from "pino-http";
 import type { Logger } from "pino";
@@ -13,6 +14,9 @@ import { poolRoutes } from "./routes/pools";
 import { operationRoutes } from "./routes/operations";
 import { discoveryRoutes } from "./routes/discovery";
 import { systemRoutes } from "./routes/system";
+import { BODY_LIMIT_BYTES, isLeaseRequest, leaseFastPath } from "./fast-path";
+
+type Handle = (this: unknown, req: IncomingMessage, res: ServerResponse, next?: (err?: unknown) => void) => void;
 
 /** Everything the HTTP layer needs, built by src/service/server.ts (or by tests with synthetic parts). */
 export interface AppDeps {
@@ -30,14 +34,26 @@ export interface AppDeps {
 }
 
 /** Largest accepted request body; scale and lease bodies are tiny. */
-export const BODY_LIMIT = "16kb";
+export const BODY_LIMIT = BODY_LIMIT_BYTES;
+
+/**
+ * Request log levels: lease and release successes at debug, because a busy crawler fleet sends
+ * thousands a second and a JSON line each would cost more than the lease (and flood the log); they are
+ * counted in egress_leases_total / egress_lease_releases_total. Everything else at info, failures of the
+ * lease routes included; 5xx and errors at error, as pino-http does by default.
+ */
+function requestLogLevel(req: IncomingMessage, res: ServerResponse, err?: Error): "debug" | "info" | "error" {
+    if (err || res.statusCode >= 500) return "error";
+    return res.statusCode < 400 && isLeaseRequest(req) ? "debug" : "info";
+}
 
 /** The Express app. `listen` lives in server.ts so tests can mount it on any port. */
 export function createApp(deps: AppDeps): express.Express {
+    const logging = pinoHttp({ logger: deps.log, customLogLevel: requestLogLevel, autoLogging: { ignore: (req) => req.url === "/healthz" || req.url === "/metrics" || req.url === "/v1/echo" } });
     const app = express();
     app.disable("x-powered-by");
     app.set("etag", false);
-    app.use(pinoHttp({ logger: deps.log, autoLogging: { ignore: (req) => req.url === "/healthz" || req.url === "/metrics" || req.url === "/v1/echo" } }));
+    app.use(logging);
     app.use(express.json({ limit: BODY_LIMIT, strict: true, type: () => true }));
     app.use(systemRoutes(deps));
     app.use(poolRoutes(deps));
@@ -45,5 +61,13 @@ export function createApp(deps: AppDeps): express.Express {
     app.use(discoveryRoutes(deps));
     app.use(notFound);
     app.use(errorHandler);
+    // The lease routes' fast path answers before Express's per-request set-up (see fast-path.ts). The app
+    // function calls `app.handle` for every request, so wrapping it keeps createApp's return value a
+    // plain Express app for server.ts and tests.
+    const fast = leaseFastPath(deps, (req, res) => logging(req, res));
+    const handle = (app as unknown as { handle: Handle }).handle;
+    (app as unknown as { handle: Handle }).handle = function (req, res, next) {
+        if (!fast(req, res)) handle.call(this, req, res, next);
+    };
     return app;
 }

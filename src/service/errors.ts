@@ -12,21 +12,29 @@ export class HttpError extends Error {
 export const notFound: RequestHandler = (req, _res, next) => next(new HttpError(404, "not_found", `no route for ${req.method} ${req.path}`));
 
 /**
- * The one error handler, mounted last. Client mistakes get a 4xx JSON body saying what is wrong;
- * anything unexpected is logged in full and answered with a generic 500 (no internals leak).
+ * Maps anything thrown or passed to `next` to the HttpError the client sees. Client mistakes keep
+ * their 4xx and say what is wrong; anything unexpected is logged in full (to `log`) and becomes a
+ * generic 500, so no internals leak. Shared by errorHandler and the lease fast path (fast-path.ts).
  */
+export function toHttpError(err: any, log: { error(obj: object, msg: string): void } | undefined): HttpError {
+    if (err instanceof HttpError) return err;
+    if (err instanceof ConfigError) return new HttpError(400, "invalid_request", err.message, err.problems);
+    if (err?.type === "entity.parse.failed") return new HttpError(400, "malformed_json", `request body is not valid JSON: ${err.message}`);
+    if (err?.type === "entity.too.large") return new HttpError(413, "body_too_large", `request body exceeds ${err.limit} bytes`);
+    if (err?.type === "encoding.unsupported" || err?.type === "charset.unsupported") return new HttpError(415, "unsupported_encoding", err.message);
+    if (typeof err?.status === "number" && err.status >= 400 && err.status < 500) return new HttpError(err.status, "bad_request", err.message);
+    log?.error({ err }, "unhandled error");
+    return new HttpError(500, "internal", "internal error; see the service log");
+}
+
+/** The JSON body of every error response. */
+export function errorBody(e: HttpError): { error: { code: string; message: string; details?: unknown } } {
+    return { error: { code: e.code, message: e.message, ...(e.details !== undefined ? { details: e.details } : {}) } };
+}
+
+/** The one Express error handler, mounted last. */
 export const errorHandler: ErrorRequestHandler = (err, req, res, _next) => {
-    let e: HttpError;
-    if (err instanceof HttpError) e = err;
-    else if (err instanceof ConfigError) e = new HttpError(400, "invalid_request", err.message, err.problems);
-    else if (err?.type === "entity.parse.failed") e = new HttpError(400, "malformed_json", `request body is not valid JSON: ${err.message}`);
-    else if (err?.type === "entity.too.large") e = new HttpError(413, "body_too_large", `request body exceeds ${err.limit} bytes`);
-    else if (err?.type === "encoding.unsupported" || err?.type === "charset.unsupported") e = new HttpError(415, "unsupported_encoding", err.message);
-    else if (typeof err?.status === "number" && err.status >= 400 && err.status < 500) e = new HttpError(err.status, "bad_request", err.message);
-    else {
-        req.log?.error({ err }, "unhandled error");
-        e = new HttpError(500, "internal", "internal error; see the service log");
-    }
+    const e = toHttpError(err, req.log);
     for (const [k, v] of Object.entries(e.headers ?? {})) res.setHeader(k, v);
-    res.status(e.status).json({ error: { code: e.code, message: e.message, ...(e.details !== undefined ? { details: e.details } : {}) } });
+    res.status(e.status).json(errorBody(e));
 };

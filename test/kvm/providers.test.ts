@@ -48,13 +48,19 @@ const baseInputs = (over: Partial<BaseImageInputs> = {}): BaseImageInputs => ({
 });
 const volFile = (name: string) => path.join(sb.poolDir, name);
 
+/** `create`, with outputs known to be there (typed for the rest of the test). */
+async function made<I, O>(p: { create?: (i: I) => Promise<{ id: string; outs?: O }> }, inputs: I): Promise<{ id: string; outs: O }> {
+    const r = await p.create!(inputs);
+    return { id: r.id, outs: r.outs! };
+}
+
 test("BaseImage: a wrong digest fails before anything reaches the host", { timeout: 60_000 }, async () => {
     await assert.rejects(baseImageProvider.create!(baseInputs({ sha256: "0".repeat(64), volume: "base-lab-bad.qcow2" })), /has sha256 [0-9a-f]{64} .*config says 0{64}; fix `images.tiny.sha256`/);
     assert.equal(fs.existsSync(volFile("base-lab-bad.qcow2")), false);
 });
 
 test("BaseImage, Overlay, SeedDisk, Domain: create, inspect, change, delete", { timeout: 180_000 }, async () => {
-    const base = await baseImageProvider.create!(baseInputs());
+    const base = await made(baseImageProvider, baseInputs());
     assert.equal(base.outs.path, volFile("base-lab-tiny.qcow2"));
     assert.deepEqual(fs.readFileSync(base.outs.path), fs.readFileSync(image.file), "published bytes are the verified bytes");
     assert.equal(base.outs.capacityBytes, 16 * 1024 * 1024);
@@ -66,12 +72,12 @@ test("BaseImage, Overlay, SeedDisk, Domain: create, inspect, change, delete", { 
     await assert.rejects(baseImageProvider.update!(base.id, base.outs, baseInputs({ sha256: "a".repeat(64) })), /sha256 changed .* add a new key to `images`/);
     assert.ok(fs.existsSync(base.outs.path), "base untouched");
 
-    const ov = await overlayProvider.create!({ conn: connection(sb), privateKey: sb.privateKey, storagePool: sb.pool, volume: "t-prov-0-aa.qcow2", basePath: base.outs.path, baseFormat: "qcow2", capacityBytes: base.outs.capacityBytes });
+    const ov = await made(overlayProvider, { conn: connection(sb), privateKey: sb.privateKey, storagePool: sb.pool, volume: "t-prov-0-aa.qcow2", basePath: base.outs.path, baseFormat: "qcow2", capacityBytes: base.outs.capacityBytes });
     assert.match(lv(["vol-dumpxml", "--pool", sb.pool, "t-prov-0-aa.qcow2"]), new RegExp(`<backingStore>[\\s\\S]*<path>${base.outs.path}</path>`));
 
     const userData = "#cloud-config\n# bytes: ünïcödé, tabs\t, no trailing newline";
     const seedIn: SeedDiskInputs = { conn: connection(sb), privateKey: sb.privateKey, storagePool: sb.pool, volume: "t-prov-0-seed.iso", userData, instanceId: "t-prov-0-x", hostname: "prov-0", installGuestAgent: true, vendorData: "#cloud-config\nruncmd: [[touch, /tmp/extra]]\n" };
-    const seed = await seedDiskProvider.create!(seedIn);
+    const seed = await made(seedDiskProvider, seedIn);
     assert.equal(isoLabel(seed.outs.path), "cidata");
     assert.deepEqual(isoFile(seed.outs.path, "user-data", work), Buffer.from(userData, "utf8"), "user-data byte for byte");
     assert.equal(isoFile(seed.outs.path, "meta-data", work).toString(), metaData({ instanceId: "t-prov-0-x", hostname: "prov-0" }));
@@ -88,7 +94,7 @@ test("BaseImage, Overlay, SeedDisk, Domain: create, inspect, change, delete", { 
         metadata: { project: "egress", stack: "t", pool: "prov", member: "prov-0", provider: "lab" }, metadataNs: METADATA_NS, addressTimeoutSeconds: 0,
     };
     const t0 = Date.now();
-    const dom = await domainProvider.create!(domIn);
+    const dom = await made(domainProvider, domIn);
     console.log(`domain define+start ${Date.now() - t0} ms`);
     assert.equal(dom.outs.ipAddress, "");
     const xml = lv(["dumpxml", "t-prov-0"]);
@@ -105,7 +111,7 @@ test("BaseImage, Overlay, SeedDisk, Domain: create, inspect, change, delete", { 
 
     // Address discovery with nothing booted: still provisioning (update keeps "" and does not throw).
     const upd = await domainProvider.update!(dom.id, dom.outs, domIn);
-    assert.equal(upd.outs.ipAddress, "");
+    assert.equal(upd.outs!.ipAddress, "");
     const dd = await domainProvider.diff!(dom.id, dom.outs, { ...domIn, firmware: "bios" });
     assert.deepEqual(dd.replaces, ["firmware"]);
     assert.equal(dd.deleteBeforeReplace, true);
@@ -123,12 +129,12 @@ test("BaseImage, Overlay, SeedDisk, Domain: create, inspect, change, delete", { 
 });
 
 test("BaseImage delete keeps a base that overlays still use", { timeout: 60_000 }, async () => {
-    const base = await baseImageProvider.create!(baseInputs({ volume: "base-lab-keep.qcow2" }));
-    const ov = await overlayProvider.create!({ conn: connection(sb), privateKey: sb.privateKey, storagePool: sb.pool, volume: "t-keep-0.qcow2", basePath: base.outs.path, baseFormat: "qcow2", capacityBytes: base.outs.capacityBytes });
+    const base = await made(baseImageProvider, baseInputs({ volume: "base-lab-keep.qcow2" }));
+    const ov = await made(overlayProvider, { conn: connection(sb), privateKey: sb.privateKey, storagePool: sb.pool, volume: "t-keep-0.qcow2", basePath: base.outs.path, baseFormat: "qcow2", capacityBytes: base.outs.capacityBytes });
     await baseImageProvider.delete!(base.id, base.outs);
     assert.ok(fs.existsSync(base.outs.path), "still backing t-keep-0");
     // Another resource adopting the same volume verifies its bytes instead of downloading again.
-    const again = await baseImageProvider.create!(baseInputs({ volume: "base-lab-keep.qcow2", url: "http://127.0.0.1:9/never" }));
+    const again = await made(baseImageProvider, baseInputs({ volume: "base-lab-keep.qcow2", url: "http://127.0.0.1:9/never" }));
     assert.equal(again.outs.adopted, true);
     await overlayProvider.delete!(ov.id, ov.outs);
     await baseImageProvider.delete!(again.id, again.outs);

@@ -1,0 +1,83 @@
+/**
+ * The real HTTP service (createApp: auth, validation, routing, metrics, logging, LeaseManager, Fleet)
+ * over synthetic members, for bench/service.ts. No engine and no proxies: members are plain records
+ * marked healthy by a stub health source, so a bench measures the request path and nothing else.
+ *
+ * Run as a child of bench/service.ts (fork): it waits for `{token, members, pools, logLevel}` on the IPC
+ * channel, listens on 127.0.0.1:0 and answers `{port}`. The token arrives over IPC, not argv or env, so it
+ * never shows in `ps`.
+ */
+import * as crypto from "node:crypto";
+import * as http from "node:http";
+import * as os from "node:os";
+import type { PoolConfig } from "../src/config";
+import type { ProxyMember } from "../components/member";
+import { createApp } from "../src/service/app";
+import { authenticate, sha256 } from "../src/service/auth";
+import { Fleet, HealthSource } from "../src/service/fleet";
+import { LeaseManager } from "../src/service/leases";
+import { createLogger } from "../src/service/logger";
+import { createMetrics } from "../src/service/metrics";
+import { OperationLog } from "../src/service/operations";
+import { Scaler } from "../src/service/scaler";
+
+export interface SyntheticOptions {
+    token: string;
+    /** @default 1000 */
+    members?: number;
+    /** Members are spread round-robin over this many pools. @default 4 */
+    pools?: number;
+    /** Root logger level; production default is `info` (EGRESS_LOG_LEVEL). @default "warn" */
+    logLevel?: string;
+}
+
+/** Every member is healthy from the start; lease errors are ignored (there is no prober to tell). */
+const allHealthy: HealthSource = { setMembers() {}, get: () => ({ state: "healthy" }), reportLeaseError() {} };
+
+export async function startSyntheticService(opts: SyntheticOptions): Promise<{ server: http.Server; port: number; fleet: Fleet }> {
+    const nPools = opts.pools ?? 4;
+    const nMembers = opts.members ?? 1000;
+    // Pool cooldown 0: with any cooldown, 64 clients at 20k pairs/s would drain 1,000 members within
+    // a second and the bench would measure 503s instead of the request path.
+    const pools = Array.from({ length: nPools }, (_, i) => ({ name: `bench-${i}`, cooldownSeconds: 0 }) as PoolConfig);
+    const members: ProxyMember[] = Array.from({ length: nMembers }, (_, i) => {
+        const pool = pools[i % nPools].name;
+        const port = 20_000 + i;
+        return { id: `${pool}-${i}`, pool, provider: "synthetic", kind: "local", index: i, host: "127.0.0.1", port, url: `http://127.0.0.1:${port}`, zone: "bench" };
+    });
+    const log = createLogger({ level: opts.logLevel ?? "warn" });
+    const fleet = new Fleet(new LeaseManager(), allHealthy);
+    fleet.sync(members, pools);
+    const projectRoot = os.tmpdir();
+    const ops = new OperationLog();
+    // Scale routes are not benchmarked; the scaler only has to exist (it never touches the driver unless asked to scale).
+    const scaler = new Scaler({ driver: undefined as never, projectRoot, stack: "bench", ops, log });
+    const app = createApp({
+        projectRoot, stack: "bench", version: "bench", log, scaler, ops, fleet, metrics: createMetrics(),
+        auth: authenticate([{ name: "bench", sha256: sha256(opts.token).toString("hex"), scopes: ["lease", "discover"] }]),
+        providerHealth: () => [], ready: () => ({ ok: true }),
+    });
+    const server = http.createServer(app);
+    await new Promise<void>((resolve, reject) => {
+        server.once("error", reject);
+        server.listen(0, "127.0.0.1", () => resolve());
+    });
+    return { server, port: (server.address() as { port: number }).port, fleet };
+}
+
+if (require.main === module) {
+    if (!process.send) throw new Error("bench/synthetic-service.js is started by bench/service.js over IPC");
+    process.once("message", (msg: SyntheticOptions) => {
+        startSyntheticService(msg).then(
+            ({ port }) => process.send!({ port }),
+            (err) => {
+                console.error(err);
+                process.exit(1);
+            },
+        );
+    });
+    // The parent going away (even by SIGKILL) closes the channel: follow it rather than linger.
+    process.on("disconnect", () => process.exit(0));
+}
+
+export const randomToken = () => `bench_${crypto.randomBytes(24).toString("base64url")}`;

@@ -1,0 +1,104 @@
+import type { IncomingHttpHeaders, IncomingMessage, ServerResponse } from "node:http";
+import type { AppDeps } from "./app";
+import { errorBody, HttpError, toHttpError } from "./errors";
+import { acquireLease, releaseLease } from "./lease-api";
+
+/** Largest accepted request body, in bytes (app.ts gives the same number to express.json). */
+export const BODY_LIMIT_BYTES = 16 * 1024;
+
+const LEASES = "/v1/leases";
+/** Lease ids are UUIDs; anything needing percent-decoding goes the Express way, which decodes it. */
+const RELEASE = /^\/v1\/leases\/([A-Za-z0-9_.~-]+)\/release$/;
+
+/** True for the two lease routes; app.ts logs their successes at debug (they come thousands a second). */
+export function isLeaseRequest(req: IncomingMessage): boolean {
+    const url = (req as { originalUrl?: string }).originalUrl ?? req.url ?? "";
+    return req.method === "POST" && (url === LEASES || RELEASE.test(url));
+}
+
+/**
+ * Only bodies express.json would read as plain UTF-8 JSON: no transfer or content coding, a length
+ * within the limit, and no content type or application/json with at most charset=utf-8. Everything
+ * else (gzip, chunked, other charsets, oversized) goes to Express so its 4xx answers stay the only ones.
+ */
+function plainBody(h: IncomingHttpHeaders): boolean {
+    if (h["transfer-encoding"] !== undefined) return false;
+    const coding = h["content-encoding"];
+    if (coding !== undefined && coding.toLowerCase() !== "identity") return false;
+    const length = h["content-length"];
+    if (length !== undefined && !(Number(length) <= BODY_LIMIT_BYTES)) return false;
+    const type = h["content-type"];
+    return type === undefined || /^application\/json\s*(;\s*charset="?utf-8"?\s*)?$/i.test(type);
+}
+
+/** The bytes Express's res.status(s).json(body) would send, without Express. */
+export function writeJson(res: ServerResponse, status: number, body: unknown, headers?: Record<string, string>): void {
+    const text = JSON.stringify(body);
+    if (headers) for (const k of Object.keys(headers)) res.setHeader(k, headers[k]);
+    res.statusCode = status;
+    res.setHeader("Content-Type", "application/json; charset=utf-8");
+    res.setHeader("Content-Length", Buffer.byteLength(text));
+    res.end(text);
+}
+
+/** express.json({strict: true}) semantics: empty → {}, a leading BOM is dropped, only objects and arrays. */
+function parseJson(text: string): unknown {
+    if (text.charCodeAt(0) === 0xfeff) text = text.slice(1);
+    if (text.length === 0) return {};
+    const first = text.trimStart()[0];
+    if (first !== "{" && first !== "[") throw new HttpError(400, "malformed_json", `request body is not valid JSON: expected an object or array, got ${JSON.stringify(text.slice(0, 16))}`);
+    try {
+        return JSON.parse(text);
+    } catch (e) {
+        throw new HttpError(400, "malformed_json", `request body is not valid JSON: ${(e as Error).message}`);
+    }
+}
+
+type Logging = (req: IncomingMessage, res: ServerResponse) => void;
+
+/**
+ * POST /v1/leases and POST /v1/leases/:id/release without Express. Express 5's per-request set-up
+ * (prototype swaps on req/res, router dispatch, body-parser's async resource) cost about twice the
+ * lease work itself: with it a 2-core host tops out near 1,500 lease+release pairs/s (docs/bench.md).
+ * Same steps in the same order as the Express stack: request logger (req.log), body read and JSON
+ * parse, bearer token check, then lease-api.ts; errors render through errors.ts. Returns false, having
+ * touched nothing, for any request it does not take, and Express handles it as before.
+ */
+export function leaseFastPath(deps: AppDeps, logging: Logging): (req: IncomingMessage, res: ServerResponse) => boolean {
+    const auth = deps.auth("lease") as unknown as (req: IncomingMessage, res: ServerResponse, next: (err?: unknown) => void) => void;
+    return (req, res) => {
+        if (req.method !== "POST") return false;
+        const url = req.url ?? "";
+        let id: string | undefined;
+        if (url !== LEASES) {
+            const m = RELEASE.exec(url);
+            if (!m) return false;
+            id = m[1];
+        }
+        if (!plainBody(req.headers)) return false;
+        logging(req, res);
+        const fail = (err: unknown) => {
+            const e = toHttpError(err, (req as { log?: { error(o: object, m: string): void } }).log);
+            writeJson(res, e.status, errorBody(e), e.headers);
+        };
+        const chunks: Buffer[] = [];
+        req.on("data", (c: Buffer) => chunks.push(c));
+        req.on("end", () => {
+            try {
+                const body = parseJson(chunks.length === 1 ? chunks[0].toString("utf8") : Buffer.concat(chunks).toString("utf8"));
+                auth(req, res, (err) => {
+                    if (err) return fail(err);
+                    try {
+                        const out = id === undefined ? acquireLease(deps, body) : releaseLease(deps, id, body);
+                        writeJson(res, out.status, out.body);
+                    } catch (e) {
+                        fail(e);
+                    }
+                });
+            } catch (e) {
+                fail(e);
+            }
+        });
+        return true;
+    };
+}

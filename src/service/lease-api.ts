@@ -1,0 +1,36 @@
+import type { AppDeps } from "./app";
+import { HttpError } from "./errors";
+import type { LeaseView } from "./fleet";
+import type { Lease } from "./leases";
+import { leaseBody, parseOr400, releaseBody } from "./schemas";
+
+/**
+ * What POST /v1/leases and POST /v1/leases/:id/release do once the body is parsed and the token
+ * checked. The Express routes (routes/discovery.ts) and the pre-Express fast path (fast-path.ts) both
+ * call these, so validation, metrics, status codes and error shapes cannot drift apart.
+ * Failures throw HttpError; success returns the status and the JSON body.
+ */
+export function acquireLease(deps: Pick<AppDeps, "fleet" | "metrics">, body: unknown): { status: 201; body: { lease: LeaseView } } {
+    const req = parseOr400(leaseBody, body, "lease request");
+    const t0 = process.hrtime.bigint();
+    const result = deps.fleet.acquire(req);
+    deps.metrics.leaseLatency.observe(Number(process.hrtime.bigint() - t0) / 1e6);
+    if (!result.ok) {
+        deps.metrics.leases.inc({ pool: req.pool ?? "*", result: "unavailable" });
+        if (result.reason === "unknown-pool") throw new HttpError(404, "unknown_pool", result.message);
+        throw new HttpError(503, "none_available", result.message, undefined, { "Retry-After": String(result.retryAfterSeconds) });
+    }
+    deps.metrics.leases.inc({ pool: result.lease.proxy.pool, result: "granted" });
+    return { status: 201, body: { lease: result.lease } };
+}
+
+export function releaseLease(deps: Pick<AppDeps, "fleet" | "metrics">, id: string, body: unknown): { status: 200; body: { released: true; lease: Lease } } {
+    const { outcome } = parseOr400(releaseBody, body, "release request");
+    const result = deps.fleet.release(id, outcome);
+    if (!result.ok) {
+        if (result.reason === "expired") throw new HttpError(410, "lease_expired", `lease "${id}" already expired; its proxy went back to the pool`);
+        throw new HttpError(404, "unknown_lease", `no lease "${id}"`);
+    }
+    deps.metrics.releases.inc({ outcome });
+    return { status: 200, body: { released: true, lease: result.lease } };
+}
