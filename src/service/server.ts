@@ -31,6 +31,8 @@ export interface ServeOptions {
     /** URL probed through every proxy. @default this service's /v1/echo */
     checkUrl?: string;
     providerCheckIntervalMs?: number;
+    /** How often stack outputs are re-read when no operation runs (changes made by `egress up` elsewhere). @default 30000 */
+    outputsPollMs?: number;
     log?: Logger;
     /** Extra CLI environment (tests: backend, passphrase). */
     engineEnv?: Record<string, string>;
@@ -130,6 +132,10 @@ export async function startService(opts: ServeOptions): Promise<RunningService> 
     health.start();
     // Leases expire lazily on every call; the sweep also drops old target cooldowns and ended-lease records.
     const sweeper = setInterval(() => leases.sweep(), 5_000).unref();
+    // A person may run `egress up` beside the service: re-read outputs now and then so members follow.
+    const outputsPoll = setInterval(() => {
+        if (!scaler.busy()) refreshFleet().catch((e) => log.warn({ err: e }, "re-reading stack outputs failed"));
+    }, opts.outputsPollMs ?? 30_000).unref();
     ready = { ok: true };
     if (opts.converge ?? true) scaler.converge();
     log.info({ url, stack: opts.stack, members: fleet.proxies().length }, "egress service ready");
@@ -142,6 +148,7 @@ export async function startService(opts: ServeOptions): Promise<RunningService> 
             server.closeIdleConnections();
             await scaler.drain();
             clearInterval(sweeper);
+            clearInterval(outputsPoll);
             await health.stop();
             providerHealth.stop();
             server.closeAllConnections();
