@@ -181,8 +181,10 @@ export async function runHttpBench(opts: { url: string; token: string; concurren
 }
 
 export function formatTable(rows: BenchResult[]): string {
-    const head = ["mode", "clients", "pairs/s", "p50 ms", "p99 ms", "max ms", "pairs", "503s"];
-    const body = rows.map((r) => [r.mode, r.concurrency === undefined ? "-" : String(r.concurrency), Math.round(r.pairsPerSecond).toLocaleString("en-US"), r.p50Ms.toFixed(4), r.p99Ms.toFixed(4), r.maxMs.toFixed(3), String(r.pairs), String(r.unavailable ?? 0)]);
+    // The clients column only when some row has one, so in-process tables keep their shape.
+    const clients = rows.some((r) => r.concurrency !== undefined);
+    const head = ["mode", ...(clients ? ["clients"] : []), "pairs/s", "p50 ms", "p99 ms", "max ms", "pairs", "503s"];
+    const body = rows.map((r) => [r.mode, ...(clients ? [r.concurrency === undefined ? "-" : String(r.concurrency)] : []), Math.round(r.pairsPerSecond).toLocaleString("en-US"), r.p50Ms.toFixed(4), r.p99Ms.toFixed(4), r.maxMs.toFixed(3), String(r.pairs), String(r.unavailable ?? 0)]);
     const widths = head.map((h, i) => Math.max(h.length, ...body.map((b) => b[i].length)));
     const line = (cells: string[]) => cells.map((c, i) => (i === 0 ? c.padEnd(widths[i]) : c.padStart(widths[i]))).join("  ");
     return [line(head), widths.map((w) => "-".repeat(w)).join("  "), ...body.map(line)].join("\n");

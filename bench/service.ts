@@ -3,10 +3,12 @@
  * synthetic members), printed as a table.
  *
  *   node dist/bench/service.js [--seconds 5] [--concurrency 1,16,64] [--members 1000] [--pools 4]
- *                              [--client raw|node-http|both] [--log-level warn] [--service-args="--cpu-prof"]
+ *                              [--client raw|node-http|both] [--log-level warn] [--service-args="--cpu-prof"] [--bare]
  *
  * The service runs in a child process (bench/synthetic-service.ts) and the load generator here, so on
  * a 2-core machine each gets a core, as a crawler fleet and the service would on separate hosts.
+ * `--bare` adds rows for a bare node:http handler over the same Fleet (no auth, validation, metrics or
+ * logging): not the service, but the ceiling HTTP itself sets on this machine.
  * `--service-args` passes node flags to the child (with `=`: --service-args="--cpu-prof --cpu-prof-dir=/tmp/prof").
  */
 import { fork } from "node:child_process";
@@ -39,7 +41,7 @@ async function main(): Promise<void> {
             seconds: { type: "string", default: "5" }, concurrency: { type: "string", default: "1,16,64" },
             members: { type: "string", default: "1000" }, pools: { type: "string", default: "4" },
             client: { type: "string", default: "raw" }, "log-level": { type: "string", default: "warn" },
-            "service-args": { type: "string", default: "" }, json: { type: "boolean", default: false },
+            "service-args": { type: "string", default: "" }, bare: { type: "boolean", default: false }, json: { type: "boolean", default: false },
         },
     });
     const positive = (v: string, name: string) => {
@@ -53,18 +55,21 @@ async function main(): Promise<void> {
     if (!clients.every((c) => c === "raw" || c === "node-http")) throw new Error(`--client must be raw, node-http or both, got ${values.client}`);
     const token = randomToken();
     const members = positive(values.members!, "members");
-    const child = await startChild({ token, members, pools: positive(values.pools!, "pools"), logLevel: values["log-level"] }, values["service-args"]!.split(" ").filter(Boolean));
     const rows: BenchResult[] = [];
-    try {
-        for (const client of clients)
-            for (const concurrency of concurrencies) {
-                const r = await runHttpBench({ url: `http://127.0.0.1:${child.port}`, token, concurrency, seconds, client });
-                r.mode = `service, ${members} members, ${r.mode}`;
-                rows.push(r);
-                if (!values.json) process.stderr.write(`.`);
-            }
-    } finally {
-        await child.stop();
+    for (const bare of values.bare ? [false, true] : [false]) {
+        const opts = { token, members, pools: positive(values.pools!, "pools"), logLevel: values["log-level"], bare };
+        const child = await startChild(opts, values["service-args"]!.split(" ").filter(Boolean));
+        try {
+            for (const client of clients)
+                for (const concurrency of concurrencies) {
+                    const r = await runHttpBench({ url: `http://127.0.0.1:${child.port}`, token, concurrency, seconds, client });
+                    r.mode = `${bare ? "bare node:http (ceiling)" : "service"}, ${members} members, ${r.mode}`;
+                    rows.push(r);
+                    if (!values.json) process.stderr.write(".");
+                }
+        } finally {
+            await child.stop();
+        }
     }
     if (values.json) return console.log(JSON.stringify(rows, null, 2));
     const cpus = os.cpus();

@@ -29,6 +29,35 @@ export interface SyntheticOptions {
     pools?: number;
     /** Root logger level; production default is `info` (EGRESS_LOG_LEVEL). @default "warn" */
     logLevel?: string;
+    /**
+     * Instead of createApp, a bare node:http handler calling the same Fleet: no auth, validation,
+     * metrics or logging. Not the service: a ceiling, to show what HTTP alone costs on this machine.
+     */
+    bare?: boolean;
+}
+
+/** The bare ceiling: the lease routes with nothing but JSON in and out (see SyntheticOptions.bare). */
+function bareHandler(fleet: Fleet): http.RequestListener {
+    return (req, res) => {
+        let text = "";
+        req.setEncoding("utf8");
+        req.on("data", (c: string) => (text += c));
+        req.on("end", () => {
+            const body = text ? JSON.parse(text) : {};
+            const m = /^\/v1\/leases\/([^/]+)\/release$/.exec(req.url ?? "");
+            let status = 404;
+            let out: unknown = {};
+            if (req.url === "/v1/leases") {
+                const r = fleet.acquire(body);
+                [status, out] = r.ok ? [201, { lease: r.lease }] : [503, { error: r.message }];
+            } else if (m) {
+                const r = fleet.release(m[1], body.outcome);
+                [status, out] = r.ok ? [200, { released: true, lease: r.lease }] : [404, r];
+            }
+            const json = JSON.stringify(out);
+            res.writeHead(status, { "content-type": "application/json; charset=utf-8", "content-length": Buffer.byteLength(json) }).end(json);
+        });
+    };
 }
 
 /** Every member is healthy from the start; lease errors are ignored (there is no prober to tell). */
@@ -57,7 +86,7 @@ export async function startSyntheticService(opts: SyntheticOptions): Promise<{ s
         auth: authenticate([{ name: "bench", sha256: sha256(opts.token).toString("hex"), scopes: ["lease", "discover"] }]),
         providerHealth: () => [], ready: () => ({ ok: true }),
     });
-    const server = http.createServer(app);
+    const server = http.createServer(opts.bare ? bareHandler(fleet) : app);
     await new Promise<void>((resolve, reject) => {
         server.once("error", reject);
         server.listen(0, "127.0.0.1", () => resolve());

@@ -21,14 +21,16 @@ set -euo pipefail
 BASE=${BASE:-${TMPDIR:-/tmp}/egress-libvirt-sandbox}
 mkdir -p "$BASE"
 exec 9>"$BASE.lock"
-flock -w 120 9
+flock -w 120 9 || { echo "another sandbox setup/teardown holds $BASE.lock" >&2; exit 1; }
+# Daemons started below must not inherit the lock (fd 9): they are started with 9>&-.
 NETNS=${NETNS-egress-lv}
 POOL=${POOL:-egress-test}
 SSH_PORT=${SSH_PORT:-2222}
 CLEAN_BASHRC=${CLEAN_BASHRC:-1}
 t_start=$(date +%s%3N)
 log() { echo "[setup +$(( $(date +%s%3N) - t_start ))ms] $*"; }
-alive() { [ -s "$1" ] && kill -0 "$(cat "$1")" 2>/dev/null; }
+# alive <pidfile>: the process runs (a zombie left to a non-reaping pid 1 counts as gone)
+alive() { [ -s "$1" ] || return 1; local p; p=$(cat "$1"); [ -r "/proc/$p/stat" ] && ! grep -q '^[0-9]* (.*) Z' "/proc/$p/stat"; }
 
 # 1. packages (only what is missing; quick when all are installed)
 bash "$(dirname "${BASH_SOURCE[0]}")/install-test-deps.sh"
@@ -48,10 +50,23 @@ fi
 
 # 3. daemons: virtlogd (QEMU log handler) then monolithic libvirtd (bookworm has no virtqemud)
 if ! alive "$BASE/virtlogd.pid"; then
-  $RUN virtlogd -d -p "$BASE/virtlogd.pid"
+  $RUN virtlogd -d -p "$BASE/virtlogd.pid" 9>&-
 fi
+# Where /dev/kvm exists but only root may open it, libvirt probes QEMU as root (KVM on) and validates
+# its capability cache as libvirt-qemu (KVM off), so it re-probes on every define (~45 s each). The
+# sandbox runs TCG only: libvirtd gets a private mount namespace with a root-only empty file over
+# /dev/kvm, so probe and check agree; its qemu.conf (bound over /etc/libvirt/qemu.conf in that namespace
+# only) turns off per-domain /dev namespaces, which cannot replicate a file bound over a device node.
+# HIDE_KVM=0 leaves /dev/kvm and qemu.conf alone.
+HIDE_KVM=${HIDE_KVM:-1}
 if ! alive "$BASE/libvirtd.pid"; then
-  LIBVIRT_LOG_OUTPUTS="3:file:$BASE/log/libvirtd.log" $RUN libvirtd -d -p "$BASE/libvirtd.pid"
+  if [ "$HIDE_KVM" = 1 ] && [ -e /dev/kvm ]; then
+    install -m 600 /dev/null "$BASE/no-kvm"
+    { cat /etc/libvirt/qemu.conf; printf '\n# egress sandbox\nnamespaces = []\n'; } > "$BASE/qemu.conf"
+    LIBVIRT_LOG_OUTPUTS="3:file:$BASE/log/libvirtd.log" $RUN unshare -m sh -c "mount --bind '$BASE/no-kvm' /dev/kvm && mount --bind '$BASE/qemu.conf' /etc/libvirt/qemu.conf && exec libvirtd -d -p '$BASE/libvirtd.pid'" 9>&-
+  else
+    LIBVIRT_LOG_OUTPUTS="3:file:$BASE/log/libvirtd.log" $RUN libvirtd -d -p "$BASE/libvirtd.pid" 9>&-
+  fi
 fi
 V="virsh -q -c qemu:///system"
 for i in $(seq 100); do $V version >/dev/null 2>&1 && break; sleep 0.2; done
@@ -91,9 +106,9 @@ EOF
 if ! alive "$S/sshd.pid"; then
   if [ "$CLEAN_BASHRC" = 1 ] && [ -f /root/.bashrc ]; then
     : > "$S/empty_bashrc"
-    unshare -m sh -c "mount --bind '$S/empty_bashrc' /root/.bashrc && exec /usr/sbin/sshd -f '$S/sshd_config' -E '$BASE/log/sshd.log'"
+    unshare -m sh -c "mount --bind '$S/empty_bashrc' /root/.bashrc && exec /usr/sbin/sshd -f '$S/sshd_config' -E '$BASE/log/sshd.log'" 9>&-
   else
-    /usr/sbin/sshd -f "$S/sshd_config" -E "$BASE/log/sshd.log"
+    /usr/sbin/sshd -f "$S/sshd_config" -E "$BASE/log/sshd.log" 9>&-
   fi
 fi
 for i in $(seq 50); do

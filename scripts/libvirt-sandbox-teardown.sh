@@ -4,7 +4,7 @@
 set -u
 BASE=${BASE:-${TMPDIR:-/tmp}/egress-libvirt-sandbox}
 exec 9>"$BASE.lock"
-flock -w 120 9
+flock -w 120 9 || { echo "another sandbox setup/teardown holds $BASE.lock" >&2; exit 1; }
 if [ -n "${SANDBOX_USER:-}" ]; then
   rm -f "$BASE/users/$SANDBOX_USER"
   for u in "$BASE"/users/*; do
@@ -16,12 +16,13 @@ fi
 NETNS=${NETNS-egress-lv}
 POOL=${POOL:-egress-test}
 V="virsh -q -c qemu:///system"
-alive() { [ -s "$1" ] && kill -0 "$(cat "$1")" 2>/dev/null; }
+# alive <pidfile>: the process runs (a zombie left to a non-reaping pid 1 counts as gone)
+alive() { [ -s "$1" ] || return 1; local p; p=$(cat "$1"); [ -r "/proc/$p/stat" ] && ! grep -q '^[0-9]* (.*) Z' "/proc/$p/stat"; }
 stop() {  # stop <pidfile>: SIGTERM, wait up to 10 s
   alive "$1" || return 0
   local p; p=$(cat "$1"); kill "$p"
-  for i in $(seq 50); do kill -0 "$p" 2>/dev/null || break; sleep 0.2; done
-  kill -0 "$p" 2>/dev/null && kill -9 "$p"; rm -f "$1"
+  for i in $(seq 50); do alive "$1" || break; sleep 0.2; done
+  alive "$1" && kill -9 "$p"; rm -f "$1"
 }
 if alive "$BASE/libvirtd.pid"; then
   for d in $($V list --name); do $V destroy "$d" >/dev/null; done

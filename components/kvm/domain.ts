@@ -48,14 +48,18 @@ export const domainProvider: pulumi.dynamic.ResourceProvider<DomainInputs, Domai
         return withLibvirt(inputs.conn, inputs.privateKey, async (virsh) => {
             // A domain of this name left by an interrupted run of this very member is ours to replace;
             // anything else of that name is not ours to touch.
-            try {
-                const old = parseMetadata(await virsh(["dumpxml", "--inactive", inputs.name]), inputs.metadataNs);
+            let exists = true;
+            await virsh(["domstate", inputs.name]).catch((e) => {
+                if (!isNotFound(e)) throw e;
+                exists = false;
+            });
+            if (exists) {
+                const meta = await virsh(["metadata", inputs.name, "--uri", inputs.metadataNs, "--config"]).catch(() => "");
+                const old = parseMetadata(meta, inputs.metadataNs);
                 const m = inputs.metadata;
                 if (!old || old.project !== m.project || old.stack !== m.stack || old.member !== m.member)
                     throw new Error(`domain ${inputs.name} already exists on host ${inputs.conn.host} and is not egress member ${m.member} of ${m.project}/${m.stack}; remove or rename it`);
                 await removeDomain(virsh, inputs.name);
-            } catch (e) {
-                if (!isNotFound(e)) throw e;
             }
             const dir = fs.mkdtempSync(path.join(os.tmpdir(), "egress-dom-"));
             try {

@@ -139,6 +139,7 @@ export async function withLibvirt<T>(conn: KvmConnection, privateKey: string | u
                     if ((err as any).code === "ENOENT") return reject(libvirtError(`virsh is not installed on the machine running Pulumi (apt-get install libvirt-clients)`, "libvirt", false, false));
                     if ((err as any).killed) return reject(libvirtError(`libvirt ${where}: \`virsh ${args[0]}\` timed out after ${opts?.timeoutMs ?? 60000} ms`, "timeout", false, true));
                     const c = classifyVirshFailure(text);
+                    if (!text) return reject(libvirtError(`libvirt ${where}: \`virsh ${args[0]}\` failed without a message (exit ${(err as any).code ?? ""}${(err as any).signal ? `, signal ${(err as any).signal}` : ""})`, "libvirt", false, true));
                     const msg = text.split("\n").map((l) => l.replace(/^error: /, "")).filter((l) => l && l !== "failed to connect to the hypervisor").join("; ");
                     reject(libvirtError(`libvirt ${where}: \`virsh ${args[0]}\` failed (${c.stage}): ${msg}${c.hint ? ` — ${c.hint}` : ""}`, c.stage, c.notFound, c.transient));
                 });

@@ -42,7 +42,8 @@ export function metadataXml(m: MemberMetadata, ns: string): string {
 /** Reads egress metadata back from `virsh dumpxml` output; undefined when the domain is not ours. */
 export function parseMetadata(domainXml: string, ns: string): MemberMetadata | undefined {
     const esc = ns.replace(/[.*+?^${}()|[\]\\]/g, "\\$&");
-    const m = new RegExp(`<(\\w+):member\\b[^>]*xmlns:\\1=["']${esc}["'][^>]*>`).exec(domainXml);
+    // A whole domain (prefix + xmlns), or `virsh metadata --uri NS` output (bare element, no xmlns).
+    const m = new RegExp(`<(\\w+):member\\b[^>]*xmlns:\\1=["']${esc}["'][^>]*>`).exec(domainXml) ?? /^\s*<member\b[^>]*>/.exec(domainXml);
     if (!m) return undefined;
     const attr = (k: string) => {
         const v = new RegExp(`\\b${k}=["']([^"']*)["']`).exec(m[0]);

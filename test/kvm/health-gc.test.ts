@@ -1,0 +1,75 @@
+/** Provider health (stages) and the GC collector against the real libvirt sandbox. */
+import { after, before, test } from "node:test";
+import assert from "node:assert/strict";
+import * as fs from "node:fs";
+import * as os from "node:os";
+import * as path from "node:path";
+import { kvmChecker } from "../../src/providers-health/kvm";
+import { kvmCollector } from "../../src/gc/kvm";
+import { domainProvider } from "../../components/kvm/domain";
+import { memberObjectNames, METADATA_NS } from "../../components/kvm/naming";
+import { connection, kvmEntry, lv, Sandbox, startSandbox, stopSandbox } from "./sandbox";
+
+let sb: Sandbox;
+const img = { url: "http://127.0.0.1:9/unused.qcow2", sha256: "0".repeat(64) };
+before(() => {
+    sb = startSandbox();
+});
+after(() => {
+    stopSandbox();
+});
+
+test("health: a good host answers with libvirt version, hostname and pool facts", { timeout: 30_000 }, async () => {
+    const [v] = await kvmChecker("lab", kvmEntry(sb, img), { timeoutMs: 5000 }).check();
+    assert.equal(v.ok, true, v.message);
+    assert.equal(v.target, "sandbox");
+    assert.match(String(v.details?.libvirtVersion), /^\d+\.\d+/);
+    assert.equal(v.details?.poolState, "running");
+    assert.ok(Number(v.details?.availableBytes) > 0);
+    assert.ok(!JSON.stringify(v).includes("PRIVATE KEY"));
+});
+
+test("health: each failing stage is named", { timeout: 60_000 }, async () => {
+    const base = kvmEntry(sb, img);
+    const host = base.hosts[0];
+    const verdict = async (e: typeof base) => (await kvmChecker("lab", e, { timeoutMs: 3000 }).check())[0];
+    const unreachable = await verdict({ ...base, hosts: [{ ...host, port: 1 }] });
+    assert.deepEqual([unreachable.ok, unreachable.stage], [false, "tcp"]);
+    assert.match(unreachable.message, /cannot reach sshd at 127\.0\.0\.1:1/);
+    const badKey = await verdict({ ...base, ssh: { ...base.ssh, privateKey: "not a key" } });
+    assert.deepEqual([badKey.ok, badKey.stage], [false, "key"]);
+    const hostKey = await verdict({ ...base, ssh: { ...base.ssh, knownHosts: `[127.0.0.1]:${sb.sshPort} ssh-ed25519 AAAAC3NzaC1lZDI1NTE5AAAAIOMqqnkVzrm0SdG6UOoqKLsabgH5C9okWi0dh2l9GKJl\n` } });
+    assert.deepEqual([hostKey.ok, hostKey.stage], [false, "host-key"]);
+    const other = path.join(fs.mkdtempSync(path.join(os.tmpdir(), "egress-kvm-key-")), "id");
+    require("node:child_process").execFileSync("ssh-keygen", ["-q", "-t", "ed25519", "-N", "", "-f", other]);
+    const auth = await verdict({ ...base, ssh: { ...base.ssh, privateKey: fs.readFileSync(other, "utf8") } });
+    assert.deepEqual([auth.ok, auth.stage], [false, "ssh-auth"]);
+    const pool = await verdict({ ...base, hosts: [{ ...host, storagePool: "nope" }] });
+    assert.deepEqual([pool.ok, pool.stage], [false, "pool"]);
+});
+
+test("gc: lists our domain and member volumes for the stack, removes them, tolerates gone", { timeout: 60_000 }, async () => {
+    const n = memberObjectNames("gcproj", "gcstack", "gcpool-0");
+    const vol = `${n.domain}-0123abcd.qcow2`;
+    for (const v of [vol, `${n.domain}-0123abcd-seed.iso`]) fs.rmSync(path.join(sb.poolDir, v), { force: true });
+    lv(["pool-refresh", sb.pool]);
+    lv(["vol-create-as", sb.pool, vol, "1M", "--format", "qcow2"]);
+    lv(["vol-create-as", sb.pool, `${n.domain}-0123abcd-seed.iso`, "1M", "--format", "raw"]);
+    await domainProvider.create!({
+        conn: connection(sb), privateKey: sb.privateKey, name: n.domain, domainType: "qemu", vcpu: 1, memoryMiB: 128, firmware: "bios",
+        overlayPath: path.join(sb.poolDir, vol), seedPath: path.join(sb.poolDir, `${n.domain}-0123abcd-seed.iso`), bridge: sb.bridge,
+        metadata: { project: "gcproj", stack: "gcstack", pool: "gcpool", member: "gcpool-0", provider: "lab" }, metadataNs: METADATA_NS, addressTimeoutSeconds: 0,
+    });
+    assert.match(lv(["dumpxml", "--inactive", n.domain]), /egress:member[^>]*project="gcproj"/);
+    const c = kvmCollector("lab", kvmEntry(sb, img));
+    assert.deepEqual(await c.list({ project: "gcproj", stack: "other" }), []);
+    const things = await c.list({ project: "gcproj", stack: "gcstack" });
+    assert.deepEqual(things.map((t) => [t.type, t.name, t.member]).sort((a, b) => (a.join() < b.join() ? -1 : 1)), [
+        ["domain", n.domain, "gcpool-0"],
+        ["volume", `${sb.pool}/${n.domain}-0123abcd-seed.iso`, "gcpool-0"],
+        ["volume", `${sb.pool}/${vol}`, "gcpool-0"],
+    ]);
+    for (const t of things) await c.remove(t);
+    for (const t of things) await c.remove(t); // already gone
+    assert.deepEqual(await c.list({ project: "gcproj", stack: "gcstack" }), []);
+});
