@@ -69,8 +69,9 @@ type Logging = (req: IncomingMessage, res: ServerResponse) => void;
 
 /**
  * POST /v1/leases and POST /v1/leases/:id/release without Express. Express 5's per-request set-up
- * (prototype swaps on req/res, router dispatch, body-parser's async resource) cost about twice the
- * lease work itself: with it a 2-core host tops out near 1,500 lease+release pairs/s (docs/bench.md).
+ * (prototype swaps on req/res, router dispatch, body-parser's async resource) and an eager request
+ * logger cost several times the lease work: on the 2-core bench host the service answered ~2,200
+ * lease+release pairs/s through Express and ~14,000 through this path (docs/bench.md).
  * Same steps in the same order as the Express stack: request logger (req.log), body read and JSON
  * parse, bearer token check, then lease-api.ts; errors render through errors.ts. Returns false, having
  * touched nothing, for any request it does not take, and Express handles it as before.
@@ -94,6 +95,7 @@ export function leaseFastPath(deps: AppDeps, logging: Logging): (req: IncomingMe
         const eager = deps.log.isLevelEnabled("debug");
         if (eager) logging(req, res);
         const fail = (err: unknown) => {
+            if (res.headersSent) return void res.destroy(); // failed mid-answer: nothing sane left to send
             if (!eager) logging(req, res);
             const e = toHttpError(err, (req as { log?: { error(o: object, m: string): void } }).log);
             writeJson(res, e.status, errorBody(e), e.headers);
