@@ -1,0 +1,56 @@
+/**
+ * The lease routes have a fast path in front of Express (src/service/fast-path.ts). A chunked body
+ * always goes through Express, so sending each request both ways must give the same status, headers
+ * that matter, and body.
+ */
+import { after, before, test } from "node:test";
+import assert from "node:assert/strict";
+import * as http from "node:http";
+import { startTestService, TestService, TOKENS } from "../helpers/service";
+
+let svc: TestService;
+before(async () => {
+    svc = await startTestService({ "egress:providers": { local: { type: "local" } }, "egress:pools": [{ name: "web", provider: "local", replicas: 0, maxReplicas: 2 }] }, { converge: false });
+});
+after(async () => {
+    await svc?.close();
+});
+
+/** One POST; `chunked` omits Content-Length so Node sends Transfer-Encoding: chunked (the Express way). */
+function post(path: string, body: string, token: string | null, chunked: boolean): Promise<{ status: number; retryAfter?: string; body: unknown }> {
+    return new Promise((resolve, reject) => {
+        const headers: Record<string, string> = { "content-type": "application/json" };
+        if (token) headers.authorization = `Bearer ${token}`;
+        if (!chunked) headers["content-length"] = String(Buffer.byteLength(body));
+        const req = http.request(`${svc.url}${path}`, { method: "POST", headers }, (res) => {
+            let text = "";
+            res.on("data", (c) => (text += c));
+            res.on("end", () => resolve({ status: res.statusCode!, retryAfter: res.headers["retry-after"] as string | undefined, body: JSON.parse(text) }));
+        });
+        req.on("error", reject);
+        if (chunked) req.write(body.slice(0, 1));
+        req.end(chunked ? body.slice(1) : body);
+    });
+}
+
+const cases: [string, string, string, string | null][] = [
+    ["no token", "/v1/leases", "{}", null],
+    ["wrong scope", "/v1/leases", "{}", TOKENS.discover],
+    ["malformed JSON", "/v1/leases", '{"pool":', TOKENS.lease],
+    ["not an object", "/v1/leases", '"web"', TOKENS.lease],
+    ["unknown field", "/v1/leases", '{"pool":"web","x":1}', TOKENS.lease],
+    ["unknown pool", "/v1/leases", '{"pool":"nope"}', TOKENS.lease],
+    ["empty pool", "/v1/leases", '{"pool":"web"}', TOKENS.lease],
+    ["empty body", "/v1/leases", "", TOKENS.lease],
+    ["release unknown", "/v1/leases/abc/release", '{"outcome":"ok"}', TOKENS.lease],
+    ["release bad outcome", "/v1/leases/abc/release", '{"outcome":"nah"}', TOKENS.lease],
+];
+
+for (const [name, path, body, token] of cases) {
+    test(`fast path and Express agree: ${name}`, async () => {
+        const fast = await post(path, body, token, false);
+        const slow = await post(path, body, token, true);
+        assert.ok(fast.status >= 400 && fast.status < 500 || fast.status === 503, `4xx/503, got ${fast.status}`);
+        assert.deepEqual(fast, slow);
+    });
+}
