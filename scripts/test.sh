@@ -8,13 +8,22 @@ cd "$ROOT"
 if [ -x scripts/install-test-deps.sh ]; then bash scripts/install-test-deps.sh; fi
 
 # Suites in order of cost; each directory runs as one `node --test` so a failure names its suite.
-status=0
+status=0 passed=0 failed=0
+out="$(mktemp)"
+trap 'rm -f "$out"' EXIT
 for suite in unit e2e service kvm; do
   [ -d "dist/test/$suite" ] || continue
   files=$(find "dist/test/$suite" -name '*.test.js' | sort)
   [ -n "$files" ] || continue
   echo "== test/$suite"
+  start=$(date +%s)
   # shellcheck disable=SC2086
-  node --test --test-reporter=spec $files || status=1
+  node --test --test-reporter=spec $files 2>&1 | tee "$out" || status=1
+  p=$(sed -n 's/^ℹ pass \([0-9]*\)$/\1/p' "$out" | tail -1); f=$(sed -n 's/^ℹ fail \([0-9]*\)$/\1/p' "$out" | tail -1)
+  passed=$((passed + ${p:-0})); failed=$((failed + ${f:-0}))
+  [ -n "$p" ] || { echo "test/$suite printed no summary" >&2; status=1; }
+  echo "== test/$suite: ${p:-?} passed, ${f:-?} failed in $(( $(date +%s) - start ))s"
 done
+echo "$passed passed, $failed failed"
+[ "$failed" = 0 ] || status=1
 exit $status
