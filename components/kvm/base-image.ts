@@ -1,7 +1,7 @@
 import * as pulumi from "@pulumi/pulumi";
 import { describeConnection, KvmConnection, volumePath, withLibvirt } from "./libvirt";
 import { downloadTo } from "./fetch";
-import { deleteVolume, remoteDigest, uploadVolume, volumeCapacity, volumesBackedBy } from "./volumes";
+import { deleteVolume, remoteDigest, uploadVolume, volumeCapacity, volumeId, volumesBackedBy, withNewVolume } from "./volumes";
 
 /** Inputs of a BaseImage: one cached image volume per (provider entry, image key, host). */
 export interface BaseImageInputs {
@@ -59,7 +59,7 @@ export const baseImageProvider: pulumi.dynamic.ResourceProvider<BaseImageInputs,
                     await deleteVolume(virsh, inputs.storagePool, inputs.volume); // a partial upload nobody uses
                 } else {
                     const capacityBytes = await volumeCapacity(virsh, inputs.storagePool, inputs.volume);
-                    return { id: `${inputs.conn.host}/${inputs.storagePool}/${inputs.volume}`, outs: { ...inputs, path: existing, capacityBytes, adopted: true } };
+                    return { id: volumeId(inputs.conn.host, inputs.storagePool, inputs.volume), outs: { ...inputs, path: existing, capacityBytes, adopted: true } };
                 }
             }
             const dir = fs.mkdtempSync(path.join(os.tmpdir(), "egress-base-"));
@@ -70,16 +70,13 @@ export const baseImageProvider: pulumi.dynamic.ResourceProvider<BaseImageInputs,
                     throw new Error(`${where}: ${inputs.url} has sha256 ${got.sha256} (${got.bytes} bytes), config says ${inputs.sha256}; fix \`images.${inputs.key}.sha256\` or the url`);
                 // 2. upload, 3. verify what the host stored before anything may use it. libvirt cannot
                 // rename volumes, so a failed upload or verification deletes the volume again.
-                try {
+                return await withNewVolume(virsh, inputs.storagePool, inputs.volume, async () => {
                     const p = await uploadVolume(virsh, inputs.storagePool, inputs.volume, got.file);
                     const stored = await remoteDigest(virsh, inputs.storagePool, inputs.volume);
                     if (stored.sha256 !== inputs.sha256) throw new Error(`${where}: the uploaded volume ${inputs.volume} has sha256 ${stored.sha256}, expected ${inputs.sha256} (upload corrupted?)`);
                     const capacityBytes = await volumeCapacity(virsh, inputs.storagePool, inputs.volume);
-                    return { id: `${inputs.conn.host}/${inputs.storagePool}/${inputs.volume}`, outs: { ...inputs, path: p, capacityBytes, adopted: false } };
-                } catch (e) {
-                    await deleteVolume(virsh, inputs.storagePool, inputs.volume).catch(() => undefined);
-                    throw e;
-                }
+                    return { id: volumeId(inputs.conn.host, inputs.storagePool, inputs.volume), outs: { ...inputs, path: p, capacityBytes, adopted: false } };
+                });
             } finally {
                 fs.rmSync(dir, { recursive: true, force: true });
             }

@@ -1,23 +1,12 @@
 import * as pulumi from "@pulumi/pulumi";
 import { ignoreNotFound, isNotFound, KvmConnection, Virsh, withLibvirt } from "./libvirt";
 import { discoverAddress, waitForAddress } from "./address";
-import { domainXml, MemberMetadata, parseMetadata } from "./xml";
+import { domainXml, DomainSpec, parseMetadata } from "./xml";
 
 /** Inputs of a Domain: one member's VM. */
-export interface DomainInputs {
+export interface DomainInputs extends DomainSpec {
     conn: KvmConnection;
     privateKey?: string;
-    name: string;
-    domainType: "kvm" | "qemu";
-    vcpu: number;
-    memoryMiB: number;
-    firmware: "uefi" | "bios";
-    overlayPath: string;
-    seedPath: string;
-    bridge?: string;
-    network?: string;
-    metadata: MemberMetadata;
-    metadataNs: string;
     /** Seconds `up` waits for the address; 0 = don't wait (ipAddress stays "" until a later up/refresh). */
     addressTimeoutSeconds: number;
 }

@@ -1,6 +1,6 @@
 import * as pulumi from "@pulumi/pulumi";
 import { KvmConnection, volumePath, withLibvirt } from "./libvirt";
-import { deleteVolume } from "./volumes";
+import { deleteVolume, volumeId, withNewVolume } from "./volumes";
 import { overlayXml } from "./xml";
 
 /** Inputs of an Overlay: one member's qcow2 disk, backed by the base image on the same host. */
@@ -35,14 +35,11 @@ export const overlayProvider: pulumi.dynamic.ResourceProvider<OverlayInputs, Ove
                 // A leftover from an interrupted run carries no state of ours: start clean.
                 await deleteVolume(virsh, inputs.storagePool, inputs.volume);
                 await virsh(["vol-create", inputs.storagePool, xml]);
-                try {
+                return await withNewVolume(virsh, inputs.storagePool, inputs.volume, async () => {
                     const p = await volumePath(virsh, inputs.storagePool, inputs.volume);
                     if (!p) throw new Error(`overlay ${inputs.volume} vanished right after creation in pool ${inputs.storagePool}`);
-                    return { id: `${inputs.conn.host}/${inputs.storagePool}/${inputs.volume}`, outs: { ...inputs, path: p } };
-                } catch (e) {
-                    await deleteVolume(virsh, inputs.storagePool, inputs.volume).catch(() => undefined);
-                    throw e;
-                }
+                    return { id: volumeId(inputs.conn.host, inputs.storagePool, inputs.volume), outs: { ...inputs, path: p } };
+                });
             } finally {
                 fs.rmSync(dir, { recursive: true, force: true });
             }

@@ -1,7 +1,7 @@
 import * as pulumi from "@pulumi/pulumi";
 import { KvmConnection, withLibvirt } from "./libvirt";
 import { buildSeedIso, seedDigest } from "./seed-iso";
-import { deleteVolume, uploadVolume } from "./volumes";
+import { deleteVolume, uploadVolume, volumeId, withNewVolume } from "./volumes";
 
 /** Inputs of a SeedDisk: a member's NoCloud ISO, uploaded as a volume. */
 export interface SeedDiskInputs {
@@ -38,13 +38,10 @@ export const seedDiskProvider: pulumi.dynamic.ResourceProvider<SeedDiskInputs, S
             const iso = await buildSeedIso(content, dir); // fails before touching the host when no ISO tool exists
             return await withLibvirt(inputs.conn, inputs.privateKey, async (virsh) => {
                 await deleteVolume(virsh, inputs.storagePool, inputs.volume); // leftover of an interrupted run
-                try {
+                return await withNewVolume(virsh, inputs.storagePool, inputs.volume, async () => {
                     const p = await uploadVolume(virsh, inputs.storagePool, inputs.volume, iso);
-                    return { id: `${inputs.conn.host}/${inputs.storagePool}/${inputs.volume}`, outs: { ...inputs, path: p, digest: seedDigest(content) } };
-                } catch (e) {
-                    await deleteVolume(virsh, inputs.storagePool, inputs.volume).catch(() => undefined);
-                    throw e;
-                }
+                    return { id: volumeId(inputs.conn.host, inputs.storagePool, inputs.volume), outs: { ...inputs, path: p, digest: seedDigest(content) } };
+                });
             });
         } finally {
             fs.rmSync(dir, { recursive: true, force: true });

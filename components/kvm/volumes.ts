@@ -83,3 +83,21 @@ export async function volumeCapacity(virsh: Virsh, pool: string, name: string): 
     if (!m) throw new Error(`cannot read the capacity of volume ${name}: ${out.trim()}`);
     return Number(m[1]);
 }
+
+/** Resource ID of a volume: `<host>/<pool>/<volume>` (what `egress gc` matches against state). */
+export function volumeId(host: string, pool: string, name: string): string {
+    return `${host}/${pool}/${name}`;
+}
+
+/**
+ * Runs `fill` for a volume that was just created (or is being uploaded); if it throws, the volume is
+ * deleted before the error propagates, so a failed `create` leaves nothing behind.
+ */
+export async function withNewVolume<T>(virsh: Virsh, pool: string, name: string, fill: () => Promise<T>): Promise<T> {
+    try {
+        return await fill();
+    } catch (e) {
+        await deleteVolume(virsh, pool, name).catch(() => undefined);
+        throw e;
+    }
+}
