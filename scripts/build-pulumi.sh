@@ -1,7 +1,8 @@
 #!/usr/bin/env bash
 # Provides the Pulumi CLI in .egress/bin without downloads from get.pulumi.com: uses a `pulumi` of the
 # wanted version if one is on PATH, else builds github.com/pulumi/pulumi/pkg/v3/cmd/pulumi from the Go
-# module proxy (tools/pulumi pins the version). Also links the dynamic-provider plugin next to it.
+# module proxy (tools/pulumi pins the version). Also builds egress's minimal Node.js language host
+# (tools/language-nodejs, for plain `pulumi up`) and links the dynamic-provider plugin next to it.
 set -euo pipefail
 ROOT="$(cd "$(dirname "${BASH_SOURCE[0]}")/.." && pwd)"
 BIN="$ROOT/.egress/bin"
@@ -19,7 +20,7 @@ elif command -v pulumi >/dev/null && have_version "$(command -v pulumi)"; then
 else
   if ! command -v go >/dev/null; then
     echo "error: the Pulumi CLI $VERSION is needed and cannot be downloaded here." >&2
-    echo "       Install Go >= 1.24 (https://go.dev/doc/install, or: apt-get install golang-go) so setup can build it," >&2
+    echo "       Install Go >= 1.21 from https://go.dev/dl (it fetches the Go 1.25 toolchain tools/*/go.mod need from the module proxy; Debian 12's golang-go is 1.19, too old) so setup can build it," >&2
     echo "       or put pulumi $VERSION on PATH." >&2
     exit 3
   fi
@@ -30,6 +31,40 @@ else
       -o "$BIN/pulumi.tmp" github.com/pulumi/pulumi/pkg/v3/cmd/pulumi)
   mv "$BIN/pulumi.tmp" "$BIN/pulumi"
   log "built in $(( $(date +%s) - start ))s"
+fi
+
+# The language host for plain `pulumi up` (the real one's Go module is not served here). Rebuilt when
+# missing, of another version, or older than its sources; a failed build fails setup.
+LANG_HOST="$BIN/pulumi-language-nodejs"
+LANG_SRC="$ROOT/tools/language-nodejs"
+lang_host_current() {
+  [ -x "$LANG_HOST" ] && [ "$("$LANG_HOST" -version 2>/dev/null)" = "${VERSION#v}" ] &&
+    [ -z "$(find "$LANG_SRC" -newer "$LANG_HOST" -type f -print -quit)" ]
+}
+real_host() { # a real Pulumi install ships its language host next to `pulumi`
+  local p; p="$(command -v pulumi-language-nodejs 2>/dev/null || true)"
+  [ -n "$p" ] && [ "$p" != "$LANG_HOST" ] && [ "$(readlink -f "$p")" != "$(readlink -f "$LANG_HOST")" ] && echo "$p"
+}
+if lang_host_current; then
+  log "pulumi-language-nodejs ${VERSION#v} present in .egress/bin"
+elif ! command -v go >/dev/null && [ -n "$(real_host)" ]; then
+  log "using pulumi-language-nodejs from PATH ($(real_host))"
+  ln -sf "$(real_host)" "$LANG_HOST"
+elif ! command -v go >/dev/null; then
+  # Not fatal: egress up/serve host the Node runtime in-process and need no language plugin. Plain
+  # `pulumi up` (and test/e2e/pulumi-up.test.ts, which then fails loudly) does.
+  echo "warning: no Go and no pulumi-language-nodejs on PATH: plain \`pulumi up\` will not work (egress up will)." >&2
+  echo "         Install Go >= 1.21 from https://go.dev/dl (it fetches the Go 1.25 toolchain tools/*/go.mod need from the module proxy; Debian 12's golang-go is 1.19, too old) to build egress's own." >&2
+else
+  log "building pulumi-language-nodejs (tools/language-nodejs)"
+  start=$(date +%s)
+  if ! (cd "$LANG_SRC" && go build -trimpath -ldflags "-X main.version=${VERSION#v}" -o "$LANG_HOST.tmp" .); then
+    rm -f "$LANG_HOST.tmp"
+    echo "error: building tools/language-nodejs failed (see above); plain \`pulumi up\` would not work." >&2
+    exit 1
+  fi
+  mv "$LANG_HOST.tmp" "$LANG_HOST"
+  log "built pulumi-language-nodejs in $(( $(date +%s) - start ))s"
 fi
 
 # The engine looks for provider plugins on PATH and next to the pulumi binary.

@@ -7,7 +7,7 @@ PKGS=(
   libvirt-daemon-system libvirt-clients   # libvirtd, virtlogd, virsh (qemu+ssh / qemu+libssh transports)
   qemu-system-x86 qemu-utils ovmf         # QEMU (TCG without /dev/kvm), qemu-img, UEFI firmware
   openssh-server openssh-client           # sshd the tests start on 127.0.0.1 inside the sandbox
-  xorriso genisoimage                     # NoCloud seed ISOs (either works) and extracting them back
+  xorriso genisoimage openssl                     # NoCloud seed ISOs (either works) and extracting them back
   dnsmasq-base bridge-utils iproute2 iptables
 )
 missing=()

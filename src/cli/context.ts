@@ -1,7 +1,7 @@
 import * as fs from "node:fs";
 import * as path from "node:path";
 import { ConfigError } from "../config";
-import { EngineError, PACKAGE_ROOT } from "../engine";
+import { EngineError, PACKAGE_ROOT, StackMissingError } from "../engine";
 
 /** Exit codes: scripts can tell a bad request from a failed operation from a missing prerequisite. */
 export const EXIT = { ok: 0, failed: 1, invalid: 2, prerequisite: 3 } as const;
@@ -26,7 +26,7 @@ export class PrerequisiteError extends Error {}
 /** Prints an error the way the user needs it and returns the exit code that classifies it. */
 export function reportError(e: unknown, json: boolean | undefined): number {
     const code =
-        e instanceof ConfigError || e instanceof UsageError ? EXIT.invalid
+        e instanceof ConfigError || e instanceof UsageError || e instanceof StackMissingError ? EXIT.invalid
         : e instanceof PrerequisiteError ? EXIT.prerequisite
         : EXIT.failed;
     const message = e instanceof Error ? e.message : String(e);

@@ -28,7 +28,7 @@ export function runDoctor(opts: GlobalOptions): Finding[] {
 
     const pulumi = path.join(home.binDir, "pulumi");
     const v = fs.existsSync(pulumi) ? cp.spawnSync(pulumi, ["version"], { encoding: "utf8" }).stdout?.trim() : undefined;
-    out.push({ check: "pulumi cli", ok: !!v, detail: v ? `${v} at ${pulumi}` : `not found at ${pulumi}`, fix: "run `npm run setup` (builds it from Go modules; needs Go >= 1.24)" });
+    out.push({ check: "pulumi cli", ok: !!v, detail: v ? `${v} at ${pulumi}` : `not found at ${pulumi}`, fix: "run `npm run setup` (builds it from Go modules; needs Go >= 1.21, which fetches the 1.25 toolchain)" });
 
     const plugin = path.join(home.binDir, "pulumi-resource-pulumi-nodejs");
     out.push({ check: "dynamic provider plugin", ok: fs.existsSync(plugin), detail: plugin, fix: "run `npm run setup`" });

@@ -16,7 +16,7 @@ export function registerGc(program: Command): void {
         .action(action(async (o, cmd) => {
             const opts = cmd.optsWithGlobals() as GlobalOptions;
             const dir = projectDir(opts);
-            const driver = new StackDriver({ workDir: dir, stack: opts.stack });
+            const driver = new StackDriver({ workDir: dir, stack: opts.stack, create: false });
             const raw = await driver.config();
             const cfg = parseEgressConfig({ providers: raw.providers ?? {}, pools: raw.pools ?? [] }, dir);
             const stateIds = new Set((await driver.resources()).map((r) => r.id).filter((id): id is string => !!id));

@@ -4,15 +4,16 @@ import { OperationKind, StackDriver } from "../engine";
 import { action, GlobalOptions, projectDir, UsageError } from "./context";
 import { progressPrinter, proxyTable, summaryLine } from "./render";
 
-function driverFor(opts: GlobalOptions): StackDriver {
-    return new StackDriver({ workDir: projectDir(opts), stack: opts.stack });
+/** `create: false` for commands that only read or remove: a mistyped --stack must not create a stack. */
+function driverFor(opts: GlobalOptions, create = true): StackDriver {
+    return new StackDriver({ workDir: projectDir(opts), stack: opts.stack, create });
 }
 
 /** Runs one engine operation with progress, then prints the result (and the proxies after up). */
 async function runOperation(kind: OperationKind, opts: GlobalOptions & { refresh?: boolean; quiet?: boolean }): Promise<void> {
     // Validate before the engine starts: a config error names its path and nothing is touched.
     if (kind !== "destroy") loadStackConfig(projectDir(opts), opts.stack);
-    const driver = driverFor(opts);
+    const driver = driverFor(opts, kind === "up" || kind === "preview");
     const onProgress = opts.quiet ? undefined : progressPrinter();
     if (!opts.quiet) process.stderr.write(`${kind} stack ${opts.stack} (${projectDir(opts)})\n`);
     const result = await driver[kind]({ onProgress, refresh: opts.refresh });
@@ -55,7 +56,7 @@ export function registerOperations(program: Command): void {
         .description("print the stack output `proxies`")
         .action(action(async (_o, cmd) => {
             const opts = cmd.optsWithGlobals() as GlobalOptions;
-            const proxies = await driverFor(opts).proxies();
+            const proxies = await driverFor(opts, false).proxies();
             process.stdout.write(opts.json ? JSON.stringify(proxies) + "\n" : proxyTable(proxies));
         }));
     program

@@ -1,9 +1,10 @@
 import * as path from "node:path";
-import { LocalWorkspace, PulumiCommand, Stack, EngineEvent, ConcurrentUpdateError } from "@pulumi/pulumi/automation";
+import { LocalWorkspace, PulumiCommand, Stack, EngineEvent, ConcurrentUpdateError, StackNotFoundError } from "@pulumi/pulumi/automation";
 import { createProgram } from "../program";
 import type { ProxyMember } from "../../components/member";
 import { engineEnv, engineHome, EngineHome } from "./env";
 import { ProgressEvent, toProgress } from "./progress";
+import { removeStaleLocks, stackLocks } from "./locks";
 
 export type OperationKind = "up" | "preview" | "refresh" | "destroy";
 
@@ -15,6 +16,8 @@ export interface DriverOptions {
     home?: EngineHome;
     /** Extra environment for the CLI (tests point the backend elsewhere). */
     env?: Record<string, string>;
+    /** Create the stack when missing. Off for commands that only read or remove. @default true */
+    create?: boolean;
 }
 
 export interface OperationOptions {
@@ -33,9 +36,20 @@ export interface OperationResult {
 
 /** An engine operation failed; `message` carries the engine's own error lines, never the whole log. */
 export class EngineError extends Error {
-    constructor(readonly kind: OperationKind, message: string, readonly cause?: unknown) {
+    /** True when another update held the stack lock: retrying later may succeed. */
+    readonly locked: boolean;
+    constructor(readonly kind: OperationKind | "open", message: string, readonly cause?: unknown) {
         super(`${kind} failed: ${message}`);
         this.name = "EngineError";
+        this.locked = cause instanceof ConcurrentUpdateError;
+    }
+}
+
+/** The stack does not exist in the backend (commands that only read or remove never create one). */
+export class StackMissingError extends Error {
+    constructor(stack: string) {
+        super(`stack "${stack}" does not exist in this backend; run \`egress up --stack ${stack}\` first (or check --stack)`);
+        this.name = "StackMissingError";
     }
 }
 
@@ -48,6 +62,7 @@ export class StackDriver {
     readonly stackName: string;
     private readonly home: EngineHome;
     private readonly extraEnv: Record<string, string>;
+    private readonly create: boolean;
     private tail: Promise<unknown> = Promise.resolve();
     private stack?: Promise<Stack>;
 
@@ -56,6 +71,7 @@ export class StackDriver {
         this.stackName = opts.stack;
         this.home = opts.home ?? engineHome();
         this.extraEnv = opts.env ?? {};
+        this.create = opts.create ?? true;
     }
 
     up(opts: OperationOptions = {}): Promise<OperationResult> {
@@ -102,16 +118,19 @@ export class StackDriver {
 
     /**
      * Makes the stack usable after a crash: removes file-backend locks whose process is gone (a live
-     * holder is left alone), and clears pending creates a killed run left in state. Returns what it did.
+     * holder's lock is left alone, and then nothing else is touched), and clears pending operations a
+     * killed run left in state. Returns what it did, for the log.
      */
     async recover(): Promise<string[]> {
         return this.serial(async () => {
             const stack = await this.open();
             const done: string[] = [];
-            const stale = staleLocks(this.backendDir(), this.stackName);
-            if (stale.length) {
-                await stack.cancel();
-                done.push(`removed ${stale.length} stale lock(s) left by pid ${stale.join(", ")}`);
+            const stale = removeStaleLocks(this.backendDir(), this.stackName);
+            if (stale.length) done.push(`removed ${stale.length} stale lock(s) left by dead pid(s) ${stale.map((l) => l.pid).join(", ")}`);
+            const live = stackLocks(this.backendDir(), this.stackName);
+            if (live.length) {
+                done.push(`stack is locked by live pid(s) ${live.map((l) => `${l.pid}@${l.hostname}`).join(", ")}; leaving it alone`);
+                return done;
             }
             const dep = (await stack.exportStack()).deployment as { pending_operations?: unknown[] } | undefined;
             if (dep?.pending_operations?.length) {
@@ -152,7 +171,10 @@ export class StackDriver {
             try {
                 await run(stack, onEvent);
             } catch (e) {
-                if (e instanceof ConcurrentUpdateError) throw new EngineError(kind, "another operation holds the stack lock; wait for it or run `egress cancel`", e);
+                if (e instanceof ConcurrentUpdateError) {
+                    const holders = stackLocks(this.backendDir(), this.stackName).map((l) => `pid ${l.pid}@${l.hostname}`);
+                    throw new EngineError(kind, `another update holds the stack lock (${holders.join(", ") || "unknown holder"}); wait for it — a lock whose process died is removed when \`egress serve\` starts`, e);
+                }
                 const detail = diagnostics.length ? diagnostics.join("\n") : lastLines((e as Error).message, 8);
                 throw new EngineError(kind, detail, e);
             }
@@ -170,42 +192,19 @@ export class StackDriver {
     private open(): Promise<Stack> {
         this.stack ??= (async () => {
             const pulumiCommand = await PulumiCommand.get({ root: this.home.dir }).catch((e) => {
-                throw new EngineError("up", `the Pulumi CLI is missing from ${this.home.binDir}: run \`npm run setup\` (${(e as Error).message})`);
+                throw new EngineError("open", `the Pulumi CLI is missing from ${this.home.binDir}: run \`npm run setup\` (${(e as Error).message})`);
             });
             const program = createProgram({ projectRoot: this.workDir, stateDir: this.home.runDir });
-            return LocalWorkspace.createOrSelectStack(
-                { stackName: this.stackName, projectName: "egress", program },
-                { workDir: this.workDir, pulumiCommand, envVars: { ...engineEnv(this.home, { ...process.env, ...this.extraEnv }), ...this.extraEnv } },
-            );
+            const args = { stackName: this.stackName, projectName: "egress", program };
+            const ws = { workDir: this.workDir, pulumiCommand, envVars: { ...engineEnv(this.home, { ...process.env, ...this.extraEnv }), ...this.extraEnv } };
+            if (this.create) return LocalWorkspace.createOrSelectStack(args, ws);
+            return LocalWorkspace.selectStack(args, ws).catch((e) => {
+                throw e instanceof StackNotFoundError ? new StackMissingError(this.stackName) : e;
+            });
         })();
         this.stack.catch(() => (this.stack = undefined));
         return this.stack;
     }
-}
-
-/** pids holding locks on `stack` in a file backend whose process no longer exists on this host. */
-function staleLocks(backendDir: string | undefined, stack: string): number[] {
-    const fs = require("node:fs") as typeof import("node:fs");
-    const os = require("node:os") as typeof import("node:os");
-    if (!backendDir) return [];
-    const root = path.join(backendDir, ".pulumi", "locks");
-    if (!fs.existsSync(root)) return [];
-    const pids: number[] = [];
-    for (const rel of fs.readdirSync(root, { recursive: true }) as string[]) {
-        if (!rel.endsWith(".json") || path.basename(path.dirname(rel)) !== stack) continue;
-        try {
-            const lock = JSON.parse(fs.readFileSync(path.join(root, rel), "utf8")) as { pid: number; hostname: string };
-            if (lock.hostname !== os.hostname()) continue; // another machine's lock: not ours to judge
-            try {
-                process.kill(lock.pid, 0);
-            } catch {
-                pids.push(lock.pid);
-            }
-        } catch {
-            /* unreadable lock: leave it to the operator */
-        }
-    }
-    return pids;
 }
 
 function lastLines(s: string, n: number): string {
