@@ -7,10 +7,21 @@ import { gcpKind } from "./gcp";
 import { kubernetesKind } from "./kubernetes";
 
 /** Arguments for resources one pool shares across its members (a firewall, a config Secret). */
-export interface PoolSharedArgs<E extends ProviderConfig = ProviderConfig> {
+export interface PoolSharedArgs<E extends ProviderConfig = ProviderConfig, P = unknown> {
     pool: PoolConfig;
     providerName: string;
     entry: E;
+    context: StackContext;
+    /** What `createProviderShared` returned for this pool's provider entry, if the kind has that hook. */
+    providerShared?: P;
+}
+
+/** Arguments for resources every pool of one provider entry shares (KVM base images). */
+export interface ProviderSharedArgs<E extends ProviderConfig = ProviderConfig> {
+    providerName: string;
+    entry: E;
+    /** The pools that use this entry, in config order (at least one). */
+    pools: PoolConfig[];
     context: StackContext;
 }
 
@@ -18,9 +29,14 @@ export interface PoolSharedArgs<E extends ProviderConfig = ProviderConfig> {
  * How a provider kind plugs into ProxyPool. Each folder under components/ exports one of these;
  * ProxyPool never looks at a kind's details.
  */
-export interface ProviderKindModule<E extends ProviderConfig = ProviderConfig, S = unknown> {
+export interface ProviderKindModule<E extends ProviderConfig = ProviderConfig, S = unknown, P = unknown> {
+    /**
+     * Creates resources shared by every pool of one provider entry, once per entry for the whole program
+     * (called by src/program.ts); the result reaches `createPoolShared` as `args.providerShared`.
+     */
+    createProviderShared?(name: string, args: ProviderSharedArgs<E>, opts: pulumi.ComponentResourceOptions): P;
     /** Creates per-pool resources shared by the members; the result is handed to every member. */
-    createPoolShared?(name: string, args: PoolSharedArgs<E>, opts: pulumi.ComponentResourceOptions): S;
+    createPoolShared?(name: string, args: PoolSharedArgs<E, P>, opts: pulumi.ComponentResourceOptions): S;
     /** Creates one member. */
     createMember(name: string, args: MemberArgs<E>, shared: S | undefined, opts: pulumi.ComponentResourceOptions): ProxyMemberComponent;
 }
@@ -38,7 +54,7 @@ function notYet(kind: ProviderKind): ProviderKindModule {
     };
 }
 
-export const kinds: Record<ProviderKind, ProviderKindModule<any, any>> = {
+export const kinds: Record<ProviderKind, ProviderKindModule<any, any, any>> = {
     local,
     kvm: kvmKind,
     gcp: gcpKind,

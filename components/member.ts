@@ -11,7 +11,7 @@ export interface ProxyMember {
     index: number;
     host: string;
     port: number;
-    /** `http://host:port` — what a crawler sets as its proxy. */
+    /** `http://host:port` — what a crawler sets as its proxy; "" while the host is not known yet. */
     url: string;
     zone: string;
 }
@@ -39,12 +39,17 @@ export interface MemberArgs<E extends ProviderConfig = ProviderConfig> {
     context: StackContext;
 }
 
+/** A label value GCE and Kubernetes both accept; `egress gc` cleans its filters the same way. */
+export function labelValue(s: string): string {
+    return s.toLowerCase().replace(/[^a-z0-9_-]/g, "-").slice(0, 63);
+}
+
 /**
  * Labels carried by every managed resource so `egress gc` can find what state does not know.
  * Values are DNS-label safe (GCE and Kubernetes both restrict label values).
  */
 export function memberLabels(ctx: StackContext, pool: string, member: string): Record<string, string> {
-    const clean = (s: string) => s.toLowerCase().replace(/[^a-z0-9_-]/g, "-").slice(0, 63);
+    const clean = labelValue;
     return {
         "egress-project": clean(ctx.project),
         "egress-stack": clean(ctx.stack),
@@ -70,7 +75,8 @@ export abstract class ProxyMemberComponent extends pulumi.ComponentResource {
             index: args.plan.index,
             host: h,
             port: p,
-            url: `http://${h}:${p}`,
+            // No address yet (a KVM guest still booting): no URL, so nobody dials `http://:3128`.
+            url: h ? `http://${h}:${p}` : "",
             zone: z,
         }));
         (this as { member: pulumi.Output<ProxyMember> }).member = member;

@@ -11,6 +11,8 @@ export interface ProxyPoolArgs {
     /** The provider entry, validated. */
     entry: ProviderConfig;
     context: StackContext;
+    /** What the kind's `createProviderShared` returned for this pool's provider entry (see src/program.ts). */
+    providerShared?: unknown;
 }
 
 /**
@@ -24,7 +26,7 @@ export class ProxyPool extends pulumi.ComponentResource {
     constructor(name: string, args: ProxyPoolArgs, opts?: pulumi.ComponentResourceOptions) {
         super("egress:index:ProxyPool", name, {}, opts);
         const kind = kinds[args.entry.type];
-        const shared = kind.createPoolShared?.(name, { pool: args.pool, providerName: args.providerName, entry: args.entry, context: args.context }, { parent: this });
+        const shared = kind.createPoolShared?.(name, { pool: args.pool, providerName: args.providerName, entry: args.entry, context: args.context, providerShared: args.providerShared }, { parent: this });
         const members = planMembers(args.pool).map((plan) =>
             kind.createMember(plan.name, { pool: args.pool.name, providerName: args.providerName, entry: args.entry, plan, context: args.context }, shared, { parent: this }),
         );

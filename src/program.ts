@@ -2,6 +2,7 @@ import * as path from "node:path";
 import * as pulumi from "@pulumi/pulumi";
 import { EgressConfig, parseEgressConfig } from "./config";
 import { ProxyPool } from "../components/pool";
+import { kinds } from "../components/kinds";
 import type { ProxyMember } from "../components/member";
 
 export interface ProgramOptions {
@@ -37,8 +38,15 @@ export function createProgram(opts: ProgramOptions): () => Promise<ProgramOutput
             projectRoot: opts.projectRoot,
             stateDir: opts.stateDir ?? path.join(opts.projectRoot, ".egress", "run"),
         };
+        // Resources every pool of one provider entry shares (KVM base images), once per entry that has pools.
+        const providerShared: Record<string, unknown> = {};
+        for (const [providerName, entry] of Object.entries(config.providers)) {
+            const users = config.pools.filter((p) => p.provider === providerName);
+            const create = kinds[entry.type].createProviderShared;
+            if (create && users.length > 0) providerShared[providerName] = create(providerName, { providerName, entry, pools: users, context }, {});
+        }
         const pools = config.pools.map(
-            (pool) => new ProxyPool(pool.name, { pool, providerName: pool.provider, entry: config.providers[pool.provider], context }),
+            (pool) => new ProxyPool(pool.name, { pool, providerName: pool.provider, entry: config.providers[pool.provider], context, providerShared: providerShared[pool.provider] }),
         );
         const proxies = pulumi.all(pools.map((p) => p.members)).apply((lists) => lists.flat());
         return { proxies };

@@ -1,7 +1,7 @@
 import * as pulumi from "@pulumi/pulumi";
-import { describeConnection, KvmConnection, volumePath, withLibvirt } from "./libvirt";
+import { connectionDiff, describeConnection, KvmConnection, volumePath, withLibvirt } from "./libvirt";
 import { downloadTo } from "./fetch";
-import { deleteVolume, remoteDigest, uploadVolume, volumeCapacity, volumeId, volumesBackedBy, withNewVolume } from "./volumes";
+import { deleteVolume, remoteDigest, uploadInto, uploadTargetXml, volumeCapacity, volumeId, volumesBackedBy, withNewVolume } from "./volumes";
 
 /** Inputs of a BaseImage: one cached image volume per (provider entry, image key, host). */
 export interface BaseImageInputs {
@@ -56,7 +56,12 @@ export const baseImageProvider: pulumi.dynamic.ResourceProvider<BaseImageInputs,
                     const users = await volumesBackedBy(virsh, inputs.storagePool, existing);
                     if (users.length > 0)
                         throw new Error(`${where}: volume ${inputs.volume} exists with sha256 ${got.sha256}, not ${inputs.sha256}, and ${users.length} overlay(s) use it (${users.slice(0, 3).join(", ")}); add a new image key instead of changing this one`);
-                    await deleteVolume(virsh, inputs.storagePool, inputs.volume); // a partial upload nobody uses
+                    // Nobody's overlay uses it, but it may be another stack's upload in progress: a volume
+                    // this resource did not create is never deleted. The operator decides.
+                    throw new Error(
+                        `${where}: volume ${inputs.volume} exists with sha256 ${got.sha256}, not ${inputs.sha256}, and no overlay uses it: another stack uploading it right now, or a partial upload left by an interrupted run. ` +
+                            `It is left alone; if nothing is uploading it, remove it (virsh vol-delete --pool ${inputs.storagePool} ${inputs.volume}) and run up again`,
+                    );
                 } else {
                     const capacityBytes = await volumeCapacity(virsh, inputs.storagePool, inputs.volume);
                     return { id: volumeId(inputs.conn.host, inputs.storagePool, inputs.volume), outs: { ...inputs, path: existing, capacityBytes, adopted: true } };
@@ -68,10 +73,11 @@ export const baseImageProvider: pulumi.dynamic.ResourceProvider<BaseImageInputs,
                 const got = await downloadTo(inputs.url, path.join(dir, "image"));
                 if (got.sha256 !== inputs.sha256)
                     throw new Error(`${where}: ${inputs.url} has sha256 ${got.sha256} (${got.bytes} bytes), config says ${inputs.sha256}; fix \`images.${inputs.key}.sha256\` or the url`);
-                // 2. upload, 3. verify what the host stored before anything may use it. libvirt cannot
-                // rename volumes, so a failed upload or verification deletes the volume again.
-                return await withNewVolume(virsh, inputs.storagePool, inputs.volume, async () => {
-                    const p = await uploadVolume(virsh, inputs.storagePool, inputs.volume, got.file);
+                // 2. create + upload, 3. verify what the host stored before anything may use it. libvirt
+                // cannot rename volumes, so a failed upload or verification deletes the volume again; a
+                // volume someone else created meanwhile makes vol-create fail and is left alone.
+                return await withNewVolume(virsh, inputs.storagePool, inputs.volume, uploadTargetXml(inputs.volume, got.file), async () => {
+                    const p = await uploadInto(virsh, inputs.storagePool, inputs.volume, got.file);
                     const stored = await remoteDigest(virsh, inputs.storagePool, inputs.volume);
                     if (stored.sha256 !== inputs.sha256) throw new Error(`${where}: the uploaded volume ${inputs.volume} has sha256 ${stored.sha256}, expected ${inputs.sha256} (upload corrupted?)`);
                     const capacityBytes = await volumeCapacity(virsh, inputs.storagePool, inputs.volume);
@@ -84,9 +90,9 @@ export const baseImageProvider: pulumi.dynamic.ResourceProvider<BaseImageInputs,
     },
 
     async diff(_id, olds, news) {
-        const replaces = REPLACE_ON.filter((k) => olds[k] !== news[k]);
-        if (olds.conn?.host !== news.conn?.host) replaces.push("conn" as any);
-        const changes = replaces.length > 0 || olds.sha256 !== news.sha256 || olds.url !== news.url || JSON.stringify(olds.conn) !== JSON.stringify(news.conn) || olds.privateKey !== news.privateKey;
+        const conn = connectionDiff(olds, news);
+        const replaces: string[] = [...REPLACE_ON.filter((k) => olds[k] !== news[k]), ...conn.replaces];
+        const changes = replaces.length > 0 || conn.changes || olds.sha256 !== news.sha256 || olds.url !== news.url;
         // Never delete the old base before its overlays are gone: create the new one first.
         return { changes, replaces, deleteBeforeReplace: false };
     },

@@ -1,5 +1,5 @@
 import * as pulumi from "@pulumi/pulumi";
-import { ignoreNotFound, isNotFound, KvmConnection, Virsh, withLibvirt } from "./libvirt";
+import { connectionDiff, ignoreNotFound, isNotFound, KvmConnection, Virsh, withLibvirt } from "./libvirt";
 import { discoverAddress, waitForAddress } from "./address";
 import { domainXml, DomainSpec, parseMetadata } from "./xml";
 
@@ -7,7 +7,7 @@ import { domainXml, DomainSpec, parseMetadata } from "./xml";
 export interface DomainInputs extends DomainSpec {
     conn: KvmConnection;
     privateKey?: string;
-    /** Seconds `up` waits for the address; 0 = don't wait (ipAddress stays "" until a later up/refresh). */
+    /** Seconds `create` waits for the address; 0 = don't wait. Until known, later ups/refreshes look once each. */
     addressTimeoutSeconds: number;
 }
 
@@ -86,21 +86,25 @@ export const domainProvider: pulumi.dynamic.ResourceProvider<DomainInputs, Domai
     },
 
     async diff(_id, olds, news) {
-        const replaces: string[] = REPLACE_ON.filter((k) => (olds[k] ?? null) !== (news[k] ?? null));
-        if (olds.conn?.host !== news.conn?.host) replaces.push("conn");
+        const conn = connectionDiff(olds, news);
+        const replaces: string[] = [...REPLACE_ON.filter((k) => (olds[k] ?? null) !== (news[k] ?? null)), ...conn.replaces];
         if (JSON.stringify(olds.metadata) !== JSON.stringify(news.metadata)) replaces.push("metadata");
-        // An address still unknown makes `up` look again (shown as an update), so hosts fill in over time.
-        const changes = replaces.length > 0 || !olds.ipAddress || olds.addressTimeoutSeconds !== news.addressTimeoutSeconds || JSON.stringify(olds.conn) !== JSON.stringify(news.conn) || olds.privateKey !== news.privateKey;
+        // An address still unknown makes `up` look again (shown as an update; one quick round, no wait).
+        const changes = replaces.length > 0 || conn.changes || !olds.ipAddress || olds.addressTimeoutSeconds !== news.addressTimeoutSeconds;
         // The name is fixed per member: the old VM must go before its replacement is defined.
         return { changes, replaces, deleteBeforeReplace: true };
     },
 
+    /**
+     * Nothing on the host changes here. A still-unknown address is looked up once, without waiting:
+     * only `create` waits (addressTimeoutSeconds), so `up` of a pool whose guests have no address yet
+     * (scaling, config edits) never blocks for minutes. A failed lookup keeps what state knew.
+     */
     async update(_id, olds, news) {
         let ipAddress = olds.ipAddress;
         if (!ipAddress) {
-            ipAddress = await withLibvirt(news.conn, news.privateKey, async (virsh) =>
-                news.addressTimeoutSeconds > 0 ? waitForAddress(virsh, news.name, news.addressTimeoutSeconds) : ((await discoverAddress(virsh, news.name).catch(() => undefined)) ?? ""),
-            );
+            const found = await withLibvirt(news.conn, news.privateKey, (virsh) => discoverAddress(virsh, news.name)).catch(() => undefined);
+            ipAddress = found ?? "";
         }
         return { outs: { ...olds, ...news, ipAddress } };
     },

@@ -83,9 +83,41 @@ export function isNotFound(e: unknown): boolean {
     return !!e && typeof e === "object" && (e as LibvirtError).notFound === true;
 }
 
-/** `qemu+libssh://user@address:port/system?...` with the given file paths. IPv6 literals are bracketed. */
+/**
+ * Why `address` is not a plain host address, or undefined when it is one: an RFC 1123 host name, a
+ * dotted-quad IPv4 address or an IPv6 literal (no brackets, no zone id). Anything else (`?`, `#`, `/`,
+ * `@`, `:port`, whitespace, `%`) could change the meaning of the libvirt URI it is put into. Self-contained
+ * (no imports): the config schema uses it, and so does `libvirtUri` in the serialized providers.
+ */
+export function hostAddressProblem(address: string): string | undefined {
+    const bad = `must be a host name (RFC 1123: letters, digits and '-' in dot-separated labels), an IPv4 address or an IPv6 address without brackets; no user, port, path or spaces (got ${JSON.stringify(address)})`;
+    if (typeof address !== "string" || address.length === 0 || address.length > 253) return bad;
+    const octet = "(25[0-5]|2[0-4]\\d|1\\d\\d|[1-9]?\\d)";
+    if (new RegExp(`^${octet}(\\.${octet}){3}$`).test(address)) return undefined;
+    if (address.includes(":")) {
+        // IPv6: hex groups and `::` only (node's own parser decides), optionally ending in an IPv4 quad.
+        const net = require("node:net") as typeof import("node:net");
+        return /^[0-9a-fA-F:.]+$/.test(address) && net.isIPv6(address) ? undefined : bad;
+    }
+    const labels = address.replace(/\.$/, "").split(".");
+    const label = /^[A-Za-z0-9]([A-Za-z0-9-]{0,61}[A-Za-z0-9])?$/;
+    if (!labels.every((l) => label.test(l))) return bad;
+    // An all-numeric last label is an IPv4 address that did not parse (e.g. 10.0.0.256), not a name.
+    if (/^\d+$/.test(labels[labels.length - 1])) return bad;
+    return undefined;
+}
+
+/**
+ * `qemu+libssh://user@address:port/system?...` with the given file paths. IPv6 literals are bracketed.
+ * Refuses an address or port that is not plain (config validation checks the same; this guards callers
+ * that bypass it), so nothing can cut off `known_hosts_verify`.
+ */
 export function libvirtUri(conn: KvmConnection, keyFile: string, knownHostsFile: string): string {
-    const addr = conn.address.includes(":") && !conn.address.startsWith("[") ? `[${conn.address}]` : conn.address;
+    const bare = /^\[[^\]]*\]$/.test(conn.address) ? conn.address.slice(1, -1) : conn.address;
+    const problem = hostAddressProblem(bare);
+    if (problem) throw libvirtError(`libvirt host ${conn.host}: address ${problem}`, "tcp", false, false);
+    if (!Number.isInteger(conn.port) || conn.port < 1 || conn.port > 65535) throw libvirtError(`libvirt host ${conn.host}: port must be 1-65535 (got ${JSON.stringify(conn.port)})`, "tcp", false, false);
+    const addr = bare.includes(":") ? `[${bare}]` : bare;
     const q = [
         `keyfile=${encodeURIComponent(keyFile)}`,
         `known_hosts=${encodeURIComponent(knownHostsFile)}`,
@@ -94,6 +126,17 @@ export function libvirtUri(conn: KvmConnection, keyFile: string, knownHostsFile:
         "no_tty=1",
     ].join("&");
     return `qemu+libssh://${encodeURIComponent(conn.user)}@${addr}:${conn.port}/system?${q}`;
+}
+
+/**
+ * The connection part of every KVM resource's diff, in one place so all four replace alike: another
+ * `host` (a different machine) replaces; other connection details (address, port, user, known_hosts,
+ * key path) or a new private key only update state, since nothing on the host changes.
+ */
+export function connectionDiff(olds: { conn?: KvmConnection; privateKey?: string }, news: { conn?: KvmConnection; privateKey?: string }): { replaces: string[]; changes: boolean } {
+    const replaces = olds.conn?.host !== news.conn?.host ? ["conn"] : [];
+    const changes = replaces.length > 0 || JSON.stringify(olds.conn) !== JSON.stringify(news.conn) || (olds.privateKey ?? null) !== (news.privateKey ?? null);
+    return { replaces, changes };
 }
 
 /**

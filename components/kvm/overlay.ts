@@ -1,6 +1,6 @@
 import * as pulumi from "@pulumi/pulumi";
-import { KvmConnection, volumePath, withLibvirt } from "./libvirt";
-import { deleteVolume, volumeId, withNewVolume } from "./volumes";
+import { connectionDiff, KvmConnection, withLibvirt } from "./libvirt";
+import { clearLeftoverVolume, deleteVolume, sameVolumeName, volumeId, withNewVolume } from "./volumes";
 import { overlayXml } from "./xml";
 
 /** Inputs of an Overlay: one member's qcow2 disk, backed by the base image on the same host. */
@@ -24,33 +24,22 @@ const REPLACE_ON = ["volume", "storagePool", "basePath", "baseFormat", "capacity
 
 export const overlayProvider: pulumi.dynamic.ResourceProvider<OverlayInputs, OverlayOutputs> = {
     async create(inputs) {
-        const fs = require("node:fs") as typeof import("node:fs");
-        const os = require("node:os") as typeof import("node:os");
-        const path = require("node:path") as typeof import("node:path");
         return withLibvirt(inputs.conn, inputs.privateKey, async (virsh) => {
-            const dir = fs.mkdtempSync(path.join(os.tmpdir(), "egress-ovl-"));
-            try {
-                const xml = path.join(dir, "vol.xml");
-                fs.writeFileSync(xml, overlayXml(inputs.volume, inputs.capacityBytes, inputs.basePath, inputs.baseFormat));
-                // A leftover from an interrupted run carries no state of ours: start clean.
-                await deleteVolume(virsh, inputs.storagePool, inputs.volume);
-                await virsh(["vol-create", inputs.storagePool, xml]);
-                return await withNewVolume(virsh, inputs.storagePool, inputs.volume, async () => {
-                    const p = await volumePath(virsh, inputs.storagePool, inputs.volume);
-                    if (!p) throw new Error(`overlay ${inputs.volume} vanished right after creation in pool ${inputs.storagePool}`);
-                    return { id: volumeId(inputs.conn.host, inputs.storagePool, inputs.volume), outs: { ...inputs, path: p } };
-                });
-            } finally {
-                fs.rmSync(dir, { recursive: true, force: true });
-            }
+            // A volume of this name is deleted only when no domain uses it (see clearLeftoverVolume).
+            await clearLeftoverVolume(virsh, inputs.storagePool, inputs.volume, `overlay ${inputs.volume}`);
+            const xml = overlayXml(inputs.volume, inputs.capacityBytes, inputs.basePath, inputs.baseFormat);
+            return withNewVolume(virsh, inputs.storagePool, inputs.volume, xml, async (p) => ({
+                id: volumeId(inputs.conn.host, inputs.storagePool, inputs.volume),
+                outs: { ...inputs, path: p },
+            }));
         });
     },
 
     async diff(_id, olds, news) {
-        const replaces: string[] = REPLACE_ON.filter((k) => olds[k] !== news[k]);
-        if (olds.conn?.host !== news.conn?.host) replaces.push("conn");
-        const changes = replaces.length > 0 || JSON.stringify(olds.conn) !== JSON.stringify(news.conn) || olds.privateKey !== news.privateKey;
-        return { changes, replaces, deleteBeforeReplace: false };
+        const conn = connectionDiff(olds, news);
+        const replaces: string[] = [...REPLACE_ON.filter((k) => olds[k] !== news[k]), ...conn.replaces];
+        const changes = replaces.length > 0 || conn.changes;
+        return { changes, replaces, deleteBeforeReplace: replaces.length > 0 && sameVolumeName(olds, news) };
     },
 
     async update(_id, olds, news) {

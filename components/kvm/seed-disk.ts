@@ -1,7 +1,7 @@
 import * as pulumi from "@pulumi/pulumi";
-import { KvmConnection, withLibvirt } from "./libvirt";
+import { connectionDiff, KvmConnection, withLibvirt } from "./libvirt";
 import { buildSeedIso, seedDigest } from "./seed-iso";
-import { deleteVolume, uploadVolume, volumeId, withNewVolume } from "./volumes";
+import { clearLeftoverVolume, deleteVolume, sameVolumeName, uploadInto, uploadTargetXml, volumeId, withNewVolume } from "./volumes";
 
 /** Inputs of a SeedDisk: a member's NoCloud ISO, uploaded as a volume. */
 export interface SeedDiskInputs {
@@ -24,7 +24,7 @@ export interface SeedDiskOutputs extends SeedDiskInputs {
     digest: string;
 }
 
-/** Any content change rebuilds the ISO as a new volume (created before the old one is deleted). */
+/** Any content change rebuilds the ISO; its name carries the content digest, so normally as a new volume created before the old one is deleted. */
 const REPLACE_ON = ["volume", "storagePool", "userData", "instanceId", "hostname", "installGuestAgent", "vendorData"] as const;
 
 export const seedDiskProvider: pulumi.dynamic.ResourceProvider<SeedDiskInputs, SeedDiskOutputs> = {
@@ -37,9 +37,10 @@ export const seedDiskProvider: pulumi.dynamic.ResourceProvider<SeedDiskInputs, S
         try {
             const iso = await buildSeedIso(content, dir); // fails before touching the host when no ISO tool exists
             return await withLibvirt(inputs.conn, inputs.privateKey, async (virsh) => {
-                await deleteVolume(virsh, inputs.storagePool, inputs.volume); // leftover of an interrupted run
-                return await withNewVolume(virsh, inputs.storagePool, inputs.volume, async () => {
-                    const p = await uploadVolume(virsh, inputs.storagePool, inputs.volume, iso);
+                // A volume of this name is deleted only when no domain uses it (see clearLeftoverVolume).
+                await clearLeftoverVolume(virsh, inputs.storagePool, inputs.volume, `seed ${inputs.volume}`);
+                return await withNewVolume(virsh, inputs.storagePool, inputs.volume, uploadTargetXml(inputs.volume, iso), async () => {
+                    const p = await uploadInto(virsh, inputs.storagePool, inputs.volume, iso);
                     return { id: volumeId(inputs.conn.host, inputs.storagePool, inputs.volume), outs: { ...inputs, path: p, digest: seedDigest(content) } };
                 });
             });
@@ -49,10 +50,11 @@ export const seedDiskProvider: pulumi.dynamic.ResourceProvider<SeedDiskInputs, S
     },
 
     async diff(_id, olds, news) {
-        const replaces: string[] = REPLACE_ON.filter((k) => (olds[k] ?? null) !== (news[k] ?? null));
-        if (olds.conn?.host !== news.conn?.host) replaces.push("conn");
-        const changes = replaces.length > 0 || JSON.stringify(olds.conn) !== JSON.stringify(news.conn) || olds.privateKey !== news.privateKey;
-        return { changes, replaces, deleteBeforeReplace: false };
+        const conn = connectionDiff(olds, news);
+        const replaces: string[] = [...REPLACE_ON.filter((k) => (olds[k] ?? null) !== (news[k] ?? null)), ...conn.replaces];
+        const changes = replaces.length > 0 || conn.changes;
+        // A new name (content digest) is created before the old goes; the same name must go first.
+        return { changes, replaces, deleteBeforeReplace: replaces.length > 0 && sameVolumeName(olds, news) };
     },
 
     async update(_id, olds, news) {

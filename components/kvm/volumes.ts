@@ -5,25 +5,33 @@
 import { isNotFound, listVolumes, Virsh, volumePath } from "./libvirt";
 import { backingPathOf, volumeXml } from "./xml";
 
-/** Uploads a local file as volume `name` (created first with the file's exact size); returns its path. */
-export async function uploadVolume(virsh: Virsh, pool: string, name: string, file: string): Promise<string> {
+/** Creates a volume from its XML (`vol-create`). Fails, touching nothing, when the name is taken. */
+export async function createVolume(virsh: Virsh, pool: string, xml: string): Promise<void> {
     const fs = require("node:fs") as typeof import("node:fs");
     const os = require("node:os") as typeof import("node:os");
     const path = require("node:path") as typeof import("node:path");
-    const bytes = fs.statSync(file).size;
-    const xmlFile = path.join(fs.mkdtempSync(path.join(os.tmpdir(), "egress-vol-")), "vol.xml");
+    const dir = fs.mkdtempSync(path.join(os.tmpdir(), "egress-vol-"));
     try {
-        // Created as raw with the exact size, so the upload replaces every byte; format is then probed by refresh.
-        fs.writeFileSync(xmlFile, volumeXml(name, bytes, "raw"));
-        await virsh(["vol-create", pool, xmlFile]);
-        await virsh(["vol-upload", "--pool", pool, name, file], { timeoutMs: 60 * 60 * 1000 });
-        await virsh(["pool-refresh", pool]);
-        const p = await volumePath(virsh, pool, name);
-        if (!p) throw new Error(`volume ${name} vanished right after upload to pool ${pool}`);
-        return p;
+        fs.writeFileSync(path.join(dir, "vol.xml"), xml);
+        await virsh(["vol-create", pool, path.join(dir, "vol.xml")]);
     } finally {
-        fs.rmSync(path.dirname(xmlFile), { recursive: true, force: true });
+        fs.rmSync(dir, { recursive: true, force: true });
     }
+}
+
+/** XML of an empty raw volume exactly as large as a local file (the upload then replaces every byte). */
+export function uploadTargetXml(name: string, file: string): string {
+    const fs = require("node:fs") as typeof import("node:fs");
+    return volumeXml(name, fs.statSync(file).size, "raw");
+}
+
+/** Uploads a local file into existing volume `name`; returns its path (format is probed by the refresh). */
+export async function uploadInto(virsh: Virsh, pool: string, name: string, file: string): Promise<string> {
+    await virsh(["vol-upload", "--pool", pool, name, file], { timeoutMs: 60 * 60 * 1000 });
+    await virsh(["pool-refresh", pool]);
+    const p = await volumePath(virsh, pool, name);
+    if (!p) throw new Error(`volume ${name} vanished right after upload to pool ${pool}`);
+    return p;
 }
 
 /** sha256 and size of a volume's bytes as stored on the host (streams `vol-download` through a hash). */
@@ -84,20 +92,77 @@ export async function volumeCapacity(virsh: Virsh, pool: string, name: string): 
     return Number(m[1]);
 }
 
+/**
+ * Whether a replace must delete the old volume first: when the new one has the same name in the same
+ * pool, both resources are the same physical volume (on the same machine, or possibly so when only the
+ * host's config name changed), so create-before-delete would let the old resource's `delete` remove the
+ * disk its replacement just made. Used by the Overlay and SeedDisk diffs.
+ */
+export function sameVolumeName(olds: { volume?: string; storagePool?: string }, news: { volume?: string; storagePool?: string }): boolean {
+    return olds.volume === news.volume && olds.storagePool === news.storagePool;
+}
+
 /** Resource ID of a volume: `<host>/<pool>/<volume>` (what `egress gc` matches against state). */
 export function volumeId(host: string, pool: string, name: string): string {
     return `${host}/${pool}/${name}`;
 }
 
 /**
- * Runs `fill` for a volume that was just created (or is being uploaded); if it throws, the volume is
- * deleted before the error propagates, so a failed `create` leaves nothing behind.
+ * Creates volume `name` from `xml`, then runs `fill(path)`; if `fill` throws, the volume is deleted before
+ * the error propagates, so a failed `create` leaves nothing behind. The cleanup is armed only once OUR
+ * `vol-create` succeeded: when it fails (the name exists: another pool or stack created it meanwhile),
+ * the error propagates and the other's volume is never touched.
  */
-export async function withNewVolume<T>(virsh: Virsh, pool: string, name: string, fill: () => Promise<T>): Promise<T> {
+export async function withNewVolume<T>(virsh: Virsh, pool: string, name: string, xml: string, fill: (path: string) => Promise<T>): Promise<T> {
     try {
-        return await fill();
+        await createVolume(virsh, pool, xml);
+    } catch (e) {
+        if (await volumePath(virsh, pool, name).catch(() => undefined))
+            throw new Error(`volume ${name} appeared in pool ${pool} while this resource was creating it (another pool or stack creating the same volume?); it was left alone, run up again to use it. (${(e as Error).message})`);
+        throw e;
+    }
+    try {
+        const p = await volumePath(virsh, pool, name);
+        if (!p) throw new Error(`volume ${name} vanished right after creation in pool ${pool}`);
+        return await fill(p);
     } catch (e) {
         await deleteVolume(virsh, pool, name).catch(() => undefined);
         throw e;
     }
+}
+
+/**
+ * Names of the defined domains (running or not) with a disk whose source is `volPath`. One SSH
+ * connection: `domblklist` per domain, separated by `echo` markers, in one `;`-separated virsh script.
+ */
+export async function domainsUsing(virsh: Virsh, volPath: string): Promise<string[]> {
+    const names = (await virsh(["list", "--all", "--name"])).split("\n").map((s) => s.trim()).filter(Boolean);
+    const users: string[] = [];
+    const chunk = 50;
+    for (let i = 0; i < names.length; i += chunk) {
+        const part = names.slice(i, i + chunk);
+        const script = part.map((n, j) => `echo @@egress-domain-${j} ; domblklist --details '${n.replace(/'/g, "")}'`).join(" ; ");
+        const out = await virsh([script]);
+        out.split(/^@@egress-domain-(\d+)$/m).forEach((text, k, all) => {
+            if (k % 2 === 0 || k + 1 >= all.length) return;
+            const listed = all[k + 1].split("\n").some((l) => l.trim().split(/\s+/).slice(3).join(" ") === volPath);
+            if (listed) users.push(part[Number(text)]);
+        });
+    }
+    return users;
+}
+
+/**
+ * Clears the name for creating a per-member volume (overlay, seed). A volume already there is deleted
+ * only when no defined domain uses it: then it is provably a leftover of an interrupted create of ours
+ * (per-member names carry the stack's hash prefix and the member, so only this member makes them) and
+ * holds nothing anyone runs on. A volume some domain uses is never deleted: that is an error.
+ */
+export async function clearLeftoverVolume(virsh: Virsh, pool: string, name: string, what: string): Promise<void> {
+    const p = await volumePath(virsh, pool, name);
+    if (!p) return;
+    const users = await domainsUsing(virsh, p);
+    if (users.length > 0)
+        throw new Error(`${what}: volume ${name} already exists in pool ${pool} and domain(s) ${users.join(", ")} use it; a disk in use is never deleted. If it is a leftover of an interrupted run, remove it (\`egress gc\`) and run up again`);
+    await deleteVolume(virsh, pool, name);
 }

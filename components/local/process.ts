@@ -91,10 +91,10 @@ export function portAnswers(port: number, timeoutMs = 1000): Promise<boolean> {
 export async function stopProxy(pid: number, id: string, stateDir: string): Promise<void> {
     const fs = require("node:fs") as typeof import("node:fs");
     if (isOurProcess(pid, id)) {
-        process.kill(pid, "SIGTERM");
+        signal(pid, "SIGTERM");
         const deadline = Date.now() + 5000;
         while (Date.now() < deadline && isOurProcess(pid, id)) await new Promise((r) => setTimeout(r, 50));
-        if (isOurProcess(pid, id)) process.kill(pid, "SIGKILL");
+        if (isOurProcess(pid, id)) signal(pid, "SIGKILL");
     }
     const files = proxyFiles(stateDir, id);
     fs.rmSync(files.ready, { force: true });
@@ -102,9 +102,14 @@ export async function stopProxy(pid: number, id: string, stateDir: string): Prom
 }
 
 function killQuietly(pid: number): void {
+    signal(pid, "SIGKILL");
+}
+
+/** Sends a signal; a process that exited meanwhile (ESRCH) is what we wanted anyway. */
+function signal(pid: number, sig: NodeJS.Signals): void {
     try {
-        process.kill(pid, "SIGKILL");
-    } catch {
-        /* already gone */
+        process.kill(pid, sig);
+    } catch (e) {
+        if ((e as NodeJS.ErrnoException).code !== "ESRCH") throw e;
     }
 }

@@ -13,15 +13,17 @@ export function registerServe(program: Command): void {
         .option("--tokens <file>", "tokens file (default .egress/tokens-<stack>.json)")
         .option("--no-converge", "do not run `up` at start")
         .option("--probe-interval <seconds>", "health probe interval", "10")
+        .option("--check-url <url>", "URL probed through every proxy; must be reachable from the proxies (default: this service's /v1/echo on loopback, right for local proxies only)", process.env.EGRESS_CHECK_URL)
         .action(action(async (o, cmd) => {
             const opts = cmd.optsWithGlobals() as GlobalOptions;
             const port = Number(o.port);
             if (!Number.isInteger(port) || port < 0 || port > 65535) throw new UsageError(`--port must be a port number (got "${o.port}")`);
             const interval = Number(o.probeInterval);
             if (!(interval > 0)) throw new UsageError(`--probe-interval must be a positive number of seconds (got "${o.probeInterval}")`);
+            if (o.checkUrl && !/^https?:\/\/[^/]+/.test(o.checkUrl)) throw new UsageError(`--check-url must be an http:// or https:// URL (got "${o.checkUrl}")`);
             const dir = projectDir(opts);
             loadStackConfig(dir, opts.stack); // config errors exit 2 before anything starts
-            const svc = await startService({ projectRoot: dir, stack: opts.stack, host: o.host, port, tokensFile: o.tokens, converge: o.converge, probeIntervalMs: interval * 1000 });
+            const svc = await startService({ projectRoot: dir, stack: opts.stack, host: o.host, port, tokensFile: o.tokens, converge: o.converge, probeIntervalMs: interval * 1000, checkUrl: o.checkUrl });
             if (svc.devToken)
                 process.stderr.write(`\nA dev API token was generated (stored hashed; plain copy in .egress/dev-token):\n  export EGRESS_TOKEN=${svc.devToken}\n  curl -H "Authorization: Bearer $EGRESS_TOKEN" ${svc.url}/v1/proxies\n\n`);
             let stopping = false;

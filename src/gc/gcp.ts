@@ -2,13 +2,14 @@ import type { GcpProviderConfig } from "../config";
 import { GcpClientOptions, GcpComputeClient, labelFilter } from "../../components/gcp/api";
 import { parseFirewallDescription } from "../../components/gcp/names";
 import type { Collector, CollectorFactory, ManagedThing } from "./types";
+import { labelValue } from "../../components/member";
 
 /** Collector options for gcp entries: endpoint plus where credentials come from (see docs/gcp.md). */
 export type GcpCollectorOptions = { endpoint?: string } & Omit<GcpClientOptions, "endpoint">;
 
 const lastSegment = (url: string | undefined) => (url ?? "").split("/").pop() ?? "";
 /** Label values are cleaned the same way memberLabels cleans them. */
-const clean = (s: string) => s.toLowerCase().replace(/[^a-z0-9_-]/g, "-").slice(0, 63);
+const clean = labelValue;
 
 /**
  * Finds and removes what egress created in the entry's GCP project: instances and addresses by their

@@ -1,6 +1,7 @@
 import type { KubernetesProviderConfig } from "../config";
 import { KubeClient, KubeClientOptions, labelSelector } from "../../components/kubernetes/api";
 import type { Collector, CollectorFactory, ManagedThing } from "./types";
+import { labelValue } from "../../components/member";
 
 /** Collector options for kubernetes entries: endpoint plus where the kubeconfig is read from. */
 export type KubernetesCollectorOptions = KubeClientOptions;
@@ -13,7 +14,7 @@ const TYPES: { type: string; path: (ns: string) => string }[] = [
 ];
 
 /** Label values are cleaned the same way memberLabels cleans them. */
-const clean = (s: string) => s.toLowerCase().replace(/[^a-z0-9_-]/g, "-").slice(0, 63);
+const clean = labelValue;
 
 /**
  * Finds and removes egress's Deployments, Services and Secrets in the entry's namespace by the

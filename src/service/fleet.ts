@@ -46,9 +46,11 @@ export class Fleet {
     sync(members: ProxyMember[], pools: PoolConfig[]): void {
         this.members = new Map(members.map((m) => [m.id, m]));
         this.pools = new Set(pools.map((p) => p.name));
-        this.health.setMembers(members);
+        // Members without an address yet (still provisioning) are listed but never probed or leased.
+        const addressed = members.filter((m) => m.host);
+        this.health.setMembers(addressed);
         this.leases.setMembers(
-            members.map((m) => ({ id: m.id, pool: m.pool, eligible: this.health.get(m.id)?.state === "healthy" })),
+            addressed.map((m) => ({ id: m.id, pool: m.pool, eligible: this.health.get(m.id)?.state === "healthy" })),
             Object.fromEntries(pools.map((p) => [p.name, { cooldownSeconds: p.cooldownSeconds }])),
         );
     }

@@ -23,6 +23,8 @@ export interface ProviderHealthReport {
 export class ProviderHealth {
     private readonly reports = new Map<string, ProviderHealthReport>();
     private timer?: NodeJS.Timeout;
+    private round?: Promise<void>;
+    private stopped = false;
     private checkers: Checker[] = [];
 
     constructor(private readonly deps: { log: Logger; metrics: Metrics; intervalMs: number }) {}
@@ -33,12 +35,20 @@ export class ProviderHealth {
     }
 
     start(): void {
-        const tick = () => void this.runOnce().finally(() => (this.timer = setTimeout(tick, this.deps.intervalMs).unref()));
+        this.stopped = false;
+        const tick = () => {
+            this.round = this.runOnce().finally(() => {
+                if (!this.stopped) this.timer = setTimeout(tick, this.deps.intervalMs).unref();
+            });
+        };
         tick();
     }
 
-    stop(): void {
+    /** Stops the loop; waits for a round in flight so nothing runs after shutdown. */
+    async stop(): Promise<void> {
+        this.stopped = true;
         clearTimeout(this.timer);
+        await this.round;
     }
 
     snapshot(): ProviderHealthReport[] {

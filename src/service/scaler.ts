@@ -1,6 +1,6 @@
 import type { Logger } from "pino";
 import { checkReplicas, setPoolReplicas } from "../config";
-import type { StackDriver } from "../engine";
+import type { EngineError, StackDriver } from "../engine";
 import type { Operation, OperationLog } from "./operations";
 
 export interface ScalerDeps {
@@ -13,6 +13,17 @@ export interface ScalerDeps {
     onSettled?: (op: Operation) => Promise<void> | void;
 }
 
+/** Scale requests are refused while the service starts (recovery) or stops; the route answers 503. */
+export class NotAcceptingError extends Error {
+    constructor(readonly reason: "starting" | "stopping") {
+        super(reason === "starting" ? "the service is still recovering the stack; retry shortly" : "the service is shutting down; retry against the next instance");
+        this.name = "NotAcceptingError";
+    }
+}
+
+/** How often and how long an operation retries when another update (a person's `egress up`) holds the lock. */
+const LOCK_RETRIES = [2, 5, 10, 20, 30].map((s) => s * 1000);
+
 /**
  * Desired-state scaling for one stack. At most one engine operation runs; requests that arrive
  * meanwhile fold into the single *queued* operation (latest count per pool wins), which starts when the
@@ -23,15 +34,20 @@ export class Scaler {
     private running?: Operation;
     private pending?: Operation;
     private idle: Promise<void> = Promise.resolve();
-    private accepting = true;
+    private accepting: "starting" | "yes" | "stopping" = "starting";
 
     constructor(private readonly deps: ScalerDeps) {}
 
     /** Validates and records a scale request. Throws ConfigError (→ 400) for bad counts or pools. */
     request(pool: string, replicas: unknown): Operation {
-        if (!this.accepting) throw new Error("the service is shutting down");
+        if (this.accepting !== "yes") throw new NotAcceptingError(this.accepting);
         const n = checkReplicas(this.deps.projectRoot, this.deps.stack, pool, replicas);
         return this.enqueue("scale", { [pool]: n });
+    }
+
+    /** Recovery is done: scale requests are accepted from now on. */
+    open(): void {
+        if (this.accepting === "starting") this.accepting = "yes";
     }
 
     /** Queues a plain `up` (start-up convergence); folds into a queued operation like any request. */
@@ -49,10 +65,19 @@ export class Scaler {
         return !!(this.running || this.pending);
     }
 
-    /** Stops accepting requests and waits for the running and queued operations (graceful shutdown). */
+    /**
+     * Graceful shutdown: stops accepting requests, records the queued operation as interrupted (its
+     * desired counts are not applied; the stack file still holds the last applied ones) and waits for
+     * the running one.
+     */
     async drain(): Promise<void> {
-        this.accepting = false;
-        while (this.busy()) await this.idle;
+        this.accepting = "stopping";
+        if (this.pending) {
+            const op = this.pending;
+            this.pending = undefined;
+            this.deps.ops.update(op, { status: "interrupted", finishedAt: new Date().toISOString(), error: "the service stopped before this operation started" });
+        }
+        while (this.running) await this.idle;
     }
 
     private enqueue(kind: Operation["kind"], desired: Record<string, number>): Operation {
@@ -79,7 +104,7 @@ export class Scaler {
     }
 
     private async execute(op: Operation): Promise<void> {
-        const { driver, ops, projectRoot, stack } = this.deps;
+        const { ops, projectRoot, stack } = this.deps;
         const log = this.deps.log.child({ operation: op.id, kind: op.kind, desired: op.desired });
         ops.update(op, { status: "running", startedAt: new Date().toISOString() });
         log.info("operation started");
@@ -87,7 +112,7 @@ export class Scaler {
         try {
             // Written at start, not at request time: the stack file always shows what the engine is applying.
             for (const [pool, n] of Object.entries(op.desired)) setPoolReplicas(projectRoot, stack, pool, n);
-            const result = await driver.up({ onProgress: (e) => ops.progress(op, e) });
+            const result = await this.upWithLockRetry(op, log);
             patch = { status: "succeeded", changes: result.changes };
             log.info({ changes: result.changes, durationMs: result.durationMs }, "operation succeeded");
         } catch (e) {
@@ -101,6 +126,23 @@ export class Scaler {
         } catch (e) {
             log.error({ err: e }, "refreshing the fleet after the operation failed");
         }
-        ops.update(op, { ...patch, finishedAt: new Date().toISOString() });
+        try {
+            ops.update(op, { ...patch, finishedAt: new Date().toISOString() });
+        } catch (e) {
+            log.error({ err: e }, "recording the operation's result failed"); // the journal write; the op itself is done
+        }
+    }
+
+    /** `up`, retried with backoff while someone else's update holds the stack lock (never surfaced as 409). */
+    private async upWithLockRetry(op: Operation, log: Logger) {
+        for (let attempt = 0; ; attempt++) {
+            try {
+                return await this.deps.driver.up({ onProgress: (e) => this.deps.ops.progress(op, e) });
+            } catch (e) {
+                if (!(e as EngineError).locked || attempt >= LOCK_RETRIES.length) throw e;
+                log.warn({ attempt: attempt + 1, waitMs: LOCK_RETRIES[attempt] }, "stack locked by another update; retrying");
+                await new Promise((r) => setTimeout(r, LOCK_RETRIES[attempt]));
+            }
+        }
     }
 }

@@ -28,7 +28,10 @@ export interface ServeOptions {
     /** Run `up` once at start so the stack matches its config. @default true */
     converge?: boolean;
     probeIntervalMs?: number;
-    /** URL probed through every proxy. @default this service's /v1/echo */
+    /**
+     * URL probed through every proxy; must be reachable *from the proxies* (and admitted by their ACL).
+     * @default this service's loopback /v1/echo — right for local proxies only.
+     */
     checkUrl?: string;
     providerCheckIntervalMs?: number;
     /** How often stack outputs are re-read when no operation runs (changes made by `egress up` elsewhere). @default 30000 */
@@ -86,9 +89,10 @@ export async function startService(opts: ServeOptions): Promise<RunningService> 
     const url = `http://${opts.host ?? "127.0.0.1"}:${port}`;
 
     let fleet!: Fleet;
+    const checkUrl = opts.checkUrl ?? `http://127.0.0.1:${port}/v1/echo`;
     const health = new HealthMonitor({
         intervalMs: opts.probeIntervalMs ?? 10_000,
-        checkUrl: opts.checkUrl ?? `http://127.0.0.1:${port}/v1/echo`,
+        checkUrl,
         onTransition: (t) => {
             log[t.to === "unhealthy" ? "warn" : "info"]({ proxy: t.id, from: t.from, to: t.to, reason: t.reason }, "proxy health changed");
             fleet.healthChanged(t.id, t.to);
@@ -123,22 +127,35 @@ export async function startService(opts: ServeOptions): Promise<RunningService> 
     server.on("request", app);
 
     // Restart safety: clear what a crashed run left, rebuild the view from outputs, then accept scale.
-    for (const what of await driver.recover()) log.warn({ stack: opts.stack }, what);
-    await refreshFleet();
-    const raw = await driver.config();
-    const cfg = parseEgressConfig({ providers: raw.providers ?? {}, pools: raw.pools ?? [] }, opts.projectRoot);
-    providerHealth.setCheckers(Object.entries(cfg.providers).map(([name, entry]) => checkerFor(name, entry, runDir, opts.stack)));
+    let sweeper: NodeJS.Timeout | undefined;
+    let outputsPoll: NodeJS.Timeout | undefined;
+    try {
+        for (const what of await driver.recover()) log.warn({ stack: opts.stack }, what);
+        await refreshFleet();
+        const raw = await driver.config();
+        const cfg = parseEgressConfig({ providers: raw.providers ?? {}, pools: raw.pools ?? [] }, opts.projectRoot);
+        const remote = Object.entries(cfg.providers).filter(([, e]) => e.type !== "local").map(([n]) => n);
+        if (remote.length && !opts.checkUrl)
+            log.warn({ providers: remote, checkUrl: checkUrl }, "health probes go to this service's loopback echo, which proxies on other machines cannot reach: their members stay unhealthy and are never leased; set --check-url (EGRESS_CHECK_URL) to a URL the proxies can reach");
+        providerHealth.setCheckers(Object.entries(cfg.providers).map(([name, entry]) => checkerFor(name, entry, runDir, opts.stack)));
+    } catch (e) {
+        // Nothing may keep the process alive after a failed start: the CLI must exit non-zero.
+        server.closeAllConnections();
+        await new Promise<void>((r) => server.close(() => r()));
+        throw e;
+    }
     providerHealth.start();
     health.start();
     // Leases expire lazily on every call; the sweep also drops old target cooldowns and ended-lease records.
-    const sweeper = setInterval(() => leases.sweep(), 5_000).unref();
+    sweeper = setInterval(() => leases.sweep(), 5_000).unref();
     // A person may run `egress up` beside the service: re-read outputs now and then so members follow.
-    const outputsPoll = setInterval(() => {
+    outputsPoll = setInterval(() => {
         if (!scaler.busy()) refreshFleet().catch((e) => log.warn({ err: e }, "re-reading stack outputs failed"));
     }, opts.outputsPollMs ?? 30_000).unref();
     ready = { ok: true };
+    scaler.open();
     if (opts.converge ?? true) scaler.converge();
-    log.info({ url, stack: opts.stack, members: fleet.proxies().length }, "egress service ready");
+    log.info({ url, stack: opts.stack, members: fleet.proxies().length, checkUrl }, "egress service ready");
 
     return {
         url, port, driver, scaler, fleet, devToken,
@@ -150,7 +167,7 @@ export async function startService(opts: ServeOptions): Promise<RunningService> 
             clearInterval(sweeper);
             clearInterval(outputsPoll);
             await health.stop();
-            providerHealth.stop();
+            await providerHealth.stop();
             server.closeAllConnections();
             await closed;
             log.info("egress service stopped");

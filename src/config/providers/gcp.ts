@@ -1,14 +1,9 @@
 import { z } from "zod";
+import { allowedSourceRangesSchema } from "../cidr";
 
-const IPV4_CIDR = /^(\d{1,3}\.){3}\d{1,3}\/\d{1,2}$/;
-const IPV6_CIDR = /^[0-9a-fA-F:]+\/\d{1,3}$/;
 /** GCE zone names: `<continent>-<area><n>-<letter>`, e.g. europe-west1-b, us-central1-a. */
 export const GCE_ZONE = /^[a-z]+-[a-z]+\d+-[a-z]$/;
 
-/** True for a CIDR range that admits the whole internet. */
-export function isOpenRange(cidr: string): boolean {
-    return /^0\.0\.0\.0\/0$/.test(cidr) || /^::\/0$/.test(cidr) || /^(\d{1,3}\.){3}\d{1,3}\/0$/.test(cidr);
-}
 
 /** `type: gcp` — Compute Engine instances with an external IP, one per member. */
 export const gcpProviderSchema = z.strictObject({
@@ -38,12 +33,7 @@ export const gcpProviderSchema = z.strictObject({
      * Source ranges allowed to reach the proxy ports. Required, and 0.0.0.0/0 is refused: an open proxy
      * on a public IP is found and abused within hours.
      */
-    allowedSourceRanges: z
-        .array(
-            z.string().refine((c) => IPV4_CIDR.test(c) || IPV6_CIDR.test(c), { message: "must be a CIDR range such as 203.0.113.7/32" }),
-        )
-        .min(1, { message: "must list at least one source range" })
-        .refine((r) => !r.some(isOpenRange), { message: "must not contain 0.0.0.0/0 or ::/0 (that makes an open proxy)" }),
+    allowedSourceRanges: allowedSourceRangesSchema(),
 });
 
 export type GcpProviderConfig = z.infer<typeof gcpProviderSchema>;

@@ -1,8 +1,7 @@
 import { z } from "zod";
 import { dnsLabel } from "../names";
-import { isOpenRange } from "./gcp";
+import { allowedSourceRangesSchema } from "../cidr";
 
-const CIDR = /^(\d{1,3}\.){3}\d{1,3}\/\d{1,2}$|^[0-9a-fA-F:]+\/\d{1,3}$/;
 /** Kubernetes resource quantities: `100m`, `0.5`, `64Mi`, `1G`. */
 const QUANTITY = /^\d+(\.\d+)?(m|k|M|G|T|Ki|Mi|Gi|Ti)?$/;
 const quantity = (d: string) => z.string().regex(QUANTITY, { message: "must be a Kubernetes quantity such as 100m or 64Mi" }).default(d);
@@ -27,10 +26,7 @@ export const kubernetesProviderSchema = z
          * Client ranges a LoadBalancer Service admits (`loadBalancerSourceRanges`), also allowed by the generated
          * squid.conf. Required with `serviceType: LoadBalancer`; 0.0.0.0/0 is refused (an open proxy).
          */
-        allowedSourceRanges: z
-            .array(z.string().regex(CIDR, { message: "must be a CIDR range such as 203.0.113.7/32" }))
-            .refine((r) => !r.some(isOpenRange), { message: "must not contain 0.0.0.0/0 or ::/0 (that makes an open proxy)" })
-            .optional(),
+        allowedSourceRanges: allowedSourceRangesSchema().optional(),
         /** Container requests and limits. */
         resources: z
             .strictObject({ cpu: quantity("50m"), memory: quantity("64Mi"), cpuLimit: quantity("500m"), memoryLimit: quantity("256Mi") })

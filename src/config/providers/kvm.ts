@@ -1,5 +1,6 @@
 import { z } from "zod";
 import { identifier, port, secretString } from "../names";
+import { hostAddressProblem } from "../../../components/kvm/libvirt";
 
 /** SSH transport to the libvirt hosts. Host keys are always verified against `knownHosts`. */
 const sshSchema = z.strictObject({
@@ -18,8 +19,14 @@ const sshSchema = z.strictObject({
 const hostSchema = z.strictObject({
     /** Identifier used in resource names and messages. */
     name: identifier(),
-    /** Address sshd listens on (IP or DNS name). */
-    address: z.string().min(1),
+    /**
+     * Address sshd listens on: an RFC 1123 host name, an IPv4 address or an IPv6 address (no brackets).
+     * It goes into the libvirt URI, so anything else (`?`, `#`, `/`, `@`, `:port`, spaces) is refused.
+     */
+    address: z.string().superRefine((v, ctx) => {
+        const problem = hostAddressProblem(v);
+        if (problem) ctx.addIssue({ code: "custom", message: problem });
+    }),
     port: port().default(22),
     /** libvirt storage pool holding base images, overlays and seed ISOs. */
     storagePool: z.string().min(1).default("default"),
@@ -69,8 +76,9 @@ export const kvmProviderSchema = z
          */
         vendorData: z.string().min(1).optional(),
         /**
-         * How long `up` waits for a member's IP address, in seconds. 0 = don't wait: the member's `host`
-         * is "" until a later `up` or `refresh` finds the address. @default 300
+         * How long creating a member waits for its IP address, in seconds. 0 = don't wait. Until the
+         * address is known the member's `host` is "", and every later `up` or `refresh` looks once
+         * (without waiting). @default 300
          */
         addressTimeoutSeconds: z.number().int().min(0).max(3600).default(300),
     })

@@ -1,6 +1,7 @@
 import { Router } from "express";
 import type { AppDeps } from "../app";
 import { HttpError } from "../errors";
+import { NotAcceptingError } from "../scaler";
 import { parseOr400, scaleBody } from "../schemas";
 import { loadStackConfig } from "../../config";
 
@@ -29,7 +30,13 @@ export function poolRoutes(deps: AppDeps): Router {
         if (!found) throw new HttpError(404, "unknown_pool", `no pool named "${pool}" (known: ${cfg.pools.map((p) => p.name).join(", ") || "none"})`);
         const { replicas } = parseOr400(scaleBody, req.body, "scale request");
         if (replicas > found.maxReplicas) throw new HttpError(400, "invalid_request", `replicas: must not exceed maxReplicas (${found.maxReplicas}) for pool "${pool}"`, [{ field: "replicas", rule: `must not exceed ${found.maxReplicas}` }]);
-        const op = deps.scaler.request(pool, replicas);
+        let op;
+        try {
+            op = deps.scaler.request(pool, replicas);
+        } catch (e) {
+            if (e instanceof NotAcceptingError) throw new HttpError(503, "not_ready", e.message, undefined, { "Retry-After": "5" });
+            throw e;
+        }
         req.log.info({ pool, replicas, operation: op.id }, "scale requested");
         res.status(202).location(`/v1/operations/${op.id}`).json({ operation: op });
     });
