@@ -42,8 +42,8 @@ export function createProgram(opts: ProgramOptions): () => Promise<ProgramOutput
         const providerShared: Record<string, unknown> = {};
         for (const [providerName, entry] of Object.entries(config.providers)) {
             const users = config.pools.filter((p) => p.provider === providerName);
-            const create = kinds[entry.type].createProviderShared;
-            if (create && users.length > 0) providerShared[providerName] = create(providerName, { providerName, entry, pools: users, context }, {});
+            const kind = kinds[entry.type];
+            if (kind.createProviderShared && users.length > 0) providerShared[providerName] = kind.createProviderShared(providerName, { providerName, entry, pools: users, context }, {});
         }
         const pools = config.pools.map(
             (pool) => new ProxyPool(pool.name, { pool, providerName: pool.provider, entry: config.providers[pool.provider], context, providerShared: providerShared[pool.provider] }),

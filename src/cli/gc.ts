@@ -2,7 +2,7 @@ import type { Command } from "commander";
 import { parseEgressConfig } from "../config";
 import { engineHome, StackDriver } from "../engine";
 import { collectorFor, knownToState, ManagedThing } from "../gc";
-import { action, GlobalOptions, projectDir } from "./context";
+import { action, GlobalOptions, projectDir, UsageError } from "./context";
 
 /**
  * `egress gc`: things carrying this stack's labels that state does not know (left by a crash, a
@@ -17,6 +17,9 @@ export function registerGc(program: Command): void {
             const opts = cmd.optsWithGlobals() as GlobalOptions;
             const dir = projectDir(opts);
             const driver = new StackDriver({ workDir: dir, stack: opts.stack, create: false });
+            // Things an update is creating right now are not in state yet: never collect during an update.
+            const locks = driver.liveLocks();
+            if (locks.length) throw new UsageError(`an update is running on stack ${opts.stack} (pid ${locks.map((l) => `${l.pid}@${l.hostname}`).join(", ")}); run gc after it finishes`);
             const raw = await driver.config();
             const cfg = parseEgressConfig({ providers: raw.providers ?? {}, pools: raw.pools ?? [] }, dir);
             const stateIds = new Set((await driver.resources()).map((r) => r.id).filter((id): id is string => !!id));

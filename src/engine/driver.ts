@@ -141,6 +141,11 @@ export class StackDriver {
         });
     }
 
+    /** Locks held on this stack by running updates (file backend; other backends report none). */
+    liveLocks(): { pid: number; hostname: string }[] {
+        return stackLocks(this.backendDir(), this.stackName).filter((l) => l.alive);
+    }
+
     private backendDir(): string | undefined {
         const url = this.extraEnv.PULUMI_BACKEND_URL ?? process.env.PULUMI_BACKEND_URL ?? `file://${this.home.backendDir}`;
         return url.startsWith("file://") ? url.slice("file://".length) : undefined;
