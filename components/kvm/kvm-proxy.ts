@@ -3,7 +3,7 @@ import * as pulumi from "@pulumi/pulumi";
 import type { KvmProviderConfig } from "../../src/config/providers/kvm";
 import { readCloudInit } from "../../src/config/cloud-init";
 import { MemberArgs, ProxyMemberComponent } from "../member";
-import type { PoolSharedArgs } from "../kinds";
+import type { PoolSharedArgs, ProviderSharedArgs } from "../kinds";
 import { BaseImage } from "./base-image";
 import { Domain } from "./domain";
 import { Overlay } from "./overlay";
@@ -42,10 +42,45 @@ export function createBaseImage(name: string, providerName: string, entry: KvmPr
 }
 
 /**
- * Per-pool shared resources: one BaseImage for every (image key, host) the pool's placement and member
- * overrides may use, independent of `replicas`, so scaling never touches a base.
+ * One BaseImage per (image key, host) that any pool of the entry may use (placements and member
+ * overrides, independent of `replicas`, so scaling never touches a base), created once for the whole
+ * program: the volume `base-<entry>-<key>.<format>` is one per host whatever the number of pools, and two
+ * resources for it would race each other's `vol-create` in the same `up`.
+ *
+ * They live under a `egress:kvm:KvmBaseImages` component named after the entry, at the stack's top level
+ * (one per entry, independent of pool order and names), children named `<entry>-base-<key>-<host>`.
+ * Stacks from before had one BaseImage per pool, `<pool>-base-<key>-<host>` under that ProxyPool: the
+ * first pool (config order) that needs a base is an alias, so its state carries over; other pools' old
+ * copies are deleted by that `up`, which keeps the volume while overlays use it.
  */
-export function createKvmPoolShared(name: string, args: PoolSharedArgs<KvmProviderConfig>, opts: pulumi.ComponentResourceOptions): KvmPoolShared {
+export function createKvmProviderShared(providerName: string, args: ProviderSharedArgs<KvmProviderConfig>, opts: pulumi.ComponentResourceOptions): KvmPoolShared {
+    const group = new KvmBaseImages(providerName, opts);
+    const shared: KvmPoolShared = new Map();
+    for (const pool of args.pools) {
+        for (const { key, host } of poolBaseNeeds(args.entry, pool)) {
+            const k = `${key}/${host.name}`;
+            if (shared.has(k)) continue; // the first pool needing it names the alias
+            const aliases = [{ name: `${pool.name}-base-${key}-${host.name}`, parent: pulumi.createUrn(pool.name, "egress:index:ProxyPool") }];
+            shared.set(k, createBaseImage(`${providerName}-base-${key}-${host.name}`, providerName, args.entry, key, host, { parent: group, aliases }));
+        }
+    }
+    return shared;
+}
+
+/** Groups one provider entry's base images (children only, no outputs). */
+class KvmBaseImages extends pulumi.ComponentResource {
+    constructor(name: string, opts: pulumi.ComponentResourceOptions) {
+        super("egress:kvm:KvmBaseImages", name, {}, opts);
+        this.registerOutputs({});
+    }
+}
+
+/**
+ * Per-pool view of the base images: the program-wide ones (`args.providerShared`). A ProxyPool built
+ * without them (not through src/program.ts) gets its own, as before.
+ */
+export function createKvmPoolShared(name: string, args: PoolSharedArgs<KvmProviderConfig, KvmPoolShared>, opts: pulumi.ComponentResourceOptions): KvmPoolShared {
+    if (args.providerShared) return args.providerShared;
     const shared: KvmPoolShared = new Map();
     for (const { key, host } of poolBaseNeeds(args.entry, args.pool))
         shared.set(`${key}/${host.name}`, createBaseImage(`${name}-base-${key}-${host.name}`, args.providerName, args.entry, key, host, { parent: opts.parent }));

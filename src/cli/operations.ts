@@ -2,6 +2,7 @@ import type { Command } from "commander";
 import { loadStackConfig, setPoolReplicas, checkReplicas } from "../config";
 import { OperationKind, StackDriver } from "../engine";
 import { action, GlobalOptions, projectDir, UsageError } from "./context";
+import { preflight } from "./preflight";
 import { progressPrinter, proxyTable, summaryLine } from "./render";
 
 /** `create: false` for commands that only read or remove: a mistyped --stack must not create a stack. */
@@ -12,7 +13,7 @@ function driverFor(opts: GlobalOptions, create = true): StackDriver {
 /** Runs one engine operation with progress, then prints the result (and the proxies after up). */
 async function runOperation(kind: OperationKind, opts: GlobalOptions & { refresh?: boolean; quiet?: boolean }): Promise<void> {
     // Validate before the engine starts: a config error names its path and nothing is touched.
-    if (kind !== "destroy") loadStackConfig(projectDir(opts), opts.stack);
+    if (kind === "up" || kind === "preview") preflight(loadStackConfig(projectDir(opts), opts.stack));
     const driver = driverFor(opts, kind === "up" || kind === "preview");
     const onProgress = opts.quiet ? undefined : progressPrinter();
     if (!opts.quiet) process.stderr.write(`${kind} stack ${opts.stack} (${projectDir(opts)})\n`);

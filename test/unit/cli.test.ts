@@ -77,3 +77,12 @@ test("unknown commands are usage errors; --help exits 0 and lists the commands",
     assert.equal(help.code, 0);
     for (const c of ["up", "preview", "refresh", "destroy", "outputs", "scale", "doctor"]) assert.match(help.stdout, new RegExp(`\\n  ${c}\\b`));
 });
+
+test("up with a Kubernetes context missing from the kubeconfig exits 2 naming the path, before the engine runs", () => {
+    const kubeconfig = path.join(dir, "kubeconfig.yaml");
+    fs.writeFileSync(kubeconfig, "apiVersion: v1\nkind: Config\nclusters: [{name: c, cluster: {server: 'https://127.0.0.1:6443'}}]\nusers: [{name: u, user: {token: t}}]\ncontexts: [{name: prod, context: {cluster: c, user: u}}]\ncurrent-context: prod\n");
+    fs.writeFileSync(path.join(dir, "stacks", "Pulumi.k8s.yaml"), `config:\n  egress:providers:\n    k8s: { type: kubernetes, context: staging, kubeconfigPath: ${kubeconfig} }\n  egress:pools:\n    - { name: web, provider: k8s, replicas: 1 }\n`);
+    const r = run("--stack", "k8s", "up");
+    assert.equal(r.code, 2, r.stderr);
+    assert.match(r.stderr, /egress:providers\.k8s\.context: context `staging` is not in .*kubeconfig\.yaml \(known: prod\) \(got "staging"\)/);
+});
