@@ -143,7 +143,8 @@ export async function domainsUsing(virsh: Virsh, volPath: string): Promise<strin
         const part = names.slice(i, i + chunk);
         const script = part.map((n, j) => `echo @@egress-domain-${j} ; domblklist --details '${n.replace(/'/g, "")}'`).join(" ; ");
         const out = await virsh([script]);
-        out.split(/^@@egress-domain-(\d+)$/m).forEach((text, k, all) => {
+        // virsh -q may print the next command's output on the marker's line: split on the marker itself.
+        out.split(/@@egress-domain-(\d+)/).forEach((text, k, all) => {
             if (k % 2 === 0 || k + 1 >= all.length) return;
             const listed = all[k + 1].split("\n").some((l) => l.trim().split(/\s+/).slice(3).join(" ") === volPath);
             if (listed) users.push(part[Number(text)]);

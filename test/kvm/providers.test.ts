@@ -12,6 +12,8 @@ import { overlayProvider } from "../../components/kvm/overlay";
 import { seedDiskProvider, SeedDiskInputs } from "../../components/kvm/seed-disk";
 import { domainProvider, DomainInputs } from "../../components/kvm/domain";
 import { withLibvirt } from "../../components/kvm/libvirt";
+import { withNewVolume } from "../../components/kvm/volumes";
+import { overlayXml } from "../../components/kvm/xml";
 import { GUEST_AGENT_SCRIPT, metaData } from "../../components/kvm/seed-iso";
 import { METADATA_NS } from "../../components/kvm/naming";
 import { runSerialized, serializeProvider } from "../helpers/serialized-provider";
@@ -38,12 +40,13 @@ const baseInputs = (over: Partial<BaseImageInputs> = {}): BaseImageInputs => ({
     conn: connection(sb),
     privateKey: sb.privateKey,
     storagePool: sb.pool,
-    entry: "lab",
+    entry: "prov",
     key: "tiny",
     url: image.url,
     sha256: image.sha256,
     format: "qcow2",
-    volume: "base-lab-tiny.qcow2",
+    // Not base-lab-tiny (pool-e2e's, running in parallel): each test file keeps to its own bases.
+    volume: "base-prov-tiny.qcow2",
     ...over,
 });
 const volFile = (name: string) => path.join(sb.poolDir, name);
@@ -55,13 +58,13 @@ async function made<I, O>(p: { create?: (i: I) => Promise<{ id: string; outs?: O
 }
 
 test("BaseImage: a wrong digest fails before anything reaches the host", { timeout: 60_000 }, async () => {
-    await assert.rejects(baseImageProvider.create!(baseInputs({ sha256: "0".repeat(64), volume: "base-lab-bad.qcow2" })), /has sha256 [0-9a-f]{64} .*config says 0{64}; fix `images.tiny.sha256`/);
-    assert.equal(fs.existsSync(volFile("base-lab-bad.qcow2")), false);
+    await assert.rejects(baseImageProvider.create!(baseInputs({ sha256: "0".repeat(64), volume: "base-prov-bad.qcow2" })), /has sha256 [0-9a-f]{64} .*config says 0{64}; fix `images.tiny.sha256`/);
+    assert.equal(fs.existsSync(volFile("base-prov-bad.qcow2")), false);
 });
 
 test("BaseImage, Overlay, SeedDisk, Domain: create, inspect, change, delete", { timeout: 180_000 }, async () => {
     const base = await made(baseImageProvider, baseInputs());
-    assert.equal(base.outs.path, volFile("base-lab-tiny.qcow2"));
+    assert.equal(base.outs.path, volFile("base-prov-tiny.qcow2"));
     assert.deepEqual(fs.readFileSync(base.outs.path), fs.readFileSync(image.file), "published bytes are the verified bytes");
     assert.equal(base.outs.capacityBytes, 16 * 1024 * 1024);
 
@@ -111,8 +114,21 @@ test("BaseImage, Overlay, SeedDisk, Domain: create, inspect, change, delete", { 
     assert.match(lv(["domstate", "t-prov-0"]), /running/);
 
     // Address discovery with nothing booted: still provisioning (update keeps "" and does not throw).
-    const upd = await domainProvider.update!(dom.id, dom.outs, domIn);
+    // Only create waits for an address: update looks once, even with a long addressTimeoutSeconds.
+    const t1 = Date.now();
+    const upd = await domainProvider.update!(dom.id, dom.outs, { ...domIn, addressTimeoutSeconds: 300 });
     assert.equal(upd.outs!.ipAddress, "");
+    assert.ok(Date.now() - t1 < 30_000, `update took ${Date.now() - t1} ms`);
+    console.log(`update of an address-less domain ${Date.now() - t1} ms`);
+    const rd = await domainProvider.read!(dom.id, { ...dom.outs, ipAddress: "192.0.2.9" });
+    assert.equal((rd.props as any).ipAddress, "192.0.2.9", "a read finding nothing keeps the known address");
+
+    // A create meeting a volume of its name that a domain uses never deletes it (e.g. a same-name replace).
+    const ovBefore = lv(["vol-dumpxml", "--pool", sb.pool, "t-prov-0-aa.qcow2"]);
+    await assert.rejects(overlayProvider.create!({ ...ov.outs, capacityBytes: 2 * base.outs.capacityBytes }), /volume t-prov-0-aa\.qcow2 already exists .* domain\(s\) t-prov-0 use it; a disk in use is never deleted/);
+    assert.equal(lv(["vol-dumpxml", "--pool", sb.pool, "t-prov-0-aa.qcow2"]), ovBefore, "overlay untouched");
+    await assert.rejects(seedDiskProvider.create!({ ...seedIn, hostname: "other" }), /volume t-prov-0-seed\.iso already exists .* t-prov-0 use it/);
+    assert.equal(isoFile(seed.outs.path, "meta-data", work).toString(), metaData({ instanceId: "t-prov-0-x", hostname: "prov-0" }), "seed untouched");
     const dd = await domainProvider.diff!(dom.id, dom.outs, { ...domIn, firmware: "bios" });
     assert.deepEqual(dd.replaces, ["firmware"]);
     assert.equal(dd.deleteBeforeReplace, true);
@@ -125,21 +141,49 @@ test("BaseImage, Overlay, SeedDisk, Domain: create, inspect, change, delete", { 
         await baseImageProvider.delete!(base.id, base.outs);
     }
     assert.doesNotMatch(lv(["list", "--all", "--name"]), /t-prov-0/);
-    for (const f of ["t-prov-0-aa.qcow2", "t-prov-0-seed.iso", "base-lab-tiny.qcow2"]) assert.equal(fs.existsSync(volFile(f)), false, f);
+    for (const f of ["t-prov-0-aa.qcow2", "t-prov-0-seed.iso", "base-prov-tiny.qcow2"]) assert.equal(fs.existsSync(volFile(f)), false, f);
     assert.equal(fs.existsSync("/var/lib/libvirt/qemu/nvram/t-prov-0_VARS.fd"), false, "undefine --nvram");
 });
 
 test("BaseImage delete keeps a base that overlays still use", { timeout: 60_000 }, async () => {
-    const base = await made(baseImageProvider, baseInputs({ volume: "base-lab-keep.qcow2" }));
+    const base = await made(baseImageProvider, baseInputs({ volume: "base-prov-keep.qcow2" }));
     const ov = await made(overlayProvider, { conn: connection(sb), privateKey: sb.privateKey, storagePool: sb.pool, volume: "t-keep-0.qcow2", basePath: base.outs.path, baseFormat: "qcow2", capacityBytes: base.outs.capacityBytes });
     await baseImageProvider.delete!(base.id, base.outs);
     assert.ok(fs.existsSync(base.outs.path), "still backing t-keep-0");
     // Another resource adopting the same volume verifies its bytes instead of downloading again.
-    const again = await made(baseImageProvider, baseInputs({ volume: "base-lab-keep.qcow2", url: "http://127.0.0.1:9/never" }));
+    const again = await made(baseImageProvider, baseInputs({ volume: "base-prov-keep.qcow2", url: "http://127.0.0.1:9/never" }));
     assert.equal(again.outs.adopted, true);
     await overlayProvider.delete!(ov.id, ov.outs);
     await baseImageProvider.delete!(again.id, again.outs);
     assert.equal(fs.existsSync(base.outs.path), false);
+});
+
+test("create paths delete only volumes they created; unused leftovers of ours are replaced", { timeout: 120_000 }, async () => {
+    for (const v of ["t-own-0.qcow2", "base-prov-own.qcow2", "base-prov-race.qcow2"]) fs.rmSync(volFile(v), { force: true });
+    lv(["pool-refresh", sb.pool]);
+    const base = await made(baseImageProvider, baseInputs({ volume: "base-prov-own.qcow2" }));
+    // Someone else's volume of the name we are about to create: vol-create fails, the volume survives.
+    lv(["vol-create-as", sb.pool, "t-own-0.qcow2", "1M", "--format", "qcow2"]);
+    const before = fs.readFileSync(volFile("t-own-0.qcow2"));
+    await assert.rejects(
+        withLibvirt(connection(sb), sb.privateKey, (virsh) => withNewVolume(virsh, sb.pool, "t-own-0.qcow2", overlayXml("t-own-0.qcow2", 1 << 20, base.outs.path, "qcow2"), async () => "filled")),
+        /volume t-own-0\.qcow2 appeared in pool .* it was left alone/,
+    );
+    assert.deepEqual(fs.readFileSync(volFile("t-own-0.qcow2")), before, "not deleted, not overwritten");
+    // The same volume, used by no domain, is a leftover for the overlay of that name: replaced.
+    const ov = await made(overlayProvider, { conn: connection(sb), privateKey: sb.privateKey, storagePool: sb.pool, volume: "t-own-0.qcow2", basePath: base.outs.path, baseFormat: "qcow2", capacityBytes: base.outs.capacityBytes });
+    assert.match(lv(["vol-dumpxml", "--pool", sb.pool, "t-own-0.qcow2"]), new RegExp(`<backingStore>[\\s\\S]*<path>${base.outs.path}</path>`));
+    await overlayProvider.delete!(ov.id, ov.outs);
+
+    // Two creates of one base at once (two stacks): whatever the interleaving, the volume ends up
+    // holding the verified bytes, and a loser says so instead of deleting the winner's volume.
+    const results = await Promise.allSettled([0, 1].map(() => baseImageProvider.create!(baseInputs({ volume: "base-prov-race.qcow2" }))));
+    console.log(`concurrent base creates: ${results.map((r) => r.status).join(", ")}`);
+    assert.ok(results.some((r) => r.status === "fulfilled"));
+    for (const r of results) if (r.status === "rejected") assert.match(String(r.reason), /left alone/);
+    assert.deepEqual(fs.readFileSync(volFile("base-prov-race.qcow2")), fs.readFileSync(image.file));
+    for (const v of ["base-prov-race.qcow2", "base-prov-own.qcow2"]) await baseImageProvider.delete!("x", baseInputs({ volume: v }) as any);
+    assert.equal(fs.existsSync(volFile("base-prov-race.qcow2")), false);
 });
 
 test("wrong host key: clear error, no libvirt session", { timeout: 30_000 }, async () => {
