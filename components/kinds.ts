@@ -45,15 +45,6 @@ const local: ProviderKindModule<Extract<ProviderConfig, { type: "local" }>> = {
     createMember: (name, args, _shared, opts) => new LocalProxy(name, args, opts),
 };
 
-/** Kinds whose components have not landed yet fail loudly at plan time instead of doing nothing. */
-function notYet(kind: ProviderKind): ProviderKindModule {
-    return {
-        createMember() {
-            throw new Error(`provider kind \`${kind}\` is not implemented in this build of egress yet`);
-        },
-    };
-}
-
 export const kinds: Record<ProviderKind, ProviderKindModule<any, any, any>> = {
     local,
     kvm: kvmKind,
