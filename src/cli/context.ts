@@ -1,7 +1,7 @@
 import * as fs from "node:fs";
 import * as path from "node:path";
 import { ConfigError } from "../config";
-import { EngineError, PACKAGE_ROOT, StackMissingError } from "../engine";
+import { EngineError, EngineMissingError, PACKAGE_ROOT, StackMissingError } from "../engine";
 
 /** Exit codes: scripts can tell a bad request from a failed operation from a missing prerequisite. */
 export const EXIT = { ok: 0, failed: 1, invalid: 2, prerequisite: 3 } as const;
@@ -21,13 +21,12 @@ export function projectDir(opts: GlobalOptions): string {
 }
 
 export class UsageError extends Error {}
-export class PrerequisiteError extends Error {}
 
 /** Prints an error the way the user needs it and returns the exit code that classifies it. */
 export function reportError(e: unknown, json: boolean | undefined): number {
     const code =
         e instanceof ConfigError || e instanceof UsageError || e instanceof StackMissingError ? EXIT.invalid
-        : e instanceof PrerequisiteError ? EXIT.prerequisite
+        : e instanceof EngineMissingError ? EXIT.prerequisite
         : EXIT.failed;
     const message = e instanceof Error ? e.message : String(e);
     if (json) process.stdout.write(JSON.stringify({ ok: false, error: { type: (e as Error)?.name ?? "Error", message, ...(e instanceof ConfigError ? { problems: e.problems } : {}) } }) + "\n");

@@ -38,10 +38,18 @@ export interface OperationResult {
 export class EngineError extends Error {
     /** True when another update held the stack lock: retrying later may succeed. */
     readonly locked: boolean;
-    constructor(readonly kind: OperationKind | "open", message: string, readonly cause?: unknown) {
+    constructor(readonly kind: OperationKind, message: string, readonly cause?: unknown) {
         super(`${kind} failed: ${message}`);
         this.name = "EngineError";
         this.locked = cause instanceof ConcurrentUpdateError;
+    }
+}
+
+/** The Pulumi CLI is not installed where egress looks for it (a prerequisite, not a failed operation). */
+export class EngineMissingError extends Error {
+    constructor(message: string) {
+        super(message);
+        this.name = "EngineMissingError";
     }
 }
 
@@ -151,11 +159,6 @@ export class StackDriver {
         return url.startsWith("file://") ? url.slice("file://".length) : undefined;
     }
 
-    /** Clears a lock left by a crashed run (file backend) so the next operation can start. */
-    async cancel(): Promise<void> {
-        await this.serial(async () => (await this.open()).cancel().catch(() => undefined));
-    }
-
     private operation(
         kind: OperationKind,
         opts: OperationOptions,
@@ -197,7 +200,7 @@ export class StackDriver {
     private open(): Promise<Stack> {
         this.stack ??= (async () => {
             const pulumiCommand = await PulumiCommand.get({ root: this.home.dir }).catch((e) => {
-                throw new EngineError("open", `the Pulumi CLI is missing from ${this.home.binDir}: run \`npm run setup\` (${(e as Error).message})`);
+                throw new EngineMissingError(`the Pulumi CLI is missing from ${this.home.binDir}: run \`npm run setup\` (${(e as Error).message})`);
             });
             const program = createProgram({ projectRoot: this.workDir, stateDir: this.home.runDir });
             const args = { stackName: this.stackName, projectName: "egress", program };

@@ -16,7 +16,11 @@ fs.writeFileSync(path.join(dir, "stacks", "Pulumi.t.yaml"), stackYaml);
 fs.writeFileSync(path.join(dir, "stacks", "Pulumi.bad.yaml"), "config:\n  egress:providers:\n    local: { type: local }\n  egress:pools:\n    - { name: web, provider: lokal, replicas: 2 }\n");
 
 function run(...args: string[]) {
-    const r = cp.spawnSync(process.execPath, [cli, "--cwd", dir, ...args], { encoding: "utf8", timeout: 30_000 });
+    return runWith({}, ...args);
+}
+
+function runWith(env: Record<string, string>, ...args: string[]) {
+    const r = cp.spawnSync(process.execPath, [cli, "--cwd", dir, ...args], { encoding: "utf8", timeout: 30_000, env: { ...process.env, ...env } });
     return { code: r.status, stdout: r.stdout, stderr: r.stderr };
 }
 
@@ -85,4 +89,11 @@ test("up with a Kubernetes context missing from the kubeconfig exits 2 naming th
     const r = run("--stack", "k8s", "up");
     assert.equal(r.code, 2, r.stderr);
     assert.match(r.stderr, /egress:providers\.k8s\.context: context `staging` is not in .*kubeconfig\.yaml \(known: prod\) \(got "staging"\)/);
+});
+
+test("a missing Pulumi CLI is a missing prerequisite: exit 3 and what to run", () => {
+    const home = fs.mkdtempSync(path.join(os.tmpdir(), "egress-nohome-"));
+    const r = runWith({ EGRESS_HOME: home }, "--stack", "t", "up");
+    assert.equal(r.code, 3, r.stderr);
+    assert.match(r.stderr, /the Pulumi CLI is missing from .*: run `npm run setup`/);
 });
