@@ -16,10 +16,9 @@ export interface GcpCheckerOptions extends CheckerOptions, Omit<GcpClientOptions
  */
 export function gcpChecker(providerName: string, entry: GcpProviderConfig, options: GcpCheckerOptions = {}): Checker {
     const timeoutMs = options.timeoutMs ?? 10000;
-    const client = new GcpComputeClient(entry.project, { ...options, timeoutMs });
     const filter = labelFilter({ "egress-project": options.labelProject ?? "egress" });
 
-    async function checkZone(zone: string, signal?: AbortSignal): Promise<CheckVerdict> {
+    async function checkZone(client: GcpComputeClient, zone: string, signal?: AbortSignal): Promise<CheckVerdict> {
         const target = `zone/${zone}`;
         const started = Date.now();
         try {
@@ -44,8 +43,11 @@ export function gcpChecker(providerName: string, entry: GcpProviderConfig, optio
         provider: providerName,
         kind: "gcp",
         async check(signal) {
+            // A client per round: it caches its access token, which expires after an hour, and the service
+            // keeps one checker for its whole life. The zones of one round share the client (and its token).
+            const client = new GcpComputeClient(entry.project, { ...options, timeoutMs });
             // Zones are independent: check them concurrently so one slow zone does not hide the others.
-            return Promise.all(entry.zones.map((z) => checkZone(z, signal)));
+            return Promise.all(entry.zones.map((z) => checkZone(client, z, signal)));
         },
     };
 }

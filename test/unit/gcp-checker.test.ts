@@ -109,4 +109,20 @@ describe("gcp checker", () => {
         assert.match(bad.message, /HTTP 400: invalid_grant — Token has been expired or revoked/);
         fs.rmSync(adc);
     });
+
+    it("fetches a fresh access token every round (a cached one expires after an hour)", async () => {
+        const keyFile = path.join(emptyHome, "adc-rounds.json");
+        fs.writeFileSync(keyFile, JSON.stringify({ type: "authorized_user", client_id: "id", client_secret: "s", refresh_token: "r1", token_uri: `${fake.url}/token` }));
+        let exchanges = 0;
+        fake.tokenHandler = () => {
+            exchanges++;
+            return { status: 200, body: { access_token: TOKEN } };
+        };
+        const checker = gcpChecker("gcp-eu", entry, opts({ accessToken: undefined, env: { GOOGLE_APPLICATION_CREDENTIALS: keyFile } }));
+        assert.deepEqual((await checker.check()).map((v) => v.ok), [true, true]);
+        // Both zones of one round share one token.
+        assert.equal(exchanges, 1);
+        assert.deepEqual((await checker.check()).map((v) => v.ok), [true, true]);
+        assert.equal(exchanges, 2);
+    });
 });
