@@ -18,7 +18,7 @@ async function runOperation(kind: OperationKind, opts: GlobalOptions & { refresh
     const onProgress = opts.quiet ? undefined : progressPrinter();
     if (!opts.quiet) process.stderr.write(`${kind} stack ${opts.stack} (${projectDir(opts)})\n`);
     const result = await driver[kind]({ onProgress, refresh: opts.refresh });
-    const proxies = kind === "up" || kind === "refresh" ? await driver.proxies() : undefined;
+    const proxies = kind === "up" ? result.proxies : kind === "refresh" ? await driver.proxies() : undefined;
     if (opts.json) process.stdout.write(JSON.stringify({ ok: true, ...result, ...(proxies ? { proxies } : {}) }) + "\n");
     else {
         process.stderr.write(summaryLine(result) + "\n");

@@ -32,6 +32,8 @@ export interface OperationResult {
     /** Resource changes by op (`create`, `delete`, `same`, ...). */
     changes: Record<string, number>;
     durationMs: number;
+    /** `up` only: the stack output `proxies` the update produced (the engine returns outputs with it). */
+    proxies?: ProxyMember[];
 }
 
 /** An engine operation failed; `message` carries the engine's own error lines, never the whole log. */
@@ -176,8 +178,9 @@ export class StackDriver {
                 if (p.kind === "diagnostic" && p.severity === "error" && p.message) diagnostics.push(p.message);
                 opts.onProgress?.(p);
             };
+            let outcome: unknown;
             try {
-                await run(stack, onEvent);
+                outcome = await run(stack, onEvent);
             } catch (e) {
                 if (e instanceof ConcurrentUpdateError) {
                     const holders = stackLocks(this.backendDir(), this.stackName).map((l) => `pid ${l.pid}@${l.hostname}`);
@@ -186,7 +189,9 @@ export class StackDriver {
                 const detail = diagnostics.length ? diagnostics.join("\n") : lastLines((e as Error).message, 8);
                 throw new EngineError(kind, detail, e);
             }
-            return { kind, changes, durationMs: Date.now() - started };
+            const outputs = (outcome as { outputs?: Record<string, { value: unknown }> } | undefined)?.outputs;
+            const proxies = outputs ? ((outputs.proxies?.value as ProxyMember[] | undefined) ?? []) : undefined;
+            return { kind, changes, durationMs: Date.now() - started, ...(proxies ? { proxies } : {}) };
         });
     }
 

@@ -1,6 +1,7 @@
 import type { Logger } from "pino";
 import { checkReplicas, setPoolReplicas } from "../config";
 import type { EngineError, StackDriver } from "../engine";
+import type { ProxyMember } from "../../components/member";
 import type { Operation, OperationLog } from "./operations";
 
 export interface ScalerDeps {
@@ -9,8 +10,11 @@ export interface ScalerDeps {
     stack: string;
     ops: OperationLog;
     log: Logger;
-    /** Called after every operation settles (the fleet re-reads stack outputs here). */
-    onSettled?: (op: Operation) => Promise<void> | void;
+    /**
+     * Called after every operation settles, with the stack output `proxies` when the update succeeded
+     * (the fleet refreshes from them; after a failure it re-reads the outputs itself).
+     */
+    onSettled?: (op: Operation, proxies?: ProxyMember[]) => Promise<void> | void;
 }
 
 /** Scale requests are refused while the service starts (recovery) or stops; the route answers 503. */
@@ -109,11 +113,13 @@ export class Scaler {
         ops.update(op, { status: "running", startedAt: new Date().toISOString() });
         log.info("operation started");
         let patch: Partial<Operation>;
+        let proxies: ProxyMember[] | undefined;
         try {
             // Written at start, not at request time: the stack file always shows what the engine is applying.
             for (const [pool, n] of Object.entries(op.desired)) setPoolReplicas(projectRoot, stack, pool, n);
             const result = await this.upWithLockRetry(op, log);
             patch = { status: "succeeded", changes: result.changes };
+            proxies = result.proxies;
             log.info({ changes: result.changes, durationMs: result.durationMs }, "operation succeeded");
         } catch (e) {
             patch = { status: "failed", error: (e as Error).message };
@@ -121,13 +127,14 @@ export class Scaler {
         }
         // The fleet view is refreshed before the operation reads as settled, so a client that saw
         // `succeeded` also sees the new members.
+        const done = { ...patch, finishedAt: new Date().toISOString() };
         try {
-            await this.deps.onSettled?.({ ...op, ...patch, finishedAt: new Date().toISOString() });
+            await this.deps.onSettled?.({ ...op, ...done }, proxies);
         } catch (e) {
             log.error({ err: e }, "refreshing the fleet after the operation failed");
         }
         try {
-            ops.update(op, { ...patch, finishedAt: new Date().toISOString() });
+            ops.update(op, done);
         } catch (e) {
             log.error({ err: e }, "recording the operation's result failed"); // the journal write; the op itself is done
         }

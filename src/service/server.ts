@@ -15,6 +15,7 @@ import { createMetrics } from "./metrics";
 import { OperationLog } from "./operations";
 import { ProviderHealth } from "./provider-health";
 import { Scaler } from "./scaler";
+import type { ProxyMember } from "../../components/member";
 
 export interface ServeOptions {
     projectRoot: string;
@@ -106,17 +107,18 @@ export async function startService(opts: ServeOptions): Promise<RunningService> 
     fleet = new Fleet(leases, health);
     const providerHealth = new ProviderHealth({ log, metrics, intervalMs: opts.providerCheckIntervalMs ?? 60_000 });
 
-    const refreshFleet = async () => {
+    /** Re-syncs the fleet with the stack: from `proxies` an update just returned, else by reading the outputs. */
+    const refreshFleet = async (proxies?: ProxyMember[]) => {
         const cfg = loadStackConfig(opts.projectRoot, opts.stack);
-        fleet.sync(await driver.proxies(), cfg.pools);
+        fleet.sync(proxies ?? (await driver.proxies()), cfg.pools);
         for (const [pool, c] of Object.entries(fleet.poolCounts())) for (const [state, n] of Object.entries(c)) metrics.proxies.set({ pool, state }, n);
     };
     const scaler = new Scaler({
         driver, projectRoot: opts.projectRoot, stack: opts.stack, ops, log,
-        onSettled: async (op) => {
+        onSettled: async (op, proxies) => {
             metrics.operations.inc({ kind: op.kind, result: op.status });
             if (op.startedAt && op.finishedAt) metrics.operationDuration.observe({ kind: op.kind }, (Date.parse(op.finishedAt) - Date.parse(op.startedAt)) / 1000);
-            await refreshFleet();
+            await refreshFleet(proxies);
         },
     });
     const app = createApp({
