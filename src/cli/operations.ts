@@ -1,5 +1,5 @@
 import type { Command } from "commander";
-import { loadStackConfig, setPoolReplicas, checkReplicas } from "../config";
+import { loadStackConfig, setPoolReplicas } from "../config";
 import { OperationKind, StackDriver } from "../engine";
 import { action, GlobalOptions, projectDir, UsageError } from "./context";
 import { preflight } from "./preflight";
@@ -68,7 +68,7 @@ export function registerOperations(program: Command): void {
         .action(action(async (pool: string, replicas: string, o, cmd) => {
             const opts = { ...cmd.optsWithGlobals(), ...o };
             const dir = projectDir(opts);
-            checkReplicas(dir, opts.stack, pool, replicas); // every bad input fails here, before any write
+            // Validates before writing: every bad input fails here, with the stack file untouched.
             const { previous, replicas: n } = setPoolReplicas(dir, opts.stack, pool, replicas);
             if (!opts.quiet) process.stderr.write(`pool ${pool}: replicas ${previous} -> ${n}\n`);
             if (o.up) await runOperation("up", opts);

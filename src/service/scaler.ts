@@ -1,5 +1,5 @@
 import type { Logger } from "pino";
-import { checkReplicas, setPoolReplicas } from "../config";
+import { setPoolReplicas } from "../config";
 import type { EngineError, StackDriver } from "../engine";
 import type { ProxyMember } from "../../components/member";
 import type { Operation, OperationLog } from "./operations";
@@ -42,11 +42,13 @@ export class Scaler {
 
     constructor(private readonly deps: ScalerDeps) {}
 
-    /** Validates and records a scale request. Throws ConfigError (→ 400) for bad counts or pools. */
-    request(pool: string, replicas: unknown): Operation {
+    /**
+     * Records a scale request the caller already validated (the HTTP route checks the pool, the count
+     * and maxReplicas); the operation re-checks against the stack file when it writes it.
+     */
+    request(pool: string, replicas: number): Operation {
         if (this.accepting !== "yes") throw new NotAcceptingError(this.accepting);
-        const n = checkReplicas(this.deps.projectRoot, this.deps.stack, pool, replicas);
-        return this.enqueue("scale", { [pool]: n });
+        return this.enqueue("scale", { [pool]: replicas });
     }
 
     /** Recovery is done: scale requests are accepted from now on. */
