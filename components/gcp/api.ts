@@ -2,23 +2,17 @@
  * A minimal Compute Engine REST v1 client (list, delete, wait) for the health checker and `egress gc`.
  * Plain `fetch`; the endpoint is configurable so tests talk to a local server with the same JSON.
  */
+import { DEFAULT_TIMEOUT_MS, errorText, Query, queryString, RestApiError, RestClientOptions } from "../rest";
 import { GcpAuthOptions, GcpCredentialsError, resolveCredentials } from "./auth";
 
 export const COMPUTE_ENDPOINT = "https://compute.googleapis.com";
 
-export interface GcpClientOptions extends GcpAuthOptions {
-    /** Base URL of the Compute API. @default "https://compute.googleapis.com" */
-    endpoint?: string;
-    /** Per-request timeout in milliseconds. @default 10000 */
-    timeoutMs?: number;
-}
+/** `endpoint` is the base URL of the Compute API; @default "https://compute.googleapis.com" */
+export interface GcpClientOptions extends GcpAuthOptions, RestClientOptions {}
 
-/** A failed API call: HTTP status (0 for timeouts and network errors), Google's reason, and the stage it maps to. */
-export class GcpApiError extends Error {
-    constructor(message: string, readonly status: number, readonly stage: string, readonly reason?: string) {
-        super(message);
-        this.name = "GcpApiError";
-    }
+/** A failed Compute API call; `reason` is Google's. */
+export class GcpApiError extends RestApiError {
+    override name = "GcpApiError";
 }
 
 /**
@@ -47,7 +41,7 @@ export class GcpComputeClient {
 
     constructor(readonly project: string, opts: GcpClientOptions = {}) {
         this.base = `${(opts.endpoint ?? COMPUTE_ENDPOINT).replace(/\/$/, "")}/compute/v1/projects/${encodeURIComponent(project)}`;
-        this.timeoutMs = opts.timeoutMs ?? 10000;
+        this.timeoutMs = opts.timeoutMs ?? DEFAULT_TIMEOUT_MS;
         this.opts = { ...opts, env: opts.env ?? { ...process.env } };
     }
 
@@ -59,17 +53,17 @@ export class GcpComputeClient {
         }
         return this.tokenPromise.catch((e) => {
             if (e instanceof GcpCredentialsError) throw e;
-            throw new GcpCredentialsError(`cannot get a GCP access token: ${timeoutText(e, this.timeoutMs)}`);
+            throw new GcpCredentialsError(`cannot get a GCP access token: ${errorText(e, this.timeoutMs)}`);
         });
     }
 
     /** GET `<project>/<path>`; one page. */
-    async get<T = any>(path: string, query: Record<string, string | number | undefined> = {}, signal?: AbortSignal): Promise<T> {
+    async get<T = any>(path: string, query: Query = {}, signal?: AbortSignal): Promise<T> {
         return this.call<T>("GET", path, query, signal);
     }
 
     /** Every item of a list endpoint, following `nextPageToken`. Aggregated lists return `{scope: items[]}`. */
-    async listAll(path: string, query: Record<string, string | number | undefined>, itemsKey?: string, signal?: AbortSignal): Promise<{ scope: string; item: any }[]> {
+    async listAll(path: string, query: Query, itemsKey?: string, signal?: AbortSignal): Promise<{ scope: string; item: any }[]> {
         const out: { scope: string; item: any }[] = [];
         let pageToken: string | undefined;
         do {
@@ -106,18 +100,16 @@ export class GcpComputeClient {
         return outer ? AbortSignal.any([outer, t]) : t;
     }
 
-    private async call<T>(method: string, path: string, query: Record<string, string | number | undefined>, signal?: AbortSignal): Promise<T> {
+    private async call<T>(method: string, path: string, query: Query, signal?: AbortSignal): Promise<T> {
         const token = await this.token(signal);
-        const qs = new URLSearchParams();
-        for (const [k, v] of Object.entries(query)) if (v !== undefined) qs.set(k, String(v));
-        const url = `${this.base}/${path}${qs.size ? `?${qs}` : ""}`;
+        const url = `${this.base}/${path}${queryString(query)}`;
         let res: Response;
         let text: string;
         try {
             res = await fetch(url, { method, headers: { authorization: `Bearer ${token}`, accept: "application/json" }, signal: this.signal(signal) });
             text = await res.text();
         } catch (e) {
-            throw new GcpApiError(`${method} ${path}: ${timeoutText(e, this.timeoutMs)}`, 0, "api");
+            throw new GcpApiError(`${method} ${path}: ${errorText(e, this.timeoutMs)}`, 0, "api");
         }
         let body: any;
         try {
@@ -133,13 +125,4 @@ export class GcpComputeClient {
         }
         return body as T;
     }
-}
-
-/** `timed out after Nms` for timeouts, the error's message otherwise. */
-export function timeoutText(e: unknown, timeoutMs: number): string {
-    const err = e as Error;
-    if (err?.name === "TimeoutError") return `timed out after ${timeoutMs}ms`;
-    if (err?.name === "AbortError") return "aborted";
-    const cause = (err as any)?.cause;
-    return cause?.code ? `${err.message} (${cause.code})` : String(err?.message ?? e);
 }

@@ -5,21 +5,15 @@
 import * as http from "node:http";
 import * as https from "node:https";
 import type { KubernetesProviderConfig } from "../../src/config";
+import { DEFAULT_TIMEOUT_MS, errorText, Query, queryString, RestApiError, RestClientOptions } from "../rest";
 import { ClusterAccess, KubeconfigOptions, loadClusterAccess } from "./kubeconfig";
 
-export interface KubeClientOptions extends Omit<KubeconfigOptions, "kubeconfigPath" | "context"> {
-    /** Overrides the cluster's server URL (tests point it at a local server). */
-    endpoint?: string;
-    /** Per-request timeout in milliseconds. @default 10000 */
-    timeoutMs?: number;
-}
+/** `endpoint` overrides the cluster's server URL. */
+export interface KubeClientOptions extends Omit<KubeconfigOptions, "kubeconfigPath" | "context">, RestClientOptions {}
 
-/** A failed call: HTTP status (0 for timeouts and network errors), the Status `reason`, and the stage it maps to. */
-export class KubeApiError extends Error {
-    constructor(message: string, readonly status: number, readonly stage: string, readonly reason?: string) {
-        super(message);
-        this.name = "KubeApiError";
-    }
+/** A failed call to the API server; `reason` is the Status object's. */
+export class KubeApiError extends RestApiError {
+    override name = "KubeApiError";
 }
 
 /** 401 → `credentials`, 403 → `rbac`, 404 → `not-found`, anything else (5xx, timeouts, refused) → `api`. */
@@ -36,9 +30,9 @@ export class KubeClient {
     readonly server: string;
     private readonly timeoutMs: number;
 
-    constructor(private readonly access: ClusterAccess, opts: { endpoint?: string; timeoutMs?: number } = {}) {
+    constructor(private readonly access: ClusterAccess, opts: RestClientOptions = {}) {
         this.server = (opts.endpoint ?? access.server).replace(/\/$/, "");
-        this.timeoutMs = opts.timeoutMs ?? 10000;
+        this.timeoutMs = opts.timeoutMs ?? DEFAULT_TIMEOUT_MS;
     }
 
     /** Builds a client for a provider entry. Throws KubeconfigError (naming the entry field) when the kubeconfig is unusable. */
@@ -51,7 +45,7 @@ export class KubeClient {
         return this.access.context;
     }
 
-    async get<T = any>(path: string, query: Record<string, string | number | undefined> = {}, signal?: AbortSignal): Promise<T> {
+    async get<T = any>(path: string, query: Query = {}, signal?: AbortSignal): Promise<T> {
         return this.request<T>("GET", path, query, signal);
     }
 
@@ -66,11 +60,9 @@ export class KubeClient {
         }
     }
 
-    private async request<T>(method: string, path: string, query: Record<string, string | number | undefined>, signal?: AbortSignal): Promise<T> {
+    private async request<T>(method: string, path: string, query: Query, signal?: AbortSignal): Promise<T> {
         const creds = await this.access.credentials();
-        const qs = new URLSearchParams();
-        for (const [k, v] of Object.entries(query)) if (v !== undefined) qs.set(k, String(v));
-        const url = new URL(`${this.server}${path}${qs.size ? `?${qs}` : ""}`);
+        const url = new URL(`${this.server}${path}${queryString(query)}`);
         const headers: Record<string, string> = { accept: "application/json" };
         if (creds.token) headers.authorization = `Bearer ${creds.token}`;
         else if (creds.basic) headers.authorization = `Basic ${creds.basic}`;
@@ -100,9 +92,8 @@ export class KubeClient {
                 reject(e);
             });
             req.end();
-        }).catch((e: any) => {
-            const why = e?.name === "TimeoutError" ? e.message : e?.name === "AbortError" ? "aborted" : `${e?.message ?? e}${e?.code && !String(e.message).includes(e.code) ? ` (${e.code})` : ""}`;
-            throw new KubeApiError(`${method} ${path}: ${why}`, 0, "api");
+        }).catch((e) => {
+            throw new KubeApiError(`${method} ${path}: ${errorText(e, this.timeoutMs)}`, 0, "api");
         });
         let body: any;
         try {
