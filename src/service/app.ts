@@ -1,4 +1,4 @@
-import type { IncomingMessage, ServerResponse } from "node:http";
+import type { IncomingMessage, RequestListener, ServerResponse } from "node:http";
 import express from "express";
 import pinoHttp from "pino-http";
 import type { Logger } from "pino";
@@ -16,8 +16,6 @@ import { discoveryRoutes } from "./routes/discovery";
 import { systemRoutes } from "./routes/system";
 import { BODY_LIMIT_BYTES, isLeaseRequest, leaseFastPath } from "./fast-path";
 
-type Handle = (this: unknown, req: IncomingMessage, res: ServerResponse, next?: (err?: unknown) => void) => void;
-
 /** Everything the HTTP layer needs, built by src/service/server.ts (or by tests with synthetic parts). */
 export interface AppDeps {
     projectRoot: string;
@@ -33,9 +31,6 @@ export interface AppDeps {
     ready: () => { ok: true } | { ok: false; reason: string };
 }
 
-/** Largest accepted request body; scale and lease bodies are tiny. */
-export const BODY_LIMIT = BODY_LIMIT_BYTES;
-
 /**
  * Request log levels: lease and release successes at debug, because a busy crawler fleet sends
  * thousands a second and a JSON line each would cost more than the lease (and flood the log); they are
@@ -47,27 +42,27 @@ function requestLogLevel(req: IncomingMessage, res: ServerResponse, err?: Error)
     return res.statusCode < 400 && isLeaseRequest(req) ? "debug" : "info";
 }
 
-/** The Express app. `listen` lives in server.ts so tests can mount it on any port. */
-export function createApp(deps: AppDeps): express.Express {
+/**
+ * The request listener: the lease routes' fast path first (it answers before Express's per-request
+ * set-up, see fast-path.ts), the Express app for everything else. `listen` lives in server.ts so tests
+ * can mount it on any port.
+ */
+export function createApp(deps: AppDeps): RequestListener {
     const logging = pinoHttp({ logger: deps.log, customLogLevel: requestLogLevel, autoLogging: { ignore: (req) => req.url === "/healthz" || req.url === "/metrics" || req.url === "/v1/echo" } });
     const app = express();
     app.disable("x-powered-by");
     app.set("etag", false);
     app.use(logging);
-    app.use(express.json({ limit: BODY_LIMIT, strict: true, type: () => true }));
+    // Scale and lease bodies are tiny; the fast path enforces the same limit.
+    app.use(express.json({ limit: BODY_LIMIT_BYTES, strict: true, type: () => true }));
     app.use(systemRoutes(deps));
     app.use(poolRoutes(deps));
     app.use(operationRoutes(deps));
     app.use(discoveryRoutes(deps));
     app.use(notFound);
     app.use(errorHandler);
-    // The lease routes' fast path answers before Express's per-request set-up (see fast-path.ts). The app
-    // function calls `app.handle` for every request, so wrapping it keeps createApp's return value a
-    // plain Express app for server.ts and tests.
     const fast = leaseFastPath(deps, (req, res) => logging(req, res));
-    const handle = (app as unknown as { handle: Handle }).handle;
-    (app as unknown as { handle: Handle }).handle = function (req, res, next) {
-        if (!fast(req, res)) handle.call(this, req, res, next);
+    return (req, res) => {
+        if (!fast(req, res)) app(req, res);
     };
-    return app;
 }
