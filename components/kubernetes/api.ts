@@ -29,6 +29,7 @@ export function labelSelector(labels: Record<string, string>): string {
 export class KubeClient {
     readonly server: string;
     private readonly timeoutMs: number;
+    private credentialsPromise?: ReturnType<ClusterAccess["credentials"]>;
 
     constructor(private readonly access: ClusterAccess, opts: RestClientOptions = {}) {
         this.server = (opts.endpoint ?? access.server).replace(/\/$/, "");
@@ -60,8 +61,20 @@ export class KubeClient {
         }
     }
 
+    /**
+     * The user's credentials, resolved once per client (an exec plugin runs, a token file is read, once): a
+     * client lives one check round or one gc run. A failure is not kept, so the next request tries again.
+     */
+    private credentials(): ReturnType<ClusterAccess["credentials"]> {
+        if (!this.credentialsPromise) {
+            this.credentialsPromise = this.access.credentials();
+            this.credentialsPromise.catch(() => (this.credentialsPromise = undefined));
+        }
+        return this.credentialsPromise;
+    }
+
     private async request<T>(method: string, path: string, query: Query, signal?: AbortSignal): Promise<T> {
-        const creds = await this.access.credentials();
+        const creds = await this.credentials();
         const url = new URL(`${this.server}${path}${queryString(query)}`);
         const headers: Record<string, string> = { accept: "application/json" };
         if (creds.token) headers.authorization = `Bearer ${creds.token}`;

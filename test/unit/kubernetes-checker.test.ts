@@ -77,4 +77,22 @@ describe("kubernetes checker", () => {
         assert.equal(v.ok, true, v.message);
         assert.equal(v.details?.context, "x");
     });
+
+    it("runs the exec plugin once per round, not once per request", async () => {
+        const fs = await import("node:fs");
+        const path = await import("node:path");
+        const dir = path.dirname(kubeconfig);
+        const runs = path.join(dir, "plugin-runs");
+        const plugin = path.join(dir, "counting-plugin.js");
+        fs.writeFileSync(plugin, `require("fs").appendFileSync(${JSON.stringify(runs)}, "x");process.stdout.write(JSON.stringify({kind:"ExecCredential",apiVersion:"client.authentication.k8s.io/v1",status:{token:"k8s-test-token"}}))`);
+        const file = path.join(dir, "counting-config");
+        fs.writeFileSync(file, `apiVersion: v1\nclusters: [{name: c, cluster: {server: "${fake.url}"}}]\nusers: [{name: u, user: {exec: {apiVersion: client.authentication.k8s.io/v1, command: "${process.execPath}", args: ["${plugin}"]}}}]\ncontexts: [{name: x, context: {cluster: c, user: u}}]\ncurrent-context: x\n`);
+        const checker = kubernetesChecker("k8s", entry({ kubeconfigPath: file, context: undefined }), { env: {}, timeoutMs: 2000 });
+        const [v] = await checker.check();
+        assert.equal(v.ok, true, v.message);
+        // Two requests (/version, then the pod list), one plugin run.
+        assert.equal(fs.readFileSync(runs, "utf8"), "x");
+        await checker.check();
+        assert.equal(fs.readFileSync(runs, "utf8"), "xx");
+    });
 });
