@@ -44,18 +44,22 @@ export function labelValue(s: string): string {
     return s.toLowerCase().replace(/[^a-z0-9_-]/g, "-").slice(0, 63);
 }
 
+/** Labels naming the stack: `egress gc` lists by these, so every managed resource carries them. */
+export function stackLabels(project: string, stack: string): Record<string, string> {
+    return { "egress-project": labelValue(project), "egress-stack": labelValue(stack) };
+}
+
+/** Labels of pool-level resources: those of a member without `egress-member`, so member selectors never match them. */
+export function poolLabels(ctx: StackContext, pool: string): Record<string, string> {
+    return { ...stackLabels(ctx.project, ctx.stack), "egress-pool": labelValue(pool) };
+}
+
 /**
  * Labels carried by every managed resource so `egress gc` can find what state does not know.
  * Values are DNS-label safe (GCE and Kubernetes both restrict label values).
  */
 export function memberLabels(ctx: StackContext, pool: string, member: string): Record<string, string> {
-    const clean = labelValue;
-    return {
-        "egress-project": clean(ctx.project),
-        "egress-stack": clean(ctx.stack),
-        "egress-pool": clean(pool),
-        "egress-member": clean(member),
-    };
+    return { ...poolLabels(ctx, pool), "egress-member": labelValue(member) };
 }
 
 /**

@@ -9,6 +9,7 @@ export function regionOf(zone: string): string {
     return zone.replace(/-[a-z]$/, "");
 }
 
+/** Unlike a label value (components/member.ts labelValue), a GCE name has no `_` and no length cut here. */
 function clean(s: string): string {
     return s.toLowerCase().replace(/[^a-z0-9-]/g, "-");
 }

@@ -4,7 +4,7 @@ import { PodProxy } from "./pod-proxy";
 import { createKubernetesPoolShared, KubernetesPoolShared } from "./shared";
 
 export { PodProxy, PodProxyArgs, SQUID_CONF_PATH, CONFIG_HASH_ANNOTATION } from "./pod-proxy";
-export { createKubernetesPoolShared, KubernetesPoolShared, poolLabels } from "./shared";
+export { createKubernetesPoolShared, KubernetesPoolShared } from "./shared";
 export * from "./squid-config";
 
 /** The `kubernetes` kind: a provider and config Secret per pool, a Deployment and Service per member. */

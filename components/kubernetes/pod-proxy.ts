@@ -1,7 +1,7 @@
 import * as pulumi from "@pulumi/pulumi";
 import * as k8s from "@pulumi/kubernetes";
 import type { KubernetesProviderConfig } from "../../src/config";
-import { MemberArgs, memberLabels, ProxyMemberComponent } from "../member";
+import { MemberArgs, memberLabels, poolLabels, ProxyMemberComponent } from "../member";
 import type { KubernetesPoolShared } from "./shared";
 
 /** Arguments of a PodProxy: the common member arguments with a `kubernetes` provider entry. */
@@ -38,10 +38,9 @@ export class PodProxy extends ProxyMemberComponent {
         if (!key || !hash) throw new Error(`pool \`${args.pool}\`: no config planned for member ${plan.index}`);
 
         const labels = memberLabels(args.context, args.pool, plan.name);
-        const { "egress-member": _m, ...poolSelector } = labels;
         const child = { parent: this, provider: shared.provider };
         const port = plan.port;
-        const preferOtherNodes = { matchLabels: poolSelector };
+        const preferOtherNodes = { matchLabels: poolLabels(args.context, args.pool) };
 
         this.deployment = new k8s.apps.v1.Deployment(name, {
             metadata: { namespace: shared.namespace, labels },

@@ -3,7 +3,7 @@ import * as k8s from "@pulumi/kubernetes";
 import { planMembers } from "../../src/config";
 import type { KubernetesProviderConfig } from "../../src/config";
 import type { PoolSharedArgs } from "../kinds";
-import { memberLabels } from "../member";
+import { poolLabels } from "../member";
 import { defaultSquidConf, memberSquidConf, secretLayout, SecretLayout } from "./squid-config";
 
 /** What a pool hands to each of its Kubernetes members. */
@@ -15,12 +15,6 @@ export interface KubernetesPoolShared {
     secret: k8s.core.v1.Secret;
     /** Which Secret key each member mounts, and the hash of its content. */
     layout: SecretLayout;
-}
-
-/** Labels of pool-level objects: those of a member without `egress-member`, so member selectors never match them. */
-export function poolLabels(args: PoolSharedArgs): Record<string, string> {
-    const { "egress-member": _member, ...labels } = memberLabels(args.context, args.pool.name, "");
-    return labels;
 }
 
 /**
@@ -47,7 +41,7 @@ export function createKubernetesPoolShared(
         : defaultSquidConf(pool.port, ranges);
     const layout = secretLayout(planMembers(pool), shared, confOf);
     const secret = new k8s.core.v1.Secret(`${name}-config`, {
-        metadata: { namespace: entry.namespace, labels: poolLabels(args) },
+        metadata: { namespace: entry.namespace, labels: poolLabels(context, pool.name) },
         type: "Opaque",
         stringData: layout.data,
     }, { ...opts, provider });

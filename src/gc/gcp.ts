@@ -2,14 +2,12 @@ import type { GcpProviderConfig } from "../config";
 import { GcpClientOptions, GcpComputeClient, labelFilter } from "../../components/gcp/api";
 import { parseFirewallDescription } from "../../components/gcp/names";
 import type { Collector, CollectorFactory, ManagedThing } from "./types";
-import { labelValue } from "../../components/member";
+import { stackLabels } from "../../components/member";
 
 /** Collector options for gcp entries: endpoint plus where credentials come from (see docs/gcp.md). */
 export type GcpCollectorOptions = { endpoint?: string } & Omit<GcpClientOptions, "endpoint">;
 
 const lastSegment = (url: string | undefined) => (url ?? "").split("/").pop() ?? "";
-/** Label values are cleaned the same way memberLabels cleans them. */
-const clean = labelValue;
 
 /**
  * Finds and removes what egress created in the entry's GCP project: instances and addresses by their
@@ -33,7 +31,7 @@ export function gcpCollector(providerName: string, entry: GcpProviderConfig, opt
         kind: "gcp",
 
         async list(scope) {
-            const filter = labelFilter({ "egress-project": clean(scope.project), "egress-stack": clean(scope.stack) });
+            const filter = labelFilter(stackLabels(scope.project, scope.stack));
             const [instances, addresses, firewalls] = await Promise.all([
                 client.listAll("aggregated/instances", { filter }, "instances"),
                 client.listAll("aggregated/addresses", { filter }, "addresses"),

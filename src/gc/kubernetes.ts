@@ -1,7 +1,7 @@
 import type { KubernetesProviderConfig } from "../config";
 import { KubeClient, KubeClientOptions, labelSelector } from "../../components/kubernetes/api";
 import type { Collector, CollectorFactory, ManagedThing } from "./types";
-import { labelValue } from "../../components/member";
+import { stackLabels } from "../../components/member";
 
 /** Collector options for kubernetes entries: endpoint plus where the kubeconfig is read from. */
 export type KubernetesCollectorOptions = KubeClientOptions;
@@ -12,9 +12,6 @@ const TYPES: { type: string; path: (ns: string) => string }[] = [
     { type: "service", path: (ns) => `/api/v1/namespaces/${ns}/services` },
     { type: "secret", path: (ns) => `/api/v1/namespaces/${ns}/secrets` },
 ];
-
-/** Label values are cleaned the same way memberLabels cleans them. */
-const clean = labelValue;
 
 /**
  * Finds and removes egress's Deployments, Services and Secrets in the entry's namespace by the
@@ -29,7 +26,7 @@ export function kubernetesCollector(providerName: string, entry: KubernetesProvi
         kind: "kubernetes",
 
         async list(scope) {
-            const selector = labelSelector({ "egress-project": clean(scope.project), "egress-stack": clean(scope.stack) });
+            const selector = labelSelector(stackLabels(scope.project, scope.stack));
             const out: ManagedThing[] = [];
             for (const t of TYPES) {
                 let cont: string | undefined;
