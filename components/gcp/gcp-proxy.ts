@@ -19,19 +19,13 @@ export interface GcpMemberSpec {
 }
 
 /**
- * Resolves where and how a member runs. Throws (naming the config field) for settings GCE cannot honour,
- * before any resource exists.
+ * Resolves where and how a member runs. Placements GCE cannot honour (a zone the entry does not list,
+ * `placement.image`) never get here: config validation (src/config/load.ts) refuses them.
  */
 export function gcpMemberSpec(args: GcpProxyArgs): GcpMemberSpec {
     const { entry, plan } = args;
-    if (plan.placement.image !== undefined)
-        throw new Error(
-            `pool \`${args.pool}\` member ${plan.index}: \`placement.image\` is not used by gcp providers; set \`image\` on egress:providers.${args.providerName}`,
-        );
     // The first zone is the default so a pool without placement lands in one predictable place.
     const zone = plan.placement.zone ?? entry.zones[0];
-    if (!entry.zones.includes(zone))
-        throw new Error(`pool \`${args.pool}\` member ${plan.index}: zone \`${zone}\` is not one of egress:providers.${args.providerName}.zones (${entry.zones.join(", ")})`);
     const userData = plan.cloudInit ? readCloudInit(plan.cloudInit, args.context.projectRoot) : defaultCloudInit(plan.port, entry.allowedSourceRanges);
     return { zone, machineType: plan.placement.machineType ?? entry.machineType, image: entry.image, userData };
 }

@@ -27,12 +27,8 @@ export class PodProxy extends ProxyMemberComponent {
 
     constructor(name: string, args: PodProxyArgs, shared: KubernetesPoolShared, opts?: pulumi.ComponentResourceOptions) {
         super("egress:kubernetes:PodProxy", name, {}, opts);
+        // Config validation (src/config/load.ts) refuses placement.image and placement.machineType here.
         const { entry, plan } = args;
-        for (const field of ["image", "machineType"] as const)
-            if (plan.placement[field] !== undefined)
-                throw new Error(
-                    `pool \`${args.pool}\` member ${plan.index}: \`placement.${field}\` is not used by kubernetes providers; set \`${field === "image" ? "image" : "resources"}\` on egress:providers.${args.providerName}`,
-                );
         const key = shared.layout.keyOf.get(plan.index);
         const hash = shared.layout.hashOf.get(plan.index);
         if (!key || !hash) throw new Error(`pool \`${args.pool}\`: no config planned for member ${plan.index}`);

@@ -42,4 +42,15 @@ describe("gcp provider config", () => {
             "egress:pools[0].placement.zone: must be one of this provider's zones (europe-west1-b)",
         ]);
     });
+
+    it("refuses placement.image, naming the provider field to set instead; placement.machineType is allowed", () => {
+        assert.deepEqual(problems(() => parse(base, [{ name: "img", provider: "gcp-eu", replicas: 1, placement: { image: "debian-13" } }])), [
+            "egress:pools[0].placement.image: is not used by gcp providers (set `image` on the provider entry)",
+        ]);
+        assert.deepEqual(problems(() => parse(base, [{ name: "img", provider: "gcp-eu", replicas: 2, members: [{ index: 1, placement: { image: "debian-13" } }] }])), [
+            "egress:pools[0].members[0].placement.image: is not used by gcp providers (set `image` on the provider entry)",
+        ]);
+        const cfg = parse(base, [{ name: "big", provider: "gcp-eu", replicas: 1, placement: { machineType: "e2-small" } }]);
+        assert.equal(cfg.pools[0].placement.machineType, "e2-small");
+    });
 });

@@ -128,21 +128,12 @@ describe("GcpProxy under mocks", () => {
     });
 });
 
-describe("gcp naming and member spec", () => {
+describe("gcp naming", () => {
     it("pool resource names are valid GCE names, at most 63 characters, unique per project/stack/pool", () => {
         const long = gcpMod.poolResourceName({ ...context, stack: "a-very-long-stack-name-for-testing-limits" }, "pool-with-a-rather-long-name-too", "v6");
         assert.ok(long.length <= 63, long);
         assert.match(long, /^[a-z]([-a-z0-9]*[a-z0-9])?$/);
         assert.notEqual(gcpMod.poolResourceName(context, "web"), gcpMod.poolResourceName({ ...context, project: "other" }, "web"));
         assert.equal(gcpMod.regionOf("us-central1-a"), "us-central1");
-    });
-
-    it("refuses placement.image, naming the provider field to set instead", () => {
-        const cfg = config({ name: "img", replicas: 1 });
-        const plan = { name: "img-0", index: 0, port: 3128, placement: { image: "debian-13" } };
-        assert.throws(
-            () => gcpMod.gcpMemberSpec({ pool: "img", providerName: "gcp-eu", entry: cfg.providers["gcp-eu"] as any, plan, context }),
-            { message: "pool `img` member 0: `placement.image` is not used by gcp providers; set `image` on egress:providers.gcp-eu" },
-        );
     });
 });

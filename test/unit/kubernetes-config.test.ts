@@ -2,7 +2,7 @@ import { describe, it } from "node:test";
 import * as assert from "node:assert/strict";
 import { ConfigError, parseEgressConfig } from "../../src/config";
 
-const parse = (entry: Record<string, unknown>) => parseEgressConfig({ providers: { k8s: { type: "kubernetes", ...entry } } }, "/");
+const parse = (entry: Record<string, unknown>, pools: unknown[] = []) => parseEgressConfig({ providers: { k8s: { type: "kubernetes", ...entry } }, pools }, "/");
 function problems(fn: () => unknown): string[] {
     try {
         fn();
@@ -36,5 +36,15 @@ describe("kubernetes provider config", () => {
         ]);
         assert.deepEqual(problems(() => parse({ resources: { cpu: "lots" } })), ["egress:providers.k8s.resources.cpu: must be a Kubernetes quantity such as 100m or 64Mi"]);
         assert.deepEqual(problems(() => parse({ kubeContext: "prod" })), ["egress:providers.k8s: unknown key(s) `kubeContext`"]);
+    });
+
+    it("refuses placement.image and placement.machineType, naming the provider field to set instead", () => {
+        assert.deepEqual(problems(() => parse({}, [{ name: "pods", provider: "k8s", replicas: 1, placement: { image: "debian-13", machineType: "big" } }])), [
+            "egress:pools[0].placement.image: is not used by kubernetes providers (set `image` on the provider entry)",
+            "egress:pools[0].placement.machineType: is not used by kubernetes providers (set `resources` on the provider entry)",
+        ]);
+        assert.deepEqual(problems(() => parse({}, [{ name: "pods", provider: "k8s", replicas: 2, members: [{ index: 1, placement: { machineType: "big" } }] }])), [
+            "egress:pools[0].members[0].placement.machineType: is not used by kubernetes providers (set `resources` on the provider entry)",
+        ]);
     });
 });
