@@ -69,9 +69,8 @@ export function runInProcessBench(opts: { members?: number; seconds?: number; ta
     return summarize(mode, samples, (performance.now() - started) / 1000, refused ? { unavailable: refused } : {});
 }
 
-/** POST JSON, resolve status and parsed body. */
-function post(agent: http.Agent, base: URL, path: string, token: string, body: unknown): Promise<{ status: number; body: any; retryAfter?: string }> {
-    const payload = JSON.stringify(body);
+/** POST an already-serialized JSON body; resolve status and parsed body. */
+function post(agent: http.Agent, base: URL, path: string, token: string, payload: string): Promise<{ status: number; body: any }> {
     return new Promise((resolve, reject) => {
         const req = http.request({
             agent, host: base.hostname, port: base.port, path, method: "POST",
@@ -83,7 +82,7 @@ function post(agent: http.Agent, base: URL, path: string, token: string, body: u
             res.on("end", () => {
                 let parsed: unknown;
                 try { parsed = text ? JSON.parse(text) : undefined; } catch { parsed = text; }
-                resolve({ status: res.statusCode ?? 0, body: parsed, retryAfter: res.headers["retry-after"] as string | undefined });
+                resolve({ status: res.statusCode ?? 0, body: parsed });
             });
         });
         req.on("error", reject);
@@ -97,7 +96,7 @@ type Poster = { post(path: string, payload: string): Promise<{ status: number; b
 /** node:http with a keep-alive agent: what most Node crawlers use. */
 function nodeHttpPoster(agent: http.Agent, base: URL, token: string): Poster {
     return {
-        post: async (path, payload) => post(agent, base, path, token, JSON.parse(payload)),
+        post: (path, payload) => post(agent, base, path, token, payload),
         close() {},
     };
 }

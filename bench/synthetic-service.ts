@@ -61,7 +61,7 @@ function bareHandler(fleet: Fleet): http.RequestListener {
 }
 
 /** Every member is healthy from the start; lease errors are ignored (there is no prober to tell). */
-const allHealthy: HealthSource = { setMembers() {}, get: () => ({ state: "healthy" }), reportLeaseError() {} };
+const allHealthy: HealthSource = { setMembers() {}, get: () => ({ state: "healthy" }) };
 
 export async function startSyntheticService(opts: SyntheticOptions): Promise<{ server: http.Server; port: number; fleet: Fleet }> {
     const nPools = opts.pools ?? 4;

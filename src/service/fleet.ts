@@ -9,7 +9,15 @@ export type HealthState = "healthy" | "unhealthy" | "unknown";
 export interface HealthSource {
     setMembers(members: ProxyMember[]): void;
     get(id: string): { state: HealthState; egressIp?: string } | undefined;
-    reportLeaseError(id: string): void;
+}
+
+/** Members of one pool by state, for GET /v1/pools and the egress_proxies gauge. */
+export interface PoolCounts {
+    actual: number;
+    healthy: number;
+    unhealthy: number;
+    unknown: number;
+    leased: number;
 }
 
 /** A member as discovery shows it. */
@@ -55,32 +63,34 @@ export class Fleet {
         );
     }
 
-    /** The health engine calls this on every transition: only healthy members are leasable. */
+    /**
+     * The health engine calls this on every transition: only healthy members are leasable. (A verdict for
+     * a member the lease manager has not seen yet is kept there until the member arrives.)
+     */
     healthChanged(id: string, state: HealthState): void {
-        if (this.members.has(id)) this.leases.setEligible(id, state === "healthy");
+        this.leases.setEligible(id, state === "healthy");
     }
 
     proxies(filter: { pool?: string; state?: HealthState } = {}): ProxyView[] {
-        const leased = new Set(this.leases.snapshot().filter((s) => s.state === "leased").map((s) => s.id));
         const out: ProxyView[] = [];
         for (const m of this.members.values()) {
             if (filter.pool && m.pool !== filter.pool) continue;
             const h = this.health.get(m.id);
-            const view: ProxyView = { ...m, health: h?.state ?? "unknown", egressIp: h?.egressIp, leased: leased.has(m.id) };
+            const view: ProxyView = { ...m, health: h?.state ?? "unknown", egressIp: h?.egressIp, leased: this.leases.isLeased(m.id) };
             if (filter.state && view.health !== filter.state) continue;
             out.push(view);
         }
         return out;
     }
 
-    /** actual / healthy / leased per pool. */
-    poolCounts(): Record<string, { actual: number; healthy: number; leased: number }> {
-        const counts: Record<string, { actual: number; healthy: number; leased: number }> = {};
-        for (const p of this.proxies()) {
-            const c = (counts[p.pool] ??= { actual: 0, healthy: 0, leased: 0 });
+    /** Member counts by health and lease state, per pool. */
+    poolCounts(): Record<string, PoolCounts> {
+        const counts: Record<string, PoolCounts> = {};
+        for (const m of this.members.values()) {
+            const c = (counts[m.pool] ??= { actual: 0, healthy: 0, unhealthy: 0, unknown: 0, leased: 0 });
             c.actual++;
-            if (p.health === "healthy") c.healthy++;
-            if (p.leased) c.leased++;
+            c[this.health.get(m.id)?.state ?? "unknown"]++;
+            if (this.leases.isLeased(m.id)) c.leased++;
         }
         return counts;
     }

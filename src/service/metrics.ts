@@ -1,7 +1,11 @@
 import { Counter, Gauge, Histogram, Registry, collectDefaultMetrics } from "prom-client";
+import type { PoolCounts } from "./fleet";
 
-/** Every metric the service exports at /metrics, on one registry (one per app: tests run several). */
-export function createMetrics() {
+/**
+ * Every metric the service exports at /metrics, on one registry (one per app: tests run several).
+ * `proxyCounts` feeds the egress_proxies gauge at scrape time, so it is never stale.
+ */
+export function createMetrics(proxyCounts?: () => Record<string, PoolCounts>) {
     const registry = new Registry();
     collectDefaultMetrics({ register: registry, prefix: "egress_process_" });
     const ms = [0.1, 0.25, 0.5, 1, 2.5, 5, 10, 25, 50, 100];
@@ -10,7 +14,18 @@ export function createMetrics() {
         leases: new Counter({ name: "egress_leases_total", help: "Lease requests by pool and result (granted, unavailable)", labelNames: ["pool", "result"], registers: [registry] }),
         releases: new Counter({ name: "egress_lease_releases_total", help: "Lease releases by outcome", labelNames: ["outcome"], registers: [registry] }),
         leaseLatency: new Histogram({ name: "egress_lease_latency_ms", help: "Time to select a proxy for a lease, in milliseconds", buckets: ms, registers: [registry] }),
-        proxies: new Gauge({ name: "egress_proxies", help: "Proxies by pool and state (healthy, unhealthy, unknown, leased)", labelNames: ["pool", "state"], registers: [registry] }),
+        proxies: new Gauge({
+            name: "egress_proxies",
+            help: "Proxies by pool and state (healthy, unhealthy, unknown, leased)",
+            labelNames: ["pool", "state"],
+            registers: [registry],
+            collect() {
+                if (!proxyCounts) return;
+                this.reset(); // pools that disappeared drop out
+                for (const [pool, c] of Object.entries(proxyCounts()))
+                    for (const state of ["healthy", "unhealthy", "unknown", "leased"] as const) this.set({ pool, state }, c[state]);
+            },
+        }),
         probes: new Counter({ name: "egress_probes_total", help: "Health probes through proxies by result", labelNames: ["result"], registers: [registry] }),
         probeLatency: new Histogram({ name: "egress_probe_latency_ms", help: "Health probe round trip through the proxy, in milliseconds", buckets: [1, 5, 10, 25, 50, 100, 250, 500, 1000, 2500, 5000], registers: [registry] }),
         operations: new Counter({ name: "egress_operations_total", help: "Engine operations by kind and result", labelNames: ["kind", "result"], registers: [registry] }),

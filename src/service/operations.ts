@@ -9,7 +9,7 @@ export type OperationStatus = "queued" | "running" | "succeeded" | "failed" | "i
 /** One engine run as clients see it. Requests that arrive while it is queued join it (latest wins). */
 export interface Operation {
     id: string;
-    kind: "scale" | "up" | "refresh";
+    kind: "scale" | "up";
     status: OperationStatus;
     /** Desired replicas per pool this operation applies. */
     desired: Record<string, number>;

@@ -77,7 +77,8 @@ export async function startService(opts: ServeOptions): Promise<RunningService> 
     const driver = new StackDriver({ workDir: opts.projectRoot, stack: opts.stack, home, env: opts.engineEnv });
     const ops = new OperationLog(path.join(runDir, `operations-${opts.stack}.json`));
     for (const op of ops.recoverInterrupted()) log.warn({ operation: op.id, kind: op.kind, desired: op.desired }, "operation was interrupted by a previous stop");
-    const metrics = createMetrics();
+    let fleet!: Fleet;
+    const metrics = createMetrics(() => fleet.poolCounts());
     const { tokens, devToken } = readTokens(opts, runDir, log);
     let ready: { ok: true } | { ok: false; reason: string } = { ok: false, reason: "starting: recovering the stack" };
 
@@ -89,7 +90,6 @@ export async function startService(opts: ServeOptions): Promise<RunningService> 
     const port = (server.address() as { port: number }).port;
     const url = `http://${opts.host ?? "127.0.0.1"}:${port}`;
 
-    let fleet!: Fleet;
     const checkUrl = opts.checkUrl ?? `http://127.0.0.1:${port}/v1/echo`;
     const health = new HealthMonitor({
         intervalMs: opts.probeIntervalMs ?? 10_000,
@@ -111,7 +111,6 @@ export async function startService(opts: ServeOptions): Promise<RunningService> 
     const refreshFleet = async (proxies?: ProxyMember[]) => {
         const cfg = loadStackConfig(opts.projectRoot, opts.stack);
         fleet.sync(proxies ?? (await driver.proxies()), cfg.pools);
-        for (const [pool, c] of Object.entries(fleet.poolCounts())) for (const [state, n] of Object.entries(c)) metrics.proxies.set({ pool, state }, n);
     };
     const scaler = new Scaler({
         driver, projectRoot: opts.projectRoot, stack: opts.stack, ops, log,

@@ -1,9 +1,9 @@
-import * as crypto from "node:crypto";
 import * as fs from "node:fs";
 import * as path from "node:path";
-import pino from "pino";
 import { tempProject } from "./project";
 import { startService, RunningService, ServeOptions } from "../../src/service/server";
+import { createLogger } from "../../src/service/logger";
+import { sha256 } from "../../src/service/auth";
 
 /** Tokens with different scopes, stored hashed in the project's tokens file. */
 export const TOKENS = {
@@ -33,9 +33,9 @@ export async function startTestService(config: object, extra: Partial<ServeOptio
     const runDir = path.join(project.dir, "run");
     const tokensFile = path.join(project.dir, "tokens.json");
     const scopes: Record<keyof typeof TOKENS, string[]> = { admin: ["admin"], discover: ["discover"], lease: ["lease"], scale: ["scale"] };
-    fs.writeFileSync(tokensFile, JSON.stringify({ tokens: Object.entries(TOKENS).map(([name, t]) => ({ name, sha256: crypto.createHash("sha256").update(t).digest("hex"), scopes: scopes[name as keyof typeof TOKENS] })) }));
+    fs.writeFileSync(tokensFile, JSON.stringify({ tokens: Object.entries(TOKENS).map(([name, t]) => ({ name, sha256: sha256(t).toString("hex"), scopes: scopes[name as keyof typeof TOKENS] })) }));
     const logs: string[] = [];
-    const log = pino({ level: "debug", redact: { paths: require("../../src/service/logger").REDACT_PATHS, censor: "[redacted]" } }, { write: (s: string) => void logs.push(s) });
+    const log = createLogger({ level: "debug", destination: { write: (s: string) => void logs.push(s) } });
     const options: ServeOptions = { projectRoot: project.dir, stack: "svc", port: 0, tokensFile, engineEnv: project.env, runDir, log, probeIntervalMs: 300, providerCheckIntervalMs: 1000, ...extra };
     let svc = await startService(options);
     const t: TestService = Object.assign(Object.create(null), {

@@ -32,6 +32,12 @@ const lease = (body: object = {}) => svc.call("POST", "/v1/leases", { token: TOK
 const release = (id: string, outcome: string) => svc.call("POST", `/v1/leases/${id}/release`, { token: TOKENS.lease, body: { outcome } });
 const sleep = (ms: number) => new Promise((r) => setTimeout(r, ms));
 
+test("the egress_proxies gauge is current at scrape time", async () => {
+    const metrics = String((await svc.call("GET", "/metrics", { token: null })).body);
+    assert.match(metrics, /^egress_proxies\{pool="web",state="healthy"\} 3$/m);
+    assert.match(metrics, /^egress_proxies\{pool="web",state="leased"\} 0$/m);
+});
+
 test("a lease hands out a working proxy; all busy → 503 with Retry-After", async () => {
     const got = [];
     for (let i = 0; i < 3; i++) {

@@ -185,6 +185,12 @@ export class LeaseManager {
         return { expired };
     }
 
+    /** Whether a member holds a live lease (expired ones end first). O(1) apart from due expiries. */
+    isLeased(id: string): boolean {
+        this.expire(this.o.now());
+        return this.members.get(id)?.lease !== undefined;
+    }
+
     /** Per-member lease state, in arrival order (for discovery). */
     snapshot(): MemberSnapshot[] {
         const now = this.o.now();

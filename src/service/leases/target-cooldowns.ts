@@ -33,11 +33,6 @@ export class TargetCooldowns {
         return this.byTarget.get(target)?.get(proxyId)?.until ?? 0;
     }
 
-    /** Consecutive blocks recorded for the pair (for snapshots and tests). */
-    blocks(target: string, proxyId: string): number {
-        return this.byTarget.get(target)?.get(proxyId)?.blocks ?? 0;
-    }
-
     /** Records how a lease against `target` ended. Returns the new rest-until time. */
     record(target: string, proxyId: string, outcome: TargetOutcome, now: number): number {
         let perProxy = this.byTarget.get(target);
@@ -57,11 +52,6 @@ export class TargetCooldowns {
         return e.until;
     }
 
-    /** Forgets everything about one proxy (it left the stack). O(targets). */
-    forget(proxyId: string): void {
-        for (const [t, m] of this.byTarget) if (m.delete(proxyId) && m.size === 0) this.byTarget.delete(t);
-    }
-
     /** Drops entries that no longer matter; O(entries), meant for the periodic sweep. */
     prune(now: number): number {
         let dropped = 0;
@@ -76,12 +66,5 @@ export class TargetCooldowns {
             if (m.size === 0) this.byTarget.delete(t);
         }
         return dropped;
-    }
-
-    /** Number of (target, proxy) entries held. */
-    get size(): number {
-        let n = 0;
-        for (const m of this.byTarget.values()) n += m.size;
-        return n;
     }
 }

@@ -1,6 +1,7 @@
 import { Router } from "express";
 import type { AppDeps } from "../app";
 import { openapiDocument } from "../openapi";
+import { errorBody, HttpError } from "../errors";
 
 /** Echo (probe target), liveness, readiness, metrics, OpenAPI, provider health. */
 export function systemRoutes(deps: AppDeps): Router {
@@ -14,7 +15,8 @@ export function systemRoutes(deps: AppDeps): Router {
     });
     r.get("/readyz", (_req, res) => {
         const ready = deps.ready();
-        res.status(ready.ok ? 200 : 503).json(ready.ok ? { ok: true } : { error: { code: "not_ready", message: ready.reason } });
+        if (ready.ok) res.json({ ok: true });
+        else res.status(503).json(errorBody(new HttpError(503, "not_ready", ready.reason)));
     });
     r.get("/metrics", async (_req, res) => {
         res.type(deps.metrics.registry.contentType).send(await deps.metrics.registry.metrics());
