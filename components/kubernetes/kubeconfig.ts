@@ -8,13 +8,22 @@ import * as fs from "node:fs";
 import * as os from "node:os";
 import * as path from "node:path";
 import YAML from "yaml";
+import { configPath } from "../../src/config/errors";
+
+/** Provider-entry fields a kubeconfig problem can be blamed on. */
+export type KubeconfigField = "kubeconfigPath" | "context";
 
 /** A kubeconfig problem; `field` names the provider-entry field to fix when there is one. */
 export class KubeconfigError extends Error {
-    constructor(message: string, readonly field?: string) {
+    constructor(message: string, readonly field?: KubeconfigField) {
         super(message);
         this.name = "KubeconfigError";
     }
+}
+
+/** Where a KubeconfigError's field lives in the config: `egress:providers.<provider>.<field>`. */
+export function kubeconfigFieldPath(providerName: string, field: KubeconfigField): string {
+    return configPath(["providers", providerName, field]);
 }
 
 /** What a request to the cluster needs. Secret material stays in here and is never logged. */

@@ -1,5 +1,5 @@
 import { ConfigError, ConfigProblem, EgressConfig } from "../config";
-import { KubeconfigError, loadClusterAccess } from "../../components/kubernetes/kubeconfig";
+import { kubeconfigFieldPath, KubeconfigError, loadClusterAccess } from "../../components/kubernetes/kubeconfig";
 
 /**
  * Checks that need this machine's files, run before an engine operation so mistakes surface as config
@@ -15,7 +15,7 @@ export function preflight(cfg: EgressConfig): void {
         } catch (e) {
             if (!(e instanceof KubeconfigError)) throw e;
             const field = e.field ?? "context";
-            problems.push({ path: `egress:providers.${name}.${field}`, rule: e.message, value: field === "context" ? entry.context : entry.kubeconfigPath });
+            problems.push({ path: kubeconfigFieldPath(name, field), rule: e.message, value: entry[field] });
         }
     }
     if (problems.length) throw new ConfigError(problems);

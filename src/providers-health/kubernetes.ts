@@ -1,6 +1,6 @@
 import type { KubernetesProviderConfig } from "../config";
 import { KubeApiError, KubeClient, KubeClientOptions, labelSelector } from "../../components/kubernetes/api";
-import { KubeconfigError } from "../../components/kubernetes/kubeconfig";
+import { kubeconfigFieldPath, KubeconfigError } from "../../components/kubernetes/kubeconfig";
 import type { Checker, CheckerFactory, CheckerOptions, CheckVerdict } from "./types";
 
 /** Checker options for kubernetes entries: the common ones plus where the kubeconfig is read from. */
@@ -25,7 +25,7 @@ export function kubernetesChecker(providerName: string, entry: KubernetesProvide
             try {
                 client = KubeClient.forEntry(entry, { ...options, timeoutMs: options.timeoutMs ?? 10000 });
             } catch (e) {
-                const field = e instanceof KubeconfigError && e.field ? ` (egress:providers.${providerName}.${e.field})` : "";
+                const field = e instanceof KubeconfigError && e.field ? ` (${kubeconfigFieldPath(providerName, e.field)})` : "";
                 return [{ target, ok: false, stage: "kubeconfig", message: `${who}${field}: ${(e as Error).message}` }];
             }
             const where = `context ${client.context}, ${client.server}`;
