@@ -37,8 +37,11 @@ export interface ProviderKindModule<E extends ProviderConfig = ProviderConfig, S
     createProviderShared?(name: string, args: ProviderSharedArgs<E>, opts: pulumi.ComponentResourceOptions): P;
     /** Creates per-pool resources shared by the members; the result is handed to every member. */
     createPoolShared?(name: string, args: PoolSharedArgs<E, P>, opts: pulumi.ComponentResourceOptions): S;
-    /** Creates one member. */
-    createMember(name: string, args: MemberArgs<E>, shared: S | undefined, opts: pulumi.ComponentResourceOptions): ProxyMemberComponent;
+    /**
+     * Creates one member. `shared` is what `createPoolShared` returned for the member's pool: ProxyPool always
+     * calls it when the kind has it (a kind without it leaves `S` unknown and gets undefined).
+     */
+    createMember(name: string, args: MemberArgs<E>, shared: S, opts: pulumi.ComponentResourceOptions): ProxyMemberComponent;
 }
 
 const local: ProviderKindModule<Extract<ProviderConfig, { type: "local" }>> = {

@@ -26,7 +26,8 @@ export class ProxyPool extends pulumi.ComponentResource {
     constructor(name: string, args: ProxyPoolArgs, opts?: pulumi.ComponentResourceOptions) {
         super("egress:index:ProxyPool", name, {}, opts);
         const kind = kinds[args.entry.type];
-        const shared = kind.createPoolShared?.(name, { pool: args.pool, providerName: args.providerName, entry: args.entry, context: args.context, providerShared: args.providerShared }, { parent: this });
+        // createMember takes the kind's shared type; a kind without createPoolShared gets undefined.
+        const shared: unknown = kind.createPoolShared?.(name, { pool: args.pool, providerName: args.providerName, entry: args.entry, context: args.context, providerShared: args.providerShared }, { parent: this });
         const members = planMembers(args.pool).map((plan) =>
             kind.createMember(plan.name, { pool: args.pool.name, providerName: args.providerName, entry: args.entry, plan, context: args.context }, shared, { parent: this }),
         );

@@ -9,9 +9,6 @@ export * from "./names";
 
 /** The `gcp` kind: a provider and firewall per pool, an instance (and optional address) per member. */
 export const gcpKind: ProviderKindModule<GcpProviderConfig, GcpPoolShared> = {
-    createPoolShared: (name, args, opts) => createGcpPoolShared(name, args, opts),
-    createMember: (name, args, shared, opts) => {
-        if (!shared) throw new Error(`gcp member ${name} needs the pool's shared resources (createPoolShared was not called)`);
-        return new GcpProxy(name, args, shared, opts);
-    },
+    createPoolShared: createGcpPoolShared,
+    createMember: (name, args, shared, opts) => new GcpProxy(name, args, shared, opts),
 };

@@ -9,9 +9,6 @@ export * from "./squid-config";
 
 /** The `kubernetes` kind: a provider and config Secret per pool, a Deployment and Service per member. */
 export const kubernetesKind: ProviderKindModule<KubernetesProviderConfig, KubernetesPoolShared> = {
-    createPoolShared: (name, args, opts) => createKubernetesPoolShared(name, args, opts),
-    createMember: (name, args, shared, opts) => {
-        if (!shared) throw new Error(`kubernetes member ${name} needs the pool's shared resources (createPoolShared was not called)`);
-        return new PodProxy(name, args, shared, opts);
-    },
+    createPoolShared: createKubernetesPoolShared,
+    createMember: (name, args, shared, opts) => new PodProxy(name, args, shared, opts),
 };
