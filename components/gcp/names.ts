@@ -2,7 +2,7 @@
  * Pure naming and planning for the GCE kind: no Pulumi resources here, so everything is tested directly.
  */
 import { createHash } from "node:crypto";
-import type { StackContext } from "../member";
+import { SQUID_CONF_PATH, squidBaseConf, StackContext } from "../member";
 
 /** Region of a zone: `europe-west1-b` → `europe-west1`. */
 export function regionOf(zone: string): string {
@@ -66,19 +66,10 @@ export function defaultCloudInit(port: number, allowedSourceRanges: readonly str
         "package_update: true",
         "packages: [squid]",
         "write_files:",
-        "  - path: /etc/squid/squid.conf",
+        `  - path: ${SQUID_CONF_PATH}`,
         "    defer: true",
         "    content: |",
-        `      http_port ${port}`,
-        `      acl egress_clients src ${allowedSourceRanges.join(" ")}`,
-        "      acl SSL_ports port 443",
-        "      acl CONNECT method CONNECT",
-        "      http_access deny CONNECT !SSL_ports",
-        "      http_access allow egress_clients",
-        "      http_access deny all",
-        "      cache deny all",
-        "      via off",
-        "      forwarded_for delete",
+        ...squidBaseConf(port, allowedSourceRanges).map((line) => `      ${line}`),
         "runcmd:",
         "  - [systemctl, restart, squid]",
         "",

@@ -3,7 +3,7 @@ import type { ProviderKindModule } from "../kinds";
 import { PodProxy } from "./pod-proxy";
 import { createKubernetesPoolShared, KubernetesPoolShared } from "./shared";
 
-export { PodProxy, PodProxyArgs, SQUID_CONF_PATH, CONFIG_HASH_ANNOTATION } from "./pod-proxy";
+export { PodProxy, PodProxyArgs, CONFIG_HASH_ANNOTATION } from "./pod-proxy";
 export { createKubernetesPoolShared, KubernetesPoolShared } from "./shared";
 export * from "./squid-config";
 

@@ -1,14 +1,12 @@
 import * as pulumi from "@pulumi/pulumi";
 import * as k8s from "@pulumi/kubernetes";
 import type { KubernetesProviderConfig } from "../../src/config";
-import { MemberArgs, memberLabels, poolLabels, ProxyMemberComponent } from "../member";
+import { MemberArgs, memberLabels, poolLabels, ProxyMemberComponent, SQUID_CONF_PATH } from "../member";
 import type { KubernetesPoolShared } from "./shared";
 
 /** Arguments of a PodProxy: the common member arguments with a `kubernetes` provider entry. */
 export type PodProxyArgs = MemberArgs<KubernetesProviderConfig>;
 
-/** Where squid reads its config in the `ubuntu/squid` image (and Debian's squid package). */
-export const SQUID_CONF_PATH = "/etc/squid/squid.conf";
 /** Pod template annotation holding the config hash: a changed config changes the template, which rolls the pod. */
 export const CONFIG_HASH_ANNOTATION = "egress.dev/config-sha256";
 

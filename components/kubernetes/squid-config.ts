@@ -7,6 +7,7 @@ import { createHash } from "node:crypto";
 import YAML from "yaml";
 import { readCloudInit } from "../../src/config/cloud-init";
 import type { MemberPlan } from "../../src/config";
+import { squidBaseConf } from "../member";
 
 /** Pod ranges of common clusters, plus the CGNAT range some CNIs use. */
 const IN_CLUSTER = ["10.0.0.0/8", "172.16.0.0/12", "192.168.0.0/16", "100.64.0.0/10", "fc00::/7"];
@@ -17,16 +18,7 @@ const IN_CLUSTER = ["10.0.0.0/8", "172.16.0.0/12", "192.168.0.0/16", "100.64.0.0
  */
 export function defaultSquidConf(port: number, allowedSourceRanges: readonly string[] = []): string {
     return [
-        `http_port ${port}`,
-        `acl egress_clients src ${[...IN_CLUSTER, ...allowedSourceRanges].join(" ")}`,
-        "acl SSL_ports port 443",
-        "acl CONNECT method CONNECT",
-        "http_access deny CONNECT !SSL_ports",
-        "http_access allow egress_clients",
-        "http_access deny all",
-        "cache deny all",
-        "via off",
-        "forwarded_for delete",
+        ...squidBaseConf(port, [...IN_CLUSTER, ...allowedSourceRanges]),
         // Logs to the container's stdout/stderr, where `kubectl logs` finds them.
         "access_log stdio:/dev/stdout",
         "cache_log stdio:/dev/stderr",
