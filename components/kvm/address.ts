@@ -8,7 +8,7 @@
  */
 import { libvirtError, LibvirtError, Virsh } from "./libvirt";
 
-export const ADDRESS_SOURCES = ["agent", "arp", "lease"] as const;
+const ADDRESS_SOURCES = ["agent", "arp", "lease"] as const;
 
 /** Usable addresses in `domifaddr` output, IPv4 first; loopback and link-local skipped. */
 export function parseDomifaddr(out: string): string[] {

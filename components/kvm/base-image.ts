@@ -1,5 +1,5 @@
 import * as pulumi from "@pulumi/pulumi";
-import { connectionDiff, describeConnection, KvmConnection, volumePath, withLibvirt } from "./libvirt";
+import { describeConnection, KvmConnection, replaceDiff, volumePath, withLibvirt, withTempDir } from "./libvirt";
 import { downloadTo } from "./fetch";
 import { deleteVolume, remoteDigest, uploadInto, uploadTargetXml, volumeCapacity, volumeId, volumesBackedBy, withNewVolume } from "./volumes";
 
@@ -31,8 +31,8 @@ export interface BaseImageOutputs extends BaseImageInputs {
 /** Changing any of these points at another volume. sha256/url are deliberately absent: see `update`. */
 const REPLACE_ON = ["volume", "storagePool"] as const;
 
-/** The error for a digest change of an existing key. Exported for tests. */
-export function digestChangedMessage(i: { entry: string; key: string; volume: string }, oldSha: string, newSha: string): string {
+/** The error for a digest change of an existing key. */
+function digestChangedMessage(i: { entry: string; key: string; volume: string }, oldSha: string, newSha: string): string {
     return (
         `image \`${i.key}\` of provider \`${i.entry}\`: sha256 changed from ${oldSha} to ${newSha}. ` +
         `A base image is never replaced under running overlays: add a new key to \`images\` (e.g. \`${i.key}-2\`) ` +
@@ -42,8 +42,6 @@ export function digestChangedMessage(i: { entry: string; key: string; volume: st
 
 export const baseImageProvider: pulumi.dynamic.ResourceProvider<BaseImageInputs, BaseImageOutputs> = {
     async create(inputs) {
-        const fs = require("node:fs") as typeof import("node:fs");
-        const os = require("node:os") as typeof import("node:os");
         const path = require("node:path") as typeof import("node:path");
         return withLibvirt(inputs.conn, inputs.privateKey, async (virsh) => {
             const where = `image \`${inputs.key}\` of provider \`${inputs.entry}\` on ${describeConnection(inputs.conn)}`;
@@ -67,8 +65,7 @@ export const baseImageProvider: pulumi.dynamic.ResourceProvider<BaseImageInputs,
                     return { id: volumeId(inputs.conn.host, inputs.storagePool, inputs.volume), outs: { ...inputs, path: existing, capacityBytes, adopted: true } };
                 }
             }
-            const dir = fs.mkdtempSync(path.join(os.tmpdir(), "egress-base-"));
-            try {
+            return await withTempDir("egress-base-", async (dir) => {
                 // 1. stream + hash locally; nothing reaches the host unless the digest matches.
                 const got = await downloadTo(inputs.url, path.join(dir, "image"));
                 if (got.sha256 !== inputs.sha256)
@@ -76,25 +73,21 @@ export const baseImageProvider: pulumi.dynamic.ResourceProvider<BaseImageInputs,
                 // 2. create + upload, 3. verify what the host stored before anything may use it. libvirt
                 // cannot rename volumes, so a failed upload or verification deletes the volume again; a
                 // volume someone else created meanwhile makes vol-create fail and is left alone.
-                return await withNewVolume(virsh, inputs.storagePool, inputs.volume, uploadTargetXml(inputs.volume, got.file), async () => {
-                    const p = await uploadInto(virsh, inputs.storagePool, inputs.volume, got.file);
+                return await withNewVolume(virsh, inputs.storagePool, inputs.volume, uploadTargetXml(inputs.volume, got.file), async (p) => {
+                    await uploadInto(virsh, inputs.storagePool, inputs.volume, got.file);
                     const stored = await remoteDigest(virsh, inputs.storagePool, inputs.volume);
                     if (stored.sha256 !== inputs.sha256) throw new Error(`${where}: the uploaded volume ${inputs.volume} has sha256 ${stored.sha256}, expected ${inputs.sha256} (upload corrupted?)`);
                     const capacityBytes = await volumeCapacity(virsh, inputs.storagePool, inputs.volume);
                     return { id: volumeId(inputs.conn.host, inputs.storagePool, inputs.volume), outs: { ...inputs, path: p, capacityBytes, adopted: false } };
                 });
-            } finally {
-                fs.rmSync(dir, { recursive: true, force: true });
-            }
+            });
         });
     },
 
     async diff(_id, olds, news) {
-        const conn = connectionDiff(olds, news);
-        const replaces: string[] = [...REPLACE_ON.filter((k) => olds[k] !== news[k]), ...conn.replaces];
-        const changes = replaces.length > 0 || conn.changes || olds.sha256 !== news.sha256 || olds.url !== news.url;
+        const { replaces, changes } = replaceDiff(olds, news, REPLACE_ON);
         // Never delete the old base before its overlays are gone: create the new one first.
-        return { changes, replaces, deleteBeforeReplace: false };
+        return { changes: changes || olds.sha256 !== news.sha256 || olds.url !== news.url, replaces, deleteBeforeReplace: false };
     },
 
     async update(_id, olds, news) {

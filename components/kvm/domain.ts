@@ -1,5 +1,5 @@
 import * as pulumi from "@pulumi/pulumi";
-import { connectionDiff, ignoreNotFound, isNotFound, KvmConnection, Virsh, withLibvirt } from "./libvirt";
+import { ignoreNotFound, isNotFound, KvmConnection, LibvirtError, replaceDiff, Virsh, withLibvirt, withTempDir } from "./libvirt";
 import { discoverAddress, waitForAddress } from "./address";
 import { domainXml, DomainSpec, parseMetadata } from "./xml";
 
@@ -17,7 +17,7 @@ export interface DomainOutputs extends DomainInputs {
 }
 
 /** Everything that changes the VM's definition. Not addressTimeoutSeconds or connection details. */
-const REPLACE_ON = ["name", "domainType", "vcpu", "memoryMiB", "firmware", "overlayPath", "seedPath", "bridge", "network", "metadataNs"] as const;
+const REPLACE_ON = ["name", "domainType", "vcpu", "memoryMiB", "firmware", "overlayPath", "seedPath", "bridge", "network", "metadataNs", "metadata"] as const;
 
 /** Stops and undefines a domain (with its NVRAM); succeeds when already gone or not running. */
 export async function removeDomain(virsh: Virsh, name: string): Promise<void> {
@@ -32,7 +32,6 @@ export async function removeDomain(virsh: Virsh, name: string): Promise<void> {
 export const domainProvider: pulumi.dynamic.ResourceProvider<DomainInputs, DomainOutputs> = {
     async create(inputs) {
         const fs = require("node:fs") as typeof import("node:fs");
-        const os = require("node:os") as typeof import("node:os");
         const path = require("node:path") as typeof import("node:path");
         return withLibvirt(inputs.conn, inputs.privateKey, async (virsh) => {
             // A domain of this name left by an interrupted run of this very member is ours to replace;
@@ -50,8 +49,7 @@ export const domainProvider: pulumi.dynamic.ResourceProvider<DomainInputs, Domai
                     throw new Error(`domain ${inputs.name} already exists on host ${inputs.conn.host} and is not egress member ${m.member} of ${m.project}/${m.stack}; remove or rename it`);
                 await removeDomain(virsh, inputs.name);
             }
-            const dir = fs.mkdtempSync(path.join(os.tmpdir(), "egress-dom-"));
-            try {
+            return await withTempDir("egress-dom-", async (dir) => {
                 const xml = path.join(dir, "domain.xml");
                 fs.writeFileSync(xml, domainXml(inputs));
                 await virsh(["define", xml]);
@@ -63,36 +61,32 @@ export const domainProvider: pulumi.dynamic.ResourceProvider<DomainInputs, Domai
                     await removeDomain(virsh, inputs.name).catch(() => undefined);
                     throw e;
                 }
-            } finally {
-                fs.rmSync(dir, { recursive: true, force: true });
-            }
+            });
         });
     },
 
     async read(id, props) {
         const p = props as DomainOutputs;
         return withLibvirt(p.conn, p.privateKey, async (virsh) => {
+            let found: string | undefined;
             try {
-                await virsh(["domstate", p.name]);
+                found = await discoverAddress(virsh, p.name);
             } catch (e) {
                 // Gone: an empty id tells the engine to drop it from state on refresh.
                 if (isNotFound(e)) return { id: "", props: {} as DomainOutputs };
-                throw e;
+                // No session (key, TCP, host key, auth): the read fails. Anything else (not running, no
+                // source answered) is one failed lookup, which never erases a known address.
+                if (["key", "tcp", "host-key", "ssh-auth"].includes((e as LibvirtError).stage)) throw e;
             }
-            // One failed read never erases a known address.
-            const found = await discoverAddress(virsh, p.name).catch(() => undefined);
             return { id, props: { ...p, ipAddress: found ?? p.ipAddress } };
         });
     },
 
     async diff(_id, olds, news) {
-        const conn = connectionDiff(olds, news);
-        const replaces: string[] = [...REPLACE_ON.filter((k) => (olds[k] ?? null) !== (news[k] ?? null)), ...conn.replaces];
-        if (JSON.stringify(olds.metadata) !== JSON.stringify(news.metadata)) replaces.push("metadata");
+        const { replaces, changes } = replaceDiff(olds, news, REPLACE_ON);
         // An address still unknown makes `up` look again (shown as an update; one quick round, no wait).
-        const changes = replaces.length > 0 || conn.changes || !olds.ipAddress || olds.addressTimeoutSeconds !== news.addressTimeoutSeconds;
         // The name is fixed per member: the old VM must go before its replacement is defined.
-        return { changes, replaces, deleteBeforeReplace: true };
+        return { changes: changes || !olds.ipAddress || olds.addressTimeoutSeconds !== news.addressTimeoutSeconds, replaces, deleteBeforeReplace: true };
     },
 
     /**

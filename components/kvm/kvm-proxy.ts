@@ -1,4 +1,3 @@
-import * as crypto from "node:crypto";
 import * as pulumi from "@pulumi/pulumi";
 import type { KvmProviderConfig } from "../../src/config/providers/kvm";
 import { readCloudInit } from "../../src/config/cloud-init";
@@ -9,15 +8,13 @@ import { Domain } from "./domain";
 import { Overlay } from "./overlay";
 import { SeedDisk } from "./seed-disk";
 import { seedDigest } from "./seed-iso";
-import { baseVolumeName, connectionFor, hostZone, imageKey, KvmHost, machineType, memberObjectNames, METADATA_NS, pickHost, poolBaseNeeds, privateKeyText } from "./naming";
+import { baseVolumeName, connectionFor, hostZone, imageKey, KvmHost, machineType, memberObjectNames, METADATA_NS, overlayVolumeName, pickHost, poolBaseNeeds, privateKeyText, seedVolumeName } from "./naming";
 
 /** Arguments of a KvmProxy: the common member arguments with a `kvm` provider entry. */
 export type KvmProxyArgs = MemberArgs<KvmProviderConfig>;
 
 /** Base images a pool shares across members, keyed `<image key>/<host name>`. */
 export type KvmPoolShared = Map<string, BaseImage>;
-
-const short = (s: string) => crypto.createHash("sha256").update(s).digest("hex").slice(0, 8);
 
 /** The private key as a Pulumi secret (undefined with `privateKeyPath`). */
 function secretKey(entry: KvmProviderConfig): pulumi.Output<string> | undefined {
@@ -26,7 +23,7 @@ function secretKey(entry: KvmProviderConfig): pulumi.Output<string> | undefined 
 }
 
 /** One BaseImage for (entry, image key, host). */
-export function createBaseImage(name: string, providerName: string, entry: KvmProviderConfig, key: string, host: KvmHost, opts: pulumi.CustomResourceOptions): BaseImage {
+function createBaseImage(name: string, providerName: string, entry: KvmProviderConfig, key: string, host: KvmHost, opts: pulumi.CustomResourceOptions): BaseImage {
     const img = entry.images[key];
     return new BaseImage(name, {
         conn: connectionFor(entry, host),
@@ -76,15 +73,12 @@ class KvmBaseImages extends pulumi.ComponentResource {
 }
 
 /**
- * Per-pool view of the base images: the program-wide ones (`args.providerShared`). A ProxyPool built
- * without them (not through src/program.ts) gets its own, as before.
+ * Per-pool view of the base images: the program-wide ones (`args.providerShared`), which src/program.ts
+ * (the only place ProxyPools are built) always creates.
  */
-export function createKvmPoolShared(name: string, args: PoolSharedArgs<KvmProviderConfig, KvmPoolShared>, opts: pulumi.ComponentResourceOptions): KvmPoolShared {
-    if (args.providerShared) return args.providerShared;
-    const shared: KvmPoolShared = new Map();
-    for (const { key, host } of poolBaseNeeds(args.entry, args.pool))
-        shared.set(`${key}/${host.name}`, createBaseImage(`${name}-base-${key}-${host.name}`, args.providerName, args.entry, key, host, { parent: opts.parent }));
-    return shared;
+export function createKvmPoolShared(name: string, args: PoolSharedArgs<KvmProviderConfig, KvmPoolShared>): KvmPoolShared {
+    if (!args.providerShared) throw new Error(`kvm pool ${name} needs the provider entry's base images (createKvmProviderShared was not called for \`${args.providerName}\`)`);
+    return args.providerShared;
 }
 
 /** Default user-data when a pool sets no cloud-init: squid on the member's port, open to the host's networks. */
@@ -122,12 +116,12 @@ export class KvmProxy extends ProxyMemberComponent {
         const conn = connectionFor(entry, host);
         const privateKey = secretKey(entry);
 
-        const base = shared?.get(`${key}/${host.name}`) ?? createBaseImage(`${name}-base`, args.providerName, entry, key, host, { parent: this });
-        const baseVolume = baseVolumeName(args.providerName, key, image.format);
+        const base = shared?.get(`${key}/${host.name}`);
+        if (!base) throw new Error(`kvm member ${name} has no base image for image \`${key}\` on host ${host.name} (the provider entry's base images were not created for it)`);
         const overlay = new Overlay(`${name}-disk`, {
             conn, privateKey, storagePool: host.storagePool,
             // The base's name is part of the overlay's: a new image key makes a new disk next to the old one.
-            volume: `${names.domain}-${short(baseVolume)}.qcow2`,
+            volume: overlayVolumeName(names.domain, baseVolumeName(args.providerName, key, image.format)),
             basePath: base.path,
             baseFormat: image.format,
             capacityBytes: base.capacityBytes,
@@ -137,7 +131,7 @@ export class KvmProxy extends ProxyMemberComponent {
         const tag = seedDigest({ ...content, instanceId: "" }).slice(0, 8);
         const seed = new SeedDisk(`${name}-seed`, {
             conn, privateKey, storagePool: host.storagePool,
-            volume: `${names.domain}-${tag}-seed.iso`,
+            volume: seedVolumeName(names.domain, tag),
             userData: pulumi.secret(userData),
             instanceId: `${names.domain}-${tag}`,
             hostname: plan.name,

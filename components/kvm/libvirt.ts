@@ -140,19 +140,47 @@ export function connectionDiff(olds: { conn?: KvmConnection; privateKey?: string
 }
 
 /**
+ * A KVM resource's diff: `keys` whose values differ (compared as JSON, unset = null) replace, then the
+ * connection rule (connectionDiff). Callers add their own `changes` and `deleteBeforeReplace`.
+ */
+export function replaceDiff<K extends string>(
+    olds: { [k in K]?: unknown } & { conn?: KvmConnection; privateKey?: string },
+    news: { [k in K]?: unknown } & { conn?: KvmConnection; privateKey?: string },
+    keys: readonly K[],
+): { replaces: string[]; changes: boolean } {
+    const conn = connectionDiff(olds, news);
+    const replaces: string[] = [...keys.filter((k) => JSON.stringify(olds[k] ?? null) !== JSON.stringify(news[k] ?? null)), ...conn.replaces];
+    return { replaces, changes: replaces.length > 0 || conn.changes };
+}
+
+/**
+ * Runs `fn` with a fresh private (0700) temp dir `<tmpdir>/<prefix>XXXXXX`, removed afterwards whatever
+ * happens. Self-contained (requires inside): serialized with the providers that use it.
+ */
+export async function withTempDir<T>(prefix: string, fn: (dir: string) => Promise<T>): Promise<T> {
+    const fs = require("node:fs") as typeof import("node:fs");
+    const os = require("node:os") as typeof import("node:os");
+    const path = require("node:path") as typeof import("node:path");
+    const dir = fs.mkdtempSync(path.join(os.tmpdir(), prefix));
+    try {
+        fs.chmodSync(dir, 0o700);
+        return await fn(dir);
+    } finally {
+        fs.rmSync(dir, { recursive: true, force: true });
+    }
+}
+
+/**
  * Opens a session to one host: materializes the key (from `privateKey`, or `conn.privateKeyPath`) and
  * known_hosts into a private temp dir, hands `fn` a `virsh` function, and removes the files afterwards.
  * Each virsh call is its own SSH connection (≈0.1 s on a LAN).
  */
 export async function withLibvirt<T>(conn: KvmConnection, privateKey: string | undefined, fn: (virsh: Virsh) => Promise<T>): Promise<T> {
     const fs = require("node:fs") as typeof import("node:fs");
-    const os = require("node:os") as typeof import("node:os");
     const path = require("node:path") as typeof import("node:path");
     const cp = require("node:child_process") as typeof import("node:child_process");
     const where = describeConnection(conn);
-    const dir = fs.mkdtempSync(path.join(os.tmpdir(), "egress-kvm-"));
-    try {
-        fs.chmodSync(dir, 0o700);
+    return withTempDir("egress-kvm-", async (dir) => {
         let keyFile: string;
         if (privateKey) {
             keyFile = path.join(dir, "id");
@@ -189,9 +217,7 @@ export async function withLibvirt<T>(conn: KvmConnection, privateKey: string | u
                 child.stdin?.end(); // closed stdin: libvirt refuses unknown host keys instead of prompting
             });
         return await fn(virsh);
-    } finally {
-        fs.rmSync(dir, { recursive: true, force: true });
-    }
+    });
 }
 
 /** Runs `fn`, treating "not found" as success (deletes that tolerate already-gone pieces). */
@@ -219,4 +245,9 @@ export async function listVolumes(virsh: Virsh, pool: string): Promise<string[]>
     const out = await virsh(["vol-list", "--pool", pool]);
     // `vol-list` prints "name   path" rows; names are ours (no spaces).
     return out.split("\n").map((l) => l.trim().split(/\s+/)[0]).filter((n) => n && n !== "Name" && !/^-+$/.test(n));
+}
+
+/** Names of the defined domains, running or not (`list --all --name`). */
+export async function listDomains(virsh: Virsh): Promise<string[]> {
+    return (await virsh(["list", "--all", "--name"])).split("\n").map((s) => s.trim()).filter(Boolean);
 }

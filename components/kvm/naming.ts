@@ -22,14 +22,37 @@ export function baseVolumeName(entry: string, key: string, format: string): stri
  * names short and unambiguous (stack names may contain '-' and '.'), and lets GC match by prefix.
  */
 export function stackPrefix(project: string, stack: string): string {
-    const h = crypto.createHash("sha256").update(`${project}\0${stack}`).digest("hex").slice(0, 8);
-    return `egress-${h}-`;
+    return `egress-${hash8(`${project}\0${stack}`)}-`;
+}
+
+/** First 8 hex digits of the sha256 of `s`: the short tags in per-member names. */
+export function hash8(s: string): string {
+    return crypto.createHash("sha256").update(s).digest("hex").slice(0, 8);
 }
 
 /** Names of one member's libvirt objects. `member` is `<pool>-<index>` (a DNS label). */
-export function memberObjectNames(project: string, stack: string, member: string) {
-    const domain = `${stackPrefix(project, stack)}${member}`;
-    return { domain, overlay: `${domain}.qcow2`, seed: `${domain}-seed.iso` };
+export function memberObjectNames(project: string, stack: string, member: string): { domain: string } {
+    return { domain: `${stackPrefix(project, stack)}${member}` };
+}
+
+/**
+ * A member's overlay volume: `<domain>-<hash8(base volume)>.qcow2`. The base's name is part of it, so a
+ * new image key makes a new disk next to the old one.
+ */
+export function overlayVolumeName(domain: string, baseVolume: string): string {
+    return `${domain}-${hash8(baseVolume)}.qcow2`;
+}
+
+/** A member's seed ISO volume: `<domain>-<tag>-seed.iso`, `tag` = 8 hex digits of the seed content's digest. */
+export function seedVolumeName(domain: string, tag: string): string {
+    return `${domain}-${tag}-seed.iso`;
+}
+
+/** Member name inside a per-member volume name (the inverse of overlayVolumeName / seedVolumeName), or undefined when not one of `prefix`. */
+export function memberOfVolume(prefix: string, volume: string): string | undefined {
+    if (!volume.startsWith(prefix)) return undefined;
+    const m = /^(.+)-[0-9a-f]{8}(?:\.qcow2|-seed\.iso)$/.exec(volume.slice(prefix.length));
+    return m?.[1];
 }
 
 /** Zone of a host: its `zone`, or its name when it has none (config crossCheck uses the same rule). */

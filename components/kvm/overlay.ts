@@ -1,5 +1,5 @@
 import * as pulumi from "@pulumi/pulumi";
-import { connectionDiff, KvmConnection, withLibvirt } from "./libvirt";
+import { KvmConnection, replaceDiff, withLibvirt } from "./libvirt";
 import { clearLeftoverVolume, deleteVolume, sameVolumeName, volumeId, withNewVolume } from "./volumes";
 import { overlayXml } from "./xml";
 
@@ -36,9 +36,7 @@ export const overlayProvider: pulumi.dynamic.ResourceProvider<OverlayInputs, Ove
     },
 
     async diff(_id, olds, news) {
-        const conn = connectionDiff(olds, news);
-        const replaces: string[] = [...REPLACE_ON.filter((k) => olds[k] !== news[k]), ...conn.replaces];
-        const changes = replaces.length > 0 || conn.changes;
+        const { replaces, changes } = replaceDiff(olds, news, REPLACE_ON);
         return { changes, replaces, deleteBeforeReplace: replaces.length > 0 && sameVolumeName(olds, news) };
     },
 

@@ -1,6 +1,6 @@
 import * as pulumi from "@pulumi/pulumi";
-import { connectionDiff, KvmConnection, withLibvirt } from "./libvirt";
-import { buildSeedIso, seedDigest } from "./seed-iso";
+import { KvmConnection, replaceDiff, withLibvirt, withTempDir } from "./libvirt";
+import { buildSeedIso } from "./seed-iso";
 import { clearLeftoverVolume, deleteVolume, sameVolumeName, uploadInto, uploadTargetXml, volumeId, withNewVolume } from "./volumes";
 
 /** Inputs of a SeedDisk: a member's NoCloud ISO, uploaded as a volume. */
@@ -20,8 +20,6 @@ export interface SeedDiskInputs {
 
 export interface SeedDiskOutputs extends SeedDiskInputs {
     path: string;
-    /** sha256 over the seed files. */
-    digest: string;
 }
 
 /** Any content change rebuilds the ISO; its name carries the content digest, so normally as a new volume created before the old one is deleted. */
@@ -29,36 +27,28 @@ const REPLACE_ON = ["volume", "storagePool", "userData", "instanceId", "hostname
 
 export const seedDiskProvider: pulumi.dynamic.ResourceProvider<SeedDiskInputs, SeedDiskOutputs> = {
     async create(inputs) {
-        const fs = require("node:fs") as typeof import("node:fs");
-        const os = require("node:os") as typeof import("node:os");
-        const path = require("node:path") as typeof import("node:path");
         const content = { userData: inputs.userData, instanceId: inputs.instanceId, hostname: inputs.hostname, installGuestAgent: inputs.installGuestAgent, vendorData: inputs.vendorData };
-        const dir = fs.mkdtempSync(path.join(os.tmpdir(), "egress-seed-"));
-        try {
+        return withTempDir("egress-seed-", async (dir) => {
             const iso = await buildSeedIso(content, dir); // fails before touching the host when no ISO tool exists
             return await withLibvirt(inputs.conn, inputs.privateKey, async (virsh) => {
                 // A volume of this name is deleted only when no domain uses it (see clearLeftoverVolume).
                 await clearLeftoverVolume(virsh, inputs.storagePool, inputs.volume, `seed ${inputs.volume}`);
-                return await withNewVolume(virsh, inputs.storagePool, inputs.volume, uploadTargetXml(inputs.volume, iso), async () => {
-                    const p = await uploadInto(virsh, inputs.storagePool, inputs.volume, iso);
-                    return { id: volumeId(inputs.conn.host, inputs.storagePool, inputs.volume), outs: { ...inputs, path: p, digest: seedDigest(content) } };
+                return await withNewVolume(virsh, inputs.storagePool, inputs.volume, uploadTargetXml(inputs.volume, iso), async (p) => {
+                    await uploadInto(virsh, inputs.storagePool, inputs.volume, iso);
+                    return { id: volumeId(inputs.conn.host, inputs.storagePool, inputs.volume), outs: { ...inputs, path: p } };
                 });
             });
-        } finally {
-            fs.rmSync(dir, { recursive: true, force: true });
-        }
+        });
     },
 
     async diff(_id, olds, news) {
-        const conn = connectionDiff(olds, news);
-        const replaces: string[] = [...REPLACE_ON.filter((k) => (olds[k] ?? null) !== (news[k] ?? null)), ...conn.replaces];
-        const changes = replaces.length > 0 || conn.changes;
+        const { replaces, changes } = replaceDiff(olds, news, REPLACE_ON);
         // A new name (content digest) is created before the old goes; the same name must go first.
         return { changes, replaces, deleteBeforeReplace: replaces.length > 0 && sameVolumeName(olds, news) };
     },
 
     async update(_id, olds, news) {
-        return { outs: { ...olds, ...news, path: olds.path, digest: olds.digest } };
+        return { outs: { ...olds, ...news, path: olds.path } };
     },
 
     async delete(_id, props) {
@@ -69,10 +59,9 @@ export const seedDiskProvider: pulumi.dynamic.ResourceProvider<SeedDiskInputs, S
 /** A member's cloud-init seed CD. */
 export class SeedDisk extends pulumi.dynamic.Resource {
     declare public readonly path: pulumi.Output<string>;
-    declare public readonly digest: pulumi.Output<string>;
     declare public readonly volume: pulumi.Output<string>;
 
     constructor(name: string, args: { [K in keyof SeedDiskInputs]: pulumi.Input<SeedDiskInputs[K]> }, opts?: pulumi.CustomResourceOptions) {
-        super(seedDiskProvider, name, { ...args, path: undefined, digest: undefined }, { ...opts, additionalSecretOutputs: ["privateKey", "userData", "vendorData"] }, "egress", "kvm:SeedDisk");
+        super(seedDiskProvider, name, { ...args, path: undefined }, { ...opts, additionalSecretOutputs: ["privateKey", "userData", "vendorData"] }, "egress", "kvm:SeedDisk");
     }
 }

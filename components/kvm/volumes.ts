@@ -2,21 +2,17 @@
  * Volume operations shared by the KVM resources: uploads, digests, backing-file lookups. Plain functions
  * over a `Virsh` (see ./libvirt), serialized by value with the providers that use them.
  */
-import { isNotFound, listVolumes, Virsh, volumePath } from "./libvirt";
+import { ignoreNotFound, listDomains, listVolumes, Virsh, volumePath, withTempDir } from "./libvirt";
 import { backingPathOf, volumeXml } from "./xml";
 
 /** Creates a volume from its XML (`vol-create`). Fails, touching nothing, when the name is taken. */
-export async function createVolume(virsh: Virsh, pool: string, xml: string): Promise<void> {
+async function createVolume(virsh: Virsh, pool: string, xml: string): Promise<void> {
     const fs = require("node:fs") as typeof import("node:fs");
-    const os = require("node:os") as typeof import("node:os");
     const path = require("node:path") as typeof import("node:path");
-    const dir = fs.mkdtempSync(path.join(os.tmpdir(), "egress-vol-"));
-    try {
+    await withTempDir("egress-vol-", async (dir) => {
         fs.writeFileSync(path.join(dir, "vol.xml"), xml);
         await virsh(["vol-create", pool, path.join(dir, "vol.xml")]);
-    } finally {
-        fs.rmSync(dir, { recursive: true, force: true });
-    }
+    });
 }
 
 /** XML of an empty raw volume exactly as large as a local file (the upload then replaces every byte). */
@@ -25,23 +21,21 @@ export function uploadTargetXml(name: string, file: string): string {
     return volumeXml(name, fs.statSync(file).size, "raw");
 }
 
-/** Uploads a local file into existing volume `name`; returns its path (format is probed by the refresh). */
-export async function uploadInto(virsh: Virsh, pool: string, name: string, file: string): Promise<string> {
+/**
+ * Uploads a local file into existing volume `name`, then refreshes the pool so libvirt probes the new
+ * bytes (format, virtual size: volumeCapacity of an uploaded qcow2 depends on it).
+ */
+export async function uploadInto(virsh: Virsh, pool: string, name: string, file: string): Promise<void> {
     await virsh(["vol-upload", "--pool", pool, name, file], { timeoutMs: 60 * 60 * 1000 });
     await virsh(["pool-refresh", pool]);
-    const p = await volumePath(virsh, pool, name);
-    if (!p) throw new Error(`volume ${name} vanished right after upload to pool ${pool}`);
-    return p;
 }
 
 /** sha256 and size of a volume's bytes as stored on the host (streams `vol-download` through a hash). */
 export async function remoteDigest(virsh: Virsh, pool: string, name: string): Promise<{ sha256: string; bytes: number }> {
     const fs = require("node:fs") as typeof import("node:fs");
-    const os = require("node:os") as typeof import("node:os");
     const path = require("node:path") as typeof import("node:path");
     const crypto = require("node:crypto") as typeof import("node:crypto");
-    const dir = fs.mkdtempSync(path.join(os.tmpdir(), "egress-vol-"));
-    try {
+    return withTempDir("egress-vol-", async (dir) => {
         const file = path.join(dir, "vol");
         await virsh(["vol-download", "--pool", pool, name, file], { timeoutMs: 60 * 60 * 1000 });
         const hash = crypto.createHash("sha256");
@@ -51,37 +45,43 @@ export async function remoteDigest(virsh: Virsh, pool: string, name: string): Pr
             bytes += (chunk as Buffer).length;
         }
         return { sha256: hash.digest("hex"), bytes };
-    } finally {
-        fs.rmSync(dir, { recursive: true, force: true });
-    }
+    });
 }
 
 /** Deletes a volume; succeeds when it is already gone. */
 export async function deleteVolume(virsh: Virsh, pool: string, name: string): Promise<void> {
-    try {
-        await virsh(["vol-delete", "--pool", pool, name]);
-    } catch (e) {
-        if (!isNotFound(e)) throw e;
+    await ignoreNotFound(() => virsh(["vol-delete", "--pool", pool, name]));
+}
+
+/** `s` as one token for virsh's own tokenizer (names come from libvirt or config; quotes are dropped). */
+function virshArg(s: string): string {
+    return `'${s.replace(/'/g, "")}'`;
+}
+
+/**
+ * Runs `command(name)` for every name, 50 at a time, each batch over one SSH connection (virsh runs
+ * `;`-separated commands itself, no shell involved), and returns each name's output, in order. Every
+ * command is preceded by an `echo` marker and the output is split on the markers, so a command that
+ * prints nothing or fails yields "" for its own name and never shifts the others.
+ */
+async function virshEach(virsh: Virsh, names: string[], command: (name: string) => string): Promise<string[]> {
+    const outputs: string[] = names.map(() => "");
+    const chunk = 50;
+    for (let i = 0; i < names.length; i += chunk) {
+        const part = names.slice(i, i + chunk);
+        const out = await virsh([part.map((n, j) => `echo @@egress-item-${j}@@ ; ${command(n)}`).join(" ; ")]);
+        // virsh -q may print the next command's output on the marker's line: split on the marker itself.
+        const pieces = out.split(/@@egress-item-(\d+)@@/);
+        for (let k = 1; k + 1 < pieces.length; k += 2) outputs[i + Number(pieces[k])] = pieces[k + 1];
     }
+    return outputs;
 }
 
 /** Names of the volumes in `pool` whose backing file is `backing` (the overlays living on a base). */
 export async function volumesBackedBy(virsh: Virsh, pool: string, backing: string): Promise<string[]> {
     const names = (await listVolumes(virsh, pool)).filter((n) => n.endsWith(".qcow2"));
-    const users: string[] = [];
-    // One SSH connection for all of them: virsh runs `;`-separated commands itself (no shell involved).
-    // Names come from libvirt and are quoted for virsh's own tokenizer.
-    const chunk = 50;
-    for (let i = 0; i < names.length; i += chunk) {
-        const part = names.slice(i, i + chunk);
-        const script = part.map((n) => `vol-dumpxml --pool '${pool.replace(/'/g, "")}' '${n.replace(/'/g, "")}'`).join(" ; ");
-        const out = await virsh([script]);
-        const docs = out.split("</volume>");
-        part.forEach((n, j) => {
-            if (docs[j] && backingPathOf(docs[j]) === backing) users.push(n);
-        });
-    }
-    return users;
+    const docs = await virshEach(virsh, names, (n) => `vol-dumpxml --pool ${virshArg(pool)} ${virshArg(n)}`);
+    return names.filter((_, j) => backingPathOf(docs[j]) === backing);
 }
 
 /** Capacity (virtual size) of a volume in bytes, from `vol-info --bytes`. */
@@ -131,26 +131,11 @@ export async function withNewVolume<T>(virsh: Virsh, pool: string, name: string,
     }
 }
 
-/**
- * Names of the defined domains (running or not) with a disk whose source is `volPath`. One SSH
- * connection: `domblklist` per domain, separated by `echo` markers, in one `;`-separated virsh script.
- */
+/** Names of the defined domains (running or not) with a disk whose source is `volPath` (`domblklist` of each). */
 export async function domainsUsing(virsh: Virsh, volPath: string): Promise<string[]> {
-    const names = (await virsh(["list", "--all", "--name"])).split("\n").map((s) => s.trim()).filter(Boolean);
-    const users: string[] = [];
-    const chunk = 50;
-    for (let i = 0; i < names.length; i += chunk) {
-        const part = names.slice(i, i + chunk);
-        const script = part.map((n, j) => `echo @@egress-domain-${j} ; domblklist --details '${n.replace(/'/g, "")}'`).join(" ; ");
-        const out = await virsh([script]);
-        // virsh -q may print the next command's output on the marker's line: split on the marker itself.
-        out.split(/@@egress-domain-(\d+)/).forEach((text, k, all) => {
-            if (k % 2 === 0 || k + 1 >= all.length) return;
-            const listed = all[k + 1].split("\n").some((l) => l.trim().split(/\s+/).slice(3).join(" ") === volPath);
-            if (listed) users.push(part[Number(text)]);
-        });
-    }
-    return users;
+    const names = await listDomains(virsh);
+    const lists = await virshEach(virsh, names, (n) => `domblklist --details ${virshArg(n)}`);
+    return names.filter((_, j) => lists[j].split("\n").some((l) => l.trim().split(/\s+/).slice(3).join(" ") === volPath));
 }
 
 /**

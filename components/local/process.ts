@@ -72,18 +72,22 @@ export function isOurProcess(pid: number, id: string): boolean {
     }
 }
 
-/** Resolves true if something accepts TCP connections on 127.0.0.1:port within the timeout. */
-export function portAnswers(port: number, timeoutMs = 1000): Promise<boolean> {
+/**
+ * Resolves true if something accepts TCP connections on `host:port` (default 127.0.0.1) within the
+ * timeout. When it does not, `whyNot` (if given) hears the reason: the socket error, or the timeout.
+ */
+export function portAnswers(port: number, timeoutMs = 1000, host = "127.0.0.1", whyNot?: (reason: string) => void): Promise<boolean> {
     const net = require("node:net") as typeof import("node:net");
     return new Promise((resolve) => {
-        const sock = net.connect({ host: "127.0.0.1", port });
-        const done = (ok: boolean) => {
+        const sock = net.connect({ host, port });
+        const done = (ok: boolean, reason?: string) => {
             sock.destroy();
+            if (!ok && reason !== undefined) whyNot?.(reason);
             resolve(ok);
         };
-        sock.setTimeout(timeoutMs, () => done(false));
+        sock.setTimeout(timeoutMs, () => done(false, `no answer within ${timeoutMs} ms`));
         sock.once("connect", () => done(true));
-        sock.once("error", () => done(false));
+        sock.once("error", (e) => done(false, e.message));
     });
 }
 

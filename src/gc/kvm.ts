@@ -1,23 +1,15 @@
 /**
- * `egress gc` for `type: kvm`: finds domains carrying egress metadata for a project+stack, and per-member
- * volumes whose names carry the stack's prefix (`egress-<hash>-…`), on every host of the entry.
+ * `egress gc` for `type: kvm`: finds domains named with a project+stack's prefix that carry its egress
+ * metadata, and per-member volumes whose names carry the stack's prefix (`egress-<hash>-…`), on every host of the entry.
  * Base images are a shared cache and are never listed. `remove` tolerates things already gone.
  */
 import type { KvmProviderConfig } from "../config/providers/kvm";
 import type { Collector, CollectorFactory, ManagedThing } from "./types";
-import { withLibvirt } from "../../components/kvm/libvirt";
-import { connectionFor, KvmHost, METADATA_NS, privateKeyText, stackPrefix } from "../../components/kvm/naming";
+import { isNotFound, listDomains, listVolumes, Virsh, withLibvirt } from "../../components/kvm/libvirt";
+import { connectionFor, KvmHost, memberOfVolume, METADATA_NS, privateKeyText, stackPrefix } from "../../components/kvm/naming";
 import { parseMetadata } from "../../components/kvm/xml";
 import { removeDomain } from "../../components/kvm/domain";
 import { deleteVolume } from "../../components/kvm/volumes";
-import { isNotFound, listVolumes } from "../../components/kvm/libvirt";
-
-/** Member name inside a per-member volume name (`egress-<hash>-<member>-<tag>.qcow2`, `…-<tag>-seed.iso`). */
-export function memberOfVolume(prefix: string, volume: string): string | undefined {
-    if (!volume.startsWith(prefix)) return undefined;
-    const m = /^(.+)-[0-9a-f]{8}(?:\.qcow2|-seed\.iso)$/.exec(volume.slice(prefix.length));
-    return m?.[1];
-}
 
 export const kvmCollector: CollectorFactory<KvmProviderConfig> = (providerName, entry) => {
     const host = (name: string): KvmHost => {
@@ -25,6 +17,7 @@ export const kvmCollector: CollectorFactory<KvmProviderConfig> = (providerName, 
         if (!h) throw new Error(`host \`${name}\` is not in provider \`${providerName}\``);
         return h;
     };
+    const onHost = <T>(h: KvmHost, fn: (virsh: Virsh) => Promise<T>) => withLibvirt(connectionFor(entry, h), privateKeyText(entry), fn);
     const collector: Collector = {
         provider: providerName,
         kind: "kvm",
@@ -32,13 +25,13 @@ export const kvmCollector: CollectorFactory<KvmProviderConfig> = (providerName, 
             const prefix = stackPrefix(scope.project, scope.stack);
             const found: ManagedThing[] = [];
             for (const h of entry.hosts) {
-                await withLibvirt(connectionFor(entry, h), privateKeyText(entry), async (virsh) => {
-                    const names = (await virsh(["list", "--all", "--name"])).split("\n").map((s) => s.trim()).filter(Boolean);
-                    for (const name of names) {
+                await onHost(h, async (virsh) => {
+                    // Our domains are named `<stack prefix><member>`: others' (the host may run anything) are never asked.
+                    for (const name of (await listDomains(virsh)).filter((n) => n.startsWith(prefix))) {
                         // `metadata --uri` (not dumpxml: virsh 9.0 over libssh crashed on `dumpxml --inactive`
                         // of a running domain here). Domains without our element fail: not ours.
                         const xml = await virsh(["metadata", name, "--uri", METADATA_NS, "--config"]).catch((e) => {
-                            if (isNotFound(e) || /metadata not found|not found/i.test((e as Error).message)) return "";
+                            if (isNotFound(e)) return "";
                             throw e;
                         });
                         const m = parseMetadata(xml, METADATA_NS);
@@ -55,8 +48,7 @@ export const kvmCollector: CollectorFactory<KvmProviderConfig> = (providerName, 
             return found;
         },
         async remove(thing) {
-            const h = host(thing.location);
-            await withLibvirt(connectionFor(entry, h), privateKeyText(entry), async (virsh) => {
+            await onHost(host(thing.location), async (virsh) => {
                 if (thing.type === "domain") return removeDomain(virsh, thing.name);
                 if (thing.type === "volume") {
                     const [pool, ...rest] = thing.name.split("/");

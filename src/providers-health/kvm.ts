@@ -3,32 +3,14 @@
  * key material, TCP to sshd, SSH (host key, auth) + libvirt (version, hostname), storage pool (exists,
  * running, free space). A failure names the stage it stopped at. Secrets never reach verdicts.
  */
-import * as net from "node:net";
 import type { KvmProviderConfig } from "../config/providers/kvm";
 import type { Checker, CheckerFactory, CheckVerdict } from "./types";
 import { LibvirtError, withLibvirt } from "../../components/kvm/libvirt";
 import { connectionFor, KvmHost, privateKeyText } from "../../components/kvm/naming";
+import { portAnswers } from "../../components/local/process";
 
 /** Below this many free bytes in a storage pool the host is reported unhealthy. @default 2 GiB */
 export const MIN_FREE_BYTES = 2 * 1024 ** 3;
-
-function tcpOpen(address: string, port: number, timeoutMs: number): Promise<string | undefined> {
-    return new Promise((resolve) => {
-        const sock = net.connect({ host: address, port });
-        const done = (err?: string) => {
-            sock.destroy();
-            resolve(err);
-        };
-        sock.setTimeout(timeoutMs, () => done(`no answer within ${timeoutMs} ms`));
-        sock.once("connect", () => done());
-        sock.once("error", (e) => done(e.message));
-    });
-}
-
-function withTimeout<T>(p: Promise<T>, ms: number, what: string): Promise<T> {
-    let t: NodeJS.Timeout;
-    return Promise.race([p, new Promise<T>((_, rej) => (t = setTimeout(() => rej(Object.assign(new Error(`${what} timed out after ${ms} ms`), { stage: "timeout" })), ms)))]).finally(() => clearTimeout(t));
-}
 
 /** Checks one host; never throws. */
 export async function checkKvmHost(entry: KvmProviderConfig, host: KvmHost, timeoutMs = 10000, minFreeBytes = MIN_FREE_BYTES): Promise<CheckVerdict> {
@@ -41,34 +23,31 @@ export async function checkKvmHost(entry: KvmProviderConfig, host: KvmHost, time
     } catch (e) {
         return fail("key", (e as Error).message);
     }
-    const tcp = await tcpOpen(host.address, host.port, timeoutMs);
-    if (tcp) return fail("tcp", `cannot reach sshd at ${host.address}:${host.port}: ${tcp}; check \`address\`/\`port\` and that sshd runs`);
+    let why = "";
+    if (!(await portAnswers(host.port, timeoutMs, host.address, (r) => (why = r))))
+        return fail("tcp", `cannot reach sshd at ${host.address}:${host.port}: ${why}; check \`address\`/\`port\` and that sshd runs`);
     try {
-        return await withTimeout(
-            withLibvirt(connectionFor(entry, host), key, async (virsh) => {
-                const version = (await virsh(["version", "--daemon"], { timeoutMs })).trim();
-                const hostname = (await virsh(["hostname"], { timeoutMs })).trim();
-                const libvirtVersion = /Running against daemon:\s*(\S+)/.exec(version)?.[1] ?? /library:\s*libvirt\s*(\S+)/i.exec(version)?.[1] ?? "";
-                let info: string;
-                try {
-                    info = await virsh(["pool-info", "--bytes", host.storagePool], { timeoutMs });
-                } catch (e) {
-                    if ((e as LibvirtError).notFound) return fail("pool", `storage pool \`${host.storagePool}\` does not exist on ${host.name}; define it (virsh pool-define-as) or fix \`storagePool\``, { libvirtVersion, hostname });
-                    throw e;
-                }
-                const state = /State:\s*(\S+)/.exec(info)?.[1] ?? "unknown";
-                const available = Number(/Available:\s*(\d+)/.exec(info)?.[1] ?? NaN);
-                const details = { libvirtVersion, hostname, storagePool: host.storagePool, poolState: state, availableBytes: available };
-                if (state !== "running") return fail("pool", `storage pool \`${host.storagePool}\` is ${state}; start it (virsh pool-start ${host.storagePool})`, details);
-                if (available < minFreeBytes) return fail("pool", `storage pool \`${host.storagePool}\` has ${available} bytes free, below ${minFreeBytes}`, details);
-                return { target, ok: true, message: `libvirt ${libvirtVersion} on ${hostname} answers; pool ${host.storagePool} running with ${available} bytes free`, details };
-            }),
-            timeoutMs * 4,
-            `checking ${host.name}`,
-        );
+        // Each virsh call below has its own timeout (timeoutMs): the check ends within about 3 × timeoutMs.
+        return await withLibvirt(connectionFor(entry, host), key, async (virsh) => {
+            const version = (await virsh(["version", "--daemon"], { timeoutMs })).trim();
+            const hostname = (await virsh(["hostname"], { timeoutMs })).trim();
+            const libvirtVersion = /Running against daemon:\s*(\S+)/.exec(version)?.[1] ?? /library:\s*libvirt\s*(\S+)/i.exec(version)?.[1] ?? "";
+            let info: string;
+            try {
+                info = await virsh(["pool-info", "--bytes", host.storagePool], { timeoutMs });
+            } catch (e) {
+                if ((e as LibvirtError).notFound) return fail("pool", `storage pool \`${host.storagePool}\` does not exist on ${host.name}; define it (virsh pool-define-as) or fix \`storagePool\``, { libvirtVersion, hostname });
+                throw e;
+            }
+            const state = /State:\s*(\S+)/.exec(info)?.[1] ?? "unknown";
+            const available = Number(/Available:\s*(\d+)/.exec(info)?.[1] ?? NaN);
+            const details = { libvirtVersion, hostname, storagePool: host.storagePool, poolState: state, availableBytes: available };
+            if (state !== "running") return fail("pool", `storage pool \`${host.storagePool}\` is ${state}; start it (virsh pool-start ${host.storagePool})`, details);
+            if (available < minFreeBytes) return fail("pool", `storage pool \`${host.storagePool}\` has ${available} bytes free, below ${minFreeBytes}`, details);
+            return { target, ok: true, message: `libvirt ${libvirtVersion} on ${hostname} answers; pool ${host.storagePool} running with ${available} bytes free`, details };
+        });
     } catch (e) {
-        const stage = (e as LibvirtError).stage ?? "libvirt";
-        return fail(stage === "host-key" || stage === "ssh-auth" ? stage : stage, (e as Error).message);
+        return fail((e as LibvirtError).stage ?? "libvirt", (e as Error).message);
     }
 }
 

@@ -11,7 +11,7 @@ import { sameVolumeName } from "../../components/kvm/volumes";
 const conn: KvmConnection = { host: "h1", user: "root", address: "10.0.0.5", port: 22, knownHosts: "kh" };
 const base = { conn, privateKey: "K", storagePool: "default", entry: "lab", key: "deb", url: "https://x/d.qcow2", sha256: "a".repeat(64), format: "qcow2" as const, volume: "base-lab-deb.qcow2", path: "/p/base", capacityBytes: 1, adopted: false };
 const overlay = { conn, privateKey: "K", storagePool: "default", volume: "egress-1-p-0-aaaaaaaa.qcow2", basePath: "/p/base", baseFormat: "qcow2" as const, capacityBytes: 1, path: "/p/o" };
-const seed = { conn, privateKey: "K", storagePool: "default", volume: "egress-1-p-0-bbbbbbbb-seed.iso", userData: "#cloud-config\n", instanceId: "i", hostname: "p-0", installGuestAgent: true, path: "/p/s", digest: "d" };
+const seed = { conn, privateKey: "K", storagePool: "default", volume: "egress-1-p-0-bbbbbbbb-seed.iso", userData: "#cloud-config\n", instanceId: "i", hostname: "p-0", installGuestAgent: true, path: "/p/s" };
 const domain = {
     conn, privateKey: "K", name: "egress-1-p-0", domainType: "qemu" as const, vcpu: 1, memoryMiB: 128, firmware: "uefi" as const, overlayPath: "/p/o", seedPath: "/p/s", bridge: "br0",
     metadata: { project: "p", stack: "s", pool: "p", member: "p-0", provider: "lab" }, metadataNs: "urn:x", addressTimeoutSeconds: 300, ipAddress: "192.0.2.7",
