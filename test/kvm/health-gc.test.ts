@@ -8,16 +8,14 @@ import { kvmChecker } from "../../src/providers-health/kvm";
 import { kvmCollector } from "../../src/gc/kvm";
 import { domainProvider } from "../../components/kvm/domain";
 import { memberObjectNames, METADATA_NS } from "../../components/kvm/naming";
-import { connection, kvmEntry, lv, Sandbox, startSandbox, stopSandbox } from "./sandbox";
+import { connection, kvmEntry, lv, Sandbox, startSandbox, teardown, wrongKnownHosts } from "./sandbox";
 
 let sb: Sandbox;
 const img = { url: "http://127.0.0.1:9/unused.qcow2", sha256: "0".repeat(64) };
 before(() => {
     sb = startSandbox();
 });
-after(() => {
-    stopSandbox();
-});
+after(() => teardown({}));
 
 test("health: a good host answers with libvirt version, hostname and pool facts", { timeout: 30_000 }, async () => {
     const [v] = await kvmChecker("lab", kvmEntry(sb, img), { timeoutMs: 5000 }).check();
@@ -38,7 +36,7 @@ test("health: each failing stage is named", { timeout: 60_000 }, async () => {
     assert.match(unreachable.message, /cannot reach sshd at 127\.0\.0\.1:1/);
     const badKey = await verdict({ ...base, ssh: { ...base.ssh, privateKey: "not a key" } });
     assert.deepEqual([badKey.ok, badKey.stage], [false, "key"]);
-    const hostKey = await verdict({ ...base, ssh: { ...base.ssh, knownHosts: `[127.0.0.1]:${sb.sshPort} ssh-ed25519 AAAAC3NzaC1lZDI1NTE5AAAAIOMqqnkVzrm0SdG6UOoqKLsabgH5C9okWi0dh2l9GKJl\n` } });
+    const hostKey = await verdict({ ...base, ssh: { ...base.ssh, knownHosts: wrongKnownHosts(sb) } });
     assert.deepEqual([hostKey.ok, hostKey.stage], [false, "host-key"]);
     const other = path.join(fs.mkdtempSync(path.join(os.tmpdir(), "egress-kvm-key-")), "id");
     require("node:child_process").execFileSync("ssh-keygen", ["-q", "-t", "ed25519", "-N", "", "-f", other]);

@@ -11,7 +11,7 @@ import * as path from "node:path";
 import { tempProject } from "../helpers/project";
 import { memberObjectNames, stackPrefix } from "../../components/kvm/naming";
 import { GUEST_AGENT_SCRIPT } from "../../components/kvm/seed-iso";
-import { isoFile, isoLabel, kvmEntry, lv, Sandbox, serveTinyImage, startSandbox, stopSandbox } from "./sandbox";
+import { isoFile, isoLabel, kvmEntry, lv, Sandbox, serveTinyImage, startSandbox, teardown } from "./sandbox";
 
 const STACK = "kvm-e2e";
 const CLOUD_INIT = "#cloud-config\npackages: [squid]\nwrite_files:\n  - path: /etc/squid/conf.d/egress.conf\n    content: |\n      http_port 3128\n      visible_hostname egress\n";
@@ -38,13 +38,7 @@ before(async () => {
     fs.mkdirSync(path.join(project.dir, "cloud-init"));
     fs.writeFileSync(path.join(project.dir, "cloud-init", "squid.yaml"), CLOUD_INIT);
 });
-after(async () => {
-    await project?.driver.destroy().catch(() => undefined);
-    await image?.close();
-    project?.cleanup();
-    fs.rmSync(work, { recursive: true, force: true });
-    console.log(`sandbox teardown ${stopSandbox()} ms`);
-});
+after(() => teardown({ project, image, work }));
 
 test("pool of 2 → libvirt view → scale 1 → changed sha refused → destroy", { timeout: 600_000 }, async () => {
     let t0 = Date.now();

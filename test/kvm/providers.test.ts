@@ -17,7 +17,7 @@ import { overlayXml } from "../../components/kvm/xml";
 import { GUEST_AGENT_SCRIPT, metaData } from "../../components/kvm/seed-iso";
 import { METADATA_NS } from "../../components/kvm/naming";
 import { runSerialized, serializeProvider } from "../helpers/serialized-provider";
-import { connection, isoFile, isoLabel, lv, Sandbox, serveTinyImage, startSandbox, stopSandbox } from "./sandbox";
+import { connection, isoFile, isoLabel, lv, Sandbox, serveTinyImage, startSandbox, teardown, wrongKnownHosts } from "./sandbox";
 
 let sb: Sandbox;
 let image: Awaited<ReturnType<typeof serveTinyImage>>;
@@ -30,11 +30,7 @@ before(() => {
 before(async () => {
     image = await serveTinyImage(work);
 });
-after(async () => {
-    await image?.close();
-    fs.rmSync(work, { recursive: true, force: true });
-    console.log(`sandbox teardown ${stopSandbox()} ms`);
-});
+after(() => teardown({ image, work }));
 
 const baseInputs = (over: Partial<BaseImageInputs> = {}): BaseImageInputs => ({
     conn: connection(sb),
@@ -187,10 +183,9 @@ test("create paths delete only volumes they created; unused leftovers of ours ar
 });
 
 test("wrong host key: clear error, no libvirt session", { timeout: 30_000 }, async () => {
-    const wrong = "[127.0.0.1]:" + sb.sshPort + " ssh-ed25519 AAAAC3NzaC1lZDI1NTE5AAAAIOMqqnkVzrm0SdG6UOoqKLsabgH5C9okWi0dh2l9GKJl\n";
     let ran = false;
     await assert.rejects(
-        withLibvirt(connection(sb, { knownHosts: wrong }), sb.privateKey, async (virsh) => {
+        withLibvirt(connection(sb, { knownHosts: wrongKnownHosts(sb) }), sb.privateKey, async (virsh) => {
             await virsh(["hostname"]);
             ran = true;
         }),

@@ -15,14 +15,11 @@ import type { KvmConnection } from "../../components/kvm/libvirt";
 import type { KvmProviderConfig } from "../../src/config/providers/kvm";
 
 export interface Sandbox {
-    base: string;
-    keyPath: string;
     privateKey: string;
     knownHosts: string;
     sshPort: number;
     pool: string;
     poolDir: string;
-    netns: string;
     bridge: string;
     setupMs: number;
 }
@@ -49,14 +46,11 @@ export function startSandbox(): Sandbox {
     if (!links.includes(`${BRIDGE}:`)) run("ip", ns(["link", "add", BRIDGE, "type", "bridge"]));
     run("ip", ns(["link", "set", BRIDGE, "up"]));
     return {
-        base: BASE,
-        keyPath: env.SANDBOX_SSH_KEY,
         privateKey: fs.readFileSync(env.SANDBOX_SSH_KEY, "utf8"),
         knownHosts: fs.readFileSync(env.SANDBOX_KNOWN_HOSTS, "utf8"),
         sshPort: Number(env.SANDBOX_SSH_PORT),
         pool: env.SANDBOX_POOL,
         poolDir: env.SANDBOX_POOL_DIR,
-        netns,
         bridge: BRIDGE,
         setupMs: Date.now() - t0,
     };
@@ -66,6 +60,23 @@ export function stopSandbox(): number {
     const t0 = Date.now();
     run("bash", [path.join(PACKAGE_ROOT, "scripts", "libvirt-sandbox-teardown.sh")], { SANDBOX_USER: String(process.pid) });
     return Date.now() - t0;
+}
+
+/**
+ * A test file's `after`: destroys its stack (errors ignored: the test may have destroyed it already),
+ * stops its image server, removes its project and work dir, then leaves the sandbox (logging how long).
+ */
+export async function teardown(parts: { project?: { driver: { destroy(): Promise<unknown> }; cleanup(): void }; image?: { close(): Promise<void> }; work?: string }): Promise<void> {
+    await parts.project?.driver.destroy().catch(() => undefined);
+    await parts.image?.close();
+    parts.project?.cleanup();
+    if (parts.work) fs.rmSync(parts.work, { recursive: true, force: true });
+    console.log(`sandbox teardown ${stopSandbox()} ms`);
+}
+
+/** A known_hosts line for the sandbox's address and port with a key that is not the sandbox's. */
+export function wrongKnownHosts(sb: Sandbox): string {
+    return `[127.0.0.1]:${sb.sshPort} ssh-ed25519 AAAAC3NzaC1lZDI1NTE5AAAAIOMqqnkVzrm0SdG6UOoqKLsabgH5C9okWi0dh2l9GKJl\n`;
 }
 
 export function connection(sb: Sandbox, over: Partial<KvmConnection> = {}): KvmConnection {

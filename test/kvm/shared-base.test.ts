@@ -10,7 +10,7 @@ import * as os from "node:os";
 import * as path from "node:path";
 import { tempProject } from "../helpers/project";
 import { stackPrefix } from "../../components/kvm/naming";
-import { kvmEntry, lv, Sandbox, serveTinyImage, startSandbox, stopSandbox } from "./sandbox";
+import { kvmEntry, lv, Sandbox, serveTinyImage, startSandbox, teardown } from "./sandbox";
 
 const STACK = "kvm-shared";
 let sb: Sandbox;
@@ -30,13 +30,7 @@ before(async () => {
     image = await serveTinyImage(work);
     project = tempProject(STACK, config([pool("sa", 2), pool("sb", 1)]));
 });
-after(async () => {
-    await project?.driver.destroy().catch(() => undefined);
-    await image?.close();
-    project?.cleanup();
-    fs.rmSync(work, { recursive: true, force: true });
-    console.log(`sandbox teardown ${stopSandbox()} ms`);
-});
+after(() => teardown({ project, image, work }));
 
 test("two pools sharing an entry and image: one BaseImage, one base volume", { timeout: 600_000 }, async () => {
     let t0 = Date.now();
