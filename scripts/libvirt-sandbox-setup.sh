@@ -14,27 +14,23 @@
 #           session); 0 = leave it                   (default 1)
 #   SANDBOX_USER  an id (a test process pid) registered under $BASE/users; teardown with the same id
 #           stops the daemons only when no other live user remains (test files may overlap)
-# Writes $BASE/env (source it): LIBVIRT_URI_LOCAL, LIBVIRT_URI_SSH, LIBVIRT_URI_LIBSSH, ...
+#   EGRESS_TEST_DEPS_INSTALLED=1  skip install-test-deps.sh (scripts/test.sh exports it: it ran it already)
+# Writes $BASE/env (source it): LIBVIRT_URI_LOCAL, LIBVIRT_URI_LIBSSH, SANDBOX_* ...
 # libvirtd's sockets live in /run/libvirt, so there is one sandbox per machine: setups are serialized
 # with flock and a second setup reuses the running daemons.
 set -euo pipefail
-BASE=${BASE:-${TMPDIR:-/tmp}/egress-libvirt-sandbox}
+. "$(dirname "${BASH_SOURCE[0]}")/libvirt-sandbox-lib.sh"
 mkdir -p "$BASE"
-exec 9>"$BASE.lock"
-flock -w 120 9 || { echo "another sandbox setup/teardown holds $BASE.lock" >&2; exit 1; }
-# Daemons started below must not inherit the lock (fd 9): they are started with 9>&-.
-NETNS=${NETNS-egress-lv}
-POOL=${POOL:-egress-test}
-SSH_PORT=${SSH_PORT:-2222}
+sandbox_lock
 CLEAN_BASHRC=${CLEAN_BASHRC:-1}
 t_start=$(date +%s%3N)
 log() { echo "[setup +$(( $(date +%s%3N) - t_start ))ms] $*"; }
-# alive <pidfile>: the process runs (a zombie left to a non-reaping pid 1 counts as gone)
-alive() { [ -s "$1" ] || return 1; local p; p=$(cat "$1"); [ -r "/proc/$p/stat" ] && ! grep -q '^[0-9]* (.*) Z' "/proc/$p/stat"; }
 
 # 1. packages (only what is missing; quick when all are installed)
-bash "$(dirname "${BASH_SOURCE[0]}")/install-test-deps.sh"
-log "packages ok"
+if [ "${EGRESS_TEST_DEPS_INSTALLED:-}" != 1 ]; then
+  bash "$(dirname "${BASH_SOURCE[0]}")/install-test-deps.sh"
+  log "packages ok"
+fi
 
 mkdir -p "$BASE"/pool "$BASE"/ssh "$BASE"/log "$BASE"/users /run/sshd
 [ -n "${SANDBOX_USER:-}" ] && : > "$BASE/users/$SANDBOX_USER"
@@ -68,7 +64,6 @@ if ! alive "$BASE/libvirtd.pid"; then
     LIBVIRT_LOG_OUTPUTS="3:file:$BASE/log/libvirtd.log" $RUN libvirtd -d -p "$BASE/libvirtd.pid" 9>&-
   fi
 fi
-V="virsh -q -c qemu:///system"
 for i in $(seq 100); do $V version >/dev/null 2>&1 && break; sleep 0.2; done
 $V version >/dev/null || { echo "libvirtd did not answer; log: $BASE/log/libvirtd.log" >&2; tail -5 "$BASE/log/libvirtd.log" >&2 || true; exit 1; }
 log "libvirtd up (pid $(cat "$BASE/libvirtd.pid"), netns '${NETNS}')"
@@ -116,26 +111,18 @@ for i in $(seq 50); do
   sleep 0.1
 done
 mv "$S/known_hosts.tmp" "$S/known_hosts"
-# plain "ssh" transport ignores known_hosts=...; pass it through command=<wrapper>
-cat > "$S/ssh-wrap" <<EOF
-#!/bin/sh
-exec /usr/bin/ssh -o UserKnownHostsFile=$S/known_hosts -o StrictHostKeyChecking=yes "\$@"
-EOF
-chmod +x "$S/ssh-wrap"
 log "sshd up (pid $(cat "$S/sshd.pid")) on 127.0.0.1:$SSH_PORT"
 
 # 6. env for tests
 K="$S/client_ed25519"; KH="$S/known_hosts"
 cat > "$BASE/env" <<EOF
 export LIBVIRT_URI_LOCAL='qemu:///system'
-export LIBVIRT_URI_SSH='qemu+ssh://root@127.0.0.1:$SSH_PORT/system?keyfile=$K&no_tty=1&command=$S/ssh-wrap'
 export LIBVIRT_URI_LIBSSH='qemu+libssh://root@127.0.0.1:$SSH_PORT/system?keyfile=$K&known_hosts=$KH&sshauth=privkey'
-export LIBVIRT_URI_LIBSSH2='qemu+libssh2://root@127.0.0.1:$SSH_PORT/system?keyfile=$K&known_hosts=$KH&sshauth=privkey'
 export SANDBOX_SSH_KEY='$K' SANDBOX_KNOWN_HOSTS='$KH' SANDBOX_SSH_PORT='$SSH_PORT'
 export SANDBOX_POOL='$POOL' SANDBOX_POOL_DIR='$BASE/pool' SANDBOX_NETNS='$NETNS'
 EOF
 . "$BASE/env"
-for u in "$LIBVIRT_URI_LOCAL" "$LIBVIRT_URI_SSH" "$LIBVIRT_URI_LIBSSH"; do
+for u in "$LIBVIRT_URI_LOCAL" "$LIBVIRT_URI_LIBSSH"; do
   out=$(virsh -q -c "$u" pool-list --name) || { echo "virsh failed: $u" >&2; exit 1; }
   printf '%s\n' "$out" | grep -E "^$POOL[[:space:]]*$" >/dev/null || { echo "pool $POOL not seen via $u" >&2; exit 1; }
 done

@@ -2,9 +2,8 @@
 # Undo libvirt-sandbox-setup.sh: remove domains/networks/pool it hosted, stop sshd, libvirtd, virtlogd
 # by their pid files, delete the netns. Same variables as setup.sh.
 set -u
-BASE=${BASE:-${TMPDIR:-/tmp}/egress-libvirt-sandbox}
-exec 9>"$BASE.lock"
-flock -w 120 9 || { echo "another sandbox setup/teardown holds $BASE.lock" >&2; exit 1; }
+. "$(dirname "${BASH_SOURCE[0]}")/libvirt-sandbox-lib.sh"
+sandbox_lock
 if [ -n "${SANDBOX_USER:-}" ]; then
   rm -f "$BASE/users/$SANDBOX_USER"
   for u in "$BASE"/users/*; do
@@ -13,11 +12,6 @@ if [ -n "${SANDBOX_USER:-}" ]; then
     rm -f "$u"
   done
 fi
-NETNS=${NETNS-egress-lv}
-POOL=${POOL:-egress-test}
-V="virsh -q -c qemu:///system"
-# alive <pidfile>: the process runs (a zombie left to a non-reaping pid 1 counts as gone)
-alive() { [ -s "$1" ] || return 1; local p; p=$(cat "$1"); [ -r "/proc/$p/stat" ] && ! grep -q '^[0-9]* (.*) Z' "/proc/$p/stat"; }
 stop() {  # stop <pidfile>: SIGTERM, wait up to 10 s
   alive "$1" || return 0
   local p; p=$(cat "$1"); kill "$p"

@@ -5,7 +5,10 @@
 set -euo pipefail
 ROOT="$(cd "$(dirname "${BASH_SOURCE[0]}")/.." && pwd)"
 cd "$ROOT"
-if [ -x scripts/install-test-deps.sh ]; then bash scripts/install-test-deps.sh; fi
+if [ -x scripts/install-test-deps.sh ]; then
+  bash scripts/install-test-deps.sh
+  export EGRESS_TEST_DEPS_INSTALLED=1 # the libvirt sandbox setup then skips running it again
+fi
 
 # Suites in order of cost; each directory runs as one `node --test` so a failure names its suite.
 status=0 passed=0 failed=0
