@@ -27,9 +27,8 @@ export class PodProxy extends ProxyMemberComponent {
         super("egress:kubernetes:PodProxy", name, {}, opts);
         // Config validation (src/config/load.ts) refuses placement.image and placement.machineType here.
         const { entry, plan } = args;
-        const key = shared.layout.keyOf.get(plan.index);
-        const hash = shared.layout.hashOf.get(plan.index);
-        if (!key || !hash) throw new Error(`pool \`${args.pool}\`: no config planned for member ${plan.index}`);
+        // The layout covers every planned member: the pool built it from the same plans.
+        const { key, hash } = shared.layout.mounts.get(plan.index)!;
 
         const labels = memberLabels(args.context, args.pool, plan.name);
         const child = { parent: this, provider: shared.provider };

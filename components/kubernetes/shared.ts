@@ -4,7 +4,7 @@ import { planMembers } from "../../src/config";
 import type { KubernetesProviderConfig } from "../../src/config";
 import type { PoolSharedArgs } from "../kinds";
 import { poolLabels } from "../member";
-import { defaultSquidConf, memberSquidConf, secretLayout, SecretLayout } from "./squid-config";
+import { memberSquidConf, secretLayout, SecretLayout } from "./squid-config";
 
 /** What a pool hands to each of its Kubernetes members. */
 export interface KubernetesPoolShared {
@@ -35,11 +35,8 @@ export function createKubernetesPoolShared(
     }, opts);
     const ranges = entry.serviceType === "LoadBalancer" ? entry.allowedSourceRanges : undefined;
     const confOf = (p: Parameters<typeof memberSquidConf>[0]) => memberSquidConf(p, context.projectRoot, ranges);
-    // The pool's own config is what a member without overrides gets: plan a virtual member with pool settings.
-    const shared = pool.cloudInit
-        ? confOf({ name: pool.name, index: -1, port: pool.port, placement: pool.placement, cloudInit: pool.cloudInit })
-        : defaultSquidConf(pool.port, ranges);
-    const layout = secretLayout(planMembers(pool), shared, confOf);
+    // The pool's own config: what a member without overrides runs with.
+    const layout = secretLayout(planMembers(pool), confOf(pool), confOf);
     const secret = new k8s.core.v1.Secret(`${name}-config`, {
         metadata: { namespace: entry.namespace, labels: poolLabels(context, pool.name) },
         type: "Opaque",

@@ -44,8 +44,8 @@ export function squidConfFromCloudInit(userData: string): string | undefined {
     return content;
 }
 
-/** The squid.conf one member runs with. */
-export function memberSquidConf(plan: MemberPlan, projectRoot: string, allowedSourceRanges?: readonly string[]): string {
+/** The squid.conf a member runs with; given the pool itself, what a member without overrides runs with. */
+export function memberSquidConf(plan: Pick<MemberPlan, "port" | "cloudInit">, projectRoot: string, allowedSourceRanges?: readonly string[]): string {
     const fromCloudInit = plan.cloudInit ? squidConfFromCloudInit(readCloudInit(plan.cloudInit, projectRoot)) : undefined;
     return fromCloudInit ?? defaultSquidConf(plan.port, allowedSourceRanges);
 }
@@ -54,10 +54,11 @@ export function memberSquidConf(plan: MemberPlan, projectRoot: string, allowedSo
 export interface SecretLayout {
     /** Secret data: `squid.conf` for the pool's shared config, `member-<i>.squid.conf` for members that differ. */
     data: Record<string, string>;
-    /** Member index → key it mounts. */
-    keyOf: Map<number, string>;
-    /** Member index → sha256 of its config; the pod template carries it so a change rolls the pod. */
-    hashOf: Map<number, string>;
+    /**
+     * Member index → the key it mounts and the sha256 of that config; the pod template carries the hash so a
+     * change rolls the pod.
+     */
+    mounts: Map<number, { key: string; hash: string }>;
 }
 
 export const SHARED_KEY = "squid.conf";
@@ -69,14 +70,12 @@ export const memberKey = (index: number) => `member-${index}.squid.conf`;
  */
 export function secretLayout(plans: readonly MemberPlan[], shared: string, confOf: (p: MemberPlan) => string): SecretLayout {
     const data: Record<string, string> = { [SHARED_KEY]: shared };
-    const keyOf = new Map<number, string>();
-    const hashOf = new Map<number, string>();
+    const mounts: SecretLayout["mounts"] = new Map();
     for (const p of plans) {
         const conf = confOf(p);
         const key = conf === shared ? SHARED_KEY : memberKey(p.index);
         data[key] = conf;
-        keyOf.set(p.index, key);
-        hashOf.set(p.index, createHash("sha256").update(conf).digest("hex"));
+        mounts.set(p.index, { key, hash: createHash("sha256").update(conf).digest("hex") });
     }
-    return { data, keyOf, hashOf };
+    return { data, mounts };
 }
