@@ -40,7 +40,7 @@ export interface MemberArgs<E extends ProviderConfig = ProviderConfig> {
 }
 
 /** A label value GCE and Kubernetes both accept; `egress gc` cleans its filters the same way. */
-export function labelValue(s: string): string {
+function labelValue(s: string): string {
     return s.toLowerCase().replace(/[^a-z0-9_-]/g, "-").slice(0, 63);
 }
 

@@ -5,7 +5,7 @@
 import { DEFAULT_TIMEOUT_MS, errorText, Query, queryString, RestApiError, RestClientOptions } from "../rest";
 import { GcpAuthOptions, GcpCredentialsError, resolveCredentials } from "./auth";
 
-export const COMPUTE_ENDPOINT = "https://compute.googleapis.com";
+const COMPUTE_ENDPOINT = "https://compute.googleapis.com";
 
 /** `endpoint` is the base URL of the Compute API; @default "https://compute.googleapis.com" */
 export interface GcpClientOptions extends GcpAuthOptions, RestClientOptions {}
@@ -19,7 +19,7 @@ export class GcpApiError extends RestApiError {
  * Maps a Google error to an operator-facing stage: `credentials` (401), `api-disabled` (Compute API off),
  * `permissions` (other 403), `not-found` (404), `quota` (429), `api` (5xx, timeouts, network).
  */
-export function gcpStage(status: number, reason?: string): string {
+function gcpStage(status: number, reason?: string): string {
     if (status === 401) return "credentials";
     if (status === 403 && (reason === "accessNotConfigured" || reason === "SERVICE_DISABLED")) return "api-disabled";
     if (status === 403) return "permissions";

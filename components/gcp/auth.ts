@@ -11,7 +11,7 @@ import * as fs from "node:fs";
 import * as os from "node:os";
 import * as path from "node:path";
 
-export const CLOUD_PLATFORM_SCOPE = "https://www.googleapis.com/auth/cloud-platform";
+const CLOUD_PLATFORM_SCOPE = "https://www.googleapis.com/auth/cloud-platform";
 const DEFAULT_TOKEN_URI = "https://oauth2.googleapis.com/token";
 
 export interface GcpAuthOptions {
@@ -79,7 +79,7 @@ export function resolveCredentials(opts: GcpAuthOptions = {}): { source: string;
 const b64url = (b: Buffer | string) => Buffer.from(b).toString("base64url");
 
 /** The signed JWT a service account trades for an access token (RFC 7523). */
-export function serviceAccountAssertion(creds: { client_email: string; private_key: string; token_uri?: string }, now = Date.now()): string {
+function serviceAccountAssertion(creds: { client_email: string; private_key: string; token_uri?: string }, now = Date.now()): string {
     const iat = Math.floor(now / 1000);
     const header = b64url(JSON.stringify({ alg: "RS256", typ: "JWT" }));
     const claims = b64url(JSON.stringify({ iss: creds.client_email, scope: CLOUD_PLATFORM_SCOPE, aud: creds.token_uri ?? DEFAULT_TOKEN_URI, iat, exp: iat + 3600 }));

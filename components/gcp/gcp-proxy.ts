@@ -9,8 +9,8 @@ import type { GcpPoolShared } from "./shared";
 /** Arguments of a GcpProxy: the common member arguments with a `gcp` provider entry. */
 export type GcpProxyArgs = MemberArgs<GcpProviderConfig>;
 
-/** The settings of one member's instance, after defaults and overrides. Pure, so tests read it directly. */
-export interface GcpMemberSpec {
+/** The settings of one member's instance, after defaults and overrides. */
+interface GcpMemberSpec {
     zone: string;
     machineType: string;
     image: string;
@@ -22,7 +22,7 @@ export interface GcpMemberSpec {
  * Resolves where and how a member runs. Placements GCE cannot honour (a zone the entry does not list,
  * `placement.image`) never get here: config validation (src/config/load.ts) refuses them.
  */
-export function gcpMemberSpec(args: GcpProxyArgs): GcpMemberSpec {
+function gcpMemberSpec(args: GcpProxyArgs): GcpMemberSpec {
     const { entry, plan } = args;
     // The first zone is the default so a pool without placement lands in one predictable place.
     const zone = plan.placement.zone ?? entry.zones[0];

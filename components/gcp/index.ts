@@ -3,7 +3,7 @@ import type { ProviderKindModule } from "../kinds";
 import { GcpProxy } from "./gcp-proxy";
 import { createGcpPoolShared, GcpPoolShared } from "./shared";
 
-export { GcpProxy, GcpProxyArgs, GcpMemberSpec, gcpMemberSpec } from "./gcp-proxy";
+export { GcpProxy, GcpProxyArgs } from "./gcp-proxy";
 export { createGcpPoolShared, GcpPoolShared } from "./shared";
 export * from "./names";
 

@@ -17,7 +17,7 @@ export class KubeApiError extends RestApiError {
 }
 
 /** 401 → `credentials`, 403 → `rbac`, 404 → `not-found`, anything else (5xx, timeouts, refused) → `api`. */
-export function kubeStage(status: number): string {
+function kubeStage(status: number): string {
     return status === 401 ? "credentials" : status === 403 ? "rbac" : status === 404 ? "not-found" : "api";
 }
 

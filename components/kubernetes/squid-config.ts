@@ -61,8 +61,8 @@ export interface SecretLayout {
     mounts: Map<number, { key: string; hash: string }>;
 }
 
-export const SHARED_KEY = "squid.conf";
-export const memberKey = (index: number) => `member-${index}.squid.conf`;
+const SHARED_KEY = "squid.conf";
+const memberKey = (index: number) => `member-${index}.squid.conf`;
 
 /**
  * Puts the shared config under `squid.conf` (also when no member uses it yet, so scale-ups find it) and

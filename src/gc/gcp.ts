@@ -4,17 +4,15 @@ import { parseFirewallDescription } from "../../components/gcp/names";
 import type { Collector, CollectorFactory, ManagedThing } from "./types";
 import { stackLabels } from "../../components/member";
 
-/** Collector options for gcp entries: endpoint plus where credentials come from (see docs/gcp.md). */
-export type GcpCollectorOptions = { endpoint?: string } & Omit<GcpClientOptions, "endpoint">;
-
 const lastSegment = (url: string | undefined) => (url ?? "").split("/").pop() ?? "";
 
 /**
  * Finds and removes what egress created in the entry's GCP project: instances and addresses by their
  * `egress-project`/`egress-stack` labels (in every zone and region, so orphans in zones no longer listed in
- * the config are found too), and firewall rules, which carry no labels, by their description.
+ * the config are found too), and firewall rules, which carry no labels, by their description. Options: the
+ * endpoint plus where credentials come from (see docs/gcp.md).
  */
-export function gcpCollector(providerName: string, entry: GcpProviderConfig, options: GcpCollectorOptions = {}): Collector {
+export function gcpCollector(providerName: string, entry: GcpProviderConfig, options: GcpClientOptions = {}): Collector {
     const client = new GcpComputeClient(entry.project, options);
     const thing = (type: string, name: string, location: string, pool?: string, member?: string): ManagedThing => ({
         kind: "gcp",
@@ -64,4 +62,4 @@ export function gcpCollector(providerName: string, entry: GcpProviderConfig, opt
 }
 
 /** `gcpCollector` is a CollectorFactory; this line keeps it one. */
-export const gcpCollectorFactory: CollectorFactory<GcpProviderConfig> = gcpCollector;
+const gcpCollectorFactory: CollectorFactory<GcpProviderConfig> = gcpCollector;

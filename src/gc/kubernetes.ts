@@ -3,9 +3,6 @@ import { KubeClient, KubeClientOptions, labelSelector } from "../../components/k
 import type { Collector, CollectorFactory, ManagedThing } from "./types";
 import { stackLabels } from "../../components/member";
 
-/** Collector options for kubernetes entries: endpoint plus where the kubeconfig is read from. */
-export type KubernetesCollectorOptions = KubeClientOptions;
-
 /** Object types egress creates, with their REST collection paths. Deployments first: removing them stops the pods. */
 const TYPES: { type: string; path: (ns: string) => string }[] = [
     { type: "deployment", path: (ns) => `/apis/apps/v1/namespaces/${ns}/deployments` },
@@ -15,9 +12,10 @@ const TYPES: { type: string; path: (ns: string) => string }[] = [
 
 /**
  * Finds and removes egress's Deployments, Services and Secrets in the entry's namespace by the
- * `egress-project` and `egress-stack` labels every one of them carries.
+ * `egress-project` and `egress-stack` labels every one of them carries. Options: the endpoint plus where the
+ * kubeconfig is read from.
  */
-export function kubernetesCollector(providerName: string, entry: KubernetesProviderConfig, options: KubernetesCollectorOptions = {}): Collector {
+export function kubernetesCollector(providerName: string, entry: KubernetesProviderConfig, options: KubeClientOptions = {}): Collector {
     // Built on first use: a bad kubeconfig should fail the gc run for this entry, not construction of all collectors.
     let client: KubeClient | undefined;
     const api = () => (client ??= KubeClient.forEntry(entry, options));
@@ -60,4 +58,4 @@ export function kubernetesCollector(providerName: string, entry: KubernetesProvi
 }
 
 /** `kubernetesCollector` is a CollectorFactory; this line keeps it one. */
-export const kubernetesCollectorFactory: CollectorFactory<KubernetesProviderConfig> = kubernetesCollector;
+const kubernetesCollectorFactory: CollectorFactory<KubernetesProviderConfig> = kubernetesCollector;

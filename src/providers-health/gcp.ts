@@ -1,22 +1,16 @@
 import type { GcpProviderConfig } from "../config";
 import { GcpApiError, GcpClientOptions, GcpComputeClient, labelFilter } from "../../components/gcp/api";
 import { GcpCredentialsError } from "../../components/gcp/auth";
-import type { Checker, CheckerFactory, CheckerOptions, CheckVerdict } from "./types";
-
-/** Checker options for gcp entries: the common ones plus where credentials come from (see docs/gcp.md). */
-export interface GcpCheckerOptions extends CheckerOptions, Omit<GcpClientOptions, "endpoint" | "timeoutMs"> {
-    /** Value of the `egress-project` label to look for; @default "egress" */
-    labelProject?: string;
-}
+import type { Checker, CheckerFactory, CheckVerdict } from "./types";
 
 /**
  * For each zone of the entry: credentials yield a token, and listing at most one managed instance
  * (`labels.egress-project=...`, maxResults=1) succeeds, which proves the project exists, the Compute API is
- * on and the caller may list instances there. One verdict per zone (`zone/<name>`).
+ * on and the caller may list instances there. One verdict per zone (`zone/<name>`). Options: the common
+ * CheckerOptions plus where credentials come from (see docs/gcp.md).
  */
-export function gcpChecker(providerName: string, entry: GcpProviderConfig, options: GcpCheckerOptions = {}): Checker {
-    const timeoutMs = options.timeoutMs ?? 10000;
-    const filter = labelFilter({ "egress-project": options.labelProject ?? "egress" });
+export function gcpChecker(providerName: string, entry: GcpProviderConfig, options: GcpClientOptions = {}): Checker {
+    const filter = labelFilter({ "egress-project": "egress" });
 
     async function checkZone(client: GcpComputeClient, zone: string, signal?: AbortSignal): Promise<CheckVerdict> {
         const target = `zone/${zone}`;
@@ -45,7 +39,7 @@ export function gcpChecker(providerName: string, entry: GcpProviderConfig, optio
         async check(signal) {
             // A client per round: it caches its access token, which expires after an hour, and the service
             // keeps one checker for its whole life. The zones of one round share the client (and its token).
-            const client = new GcpComputeClient(entry.project, { ...options, timeoutMs });
+            const client = new GcpComputeClient(entry.project, options);
             // Zones are independent: check them concurrently so one slow zone does not hide the others.
             return Promise.all(entry.zones.map((z) => checkZone(client, z, signal)));
         },
@@ -53,7 +47,7 @@ export function gcpChecker(providerName: string, entry: GcpProviderConfig, optio
 }
 
 /** `gcpChecker` is a CheckerFactory; this line keeps it one. */
-export const gcpCheckerFactory: CheckerFactory<GcpProviderConfig> = gcpChecker;
+const gcpCheckerFactory: CheckerFactory<GcpProviderConfig> = gcpChecker;
 
 function stageOf(e: unknown): string {
     if (e instanceof GcpCredentialsError) return "credentials";

@@ -1,20 +1,15 @@
 import type { KubernetesProviderConfig } from "../config";
 import { KubeApiError, KubeClient, KubeClientOptions, labelSelector } from "../../components/kubernetes/api";
 import { kubeconfigFieldPath, KubeconfigError } from "../../components/kubernetes/kubeconfig";
-import type { Checker, CheckerFactory, CheckerOptions, CheckVerdict } from "./types";
-
-/** Checker options for kubernetes entries: the common ones plus where the kubeconfig is read from. */
-export interface KubernetesCheckerOptions extends CheckerOptions, Omit<KubeClientOptions, "endpoint" | "timeoutMs"> {
-    /** Value of the `egress-project` label to look for; @default "egress" */
-    labelProject?: string;
-}
+import type { Checker, CheckerFactory, CheckVerdict } from "./types";
 
 /**
  * One verdict for the entry's namespace (`namespace/<ns>`), in stages: `kubeconfig` (context and
  * credentials resolve), `api` (GET /version answers), then listing at most one managed pod in the namespace
- * (`limit=1`, label selector), which proves the credentials (`credentials` on 401) and RBAC (`rbac` on 403).
+ * (`limit=1`, label selector), which proves the credentials (`credentials` on 401) and RBAC (`rbac` on 403). Options: the common
+ * CheckerOptions plus where the kubeconfig is read from.
  */
-export function kubernetesChecker(providerName: string, entry: KubernetesProviderConfig, options: KubernetesCheckerOptions = {}): Checker {
+export function kubernetesChecker(providerName: string, entry: KubernetesProviderConfig, options: KubeClientOptions = {}): Checker {
     const target = `namespace/${entry.namespace}`;
     const who = `provider \`${providerName}\``;
     return {
@@ -23,7 +18,7 @@ export function kubernetesChecker(providerName: string, entry: KubernetesProvide
         async check(signal): Promise<CheckVerdict[]> {
             let client: KubeClient;
             try {
-                client = KubeClient.forEntry(entry, { ...options, timeoutMs: options.timeoutMs ?? 10000 });
+                client = KubeClient.forEntry(entry, options);
             } catch (e) {
                 const field = e instanceof KubeconfigError && e.field ? ` (${kubeconfigFieldPath(providerName, e.field)})` : "";
                 return [{ target, ok: false, stage: "kubeconfig", message: `${who}${field}: ${(e as Error).message}` }];
@@ -38,7 +33,7 @@ export function kubernetesChecker(providerName: string, entry: KubernetesProvide
             try {
                 const pods: any = await client.get(
                     `/api/v1/namespaces/${entry.namespace}/pods`,
-                    { limit: 1, labelSelector: labelSelector({ "egress-project": options.labelProject ?? "egress" }) },
+                    { limit: 1, labelSelector: labelSelector({ "egress-project": "egress" }) },
                     signal,
                 );
                 return [{
@@ -55,7 +50,7 @@ export function kubernetesChecker(providerName: string, entry: KubernetesProvide
 }
 
 /** `kubernetesChecker` is a CheckerFactory; this line keeps it one. */
-export const kubernetesCheckerFactory: CheckerFactory<KubernetesProviderConfig> = kubernetesChecker;
+const kubernetesCheckerFactory: CheckerFactory<KubernetesProviderConfig> = kubernetesChecker;
 
 function fail(target: string, e: unknown, prefix: string): CheckVerdict {
     if (e instanceof KubeconfigError) return { target, ok: false, stage: "kubeconfig", message: `${prefix}: ${e.message}` };

@@ -2,12 +2,12 @@ import { before, describe, it } from "node:test";
 import * as assert from "node:assert/strict";
 import * as fs from "node:fs";
 import * as path from "node:path";
-import { installMocks, isSecret, ofType, recorded, settle, valueOf } from "../fixtures/gcp/pulumi-mocks";
+import { installMocks, isSecret, ofType, recorded, settle, valueOf } from "../helpers/pulumi-mocks";
 import { parseEgressConfig } from "../../src/config";
 import type { StackContext } from "../../components/member";
 
 const root = path.resolve(__dirname, "..", "..", "..");
-const fixture = (f: string) => fs.readFileSync(path.join(root, "test/fixtures/gcp", f), "utf8");
+const fixture = (f: string) => fs.readFileSync(path.join(root, "test/fixtures", f), "utf8");
 const context: StackContext = { project: "egress", stack: "test", projectRoot: root, stateDir: "/tmp/egress-test" };
 const RANGES = ["203.0.113.0/24", "198.51.100.7/32"];
 
@@ -47,9 +47,9 @@ describe("GcpProxy under mocks", () => {
         const { members } = await build({
             name: "web",
             replicas: 3,
-            cloudInit: { file: "test/fixtures/gcp/squid-3128.yaml" },
+            cloudInit: { file: "test/fixtures/squid-3128.yaml" },
             members: [
-                { index: 1, port: 8080, cloudInit: { file: "test/fixtures/gcp/squid-8080.yaml" } },
+                { index: 1, port: 8080, cloudInit: { file: "test/fixtures/squid-8080.yaml" } },
                 { index: 2, placement: { zone: "europe-west1-c", machineType: "e2-small" } },
             ],
         });

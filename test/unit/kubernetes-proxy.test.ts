@@ -1,7 +1,7 @@
 import { before, describe, it } from "node:test";
 import * as assert from "node:assert/strict";
 import * as path from "node:path";
-import { installMocks, isSecret, ofType, recorded, settle, valueOf } from "../fixtures/gcp/pulumi-mocks";
+import { installMocks, isSecret, ofType, recorded, settle, valueOf } from "../helpers/pulumi-mocks";
 import { parseEgressConfig } from "../../src/config";
 import type { StackContext } from "../../components/member";
 
@@ -44,8 +44,8 @@ describe("PodProxy under mocks", () => {
         const members = await build({
             name: "crawl",
             replicas: 3,
-            cloudInit: { file: "test/fixtures/kubernetes/squid-3128.yaml" },
-            members: [{ index: 1, port: 8080, cloudInit: { file: "test/fixtures/kubernetes/squid-8080.yaml" } }, { index: 5, port: 8080, cloudInit: { file: "test/fixtures/kubernetes/squid-8080.yaml" } }],
+            cloudInit: { file: "test/fixtures/squid-3128.yaml" },
+            members: [{ index: 1, port: 8080, cloudInit: { file: "test/fixtures/squid-8080.yaml" } }, { index: 5, port: 8080, cloudInit: { file: "test/fixtures/squid-8080.yaml" } }],
         });
         assert.deepEqual(ofType(DEPLOY, "crawl-").map((r) => r.name), ["crawl-0", "crawl-1", "crawl-2"]);
         assert.deepEqual(ofType(SERVICE, "crawl-").map((r) => r.name), ["crawl-0", "crawl-1", "crawl-2"]);

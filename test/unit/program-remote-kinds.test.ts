@@ -1,7 +1,7 @@
 import { before, describe, it } from "node:test";
 import * as assert from "node:assert/strict";
 import * as path from "node:path";
-import { installMocks, recorded, settle, valueOf } from "../fixtures/gcp/pulumi-mocks";
+import { installMocks, recorded, settle, valueOf } from "../helpers/pulumi-mocks";
 import { loadStackConfig, parseEgressConfig } from "../../src/config";
 
 const root = path.resolve(__dirname, "..", "..", "..");
