@@ -1,17 +1,25 @@
 import * as http from "node:http";
 import * as net from "node:net";
 
+/** Starts `server` on a free port of 127.0.0.1; `close` also drops open (keep-alive, hanging) connections. */
+export async function listenLoopback(server: http.Server): Promise<{ port: number; url: string; close(): Promise<void> }> {
+    await new Promise<void>((r) => server.listen(0, "127.0.0.1", r));
+    const port = (server.address() as net.AddressInfo).port;
+    return {
+        port,
+        url: `http://127.0.0.1:${port}`,
+        close: () => new Promise<void>((r) => { server.closeAllConnections(); server.close(() => r()); }),
+    };
+}
+
 /** A loopback HTTP server that answers `hello <path>`; the target behind every proxy in the tests. */
 export async function startTargetServer(): Promise<{ port: number; close(): Promise<void> }> {
     const server = http.createServer((req, res) => {
         res.writeHead(200, { "content-type": "text/plain" });
         res.end(`hello ${req.url}`);
     });
-    await new Promise<void>((r) => server.listen(0, "127.0.0.1", r));
-    return {
-        port: (server.address() as net.AddressInfo).port,
-        close: () => new Promise<void>((r) => { server.closeAllConnections(); server.close(() => r()); }),
-    };
+    const { port, close } = await listenLoopback(server);
+    return { port, close };
 }
 
 /** A plain-HTTP request sent through a forward proxy (absolute-form request line). */

@@ -1,18 +1,9 @@
 import { describe, it } from "node:test";
 import * as assert from "node:assert/strict";
-import { ConfigError, parseEgressConfig } from "../../src/config";
+import { parseEgressConfig, problems } from "./config-fixtures";
 
 const parse = (entry: Record<string, unknown>, pools: unknown[] = []) => parseEgressConfig({ providers: { "gcp-eu": { type: "gcp", ...entry } }, pools }, "/");
 const base = { project: "crawl-proxies", zones: ["europe-west1-b"], allowedSourceRanges: ["203.0.113.7/32"] };
-function problems(fn: () => unknown): string[] {
-    try {
-        fn();
-    } catch (e) {
-        assert.ok(e instanceof ConfigError, String(e));
-        return e.problems.map((p) => `${p.path}: ${p.rule}`);
-    }
-    assert.fail("expected a ConfigError");
-}
 
 describe("gcp provider config", () => {
     it("applies defaults", () => {

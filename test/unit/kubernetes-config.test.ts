@@ -1,17 +1,8 @@
 import { describe, it } from "node:test";
 import * as assert from "node:assert/strict";
-import { ConfigError, parseEgressConfig } from "../../src/config";
+import { parseEgressConfig, problems } from "./config-fixtures";
 
 const parse = (entry: Record<string, unknown>, pools: unknown[] = []) => parseEgressConfig({ providers: { k8s: { type: "kubernetes", ...entry } }, pools }, "/");
-function problems(fn: () => unknown): string[] {
-    try {
-        fn();
-    } catch (e) {
-        assert.ok(e instanceof ConfigError, String(e));
-        return e.problems.map((p) => `${p.path}: ${p.rule}`);
-    }
-    assert.fail("expected a ConfigError");
-}
 
 describe("kubernetes provider config", () => {
     it("applies defaults", () => {
