@@ -2,7 +2,8 @@
  * Pure naming and planning for the GCE kind: no Pulumi resources here, so everything is tested directly.
  */
 import { createHash } from "node:crypto";
-import { SQUID_CONF_PATH, squidBaseConf, StackContext } from "../member";
+import type { StackContext } from "../member";
+import { SQUID_CONF_PATH, squidBaseConf } from "../squid";
 
 /** Region of a zone: `europe-west1-b` → `europe-west1`. */
 export function regionOf(zone: string): string {

@@ -1,7 +1,8 @@
 import * as pulumi from "@pulumi/pulumi";
 import * as k8s from "@pulumi/kubernetes";
 import type { KubernetesProviderConfig } from "../../src/config";
-import { MemberArgs, memberLabels, poolLabels, ProxyMemberComponent, SQUID_CONF_PATH } from "../member";
+import { MemberArgs, memberLabels, poolLabels, ProxyMemberComponent } from "../member";
+import { SQUID_CONF_PATH } from "../squid";
 import type { KubernetesPoolShared } from "./shared";
 
 /** Arguments of a PodProxy: the common member arguments with a `kubernetes` provider entry. */

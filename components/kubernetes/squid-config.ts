@@ -7,7 +7,7 @@ import { createHash } from "node:crypto";
 import YAML from "yaml";
 import { readCloudInit } from "../../src/config/cloud-init";
 import type { MemberPlan } from "../../src/config";
-import { squidBaseConf } from "../member";
+import { squidBaseConf } from "../squid";
 
 /** Pod ranges of common clusters, plus the CGNAT range some CNIs use. */
 const IN_CLUSTER = ["10.0.0.0/8", "172.16.0.0/12", "192.168.0.0/16", "100.64.0.0/10", "fc00::/7"];
