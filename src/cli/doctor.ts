@@ -5,6 +5,7 @@ import type { Command } from "commander";
 import { loadStackConfig } from "../config";
 import { engineEnv, engineHome, PACKAGE_ROOT } from "../engine";
 import { action, EXIT, GlobalOptions, projectDir } from "./context";
+import { findIsoTool } from "../../components/kvm/seed-iso";
 
 interface Finding {
     check: string;
@@ -52,8 +53,14 @@ export function runDoctor(opts: GlobalOptions): Finding[] {
         const kinds = new Set(Object.values(cfg.providers).map((p) => p.type));
         if (kinds.has("kvm")) {
             out.push({ check: "kvm: virsh", ok: !!which("virsh"), detail: which("virsh") ?? "not on PATH", fix: "apt-get install libvirt-clients" });
-            const iso = which("xorriso") ?? which("genisoimage");
-            out.push({ check: "kvm: ISO builder", ok: !!iso, detail: iso ?? "neither xorriso nor genisoimage on PATH", fix: "apt-get install xorriso" });
+            // The same lookup the SeedDisk provider does, so doctor and `up` never disagree.
+            let iso: string | undefined;
+            try {
+                iso = findIsoTool().cmd;
+            } catch {
+                iso = undefined;
+            }
+            out.push({ check: "kvm: ISO builder", ok: !!iso, detail: iso ?? "none of xorriso, genisoimage, mkisofs on PATH", fix: "apt-get install xorriso" });
         }
         for (const k of ["gcp", "kubernetes"] as const) {
             if (!kinds.has(k)) continue;
