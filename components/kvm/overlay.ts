@@ -1,6 +1,6 @@
 import * as pulumi from "@pulumi/pulumi";
-import { KvmConnection, replaceDiff, withLibvirt } from "./libvirt";
-import { clearLeftoverVolume, deleteVolume, sameVolumeName, volumeId, withNewVolume } from "./volumes";
+import { KvmConnection, withLibvirt } from "./libvirt";
+import { clearLeftoverVolume, memberVolumeLifecycle, volumeId, withNewVolume } from "./volumes";
 import { overlayXml } from "./xml";
 
 /** Inputs of an Overlay: one member's qcow2 disk, backed by the base image on the same host. */
@@ -35,18 +35,7 @@ export const overlayProvider: pulumi.dynamic.ResourceProvider<OverlayInputs, Ove
         });
     },
 
-    async diff(_id, olds, news) {
-        const { replaces, changes } = replaceDiff(olds, news, REPLACE_ON);
-        return { changes, replaces, deleteBeforeReplace: replaces.length > 0 && sameVolumeName(olds, news) };
-    },
-
-    async update(_id, olds, news) {
-        return { outs: { ...olds, ...news, path: olds.path } };
-    },
-
-    async delete(_id, props) {
-        await withLibvirt(props.conn, props.privateKey, (virsh) => deleteVolume(virsh, props.storagePool, props.volume));
-    },
+    ...memberVolumeLifecycle<OverlayInputs, (typeof REPLACE_ON)[number]>(REPLACE_ON),
 };
 
 /** A member's disk: qcow2 backed by the base image. One overlay per domain (two would fight over the write lock). */

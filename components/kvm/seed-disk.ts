@@ -1,7 +1,7 @@
 import * as pulumi from "@pulumi/pulumi";
-import { KvmConnection, replaceDiff, withLibvirt, withTempDir } from "./libvirt";
+import { KvmConnection, withLibvirt, withTempDir } from "./libvirt";
 import { buildSeedIso } from "./seed-iso";
-import { clearLeftoverVolume, deleteVolume, sameVolumeName, uploadInto, uploadTargetXml, volumeId, withNewVolume } from "./volumes";
+import { clearLeftoverVolume, memberVolumeLifecycle, uploadInto, uploadTargetXml, volumeId, withNewVolume } from "./volumes";
 
 /** Inputs of a SeedDisk: a member's NoCloud ISO, uploaded as a volume. */
 export interface SeedDiskInputs {
@@ -41,19 +41,7 @@ export const seedDiskProvider: pulumi.dynamic.ResourceProvider<SeedDiskInputs, S
         });
     },
 
-    async diff(_id, olds, news) {
-        const { replaces, changes } = replaceDiff(olds, news, REPLACE_ON);
-        // A new name (content digest) is created before the old goes; the same name must go first.
-        return { changes, replaces, deleteBeforeReplace: replaces.length > 0 && sameVolumeName(olds, news) };
-    },
-
-    async update(_id, olds, news) {
-        return { outs: { ...olds, ...news, path: olds.path } };
-    },
-
-    async delete(_id, props) {
-        await withLibvirt(props.conn, props.privateKey, (virsh) => deleteVolume(virsh, props.storagePool, props.volume));
-    },
+    ...memberVolumeLifecycle<SeedDiskInputs, (typeof REPLACE_ON)[number]>(REPLACE_ON),
 };
 
 /** A member's cloud-init seed CD. */

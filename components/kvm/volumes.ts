@@ -2,7 +2,7 @@
  * Volume operations shared by the KVM resources: uploads, digests, backing-file lookups. Plain functions
  * over a `Virsh` (see ./libvirt), serialized by value with the providers that use them.
  */
-import { ignoreNotFound, listDomains, listVolumes, Virsh, volumePath, withTempDir } from "./libvirt";
+import { ignoreNotFound, KvmConnection, listDomains, listVolumes, replaceDiff, Virsh, volumePath, withLibvirt, withTempDir } from "./libvirt";
 import { backingPathOf, volumeXml } from "./xml";
 
 /** Creates a volume from its XML (`vol-create`). Fails, touching nothing, when the name is taken. */
@@ -151,4 +151,33 @@ export async function clearLeftoverVolume(virsh: Virsh, pool: string, name: stri
     if (users.length > 0)
         throw new Error(`${what}: volume ${name} already exists in pool ${pool} and domain(s) ${users.join(", ")} use it; a disk in use is never deleted. If it is a leftover of an interrupted run, remove it (\`egress gc\`) and run up again`);
     await deleteVolume(virsh, pool, name);
+}
+
+/** What every per-member volume resource (Overlay, SeedDisk) carries. */
+export interface MemberVolumeProps {
+    conn: KvmConnection;
+    privateKey?: string;
+    storagePool: string;
+    volume: string;
+    path: string;
+}
+
+/**
+ * The diff/update/delete a per-member volume provider shares: any key in `replaceOn` (or the host)
+ * replaces; a new name is created before the old goes, the same name must go first; updates keep the
+ * volume's path; delete tolerates a volume that is already gone.
+ */
+export function memberVolumeLifecycle<I extends Omit<MemberVolumeProps, "path">, K extends keyof I & string>(replaceOn: readonly K[]) {
+    return {
+        async diff(_id: string, olds: I & { path: string }, news: I) {
+            const { replaces, changes } = replaceDiff(olds, news, replaceOn);
+            return { changes, replaces, deleteBeforeReplace: replaces.length > 0 && sameVolumeName(olds, news) };
+        },
+        async update(_id: string, olds: I & { path: string }, news: I) {
+            return { outs: { ...olds, ...news, path: olds.path } };
+        },
+        async delete(_id: string, props: I & { path: string }) {
+            await withLibvirt(props.conn, props.privateKey, (virsh) => deleteVolume(virsh, props.storagePool, props.volume));
+        },
+    };
 }
