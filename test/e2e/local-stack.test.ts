@@ -5,7 +5,7 @@
 import { after, before, test } from "node:test";
 import assert from "node:assert/strict";
 import * as fs from "node:fs";
-import { tempProject } from "../helpers/project";
+import { pidsMentioning, tempProject } from "../helpers/project";
 import { connectViaProxy, getViaProxy, startTargetServer } from "../helpers/net";
 import type { ProxyMember } from "../../components/member";
 
@@ -15,15 +15,7 @@ const config = (replicas: number) => ({
 });
 
 /** pids of our proxy processes for this project (their argv carries the project's run dir). */
-function proxyPids(runDir: string): number[] {
-    return fs.readdirSync("/proc").filter((d) => /^\d+$/.test(d)).filter((pid) => {
-        try {
-            return fs.readFileSync(`/proc/${pid}/cmdline`, "utf8").includes(runDir);
-        } catch {
-            return false;
-        }
-    }).map(Number);
-}
+const proxyPids = (runDir: string) => pidsMentioning(runDir);
 
 async function assertAllServe(proxies: ProxyMember[], targetPort: number): Promise<void> {
     for (const p of proxies) {

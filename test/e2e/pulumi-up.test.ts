@@ -12,6 +12,7 @@ import * as path from "node:path";
 import YAML from "yaml";
 import { engineHome, PACKAGE_ROOT } from "../../src/engine";
 import { connectViaProxy, getViaProxy, startTargetServer } from "../helpers/net";
+import { pidsMentioning } from "../helpers/project";
 import type { ProxyMember } from "../../components/member";
 
 const home = engineHome();
@@ -43,15 +44,7 @@ function pulumi(...args: string[]): string {
 }
 
 /** pids of proxy processes whose argv mentions this stack's state dir. */
-function proxyPids(): number[] {
-    return fs.readdirSync("/proc").filter((d) => /^\d+$/.test(d)).filter((pid) => {
-        try {
-            return fs.readFileSync(`/proc/${pid}/cmdline`, "utf8").includes(stateDir);
-        } catch {
-            return false;
-        }
-    }).map(Number);
-}
+const proxyPids = () => pidsMentioning(stateDir);
 
 let target: Awaited<ReturnType<typeof startTargetServer>>;
 

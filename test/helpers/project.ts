@@ -28,3 +28,14 @@ export function tempProject(stack: string, config: object): { dir: string; drive
     const driver = new StackDriver({ workDir: dir, stack, home: { ...home, runDir: path.join(dir, "run") }, env });
     return { dir, driver, env, writeConfig, cleanup: () => fs.rmSync(dir, { recursive: true, force: true }) };
 }
+
+/** pids of processes whose argv mentions `text` (a run dir or state dir: how tests find their proxies). */
+export function pidsMentioning(text: string): number[] {
+    return fs.readdirSync("/proc").filter((d) => /^\d+$/.test(d)).filter((pid) => {
+        try {
+            return fs.readFileSync(`/proc/${pid}/cmdline`, "utf8").includes(text);
+        } catch {
+            return false;
+        }
+    }).map(Number);
+}
