@@ -103,3 +103,9 @@ export async function settled(svc: TestService, opId: string): Promise<any> {
         return ["succeeded", "failed", "interrupted"].includes(r.body.operation?.status) ? r.body.operation : undefined;
     }, 120_000, 200);
 }
+
+/** Waits for the `up` the service queues at start (converge) and returns it settled. */
+export async function settledConverge(svc: TestService): Promise<any> {
+    const first = (await svc.call("GET", "/v1/operations", { token: TOKENS.scale })).body.operations[0];
+    return settled(svc, first.id);
+}

@@ -6,7 +6,7 @@
 import { after, before, test } from "node:test";
 import assert from "node:assert/strict";
 import * as fs from "node:fs";
-import { settled, startTestService, TestService, TOKENS, waitFor } from "../helpers/service";
+import { settledConverge, startTestService, TestService, TOKENS, waitFor } from "../helpers/service";
 import { getViaProxy, startTargetServer } from "../helpers/net";
 
 const PROBE_MS = 300;
@@ -19,8 +19,7 @@ let target: Awaited<ReturnType<typeof startTargetServer>>;
 before(async () => {
     target = await startTargetServer();
     svc = await startTestService(config, { probeIntervalMs: PROBE_MS });
-    const converge = (await svc.call("GET", "/v1/operations", { token: TOKENS.scale })).body.operations[0];
-    await settled(svc, converge.id);
+    await settledConverge(svc);
     await waitFor("3 healthy", async () => (await svc.call("GET", "/v1/proxies?state=healthy")).body.proxies.length === 3, 20_000);
 });
 after(async () => {

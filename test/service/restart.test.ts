@@ -7,7 +7,7 @@ import assert from "node:assert/strict";
 import * as fs from "node:fs";
 import * as os from "node:os";
 import * as path from "node:path";
-import { settled, startTestService, TestService, TOKENS } from "../helpers/service";
+import { settled, settledConverge, startTestService, TestService, TOKENS } from "../helpers/service";
 
 const config = {
     "egress:providers": { local: { type: "local" } },
@@ -16,8 +16,7 @@ const config = {
 let svc: TestService;
 before(async () => {
     svc = await startTestService(config);
-    const first = (await svc.call("GET", "/v1/operations")).body.operations[0];
-    assert.equal((await settled(svc, first.id)).status, "succeeded");
+    assert.equal((await settledConverge(svc)).status, "succeeded");
 });
 after(async () => {
     await svc?.close();
