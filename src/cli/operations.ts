@@ -1,13 +1,33 @@
 import type { Command } from "commander";
 import { loadStackConfig, setPoolReplicas } from "../config";
-import { OperationKind, StackDriver } from "../engine";
-import { action, GlobalOptions, projectDir, UsageError } from "./context";
+import { EngineError, OperationKind, StackDriver } from "../engine";
+import { action, EXIT, GlobalOptions, InterruptedError, projectDir, UsageError } from "./context";
 import { preflight } from "./preflight";
 import { progressPrinter, proxyTable, summaryLine } from "./render";
 
 /** `create: false` for commands that only read or remove: a mistyped --stack must not create a stack. */
 function driverFor(opts: GlobalOptions, create = true): StackDriver {
-    return new StackDriver({ workDir: projectDir(opts), stack: opts.stack, create });
+    return new StackDriver({ workDir: projectDir(opts), stack: opts.stack, create, onNotice: (line) => process.stderr.write(`note: ${line}\n`) });
+}
+
+/**
+ * Runs `fn` with Ctrl-C meaning "cancel the engine operation safely": the first SIGINT asks the engine to
+ * stop (it finishes the steps in flight and saves state), a second one exits at once (the engine dies with
+ * us; the next command recovers the stack).
+ */
+async function cancellable<T>(driver: StackDriver, fn: () => Promise<T>): Promise<T> {
+    let asked = false;
+    const onSigint = () => {
+        if (asked) process.exit(EXIT.interrupted);
+        asked = true;
+        if (driver.cancel()) process.stderr.write("\ncancelling: the engine finishes what is in flight and saves state (Ctrl-C again to quit now)\n");
+    };
+    process.on("SIGINT", onSigint);
+    try {
+        return await fn();
+    } finally {
+        process.off("SIGINT", onSigint);
+    }
 }
 
 /** Runs one engine operation with progress, then prints the result (and the proxies after up). */
@@ -17,7 +37,14 @@ async function runOperation(kind: OperationKind, opts: GlobalOptions & { refresh
     const driver = driverFor(opts, kind === "up" || kind === "preview");
     const onProgress = opts.quiet ? undefined : progressPrinter();
     if (!opts.quiet) process.stderr.write(`${kind} stack ${opts.stack} (${projectDir(opts)})\n`);
-    const result = await driver[kind]({ onProgress, refresh: opts.refresh });
+    let result;
+    try {
+        result = await cancellable(driver, () => driver[kind]({ onProgress, refresh: opts.refresh }));
+    } catch (e) {
+        // Interrupted: what runs now is what state says (not the previous run's stack output).
+        if (e instanceof EngineError && e.interrupted && kind !== "preview") throw new InterruptedError(e.message, await driver.membersInState());
+        throw e;
+    }
     const proxies = kind === "up" ? result.proxies : kind === "refresh" ? await driver.proxies() : undefined;
     if (opts.json) process.stdout.write(JSON.stringify({ ok: true, ...result, ...(proxies ? { proxies } : {}) }) + "\n");
     else {

@@ -74,10 +74,12 @@ export class Scaler {
     /**
      * Graceful shutdown: stops accepting requests, records the queued operation as interrupted (its
      * desired counts are not applied; the stack file still holds the last applied ones) and waits for
-     * the running one.
+     * the running one (after asking the engine to cancel it, with `cancel`).
      */
-    async drain(): Promise<void> {
+    async drain(opts: { cancel?: boolean } = {}): Promise<void> {
         this.accepting = "stopping";
+        // Ctrl-C: the running operation is cancelled safely (the engine saves state) instead of awaited.
+        if (opts.cancel && this.running) this.deps.driver.cancel();
         if (this.pending) {
             const op = this.pending;
             this.pending = undefined;
@@ -124,8 +126,10 @@ export class Scaler {
             proxies = result.proxies;
             log.info({ changes: result.changes, durationMs: result.durationMs }, "operation succeeded");
         } catch (e) {
-            patch = { status: "failed", error: (e as Error).message };
-            log.error({ err: e }, "operation failed");
+            const interrupted = (e as EngineError).interrupted === true;
+            patch = { status: interrupted ? "interrupted" : "failed", error: (e as Error).message };
+            if (interrupted) log.warn({ error: (e as Error).message }, "operation interrupted");
+            else log.error({ error: (e as Error).message }, "operation failed");
         }
         // The fleet view is refreshed before the operation reads as settled, so a client that saw
         // `succeeded` also sees the new members.

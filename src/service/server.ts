@@ -52,8 +52,11 @@ export interface RunningService {
     fleet: Fleet;
     /** Plain dev token when this start generated one (print it once). */
     devToken?: string;
-    /** Graceful stop: no new requests, the in-flight operation finishes, probes stop. */
-    close(): Promise<void>;
+    /**
+     * Graceful stop: no new requests, the in-flight operation finishes (or, with `cancel`, is cancelled
+     * safely and recorded as interrupted), probes stop.
+     */
+    close(opts?: { cancel?: boolean }): Promise<void>;
 }
 
 function readTokens(opts: ServeOptions, runDir: string, log: Logger): { tokens: StoredToken[]; devToken?: string } {
@@ -74,7 +77,7 @@ export async function startService(opts: ServeOptions): Promise<RunningService> 
     const log = opts.log ?? createLogger();
     const runDir = opts.runDir ?? engineHome().runDir;
     const home = { ...engineHome(), runDir };
-    const driver = new StackDriver({ workDir: opts.projectRoot, stack: opts.stack, home, env: opts.engineEnv });
+    const driver = new StackDriver({ workDir: opts.projectRoot, stack: opts.stack, home, env: opts.engineEnv, onNotice: (line) => log.warn({ stack: opts.stack }, line) });
     const ops = new OperationLog(path.join(runDir, `operations-${opts.stack}.json`));
     for (const op of ops.recoverInterrupted()) log.warn({ operation: op.id, kind: op.kind, desired: op.desired }, "operation was interrupted by a previous stop");
     let fleet!: Fleet;
@@ -107,10 +110,13 @@ export async function startService(opts: ServeOptions): Promise<RunningService> 
     fleet = new Fleet(leases, health);
     const providerHealth = new ProviderHealth({ log, metrics, intervalMs: opts.providerCheckIntervalMs ?? 60_000 });
 
-    /** Re-syncs the fleet with the stack: from `proxies` an update just returned, else by reading the outputs. */
+    /**
+     * Re-syncs the fleet with the stack: from `proxies` an update just returned, else from the members
+     * state holds (after a failed or interrupted update the stack output still lists the previous run's).
+     */
     const refreshFleet = async (proxies?: ProxyMember[]) => {
         const cfg = loadStackConfig(opts.projectRoot, opts.stack);
-        fleet.sync(proxies ?? (await driver.proxies()), cfg.pools);
+        fleet.sync(proxies ?? (await driver.membersInState()), cfg.pools);
     };
     const scaler = new Scaler({
         driver, projectRoot: opts.projectRoot, stack: opts.stack, ops, log,
@@ -160,11 +166,11 @@ export async function startService(opts: ServeOptions): Promise<RunningService> 
 
     return {
         url, port, driver, scaler, fleet, devToken,
-        async close() {
+        async close(closeOpts = {}) {
             ready = { ok: false, reason: "shutting down" };
             const closed = new Promise<void>((r) => server.close(() => r()));
             server.closeIdleConnections();
-            await scaler.drain();
+            await scaler.drain(closeOpts);
             clearInterval(sweeper);
             clearInterval(outputsPoll);
             await health.stop();
