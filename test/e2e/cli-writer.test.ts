@@ -33,7 +33,7 @@ after(async () => {
     home.cleanup();
 });
 
-test("a live process holds the writer lock: scale waits, then fails naming it (exit 1), file untouched", { timeout: 60_000 }, async () => {
+test("a live process holds the writer lock: scale waits, then fails naming it (exit 1), file untouched; so do up/refresh/destroy/gc --delete", { timeout: 60_000 }, async () => {
     const before = fs.readFileSync(file);
     const holder = await holdWriterLock(home.runDir, "cw", "egress up");
     try {
@@ -45,6 +45,11 @@ test("a live process holds the writer lock: scale waits, then fails naming it (e
         assert.equal(body.error.type, "WriterLockBusyError");
         assert.match(body.error.message, new RegExp(`pid ${holder.pid} \\(egress up\\)`));
         assert.deepEqual(fs.readFileSync(file), before);
+        for (const cmd of [["up"], ["refresh"], ["destroy", "--yes"], ["gc", "--delete"]]) {
+            const other = await egress("--lock-wait", "0", ...cmd);
+            assert.equal(other.code, 1, `${cmd.join(" ")}: ${other.stderr}`);
+            assert.match(other.stderr, new RegExp(`being changed by pid ${holder.pid} \\(egress up\\)`), cmd.join(" "));
+        }
     } finally {
         await killHard(holder);
     }
