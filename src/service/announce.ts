@@ -84,6 +84,7 @@ export async function announceService(o: { runDir: string; stack: string; url: s
                 const stopped = new Promise<void>((r) => server.close(() => r()));
                 server.closeAllConnections();
                 await stopped; // net.Server removes the socket file itself
+                if (path.dirname(socket) !== o.runDir) fs.rmSync(path.dirname(socket), { recursive: true, force: true }); // the temp-dir fallback
             })()),
     };
 }

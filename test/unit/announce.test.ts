@@ -3,7 +3,7 @@
  * temp dir when the run dir's path is too long for a socket), refused while another live service
  * announced the stack, cleared when its process is gone, removed on close.
  */
-import { test } from "node:test";
+import { after, test } from "node:test";
 import assert from "node:assert/strict";
 import * as cp from "node:child_process";
 import * as fs from "node:fs";
@@ -13,10 +13,17 @@ import { announceService, announcementFile, assertNoOtherService, findService } 
 import { ServiceClient } from "../../src/cli/service-client";
 import { killHard } from "../helpers/cli";
 
+const dirs: string[] = [];
+const tempDir = () => {
+    dirs.push(fs.mkdtempSync(path.join(os.tmpdir(), "egress-ann-")));
+    return dirs[dirs.length - 1];
+};
+after(() => dirs.forEach((d) => fs.rmSync(d, { recursive: true, force: true })));
+
 const listener = (req: { url?: string }, res: { end(s: string): void }) => res.end(JSON.stringify({ url: req.url }));
 
 test("announce → found, answers over the socket; a run dir too long for a socket path uses a 0700 temp dir; close removes both", async () => {
-    const base = fs.mkdtempSync(path.join(os.tmpdir(), "egress-ann-"));
+    const base = tempDir();
     for (const runDir of [path.join(base, "run"), path.join(base, "x".repeat(90), "run")]) {
         const a = await announceService({ runDir, stack: "s", url: "http://127.0.0.1:1", listener: listener as any });
         if (runDir.length > 80) assert.ok(a.socket.startsWith(path.join(os.tmpdir(), "egress-")), a.socket);
@@ -33,7 +40,7 @@ test("announce → found, answers over the socket; a run dir too long for a sock
 });
 
 test("a second service for the stack is refused while the first lives; a dead one's files are cleared", async () => {
-    const runDir = fs.mkdtempSync(path.join(os.tmpdir(), "egress-ann-"));
+    const runDir = tempDir();
     const other = cp.spawn("sleep", ["30"]);
     const file = announcementFile(runDir, "s");
     const sock = path.join(runDir, "service-s.sock");

@@ -103,5 +103,6 @@ test("an operation waits for the writer lock another process holds, without touc
         assert.equal(fs.readFileSync(path.join(dir, "stacks", "Pulumi.s.yaml"), "utf8"), before);
     } finally {
         await killHard(holder);
+        fs.rmSync(runDir, { recursive: true, force: true });
     }
 });

@@ -3,7 +3,7 @@
  * named, a bounded wait that fails naming the holder, a SIGKILLed holder's lock cleared (and reported),
  * a reused pid told apart by its start time, and mutual exclusion between racing processes.
  */
-import { test } from "node:test";
+import { after, test } from "node:test";
 import assert from "node:assert/strict";
 import * as cp from "node:child_process";
 import * as fs from "node:fs";
@@ -13,7 +13,12 @@ import { acquireWriterLock, LockHolder, processStartTime, WriterLockBusyError, w
 import { PACKAGE_ROOT } from "../../src/engine/env";
 import { holdWriterLock, killHard } from "../helpers/cli";
 
-const runDir = () => fs.mkdtempSync(path.join(os.tmpdir(), "egress-wlock-"));
+const dirs: string[] = [];
+const runDir = () => {
+    dirs.push(fs.mkdtempSync(path.join(os.tmpdir(), "egress-wlock-")));
+    return dirs[dirs.length - 1];
+};
+after(() => dirs.forEach((d) => fs.rmSync(d, { recursive: true, force: true })));
 
 test("the lock file names its holder (pid, start time, host, command, since), 0600, removed on release", async () => {
     const dir = runDir();
