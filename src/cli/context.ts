@@ -13,6 +13,8 @@ export interface GlobalOptions {
     stack: string;
     cwd?: string;
     json?: boolean;
+    /** Seconds to wait for the stack's writer lock (src/cli/writer.ts). */
+    lockWait?: string;
 }
 
 /** The Pulumi project: `--cwd`, else the current directory if it has Pulumi.yaml, else egress's own root. */

@@ -5,6 +5,7 @@ import type { ProxyMember } from "../../components/member";
 import { engineEnv, engineHome, EngineHome } from "./env";
 import { ProgressEvent, toProgress } from "./progress";
 import { stackLocks } from "./locks";
+import { fileBackendDir } from "./checkpoint";
 import { newRunMarker } from "./leftovers";
 import { clearDeadRuns, finishPendingOperations, membersInState } from "./recovery";
 import { supervise } from "./supervised";
@@ -175,8 +176,7 @@ export class StackDriver {
     }
 
     private backendDir(): string | undefined {
-        const url = this.extraEnv.PULUMI_BACKEND_URL ?? process.env.PULUMI_BACKEND_URL ?? `file://${this.home.backendDir}`;
-        return url.startsWith("file://") ? url.slice("file://".length) : undefined;
+        return fileBackendDir(this.home, this.extraEnv);
     }
 
     private operation(

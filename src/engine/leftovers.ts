@@ -1,5 +1,6 @@
 import * as crypto from "node:crypto";
 import * as fs from "node:fs";
+import { processStartTime } from "./process-identity";
 
 /**
  * Every engine process carries `EGRESS_ENGINE_RUN=<owner pid>.<owner start time>.<nonce>` in its
@@ -8,17 +9,6 @@ import * as fs from "node:fs";
  * them here by that marker (never by a process name) and ends them.
  */
 export const MARKER_VAR = "EGRESS_ENGINE_RUN";
-
-/** Start time of `pid` in clock ticks since boot (field 22 of /proc/<pid>/stat): pid + start time names one process. */
-export function processStartTime(pid: number): string | undefined {
-    try {
-        const stat = fs.readFileSync(`/proc/${pid}/stat`, "utf8");
-        // The command name (field 2) may contain spaces and parens: split after its closing paren.
-        return stat.slice(stat.lastIndexOf(")") + 2).split(" ")[19];
-    } catch {
-        return undefined;
-    }
-}
 
 /** The marker for engine processes started by this process. */
 export function newRunMarker(): string {

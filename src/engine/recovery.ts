@@ -1,6 +1,7 @@
 import type { Stack } from "@pulumi/pulumi/automation";
 import { pendingCreateUndoers } from "../../components/kinds";
 import type { ProxyMember } from "../../components/member";
+import { membersOf } from "./checkpoint";
 import { killLeftovers } from "./leftovers";
 import { removeStaleLocks, stackLocks } from "./locks";
 
@@ -69,11 +70,5 @@ export async function finishPendingOperations(stack: Stack, backendDir: string |
  */
 export async function membersInState(stack: Stack): Promise<ProxyMember[]> {
     const dep = (await stack.exportStack()).deployment as Deployment | undefined;
-    const byId = new Map<string, ProxyMember>();
-    for (const r of dep?.resources ?? []) {
-        const m = r.outputs?.member as ProxyMember | undefined;
-        if (r.delete || !m || typeof m !== "object" || typeof m.id !== "string") continue;
-        byId.set(m.id, m);
-    }
-    return [...byId.values()].sort((a, b) => a.pool.localeCompare(b.pool) || a.index - b.index);
+    return membersOf(dep?.resources ?? []);
 }
