@@ -4,6 +4,7 @@
  */
 import * as cp from "node:child_process";
 import * as fs from "node:fs";
+import * as http from "node:http";
 import * as os from "node:os";
 import * as path from "node:path";
 import YAML from "yaml";
@@ -107,11 +108,17 @@ export async function serve(p: ProcProject, extraArgs: string[] = []): Promise<S
         child.stderr.setEncoding("utf8").on("data", (d: string) => logs.push(d));
         exited.then((code) => reject(new Error(`egress serve exited with ${code} before it was ready:\n${logs.join("\n")}`)));
     });
-    const call = async (method: string, route: string, body?: unknown) => {
-        const res = await fetch(`${url}${route}`, { method, headers: { authorization: `Bearer ${ADMIN_TOKEN}`, "content-type": "application/json" }, body: body === undefined ? undefined : JSON.stringify(body) });
-        const text = await res.text();
-        return { status: res.status, body: text ? JSON.parse(text) : undefined };
-    };
+    // A fresh connection per call: a kept-alive socket the server closes while idle (the test spends
+    // seconds in CLI checks between calls) would fail the next request for reasons beside the point.
+    const call = (method: string, route: string, body?: unknown) => new Promise<{ status: number; body: any }>((resolve, reject) => {
+        const data = body === undefined ? undefined : JSON.stringify(body);
+        const req = http.request(`${url}${route}`, { method, agent: false, headers: { authorization: `Bearer ${ADMIN_TOKEN}`, "content-type": "application/json" } }, (res) => {
+            let text = "";
+            res.setEncoding("utf8").on("data", (d) => (text += d)).on("end", () => resolve({ status: res.statusCode ?? 0, body: text ? JSON.parse(text) : undefined }));
+        });
+        req.on("error", (e) => reject(new Error(`${method} ${route}: ${e.message}; service (exit ${child.exitCode}) logged:\n${logs.slice(-15).join("\n")}`)));
+        req.end(data);
+    });
     return { child, url, logs, call, exited };
 }
 
