@@ -1,7 +1,7 @@
 import * as pulumi from "@pulumi/pulumi";
 import type { PoolConfig, ProviderConfig, ProviderKind } from "../src/config";
 import type { MemberArgs, ProxyMemberComponent, StackContext } from "./member";
-import { LocalProxy } from "./local";
+import { LocalProxy, LOCAL_PROCESS_TYPE, undoLocalCreate } from "./local";
 import { kvmKind } from "./kvm";
 import { gcpKind } from "./gcp";
 import { kubernetesKind } from "./kubernetes";
@@ -26,6 +26,12 @@ export interface ProviderSharedArgs<E extends ProviderConfig = ProviderConfig> {
 }
 
 /**
+ * Undoes a create that a killed engine run started but never recorded (a pending create in state),
+ * finding what it made by its deterministic name in `inputs`. Returns a line per thing removed.
+ */
+export type PendingCreateUndo = (inputs: Record<string, unknown>) => Promise<string[]>;
+
+/**
  * How a provider kind plugs into ProxyPool. Each folder under components/ exports one of these;
  * ProxyPool never looks at a kind's details.
  */
@@ -42,10 +48,13 @@ export interface ProviderKindModule<E extends ProviderConfig = ProviderConfig, S
      * calls it when the kind has it (a kind without it leaves `S` unknown and gets undefined).
      */
     createMember(name: string, args: MemberArgs<E>, shared: S, opts: pulumi.ComponentResourceOptions): ProxyMemberComponent;
+    /** Crash recovery, by resource type token: how to undo a pending create of that type. */
+    undoPendingCreate?: Record<string, PendingCreateUndo>;
 }
 
 const local: ProviderKindModule<Extract<ProviderConfig, { type: "local" }>> = {
     createMember: (name, args, _shared, opts) => new LocalProxy(name, args, opts),
+    undoPendingCreate: { [LOCAL_PROCESS_TYPE]: undoLocalCreate },
 };
 
 export const kinds: Record<ProviderKind, ProviderKindModule<any, any, any>> = {
@@ -54,3 +63,8 @@ export const kinds: Record<ProviderKind, ProviderKindModule<any, any, any>> = {
     gcp: gcpKind,
     kubernetes: kubernetesKind,
 };
+
+/** Every kind's pending-create undo, by resource type token (crash recovery in src/engine). */
+export function pendingCreateUndoers(): Record<string, PendingCreateUndo> {
+    return Object.assign({}, ...Object.values(kinds).map((k) => k.undoPendingCreate ?? {}));
+}

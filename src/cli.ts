@@ -5,6 +5,7 @@
  */
 import { Command } from "commander";
 import { registerOperations } from "./cli/operations";
+import { registerScale } from "./cli/scale";
 import { registerDoctor } from "./cli/doctor";
 import { registerGc } from "./cli/gc";
 import { registerServe } from "./cli/serve";
@@ -15,6 +16,7 @@ export function buildCli(): Command {
         .option("-s, --stack <name>", "stack to operate on", process.env.EGRESS_STACK ?? "dev")
         .option("-C, --cwd <dir>", "Pulumi project directory (default: the current one if it has Pulumi.yaml, else egress's own)")
         .option("--json", "machine-readable output on stdout")
+        .option("--lock-wait <seconds>", "how long to wait while another egress process changes the stack (default 120, or $EGRESS_LOCK_WAIT)")
         .showHelpAfterError()
         .addHelpText("after", "\nExamples:\n  egress up                      # bring the dev stack to its config\n  egress scale dev 5             # set pool `dev` to 5 members and apply\n  egress outputs --json | jq .   # the proxies, for crawlers\n  egress destroy --yes\n");
     program.exitOverride((err) => {
@@ -22,6 +24,7 @@ export function buildCli(): Command {
         process.exit(err.exitCode === 0 ? 0 : 2);
     });
     registerOperations(program);
+    registerScale(program);
     registerDoctor(program);
     registerGc(program);
     registerServe(program);

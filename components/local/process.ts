@@ -30,11 +30,16 @@ export async function startProxy(req: StartRequest, timeoutMs = 15000): Promise<
     const cp = require("node:child_process") as typeof import("node:child_process");
     fs.mkdirSync(req.stateDir, { recursive: true });
     const files = proxyFiles(req.stateDir, req.id);
+    // IDs are deterministic, so a process a killed run started for this very member may still be up:
+    // stop it first, and the create is the same whether or not an earlier attempt got that far.
+    for (const pid of findProxyProcesses(req.stateDir, req.id)) await stopProxy(pid, req.id, req.stateDir);
     fs.rmSync(files.ready, { force: true });
     const out = fs.openSync(files.log, "a");
     const child = cp.spawn(req.nodePath, [req.serverScript, "--id", req.id, "--port", String(req.port), "--ready", files.ready], {
         detached: true,
         stdio: ["ignore", out, out],
+        // Allow-listed: the engine's environment (Pulumi settings, cloud credentials) is none of a proxy's business.
+        env: { PATH: process.env.PATH ?? "/usr/bin:/bin", LANG: process.env.LANG ?? "C.UTF-8" },
     });
     fs.closeSync(out);
     let exited: number | null = null;
@@ -70,6 +75,28 @@ export function isOurProcess(pid: number, id: string): boolean {
     } catch {
         return false; // no /proc entry: it is gone (or not ours to judge)
     }
+}
+
+/**
+ * Live processes that are the proxy `id` of this state dir, found by their own argv (`--id <id>` and
+ * `--ready <stateDir>/<id>.json`), whether or not they got as far as writing the ready file.
+ */
+export function findProxyProcesses(stateDir: string, id: string): number[] {
+    const fs = require("node:fs") as typeof import("node:fs");
+    const ready = proxyFiles(stateDir, id).ready;
+    const found: number[] = [];
+    for (const entry of fs.readdirSync("/proc")) {
+        if (!/^\d+$/.test(entry)) continue;
+        let argv: string[];
+        try {
+            argv = fs.readFileSync(`/proc/${entry}/cmdline`, "utf8").split("\0");
+        } catch {
+            continue;
+        }
+        const at = (flag: string) => argv[argv.indexOf(flag) + 1];
+        if (argv.includes("--id") && at("--id") === id && at("--ready") === ready) found.push(Number(entry));
+    }
+    return found;
 }
 
 /**

@@ -29,8 +29,8 @@ const REPLACE_ON = ["member", "requestedPort"] as const;
  */
 export const localProcessProvider: pulumi.dynamic.ResourceProvider<LocalProcessInputs, LocalProcessOutputs> = {
     async create(inputs) {
-        const crypto = require("node:crypto") as typeof import("node:crypto");
-        const id = `${inputs.member}-${crypto.randomBytes(4).toString("hex")}`;
+        // Deterministic: after a crash mid-create, recovery finds the process by this id (recover.ts).
+        const id = inputs.member;
         const started = await startProxy({ id, port: inputs.requestedPort, stateDir: inputs.stateDir, serverScript: inputs.serverScript, nodePath: inputs.nodePath });
         return { id, outs: { ...inputs, pid: started.pid, port: started.port, host: "127.0.0.1", running: true } };
     },

@@ -2,15 +2,19 @@ import * as fs from "node:fs";
 import * as path from "node:path";
 import { ConfigError } from "../config";
 import { EngineError, EngineMissingError, PACKAGE_ROOT, StackMissingError } from "../engine";
+import type { ProxyMember } from "../../components/member";
+import { proxyTable } from "./render";
 
 /** Exit codes: scripts can tell a bad request from a failed operation from a missing prerequisite. */
-export const EXIT = { ok: 0, failed: 1, invalid: 2, prerequisite: 3 } as const;
+export const EXIT = { ok: 0, failed: 1, invalid: 2, prerequisite: 3, interrupted: 130 } as const;
 
 /** Options every command accepts. */
 export interface GlobalOptions {
     stack: string;
     cwd?: string;
     json?: boolean;
+    /** Seconds to wait for the stack's writer lock (src/cli/writer.ts). */
+    lockWait?: string;
 }
 
 /** The Pulumi project: `--cwd`, else the current directory if it has Pulumi.yaml, else egress's own root. */
@@ -22,16 +26,29 @@ export function projectDir(opts: GlobalOptions): string {
 
 export class UsageError extends Error {}
 
+/** An operation cancelled with Ctrl-C: it carries the members state holds afterwards. */
+export class InterruptedError extends Error {
+    constructor(message: string, readonly proxies: ProxyMember[]) {
+        super(message);
+        this.name = "InterruptedError";
+    }
+}
+
 /** Prints an error the way the user needs it and returns the exit code that classifies it. */
 export function reportError(e: unknown, json: boolean | undefined): number {
     const code =
         e instanceof ConfigError || e instanceof UsageError || e instanceof StackMissingError ? EXIT.invalid
         : e instanceof EngineMissingError ? EXIT.prerequisite
+        : e instanceof InterruptedError ? EXIT.interrupted
         : EXIT.failed;
     const message = e instanceof Error ? e.message : String(e);
-    if (json) process.stdout.write(JSON.stringify({ ok: false, error: { type: (e as Error)?.name ?? "Error", message, ...(e instanceof ConfigError ? { problems: e.problems } : {}) } }) + "\n");
-    else process.stderr.write(`error: ${message}\n`);
-    if (e instanceof EngineError && !json) process.stderr.write("hint: `egress doctor` checks the engine; `egress refresh` reconciles state with what runs.\n");
+    const proxies = e instanceof InterruptedError ? { proxies: e.proxies } : {};
+    if (json) process.stdout.write(JSON.stringify({ ok: false, error: { type: (e as Error)?.name ?? "Error", message, ...(e instanceof ConfigError ? { problems: e.problems } : {}) }, ...proxies }) + "\n");
+    else {
+        process.stderr.write(`error: ${message}\n`);
+        if (e instanceof InterruptedError) process.stdout.write(proxyTable(e.proxies));
+    }
+    if (e instanceof EngineError && !e.interrupted && !json) process.stderr.write("hint: `egress doctor` checks the engine; `egress refresh` reconciles state with what runs.\n");
     return code;
 }
 

@@ -6,6 +6,7 @@ import { loadStackConfig } from "../config";
 import { engineEnv, engineHome, PACKAGE_ROOT } from "../engine";
 import { action, EXIT, GlobalOptions, projectDir } from "./context";
 import { findIsoTool } from "../../components/kvm/seed-iso";
+import { lockFindings } from "./doctor-locks";
 
 interface Finding {
     check: string;
@@ -71,6 +72,7 @@ export function runDoctor(opts: GlobalOptions): Finding[] {
     } catch (e) {
         out.push({ check: `stack ${opts.stack} config`, ok: false, detail: (e as Error).message, fix: "fix the paths named above in stacks/Pulumi.<stack>.yaml" });
     }
+    out.push(...lockFindings(opts.stack));
     return out;
 }
 

@@ -4,6 +4,7 @@ import { engineHome, StackDriver } from "../engine";
 import { collectGarbage, GcReport } from "../gc";
 import { action, EXIT, GlobalOptions, projectDir, UsageError } from "./context";
 import { alignedTable } from "./render";
+import { withWriterLock } from "./writer";
 
 /**
  * `egress gc`: things carrying this stack's labels that state does not know (left by a crash, a
@@ -15,21 +16,26 @@ export function registerGc(program: Command): void {
         .command("gc")
         .description("find managed proxies/VMs/volumes/pods of this stack that state does not know; dry-run unless --delete")
         .option("--delete", "remove what was found")
-        .addHelpText("after", "\nEach provider entry is collected independently and reported with its orphans found/deleted or its error.\nExit codes: 0 every entry was collected, 1 at least one entry failed (could not be listed, or an orphan\ncould not be removed; the others were still collected), 2 invalid config, unknown stack or an update is\nrunning, 3 the engine is missing.\n")
+        .addHelpText("after", "\nEach provider entry is collected independently and reported with its orphans found/deleted or its error.\nExit codes: 0 every entry was collected, 1 at least one entry failed (could not be listed, or an orphan\ncould not be removed; the others were still collected) or the writer lock stayed held, 2 invalid config,\nunknown stack or an update is running, 3 the engine is missing.\n")
         .action(action(async (o, cmd) => {
             const opts = cmd.optsWithGlobals() as GlobalOptions;
-            const dir = projectDir(opts);
-            const driver = new StackDriver({ workDir: dir, stack: opts.stack, create: false });
-            // Things an update is creating right now are not in state yet: never collect during an update.
-            const locks = driver.liveLocks();
-            if (locks.length) throw new UsageError(`an update is running on stack ${opts.stack} (pid ${locks.map((l) => `${l.pid}@${l.hostname}`).join(", ")}); run gc after it finishes`);
-            const raw = await driver.config();
-            const cfg = parseEgressConfig({ providers: raw.providers ?? {}, pools: raw.pools ?? [] }, dir);
-            const stateIds = new Set((await driver.resources()).map((r) => r.id).filter((id): id is string => !!id));
-            const report = await collectGarbage(cfg.providers, { project: "egress", stack: opts.stack, stateIds, runDir: engineHome().runDir, delete: !!o.delete });
+            // Removing things is writing: under the writer lock no update can be half-way through creating them.
+            const report = o.delete ? await withWriterLock(opts, "egress gc --delete", () => collect(opts, true)) : await collect(opts, false);
             process.stdout.write(opts.json ? JSON.stringify(report) + "\n" : gcText(report));
             if (!report.ok) process.exitCode = EXIT.failed;
         }));
+}
+
+async function collect(opts: GlobalOptions, remove: boolean): Promise<GcReport> {
+    const dir = projectDir(opts);
+    const driver = new StackDriver({ workDir: dir, stack: opts.stack, create: false });
+    // Things an update is creating right now are not in state yet: never collect during an update.
+    const locks = driver.liveLocks();
+    if (locks.length) throw new UsageError(`an update is running on stack ${opts.stack} (pid ${locks.map((l) => `${l.pid}@${l.hostname}`).join(", ")}); run gc after it finishes`);
+    const raw = await driver.config();
+    const cfg = parseEgressConfig({ providers: raw.providers ?? {}, pools: raw.pools ?? [] }, dir);
+    const stateIds = new Set((await driver.resources()).map((r) => r.id).filter((id): id is string => !!id));
+    return collectGarbage(cfg.providers, { project: "egress", stack: opts.stack, stateIds, runDir: engineHome().runDir, delete: remove });
 }
 
 /** The report for people: one line per orphan, then one row per provider entry with its counts or error. */

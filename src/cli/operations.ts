@@ -1,24 +1,65 @@
 import type { Command } from "commander";
-import { loadStackConfig, setPoolReplicas } from "../config";
-import { OperationKind, StackDriver } from "../engine";
-import { action, GlobalOptions, projectDir, UsageError } from "./context";
+import type { ProxyMember } from "../../components/member";
+import { loadStackConfig } from "../config";
+import { EngineError, OperationKind, OperationResult, ProgressEvent, StackDriver } from "../engine";
+import { action, EXIT, GlobalOptions, InterruptedError, projectDir, UsageError } from "./context";
 import { preflight } from "./preflight";
 import { progressPrinter, proxyTable, summaryLine } from "./render";
+import { withWriterLock } from "./writer";
+
+export type EngineRunOptions = GlobalOptions & { refresh?: boolean; quiet?: boolean };
 
 /** `create: false` for commands that only read or remove: a mistyped --stack must not create a stack. */
 function driverFor(opts: GlobalOptions, create = true): StackDriver {
-    return new StackDriver({ workDir: projectDir(opts), stack: opts.stack, create });
+    return new StackDriver({ workDir: projectDir(opts), stack: opts.stack, create, onNotice: (line) => process.stderr.write(`note: ${line}\n`) });
 }
 
-/** Runs one engine operation with progress, then prints the result (and the proxies after up). */
-async function runOperation(kind: OperationKind, opts: GlobalOptions & { refresh?: boolean; quiet?: boolean }): Promise<void> {
+/**
+ * Runs `fn` with Ctrl-C meaning "cancel the engine operation safely": the first SIGINT asks the engine to
+ * stop (it finishes the steps in flight and saves state), a second one exits at once (the engine dies with
+ * us; the next command recovers the stack).
+ */
+async function cancellable<T>(driver: StackDriver, fn: () => Promise<T>): Promise<T> {
+    let asked = false;
+    const onSigint = () => {
+        if (asked) process.exit(EXIT.interrupted);
+        asked = true;
+        if (driver.cancel()) process.stderr.write("\ncancelling: the engine finishes what is in flight and saves state (Ctrl-C again to quit now)\n");
+    };
+    process.on("SIGINT", onSigint);
+    try {
+        return await fn();
+    } finally {
+        process.off("SIGINT", onSigint);
+    }
+}
+
+/**
+ * Runs one engine operation with progress (the caller holds the writer lock when it writes); `observe`
+ * sees every progress event too. Returns the result and the proxies after up/refresh.
+ */
+export async function runEngine(kind: OperationKind, opts: EngineRunOptions, observe?: (e: ProgressEvent) => void): Promise<{ result: OperationResult; proxies?: ProxyMember[] }> {
     // Validate before the engine starts: a config error names its path and nothing is touched.
     if (kind === "up" || kind === "preview") preflight(loadStackConfig(projectDir(opts), opts.stack));
     const driver = driverFor(opts, kind === "up" || kind === "preview");
-    const onProgress = opts.quiet ? undefined : progressPrinter();
+    const print = opts.quiet ? undefined : progressPrinter();
     if (!opts.quiet) process.stderr.write(`${kind} stack ${opts.stack} (${projectDir(opts)})\n`);
-    const result = await driver[kind]({ onProgress, refresh: opts.refresh });
+    let result: OperationResult;
+    try {
+        result = await cancellable(driver, () => driver[kind]({ onProgress: (e) => (observe?.(e), print?.(e)), refresh: opts.refresh }));
+    } catch (e) {
+        // Interrupted: what runs now is what state says (not the previous run's stack output).
+        if (e instanceof EngineError && e.interrupted && kind !== "preview") throw new InterruptedError(e.message, await driver.membersInState());
+        throw e;
+    }
     const proxies = kind === "up" ? result.proxies : kind === "refresh" ? await driver.proxies() : undefined;
+    return { result, proxies };
+}
+
+/** An engine operation as a command: under the writer lock unless it only reads (preview), then printed. */
+async function runOperation(kind: OperationKind, opts: EngineRunOptions): Promise<void> {
+    const run = () => runEngine(kind, opts);
+    const { result, proxies } = kind === "preview" ? await run() : await withWriterLock(opts, `egress ${kind}`, run);
     if (opts.json) process.stdout.write(JSON.stringify({ ok: true, ...result, ...(proxies ? { proxies } : {}) }) + "\n");
     else {
         process.stderr.write(summaryLine(result) + "\n");
@@ -59,19 +100,5 @@ export function registerOperations(program: Command): void {
             const opts = cmd.optsWithGlobals() as GlobalOptions;
             const proxies = await driverFor(opts, false).proxies();
             process.stdout.write(opts.json ? JSON.stringify(proxies) + "\n" : proxyTable(proxies));
-        }));
-    program
-        .command("scale <pool> <replicas>")
-        .description("set a pool's desired replicas in the stack file, then run `up`")
-        .option("--no-up", "only write the stack file")
-        .option("-q, --quiet", "no progress output")
-        .action(action(async (pool: string, replicas: string, o, cmd) => {
-            const opts = { ...cmd.optsWithGlobals(), ...o };
-            const dir = projectDir(opts);
-            // Validates before writing: every bad input fails here, with the stack file untouched.
-            const { previous, replicas: n } = setPoolReplicas(dir, opts.stack, pool, replicas);
-            if (!opts.quiet) process.stderr.write(`pool ${pool}: replicas ${previous} -> ${n}\n`);
-            if (o.up) await runOperation("up", opts);
-            else if (opts.json) process.stdout.write(JSON.stringify({ ok: true, pool, previous, replicas: n }) + "\n");
         }));
 }

@@ -27,11 +27,14 @@ export function registerServe(program: Command): void {
             if (svc.devToken)
                 process.stderr.write(`\nA dev API token was generated (stored hashed; plain copy in .egress/dev-token):\n  export EGRESS_TOKEN=${svc.devToken}\n  curl -H "Authorization: Bearer $EGRESS_TOKEN" ${svc.url}/v1/proxies\n\n`);
             let stopping = false;
+            // SIGTERM lets the in-flight operation finish; SIGINT (Ctrl-C) cancels it safely (the engine saves
+            // state and the operation is recorded as interrupted). A second signal stops at once.
             const stop = (signal: string) => {
-                if (stopping) return void process.exit(130); // second signal: stop now
+                if (stopping) return void process.exit(130);
                 stopping = true;
-                process.stderr.write(`${signal}: finishing the in-flight operation, then stopping (signal again to force)\n`);
-                svc.close().then(() => process.exit(0), () => process.exit(1));
+                const cancel = signal === "SIGINT";
+                process.stderr.write(`${signal}: ${cancel ? "cancelling" : "finishing"} the in-flight operation, then stopping (signal again to force)\n`);
+                svc.close({ cancel }).then(() => process.exit(0), () => process.exit(1));
             };
             process.on("SIGTERM", () => stop("SIGTERM"));
             process.on("SIGINT", () => stop("SIGINT"));

@@ -4,7 +4,11 @@ import { createProgram } from "../program";
 import type { ProxyMember } from "../../components/member";
 import { engineEnv, engineHome, EngineHome } from "./env";
 import { ProgressEvent, toProgress } from "./progress";
-import { removeStaleLocks, stackLocks } from "./locks";
+import { stackLocks } from "./locks";
+import { fileBackendDir } from "./checkpoint";
+import { newRunMarker } from "./leftovers";
+import { clearDeadRuns, finishPendingOperations, membersInState } from "./recovery";
+import { supervise } from "./supervised";
 
 export type OperationKind = "up" | "preview" | "refresh" | "destroy";
 
@@ -18,6 +22,8 @@ export interface DriverOptions {
     env?: Record<string, string>;
     /** Create the stack when missing. Off for commands that only read or remove. @default true */
     create?: boolean;
+    /** Hears what the driver cleaned up on its own (a dead run's processes or locks): one line each, for the log. */
+    onNotice?: (line: string) => void;
 }
 
 export interface OperationOptions {
@@ -40,8 +46,8 @@ export interface OperationResult {
 export class EngineError extends Error {
     /** True when another update held the stack lock: retrying later may succeed. */
     readonly locked: boolean;
-    constructor(readonly kind: OperationKind, message: string, readonly cause?: unknown) {
-        super(`${kind} failed: ${message}`);
+    constructor(readonly kind: OperationKind, message: string, readonly cause?: unknown, readonly interrupted = false) {
+        super(interrupted ? `${kind} interrupted: ${message}` : `${kind} failed: ${message}`);
         this.name = "EngineError";
         this.locked = cause instanceof ConcurrentUpdateError;
     }
@@ -73,8 +79,13 @@ export class StackDriver {
     private readonly home: EngineHome;
     private readonly extraEnv: Record<string, string>;
     private readonly create: boolean;
+    private readonly onNotice: (line: string) => void;
     private tail: Promise<unknown> = Promise.resolve();
     private stack?: Promise<Stack>;
+    /** Marks every engine process this driver starts (leftovers.ts). */
+    private readonly marker = newRunMarker();
+    /** Cancels the running operation (SIGINT to the CLI: it stops starting steps and saves state). */
+    private running?: AbortController;
 
     constructor(opts: DriverOptions) {
         this.workDir = path.resolve(opts.workDir);
@@ -82,19 +93,39 @@ export class StackDriver {
         this.home = opts.home ?? engineHome();
         this.extraEnv = opts.env ?? {};
         this.create = opts.create ?? true;
+        this.onNotice = opts.onNotice ?? (() => undefined);
     }
 
     up(opts: OperationOptions = {}): Promise<OperationResult> {
-        return this.operation("up", opts, (s, onEvent) => s.up({ onEvent, refresh: opts.refresh ?? true }));
+        return this.operation("up", opts, (s, onEvent, signal) => s.up({ onEvent, signal, refresh: opts.refresh ?? true }));
     }
     preview(opts: OperationOptions = {}): Promise<OperationResult> {
-        return this.operation("preview", opts, (s, onEvent) => s.preview({ onEvent }));
+        return this.operation("preview", opts, (s, onEvent, signal) => s.preview({ onEvent, signal }));
     }
     refresh(opts: OperationOptions = {}): Promise<OperationResult> {
-        return this.operation("refresh", opts, (s, onEvent) => s.refresh({ onEvent }));
+        return this.operation("refresh", opts, (s, onEvent, signal) => s.refresh({ onEvent, signal }));
     }
     destroy(opts: OperationOptions = {}): Promise<OperationResult> {
-        return this.operation("destroy", opts, (s, onEvent) => s.destroy({ onEvent }));
+        return this.operation("destroy", opts, (s, onEvent, signal) => s.destroy({ onEvent, signal }));
+    }
+
+    /**
+     * Asks the running operation to stop: the CLI starts no new steps, waits for the ones in flight and
+     * saves state; the operation then rejects with an EngineError whose `interrupted` is true. Returns
+     * false when nothing runs.
+     */
+    cancel(): boolean {
+        if (!this.running) return false;
+        this.running.abort();
+        return true;
+    }
+
+    /**
+     * The members state knows (each member component's outputs), which after an interrupted or failed
+     * update may differ from the stack output `proxies` of the last successful one.
+     */
+    async membersInState(): Promise<ProxyMember[]> {
+        return this.serial(async () => membersInState(await this.open()));
     }
 
     /** The stack output `proxies` (empty before the first `up`). */
@@ -127,27 +158,15 @@ export class StackDriver {
     }
 
     /**
-     * Makes the stack usable after a crash: removes file-backend locks whose process is gone (a live
-     * holder's lock is left alone, and then nothing else is touched), and clears pending operations a
-     * killed run left in state. Returns what it did, for the log.
+     * Makes the stack usable after a crash: ends engine processes of dead runs, removes locks whose
+     * holder died (a live holder's lock is left alone, and then nothing else is touched), and finishes
+     * pending operations a killed update left in state (recovery.ts). Returns what it did, for the log.
      */
     async recover(): Promise<string[]> {
         return this.serial(async () => {
             const stack = await this.open();
-            const done: string[] = [];
-            const stale = removeStaleLocks(this.backendDir(), this.stackName);
-            if (stale.length) done.push(`removed ${stale.length} stale lock(s) left by dead pid(s) ${stale.map((l) => l.pid).join(", ")}`);
-            const live = stackLocks(this.backendDir(), this.stackName);
-            if (live.length) {
-                done.push(`stack is locked by live pid(s) ${live.map((l) => `${l.pid}@${l.hostname}`).join(", ")}; leaving it alone`);
-                return done;
-            }
-            const dep = (await stack.exportStack()).deployment as { pending_operations?: unknown[] } | undefined;
-            if (dep?.pending_operations?.length) {
-                await stack.refresh({ clearPendingCreates: true });
-                done.push(`cleared ${dep.pending_operations.length} pending operation(s) with a refresh`);
-            }
-            return done;
+            const done = clearDeadRuns(this.backendDir(), this.stackName);
+            return [...done, ...(await finishPendingOperations(stack, this.backendDir(), this.stackName))];
         });
     }
 
@@ -157,18 +176,19 @@ export class StackDriver {
     }
 
     private backendDir(): string | undefined {
-        const url = this.extraEnv.PULUMI_BACKEND_URL ?? process.env.PULUMI_BACKEND_URL ?? `file://${this.home.backendDir}`;
-        return url.startsWith("file://") ? url.slice("file://".length) : undefined;
+        return fileBackendDir(this.home, this.extraEnv);
     }
 
     private operation(
         kind: OperationKind,
         opts: OperationOptions,
-        run: (s: Stack, onEvent: (e: EngineEvent) => void) => Promise<{ summary?: { resourceChanges?: Record<string, number> } } | unknown>,
+        run: (s: Stack, onEvent: (e: EngineEvent) => void, signal: AbortSignal) => Promise<unknown>,
     ): Promise<OperationResult> {
         return this.serial(async () => {
             const started = Date.now();
             const stack = await this.open();
+            // Every command, not only `serve`, cleans up after a dead run before it starts its own.
+            for (const line of clearDeadRuns(this.backendDir(), this.stackName)) this.onNotice(line);
             let changes: Record<string, number> = {};
             const diagnostics: string[] = [];
             const onEvent = (e: EngineEvent) => {
@@ -179,15 +199,19 @@ export class StackDriver {
                 opts.onProgress?.(p);
             };
             let outcome: unknown;
+            const controller = (this.running = new AbortController());
             try {
-                outcome = await run(stack, onEvent);
+                outcome = await run(stack, onEvent, controller.signal);
             } catch (e) {
                 if (e instanceof ConcurrentUpdateError) {
                     const holders = stackLocks(this.backendDir(), this.stackName).map((l) => `pid ${l.pid}@${l.hostname}`);
-                    throw new EngineError(kind, `another update holds the stack lock (${holders.join(", ") || "unknown holder"}); wait for it — a lock whose process died is removed when \`egress serve\` starts`, e);
+                    throw new EngineError(kind, `another update holds the stack lock (${holders.join(", ") || "unknown holder"}); wait for it — a lock whose process died is removed by the next egress command`, e);
                 }
+                if (controller.signal.aborted) throw new EngineError(kind, "cancelled on request; the engine saved what it had done", e, true);
                 const detail = diagnostics.length ? diagnostics.join("\n") : lastLines((e as Error).message, 8);
                 throw new EngineError(kind, detail, e);
+            } finally {
+                this.running = undefined;
             }
             const outputs = (outcome as { outputs?: Record<string, { value: unknown }> } | undefined)?.outputs;
             const proxies = outputs ? ((outputs.proxies?.value as ProxyMember[] | undefined) ?? []) : undefined;
@@ -204,9 +228,15 @@ export class StackDriver {
 
     private open(): Promise<Stack> {
         this.stack ??= (async () => {
-            const pulumiCommand = await PulumiCommand.get({ root: this.home.dir }).catch((e) => {
+            const real = await PulumiCommand.get({ root: this.home.dir }).catch((e) => {
                 throw new EngineMissingError(`the Pulumi CLI is missing from ${this.home.binDir}: run \`npm run setup\` (${(e as Error).message})`);
             });
+            let pulumiCommand: PulumiCommand;
+            try {
+                pulumiCommand = supervise(real, path.join(this.home.binDir, "egress-supervise"), this.marker);
+            } catch (e) {
+                throw new EngineMissingError((e as Error).message);
+            }
             const program = createProgram({ projectRoot: this.workDir, stateDir: this.home.runDir });
             const args = { stackName: this.stackName, projectName: "egress", program };
             const ws = { workDir: this.workDir, pulumiCommand, envVars: { ...engineEnv(this.home, { ...process.env, ...this.extraEnv }), ...this.extraEnv } };

@@ -1,3 +1,6 @@
 export * from "./driver";
 export * from "./env";
 export * from "./progress";
+export * from "./writer-lock";
+export * from "./process-identity";
+export * from "./checkpoint";

@@ -45,6 +45,23 @@ function processAlive(pid: number): boolean {
  */
 export function removeStaleLocks(backendDir: string | undefined, stack: string): StackLock[] {
     const stale = stackLocks(backendDir, stack).filter((l) => !l.alive);
-    for (const l of stale) fs.rmSync(l.file, { force: true });
+    for (const l of stale) {
+        fs.rmSync(l.file, { force: true });
+        // The file backend writes a `<file>.attrs` sidecar beside each lock; a crash leaves it behind too.
+        fs.rmSync(`${l.file}.attrs`, { force: true });
+    }
+    removeOrphanAttrs(backendDir, stack);
     return stale;
+}
+
+/** `.attrs` sidecars whose lock file is gone (left by crashes before this cleanup existed). */
+function removeOrphanAttrs(backendDir: string | undefined, stack: string): void {
+    if (!backendDir) return;
+    const root = path.join(backendDir, ".pulumi", "locks");
+    if (!fs.existsSync(root)) return;
+    for (const rel of fs.readdirSync(root, { recursive: true }) as string[]) {
+        if (!rel.endsWith(".json.attrs") || path.basename(path.dirname(rel)) !== stack) continue;
+        const file = path.join(root, rel);
+        if (!fs.existsSync(file.slice(0, -".attrs".length))) fs.rmSync(file, { force: true });
+    }
 }

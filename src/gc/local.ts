@@ -16,8 +16,8 @@ export const localCollector = (runDir: string): CollectorFactory<LocalProviderCo
         if (!fs.existsSync(dir)) return [];
         return fs.readdirSync(dir).filter((f) => f.endsWith(".json")).map((f) => {
             const info = JSON.parse(fs.readFileSync(path.join(dir, f), "utf8")) as { id: string; pid: number; port: number };
-            // IDs are `<stack>-<member>-<8 hex>` (components/local/provider.ts).
-            const member = info.id.startsWith(`${stack}-`) ? info.id.slice(stack.length + 1).replace(/-[0-9a-f]{8}$/, "") : undefined;
+            // IDs are `<stack>-<member>` (components/local/provider.ts); older ones carry a `-<8 hex>` suffix.
+            const member = info.id.startsWith(`${stack}-`) ? info.id.slice(stack.length + 1).replace(/-(?=[0-9a-f]*[a-f])[0-9a-f]{8}$/, "") : undefined;
             return { kind: "local" as const, provider: providerName, type: isOurProcess(info.pid, info.id) ? "process" : "stale-files", name: info.id, location: dir, member };
         });
     },

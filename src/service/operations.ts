@@ -19,6 +19,8 @@ export interface Operation {
     startedAt?: string;
     finishedAt?: string;
     changes?: Record<string, number>;
+    /** After success: members per pool of `desired` in the stack outputs the update produced. */
+    applied?: Record<string, number>;
     error?: string;
 }
 

@@ -15,6 +15,12 @@ export interface ScalerDeps {
      * (the fleet refreshes from them; after a failure it re-reads the outputs itself).
      */
     onSettled?: (op: Operation, proxies?: ProxyMember[]) => Promise<void> | void;
+    /**
+     * Takes the stack's writer lock (src/engine/writer-lock.ts), waiting while another writer — a
+     * person's `egress up` or `scale` — holds it; aborted when the service stops. Held from writing the
+     * stack file to the end of the engine run.
+     */
+    lock?: (signal: AbortSignal) => Promise<{ release(): void }>;
 }
 
 /** Scale requests are refused while the service starts (recovery) or stops; the route answers 503. */
@@ -39,6 +45,8 @@ export class Scaler {
     private pending?: Operation;
     private idle: Promise<void> = Promise.resolve();
     private accepting: "starting" | "yes" | "stopping" = "starting";
+    private applyingNow = false;
+    private readonly stopping = new AbortController();
 
     constructor(private readonly deps: ScalerDeps) {}
 
@@ -72,12 +80,23 @@ export class Scaler {
     }
 
     /**
+     * True while this service's own engine run changes the stack (writer lock held): checkpoint changes
+     * then are its own, and the fleet follows when the run settles. False while it waits for the lock.
+     */
+    applying(): boolean {
+        return this.applyingNow;
+    }
+
+    /**
      * Graceful shutdown: stops accepting requests, records the queued operation as interrupted (its
      * desired counts are not applied; the stack file still holds the last applied ones) and waits for
-     * the running one.
+     * the running one (after asking the engine to cancel it, with `cancel`).
      */
-    async drain(): Promise<void> {
+    async drain(opts: { cancel?: boolean } = {}): Promise<void> {
         this.accepting = "stopping";
+        this.stopping.abort(new Error("the service stopped while this operation waited for the stack's writer lock"));
+        // Ctrl-C: the running operation is cancelled safely (the engine saves state) instead of awaited.
+        if (opts.cancel && this.running) this.deps.driver.cancel();
         if (this.pending) {
             const op = this.pending;
             this.pending = undefined;
@@ -116,16 +135,22 @@ export class Scaler {
         log.info("operation started");
         let patch: Partial<Operation>;
         let proxies: ProxyMember[] | undefined;
+        let lock: { release(): void } | undefined;
         try {
+            lock = await this.deps.lock?.(this.stopping.signal);
+            this.applyingNow = true;
             // Written at start, not at request time: the stack file always shows what the engine is applying.
             for (const [pool, n] of Object.entries(op.desired)) setPoolReplicas(projectRoot, stack, pool, n);
             const result = await this.upWithLockRetry(op, log);
-            patch = { status: "succeeded", changes: result.changes };
+            patch = { status: "succeeded", changes: result.changes, ...(result.proxies ? { applied: appliedCounts(op, result.proxies) } : {}) };
             proxies = result.proxies;
             log.info({ changes: result.changes, durationMs: result.durationMs }, "operation succeeded");
         } catch (e) {
-            patch = { status: "failed", error: (e as Error).message };
-            log.error({ err: e }, "operation failed");
+            // Interrupted: cancelled on request (Ctrl-C), or stopped while waiting for the writer lock.
+            const interrupted = (e as EngineError).interrupted === true || (this.stopping.signal.aborted && !lock);
+            patch = { status: interrupted ? "interrupted" : "failed", error: (e as Error).message };
+            if (interrupted) log.warn({ error: (e as Error).message }, "operation interrupted");
+            else log.error({ error: (e as Error).message }, "operation failed");
         }
         // The fleet view is refreshed before the operation reads as settled, so a client that saw
         // `succeeded` also sees the new members.
@@ -134,6 +159,9 @@ export class Scaler {
             await this.deps.onSettled?.({ ...op, ...done }, proxies);
         } catch (e) {
             log.error({ err: e }, "refreshing the fleet after the operation failed");
+        } finally {
+            this.applyingNow = false;
+            lock?.release();
         }
         try {
             ops.update(op, done);
@@ -154,4 +182,11 @@ export class Scaler {
             }
         }
     }
+}
+
+/** Members per pool the update left, for the pools the operation set: what it really applied. */
+function appliedCounts(op: Operation, proxies: ProxyMember[]): Record<string, number> {
+    const out: Record<string, number> = {};
+    for (const pool of Object.keys(op.desired)) out[pool] = proxies.filter((p) => p.pool === pool).length;
+    return out;
 }

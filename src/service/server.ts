@@ -3,10 +3,10 @@ import * as http from "node:http";
 import * as path from "node:path";
 import type { Logger } from "pino";
 import { loadStackConfig, parseEgressConfig } from "../config";
-import { engineHome, StackDriver } from "../engine";
+import { acquireWriterLock, checkpointMembers, describeHolder, engineHome, fileBackendDir, StackDriver } from "../engine";
 import { checkerFor } from "../providers-health";
 import { HealthMonitor } from "../health";
-import { createApp } from "./app";
+import { AppDeps, createApp } from "./app";
 import { authenticate, ensureDevToken, loadTokens, StoredToken, tokensFromEnv } from "./auth";
 import { Fleet } from "./fleet";
 import { LeaseManager } from "./leases";
@@ -15,6 +15,8 @@ import { createMetrics } from "./metrics";
 import { OperationLog } from "./operations";
 import { ProviderHealth } from "./provider-health";
 import { Scaler } from "./scaler";
+import { announceService, assertNoOtherService } from "./announce";
+import { watchStackCheckpoint } from "./stack-watch";
 import type { ProxyMember } from "../../components/member";
 
 export interface ServeOptions {
@@ -35,8 +37,13 @@ export interface ServeOptions {
      */
     checkUrl?: string;
     providerCheckIntervalMs?: number;
-    /** How often stack outputs are re-read when no operation runs (changes made by `egress up` elsewhere). @default 30000 */
+    /**
+     * How often stack outputs are re-read when no operation runs: the fallback for changes made by
+     * `egress up` elsewhere (a file backend's checkpoint is also watched, which sees them at once). @default 30000
+     */
     outputsPollMs?: number;
+    /** How long an operation waits for the stack's writer lock while another writer holds it. @default 1800000 */
+    writerLockWaitMs?: number;
     log?: Logger;
     /** Extra CLI environment (tests: backend, passphrase). */
     engineEnv?: Record<string, string>;
@@ -52,8 +59,11 @@ export interface RunningService {
     fleet: Fleet;
     /** Plain dev token when this start generated one (print it once). */
     devToken?: string;
-    /** Graceful stop: no new requests, the in-flight operation finishes, probes stop. */
-    close(): Promise<void>;
+    /**
+     * Graceful stop: no new requests, the in-flight operation finishes (or, with `cancel`, is cancelled
+     * safely and recorded as interrupted), probes stop.
+     */
+    close(opts?: { cancel?: boolean }): Promise<void>;
 }
 
 function readTokens(opts: ServeOptions, runDir: string, log: Logger): { tokens: StoredToken[]; devToken?: string } {
@@ -74,7 +84,14 @@ export async function startService(opts: ServeOptions): Promise<RunningService> 
     const log = opts.log ?? createLogger();
     const runDir = opts.runDir ?? engineHome().runDir;
     const home = { ...engineHome(), runDir };
-    const driver = new StackDriver({ workDir: opts.projectRoot, stack: opts.stack, home, env: opts.engineEnv });
+    const driver = new StackDriver({ workDir: opts.projectRoot, stack: opts.stack, home, env: opts.engineEnv, onNotice: (line) => log.warn({ stack: opts.stack }, line) });
+    assertNoOtherService(runDir, opts.stack, (a) => log.warn({ pid: a.pid, since: a.since }, "removed the announcement of a service that is no longer running"));
+    /** The stack's one writer lock (shared with CLI writers); a dead holder's lock is cleared and logged. */
+    const writerLock = (signal?: AbortSignal) => acquireWriterLock({
+        runDir, stack: opts.stack, command: "egress serve", waitMs: opts.writerLockWaitMs ?? 30 * 60_000, pollMs: 250, signal,
+        onWait: (h) => log.warn({ holder: h }, `waiting for the stack's writer lock, held by ${describeHolder(h)}`),
+        onStale: (h) => log.warn({ holder: h }, `removed a stale writer lock left by ${describeHolder(h)} (the process is gone)`),
+    });
     const ops = new OperationLog(path.join(runDir, `operations-${opts.stack}.json`));
     for (const op of ops.recoverInterrupted()) log.warn({ operation: op.id, kind: op.kind, desired: op.desired }, "operation was interrupted by a previous stop");
     let fleet!: Fleet;
@@ -107,31 +124,43 @@ export async function startService(opts: ServeOptions): Promise<RunningService> 
     fleet = new Fleet(leases, health);
     const providerHealth = new ProviderHealth({ log, metrics, intervalMs: opts.providerCheckIntervalMs ?? 60_000 });
 
-    /** Re-syncs the fleet with the stack: from `proxies` an update just returned, else by reading the outputs. */
+    /**
+     * Re-syncs the fleet with the stack: from `proxies` an update just returned, else from the members
+     * state holds: read from the checkpoint file when the backend is a local one (fast: no CLI start),
+     * else through the engine. (After a failed or interrupted update the stack output still lists the
+     * previous run's members; the member components hold what really exists.)
+     */
+    const backendDir = fileBackendDir(home, opts.engineEnv);
     const refreshFleet = async (proxies?: ProxyMember[]) => {
-        const cfg = loadStackConfig(opts.projectRoot, opts.stack);
-        fleet.sync(proxies ?? (await driver.proxies()), cfg.pools);
+        proxies ??= (backendDir && checkpointMembers(backendDir, opts.stack)) || (await driver.membersInState());
+        fleet.sync(proxies, loadStackConfig(opts.projectRoot, opts.stack).pools);
     };
     const scaler = new Scaler({
-        driver, projectRoot: opts.projectRoot, stack: opts.stack, ops, log,
+        driver, projectRoot: opts.projectRoot, stack: opts.stack, ops, log, lock: writerLock,
         onSettled: async (op, proxies) => {
             metrics.operations.inc({ kind: op.kind, result: op.status });
             if (op.startedAt && op.finishedAt) metrics.operationDuration.observe({ kind: op.kind }, (Date.parse(op.finishedAt) - Date.parse(op.startedAt)) / 1000);
             await refreshFleet(proxies);
         },
     });
-    const app = createApp({
+    const appDeps: AppDeps = {
         projectRoot: opts.projectRoot, stack: opts.stack, version: require("../../../package.json").version,
         log, auth: authenticate(tokens), scaler, ops, fleet, metrics,
         providerHealth: () => providerHealth.snapshot(), ready: () => ready,
-    });
-    server.on("request", app);
+    };
+    server.on("request", createApp(appDeps));
 
     // Restart safety: clear what a crashed run left, rebuild the view from outputs, then accept scale.
     let sweeper: NodeJS.Timeout | undefined;
     let outputsPoll: NodeJS.Timeout | undefined;
+    let local: Awaited<ReturnType<typeof announceService>>;
     try {
-        for (const what of await driver.recover()) log.warn({ stack: opts.stack }, what);
+        const lock = await writerLock();
+        try {
+            for (const what of await driver.recover()) log.warn({ stack: opts.stack }, what);
+        } finally {
+            lock.release();
+        }
         await refreshFleet();
         const raw = await driver.config();
         const cfg = parseEgressConfig({ providers: raw.providers ?? {}, pools: raw.pools ?? [] }, opts.projectRoot);
@@ -139,6 +168,9 @@ export async function startService(opts: ServeOptions): Promise<RunningService> 
         if (remote.length && !opts.checkUrl)
             log.warn({ providers: remote, checkUrl: checkUrl }, "health probes go to this service's loopback echo, which proxies on other machines cannot reach: their members stay unhealthy and are never leased; set --check-url (EGRESS_CHECK_URL) to a URL the proxies can reach");
         providerHealth.setCheckers(Object.entries(cfg.providers).map(([name, entry]) => checkerFor(name, entry, runDir, opts.stack)));
+        // The CLI's way in: the same API on a 0600 unix socket, announced in the run dir; its scope is
+        // the file permission, so it takes no token. Removed when the TCP server closes.
+        local = await announceService({ runDir, stack: opts.stack, url, listener: createApp({ ...appDeps, auth: () => (_req, _res, next) => next() }) });
     } catch (e) {
         // Nothing may keep the process alive after a failed start: the CLI must exit non-zero.
         server.closeAllConnections();
@@ -149,22 +181,29 @@ export async function startService(opts: ServeOptions): Promise<RunningService> 
     health.start();
     // Leases expire lazily on every call; the sweep also drops old target cooldowns and ended-lease records.
     sweeper = setInterval(() => leases.sweep(), 5_000).unref();
-    // A person may run `egress up` beside the service: re-read outputs now and then so members follow.
-    outputsPoll = setInterval(() => {
-        if (!scaler.busy()) refreshFleet().catch((e) => log.warn({ err: e }, "re-reading stack outputs failed"));
-    }, opts.outputsPollMs ?? 30_000).unref();
+    // A person may run `egress up` beside the service: follow its checkpoint writes at once, and re-read
+    // outputs now and then in case the watch misses one (or the backend is not a directory).
+    const followOutside = (why: string) => () => {
+        if (!scaler.applying()) refreshFleet().then(() => log.debug({ why }, "fleet re-read from stack outputs"), (e) => log.warn({ err: e }, "re-reading stack outputs failed"));
+    };
+    const checkpointWatch = watchStackCheckpoint({ backendDir, stack: opts.stack, log, onChange: followOutside("checkpoint changed") });
+    outputsPoll = setInterval(followOutside("poll"), opts.outputsPollMs ?? 30_000).unref();
     ready = { ok: true };
     scaler.open();
+    server.once("close", () => {
+        checkpointWatch?.close();
+        local.close().catch((e) => log.warn({ err: e }, "closing the local socket failed"));
+    });
     if (opts.converge ?? true) scaler.converge();
     log.info({ url, stack: opts.stack, members: fleet.proxies().length, checkUrl }, "egress service ready");
 
     return {
         url, port, driver, scaler, fleet, devToken,
-        async close() {
+        async close(closeOpts = {}) {
             ready = { ok: false, reason: "shutting down" };
             const closed = new Promise<void>((r) => server.close(() => r()));
             server.closeIdleConnections();
-            await scaler.drain();
+            await scaler.drain(closeOpts);
             clearInterval(sweeper);
             clearInterval(outputsPoll);
             await health.stop();

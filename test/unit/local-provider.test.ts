@@ -8,7 +8,8 @@ import assert from "node:assert/strict";
 import * as fs from "node:fs";
 import * as os from "node:os";
 import * as path from "node:path";
-import { localProcessProvider } from "../../components/local";
+import { localProcessProvider, undoLocalCreate } from "../../components/local";
+import { isOurProcess } from "../../components/local/process";
 import { runSerialized, serializeProvider } from "../helpers/serialized-provider";
 import { getViaProxy, startTargetServer } from "../helpers/net";
 import { PACKAGE_ROOT } from "../../src/engine/env";
@@ -40,7 +41,7 @@ test("create → read → (proxy serves) → delete → read → diff → delete
         { method: "create", args: [inputs] },
         { method: "read", args: ["$id", "$outs"] },
     ]) as any[];
-    assert.match(created.id, /^unit-web-0-[0-9a-f]{8}$/);
+    assert.equal(created.id, "unit-web-0", "the id is the member name: recovery finds a crashed create by it");
     assert.equal(created.outs.host, "127.0.0.1");
     assert.ok(created.outs.port > 0 && created.outs.pid > 0);
     assert.equal(read1.props.running, true);
@@ -72,4 +73,35 @@ test("create fails cleanly when the port is taken, leaving nothing behind", asyn
     const text = await serializeProvider(localProcessProvider);
     assert.throws(() => runSerialized(text, [{ method: "create", args: [{ ...inputs, requestedPort: target.port }] }]), /did not start listening on port \d+: exited with 1/);
     assert.deepEqual(fs.readdirSync(stateDir).filter((f) => f.endsWith(".json")), []);
+});
+
+test("the proxy process gets an allow-listed environment: nothing of the engine's (tokens, Pulumi settings)", async () => {
+    const text = await serializeProvider(localProcessProvider);
+    const canary = `canary-${process.pid}-${Date.now()}`;
+    process.env.EGRESS_TOKENS = `admin:admin:${canary}`;
+    process.env.PULUMI_CONFIG_PASSPHRASE = canary;
+    try {
+        const [created] = runSerialized(text, [{ method: "create", args: [inputs] }]) as any[];
+        const environ = fs.readFileSync(`/proc/${created.outs.pid}/environ`, "utf8");
+        assert.ok(!environ.includes(canary), "no secret reaches the proxy");
+        assert.deepEqual(environ.split("\0").filter(Boolean).map((kv) => kv.split("=")[0]).sort(), ["LANG", "PATH"]);
+        runSerialized(text, [{ method: "delete", args: [created.id, created.outs] }]);
+    } finally {
+        delete process.env.EGRESS_TOKENS;
+        delete process.env.PULUMI_CONFIG_PASSPHRASE;
+    }
+});
+
+test("a create the engine never recorded is undone by its deterministic id, and a second create of the same member replaces a leftover", async () => {
+    const text = await serializeProvider(localProcessProvider);
+    // A killed run started the proxy; state only has a pending create with the inputs.
+    const [first] = runSerialized(text, [{ method: "create", args: [inputs] }]) as any[];
+    const [second] = runSerialized(text, [{ method: "create", args: [inputs] }]) as any[];
+    assert.notEqual(second.outs.pid, first.outs.pid);
+    assert.equal(isOurProcess(first.outs.pid, "unit-web-0"), false, "the leftover was stopped before the new start");
+    const undone = await undoLocalCreate(inputs);
+    assert.deepEqual(undone, [`stopped local proxy unit-web-0 (pid ${second.outs.pid})`]);
+    assert.equal(isOurProcess(second.outs.pid, "unit-web-0"), false);
+    assert.deepEqual(fs.readdirSync(stateDir), [], "its files are gone too");
+    assert.deepEqual(await undoLocalCreate(inputs), [], "undoing again finds nothing");
 });

@@ -10,9 +10,10 @@ import * as os from "node:os";
 import * as path from "node:path";
 import pino from "pino";
 import { ConcurrentUpdateError } from "@pulumi/pulumi/automation";
-import { EngineError, StackDriver } from "../../src/engine";
+import { acquireWriterLock, EngineError, StackDriver } from "../../src/engine";
 import { NotAcceptingError, Scaler } from "../../src/service/scaler";
 import { OperationLog } from "../../src/service/operations";
+import { holdWriterLock, killHard } from "../helpers/cli";
 
 function project(): string {
     const dir = fs.mkdtempSync(path.join(os.tmpdir(), "egress-scaler-"));
@@ -76,4 +77,32 @@ test("an operation retries while another update holds the lock, then succeeds", 
     calls[1].resolve();
     await scaler.drain();
     assert.equal(op.status, "succeeded");
+});
+
+test("an operation waits for the writer lock another process holds, without touching the stack file; drain interrupts the wait", { timeout: 20_000 }, async () => {
+    const { driver, calls } = scriptedDriver();
+    const dir = project();
+    const runDir = fs.mkdtempSync(path.join(os.tmpdir(), "egress-scaler-run-"));
+    const holder = await holdWriterLock(runDir, "s", "egress up");
+    const waited: number[] = [];
+    const lock = (signal: AbortSignal) => acquireWriterLock({ runDir, stack: "s", command: "egress serve", waitMs: 60_000, pollMs: 20, signal, onWait: (h) => waited.push(h.pid) });
+    const scaler = new Scaler({ driver, projectRoot: dir, stack: "s", ops: new OperationLog(), log: pino({ level: "silent" }), lock });
+    scaler.open();
+    const before = fs.readFileSync(path.join(dir, "stacks", "Pulumi.s.yaml"), "utf8");
+    const op = scaler.request("web", 4);
+    try {
+        while (!waited.length) await new Promise((r) => setTimeout(r, 20));
+        assert.deepEqual(waited, [holder.pid]);
+        assert.equal(op.status, "running");
+        assert.equal(scaler.applying(), false, "waiting for the lock is not applying: outside changes are still followed");
+        assert.equal(fs.readFileSync(path.join(dir, "stacks", "Pulumi.s.yaml"), "utf8"), before, "nothing written without the lock");
+        await scaler.drain();
+        assert.equal(op.status, "interrupted");
+        assert.match(op.error ?? "", /stopped while this operation waited for the stack's writer lock/);
+        assert.equal(calls.length, 0, "the engine never ran");
+        assert.equal(fs.readFileSync(path.join(dir, "stacks", "Pulumi.s.yaml"), "utf8"), before);
+    } finally {
+        await killHard(holder);
+        fs.rmSync(runDir, { recursive: true, force: true });
+    }
 });

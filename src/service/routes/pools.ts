@@ -34,7 +34,7 @@ export function poolRoutes(deps: AppDeps): Router {
         try {
             op = deps.scaler.request(pool, replicas);
         } catch (e) {
-            if (e instanceof NotAcceptingError) throw new HttpError(503, "not_ready", e.message, undefined, { "Retry-After": "5" });
+            if (e instanceof NotAcceptingError) throw new HttpError(503, "not_ready", e.message, { reason: e.reason }, { "Retry-After": "5" });
             throw e;
         }
         req.log.info({ pool, replicas, operation: op.id }, "scale requested");

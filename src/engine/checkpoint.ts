@@ -1,0 +1,74 @@
+import * as fs from "node:fs";
+import * as path from "node:path";
+import type { ProxyMember } from "../../components/member";
+import type { EngineHome } from "./env";
+
+/** Pulumi project name of every egress stack (Pulumi.yaml `name`). */
+export const PROJECT = "egress";
+
+/**
+ * The directory of a file:// backend in effect for these settings (the same precedence engineEnv
+ * applies: extra env, then the process's, then the home's default), or undefined for other backends.
+ */
+export function fileBackendDir(home: EngineHome, extraEnv: Record<string, string | undefined> = {}): string | undefined {
+    const url = extraEnv.PULUMI_BACKEND_URL ?? process.env.PULUMI_BACKEND_URL ?? `file://${home.backendDir}`;
+    return url.startsWith("file://") ? url.slice("file://".length) : undefined;
+}
+
+/** Where a file backend keeps the checkpoints of egress stacks: `<backend>/.pulumi/stacks/egress/`. */
+export function checkpointDir(backendDir: string): string {
+    return path.join(backendDir, ".pulumi", "stacks", PROJECT);
+}
+
+/**
+ * The stack output `proxies` straight from the stack's checkpoint file, without starting the Pulumi CLI
+ * (which takes long enough to matter when the service follows an outside `up`). Undefined when it cannot
+ * be read this way — no checkpoint, compressed, or the output is a secret — and the caller then asks the
+ * engine.
+ */
+export function checkpointProxies(backendDir: string, stack: string): ProxyMember[] | undefined {
+    const resources = checkpointResources(backendDir, stack);
+    if (!resources) return undefined;
+    {
+        const root = resources.find((r) => r.type === "pulumi:pulumi:Stack");
+        if (!root) return [];
+        const proxies = root.outputs?.proxies;
+        if (proxies === undefined) return [];
+        return Array.isArray(proxies) ? (proxies as ProxyMember[]) : undefined;
+    }
+}
+
+/**
+ * The members state holds (each member component's outputs, see recovery.ts membersOf) straight from
+ * the checkpoint file: right after an interrupted or failed update too, and during one. Undefined when
+ * the file cannot be read this way; the caller then asks the engine.
+ */
+export function checkpointMembers(backendDir: string, stack: string): ProxyMember[] | undefined {
+    const resources = checkpointResources(backendDir, stack);
+    return resources && membersOf(resources);
+}
+
+function checkpointResources(backendDir: string, stack: string): { urn: string; type: string; outputs?: Record<string, unknown> }[] | undefined {
+    let text: string;
+    try {
+        text = fs.readFileSync(path.join(checkpointDir(backendDir), `${stack}.json`), "utf8");
+    } catch {
+        return undefined;
+    }
+    try {
+        return JSON.parse(text)?.checkpoint?.latest?.resources ?? [];
+    } catch {
+        return undefined; // written while we read (not atomic on every filesystem): the engine's answer is exact
+    }
+}
+
+/** Members of a checkpoint's resources (their `member` outputs), ordered by pool and index. */
+export function membersOf(resources: { delete?: boolean; outputs?: Record<string, unknown> }[]): ProxyMember[] {
+    const byId = new Map<string, ProxyMember>();
+    for (const r of resources) {
+        const m = r.outputs?.member as ProxyMember | undefined;
+        if (r.delete || !m || typeof m !== "object" || typeof m.id !== "string") continue;
+        byId.set(m.id, m);
+    }
+    return [...byId.values()].sort((a, b) => a.pool.localeCompare(b.pool) || a.index - b.index);
+}

@@ -1,0 +1,51 @@
+import * as fs from "node:fs";
+import * as os from "node:os";
+
+/**
+ * A process as other processes can recognise it later: pid alone is not enough, because pids are
+ * reused; the kernel's start time of the process (field 22 of /proc/<pid>/stat, clock ticks since
+ * boot) tells a reused pid from the original.
+ */
+export interface ProcessIdentity {
+    pid: number;
+    /** Undefined where /proc is not available; then only the pid is checked. */
+    startTime?: string;
+    hostname: string;
+}
+
+/** Field 22 (starttime) of /proc/<pid>/stat, or undefined when the process or /proc is missing. */
+export function processStartTime(pid: number): string | undefined {
+    let stat: string;
+    try {
+        stat = fs.readFileSync(`/proc/${pid}/stat`, "utf8");
+    } catch {
+        return undefined;
+    }
+    // Field 2 (comm) is in parentheses and may hold spaces: count fields after the last ')'.
+    const rest = stat.slice(stat.lastIndexOf(")") + 2).split(" ");
+    return rest[22 - 3];
+}
+
+export function selfIdentity(): ProcessIdentity {
+    return { pid: process.pid, startTime: processStartTime(process.pid), hostname: os.hostname() };
+}
+
+/**
+ * False only when the process is provably gone: same host, and the pid is free or now belongs to a
+ * process that started at another time. A holder on another host cannot be checked and counts as alive.
+ */
+export function identityAlive(id: ProcessIdentity): boolean {
+    if (id.hostname !== os.hostname()) return true;
+    try {
+        process.kill(id.pid, 0);
+    } catch (e) {
+        if ((e as NodeJS.ErrnoException).code !== "EPERM") return false;
+    }
+    const now = processStartTime(id.pid);
+    return !(id.startTime && now && now !== id.startTime);
+}
+
+/** `pid 123 (egress up) on host, since …`: how messages name a holder. */
+export function describeHolder(h: ProcessIdentity & { command?: string; since?: string }): string {
+    return `pid ${h.pid}${h.command ? ` (${h.command})` : ""}${h.hostname !== os.hostname() ? ` on ${h.hostname}` : ""}${h.since ? ` since ${h.since}` : ""}`;
+}

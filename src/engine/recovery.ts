@@ -1,0 +1,74 @@
+import type { Stack } from "@pulumi/pulumi/automation";
+import { pendingCreateUndoers } from "../../components/kinds";
+import type { ProxyMember } from "../../components/member";
+import { membersOf } from "./checkpoint";
+import { killLeftovers } from "./leftovers";
+import { removeStaleLocks, stackLocks } from "./locks";
+
+/** What a checkpoint records about one resource (the subset recovery reads). */
+interface StateResource {
+    urn: string;
+    type: string;
+    id?: string;
+    delete?: boolean;
+    inputs?: Record<string, unknown>;
+    outputs?: Record<string, unknown>;
+}
+
+interface Deployment {
+    resources?: StateResource[];
+    pending_operations?: { type: string; resource: StateResource }[];
+}
+
+/**
+ * Ends what a dead run left on this host: engine processes of owners that are gone (by our marker) and
+ * file-backend locks of dead holders. Safe before every command: a live run's processes and locks are
+ * never touched. Returns a line per thing done, for the log.
+ */
+export function clearDeadRuns(backendDir: string | undefined, stack: string): string[] {
+    const done: string[] = [];
+    const killed = killLeftovers();
+    if (killed.length) done.push(`ended ${killed.length} engine process(es) of dead run(s): ${killed.map((k) => `pid ${k.pid} (${k.command})`).join(", ")}`);
+    const stale = removeStaleLocks(backendDir, stack);
+    if (stale.length) done.push(`removed ${stale.length} stale stack lock(s) of dead pid(s) ${stale.map((l) => l.pid).join(", ")}`);
+    return done;
+}
+
+/**
+ * Finishes what a killed update left in state. A pending create is a resource the provider may have
+ * made but the engine never recorded: each kind's undo finds it by its deterministic name and removes it
+ * (the next `up` creates it again, cleanly). Then one refresh clears the pending operations and notices
+ * members that died. Kinds without an undo are reported: `egress gc` is the safety net for those.
+ */
+export async function finishPendingOperations(stack: Stack, backendDir: string | undefined, stackName: string): Promise<string[]> {
+    const done: string[] = [];
+    const live = stackLocks(backendDir, stackName).filter((l) => l.alive);
+    if (live.length) return [`stack is locked by live pid(s) ${live.map((l) => `${l.pid}@${l.hostname}`).join(", ")}; leaving it alone`];
+    const dep = (await stack.exportStack()).deployment as Deployment | undefined;
+    const pending = dep?.pending_operations ?? [];
+    if (!pending.length) return done;
+    const undoers = pendingCreateUndoers();
+    for (const op of pending) {
+        if (op.type !== "creating") continue;
+        const undo = undoers[op.resource.type];
+        if (!undo) {
+            done.push(`pending create of ${op.resource.urn} cannot be checked by egress itself; run \`egress gc\` to find what it may have left`);
+            continue;
+        }
+        const removed = await undo(op.resource.inputs ?? {});
+        done.push(removed.length ? `pending create of ${op.resource.urn}: ${removed.join("; ")}` : `pending create of ${op.resource.urn}: nothing was started`);
+    }
+    await stack.refresh({ clearPendingCreates: true });
+    done.push(`cleared ${pending.length} pending operation(s) (${[...new Set(pending.map((p) => p.type))].join(", ")}) with a refresh`);
+    return done;
+}
+
+/**
+ * The members state knows, from each member component's registered outputs rather than the stack
+ * output: after a cancelled or failed update the stack output still lists the previous run's members,
+ * while the components hold every member that was actually created.
+ */
+export async function membersInState(stack: Stack): Promise<ProxyMember[]> {
+    const dep = (await stack.exportStack()).deployment as Deployment | undefined;
+    return membersOf(dep?.resources ?? []);
+}

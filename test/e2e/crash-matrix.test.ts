@@ -1,0 +1,141 @@
+/**
+ * The crash matrix: SIGKILL of `egress serve` at six moments of a 0→15 `up` and of a 15→3 `up`, and of
+ * a CLI `egress up` at three moments. After each kill: no engine process of the dead run is left; a
+ * restart converges; the proxy processes are exactly the stack outputs; `egress gc` finds nothing; no
+ * lock file is left. Recovery times are printed as a table (docs/bench.md quotes them).
+ */
+import { after, before, test } from "node:test";
+import assert from "node:assert/strict";
+import {
+    backendLockFiles, cli, engineProcessesOf, procProject, ProcProject, proxyProcesses, serve, ServeProcess, settledOp, spawnCli, until,
+} from "../helpers/processes";
+
+const POOL = "c";
+const config = {
+    "egress:providers": { local: { type: "local" } },
+    "egress:pools": [{ name: POOL, provider: "local", replicas: 0, maxReplicas: 20 }],
+};
+let p: ProcProject;
+const timings: string[] = [];
+
+before(() => (p = procProject("crash", config)));
+after(async () => {
+    cli(p, ["destroy", "--yes", "--quiet"]);
+    assert.deepEqual([...proxyProcesses(p).keys()], [], "destroy leaves no proxy running");
+    p.cleanup();
+});
+
+/** Everything that must hold once the stack is converged at `n` members. */
+function assertConsistent(n: number, label: string): void {
+    const outputs = JSON.parse(cli(p, ["outputs", "--json"]).stdout) as { id: string; port: number }[];
+    assert.equal(outputs.length, n, `${label}: outputs list ${n} members`);
+    const running = proxyProcesses(p);
+    assert.deepEqual([...running.keys()].sort(), outputs.map((o) => `${p.stack}-${o.id}`).sort(), `${label}: proxy processes = outputs`);
+    const gc = cli(p, ["gc", "--json"]);
+    assert.equal(gc.code, 0, `${label}: gc runs (${gc.stderr})`);
+    assert.deepEqual(JSON.parse(gc.stdout).orphans, [], `${label}: gc finds nothing`);
+    assert.deepEqual(backendLockFiles(p), [], `${label}: no lock file is left`);
+}
+
+/** Waits (bounded) until no engine process of the dead egress process remains. */
+async function engineGoneWithin(ownerPid: number, label: string): Promise<number> {
+    const t0 = Date.now();
+    await until(`${label}: engine processes of dead pid ${ownerPid} to end (left: ${JSON.stringify(engineProcessesOf(ownerPid))})`, () => engineProcessesOf(ownerPid).length === 0, 10_000);
+    return Date.now() - t0;
+}
+
+/** Starts the service and waits for its start-up convergence; returns it with the recovery times. */
+async function restart(label: string): Promise<{ svc: ServeProcess; readyMs: number; convergedMs: number }> {
+    const t0 = Date.now();
+    const svc = await serve(p);
+    const readyMs = Date.now() - t0;
+    const ops = (await svc.call("GET", "/v1/operations")).body.operations as { id: string; kind: string; createdAt: string }[];
+    const converge = ops.filter((o) => o.kind === "up").sort((a, b) => b.createdAt.localeCompare(a.createdAt))[0];
+    assert.ok(converge, `${label}: the restart converges`);
+    assert.equal((await settledOp(svc, converge.id)).status, "succeeded", `${label}: start-up convergence succeeded`);
+    return { svc, readyMs, convergedMs: Date.now() - t0 };
+}
+
+async function stopGracefully(svc: ServeProcess): Promise<void> {
+    svc.child.kill("SIGTERM");
+    await svc.exited;
+}
+
+/** A moment of an operation: the kill comes once `reached()` is true. */
+type Moment = { name: string; reached: (ownerPid: number) => boolean };
+
+async function killServiceDuring(from: number, to: number, moment: Moment): Promise<void> {
+    const label = `serve ${from}→${to} @ ${moment.name}`;
+    let { svc } = await restart(`${label} (setup)`);
+    if (proxyProcesses(p).size !== from) {
+        const op = (await svc.call("PUT", `/v1/pools/${POOL}/replicas`, { replicas: from })).body.operation;
+        assert.equal((await settledOp(svc, op.id)).status, "succeeded");
+    }
+    assertConsistent(from, `${label} (before)`);
+    const r = await svc.call("PUT", `/v1/pools/${POOL}/replicas`, { replicas: to });
+    assert.equal(r.status, 202);
+    const pid = svc.child.pid!;
+    await until(`${label}: the moment`, () => moment.reached(pid), 60_000, 5);
+    svc.child.kill("SIGKILL");
+    await svc.exited;
+    const engineMs = await engineGoneWithin(pid, label);
+    const again = await restart(label);
+    svc = again.svc;
+    assertConsistent(to, label);
+    timings.push(`| ${label} | ${engineMs} | ${again.readyMs} | ${again.convergedMs} |`);
+    await stopGracefully(svc);
+}
+
+/** The engine of `ownerPid` has started its dynamic-provider plugin (the update is under way). */
+const engineStarted = (ownerPid: number) => engineProcessesOf(ownerPid).some((e) => e.command.includes("pulumi-resource-pulumi-nodejs"));
+
+test("SIGKILL of the service at six moments of a 0→15 up and of a 15→3 up", { timeout: 30 * 60_000 }, async () => {
+    const atLeast = (k: number) => () => proxyProcesses(p).size >= k;
+    const atMost = (k: number) => () => proxyProcesses(p).size <= k;
+    const upMoments: Moment[] = [
+        { name: "engine started, nothing created", reached: engineStarted },
+        { name: "1 created", reached: atLeast(1) },
+        { name: "3 created", reached: atLeast(3) },
+        { name: "7 created", reached: atLeast(7) },
+        { name: "11 created", reached: atLeast(11) },
+        { name: "14 created", reached: atLeast(14) },
+    ];
+    const downMoments: Moment[] = [
+        { name: "engine started, nothing deleted", reached: engineStarted },
+        { name: "1 deleted", reached: atMost(14) },
+        { name: "3 deleted", reached: atMost(12) },
+        { name: "6 deleted", reached: atMost(9) },
+        { name: "9 deleted", reached: atMost(6) },
+        { name: "11 deleted", reached: atMost(4) },
+    ];
+    for (let i = 0; i < upMoments.length; i++) {
+        await killServiceDuring(0, 15, upMoments[i]);
+        await killServiceDuring(15, 3, downMoments[i]);
+    }
+});
+
+test("SIGKILL of a CLI `egress up` at three moments", { timeout: 10 * 60_000 }, async () => {
+    for (const k of [1, 7, 13]) {
+        const label = `cli up 0→15 @ ${k} created`;
+        p.setReplicas(POOL, 0);
+        assert.equal(cli(p, ["up", "--quiet"]).code, 0);
+        p.setReplicas(POOL, 15);
+        const up = spawnCli(p, ["up", "--quiet"]);
+        const exited = new Promise((r) => up.once("exit", r));
+        await until(`${label}: the moment`, () => proxyProcesses(p).size >= k, 60_000, 5);
+        up.kill("SIGKILL");
+        await exited;
+        const engineMs = await engineGoneWithin(up.pid!, label);
+        const t0 = Date.now();
+        const again = cli(p, ["up", "--quiet"]);
+        assert.equal(again.code, 0, `${label}: the next up converges (${again.stderr})`);
+        assertConsistent(15, label);
+        timings.push(`| ${label} | ${engineMs} | - | ${Date.now() - t0} |`);
+    }
+});
+
+test("recovery times", () => {
+    const table = ["| case | engine gone after kill (ms) | restart → ready (ms) | restart → converged (ms) |", "|---|---|---|---|", ...timings].join("\n");
+    console.log(table);
+    assert.ok(timings.length >= 15, "every case of the matrix ran");
+});
