@@ -7,11 +7,11 @@
 import { test } from "node:test";
 import assert from "node:assert/strict";
 import { spawn, type ChildProcess } from "node:child_process";
-import * as crypto from "node:crypto";
 import * as fs from "node:fs";
 import * as os from "node:os";
 import * as path from "node:path";
 import { engineHome } from "../../src/engine/env";
+import { newRunMarker } from "../../src/engine/leftovers";
 
 const SUPERVISOR = path.join(engineHome().binDir, "egress-supervise");
 const FIXTURES = path.join(__dirname, "..", "fixtures", "supervise");
@@ -69,7 +69,9 @@ function superviseTree(dir: string, mode: string, env: NodeJS.ProcessEnv): Child
 
 /** A broken supervisor must fail a test, not hang it (stdout never closing, say); `t.after` still cleans up. */
 const LIMIT = { timeout: 20000 };
-const markerEnv = (extra: NodeJS.ProcessEnv = {}): NodeJS.ProcessEnv => ({ ...process.env, EGRESS_ENGINE_RUN: `test-${crypto.randomUUID()}`, EGRESS_SUPERVISE_PARENT: String(process.pid), ...extra });
+// Markers name this test process as their owner (as egress's do), so egress's own leftover sweep
+// (src/engine/leftovers.ts) leaves the fake engine processes alone while the test runs.
+const markerEnv = (extra: NodeJS.ProcessEnv = {}): NodeJS.ProcessEnv => ({ ...process.env, EGRESS_ENGINE_RUN: newRunMarker(), EGRESS_SUPERVISE_PARENT: String(process.pid), ...extra });
 
 test("the caller is SIGKILLed: the command and marked descendants die, unmarked ones live on", LIMIT, async (t) => {
     const dir = scratch(t);
