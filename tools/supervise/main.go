@@ -96,8 +96,8 @@ func main() {
 		case syscall.SIGTERM, syscall.SIGHUP:
 			_ = syscall.Kill(child, sig.(syscall.Signal))
 		case syscall.SIGINT:
-			// Not forwarded: a terminal's Ctrl-C already reached the child (same process group), and
-			// pulumi takes a second SIGINT as "abort now, skip cleanup".
+			// Not forwarded: SIGINT reaches the child through our process group (a terminal's Ctrl-C,
+			// or egress's kill(-pgid)), and pulumi takes a second SIGINT as "abort now, skip cleanup".
 		case parentDeathSignal:
 			if os.Getppid() == parent {
 				continue // someone sent the signal by hand; the caller is alive
