@@ -21,7 +21,9 @@ export function registerGc(program: Command): void {
             const opts = cmd.optsWithGlobals() as GlobalOptions;
             // Removing things is writing: under the writer lock no update can be half-way through creating them.
             const report = o.delete ? await withWriterLock(opts, "egress gc --delete", () => collect(opts, true)) : await collect(opts, false);
-            process.stdout.write(opts.json ? JSON.stringify(report) + "\n" : gcText(report));
+            // `orphans` (every entry's, flat) is what --json printed before per-entry results; scripts keep working.
+            const json = () => JSON.stringify({ ...report, orphans: report.providers.flatMap((p) => p.orphans) }) + "\n";
+            process.stdout.write(opts.json ? json() : gcText(report));
             if (!report.ok) process.exitCode = EXIT.failed;
         }));
 }

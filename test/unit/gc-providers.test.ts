@@ -106,4 +106,5 @@ test("the CLI prints per-entry results as JSON and exits 1 when an entry failed"
     assert.deepEqual([byName.local.ok, byName.local.found, byName.local.error], [true, 0, undefined]);
     assert.equal(byName.k8s.ok, false);
     assert.match(byName.k8s.error, refused());
+    assert.deepEqual(body.orphans, [], "the flat list of every entry's orphans, as before per-entry results");
 });
