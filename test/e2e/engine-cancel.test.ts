@@ -11,7 +11,12 @@ import { engineProcessesOf } from "../helpers/processes";
 
 test("cancel() during up interrupts the update; destroy then removes what it created", async (t) => {
     const p = tempProject("cancel", { "egress:providers": { local: { type: "local" } }, "egress:pools": [{ name: "web", provider: "local", replicas: 6 }] });
-    t.after(() => p.cleanup());
+    t.after(async () => {
+        // Also when an assertion failed before the destroy below: nothing of this test may keep running.
+        await p.driver.destroy().catch(() => undefined);
+        for (const pid of pidsMentioning(p.dir)) process.kill(pid, "SIGKILL");
+        p.cleanup();
+    });
     let cancelled = false;
     const outcome = await p.driver.up({ onProgress: (e) => { if (!cancelled && e.kind === "resource-start") cancelled = p.driver.cancel(); } }).then(
         (r) => new Error(`up completed (${JSON.stringify(r.changes)}): the cancel never reached the engine`),
