@@ -1,6 +1,7 @@
 #!/usr/bin/env bash
 # Sets the project up on a fresh machine: npm packages, TypeScript build, the Pulumi CLI (built from Go
-# modules when no suitable one exists), the dynamic-provider plugin on the engine's PATH.
+# modules when no suitable one exists), the dynamic-provider plugin on the engine's PATH, and
+# egress-supervise (which makes engine processes die with egress).
 # Idempotent: a second run does only what is missing.
 set -euo pipefail
 ROOT="$(cd "$(dirname "${BASH_SOURCE[0]}")/.." && pwd)"
@@ -16,3 +17,4 @@ log "building TypeScript"
 npx tsc -p tsconfig.json
 
 bash scripts/build-pulumi.sh
+bash scripts/build-supervisor.sh

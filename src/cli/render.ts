@@ -33,7 +33,11 @@ export function summaryLine(r: OperationResult): string {
 /** Proxies as an aligned table for people; `--json` prints the array instead. */
 export function proxyTable(proxies: ProxyMember[]): string {
     if (proxies.length === 0) return "no proxies (scale a pool up with `egress scale <pool> <n>`)\n";
-    const rows = [["ID", "POOL", "PROVIDER", "ZONE", "URL"], ...proxies.map((p) => [p.id, p.pool, p.provider, p.zone, p.url])];
+    return alignedTable([["ID", "POOL", "PROVIDER", "ZONE", "URL"], ...proxies.map((p) => [p.id, p.pool, p.provider, p.zone, p.url])]);
+}
+
+/** Rows (the first is the header) as columns padded to their widest cell, one line each. */
+export function alignedTable(rows: string[][]): string {
     const widths = rows[0].map((_, c) => Math.max(...rows.map((r) => r[c].length)));
     return rows.map((r) => r.map((v, c) => v.padEnd(widths[c])).join("  ").trimEnd()).join("\n") + "\n";
 }

@@ -54,7 +54,9 @@ function runSupervised(supervisor: string, argv: string[], cwd: string, env: Rec
         child.stderr.setEncoding("utf8").on("data", (d: string) => { stderr += d; onError?.(d); });
         const cancel = () => {
             try {
-                if (child.pid && child.exitCode === null) process.kill(child.pid, "SIGINT");
+                // To the group (supervisor + pulumi, plugins have their own groups): the supervisor does not
+                // forward SIGINT (in a terminal the group already got it), so this is pulumi's only one.
+                if (child.pid && child.exitCode === null) process.kill(-child.pid, "SIGINT");
             } catch {
                 /* it exited meanwhile: nothing left to cancel */
             }

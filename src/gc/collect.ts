@@ -1,0 +1,79 @@
+import type { ProviderConfig, ProviderKind } from "../config";
+import { collectorFor, knownToState } from "./collectors";
+import type { Collector, ManagedThing } from "./types";
+
+/** An orphan (labelled for the stack, unknown to state) and, with `--delete`, what removing it did. */
+export interface Orphan extends ManagedThing {
+    removed?: boolean;
+    /** Why removing it failed. */
+    error?: string;
+}
+
+/** One provider entry's result. A failed entry has `error` (listing failed) or orphans with an `error`. */
+export interface ProviderResult {
+    provider: string;
+    kind: ProviderKind;
+    ok: boolean;
+    /** Orphans found; 0 when listing failed. */
+    found: number;
+    /** Orphans removed (always 0 in a dry run). */
+    deleted: number;
+    /** Why the entry could not be listed at all (unreachable, bad credentials or kubeconfig, ...). */
+    error?: string;
+    orphans: Orphan[];
+}
+
+export interface GcReport {
+    /** False when any entry failed; the others were still collected. */
+    ok: boolean;
+    dryRun: boolean;
+    providers: ProviderResult[];
+}
+
+export interface GcOptions {
+    project: string;
+    stack: string;
+    /** Resource IDs in the stack's state: what is known is never collected. */
+    stateIds: Set<string>;
+    /** Where local proxies keep their files. */
+    runDir: string;
+    delete: boolean;
+}
+
+/**
+ * Collects every provider entry on its own (concurrently, in config order in the report): one that cannot
+ * be reached, configured or authenticated becomes a failed entry with its cause instead of stopping the
+ * others.
+ */
+export async function collectGarbage(providers: Record<string, ProviderConfig>, opts: GcOptions): Promise<GcReport> {
+    const results = await Promise.all(Object.entries(providers).map(([name, entry]) => collectOne(name, entry, opts)));
+    return { ok: results.every((r) => r.ok), dryRun: !opts.delete, providers: results };
+}
+
+async function collectOne(name: string, entry: ProviderConfig, opts: GcOptions): Promise<ProviderResult> {
+    const result: ProviderResult = { provider: name, kind: entry.type, ok: true, found: 0, deleted: 0, orphans: [] };
+    let collector: Collector;
+    let things: ManagedThing[];
+    try {
+        collector = collectorFor(name, entry, opts.runDir);
+        things = await collector.list({ project: opts.project, stack: opts.stack });
+    } catch (e) {
+        return { ...result, ok: false, error: (e as Error).message };
+    }
+    for (const thing of things) {
+        if (knownToState(thing, opts.stateIds)) continue;
+        const orphan: Orphan = { ...thing };
+        result.orphans.push(orphan);
+        if (!opts.delete) continue;
+        try {
+            await collector.remove(thing);
+            orphan.removed = true;
+            result.deleted++;
+        } catch (e) {
+            orphan.error = (e as Error).message;
+            result.ok = false;
+        }
+    }
+    result.found = result.orphans.length;
+    return result;
+}

@@ -1,0 +1,3 @@
+module egress/tools/supervise
+
+go 1.21
