@@ -1,6 +1,5 @@
-import type { IncomingMessage, RequestListener, ServerResponse } from "node:http";
+import type { RequestListener } from "node:http";
 import express from "express";
-import pinoHttp from "pino-http";
 import type { Logger } from "pino";
 import type { Scope } from "./auth";
 import type { RequestHandler } from "express";
@@ -15,6 +14,7 @@ import { operationRoutes } from "./routes/operations";
 import { discoveryRoutes } from "./routes/discovery";
 import { systemRoutes } from "./routes/system";
 import { BODY_LIMIT_BYTES, isLeaseRequest, leaseFastPath } from "./fast-path";
+import { requestLogger } from "./request-log";
 
 /** Everything the HTTP layer needs, built by src/service/server.ts (or by tests with synthetic parts). */
 export interface AppDeps {
@@ -32,23 +32,12 @@ export interface AppDeps {
 }
 
 /**
- * Request log levels: lease and release successes at debug, because a busy crawler fleet sends
- * thousands a second and a JSON line each would cost more than the lease (and flood the log); they are
- * counted in egress_leases_total / egress_lease_releases_total. Everything else at info, failures of the
- * lease routes included; 5xx and errors at error, as pino-http does by default.
- */
-function requestLogLevel(req: IncomingMessage, res: ServerResponse, err?: Error): "debug" | "info" | "error" {
-    if (err || res.statusCode >= 500) return "error";
-    return res.statusCode < 400 && isLeaseRequest(req) ? "debug" : "info";
-}
-
-/**
  * The request listener: the lease routes' fast path first (it answers before Express's per-request
  * set-up, see fast-path.ts), the Express app for everything else. `listen` lives in server.ts so tests
  * can mount it on any port.
  */
 export function createApp(deps: AppDeps): RequestListener {
-    const logging = pinoHttp({ logger: deps.log, customLogLevel: requestLogLevel, autoLogging: { ignore: (req) => req.url === "/healthz" || req.url === "/metrics" || req.url === "/v1/echo" } });
+    const logging = requestLogger(deps.log, isLeaseRequest);
     const app = express();
     app.disable("x-powered-by");
     app.set("etag", false);

@@ -1,0 +1,48 @@
+import type { IncomingMessage, ServerResponse } from "node:http";
+import pinoHttp, { HttpLogger } from "pino-http";
+import type { Logger } from "pino";
+import { HttpError } from "./errors";
+
+export type RequestLogLevel = "debug" | "info" | "error";
+
+/**
+ * Deliberate answers that mean "try again later" and can come by the thousand (a crawler fleet that
+ * outgrew its pool, every client during a shutdown): logged at debug. They are counted in
+ * egress_leases_total{result="unavailable"} and visible at /readyz.
+ */
+const QUIET_CODES = new Set(["none_available", "not_ready"]);
+
+/**
+ * The level of a request's log line, from what was answered:
+ * - `err` is what answerFor (errors.ts) left on `res.err`: an HttpError for every deliberate answer
+ *   (all 4xx, the 503s), or the unexpected error behind a generic 500. Only the latter, and any other
+ *   5xx, is a server fault and logged at error (with its stack); a deliberate answer never is.
+ * - Lease and release successes at debug: a busy crawler fleet sends thousands a second and a JSON
+ *   line each would cost more than the lease; egress_leases_total and egress_lease_releases_total
+ *   count them. Other successes and client mistakes at info.
+ */
+export function requestLogLevel(lease: boolean, status: number, err: unknown): RequestLogLevel {
+    if (err instanceof HttpError) return QUIET_CODES.has(err.code) ? "debug" : "info";
+    if (err || status >= 500) return "error";
+    return status < 400 && lease ? "debug" : "info";
+}
+
+/** Routes whose successes are not logged at all: probes and scrapes, several a second. */
+const UNLOGGED = new Set(["/healthz", "/metrics", "/v1/echo"]);
+
+/**
+ * pino-http for the service: the level above, and for deliberate answers the error code instead of
+ * an `err` with a stack (the message is not logged: it may quote the request body, e.g. a JSON parse
+ * error's excerpt).
+ */
+export function requestLogger(log: Logger, isLease: (req: IncomingMessage) => boolean): HttpLogger {
+    return pinoHttp({
+        logger: log,
+        customLogLevel: (req, res, err) => requestLogLevel(isLease(req), res.statusCode, err ?? (res as { err?: unknown }).err),
+        customErrorObject: (_req, _res, err, obj) => (err instanceof HttpError ? { res: obj.res, responseTime: obj.responseTime, error: err.code } : obj),
+        customErrorMessage: (_req, _res, err) => (err instanceof HttpError ? "request completed" : "request errored"),
+        autoLogging: { ignore: (req) => UNLOGGED.has(req.url ?? "") },
+    });
+}
+
+export type RequestLogging = (req: IncomingMessage, res: ServerResponse) => void;
