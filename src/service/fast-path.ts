@@ -2,7 +2,7 @@ import type { IncomingHttpHeaders, IncomingMessage, ServerResponse } from "node:
 import type { AppDeps } from "./app";
 import { answerFor, errorBody, HttpError } from "./errors";
 import { acquireLease, releaseLease } from "./lease-api";
-import { requestLogLevel } from "./request-log";
+import { requestLogLevel, RequestLogging } from "./request-log";
 
 /** Largest accepted request body, in bytes (app.ts gives the same number to express.json). */
 export const BODY_LIMIT_BYTES = 16 * 1024;
@@ -67,7 +67,6 @@ function strictViolation(text: string, index: number): never {
     throw new SyntaxError("strict violation");
 }
 
-type Logging = (req: IncomingMessage, res: ServerResponse) => void;
 
 /**
  * POST /v1/leases and POST /v1/leases/:id/release without Express. Express 5's per-request set-up
@@ -78,7 +77,7 @@ type Logging = (req: IncomingMessage, res: ServerResponse) => void;
  * parse, bearer token check, then lease-api.ts; errors render through errors.ts. Returns false, having
  * touched nothing, for any request it does not take, and Express handles it as before.
  */
-export function leaseFastPath(deps: AppDeps, logging: Logging): (req: IncomingMessage, res: ServerResponse) => boolean {
+export function leaseFastPath(deps: AppDeps, logging: RequestLogging): (req: IncomingMessage, res: ServerResponse) => boolean {
     const auth = deps.auth("lease") as unknown as (req: IncomingMessage, res: ServerResponse, next: (err?: unknown) => void) => void;
     return (req, res) => {
         if (req.method !== "POST") return false;
