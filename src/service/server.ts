@@ -14,6 +14,7 @@ import { createLogger } from "./logger";
 import { createMetrics } from "./metrics";
 import { OperationLog } from "./operations";
 import { ProviderHealth } from "./provider-health";
+import { answerProtocolErrors } from "./protocol-errors";
 import { Scaler } from "./scaler";
 import type { ProxyMember } from "../../components/member";
 
@@ -86,6 +87,7 @@ export async function startService(opts: ServeOptions): Promise<RunningService> 
     let ready: { ok: true } | { ok: false; reason: string } = { ok: false, reason: "starting: recovering the stack" };
 
     const server = http.createServer();
+    answerProtocolErrors(server, log);
     await new Promise<void>((resolve, reject) => {
         server.once("error", reject);
         server.listen(opts.port ?? 8080, opts.host ?? "127.0.0.1", () => resolve());

@@ -9,6 +9,7 @@ import assert from "node:assert/strict";
 import * as fs from "node:fs";
 import * as net from "node:net";
 import * as path from "node:path";
+import { rawHttp } from "../helpers/net";
 import { startTestService, TestService, TOKENS } from "../helpers/service";
 
 let svc: TestService;
@@ -18,35 +19,6 @@ before(async () => {
 after(async () => {
     await svc?.close();
 });
-
-/** One raw HTTP/1.1 request on a fresh connection; resolves with the whole response once the server closes the connection or the body is complete. */
-function raw(port: number, request: string): Promise<{ status: number; headers: Record<string, string>; body: string; closedByServer: boolean }> {
-    return new Promise((resolve, reject) => {
-        const socket = net.connect({ host: "127.0.0.1", port });
-        let data = "";
-        let closedByServer = false;
-        const parse = () => {
-            const [head, ...rest] = data.split("\r\n\r\n");
-            const [statusLine, ...headerLines] = head.split("\r\n");
-            const headers = Object.fromEntries(headerLines.map((l) => [l.slice(0, l.indexOf(":")).toLowerCase(), l.slice(l.indexOf(":") + 1).trim()]));
-            return { status: Number(statusLine.split(" ")[1]), headers, body: rest.join("\r\n\r\n"), closedByServer };
-        };
-        socket.setEncoding("utf8");
-        socket.on("data", (c) => (data += c));
-        socket.on("end", () => {
-            closedByServer = true;
-            resolve(parse());
-        });
-        socket.on("error", reject);
-        socket.setTimeout(5000, () => {
-            socket.destroy();
-            const r = parse();
-            if (r.status) resolve(r); // answered, connection kept open (keep-alive)
-            else reject(new Error("no answer within 5 s"));
-        });
-        socket.write(request);
-    });
-}
 
 const get = (route: string, token?: string) => `GET ${route} HTTP/1.1\r\nHost: x\r\n${token ? `Authorization: Bearer ${token}\r\n` : ""}\r\n`;
 const post = (route: string, body: string, token: string, chunked = false) =>
@@ -89,7 +61,7 @@ test("while the running operation drains, requests get 503 not_ready; afterwards
             ["unknown route", get("/nope")],
         ] as const;
         for (const [name, request] of refused) {
-            const r = await raw(port, request);
+            const r = await rawHttp(port, request);
             assert.equal(r.status, 503, `${name}: ${r.body}`);
             assert.equal(r.headers["retry-after"], "5", name);
             assert.equal(r.headers["content-type"], "application/json; charset=utf-8", name);
@@ -97,7 +69,7 @@ test("while the running operation drains, requests get 503 not_ready; afterwards
             assert.match(JSON.parse(r.body).error.message, /shutting down/, name);
             assert.ok(r.closedByServer, `${name}: the server closes the connection after answering`);
         }
-        for (const route of ["/healthz", "/metrics"]) assert.equal((await raw(port, get(route))).status, 200, `${route} stays answered`);
+        for (const route of ["/healthz", "/metrics"]) assert.equal((await rawHttp(port, get(route))).status, 200, `${route} stays answered`);
 
         let earlyData = "";
         early.setEncoding("utf8");
@@ -112,7 +84,7 @@ test("while the running operation drains, requests get 503 not_ready; afterwards
         await stopping;
     }
     assert.ok(drained);
-    await assert.rejects(raw(port, get("/healthz")), /ECONNREFUSED/, "after the drain the listener is closed");
+    await assert.rejects(rawHttp(port, get("/healthz")), /ECONNREFUSED/, "after the drain the listener is closed");
 
     // The operation in flight when the stop began finished; it was not cut short.
     const journal = JSON.parse(fs.readFileSync(path.join(svc.runDir, "operations-svc.json"), "utf8"));
