@@ -1,7 +1,7 @@
 import type { IncomingMessage, RequestListener, ServerResponse } from "node:http";
 import express from "express";
 import type { Logger } from "pino";
-import type { Scope } from "./auth";
+import { rejectCredentialsInUrl, type Scope } from "./auth";
 import type { RequestHandler } from "express";
 import { answerFor, errorBody, errorHandler, HttpError, notFound } from "./errors";
 import type { Metrics } from "./metrics";
@@ -57,6 +57,7 @@ export function createApp(deps: AppDeps): RequestListener {
     app.disable("x-powered-by");
     app.set("etag", false);
     app.use(logging);
+    app.use(rejectCredentialsInUrl);
     // Scale and lease bodies are tiny; the fast path enforces the same limit.
     app.use(express.json({ limit: BODY_LIMIT_BYTES, strict: true, type: () => true }));
     app.use(systemRoutes(deps));

@@ -1,7 +1,8 @@
 import type { IncomingMessage, ServerResponse } from "node:http";
 import pinoHttp, { HttpLogger } from "pino-http";
-import type { Logger } from "pino";
+import { stdSerializers, type Logger } from "pino";
 import { HttpError } from "./errors";
+import { isSecretName, REDACTED, redactUrl } from "./redact";
 
 export type RequestLogLevel = "debug" | "info" | "error";
 
@@ -30,10 +31,33 @@ export function requestLogLevel(lease: boolean, status: number, err: unknown): R
 /** Routes whose successes are not logged at all: probes and scrapes, several a second. */
 const UNLOGGED = new Set(["/healthz", "/metrics", "/v1/echo"]);
 
+/** Header values by name, secret ones (authorization, cookie, x-api-key...) replaced. */
+function redactHeaders(headers: Record<string, unknown>): Record<string, unknown> {
+    const out: Record<string, unknown> = {};
+    for (const k of Object.keys(headers)) out[k] = isSecretName(k) ? REDACTED : headers[k];
+    return out;
+}
+
+/**
+ * The request as logged: the URL with credential-carrying query values replaced (they are rejected
+ * with 400 token_in_url, but the line saying so must not carry them), secret headers replaced. No
+ * parsed `query` or `params`: the URL holds both.
+ */
+function serializeRequest(req: IncomingMessage & { id?: unknown; originalUrl?: string }) {
+    return {
+        id: req.id, method: req.method, url: redactUrl(req.originalUrl ?? req.url ?? ""),
+        headers: redactHeaders(req.headers), remoteAddress: req.socket?.remoteAddress, remotePort: req.socket?.remotePort,
+    };
+}
+
+function serializeResponse(res: ServerResponse) {
+    return { statusCode: res.statusCode, headers: redactHeaders(res.getHeaders()) };
+}
+
 /**
  * pino-http for the service: the level above, and for deliberate answers the error code instead of
  * an `err` with a stack (the message is not logged: it may quote the request body, e.g. a JSON parse
- * error's excerpt).
+ * error's excerpt). Its own serializers, not pino's wrapped ones: they read the raw objects once.
  */
 export function requestLogger(log: Logger, isLease: (req: IncomingMessage) => boolean): HttpLogger {
     return pinoHttp({
@@ -42,6 +66,8 @@ export function requestLogger(log: Logger, isLease: (req: IncomingMessage) => bo
         customErrorObject: (_req, _res, err, obj) => (err instanceof HttpError ? { res: obj.res, responseTime: obj.responseTime, error: err.code } : obj),
         customErrorMessage: (_req, _res, err) => (err instanceof HttpError ? "request completed" : "request errored"),
         autoLogging: { ignore: (req) => UNLOGGED.has(req.url ?? "") },
+        wrapSerializers: false,
+        serializers: { req: serializeRequest, res: serializeResponse, err: stdSerializers.err },
     });
 }
 
