@@ -69,3 +69,53 @@ export function redactUrl(url: string): string {
     const parts = queryParts(url).map(({ name, part }) => (isSecretQueryName(name) ? `${part.split("=")[0]}=${REDACTED}` : part));
     return `${url.slice(0, q)}?${parts.join("&")}`;
 }
+
+/** Deeper than this, a log object is cut (pino would print it at any depth, so it cannot go unscanned). */
+const MAX_DEPTH = 32;
+
+/**
+ * `value` with the value of every secret-named field replaced by "[redacted]", at any depth: in
+ * objects, arrays, errors' own fields. Copy on write: when nothing is secret (nearly always) the very
+ * same object comes back and nothing is allocated. Walks what JSON.stringify would write (own
+ * enumerable fields; an object with toJSON, like Date or Buffer, is left as it is). A cycle becomes
+ * "[Circular]" here, so the caller's object is never written past a redacted copy.
+ * Strings are not searched: a secret inside a message is the message author's to keep out.
+ */
+export function redactDeep<T>(value: T): T {
+    return walk(value, 0, []) as T;
+}
+
+/** The value a field called `key` is logged with: "[redacted]" for a secret name, else redactDeep(value). */
+export function redactField(key: string, value: unknown): unknown {
+    return value !== undefined && isSecretName(key) ? REDACTED : walk(value, 1, []);
+}
+
+function walk(v: unknown, depth: number, ancestors: object[]): unknown {
+    if (typeof v !== "object" || v === null || typeof (v as { toJSON?: unknown }).toJSON === "function") return v;
+    if (ancestors.includes(v)) return "[Circular]";
+    if (depth >= MAX_DEPTH) return "[too deep to log]";
+    ancestors.push(v);
+    const out = Array.isArray(v) ? walkArray(v, depth, ancestors) : walkObject(v as Record<string, unknown>, depth, ancestors);
+    ancestors.pop();
+    return out;
+}
+
+function walkArray(a: unknown[], depth: number, ancestors: object[]): unknown[] {
+    let copy: unknown[] | undefined;
+    for (let i = 0; i < a.length; i++) {
+        const w = walk(a[i], depth + 1, ancestors);
+        if (w !== a[i]) (copy ??= a.slice())[i] = w;
+    }
+    return copy ?? a;
+}
+
+function walkObject(o: Record<string, unknown>, depth: number, ancestors: object[]): Record<string, unknown> {
+    let copy: Record<string, unknown> | undefined;
+    for (const k in o) {
+        if (!Object.prototype.hasOwnProperty.call(o, k)) continue;
+        const x = o[k];
+        const w = x === undefined ? x : isSecretName(k) ? REDACTED : walk(x, depth + 1, ancestors);
+        if (w !== x) (copy ??= { ...o })[k] = w;
+    }
+    return copy ?? o;
+}

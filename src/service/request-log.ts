@@ -1,7 +1,8 @@
 import type { IncomingMessage, ServerResponse } from "node:http";
 import pinoHttp, { HttpLogger } from "pino-http";
-import { stdSerializers, type Logger } from "pino";
+import type { Logger } from "pino";
 import { HttpError } from "./errors";
+import { LOG_SERIALIZERS } from "./logger";
 import { isSecretName, REDACTED, redactUrl } from "./redact";
 
 export type RequestLogLevel = "debug" | "info" | "error";
@@ -67,7 +68,7 @@ export function requestLogger(log: Logger, isLease: (req: IncomingMessage) => bo
         customErrorMessage: (_req, _res, err) => (err instanceof HttpError ? "request completed" : "request errored"),
         autoLogging: { ignore: (req) => UNLOGGED.has(req.url ?? "") },
         wrapSerializers: false,
-        serializers: { req: serializeRequest, res: serializeResponse, err: stdSerializers.err },
+        serializers: { req: serializeRequest, res: serializeResponse, err: LOG_SERIALIZERS.err },
     });
 }
 
