@@ -11,29 +11,10 @@
  * logging): not the service, but the ceiling HTTP itself sets on this machine.
  * `--service-args` passes node flags to the child (with `=`: --service-args="--cpu-prof --cpu-prof-dir=/tmp/prof").
  */
-import { fork } from "node:child_process";
 import * as os from "node:os";
-import * as path from "node:path";
 import { parseArgs } from "node:util";
 import { BenchResult, formatTable, HttpClientKind, runHttpBench } from "./leases";
-import { randomToken, SyntheticOptions } from "./synthetic-service";
-
-async function startChild(opts: SyntheticOptions, execArgv: string[]): Promise<{ port: number; stop(): Promise<void> }> {
-    const child = fork(path.join(__dirname, "synthetic-service.js"), [], { execArgv, stdio: ["ignore", "inherit", "inherit", "ipc"] });
-    const port = await new Promise<number>((resolve, reject) => {
-        child.once("message", (m: { port: number }) => resolve(m.port));
-        child.once("exit", (code) => reject(new Error(`synthetic service exited (${code}) before listening`)));
-        child.send(opts);
-    });
-    return {
-        port,
-        // Disconnect (not kill) so the child exits normally and --cpu-prof gets to write its profile.
-        stop: () => new Promise<void>((resolve) => {
-            child.once("exit", () => resolve());
-            child.disconnect();
-        }),
-    };
-}
+import { forkSyntheticService, randomToken } from "./synthetic-service";
 
 async function main(): Promise<void> {
     const { values } = parseArgs({
@@ -58,7 +39,7 @@ async function main(): Promise<void> {
     const rows: BenchResult[] = [];
     for (const bare of values.bare ? [false, true] : [false]) {
         const opts = { token, members, pools: positive(values.pools!, "pools"), logLevel: values["log-level"], bare };
-        const child = await startChild(opts, values["service-args"]!.split(" ").filter(Boolean));
+        const child = await forkSyntheticService(opts, values["service-args"]!.split(" ").filter(Boolean));
         try {
             for (const client of clients)
                 for (const concurrency of concurrencies) {

@@ -7,9 +7,11 @@
  * channel, listens on 127.0.0.1:0 and answers `{port}`. The token arrives over IPC, not argv or env, so it
  * never shows in `ps`.
  */
+import { fork } from "node:child_process";
 import * as crypto from "node:crypto";
 import * as http from "node:http";
 import * as os from "node:os";
+import pino from "pino";
 import type { PoolConfig } from "../src/config";
 import type { ProxyMember } from "../components/member";
 import { createApp } from "../src/service/app";
@@ -29,6 +31,8 @@ export interface SyntheticOptions {
     pools?: number;
     /** Root logger level; production default is `info` (EGRESS_LOG_LEVEL). @default "warn" */
     logLevel?: string;
+    /** Write the log to this file (synchronously, as pino writes stdout) instead of stdout; bench/log-volume.ts measures it. */
+    logFile?: string;
     /**
      * Instead of createApp, a bare node:http handler calling the same Fleet: no auth, validation,
      * metrics or logging. Not the service: a ceiling, to show what HTTP alone costs on this machine.
@@ -74,7 +78,7 @@ export async function startSyntheticService(opts: SyntheticOptions): Promise<{ s
         const port = 20_000 + i;
         return { id: `${pool}-${i}`, pool, provider: "synthetic", kind: "local", index: i, host: "127.0.0.1", port, url: `http://127.0.0.1:${port}`, zone: "bench" };
     });
-    const log = createLogger({ level: opts.logLevel ?? "warn" });
+    const log = createLogger({ level: opts.logLevel ?? "warn", destination: opts.logFile ? pino.destination({ dest: opts.logFile, sync: true }) : undefined });
     const fleet = new Fleet(new LeaseManager(), allHealthy);
     fleet.sync(members, pools);
     const projectRoot = os.tmpdir();
@@ -92,6 +96,27 @@ export async function startSyntheticService(opts: SyntheticOptions): Promise<{ s
         server.listen(0, "127.0.0.1", () => resolve());
     });
     return { server, port: (server.address() as { port: number }).port, fleet };
+}
+
+/**
+ * Forks this file as a service process and waits for its port. `script` may name another checkout's
+ * build of this file (bench/log-volume.ts measures an older commit that way).
+ */
+export async function forkSyntheticService(opts: SyntheticOptions, execArgv: string[] = [], script = __filename): Promise<{ port: number; stop(): Promise<void> }> {
+    const child = fork(script, [], { execArgv, stdio: ["ignore", "inherit", "inherit", "ipc"] });
+    const port = await new Promise<number>((resolve, reject) => {
+        child.once("message", (m: { port: number }) => resolve(m.port));
+        child.once("exit", (code) => reject(new Error(`synthetic service exited (${code}) before listening`)));
+        child.send(opts);
+    });
+    return {
+        port,
+        // Disconnect (not kill) so the child exits normally and --cpu-prof gets to write its profile.
+        stop: () => new Promise<void>((resolve) => {
+            child.once("exit", () => resolve());
+            child.disconnect();
+        }),
+    };
 }
 
 if (require.main === module) {

@@ -1,10 +1,9 @@
 import type { IncomingMessage, RequestListener, ServerResponse } from "node:http";
 import express from "express";
-import pinoHttp from "pino-http";
 import type { Logger } from "pino";
-import type { Scope } from "./auth";
+import { rejectCredentialsInUrl, type Scope } from "./auth";
 import type { RequestHandler } from "express";
-import { errorHandler, notFound } from "./errors";
+import { answerFor, errorBody, errorHandler, HttpError, notFound } from "./errors";
 import type { Metrics } from "./metrics";
 import type { OperationLog } from "./operations";
 import type { Scaler } from "./scaler";
@@ -14,7 +13,8 @@ import { poolRoutes } from "./routes/pools";
 import { operationRoutes } from "./routes/operations";
 import { discoveryRoutes } from "./routes/discovery";
 import { systemRoutes } from "./routes/system";
-import { BODY_LIMIT_BYTES, isLeaseRequest, leaseFastPath } from "./fast-path";
+import { BODY_LIMIT_BYTES, isLeaseRequest, leaseFastPath, writeJson } from "./fast-path";
+import { requestLogger, requestLogLevel, RequestLogging } from "./request-log";
 
 /** Everything the HTTP layer needs, built by src/service/server.ts (or by tests with synthetic parts). */
 export interface AppDeps {
@@ -28,18 +28,22 @@ export interface AppDeps {
     fleet: Fleet;
     metrics: Metrics;
     providerHealth: () => ProviderHealthReport[];
-    ready: () => { ok: true } | { ok: false; reason: string };
+    /** `stopping`: the service is shutting down; every request but liveness and metrics is answered 503 not_ready. */
+    ready: () => { ok: true } | { ok: false; reason: string; stopping?: boolean };
 }
 
+/** Answered normally even while stopping: liveness (the process is alive and must not be killed mid-drain) and metrics. */
+const ANSWERED_WHILE_STOPPING = new Set(["/healthz", "/metrics"]);
+
 /**
- * Request log levels: lease and release successes at debug, because a busy crawler fleet sends
- * thousands a second and a JSON line each would cost more than the lease (and flood the log); they are
- * counted in egress_leases_total / egress_lease_releases_total. Everything else at info, failures of the
- * lease routes included; 5xx and errors at error, as pino-http does by default.
+ * While the service stops (server.ts waits for the running engine operation), the listener stays open
+ * and answers 503 not_ready with Retry-After instead of refusing connections, and closes each
+ * connection after the answer so keep-alive clients reconnect, to the next instance.
  */
-function requestLogLevel(req: IncomingMessage, res: ServerResponse, err?: Error): "debug" | "info" | "error" {
-    if (err || res.statusCode >= 500) return "error";
-    return res.statusCode < 400 && isLeaseRequest(req) ? "debug" : "info";
+function answerStopping(req: IncomingMessage, res: ServerResponse, reason: string, log: Logger, logging: RequestLogging): void {
+    const e = answerFor(res, new HttpError(503, "not_ready", reason, undefined, { "Retry-After": "5", Connection: "close" }));
+    if (log.isLevelEnabled(requestLogLevel(false, e.status, e))) logging(req, res);
+    writeJson(res, e.status, errorBody(e), e.headers);
 }
 
 /**
@@ -48,11 +52,12 @@ function requestLogLevel(req: IncomingMessage, res: ServerResponse, err?: Error)
  * can mount it on any port.
  */
 export function createApp(deps: AppDeps): RequestListener {
-    const logging = pinoHttp({ logger: deps.log, customLogLevel: requestLogLevel, autoLogging: { ignore: (req) => req.url === "/healthz" || req.url === "/metrics" || req.url === "/v1/echo" } });
+    const logging = requestLogger(deps.log, isLeaseRequest);
     const app = express();
     app.disable("x-powered-by");
     app.set("etag", false);
     app.use(logging);
+    app.use(rejectCredentialsInUrl);
     // Scale and lease bodies are tiny; the fast path enforces the same limit.
     app.use(express.json({ limit: BODY_LIMIT_BYTES, strict: true, type: () => true }));
     app.use(systemRoutes(deps));
@@ -63,6 +68,8 @@ export function createApp(deps: AppDeps): RequestListener {
     app.use(errorHandler);
     const fast = leaseFastPath(deps, (req, res) => logging(req, res));
     return (req, res) => {
+        const ready = deps.ready();
+        if (!ready.ok && ready.stopping && !ANSWERED_WHILE_STOPPING.has((req.url ?? "").split("?")[0])) return answerStopping(req, res, ready.reason, deps.log, logging);
         if (!fast(req, res)) app(req, res);
     };
 }

@@ -4,6 +4,7 @@ import * as path from "node:path";
 import type { RequestHandler } from "express";
 import { z } from "zod";
 import { HttpError } from "./errors";
+import { secretQueryParameter } from "./redact";
 
 export const SCOPES = ["discover", "lease", "scale", "admin"] as const;
 export type Scope = (typeof SCOPES)[number];
@@ -76,3 +77,16 @@ export function authenticate(tokens: StoredToken[]): (scope: Scope) => RequestHa
         next();
     };
 }
+
+/**
+ * Credentials are never accepted in the URL (URLs end up in proxy, server and browser logs): a request
+ * with a query parameter named like one (token, access_token, api_key, key, password, secret...) is
+ * answered 400 token_in_url before anything else looks at it, and its value is never used. Mounted
+ * first on the Express app; the lease fast path only takes URLs without a query, so such requests
+ * always come here.
+ */
+export const rejectCredentialsInUrl: RequestHandler = (req, _res, next) => {
+    const name = req.url.includes("?") ? secretQueryParameter(req.url) : undefined;
+    if (name === undefined) return next();
+    next(new HttpError(400, "token_in_url", `credentials are not accepted in the URL (query parameter \`${name}\`): send \`Authorization: Bearer <token>\` instead. The value was not used; if it is a real token, it may now be in logs along the way, so replace it`));
+};

@@ -1,7 +1,8 @@
 import type { IncomingHttpHeaders, IncomingMessage, ServerResponse } from "node:http";
 import type { AppDeps } from "./app";
-import { errorBody, HttpError, toHttpError } from "./errors";
+import { answerFor, errorBody, HttpError } from "./errors";
 import { acquireLease, releaseLease } from "./lease-api";
+import { requestLogLevel, RequestLogging } from "./request-log";
 
 /** Largest accepted request body, in bytes (app.ts gives the same number to express.json). */
 export const BODY_LIMIT_BYTES = 16 * 1024;
@@ -10,11 +11,12 @@ const LEASES = "/v1/leases";
 /** Lease ids are UUIDs; anything needing percent-decoding goes the Express way, which decodes it. */
 const RELEASE = /^\/v1\/leases\/([A-Za-z0-9_.~-]+)\/release$/;
 
-/** True for the two lease routes; app.ts logs their successes at debug (they come thousands a second). */
+/** True for the two lease routes; their successes are logged at debug (they come thousands a second). */
 export function isLeaseRequest(req: IncomingMessage): boolean {
     const url = (req as { originalUrl?: string }).originalUrl ?? req.url ?? "";
     return req.method === "POST" && (url === LEASES || RELEASE.test(url));
 }
+
 
 /**
  * Only bodies express.json would read as plain UTF-8 JSON: no transfer or content coding, a length
@@ -65,7 +67,6 @@ function strictViolation(text: string, index: number): never {
     throw new SyntaxError("strict violation");
 }
 
-type Logging = (req: IncomingMessage, res: ServerResponse) => void;
 
 /**
  * POST /v1/leases and POST /v1/leases/:id/release without Express. Express 5's per-request set-up
@@ -76,7 +77,7 @@ type Logging = (req: IncomingMessage, res: ServerResponse) => void;
  * parse, bearer token check, then lease-api.ts; errors render through errors.ts. Returns false, having
  * touched nothing, for any request it does not take, and Express handles it as before.
  */
-export function leaseFastPath(deps: AppDeps, logging: Logging): (req: IncomingMessage, res: ServerResponse) => boolean {
+export function leaseFastPath(deps: AppDeps, logging: RequestLogging): (req: IncomingMessage, res: ServerResponse) => boolean {
     const auth = deps.auth("lease") as unknown as (req: IncomingMessage, res: ServerResponse, next: (err?: unknown) => void) => void;
     return (req, res) => {
         if (req.method !== "POST") return false;
@@ -90,14 +91,15 @@ export function leaseFastPath(deps: AppDeps, logging: Logging): (req: IncomingMe
         if (!plainBody(req.headers)) return false;
         // pino-http serializes and redacts the request for req.log up front, a tenth of this path's CPU,
         // for a success line that is logged at debug only. So unless debug is on, it is attached only
-        // when a request fails, just before answering: failures are logged as before, except that their
+        // when a request fails with an answer logged at an enabled level (not a 503 none_available at
+        // info), just before answering: such failures are logged as before, except that their
         // responseTime counts from the moment the failure was known. Nothing else here reads req.log.
         const eager = deps.log.isLevelEnabled("debug");
         if (eager) logging(req, res);
         const fail = (err: unknown) => {
             if (res.headersSent) return void res.destroy(); // failed mid-answer: nothing sane left to send
-            if (!eager) logging(req, res);
-            const e = toHttpError(err, (req as { log?: { error(o: object, m: string): void } }).log);
+            const e = answerFor(res, err);
+            if (!eager && deps.log.isLevelEnabled(requestLogLevel(true, e.status, (res as { err?: unknown }).err))) logging(req, res);
             writeJson(res, e.status, errorBody(e), e.headers);
         };
         const chunks: Buffer[] = [];

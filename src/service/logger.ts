@@ -1,22 +1,52 @@
 import pino from "pino";
+import { redactDeep, redactField } from "./redact";
 
 /**
- * Paths pino blanks wherever they appear in a log line: bearer tokens, cloud-init bodies, SSH keys,
- * anything called secret/token/password. Kept in one place so every logger in the process shares it.
+ * Keys whose values reach the line through a serializer, which redacts its own output: the raw
+ * objects under them (an IncomingMessage, a ServerResponse) are not walked.
  */
-export const REDACT_PATHS = [
-    "req.headers.authorization",
-    "req.headers.cookie",
-    "*.token",
-    "*.password",
-    "*.privateKey",
-    "*.cloudInit",
-    "*.userData",
-    "*.secret",
-    "*.*.privateKey",
-];
+const SERIALIZED = new Set(["req", "res", "err"]);
 
-/** The process's root logger: JSON lines on stdout (or to `destination`), secrets redacted. */
+/** A log object or child bindings with secrets redacted at any depth (redact.ts), serialized keys aside. */
+function redactFields(obj: Record<string, unknown>): Record<string, unknown> {
+    let out: Record<string, unknown> | undefined;
+    for (const k in obj) {
+        if (SERIALIZED.has(k)) continue;
+        const x = obj[k];
+        const w = redactField(k, x);
+        if (w !== x) (out ??= { ...obj })[k] = w;
+    }
+    return out ?? obj;
+}
+
+/**
+ * Serializers for the keys redactFields leaves alone; request-log.ts gives pino-http the same `err`.
+ * Errors go through pino's serializer (type, message, stack, causes, own fields), then redaction.
+ */
+export const LOG_SERIALIZERS = {
+    err: (e: unknown) => redactDeep(pino.stdSerializers.err(e as Error)),
+    req: redactDeep,
+    res: redactDeep,
+};
+
+/**
+ * The process's root logger: JSON lines on stdout (or to `destination`). Secrets are redacted by
+ * field name at any depth (src/service/redact.ts: token, password, privateKey, passphrase, secret,
+ * cloudInit, userData, authorization, cookie... and names ending in them), in log objects, child
+ * bindings and serialized errors; pino's own `redact` only matches the depths it is given.
+ */
 export function createLogger(opts: { level?: string; destination?: pino.DestinationStream } = {}): pino.Logger {
-    return pino({ level: opts.level ?? process.env.EGRESS_LOG_LEVEL ?? "info", redact: { paths: REDACT_PATHS, censor: "[redacted]" }, base: { service: "egress" } }, opts.destination);
+    const root = pino({
+        level: opts.level ?? process.env.EGRESS_LOG_LEVEL ?? "info",
+        formatters: { log: redactFields },
+        serializers: LOG_SERIALIZERS,
+        base: { service: "egress" },
+    }, opts.destination);
+    // pino gives child loggers no bindings formatter (it resets it on every child), so bindings are
+    // redacted on the way in. Children inherit from their parent, so this one override covers them all.
+    const child = root.child;
+    root.child = function (this: pino.Logger, bindings, options) {
+        return child.call(this, redactFields(bindings), options);
+    } as typeof root.child;
+    return root;
 }

@@ -14,6 +14,7 @@ import { createLogger } from "./logger";
 import { createMetrics } from "./metrics";
 import { OperationLog } from "./operations";
 import { ProviderHealth } from "./provider-health";
+import { answerProtocolErrors } from "./protocol-errors";
 import { Scaler } from "./scaler";
 import { announceService, assertNoOtherService } from "./announce";
 import { watchStackCheckpoint } from "./stack-watch";
@@ -66,6 +67,9 @@ export interface RunningService {
     close(opts?: { cancel?: boolean }): Promise<void>;
 }
 
+/** How long answers still being written at the end of a graceful stop may take before their connections are cut. */
+const CLOSE_GRACE_MS = 2_000;
+
 function readTokens(opts: ServeOptions, runDir: string, log: Logger): { tokens: StoredToken[]; devToken?: string } {
     const file = opts.tokensFile ?? process.env.EGRESS_TOKENS_FILE ?? path.join(path.dirname(runDir), `tokens-${opts.stack}.json`);
     let devToken: string | undefined;
@@ -100,6 +104,7 @@ export async function startService(opts: ServeOptions): Promise<RunningService> 
     let ready: { ok: true } | { ok: false; reason: string } = { ok: false, reason: "starting: recovering the stack" };
 
     const server = http.createServer();
+    answerProtocolErrors(server, log);
     await new Promise<void>((resolve, reject) => {
         server.once("error", reject);
         server.listen(opts.port ?? 8080, opts.host ?? "127.0.0.1", () => resolve());
@@ -200,16 +205,22 @@ export async function startService(opts: ServeOptions): Promise<RunningService> 
     return {
         url, port, driver, scaler, fleet, devToken,
         async close(closeOpts = {}) {
-            ready = { ok: false, reason: "shutting down" };
-            const closed = new Promise<void>((r) => server.close(() => r()));
-            server.closeIdleConnections();
+            // The listener stays open while the running operation finishes: every request but /healthz
+            // and /metrics is answered 503 not_ready with Retry-After (app.ts), not refused.
+            const stopping = { ok: false, reason: "the service is shutting down; retry shortly or against another instance", stopping: true } as const;
+            ready = stopping;
+            log.info({ operationRunning: scaler.busy() }, "stopping: answering 503 not_ready until the running operation has finished");
             await scaler.drain(closeOpts);
             clearInterval(sweeper);
             clearInterval(outputsPoll);
             await health.stop();
             await providerHealth.stop();
-            server.closeAllConnections();
+            const closed = new Promise<void>((r) => server.close(() => r()));
+            server.closeIdleConnections();
+            // Answers being written get a moment to finish, then whatever is left is cut.
+            const cut = setTimeout(() => server.closeAllConnections(), CLOSE_GRACE_MS);
             await closed;
+            clearTimeout(cut);
             log.info("egress service stopped");
         },
     };

@@ -54,3 +54,37 @@ export function connectViaProxy(proxyPort: number, targetPort: number, path = "/
         req.end();
     });
 }
+
+/**
+ * Writes `request` as is on a fresh loopback connection and reads the answer: resolves once the
+ * server closes the connection (`closedByServer`), or after `waitMs` with whatever was answered by
+ * then (a kept-alive connection). For requests node:http cannot or will not send.
+ */
+export function rawHttp(port: number, request: string, waitMs = 5000): Promise<{ status: number; headers: Record<string, string>; body: string; closedByServer: boolean }> {
+    return new Promise((resolve, reject) => {
+        const socket = net.connect({ host: "127.0.0.1", port });
+        let data = "";
+        let closedByServer = false;
+        const parse = () => {
+            const [head, ...rest] = data.split("\r\n\r\n");
+            const [statusLine, ...headerLines] = head.split("\r\n");
+            const headers = Object.fromEntries(headerLines.map((l) => [l.slice(0, l.indexOf(":")).toLowerCase(), l.slice(l.indexOf(":") + 1).trim()]));
+            return { status: Number(statusLine.split(" ")[1]), headers, body: rest.join("\r\n\r\n"), closedByServer };
+        };
+        socket.setEncoding("utf8");
+        socket.on("data", (c) => (data += c));
+        socket.on("end", () => {
+            closedByServer = true;
+            resolve(parse());
+        });
+        // A reset after a complete answer still counts as the server closing the connection.
+        socket.on("error", (e) => (data ? resolve({ ...parse(), closedByServer: true }) : reject(e)));
+        socket.setTimeout(waitMs, () => {
+            socket.destroy();
+            const r = parse();
+            if (r.status) resolve(r); // answered, connection kept open (keep-alive)
+            else reject(new Error(`no answer within ${waitMs} ms`));
+        });
+        socket.write(request);
+    });
+}

@@ -1,7 +1,7 @@
 import { Router } from "express";
 import type { AppDeps } from "../app";
 import { openapiDocument } from "../openapi";
-import { errorBody, HttpError } from "../errors";
+import { HttpError } from "../errors";
 
 /** Echo (probe target), liveness, readiness, metrics, OpenAPI, provider health. */
 export function systemRoutes(deps: AppDeps): Router {
@@ -15,8 +15,8 @@ export function systemRoutes(deps: AppDeps): Router {
     });
     r.get("/readyz", (_req, res) => {
         const ready = deps.ready();
-        if (ready.ok) res.json({ ok: true });
-        else res.status(503).json(errorBody(new HttpError(503, "not_ready", ready.reason)));
+        if (!ready.ok) throw new HttpError(503, "not_ready", ready.reason);
+        res.json({ ok: true });
     });
     r.get("/metrics", async (_req, res) => {
         res.type(deps.metrics.registry.contentType).send(await deps.metrics.registry.metrics());
