@@ -164,8 +164,9 @@ export class StackDriver {
      */
     async recover(): Promise<string[]> {
         return this.serial(async () => {
-            const stack = await this.open();
+            // Before the CLI first loads the stack: a half-written backend file would fail that load.
             const done = clearDeadRuns(this.backendDir(), this.stackName);
+            const stack = await this.open();
             return [...done, ...(await finishPendingOperations(stack, this.backendDir(), this.stackName))];
         });
     }
@@ -186,9 +187,10 @@ export class StackDriver {
     ): Promise<OperationResult> {
         return this.serial(async () => {
             const started = Date.now();
-            const stack = await this.open();
-            // Every command, not only `serve`, cleans up after a dead run before it starts its own.
+            // Every command, not only `serve`, cleans up after a dead run before it starts its own (and
+            // before the CLI loads the stack, which a half-written backend file would fail).
             for (const line of clearDeadRuns(this.backendDir(), this.stackName)) this.onNotice(line);
+            const stack = await this.open();
             let changes: Record<string, number> = {};
             const diagnostics: string[] = [];
             const onEvent = (e: EngineEvent) => {
@@ -228,6 +230,8 @@ export class StackDriver {
 
     private open(): Promise<Stack> {
         this.stack ??= (async () => {
+            // Before the CLI first loads the stack: a half-written backend file left by a crash would fail it.
+            for (const line of clearDeadRuns(this.backendDir(), this.stackName)) this.onNotice(line);
             const real = await PulumiCommand.get({ root: this.home.dir }).catch((e) => {
                 throw new EngineMissingError(`the Pulumi CLI is missing from ${this.home.binDir}: run \`npm run setup\` (${(e as Error).message})`);
             });

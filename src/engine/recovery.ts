@@ -2,6 +2,7 @@ import type { Stack } from "@pulumi/pulumi/automation";
 import { pendingCreateUndoers } from "../../components/kinds";
 import type { ProxyMember } from "../../components/member";
 import { membersOf } from "./checkpoint";
+import { repairFileBackend } from "./backend-repair";
 import { killLeftovers } from "./leftovers";
 import { removeStaleLocks, stackLocks } from "./locks";
 
@@ -21,8 +22,8 @@ interface Deployment {
 }
 
 /**
- * Ends what a dead run left on this host: engine processes of owners that are gone (by our marker) and
- * file-backend locks of dead holders. Safe before every command: a live run's processes and locks are
+ * Ends what a dead run left on this host: engine processes of owners that are gone (by our marker),
+ * file-backend locks of dead holders and half-written backend files (backend-repair.ts). Safe before every command: a live run's processes and locks are
  * never touched. Returns a line per thing done, for the log.
  */
 export function clearDeadRuns(backendDir: string | undefined, stack: string): string[] {
@@ -31,6 +32,7 @@ export function clearDeadRuns(backendDir: string | undefined, stack: string): st
     if (killed.length) done.push(`ended ${killed.length} engine process(es) of dead run(s): ${killed.map((k) => `pid ${k.pid} (${k.command})`).join(", ")}`);
     const stale = removeStaleLocks(backendDir, stack);
     if (stale.length) done.push(`removed ${stale.length} stale stack lock(s) of dead pid(s) ${stale.map((l) => l.pid).join(", ")}`);
+    if (!stackLocks(backendDir, stack).some((l) => l.alive)) done.push(...repairFileBackend(backendDir, stack));
     return done;
 }
 

@@ -7,7 +7,7 @@
 import { after, before, test } from "node:test";
 import assert from "node:assert/strict";
 import {
-    backendLockFiles, cli, engineProcessesOf, procProject, ProcProject, proxyProcesses, serve, ServeProcess, settledOp, spawnCli, until,
+    killServices, backendLockFiles, cli, engineProcessesOf, procProject, ProcProject, proxyProcesses, serve, ServeProcess, settledOp, spawnCli, until,
 } from "../helpers/processes";
 
 const POOL = "c";
@@ -20,6 +20,7 @@ const timings: string[] = [];
 
 before(() => (p = procProject("crash", config)));
 after(async () => {
+    killServices();
     cli(p, ["destroy", "--yes", "--quiet"]);
     assert.deepEqual([...proxyProcesses(p).keys()], [], "destroy leaves no proxy running");
     p.cleanup();

@@ -83,9 +83,18 @@ export interface ServeProcess {
     exited: Promise<number | null>;
 }
 
+const running = new Set<cp.ChildProcess>();
+
+/** SIGKILLs every `egress serve` a test started that still runs (for `after` hooks: a failed assertion must not leave one). */
+export function killServices(): void {
+    for (const c of running) if (c.exitCode === null && c.signalCode === null) c.kill("SIGKILL");
+}
+
 /** Starts `egress serve --port 0` and resolves once it logged "egress service ready". */
 export async function serve(p: ProcProject, extraArgs: string[] = []): Promise<ServeProcess> {
     const child = spawnCli(p, ["serve", "--port", "0", "--probe-interval", "1", ...extraArgs]);
+    running.add(child);
+    child.once("exit", () => running.delete(child));
     const logs: string[] = [];
     const exited = new Promise<number | null>((r) => child.once("exit", (code) => r(code)));
     const url = await new Promise<string>((resolve, reject) => {
