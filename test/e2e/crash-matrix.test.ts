@@ -17,6 +17,8 @@ const config = {
 };
 let p: ProcProject;
 const timings: string[] = [];
+/** Recovery log lines about pending creates: proof the undo ran, not just that things happened to line up. */
+const undone: string[] = [];
 
 before(() => (p = procProject("crash", config)));
 after(async () => {
@@ -82,6 +84,7 @@ async function killServiceDuring(from: number, to: number, moment: Moment): Prom
     const engineMs = await engineGoneWithin(pid, label);
     const again = await restart(label);
     svc = again.svc;
+    undone.push(...again.svc.logs.filter((l) => l.includes("pending create of")));
     assertConsistent(to, label);
     timings.push(`| ${label} | ${engineMs} | ${again.readyMs} | ${again.convergedMs} |`);
     await stopGracefully(svc);
@@ -139,4 +142,6 @@ test("recovery times", () => {
     const table = ["| case | engine gone after kill (ms) | restart → ready (ms) | restart → converged (ms) |", "|---|---|---|---|", ...timings].join("\n");
     console.log(table);
     assert.ok(timings.length >= 15, "every case of the matrix ran");
+    console.log(`recovery undid ${undone.length} pending create(s), e.g. ${undone[0] ?? "-"}`);
+    assert.ok(undone.some((l) => l.includes("stopped local proxy")), "at least one kill left a pending create whose proxy recovery stopped");
 });
