@@ -12,6 +12,7 @@ import * as http from "node:http";
 import { parseArgs } from "node:util";
 import { LeaseManager } from "../src/service/leases";
 import { RawHttpConnection } from "./http-client";
+import { benchTable } from "./table";
 
 export interface BenchResult {
     mode: string;
@@ -184,9 +185,7 @@ export function formatTable(rows: BenchResult[]): string {
     const clients = rows.some((r) => r.concurrency !== undefined);
     const head = ["mode", ...(clients ? ["clients"] : []), "pairs/s", "p50 ms", "p99 ms", "max ms", "pairs", "503s"];
     const body = rows.map((r) => [r.mode, ...(clients ? [r.concurrency === undefined ? "-" : String(r.concurrency)] : []), Math.round(r.pairsPerSecond).toLocaleString("en-US"), r.p50Ms.toFixed(4), r.p99Ms.toFixed(4), r.maxMs.toFixed(3), String(r.pairs), String(r.unavailable ?? 0)]);
-    const widths = head.map((h, i) => Math.max(h.length, ...body.map((b) => b[i].length)));
-    const line = (cells: string[]) => cells.map((c, i) => (i === 0 ? c.padEnd(widths[i]) : c.padStart(widths[i]))).join("  ");
-    return [line(head), widths.map((w) => "-".repeat(w)).join("  "), ...body.map(line)].join("\n");
+    return benchTable(head, body);
 }
 
 async function main(): Promise<void> {

@@ -18,6 +18,7 @@ import * as path from "node:path";
 import { parseArgs } from "node:util";
 import { RawHttpConnection } from "./http-client";
 import { forkSyntheticService, randomToken } from "./synthetic-service";
+import { benchTable } from "./table";
 
 interface VolumeResult {
     build: string;
@@ -98,9 +99,7 @@ function table(rows: VolumeResult[]): string {
         n(r.logBytes), n(r.logLines), n(r.stackLines), (r.logBytes / r.requests).toFixed(1),
         Object.entries(r.byLevel).map(([l, c]) => `${l}:${c}`).join(" ") || "-",
     ]);
-    const widths = head.map((h, i) => Math.max(h.length, ...body.map((b) => b[i].length)));
-    const line = (cells: string[]) => cells.map((c, i) => (i === 0 ? c.padEnd(widths[i]) : c.padStart(widths[i]))).join("  ");
-    return [line(head), widths.map((w) => "-".repeat(w)).join("  "), ...body.map(line)].join("\n");
+    return benchTable(head, body);
 }
 
 async function main(): Promise<void> {

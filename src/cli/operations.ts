@@ -24,7 +24,9 @@ async function cancellable<T>(driver: StackDriver, fn: () => Promise<T>): Promis
     const onSigint = () => {
         if (asked) process.exit(EXIT.interrupted);
         asked = true;
-        if (driver.cancel()) process.stderr.write("\ncancelling: the engine finishes what is in flight and saves state (Ctrl-C again to quit now)\n");
+        // Nothing runs yet (still opening the stack): nothing to save, so stop right away.
+        if (!driver.cancel()) process.exit(EXIT.interrupted);
+        process.stderr.write("\ncancelling: the engine finishes what is in flight and saves state (Ctrl-C again to quit now)\n");
     };
     process.on("SIGINT", onSigint);
     try {

@@ -62,6 +62,8 @@ function runSupervised(supervisor: string, argv: string[], cwd: string, env: Rec
             }
         };
         signal?.addEventListener("abort", cancel, { once: true });
+        if (signal?.aborted) cancel(); // cancelled before this command started
+
         child.once("error", (e) => reject(createCommandError(new CommandResult("", e.message, -2, e))));
         child.once("close", (code, sig) => {
             signal?.removeEventListener("abort", cancel);

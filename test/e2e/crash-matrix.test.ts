@@ -96,22 +96,9 @@ const engineStarted = (ownerPid: number) => engineProcessesOf(ownerPid).some((e)
 test("SIGKILL of the service at six moments of a 0→15 up and of a 15→3 up", { timeout: 30 * 60_000 }, async () => {
     const atLeast = (k: number) => () => proxyProcesses(p).size >= k;
     const atMost = (k: number) => () => proxyProcesses(p).size <= k;
-    const upMoments: Moment[] = [
-        { name: "engine started, nothing created", reached: engineStarted },
-        { name: "1 created", reached: atLeast(1) },
-        { name: "3 created", reached: atLeast(3) },
-        { name: "7 created", reached: atLeast(7) },
-        { name: "11 created", reached: atLeast(11) },
-        { name: "14 created", reached: atLeast(14) },
-    ];
-    const downMoments: Moment[] = [
-        { name: "engine started, nothing deleted", reached: engineStarted },
-        { name: "1 deleted", reached: atMost(14) },
-        { name: "3 deleted", reached: atMost(12) },
-        { name: "6 deleted", reached: atMost(9) },
-        { name: "9 deleted", reached: atMost(6) },
-        { name: "11 deleted", reached: atMost(4) },
-    ];
+    const started = (what: string): Moment => ({ name: `engine started, nothing ${what}`, reached: engineStarted });
+    const upMoments = [started("created"), ...[1, 3, 7, 11, 14].map((k): Moment => ({ name: `${k} created`, reached: atLeast(k) }))];
+    const downMoments = [started("deleted"), ...[1, 3, 6, 9, 11].map((k): Moment => ({ name: `${k} deleted`, reached: atMost(15 - k) }))];
     for (let i = 0; i < upMoments.length; i++) {
         await killServiceDuring(0, 15, upMoments[i]);
         await killServiceDuring(15, 3, downMoments[i]);
