@@ -63,6 +63,16 @@ export function memberLabels(ctx: StackContext, pool: string, member: string): R
 }
 
 /**
+ * What a member component records as its *inputs* when it is registered, before any child exists: who
+ * it is. Its address arrives later, in the `member` output. When an update is cancelled or killed
+ * between a child's create and that output, state still knows the member from this and the child's own
+ * outputs (src/engine/checkpoint.ts membersOf).
+ */
+export function memberIdentity(args: MemberArgs, zone: string): { identity: Omit<ProxyMember, "host" | "url"> } {
+    return { identity: { id: args.plan.name, pool: args.pool, provider: args.providerName, kind: args.entry.type, index: args.plan.index, port: args.plan.port, zone } };
+}
+
+/**
  * Base of every `*Proxy` component: subclasses create their children, then call `publish` with the
  * address the proxy answers on. Keeps the output shape in one place.
  */

@@ -2,7 +2,7 @@ import * as pulumi from "@pulumi/pulumi";
 import * as gcp from "@pulumi/gcp";
 import { readCloudInit } from "../../src/config/cloud-init";
 import type { GcpProviderConfig } from "../../src/config";
-import { MemberArgs, memberLabels, ProxyMemberComponent } from "../member";
+import { MemberArgs, memberIdentity, memberLabels, ProxyMemberComponent } from "../member";
 import { defaultCloudInit, regionOf } from "./names";
 import type { GcpPoolShared } from "./shared";
 
@@ -41,7 +41,7 @@ export class GcpProxy extends ProxyMemberComponent {
     public readonly address?: gcp.compute.Address;
 
     constructor(name: string, args: GcpProxyArgs, shared: GcpPoolShared, opts?: pulumi.ComponentResourceOptions) {
-        super("egress:gcp:GcpProxy", name, {}, opts);
+        super("egress:gcp:GcpProxy", name, memberIdentity(args, gcpMemberSpec(args).zone), opts);
         const spec = gcpMemberSpec(args);
         const { entry } = args;
         const labels = memberLabels(args.context, args.pool, args.plan.name);

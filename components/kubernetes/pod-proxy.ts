@@ -1,7 +1,7 @@
 import * as pulumi from "@pulumi/pulumi";
 import * as k8s from "@pulumi/kubernetes";
 import type { KubernetesProviderConfig } from "../../src/config";
-import { MemberArgs, memberLabels, poolLabels, ProxyMemberComponent } from "../member";
+import { MemberArgs, memberIdentity, memberLabels, poolLabels, ProxyMemberComponent } from "../member";
 import { SQUID_CONF_PATH } from "../squid";
 import type { KubernetesPoolShared } from "./shared";
 
@@ -25,7 +25,7 @@ export class PodProxy extends ProxyMemberComponent {
     public readonly service: k8s.core.v1.Service;
 
     constructor(name: string, args: PodProxyArgs, shared: KubernetesPoolShared, opts?: pulumi.ComponentResourceOptions) {
-        super("egress:kubernetes:PodProxy", name, {}, opts);
+        super("egress:kubernetes:PodProxy", name, memberIdentity(args, args.plan.placement.zone ?? args.entry.context ?? "kubernetes"), opts);
         // Config validation (src/config/load.ts) refuses placement.image and placement.machineType here.
         const { entry, plan } = args;
         // The layout covers every planned member: the pool built it from the same plans.

@@ -1,7 +1,7 @@
 import * as pulumi from "@pulumi/pulumi";
 import type { KvmProviderConfig } from "../../src/config/providers/kvm";
 import { readCloudInit } from "../../src/config/cloud-init";
-import { MemberArgs, ProxyMemberComponent } from "../member";
+import { MemberArgs, memberIdentity, ProxyMemberComponent } from "../member";
 import type { PoolSharedArgs, ProviderSharedArgs } from "../kinds";
 import { BaseImage } from "./base-image";
 import { Domain } from "./domain";
@@ -104,7 +104,7 @@ export function defaultUserData(port: number): string {
  */
 export class KvmProxy extends ProxyMemberComponent {
     constructor(name: string, args: KvmProxyArgs, opts?: pulumi.ComponentResourceOptions, shared?: KvmPoolShared) {
-        super("egress:kvm:KvmProxy", name, {}, opts);
+        super("egress:kvm:KvmProxy", name, memberIdentity(args, hostZone(pickHost(args.entry, args.plan))), opts);
         const { entry, plan, context } = args;
         // Validate (and pick) before creating any child.
         const host = pickHost(entry, plan);

@@ -1,7 +1,7 @@
 import * as path from "node:path";
 import * as pulumi from "@pulumi/pulumi";
 import type { LocalProviderConfig } from "../../src/config";
-import { MemberArgs, ProxyMemberComponent } from "../member";
+import { MemberArgs, memberIdentity, ProxyMemberComponent } from "../member";
 import { LocalProxyProcess } from "./provider";
 
 /** Arguments of a LocalProxy: the common member arguments with a `local` provider entry. */
@@ -13,7 +13,7 @@ export type LocalProxyArgs = MemberArgs<LocalProviderConfig>;
  */
 export class LocalProxy extends ProxyMemberComponent {
     constructor(name: string, args: LocalProxyArgs, opts?: pulumi.ComponentResourceOptions) {
-        super("egress:local:LocalProxy", name, {}, opts);
+        super("egress:local:LocalProxy", name, memberIdentity(args, "local"), opts);
         // With a basePort, member i gets basePort+i (stable, predictable); otherwise the kernel picks.
         const requestedPort = args.entry.basePort !== undefined ? args.entry.basePort + args.plan.index : 0;
         const proc = new LocalProxyProcess(`${name}-process`, {

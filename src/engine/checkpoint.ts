@@ -62,13 +62,39 @@ function checkpointResources(backendDir: string, stack: string): { urn: string; 
     }
 }
 
-/** Members of a checkpoint's resources (their `member` outputs), ordered by pool and index. */
-export function membersOf(resources: { delete?: boolean; outputs?: Record<string, unknown> }[]): ProxyMember[] {
+interface CheckpointResource {
+    urn: string;
+    parent?: string;
+    id?: string;
+    delete?: boolean;
+    inputs?: Record<string, unknown>;
+    outputs?: Record<string, unknown>;
+}
+
+/**
+ * Members of a checkpoint's resources, ordered by pool and index: each member component's `member`
+ * output; for a component whose update was cut short before that output was recorded, its identity
+ * input plus the address its created child reports (`host`/`port`, or a KVM domain's `ipAddress`).
+ * A component with no created child has started nothing, and is left out.
+ */
+export function membersOf(resources: CheckpointResource[]): ProxyMember[] {
     const byId = new Map<string, ProxyMember>();
+    const children = new Map<string, CheckpointResource[]>();
+    for (const r of resources) if (r.parent && !r.delete) children.set(r.parent, [...(children.get(r.parent) ?? []), r]);
     for (const r of resources) {
-        const m = r.outputs?.member as ProxyMember | undefined;
-        if (r.delete || !m || typeof m !== "object" || typeof m.id !== "string") continue;
-        byId.set(m.id, m);
+        if (r.delete) continue;
+        const m = (r.outputs?.member ?? fromIdentity(r, children.get(r.urn) ?? [])) as ProxyMember | undefined;
+        if (m && typeof m === "object" && typeof m.id === "string") byId.set(m.id, m);
     }
     return [...byId.values()].sort((a, b) => a.pool.localeCompare(b.pool) || a.index - b.index);
+}
+
+function fromIdentity(r: CheckpointResource, children: CheckpointResource[]): ProxyMember | undefined {
+    const identity = r.inputs?.identity as Omit<ProxyMember, "host" | "url"> | undefined;
+    const created = children.filter((c) => c.id);
+    if (!identity || !created.length) return undefined;
+    const withAddress = created.find((c) => typeof (c.outputs?.host ?? c.outputs?.ipAddress) === "string");
+    const host = (withAddress?.outputs?.host ?? withAddress?.outputs?.ipAddress ?? "") as string;
+    const port = typeof withAddress?.outputs?.port === "number" ? (withAddress.outputs.port as number) : identity.port;
+    return { ...identity, host, port, url: host ? `http://${host}:${port}` : "" };
 }

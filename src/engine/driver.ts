@@ -9,6 +9,7 @@ import { fileBackendDir } from "./checkpoint";
 import { newRunMarker } from "./leftovers";
 import { clearDeadRuns, finishPendingOperations, membersInState } from "./recovery";
 import { supervise } from "./supervised";
+import { tolerateProgramDisconnects } from "./program-disconnect";
 
 export type OperationKind = "up" | "preview" | "refresh" | "destroy";
 
@@ -200,6 +201,7 @@ export class StackDriver {
                 if (p.kind === "diagnostic" && p.severity === "error" && p.message) diagnostics.push(p.message);
                 opts.onProgress?.(p);
             };
+            tolerateProgramDisconnects((line) => this.onNotice(line));
             let outcome: unknown;
             const controller = (this.running = new AbortController());
             try {

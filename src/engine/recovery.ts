@@ -31,7 +31,7 @@ export function clearDeadRuns(backendDir: string | undefined, stack: string): st
     const killed = killLeftovers();
     if (killed.length) done.push(`ended ${killed.length} engine process(es) of dead run(s): ${killed.map((k) => `pid ${k.pid} (${k.command})`).join(", ")}`);
     const stale = removeStaleLocks(backendDir, stack);
-    if (stale.length) done.push(`removed ${stale.length} stale stack lock(s) of dead pid(s) ${stale.map((l) => l.pid).join(", ")}`);
+    if (stale.length) done.push(`removed ${stale.length} stale lock file(s) of the stack, left by dead pid(s) ${stale.map((l) => l.pid).join(", ")}`);
     if (!stackLocks(backendDir, stack).some((l) => l.alive)) done.push(...repairFileBackend(backendDir, stack));
     return done;
 }

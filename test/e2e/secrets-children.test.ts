@@ -32,7 +32,7 @@ function environOf(pid: number): string {
 }
 
 function filesUnder(dir: string): string[] {
-    return (fs.readdirSync(dir, { recursive: true }) as string[]).map((f) => path.join(dir, f)).filter((f) => fs.statSync(f, { throwIfNoEntry: false })?.isFile());
+    return (fs.readdirSync(dir, { recursive: true }) as string[]).map((f) => path.join(dir, f)).filter((f) => fs.lstatSync(f, { throwIfNoEntry: false })?.isFile()); // not through links (.egress/bin)
 }
 
 test("the canary reaches no engine process, no proxy, no log line and no state file", { timeout: 180_000 }, async () => {
