@@ -1,4 +1,5 @@
 import { z } from "zod";
+import { providerCommonFields } from "./common";
 import { identifier, localPath, port, secretString } from "../names";
 import { hostAddressProblem } from "../../../components/kvm/libvirt";
 
@@ -64,6 +65,7 @@ const machineTypeSchema = z.strictObject({
 export const kvmProviderSchema = z
     .strictObject({
         type: z.literal("kvm"),
+        ...providerCommonFields,
         ssh: sshSchema,
         hosts: z.array(hostSchema).min(1, { message: "must list at least one host" }),
         images: z.record(identifier(), imageSchema),
