@@ -1,6 +1,7 @@
 import * as pulumi from "@pulumi/pulumi";
 import { planMembers, PoolConfig, ProviderConfig } from "../src/config";
 import { kinds } from "./kinds";
+import { withEntryOptions } from "./retain";
 import type { ProxyMember, StackContext } from "./member";
 
 export interface ProxyPoolArgs {
@@ -24,7 +25,8 @@ export class ProxyPool extends pulumi.ComponentResource {
     declare public readonly members: pulumi.Output<ProxyMember[]>;
 
     constructor(name: string, args: ProxyPoolArgs, opts?: pulumi.ComponentResourceOptions) {
-        super("egress:index:ProxyPool", name, {}, opts);
+        // The entry's resource options (retainOnDelete) reach every child through the pool.
+        super("egress:index:ProxyPool", name, {}, withEntryOptions(args.entry, opts));
         const kind = kinds[args.entry.type];
         // createMember takes the kind's shared type; a kind without createPoolShared gets undefined.
         const shared: unknown = kind.createPoolShared?.(name, { pool: args.pool, providerName: args.providerName, entry: args.entry, context: args.context, providerShared: args.providerShared }, { parent: this });

@@ -9,6 +9,7 @@ import { registerScale } from "./cli/scale";
 import { registerDoctor } from "./cli/doctor";
 import { registerGc } from "./cli/gc";
 import { registerServe } from "./cli/serve";
+import { registerForget } from "./cli/forget";
 
 export function buildCli(): Command {
     const program = new Command("egress")
@@ -28,6 +29,7 @@ export function buildCli(): Command {
     registerDoctor(program);
     registerGc(program);
     registerServe(program);
+    registerForget(program);
     return program;
 }
 

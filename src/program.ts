@@ -3,6 +3,7 @@ import * as pulumi from "@pulumi/pulumi";
 import { EgressConfig, parseEgressConfig } from "./config";
 import { ProxyPool } from "../components/pool";
 import { kinds } from "../components/kinds";
+import { withEntryOptions } from "../components/retain";
 import type { ProxyMember } from "../components/member";
 
 export interface ProgramOptions {
@@ -43,7 +44,7 @@ export function createProgram(opts: ProgramOptions): () => Promise<ProgramOutput
         for (const [providerName, entry] of Object.entries(config.providers)) {
             const users = config.pools.filter((p) => p.provider === providerName);
             const kind = kinds[entry.type];
-            if (kind.createProviderShared && users.length > 0) providerShared[providerName] = kind.createProviderShared(providerName, { providerName, entry, pools: users, context }, {});
+            if (kind.createProviderShared && users.length > 0) providerShared[providerName] = kind.createProviderShared(providerName, { providerName, entry, pools: users, context }, withEntryOptions(entry));
         }
         const pools = config.pools.map(
             (pool) => new ProxyPool(pool.name, { pool, providerName: pool.provider, entry: config.providers[pool.provider], context, providerShared: providerShared[pool.provider] }),

@@ -1,6 +1,6 @@
 import * as pulumi from "@pulumi/pulumi";
 import * as gcp from "@pulumi/gcp";
-import { readCloudInit } from "../../src/config/cloud-init";
+import { encodeUserData, EncodedUserData, readCloudInit } from "../../src/config/cloud-init";
 import type { GcpProviderConfig } from "../../src/config";
 import { MemberArgs, memberIdentity, memberLabels, ProxyMemberComponent } from "../member";
 import { defaultCloudInit, regionOf } from "./names";
@@ -14,8 +14,8 @@ interface GcpMemberSpec {
     zone: string;
     machineType: string;
     image: string;
-    /** Exactly what cloud-init on the guest reads as user-data. */
-    userData: string;
+    /** Exactly what cloud-init on the guest reads as user-data (base64 when binary, e.g. gzip). */
+    userData: EncodedUserData;
 }
 
 /**
@@ -26,7 +26,7 @@ function gcpMemberSpec(args: GcpProxyArgs): GcpMemberSpec {
     const { entry, plan } = args;
     // The first zone is the default so a pool without placement lands in one predictable place.
     const zone = plan.placement.zone ?? entry.zones[0];
-    const userData = plan.cloudInit ? readCloudInit(plan.cloudInit, args.context.projectRoot) : defaultCloudInit(plan.port, entry.allowedSourceRanges);
+    const userData = encodeUserData(plan.cloudInit ? readCloudInit(plan.cloudInit, args.context.projectRoot) : Buffer.from(defaultCloudInit(plan.port, entry.allowedSourceRanges)));
     return { zone, machineType: plan.placement.machineType ?? entry.machineType, image: entry.image, userData };
 }
 
@@ -66,7 +66,9 @@ export class GcpProxy extends ProxyMemberComponent {
                 accessConfigs: [this.address ? { natIp: this.address.address } : {}],
             }],
             // Cloud-init may carry credentials (proxy users, keys): keep it encrypted in state.
-            metadata: { "user-data": pulumi.secret(spec.userData) },
+            // Metadata values are strings: binary user-data (gzip) goes as base64 with `user-data-encoding`,
+            // which cloud-init's GCE datasource decodes before it gunzips.
+            metadata: { "user-data": pulumi.secret(spec.userData.userData), ...(spec.userData.encoding ? { "user-data-encoding": spec.userData.encoding } : {}) },
             tags: [shared.networkTag],
             labels,
             scheduling: entry.spot

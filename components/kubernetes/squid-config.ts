@@ -1,11 +1,11 @@
 /**
- * What a Kubernetes member runs with. A pod has no cloud-init, so the pool's cloud-init is read for the
- * squid.conf it would write (`write_files` entry ending in `squid.conf`); without one, squid gets a
+ * What a Kubernetes member runs with. A pod has no cloud-init, so the pool's cloud-init (gunzipped when
+ * gzip, as cloud-init would) is read for the squid.conf it would write (`write_files` entry ending in `squid.conf`); without one, squid gets a
  * generated config. Pure functions: tested directly and used at plan time.
  */
 import { createHash } from "node:crypto";
 import YAML from "yaml";
-import { readCloudInit } from "../../src/config/cloud-init";
+import { readCloudInitText } from "../../src/config/cloud-init";
 import type { MemberPlan } from "../../src/config";
 import { squidBaseConf } from "../squid";
 
@@ -46,7 +46,7 @@ export function squidConfFromCloudInit(userData: string): string | undefined {
 
 /** The squid.conf a member runs with; given the pool itself, what a member without overrides runs with. */
 export function memberSquidConf(plan: Pick<MemberPlan, "port" | "cloudInit">, projectRoot: string, allowedSourceRanges?: readonly string[]): string {
-    const fromCloudInit = plan.cloudInit ? squidConfFromCloudInit(readCloudInit(plan.cloudInit, projectRoot)) : undefined;
+    const fromCloudInit = plan.cloudInit ? squidConfFromCloudInit(readCloudInitText(plan.cloudInit, projectRoot)) : undefined;
     return fromCloudInit ?? defaultSquidConf(plan.port, allowedSourceRanges);
 }
 

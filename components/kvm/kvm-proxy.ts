@@ -1,6 +1,6 @@
 import * as pulumi from "@pulumi/pulumi";
 import type { KvmProviderConfig } from "../../src/config/providers/kvm";
-import { readCloudInit } from "../../src/config/cloud-init";
+import { encodeUserData, readCloudInit } from "../../src/config/cloud-init";
 import { MemberArgs, memberIdentity, ProxyMemberComponent } from "../member";
 import type { PoolSharedArgs, ProviderSharedArgs } from "../kinds";
 import { BaseImage } from "./base-image";
@@ -81,6 +81,12 @@ export function createKvmPoolShared(name: string, args: PoolSharedArgs<KvmProvid
     return args.providerShared;
 }
 
+/** User-data as SeedDisk inputs: a secret string, base64 with `userDataEncoding` when binary (gzip). */
+function seedUserData(bytes: Buffer): { userData: pulumi.Output<string>; userDataEncoding?: "base64" } {
+    const e = encodeUserData(bytes);
+    return { userData: pulumi.secret(e.userData), ...(e.encoding ? { userDataEncoding: e.encoding } : {}) };
+}
+
 /** Default user-data when a pool sets no cloud-init: squid on the member's port, open to the host's networks. */
 export function defaultUserData(port: number): string {
     return [
@@ -111,7 +117,7 @@ export class KvmProxy extends ProxyMemberComponent {
         const key = imageKey(entry, plan.placement.image);
         const mt = machineType(entry, plan.placement.machineType);
         const image = entry.images[key];
-        const userData = plan.cloudInit ? readCloudInit(plan.cloudInit, context.projectRoot) : defaultUserData(plan.port);
+        const userData = plan.cloudInit ? readCloudInit(plan.cloudInit, context.projectRoot) : Buffer.from(defaultUserData(plan.port));
         const names = memberObjectNames(context.project, context.stack, plan.name);
         const conn = connectionFor(entry, host);
         const privateKey = secretKey(entry);
@@ -132,7 +138,7 @@ export class KvmProxy extends ProxyMemberComponent {
         const seed = new SeedDisk(`${name}-seed`, {
             conn, privateKey, storagePool: host.storagePool,
             volume: seedVolumeName(names.domain, tag),
-            userData: pulumi.secret(userData),
+            ...seedUserData(userData),
             instanceId: `${names.domain}-${tag}`,
             hostname: plan.name,
             installGuestAgent: entry.installGuestAgent,

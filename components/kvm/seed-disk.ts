@@ -1,6 +1,7 @@
 import * as pulumi from "@pulumi/pulumi";
 import { KvmConnection, withLibvirt, withTempDir } from "./libvirt";
 import { buildSeedIso } from "./seed-iso";
+import { decodeUserData } from "../../src/config/cloud-init";
 import { clearLeftoverVolume, memberVolumeLifecycle, uploadInto, uploadTargetXml, volumeId, withNewVolume } from "./volumes";
 
 /** Inputs of a SeedDisk: a member's NoCloud ISO, uploaded as a volume. */
@@ -10,8 +11,12 @@ export interface SeedDiskInputs {
     storagePool: string;
     /** `<domain>-<digest8>-seed.iso`: the digest is part of the name, so new content = a new volume. */
     volume: string;
-    /** Cloud-init user-data, byte for byte (a secret input: it often carries credentials). */
+    /**
+     * Cloud-init user-data (a secret input: it often carries credentials): text as it is, or base64 when
+     * `userDataEncoding` says so (binary user-data such as gzip; inputs and state hold strings only).
+     */
     userData: string;
+    userDataEncoding?: "base64";
     instanceId: string;
     hostname: string;
     installGuestAgent: boolean;
@@ -23,11 +28,11 @@ export interface SeedDiskOutputs extends SeedDiskInputs {
 }
 
 /** Any content change rebuilds the ISO; its name carries the content digest, so normally as a new volume created before the old one is deleted. */
-const REPLACE_ON = ["volume", "storagePool", "userData", "instanceId", "hostname", "installGuestAgent", "vendorData"] as const;
+const REPLACE_ON = ["volume", "storagePool", "userData", "userDataEncoding", "instanceId", "hostname", "installGuestAgent", "vendorData"] as const;
 
 export const seedDiskProvider: pulumi.dynamic.ResourceProvider<SeedDiskInputs, SeedDiskOutputs> = {
     async create(inputs) {
-        const content = { userData: inputs.userData, instanceId: inputs.instanceId, hostname: inputs.hostname, installGuestAgent: inputs.installGuestAgent, vendorData: inputs.vendorData };
+        const content = { userData: decodeUserData({ userData: inputs.userData, encoding: inputs.userDataEncoding }), instanceId: inputs.instanceId, hostname: inputs.hostname, installGuestAgent: inputs.installGuestAgent, vendorData: inputs.vendorData };
         return withTempDir("egress-seed-", async (dir) => {
             const iso = await buildSeedIso(content, dir); // fails before touching the host when no ISO tool exists
             return await withLibvirt(inputs.conn, inputs.privateKey, async (virsh) => {

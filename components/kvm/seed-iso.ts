@@ -5,8 +5,8 @@
  */
 
 export interface SeedContent {
-    /** Cloud-init user-data, byte for byte. */
-    userData: string;
+    /** Cloud-init user-data, byte for byte (it may be binary: gzip). */
+    userData: Buffer;
     instanceId: string;
     hostname: string;
     /** Add the qemu-guest-agent bootstrap as vendor-data. */
@@ -55,8 +55,8 @@ export function vendorData(c: Pick<SeedContent, "installGuestAgent" | "vendorDat
 }
 
 /** The files of the seed, name → content. */
-export function seedFiles(c: SeedContent): Record<string, string> {
-    const files: Record<string, string> = { "user-data": c.userData, "meta-data": metaData(c) };
+export function seedFiles(c: SeedContent): Record<string, string | Buffer> {
+    const files: Record<string, string | Buffer> = { "user-data": c.userData, "meta-data": metaData(c) };
     const v = vendorData(c);
     if (v !== undefined) files["vendor-data"] = v;
     return files;

@@ -4,6 +4,7 @@
  */
 import { ignoreNotFound, KvmConnection, listDomains, listVolumes, replaceDiff, Virsh, volumePath, withLibvirt, withTempDir } from "./libvirt";
 import { backingPathOf, volumeXml } from "./xml";
+import { explainUnreachableDelete, memberOfVolumeName } from "./unreachable";
 
 /** Creates a volume from its XML (`vol-create`). Fails, touching nothing, when the name is taken. */
 async function createVolume(virsh: Virsh, pool: string, xml: string): Promise<void> {
@@ -177,7 +178,9 @@ export function memberVolumeLifecycle<I extends Omit<MemberVolumeProps, "path">,
             return { outs: { ...olds, ...news, path: olds.path } };
         },
         async delete(_id: string, props: I & { path: string }) {
-            await withLibvirt(props.conn, props.privateKey, (virsh) => deleteVolume(virsh, props.storagePool, props.volume));
+            await withLibvirt(props.conn, props.privateKey, (virsh) => deleteVolume(virsh, props.storagePool, props.volume)).catch((e) => {
+                throw explainUnreachableDelete(e, `volume ${props.volume}`, memberOfVolumeName(props.volume));
+            });
         },
     };
 }

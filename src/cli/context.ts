@@ -1,7 +1,7 @@
 import * as fs from "node:fs";
 import * as path from "node:path";
 import { ConfigError } from "../config";
-import { EngineError, EngineMissingError, PACKAGE_ROOT, StackMissingError } from "../engine";
+import { EngineError, EngineMissingError, MemberNotInStateError, PACKAGE_ROOT, StackMissingError } from "../engine";
 import type { ProxyMember } from "../../components/member";
 import { proxyTable } from "./render";
 
@@ -37,7 +37,7 @@ export class InterruptedError extends Error {
 /** Prints an error the way the user needs it and returns the exit code that classifies it. */
 export function reportError(e: unknown, json: boolean | undefined): number {
     const code =
-        e instanceof ConfigError || e instanceof UsageError || e instanceof StackMissingError ? EXIT.invalid
+        e instanceof ConfigError || e instanceof UsageError || e instanceof StackMissingError || e instanceof MemberNotInStateError ? EXIT.invalid
         : e instanceof EngineMissingError ? EXIT.prerequisite
         : e instanceof InterruptedError ? EXIT.interrupted
         : EXIT.failed;

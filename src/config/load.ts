@@ -2,7 +2,7 @@ import * as fs from "node:fs";
 import * as path from "node:path";
 import YAML from "yaml";
 import { ConfigError, ConfigProblem, configPath, problemsFromZod } from "./errors";
-import { readCloudInit, squidHttpPort } from "./cloud-init";
+import { readCloudInit, squidHttpPorts, userDataText } from "./cloud-init";
 import { CloudInit, EgressConfig, egressConfigSchema, PoolConfig, ProviderConfig } from "./schema";
 
 /** The config keys this program reads; any other `egress:*` key in a stack file is a typo. */
@@ -86,27 +86,35 @@ function checkPlacement(entry: ProviderConfig, placement: PoolConfig["placement"
     return out;
 }
 
-/** A member whose cloud-init sets squid's `http_port` must declare the same `port`, or health checks probe the wrong port. */
+/**
+ * A member whose cloud-init sets squid's `http_port` must declare one of those ports, or health checks
+ * probe the wrong port. gzip user-data is read gunzipped, as cloud-init reads it.
+ */
 function checkPorts(pool: PoolConfig, root: string, at: (...p: (string | number)[]) => string): ConfigProblem[] {
     const out: ConfigProblem[] = [];
     const read = (ci: CloudInit, where: string): string | undefined => {
+        let bytes: Buffer;
         try {
-            return readCloudInit(ci, root);
+            bytes = readCloudInit(ci, root);
         } catch (e) {
             out.push({ path: where, rule: `cannot read cloud-init file: ${(e as Error).message}`, value: ci.file });
             return undefined;
         }
+        const text = userDataText(bytes);
+        if (text === undefined) out.push({ path: where, rule: "cloud-init user-data must be UTF-8 text or gzip of it (cloud-init reads nothing else)", value: ci.file });
+        return text;
     };
-    const shared = pool.cloudInit ? read(pool.cloudInit, at("cloudInit", "file")) : undefined;
-    const sharedPort = shared ? squidHttpPort(shared) : undefined;
-    if (sharedPort !== undefined && sharedPort !== pool.port)
-        out.push({ path: at("port"), rule: `must match the squid http_port ${sharedPort} set by the pool's cloud-init`, value: pool.port });
+    const listed = (ports: number[]) => [...new Set(ports)].join(", ");
+    const shared = pool.cloudInit ? read(pool.cloudInit, at("cloudInit", pool.cloudInit.file ? "file" : "inline")) : undefined;
+    const sharedPorts = shared ? squidHttpPorts(shared) : [];
+    if (sharedPorts.length && !sharedPorts.includes(pool.port))
+        out.push({ path: at("port"), rule: `must match the squid http_port ${listed(sharedPorts)} set by the pool's cloud-init`, value: pool.port });
     pool.members.forEach((m, j) => {
         const text = m.cloudInit ? read(m.cloudInit, at("members", j, "cloudInit")) : shared;
         const declared = m.port ?? pool.port;
-        const set = text ? squidHttpPort(text) : undefined;
-        if (set !== undefined && set !== declared)
-            out.push({ path: at("members", j, "port"), rule: `must be ${set}: member ${m.index}'s cloud-init sets squid http_port ${set}`, value: declared });
+        const set = text ? squidHttpPorts(text) : [];
+        if (set.length && !set.includes(declared))
+            out.push({ path: at("members", j, "port"), rule: `must be ${set.length > 1 ? "one of " : ""}${listed(set)}: member ${m.index}'s cloud-init sets squid http_port ${listed(set)}`, value: declared });
     });
     return out;
 }

@@ -1,3 +1,5 @@
+import * as os from "node:os";
+import * as path from "node:path";
 import { z } from "zod";
 
 /**
@@ -29,3 +31,21 @@ export const port = () =>
  */
 export const secretString = () => z.union([z.string().min(1), z.strictObject({ secure: z.string().min(1) })]);
 export type SecretString = z.infer<ReturnType<typeof secretString>>;
+
+/**
+ * A path on the machine running egress; a leading `~` or `~/` is the user's home directory, as in a
+ * shell (ssh settings are written that way). `~user` is refused: Node cannot look up other users' homes.
+ */
+export const localPath = () =>
+    z
+        .string()
+        .min(1)
+        .superRefine((v, ctx) => {
+            if (/^~[^/]/.test(v)) ctx.addIssue({ code: "custom", message: "only `~` and `~/...` are expanded (to this user's home); write the full path" });
+        })
+        .transform(expandHome);
+
+export function expandHome(p: string): string {
+    if (p === "~") return os.homedir();
+    return p.startsWith("~/") ? path.join(os.homedir(), p.slice(2)) : p;
+}

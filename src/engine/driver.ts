@@ -10,6 +10,7 @@ import { newRunMarker } from "./leftovers";
 import { clearDeadRuns, finishPendingOperations, membersInState } from "./recovery";
 import { supervise } from "./supervised";
 import { tolerateProgramDisconnects } from "./program-disconnect";
+import { forgetMember, ForgetResult } from "./forget";
 
 export type OperationKind = "up" | "preview" | "refresh" | "destroy";
 
@@ -171,6 +172,9 @@ export class StackDriver {
             return [...done, ...(await finishPendingOperations(stack, this.backendDir(), this.stackName))];
         });
     }
+
+    /** Removes one member's resources from state, leaving what they run behind (forget.ts); `apply: false` only reports. */
+    forget(member: string, apply: boolean): Promise<ForgetResult> { return this.serial(async () => forgetMember(await this.open(), member, apply)); }
 
     /** Locks held on this stack by running updates (file backend; other backends report none). */
     liveLocks(): { pid: number; hostname: string }[] {

@@ -46,12 +46,20 @@ export interface GcOptions {
  * others.
  */
 export async function collectGarbage(providers: Record<string, ProviderConfig>, opts: GcOptions): Promise<GcReport> {
-    const results = await Promise.all(Object.entries(providers).map(([name, entry]) => collectOne(name, entry, opts)));
+    // Local proxies of a stack share one directory whatever their entry, so only the first local entry
+    // lists them; the others would report the same orphans again (and try to remove them twice).
+    const firstLocal = Object.keys(providers).find((n) => providers[n].type === "local");
+    const results = await Promise.all(Object.entries(providers).map(([name, entry]) =>
+        entry.type === "local" && name !== firstLocal ? Promise.resolve(emptyResult(name, entry)) : collectOne(name, entry, opts)));
     return { ok: results.every((r) => r.ok), dryRun: !opts.delete, providers: results };
 }
 
+function emptyResult(name: string, entry: ProviderConfig): ProviderResult {
+    return { provider: name, kind: entry.type, ok: true, found: 0, deleted: 0, orphans: [] };
+}
+
 async function collectOne(name: string, entry: ProviderConfig, opts: GcOptions): Promise<ProviderResult> {
-    const result: ProviderResult = { provider: name, kind: entry.type, ok: true, found: 0, deleted: 0, orphans: [] };
+    const result = emptyResult(name, entry);
     let collector: Collector;
     let things: ManagedThing[];
     try {

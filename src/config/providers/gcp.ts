@@ -1,4 +1,5 @@
 import { z } from "zod";
+import { providerCommonFields } from "./common";
 import { allowedSourceRangesSchema } from "../cidr";
 
 /** GCE zone names: `<continent>-<area><n>-<letter>`, e.g. europe-west1-b, us-central1-a. */
@@ -8,6 +9,7 @@ export const GCE_ZONE = /^[a-z]+-[a-z]+\d+-[a-z]$/;
 /** `type: gcp` — Compute Engine instances with an external IP, one per member. */
 export const gcpProviderSchema = z.strictObject({
     type: z.literal("gcp"),
+    ...providerCommonFields,
     /** GCP project ID the instances, addresses and firewall live in. */
     project: z.string().regex(/^([a-z0-9.-]+:)?[a-z][-a-z0-9]{4,28}[a-z0-9]$/, { message: "must be a GCP project ID (6-30 lower-case letters, digits and '-')" }),
     /** Zones members may use. A member goes to `placement.zone`, or else to the first zone listed. */

@@ -1,4 +1,5 @@
 import { z } from "zod";
+import { providerCommonFields } from "./common";
 import { dnsLabel } from "../names";
 import { allowedSourceRangesSchema } from "../cidr";
 
@@ -10,6 +11,7 @@ const quantity = (d: string) => z.string().regex(QUANTITY, { message: "must be a
 export const kubernetesProviderSchema = z
     .strictObject({
         type: z.literal("kubernetes"),
+        ...providerCommonFields,
         /** kubeconfig context. Unset: the kubeconfig's current context. */
         context: z.string().min(1).optional(),
         /** Path to the kubeconfig. Unset: $KUBECONFIG or ~/.kube/config. */

@@ -1,5 +1,6 @@
 import { z } from "zod";
-import { identifier, port, secretString } from "../names";
+import { providerCommonFields } from "./common";
+import { identifier, localPath, port, secretString } from "../names";
 import { hostAddressProblem } from "../../../components/kvm/libvirt";
 
 /** SSH transport to the libvirt hosts. Host keys are always verified against `knownHosts`. */
@@ -8,12 +9,12 @@ const sshSchema = z.strictObject({
     user: z.string().min(1),
     /** Private key material (prefer a Pulumi secret). Exactly one of `privateKey` or `privateKeyPath`. */
     privateKey: secretString().optional(),
-    /** Path to a private key file on the machine running Pulumi. */
-    privateKeyPath: z.string().min(1).optional(),
+    /** Path to a private key file on the machine running Pulumi (`~/` is the user's home). */
+    privateKeyPath: localPath().optional(),
     /** known_hosts content for the hosts (required: a missing host key is an error, never a downgrade). */
     knownHosts: z.string().min(1).optional(),
-    /** Path to a known_hosts file. Exactly one of `knownHosts` or `knownHostsPath`. */
-    knownHostsPath: z.string().min(1).optional(),
+    /** Path to a known_hosts file (`~/` is the user's home). Exactly one of `knownHosts` or `knownHostsPath`. */
+    knownHostsPath: localPath().optional(),
 });
 
 const hostSchema = z.strictObject({
@@ -64,6 +65,7 @@ const machineTypeSchema = z.strictObject({
 export const kvmProviderSchema = z
     .strictObject({
         type: z.literal("kvm"),
+        ...providerCommonFields,
         ssh: sshSchema,
         hosts: z.array(hostSchema).min(1, { message: "must list at least one host" }),
         images: z.record(identifier(), imageSchema),

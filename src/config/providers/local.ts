@@ -1,4 +1,5 @@
 import { z } from "zod";
+import { providerCommonFields } from "./common";
 import { port } from "../names";
 
 /**
@@ -7,6 +8,7 @@ import { port } from "../names";
  */
 export const localProviderSchema = z.strictObject({
     type: z.literal("local"),
+    ...providerCommonFields,
     /**
      * First port of a fixed range: member `i` listens on `basePort + i`. Unset (the default), each
      * proxy binds an ephemeral port chosen by the kernel, so ports never collide.
