@@ -34,7 +34,7 @@ export async function consoleTail(virsh: Virsh, overlayPath: string, domain: str
         }
         const text = fs.readFileSync(file).subarray(-64 * 1024).toString("utf8");
         // eslint-disable-next-line no-control-regex
-        const lines = text.replace(/\x1b\[[0-9;?]*[A-Za-z]/g, "").replace(/[\x00-\x08\x0b-\x1f\x7f]/g, "").split("\n").map((l) => l.trimEnd()).filter(Boolean);
+        const lines = text.replace(/\x1b\[[0-9;?=]*[A-Za-z]/g, "").replace(/[\x00-\x08\x0b-\x1f\x7f]/g, "").split("\n").map((l) => l.trimEnd()).filter(Boolean);
         return lines.slice(-maxLines).join("\n");
     });
 }

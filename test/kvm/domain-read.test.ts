@@ -70,6 +70,17 @@ test("read: running → shut off → paused → running → missing (gone = runn
     assert.doesNotMatch(lv(["list", "--all", "--name"]), /t-read-0/);
     assert.equal(fs.existsSync(logFile), false, "console log removed with the domain");
 
+    // A guest that never gets an address (this blank disk boots nothing) fails its create with the tail of
+    // its serial console (OVMF's boot attempts), and leaves neither domain nor log behind.
+    const t0 = Date.now();
+    assert.throws(() => runSerialized(text, [{ method: "create", args: [{ ...inputs, firmware: "uefi", addressTimeoutSeconds: 20 }] }]), (e: Error) => {
+        assert.match(e.message, /domain t-read-0 on host sandbox has no address after 20 s \(addressTimeoutSeconds; no source answered: guest agent, ARP, DHCP lease\)\. Last lines of its serial console:\n\S/);
+        console.log(`no-address create failed after ${Date.now() - t0} ms; console tail: ${JSON.stringify(e.message.split("serial console:\n")[1]?.slice(0, 300))}`);
+        return true;
+    });
+    assert.doesNotMatch(lv(["list", "--all", "--name"]), /t-read-0/);
+    assert.equal(fs.existsSync(logFile), false, "console log removed with the failed domain");
+
     await seedDiskProvider.delete!(seed.id, seed.outs!);
     await overlayProvider.delete!(ov.id, ov.outs!);
     await baseImageProvider.delete!(base.id, base.outs!);
