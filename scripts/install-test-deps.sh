@@ -9,6 +9,8 @@ PKGS=(
   openssh-server openssh-client           # sshd the tests start on 127.0.0.1 inside the sandbox
   xorriso genisoimage openssl                     # NoCloud seed ISOs (either works) and extracting them back
   dnsmasq-base bridge-utils iproute2 iptables
+  debootstrap grub-pc-bin grub-efi-amd64-bin mtools dosfstools fdisk dpkg-dev   # the real guest's image (build-guest-image.sh)
+  curl                                    # requests through the guests' proxies, inside the sandbox netns
 )
 missing=()
 for p in "${PKGS[@]}"; do

@@ -76,6 +76,25 @@ fi
 $V pool-info "$POOL" | grep 'State:.*running' >/dev/null || $V pool-start "$POOL" >/dev/null
 log "pool '$POOL' -> $BASE/pool"
 
+# 4b. a libvirt-managed network for real guests: an address on its bridge and DHCP from libvirt's own
+# dnsmasq, whose leases `domifaddr --source lease` reads (a plain bridge has none, and `--source arp`
+# fails inside the netns with libvirt 9.0: "wrong nlmsg len"). Isolated (no <forward>): guests reach
+# only the bridge address, where tests run their origin servers. Transient (net-create): nothing of it
+# is left on disk when libvirtd stops.
+GUEST_NET=${GUEST_NET:-egress-guests}
+GUEST_PREFIX=${GUEST_PREFIX:-192.168.77}
+if ! $V net-info "$GUEST_NET" >/dev/null 2>&1; then
+  cat > "$BASE/guest-net.xml" <<EOF
+<network>
+  <name>$GUEST_NET</name>
+  <bridge name='egvbr0' stp='off'/>
+  <ip address='$GUEST_PREFIX.1' netmask='255.255.255.0'><dhcp><range start='$GUEST_PREFIX.10' end='$GUEST_PREFIX.99'/></dhcp></ip>
+</network>
+EOF
+  $V net-create "$BASE/guest-net.xml" >/dev/null
+fi
+log "network '$GUEST_NET' ($GUEST_PREFIX.1/24, DHCP)"
+
 # 5. sshd on 127.0.0.1:$SSH_PORT, root via ed25519 key
 S="$BASE/ssh"
 [ -f "$S/host_ed25519" ]   || ssh-keygen -q -t ed25519 -N '' -C sandbox-host   -f "$S/host_ed25519"
@@ -120,6 +139,7 @@ export LIBVIRT_URI_LOCAL='qemu:///system'
 export LIBVIRT_URI_LIBSSH='qemu+libssh://root@127.0.0.1:$SSH_PORT/system?keyfile=$K&known_hosts=$KH&sshauth=privkey'
 export SANDBOX_SSH_KEY='$K' SANDBOX_KNOWN_HOSTS='$KH' SANDBOX_SSH_PORT='$SSH_PORT'
 export SANDBOX_POOL='$POOL' SANDBOX_POOL_DIR='$BASE/pool' SANDBOX_NETNS='$NETNS'
+export SANDBOX_GUEST_NETWORK='$GUEST_NET' SANDBOX_GUEST_GATEWAY='$GUEST_PREFIX.1'
 EOF
 . "$BASE/env"
 for u in "$LIBVIRT_URI_LOCAL" "$LIBVIRT_URI_LIBSSH"; do

@@ -1,6 +1,7 @@
 import * as pulumi from "@pulumi/pulumi";
-import { ignoreNotFound, isNotFound, KvmConnection, LibvirtError, replaceDiff, Virsh, withLibvirt, withTempDir } from "./libvirt";
+import { domainState, DomainState, ignoreNotFound, isNotFound, KvmConnection, LibvirtError, replaceDiff, Virsh, withLibvirt, withTempDir } from "./libvirt";
 import { discoverAddress, waitForAddress } from "./address";
+import { consoleTail, firstDiskPath, removeConsoleLog } from "./console";
 import { domainXml, DomainSpec, parseMetadata } from "./xml";
 
 /** Inputs of a Domain: one member's VM. */
@@ -14,19 +15,31 @@ export interface DomainInputs extends DomainSpec {
 export interface DomainOutputs extends DomainInputs {
     /** The guest's address, "" until known. */
     ipAddress: string;
+    /** libvirt's view at the last create/read. Older state has none. */
+    state?: DomainState;
+    /**
+     * False once a read found the domain missing, shut off, crashed, paused or suspended: the member is
+     * gone, and the next `up` replaces it (like local:Process). Older state has none (= running).
+     */
+    running?: boolean;
 }
+
+/** States in which the guest serves nothing until someone acts: the member counts as gone. */
+const GONE: DomainState[] = ["missing", "shut off", "crashed", "paused", "in shutdown", "pmsuspended"];
 
 /** Everything that changes the VM's definition. Not addressTimeoutSeconds or connection details. */
 const REPLACE_ON = ["name", "domainType", "vcpu", "memoryMiB", "firmware", "overlayPath", "seedPath", "bridge", "network", "metadataNs", "metadata"] as const;
 
-/** Stops and undefines a domain (with its NVRAM); succeeds when already gone or not running. */
+/** Stops and undefines a domain (with its NVRAM and console log); succeeds when already gone or not running. */
 export async function removeDomain(virsh: Virsh, name: string): Promise<void> {
+    const disk = await firstDiskPath(virsh, name);
     try {
         await virsh(["destroy", name]);
     } catch (e) {
         if (!isNotFound(e) && !/not running/i.test((e as Error).message)) throw e;
     }
     await ignoreNotFound(() => virsh(["undefine", "--nvram", name]));
+    if (disk) await removeConsoleLog(virsh, disk, name);
 }
 
 export const domainProvider: pulumi.dynamic.ResourceProvider<DomainInputs, DomainOutputs> = {
@@ -56,7 +69,13 @@ export const domainProvider: pulumi.dynamic.ResourceProvider<DomainInputs, Domai
                 try {
                     await virsh(["start", inputs.name], { timeoutMs: 120000 });
                     const ipAddress = inputs.addressTimeoutSeconds > 0 ? await waitForAddress(virsh, inputs.name, inputs.addressTimeoutSeconds) : "";
-                    return { id: `${inputs.conn.host}/${inputs.name}`, outs: { ...inputs, ipAddress } };
+                    if (inputs.addressTimeoutSeconds > 0 && !ipAddress) {
+                        // A guest with no address after the whole wait is broken far more often than slow: fail
+                        // with what its console said (the catch below removes the domain and its log).
+                        const tail = await consoleTail(virsh, inputs.overlayPath, inputs.name).catch((e) => `(console log unreadable: ${(e as Error).message})`);
+                        throw new Error(`domain ${inputs.name} on host ${inputs.conn.host} has no address after ${inputs.addressTimeoutSeconds} s (addressTimeoutSeconds; no source answered: guest agent, ARP, DHCP lease). Last lines of its serial console:\n${tail || "(empty: the firmware or boot loader printed nothing)"}`);
+                    }
+                    return { id: `${inputs.conn.host}/${inputs.name}`, outs: { ...inputs, ipAddress, state: "running", running: true } };
                 } catch (e) {
                     await removeDomain(virsh, inputs.name).catch(() => undefined);
                     throw e;
@@ -68,25 +87,30 @@ export const domainProvider: pulumi.dynamic.ResourceProvider<DomainInputs, Domai
     async read(id, props) {
         const p = props as DomainOutputs;
         return withLibvirt(p.conn, p.privateKey, async (virsh) => {
+            // A host we cannot reach throws here: it says nothing about its guests.
+            const state = await domainState(virsh, p.name);
+            if (GONE.includes(state)) return { id, props: { ...p, state, running: false } };
             let found: string | undefined;
             try {
                 found = await discoverAddress(virsh, p.name);
             } catch (e) {
-                // Gone: an empty id tells the engine to drop it from state on refresh.
-                if (isNotFound(e)) return { id: "", props: {} as DomainOutputs };
-                // No session (key, TCP, host key, auth): the read fails. Anything else (not running, no
-                // source answered) is one failed lookup, which never erases a known address.
+                if (isNotFound(e)) return { id, props: { ...p, state: "missing" as const, running: false } };
+                // No session (key, TCP, host key, auth): the read fails. Anything else (no source answered)
+                // is one failed lookup, which never erases a known address.
                 if (["key", "tcp", "host-key", "ssh-auth"].includes((e as LibvirtError).stage)) throw e;
             }
-            return { id, props: { ...p, ipAddress: found ?? p.ipAddress } };
+            // An address that changed (a new DHCP lease) replaces the old one.
+            return { id, props: { ...p, state, running: true, ipAddress: found ?? p.ipAddress } };
         });
     },
 
     async diff(_id, olds, news) {
         const { replaces, changes } = replaceDiff(olds, news, REPLACE_ON);
+        // A domain a read found gone (missing, shut off, crashed, paused) is replaced, as local:Process is.
+        if (olds.running === false) replaces.push("running");
         // An address still unknown makes `up` look again (shown as an update; one quick round, no wait).
         // The name is fixed per member: the old VM must go before its replacement is defined.
-        return { changes: changes || !olds.ipAddress || olds.addressTimeoutSeconds !== news.addressTimeoutSeconds, replaces, deleteBeforeReplace: true };
+        return { changes: changes || replaces.length > 0 || !olds.ipAddress || olds.addressTimeoutSeconds !== news.addressTimeoutSeconds, replaces, deleteBeforeReplace: true };
     },
 
     /**
@@ -100,7 +124,7 @@ export const domainProvider: pulumi.dynamic.ResourceProvider<DomainInputs, Domai
             const found = await withLibvirt(news.conn, news.privateKey, (virsh) => discoverAddress(virsh, news.name)).catch(() => undefined);
             ipAddress = found ?? "";
         }
-        return { outs: { ...olds, ...news, ipAddress } };
+        return { outs: { ...olds, ...news, ipAddress, state: olds.state, running: olds.running } };
     },
 
     async delete(_id, props) {
@@ -111,8 +135,10 @@ export const domainProvider: pulumi.dynamic.ResourceProvider<DomainInputs, Domai
 /** A member's VM: UEFI (or BIOS), file disks, seed CD on virtio-scsi, guest-agent channel, egress metadata. */
 export class Domain extends pulumi.dynamic.Resource {
     declare public readonly ipAddress: pulumi.Output<string>;
+    declare public readonly state: pulumi.Output<DomainState | undefined>;
+    declare public readonly running: pulumi.Output<boolean | undefined>;
 
     constructor(name: string, args: { [K in keyof DomainInputs]: pulumi.Input<DomainInputs[K]> }, opts?: pulumi.CustomResourceOptions) {
-        super(domainProvider, name, { ...args, ipAddress: undefined }, { ...opts, additionalSecretOutputs: ["privateKey"] }, "egress", "kvm:Domain");
+        super(domainProvider, name, { ...args, ipAddress: undefined, state: undefined, running: undefined }, { ...opts, additionalSecretOutputs: ["privateKey"] }, "egress", "kvm:Domain");
     }
 }

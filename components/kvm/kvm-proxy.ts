@@ -87,7 +87,15 @@ function seedUserData(bytes: Buffer): { userData: pulumi.Output<string>; userDat
     return { userData: pulumi.secret(e.userData), ...(e.encoding ? { userDataEncoding: e.encoding } : {}) };
 }
 
-/** Default user-data when a pool sets no cloud-init: squid on the member's port, open to the host's networks. */
+/**
+ * Default user-data when a pool sets no cloud-init: squid on the member's port, open to the host's networks.
+ * Configured before squid starts, never restarted: write_files runs in cloud-init's network stage, which
+ * is ordered before network-online.target, which squid.service waits for; on an image without squid,
+ * `packages` installs (and starts) it after the file exists. `enable --now` starts it only if it is not
+ * running, so a proxy already published never goes dark (a restart waits out squid's 30 s
+ * shutdown_lifetime). Debian's squid.conf already has `http_port 3128`: repeating it is an error in
+ * squid's log, so other ports only are added.
+ */
 export function defaultUserData(port: number): string {
     return [
         "#cloud-config",
@@ -95,11 +103,11 @@ export function defaultUserData(port: number): string {
         "write_files:",
         "  - path: /etc/squid/conf.d/egress.conf",
         "    content: |",
-        `      http_port ${port}`,
+        ...(port === 3128 ? [] : [`      http_port ${port}`]),
         "      visible_hostname egress-proxy",
         "      http_access allow localnet",
         "runcmd:",
-        "  - [systemctl, restart, squid]",
+        "  - [systemctl, enable, --now, squid]",
         "",
     ].join("\n");
 }

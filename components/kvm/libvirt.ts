@@ -251,3 +251,23 @@ export async function listVolumes(virsh: Virsh, pool: string): Promise<string[]>
 export async function listDomains(virsh: Virsh): Promise<string[]> {
     return (await virsh(["list", "--all", "--name"])).split("\n").map((s) => s.trim()).filter(Boolean);
 }
+
+/** What libvirt says a domain is doing; `missing` when it is not defined. */
+export type DomainState = "running" | "paused" | "shut off" | "crashed" | "in shutdown" | "pmsuspended" | "missing" | "unknown";
+
+/**
+ * `virsh domstate`, normalized. `blocked` (waiting on I/O) is running; `idle`/`no state` are unknown.
+ * Connection failures throw (a host we cannot reach says nothing about its guests).
+ */
+export async function domainState(virsh: Virsh, name: string): Promise<DomainState> {
+    let out: string;
+    try {
+        out = (await virsh(["domstate", name], { timeoutMs: 20000 })).trim().toLowerCase();
+    } catch (e) {
+        if (isNotFound(e)) return "missing";
+        throw e;
+    }
+    if (out === "blocked") return "running";
+    const known: DomainState[] = ["running", "paused", "shut off", "crashed", "in shutdown", "pmsuspended"];
+    return known.find((s) => out === s) ?? "unknown";
+}

@@ -52,6 +52,17 @@ export function parseMetadata(domainXml: string, ns: string): MemberMetadata | u
     return { project: attr("project"), stack: attr("stack"), pool: attr("pool"), member: attr("member"), provider: attr("provider") };
 }
 
+/** Volume name of a domain's console log. */
+export function consoleLogName(domain: string): string {
+    return `${domain}.console.log`;
+}
+
+/** Where the console log goes: the overlay's directory (a `dir` pool), named after the domain. */
+export function consoleLogPath(overlayPath: string, domain: string): string {
+    const dir = overlayPath.replace(/\/[^/]*$/, "");
+    return `${dir}/${consoleLogName(domain)}`;
+}
+
 /**
  * The domain. UEFI by default (`firmware="efi"`, secure boot off; Debian 13 cloud images hang after GRUB
  * under SeaBIOS), BIOS on request; `<acpi/>` always (UEFI needs it). The seed CD sits on virtio-scsi:
@@ -82,7 +93,8 @@ export function domainXml(d: DomainSpec): string {
         `    <disk type="file" device="cdrom"><driver name="qemu" type="raw"/><source file="${e(d.seedPath)}"/><target dev="sda" bus="scsi"/><readonly/></disk>`,
         `    ${nic}`,
         `    <channel type="unix"><target type="virtio" name="org.qemu.guest_agent.0"/></channel>`,
-        `    <serial type="pty"/><console type="pty"/>`,
+        // Logged to a file (virtlogd), or a failed boot leaves nothing to read (see console.ts).
+        `    <serial type="pty"><log file="${e(consoleLogPath(d.overlayPath, d.name))}" append="on"/><target port="0"/></serial><console type="pty"><target type="serial" port="0"/></console>`,
         `    <rng model="virtio"><backend model="random">/dev/urandom</backend></rng>`,
         `  </devices>`,
         `</domain>`,

@@ -88,7 +88,8 @@ test("pool of 2 → libvirt view → scale 1 → changed sha refused → destroy
     await assert.rejects(project.driver.up(), /sha256 changed .*add a new key/);
     assert.deepEqual(ours(), [names[0].domain], "nothing deleted");
     assert.ok(fs.existsSync(basePath), "base kept");
-    assert.equal(memberVolumes().length, 2, "overlay and seed of kp-0 kept");
+    assert.deepEqual(memberVolumes().filter((v) => v.endsWith(".console.log")), [`${names[0].domain}.console.log`], "kp-0's serial console log");
+    assert.equal(memberVolumes().filter((v) => !v.endsWith(".console.log")).length, 2, "overlay and seed of kp-0 kept");
 
     project.writeConfig(config(1));
     t0 = Date.now();

@@ -21,6 +21,12 @@ export interface Sandbox {
     pool: string;
     poolDir: string;
     bridge: string;
+    /** A libvirt-managed network (bridge address + DHCP, leases readable by `domifaddr --source lease`) for real guests. */
+    network: string;
+    /** The network's bridge address inside `netns`: where tests run origin servers guests can reach. */
+    gateway: string;
+    /** The network namespace libvirtd, its guests and networks live in. */
+    netns: string;
     setupMs: number;
 }
 
@@ -52,6 +58,9 @@ export function startSandbox(): Sandbox {
         pool: env.SANDBOX_POOL,
         poolDir: env.SANDBOX_POOL_DIR,
         bridge: BRIDGE,
+        network: env.SANDBOX_GUEST_NETWORK,
+        gateway: env.SANDBOX_GUEST_GATEWAY,
+        netns,
         setupMs: Date.now() - t0,
     };
 }

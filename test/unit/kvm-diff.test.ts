@@ -58,3 +58,11 @@ test("Domain: an unknown address shows as an update; a known one with nothing ch
     assert.equal((await domainProvider.diff!("id", domain, domain)).changes, false);
     assert.equal((await domainProvider.diff!("id", { ...domain, ipAddress: "" }, domain)).changes, true);
 });
+
+test("Domain: a read that found the domain gone (running: false) makes the next up replace it", async () => {
+    const d = (olds: object) => (domainProvider.diff as any)("id", { ...domain, ...olds }, domain);
+    const gone = await d({ state: "shut off", running: false });
+    assert.deepEqual(gone, { changes: true, replaces: ["running"], deleteBeforeReplace: true });
+    assert.deepEqual((await d({ state: "running", running: true })).replaces, []);
+    assert.deepEqual((await d({})).replaces, [], "state from before `running` existed is not replaced");
+});
