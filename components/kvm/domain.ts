@@ -2,6 +2,7 @@ import * as pulumi from "@pulumi/pulumi";
 import { domainState, DomainState, ignoreNotFound, isNotFound, KvmConnection, LibvirtError, replaceDiff, Virsh, withLibvirt, withTempDir } from "./libvirt";
 import { discoverAddress, waitForAddress } from "./address";
 import { consoleTail, firstDiskPath, removeConsoleLog } from "./console";
+import { explainUnreachableDelete } from "./unreachable";
 import { domainXml, DomainSpec, parseMetadata } from "./xml";
 
 /** Inputs of a Domain: one member's VM. */
@@ -128,7 +129,10 @@ export const domainProvider: pulumi.dynamic.ResourceProvider<DomainInputs, Domai
     },
 
     async delete(_id, props) {
-        await withLibvirt(props.conn, props.privateKey, (virsh) => removeDomain(virsh, props.name));
+        // An unreachable host names the ways out (retainOnDelete, `egress forget`) instead of failing forever.
+        await withLibvirt(props.conn, props.privateKey, (virsh) => removeDomain(virsh, props.name)).catch((e) => {
+            throw explainUnreachableDelete(e, `domain ${props.name}`, props.metadata?.member);
+        });
     },
 };
 
