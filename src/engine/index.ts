@@ -4,3 +4,4 @@ export * from "./progress";
 export * from "./writer-lock";
 export * from "./process-identity";
 export * from "./checkpoint";
+export * from "./member-urns";
