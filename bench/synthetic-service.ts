@@ -88,7 +88,7 @@ export async function startSyntheticService(opts: SyntheticOptions): Promise<{ s
     const app = createApp({
         projectRoot, stack: "bench", version: "bench", log, scaler, ops, fleet, metrics: createMetrics(),
         auth: authenticate([{ name: "bench", sha256: sha256(opts.token).toString("hex"), scopes: ["lease", "discover"] }]),
-        providerHealth: () => [], ready: () => ({ ok: true }),
+        providerHealth: () => [], reconcile: () => ({ enabled: false, intervalSeconds: 0, providersDown: [], backoff: [] }), ready: () => ({ ok: true }),
     });
     const server = http.createServer(opts.bare ? bareHandler(fleet) : app);
     await new Promise<void>((resolve, reject) => {

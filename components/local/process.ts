@@ -128,6 +128,14 @@ export async function stopProxy(pid: number, id: string, stateDir: string): Prom
         if (isOurProcess(pid, id)) signal(pid, "SIGKILL");
     }
     const files = proxyFiles(stateDir, id);
+    // A replacement created before this delete (a forced replace runs create-before-delete) shares the
+    // id and so the file names: its files are not this process's to remove.
+    try {
+        const current = JSON.parse(fs.readFileSync(files.ready, "utf8")).pid;
+        if (current !== pid && isOurProcess(current, id)) return;
+    } catch {
+        /* no ready file, or half-written: nothing to keep */
+    }
     fs.rmSync(files.ready, { force: true });
     fs.rmSync(files.log, { force: true });
 }

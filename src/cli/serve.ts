@@ -12,18 +12,19 @@ export function registerServe(program: Command): void {
         .option("--host <addr>", "listen address (loopback by default; opening it is a deliberate choice)", process.env.EGRESS_HOST ?? "127.0.0.1")
         .option("--tokens <file>", "tokens file (default .egress/tokens-<stack>.json)")
         .option("--no-converge", "do not run `up` at start")
-        .option("--probe-interval <seconds>", "health probe interval", "10")
+        .option("--probe-interval <seconds>", "health probe interval (0.1 to 3600)", "10")
+        .option("--reconcile-interval <seconds>", "self-healing: seconds between reconcile rounds, which repair gone and long-unhealthy members (0 = off, at most 86400)", process.env.EGRESS_RECONCILE_INTERVAL ?? "60")
         .option("--check-url <url>", "URL probed through every proxy; must be reachable from the proxies (default: this service's /v1/echo on loopback, right for local proxies only)", process.env.EGRESS_CHECK_URL)
         .action(action(async (o, cmd) => {
             const opts = cmd.optsWithGlobals() as GlobalOptions;
             const port = Number(o.port);
             if (!Number.isInteger(port) || port < 0 || port > 65535) throw new UsageError(`--port must be a port number (got "${o.port}")`);
-            const interval = Number(o.probeInterval);
-            if (!(interval > 0)) throw new UsageError(`--probe-interval must be a positive number of seconds (got "${o.probeInterval}")`);
+            const interval = seconds("--probe-interval", o.probeInterval, { min: 0.1, max: 3600 });
+            const reconcile = seconds("--reconcile-interval", o.reconcileInterval, { min: 1, max: 86_400, off: true });
             if (o.checkUrl && !/^https?:\/\/[^/]+/.test(o.checkUrl)) throw new UsageError(`--check-url must be an http:// or https:// URL (got "${o.checkUrl}")`);
             const dir = projectDir(opts);
             loadStackConfig(dir, opts.stack); // config errors exit 2 before anything starts
-            const svc = await startService({ projectRoot: dir, stack: opts.stack, host: o.host, port, tokensFile: o.tokens, converge: o.converge, probeIntervalMs: interval * 1000, checkUrl: o.checkUrl });
+            const svc = await startService({ projectRoot: dir, stack: opts.stack, host: o.host, port, tokensFile: o.tokens, converge: o.converge, probeIntervalMs: Math.round(interval * 1000), reconcileIntervalMs: Math.round(reconcile * 1000), checkUrl: o.checkUrl });
             if (svc.devToken)
                 process.stderr.write(`\nA dev API token was generated (stored hashed; plain copy in .egress/dev-token):\n  export EGRESS_TOKEN=${svc.devToken}\n  curl -H "Authorization: Bearer $EGRESS_TOKEN" ${svc.url}/v1/proxies\n\n`);
             let stopping = false;
@@ -40,4 +41,17 @@ export function registerServe(program: Command): void {
             process.on("SIGINT", () => stop("SIGINT"));
             await new Promise(() => undefined); // run until a signal
         }));
+}
+
+/**
+ * An interval flag in seconds, refused (exit 2, naming the flag) unless it is a number within
+ * [min, max] — or 0 when the flag may turn its loop `off`. "Absurd" is above max: a loop that never
+ * runs in practice is better said as 0.
+ */
+export function seconds(flag: string, raw: string, range: { min: number; max: number; off?: boolean }): number {
+    const v = Number(raw);
+    if (range.off && v === 0 && String(raw).trim() !== "") return 0;
+    if (String(raw).trim() === "" || !Number.isFinite(v) || v < range.min || v > range.max)
+        throw new UsageError(`${flag} must be ${range.off ? "0 (off) or " : ""}a number of seconds from ${range.min} to ${range.max} (got "${raw}")`);
+    return v;
 }

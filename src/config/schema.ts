@@ -41,6 +41,13 @@ export const poolSchema = z
         members: z.array(memberOverrideSchema).default([]),
         /** Seconds a proxy rests after a lease before it is leased again. @default 0 */
         cooldownSeconds: z.number().int().min(0).default(0),
+        /**
+         * Seconds a member may stay unhealthy before `egress serve` replaces it (its reconcile loop); 0 =
+         * never (members that are gone, e.g. a dead process, are still repaired). @default 300
+         */
+        replaceUnhealthyAfterSeconds: z.number().int({ message: "must be a whole number" }).min(0, { message: "must be 0 (never) or more" }).max(7 * 86400, { message: "must be at most 604800 (a week)" }).default(300),
+        /** Members of this pool `egress serve` repairs at once (one engine operation replaces at most this many). @default 1 */
+        maxSurge: z.number().int({ message: "must be a whole number" }).min(1, { message: "must be 1 or more" }).max(100).default(1),
     })
     .superRefine((p, ctx) => {
         if (p.replicas > p.maxReplicas)

@@ -2,6 +2,7 @@ import * as fs from "node:fs";
 import * as path from "node:path";
 import type { ProxyMember } from "../../components/member";
 import type { EngineHome } from "./env";
+import type { StateResource } from "./member-urns";
 
 /** Pulumi project name of every egress stack (Pulumi.yaml `name`). */
 export const PROJECT = "egress";
@@ -48,7 +49,8 @@ export function checkpointMembers(backendDir: string, stack: string): ProxyMembe
     return resources && membersOf(resources);
 }
 
-function checkpointResources(backendDir: string, stack: string): { urn: string; type: string; outputs?: Record<string, unknown> }[] | undefined {
+/** The resources of the stack's checkpoint file; undefined when it cannot be read this way. */
+export function checkpointResources(backendDir: string, stack: string): StateResource[] | undefined {
     let text: string;
     try {
         text = fs.readFileSync(path.join(checkpointDir(backendDir), `${stack}.json`), "utf8");

@@ -5,7 +5,8 @@ import type { ProxyMember } from "../../components/member";
 import { engineEnv, engineHome, EngineHome } from "./env";
 import { ProgressEvent, toProgress } from "./progress";
 import { stackLocks } from "./locks";
-import { fileBackendDir } from "./checkpoint";
+import { checkpointResources, fileBackendDir } from "./checkpoint";
+import { MemberTargets, memberTargets, StateResource } from "./member-urns";
 import { newRunMarker } from "./leftovers";
 import { clearDeadRuns, finishPendingOperations, membersInState } from "./recovery";
 import { supervise } from "./supervised";
@@ -33,6 +34,15 @@ export interface OperationOptions {
     onProgress?: (e: ProgressEvent) => void;
     /** `up` only: refresh state first so dead proxies are noticed and recreated. @default true */
     refresh?: boolean;
+    /**
+     * `up` and `refresh`: touch these URNs alone (`up`: with `targetDependents`, also what depends on
+     * them, children too). The service's repair of single members.
+     */
+    target?: string[];
+    /** `up` only: replace these URNs even when their inputs did not change. */
+    replace?: string[];
+    /** `up` only, with `target`. */
+    targetDependents?: boolean;
 }
 
 export interface OperationResult {
@@ -99,13 +109,13 @@ export class StackDriver {
     }
 
     up(opts: OperationOptions = {}): Promise<OperationResult> {
-        return this.operation("up", opts, (s, onEvent, signal) => s.up({ onEvent, signal, refresh: opts.refresh ?? true }));
+        return this.operation("up", opts, (s, onEvent, signal) => s.up({ onEvent, signal, refresh: opts.refresh ?? true, target: opts.target, replace: opts.replace, targetDependents: opts.targetDependents }));
     }
     preview(opts: OperationOptions = {}): Promise<OperationResult> {
         return this.operation("preview", opts, (s, onEvent, signal) => s.preview({ onEvent, signal }));
     }
     refresh(opts: OperationOptions = {}): Promise<OperationResult> {
-        return this.operation("refresh", opts, (s, onEvent, signal) => s.refresh({ onEvent, signal }));
+        return this.operation("refresh", opts, (s, onEvent, signal) => s.refresh({ onEvent, signal, target: opts.target }));
     }
     destroy(opts: OperationOptions = {}): Promise<OperationResult> {
         return this.operation("destroy", opts, (s, onEvent, signal) => s.destroy({ onEvent, signal }));
@@ -128,6 +138,15 @@ export class StackDriver {
      */
     async membersInState(): Promise<ProxyMember[]> {
         return this.serial(async () => membersInState(await this.open()));
+    }
+
+    /** What a targeted repair of these members touches (member-urns.ts): from the checkpoint file when it can, else an export. */
+    async memberTargets(ids: readonly string[]): Promise<MemberTargets> {
+        return this.serial(async () => {
+            const dir = this.backendDir();
+            const resources = (dir && checkpointResources(dir, this.stackName)) || ((await (await this.open()).exportStack()).deployment as { resources?: StateResource[] } | undefined)?.resources || [];
+            return memberTargets(resources, ids);
+        });
     }
 
     /** The stack output `proxies` (empty before the first `up`). */

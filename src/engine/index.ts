@@ -5,3 +5,4 @@ export * from "./writer-lock";
 export * from "./process-identity";
 export * from "./checkpoint";
 export * from "./forget";
+export * from "./member-urns";

@@ -9,6 +9,7 @@ import type { OperationLog } from "./operations";
 import type { Scaler } from "./scaler";
 import type { Fleet } from "./fleet";
 import type { ProviderHealthReport } from "./provider-health";
+import type { ReconcileStatus } from "./heal/reconciler";
 import { poolRoutes } from "./routes/pools";
 import { operationRoutes } from "./routes/operations";
 import { discoveryRoutes } from "./routes/discovery";
@@ -28,6 +29,8 @@ export interface AppDeps {
     fleet: Fleet;
     metrics: Metrics;
     providerHealth: () => ProviderHealthReport[];
+    /** GET /v1/heal. */
+    reconcile: () => ReconcileStatus;
     /** `stopping`: the service is shutting down; every request but liveness and metrics is answered 503 not_ready. */
     ready: () => { ok: true } | { ok: false; reason: string; stopping?: boolean };
 }

@@ -30,6 +30,7 @@ export function createMetrics(proxyCounts?: () => Record<string, PoolCounts>) {
         probeLatency: new Histogram({ name: "egress_probe_latency_ms", help: "Health probe round trip through the proxy, in milliseconds", buckets: [1, 5, 10, 25, 50, 100, 250, 500, 1000, 2500, 5000], registers: [registry] }),
         operations: new Counter({ name: "egress_operations_total", help: "Engine operations by kind and result", labelNames: ["kind", "result"], registers: [registry] }),
         operationDuration: new Histogram({ name: "egress_operation_duration_seconds", help: "Engine operation duration", labelNames: ["kind"], buckets: [1, 2, 5, 10, 30, 60, 120, 300, 600, 1800], registers: [registry] }),
+        heals: new Counter({ name: "egress_heals_total", help: "Member repairs started by the reconcile loop, by pool and reason (gone, unhealthy); outcomes are egress_operations_total{kind=\"heal\"}", labelNames: ["pool", "reason"], registers: [registry] }),
         providerUp: new Gauge({ name: "egress_provider_up", help: "1 when the provider target passed its last check", labelNames: ["provider", "target"], registers: [registry] }),
     };
 }

@@ -53,6 +53,7 @@ export function openapiDocument(version: string) {
                 },
             },
             "/v1/providers/health": { get: { summary: "Provider checks with per-target verdicts", ...auth("discover"), responses: { "200": { description: "Verdicts" }, ...common } } },
+            "/v1/heal": { get: { summary: "Reconcile loop: last round's decisions, providers blocking repairs, members in backoff", ...auth("discover"), responses: { "200": { description: "Status" }, ...common } } },
             "/v1/echo": { get: { summary: "Returns the caller's IP (the health probes' default check URL); no auth", responses: { "200": { description: "{ip}" } } } },
             "/healthz": { get: { summary: "Liveness", responses: { "200": { description: "ok" } } } },
             "/readyz": { get: { summary: "Readiness: stack view loaded and recovery done", responses: { "200": { description: "ready" }, "503": err("not ready") } } },

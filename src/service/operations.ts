@@ -6,10 +6,18 @@ import type { ProgressEvent } from "../engine";
 
 export type OperationStatus = "queued" | "running" | "succeeded" | "failed" | "interrupted";
 
+/** Why a heal operation repairs one member (src/service/heal). */
+export interface HealTarget {
+    reason: "gone" | "unhealthy";
+    /** In words: "no process of local proxy … is running", "unhealthy for 312 s (limit 300 s); last: …". */
+    detail: string;
+}
+
 /** One engine run as clients see it. Requests that arrive while it is queued join it (latest wins). */
 export interface Operation {
     id: string;
-    kind: "scale" | "up";
+    /** `heal`: the reconcile loop replaces `members` (targeted refresh + replace), nothing else. */
+    kind: "scale" | "up" | "heal";
     status: OperationStatus;
     /** Desired replicas per pool this operation applies. */
     desired: Record<string, number>;
@@ -22,6 +30,9 @@ export interface Operation {
     /** After success: members per pool of `desired` in the stack outputs the update produced. */
     applied?: Record<string, number>;
     error?: string;
+    /** `heal` only: the members it repairs, and why each. */
+    members?: string[];
+    reasons?: Record<string, HealTarget>;
 }
 
 /**

@@ -1,8 +1,8 @@
 import type { Logger } from "pino";
 import { setPoolReplicas } from "../config";
-import type { EngineError, StackDriver } from "../engine";
+import type { EngineError, ProgressEvent, StackDriver } from "../engine";
 import type { ProxyMember } from "../../components/member";
-import type { Operation, OperationLog } from "./operations";
+import type { HealTarget, Operation, OperationLog } from "./operations";
 
 export interface ScalerDeps {
     driver: StackDriver;
@@ -35,14 +35,16 @@ export class NotAcceptingError extends Error {
 const LOCK_RETRIES = [2, 5, 10, 20, 30].map((s) => s * 1000);
 
 /**
- * Desired-state scaling for one stack. At most one engine operation runs; requests that arrive
- * meanwhile fold into the single *queued* operation (latest count per pool wins), which starts when the
- * running one ends. Clients therefore never see a ConcurrentUpdate error, and after a burst the stack
- * converges to the last request with at most two engine runs.
+ * Desired-state scaling and member repair for one stack. At most one engine operation runs; requests
+ * that arrive meanwhile fold into the *queued* operation of their kind (scale/up: latest count per pool
+ * wins; heal: members are added), which start in the order they were first queued. Clients therefore
+ * never see a ConcurrentUpdate error, and after a burst the stack converges to the last request with at
+ * most two engine runs.
  */
 export class Scaler {
     private running?: Operation;
-    private pending?: Operation;
+    /** At most one scale/up operation and one heal operation, in the order they were created. */
+    private queue: Operation[] = [];
     private idle: Promise<void> = Promise.resolve();
     private accepting: "starting" | "yes" | "stopping" = "starting";
     private applyingNow = false;
@@ -69,14 +71,39 @@ export class Scaler {
         return this.enqueue("up", {});
     }
 
+    /**
+     * Queues a repair of these members (the reconcile loop, src/service/heal): a targeted refresh and
+     * `up` that replaces them and touches nothing else. Joins a queued heal operation.
+     */
+    heal(targets: Record<string, HealTarget>): Operation {
+        if (this.accepting !== "yes") throw new NotAcceptingError(this.accepting);
+        const queued = this.queue.find((o) => o.kind === "heal");
+        if (queued) {
+            Object.assign(queued.reasons!, targets);
+            queued.members = Object.keys(queued.reasons!);
+            queued.requests++;
+            return queued;
+        }
+        const op = this.deps.ops.create("heal", {});
+        Object.assign(op, { members: Object.keys(targets), reasons: { ...targets } });
+        this.queue.push(op);
+        this.kick();
+        return op;
+    }
+
     /** The count a pool is heading to: queued beats running; undefined means "what the stack file says". */
     desired(pool: string): number | undefined {
-        return this.pending?.desired[pool] ?? this.running?.desired[pool];
+        return this.queue.find((o) => o.kind !== "heal")?.desired[pool] ?? this.running?.desired[pool];
     }
 
     /** True while an operation runs or waits. */
     busy(): boolean {
-        return !!(this.running || this.pending);
+        return !!this.running || this.queue.length > 0;
+    }
+
+    /** The running and queued operations. */
+    inFlight(): Operation[] {
+        return [...(this.running ? [this.running] : []), ...this.queue];
     }
 
     /**
@@ -88,7 +115,7 @@ export class Scaler {
     }
 
     /**
-     * Graceful shutdown: stops accepting requests, records the queued operation as interrupted (its
+     * Graceful shutdown: stops accepting requests, records the queued operations as interrupted (their
      * desired counts are not applied; the stack file still holds the last applied ones) and waits for
      * the running one (after asking the engine to cancel it, with `cancel`).
      */
@@ -97,30 +124,28 @@ export class Scaler {
         this.stopping.abort(new Error("the service stopped while this operation waited for the stack's writer lock"));
         // Ctrl-C: the running operation is cancelled safely (the engine saves state) instead of awaited.
         if (opts.cancel && this.running) this.deps.driver.cancel();
-        if (this.pending) {
-            const op = this.pending;
-            this.pending = undefined;
+        for (const op of this.queue.splice(0))
             this.deps.ops.update(op, { status: "interrupted", finishedAt: new Date().toISOString(), error: "the service stopped before this operation started" });
-        }
         while (this.running) await this.idle;
     }
 
-    private enqueue(kind: Operation["kind"], desired: Record<string, number>): Operation {
-        if (this.pending) {
-            Object.assign(this.pending.desired, desired);
-            this.pending.requests++;
-            if (kind === "scale") this.pending.kind = "scale";
-            return this.pending;
+    private enqueue(kind: "scale" | "up", desired: Record<string, number>): Operation {
+        const queued = this.queue.find((o) => o.kind !== "heal");
+        if (queued) {
+            Object.assign(queued.desired, desired);
+            queued.requests++;
+            if (kind === "scale") queued.kind = "scale";
+            return queued;
         }
-        this.pending = this.deps.ops.create(kind, desired);
+        const op = this.deps.ops.create(kind, desired);
+        this.queue.push(op);
         this.kick();
-        return this.pending ?? this.running!;
+        return op;
     }
 
     private kick(): void {
-        if (this.running || !this.pending) return;
-        const op = this.pending;
-        this.pending = undefined;
+        if (this.running || !this.queue.length) return;
+        const op = this.queue.shift()!;
         this.running = op;
         this.idle = this.execute(op).finally(() => {
             this.running = undefined;
@@ -130,7 +155,7 @@ export class Scaler {
 
     private async execute(op: Operation): Promise<void> {
         const { ops, projectRoot, stack } = this.deps;
-        const log = this.deps.log.child({ operation: op.id, kind: op.kind, desired: op.desired });
+        const log = this.deps.log.child({ operation: op.id, kind: op.kind, ...(op.kind === "heal" ? { members: op.members } : { desired: op.desired }) });
         ops.update(op, { status: "running", startedAt: new Date().toISOString() });
         log.info("operation started");
         let patch: Partial<Operation>;
@@ -139,12 +164,19 @@ export class Scaler {
         try {
             lock = await this.deps.lock?.(this.stopping.signal);
             this.applyingNow = true;
-            // Written at start, not at request time: the stack file always shows what the engine is applying.
-            for (const [pool, n] of Object.entries(op.desired)) setPoolReplicas(projectRoot, stack, pool, n);
-            const result = await this.upWithLockRetry(op, log);
-            patch = { status: "succeeded", changes: result.changes, ...(result.proxies ? { applied: appliedCounts(op, result.proxies) } : {}) };
-            proxies = result.proxies;
-            log.info({ changes: result.changes, durationMs: result.durationMs }, "operation succeeded");
+            if (op.kind === "heal") {
+                const result = await this.repair(op, log);
+                patch = { status: "succeeded", changes: result.changes };
+                proxies = result.proxies;
+                log.info({ changes: result.changes, durationMs: result.durationMs }, "operation succeeded");
+            } else {
+                // Written at start, not at request time: the stack file always shows what the engine is applying.
+                for (const [pool, n] of Object.entries(op.desired)) setPoolReplicas(projectRoot, stack, pool, n);
+                const result = await this.withLockRetry(log, () => this.deps.driver.up({ onProgress: (e) => this.deps.ops.progress(op, e) }));
+                patch = { status: "succeeded", changes: result.changes, ...(result.proxies ? { applied: appliedCounts(op, result.proxies) } : {}) };
+                proxies = result.proxies;
+                log.info({ changes: result.changes, durationMs: result.durationMs }, "operation succeeded");
+            }
         } catch (e) {
             // Interrupted: cancelled on request (Ctrl-C), or stopped while waiting for the writer lock.
             const interrupted = (e as EngineError).interrupted === true || (this.stopping.signal.aborted && !lock);
@@ -170,11 +202,30 @@ export class Scaler {
         }
     }
 
-    /** `up`, retried with backoff while someone else's update holds the stack lock (never surfaced as 409). */
-    private async upWithLockRetry(op: Operation, log: Logger) {
+    /**
+     * A heal: the members' resources from state, a refresh of those alone, then an `up` that targets
+     * their components (children come along as dependents) and replaces their custom resources. Two
+     * engine runs because `up --refresh --target` fails on the CLI egress pins ("unknown provider",
+     * docs/decisions.md). Members no longer in state (scaled away meanwhile) are skipped.
+     */
+    private async repair(op: Operation, log: Logger): Promise<{ changes: Record<string, number>; durationMs: number; proxies?: ProxyMember[] }> {
+        const started = Date.now();
+        const { found, missing } = await this.deps.driver.memberTargets(op.members ?? []);
+        if (missing.length) log.warn({ missing }, "members to repair are no longer in state; skipped");
+        if (!found.size) return { changes: {}, durationMs: Date.now() - started };
+        const components = [...found.values()].map((t) => t.component);
+        const replace = [...found.values()].flatMap((t) => t.replace);
+        const onProgress = (e: ProgressEvent) => this.deps.ops.progress(op, e);
+        if (replace.length) await this.withLockRetry(log, () => this.deps.driver.refresh({ target: replace, onProgress }));
+        const result = await this.withLockRetry(log, () => this.deps.driver.up({ target: components, targetDependents: true, replace, refresh: false, onProgress }));
+        return { changes: result.changes, durationMs: Date.now() - started, proxies: result.proxies };
+    }
+
+    /** An engine run, retried with backoff while someone else's update holds the stack lock (never surfaced as 409). */
+    private async withLockRetry<T>(log: Logger, run: () => Promise<T>): Promise<T> {
         for (let attempt = 0; ; attempt++) {
             try {
-                return await this.deps.driver.up({ onProgress: (e) => this.deps.ops.progress(op, e) });
+                return await run();
             } catch (e) {
                 if (!(e as EngineError).locked || attempt >= LOCK_RETRIES.length) throw e;
                 log.warn({ attempt: attempt + 1, waitMs: LOCK_RETRIES[attempt] }, "stack locked by another update; retrying");

@@ -18,6 +18,8 @@ import { answerProtocolErrors } from "./protocol-errors";
 import { Scaler } from "./scaler";
 import { announceService, assertNoOtherService } from "./announce";
 import { watchStackCheckpoint } from "./stack-watch";
+import { Reconciler } from "./heal/reconciler";
+import { goneCheckFor, GoneCheck } from "../providers-health/gone";
 import type { ProxyMember } from "../../components/member";
 
 export interface ServeOptions {
@@ -50,6 +52,10 @@ export interface ServeOptions {
     engineEnv?: Record<string, string>;
     /** Local runtime state dir. @default engineHome().runDir */
     runDir?: string;
+    /** Reconcile loop (self-healing, src/service/heal): time between rounds; 0 = off. @default 60000 */
+    reconcileIntervalMs?: number;
+    /** Backoff after a failed repair. @default 1 min doubling to 30 min (tests shorten it) */
+    healBackoff?: { baseMs: number; maxMs: number };
 }
 
 export interface RunningService {
@@ -58,6 +64,7 @@ export interface RunningService {
     driver: StackDriver;
     scaler: Scaler;
     fleet: Fleet;
+    reconciler: Reconciler;
     /** Plain dev token when this start generated one (print it once). */
     devToken?: string;
     /**
@@ -85,6 +92,9 @@ function readTokens(opts: ServeOptions, runDir: string, log: Logger): { tokens: 
 
 /** Starts the service: recovers the stack, rebuilds the fleet view from outputs, then accepts requests. */
 export async function startService(opts: ServeOptions): Promise<RunningService> {
+    // Before anything listens: a bad interval must not leave a half-started service behind.
+    if (opts.reconcileIntervalMs !== undefined && !(Number.isFinite(opts.reconcileIntervalMs) && opts.reconcileIntervalMs >= 0))
+        throw new RangeError(`reconcileIntervalMs must be 0 (off) or a positive number of milliseconds, got ${opts.reconcileIntervalMs}`);
     const log = opts.log ?? createLogger();
     const runDir = opts.runDir ?? engineHome().runDir;
     const home = { ...engineHome(), runDir };
@@ -140,18 +150,27 @@ export async function startService(opts: ServeOptions): Promise<RunningService> 
         proxies ??= (backendDir && checkpointMembers(backendDir, opts.stack)) || (await driver.membersInState());
         fleet.sync(proxies, loadStackConfig(opts.projectRoot, opts.stack).pools);
     };
+    let reconciler!: Reconciler;
     const scaler = new Scaler({
         driver, projectRoot: opts.projectRoot, stack: opts.stack, ops, log, lock: writerLock,
         onSettled: async (op, proxies) => {
             metrics.operations.inc({ kind: op.kind, result: op.status });
             if (op.startedAt && op.finishedAt) metrics.operationDuration.observe({ kind: op.kind }, (Date.parse(op.finishedAt) - Date.parse(op.startedAt)) / 1000);
+            reconciler.settled(op);
             await refreshFleet(proxies);
         },
+    });
+    let goneChecks = new Map<string, GoneCheck>();
+    reconciler = new Reconciler({
+        intervalMs: opts.reconcileIntervalMs ?? 60_000, log: log.child({ component: "reconcile" }), scaler, backoff: opts.healBackoff,
+        members: () => fleet.proxies(), health: (id) => health.get(id), providers: () => providerHealth.snapshot(),
+        pools: () => loadStackConfig(opts.projectRoot, opts.stack).pools, goneChecks: () => goneChecks,
+        onRepair: (pool, reason) => metrics.heals.inc({ pool, reason }),
     });
     const appDeps: AppDeps = {
         projectRoot: opts.projectRoot, stack: opts.stack, version: require("../../../package.json").version,
         log, auth: authenticate(tokens), scaler, ops, fleet, metrics,
-        providerHealth: () => providerHealth.snapshot(), ready: () => ready,
+        providerHealth: () => providerHealth.snapshot(), reconcile: () => reconciler.status(), ready: () => ready,
     };
     server.on("request", createApp(appDeps));
 
@@ -173,6 +192,10 @@ export async function startService(opts: ServeOptions): Promise<RunningService> 
         if (remote.length && !opts.checkUrl)
             log.warn({ providers: remote, checkUrl: checkUrl }, "health probes go to this service's loopback echo, which proxies on other machines cannot reach: their members stay unhealthy and are never leased; set --check-url (EGRESS_CHECK_URL) to a URL the proxies can reach");
         providerHealth.setCheckers(Object.entries(cfg.providers).map(([name, entry]) => checkerFor(name, entry, runDir, opts.stack)));
+        goneChecks = new Map(Object.entries(cfg.providers).flatMap(([name, entry]) => {
+            const check = goneCheckFor(entry.type, { runDir, stack: opts.stack });
+            return check ? [[name, check] as const] : [];
+        }));
         // The CLI's way in: the same API on a 0600 unix socket, announced in the run dir; its scope is
         // the file permission, so it takes no token. Removed when the TCP server closes.
         local = await announceService({ runDir, stack: opts.stack, url, listener: createApp({ ...appDeps, auth: () => (_req, _res, next) => next() }) });
@@ -200,16 +223,18 @@ export async function startService(opts: ServeOptions): Promise<RunningService> 
         local.close().catch((e) => log.warn({ err: e }, "closing the local socket failed"));
     });
     if (opts.converge ?? true) scaler.converge();
+    reconciler.start();
     log.info({ url, stack: opts.stack, members: fleet.proxies().length, checkUrl }, "egress service ready");
 
     return {
-        url, port, driver, scaler, fleet, devToken,
+        url, port, driver, scaler, fleet, reconciler, devToken,
         async close(closeOpts = {}) {
             // The listener stays open while the running operation finishes: every request but /healthz
             // and /metrics is answered 503 not_ready with Retry-After (app.ts), not refused.
             const stopping = { ok: false, reason: "the service is shutting down; retry shortly or against another instance", stopping: true } as const;
             ready = stopping;
             log.info({ operationRunning: scaler.busy() }, "stopping: answering 503 not_ready until the running operation has finished");
+            await reconciler.stop();
             await scaler.drain(closeOpts);
             clearInterval(sweeper);
             clearInterval(outputsPoll);

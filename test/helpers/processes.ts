@@ -92,7 +92,8 @@ export function killServices(): void {
 
 /** Starts `egress serve --port 0` and resolves once it logged "egress service ready". */
 export async function serve(p: ProcProject, extraArgs: string[] = []): Promise<ServeProcess> {
-    const child = spawnCli(p, ["serve", "--port", "0", "--probe-interval", "1", ...extraArgs]);
+    // No self-healing unless a test asks for it: these tests kill things on purpose and check what follows.
+    const child = spawnCli(p, ["serve", "--port", "0", "--probe-interval", "1", "--reconcile-interval", "0", ...extraArgs]);
     running.add(child);
     child.once("exit", () => running.delete(child));
     const logs: string[] = [];

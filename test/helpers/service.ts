@@ -36,7 +36,10 @@ export async function startTestService(config: object, extra: Partial<ServeOptio
     fs.writeFileSync(tokensFile, JSON.stringify({ tokens: Object.entries(TOKENS).map(([name, t]) => ({ name, sha256: sha256(t).toString("hex"), scopes: scopes[name as keyof typeof TOKENS] })) }));
     const logs: string[] = [];
     const log = createLogger({ level: "debug", destination: { write: (s: string) => void logs.push(s) } });
-    const options: ServeOptions = { projectRoot: project.dir, stack: "svc", port: 0, tokensFile, engineEnv: project.env, runDir, log, probeIntervalMs: 300, providerCheckIntervalMs: 1000, ...extra };
+    const options: ServeOptions = { projectRoot: project.dir, stack: "svc", port: 0, tokensFile, engineEnv: project.env, runDir, log, probeIntervalMs: 300, providerCheckIntervalMs: 1000,
+        // Self-healing off unless a test turns it on (test/service/heal.test.ts): tests that kill a proxy
+        // to watch it turn unhealthy must not see it repaired under them.
+        reconcileIntervalMs: 0, ...extra };
     let svc = await startService(options);
     const t: TestService = Object.assign(Object.create(null), {
         project, runDir, logs,

@@ -21,7 +21,7 @@ function problems(raw: unknown): string[] {
 
 test("a minimal local config gets its defaults", () => {
     const cfg = parseEgressConfig(ok([{ name: "dev", provider: "local", replicas: 3 }]), root);
-    assert.deepEqual(cfg.pools[0], { name: "dev", provider: "local", replicas: 3, maxReplicas: 100, port: 3128, placement: {}, members: [], cooldownSeconds: 0 });
+    assert.deepEqual(cfg.pools[0], { name: "dev", provider: "local", replicas: 3, maxReplicas: 100, port: 3128, placement: {}, members: [], cooldownSeconds: 0, replaceUnhealthyAfterSeconds: 300, maxSurge: 1 });
 });
 
 test("the shipped dev stack validates", () => {

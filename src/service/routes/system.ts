@@ -3,7 +3,7 @@ import type { AppDeps } from "../app";
 import { openapiDocument } from "../openapi";
 import { HttpError } from "../errors";
 
-/** Echo (probe target), liveness, readiness, metrics, OpenAPI, provider health. */
+/** Echo (probe target), liveness, readiness, metrics, OpenAPI, provider health, the reconcile loop's status. */
 export function systemRoutes(deps: AppDeps): Router {
     const r = Router();
     // Public on purpose: it only tells the caller its own address, and probes through proxies carry no token.
@@ -26,6 +26,9 @@ export function systemRoutes(deps: AppDeps): Router {
     });
     r.get("/v1/providers/health", deps.auth("discover"), (_req, res) => {
         res.json({ providers: deps.providerHealth() });
+    });
+    r.get("/v1/heal", deps.auth("discover"), (_req, res) => {
+        res.json(deps.reconcile());
     });
     return r;
 }

@@ -1,0 +1,53 @@
+/** `egress serve` refuses bad intervals and heal settings at start: exit 2, naming the flag or field, nothing started. */
+import { test } from "node:test";
+import assert from "node:assert/strict";
+import * as cp from "node:child_process";
+import * as fs from "node:fs";
+import * as os from "node:os";
+import * as path from "node:path";
+import { PACKAGE_ROOT } from "../../src/engine/env";
+
+const cli = path.join(PACKAGE_ROOT, "dist", "src", "cli.js");
+const dir = fs.mkdtempSync(path.join(os.tmpdir(), "egress-serve-flags-"));
+fs.mkdirSync(path.join(dir, "stacks"));
+fs.writeFileSync(path.join(dir, "Pulumi.yaml"), "name: egress\nruntime: nodejs\nstackConfigDir: stacks\n");
+fs.writeFileSync(path.join(dir, "stacks", "Pulumi.t.yaml"), "config:\n  egress:providers:\n    local: { type: local }\n  egress:pools:\n    - { name: web, provider: local, replicas: 1 }\n");
+
+function serve(stack: string, ...args: string[]) {
+    // A service that started would never exit (the spawn times out): every case here must fail before listening.
+    const r = cp.spawnSync(process.execPath, [cli, "--cwd", dir, "--stack", stack, "serve", "--port", "0", ...args], { encoding: "utf8", timeout: 20_000 });
+    return { code: r.status, stderr: r.stderr };
+}
+
+for (const [flag, value, message] of [
+    ["--reconcile-interval", "-1", `--reconcile-interval must be 0 (off) or a number of seconds from 1 to 86400 (got "-1")`],
+    ["--reconcile-interval", "abc", `--reconcile-interval must be 0 (off) or a number of seconds from 1 to 86400 (got "abc")`],
+    ["--reconcile-interval", "1e9", `--reconcile-interval must be 0 (off) or a number of seconds from 1 to 86400 (got "1e9")`],
+    ["--reconcile-interval", "Infinity", `--reconcile-interval must be 0 (off) or a number of seconds from 1 to 86400 (got "Infinity")`],
+    ["--reconcile-interval", "0.5", `--reconcile-interval must be 0 (off) or a number of seconds from 1 to 86400 (got "0.5")`],
+    ["--probe-interval", "0", `--probe-interval must be a number of seconds from 0.1 to 3600 (got "0")`],
+    ["--probe-interval", "-5", `--probe-interval must be a number of seconds from 0.1 to 3600 (got "-5")`],
+    ["--probe-interval", "86400", `--probe-interval must be a number of seconds from 0.1 to 3600 (got "86400")`],
+] as const) {
+    test(`serve ${flag} ${value} → exit 2 naming the flag`, () => {
+        const r = serve("t", flag, value);
+        assert.equal(r.code, 2, r.stderr);
+        assert.ok(r.stderr.includes(message), r.stderr);
+        assert.ok(!fs.existsSync(path.join(dir, ".egress", "run")), "nothing started");
+    });
+}
+
+for (const [field, value, message] of [
+    ["replaceUnhealthyAfterSeconds", "-1", "egress:pools[0].replaceUnhealthyAfterSeconds: must be 0 (never) or more"],
+    ["replaceUnhealthyAfterSeconds", "1.5", "egress:pools[0].replaceUnhealthyAfterSeconds: must be a whole number"],
+    ["replaceUnhealthyAfterSeconds", "99999999", "egress:pools[0].replaceUnhealthyAfterSeconds: must be at most 604800 (a week)"],
+    ["maxSurge", "0", "egress:pools[0].maxSurge: must be 1 or more"],
+] as const) {
+    test(`pool ${field}: ${value} → exit 2 naming the field`, () => {
+        const stack = `bad${field.length}${value.replace(/\W/g, "")}`;
+        fs.writeFileSync(path.join(dir, "stacks", `Pulumi.${stack}.yaml`), `config:\n  egress:providers:\n    local: { type: local }\n  egress:pools:\n    - { name: web, provider: local, replicas: 1, ${field}: ${value} }\n`);
+        const r = serve(stack);
+        assert.equal(r.code, 2, r.stderr);
+        assert.ok(r.stderr.includes(message), r.stderr);
+    });
+}
