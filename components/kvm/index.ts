@@ -1,5 +1,6 @@
 import type { KvmProviderConfig } from "../../src/config/providers/kvm";
 import type { ProviderKindModule } from "../kinds";
+import { kvmPendingCreateUndo } from "./recover";
 import { createKvmPoolShared, createKvmProviderShared, KvmPoolShared, KvmProxy } from "./kvm-proxy";
 
 /** The `kvm` provider kind: base images once per provider entry (all its pools share them), one KvmProxy per member. */
@@ -7,4 +8,5 @@ export const kvmKind: ProviderKindModule<KvmProviderConfig, KvmPoolShared, KvmPo
     createProviderShared: createKvmProviderShared,
     createPoolShared: createKvmPoolShared,
     createMember: (name, args, shared, opts) => new KvmProxy(name, args, opts, shared),
+    undoPendingCreate: kvmPendingCreateUndo,
 };

@@ -50,19 +50,42 @@ export async function finishPendingOperations(stack: Stack, backendDir: string |
     const pending = dep?.pending_operations ?? [];
     if (!pending.length) return done;
     const undoers = pendingCreateUndoers();
-    for (const op of pending) {
+    // Newest first, as a delete would go: a VM is undone before the disks it may be using.
+    for (const op of [...pending].reverse()) {
         if (op.type !== "creating") continue;
         const undo = undoers[op.resource.type];
         if (!undo) {
             done.push(`pending create of ${op.resource.urn} cannot be checked by egress itself; run \`egress gc\` to find what it may have left`);
             continue;
         }
-        const removed = await undo(op.resource.inputs ?? {});
-        done.push(removed.length ? `pending create of ${op.resource.urn}: ${removed.join("; ")}` : `pending create of ${op.resource.urn}: nothing was started`);
+        try {
+            const removed = await undo(plainInputs(op.resource.inputs ?? {}) as Record<string, unknown>);
+            done.push(removed.length ? `pending create of ${op.resource.urn}: ${removed.join("; ")}` : `pending create of ${op.resource.urn}: nothing was started`);
+        } catch (e) {
+            // Reported, not fatal: the refresh below still clears the operation, and gc finds what stayed.
+            done.push(`pending create of ${op.resource.urn}: could not undo (${(e as Error).message.split("\n")[0]}); run \`egress gc\``);
+        }
     }
     await stack.refresh({ clearPendingCreates: true });
     done.push(`cleared ${pending.length} pending operation(s) (${[...new Set(pending.map((p) => p.type))].join(", ")}) with a refresh`);
     return done;
+}
+
+/** Pulumi's marker of a secret value in exported state (`{<sig>: <secret sig>, plaintext: <JSON>}`). */
+const SECRET_SIG = "4dabf18193072939515e22adb298388d";
+
+/**
+ * Inputs as the provider saw them: the export (`--show-secrets`) wraps each secret in a signature
+ * object holding its JSON plaintext; undos get plain values (a KVM key, for example).
+ */
+export function plainInputs(v: unknown): unknown {
+    if (Array.isArray(v)) return v.map(plainInputs);
+    if (v && typeof v === "object") {
+        const o = v as Record<string, unknown>;
+        if (SECRET_SIG in o && typeof o.plaintext === "string") return plainInputs(JSON.parse(o.plaintext));
+        return Object.fromEntries(Object.entries(o).map(([k, x]) => [k, plainInputs(x)]));
+    }
+    return v;
 }
 
 /**
