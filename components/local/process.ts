@@ -78,25 +78,31 @@ export function isOurProcess(pid: number, id: string): boolean {
 }
 
 /**
- * Live processes that are the proxy `id` of this state dir, found by their own argv (`--id <id>` and
- * `--ready <stateDir>/<id>.json`), whether or not they got as far as writing the ready file.
+ * Live proxy processes of this state dir, by proxy id → pids, found by their own argv (`--id <id>` and
+ * `--ready <stateDir>/<id>.json`), whether or not they got as far as writing the ready file. One scan
+ * of /proc, whatever the number of proxies.
  */
-export function findProxyProcesses(stateDir: string, id: string): number[] {
+export function runningProxies(stateDir: string): Map<string, number[]> {
     const fs = require("node:fs") as typeof import("node:fs");
-    const ready = proxyFiles(stateDir, id).ready;
-    const found: number[] = [];
+    const found = new Map<string, number[]>();
     for (const entry of fs.readdirSync("/proc")) {
         if (!/^\d+$/.test(entry)) continue;
         let argv: string[];
         try {
             argv = fs.readFileSync(`/proc/${entry}/cmdline`, "utf8").split("\0");
         } catch {
-            continue;
+            continue; // exited while we looked
         }
-        const at = (flag: string) => argv[argv.indexOf(flag) + 1];
-        if (argv.includes("--id") && at("--id") === id && at("--ready") === ready) found.push(Number(entry));
+        const at = (flag: string) => (argv.includes(flag) ? argv[argv.indexOf(flag) + 1] : undefined);
+        const id = at("--id");
+        if (id && at("--ready") === proxyFiles(stateDir, id).ready) found.set(id, [...(found.get(id) ?? []), Number(entry)]);
     }
     return found;
+}
+
+/** Live processes that are the proxy `id` of this state dir (see runningProxies). */
+export function findProxyProcesses(stateDir: string, id: string): number[] {
+    return runningProxies(stateDir).get(id) ?? [];
 }
 
 /**

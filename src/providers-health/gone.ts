@@ -1,8 +1,7 @@
-import * as fs from "node:fs";
 import * as path from "node:path";
 import type { ProviderKind } from "../config";
 import type { ProxyMember } from "../../components/member";
-import { proxyFiles } from "../../components/local/process";
+import { runningProxies } from "../../components/local/process";
 
 /**
  * "Is this member gone?" per kind, for the service's reconcile loop: a cheap look at what really runs,
@@ -39,7 +38,7 @@ export function goneCheckFor(kind: ProviderKind, ctx: GoneCheckContext): GoneChe
 export function localGoneCheck(ctx: GoneCheckContext): GoneCheck {
     const stateDir = path.join(ctx.runDir, "local", ctx.stack);
     return async (members) => {
-        const running = runningProxyIds(stateDir);
+        const running = runningProxies(stateDir);
         const gone = new Map<string, string>();
         for (const m of members) {
             const id = `${ctx.stack}-${m.id}`;
@@ -47,23 +46,4 @@ export function localGoneCheck(ctx: GoneCheckContext): GoneCheck {
         }
         return gone;
     };
-}
-
-/** Proxy ids with a live process whose `--ready` file is in `stateDir`. */
-function runningProxyIds(stateDir: string): Set<string> {
-    const ids = new Set<string>();
-    for (const entry of fs.readdirSync("/proc")) {
-        if (!/^\d+$/.test(entry)) continue;
-        let argv: string[];
-        try {
-            argv = fs.readFileSync(`/proc/${entry}/cmdline`, "utf8").split("\0");
-        } catch {
-            continue; // exited while we looked
-        }
-        const i = argv.indexOf("--id");
-        if (i < 0) continue;
-        const id = argv[i + 1];
-        if (id && argv[argv.indexOf("--ready") + 1] === proxyFiles(stateDir, id).ready) ids.add(id);
-    }
-    return ids;
 }
