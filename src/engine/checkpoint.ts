@@ -44,8 +44,8 @@ export function checkpointProxies(backendDir: string, stack: string): ProxyMembe
  * the checkpoint file: right after an interrupted or failed update too, and during one. Undefined when
  * the file cannot be read this way; the caller then asks the engine.
  */
-export function checkpointMembers(backendDir: string, stack: string): ProxyMember[] | undefined {
-    const resources = checkpointResources(backendDir, stack);
+export function checkpointMembers(backendDir: string | undefined, stack: string): ProxyMember[] | undefined {
+    const resources = backendDir ? checkpointResources(backendDir, stack) : undefined;
     return resources && membersOf(resources);
 }
 
@@ -99,4 +99,15 @@ function fromIdentity(r: CheckpointResource, children: CheckpointResource[]): Pr
     const host = (withAddress?.outputs?.host ?? withAddress?.outputs?.ipAddress ?? "") as string;
     const port = typeof withAddress?.outputs?.port === "number" ? (withAddress.outputs.port as number) : identity.port;
     return { ...identity, host, port, url: host ? `http://${host}:${port}` : "" };
+}
+
+/** Pending operations the stack's checkpoint file lists; undefined when it cannot tell (no file backend, unreadable). */
+export function checkpointPendingCount(backendDir: string | undefined, stack: string): number | undefined {
+    if (!backendDir) return undefined;
+    try {
+        const text = fs.readFileSync(path.join(checkpointDir(backendDir), `${stack}.json`), "utf8");
+        return (JSON.parse(text)?.checkpoint?.latest?.pending_operations ?? []).length;
+    } catch (e) {
+        return (e as NodeJS.ErrnoException).code === "ENOENT" ? 0 : undefined;
+    }
 }

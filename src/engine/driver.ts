@@ -5,7 +5,7 @@ import type { ProxyMember } from "../../components/member";
 import { engineEnv, engineHome, EngineHome } from "./env";
 import { ProgressEvent, toProgress } from "./progress";
 import { stackLocks } from "./locks";
-import { checkpointResources, fileBackendDir } from "./checkpoint";
+import { checkpointMembers, checkpointPendingCount, checkpointResources, fileBackendDir } from "./checkpoint";
 import { MemberTargets, memberTargets, StateResource } from "./member-urns";
 import { newRunMarker } from "./leftovers";
 import { clearDeadRuns, finishPendingOperations, membersInState } from "./recovery";
@@ -98,6 +98,7 @@ export class StackDriver {
     private readonly marker = newRunMarker();
     /** Cancels the running operation (SIGINT to the CLI: it stops starting steps and saves state). */
     private running?: AbortController;
+    private deadRunsCleared = false;
 
     constructor(opts: DriverOptions) {
         this.workDir = path.resolve(opts.workDir);
@@ -137,6 +138,9 @@ export class StackDriver {
      * update may differ from the stack output `proxies` of the last successful one.
      */
     async membersInState(): Promise<ProxyMember[]> {
+        // The checkpoint file when the backend is local: no CLI start, and no wait behind a running operation.
+        const fromFile = checkpointMembers(this.backendDir(), this.stackName);
+        if (fromFile) return fromFile;
         return this.serial(async () => membersInState(await this.open()));
     }
 
@@ -186,7 +190,7 @@ export class StackDriver {
     async recover(): Promise<string[]> {
         return this.serial(async () => {
             // Before the CLI first loads the stack: a half-written backend file would fail that load.
-            const done = clearDeadRuns(this.backendDir(), this.stackName);
+            const done = this.clearDeadRuns();
             const stack = await this.open();
             return [...done, ...(await finishPendingOperations(stack, this.backendDir(), this.stackName))];
         });
@@ -198,6 +202,12 @@ export class StackDriver {
     /** Locks held on this stack by running updates (file backend; other backends report none). */
     liveLocks(): { pid: number; hostname: string }[] {
         return stackLocks(this.backendDir(), this.stackName).filter((l) => l.alive);
+    }
+
+    /** clearDeadRuns, remembered so the `open()` that follows does not repeat it. */
+    private clearDeadRuns(): string[] {
+        this.deadRunsCleared = true;
+        return clearDeadRuns(this.backendDir(), this.stackName);
     }
 
     private backendDir(): string | undefined {
@@ -213,8 +223,13 @@ export class StackDriver {
             const started = Date.now();
             // Every command, not only `serve`, cleans up after a dead run before it starts its own (and
             // before the CLI loads the stack, which a half-written backend file would fail).
-            for (const line of clearDeadRuns(this.backendDir(), this.stackName)) this.onNotice(line);
+            for (const line of this.clearDeadRuns()) this.onNotice(line);
             const stack = await this.open();
+            // A writer finishes what a killed run left pending before it starts (not only `serve` at
+            // start-up): an `up` on top of pending creates would leave them for a later recovery to undo
+            // after this run recorded the same names. Cheap when the checkpoint shows none.
+            if (kind !== "preview" && checkpointPendingCount(this.backendDir(), this.stackName) !== 0)
+                for (const line of await finishPendingOperations(stack, this.backendDir(), this.stackName)) this.onNotice(line);
             let changes: Record<string, number> = {};
             const diagnostics: string[] = [];
             const onEvent = (e: EngineEvent) => {
@@ -255,8 +270,9 @@ export class StackDriver {
 
     private open(): Promise<Stack> {
         this.stack ??= (async () => {
-            // Before the CLI first loads the stack: a half-written backend file left by a crash would fail it.
-            for (const line of clearDeadRuns(this.backendDir(), this.stackName)) this.onNotice(line);
+            // Before the CLI first loads the stack: a half-written backend file left by a crash would fail it
+            // (read-only callers get here without an operation's own clearing pass).
+            if (!this.deadRunsCleared) for (const line of this.clearDeadRuns()) this.onNotice(line);
             const real = await PulumiCommand.get({ root: this.home.dir }).catch((e) => {
                 throw new EngineMissingError(`the Pulumi CLI is missing from ${this.home.binDir}: run \`npm run setup\` (${(e as Error).message})`);
             });

@@ -50,9 +50,16 @@ export async function finishPendingOperations(stack: Stack, backendDir: string |
     const pending = dep?.pending_operations ?? [];
     if (!pending.length) return done;
     const undoers = pendingCreateUndoers();
+    // A pending create whose resource a later run has recorded since: what runs under that name is the
+    // recorded one, and undoing by name would stop a healthy member.
+    const recorded = new Set((dep?.resources ?? []).filter((r) => r.id).map((r) => r.urn));
     // Newest first, as a delete would go: a VM is undone before the disks it may be using.
     for (const op of [...pending].reverse()) {
         if (op.type !== "creating") continue;
+        if (recorded.has(op.resource.urn)) {
+            done.push(`pending create of ${op.resource.urn}: created and recorded by a later run; kept`);
+            continue;
+        }
         const undo = undoers[op.resource.type];
         if (!undo) {
             done.push(`pending create of ${op.resource.urn} cannot be checked by egress itself; run \`egress gc\` to find what it may have left`);

@@ -3,7 +3,7 @@ import * as http from "node:http";
 import * as path from "node:path";
 import type { Logger } from "pino";
 import { loadStackConfig, parseEgressConfig } from "../config";
-import { acquireWriterLock, checkpointMembers, describeHolder, engineHome, fileBackendDir, StackDriver } from "../engine";
+import { acquireWriterLock, describeHolder, engineHome, fileBackendDir, StackDriver } from "../engine";
 import { checkerFor } from "../providers-health";
 import { HealthMonitor } from "../health";
 import { AppDeps, createApp } from "./app";
@@ -147,7 +147,7 @@ export async function startService(opts: ServeOptions): Promise<RunningService> 
      */
     const backendDir = fileBackendDir(home, opts.engineEnv);
     const refreshFleet = async (proxies?: ProxyMember[]) => {
-        proxies ??= (backendDir && checkpointMembers(backendDir, opts.stack)) || (await driver.membersInState());
+        proxies ??= await driver.membersInState();
         fleet.sync(proxies, loadStackConfig(opts.projectRoot, opts.stack).pools);
     };
     let reconciler!: Reconciler;

@@ -125,6 +125,27 @@ test("SIGKILL of a CLI `egress up` at three moments", { timeout: 10 * 60_000 }, 
     }
 });
 
+test("a CLI `up` right after a killed service finishes the pending creates first; the restarted service then stops nothing that runs", { timeout: 5 * 60_000 }, async () => {
+    let { svc } = await restart("cli after kill (setup)");
+    const down = (await svc.call("PUT", `/v1/pools/${POOL}/replicas`, { replicas: 0 })).body.operation;
+    assert.equal((await settledOp(svc, down.id)).status, "succeeded");
+    await svc.call("PUT", `/v1/pools/${POOL}/replicas`, { replicas: 12 });
+    await until("5 proxies to run", () => proxyProcesses(p).size >= 5, 60_000, 5);
+    svc.child.kill("SIGKILL");
+    await svc.exited;
+    p.setReplicas(POOL, 6);
+    const up = cli(p, ["up", "--quiet"]);
+    assert.equal(up.code, 0, up.stderr);
+    assert.match(up.stderr, /pending create of .*: stopped local proxy/, "the CLI's up undid the dead run's pending creates itself");
+    const before = proxyProcesses(p);
+    assert.equal(before.size, 6);
+    svc = (await restart("cli after kill")).svc;
+    assert.deepEqual(proxyProcesses(p), before, "the restart replaced no member the CLI recorded");
+    assert.ok(!svc.logs.some((l) => l.includes("stopped local proxy")), "and stopped none");
+    assertConsistent(6, "cli after kill");
+    await stopGracefully(svc);
+});
+
 test("recovery times", () => {
     const table = ["| case | engine gone after kill (ms) | restart → ready (ms) | restart → converged (ms) |", "|---|---|---|---|", ...timings].join("\n");
     console.log(table);
