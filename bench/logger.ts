@@ -8,6 +8,7 @@
 import { parseArgs } from "node:util";
 import pino from "pino";
 import { createLogger } from "../src/service/logger";
+import { benchTable } from "./table";
 
 /** The root logger's options up to commit 0855eec. */
 const PATHS_BEFORE = ["req.headers.authorization", "req.headers.cookie", "*.token", "*.password", "*.privateKey", "*.cloudInit", "*.userData", "*.secret", "*.*.privateKey"];
@@ -40,10 +41,8 @@ function main(): void {
         const a = rate(after, write, lines);
         return [name, Math.round(b).toLocaleString("en-US"), (1e6 / b).toFixed(2), Math.round(a).toLocaleString("en-US"), (1e6 / a).toFixed(2)];
     });
-    const widths = head.map((h, i) => Math.max(h.length, ...rows.map((r) => r[i].length)));
-    const line = (cells: string[]) => cells.map((c, i) => (i === 0 ? c.padEnd(widths[i]) : c.padStart(widths[i]))).join("  ");
     console.log(`\nnode ${process.version}; ${lines.toLocaleString("en-US")} lines per cell, null destination\n`);
-    console.log([line(head), widths.map((w) => "-".repeat(w)).join("  "), ...rows.map(line)].join("\n"));
+    console.log(benchTable(head, rows));
 }
 
 main();

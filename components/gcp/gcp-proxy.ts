@@ -18,14 +18,18 @@ interface GcpMemberSpec {
     userData: EncodedUserData;
 }
 
+/** The member's zone: the first zone is the default so a pool without placement lands in one predictable place. */
+function gcpZone(args: GcpProxyArgs): string {
+    return args.plan.placement.zone ?? args.entry.zones[0];
+}
+
 /**
  * Resolves where and how a member runs. Placements GCE cannot honour (a zone the entry does not list,
  * `placement.image`) never get here: config validation (src/config/load.ts) refuses them.
  */
 function gcpMemberSpec(args: GcpProxyArgs): GcpMemberSpec {
     const { entry, plan } = args;
-    // The first zone is the default so a pool without placement lands in one predictable place.
-    const zone = plan.placement.zone ?? entry.zones[0];
+    const zone = gcpZone(args);
     const userData = encodeUserData(plan.cloudInit ? readCloudInit(plan.cloudInit, args.context.projectRoot) : Buffer.from(defaultCloudInit(plan.port, entry.allowedSourceRanges)));
     return { zone, machineType: plan.placement.machineType ?? entry.machineType, image: entry.image, userData };
 }
@@ -41,7 +45,7 @@ export class GcpProxy extends ProxyMemberComponent {
     public readonly address?: gcp.compute.Address;
 
     constructor(name: string, args: GcpProxyArgs, shared: GcpPoolShared, opts?: pulumi.ComponentResourceOptions) {
-        super("egress:gcp:GcpProxy", name, memberIdentity(args, gcpMemberSpec(args).zone), opts);
+        super("egress:gcp:GcpProxy", name, memberIdentity(args, gcpZone(args)), opts);
         const spec = gcpMemberSpec(args);
         const { entry } = args;
         const labels = memberLabels(args.context, args.pool, args.plan.name);

@@ -101,10 +101,6 @@ export class Scaler {
         return !!this.running || this.queue.length > 0;
     }
 
-    /** The running and queued operations. */
-    inFlight(): Operation[] {
-        return [...(this.running ? [this.running] : []), ...this.queue];
-    }
 
     /**
      * True while this service's own engine run changes the stack (writer lock held): checkpoint changes

@@ -10,6 +10,7 @@ import * as path from "node:path";
 import YAML from "yaml";
 import { engineHome, PACKAGE_ROOT } from "../../src/engine";
 import { MARKER_VAR } from "../../src/engine/leftovers";
+import { runningProxies } from "../../components/local/process";
 
 export const ADMIN_TOKEN = "tok-crash-admin-0123456789abcdef";
 const CLI = path.join(PACKAGE_ROOT, "dist", "src", "cli.js");
@@ -159,15 +160,9 @@ function readProc(pid: string, file: string): string | undefined {
     }
 }
 
-/** Local proxy processes of `p`, as member id (argv `--id`) → pid. */
+/** Local proxy processes of `p`, as member id (argv `--id`) → pid (the same scan recovery and the reconcile loop use). */
 export function proxyProcesses(p: ProcProject): Map<string, number> {
-    const out = new Map<string, number>();
-    for (const pid of fs.readdirSync("/proc").filter((d) => /^\d+$/.test(d))) {
-        const argv = readProc(pid, "cmdline")?.split("\0") ?? [];
-        const ready = argv[argv.indexOf("--ready") + 1];
-        if (argv.includes("--ready") && ready?.startsWith(p.stateDir + path.sep)) out.set(argv[argv.indexOf("--id") + 1], Number(pid));
-    }
-    return out;
+    return new Map([...runningProxies(p.stateDir)].map(([id, pids]) => [id, pids[0]]));
 }
 
 /** Engine processes (pulumi, its plugins) started by the egress process `ownerPid`: found by our run marker. */

@@ -112,6 +112,8 @@ export class Reconciler {
             const h = this.deps.health(m.id);
             return { id: m.id, pool: m.pool, provider: m.provider, index: m.index, health: h?.state ?? "unknown", healthSince: h?.since ?? started, lastError: h?.lastError, gone: gone.get(m.id) };
         });
+        // Nothing gone or unhealthy (the usual round): no need to read the pools' policies from the stack file.
+        if (!facts.some((f) => f.gone || f.health === "unhealthy")) return finish([]);
         const pools = Object.fromEntries(this.deps.pools().map((p) => [p.name, { replaceUnhealthyAfterSeconds: p.replaceUnhealthyAfterSeconds, maxSurge: p.maxSurge }]));
         const decisions = decideRepairs({ now: started, members: facts, pools, history: this.history, providerDown });
         for (const d of decisions) {
