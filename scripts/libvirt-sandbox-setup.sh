@@ -95,6 +95,32 @@ EOF
 fi
 log "network '$GUEST_NET' ($GUEST_PREFIX.1/24, DHCP)"
 
+# 4c. a route from the host into the guest network, so an `egress serve` on the host probes guests as it
+# would on a real LAN: a veth pair (host egvh $LINK_PREFIX.1 <-> netns egvn $LINK_PREFIX.2), forwarding
+# inside the netns, and masquerade onto the guest bridge (guests of an isolated network have no default
+# route, so they answer the bridge address). Our ACCEPT rules go before libvirt's isolated-network
+# REJECTs. Only this namespace's guests become reachable, and only from this machine.
+LINK_PREFIX=${LINK_PREFIX:-10.213.77}
+if [ -n "$NETNS" ]; then
+  if ! ip link show egvh >/dev/null 2>&1; then
+    ip link add egvh type veth peer name egvn
+    ip link set egvn netns "$NETNS"
+    ip addr add "$LINK_PREFIX.1/30" dev egvh
+    ip link set egvh up
+    $RUN ip addr add "$LINK_PREFIX.2/30" dev egvn
+    $RUN ip link set egvn up
+  fi
+  ip route replace "$GUEST_PREFIX.0/24" via "$LINK_PREFIX.2" dev egvh
+  $RUN sysctl -qw net.ipv4.ip_forward=1
+  for rule in "-i egvn -o egvbr0 -j ACCEPT" "-i egvbr0 -o egvn -j ACCEPT"; do
+    while $RUN iptables -D FORWARD $rule 2>/dev/null; do :; done
+    $RUN iptables -I FORWARD 1 $rule
+  done
+  $RUN iptables -t nat -C POSTROUTING -s "$LINK_PREFIX.0/30" -o egvbr0 -j MASQUERADE 2>/dev/null ||
+    $RUN iptables -t nat -A POSTROUTING -s "$LINK_PREFIX.0/30" -o egvbr0 -j MASQUERADE
+  log "route $GUEST_PREFIX.0/24 via $LINK_PREFIX.2 (netns '$NETNS')"
+fi
+
 # 5. sshd on 127.0.0.1:$SSH_PORT, root via ed25519 key
 S="$BASE/ssh"
 [ -f "$S/host_ed25519" ]   || ssh-keygen -q -t ed25519 -N '' -C sandbox-host   -f "$S/host_ed25519"
@@ -139,7 +165,7 @@ export LIBVIRT_URI_LOCAL='qemu:///system'
 export LIBVIRT_URI_LIBSSH='qemu+libssh://root@127.0.0.1:$SSH_PORT/system?keyfile=$K&known_hosts=$KH&sshauth=privkey'
 export SANDBOX_SSH_KEY='$K' SANDBOX_KNOWN_HOSTS='$KH' SANDBOX_SSH_PORT='$SSH_PORT'
 export SANDBOX_POOL='$POOL' SANDBOX_POOL_DIR='$BASE/pool' SANDBOX_NETNS='$NETNS'
-export SANDBOX_GUEST_NETWORK='$GUEST_NET' SANDBOX_GUEST_GATEWAY='$GUEST_PREFIX.1'
+export SANDBOX_GUEST_NETWORK='$GUEST_NET' SANDBOX_GUEST_GATEWAY='$GUEST_PREFIX.1' SANDBOX_GUEST_ROUTED='${NETNS:+1}'
 EOF
 . "$BASE/env"
 for u in "$LIBVIRT_URI_LOCAL" "$LIBVIRT_URI_LIBSSH"; do

@@ -30,5 +30,6 @@ stop "$BASE/libvirtd.pid"
 stop "$BASE/virtlogd.pid"
 if [ -n "$NETNS" ]; then
   ip netns del "$NETNS" 2>/dev/null
+  ip link del egvh 2>/dev/null  # gone with its peer in the netns already, unless that was deleted first
 fi
 echo "[teardown] done"

@@ -1,5 +1,5 @@
 import * as pulumi from "@pulumi/pulumi";
-import { domainState, DomainState, ignoreNotFound, isNotFound, KvmConnection, LibvirtError, replaceDiff, Virsh, withLibvirt, withTempDir } from "./libvirt";
+import { domainState, DomainState, GONE_STATES, ignoreNotFound, isNotFound, KvmConnection, LibvirtError, replaceDiff, Virsh, withLibvirt, withTempDir } from "./libvirt";
 import { discoverAddress, waitForAddress } from "./address";
 import { consoleTail, firstDiskPath, removeConsoleLog } from "./console";
 import { explainUnreachableDelete } from "./unreachable";
@@ -24,9 +24,6 @@ export interface DomainOutputs extends DomainInputs {
      */
     running?: boolean;
 }
-
-/** States in which the guest serves nothing until someone acts: the member counts as gone. */
-const GONE: DomainState[] = ["missing", "shut off", "crashed", "paused", "in shutdown", "pmsuspended"];
 
 /** Everything that changes the VM's definition. Not addressTimeoutSeconds or connection details. */
 const REPLACE_ON = ["name", "domainType", "vcpu", "memoryMiB", "firmware", "overlayPath", "seedPath", "bridge", "network", "metadataNs", "metadata"] as const;
@@ -90,7 +87,7 @@ export const domainProvider: pulumi.dynamic.ResourceProvider<DomainInputs, Domai
         return withLibvirt(p.conn, p.privateKey, async (virsh) => {
             // A host we cannot reach throws here: it says nothing about its guests.
             const state = await domainState(virsh, p.name);
-            if (GONE.includes(state)) return { id, props: { ...p, state, running: false } };
+            if (GONE_STATES.includes(state)) return { id, props: { ...p, state, running: false } };
             let found: string | undefined;
             try {
                 found = await discoverAddress(virsh, p.name);

@@ -255,6 +255,9 @@ export async function listDomains(virsh: Virsh): Promise<string[]> {
 /** What libvirt says a domain is doing; `missing` when it is not defined. */
 export type DomainState = "running" | "paused" | "shut off" | "crashed" | "in shutdown" | "pmsuspended" | "missing" | "unknown";
 
+/** States in which the guest serves nothing until someone acts: the member counts as gone. */
+export const GONE_STATES: readonly DomainState[] = ["missing", "shut off", "crashed", "paused", "in shutdown", "pmsuspended"];
+
 /**
  * `virsh domstate`, normalized. `blocked` (waiting on I/O) is running; `idle`/`no state` are unknown.
  * Connection failures throw (a host we cannot reach says nothing about its guests).
@@ -267,7 +270,27 @@ export async function domainState(virsh: Virsh, name: string): Promise<DomainSta
         if (isNotFound(e)) return "missing";
         throw e;
     }
+    return normalizeState(out);
+}
+
+function normalizeState(out: string): DomainState {
     if (out === "blocked") return "running";
     const known: DomainState[] = ["running", "paused", "shut off", "crashed", "in shutdown", "pmsuspended"];
     return known.find((s) => out === s) ?? "unknown";
+}
+
+/**
+ * Every defined domain of a host with its state, in one call (`virsh list --all`): what the service's
+ * reconcile loop asks each round, so its cost does not grow with the member count. Connection failures
+ * throw. Rows are `<id|->  <name>  <state words>`; our names have no spaces.
+ */
+export async function listDomainStates(virsh: Virsh, timeoutMs = 20000): Promise<Map<string, DomainState>> {
+    const out = await virsh(["list", "--all"], { timeoutMs });
+    const states = new Map<string, DomainState>();
+    for (const line of out.split("\n")) {
+        const m = /^\s*(\S+)\s+(\S+)\s+(.+?)\s*$/.exec(line);
+        if (!m || m[1] === "Id" || /^-+$/.test(m[1])) continue;
+        states.set(m[2], normalizeState(m[3].toLowerCase()));
+    }
+    return states;
 }

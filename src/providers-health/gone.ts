@@ -1,7 +1,9 @@
 import * as path from "node:path";
-import type { ProviderKind } from "../config";
+import type { KvmProviderConfig, ProviderConfig, ProviderKind } from "../config";
 import type { ProxyMember } from "../../components/member";
 import { runningProxies } from "../../components/local/process";
+import { GONE_STATES, listDomainStates, DomainState, withLibvirt } from "../../components/kvm/libvirt";
+import { connectionFor, memberObjectNames, privateKeyText } from "../../components/kvm/naming";
 
 /**
  * "Is this member gone?" per kind, for the service's reconcile loop: a cheap look at what really runs,
@@ -14,20 +16,24 @@ export type GoneCheck = (members: readonly ProxyMember[], signal?: AbortSignal) 
 export interface GoneCheckContext {
     /** The service's run dir (local proxies keep their files under `<runDir>/local/<stack>`). */
     runDir: string;
+    /** The Pulumi project (libvirt object names carry it). */
+    project: string;
     stack: string;
+    /** The provider entry, decrypted (secret fields are plain strings: never log them). */
+    entry: ProviderConfig;
 }
 
 /**
  * Kinds with a hook. A kind without one is repaired only after staying unhealthy for its pool's
- * `replaceUnhealthyAfterSeconds`. KVM (domain state), GCE (instance status) and Kubernetes (pod
- * missing) add theirs here.
+ * `replaceUnhealthyAfterSeconds`. GCE (instance status) and Kubernetes (pod missing) would add theirs here.
  */
 const hooks: Partial<Record<ProviderKind, (ctx: GoneCheckContext) => GoneCheck>> = {
     local: localGoneCheck,
+    kvm: kvmGoneCheck,
 };
 
-export function goneCheckFor(kind: ProviderKind, ctx: GoneCheckContext): GoneCheck | undefined {
-    return hooks[kind]?.(ctx);
+export function goneCheckFor(ctx: GoneCheckContext): GoneCheck | undefined {
+    return hooks[ctx.entry.type]?.(ctx);
 }
 
 /**
@@ -35,7 +41,7 @@ export function goneCheckFor(kind: ProviderKind, ctx: GoneCheckContext): GoneChe
  * (components/local/process.ts starts it with `--id <stack>-<member> --ready <stateDir>/<id>.json`).
  * One scan of /proc per round, whatever the member count.
  */
-export function localGoneCheck(ctx: GoneCheckContext): GoneCheck {
+export function localGoneCheck(ctx: Pick<GoneCheckContext, "runDir" | "stack">): GoneCheck {
     const stateDir = path.join(ctx.runDir, "local", ctx.stack);
     return async (members) => {
         const running = runningProxies(stateDir);
@@ -43,6 +49,45 @@ export function localGoneCheck(ctx: GoneCheckContext): GoneCheck {
         for (const m of members) {
             const id = `${ctx.stack}-${m.id}`;
             if (!running.has(id)) gone.set(m.id, `no process of local proxy ${id} is running`);
+        }
+        return gone;
+    };
+}
+
+/**
+ * KVM: one `virsh list --all` per host of the entry (over the same verified SSH as the engine uses). A
+ * member is gone when its domain is shut off, crashed, paused or suspended on a host, or defined on none
+ * of them while every host answered. A host that does not answer says nothing about any member (its
+ * guests may run fine; the provider check reports the host).
+ */
+export function kvmGoneCheck(ctx: GoneCheckContext): GoneCheck {
+    const entry = ctx.entry as KvmProviderConfig;
+    return async (members, signal) => {
+        let key: string | undefined;
+        try {
+            key = privateKeyText(entry);
+        } catch {
+            return new Map();
+        }
+        const perHost = await Promise.all(entry.hosts.map(async (host) => {
+            if (signal?.aborted) return undefined;
+            try {
+                return { host: host.name, states: await withLibvirt(connectionFor(entry, host), key, (virsh) => listDomainStates(virsh)) };
+            } catch {
+                return undefined;
+            }
+        }));
+        const answered = perHost.filter((h): h is { host: string; states: Map<string, DomainState> } => !!h);
+        const gone = new Map<string, string>();
+        for (const m of members) {
+            const domain = memberObjectNames(ctx.project, ctx.stack, m.id).domain;
+            const found = answered.find((h) => h.states.has(domain));
+            if (found) {
+                const state = found.states.get(domain)!;
+                if (GONE_STATES.includes(state)) gone.set(m.id, `domain ${domain} is ${state} on ${found.host}`);
+            } else if (answered.length === perHost.length) {
+                gone.set(m.id, `domain ${domain} is not defined on any host of provider ${m.provider}`);
+            }
         }
         return gone;
     };

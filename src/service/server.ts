@@ -3,7 +3,7 @@ import * as http from "node:http";
 import * as path from "node:path";
 import type { Logger } from "pino";
 import { loadStackConfig, parseEgressConfig } from "../config";
-import { acquireWriterLock, describeHolder, engineHome, fileBackendDir, StackDriver } from "../engine";
+import { acquireWriterLock, describeHolder, engineHome, fileBackendDir, PROJECT, StackDriver } from "../engine";
 import { checkerFor } from "../providers-health";
 import { HealthMonitor } from "../health";
 import { AppDeps, createApp } from "./app";
@@ -193,7 +193,7 @@ export async function startService(opts: ServeOptions): Promise<RunningService> 
             log.warn({ providers: remote, checkUrl: checkUrl }, "health probes go to this service's loopback echo, which proxies on other machines cannot reach: their members stay unhealthy and are never leased; set --check-url (EGRESS_CHECK_URL) to a URL the proxies can reach");
         providerHealth.setCheckers(Object.entries(cfg.providers).map(([name, entry]) => checkerFor(name, entry, runDir, opts.stack)));
         goneChecks = new Map(Object.entries(cfg.providers).flatMap(([name, entry]) => {
-            const check = goneCheckFor(entry.type, { runDir, stack: opts.stack });
+            const check = goneCheckFor({ runDir, project: PROJECT, stack: opts.stack, entry });
             return check ? [[name, check] as const] : [];
         }));
         // The CLI's way in: the same API on a 0600 unix socket, announced in the run dir; its scope is

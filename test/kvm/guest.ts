@@ -38,10 +38,11 @@ export async function serveFile(file: string): Promise<{ url: string; sha256: st
 
 /**
  * An origin server inside `netns` on `address`, ports 18080 (plain HTTP) and 443 (squid's default config
- * allows CONNECT only to 443; the tunnel carries plain HTTP). Answers `origin <port> <path>`.
+ * allows CONNECT only to 443; the tunnel carries plain HTTP). Answers `origin <port> <path>`, except
+ * `/ip`: `{"ip": <the caller's address>}`, the egress-IP echo a service's health probe reads.
  */
 export async function startOrigin(netns: string, address: string): Promise<{ stop(): void }> {
-    const script = `const http=require("http");let n=0;for(const p of [18080,443]){http.createServer((q,s)=>s.end("origin "+p+" "+q.url)).listen(p,${JSON.stringify(address)},()=>{if(++n===2)console.log("ready")})}`;
+    const script = `const http=require("http");let n=0;for(const p of [18080,443]){http.createServer((q,s)=>q.url==="/ip"?s.setHeader("content-type","application/json").end(JSON.stringify({ip:q.socket.remoteAddress})):s.end("origin "+p+" "+q.url)).listen(p,${JSON.stringify(address)},()=>{if(++n===2)console.log("ready")})}`;
     const child = cp.spawn("ip", ["netns", "exec", netns, process.execPath, "-e", script], { stdio: ["ignore", "pipe", "inherit"] });
     await new Promise<void>((resolve, reject) => {
         const timer = setTimeout(() => reject(new Error("origin server in the sandbox did not start")), 15_000);
@@ -51,9 +52,9 @@ export async function startOrigin(netns: string, address: string): Promise<{ sto
     return { stop: () => void child.kill() };
 }
 
-/** A GET through `proxy` (host:port) from inside `netns`; `tunnel` = through CONNECT. Body, or "" on failure. */
+/** A GET through `proxy` (host:port) from inside `netns` ("" = from the host); `tunnel` = through CONNECT. Body, or "" on failure. */
 export function viaProxy(netns: string, proxy: string, url: string, tunnel = false, timeoutS = 5): string {
-    const r = cp.spawnSync("ip", ["netns", "exec", netns, "curl", "-s", "-m", String(timeoutS), ...(tunnel ? ["-p"] : []), "-x", `http://${proxy}`, url], { encoding: "utf8", timeout: (timeoutS + 5) * 1000 });
+    const r = cp.spawnSync(netns ? "ip" : "curl", [...(netns ? ["netns", "exec", netns, "curl"] : []), "-s", "-m", String(timeoutS), ...(tunnel ? ["-p"] : []), "-x", `http://${proxy}`, url], { encoding: "utf8", timeout: (timeoutS + 5) * 1000 });
     return r.status === 0 ? r.stdout : "";
 }
 

@@ -1,27 +1,32 @@
 /**
- * The real-guest proof: a `kvm` stack of 2 members that boot a real Debian guest (built offline by
- * scripts/build-guest-image.sh, cached machine-wide) under QEMU TCG in the libvirt sandbox, brought up by
- * the real engine over qemu+libssh with the host key verified. Member 0: the shipped shared
- * cloud-init/squid.yaml (squid on 3128), UEFI. Member 1: inline cloud-init (squid on 8080), BIOS.
- * Asserts: both boot and the guest agent (installed by the product's vendor-data, from the image's local
- * apt repository) reports the published addresses; HTTP and CONNECT through each proxy reach an origin
- * server in the sandbox's namespace; the user-data in the guest equals the source byte for byte; squid
- * was configured before it started (one start, no restart). Then destroy: no domains, no volumes, and
- * `egress gc` finds nothing. Prints boot-to-proxy per firmware.
+ * The real-guest proof, driven as a user would: `egress serve` (its own process, the real CLI) on a
+ * `kvm` stack of 2 members that boot a real Debian guest (built offline by scripts/build-guest-image.sh,
+ * cached machine-wide) under QEMU TCG in the libvirt sandbox, over qemu+libssh with the host key
+ * verified. Member 0: the shipped shared cloud-init/squid.yaml (squid on 3128), UEFI. Member 1: inline
+ * cloud-init (squid on 8080), BIOS. The sandbox routes the host into the guest network, so the service
+ * probes guests as on a LAN; its check URL is an origin server on the guest network's bridge.
+ *
+ * Asserts: the service's probes turn both healthy and report each guest's address as its egress IP; a
+ * lease returns one; HTTP and CONNECT through each reach the origin; the guest agent (installed by the
+ * product's vendor-data, from the image's local apt repository) reports the published addresses; the
+ * user-data in the guest equals the source byte for byte; squid was configured before it started. Then
+ * `virsh destroy` of one domain: the service heals it with no request. Then scale 2 → 1 while the higher
+ * member is leased: it drains first. Then `egress destroy`: no domains, no volumes; `egress gc` finds
+ * nothing. Prints boot-to-healthy per firmware and destroy-to-healthy.
  */
 import { after, before, test } from "node:test";
 import assert from "node:assert/strict";
-import * as cp from "node:child_process";
 import * as fs from "node:fs";
 import * as os from "node:os";
 import * as path from "node:path";
-import { tempProject } from "../helpers/project";
 import { memberObjectNames, stackPrefix } from "../../components/kvm/naming";
 import { PACKAGE_ROOT } from "../../src/engine/env";
+import { cli, killServices, procProject, ProcProject, serve, ServeProcess, settledOp, until } from "../helpers/processes";
 import { kvmEntry, lv, Sandbox, startSandbox, teardown } from "./sandbox";
 import { guestExec, guestImage, guestReadFile, serveFile, startOrigin, viaProxy } from "./guest";
 
 const STACK = "real-guest";
+const PROBE_S = 2;
 const SHARED = fs.readFileSync(path.join(PACKAGE_ROOT, "cloud-init", "squid.yaml"));
 const INLINE = [
     "#cloud-config",
@@ -40,17 +45,22 @@ const INLINE = [
 let sb: Sandbox;
 let image: Awaited<ReturnType<typeof serveFile>>;
 let origin: Awaited<ReturnType<typeof startOrigin>> | undefined;
-let project: ReturnType<typeof tempProject>;
+let p: ProcProject;
+let svc: ServeProcess | undefined;
 const work = fs.mkdtempSync(path.join(os.tmpdir(), "egress-real-guest-"));
 const sleep = (ms: number) => new Promise((r) => setTimeout(r, ms));
+const doms = [0, 1].map((i) => memberObjectNames("egress", STACK, `rg-${i}`).domain);
 
 before(async () => {
     const built = guestImage();
     console.log(`guest image ${built.file} ready in ${built.ms} ms`);
     sb = startSandbox();
+    assert.ok(sb.routed, "the sandbox routes the host into its guest network (scripts/libvirt-sandbox-setup.sh step 4c)");
     image = await serveFile(built.file);
     origin = await startOrigin(sb.netns, sb.gateway);
+    const { privateKey: _inline, ...ssh } = kvmEntry(sb, image).ssh;
     const entry = kvmEntry(sb, image, {
+        ssh: { ...ssh, privateKeyPath: sb.privateKeyPath },
         hosts: [{ name: "sandbox", address: "127.0.0.1", port: sb.sshPort, storagePool: sb.pool, network: sb.network, zone: "lab", domainType: "qemu" }],
         images: {
             deb: { url: image.url, sha256: image.sha256, format: "qcow2", firmware: "uefi" },
@@ -59,7 +69,7 @@ before(async () => {
         machineTypes: { small: { vcpu: 1, memoryMiB: 768 } },
         addressTimeoutSeconds: 600,
     });
-    project = tempProject(STACK, {
+    p = procProject(STACK, {
         "egress:providers": { lab: entry },
         "egress:pools": [{
             name: "rg", provider: "lab", replicas: 2, maxReplicas: 2, port: 3128,
@@ -68,92 +78,125 @@ before(async () => {
             members: [{ index: 1, port: 8080, placement: { image: "deb-bios" }, cloudInit: { inline: INLINE } }],
         }],
     });
-    fs.mkdirSync(path.join(project.dir, "cloud-init"));
-    fs.writeFileSync(path.join(project.dir, "cloud-init", "squid.yaml"), SHARED);
+    fs.mkdirSync(path.join(p.dir, "cloud-init"));
+    fs.writeFileSync(path.join(p.dir, "cloud-init", "squid.yaml"), SHARED);
 });
 after(async () => {
+    killServices();
+    if (p) cli(p, ["destroy", "--yes"], 600_000);
     origin?.stop();
-    await teardown({ project, image, work });
+    await teardown({ image, work });
+    p?.cleanup();
 });
 
-/** Watches a domain from the outside while `up` runs: when libvirt runs it, and when its proxy answers. */
-function watch(domain: string, port: number, stop: () => boolean): Promise<{ running?: number; proxy?: number; ip?: string }> {
-    const marks: { running?: number; proxy?: number; ip?: string } = {};
-    return (async () => {
-        while (!stop() && marks.proxy === undefined) {
-            const state = cp.spawnSync("virsh", ["-q", "-c", "qemu:///system", "domstate", domain], { encoding: "utf8" }).stdout.trim();
-            if (marks.running === undefined && state === "running") marks.running = Date.now();
-            if (marks.running !== undefined && !marks.ip) {
-                const leases = cp.spawnSync("virsh", ["-q", "-c", "qemu:///system", "domifaddr", domain, "--source", "lease"], { encoding: "utf8" }).stdout;
-                marks.ip = /ipv4\s+([\d.]+)\//.exec(leases)?.[1];
-            }
-            if (marks.ip && viaProxy(sb.netns, `${marks.ip}:${port}`, `http://${sb.gateway}:18080/boot`, false, 3).startsWith("origin 18080")) marks.proxy = Date.now();
-            await sleep(1000);
-        }
-        return marks;
-    })();
-}
+type Proxy = { id: string; host: string; port: number; health: string; egressIp?: string; leased: boolean; lifecycle?: string };
+const proxies = async (): Promise<Proxy[]> => (await svc!.call("GET", "/v1/proxies")).body.proxies;
+const healthy = async (id: string) => (await proxies()).find((x) => x.id === id && x.health === "healthy" && x.egressIp === x.host);
 
-test("kvm stack of 2 real guests (UEFI 3128 shared cloud-init, BIOS 8080 inline): boot, agent, proxy, byte-exact user-data, destroy", { timeout: 1_800_000 }, async () => {
-    const doms = [0, 1].map((i) => memberObjectNames("egress", STACK, `rg-${i}`).domain);
-    let done = false;
-    const watchers = [watch(doms[0], 3128, () => done), watch(doms[1], 8080, () => done)];
+test("egress serve on a kvm stack of 2 real guests: healthy, leased, proxying, byte-exact user-data; a destroyed domain heals itself; scale-down drains; destroy leaves nothing", { timeout: 2_700_000 }, async () => {
     const t0 = Date.now();
-    await project.driver.up();
-    console.log(`up (2 real guests) ${Date.now() - t0} ms`);
-    const proxies = await project.driver.proxies();
-    assert.deepEqual(proxies.map((p) => [p.id, p.port]), [["rg-0", 3128], ["rg-1", 8080]]);
-    for (const p of proxies) assert.match(p.host, new RegExp(`^${sb.gateway.replace(/\.1$/, "").replace(/\./g, "\\.")}\\.\\d+$`), `${p.id} published a sandbox address`);
+    svc = await serve(p, ["--check-url", `http://${sb.gateway}:18080/ip`, "--probe-interval", String(PROBE_S), "--reconcile-interval", "5"]);
+    // Boot to healthy, per firmware: the service's own probes through squid, egress IP = the guest.
+    const ready: Record<string, number> = {};
+    await until("both guests healthy in /v1/proxies", async () => {
+        for (const x of await proxies()) if (x.health === "healthy" && x.egressIp === x.host && !ready[x.id]) ready[x.id] = Date.now();
+        return Object.keys(ready).length === 2;
+    }, 1_200_000, 2000);
+    console.log(`serve start → healthy: rg-0 (uefi) ${((ready["rg-0"] - t0) / 1000).toFixed(1)} s, rg-1 (bios) ${((ready["rg-1"] - t0) / 1000).toFixed(1)} s (both booted at once on TCG)`);
+    const list = await proxies();
+    assert.deepEqual(list.map((x) => [x.id, x.port]), [["rg-0", 3128], ["rg-1", 8080]]);
+    for (const x of list) assert.match(x.host, new RegExp(`^${sb.gateway.replace(/\.1$/, "").replace(/\./g, "\\.")}\\.\\d+$`), `${x.id} published a sandbox address`);
 
-    // Both answer through the bridge (HTTP, and CONNECT to the origin's 443).
-    for (const p of proxies) {
-        let body = "";
-        for (const deadline = Date.now() + 300_000; Date.now() < deadline && !body; await sleep(2000)) body = viaProxy(sb.netns, `${p.host}:${p.port}`, `http://${sb.gateway}:18080/plain`);
-        assert.equal(body, "origin 18080 /plain", `${p.id}: HTTP through squid`);
-        assert.equal(viaProxy(sb.netns, `${p.host}:${p.port}`, `http://${sb.gateway}:443/tunnel`, true), "origin 443 /tunnel", `${p.id}: CONNECT through squid`);
+    // A lease returns one; HTTP and CONNECT through each reach the origin (from the host, as a crawler would).
+    const lease = await svc.call("POST", "/v1/leases", { pool: "rg", ttlSeconds: 120 });
+    assert.equal(lease.status, 201, JSON.stringify(lease.body));
+    assert.ok(["rg-0", "rg-1"].includes(lease.body.lease.proxy.id), JSON.stringify(lease.body));
+    for (const x of list) {
+        assert.equal(viaProxy("", `${x.host}:${x.port}`, `http://${sb.gateway}:18080/plain`), "origin 18080 /plain", `${x.id}: HTTP through squid`);
+        assert.equal(viaProxy("", `${x.host}:${x.port}`, `http://${sb.gateway}:443/tunnel`, true), "origin 443 /tunnel", `${x.id}: CONNECT through squid`);
     }
-    done = true;
-    const marks = await Promise.all(watchers);
-    for (const [i, fw] of [[0, "uefi"], [1, "bios"]] as const) {
-        const m = marks[i];
-        console.log(`boot-to-proxy ${fw}: ${m.running && m.proxy ? ((m.proxy - m.running) / 1000).toFixed(1) : "?"} s after the domain ran (lease ${m.ip ?? "?"})`);
+    assert.equal((await svc.call("POST", `/v1/leases/${lease.body.lease.id}/release`, { outcome: "ok" })).status, 200);
+
+    for (const [i, x] of list.entries()) await insideTheGuest(i, x);
+
+    // `virsh destroy` one domain: the reconcile loop sees it shut off and heals it, with no request.
+    const killedAt = Date.now();
+    lv(["destroy", doms[0]]);
+    const heal = await until("a heal operation for rg-0", async () => {
+        const ops = (await svc!.call("GET", "/v1/operations")).body.operations as { id: string; kind: string; members?: string[] }[];
+        return ops.find((o) => o.kind === "heal" && o.members?.includes("rg-0"));
+    }, 120_000, 1000);
+    const settled = await settledOp(svc, heal.id, 1_200_000);
+    assert.equal(settled.status, "succeeded", JSON.stringify(settled));
+    assert.match(JSON.stringify(settled.reasons ?? settled), /shut off|gone/, "the heal says why");
+    await until("rg-0 healthy again", () => healthy("rg-0"), 900_000, 1000);
+    const healS = (Date.now() - killedAt) / 1000;
+    console.log(`virsh destroy → healthy again: ${healS.toFixed(1)} s = ${Math.ceil(healS / PROBE_S)} probe intervals of ${PROBE_S} s`);
+    assert.equal(lv(["domstate", doms[0]]).trim(), "running");
+
+    // Scale 2 → 1 while rg-1 is leased: it drains (never leased again, still serving) until released.
+    let held: { id: string; proxy: { id: string } } | undefined;
+    const others: string[] = [];
+    for (let i = 0; i < 2 && !held; i++) {
+        const l = (await svc.call("POST", "/v1/leases", { pool: "rg", ttlSeconds: 600 })).body.lease;
+        if (l.proxy.id === "rg-1") held = l;
+        else others.push(l.id);
     }
-
-    // The agent, installed by vendor-data (not in the image), reports the published addresses.
-    for (const [i, p] of proxies.entries()) {
-        let agentOut = "";
-        for (const deadline = Date.now() + 300_000; Date.now() < deadline; await sleep(3000)) {
-            try {
-                agentOut = lv(["domifaddr", doms[i], "--source", "agent"]);
-                if (agentOut.includes(p.host)) break;
-            } catch {
-                // the agent is not connected yet
-            }
-        }
-        assert.match(agentOut, new RegExp(`ipv4\\s+${p.host.replace(/\./g, "\\.")}/`), `${p.id}: the agent reports ${p.host}`);
-        const dpkg = guestReadFile(doms[i], "/var/log/dpkg.log").toString();
-        assert.match(dpkg, / install qemu-guest-agent:amd64 /, `${p.id}: qemu-guest-agent installed at boot`);
-        const vendor = await guestExec(doms[i], ["/bin/sh", "-c", "ls /var/lib/cloud/instance/scripts/vendor/ && grep -l 'install and enable qemu-guest-agent' /var/lib/cloud/instance/scripts/vendor/*"]);
-        assert.equal(vendor.code, 0, `${p.id}: the vendor-data script ran: ${vendor.out}`);
-
-        // User-data byte for byte, as cloud-init received it from the seed.
-        assert.deepEqual(guestReadFile(doms[i], "/var/lib/cloud/instance/user-data.txt"), i === 0 ? SHARED : Buffer.from(INLINE), `${p.id}: user-data byte for byte`);
-
-        // squid read our file when it first started: started once, never restarted, no repeated http_port.
-        const journal = await guestExec(doms[i], ["/bin/journalctl", "-b", "-u", "squid", "-o", "cat", "--no-pager"]);
-        assert.equal(journal.out.match(/^Started squid/gm)?.length, 1, `${p.id}: squid started once:\n${journal.out}`);
-        assert.doesNotMatch(journal.out, /Stopping squid/, `${p.id}: squid never restarted`);
-        const cacheLog = guestReadFile(doms[i], "/var/log/squid/cache.log").toString();
-        assert.doesNotMatch(cacheLog, /duplicate|already (in use|listening)/i, `${p.id}: no repeated http_port`);
+    assert.ok(held, "rg-1 leased");
+    for (const id of others) await svc.call("POST", `/v1/leases/${id}/release`, { outcome: "ok" });
+    const scale = await svc.call("PUT", "/v1/pools/rg/replicas", { replicas: 1 });
+    assert.equal(scale.status, 202, JSON.stringify(scale.body));
+    await until("rg-1 draining", async () => (await proxies()).find((x) => x.id === "rg-1" && x.lifecycle === "draining"), 60_000, 500);
+    for (let i = 0; i < 3; i++) {
+        const l = await svc.call("POST", "/v1/leases", { pool: "rg", ttlSeconds: 30 });
+        assert.notEqual(l.body.lease?.proxy.id, "rg-1", "a draining member is never leased");
+        if (l.body.lease) await svc.call("POST", `/v1/leases/${l.body.lease.id}/release`, { outcome: "ok" });
     }
+    assert.equal(lv(["domstate", doms[1]]).trim(), "running", "still serving its lease while draining");
+    const rg1 = list[1];
+    assert.equal(viaProxy("", `${rg1.host}:${rg1.port}`, `http://${sb.gateway}:18080/drain`), "origin 18080 /drain", "the leased proxy still answers while draining");
+    assert.equal((await svc.call("POST", `/v1/leases/${held.id}/release`, { outcome: "ok" })).status, 200);
+    const down = await settledOp(svc, scale.body.operation.id, 600_000);
+    assert.equal(down.status, "succeeded", JSON.stringify(down));
+    assert.deepEqual((await proxies()).map((x) => x.id), ["rg-0"]);
+    assert.ok(!lv(["list", "--all", "--name"]).includes(doms[1]), "rg-1's domain is deleted after the drain");
 
+    // Stop the service, destroy with the CLI: nothing left, gc finds nothing.
+    svc.child.kill("SIGTERM");
+    await svc.exited;
     const t1 = Date.now();
-    await project.driver.destroy();
+    const destroyed = cli(p, ["destroy", "--yes"], 600_000);
+    assert.equal(destroyed.code, 0, destroyed.stderr);
     console.log(`destroy ${Date.now() - t1} ms`);
     const prefix = stackPrefix("egress", STACK);
     assert.deepEqual(lv(["list", "--all", "--name"]).split("\n").map((s) => s.trim()).filter((n) => n.startsWith(prefix)), [], "no domains left");
     assert.deepEqual(fs.readdirSync(sb.poolDir).filter((f) => f.startsWith(prefix) || f.startsWith("base-lab-")), [], "no volumes left");
-    const gc = cp.spawnSync(process.execPath, [path.join(PACKAGE_ROOT, "dist", "src", "cli.js"), "gc", "--json", "--stack", STACK, "--cwd", project.dir], { env: { ...process.env, ...project.env }, encoding: "utf8", timeout: 120_000 });
-    assert.equal(gc.status, 0, `egress gc runs: ${gc.stderr}`);
+    const gc = cli(p, ["gc", "--json"]);
+    assert.equal(gc.code, 0, `egress gc runs: ${gc.stderr}`);
     assert.deepEqual(JSON.parse(gc.stdout).orphans, [], "egress gc finds nothing");
 });
+
+/** What only the guest can tell: the agent (installed by vendor-data) and its view of the address, user-data byte for byte, squid started once. */
+async function insideTheGuest(i: number, x: Proxy): Promise<void> {
+    let agentOut = "";
+    for (const deadline = Date.now() + 300_000; Date.now() < deadline; await sleep(3000)) {
+        try {
+            agentOut = lv(["domifaddr", doms[i], "--source", "agent"]);
+            if (agentOut.includes(x.host)) break;
+        } catch {
+            // the agent is not connected yet
+        }
+    }
+    assert.match(agentOut, new RegExp(`ipv4\\s+${x.host.replace(/\./g, "\\.")}/`), `${x.id}: the agent reports ${x.host}`);
+    const dpkg = guestReadFile(doms[i], "/var/log/dpkg.log").toString();
+    assert.match(dpkg, / install qemu-guest-agent:amd64 /, `${x.id}: qemu-guest-agent installed at boot`);
+    const vendor = await guestExec(doms[i], ["/bin/sh", "-c", "ls /var/lib/cloud/instance/scripts/vendor/ && grep -l 'install and enable qemu-guest-agent' /var/lib/cloud/instance/scripts/vendor/*"]);
+    assert.equal(vendor.code, 0, `${x.id}: the vendor-data script ran: ${vendor.out}`);
+    assert.deepEqual(guestReadFile(doms[i], "/var/lib/cloud/instance/user-data.txt"), i === 0 ? SHARED : Buffer.from(INLINE), `${x.id}: user-data byte for byte`);
+    // squid read our file when it first started: started once, never restarted, no repeated http_port.
+    const journal = await guestExec(doms[i], ["/bin/journalctl", "-b", "-u", "squid", "-o", "cat", "--no-pager"]);
+    assert.equal(journal.out.match(/^Started squid/gm)?.length, 1, `${x.id}: squid started once:\n${journal.out}`);
+    assert.doesNotMatch(journal.out, /Stopping squid/, `${x.id}: squid never restarted`);
+    const cacheLog = guestReadFile(doms[i], "/var/log/squid/cache.log").toString();
+    assert.doesNotMatch(cacheLog, /duplicate|already (in use|listening)/i, `${x.id}: no repeated http_port`);
+}

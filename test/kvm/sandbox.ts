@@ -16,6 +16,8 @@ import type { KvmProviderConfig } from "../../src/config/providers/kvm";
 
 export interface Sandbox {
     privateKey: string;
+    /** The same key as a file (for stacks written as YAML, where an inline key would have to be a secret). */
+    privateKeyPath: string;
     knownHosts: string;
     sshPort: number;
     pool: string;
@@ -27,6 +29,8 @@ export interface Sandbox {
     gateway: string;
     /** The network namespace libvirtd, its guests and networks live in. */
     netns: string;
+    /** The host routes into the guest network (a veth into `netns`): a service on the host reaches guests. */
+    routed: boolean;
     setupMs: number;
 }
 
@@ -53,6 +57,7 @@ export function startSandbox(): Sandbox {
     run("ip", ns(["link", "set", BRIDGE, "up"]));
     return {
         privateKey: fs.readFileSync(env.SANDBOX_SSH_KEY, "utf8"),
+        privateKeyPath: env.SANDBOX_SSH_KEY,
         knownHosts: fs.readFileSync(env.SANDBOX_KNOWN_HOSTS, "utf8"),
         sshPort: Number(env.SANDBOX_SSH_PORT),
         pool: env.SANDBOX_POOL,
@@ -61,6 +66,7 @@ export function startSandbox(): Sandbox {
         network: env.SANDBOX_GUEST_NETWORK,
         gateway: env.SANDBOX_GUEST_GATEWAY,
         netns,
+        routed: env.SANDBOX_GUEST_ROUTED === "1",
         setupMs: Date.now() - t0,
     };
 }
