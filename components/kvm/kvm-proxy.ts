@@ -132,6 +132,10 @@ export class KvmProxy extends ProxyMemberComponent {
 
         const base = shared?.get(`${key}/${host.name}`);
         if (!base) throw new Error(`kvm member ${name} has no base image for image \`${key}\` on host ${host.name} (the provider entry's base images were not created for it)`);
+        // Delete before replace, as a resource option: a repair replaces a member with `up --replace`, which
+        // never asks the provider's diff (so its deleteBeforeReplace is not consulted), and the domain and
+        // its volumes keep their names — a replacement made first would collide with the old one.
+        const replaceOpts = { parent: this, deleteBeforeReplace: true };
         const overlay = new Overlay(`${name}-disk`, {
             conn, privateKey, storagePool: host.storagePool,
             // The base's name is part of the overlay's: a new image key makes a new disk next to the old one.
@@ -139,7 +143,7 @@ export class KvmProxy extends ProxyMemberComponent {
             basePath: base.path,
             baseFormat: image.format,
             capacityBytes: base.capacityBytes,
-        }, { parent: this });
+        }, replaceOpts);
 
         const content = { userData, hostname: plan.name, installGuestAgent: entry.installGuestAgent, vendorData: entry.vendorData };
         const tag = seedDigest({ ...content, instanceId: "" }).slice(0, 8);
@@ -151,7 +155,7 @@ export class KvmProxy extends ProxyMemberComponent {
             hostname: plan.name,
             installGuestAgent: entry.installGuestAgent,
             ...(entry.vendorData !== undefined ? { vendorData: pulumi.secret(entry.vendorData) } : {}),
-        }, { parent: this });
+        }, replaceOpts);
 
         const domain = new Domain(`${name}-vm`, {
             conn, privateKey,
@@ -166,7 +170,7 @@ export class KvmProxy extends ProxyMemberComponent {
             metadata: { project: context.project, stack: context.stack, pool: args.pool, member: plan.name, provider: args.providerName },
             metadataNs: METADATA_NS,
             addressTimeoutSeconds: entry.addressTimeoutSeconds,
-        }, { parent: this });
+        }, replaceOpts);
 
         this.publish(args, domain.ipAddress, plan.port, hostZone(host));
     }

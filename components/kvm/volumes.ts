@@ -165,17 +165,14 @@ export interface MemberVolumeProps {
 
 /**
  * The diff/update/delete a per-member volume provider shares: any key in `replaceOn` (or the host)
- * replaces; a new name is created before the old goes, the same name must go first (however the replace
- * was asked for); updates keep the
+ * replaces; a new name is created before the old goes, the same name must go first; updates keep the
  * volume's path; delete tolerates a volume that is already gone.
  */
 export function memberVolumeLifecycle<I extends Omit<MemberVolumeProps, "path">, K extends keyof I & string>(replaceOn: readonly K[]) {
     return {
         async diff(_id: string, olds: I & { path: string }, news: I) {
             const { replaces, changes } = replaceDiff(olds, news, replaceOn);
-            // Also when nothing here asks for a replace: a replace forced from outside (`up --replace`, the
-            // service's repairs) takes this flag too, and a same-named volume can never be made first.
-            return { changes, replaces, deleteBeforeReplace: sameVolumeName(olds, news) };
+            return { changes, replaces, deleteBeforeReplace: replaces.length > 0 && sameVolumeName(olds, news) };
         },
         async update(_id: string, olds: I & { path: string }, news: I) {
             return { outs: { ...olds, ...news, path: olds.path } };

@@ -30,8 +30,7 @@ test("connectionDiff: another host replaces; address, port, known_hosts or key o
 test("all four providers treat connection changes alike", async () => {
     for (const [name, p, olds] of providers) {
         const d = (news: object) => (p.diff as any)("id", olds, { ...olds, ...news });
-        // Per-member objects keep their names: a replace forced from outside (a repair's `--replace`) must delete first.
-        assert.deepEqual(await d({}), { changes: false, replaces: [], deleteBeforeReplace: name !== "BaseImage" }, `${name} unchanged`);
+        assert.deepEqual(await d({}), { changes: false, replaces: [], deleteBeforeReplace: name === "Domain" }, `${name} unchanged`);
         const host = await d({ conn: { ...conn, host: "h2" } });
         assert.deepEqual([host.changes, host.replaces], [true, ["conn"]], `${name} host`);
         for (const news of [{ conn: { ...conn, address: "10.0.0.6" } }, { privateKey: "K2" }]) {
