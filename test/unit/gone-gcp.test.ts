@@ -97,6 +97,15 @@ describe("gcp gone hook", () => {
         assert.deepEqual(pagesOfB, [null, "offset-2", "offset-4"]);
     });
 
+    it("a later page that fails silences its zone: a partial list would call the members on the rest gone", async () => {
+        fake.pageSize = 1;
+        fake.instances.push(instance("web-0", B, "RUNNING"), instance("web-1", B, "RUNNING"), instance("web-2", C, "RUNNING"));
+        fake.fail = [{ match: new RegExp(`/zones/${B}/`), query: (q) => q.has("pageToken"), status: 503, message: "Backend Error" }];
+        const gone = await gcpGoneCheck(ctx, opts())([member(0, B), member(1, B), member(2, C), member(3, C)]);
+        assert.deepEqual(plain(gone), { "web-3": `no instance labelled egress-member=web-3 in zone ${C} of project crawl-proxies` });
+        assert.deepEqual(fake.requests.filter((r) => r.path.endsWith(`/zones/${B}/instances`)).map((r) => r.query.get("pageToken")), [null, "offset-1"]);
+    });
+
     it("says nothing about members that could be in a zone that does not answer", async () => {
         fake.fail = [{ match: new RegExp(`/zones/${C}/`), status: 500, message: "Internal error" }];
         fake.instances.push(instance("web-0", B, "TERMINATED"), instance("web-2", C, "TERMINATED"));
