@@ -4,6 +4,8 @@ import type { ProxyMember } from "../../components/member";
 import { runningProxies } from "../../components/local/process";
 import { GONE_STATES, listDomainStates, DomainState, withLibvirt } from "../../components/kvm/libvirt";
 import { connectionFor, memberObjectNames, privateKeyText } from "../../components/kvm/naming";
+import { gcpGoneCheck } from "./gone-gcp";
+import { kubernetesGoneCheck } from "./gone-kubernetes";
 
 /**
  * "Is this member gone?" per kind, for the service's reconcile loop: a cheap look at what really runs,
@@ -16,7 +18,7 @@ export type GoneCheck = (members: readonly ProxyMember[], signal?: AbortSignal) 
 export interface GoneCheckContext {
     /** The service's run dir (local proxies keep their files under `<runDir>/local/<stack>`). */
     runDir: string;
-    /** The Pulumi project (libvirt object names carry it). */
+    /** The Pulumi project (libvirt object names and GCE/Kubernetes labels carry it). */
     project: string;
     stack: string;
     /** The provider entry, decrypted (secret fields are plain strings: never log them). */
@@ -24,12 +26,16 @@ export interface GoneCheckContext {
 }
 
 /**
- * Kinds with a hook. A kind without one is repaired only after staying unhealthy for its pool's
- * `replaceUnhealthyAfterSeconds`. GCE (instance status) and Kubernetes (pod missing) would add theirs here.
+ * Kinds with a hook: every kind has one (local, kvm here; gcp in gone-gcp.ts, kubernetes in
+ * gone-kubernetes.ts). A kind without one would be repaired only after staying unhealthy for its pool's
+ * `replaceUnhealthyAfterSeconds`. The service builds hooks with default client options (credentials and
+ * endpoints from the entry and the environment), as it does the provider checkers.
  */
 const hooks: Partial<Record<ProviderKind, (ctx: GoneCheckContext) => GoneCheck>> = {
     local: localGoneCheck,
     kvm: kvmGoneCheck,
+    gcp: (ctx) => gcpGoneCheck(ctx),
+    kubernetes: (ctx) => kubernetesGoneCheck(ctx),
 };
 
 export function goneCheckFor(ctx: GoneCheckContext): GoneCheck | undefined {

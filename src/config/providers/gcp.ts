@@ -23,7 +23,7 @@ export const gcpProviderSchema = z.strictObject({
     image: z.string().min(1).default("ubuntu-os-cloud/ubuntu-2404-lts-amd64"),
     /** Boot disk size in GB. @default 10 */
     diskSizeGb: z.number().int().min(10).max(65536).default(10),
-    /** Spot instances: much cheaper, may be stopped at any time (they restart on the next `up`). @default false */
+    /** Spot instances: much cheaper, may be stopped at any time (`egress serve` replaces a stopped one; otherwise they restart on the next `up`). @default false */
     spot: z.boolean().default(false),
     /** Reserve a static external address per member instead of an ephemeral one. @default false */
     staticAddress: z.boolean().default(false),
