@@ -60,5 +60,7 @@ export function errorText(e: unknown, timeoutMs: number): string {
     if (err?.name === "AbortError") return "aborted";
     const message = String(err?.message ?? e);
     if (err?.cause?.code) return `${message} (${err.cause.code})`;
+    // fetch says only "fetch failed"; the reason (a refused port, a TLS error) is in its cause.
+    if (err?.cause?.message) return `${message} (${err.cause.message})`;
     return err?.code && !message.includes(err.code) ? `${message} (${err.code})` : message;
 }

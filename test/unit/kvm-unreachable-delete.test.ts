@@ -5,21 +5,13 @@
  */
 import { test } from "node:test";
 import assert from "node:assert/strict";
-import * as net from "node:net";
+import { closedPort } from "../fixtures/ports";
 import { overlayProvider } from "../../components/kvm/overlay";
 import { seedDiskProvider } from "../../components/kvm/seed-disk";
 import { libvirtError } from "../../components/kvm/libvirt";
 import { memberObjectNames, overlayVolumeName, seedVolumeName } from "../../components/kvm/naming";
 import { explainUnreachableDelete, memberOfVolumeName } from "../../components/kvm/unreachable";
 
-/** A loopback port that was just free: connecting to it is refused. */
-async function closedPort(): Promise<number> {
-    const s = net.createServer();
-    await new Promise<void>((r) => s.listen(0, "127.0.0.1", r));
-    const port = (s.address() as net.AddressInfo).port;
-    await new Promise((r) => s.close(r));
-    return port;
-}
 
 test("overlay and seed deletes on an unreachable host name `egress forget <member>` and retainOnDelete", { timeout: 60_000 }, async () => {
     const port = await closedPort();
