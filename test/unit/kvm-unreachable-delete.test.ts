@@ -13,7 +13,10 @@ import { memberObjectNames, overlayVolumeName, seedVolumeName } from "../../comp
 import { explainUnreachableDelete, memberOfVolumeName } from "../../components/kvm/unreachable";
 
 
-test("overlay and seed deletes on an unreachable host name `egress forget <member>` and retainOnDelete", { timeout: 60_000 }, async () => {
+test("overlay and seed deletes on an unreachable host name `egress forget <member>` and retainOnDelete", { timeout: 60_000 }, async (t) => {
+    // Providers take their retry schedule from the environment (the engine runs them): keep it short.
+    process.env.EGRESS_RETRY_SCHEDULE = "3,5,20,5000";
+    t.after(() => delete process.env.EGRESS_RETRY_SCHEDULE);
     const port = await closedPort();
     const conn = { host: "gone", user: "root", address: "127.0.0.1", port, knownHosts: `[127.0.0.1]:${port} ssh-ed25519 AAAAC3NzaC1lZDI1NTE5AAAAIOMqqnkVzrm0SdG6UOoqKLsabgH5C9okWi0dh2l9GKJl\n` };
     const privateKey = "-----BEGIN OPENSSH PRIVATE KEY-----\nunused: the TCP connect fails first\n-----END OPENSSH PRIVATE KEY-----\n";
@@ -26,6 +29,7 @@ test("overlay and seed deletes on an unreachable host name `egress forget <membe
         await assert.rejects(del(), (e: Error & { stage?: string }) => {
             assert.equal(e.stage, "tcp", e.message);
             assert.match(e.message, /Connection refused/, "the cause is kept");
+            assert.match(e.message, /^\[transient\] libvirt root@127\.0\.0\.1:\d+ \(host gone, member home-3\): .*\(gave up after 3 tries in /, "retried under the injected schedule");
             assert.ok(e.message.includes(`cannot delete volume ${volume}: its host is not reachable`), e.message);
             assert.match(e.message, /`egress forget home-3` removes the member from state/);
             assert.match(e.message, /`retainOnDelete: true` on the provider entry/);
@@ -40,7 +44,7 @@ test("only failures to reach the host get the hint; member names come back out o
     const badKey = explainUnreachableDelete(libvirtError("x: host key mismatch", "host-key", false, false), "domain d", undefined) as Error;
     assert.match(badKey.message, /egress forget <member>/);
     const busy = libvirtError("x: volume in use", "libvirt", false, false);
-    assert.equal((explainUnreachableDelete(busy, "volume v", "web-1") as Error).message, "x: volume in use");
+    assert.equal((explainUnreachableDelete(busy, "volume v", "web-1") as Error).message, "[permanent] x: volume in use");
     const domain = memberObjectNames("egress", "dev", "pool-a-12").domain;
     assert.equal(memberOfVolumeName(overlayVolumeName(domain, "base-x-y.qcow2")), "pool-a-12");
     assert.equal(memberOfVolumeName(seedVolumeName(domain, "deadbeef")), "pool-a-12");
