@@ -2,7 +2,8 @@
  * A minimal Compute Engine REST v1 client (list, delete, wait) for the health checker and `egress gc`.
  * Plain `fetch`; the endpoint is configurable so tests talk to a local server with the same JSON.
  */
-import { DEFAULT_TIMEOUT_MS, errorText, Query, queryString, RestApiError, RestClientOptions } from "../rest";
+import { DEFAULT_TIMEOUT_MS, errorText, Query, queryString, RestApiError, RestClientOptions, retryCall } from "../rest";
+import { classifyHttp, mentionsQuota } from "../errors";
 import { GcpAuthOptions, GcpCredentialsError, resolveCredentials } from "./auth";
 
 const COMPUTE_ENDPOINT = "https://compute.googleapis.com";
@@ -16,15 +17,17 @@ export class GcpApiError extends RestApiError {
 }
 
 /**
- * Maps a Google error to an operator-facing stage: `credentials` (401), `api-disabled` (Compute API off),
- * `permissions` (other 403), `not-found` (404), `quota` (429), `api` (5xx, timeouts, network).
+ * Maps a Google error to an operator-facing stage: `quota` (QUOTA_EXCEEDED, whatever the status),
+ * `credentials` (401), `api-disabled` (Compute API off), `permissions` (other 403), `not-found` (404),
+ * `rate-limit` (429), `api` (5xx, timeouts, network).
  */
-function gcpStage(status: number, reason?: string): string {
+function gcpStage(status: number, reason?: string, text?: string): string {
+    if (mentionsQuota(reason) || mentionsQuota(text)) return "quota";
     if (status === 401) return "credentials";
     if (status === 403 && (reason === "accessNotConfigured" || reason === "SERVICE_DISABLED")) return "api-disabled";
     if (status === 403) return "permissions";
     if (status === 404) return "not-found";
-    if (status === 429) return "quota";
+    if (status === 429) return "rate-limit";
     return "api";
 }
 
@@ -90,7 +93,9 @@ export class GcpComputeClient {
         while (op?.status !== "DONE") op = await this.call("POST", `${scope}/operations/${op.name}/wait`, {}, signal);
         if (op.error?.errors?.length) {
             const first = op.error.errors[0];
-            throw new GcpApiError(`deleting ${path} failed: ${first.message ?? first.code}`, 0, "api", first.code);
+            // A failed operation is not a failed call: its code (QUOTA_EXCEEDED...) decides the class, not status 0.
+            const quota = mentionsQuota(first.code) || mentionsQuota(first.message);
+            throw new GcpApiError(`deleting ${path} failed: ${first.message ?? first.code}`, 0, quota ? "quota" : "api", first.code, quota ? "quota" : "permanent");
         }
         return true;
     }
@@ -100,8 +105,13 @@ export class GcpComputeClient {
         return outer ? AbortSignal.any([outer, t]) : t;
     }
 
+    /** One API call; transient failures (no answer, 429, 5xx) are tried again under `opts.retry`. */
     private async call<T>(method: string, path: string, query: Query, signal?: AbortSignal): Promise<T> {
         const token = await this.token(signal);
+        return retryCall(() => this.callOnce<T>(token, method, path, query, signal), this.opts.retry, signal);
+    }
+
+    private async callOnce<T>(token: string, method: string, path: string, query: Query, signal?: AbortSignal): Promise<T> {
         const url = `${this.base}/${path}${queryString(query)}`;
         let res: Response;
         let text: string;
@@ -121,7 +131,7 @@ export class GcpComputeClient {
             const err = body?.error ?? {};
             const reason = err.errors?.[0]?.reason ?? err.details?.find?.((d: any) => d?.reason)?.reason ?? err.status;
             const msg = typeof err.message === "string" ? err.message : text.slice(0, 200) || res.statusText;
-            throw new GcpApiError(`${method} ${path}: HTTP ${res.status}: ${msg}`, res.status, gcpStage(res.status, reason), reason);
+            throw new GcpApiError(`${method} ${path}: HTTP ${res.status}: ${msg}`, res.status, gcpStage(res.status, reason, text), reason, classifyHttp(res.status, reason, text));
         }
         return body as T;
     }

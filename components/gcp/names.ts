@@ -3,7 +3,7 @@
  */
 import { createHash } from "node:crypto";
 import type { StackContext } from "../member";
-import { SQUID_CONF_PATH, squidBaseConf } from "../squid";
+import { squidClientRules, squidCloudConfig } from "../squid";
 
 /** Region of a zone: `europe-west1-b` → `europe-west1`. */
 export function regionOf(zone: string): string {
@@ -59,20 +59,9 @@ export function firewallPorts(ports: readonly number[]): string[] {
 /**
  * User-data for members without cloud-init of their own: squid on `port`, answering only the pool's
  * allowed source ranges (the firewall already filters; squid refusing others is the second lock).
- * `defer: true` writes squid.conf after the package is installed, so dpkg never sees a foreign conffile.
+ * Configured before squid starts and never restarted, as on KVM (squidCloudConfig): a restart would
+ * darken a proxy already published for squid's 30 s shutdown_lifetime.
  */
 export function defaultCloudInit(port: number, allowedSourceRanges: readonly string[]): string {
-    return [
-        "#cloud-config",
-        "package_update: true",
-        "packages: [squid]",
-        "write_files:",
-        `  - path: ${SQUID_CONF_PATH}`,
-        "    defer: true",
-        "    content: |",
-        ...squidBaseConf(port, allowedSourceRanges).map((line) => `      ${line}`),
-        "runcmd:",
-        "  - [systemctl, restart, squid]",
-        "",
-    ].join("\n");
+    return squidCloudConfig(port, ["visible_hostname egress-proxy", ...squidClientRules(allowedSourceRanges)], { packageUpdate: true });
 }

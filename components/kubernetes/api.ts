@@ -5,7 +5,9 @@
 import * as http from "node:http";
 import * as https from "node:https";
 import type { KubernetesProviderConfig } from "../../src/config";
-import { DEFAULT_TIMEOUT_MS, errorText, Query, queryString, RestApiError, RestClientOptions } from "../rest";
+import { DEFAULT_TIMEOUT_MS, errorText, Query, queryString, RestApiError, RestClientOptions, retryCall } from "../rest";
+import { mentionsQuota } from "../errors";
+import type { RetrySchedule } from "../retry";
 import { ClusterAccess, KubeconfigOptions, loadClusterAccess } from "./kubeconfig";
 
 /** `endpoint` overrides the cluster's server URL. */
@@ -16,8 +18,12 @@ export class KubeApiError extends RestApiError {
     override name = "KubeApiError";
 }
 
-/** 401 → `credentials`, 403 → `rbac`, 404 → `not-found`, anything else (5xx, timeouts, refused) → `api`. */
-function kubeStage(status: number): string {
+/**
+ * 403 `exceeded quota` (a ResourceQuota) → `quota`, 401 → `credentials`, other 403 → `rbac`, 404 →
+ * `not-found`, anything else (429, 5xx, timeouts, refused) → `api`.
+ */
+function kubeStage(status: number, message?: string): string {
+    if (status === 403 && mentionsQuota(message)) return "quota";
     return status === 401 ? "credentials" : status === 403 ? "rbac" : status === 404 ? "not-found" : "api";
 }
 
@@ -29,11 +35,13 @@ export function labelSelector(labels: Record<string, string>): string {
 export class KubeClient {
     readonly server: string;
     private readonly timeoutMs: number;
+    private readonly retry?: RetrySchedule;
     private credentialsPromise?: ReturnType<ClusterAccess["credentials"]>;
 
     constructor(private readonly access: ClusterAccess, opts: RestClientOptions = {}) {
         this.server = (opts.endpoint ?? access.server).replace(/\/$/, "");
         this.timeoutMs = opts.timeoutMs ?? DEFAULT_TIMEOUT_MS;
+        this.retry = opts.retry;
     }
 
     /** Builds a client for a provider entry. Throws KubeconfigError (naming the entry field) when the kubeconfig is unusable. */
@@ -73,8 +81,13 @@ export class KubeClient {
         return this.credentialsPromise;
     }
 
+    /** One API call; transient failures (no answer, 429, 5xx) are tried again under `opts.retry`. */
     private async request<T>(method: string, path: string, query: Query, signal?: AbortSignal): Promise<T> {
         const creds = await this.credentials();
+        return retryCall(() => this.requestOnce<T>(creds, method, path, query, signal), this.retry, signal);
+    }
+
+    private async requestOnce<T>(creds: Awaited<ReturnType<ClusterAccess["credentials"]>>, method: string, path: string, query: Query, signal?: AbortSignal): Promise<T> {
         const url = new URL(`${this.server}${path}${queryString(query)}`);
         const headers: Record<string, string> = { accept: "application/json" };
         if (creds.token) headers.authorization = `Bearer ${creds.token}`;
@@ -117,7 +130,7 @@ export class KubeClient {
         if (status < 200 || status >= 300) {
             // Errors come as a Status object: {kind: "Status", reason, message, code}.
             const msg = body?.message ?? (text.slice(0, 200) || `HTTP ${status}`);
-            throw new KubeApiError(`${method} ${path}: HTTP ${status}: ${msg}`, status, kubeStage(status), body?.reason);
+            throw new KubeApiError(`${method} ${path}: HTTP ${status}: ${msg}`, status, kubeStage(status, msg), body?.reason);
         }
         if (body === undefined) throw new KubeApiError(`${method} ${path}: the server answered with something other than JSON`, status, "api");
         return body as T;

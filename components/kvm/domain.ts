@@ -79,7 +79,7 @@ export const domainProvider: pulumi.dynamic.ResourceProvider<DomainInputs, Domai
                     throw e;
                 }
             });
-        });
+        }, { member: inputs.metadata?.member });
     },
 
     async read(id, props) {
@@ -99,7 +99,7 @@ export const domainProvider: pulumi.dynamic.ResourceProvider<DomainInputs, Domai
             }
             // An address that changed (a new DHCP lease) replaces the old one.
             return { id, props: { ...p, state, running: true, ipAddress: found ?? p.ipAddress } };
-        });
+        }, { member: p.metadata?.member });
     },
 
     async diff(_id, olds, news) {
@@ -119,7 +119,7 @@ export const domainProvider: pulumi.dynamic.ResourceProvider<DomainInputs, Domai
     async update(_id, olds, news) {
         let ipAddress = olds.ipAddress;
         if (!ipAddress) {
-            const found = await withLibvirt(news.conn, news.privateKey, (virsh) => discoverAddress(virsh, news.name)).catch(() => undefined);
+            const found = await withLibvirt(news.conn, news.privateKey, (virsh) => discoverAddress(virsh, news.name), { member: news.metadata?.member }).catch(() => undefined);
             ipAddress = found ?? "";
         }
         return { outs: { ...olds, ...news, ipAddress, state: olds.state, running: olds.running } };
@@ -127,7 +127,7 @@ export const domainProvider: pulumi.dynamic.ResourceProvider<DomainInputs, Domai
 
     async delete(_id, props) {
         // An unreachable host names the ways out (retainOnDelete, `egress forget`) instead of failing forever.
-        await withLibvirt(props.conn, props.privateKey, (virsh) => removeDomain(virsh, props.name)).catch((e) => {
+        await withLibvirt(props.conn, props.privateKey, (virsh) => removeDomain(virsh, props.name), { member: props.metadata?.member }).catch((e) => {
             throw explainUnreachableDelete(e, `domain ${props.name}`, props.metadata?.member);
         });
     },

@@ -2,6 +2,7 @@ import * as pulumi from "@pulumi/pulumi";
 import type { KvmProviderConfig } from "../../src/config/providers/kvm";
 import { encodeUserData, readCloudInit } from "../../src/config/cloud-init";
 import { MemberArgs, memberIdentity, ProxyMemberComponent } from "../member";
+import { squidCloudConfig } from "../squid";
 import type { PoolSharedArgs, ProviderSharedArgs } from "../kinds";
 import { BaseImage } from "./base-image";
 import { Domain } from "./domain";
@@ -88,28 +89,11 @@ function seedUserData(bytes: Buffer): { userData: pulumi.Output<string>; userDat
 }
 
 /**
- * Default user-data when a pool sets no cloud-init: squid on the member's port, open to the host's networks.
- * Configured before squid starts, never restarted: write_files runs in cloud-init's network stage, which
- * is ordered before network-online.target, which squid.service waits for; on an image without squid,
- * `packages` installs (and starts) it after the file exists. `enable --now` starts it only if it is not
- * running, so a proxy already published never goes dark (a restart waits out squid's 30 s
- * shutdown_lifetime). Debian's squid.conf already has `http_port 3128`: repeating it is an error in
- * squid's log, so other ports only are added.
+ * Default user-data when a pool sets no cloud-init: squid on the member's port, open to the host's networks
+ * (Debian's `localnet`), configured before it starts and never restarted (squidCloudConfig).
  */
 export function defaultUserData(port: number): string {
-    return [
-        "#cloud-config",
-        "packages: [squid]",
-        "write_files:",
-        "  - path: /etc/squid/conf.d/egress.conf",
-        "    content: |",
-        ...(port === 3128 ? [] : [`      http_port ${port}`]),
-        "      visible_hostname egress-proxy",
-        "      http_access allow localnet",
-        "runcmd:",
-        "  - [systemctl, enable, --now, squid]",
-        "",
-    ].join("\n");
+    return squidCloudConfig(port, ["visible_hostname egress-proxy", "http_access allow localnet"]);
 }
 
 /**

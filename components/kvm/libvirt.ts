@@ -11,7 +11,15 @@
  * engine and these functions travel with them by value. The private key arrives as a string (a decrypted
  * Pulumi secret) or a path; a string is written to a 0600 file in a 0700 temp dir for the duration of one
  * session and removed afterwards. It never appears in arguments, URIs other than as that path, or errors.
+ *
+ * Every failure carries its class (components/errors.ts) as a field and a message tag. Transient ones are
+ * retried (components/retry.ts): any command when virsh never reached libvirtd (refused, dropped or
+ * timed-out SSH connect, libvirtd not answering), read-only commands also when the connection dropped
+ * or timed out mid-command. A mutating command (define, start, vol-create...) that lost its connection
+ * may have run, so it fails, still as transient, and the next operation decides from what it finds.
  */
+import { classify, ErrorClass } from "../errors";
+import { defaultRetrySchedule, RetrySchedule, withRetry } from "../retry";
 
 /** Where a libvirt host is and how to reach it. Plain data: safe to keep in state (no key material). */
 export interface KvmConnection {
@@ -35,6 +43,14 @@ export interface VirshCallOptions {
     timeoutMs?: number;
 }
 
+/** What a session adds to every call: how transient failures are retried, and whose work it is (for messages). */
+export interface LibvirtSessionOptions {
+    /** @default defaultRetrySchedule() (EGRESS_RETRY_SCHEDULE or 4 tries, 1 s → 8 s) */
+    retry?: RetrySchedule;
+    /** The egress member the session works for, named in every error. */
+    member?: string;
+}
+
 /** Runs one virsh command (argv after `virsh -c URI`) and resolves its stdout. */
 export type Virsh = (args: string[], opts?: VirshCallOptions) => Promise<string>;
 
@@ -45,11 +61,30 @@ export interface LibvirtError extends Error {
     notFound: boolean;
     /** Worth retrying (connection trouble, timeouts) as opposed to an operator-fixable problem. */
     transient: boolean;
+    /** `transient` or `permanent` (libvirt has no quota). */
+    errorClass: ErrorClass;
+    /** False when virsh provably never reached libvirtd (connect failed), so the command did not run. */
+    mayHaveRun?: boolean;
 }
 
-/** Where `conn` points, for messages: `root@10.0.0.5:22 (host beelink)`. */
-export function describeConnection(conn: KvmConnection): string {
-    return `${conn.user}@${conn.address}:${conn.port} (host ${conn.host})`;
+/** Where `conn` points, for messages: `root@10.0.0.5:22 (host beelink)`, or `... (host beelink, member web-0)`. */
+export function describeConnection(conn: KvmConnection, member?: string): string {
+    return `${conn.user}@${conn.address}:${conn.port} (host ${conn.host}${member ? `, member ${member}` : ""})`;
+}
+
+/** virsh commands that change nothing: safe to run again after a connection dropped mid-command. */
+const READ_ONLY_VIRSH = new Set(["domstate", "dominfo", "domblklist", "domifaddr", "dumpxml", "echo", "hostname", "list", "metadata", "net-dhcp-leases", "pool-info", "pool-refresh", "qemu-agent-command", "version", "vol-download", "vol-info", "vol-list", "vol-path", "vol-pool", "vol-dumpxml"]);
+
+/**
+ * True when a failed virsh call may be tried again: transient, and either it never reached libvirtd or
+ * every command in it (a `;`-separated batch counts each) only reads. `metadata` with `--set` writes.
+ */
+export function virshRetryable(args: string[], e: unknown): boolean {
+    const le = e as Partial<LibvirtError>;
+    if (le?.errorClass !== "transient") return false;
+    if (le.mayHaveRun === false) return true;
+    const commands = args.length === 1 ? args[0].split(";").map((c) => c.trim()) : [args.join(" ")];
+    return commands.every((c) => READ_ONLY_VIRSH.has(c.split(/\s+/)[0]) && !/(^|\s)--(set|remove)\b/.test(c));
 }
 
 /** Classifies virsh's stderr into a stage and a hint the operator can act on. */
@@ -61,6 +96,8 @@ export function classifyVirshFailure(stderr: string): { stage: LibvirtStage; not
         return { stage: "key", notFound: false, transient: false, hint: "the private key could not be read; `ssh.privateKey` must be an unencrypted OpenSSH private key" };
     if (/failed to authenticate|Access denied|Permission denied \(publickey|authentication failed/i.test(s))
         return { stage: "ssh-auth", notFound: false, transient: false, hint: "the SSH server refused the key; add the public key to the user's authorized_keys on the host" };
+    if (/XML error|XML document failed to validate|parser error|Extra content at the end of the document|unsupported configuration/i.test(s))
+        return { stage: "libvirt", notFound: false, transient: false, hint: "libvirt refused the XML egress generated for this host: check the entry's settings (firmware, machine type, bridge/network) against what this host's libvirt supports" };
     if (/unable to connect to server|Connection refused|No route to host|Network is unreachable|Connection timed out|Name or service not known|Temporary failure in name resolution|Socket error|handshake failed/i.test(s))
         return { stage: "tcp", notFound: false, transient: true, hint: "the host's SSH port does not answer; check `hosts[].address` and `port`, and that sshd runs" };
     if (/Failed to connect socket to '.*libvirt|cannot connect to daemon|End of file while reading data|Cannot recv data|Broken pipe/i.test(s))
@@ -69,13 +106,17 @@ export function classifyVirshFailure(stderr: string): { stage: LibvirtStage; not
     return { stage: "libvirt", notFound, transient: false, hint: "" };
 }
 
-/** Builds a LibvirtError. Exported so callers in other modules can make their own with the same shape. */
-export function libvirtError(message: string, stage: LibvirtStage, notFound: boolean, transient: boolean): LibvirtError {
-    const e = new Error(message) as LibvirtError;
+/**
+ * Builds a LibvirtError, its class tag in front of the message. Exported so callers in other modules can
+ * make their own with the same shape. `mayHaveRun` false: the command provably never reached libvirtd.
+ */
+export function libvirtError(message: string, stage: LibvirtStage, notFound: boolean, transient: boolean, mayHaveRun?: boolean): LibvirtError {
+    const e = classify(new Error(message), transient ? "transient" : "permanent") as LibvirtError;
     e.name = "LibvirtError";
     e.stage = stage;
     e.notFound = notFound;
     e.transient = transient;
+    if (mayHaveRun !== undefined) e.mayHaveRun = mayHaveRun;
     return e;
 }
 
@@ -175,11 +216,12 @@ export async function withTempDir<T>(prefix: string, fn: (dir: string) => Promis
  * known_hosts into a private temp dir, hands `fn` a `virsh` function, and removes the files afterwards.
  * Each virsh call is its own SSH connection (≈0.1 s on a LAN).
  */
-export async function withLibvirt<T>(conn: KvmConnection, privateKey: string | undefined, fn: (virsh: Virsh) => Promise<T>): Promise<T> {
+export async function withLibvirt<T>(conn: KvmConnection, privateKey: string | undefined, fn: (virsh: Virsh) => Promise<T>, session: LibvirtSessionOptions = {}): Promise<T> {
     const fs = require("node:fs") as typeof import("node:fs");
     const path = require("node:path") as typeof import("node:path");
     const cp = require("node:child_process") as typeof import("node:child_process");
-    const where = describeConnection(conn);
+    const where = describeConnection(conn, session.member);
+    const schedule = session.retry ?? defaultRetrySchedule();
     return withTempDir("egress-kvm-", async (dir) => {
         let keyFile: string;
         if (privateKey) {
@@ -202,7 +244,7 @@ export async function withLibvirt<T>(conn: KvmConnection, privateKey: string | u
             throw libvirtError(`libvirt ${where}: no known_hosts: set \`ssh.knownHosts\` or an existing \`ssh.knownHostsPath\` (host keys are always verified)`, "host-key", false, false);
         }
         const uri = libvirtUri(conn, keyFile, knownHostsFile);
-        const virsh: Virsh = (args, opts) =>
+        const once: Virsh = (args, opts) =>
             new Promise((resolve, reject) => {
                 const child = cp.execFile("virsh", ["-q", "-c", uri, ...args], { timeout: opts?.timeoutMs ?? 60000, maxBuffer: 64 * 1024 * 1024, env: { ...process.env, LC_ALL: "C" } }, (err, stdout, stderr) => {
                     if (!err) return resolve(stdout);
@@ -211,11 +253,14 @@ export async function withLibvirt<T>(conn: KvmConnection, privateKey: string | u
                     if ((err as any).killed) return reject(libvirtError(`libvirt ${where}: \`virsh ${args[0]}\` timed out after ${opts?.timeoutMs ?? 60000} ms`, "timeout", false, true));
                     const c = classifyVirshFailure(text);
                     if (!text) return reject(libvirtError(`libvirt ${where}: \`virsh ${args[0]}\` failed without a message (exit ${(err as any).code ?? ""}${(err as any).signal ? `, signal ${(err as any).signal}` : ""})`, "libvirt", false, true));
+                    // virsh prints this line only when opening the connection failed: the command never ran.
+                    const connectFailed = /failed to connect to the hypervisor/.test(text);
                     const msg = text.split("\n").map((l) => l.replace(/^error: /, "")).filter((l) => l && l !== "failed to connect to the hypervisor").join("; ");
-                    reject(libvirtError(`libvirt ${where}: \`virsh ${args[0]}\` failed (${c.stage}): ${msg}${c.hint ? ` — ${c.hint}` : ""}`, c.stage, c.notFound, c.transient));
+                    reject(libvirtError(`libvirt ${where}: \`virsh ${args[0]}\` failed (${c.stage}): ${msg}${c.hint ? ` — ${c.hint}` : ""}`, c.stage, c.notFound, c.transient, !connectFailed));
                 });
                 child.stdin?.end(); // closed stdin: libvirt refuses unknown host keys instead of prompting
             });
+        const virsh: Virsh = (args, opts) => withRetry(() => once(args, opts), { schedule, retryable: (e) => virshRetryable(args, e) });
         return await fn(virsh);
     });
 }

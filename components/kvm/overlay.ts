@@ -1,5 +1,6 @@
 import * as pulumi from "@pulumi/pulumi";
 import { KvmConnection, withLibvirt } from "./libvirt";
+import { memberOfVolumeName } from "./unreachable";
 import { clearLeftoverVolume, memberVolumeLifecycle, volumeId, withNewVolume } from "./volumes";
 import { overlayXml } from "./xml";
 
@@ -32,7 +33,7 @@ export const overlayProvider: pulumi.dynamic.ResourceProvider<OverlayInputs, Ove
                 id: volumeId(inputs.conn.host, inputs.storagePool, inputs.volume),
                 outs: { ...inputs, path: p },
             }));
-        });
+        }, { member: memberOfVolumeName(inputs.volume) });
     },
 
     ...memberVolumeLifecycle<OverlayInputs, (typeof REPLACE_ON)[number]>(REPLACE_ON),

@@ -2,6 +2,7 @@ import * as pulumi from "@pulumi/pulumi";
 import { KvmConnection, withLibvirt, withTempDir } from "./libvirt";
 import { buildSeedIso } from "./seed-iso";
 import { decodeUserData } from "../../src/config/cloud-init";
+import { memberOfVolumeName } from "./unreachable";
 import { clearLeftoverVolume, memberVolumeLifecycle, uploadInto, uploadTargetXml, volumeId, withNewVolume } from "./volumes";
 
 /** Inputs of a SeedDisk: a member's NoCloud ISO, uploaded as a volume. */
@@ -42,7 +43,7 @@ export const seedDiskProvider: pulumi.dynamic.ResourceProvider<SeedDiskInputs, S
                     await uploadInto(virsh, inputs.storagePool, inputs.volume, iso);
                     return { id: volumeId(inputs.conn.host, inputs.storagePool, inputs.volume), outs: { ...inputs, path: p } };
                 });
-            });
+            }, { member: memberOfVolumeName(inputs.volume) });
         });
     },
 

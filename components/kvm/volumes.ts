@@ -178,7 +178,7 @@ export function memberVolumeLifecycle<I extends Omit<MemberVolumeProps, "path">,
             return { outs: { ...olds, ...news, path: olds.path } };
         },
         async delete(_id: string, props: I & { path: string }) {
-            await withLibvirt(props.conn, props.privateKey, (virsh) => deleteVolume(virsh, props.storagePool, props.volume)).catch((e) => {
+            await withLibvirt(props.conn, props.privateKey, (virsh) => deleteVolume(virsh, props.storagePool, props.volume), { member: memberOfVolumeName(props.volume) }).catch((e) => {
                 throw explainUnreachableDelete(e, `volume ${props.volume}`, memberOfVolumeName(props.volume));
             });
         },

@@ -66,6 +66,8 @@ function advice(e: unknown, project: string, zone: string): string {
             return `${msg}; enable the Compute Engine API: gcloud services enable compute.googleapis.com --project ${project}`;
         case "permissions":
             return `${msg}; grant the caller roles/compute.instanceAdmin.v1 (and roles/compute.securityAdmin for firewalls) on ${project}`;
+        case "quota":
+            return `${msg}; the project is out of quota: request more (IAM & Admin > Quotas) or use another zone or region`;
         case "not-found":
             return `${msg}; check that project ${project} and zone ${zone} exist`;
         default:

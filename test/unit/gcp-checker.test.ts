@@ -15,8 +15,8 @@ const entry = parseEgressConfig({
     providers: { "gcp-eu": { type: "gcp", project: "crawl-proxies", zones: ["europe-west1-b", "europe-west1-c"], allowedSourceRanges: ["203.0.113.0/24"] } },
 }, "/").providers["gcp-eu"] as GcpProviderConfig;
 
-/** Options that never read the developer's real credentials. */
-const opts = (extra: Record<string, unknown> = {}) => ({ endpoint: fake.url, env: {}, homeDir: emptyHome, accessToken: TOKEN, timeoutMs: 2000, ...extra });
+/** Options that never read the developer's real credentials; transient failures are tried twice, 10 ms apart. */
+const opts = (extra: Record<string, unknown> = {}) => ({ endpoint: fake.url, env: {}, homeDir: emptyHome, accessToken: TOKEN, timeoutMs: 2000, retry: { tries: 2, firstDelayMs: 10, maxDelayMs: 10, maxTotalMs: 5000 }, ...extra });
 
 before(async () => {
     fake = await startFakeCompute("crawl-proxies", TOKEN);
@@ -41,7 +41,7 @@ describe("gcp checker", () => {
         const [v] = await gcpChecker("gcp-eu", entry, opts({ accessToken: "ya29.expired" })).check();
         assert.equal(v.ok, false);
         assert.equal(v.stage, "credentials");
-        assert.match(v.message, /^provider `gcp-eu`, project crawl-proxies, zone europe-west1-b: GET zones\/europe-west1-b\/instances: HTTP 401: Request had invalid authentication credentials/);
+        assert.match(v.message, /^provider `gcp-eu`, project crawl-proxies, zone europe-west1-b: \[permanent\] GET zones\/europe-west1-b\/instances: HTTP 401: Request had invalid authentication credentials/);
         assert.doesNotMatch(v.message, /ya29/);
     });
 
@@ -64,7 +64,7 @@ describe("gcp checker", () => {
         const [b, c] = await gcpChecker("gcp-eu", entry, opts({ timeoutMs: 300 })).check();
         assert.ok(Date.now() - started < 2000);
         assert.deepEqual([b.ok, b.stage], [false, "api"]);
-        assert.match(b.message, /HTTP 503: The service is currently unavailable/);
+        assert.match(b.message, /\[transient\] GET zones\/europe-west1-b\/instances: HTTP 503: The service is currently unavailable.* \(gave up after 2 tries in /);
         assert.deepEqual([c.ok, c.stage], [false, "api"]);
         assert.match(c.message, /timed out after 300ms/);
         fake.fail = [];

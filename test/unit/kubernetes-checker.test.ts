@@ -8,7 +8,9 @@ let fake: FakeApiServer;
 let kubeconfig: string;
 const entry = (over: Record<string, unknown> = {}) =>
     parseEgressConfig({ providers: { k8s: { type: "kubernetes", kubeconfigPath: kubeconfig, context: "test", ...over } } }, "/").providers.k8s as KubernetesProviderConfig;
-const check = (over: Record<string, unknown> = {}, opts: Record<string, unknown> = {}) => kubernetesChecker("k8s", entry(over), { env: {}, timeoutMs: 2000, ...opts }).check();
+/** Transient failures are tried twice, 10 ms apart, so failing cases stay fast. */
+const retry = { tries: 2, firstDelayMs: 10, maxDelayMs: 10, maxTotalMs: 5000 };
+const check = (over: Record<string, unknown> = {}, opts: Record<string, unknown> = {}) => kubernetesChecker("k8s", entry(over), { env: {}, timeoutMs: 2000, retry, ...opts }).check();
 
 before(async () => {
     fake = await startFakeApiServer();
@@ -47,7 +49,7 @@ describe("kubernetes checker", () => {
         fake.fail = [{ match: /\/pods$/, status: 500 }];
         const [err] = await check();
         assert.deepEqual([err.ok, err.stage], [false, "api"]);
-        assert.match(err.message, /HTTP 500: Internal error occurred/);
+        assert.match(err.message, /\[transient\] GET \/api\/v1\/namespaces\/[a-z-]+\/pods: HTTP 500: Internal error occurred.* \(gave up after 2 tries in /);
         fake.fail = [{ match: /^\/version$/, status: "hang" }];
         const [slow] = await check({}, { timeoutMs: 250 });
         assert.deepEqual([slow.stage, /timed out after 250ms/.test(slow.message)], ["api", true]);

@@ -5,23 +5,18 @@
  */
 import { test } from "node:test";
 import assert from "node:assert/strict";
-import * as net from "node:net";
+import { closedPort } from "../fixtures/ports";
 import { overlayProvider } from "../../components/kvm/overlay";
 import { seedDiskProvider } from "../../components/kvm/seed-disk";
 import { libvirtError } from "../../components/kvm/libvirt";
 import { memberObjectNames, overlayVolumeName, seedVolumeName } from "../../components/kvm/naming";
 import { explainUnreachableDelete, memberOfVolumeName } from "../../components/kvm/unreachable";
 
-/** A loopback port that was just free: connecting to it is refused. */
-async function closedPort(): Promise<number> {
-    const s = net.createServer();
-    await new Promise<void>((r) => s.listen(0, "127.0.0.1", r));
-    const port = (s.address() as net.AddressInfo).port;
-    await new Promise((r) => s.close(r));
-    return port;
-}
 
-test("overlay and seed deletes on an unreachable host name `egress forget <member>` and retainOnDelete", { timeout: 60_000 }, async () => {
+test("overlay and seed deletes on an unreachable host name `egress forget <member>` and retainOnDelete", { timeout: 60_000 }, async (t) => {
+    // Providers take their retry schedule from the environment (the engine runs them): keep it short.
+    process.env.EGRESS_RETRY_SCHEDULE = "3,5,20,5000";
+    t.after(() => delete process.env.EGRESS_RETRY_SCHEDULE);
     const port = await closedPort();
     const conn = { host: "gone", user: "root", address: "127.0.0.1", port, knownHosts: `[127.0.0.1]:${port} ssh-ed25519 AAAAC3NzaC1lZDI1NTE5AAAAIOMqqnkVzrm0SdG6UOoqKLsabgH5C9okWi0dh2l9GKJl\n` };
     const privateKey = "-----BEGIN OPENSSH PRIVATE KEY-----\nunused: the TCP connect fails first\n-----END OPENSSH PRIVATE KEY-----\n";
@@ -34,6 +29,7 @@ test("overlay and seed deletes on an unreachable host name `egress forget <membe
         await assert.rejects(del(), (e: Error & { stage?: string }) => {
             assert.equal(e.stage, "tcp", e.message);
             assert.match(e.message, /Connection refused/, "the cause is kept");
+            assert.match(e.message, /^\[transient\] libvirt root@127\.0\.0\.1:\d+ \(host gone, member home-3\): .*\(gave up after 3 tries in /, "retried under the injected schedule");
             assert.ok(e.message.includes(`cannot delete volume ${volume}: its host is not reachable`), e.message);
             assert.match(e.message, /`egress forget home-3` removes the member from state/);
             assert.match(e.message, /`retainOnDelete: true` on the provider entry/);
@@ -48,7 +44,7 @@ test("only failures to reach the host get the hint; member names come back out o
     const badKey = explainUnreachableDelete(libvirtError("x: host key mismatch", "host-key", false, false), "domain d", undefined) as Error;
     assert.match(badKey.message, /egress forget <member>/);
     const busy = libvirtError("x: volume in use", "libvirt", false, false);
-    assert.equal((explainUnreachableDelete(busy, "volume v", "web-1") as Error).message, "x: volume in use");
+    assert.equal((explainUnreachableDelete(busy, "volume v", "web-1") as Error).message, "[permanent] x: volume in use");
     const domain = memberObjectNames("egress", "dev", "pool-a-12").domain;
     assert.equal(memberOfVolumeName(overlayVolumeName(domain, "base-x-y.qcow2")), "pool-a-12");
     assert.equal(memberOfVolumeName(seedVolumeName(domain, "deadbeef")), "pool-a-12");
