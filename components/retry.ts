@@ -16,6 +16,9 @@ export interface RetrySchedule {
     maxTotalMs: number;
 }
 
+/** One attempt: for callers that run again on their own schedule (the reconcile loop's next round). */
+export const NO_RETRY: RetrySchedule = { tries: 1, firstDelayMs: 0, maxDelayMs: 0, maxTotalMs: 0 };
+
 /** 4 tries, waiting 1 s, 2 s, 4 s (doubling, capped at 8 s), within 30 s in all. */
 export const DEFAULT_RETRY_SCHEDULE: RetrySchedule = { tries: 4, firstDelayMs: 1000, maxDelayMs: 8000, maxTotalMs: 30000 };
 
@@ -75,12 +78,15 @@ export async function withRetry<T>(attempt: (n: number) => Promise<T>, opts: Ret
 /** Waits `ms`, or less when `signal` aborts (the caller then stops on its own). */
 function sleep(ms: number, signal?: AbortSignal): Promise<void> {
     return new Promise((resolve) => {
+        // `timer` is declared before the closure that reads it: Pulumi's closure serializer (dynamic
+        // providers capture this function) fails on a reference to a const declared after its closure.
+        let timer: ReturnType<typeof setTimeout> | undefined = undefined;
         const done = () => {
             clearTimeout(timer);
             signal?.removeEventListener("abort", done);
             resolve();
         };
-        const timer = setTimeout(done, ms);
+        timer = setTimeout(done, ms);
         signal?.addEventListener("abort", done, { once: true });
     });
 }

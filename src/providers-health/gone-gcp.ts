@@ -4,6 +4,7 @@ import { stackLabels } from "../../components/member";
 import type { ProxyMember } from "../../components/member";
 import type { GoneCheck, GoneCheckContext } from "./gone";
 import { MEMBER_LABEL, memberLabelValue } from "./gone-labels";
+import { NO_RETRY } from "../../components/retry";
 
 /**
  * Instance statuses of a member that no longer serves: stopped (by an operator, a spot preemption or
@@ -31,7 +32,7 @@ export function gcpGoneCheck(ctx: GoneCheckContext, options: GcpClientOptions = 
     const filter = labelFilter(stackLabels(ctx.project, ctx.stack));
     return async (members, signal) => {
         // A client per round, like the checker: its cached access token expires after an hour.
-        const client = new GcpComputeClient(entry.project, options);
+        const client = new GcpComputeClient(entry.project, { retry: NO_RETRY, ...options });
         const perZone = await Promise.all(entry.zones.map(async (zone) => {
             try {
                 const items = await client.listAll(`zones/${zone}/instances`, { filter }, undefined, signal);

@@ -3,6 +3,7 @@ import { KubeClient, KubeClientOptions, labelSelector } from "../../components/k
 import { stackLabels } from "../../components/member";
 import type { GoneCheck, GoneCheckContext } from "./gone";
 import { MEMBER_LABEL, memberLabelValue } from "./gone-labels";
+import { NO_RETRY } from "../../components/retry";
 
 /** Pod phases of a pod that runs or is about to: anything else (Failed, Succeeded, Unknown) does not serve. */
 const LIVE_PHASES = ["Pending", "Running"];
@@ -25,7 +26,7 @@ export function kubernetesGoneCheck(ctx: GoneCheckContext, options: KubeClientOp
         const pods: { name: string; phase: string; reason?: string; label?: string }[] = [];
         try {
             // A client per round, like the checker: exec credential plugins hand out short-lived tokens.
-            const client = KubeClient.forEntry(entry, options);
+            const client = KubeClient.forEntry(entry, { retry: NO_RETRY, ...options });
             let cont: string | undefined;
             do {
                 const page: any = await client.get(podsPath, { labelSelector: selector, limit: 500, continue: cont }, signal);

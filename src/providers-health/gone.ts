@@ -2,6 +2,7 @@ import * as path from "node:path";
 import type { KvmProviderConfig, ProviderConfig, ProviderKind } from "../config";
 import type { ProxyMember } from "../../components/member";
 import { runningProxies } from "../../components/local/process";
+import { NO_RETRY } from "../../components/retry";
 import { GONE_STATES, listDomainStates, DomainState, withLibvirt } from "../../components/kvm/libvirt";
 import { connectionFor, memberObjectNames, privateKeyText } from "../../components/kvm/naming";
 import { gcpGoneCheck } from "./gone-gcp";
@@ -78,7 +79,7 @@ export function kvmGoneCheck(ctx: GoneCheckContext): GoneCheck {
         const perHost = await Promise.all(entry.hosts.map(async (host) => {
             if (signal?.aborted) return undefined;
             try {
-                return { host: host.name, states: await withLibvirt(connectionFor(entry, host), key, (virsh) => listDomainStates(virsh)) };
+                return { host: host.name, states: await withLibvirt(connectionFor(entry, host), key, (virsh) => listDomainStates(virsh), { retry: NO_RETRY }) };
             } catch {
                 return undefined;
             }

@@ -48,7 +48,7 @@ async function proxy(stack: string, member: string) {
     return { pid: p.pid, id };
 }
 
-const refused = () => new RegExp(`^GET /apis/apps/v1/namespaces/egress/deployments.*ECONNREFUSED 127\\.0\\.0\\.1:${closedPort}`);
+const refused = () => new RegExp(`^\\[transient\\] GET /apis/apps/v1/namespaces/egress/deployments.*ECONNREFUSED 127\\.0\\.0\\.1:${closedPort}`);
 
 test("dry run: the local orphan is listed, the unreachable entry reports its cause, nothing is removed", async () => {
     const orphan = await proxy("gcdry", "web-0");
@@ -66,7 +66,7 @@ test("dry run: the local orphan is listed, the unreachable entry reports its cau
     assert.match(text, new RegExp(`^orphan   local  process  ${orphan.id}  \\(`, "m"));
     assert.match(text, /^PROVIDER +KIND +FOUND +DELETED +RESULT$/m);
     assert.match(text, /^local +local +1 +- +ok$/m);
-    assert.match(text, new RegExp(`^k8s +kubernetes +- +- +FAILED: GET /apis/apps/v1/namespaces/egress/deployments.*ECONNREFUSED 127\\.0\\.0\\.1:${closedPort}$`, "m"));
+    assert.match(text, new RegExp(`^k8s +kubernetes +- +- +FAILED: \\[transient\\] GET /apis/apps/v1/namespaces/egress/deployments.*ECONNREFUSED 127\\.0\\.0\\.1:${closedPort} \\(gave up after \\d+ tries in [\\d.]+ s\\)$`, "m"));
     assert.match(text, /^1 orphan\(s\); run again with --delete to remove them$/m);
     assert.match(text, /^failed: k8s \(the other entries were still collected\)$/m);
 });
