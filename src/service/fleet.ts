@@ -119,7 +119,7 @@ export class Fleet {
         return this.health.get(id)?.state === "healthy" && !this.draining.has(id);
     }
 
-    proxies(filter: { pool?: string; state?: HealthState } = {}): ProxyView[] {
+    proxies(filter: { pool?: string; state?: HealthState; lifecycle?: Lifecycle } = {}): ProxyView[] {
         const out: ProxyView[] = [];
         for (const m of this.members.values()) {
             if (filter.pool && m.pool !== filter.pool) continue;
@@ -129,6 +129,7 @@ export class Fleet {
             const view: ProxyView = { ...m, health: h?.state ?? "unknown", egressIp: h?.egressIp, leased: this.leases.isLeased(m.id), ...life };
             if (drain) view.drainingUntil = new Date(drain.until).toISOString();
             if (filter.state && view.health !== filter.state) continue;
+            if (filter.lifecycle && view.lifecycle !== filter.lifecycle) continue;
             out.push(view);
         }
         return out;

@@ -32,6 +32,7 @@ export function openapiDocument(version: string) {
                     parameters: [
                         { name: "pool", in: "query", schema: { type: "string" } },
                         { name: "state", in: "query", schema: { type: "string", enum: ["healthy", "unhealthy", "unknown"] } },
+                        { name: "lifecycle", in: "query", schema: { type: "string", enum: ["provisioning", "ready", "draining", "failed"] } },
                     ],
                     responses: { "200": { description: "Proxies", content: json(z.object({ proxies: z.array(proxySchema) })) }, ...common },
                 },

@@ -22,6 +22,7 @@ export const releaseBody = z.strictObject({
 export const proxiesQuery = z.strictObject({
     pool: z.string().min(1).optional(),
     state: z.enum(["healthy", "unhealthy", "unknown"]).optional(),
+    lifecycle: z.enum(["provisioning", "ready", "draining", "failed"]).optional(),
 });
 
 export const proxySchema = z.object({

@@ -92,6 +92,8 @@ test("scale 3→2 while slow-2 is leased: it drains (not leased again, process r
     assert.deepEqual(others.map((x) => x.status), [201, 201]);
     assert.deepEqual(others.map((x) => x.body.lease.proxy.id).sort(), ["slow-0", "slow-1"]);
     assert.equal((await lease("slow")).status, 503, "the draining member is not leased");
+    const listed = (await svc.call("GET", "/v1/proxies?lifecycle=draining", { token: TOKENS.discover })).body.proxies;
+    assert.deepEqual(listed.map((x: any) => x.id), ["slow-2"]);
     for (const o of others) await release(o.body.lease.id);
     assert.equal(processOf("slow-2").length, 1, "its proxy still runs while the lease does");
     assert.equal((await operation(r.body.operation.id)).status, "running", "the scale-down waits for the lease");
