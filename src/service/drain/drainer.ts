@@ -49,11 +49,12 @@ export class Drainer {
                     fleet.revoke(e.member, { reason: e.reason, member: e.member, message: `${e.message}; its lease outlived drainSeconds` });
                     log.warn({ member: e.member, until: new Date(e.until).toISOString() }, `ended the lease on ${e.member}: drain deadline reached`);
                 }
-                const changed = first || started.length > 0 || step.kept.length > 0 || step.revoke.length > 0 || step.entries.some((e, i) => e.state !== this.entries[i]?.state);
+                const changed = (first && step.entries.length > 0) || started.length > 0 || step.kept.length > 0 || step.revoke.length > 0 || step.entries.some((e, i) => e.state !== this.entries[i]?.state);
                 this.entries = step.entries;
                 if (started.length) log.info({ members: started.map((e) => e.member), until: new Date(Math.max(...started.map((e) => e.until))).toISOString() }, "draining members before removing them");
                 if (step.kept.length) log.info({ members: step.kept.map((e) => e.member) }, "drain cancelled: a later request keeps these members");
-                if (changed || step.done) report(this.view(), !step.done);
+                // Operations that take nothing away carry no drain record.
+                if (step.entries.length && (changed || step.done)) report(this.view(), !step.done);
                 if (step.done) return;
                 if (signal.aborted) throw new DrainInterrupted("the service stopped while this operation drained members; the next start applies the stack file's counts");
                 const nextDeadline = Math.min(...step.entries.filter((e) => e.state === "waiting").map((e) => e.until));
