@@ -48,6 +48,12 @@ export const poolSchema = z
         replaceUnhealthyAfterSeconds: z.number().int({ message: "must be a whole number" }).min(0, { message: "must be 0 (never) or more" }).max(7 * 86400, { message: "must be at most 604800 (a week)" }).default(300),
         /** Members of this pool `egress serve` repairs at once (one engine operation replaces at most this many). @default 1 */
         maxSurge: z.number().int({ message: "must be a whole number" }).min(1, { message: "must be 1 or more" }).max(100).default(1),
+        /**
+         * Seconds `egress serve` lets leases on a member it is about to remove (scale-down, repair of an
+         * unhealthy member) run before it ends them and deletes the member; no new lease goes to it
+         * meanwhile. 0 = end them at once. @default 60
+         */
+        drainSeconds: z.number().int({ message: "must be a whole number" }).min(0, { message: "must be 0 (no drain) or more" }).max(3600, { message: "must be at most 3600 (an hour, the longest lease)" }).default(60),
     })
     .superRefine((p, ctx) => {
         if (p.replicas > p.maxReplicas)

@@ -1,14 +1,16 @@
 import type { PoolConfig } from "../config";
 import type { ProxyMember } from "../../components/member";
 import type { LeaseManager } from "./leases";
-import type { ReleaseOutcome } from "./leases/types";
+import type { ReleaseOutcome, Removal } from "./leases/types";
+import { Lifecycle, lifecycleOf, membersMentioned } from "./lifecycle";
+import type { Operation } from "./operations";
 
 export type HealthState = "healthy" | "unhealthy" | "unknown";
 
 /** What the fleet needs from the health engine (src/health HealthMonitor fits). */
 export interface HealthSource {
     setMembers(members: ProxyMember[]): void;
-    get(id: string): { state: HealthState; egressIp?: string } | undefined;
+    get(id: string): { state: HealthState; egressIp?: string; lastError?: string; consecutiveFailures?: number; lastProbeAt?: number; lastOkAt?: number } | undefined;
 }
 
 /** Members of one pool by state, for GET /v1/pools and the egress_proxies gauge. */
@@ -25,6 +27,11 @@ export interface ProxyView extends ProxyMember {
     health: HealthState;
     egressIp?: string;
     leased: boolean;
+    lifecycle: Lifecycle;
+    /** The last probe error (while probes fail) or failed operation's error naming this member. */
+    lastError?: string;
+    /** While draining: when a lease still running on it is ended and the member removed. */
+    drainingUntil?: string;
 }
 
 export interface LeaseView {
@@ -47,6 +54,12 @@ export type FleetAcquire =
 export class Fleet {
     private members = new Map<string, ProxyMember>();
     private pools = new Set<string>();
+    /** Members an operation is taking away (src/service/drain): never leased, whatever their health. */
+    private readonly draining = new Map<string, { until: number }>();
+    /** The last failed operation naming each member (for `lastError`/`failed`). */
+    private readonly opErrors = new Map<string, { message: string; at: number }>();
+    /** Called after every successful release (the drainer waits on it). */
+    private readonly releaseListeners = new Set<() => void>();
 
     constructor(private readonly leases: LeaseManager, private readonly health: HealthSource) {}
 
@@ -57,8 +70,9 @@ export class Fleet {
         // Members without an address yet (still provisioning) are listed but never probed or leased.
         const addressed = members.filter((m) => m.host);
         this.health.setMembers(addressed);
+        for (const id of this.opErrors.keys()) if (!this.members.has(id)) this.opErrors.delete(id);
         this.leases.setMembers(
-            addressed.map((m) => ({ id: m.id, pool: m.pool, eligible: this.health.get(m.id)?.state === "healthy" })),
+            addressed.map((m) => ({ id: m.id, pool: m.pool, eligible: this.leasable(m.id) })),
             Object.fromEntries(pools.map((p) => [p.name, { cooldownSeconds: p.cooldownSeconds }])),
         );
     }
@@ -68,16 +82,54 @@ export class Fleet {
      * a member the lease manager has not seen yet is kept there until the member arrives.)
      */
     healthChanged(id: string, state: HealthState): void {
-        this.leases.setEligible(id, state === "healthy");
+        this.leases.setEligible(id, state === "healthy" && !this.draining.has(id));
     }
 
-    proxies(filter: { pool?: string; state?: HealthState } = {}): ProxyView[] {
+    /** Starts (`until` given) or ends a member's drain: a draining member is never leased; its lease runs on. */
+    setDraining(id: string, until: number | undefined): void {
+        if (until === undefined) this.draining.delete(id);
+        else this.draining.set(id, { until });
+        this.leases.setEligible(id, this.leasable(id));
+    }
+
+    /** Ends the lease on a member the service takes away; its holder's release then gets 410 with `removal`. */
+    revoke(id: string, removal: Removal): boolean {
+        return this.leases.revoke(id, removal) !== undefined;
+    }
+
+    isLeased(id: string): boolean {
+        return this.leases.isLeased(id);
+    }
+
+    /** Registers `fn` to run after every successful release; returns its removal. */
+    onRelease(fn: () => void): () => void {
+        this.releaseListeners.add(fn);
+        return () => this.releaseListeners.delete(fn);
+    }
+
+    /** A failed operation: remembers its error for the members it names (a heal's members always). */
+    operationSettled(op: Operation): void {
+        if (op.status !== "failed" || !op.error) return;
+        const at = Date.parse(op.finishedAt ?? "") || Date.now();
+        const named = new Set([...(op.members ?? []), ...membersMentioned(op.error, this.members.keys())]);
+        for (const id of named) this.opErrors.set(id, { message: op.error, at });
+    }
+
+    private leasable(id: string): boolean {
+        return this.health.get(id)?.state === "healthy" && !this.draining.has(id);
+    }
+
+    proxies(filter: { pool?: string; state?: HealthState; lifecycle?: Lifecycle } = {}): ProxyView[] {
         const out: ProxyView[] = [];
         for (const m of this.members.values()) {
             if (filter.pool && m.pool !== filter.pool) continue;
             const h = this.health.get(m.id);
-            const view: ProxyView = { ...m, health: h?.state ?? "unknown", egressIp: h?.egressIp, leased: this.leases.isLeased(m.id) };
+            const drain = this.draining.get(m.id);
+            const life = lifecycleOf({ hasAddress: !!m.host, draining: !!drain, health: h?.state ?? "unknown", probe: h, opError: this.opErrors.get(m.id) });
+            const view: ProxyView = { ...m, health: h?.state ?? "unknown", egressIp: h?.egressIp, leased: this.leases.isLeased(m.id), ...life };
+            if (drain) view.drainingUntil = new Date(drain.until).toISOString();
             if (filter.state && view.health !== filter.state) continue;
+            if (filter.lifecycle && view.lifecycle !== filter.lifecycle) continue;
             out.push(view);
         }
         return out;
@@ -118,6 +170,13 @@ export class Fleet {
     }
 
     release(leaseId: string, outcome: ReleaseOutcome) {
-        return this.leases.release(leaseId, outcome);
+        const r = this.leases.release(leaseId, outcome);
+        if (r.ok) for (const fn of this.releaseListeners) fn();
+        return r;
+    }
+
+    /** Members as stack state lists them (for the drainer's plans). */
+    list(): ProxyMember[] {
+        return [...this.members.values()];
     }
 }

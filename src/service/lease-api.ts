@@ -1,7 +1,7 @@
 import type { AppDeps } from "./app";
 import { HttpError } from "./errors";
 import type { LeaseView } from "./fleet";
-import type { Lease } from "./leases";
+import type { Lease, ReleaseResult } from "./leases";
 import { leaseBody, parseOr400, releaseBody } from "./schemas";
 
 /**
@@ -28,9 +28,21 @@ export function releaseLease(deps: Pick<AppDeps, "fleet" | "metrics">, id: strin
     const { outcome } = parseOr400(releaseBody, body, "release request");
     const result = deps.fleet.release(id, outcome);
     if (!result.ok) {
-        if (result.reason === "expired") throw new HttpError(410, "lease_expired", `lease "${id}" already expired; its proxy went back to the pool`);
+        if (result.reason === "expired") throw expiredError(id, result);
         throw new HttpError(404, "unknown_lease", `no lease "${id}"`);
     }
     deps.metrics.releases.inc({ outcome });
     return { status: 200, body: { released: true, lease: result.lease } };
+}
+
+/**
+ * 410 for a lease that ended before its release. `proxy_removed` when its member was taken away — by
+ * this service (a drain that ran out, a repair: `removal` says which and why) or by an update elsewhere
+ * — so the crawler knows the proxy is gone for good, not merely back in the pool.
+ */
+function expiredError(id: string, r: Extract<ReleaseResult, { reason: "expired" }>): HttpError {
+    const endedAt = new Date(r.endedAt).toISOString();
+    if (r.cause === "ttl") return new HttpError(410, "lease_expired", `lease "${id}" already expired; its proxy went back to the pool`, { cause: "ttl", endedAt });
+    const why = r.removal?.message ?? "its proxy left the stack (removed by an update outside this service)";
+    return new HttpError(410, "proxy_removed", `lease "${id}" ended at ${endedAt}: ${why}`, { reason: r.removal?.reason ?? "removed", ...(r.removal ? { member: r.removal.member } : {}), endedAt });
 }

@@ -32,6 +32,7 @@ export function openapiDocument(version: string) {
                     parameters: [
                         { name: "pool", in: "query", schema: { type: "string" } },
                         { name: "state", in: "query", schema: { type: "string", enum: ["healthy", "unhealthy", "unknown"] } },
+                        { name: "lifecycle", in: "query", schema: { type: "string", enum: ["provisioning", "ready", "draining", "failed"] } },
                     ],
                     responses: { "200": { description: "Proxies", content: json(z.object({ proxies: z.array(proxySchema) })) }, ...common },
                 },
@@ -49,7 +50,7 @@ export function openapiDocument(version: string) {
                     summary: "Release a lease with its outcome",
                     ...auth("lease"),
                     requestBody: { required: true, content: json(releaseBody) },
-                    responses: { "200": { description: "Released" }, "404": err("Unknown lease"), "410": err("Lease already expired"), ...common },
+                    responses: { "200": { description: "Released" }, "404": err("Unknown lease"), "410": err("Lease already ended: `lease_expired` (its TTL ran out) or `proxy_removed` (its proxy was scaled away, replaced or gone; details.reason says which: scaled-down, replaced, gone, removed)"), ...common },
                 },
             },
             "/v1/providers/health": { get: { summary: "Provider checks with per-target verdicts", ...auth("discover"), responses: { "200": { description: "Verdicts" }, ...common } } },

@@ -33,6 +33,19 @@ export interface Operation {
     /** `heal` only: the members it repairs, and why each. */
     members?: string[];
     reasons?: Record<string, HealTarget>;
+    /**
+     * Set once the operation takes members away (scale-down; repair of unhealthy members): who drains
+     * until when. `draining` is true while it waits for their leases, before the engine runs.
+     */
+    drain?: { draining: boolean; members: DrainView[] };
+}
+
+/** One member of an operation's drain (src/service/drain/plan.ts `DrainEntry`, times as ISO strings). */
+export interface DrainView {
+    member: string;
+    reason: "scaled-down" | "replaced" | "gone";
+    until: string;
+    state: "waiting" | "idle" | "timed-out" | "kept";
 }
 
 /**

@@ -1,8 +1,10 @@
 import type { Logger } from "pino";
-import { setPoolReplicas } from "../config";
+import { loadStackConfig, setPoolReplicas } from "../config";
 import type { EngineError, ProgressEvent, StackDriver } from "../engine";
 import type { ProxyMember } from "../../components/member";
 import type { HealTarget, Operation, OperationLog } from "./operations";
+import type { Drainer } from "./drain/drainer";
+import { healDrainTargets, healGoneTargets, scaleDownTargets } from "./drain/plan";
 
 export interface ScalerDeps {
     driver: StackDriver;
@@ -21,6 +23,11 @@ export interface ScalerDeps {
      * stack file to the end of the engine run.
      */
     lock?: (signal: AbortSignal) => Promise<{ release(): void }>;
+    /**
+     * Drain before removing members (src/service/drain): without it members are removed at once.
+     * `members` is the fleet as state lists it.
+     */
+    drain?: { drainer: Drainer; members: () => { id: string; pool: string; index: number }[] };
 }
 
 /** Scale requests are refused while the service starts (recovery) or stops; the route answers 503. */
@@ -48,6 +55,8 @@ export class Scaler {
     private idle: Promise<void> = Promise.resolve();
     private accepting: "starting" | "yes" | "stopping" = "starting";
     private applyingNow = false;
+    /** The running scale/up operation waits for its drain: requests fold into it (it has applied nothing yet). */
+    private drainingNow = false;
     private readonly stopping = new AbortController();
 
     constructor(private readonly deps: ScalerDeps) {}
@@ -126,7 +135,8 @@ export class Scaler {
     }
 
     private enqueue(kind: "scale" | "up", desired: Record<string, number>): Operation {
-        const queued = this.queue.find((o) => o.kind !== "heal");
+        // A scale-up during a scale-down's drain keeps the members it still drains (drainScaleDown re-plans).
+        const queued = this.queue.find((o) => o.kind !== "heal") ?? (this.drainingNow ? this.running : undefined);
         if (queued) {
             Object.assign(queued.desired, desired);
             queued.requests++;
@@ -166,8 +176,9 @@ export class Scaler {
                 proxies = result.proxies;
                 log.info({ changes: result.changes, durationMs: result.durationMs }, "operation succeeded");
             } else {
-                // Written at start, not at request time: the stack file always shows what the engine is applying.
-                for (const [pool, n] of Object.entries(op.desired)) setPoolReplicas(projectRoot, stack, pool, n);
+                // Written at start, not at request time: the stack file always shows what the engine is
+                // applying, and a restart mid-drain still knows the count to reach.
+                await this.drainScaleDown(op, log);
                 const result = await this.withLockRetry(log, () => this.deps.driver.up({ onProgress: (e) => this.deps.ops.progress(op, e) }));
                 patch = { status: "succeeded", changes: result.changes, ...(result.proxies ? { applied: appliedCounts(op, result.proxies) } : {}) };
                 proxies = result.proxies;
@@ -188,6 +199,7 @@ export class Scaler {
         } catch (e) {
             log.error({ err: e }, "refreshing the fleet after the operation failed");
         } finally {
+            this.deps.drain?.drainer.finish();
             this.applyingNow = false;
             lock?.release();
         }
@@ -206,6 +218,13 @@ export class Scaler {
      */
     private async repair(op: Operation, log: Logger): Promise<{ changes: Record<string, number>; durationMs: number; proxies?: ProxyMember[] }> {
         const started = Date.now();
+        const d = this.deps.drain;
+        if (d) {
+            // Gone members serve nothing: their leases end now. Unhealthy ones drain first.
+            const members = d.members().filter((m) => op.members?.includes(m.id));
+            d.drainer.endLeases(healGoneTargets(members, op.reasons ?? {}));
+            await d.drainer.run(() => healDrainTargets(members, op.reasons ?? {}), this.stopping.signal, (m, draining) => this.deps.ops.update(op, { drain: { draining, members: m } }));
+        }
         const { found, missing } = await this.deps.driver.memberTargets(op.members ?? []);
         if (missing.length) log.warn({ missing }, "members to repair are no longer in state; skipped");
         if (!found.size) return { changes: {}, durationMs: Date.now() - started };
@@ -215,6 +234,37 @@ export class Scaler {
         if (replace.length) await this.withLockRetry(log, () => this.deps.driver.refresh({ target: replace, onProgress }));
         const result = await this.withLockRetry(log, () => this.deps.driver.up({ target: components, targetDependents: true, replace, refresh: false, onProgress }));
         return { changes: result.changes, durationMs: Date.now() - started, proxies: result.proxies };
+    }
+
+    /**
+     * Writes the operation's counts to the stack file, then waits out the drain of the members they
+     * remove. Requests folded in meanwhile change `op.desired`: the file is rewritten and the drain
+     * re-planned (members that now stay are leasable again at once).
+     */
+    private async drainScaleDown(op: Operation, log: Logger): Promise<void> {
+        const { projectRoot, stack } = this.deps;
+        let written = "";
+        let counts: Record<string, number> = {};
+        const write = () => {
+            if (JSON.stringify(op.desired) === written) return;
+            for (const [pool, n] of Object.entries(op.desired)) setPoolReplicas(projectRoot, stack, pool, n);
+            written = JSON.stringify(op.desired);
+            counts = Object.fromEntries(loadStackConfig(projectRoot, stack).pools.map((p) => [p.name, p.replicas]));
+        };
+        write();
+        const d = this.deps.drain;
+        if (!d) return;
+        this.drainingNow = true;
+        try {
+            await d.drainer.run(() => {
+                write();
+                return scaleDownTargets(d.members(), counts);
+            }, this.stopping.signal, (members, draining) => this.deps.ops.update(op, { drain: { draining, members } }));
+        } finally {
+            this.drainingNow = false;
+        }
+        write();
+        log.debug({ desired: op.desired }, "drain done; applying");
     }
 
     /** An engine run, retried with backoff while someone else's update holds the stack lock (never surfaced as 409). */

@@ -22,6 +22,7 @@ export const releaseBody = z.strictObject({
 export const proxiesQuery = z.strictObject({
     pool: z.string().min(1).optional(),
     state: z.enum(["healthy", "unhealthy", "unknown"]).optional(),
+    lifecycle: z.enum(["provisioning", "ready", "draining", "failed"]).optional(),
 });
 
 export const proxySchema = z.object({
@@ -30,6 +31,9 @@ export const proxySchema = z.object({
     health: z.enum(["healthy", "unhealthy", "unknown"]),
     egressIp: z.string().optional(),
     leased: z.boolean(),
+    lifecycle: z.enum(["provisioning", "ready", "draining", "failed"]).describe("provisioning: no address or no probe verdict yet; ready: healthy; draining: an operation removes or replaces it (never leased again; leases run until released or drainingUntil); failed: unhealthy, or an operation failed on it"),
+    lastError: z.string().optional().describe("The last probe error while probes fail, or the last failed operation's error naming this member, whichever is newer"),
+    drainingUntil: z.string().optional().describe("While draining: when a lease still running on it is ended (then its release answers 410 proxy_removed)"),
 });
 
 export const errorSchema = z.object({ error: z.object({ code: z.string(), message: z.string(), details: z.unknown().optional() }) });

@@ -19,6 +19,7 @@ import { Scaler } from "./scaler";
 import { announceService, assertNoOtherService } from "./announce";
 import { watchStackCheckpoint } from "./stack-watch";
 import { Reconciler } from "./heal/reconciler";
+import { Drainer } from "./drain/drainer";
 import { goneCheckFor, GoneCheck } from "../providers-health/gone";
 import type { ProxyMember } from "../../components/member";
 
@@ -151,13 +152,19 @@ export async function startService(opts: ServeOptions): Promise<RunningService> 
         fleet.sync(proxies, loadStackConfig(opts.projectRoot, opts.stack).pools);
     };
     let reconciler!: Reconciler;
+    const drainer = new Drainer({
+        fleet, log: log.child({ component: "drain" }),
+        drainSeconds: (pool) => loadStackConfig(opts.projectRoot, opts.stack).pools.find((p) => p.name === pool)?.drainSeconds ?? 0,
+    });
     const scaler = new Scaler({
         driver, projectRoot: opts.projectRoot, stack: opts.stack, ops, log, lock: writerLock,
+        drain: { drainer, members: () => fleet.list() },
         onSettled: async (op, proxies) => {
             metrics.operations.inc({ kind: op.kind, result: op.status });
             if (op.startedAt && op.finishedAt) metrics.operationDuration.observe({ kind: op.kind }, (Date.parse(op.finishedAt) - Date.parse(op.startedAt)) / 1000);
             reconciler.settled(op);
             await refreshFleet(proxies);
+            fleet.operationSettled(op);
         },
     });
     let goneChecks = new Map<string, GoneCheck>();

@@ -21,7 +21,7 @@ function problems(raw: unknown): string[] {
 
 test("a minimal local config gets its defaults", () => {
     const cfg = parseEgressConfig(ok([{ name: "dev", provider: "local", replicas: 3 }]), root);
-    assert.deepEqual(cfg.pools[0], { name: "dev", provider: "local", replicas: 3, maxReplicas: 100, port: 3128, placement: {}, members: [], cooldownSeconds: 0, replaceUnhealthyAfterSeconds: 300, maxSurge: 1 });
+    assert.deepEqual(cfg.pools[0], { name: "dev", provider: "local", replicas: 3, maxReplicas: 100, port: 3128, placement: {}, members: [], cooldownSeconds: 0, replaceUnhealthyAfterSeconds: 300, maxSurge: 1, drainSeconds: 60 });
 });
 
 test("the shipped dev stack validates", () => {
@@ -44,6 +44,13 @@ test("replica counts: negative, fractional, above maxReplicas", () => {
     assert.match(problems(ok([{ name: "a", provider: "local", replicas: -1 }]))[0], /^egress:pools\[0\]\.replicas: must be 0 or more \(got -1\)$/);
     assert.match(problems(ok([{ name: "a", provider: "local", replicas: 1.5 }]))[0], /^egress:pools\[0\]\.replicas: .*(whole number|integer).*\(got 1\.5\)$/);
     assert.deepEqual(problems(ok([{ name: "a", provider: "local", replicas: 9, maxReplicas: 4 }])), ["egress:pools[0].replicas: must not exceed maxReplicas (4) (got 9)"]);
+});
+
+test("drainSeconds: bad values name the path and the rule", () => {
+    assert.deepEqual(problems(ok([{ name: "a", provider: "local", replicas: 1, drainSeconds: -1 }])), ["egress:pools[0].drainSeconds: must be 0 (no drain) or more (got -1)"]);
+    assert.deepEqual(problems(ok([{ name: "a", provider: "local", replicas: 1, drainSeconds: 7200 }])), ["egress:pools[0].drainSeconds: must be at most 3600 (an hour, the longest lease) (got 7200)"]);
+    assert.match(problems(ok([{ name: "a", provider: "local", replicas: 1, drainSeconds: "60" }]))[0], /^egress:pools\[0\]\.drainSeconds: .*number/);
+    assert.equal(parseEgressConfig(ok([{ name: "a", provider: "local", replicas: 1, drainSeconds: 0 }]), root).pools[0].drainSeconds, 0);
 });
 
 test("provider type must be known", () => {

@@ -6,7 +6,8 @@
  *   on stack outputs: leases.setMembers(proxies, poolCooldowns); monitor.setMembers(proxies);
  *   every few seconds: leases.sweep();
  *   POST /v1/leases → acquire(body): ok → 201 {lease}; else 503 + Retry-After: retryAfterSeconds.
- *   POST /v1/leases/:id/release → release(id, outcome): ok → 200; unknown-lease → 404; expired → 410.
+ *   POST /v1/leases/:id/release → release(id, outcome): ok → 200; unknown-lease → 404; expired → 410
+ *   (`lease_expired` for a TTL, `proxy_removed` when its member was taken away: see `revoke`).
  */
 export { LeaseManager } from "./manager";
 export type { LeaseMemberInput } from "./manager";

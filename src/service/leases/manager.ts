@@ -3,7 +3,7 @@ import { MinHeap } from "./heap";
 import { LeaseRec, MemberRec, NEVER, newPool, place, PoolRec, promote, rebuild, unplace } from "./pool";
 import { TargetCooldowns, TargetOutcome } from "./target-cooldowns";
 import {
-    AcquireRequest, AcquireResult, Lease, LEASE_DEFAULTS, LeaseManagerOptions, MemberSnapshot, PoolStats, ReleaseOutcome, ReleaseResult,
+    AcquireRequest, AcquireResult, Lease, LEASE_DEFAULTS, LeaseManagerOptions, MemberSnapshot, PoolStats, ReleaseOutcome, ReleaseResult, Removal,
 } from "./types";
 
 /** One entry of `setMembers`: stack-output members fit as they are (extra fields are ignored). */
@@ -35,7 +35,7 @@ export class LeaseManager {
     private readonly leases = new Map<string, LeaseRec>();
     private readonly expiry = new MinHeap<LeaseRec>((l) => l.lease.expiresAt);
     /** Ended leases by id, in end order (Map keeps insertion order, so pruning stops at the first young one). */
-    private readonly tombstones = new Map<string, { cause: "ttl" | "member-removed"; endedAt: number }>();
+    private readonly tombstones = new Map<string, { cause: "ttl" | "member-removed"; endedAt: number; removal?: Removal }>();
     /** Health verdicts that arrived before the member did. */
     private readonly hints = new Map<string, boolean>();
     private readonly targets: TargetCooldowns;
@@ -157,12 +157,28 @@ export class LeaseManager {
         const rec = this.leases.get(leaseId);
         if (!rec) {
             const t = this.tombstones.get(leaseId);
-            return t ? { ok: false, reason: "expired", cause: t.cause, endedAt: t.endedAt } : { ok: false, reason: "unknown-lease" };
+            if (!t) return { ok: false, reason: "unknown-lease" };
+            return t.removal ? { ok: false, reason: "expired", cause: t.cause, endedAt: t.endedAt, removal: t.removal } : { ok: false, reason: "expired", cause: t.cause, endedAt: t.endedAt };
         }
         this.end(rec, "released", outcome, now);
         // After the state is consistent, so a throwing callback cannot leave a half-released lease.
         if (outcome === "error") this.o.onError?.(rec.member.id, rec.lease);
         return { ok: true, lease: rec.lease, errors: rec.member.errors };
+    }
+
+    /**
+     * Ends the lease on member `id` because the service is taking the member away (a drain ran out, a
+     * repair of a gone member): a later release gets `expired` with `removal`. The member stays; whoever
+     * revokes keeps it ineligible while it should not be leased. Returns the ended lease, if there was one.
+     */
+    revoke(id: string, removal: Removal): Lease | undefined {
+        const now = this.o.now();
+        this.expire(now);
+        const rec = this.members.get(id)?.lease;
+        if (!rec) return undefined;
+        this.end(rec, "member-removed", "ok", now, removal);
+        place(rec.member, now);
+        return rec.lease;
     }
 
     /** The active lease with this id, if any. */
@@ -260,7 +276,7 @@ export class LeaseManager {
         return n;
     }
 
-    private end(rec: LeaseRec, cause: "released" | "ttl" | "member-removed", outcome: ReleaseOutcome, now: number): void {
+    private end(rec: LeaseRec, cause: "released" | "ttl" | "member-removed", outcome: ReleaseOutcome, now: number, removal?: Removal): void {
         const m = rec.member;
         // An expired lease ended at its expiresAt, however late we notice: cooldowns and LRU order do not
         // depend on when a sweep or a request happened to come by.
@@ -270,7 +286,7 @@ export class LeaseManager {
         m.lease = undefined;
         m.pool.leased--;
         if (cause !== "released") {
-            this.tombstones.set(rec.lease.id, { cause, endedAt: at });
+            this.tombstones.set(rec.lease.id, removal ? { cause, endedAt: at, removal } : { cause, endedAt: at });
             if (this.tombstones.size > this.o.maxTombstones) this.tombstones.delete(this.tombstones.keys().next().value!);
         }
         if (cause === "member-removed") return;

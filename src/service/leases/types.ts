@@ -37,8 +37,19 @@ export type ReleaseResult =
     | { ok: true; lease: Lease; errors: number }
     /** Never issued, already released, or forgotten (tombstones last `tombstoneSeconds`): HTTP 404. */
     | { ok: false; reason: "unknown-lease" }
-    /** The lease ended before this release (its TTL ran out, or its member left the stack): HTTP 410. */
-    | { ok: false; reason: "expired"; cause: "ttl" | "member-removed"; endedAt: number };
+    /**
+     * The lease ended before this release (its TTL ran out, or its member left the stack): HTTP 410.
+     * `removal` says why the member left when the service ended the lease on purpose (`revoke`).
+     */
+    | { ok: false; reason: "expired"; cause: "ttl" | "member-removed"; endedAt: number; removal?: Removal };
+
+/** Why the service took a leased member away (a drain that ran out, a repair): kept for late releases. */
+export interface Removal {
+    reason: "scaled-down" | "replaced" | "gone";
+    member: string;
+    /** In words, naming the member: "member web-2 was scaled away (pool web scaled to 2) …". */
+    message: string;
+}
 
 export type MemberLeaseState = "available" | "leased" | "cooldown" | "ineligible";
 
