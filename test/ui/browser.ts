@@ -3,7 +3,7 @@
  * browser). A missing chromium fails the test, naming the package to install.
  */
 import * as fs from "node:fs";
-import { chromium, type Browser, type Page } from "playwright-core";
+import { chromium, type Browser, type BrowserContext, type Page } from "playwright-core";
 
 export const CHROMIUM = process.env.EGRESS_CHROMIUM ?? "/usr/bin/chromium";
 
@@ -42,4 +42,38 @@ export function outline(page: Page): Promise<string[]> {
         walk(document.body);
         return out;
     });
+}
+
+export interface FirstLoad {
+    page: Page;
+    requests: number;
+    bytes: number;
+    /** From navigation start until `ready` first matched, by the page's own clock. */
+    interactiveMs: number;
+}
+
+/**
+ * Opens `url` in `context` (fresh, so cold) and measures the load: bytes over the wire (navigation and
+ * resource `transferSize`) and time to interactive, i.e. when `ready` (the first control) first
+ * appears, noted by a MutationObserver installed before the page's scripts, so the driver's round
+ * trips are not counted. Only loopback is reachable: anything else the page asks for is refused.
+ */
+export async function firstLoad(context: BrowserContext, url: string, ready: string): Promise<FirstLoad> {
+    await context.route((u) => !/^http:\/\/127\.0\.0\.1[:/]/.test(u.toString()), (route) => route.abort());
+    await context.addInitScript((sel: string) => {
+        const g = globalThis as any;
+        const check = () => {
+            if (g.__egressReady === undefined && g.document.querySelector(sel)) g.__egressReady = g.performance.now();
+        };
+        new g.MutationObserver(check).observe(g.document, { childList: true, subtree: true });
+    }, ready);
+    const page = await context.newPage();
+    await page.goto(url);
+    await page.locator(ready).first().waitFor({ timeout: 30_000 });
+    const m = await page.evaluate(() => {
+        const g = globalThis as any;
+        const entries = [...g.performance.getEntriesByType("navigation"), ...g.performance.getEntriesByType("resource")];
+        return { requests: entries.length, bytes: entries.reduce((s: number, e: any) => s + e.transferSize, 0), interactiveMs: Math.round(g.__egressReady) };
+    });
+    return { page, ...m };
 }

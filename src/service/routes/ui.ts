@@ -18,7 +18,8 @@ const CSP = "default-src 'none'; script-src 'self'; style-src 'self'; img-src 's
 
 /**
  * The dashboard: static files with no token (all data comes from /v1 with one), its pages answered with
- * index.html, and any other GET outside /v1 with index.html as a 404 (the app then shows its 404 page).
+ * index.html, and any other GET outside /v1 from a browser with index.html as a 404 (the app then shows
+ * its 404 page).
  */
 export function uiRoutes(dir = UI_DIR): Router {
     const r = Router();
@@ -35,8 +36,9 @@ export function uiRoutes(dir = UI_DIR): Router {
         next();
     });
     r.use("/assets", express.static(path.join(dir, "assets"), { index: false, fallthrough: true, setHeaders: (res) => res.setHeader("Cache-Control", "no-cache") }));
+    // A browser (it asks for HTML) gets the app's 404 page; API clients (curl's */*, fetch) keep the JSON 404.
     r.use((req, res, next) => {
-        if ((req.method !== "GET" && req.method !== "HEAD") || NOT_UI.test(req.path)) return next();
+        if ((req.method !== "GET" && req.method !== "HEAD") || NOT_UI.test(req.path) || !/\btext\/html\b/.test(req.headers.accept ?? "")) return next();
         page(404)(req, res);
     });
     return r;
