@@ -131,12 +131,32 @@ test("the dashboard: log in, 3 healthy, scale to 5 with live progress, a killed 
     await shot(page, "dashboard", ["header", "h1 egress", NAV_ADMIN, "main", "h2 Proxies", "form Filter proxies",
         "table: Proxy | Pool | Address | Health | Egress IP | Probe latency | Lease | Lifecycle | Last error"]);
 
+    // The other pages: a lease taken through the API shows (without its id), the provider check, and
+    // the scale operation's progress replayed from the Operations page.
+    const lease = (await svc.call("POST", "/v1/leases", { pool: "web", target: "shop.example" })).body.lease;
+    await page.getByRole("link", { name: "Active leases" }).click();
+    await page.locator("tbody tr").filter({ hasText: "shop.example" }).waitFor();
+    assert.ok(!(await page.content()).includes(lease.id), "lease ids are not rendered");
+    await shot(page, "leases", ["header", "h1 egress", NAV_ADMIN, "main", "h2 Active leases", "table: Proxy | Pool | Target | Leased | Expires"]);
+    assert.equal((await svc.call("POST", `/v1/leases/${lease.id}/release`, { outcome: "ok" })).status, 200);
+    await page.getByRole("link", { name: "Provider health" }).click();
+    await page.locator("tbody tr").filter({ hasText: "local" }).first().waitFor();
+    await shot(page, "providers", ["header", "h1 egress", NAV_ADMIN, "main", "h2 Provider health", "table: Provider | Kind | Target | State | Since | Message"]);
+    await page.getByRole("link", { name: "Operations" }).click();
+    await page.locator("tbody tr").filter({ hasText: "web → 5" }).getByRole("button").click();
+    const replay = page.getByRole("region", { name: /^Operation op_/ });
+    await replay.locator("h3 .badge.succeeded").waitFor();
+    await until("the replayed progress to name web-4", async () => (await replay.locator("tbody tr td:first-child").allTextContents()).includes("web-4"), 10_000, 100);
+    await shot(page, "operations", ["header", "h1 egress", NAV_ADMIN, "main", "h2 Operations", "table: Operation | Kind | Status | Desired | Created | Error",
+        "h3 Operation op_…", "table: Resource | Type | Step | State"]);
+
     // Kill one proxy: the table turns it unhealthy with its last error (no self-healing in this service).
     // Process ids carry the stack (`ui-web-1`); the dashboard shows the member id.
     const running = proxyProcesses(p);
     const pid = running.get("ui-web-1");
     assert.ok(pid, `web-1 runs (running: ${[...running.keys()].join(", ")})`);
     process.kill(pid, "SIGKILL");
+    await page.getByRole("link", { name: "Proxies" }).click();
     const row = page.locator('tr[data-proxy="web-1"]');
     await row.locator(".badge.unhealthy").waitFor({ timeout: 60_000 });
     assert.notEqual((await row.locator(".last-error").textContent())?.trim(), "", "the last error is shown");
