@@ -123,7 +123,8 @@ test("the dashboard: log in, 3 healthy, scale to 5 with live progress, a killed 
     assert.ok(resources.some((r) => /web-4/.test(r)), `progress named the new member web-4: ${resources.join(", ")}`);
     await until("5 healthy in the Pools table", async () => (await page.locator('tr[data-pool="web"] .healthy-count').textContent()) === "5", 120_000, 200);
     assert.deepEqual((await page.locator('tr[data-pool="web"] > *').allTextContents()).slice(0, 7), ["web", "local", "5", "5", "5", "0", "0"], "name, provider, desired, actual, healthy, leased, draining");
-    await until("the timeline to have samples", async () => (await page.locator(".timeline circle").count()) > 1, 30_000, 200);
+    await until("the timeline to have samples, the last with 5 healthy", async () =>
+        (await page.locator(".timeline circle").count()) > 1 && /5 healthy and 0 leased now/.test((await page.locator(".timeline svg").getAttribute("aria-label")) ?? ""), 30_000, 200);
     await shot(page, "pools-5", ["header", "h1 egress", NAV_ADMIN, "main", "h2 Pools", `${POOLS_HEAD} | Scale`, "form scale",
         "h3 Operation op_…", "table: Resource | Type | Step | State", "h2 Last hour", "chart"]);
     await page.getByRole("link", { name: "Proxies" }).click();

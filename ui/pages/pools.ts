@@ -30,7 +30,7 @@ function ScaleForm({ pool, onStarted }: { pool: Pool; onStarted: (opId: string) 
 /** Pools with their counts, a scale control for tokens with `scale`, and the last hour's timeline. */
 export function PoolsPage({ canScale }: { canScale: boolean }) {
     const pools = usePoll(() => api<{ pools: Pool[] }>("GET", "/v1/pools"), 2000);
-    const timeline = usePoll(() => api<{ points: TimelinePoint[] }>("GET", "/v1/timeline"), 10_000);
+    const timeline = usePoll(() => api<{ points: TimelinePoint[] }>("GET", "/v1/timeline"), 2000);
     const [opId, setOpId] = useState<string>();
     const list = pools.data?.pools ?? [];
     return html`<h2>Pools</h2>
