@@ -1,5 +1,5 @@
 import { render } from "preact";
-import { useEffect, useState } from "preact/hooks";
+import { useEffect, useRef, useState } from "preact/hooks";
 import { DASHBOARD_PAGES, isDashboardPage } from "../src/service/dashboard-pages";
 import { api, ApiError, setOnUnauthorized, token } from "./api";
 import { ErrorNote, html } from "./html";
@@ -40,10 +40,13 @@ function App() {
     const [checking, setChecking] = useState(!!token.get());
     const [notice, setNotice] = useState<string>();
     const [path, setPath] = useState(location.pathname);
+    const loggedIn = useRef(false);
+    loggedIn.current = !!who || checking; // a stored token being checked counts as a session too
     useEffect(() => {
         setOnUnauthorized(() => {
+            // A refused login says so in its own form; only a session that was running gets the notice.
+            if (loggedIn.current) setNotice("Your session ended (the token was refused). Log in again.");
             setWho(undefined);
-            setNotice("Your session ended (the token was refused). Log in again.");
         });
         const pop = () => setPath(location.pathname);
         addEventListener("popstate", pop);

@@ -169,9 +169,11 @@ test("the dashboard: log in, 3 healthy, scale to 5 with live progress, a killed 
     // Unknown page: the app's 404 page. A token refused mid-session: back to login with a notice.
     await page.goto(`${svc.url}/no/such/page`);
     await page.getByRole("heading", { name: "Page not found" }).waitFor();
+    await page.getByRole("link", { name: "Back to pools" }).click();
+    await page.locator('tr[data-pool="web"]').waitFor();
+    // The token stops being accepted mid-session (as when it is revoked): the next poll's 401 returns to login.
     await page.evaluate(() => (globalThis as any).sessionStorage.setItem("egress.token", "revoked-token-0123456789abcdef"));
-    await page.goto(`${svc.url}/proxies`);
-    await page.getByText("Your session ended").or(page.getByLabel("API token")).first().waitFor();
+    await page.getByText("Your session ended (the token was refused). Log in again.").waitFor({ timeout: 10_000 });
     assert.equal(await page.getByLabel("API token").count(), 1, "a 401 returns to login");
 
     // Discover-only: no scale control, no Operations page.
