@@ -14,6 +14,7 @@ import * as os from "node:os";
 import pino from "pino";
 import type { PoolConfig } from "../src/config";
 import type { ProxyMember } from "../components/member";
+import { Timeline } from "../src/service/timeline";
 import { createApp } from "../src/service/app";
 import { authenticate, sha256 } from "../src/service/auth";
 import { Fleet, HealthSource } from "../src/service/fleet";
@@ -89,6 +90,7 @@ export async function startSyntheticService(opts: SyntheticOptions): Promise<{ s
         projectRoot, stack: "bench", version: "bench", log, scaler, ops, fleet, metrics: createMetrics(),
         auth: authenticate([{ name: "bench", sha256: sha256(opts.token).toString("hex"), scopes: ["lease", "discover"] }]),
         providerHealth: () => [], reconcile: () => ({ enabled: false, intervalSeconds: 0, providersDown: [], backoff: [] }), ready: () => ({ ok: true }),
+        timeline: new Timeline({ counts: () => fleet.poolCounts() }),
     });
     const server = http.createServer(opts.bare ? bareHandler(fleet) : app);
     await new Promise<void>((resolve, reject) => {

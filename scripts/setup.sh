@@ -15,6 +15,8 @@ fi
 
 log "building TypeScript"
 npx tsc -p tsconfig.json
+log "building the dashboard"
+node scripts/build-ui.mjs
 
 bash scripts/build-pulumi.sh
 bash scripts/build-supervisor.sh

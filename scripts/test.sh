@@ -14,7 +14,7 @@ fi
 status=0 passed=0 failed=0
 out="$(mktemp)"
 trap 'rm -f "$out"' EXIT
-for suite in unit e2e service kvm; do
+for suite in unit e2e service ui kvm; do
   [ -d "dist/test/$suite" ] || continue
   files=$(find "dist/test/$suite" -name '*.test.js' | sort)
   [ -n "$files" ] || continue

@@ -10,10 +10,13 @@ import type { Scaler } from "./scaler";
 import type { Fleet } from "./fleet";
 import type { ProviderHealthReport } from "./provider-health";
 import type { ReconcileStatus } from "./heal/reconciler";
+import type { Timeline } from "./timeline";
 import { poolRoutes } from "./routes/pools";
 import { operationRoutes } from "./routes/operations";
 import { discoveryRoutes } from "./routes/discovery";
 import { systemRoutes } from "./routes/system";
+import { dashboardRoutes } from "./routes/dashboard";
+import { uiRoutes } from "./routes/ui";
 import { BODY_LIMIT_BYTES, isLeaseRequest, leaseFastPath, writeJson } from "./fast-path";
 import { requestLogger, requestLogLevel, RequestLogging } from "./request-log";
 
@@ -23,7 +26,8 @@ export interface AppDeps {
     stack: string;
     version: string;
     log: Logger;
-    auth: (scope: Scope) => RequestHandler;
+    /** No scope: any valid token. */
+    auth: (scope?: Scope) => RequestHandler;
     scaler: Scaler;
     ops: OperationLog;
     fleet: Fleet;
@@ -31,6 +35,8 @@ export interface AppDeps {
     providerHealth: () => ProviderHealthReport[];
     /** GET /v1/heal. */
     reconcile: () => ReconcileStatus;
+    /** GET /v1/timeline. */
+    timeline: Timeline;
     /** `stopping`: the service is shutting down; every request but liveness and metrics is answered 503 not_ready. */
     ready: () => { ok: true } | { ok: false; reason: string; stopping?: boolean };
 }
@@ -67,6 +73,9 @@ export function createApp(deps: AppDeps): RequestListener {
     app.use(poolRoutes(deps));
     app.use(operationRoutes(deps));
     app.use(discoveryRoutes(deps));
+    app.use(dashboardRoutes(deps));
+    // The dashboard's static files at `/`: after every API route, so /v1 stays JSON (404 included).
+    app.use(uiRoutes());
     app.use(notFound);
     app.use(errorHandler);
     const fast = leaseFastPath(deps, (req, res) => logging(req, res));

@@ -56,12 +56,19 @@ export function ensureDevToken(file: string): string | undefined {
     return token;
 }
 
+/** What `authenticate` leaves on a request it admitted. */
+export interface AuthenticatedRequest {
+    tokenName?: string;
+    tokenScopes?: Scope[];
+}
+
 /**
  * Bearer-token check. Compares the presented token's hash with every stored hash using
  * timingSafeEqual and without an early exit, so timing says nothing about which (if any) matched.
- * `admin` implies every scope.
+ * `admin` implies every scope; no `scope` admits any valid token (GET /v1/whoami). The token's name and
+ * scopes are left on the request for handlers.
  */
-export function authenticate(tokens: StoredToken[]): (scope: Scope) => RequestHandler {
+export function authenticate(tokens: StoredToken[]): (scope?: Scope) => RequestHandler {
     const hashes = tokens.map((t) => ({ ...t, digest: Buffer.from(t.sha256, "hex") }));
     return (scope) => (req, _res, next) => {
         const header = req.headers.authorization ?? "";
@@ -71,9 +78,10 @@ export function authenticate(tokens: StoredToken[]): (scope: Scope) => RequestHa
         let match: (typeof hashes)[number] | undefined;
         for (const t of hashes) if (crypto.timingSafeEqual(digest, t.digest)) match = t;
         if (!match) return next(new HttpError(401, "unauthenticated", "invalid bearer token", undefined, { "WWW-Authenticate": 'Bearer error="invalid_token"' }));
-        if (!match.scopes.includes(scope) && !match.scopes.includes("admin"))
+        if (scope && !match.scopes.includes(scope) && !match.scopes.includes("admin"))
             return next(new HttpError(403, "forbidden", `token "${match.name}" lacks the \`${scope}\` scope`));
-        (req as { tokenName?: string }).tokenName = match.name;
+        (req as AuthenticatedRequest).tokenName = match.name;
+        (req as AuthenticatedRequest).tokenScopes = match.scopes;
         next();
     };
 }

@@ -10,7 +10,7 @@ export type HealthState = "healthy" | "unhealthy" | "unknown";
 /** What the fleet needs from the health engine (src/health HealthMonitor fits). */
 export interface HealthSource {
     setMembers(members: ProxyMember[]): void;
-    get(id: string): { state: HealthState; egressIp?: string; lastError?: string; consecutiveFailures?: number; lastProbeAt?: number; lastOkAt?: number } | undefined;
+    get(id: string): { state: HealthState; egressIp?: string; lastLatencyMs?: number; lastError?: string; consecutiveFailures?: number; lastProbeAt?: number; lastOkAt?: number } | undefined;
 }
 
 /** Members of one pool by state, for GET /v1/pools and the egress_proxies gauge. */
@@ -20,12 +20,16 @@ export interface PoolCounts {
     unhealthy: number;
     unknown: number;
     leased: number;
+    /** Members an operation is taking away (never leased again). */
+    draining: number;
 }
 
 /** A member as discovery shows it. */
 export interface ProxyView extends ProxyMember {
     health: HealthState;
     egressIp?: string;
+    /** Round trip of the last probe through it (ms). */
+    probeLatencyMs?: number;
     leased: boolean;
     lifecycle: Lifecycle;
     /** The last probe error (while probes fail) or failed operation's error naming this member. */
@@ -37,6 +41,15 @@ export interface ProxyView extends ProxyMember {
 export interface LeaseView {
     id: string;
     proxy: Pick<ProxyMember, "id" | "pool" | "provider" | "zone" | "host" | "port" | "url">;
+    target?: string;
+    leasedAt: string;
+    expiresAt: string;
+}
+
+/** An active lease as the dashboard lists it: without its id, which is what releases it. */
+export interface ActiveLeaseView {
+    proxy: string;
+    pool: string;
     target?: string;
     leasedAt: string;
     expiresAt: string;
@@ -126,7 +139,7 @@ export class Fleet {
             const h = this.health.get(m.id);
             const drain = this.draining.get(m.id);
             const life = lifecycleOf({ hasAddress: !!m.host, draining: !!drain, health: h?.state ?? "unknown", probe: h, opError: this.opErrors.get(m.id) });
-            const view: ProxyView = { ...m, health: h?.state ?? "unknown", egressIp: h?.egressIp, leased: this.leases.isLeased(m.id), ...life };
+            const view: ProxyView = { ...m, health: h?.state ?? "unknown", egressIp: h?.egressIp, probeLatencyMs: h?.lastLatencyMs, leased: this.leases.isLeased(m.id), ...life };
             if (drain) view.drainingUntil = new Date(drain.until).toISOString();
             if (filter.state && view.health !== filter.state) continue;
             if (filter.lifecycle && view.lifecycle !== filter.lifecycle) continue;
@@ -139,12 +152,19 @@ export class Fleet {
     poolCounts(): Record<string, PoolCounts> {
         const counts: Record<string, PoolCounts> = {};
         for (const m of this.members.values()) {
-            const c = (counts[m.pool] ??= { actual: 0, healthy: 0, unhealthy: 0, unknown: 0, leased: 0 });
+            const c = (counts[m.pool] ??= { actual: 0, healthy: 0, unhealthy: 0, unknown: 0, leased: 0, draining: 0 });
             c.actual++;
+            if (this.draining.has(m.id)) c.draining++;
             c[this.health.get(m.id)?.state ?? "unknown"]++;
             if (this.leases.isLeased(m.id)) c.leased++;
         }
         return counts;
+    }
+
+    /** Active leases, oldest first. */
+    activeLeases(): ActiveLeaseView[] {
+        const iso = (ms: number) => new Date(ms).toISOString();
+        return this.leases.active().map((l) => ({ proxy: l.proxyId, pool: l.pool, ...(l.target ? { target: l.target } : {}), leasedAt: iso(l.leasedAt), expiresAt: iso(l.expiresAt) }));
     }
 
     acquire(req: { pool?: string; target?: string; ttlSeconds?: number }): FleetAcquire {

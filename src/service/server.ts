@@ -20,6 +20,7 @@ import { announceService, assertNoOtherService } from "./announce";
 import { watchStackCheckpoint } from "./stack-watch";
 import { Reconciler } from "./heal/reconciler";
 import { Drainer } from "./drain/drainer";
+import { Timeline } from "./timeline";
 import { goneCheckFor, GoneCheck } from "../providers-health/gone";
 import type { ProxyMember } from "../../components/member";
 
@@ -55,6 +56,8 @@ export interface ServeOptions {
     runDir?: string;
     /** Reconcile loop (self-healing, src/service/heal): time between rounds; 0 = off. @default 60000 */
     reconcileIntervalMs?: number;
+    /** The dashboard timeline's sample interval (it keeps the last hour). @default 30000 */
+    timelineIntervalMs?: number;
     /** Backoff after a failed repair. @default 1 min doubling to 30 min (tests shorten it) */
     healBackoff?: { baseMs: number; maxMs: number };
 }
@@ -174,10 +177,11 @@ export async function startService(opts: ServeOptions): Promise<RunningService> 
         pools: () => loadStackConfig(opts.projectRoot, opts.stack).pools, goneChecks: () => goneChecks,
         onRepair: (pool, reason) => metrics.heals.inc({ pool, reason }),
     });
+    const timeline = new Timeline({ intervalMs: opts.timelineIntervalMs, counts: () => fleet.poolCounts() });
     const appDeps: AppDeps = {
         projectRoot: opts.projectRoot, stack: opts.stack, version: require("../../../package.json").version,
         log, auth: authenticate(tokens), scaler, ops, fleet, metrics,
-        providerHealth: () => providerHealth.snapshot(), reconcile: () => reconciler.status(), ready: () => ready,
+        providerHealth: () => providerHealth.snapshot(), reconcile: () => reconciler.status(), timeline, ready: () => ready,
     };
     server.on("request", createApp(appDeps));
 
@@ -214,6 +218,7 @@ export async function startService(opts: ServeOptions): Promise<RunningService> 
     }
     providerHealth.start();
     health.start();
+    timeline.start();
     // Leases expire lazily on every call; the sweep also drops old target cooldowns and ended-lease records.
     sweeper = setInterval(() => leases.sweep(), 5_000).unref();
     // A person may run `egress up` beside the service: follow its checkpoint writes at once, and re-read
@@ -245,6 +250,7 @@ export async function startService(opts: ServeOptions): Promise<RunningService> 
             await scaler.drain(closeOpts);
             clearInterval(sweeper);
             clearInterval(outputsPoll);
+            timeline.stop();
             await health.stop();
             await providerHealth.stop();
             const closed = new Promise<void>((r) => server.close(() => r()));

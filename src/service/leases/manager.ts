@@ -201,6 +201,12 @@ export class LeaseManager {
         return { expired };
     }
 
+    /** The live leases (expired ones end first), oldest first: for the dashboard's list. */
+    active(): Lease[] {
+        this.expire(this.o.now());
+        return [...this.leases.values()].map((l) => l.lease);
+    }
+
     /** Whether a member holds a live lease (expired ones end first). O(1) apart from due expiries. */
     isLeased(id: string): boolean {
         this.expire(this.o.now());

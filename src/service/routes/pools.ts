@@ -20,6 +20,7 @@ export function poolRoutes(deps: AppDeps): Router {
                 actual: counts[p.name]?.actual ?? 0,
                 healthy: counts[p.name]?.healthy ?? 0,
                 leased: counts[p.name]?.leased ?? 0,
+                draining: counts[p.name]?.draining ?? 0,
             })),
         });
     });
