@@ -190,6 +190,17 @@ test("system routes, the docs page and its assets (no token), and unknown docs f
     assert.equal((await call("GET", "/docs/index.html", { token: null })).status, 404);
 });
 
+test("bad input: every operation with a scope answers 401 without a token; /docs, its assets and the document need none", async () => {
+    const concrete = (p: string) => p.replace("{pool}", "web").replace("{id}", "x").replace("{asset}", "swagger-ui.css");
+    for (const op of OPERATIONS) {
+        const r = await call(op.method.toUpperCase(), concrete(op.path), { token: null, ...(op.method === "get" ? {} : { body: {} }) });
+        if (op.scope) {
+            assert.equal(r.status, 401, `${op.method} ${op.path}`);
+            assert.equal(r.body.error.code, "unauthenticated");
+        } else assert.equal(r.status, 200, `${op.method} ${op.path} is public`);
+    }
+});
+
 test("every documented operation was answered for real with a 2xx and validated", () => {
     const missing = OPERATIONS.filter((o) => ![...(seen.get(o.operationId) ?? [])].some((s) => s < 300)).map((o) => o.operationId);
     assert.deepEqual(missing, []);
