@@ -208,3 +208,24 @@ test("every documented operation was answered for real with a 2xx and validated"
     console.log(`validated real answers: ${seen.size} operations, ${statuses} (operation, status) pairs`);
 });
 
+
+test("while the service stops, answers are the documented 503 not_ready (liveness and metrics stay 200)", { timeout: 120_000 }, async () => {
+    // A running operation keeps the stopping window open: close waits for it.
+    const op = await call("PUT", "/v1/pools/web/replicas", { body: { replicas: 2 } });
+    assert.equal(op.status, 202);
+    await waitFor("the operation runs", async () => (await svc.call("GET", `/v1/operations/${op.body.operation.id}`)).body.operation.status === "running", 30_000, 20);
+    const stopping = svc.stop();
+    try {
+        await waitFor("stopping", async () => (await fetch(`${svc.url}/v1/pools`, { headers: { authorization: `Bearer ${TOKENS.admin}` } })).status === 503, 10_000, 20);
+        for (const [method, path, body] of [["GET", "/v1/pools"], ["POST", "/v1/leases", {}], ["GET", "/v1/proxies"], ["GET", "/docs"], ["GET", "/v1/openapi.json"]] as const) {
+            const r = await call(method, path, body ? { body } : {});
+            assert.equal(r.status, 503, `${method} ${path}`);
+            assert.equal(r.body.error.code, "not_ready");
+            assert.ok(Number(r.headers.get("retry-after")) >= 1);
+        }
+        assert.equal((await call("GET", "/healthz", { token: null })).status, 200);
+        assert.equal((await call("GET", "/metrics", { token: null })).status, 200);
+    } finally {
+        await stopping;
+    }
+});
