@@ -11,6 +11,7 @@ PKGS=(
   dnsmasq-base bridge-utils iproute2 iptables
   debootstrap grub-pc-bin grub-efi-amd64-bin mtools dosfstools fdisk dpkg-dev   # the real guest's image (build-guest-image.sh)
   curl                                    # requests through the guests' proxies, inside the sandbox netns
+  jq                                      # docs/crawling.md's curl example (test/service/crawling.test.ts)
 )
 missing=()
 for p in "${PKGS[@]}"; do
