@@ -37,6 +37,7 @@ interface Op {
     path: string;
     scope?: Scope;
     summary: string;
+    description?: string;
     tags: string[];
     operationId: string;
     request?: RouteConfig["request"];
@@ -65,7 +66,8 @@ export const OPERATIONS: Op[] = [
     { method: "get", path: "/v1/operations/{id}", scope: "scale", tags: ["operations"], operationId: "getOperation", summary: "An engine operation", request: { params: idParams("Operation id (op_…)") }, responses: { "200": json(s.operationResponse, "The operation"), "404": error("`unknown_operation`") } },
     {
         method: "get", path: "/v1/operations/{id}/events", scope: "scale", tags: ["operations"], operationId: "streamOperationEvents",
-        summary: "Server-Sent Events of the operation's progress: `progress` (a progress event) and `status` (the operation) events, each with an `id:`; send `Last-Event-ID` to resume after it; a `: ping` comment every 15 s; the stream ends when the operation settles",
+        summary: "Server-Sent Events of the operation's progress",
+        description: "`status` events (the operation, at creation and at each change) and `progress` events (engine progress, resource by resource), each with an `id:` counting up from 1. Send `Last-Event-ID` to get only the events after it (from a buffer of the last 1000). A `: ping` comment comes every 15 s while the operation runs; the stream ends when it settles.",
         request: { params: idParams("Operation id (op_…)"), headers: z.object({ "Last-Event-ID": z.string().optional().describe("Resume after this event id (replayed from a bounded buffer)") }) },
         responses: {
             "200": { description: "text/event-stream; each event's `data:` is JSON: a ProgressEvent for `progress`, an Operation for `status`", content: { "text/event-stream": { schema: z.string(), itemSchema: z.union([s.progressEventSchema, s.operationSchema]) } } },

@@ -214,7 +214,10 @@ export interface paths {
             path?: never;
             cookie?: never;
         };
-        /** Server-Sent Events of the operation's progress: `progress` (a progress event) and `status` (the operation) events, each with an `id:`; send `Last-Event-ID` to resume after it; a `: ping` comment every 15 s; the stream ends when the operation settles */
+        /**
+         * Server-Sent Events of the operation's progress
+         * @description `status` events (the operation, at creation and at each change) and `progress` events (engine progress, resource by resource), each with an `id:` counting up from 1. Send `Last-Event-ID` to get only the events after it (from a buffer of the last 1000). A `: ping` comment comes every 15 s while the operation runs; the stream ends when it settles.
+         */
         get: operations["streamOperationEvents"];
         put?: never;
         post?: never;
