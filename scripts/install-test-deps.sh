@@ -12,6 +12,7 @@ PKGS=(
   debootstrap grub-pc-bin grub-efi-amd64-bin mtools dosfstools fdisk dpkg-dev   # the real guest's image (build-guest-image.sh)
   curl                                    # requests through the guests' proxies, inside the sandbox netns
   chromium                                # the dashboard's browser test (test/ui), driven by playwright-core
+  jq                                      # docs/crawling.md's curl example (test/service/crawling.test.ts)
 )
 missing=()
 for p in "${PKGS[@]}"; do

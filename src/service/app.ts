@@ -17,6 +17,7 @@ import { discoveryRoutes } from "./routes/discovery";
 import { systemRoutes } from "./routes/system";
 import { dashboardRoutes } from "./routes/dashboard";
 import { uiRoutes } from "./routes/ui";
+import { docsRoutes } from "./routes/docs";
 import { BODY_LIMIT_BYTES, isLeaseRequest, leaseFastPath, writeJson } from "./fast-path";
 import { requestLogger, requestLogLevel, RequestLogging } from "./request-log";
 
@@ -39,6 +40,8 @@ export interface AppDeps {
     timeline: Timeline;
     /** `stopping`: the service is shutting down; every request but liveness and metrics is answered 503 not_ready. */
     ready: () => { ok: true } | { ok: false; reason: string; stopping?: boolean };
+    /** Time between `: ping` comments on operation event streams. @default 15000 (routes/operations.ts) */
+    sseHeartbeatMs?: number;
 }
 
 /** Answered normally even while stopping: liveness (the process is alive and must not be killed mid-drain) and metrics. */
@@ -70,6 +73,7 @@ export function createApp(deps: AppDeps): RequestListener {
     // Scale and lease bodies are tiny; the fast path enforces the same limit.
     app.use(express.json({ limit: BODY_LIMIT_BYTES, strict: true, type: () => true }));
     app.use(systemRoutes(deps));
+    app.use(docsRoutes());
     app.use(poolRoutes(deps));
     app.use(operationRoutes(deps));
     app.use(discoveryRoutes(deps));
@@ -79,9 +83,29 @@ export function createApp(deps: AppDeps): RequestListener {
     app.use(notFound);
     app.use(errorHandler);
     const fast = leaseFastPath(deps, (req, res) => logging(req, res));
-    return (req, res) => {
+    const listener: RequestListener = (req, res) => {
         const ready = deps.ready();
         if (!ready.ok && ready.stopping && !ANSWERED_WHILE_STOPPING.has((req.url ?? "").split("?")[0])) return answerStopping(req, res, ready.reason, deps.log, logging);
         if (!fast(req, res)) app(req, res);
     };
+    expressApps.set(listener, app);
+    return listener;
+}
+
+const expressApps = new WeakMap<RequestListener, express.Express>();
+
+/** Every method and path the Express app of `listener` routes (Express syntax: `/v1/pools/:pool/replicas`). */
+export function servedRoutes(listener: RequestListener): { method: string; path: string }[] {
+    const app = expressApps.get(listener);
+    if (!app) throw new Error("not a listener made by createApp");
+    const out: { method: string; path: string }[] = [];
+    type Layer = { route?: { path: string; methods: Record<string, boolean> }; handle?: { stack?: Layer[] } };
+    const walk = (stack: Layer[]) => {
+        for (const layer of stack) {
+            if (layer.route) for (const m of Object.keys(layer.route.methods)) out.push({ method: m, path: layer.route.path });
+            else if (layer.handle?.stack) walk(layer.handle.stack); // a Router mounted with app.use (no prefix)
+        }
+    };
+    walk((app as unknown as { router: { stack: Layer[] } }).router.stack);
+    return out;
 }

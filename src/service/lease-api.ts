@@ -2,7 +2,8 @@ import type { AppDeps } from "./app";
 import { HttpError } from "./errors";
 import type { LeaseView } from "./fleet";
 import type { Lease, ReleaseResult } from "./leases";
-import { leaseBody, parseOr400, releaseBody } from "./schemas";
+import { leaseBody, parseOr400, releaseBody, type leaseResponse, type releaseResponse } from "./schemas";
+import type { z } from "zod";
 
 /**
  * What POST /v1/leases and POST /v1/leases/:id/release do once the body is parsed and the token
@@ -21,7 +22,7 @@ export function acquireLease(deps: Pick<AppDeps, "fleet" | "metrics">, body: unk
         throw new HttpError(503, "none_available", result.message, undefined, { "Retry-After": String(result.retryAfterSeconds) });
     }
     deps.metrics.leases.inc({ pool: result.lease.proxy.pool, result: "granted" });
-    return { status: 201, body: { lease: result.lease } };
+    return { status: 201, body: { lease: result.lease } satisfies z.infer<typeof leaseResponse> };
 }
 
 export function releaseLease(deps: Pick<AppDeps, "fleet" | "metrics">, id: string, body: unknown): { status: 200; body: { released: true; lease: Lease } } {
@@ -32,7 +33,7 @@ export function releaseLease(deps: Pick<AppDeps, "fleet" | "metrics">, id: strin
         throw new HttpError(404, "unknown_lease", `no lease "${id}"`);
     }
     deps.metrics.releases.inc({ outcome });
-    return { status: 200, body: { released: true, lease: result.lease } };
+    return { status: 200, body: { released: true as const, lease: result.lease } satisfies z.infer<typeof releaseResponse> };
 }
 
 /**

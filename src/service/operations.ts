@@ -48,6 +48,16 @@ export interface DrainView {
     state: "waiting" | "idle" | "timed-out" | "kept";
 }
 
+/** One message of an operation's event stream; `id` counts up from 1 per operation (the SSE `id:`). */
+export interface StreamEntry {
+    id: number;
+    type: "progress" | "status";
+    data: unknown;
+}
+
+/** Stream entries kept per operation for `Last-Event-ID` resume; older ones are dropped first. */
+export const STREAM_BUFFER = 1000;
+
 /**
  * Operations of one stack: records, their progress events (for SSE), and a journal file so a restart
  * can tell that an operation was interrupted by a crash.
@@ -55,6 +65,7 @@ export interface DrainView {
 export class OperationLog {
     private readonly ops = new Map<string, Operation>();
     private readonly events = new Map<string, ProgressEvent[]>();
+    private readonly streams = new Map<string, { next: number; entries: StreamEntry[] }>();
     readonly emitter = new EventEmitter();
     private readonly keep = 200;
 
@@ -66,6 +77,7 @@ export class OperationLog {
         const op: Operation = { id: `op_${crypto.randomBytes(8).toString("hex")}`, kind, status: "queued", desired, requests: 1, createdAt: new Date().toISOString() };
         this.ops.set(op.id, op);
         this.events.set(op.id, []);
+        this.record(op, "status", op);
         this.trim();
         return op;
     }
@@ -84,12 +96,12 @@ export class OperationLog {
 
     progress(op: Operation, e: ProgressEvent): void {
         this.events.get(op.id)?.push(e);
-        this.emitter.emit(op.id, { type: "progress", data: e });
+        this.emitter.emit(op.id, this.record(op, "progress", e));
     }
 
     update(op: Operation, patch: Partial<Operation>): void {
         Object.assign(op, patch);
-        this.emitter.emit(op.id, { type: "status", data: op });
+        this.emitter.emit(op.id, this.record(op, "status", op));
         this.writeJournal();
     }
 
@@ -112,9 +124,25 @@ export class OperationLog {
             }
             this.ops.set(op.id, op);
             this.events.set(op.id, []);
+            this.record(op, "status", op);
         }
         this.writeJournal();
         return interrupted;
+    }
+
+    /** Stream entries of `id` after `afterId` (all with 0), oldest first, as far as the buffer reaches back. */
+    streamOf(id: string, afterId = 0): StreamEntry[] {
+        return (this.streams.get(id)?.entries ?? []).filter((e) => e.id > afterId);
+    }
+
+    /** Numbers and buffers one stream message. Status data is a copy: the live record keeps changing. */
+    private record(op: Operation, type: StreamEntry["type"], data: unknown): StreamEntry {
+        let s = this.streams.get(op.id);
+        if (!s) this.streams.set(op.id, (s = { next: 1, entries: [] }));
+        const entry: StreamEntry = { id: s.next++, type, data: type === "status" ? structuredClone(data) : data };
+        s.entries.push(entry);
+        if (s.entries.length > STREAM_BUFFER) s.entries.splice(0, s.entries.length - STREAM_BUFFER);
+        return entry;
     }
 
     private trim(): void {
@@ -124,6 +152,7 @@ export class OperationLog {
             if (op.status === "queued" || op.status === "running") continue;
             this.ops.delete(id);
             this.events.delete(id);
+            this.streams.delete(id);
         }
     }
 

@@ -21,7 +21,7 @@ export const releaseBody = z.strictObject({
 });
 
 export const proxiesQuery = z.strictObject({
-    pool: z.string().min(1).optional(),
+    pool: z.string().min(1).optional().describe("Only this pool"),
     state: z.enum(["healthy", "unhealthy", "unknown"]).optional(),
     lifecycle: z.enum(["provisioning", "ready", "draining", "failed"]).optional(),
 });
@@ -36,29 +36,113 @@ export const proxySchema = z.object({
     lifecycle: z.enum(["provisioning", "ready", "draining", "failed"]).describe("provisioning: no address or no probe verdict yet; ready: healthy; draining: an operation removes or replaces it (never leased again; leases run until released or drainingUntil); failed: unhealthy, or an operation failed on it"),
     lastError: z.string().optional().describe("The last probe error while probes fail, or the last failed operation's error naming this member, whichever is newer"),
     drainingUntil: z.string().optional().describe("While draining: when a lease still running on it is ended (then its release answers 410 proxy_removed)"),
-});
+}).meta({ id: "Proxy" });
+
+const isoTime = z.string().describe("RFC 3339 time");
+
+/** GET /v1/proxies */
+export const proxiesResponse = z.object({ proxies: z.array(proxySchema) });
 
 export const poolSchema = z.object({
-    name: z.string(), provider: z.string(), desired: z.number().int(), maxReplicas: z.number().int(),
-    actual: z.number().int(), healthy: z.number().int(), leased: z.number().int(),
+    name: z.string(), provider: z.string(),
+    desired: z.number().int().describe("Desired members: the last accepted scale request, else the configured replicas"),
+    maxReplicas: z.number().int(), actual: z.number().int(), healthy: z.number().int(), leased: z.number().int(),
     draining: z.number().int().describe("Members an operation is taking away (never leased again)"),
+}).meta({ id: "Pool" });
+/** GET /v1/pools */
+export const poolsResponse = z.object({ pools: z.array(poolSchema) });
+
+/** The proxy part of a lease: where to send traffic. */
+export const leaseViewSchema = z.object({
+    id: z.string().describe("Lease id; release it with POST /v1/leases/{id}/release"),
+    proxy: z.object({ id: z.string(), pool: z.string(), provider: z.string(), zone: z.string(), host: z.string(), port: z.number().int(), url: z.string().describe("http://host:port, usable as an HTTP(S) proxy URL") }),
+    target: z.string().optional(),
+    leasedAt: isoTime,
+    expiresAt: isoTime,
+}).meta({ id: "Lease" });
+/** POST /v1/leases → 201 */
+export const leaseResponse = z.object({ lease: leaseViewSchema });
+
+/** POST /v1/leases/{id}/release → 200 (times in epoch milliseconds, as the lease manager keeps them). */
+export const releaseResponse = z.object({
+    released: z.literal(true),
+    lease: z.object({ id: z.string(), proxyId: z.string(), pool: z.string(), target: z.string().optional(), leasedAt: z.number().describe("epoch ms"), expiresAt: z.number().describe("epoch ms") }),
 });
 
 /** GET /v1/whoami: the presenting token's name and scopes (never the token), so a client can follow them. */
-export const whoamiSchema = z.object({ name: z.string(), scopes: z.array(z.enum(SCOPES)) });
+export const whoamiSchema = z.object({ name: z.string(), scopes: z.array(z.enum(SCOPES)) }).meta({ id: "Whoami" });
 
 /** GET /v1/leases: active leases without their ids (an id is what releases a lease). */
 export const activeLeasesSchema = z.object({
-    leases: z.array(z.object({ proxy: z.string(), pool: z.string(), target: z.string().optional(), leasedAt: z.string(), expiresAt: z.string() })),
-});
+    leases: z.array(z.object({ proxy: z.string(), pool: z.string(), target: z.string().optional(), leasedAt: isoTime, expiresAt: isoTime })),
+}).meta({ id: "ActiveLeases" });
 
 /** GET /v1/timeline: healthy and leased members per pool, sampled every `intervalSeconds`, oldest first. */
 export const timelineSchema = z.object({
     intervalSeconds: z.number(),
-    points: z.array(z.object({ at: z.string(), pools: z.record(z.string(), z.object({ healthy: z.number().int(), leased: z.number().int() })) })),
+    points: z.array(z.object({ at: isoTime, pools: z.record(z.string(), z.object({ healthy: z.number().int(), leased: z.number().int() })) })),
+}).meta({ id: "Timeline" });
+
+
+export const progressEventSchema = z.object({
+    at: isoTime,
+    kind: z.enum(["resource-start", "resource-done", "resource-failed", "diagnostic", "summary"]),
+    op: z.string().optional(), type: z.string().optional(), name: z.string().optional(), message: z.string().optional(), severity: z.string().optional(),
+    changes: z.record(z.string(), z.number()).optional(),
+}).meta({ id: "ProgressEvent" });
+
+export const operationSchema = z.object({
+    id: z.string(),
+    kind: z.enum(["scale", "up", "heal"]),
+    status: z.enum(["queued", "running", "succeeded", "failed", "interrupted"]),
+    desired: z.record(z.string(), z.number()).describe("Desired replicas per pool this operation applies"),
+    requests: z.number().int().describe("Client requests folded into this operation (latest wins)"),
+    createdAt: isoTime, startedAt: isoTime.optional(), finishedAt: isoTime.optional(),
+    changes: z.record(z.string(), z.number()).optional(),
+    applied: z.record(z.string(), z.number()).optional(),
+    error: z.string().optional(),
+    members: z.array(z.string()).optional(),
+    reasons: z.record(z.string(), z.object({ reason: z.enum(["gone", "unhealthy"]), detail: z.string() })).optional(),
+    drain: z.object({
+        draining: z.boolean(),
+        members: z.array(z.object({ member: z.string(), reason: z.enum(["scaled-down", "replaced", "gone"]), until: isoTime, state: z.enum(["waiting", "idle", "timed-out", "kept"]) })),
+    }).optional(),
+}).meta({ id: "Operation" });
+/** GET /v1/operations */
+export const operationsResponse = z.object({ operations: z.array(operationSchema) });
+/** GET /v1/operations/{id} */
+export const operationResponse = z.object({ operation: operationSchema, events: z.number().int().describe("Progress events so far (stream them from /events)") });
+/** PUT /v1/pools/{pool}/replicas → 202 */
+export const scaleResponse = z.object({ operation: operationSchema });
+
+/** GET /v1/providers/health */
+export const providersHealthResponse = z.object({
+    providers: z.array(z.object({
+        provider: z.string(), kind: z.string(), ok: z.boolean(),
+        targets: z.array(z.object({ target: z.string(), ok: z.boolean(), stage: z.string().optional(), message: z.string(), details: z.record(z.string(), z.unknown()).optional(), checkedAt: isoTime, since: isoTime })),
+    })),
 });
 
-export const errorSchema = z.object({ error: z.object({ code: z.string(), message: z.string(), details: z.unknown().optional() }) });
+const decisionBase = { member: z.string(), pool: z.string(), reason: z.enum(["gone", "unhealthy"]), detail: z.string() };
+/** GET /v1/heal */
+export const healResponse = z.object({
+    enabled: z.boolean(),
+    intervalSeconds: z.number(),
+    lastRound: z.object({
+        at: isoTime, durationMs: z.number(), members: z.number().int(), skipped: z.string().optional(),
+        decisions: z.array(z.union([
+            z.object({ ...decisionBase, action: z.literal("repair") }),
+            z.object({ ...decisionBase, action: z.literal("skip"), skip: z.enum(["backoff", "provider-unhealthy", "max-surge"]), until: z.number().optional().describe("epoch ms"), why: z.string() }),
+        ])),
+    }).optional(),
+    providersDown: z.array(z.object({ provider: z.string(), reason: z.string() })),
+    backoff: z.array(z.object({ member: z.string(), failures: z.number().int(), retryAt: isoTime })),
+});
+
+export const echoResponse = z.object({ ip: z.string().describe("The caller's address as the service sees it") });
+export const okResponse = z.object({ ok: z.literal(true) });
+
+export const errorSchema = z.object({ error: z.object({ code: z.string().describe("Machine-readable, e.g. invalid_request, unauthenticated, forbidden, unknown_pool, none_available, not_ready"), message: z.string(), details: z.unknown().optional() }) }).meta({ id: "Error" });
 
 /** Parses `value` or throws a 400 whose details list each field and rule. */
 export function parseOr400<T extends z.ZodType>(schema: T, value: unknown, what: string): z.infer<T> {

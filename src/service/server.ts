@@ -60,6 +60,8 @@ export interface ServeOptions {
     timelineIntervalMs?: number;
     /** Backoff after a failed repair. @default 1 min doubling to 30 min (tests shorten it) */
     healBackoff?: { baseMs: number; maxMs: number };
+    /** Time between `: ping` comments on operation event streams. @default 15000 */
+    sseHeartbeatMs?: number;
 }
 
 export interface RunningService {
@@ -182,6 +184,7 @@ export async function startService(opts: ServeOptions): Promise<RunningService> 
         projectRoot: opts.projectRoot, stack: opts.stack, version: require("../../../package.json").version,
         log, auth: authenticate(tokens), scaler, ops, fleet, metrics,
         providerHealth: () => providerHealth.snapshot(), reconcile: () => reconciler.status(), timeline, ready: () => ready,
+        sseHeartbeatMs: opts.sseHeartbeatMs,
     };
     server.on("request", createApp(appDeps));
 

@@ -1,7 +1,8 @@
 import { Router } from "express";
 import type { AppDeps } from "../app";
 import { acquireLease, releaseLease } from "../lease-api";
-import { parseOr400, proxiesQuery } from "../schemas";
+import { parseOr400, proxiesQuery, type proxiesResponse } from "../schemas";
+import type { z } from "zod";
 
 /**
  * Discovery (GET /v1/proxies) and leases (POST /v1/leases, POST /v1/leases/:id/release). Plain lease
@@ -12,7 +13,7 @@ export function discoveryRoutes(deps: AppDeps): Router {
     const r = Router();
     r.get("/v1/proxies", deps.auth("discover"), (req, res) => {
         const q = parseOr400(proxiesQuery, req.query, "query");
-        res.json({ proxies: deps.fleet.proxies(q) });
+        res.json({ proxies: deps.fleet.proxies(q) } satisfies z.infer<typeof proxiesResponse>);
     });
     r.post("/v1/leases", deps.auth("lease"), (req, res) => {
         const out = acquireLease(deps, req.body);

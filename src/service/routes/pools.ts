@@ -2,7 +2,8 @@ import { Router } from "express";
 import type { AppDeps } from "../app";
 import { HttpError } from "../errors";
 import { NotAcceptingError } from "../scaler";
-import { parseOr400, scaleBody } from "../schemas";
+import { parseOr400, scaleBody, type poolsResponse, type scaleResponse } from "../schemas";
+import type { z } from "zod";
 import { loadStackConfig } from "../../config";
 
 /** GET /v1/pools and PUT /v1/pools/:pool/replicas (desired state; 202 with the applying operation). */
@@ -22,7 +23,7 @@ export function poolRoutes(deps: AppDeps): Router {
                 leased: counts[p.name]?.leased ?? 0,
                 draining: counts[p.name]?.draining ?? 0,
             })),
-        });
+        } satisfies z.infer<typeof poolsResponse>);
     });
     r.put("/v1/pools/:pool/replicas", deps.auth("scale"), (req, res) => {
         const pool = req.params.pool as string;
@@ -39,7 +40,7 @@ export function poolRoutes(deps: AppDeps): Router {
             throw e;
         }
         req.log.info({ pool, replicas, operation: op.id }, "scale requested");
-        res.status(202).location(`/v1/operations/${op.id}`).json({ operation: op });
+        res.status(202).location(`/v1/operations/${op.id}`).json({ operation: op } satisfies z.infer<typeof scaleResponse>);
     });
     return r;
 }
