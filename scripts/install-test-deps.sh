@@ -1,5 +1,5 @@
 #!/usr/bin/env bash
-# Installs the Debian packages the KVM tests need (a real libvirtd + QEMU + sshd started by the tests,
+# Installs the Debian packages the KVM tests and the deploy/ checks need (a real libvirtd + QEMU + sshd started by the tests,
 # seed ISOs built with xorriso/genisoimage). Idempotent: when everything is present it only runs dpkg-query.
 # Run as root (CI runs it before the tests). Debian 12 (bookworm).
 set -euo pipefail
@@ -11,6 +11,8 @@ PKGS=(
   dnsmasq-base bridge-utils iproute2 iptables
   debootstrap grub-pc-bin grub-efi-amd64-bin mtools dosfstools fdisk dpkg-dev   # the real guest's image (build-guest-image.sh)
   curl                                    # requests through the guests' proxies, inside the sandbox netns
+  prometheus                              # promtool: checks /metrics scrapes and deploy/ alert rules
+  systemd                                 # systemd-analyze verify of deploy/egress.service
 )
 missing=()
 for p in "${PKGS[@]}"; do
