@@ -1,5 +1,8 @@
 import * as cp from "node:child_process";
 import * as fs from "node:fs";
+import * as path from "node:path";
+import YAML from "yaml";
+import { PACKAGE_ROOT } from "../../src/engine/env";
 
 /** One sample of a Prometheus text exposition: `name{labels} value`. */
 export interface Sample {
@@ -46,4 +49,32 @@ export function promtool(args: string[], input?: string): { code: number | null;
     const r = cp.spawnSync(bin, args, { input, encoding: "utf8", timeout: 60_000 });
     if (r.error) throw r.error;
     return { code: r.status, out: `${r.stdout}${r.stderr}` };
+}
+
+/** Every PromQL expression of deploy/grafana-dashboard.json. */
+export function dashboardExprs(): string[] {
+    const doc = JSON.parse(fs.readFileSync(path.join(PACKAGE_ROOT, "deploy", "grafana-dashboard.json"), "utf8"));
+    return (doc.panels as { targets?: { expr: string }[] }[]).flatMap((p) => (p.targets ?? []).map((t) => t.expr));
+}
+
+/** Every expression of deploy/prometheus-alerts.yml. */
+export function alertExprs(): string[] {
+    const doc = YAML.parse(fs.readFileSync(path.join(PACKAGE_ROOT, "deploy", "prometheus-alerts.yml"), "utf8"));
+    return (doc.groups as { rules: { expr: string }[] }[]).flatMap((g) => g.rules.map((r) => r.expr));
+}
+
+/** The egress_* metric names a PromQL expression reads. */
+export function metricsIn(expr: string): string[] {
+    return [...new Set(expr.match(/\begress_[a-zA-Z0-9_]+/g) ?? [])];
+}
+
+/** Sample names a scrape's families can have: counters and gauges as named, histograms with their suffixes. */
+export function exportedNames(text: string): Set<string> {
+    const out = new Set<string>();
+    for (const [name, type] of metricTypes(text)) {
+        out.add(name);
+        if (type === "histogram") for (const s of ["_bucket", "_sum", "_count"]) out.add(name + s);
+        if (type === "summary") for (const s of ["_sum", "_count"]) out.add(name + s);
+    }
+    return out;
 }

@@ -5,7 +5,7 @@
 import { after, before, test } from "node:test";
 import assert from "node:assert/strict";
 import { settled, settledConverge, startTestService, TestService, TOKENS, waitFor } from "../helpers/service";
-import { find, metricTypes, parseSamples, promtool } from "../helpers/metrics";
+import { alertExprs, dashboardExprs, exportedNames, find, metricTypes, metricsIn, parseSamples, promtool } from "../helpers/metrics";
 
 const config = (pools: object[]) => ({
     "egress:providers": { local: { type: "local" } },
@@ -79,4 +79,13 @@ test("a lease for a pool nobody configured mints no series", async () => {
     const r = await svc.call("POST", "/v1/leases", { token: TOKENS.lease, body: { pool: "no-such-pool" } });
     assert.equal(r.status, 404);
     assert.ok(!(await scrape()).includes("no-such-pool"));
+});
+
+test("deploy/'s Grafana dashboard and alert rules read only metrics this service exports", async () => {
+    const exported = exportedNames(await scrape());
+    for (const [what, exprs] of [["dashboard", dashboardExprs()], ["alert rules", alertExprs()]] as const) {
+        const used = exprs.flatMap(metricsIn);
+        assert.ok(used.length >= 5, `${what} reads metrics (${used.join(", ")})`);
+        assert.deepEqual([...new Set(used.filter((m) => !exported.has(m)))], [], `${what}: every metric is in a real scrape`);
+    }
 });
