@@ -1,5 +1,5 @@
 #!/usr/bin/env bash
-# Installs the Debian packages the KVM tests and the dashboard's browser test need (a real libvirtd + QEMU + sshd started by the tests,
+# Installs the Debian packages the KVM tests, the dashboard's browser test and the deploy/ checks need (a real libvirtd + QEMU + sshd started by the tests,
 # seed ISOs built with xorriso/genisoimage). Idempotent: when everything is present it only runs dpkg-query.
 # Run as root (CI runs it before the tests). Debian 12 (bookworm).
 set -euo pipefail
@@ -13,6 +13,8 @@ PKGS=(
   curl                                    # requests through the guests' proxies, inside the sandbox netns
   chromium                                # the dashboard's browser test (test/ui), driven by playwright-core
   jq                                      # docs/crawling.md's curl example (test/service/crawling.test.ts)
+  prometheus                              # promtool: checks /metrics scrapes and deploy/ alert rules
+  systemd                                 # systemd-analyze verify of deploy/egress.service
 )
 missing=()
 for p in "${PKGS[@]}"; do

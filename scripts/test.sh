@@ -10,6 +10,10 @@ if [ -x scripts/install-test-deps.sh ]; then
   export EGRESS_TEST_DEPS_INSTALLED=1 # the libvirt sandbox setup then skips running it again
 fi
 
+# No internet here: the engine must not try to download provider plugins (egress leaves acquisition on for
+# users, src/engine/env.ts; the test helpers set the same for a file run on its own).
+export PULUMI_DISABLE_AUTOMATIC_PLUGIN_ACQUISITION=true
+
 # Suites in order of cost; each directory runs as one `node --test` so a failure names its suite.
 status=0 passed=0 failed=0
 out="$(mktemp)"

@@ -3,7 +3,11 @@
  * `egress` — the command line. Every command takes `--stack` (default `dev`, or $EGRESS_STACK) and
  * `--json`. Exit codes: 0 ok, 1 operation failed, 2 invalid input or config, 3 missing prerequisite.
  */
+import * as fs from "node:fs";
+import * as path from "node:path";
 import { Command } from "commander";
+import { PACKAGE_ROOT } from "./engine";
+import { reportError } from "./cli/context";
 import { registerOperations } from "./cli/operations";
 import { registerScale } from "./cli/scale";
 import { registerDoctor } from "./cli/doctor";
@@ -14,12 +18,13 @@ import { registerForget } from "./cli/forget";
 export function buildCli(): Command {
     const program = new Command("egress")
         .description("Pools of HTTP(S) egress proxies for web crawlers, provisioned with Pulumi.")
+        .version(packageVersion(), "-V, --version", "print egress's version")
         .option("-s, --stack <name>", "stack to operate on", process.env.EGRESS_STACK ?? "dev")
         .option("-C, --cwd <dir>", "Pulumi project directory (default: the current one if it has Pulumi.yaml, else egress's own)")
         .option("--json", "machine-readable output on stdout")
         .option("--lock-wait <seconds>", "how long to wait while another egress process changes the stack (default 120, or $EGRESS_LOCK_WAIT)")
         .showHelpAfterError()
-        .addHelpText("after", "\nExamples:\n  egress up                      # bring the dev stack to its config\n  egress scale dev 5             # set pool `dev` to 5 members and apply\n  egress outputs --json | jq .   # the proxies, for crawlers\n  egress destroy --yes\n");
+        .addHelpText("after", "\nExamples:\n  egress up                      # bring the dev stack to its config\n  egress scale dev 5             # set pool `dev` to 5 members and apply\n  egress outputs --json | jq '.proxies[].url'\n  egress destroy --yes\n");
     program.exitOverride((err) => {
         // Unknown commands/options are usage errors (2); --help and --version exit 0.
         process.exit(err.exitCode === 0 ? 0 : 2);
@@ -33,9 +38,22 @@ export function buildCli(): Command {
     return program;
 }
 
-if (require.main === module) {
-    buildCli().parseAsync(process.argv).catch((e) => {
-        process.stderr.write(`error: ${e?.message ?? e}\n`);
-        process.exit(1);
-    });
+/** egress's own version, from the package.json it runs from. */
+export function packageVersion(): string {
+    return (JSON.parse(fs.readFileSync(path.join(PACKAGE_ROOT, "package.json"), "utf8")) as { version: string }).version;
 }
+
+/**
+ * Runs the CLI: the one entry point for `node dist/src/cli.js` and `bin/egress`. Command actions report
+ * their own errors (cli/context.ts); anything that escapes them is reported the same way, never as a
+ * stack trace from an unhandled rejection.
+ */
+export async function main(argv: string[] = process.argv): Promise<void> {
+    try {
+        await buildCli().parseAsync(argv);
+    } catch (e) {
+        process.exitCode = reportError(e, argv.includes("--json"));
+    }
+}
+
+if (require.main === module) void main();

@@ -7,11 +7,17 @@
  * learns the kernel-chosen port without ever racing another process for it.
  */
 import * as fs from "node:fs";
+import pino from "pino";
+// A script of its own (spawned, never serialized into a dynamic provider), so it may load pino at the top.
+import { createLogger } from "../../src/log/logger";
+
+/** JSON lines into the proxy's log file (its stdout), like the service's: RFC 3339 times, secrets redacted. */
+const log = createLogger({ base: { component: "local-proxy" }, destination: pino.destination({ dest: 1, sync: true }) });
 
 function arg(name: string): string {
     const i = process.argv.indexOf(`--${name}`);
     if (i < 0 || i + 1 >= process.argv.length) {
-        process.stderr.write(`proxy-server: missing --${name}\n`);
+        log.error(`proxy-server: missing --${name}`);
         process.exit(2);
     }
     return process.argv[i + 1];
@@ -28,9 +34,9 @@ async function main(): Promise<void> {
     const tmp = `${ready}.tmp`;
     fs.writeFileSync(tmp, JSON.stringify({ id, pid: process.pid, port: server.port }));
     fs.renameSync(tmp, ready);
-    log({ msg: "listening", id, port: server.port });
+    log.info({ id, port: server.port }, "listening");
     const stop = (signal: string) => {
-        log({ msg: "stopping", id, signal });
+        log.info({ id, signal }, "stopping");
         server.close(true).finally(() => process.exit(0));
         setTimeout(() => process.exit(0), 2000).unref();
     };
@@ -38,11 +44,7 @@ async function main(): Promise<void> {
     process.on("SIGINT", () => stop("SIGINT"));
 }
 
-function log(o: object): void {
-    process.stdout.write(JSON.stringify({ time: Date.now(), ...o }) + "\n");
-}
-
 main().catch((e) => {
-    log({ msg: "failed to start", err: String(e?.message ?? e) });
+    log.error({ err: e }, "failed to start");
     process.exit(1);
 });

@@ -63,17 +63,37 @@ export function runDoctor(opts: GlobalOptions): Finding[] {
             }
             out.push({ check: "kvm: ISO builder", ok: !!iso, detail: iso ?? "none of xorriso, genisoimage, mkisofs on PATH", fix: "apt-get install xorriso" });
         }
-        for (const k of ["gcp", "kubernetes"] as const) {
-            if (!kinds.has(k)) continue;
-            const dir = path.join(env?.PULUMI_HOME ?? home.pulumiHome, "plugins");
-            const has = fs.existsSync(dir) && fs.readdirSync(dir).some((d) => d.startsWith(`resource-${k}-`));
-            out.push({ check: `${k}: provider plugin`, ok: has, detail: has ? "installed" : `no resource-${k} plugin in ${dir}`, fix: `on a machine with internet: PULUMI_HOME=${env?.PULUMI_HOME ?? home.pulumiHome} .egress/bin/pulumi plugin install resource ${k}` });
-        }
+        for (const k of ["gcp", "kubernetes"] as const) if (kinds.has(k)) out.push(pluginFinding(k, env?.PULUMI_HOME ?? home.pulumiHome, home.binDir));
     } catch (e) {
         out.push({ check: `stack ${opts.stack} config`, ok: false, detail: (e as Error).message, fix: "fix the paths named above in stacks/Pulumi.<stack>.yaml" });
     }
     out.push(...lockFindings(opts.stack));
     return out;
+}
+
+/**
+ * The provider plugin the installed SDK (`@pulumi/<kind>`) asks the engine for: the same version, read
+ * from its package.json so an SDK upgrade changes the advice with it. The engine downloads it on first
+ * use unless PULUMI_DISABLE_AUTOMATIC_PLUGIN_ACQUISITION is set; offline it must be installed beforehand.
+ */
+export function pluginFinding(kind: "gcp" | "kubernetes", pulumiHome: string, binDir: string): Finding {
+    const version = sdkVersion(kind);
+    const dir = path.join(pulumiHome, "plugins");
+    const want = `resource-${kind}-v${version}`;
+    const check = `${kind}: provider plugin ${version}`;
+    const has = fs.existsSync(path.join(dir, want));
+    const install = `PULUMI_HOME=${pulumiHome} ${path.join(binDir, "pulumi")} plugin install resource ${kind} ${version}`;
+    if (has) return { check, ok: true, detail: `installed in ${dir}` };
+    // Missing is only a problem when the engine may not fetch it: with acquisition on it downloads the
+    // plugin on first use, and doctor still names the command for a machine that turns out to be offline.
+    if (process.env.PULUMI_DISABLE_AUTOMATIC_PLUGIN_ACQUISITION !== "true")
+        return { check, ok: true, detail: `not installed yet: the engine downloads it on first use (offline, run: ${install})` };
+    return { check, ok: false, detail: `no ${want} in ${dir} and automatic plugin acquisition is disabled`, fix: `on a machine with internet access: ${install}` };
+}
+
+function sdkVersion(kind: "gcp" | "kubernetes"): string {
+    const file = require.resolve(`@pulumi/${kind}/package.json`, { paths: [PACKAGE_ROOT] });
+    return (JSON.parse(fs.readFileSync(file, "utf8")) as { version: string }).version;
 }
 
 export function registerDoctor(program: Command): void {

@@ -101,6 +101,7 @@ export function registerOperations(program: Command): void {
         .action(action(async (_o, cmd) => {
             const opts = cmd.optsWithGlobals() as GlobalOptions;
             const proxies = await driverFor(opts, false).proxies();
-            process.stdout.write(opts.json ? JSON.stringify(proxies) + "\n" : proxyTable(proxies));
+            // The envelope every --json command prints: `ok`, then the payload under a name.
+            process.stdout.write(opts.json ? JSON.stringify({ ok: true, proxies }) + "\n" : proxyTable(proxies));
         }));
 }

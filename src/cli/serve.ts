@@ -15,6 +15,8 @@ export function registerServe(program: Command): void {
         .option("--probe-interval <seconds>", "health probe interval (0.1 to 3600)", "10")
         .option("--reconcile-interval <seconds>", "self-healing: seconds between reconcile rounds, which repair gone and long-unhealthy members (0 = off, at most 86400)", process.env.EGRESS_RECONCILE_INTERVAL ?? "60")
         .option("--timeline-interval <seconds>", "how often the dashboard's last-hour timeline samples healthy and leased counts (1 to 3600)", "30")
+        .option("--provider-check-interval <seconds>", "seconds between provider health checks (cloud API, cluster reachability) (0 = off, at most 86400)", process.env.EGRESS_PROVIDER_CHECK_INTERVAL ?? "60")
+        .option("--provider-check-timeout <seconds>", "how long one provider check may take (1 to 600)", process.env.EGRESS_PROVIDER_CHECK_TIMEOUT ?? "30")
         .option("--check-url <url>", "URL probed through every proxy; must be reachable from the proxies (default: this service's /v1/echo on loopback, right for local proxies only)", process.env.EGRESS_CHECK_URL)
         .action(action(async (o, cmd) => {
             const opts = cmd.optsWithGlobals() as GlobalOptions;
@@ -23,10 +25,12 @@ export function registerServe(program: Command): void {
             const interval = seconds("--probe-interval", o.probeInterval, { min: 0.1, max: 3600 });
             const reconcile = seconds("--reconcile-interval", o.reconcileInterval, { min: 1, max: 86_400, off: true });
             const timeline = seconds("--timeline-interval", o.timelineInterval, { min: 1, max: 3600 });
+            const providerInterval = seconds("--provider-check-interval", o.providerCheckInterval, { min: 1, max: 86_400, off: true });
+            const providerTimeout = seconds("--provider-check-timeout", o.providerCheckTimeout, { min: 1, max: 600 });
             if (o.checkUrl && !/^https?:\/\/[^/]+/.test(o.checkUrl)) throw new UsageError(`--check-url must be an http:// or https:// URL (got "${o.checkUrl}")`);
             const dir = projectDir(opts);
             loadStackConfig(dir, opts.stack); // config errors exit 2 before anything starts
-            const svc = await startService({ projectRoot: dir, stack: opts.stack, host: o.host, port, tokensFile: o.tokens, converge: o.converge, probeIntervalMs: Math.round(interval * 1000), reconcileIntervalMs: Math.round(reconcile * 1000), timelineIntervalMs: Math.round(timeline * 1000), checkUrl: o.checkUrl });
+            const svc = await startService({ projectRoot: dir, stack: opts.stack, host: o.host, port, tokensFile: o.tokens, converge: o.converge, probeIntervalMs: Math.round(interval * 1000), reconcileIntervalMs: Math.round(reconcile * 1000), timelineIntervalMs: Math.round(timeline * 1000), providerCheckIntervalMs: Math.round(providerInterval * 1000), providerCheckTimeoutMs: Math.round(providerTimeout * 1000), checkUrl: o.checkUrl });
             if (svc.devToken)
                 process.stderr.write(`\nA dev API token was generated (stored hashed; plain copy in .egress/dev-token):\n  export EGRESS_TOKEN=${svc.devToken}\n  curl -H "Authorization: Bearer $EGRESS_TOKEN" ${svc.url}/v1/proxies\n\n`);
             let stopping = false;

@@ -1,4 +1,5 @@
 import type { z } from "zod";
+import { isSecretName, REDACTED, redactDeep } from "../log/redact";
 
 /** One broken rule: where (a config path such as `egress:pools[0].replicas`), which rule, which value. */
 export interface ConfigProblem {
@@ -43,6 +44,16 @@ function valueAt(root: unknown, path: ReadonlyArray<PropertyKey>): unknown {
     return cur;
 }
 
+/**
+ * The value a problem may show: none of a secret (a path through `privateKey`, `passphrase`, `cloudInit`...
+ * names one), and an object's secret fields redacted at any depth (an `ssh` block quoted whole when its
+ * keys conflict holds a private key). Problems reach logs, HTTP error bodies and `--json` output.
+ */
+function shownValue(path: ReadonlyArray<PropertyKey>, v: unknown): unknown {
+    if (v !== undefined && path.some((seg) => typeof seg === "string" && isSecretName(seg))) return REDACTED;
+    return redactDeep(v);
+}
+
 function preview(v: unknown): string {
     // Secrets never reach error output: a `{secure: ...}` value prints as such.
     if (v && typeof v === "object" && "secure" in (v as object)) return "[secret]";
@@ -58,7 +69,7 @@ export function problemsFromZod(error: z.ZodError, raw: unknown): ConfigProblem[
         if (issue.code === "unrecognized_keys") rule = `unknown key(s) ${issue.keys.map((k) => "`" + k + "`").join(", ")}`;
         if (issue.code === "invalid_union" && (issue as any).note === "No matching discriminator")
             rule = "`type` must be one of local, kvm, gcp, kubernetes";
-        const value = issue.code === "unrecognized_keys" ? undefined : valueAt(raw, path);
+        const value = issue.code === "unrecognized_keys" ? undefined : shownValue(path, valueAt(raw, path));
         return { path: configPath(path), rule, value };
     });
 }

@@ -29,16 +29,20 @@ export function engineHome(env: NodeJS.ProcessEnv = process.env): EngineHome {
 }
 
 /**
- * Environment for every CLI invocation: offline, file backend, passphrase secrets, no update checks or
- * plugin downloads. Anything the user already set (PULUMI_BACKEND_URL, PULUMI_CONFIG_PASSPHRASE[_FILE])
- * wins. A local passphrase file is generated on first use so the `dev` stack works out of the box.
+ * Environment for every CLI invocation: file backend, passphrase secrets, no update checks. Anything the
+ * user already set (PULUMI_BACKEND_URL, PULUMI_CONFIG_PASSPHRASE[_FILE]) wins. A local passphrase file is
+ * generated on first use so the `dev` stack works out of the box.
+ *
+ * Automatic plugin acquisition is left alone: the GCP and Kubernetes providers are downloaded on first use
+ * by a user with internet access. Machines without it (tests, CI) set
+ * PULUMI_DISABLE_AUTOMATIC_PLUGIN_ACQUISITION=true themselves; it reaches the engine through the child
+ * allow-list (child-env.ts passes PULUMI_*), and `egress doctor` prints the install commands.
  */
 export function engineEnv(home: EngineHome, env: NodeJS.ProcessEnv = process.env): Record<string, string> {
     fs.mkdirSync(home.backendDir, { recursive: true });
     fs.mkdirSync(home.pulumiHome, { recursive: true });
     const out: Record<string, string> = {
         PULUMI_SKIP_UPDATE_CHECK: "true",
-        PULUMI_DISABLE_AUTOMATIC_PLUGIN_ACQUISITION: "true",
         PULUMI_CREDENTIAL_STORE: env.PULUMI_CREDENTIAL_STORE ?? "plaintext",
         PULUMI_HOME: env.PULUMI_HOME ?? home.pulumiHome,
         PULUMI_BACKEND_URL: env.PULUMI_BACKEND_URL ?? `file://${home.backendDir}`,

@@ -67,6 +67,7 @@ export type FleetAcquire =
 export class Fleet {
     private members = new Map<string, ProxyMember>();
     private pools = new Set<string>();
+    private configs: PoolConfig[] = [];
     /** Members an operation is taking away (src/service/drain): never leased, whatever their health. */
     private readonly draining = new Map<string, { until: number }>();
     /** The last failed operation naming each member (for `lastError`/`failed`). */
@@ -80,6 +81,7 @@ export class Fleet {
     sync(members: ProxyMember[], pools: PoolConfig[]): void {
         this.members = new Map(members.map((m) => [m.id, m]));
         this.pools = new Set(pools.map((p) => p.name));
+        this.configs = pools;
         // Members without an address yet (still provisioning) are listed but never probed or leased.
         const addressed = members.filter((m) => m.host);
         this.health.setMembers(addressed);
@@ -193,6 +195,11 @@ export class Fleet {
         const r = this.leases.release(leaseId, outcome);
         if (r.ok) for (const fn of this.releaseListeners) fn();
         return r;
+    }
+
+    /** The pools of the config the last sync saw (metrics: desired replicas). */
+    poolConfigs(): readonly PoolConfig[] {
+        return this.configs;
     }
 
     /** Members as stack state lists them (for the drainer's plans). */

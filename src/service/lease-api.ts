@@ -15,13 +15,15 @@ export function acquireLease(deps: Pick<AppDeps, "fleet" | "metrics">, body: unk
     const req = parseOr400(leaseBody, body, "lease request");
     const t0 = process.hrtime.bigint();
     const result = deps.fleet.acquire(req);
-    deps.metrics.leaseLatency.observe(Number(process.hrtime.bigint() - t0) / 1e6);
+    deps.metrics.leaseLatency.observe(Number(process.hrtime.bigint() - t0) / 1e9);
     if (!result.ok) {
-        deps.metrics.leases.inc({ pool: req.pool ?? "*", result: "unavailable" });
+        // A pool name nobody configured is the caller's mistake (404), not a series: it would let any
+        // caller mint label values.
         if (result.reason === "unknown-pool") throw new HttpError(404, "unknown_pool", result.message);
+        deps.metrics.lease(req.pool ?? "*", "unavailable");
         throw new HttpError(503, "none_available", result.message, undefined, { "Retry-After": String(result.retryAfterSeconds) });
     }
-    deps.metrics.leases.inc({ pool: result.lease.proxy.pool, result: "granted" });
+    deps.metrics.lease(result.lease.proxy.pool, "granted");
     return { status: 201, body: { lease: result.lease } satisfies z.infer<typeof leaseResponse> };
 }
 

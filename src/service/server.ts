@@ -41,7 +41,9 @@ export interface ServeOptions {
      * @default this service's loopback /v1/echo — right for local proxies only.
      */
     checkUrl?: string;
+    /** Provider-health checks: ms between rounds (0 = off; default 60 s) and per-check timeout (default 30 s). */
     providerCheckIntervalMs?: number;
+    providerCheckTimeoutMs?: number;
     /**
      * How often stack outputs are re-read when no operation runs: the fallback for changes made by
      * `egress up` elsewhere (a file backend's checkpoint is also watched, which sees them at once). @default 30000
@@ -115,7 +117,11 @@ export async function startService(opts: ServeOptions): Promise<RunningService> 
     const ops = new OperationLog(path.join(runDir, `operations-${opts.stack}.json`));
     for (const op of ops.recoverInterrupted()) log.warn({ operation: op.id, kind: op.kind, desired: op.desired }, "operation was interrupted by a previous stop");
     let fleet!: Fleet;
-    const metrics = createMetrics(() => fleet.poolCounts());
+    const metrics = createMetrics({
+        pools: () => fleet.poolConfigs().map((p) => ({ name: p.name, desired: p.replicas })),
+        poolCounts: () => fleet.poolCounts(),
+        members: () => fleet.list().map((m) => ({ id: m.id, pool: m.pool, healthy: health.get(m.id)?.state === "healthy" })),
+    });
     const { tokens, devToken } = readTokens(opts, runDir, log);
     let ready: { ok: true } | { ok: false; reason: string } = { ok: false, reason: "starting: recovering the stack" };
 
@@ -138,12 +144,13 @@ export async function startService(opts: ServeOptions): Promise<RunningService> 
         },
         onProbe: (p) => {
             metrics.probes.inc({ result: p.ok ? "ok" : "fail" });
-            metrics.probeLatency.observe(p.latencyMs);
+            metrics.probeLatency.observe(p.latencyMs / 1000);
         },
     });
     const leases = new LeaseManager({ onError: (proxyId) => health.reportLeaseError(proxyId) });
     fleet = new Fleet(leases, health);
-    const providerHealth = new ProviderHealth({ log, metrics, intervalMs: opts.providerCheckIntervalMs ?? 60_000 });
+    const providerHealth = new ProviderHealth({ log, metrics, intervalMs: opts.providerCheckIntervalMs ?? 60_000, timeoutMs: opts.providerCheckTimeoutMs ?? 30_000 });
+    if (!providerHealth.enabled) log.warn("provider health checks are off (--provider-check-interval 0): no provider is reported down, and self-healing is not held back by one");
 
     /**
      * Re-syncs the fleet with the stack: from `proxies` an update just returned, else from the members
@@ -177,7 +184,7 @@ export async function startService(opts: ServeOptions): Promise<RunningService> 
         intervalMs: opts.reconcileIntervalMs ?? 60_000, log: log.child({ component: "reconcile" }), scaler, backoff: opts.healBackoff,
         members: () => fleet.proxies(), health: (id) => health.get(id), providers: () => providerHealth.snapshot(),
         pools: () => loadStackConfig(opts.projectRoot, opts.stack).pools, goneChecks: () => goneChecks,
-        onRepair: (pool, reason) => metrics.heals.inc({ pool, reason }),
+        onRepair: (pool, reason) => metrics.heal(pool, reason),
     });
     const timeline = new Timeline({ intervalMs: opts.timelineIntervalMs, counts: () => fleet.poolCounts() });
     const appDeps: AppDeps = {

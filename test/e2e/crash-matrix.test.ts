@@ -30,7 +30,7 @@ after(async () => {
 
 /** Everything that must hold once the stack is converged at `n` members. */
 function assertConsistent(n: number, label: string): void {
-    const outputs = JSON.parse(cli(p, ["outputs", "--json"]).stdout) as { id: string; port: number }[];
+    const outputs = JSON.parse(cli(p, ["outputs", "--json"]).stdout).proxies as { id: string; port: number }[];
     assert.equal(outputs.length, n, `${label}: outputs list ${n} members`);
     const running = proxyProcesses(p);
     assert.deepEqual([...running.keys()].sort(), outputs.map((o) => `${p.stack}-${o.id}`).sort(), `${label}: proxy processes = outputs`);

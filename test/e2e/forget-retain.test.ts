@@ -86,7 +86,7 @@ test("forget without --yes shows what would stay behind, exits 2 and changes not
 test("forget --yes drops the member from state; its proxy keeps running; gc lists it; up brings the member back", { timeout: 180_000 }, async () => {
     const pid = proxyProcesses(p).get("fg-a-1");
     assert.ok(pid, "a-1 runs");
-    const port = (json("outputs").body as { id: string; port: number }[]).find((x) => x.id === "a-1")!.port;
+    const port = (json("outputs").body.proxies as { id: string; port: number }[]).find((x) => x.id === "a-1")!.port;
     const r = json("forget", "a-1", "--yes");
     assert.equal(r.code, 0, r.stderr);
     assert.equal(r.body.ok, true);
@@ -99,7 +99,7 @@ test("forget --yes drops the member from state; its proxy keeps running; gc list
     assert.ok(stateUrns().some((u) => u.endsWith("::a-0")), "a-0 untouched");
     assert.equal(proxyProcesses(p).get("fg-a-1"), pid, "the process stayed behind");
     assert.ok(await serves(port), "and still serves");
-    assert.deepEqual((json("outputs").body as { id: string }[]).map((x) => x.id), ["a-0", "b-0"], "outputs no longer advertise it");
+    assert.deepEqual((json("outputs").body.proxies as { id: string }[]).map((x) => x.id), ["a-0", "b-0"], "outputs no longer advertise it");
 
     const gc = json("gc");
     assert.equal(gc.code, 0, gc.stderr);
@@ -126,7 +126,7 @@ test("retainOnDelete on a provider entry: a pool removed from config leaves its 
 
     const pid = proxyProcesses(p).get("fg-b-0");
     assert.ok(pid, "b-0 runs");
-    const port = (json("outputs").body as { id: string; port: number }[]).find((x) => x.id === "b-0")!.port;
+    const port = (json("outputs").body.proxies as { id: string; port: number }[]).find((x) => x.id === "b-0")!.port;
     editConfig((c) => (c["egress:pools"] = c["egress:pools"].filter((x: { name: string }) => x.name !== "b")));
     const up = json("up");
     assert.equal(up.code, 0, up.stderr);

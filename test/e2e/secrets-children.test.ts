@@ -52,6 +52,8 @@ test("the canary reaches no engine process, no proxy, no log line and no state f
         for (const [pid, env] of seen) {
             assert.ok(!env.includes(CANARY), `engine process ${pid} does not carry the canary`);
             assert.ok(!env.includes("EGRESS_TOKENS="), `engine process ${pid} has no EGRESS_TOKENS at all`);
+            // The caller's Pulumi settings do reach it (egress no longer overrides plugin acquisition).
+            if (env) assert.ok(env.split("\0").includes("PULUMI_DISABLE_AUTOMATIC_PLUGIN_ACQUISITION=true"), `engine process ${pid} got the caller's PULUMI_DISABLE_AUTOMATIC_PLUGIN_ACQUISITION`);
         }
         const proxies = proxyProcesses(p);
         assert.equal(proxies.size, 4);

@@ -3,6 +3,7 @@ import * as fs from "node:fs";
 import * as os from "node:os";
 import * as path from "node:path";
 import { engineHome, PACKAGE_ROOT } from "../../src/engine/env";
+import { OFFLINE_ENV } from "./project";
 
 const cli = path.join(PACKAGE_ROOT, "dist", "src", "cli.js");
 
@@ -17,7 +18,7 @@ export interface CliRun {
 /** Runs the real `egress` CLI as a child process (async, so a service in this process keeps serving). */
 export function runCli(env: Record<string, string>, args: string[], timeoutMs = 120_000): Promise<CliRun> {
     return new Promise((resolve, reject) => {
-        const child = cp.spawn(process.execPath, [cli, ...args], { env: { ...process.env, ...env }, stdio: ["ignore", "pipe", "pipe"] });
+        const child = cp.spawn(process.execPath, [cli, ...args], { env: { ...process.env, ...OFFLINE_ENV, ...env }, stdio: ["ignore", "pipe", "pipe"] });
         let stdout = "";
         let stderr = "";
         child.stdout.on("data", (c) => (stdout += c));

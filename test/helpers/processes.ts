@@ -10,6 +10,7 @@ import * as path from "node:path";
 import YAML from "yaml";
 import { engineHome, PACKAGE_ROOT } from "../../src/engine";
 import { MARKER_VAR } from "../../src/engine/leftovers";
+import { OFFLINE_ENV } from "./project";
 import { runningProxies } from "../../components/local/process";
 
 export const ADMIN_TOKEN = "tok-crash-admin-0123456789abcdef";
@@ -50,6 +51,7 @@ export function procProject(stack: string, config: object, extraEnv: Record<stri
         PULUMI_BACKEND_URL: `file://${backendDir}`,
         PULUMI_CONFIG_PASSPHRASE: "egress-test-passphrase",
         EGRESS_TOKENS: `admin:admin:${ADMIN_TOKEN}`,
+        ...OFFLINE_ENV,
         ...extraEnv,
     };
     return {

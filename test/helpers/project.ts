@@ -5,6 +5,13 @@ import YAML from "yaml";
 import { engineHome, PACKAGE_ROOT, StackDriver } from "../../src/engine";
 
 /**
+ * Tests run without internet: the engine must not try to download provider plugins (egress leaves
+ * acquisition on for users, see src/engine/env.ts). scripts/test.sh exports the same for every suite; this
+ * covers a test file run on its own.
+ */
+export const OFFLINE_ENV = { PULUMI_DISABLE_AUTOMATIC_PLUGIN_ACQUISITION: "true" } as const;
+
+/**
  * A throwaway Pulumi project for one test: its own Pulumi.yaml, stacks/, file backend, passphrase and
  * local-proxy state dir, so tests never touch the developer's `dev` stack. Uses the real CLI that
  * `npm run setup` built into .egress/bin, and fails loudly when it is missing.
@@ -21,6 +28,7 @@ export function tempProject(stack: string, config: object): { dir: string; drive
     const writeConfig = (c: object) => fs.writeFileSync(path.join(dir, "stacks", `Pulumi.${stack}.yaml`), YAML.stringify({ config: c }));
     writeConfig(config);
     const env = {
+        ...OFFLINE_ENV,
         PULUMI_BACKEND_URL: `file://${path.join(dir, "backend")}`,
         PULUMI_CONFIG_PASSPHRASE: "egress-test-passphrase",
     };

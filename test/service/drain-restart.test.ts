@@ -71,7 +71,7 @@ test("kill -9 mid-drain, restart: the scale-down proceeds, nothing leaked, the d
     const state = ((await second.call("GET", "/v1/proxies")).body.proxies as any[]).map((x) => x.id).sort();
     assert.deepEqual(state, ["web-0", "web-1"], "the desired count is reached");
     assert.deepEqual([...proxyProcesses(p).keys()].sort(), state.map((id) => `drk-${id}`), "proxy processes = state");
-    const outputs = JSON.parse(cli(p, ["outputs", "--json"]).stdout) as { id: string }[];
+    const outputs = JSON.parse(cli(p, ["outputs", "--json"]).stdout).proxies as { id: string }[];
     assert.deepEqual(outputs.map((o) => o.id).sort(), state, "stack outputs agree");
     assert.deepEqual(engineProcessesOf(first.child.pid!), [], "no engine process of the dead service");
     assert.deepEqual(backendLockFiles(p), [], "no backend lock left");

@@ -70,7 +70,7 @@ test("healthz, readyz, metrics, OpenAPI, provider health", async () => {
     assert.equal((await svc.call("GET", "/healthz", { token: null })).status, 200);
     assert.equal((await svc.call("GET", "/readyz", { token: null })).status, 200);
     const metrics = await svc.call("GET", "/metrics", { token: null });
-    for (const m of ["egress_leases_total", "egress_lease_latency_ms", "egress_proxies", "egress_probes_total", "egress_probe_latency_ms", "egress_operations_total", "egress_operation_duration_seconds", "egress_provider_up"])
+    for (const m of ["egress_leases_total", "egress_lease_latency_seconds", "egress_proxies", "egress_probes_total", "egress_probe_latency_seconds", "egress_operations_total", "egress_operation_duration_seconds", "egress_provider_up"])
         assert.ok(String(metrics.body).includes(m), `metric ${m}`);
     const doc = (await svc.call("GET", "/v1/openapi.json", { token: null })).body;
     assert.equal(doc.openapi, "3.1.0");

@@ -1,12 +1,21 @@
 /**
  * A canary token, configured through EGRESS_TOKENS and therefore valid, is sent to every route in
  * every place a client might put it (a valid or malformed Authorization header, other credential
- * headers, the query, the body, a malformed body, a cookie); with debug logging on, no log line of the
- * service carries it. The service logs the token's name and scopes only.
+ * headers, the query, the body at any depth under token, private key, passphrase and cloud-init names, a
+ * malformed body, a cookie); with debug logging on, no log line of the service carries it. The service
+ * logs the token's name and scopes only. Config errors carrying a private key or a cloud-init body reach
+ * no log line, error body, CLI output or thrown message either.
  */
 import { after, before, test } from "node:test";
 import assert from "node:assert/strict";
+import * as cp from "node:child_process";
+import * as fs from "node:fs";
+import * as path from "node:path";
+import YAML from "yaml";
 import { startTestService, TestService } from "../helpers/service";
+import { startService } from "../../src/service/server";
+import { createLogger } from "../../src/service/logger";
+import { PACKAGE_ROOT } from "../../src/engine/env";
 
 const CANARY = "canary-env-token-0d15ea5e-4b1d";
 let svc: TestService;
@@ -29,7 +38,22 @@ const routes: [string, string, unknown?][] = [
     ["GET", "/v1/operations"], ["GET", "/v1/operations/op_none"], ["GET", "/v1/providers/health"],
     ["POST", "/v1/leases", {}], ["POST", "/v1/leases", { pool: "web" }], ["POST", "/v1/leases/abc/release", { outcome: "ok" }],
     ["GET", "/v1/echo"], ["GET", "/healthz"], ["GET", "/readyz"], ["GET", "/metrics"], ["GET", "/v1/openapi.json"], ["GET", "/nope"],
+    ["GET", "/v1/proxies?lifecycle=active"], ["GET", "/v1/operations/op_none/events"], ["GET", "/v1/heal"],
 ];
+
+test("the routes above cover every route the service registers", () => {
+    // Read from the route modules, so a route added later without a canary run fails here.
+    const dir = path.join(PACKAGE_ROOT, "src", "service", "routes");
+    const served = fs.readdirSync(dir).filter((f) => f.endsWith(".ts")).flatMap((f) =>
+        [...fs.readFileSync(path.join(dir, f), "utf8").matchAll(/\br\.(get|post|put|delete|patch)\(\s*"([^"]+)"/g)].map((m) => `${m[1].toUpperCase()} ${m[2]}`));
+    assert.ok(served.length >= 10, `found the routes (${served.join(", ")})`);
+    const pattern = (route: string) => new RegExp(`^${route.replace(/:[a-z]+/gi, "[^/]+")}$`);
+    const missing = served.filter((r) => {
+        const [method, route] = r.split(" ");
+        return !routes.some(([m, url]) => m === method && pattern(route).test(url.split("?")[0]));
+    });
+    assert.deepEqual(missing, [], "every route gets the canary");
+});
 
 test("the canary token is valid (so the requests below exercise the authenticated paths too)", async () => {
     const r = await svc.call("GET", "/v1/proxies", { token: CANARY });
@@ -45,6 +69,10 @@ test("sent everywhere on every route, the canary reaches no log line", async () 
         { name: "query", token: null, query: `token=${CANARY}` },
         { name: "query with a valid header", token: CANARY, query: `access_token=${CANARY}` },
         { name: "body fields", token: CANARY, body: (b) => ({ ...(b as object), token: CANARY, password: CANARY, nested: { deep: { privateKey: CANARY } } }) },
+        {
+            name: "secret names at any depth", token: CANARY,
+            body: (b) => ({ ...(b as object), a: [{ b: { c: [{ sshPrivateKey: CANARY, passphrase: CANARY, cloudInit: { inline: CANARY }, userData: CANARY, api_token: CANARY }] } }] }),
+        },
         { name: "malformed body quoting the canary", token: CANARY, raw: `{"token": "${CANARY}"` },
     ];
     let sent = 0;
@@ -68,4 +96,53 @@ test("the service logs the token's name and scopes, not the token", () => {
     const loaded = svc.logs.map((l) => JSON.parse(l)).find((l) => l.msg === "loaded API tokens");
     assert.ok(loaded, "the token list is logged at start");
     assert.deepEqual(loaded.tokens.find((t: any) => t.name === "canary"), { name: "canary", scopes: ["discover", "lease", "scale"] });
+});
+
+/** The example KVM stack with a private key and a cloud-init body that break its rules. */
+const PRIVATE_KEY = `-----BEGIN OPENSSH PRIVATE KEY-----\n${CANARY}-key\n-----END OPENSSH PRIVATE KEY-----`;
+function badConfig(): Record<string, any> {
+    const c = YAML.parse(fs.readFileSync(path.join(PACKAGE_ROOT, "stacks", "Pulumi.example-kvm.yaml"), "utf8")).config;
+    const ssh = c["egress:providers"]["kvm-home"].ssh;
+    ssh.privateKey = PRIVATE_KEY; // beside privateKeyPath: the whole ssh block is the offending value
+    ssh.privateKeyPath ??= "~/.ssh/id_ed25519";
+    c["egress:pools"][0].cloudInit = { inline: `#cloud-config\npassword: ${CANARY}-ci`, file: "cloud-init/squid.yaml" };
+    return c;
+}
+
+test("config errors with a private key and a cloud-init body: not in logs, error bodies, CLI output or messages", { timeout: 120_000 }, async () => {
+    const good = YAML.parse(fs.readFileSync(path.join(svc.project.dir, "stacks", "Pulumi.svc.yaml"), "utf8")).config;
+    svc.project.writeConfig(badConfig());
+    try {
+        const seen: string[] = [];
+        for (const [method, route, body] of routes) {
+            const r = await svc.call(method, route, { token: CANARY, body });
+            seen.push(`${method} ${route} → ${r.status} ${typeof r.body === "string" ? r.body.slice(0, 2000) : JSON.stringify(r.body)}`);
+        }
+        const scale = await svc.call("PUT", "/v1/pools/web/replicas", { token: CANARY, body: { replicas: 1 } });
+        assert.ok(scale.status >= 400, `the broken config is refused (${scale.status})`);
+        assert.match(JSON.stringify(scale.body), /ssh|cloudInit/, "the error names what is wrong");
+        assert.deepEqual(seen.filter((l) => l.includes(CANARY)), [], "no response carries it");
+        await new Promise((r) => setTimeout(r, 200));
+        assert.deepEqual(svc.logs.filter((l) => l.includes(CANARY)), [], "no log line carries it");
+
+        // A start on the broken config: the thrown error and the start-up log.
+        const logs: string[] = [];
+        const log = createLogger({ level: "debug", destination: { write: (l: string) => void logs.push(l) } });
+        const failed = await startService({ projectRoot: svc.project.dir, stack: "svc", port: 0, tokensFile: path.join(svc.project.dir, "tokens.json"), engineEnv: svc.project.env, runDir: path.join(svc.project.dir, "run-2"), log, converge: false }).then(
+            async (s) => { await s.close(); return undefined; }, (e: Error) => e);
+        assert.ok(failed, "the service refuses to start on it");
+        assert.match(failed.message, /invalid egress configuration/);
+        assert.ok(!failed.message.includes(CANARY), failed.message);
+        assert.deepEqual(logs.filter((l) => l.includes(CANARY)), []);
+
+        // The CLI, as text and as --json.
+        for (const json of [[], ["--json"]]) {
+            const r = cp.spawnSync(process.execPath, [path.join(PACKAGE_ROOT, "dist", "src", "cli.js"), "--cwd", svc.project.dir, "--stack", "svc", ...json, "preview"], { encoding: "utf8", timeout: 60_000, env: { ...process.env, ...svc.project.env } });
+            assert.equal(r.status, 2, r.stderr);
+            assert.match(r.stdout + r.stderr, /egress:providers\.kvm-home\.ssh/);
+            assert.ok(!(r.stdout + r.stderr).includes(CANARY), r.stdout + r.stderr);
+        }
+    } finally {
+        svc.project.writeConfig(good);
+    }
 });

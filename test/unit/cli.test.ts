@@ -97,3 +97,38 @@ test("a missing Pulumi CLI is a missing prerequisite: exit 3 and what to run", (
     assert.equal(r.code, 3, r.stderr);
     assert.match(r.stderr, /the Pulumi CLI is missing from .*: run `npm run setup`/);
 });
+
+const bin = path.join(PACKAGE_ROOT, "bin", "egress");
+
+test("--version prints package.json's version, from dist/src/cli.js and from bin/egress", () => {
+    const { version } = JSON.parse(fs.readFileSync(path.join(PACKAGE_ROOT, "package.json"), "utf8"));
+    const r = run("--version");
+    assert.equal(r.code, 0, r.stderr);
+    assert.equal(r.stdout.trim(), version);
+    const b = cp.spawnSync(bin, ["--version"], { encoding: "utf8", timeout: 30_000 });
+    assert.equal(b.status, 0, b.stderr);
+    assert.equal(b.stdout.trim(), version);
+});
+
+test("bin/egress reports errors as src/cli.ts does: same message, same exit code, same --json envelope", () => {
+    for (const args of [["--stack", "bad", "up"], ["--stack", "bad", "--json", "up"], ["--stack", "t", "scale", "nope", "1"], ["frobnicate"]]) {
+        const direct = run(...args);
+        const viaBin = cp.spawnSync(bin, ["--cwd", dir, ...args], { encoding: "utf8", timeout: 30_000 });
+        assert.notEqual(direct.code, 0);
+        assert.equal(viaBin.status, direct.code, `${args.join(" ")}: ${viaBin.stderr}`);
+        assert.equal(viaBin.stderr, direct.stderr, args.join(" "));
+        assert.equal(viaBin.stdout, direct.stdout, args.join(" "));
+        assert.doesNotMatch(viaBin.stderr, /\n\s+at /, "no stack trace");
+    }
+});
+
+test("bin/egress without a build says what to run (exit 3), not a stack trace", () => {
+    const copy = fs.mkdtempSync(path.join(os.tmpdir(), "egress-nobuild-"));
+    fs.mkdirSync(path.join(copy, "bin"));
+    fs.copyFileSync(bin, path.join(copy, "bin", "egress"));
+    fs.chmodSync(path.join(copy, "bin", "egress"), 0o755);
+    const r = cp.spawnSync(path.join(copy, "bin", "egress"), ["--version"], { encoding: "utf8", timeout: 30_000 });
+    fs.rmSync(copy, { recursive: true, force: true });
+    assert.equal(r.status, 3, r.stderr);
+    assert.equal(r.stderr, "error: egress is not built (dist/src/cli.js is missing): run `npm run build`\n");
+});

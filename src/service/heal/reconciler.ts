@@ -6,7 +6,7 @@ import type { ProxyMember } from "../../../components/member";
 import type { Operation } from "../operations";
 import type { ProviderHealthReport } from "../provider-health";
 import { NotAcceptingError, type Scaler } from "../scaler";
-import { afterRepair, Decision, decideRepairs, HEAL_BACKOFF, MemberFacts, MemberHistory } from "./decide";
+import { afterRepair, Decision, decideRepairs, HEAL_BACKOFF, HealReason, MemberFacts, MemberHistory } from "./decide";
 
 export interface ReconcilerDeps {
     /** Time between the ends of two rounds; 0 = the loop is off. */
@@ -21,7 +21,7 @@ export interface ReconcilerDeps {
     /** Provider entry name → its kind's liveness hook (src/providers-health/gone.ts); entries without one are absent. */
     goneChecks: () => ReadonlyMap<string, GoneCheck>;
     /** Counts every repair started, by pool and reason (egress_heals_total). */
-    onRepair?: (pool: string, reason: string) => void;
+    onRepair?: (pool: string, reason: HealReason) => void;
     /** @default HEAL_BACKOFF (1 min doubling to 30 min) */
     backoff?: { baseMs: number; maxMs: number };
     now?: () => number;

@@ -1,0 +1,91 @@
+/**
+ * /metrics on a real service follows Prometheus conventions (promtool agrees): base units, `_total`
+ * counters, and no series left behind for pools, members and provider targets that went away.
+ */
+import { after, before, test } from "node:test";
+import assert from "node:assert/strict";
+import { settled, settledConverge, startTestService, TestService, TOKENS, waitFor } from "../helpers/service";
+import { alertExprs, dashboardExprs, exportedNames, find, metricTypes, metricsIn, parseSamples, promtool } from "../helpers/metrics";
+
+const config = (pools: object[]) => ({
+    "egress:providers": { local: { type: "local" } },
+    "egress:pools": pools,
+});
+const both = [{ name: "a", provider: "local", replicas: 2, maxReplicas: 4 }, { name: "b", provider: "local", replicas: 1, maxReplicas: 4 }];
+let svc: TestService;
+before(async () => {
+    svc = await startTestService(config(both));
+    await settledConverge(svc);
+});
+after(() => svc?.close());
+
+const scrape = async () => {
+    const r = await fetch(`${svc.url}/metrics`);
+    assert.equal(r.status, 200);
+    assert.match(r.headers.get("content-type") ?? "", /^text\/plain/);
+    return r.text();
+};
+
+test("promtool check metrics passes on a scrape, and names follow the conventions", async () => {
+    await svc.call("POST", "/v1/leases", { token: TOKENS.lease, body: { pool: "a" } });
+    const text = await scrape();
+    const lint = promtool(["check", "metrics"], text);
+    assert.equal(lint.code, 0, lint.out);
+    assert.equal(lint.out.trim(), "", `promtool has no complaints:\n${lint.out}`);
+    const types = metricTypes(text);
+    for (const [name, type] of types) {
+        if (type === "counter") assert.match(name, /_total$/, `counter ${name} ends in _total`);
+        else assert.doesNotMatch(name, /_total$/, `${type} ${name} does not pretend to be a counter`);
+        assert.doesNotMatch(name, /_(ms|milliseconds|millis)\b|_ms_/, `${name} is in base units`);
+    }
+    for (const name of ["egress_lease_latency_seconds", "egress_probe_latency_seconds", "egress_operation_duration_seconds"]) assert.equal(types.get(name), "histogram", name);
+});
+
+test("provider health: up, check duration in seconds, last check time in unix seconds", async () => {
+    const samples = parseSamples(await scrape());
+    assert.deepEqual(find(samples, "egress_provider_up").map((s) => [s.labels, s.value]), [[{ provider: "local", target: "localhost" }, 1]]);
+    const [duration] = find(samples, "egress_provider_check_duration_seconds", { provider: "local" });
+    assert.ok(duration && duration.value >= 0 && duration.value < 30, `a duration in seconds (got ${duration?.value})`);
+    const [last] = find(samples, "egress_provider_last_check_timestamp_seconds", { provider: "local" });
+    assert.ok(last && Math.abs(last.value - Date.now() / 1000) < 120, `a unix time in seconds near now (got ${last?.value})`);
+});
+
+test("pools and members: desired, per-member up; series of removed members and pools go away", { timeout: 240_000 }, async () => {
+    const up = async () => find(parseSamples(await scrape()), "egress_proxy_up");
+    await waitFor("every member probed healthy", async () => (await up()).length === 3 && (await up()).every((s) => s.value === 1), 60_000, 200);
+    let samples = parseSamples(await scrape());
+    assert.deepEqual(find(samples, "egress_pool_desired_replicas").map((s) => [s.labels.pool, s.value]).sort(), [["a", 2], ["b", 1]]);
+    assert.deepEqual((await up()).map((s) => s.labels.proxy).sort(), ["a-0", "a-1", "b-0"]);
+    await svc.call("POST", "/v1/leases", { token: TOKENS.lease, body: { pool: "b" } });
+    assert.equal(find(parseSamples(await scrape()), "egress_leases_total", { pool: "b", result: "granted" })[0]?.value, 1);
+
+    // A member leaves: its series goes with it.
+    const down = await svc.call("PUT", "/v1/pools/a/replicas", { token: TOKENS.scale, body: { replicas: 1 } });
+    assert.equal((await settled(svc, down.body.operation.id)).status, "succeeded");
+    await waitFor("a-1's series gone", async () => !(await up()).some((s) => s.labels.proxy === "a-1"), 30_000, 200);
+    assert.deepEqual((await up()).map((s) => s.labels.proxy).sort(), ["a-0", "b-0"]);
+
+    // A pool leaves the config: its members, gauges and counters go with it.
+    svc.project.writeConfig(config([{ ...both[0], replicas: 1 }]));
+    const op = await svc.call("PUT", "/v1/pools/a/replicas", { token: TOKENS.scale, body: { replicas: 2 } });
+    assert.equal((await settled(svc, op.body.operation.id)).status, "succeeded");
+    await waitFor("pool b's series gone", async () => !(await scrape()).includes(`pool="b"`), 30_000, 200);
+    samples = parseSamples(await scrape());
+    assert.deepEqual(find(samples, "egress_pool_desired_replicas").map((s) => [s.labels.pool, s.value]), [["a", 2]]);
+    assert.ok(find(samples, "egress_leases_total", { pool: "a", result: "granted" }).length === 1, "pool a keeps its counter");
+});
+
+test("a lease for a pool nobody configured mints no series", async () => {
+    const r = await svc.call("POST", "/v1/leases", { token: TOKENS.lease, body: { pool: "no-such-pool" } });
+    assert.equal(r.status, 404);
+    assert.ok(!(await scrape()).includes("no-such-pool"));
+});
+
+test("deploy/'s Grafana dashboard and alert rules read only metrics this service exports", async () => {
+    const exported = exportedNames(await scrape());
+    for (const [what, exprs] of [["dashboard", dashboardExprs()], ["alert rules", alertExprs()]] as const) {
+        const used = exprs.flatMap(metricsIn);
+        assert.ok(used.length >= 5, `${what} reads metrics (${used.join(", ")})`);
+        assert.deepEqual([...new Set(used.filter((m) => !exported.has(m)))], [], `${what}: every metric is in a real scrape`);
+    }
+});

@@ -1,0 +1,65 @@
+/** ProviderHealth's series: targets and providers that go away take their series along; interval 0 is off. */
+import { test } from "node:test";
+import assert from "node:assert/strict";
+import pino from "pino";
+import { createMetrics } from "../../src/service/metrics";
+import { ProviderHealth } from "../../src/service/provider-health";
+import type { Checker, CheckVerdict } from "../../src/providers-health";
+
+const log = pino({ level: "silent" });
+
+/** A checker whose verdicts the test sets: the unit under test is ProviderHealth, not a provider. */
+function checker(provider: string, verdicts: () => CheckVerdict[]): Checker {
+    return { provider, kind: "kvm", check: async () => verdicts() };
+}
+
+const series = async (metrics: ReturnType<typeof createMetrics>, name: string) =>
+    (await metrics.registry.getSingleMetric(name)!.get()).values.map((v) => ({ labels: v.labels, value: v.value }));
+
+test("a target the checker stops reporting, and a provider removed from config, leave no series", async () => {
+    const metrics = createMetrics();
+    const ph = new ProviderHealth({ log, metrics, intervalMs: 60_000, timeoutMs: 1000 });
+    let targets = ["host-a", "host-b"];
+    const kvm = checker("kvm1", () => targets.map((t) => ({ target: t, ok: t === "host-a", message: "x" })));
+    ph.setCheckers([kvm, checker("kvm2", () => [{ target: "host-c", ok: true, message: "ok" }])]);
+    await ph.runOnce();
+    assert.deepEqual((await series(metrics, "egress_provider_up")).map((s) => [s.labels.provider, s.labels.target, s.value]), [["kvm1", "host-a", 1], ["kvm1", "host-b", 0], ["kvm2", "host-c", 1]]);
+    assert.equal((await series(metrics, "egress_provider_check_duration_seconds")).length, 2);
+
+    targets = ["host-a"];
+    await ph.runOnce();
+    assert.deepEqual((await series(metrics, "egress_provider_up")).map((s) => s.labels.target), ["host-a", "host-c"]);
+
+    ph.setCheckers([kvm]);
+    for (const name of ["egress_provider_up", "egress_provider_check_duration_seconds", "egress_provider_last_check_timestamp_seconds"])
+        assert.deepEqual((await series(metrics, name)).map((s) => s.labels.provider), ["kvm1"], name);
+});
+
+test("the timeout reaches the checker; a check that overruns it is a failed verdict", async () => {
+    const metrics = createMetrics();
+    const ph = new ProviderHealth({ log, metrics, intervalMs: 60_000, timeoutMs: 50 });
+    ph.setCheckers([{
+        provider: "slow", kind: "kvm",
+        check: (signal) => new Promise((_, reject) => signal!.addEventListener("abort", () => reject(new Error("aborted by the check timeout")))),
+    }]);
+    const keepAlive = setInterval(() => undefined, 1000); // the abort timer is unref'd
+    await ph.runOnce().finally(() => clearInterval(keepAlive));
+    const [report] = ph.snapshot();
+    assert.equal(report.ok, false);
+    assert.match(report.targets[0].message, /aborted by the check timeout/);
+    const [d] = await series(metrics, "egress_provider_check_duration_seconds");
+    assert.ok(d.value >= 0.04 && d.value < 5, `about the 50 ms timeout, in seconds (got ${d.value})`);
+});
+
+test("interval 0 is off: no checks, no series, and an empty snapshot (nothing reported down)", async () => {
+    const metrics = createMetrics();
+    let calls = 0;
+    const ph = new ProviderHealth({ log, metrics, intervalMs: 0, timeoutMs: 1000 });
+    ph.setCheckers([checker("kvm1", () => (calls++, [{ target: "h", ok: false, message: "down" }]))]);
+    ph.start();
+    await new Promise((r) => setTimeout(r, 50));
+    await ph.stop();
+    assert.equal(calls, 0);
+    assert.deepEqual(ph.snapshot(), []);
+    assert.deepEqual(await series(metrics, "egress_provider_up"), []);
+});
