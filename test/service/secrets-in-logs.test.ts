@@ -39,6 +39,7 @@ const routes: [string, string, unknown?][] = [
     ["POST", "/v1/leases", {}], ["POST", "/v1/leases", { pool: "web" }], ["POST", "/v1/leases/abc/release", { outcome: "ok" }],
     ["GET", "/v1/echo"], ["GET", "/healthz"], ["GET", "/readyz"], ["GET", "/metrics"], ["GET", "/v1/openapi.json"], ["GET", "/nope"],
     ["GET", "/v1/proxies?lifecycle=active"], ["GET", "/v1/operations/op_none/events"], ["GET", "/v1/heal"],
+    ["GET", "/v1/whoami"], ["GET", "/v1/leases"], ["GET", "/v1/timeline"], ["GET", "/docs"], ["GET", "/docs/swagger-ui.css"], ["GET", "/docs/nope.js"],
 ];
 
 test("the routes above cover every route the service registers", () => {
