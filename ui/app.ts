@@ -6,9 +6,10 @@ import { ErrorNote, html } from "./html";
 import { PoolsPage } from "./pages/pools";
 import { ProxiesPage } from "./pages/proxies";
 import { LeasesPage, OperationsPage, ProvidersPage } from "./pages/misc";
+import type { components } from "../clients/typescript/src/api";
 
-interface Who { name: string; scopes: string[] }
-const has = (who: Who, scope: string) => who.scopes.includes(scope) || who.scopes.includes("admin");
+type Who = components["schemas"]["Whoami"];
+const has = (who: Who, scope: Who["scopes"][number]) => who.scopes.includes(scope) || who.scopes.includes("admin");
 
 function Login({ onLogin, notice }: { onLogin: (who: Who) => void; notice?: string }) {
     const [value, setValue] = useState("");
@@ -33,7 +34,7 @@ function Login({ onLogin, notice }: { onLogin: (who: Who) => void; notice?: stri
 }
 
 /** Page paths each scope may see; a page a token cannot read is not offered. */
-const NEEDS: Record<string, string> = { "/operations": "scale" };
+const NEEDS: Record<string, Who["scopes"][number]> = { "/operations": "scale" };
 
 function App() {
     const [who, setWho] = useState<Who>();

@@ -1,9 +1,8 @@
 import { html } from "./html";
+import type { components } from "../clients/typescript/src/api";
 
-export interface TimelinePoint {
-    at: string;
-    pools: Record<string, { healthy: number; leased: number }>;
-}
+/** One sample of GET /v1/timeline, as the API document defines it. */
+export type TimelinePoint = components["schemas"]["Timeline"]["points"][number];
 
 const W = 600, H = 120, PAD = 24;
 

@@ -1,16 +1,10 @@
 import { useEffect, useState } from "preact/hooks";
 import { followEvents } from "../api";
 import { Badge, ErrorNote, html } from "../html";
+import type { components } from "../../clients/typescript/src/api";
 
-interface Progress {
-    at: string;
-    kind: "resource-start" | "resource-done" | "resource-failed" | "diagnostic" | "summary";
-    op?: string;
-    type?: string;
-    name?: string;
-    message?: string;
-    severity?: string;
-}
+/** The stream's `progress` event, as the API document (and so the generated client) defines it. */
+type Progress = components["schemas"]["ProgressEvent"];
 
 /** One operation, live: its status and, resource by resource, what the engine does (SSE). */
 export function OperationProgress({ id }: { id: string }) {

@@ -4,8 +4,9 @@ import { usePoll } from "../hooks";
 import { ErrorNote, html } from "../html";
 import { Timeline, TimelinePoint } from "../timeline";
 import { OperationProgress } from "./operation-progress";
+import type { components } from "../../clients/typescript/src/api";
 
-interface Pool { name: string; provider: string; desired: number; maxReplicas: number; actual: number; healthy: number; leased: number; draining: number }
+type Pool = components["schemas"]["Pool"];
 
 function ScaleForm({ pool, onStarted }: { pool: Pool; onStarted: (opId: string) => void }) {
     const [value, setValue] = useState(String(pool.desired));

@@ -2,8 +2,9 @@ import { useState } from "preact/hooks";
 import { api } from "../api";
 import { usePoll } from "../hooks";
 import { ago, Badge, ErrorNote, html } from "../html";
+import type { components } from "../../clients/typescript/src/api";
 
-interface Proxy { id: string; pool: string; host: string; port: number; health: string; egressIp?: string; probeLatencyMs?: number; leased: boolean; lifecycle: string; lastError?: string; drainingUntil?: string }
+type Proxy = components["schemas"]["Proxy"];
 
 const HEALTH = ["", "healthy", "unhealthy", "unknown"];
 const LIFECYCLE = ["", "provisioning", "ready", "draining", "failed"];
