@@ -31,17 +31,18 @@ async function main(): Promise<void> {
     // Loopback only: a local proxy is never reachable from another machine.
     const server = new Server({ host: "127.0.0.1", port, verbose: false, prepareRequestFunction: () => ({}) });
     await server.listen();
-    const tmp = `${ready}.tmp`;
-    fs.writeFileSync(tmp, JSON.stringify({ id, pid: process.pid, port: server.port }));
-    fs.renameSync(tmp, ready);
-    log.info({ id, port: server.port }, "listening");
     const stop = (signal: string) => {
         log.info({ id, signal }, "stopping");
         server.close(true).finally(() => process.exit(0));
         setTimeout(() => process.exit(0), 2000).unref();
     };
+    // Handlers and the "listening" line come before the ready file: whoever reads it may stop us at once.
     process.on("SIGTERM", () => stop("SIGTERM"));
     process.on("SIGINT", () => stop("SIGINT"));
+    log.info({ id, port: server.port }, "listening");
+    const tmp = `${ready}.tmp`;
+    fs.writeFileSync(tmp, JSON.stringify({ id, pid: process.pid, port: server.port }));
+    fs.renameSync(tmp, ready);
 }
 
 main().catch((e) => {
