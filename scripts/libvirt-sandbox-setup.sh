@@ -56,6 +56,10 @@ fi
 # HIDE_KVM=0 leaves /dev/kvm and qemu.conf alone.
 HIDE_KVM=${HIDE_KVM:-1}
 if ! alive "$BASE/libvirtd.pid"; then
+  # A fresh sandbox starts with an empty pool: volumes a killed test run left (e.g. a half-uploaded base
+  # image, which the product rightly refuses to adopt) must not decide the next run. No user is active
+  # here: a second setup reuses the running daemons and skips this.
+  rm -f "$BASE"/pool/*
   if [ "$HIDE_KVM" = 1 ] && [ -e /dev/kvm ]; then
     install -m 600 /dev/null "$BASE/no-kvm"
     { cat /etc/libvirt/qemu.conf; printf '\n# egress sandbox\nnamespaces = []\n'; } > "$BASE/qemu.conf"

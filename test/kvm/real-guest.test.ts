@@ -98,10 +98,15 @@ test("egress serve on a kvm stack of 2 real guests: healthy, leased, proxying, b
     svc = await serve(p, ["--check-url", `http://${sb.gateway}:18080/ip`, "--probe-interval", String(PROBE_S), "--reconcile-interval", "5"]);
     // Boot to healthy, per firmware: the service's own probes through squid, egress IP = the guest.
     const ready: Record<string, number> = {};
+    let last: Proxy[] = [];
     await until("both guests healthy in /v1/proxies", async () => {
-        for (const x of await proxies()) if (x.health === "healthy" && x.egressIp === x.host && !ready[x.id]) ready[x.id] = Date.now();
+        last = await proxies();
+        for (const x of last) if (x.health === "healthy" && x.egressIp === x.host && !ready[x.id]) ready[x.id] = Date.now();
         return Object.keys(ready).length === 2;
-    }, 1_200_000, 2000);
+    }, 1_200_000, 2000).catch((e) => {
+        // What the service saw and said: the only view of a failed boot once the after hook destroyed it.
+        throw new Error(`${(e as Error).message}\n/v1/proxies: ${JSON.stringify(last)}\nservice log (last 40 lines):\n${svc!.logs.slice(-40).join("\n")}`);
+    });
     console.log(`serve start → healthy: rg-0 (uefi) ${((ready["rg-0"] - t0) / 1000).toFixed(1)} s, rg-1 (bios) ${((ready["rg-1"] - t0) / 1000).toFixed(1)} s (both booted at once on TCG)`);
     const list = await proxies();
     assert.deepEqual(list.map((x) => [x.id, x.port]), [["rg-0", 3128], ["rg-1", 8080]]);
