@@ -7,7 +7,7 @@
  */
 import { parseArgs } from "node:util";
 import pino from "pino";
-import { createLogger } from "../src/service/logger";
+import { createLogger } from "../src/log/logger";
 import { benchTable } from "./table";
 
 /** The root logger's options up to commit 0855eec. */

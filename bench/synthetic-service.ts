@@ -19,7 +19,7 @@ import { createApp } from "../src/service/app";
 import { authenticate, sha256 } from "../src/service/auth";
 import { Fleet, HealthSource } from "../src/service/fleet";
 import { LeaseManager } from "../src/service/leases";
-import { createLogger } from "../src/service/logger";
+import { createLogger } from "../src/log/logger";
 import { createMetrics } from "../src/service/metrics";
 import { OperationLog } from "../src/service/operations";
 import { Scaler } from "../src/service/scaler";

@@ -4,7 +4,7 @@ import * as path from "node:path";
 import type { RequestHandler } from "express";
 import { z } from "zod";
 import { HttpError } from "./errors";
-import { secretQueryParameter } from "./redact";
+import { secretQueryParameter } from "../log/redact";
 
 export const SCOPES = ["discover", "lease", "scale", "admin"] as const;
 export type Scope = (typeof SCOPES)[number];

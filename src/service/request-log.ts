@@ -2,8 +2,8 @@ import type { IncomingMessage, ServerResponse } from "node:http";
 import pinoHttp, { HttpLogger } from "pino-http";
 import type { Logger } from "pino";
 import { HttpError } from "./errors";
-import { LOG_SERIALIZERS } from "./logger";
-import { isSecretName, REDACTED, redactUrl } from "./redact";
+import { LOG_SERIALIZERS } from "../log/logger";
+import { isSecretName, REDACTED, redactUrl } from "../log/redact";
 
 export type RequestLogLevel = "debug" | "info" | "error";
 

@@ -10,7 +10,7 @@ import { AppDeps, createApp } from "./app";
 import { authenticate, ensureDevToken, loadTokens, StoredToken, tokensFromEnv } from "./auth";
 import { Fleet } from "./fleet";
 import { LeaseManager } from "./leases";
-import { createLogger } from "./logger";
+import { createLogger } from "../log/logger";
 import { createMetrics } from "./metrics";
 import { OperationLog } from "./operations";
 import { ProviderHealth } from "./provider-health";

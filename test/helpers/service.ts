@@ -2,7 +2,7 @@ import * as fs from "node:fs";
 import * as path from "node:path";
 import { tempProject } from "./project";
 import { startService, RunningService, ServeOptions } from "../../src/service/server";
-import { createLogger } from "../../src/service/logger";
+import { createLogger } from "../../src/log/logger";
 import { sha256 } from "../../src/service/auth";
 
 /** Tokens with different scopes, stored hashed in the project's tokens file. */

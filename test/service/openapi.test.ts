@@ -8,7 +8,7 @@ import { after, before, test } from "node:test";
 import assert from "node:assert/strict";
 import * as zlib from "node:zlib";
 import { createApp, servedRoutes, type AppDeps } from "../../src/service/app";
-import { createLogger } from "../../src/service/logger";
+import { createLogger } from "../../src/log/logger";
 import { OPERATIONS } from "../../src/service/openapi";
 import { settled, settledConverge, startTestService, TestService, TOKENS, waitFor } from "../helpers/service";
 import { OpenApiDoc, responseSchema, validate } from "../helpers/openapi-check";

@@ -6,7 +6,7 @@
 import { after, before, test } from "node:test";
 import assert from "node:assert/strict";
 import * as http from "node:http";
-import { createLogger } from "../../src/service/logger";
+import { createLogger } from "../../src/log/logger";
 import { startTestService, TestService, TOKENS } from "../helpers/service";
 
 const lines: string[] = [];

@@ -14,7 +14,7 @@ import * as path from "node:path";
 import YAML from "yaml";
 import { startTestService, TestService } from "../helpers/service";
 import { startService } from "../../src/service/server";
-import { createLogger } from "../../src/service/logger";
+import { createLogger } from "../../src/log/logger";
 import { PACKAGE_ROOT } from "../../src/engine/env";
 
 const CANARY = "canary-env-token-0d15ea5e-4b1d";

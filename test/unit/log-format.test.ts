@@ -5,7 +5,7 @@ import * as cp from "node:child_process";
 import * as fs from "node:fs";
 import * as os from "node:os";
 import * as path from "node:path";
-import { createLogger } from "../../src/service/logger";
+import { createLogger } from "../../src/log/logger";
 import { PACKAGE_ROOT } from "../../src/engine/env";
 
 /** RFC 3339 date-time in UTC with milliseconds, as pino's isoTime writes it. */

@@ -5,8 +5,8 @@
  */
 import { test } from "node:test";
 import assert from "node:assert/strict";
-import { createLogger } from "../../src/service/logger";
-import { isSecretName, isSecretQueryName, redactDeep, redactUrl, secretQueryParameter } from "../../src/service/redact";
+import { createLogger } from "../../src/log/logger";
+import { isSecretName, isSecretQueryName, redactDeep, redactUrl, secretQueryParameter } from "../../src/log/redact";
 
 const CANARY = "canary-7c0ffee-do-not-log";
 
