@@ -1,7 +1,7 @@
 import type { PoolConfig } from "../config";
 import type { ProxyMember } from "../../components/member";
 import type { LeaseManager } from "./leases";
-import type { ReleaseOutcome, Removal } from "./leases/types";
+import type { AcquireRequest, ReleaseOutcome, Removal } from "./leases/types";
 import { Lifecycle, lifecycleOf, membersMentioned } from "./lifecycle";
 import type { Operation } from "./operations";
 
@@ -42,6 +42,10 @@ export interface LeaseView {
     id: string;
     proxy: Pick<ProxyMember, "id" | "pool" | "provider" | "zone" | "host" | "port" | "url">;
     target?: string;
+    /** The sticky session it was taken through. */
+    session?: string;
+    /** With a session: true when the session moved to this member from another one. */
+    rebound?: boolean;
     leasedAt: string;
     expiresAt: string;
 }
@@ -88,7 +92,7 @@ export class Fleet {
         for (const id of this.opErrors.keys()) if (!this.members.has(id)) this.opErrors.delete(id);
         this.leases.setMembers(
             addressed.map((m) => ({ id: m.id, pool: m.pool, eligible: this.leasable(m.id) })),
-            Object.fromEntries(pools.map((p) => [p.name, { cooldownSeconds: p.cooldownSeconds }])),
+            Object.fromEntries(pools.map((p) => [p.name, { cooldownSeconds: p.cooldownSeconds, sessionTtlSeconds: p.sessionTtlSeconds }])),
         );
     }
 
@@ -169,7 +173,7 @@ export class Fleet {
         return this.leases.active().map((l) => ({ proxy: l.proxyId, pool: l.pool, ...(l.target ? { target: l.target } : {}), leasedAt: iso(l.leasedAt), expiresAt: iso(l.expiresAt) }));
     }
 
-    acquire(req: { pool?: string; target?: string; ttlSeconds?: number }): FleetAcquire {
+    acquire(req: AcquireRequest): FleetAcquire {
         if (req.pool && !this.pools.has(req.pool))
             return { ok: false, reason: "unknown-pool", message: `no pool named "${req.pool}" (known: ${[...this.pools].join(", ") || "none"})`, retryAfterSeconds: 0 };
         const r = this.leases.acquire(req);
@@ -185,6 +189,7 @@ export class Fleet {
                 id: r.lease.id,
                 proxy: { id: m.id, pool: m.pool, provider: m.provider, zone: m.zone, host: m.host, port: m.port, url: m.url },
                 target: r.lease.target,
+                ...(r.lease.session !== undefined && { session: r.lease.session, rebound: r.rebound }),
                 leasedAt: new Date(r.lease.leasedAt).toISOString(),
                 expiresAt: new Date(r.lease.expiresAt).toISOString(),
             },
