@@ -60,7 +60,8 @@ export interface ActiveLeaseView {
 }
 
 export type FleetAcquire =
-    | { ok: true; lease: LeaseView }
+    /** `session`: with a sticky session, whether it kept its proxy, moved, or is new (for metrics). */
+    | { ok: true; lease: LeaseView; session?: "kept" | "rebound" | "new" }
     | { ok: false; reason: "unknown-pool" | "no-members" | "none-available"; message: string; retryAfterSeconds: number };
 
 /**
@@ -176,6 +177,7 @@ export class Fleet {
     acquire(req: AcquireRequest): FleetAcquire {
         if (req.pool && !this.pools.has(req.pool))
             return { ok: false, reason: "unknown-pool", message: `no pool named "${req.pool}" (known: ${[...this.pools].join(", ") || "none"})`, retryAfterSeconds: 0 };
+        const known = req.session !== undefined && this.leases.sessionMember(req.session, req.pool) !== undefined;
         const r = this.leases.acquire(req);
         if (!r.ok) {
             const where = req.pool ? `pool "${req.pool}"` : "any pool";
@@ -185,6 +187,7 @@ export class Fleet {
         const m = this.members.get(r.lease.proxyId)!;
         return {
             ok: true,
+            ...(req.session !== undefined && { session: !known ? "new" as const : r.rebound ? "rebound" as const : "kept" as const }),
             lease: {
                 id: r.lease.id,
                 proxy: { id: m.id, pool: m.pool, provider: m.provider, zone: m.zone, host: m.host, port: m.port, url: m.url },

@@ -191,4 +191,8 @@ test("a session moves when its proxy dies: rebound, then sticks to the new one",
     assert.equal(again.body.lease.proxy.id, moved.body.lease.proxy.id);
     assert.equal(again.body.lease.rebound, false);
     await release(again.body.lease.id, "ok");
+    // The session tests so far: cart.42 new then kept, the 128-character key new, login.7 new, rebound, kept.
+    const metrics = String((await svc.call("GET", "/metrics", { token: null })).body);
+    for (const [result, n] of [["new", 3], ["kept", 2], ["rebound", 1]] as const)
+        assert.match(metrics, new RegExp(`^egress_lease_sessions_total\\{pool="web",result="${result}"\\} ${n}$`, "m"), result);
 });
