@@ -25,6 +25,9 @@ export const memberOverrideSchema = z.strictObject({
     placement: placementSchema.optional(),
 });
 
+/** Idle TTL of a sticky session: long enough for a crawl of one site, short enough to forget abandoned ones. */
+export const SESSION_TTL_DEFAULT_SECONDS = 1800;
+
 export const poolSchema = z
     .strictObject({
         name: dnsLabel(),
@@ -41,6 +44,11 @@ export const poolSchema = z
         members: z.array(memberOverrideSchema).default([]),
         /** Seconds a proxy rests after a lease before it is leased again. @default 0 */
         cooldownSeconds: z.number().int().min(0).default(0),
+        /**
+         * Seconds a sticky session (`session` in POST /v1/leases) may stay idle — no live lease —
+         * before it is forgotten and its next request starts a new one. @default 1800
+         */
+        sessionTtlSeconds: z.number().int({ message: "must be a whole number" }).min(1, { message: "must be 1 or more" }).max(86400, { message: "must be at most 86400 (a day)" }).default(SESSION_TTL_DEFAULT_SECONDS),
         /**
          * Seconds a member may stay unhealthy before `egress serve` replaces it (its reconcile loop); 0 =
          * never (members that are gone, e.g. a dead process, are still repaired). @default 300

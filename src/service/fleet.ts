@@ -1,7 +1,7 @@
 import type { PoolConfig } from "../config";
 import type { ProxyMember } from "../../components/member";
 import type { LeaseManager } from "./leases";
-import type { ReleaseOutcome, Removal } from "./leases/types";
+import type { AcquireRequest, ReleaseOutcome, Removal } from "./leases/types";
 import { Lifecycle, lifecycleOf, membersMentioned } from "./lifecycle";
 import type { Operation } from "./operations";
 
@@ -42,6 +42,10 @@ export interface LeaseView {
     id: string;
     proxy: Pick<ProxyMember, "id" | "pool" | "provider" | "zone" | "host" | "port" | "url">;
     target?: string;
+    /** The sticky session it was taken through. */
+    session?: string;
+    /** With a session: true when the session moved to this member from another one. */
+    rebound?: boolean;
     leasedAt: string;
     expiresAt: string;
 }
@@ -56,7 +60,8 @@ export interface ActiveLeaseView {
 }
 
 export type FleetAcquire =
-    | { ok: true; lease: LeaseView }
+    /** `session`: with a sticky session, whether it kept its proxy, moved, or is new (for metrics). */
+    | { ok: true; lease: LeaseView; session?: "kept" | "rebound" | "new" }
     | { ok: false; reason: "unknown-pool" | "no-members" | "none-available"; message: string; retryAfterSeconds: number };
 
 /**
@@ -88,7 +93,7 @@ export class Fleet {
         for (const id of this.opErrors.keys()) if (!this.members.has(id)) this.opErrors.delete(id);
         this.leases.setMembers(
             addressed.map((m) => ({ id: m.id, pool: m.pool, eligible: this.leasable(m.id) })),
-            Object.fromEntries(pools.map((p) => [p.name, { cooldownSeconds: p.cooldownSeconds }])),
+            Object.fromEntries(pools.map((p) => [p.name, { cooldownSeconds: p.cooldownSeconds, sessionTtlSeconds: p.sessionTtlSeconds }])),
         );
     }
 
@@ -169,9 +174,10 @@ export class Fleet {
         return this.leases.active().map((l) => ({ proxy: l.proxyId, pool: l.pool, ...(l.target ? { target: l.target } : {}), leasedAt: iso(l.leasedAt), expiresAt: iso(l.expiresAt) }));
     }
 
-    acquire(req: { pool?: string; target?: string; ttlSeconds?: number }): FleetAcquire {
+    acquire(req: AcquireRequest): FleetAcquire {
         if (req.pool && !this.pools.has(req.pool))
             return { ok: false, reason: "unknown-pool", message: `no pool named "${req.pool}" (known: ${[...this.pools].join(", ") || "none"})`, retryAfterSeconds: 0 };
+        const known = req.session !== undefined && this.leases.sessionMember(req.session, req.pool) !== undefined;
         const r = this.leases.acquire(req);
         if (!r.ok) {
             const where = req.pool ? `pool "${req.pool}"` : "any pool";
@@ -181,10 +187,12 @@ export class Fleet {
         const m = this.members.get(r.lease.proxyId)!;
         return {
             ok: true,
+            ...(req.session !== undefined && { session: !known ? "new" as const : r.rebound ? "rebound" as const : "kept" as const }),
             lease: {
                 id: r.lease.id,
                 proxy: { id: m.id, pool: m.pool, provider: m.provider, zone: m.zone, host: m.host, port: m.port, url: m.url },
                 target: r.lease.target,
+                ...(r.lease.session !== undefined && { session: r.lease.session, rebound: r.rebound }),
                 leasedAt: new Date(r.lease.leasedAt).toISOString(),
                 expiresAt: new Date(r.lease.expiresAt).toISOString(),
             },

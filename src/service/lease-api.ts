@@ -24,6 +24,7 @@ export function acquireLease(deps: Pick<AppDeps, "fleet" | "metrics">, body: unk
         throw new HttpError(503, "none_available", result.message, undefined, { "Retry-After": String(result.retryAfterSeconds) });
     }
     deps.metrics.lease(result.lease.proxy.pool, "granted");
+    if (result.session) deps.metrics.session(result.lease.proxy.pool, result.session);
     return { status: 201, body: { lease: result.lease } satisfies z.infer<typeof leaseResponse> };
 }
 

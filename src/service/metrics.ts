@@ -10,6 +10,8 @@ export interface MetricsSource {
 }
 
 const LEASE_RESULTS = ["granted", "unavailable"] as const;
+export const SESSION_RESULTS = ["kept", "rebound", "new"] as const;
+export type SessionResult = (typeof SESSION_RESULTS)[number];
 const HEAL_REASONS = ["gone", "unhealthy"] as const;
 
 /**
@@ -35,9 +37,14 @@ export function createMetrics(source?: MetricsSource) {
     };
     const leasePools = new Set<string>();
     const healPools = new Set<string>();
+    const sessionPools = new Set<string>();
     const leases = new Counter({
         name: "egress_leases_total", help: "Lease requests by pool and result (granted, unavailable); pool \"*\" is any pool", labelNames: ["pool", "result"], registers: [registry],
         collect() { prunePools(this, leasePools, "result", LEASE_RESULTS); },
+    });
+    const sessions = new Counter({
+        name: "egress_lease_sessions_total", help: "Granted leases that named a sticky session, by pool and result: kept (its proxy again), rebound (moved to another proxy), new (the session's first lease)", labelNames: ["pool", "result"], registers: [registry],
+        collect() { prunePools(this, sessionPools, "result", SESSION_RESULTS); },
     });
     const heals = new Counter({
         name: "egress_heals_total", help: "Member repairs started by the reconcile loop, by pool and reason (gone, unhealthy); outcomes are egress_operations_total{kind=\"heal\"}", labelNames: ["pool", "reason"], registers: [registry],
@@ -49,6 +56,11 @@ export function createMetrics(source?: MetricsSource) {
         lease(pool: string, result: (typeof LEASE_RESULTS)[number]): void {
             if (pool !== "*") leasePools.add(pool);
             leases.inc({ pool, result });
+        },
+        /** Counts a granted session lease under the pool of the proxy it got (never a caller-made name). */
+        session(pool: string, result: SessionResult): void {
+            sessionPools.add(pool);
+            sessions.inc({ pool, result });
         },
         heal(pool: string, reason: (typeof HEAL_REASONS)[number]): void {
             healPools.add(pool);

@@ -86,7 +86,7 @@ export const OPERATIONS: Op[] = [
     },
     {
         method: "post", path: "/v1/leases", scope: "lease", tags: ["leases"], operationId: "lease",
-        summary: "Lease one healthy, unleased proxy out of cooldown, least recently used first",
+        summary: "Lease one healthy, unleased proxy out of cooldown, least recently used first (or a sticky session's proxy)",
         request: { body: { required: false, content: { "application/json": { schema: s.leaseBody } } } },
         responses: {
             "201": json(s.leaseResponse, "The lease"),

@@ -10,10 +10,20 @@ export const scaleBody = z.strictObject({
     replicas: z.number().int({ message: "must be a whole number" }).min(0, { message: "must be 0 or more" }).describe("Desired member count (0..maxReplicas)"),
 });
 
+/**
+ * A sticky session key. The gateway carries it inside a proxy username as a `-session-<key>` segment,
+ * so `-` (the segment separator) and anything needing percent-encoding are refused here, once for both.
+ */
+export const sessionKeySchema = z.string()
+    .min(1, { message: "must not be empty" })
+    .max(128, { message: "must be at most 128 characters" })
+    .regex(/^[A-Za-z0-9_.~]*$/, { message: "may contain only letters, digits, '_', '.' and '~' (no '-': the gateway's proxy username uses it as the separator)" });
+
 export const leaseBody = z.strictObject({
     pool: z.string().min(1).max(63).optional().describe("Only lease from this pool"),
     target: z.string().min(1).max(253).optional().describe("Host the crawler will visit; enables per-target cooldown"),
     ttlSeconds: z.number().int({ message: "must be a whole number" }).min(1).max(3600).optional().describe("Lease lifetime; default 300"),
+    session: sessionKeySchema.optional().describe("Sticky session key (scoped to `pool`): its leases get the same proxy while it stays healthy, not draining, not leased by someone else and not blocked for `target`; otherwise the session moves (`rebound: true`). Forgotten after the pool's `sessionTtlSeconds` (default 1800) without a live lease"),
 });
 
 export const releaseBody = z.strictObject({
@@ -57,6 +67,8 @@ export const leaseViewSchema = z.object({
     id: z.string().describe("Lease id; release it with POST /v1/leases/{id}/release"),
     proxy: z.object({ id: z.string(), pool: z.string(), provider: z.string(), zone: z.string(), host: z.string(), port: z.number().int(), url: z.string().describe("http://host:port, usable as an HTTP(S) proxy URL") }),
     target: z.string().optional(),
+    session: z.string().optional().describe("The sticky session this lease was taken for, when the request named one"),
+    rebound: z.boolean().optional().describe("With a session: true when the session moved to this proxy because its previous one was unhealthy, draining, leased by someone else, blocked for the target or gone; false when it kept its proxy or is new"),
     leasedAt: isoTime,
     expiresAt: isoTime,
 }).meta({ id: "Lease" });
@@ -66,7 +78,7 @@ export const leaseResponse = z.object({ lease: leaseViewSchema });
 /** POST /v1/leases/{id}/release → 200 (times in epoch milliseconds, as the lease manager keeps them). */
 export const releaseResponse = z.object({
     released: z.literal(true),
-    lease: z.object({ id: z.string(), proxyId: z.string(), pool: z.string(), target: z.string().optional(), leasedAt: z.number().describe("epoch ms"), expiresAt: z.number().describe("epoch ms") }),
+    lease: z.object({ id: z.string(), proxyId: z.string(), pool: z.string(), target: z.string().optional(), session: z.string().optional(), leasedAt: z.number().describe("epoch ms"), expiresAt: z.number().describe("epoch ms") }),
 });
 
 /** GET /v1/whoami: the presenting token's name and scopes (never the token), so a client can follow them. */

@@ -87,3 +87,13 @@ test("withProxy waits on 503 as Retry-After says, then gets the proxy; the wait 
     assert.equal(await second, "hello /second");
     assert.ok(retries.length >= 1 && retries.every((r) => r.code === "none_available" && r.waitMs >= 1000), JSON.stringify(retries));
 });
+
+test("withProxy with a session: the same proxy back at once, though it cools for everyone else", async () => {
+    await sleep(1100);
+    const seen: { proxy: string; session?: string; rebound?: boolean }[] = [];
+    for (let i = 0; i < 2; i++)
+        await egress.withProxy("web", undefined, async (proxy, lease) => void seen.push({ proxy: proxy.id, session: lease.session, rebound: lease.rebound }), { session: "cart.1", maxWaitMs: 200 });
+    assert.deepEqual(seen, [{ proxy: "web-0", session: "cart.1", rebound: false }, { proxy: "web-0", session: "cart.1", rebound: false }]);
+    // Without the session the proxy rests its 1 s pool cooldown: a 200 ms wait gives up.
+    await assert.rejects(egress.withProxy("web", undefined, async () => "never", { maxWaitMs: 200 }), (e: unknown) => e instanceof EgressError && e.status === 503);
+});

@@ -1,7 +1,8 @@
 /**
  * Leases against real proxies: healthy-only, never two leases on one proxy, least recently used first,
  * pool and target cooldowns, expiry, 503 + Retry-After, and a killed proxy that turns unhealthy within
- * two probe intervals and is never leased.
+ * two probe intervals and is never leased. Sticky sessions: the same proxy again, a move (`rebound`)
+ * when the session's proxy dies, and 400 for a key the gateway could not carry.
  */
 import { after, before, test } from "node:test";
 import assert from "node:assert/strict";
@@ -108,12 +109,57 @@ test("50 racing lease requests never put one proxy in two leases", async () => {
     for (const l of granted) await release(l.id, "ok");
 });
 
+/** SIGKILLs the local proxy process of member `id` (its pid is in the local provider's service file). */
+function killMember(id: string): void {
+    const file = fs.readdirSync(`${svc.runDir}/local/svc`).find((f) => f.includes(id) && f.endsWith(".json"));
+    assert.ok(file, `no service file for ${id} in ${svc.runDir}/local/svc`);
+    const { pid } = JSON.parse(fs.readFileSync(`${svc.runDir}/local/svc/${file}`, "utf8"));
+    process.kill(pid, "SIGKILL");
+}
+
+test("a session gets the same proxy again, its pool cooldown notwithstanding", async () => {
+    await sleep(1100);
+    const first = await lease({ pool: "web", session: "cart.42" });
+    assert.equal(first.status, 201, JSON.stringify(first.body));
+    assert.equal(first.body.lease.session, "cart.42");
+    assert.equal(first.body.lease.rebound, false);
+    const released = await release(first.body.lease.id, "ok");
+    assert.equal(released.body.lease.session, "cart.42");
+    const second = await lease({ pool: "web", session: "cart.42" });
+    assert.equal(second.status, 201, JSON.stringify(second.body));
+    assert.equal(second.body.lease.proxy.id, first.body.lease.proxy.id, "same proxy, though it cools for 1 s for everyone else");
+    assert.equal(second.body.lease.rebound, false);
+    const plain = await lease({ pool: "web" });
+    assert.equal(plain.status, 201);
+    assert.equal(plain.body.lease.session, undefined);
+    assert.equal(plain.body.lease.rebound, undefined, "no session, no rebound field");
+    for (const l of [second.body.lease, plain.body.lease]) await release(l.id, "ok");
+});
+
+test("a bad session key is a 400 naming the rule", async () => {
+    for (const [session, rule] of [
+        ["a-b", "may contain only letters, digits, '_', '.' and '~' (no '-': the gateway's proxy username uses it as the separator)"],
+        ["", "must not be empty"],
+        ["x".repeat(129), "must be at most 128 characters"],
+        ["caf\u00e9", "may contain only letters, digits, '_', '.' and '~' (no '-': the gateway's proxy username uses it as the separator)"],
+    ]) {
+        const r = await lease({ pool: "web", session });
+        assert.equal(r.status, 400, session);
+        assert.equal(r.body.error.code, "invalid_request");
+        assert.equal(r.body.error.message, `invalid lease request: session: ${rule}`);
+    }
+    const n = await lease({ session: 42 });
+    assert.equal(n.status, 400);
+    assert.match(n.body.error.message, /^invalid lease request: session: .*string/);
+    const longest = await lease({ pool: "web", session: "x".repeat(128) });
+    assert.equal(longest.status, 201, "128 characters are fine");
+    await release(longest.body.lease.id, "ok");
+});
+
 test("a killed proxy turns unhealthy within two probe intervals and is never leased", { timeout: 30_000 }, async () => {
     await sleep(1100);
     const victim = (await svc.call("GET", "/v1/proxies")).body.proxies.find((p: any) => p.id === "web-1");
-    const file = fs.readdirSync(`${svc.runDir}/local/svc`).find((f) => f.includes("web-1") && f.endsWith(".json"))!;
-    const { pid } = JSON.parse(fs.readFileSync(`${svc.runDir}/local/svc/${file}`, "utf8"));
-    process.kill(pid, "SIGKILL");
+    killMember("web-1");
     const killedAt = Date.now();
     await waitFor("web-1 unhealthy", async () => (await svc.call("GET", "/v1/proxies?state=unhealthy")).body.proxies.some((p: any) => p.id === "web-1"), 10_000, 50);
     const took = Date.now() - killedAt;
@@ -126,4 +172,27 @@ test("a killed proxy turns unhealthy within two probe intervals and is never lea
             await release(r.body.lease.id, "ok");
         }
     }
+});
+
+test("a session moves when its proxy dies: rebound, then sticks to the new one", { timeout: 30_000 }, async () => {
+    await sleep(1100);
+    const first = (await lease({ pool: "web", session: "login.7" })).body.lease;
+    await release(first.id, "ok");
+    killMember(first.proxy.id);
+    await waitFor(`${first.proxy.id} unhealthy`, async () => (await svc.call("GET", "/v1/proxies?state=unhealthy")).body.proxies.some((p: any) => p.id === first.proxy.id), 10_000, 50);
+    const moved = await lease({ pool: "web", session: "login.7" });
+    assert.equal(moved.status, 201, JSON.stringify(moved.body));
+    assert.notEqual(moved.body.lease.proxy.id, first.proxy.id);
+    assert.equal(moved.body.lease.rebound, true);
+    const via = await getViaProxy(moved.body.lease.proxy.port, `http://127.0.0.1:${target.port}/moved`);
+    assert.equal(via.body, "hello /moved", "the new proxy works");
+    await release(moved.body.lease.id, "ok");
+    const again = await lease({ pool: "web", session: "login.7" });
+    assert.equal(again.body.lease.proxy.id, moved.body.lease.proxy.id);
+    assert.equal(again.body.lease.rebound, false);
+    await release(again.body.lease.id, "ok");
+    // The session tests so far: cart.42 new then kept, the 128-character key new, login.7 new, rebound, kept.
+    const metrics = String((await svc.call("GET", "/metrics", { token: null })).body);
+    for (const [result, n] of [["new", 3], ["kept", 2], ["rebound", 1]] as const)
+        assert.match(metrics, new RegExp(`^egress_lease_sessions_total\\{pool="web",result="${result}"\\} ${n}$`, "m"), result);
 });

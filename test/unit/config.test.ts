@@ -21,7 +21,7 @@ function problems(raw: unknown): string[] {
 
 test("a minimal local config gets its defaults", () => {
     const cfg = parseEgressConfig(ok([{ name: "dev", provider: "local", replicas: 3 }]), root);
-    assert.deepEqual(cfg.pools[0], { name: "dev", provider: "local", replicas: 3, maxReplicas: 100, port: 3128, placement: {}, members: [], cooldownSeconds: 0, replaceUnhealthyAfterSeconds: 300, maxSurge: 1, drainSeconds: 60 });
+    assert.deepEqual(cfg.pools[0], { name: "dev", provider: "local", replicas: 3, maxReplicas: 100, port: 3128, placement: {}, members: [], cooldownSeconds: 0, sessionTtlSeconds: 1800, replaceUnhealthyAfterSeconds: 300, maxSurge: 1, drainSeconds: 60 });
 });
 
 test("the shipped dev stack validates", () => {
@@ -51,6 +51,13 @@ test("drainSeconds: bad values name the path and the rule", () => {
     assert.deepEqual(problems(ok([{ name: "a", provider: "local", replicas: 1, drainSeconds: 7200 }])), ["egress:pools[0].drainSeconds: must be at most 3600 (an hour, the longest lease) (got 7200)"]);
     assert.match(problems(ok([{ name: "a", provider: "local", replicas: 1, drainSeconds: "60" }]))[0], /^egress:pools\[0\]\.drainSeconds: .*number/);
     assert.equal(parseEgressConfig(ok([{ name: "a", provider: "local", replicas: 1, drainSeconds: 0 }]), root).pools[0].drainSeconds, 0);
+});
+
+test("sessionTtlSeconds: bad values name the path and the rule", () => {
+    assert.deepEqual(problems(ok([{ name: "a", provider: "local", replicas: 1, sessionTtlSeconds: 0 }])), ["egress:pools[0].sessionTtlSeconds: must be 1 or more (got 0)"]);
+    assert.deepEqual(problems(ok([{ name: "a", provider: "local", replicas: 1, sessionTtlSeconds: 90000 }])), ["egress:pools[0].sessionTtlSeconds: must be at most 86400 (a day) (got 90000)"]);
+    assert.deepEqual(problems(ok([{ name: "a", provider: "local", replicas: 1, sessionTtlSeconds: 2.5 }])), ["egress:pools[0].sessionTtlSeconds: must be a whole number (got 2.5)"]);
+    assert.equal(parseEgressConfig(ok([{ name: "a", provider: "local", replicas: 1, sessionTtlSeconds: 60 }]), root).pools[0].sessionTtlSeconds, 60);
 });
 
 test("provider type must be known", () => {

@@ -7,6 +7,7 @@ import assert from "node:assert/strict";
 import * as http from "node:http";
 import * as net from "node:net";
 import { formatTable, runHttpBench, runInProcessBench } from "../../bench/leases";
+import { formatSessionTable, runSessionBench } from "../../bench/sessions";
 import { LeaseManager } from "../../src/service/leases";
 
 test("runHttpBench drives acquire/release pairs over keep-alive connections", async () => {
@@ -60,4 +61,18 @@ test("in-process runner and table", () => {
     const table = formatTable([r]).split("\n");
     assert.equal(table.length, 3);
     assert.match(table[0], /^mode\s+pairs\/s\s+p50 ms\s+p99 ms\s+max ms\s+pairs\s+503s$/);
+});
+
+test("session bench: with nothing else held every known session gets its member back; the table has both kinds", () => {
+    const alone = runSessionBench({ members: 20, sessions: 100, held: 0, seconds: 0.1 });
+    assert.ok(alone.sessionAcquires > 100 && alone.plain.acquires > 100);
+    assert.equal(alone.rebound, 0);
+    assert.equal(alone.hitRatio, 1);
+    const busy = runSessionBench({ members: 20, sessions: 100, held: 10, seconds: 0.1 });
+    assert.ok(busy.rebound > 0 && busy.hitRatio < 1, "held members move the sessions bound to them");
+    assert.equal(busy.hits + busy.rebound + busy.fresh, busy.sessionAcquires);
+    const table = formatSessionTable([alone, busy]).split("\n");
+    assert.equal(table.length, 4);
+    assert.match(table[0], /^members \/ sessions \/ held\s+churn\s+session acq\s+hit ratio\s+hits\s+rebound\s+new\s+503s\s+session p50 µs\s+session p99 µs\s+plain acq\s+plain p50 µs\s+plain p99 µs$/);
+    assert.match(table[2], /^20 \/ 100 \/ 0 .* 100\.0% /);
 });

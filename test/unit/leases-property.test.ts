@@ -3,6 +3,9 @@
  * a brute-force reference model: every lease goes to the member a full scan would pick (LRU among
  * eligible, unleased, rested members), no proxy is ever in two live leases, refusals carry the reason and
  * Retry-After the model computes, and every release gets the answer the model expects.
+ * A third of the acquires name a sticky session: it gets its bound member while that member is present,
+ * eligible (healthy, not draining), unleased and not blocked for the target, else the LRU pick with
+ * `rebound: true`; a session idle for its pool's TTL is forgotten (a new one, `rebound: false`).
  */
 import { test } from "node:test";
 import assert from "node:assert/strict";
@@ -21,7 +24,8 @@ function rng(seed: number): () => number {
 }
 
 interface M { id: string; pool: string; seq: number; eligible: boolean; lastUsedAt: number; present: boolean; errors: number }
-interface L { id: string; proxyId: string; expiresAt: number; target?: string; state: "live" | "released" | "ttl" | "member-removed"; endedAt?: number }
+interface S { key: string; memberId: string; touchedAt: number; live: number; ttlMs: number }
+interface L { id: string; proxyId: string; expiresAt: number; target?: string; session?: S; state: "live" | "released" | "ttl" | "member-removed"; endedAt?: number }
 
 function run(seed: number, ops: number) {
     const r = rng(seed);
@@ -30,11 +34,14 @@ function run(seed: number, ops: number) {
     let seq = 0;
     let leaseNo = 0;
     const cooldown: Record<string, number> = { a: 0, b: 2, c: 7 };
-    const poolsCfg = () => Object.fromEntries(Object.entries(cooldown).map(([k, v]) => [k, { cooldownSeconds: v }]));
+    // Session TTL per pool; `c` leaves it to the manager's option (8 s).
+    const sessionTtl: Record<string, number> = { a: 4, b: 15, c: 8 };
+    const poolsCfg = () => Object.fromEntries(Object.entries(cooldown).map(([k, v]) => [k, k === "c" ? { cooldownSeconds: v } : { cooldownSeconds: v, sessionTtlSeconds: sessionTtl[k] }]));
     const members = new Map<string, M>();
     const leases = new Map<string, L>();
     const tcd = new Map<string, { until: number; blocks: number }>();
-    const mgr = new LeaseManager({ now: () => now, newLeaseId: () => `L${++leaseNo}`, initiallyEligible: true });
+    const sessions = new Map<string, S>();
+    const mgr = new LeaseManager({ now: () => now, newLeaseId: () => `L${++leaseNo}`, initiallyEligible: true, sessionTtlSeconds: 8 });
 
     const all = ["a", "b", "c"].flatMap((p) => Array.from({ length: 12 }, (_, i) => ({ id: `${p}-${i}`, pool: p })));
     const apply = (list: { id: string; pool: string }[]) => {
@@ -42,7 +49,10 @@ function run(seed: number, ops: number) {
         const keep = new Set(list.map((x) => x.id));
         for (const m of members.values()) if (m.present && !keep.has(m.id)) {
             m.present = false;
-            for (const l of leases.values()) if (l.state === "live" && l.proxyId === m.id) Object.assign(l, { state: "member-removed", endedAt: now });
+            for (const l of leases.values()) if (l.state === "live" && l.proxyId === m.id) {
+                Object.assign(l, { state: "member-removed", endedAt: now });
+                endSession(l, now);
+            }
         }
         mgr.setMembers(list, poolsCfg());
     };
@@ -55,8 +65,23 @@ function run(seed: number, ops: number) {
         else { if (outcome !== "error") e.blocks = 0; e.until = Math.max(e.until, at + 30_000); }
         tcd.set(k, e);
     };
+    const endSession = (l: L, at: number) => {
+        if (!l.session) return;
+        l.session.live--;
+        l.session.touchedAt = Math.max(l.session.touchedAt, at);
+    };
+    const sessionOf = (key: string) => {
+        const x = sessions.get(key);
+        if (x && x.live === 0 && now >= x.touchedAt + x.ttlMs) sessions.delete(key);
+        return sessions.get(key);
+    };
+    const blocked = (target: string | undefined, id: string) => {
+        const e = target === undefined ? undefined : tcd.get(`${target}|${id}`);
+        return !!e && e.blocks > 0 && e.until > now;
+    };
     const endLive = (l: L, state: "released" | "ttl", outcome: ReleaseOutcome | "expired", at: number) => {
         Object.assign(l, { state, endedAt: at });
+        endSession(l, at);
         const m = members.get(l.proxyId)!;
         m.lastUsedAt = at;
         if (l.target !== undefined) recordTarget(l.target, m.id, outcome, at);
@@ -68,6 +93,8 @@ function run(seed: number, ops: number) {
     const tUntil = (target: string | undefined, id: string) => (target === undefined ? 0 : tcd.get(`${target}|${id}`)?.until ?? 0);
 
     let granted = 0;
+    let sessionsUsed = 0;
+    let stuck_ = 0;
     for (let step = 0; step < ops; step++) {
         const op = r();
         expireModel();
@@ -76,17 +103,35 @@ function run(seed: number, ops: number) {
             const pool = r() < 0.5 ? pick(["a", "b", "c", "zz"]) : undefined;
             const target = pick(["t1", "t2", "t3", undefined]);
             const ttl = r() < 0.3 ? undefined : 1 + Math.floor(r() * 20);
+            const session = r() < 0.33 ? pick(["s1", "s2", "s3", "s4", "s5", "s6"]) : undefined;
+            const key = session === undefined ? undefined : `${pool ?? "*"}|${session}`;
+            const bound = key === undefined ? undefined : sessionOf(key);
             const scope = [...members.values()].filter((m) => m.present && (pool === undefined || m.pool === pool));
             const idle = scope.filter((m) => m.eligible && !liveHolder(m.id));
             const ready = idle.filter((m) => m.lastUsedAt + cooldown[m.pool] * 1000 <= now && tUntil(target, m.id) <= now)
                 .sort((x, y) => x.lastUsedAt - y.lastUsedAt || x.seq - y.seq);
-            const res = mgr.acquire({ pool, target, ttlSeconds: ttl });
-            if (ready.length > 0) {
-                assert.ok(res.ok, `${ctx}: expected ${ready[0].id}, got ${JSON.stringify(res)}`);
-                assert.equal(res.lease.proxyId, ready[0].id, ctx);
+            // The session's member skips the pool cooldown and plain target rests, not a block.
+            const stuck = bound && idle.find((m) => m.id === bound.memberId && !blocked(target, m.id));
+            const want = stuck || ready[0];
+            const res = mgr.acquire({ pool, target, ttlSeconds: ttl, session });
+            if (want) {
+                assert.ok(res.ok, `${ctx}: expected ${want.id}, got ${JSON.stringify(res)}`);
+                assert.equal(res.lease.proxyId, want.id, ctx);
                 assert.equal(liveHolder(res.lease.proxyId), undefined, `${ctx}: double lease of ${res.lease.proxyId}`);
+                assert.ok(members.get(res.lease.proxyId)!.eligible, `${ctx}: ineligible ${res.lease.proxyId} leased`);
                 assert.equal(res.lease.expiresAt, now + Math.min(3600, Math.max(1, ttl ?? 300)) * 1000, ctx);
-                leases.set(res.lease.id, { id: res.lease.id, proxyId: res.lease.proxyId, expiresAt: res.lease.expiresAt, target, state: "live" });
+                assert.equal(res.lease.session, session, ctx);
+                assert.equal(res.rebound, key === undefined ? undefined : !stuck && bound !== undefined, ctx);
+                let s: S | undefined;
+                if (key !== undefined) {
+                    s = bound ?? { key, memberId: want.id, touchedAt: now, live: 0, ttlMs: 0 };
+                    Object.assign(s, { memberId: want.id, touchedAt: now, ttlMs: sessionTtl[want.pool] * 1000 });
+                    s.live++;
+                    sessions.set(key, s);
+                    sessionsUsed++;
+                    if (stuck) stuck_++;
+                }
+                leases.set(res.lease.id, { id: res.lease.id, proxyId: res.lease.proxyId, expiresAt: res.lease.expiresAt, target, session: s, state: "live" });
                 granted++;
             } else if (scope.length === 0) {
                 assert.deepEqual(res, { ok: false, reason: "no-members", retryAfterSeconds: 30 }, ctx);
@@ -133,14 +178,19 @@ function run(seed: number, ops: number) {
             assert.equal(mgr.activeLeases, live.length, ctx);
             assert.deepEqual(snap.filter((s) => s.state === "leased").map((s) => s.leaseId).sort(), live.map((l) => l.id).sort(), ctx);
             for (const s of snap) if (s.state !== "leased") assert.equal(s.state === "ineligible", !members.get(s.id)!.eligible, ctx);
+            expireModel(); // snapshot() ended the leases whose TTL ran out during this step
+            for (const p of [undefined, "a", "b", "c", "zz"]) for (const k of ["s1", "s2", "s3", "s4", "s5", "s6"])
+                assert.equal(mgr.sessionMember(k, p), sessionOf(`${p ?? "*"}|${k}`)?.memberId, `${ctx}: session ${p}/${k} ${JSON.stringify(sessions.get(`${p ?? "*"}|${k}`))} now ${now}`);
         }
     }
-    return granted;
+    return { granted, sessionsUsed, stuck: stuck_ };
 }
 
 for (const seed of [1, 42, 20240611]) {
     test(`10,000 random operations agree with the brute-force model (seed ${seed})`, () => {
-        const granted = run(seed, 10_000);
+        const { granted, sessionsUsed, stuck } = run(seed, 10_000);
         assert.ok(granted > 1000, `only ${granted} leases granted: the mix is not exercising contention`);
+        // Both branches of a session acquire are exercised: sticking, and moving or starting anew.
+        assert.ok(stuck > 100 && sessionsUsed - stuck > 100, `sessions: ${stuck} stuck of ${sessionsUsed}`);
     });
 }

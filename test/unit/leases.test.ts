@@ -173,7 +173,7 @@ test("sweep ends expired leases without a request; TTLs default to 300 s and are
     assert.equal(take(m, { ttlSeconds: 99_999 }).expiresAt - T0, 3_600_000);
     assert.equal(take(m, { ttlSeconds: 0 }).expiresAt - T0, 1_000);
     advance(1_000);
-    assert.deepEqual(m.sweep(), { expired: 1 });
+    assert.deepEqual(m.sweep(), { expired: 1, sessionsDropped: 0 });
     assert.equal(m.activeLeases, 2);
 });
 

@@ -132,7 +132,7 @@ export interface paths {
         /** Active leases, without their ids (an id is what releases a lease) */
         get: operations["listLeases"];
         put?: never;
-        /** Lease one healthy, unleased proxy out of cooldown, least recently used first */
+        /** Lease one healthy, unleased proxy out of cooldown, least recently used first (or a sticky session's proxy) */
         post: operations["lease"];
         delete?: never;
         options?: never;
@@ -370,6 +370,10 @@ export interface components {
                 url: string;
                 zone: string;
             };
+            /** @description With a session: true when the session moved to this proxy because its previous one was unhealthy, draining, leased by someone else, blocked for the target or gone; false when it kept its proxy or is new */
+            rebound?: boolean;
+            /** @description The sticky session this lease was taken for, when the request named one */
+            session?: string;
             target?: string;
         };
         Operation: {
@@ -908,6 +912,8 @@ export interface operations {
                 "application/json": {
                     /** @description Only lease from this pool */
                     pool?: string;
+                    /** @description Sticky session key (scoped to `pool`): its leases get the same proxy while it stays healthy, not draining, not leased by someone else and not blocked for `target`; otherwise the session moves (`rebound: true`). Forgotten after the pool's `sessionTtlSeconds` (default 1800) without a live lease */
+                    session?: string;
                     /** @description Host the crawler will visit; enables per-target cooldown */
                     target?: string;
                     /** @description Lease lifetime; default 300 */
@@ -1032,6 +1038,7 @@ export interface operations {
                             leasedAt: number;
                             pool: string;
                             proxyId: string;
+                            session?: string;
                             target?: string;
                         };
                         /** @enum {boolean} */

@@ -43,6 +43,11 @@ export function createEgressClient(opts: ClientOptions): EgressApi {
 export interface WithProxyOptions {
     /** Lease lifetime; the service's default is 300 s. */
     ttlSeconds?: number;
+    /**
+     * Sticky session key ([A-Za-z0-9_.~], up to 128): the same proxy while it stays usable; the lease's
+     * `rebound` says when the session had to move to another one.
+     */
+    session?: string;
     /** Longest total wait for a free proxy across 503s; each wait honours Retry-After. @default 30000 */
     maxWaitMs?: number;
     /** Called before each wait on a 503 (for logs and tests). */
@@ -65,7 +70,7 @@ function toError(status: number, body: unknown): EgressError {
 export async function lease(api: EgressApi, pool: string | undefined, target: string | undefined, opts: WithProxyOptions = {}): Promise<Lease> {
     const deadline = Date.now() + (opts.maxWaitMs ?? 30_000);
     for (let attempt = 1; ; attempt++) {
-        const { data, error, response } = await api.POST("/v1/leases", { body: { pool, target, ttlSeconds: opts.ttlSeconds }, signal: opts.signal });
+        const { data, error, response } = await api.POST("/v1/leases", { body: { pool, target, ttlSeconds: opts.ttlSeconds, session: opts.session }, signal: opts.signal });
         if (data) return data.lease;
         const err = toError(response.status, error);
         const retryAfter = Number(response.headers.get("retry-after"));

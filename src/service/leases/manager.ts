@@ -1,10 +1,14 @@
-import { randomUUID } from "node:crypto";
 import { MinHeap } from "./heap";
-import { LeaseRec, MemberRec, NEVER, newPool, place, PoolRec, promote, rebuild, unplace } from "./pool";
+import { ResolvedOptions, resolveOptions } from "./options";
+import { LeaseRec, MemberRec, newMember, newPool, place, PoolRec, promote, rebuild, unplace } from "./pool";
+import { SessionRec, sessionKey, SessionTable } from "./sessions";
+import { snapshotOf, statsOf } from "./snapshot";
 import { TargetCooldowns, TargetOutcome } from "./target-cooldowns";
+import { Tombstones } from "./tombstones";
 import {
-    AcquireRequest, AcquireResult, Lease, LEASE_DEFAULTS, LeaseManagerOptions, MemberSnapshot, PoolStats, ReleaseOutcome, ReleaseResult, Removal,
+    AcquireRequest, AcquireResult, Lease, LeaseManagerOptions, MemberSnapshot, PoolStats, ReleaseOutcome, ReleaseResult, Removal,
 } from "./types";
+import { unavailable } from "./unavailable";
 
 /** One entry of `setMembers`: stack-output members fit as they are (extra fields are ignored). */
 export interface LeaseMemberInput {
@@ -12,6 +16,13 @@ export interface LeaseMemberInput {
     pool: string;
     /** Health verdict known at the time, e.g. `monitor.get(id)?.state === "healthy"`. */
     eligible?: boolean;
+}
+
+/** Per-pool lease settings of `setMembers` (PoolConfig fits). */
+export interface PoolLeaseSettings {
+    cooldownSeconds: number;
+    /** Session idle TTL for this pool; the manager's `sessionTtlSeconds` when absent. */
+    sessionTtlSeconds?: number;
 }
 
 /**
@@ -24,38 +35,34 @@ export interface LeaseMemberInput {
  *   release), then take the head of each pool's LRU list; e = leases expired lazily on this call.
  *   Failing acquires also scan the cooling heap when a target is given, to compute an exact Retry-After.
  * - release: O(log n). setEligible: O(log n), or O(n) when a member returns near the head of the list.
- * - setMembers: O(n) plus O(n log n) for pools whose cooldown changed. snapshot/stats/sweep: O(n + entries).
+ * - A sticky session (`session`) adds O(1): two map lookups, and the bound member is taken directly.
+ * - setMembers: O(n) plus O(n log n) for pools whose cooldown changed.
+ * - snapshot/stats/sweep: O(n + entries + sessions).
  * Expiry is lazy (every public call ends the leases whose TTL ran out first); `sweep()` also prunes
- * forgotten target cooldowns and tombstones — call it every few seconds.
+ * forgotten target cooldowns, tombstones and idle sessions — call it every few seconds.
  */
 export class LeaseManager {
-    private readonly o: Required<Omit<LeaseManagerOptions, "onError">> & Pick<LeaseManagerOptions, "onError">;
+    private readonly o: ResolvedOptions;
     private readonly members = new Map<string, MemberRec>();
     private readonly pools = new Map<string, PoolRec>();
     private readonly leases = new Map<string, LeaseRec>();
     private readonly expiry = new MinHeap<LeaseRec>((l) => l.lease.expiresAt);
-    /** Ended leases by id, in end order (Map keeps insertion order, so pruning stops at the first young one). */
-    private readonly tombstones = new Map<string, { cause: "ttl" | "member-removed"; endedAt: number; removal?: Removal }>();
+    private readonly tombstones: Tombstones;
+    private readonly sessions: SessionTable;
     /** Health verdicts that arrived before the member did. */
     private readonly hints = new Map<string, boolean>();
     private readonly targets: TargetCooldowns;
     private seq = 0;
 
     constructor(options: LeaseManagerOptions = {}) {
-        // Fields explicitly set to undefined keep their default (callers pass optional config through).
-        const given = Object.fromEntries(Object.entries(options).filter(([, v]) => v !== undefined));
-        this.o = { now: Date.now, newLeaseId: randomUUID, initiallyEligible: false, ...LEASE_DEFAULTS, ...given };
-        for (const k of Object.keys(LEASE_DEFAULTS) as (keyof typeof LEASE_DEFAULTS)[]) {
-            const v = this.o[k];
-            if (typeof v !== "number" || !Number.isFinite(v) || v < 0)
-                throw new RangeError(`LeaseManager option \`${k}\` must be a finite number ≥ 0, got ${String(v)}`);
-        }
-        if (this.o.maxTtlSeconds < 1) throw new RangeError("LeaseManager option `maxTtlSeconds` must be ≥ 1");
+        this.o = resolveOptions(options);
         this.targets = new TargetCooldowns({
             targetCooldownMs: this.o.targetCooldownSeconds * 1000,
             blockedBaseMs: this.o.blockedBaseSeconds * 1000,
             blockedMaxMs: this.o.blockedMaxSeconds * 1000,
         });
+        this.tombstones = new Tombstones(this.o.tombstoneSeconds * 1000, this.o.maxTombstones);
+        this.sessions = new SessionTable(this.o.maxSessions);
     }
 
     /**
@@ -63,13 +70,14 @@ export class LeaseManager {
      * leases and history; a member that disappears while leased loses its lease (a later release gets
      * `expired`/`member-removed`). Pools listed in `pools` but without members answer `no-members`.
      */
-    setMembers(members: readonly LeaseMemberInput[], pools: Record<string, { cooldownSeconds: number }>): void {
+    setMembers(members: readonly LeaseMemberInput[], pools: Record<string, PoolLeaseSettings>): void {
         const now = this.o.now();
         this.expire(now);
         for (const p of this.pools.values()) p.configured = false;
         for (const [name, cfg] of Object.entries(pools)) {
             const p = this.pool(name);
             p.configured = true;
+            p.sessionTtlMs = Math.max(0, cfg.sessionTtlSeconds ?? this.o.sessionTtlSeconds) * 1000;
             const cooldownMs = Math.max(0, cfg.cooldownSeconds) * 1000;
             if (cooldownMs !== p.cooldownMs) rebuild(p, cooldownMs, now);
         }
@@ -82,13 +90,9 @@ export class LeaseManager {
                 rec = undefined;
             }
             if (!rec) {
-                const pool = this.pool(m.pool);
-                rec = {
-                    id: m.id, pool, seq: this.seq++, eligible: this.hints.get(m.id) ?? this.o.initiallyEligible, lease: undefined, errors: 0,
-                    lastUsedAt: NEVER, prev: undefined, next: undefined, inList: false, heapIndex: -1,
-                };
+                rec = newMember(m.id, this.pool(m.pool), this.seq++, this.hints.get(m.id) ?? this.o.initiallyEligible);
                 this.members.set(m.id, rec);
-                pool.members++;
+                rec.pool.members++;
                 place(rec, now);
             }
             if (m.eligible !== undefined) this.setEligible(m.id, m.eligible);
@@ -112,10 +116,19 @@ export class LeaseManager {
         return true;
     }
 
-    /** Leases the least recently used member that is eligible, unleased and rested (see class doc). */
+    /**
+     * Leases the least recently used member that is eligible, unleased and rested (see class doc) — or,
+     * for a sticky session, the member the session is bound to while it can take the lease.
+     */
     acquire(req: AcquireRequest = {}): AcquireResult {
         const now = this.o.now();
         this.expire(now);
+        const key = req.session === undefined ? undefined : sessionKey(req.pool, req.session);
+        const session = key === undefined ? undefined : this.sessions.get(key, now);
+        if (session) {
+            const m = this.members.get(session.memberId);
+            if (m && this.sticks(m, req, now)) return { ok: true, lease: this.grant(m, req, now, key, session), rebound: false };
+        }
         const scope = this.scope(req.pool);
         const target = req.target;
         let best: MemberRec | undefined;
@@ -136,18 +149,37 @@ export class LeaseManager {
                 break;
             }
         }
-        if (!best) return this.unavailable(scope, total, target, skippedUntil, now);
+        if (!best) return unavailable(scope, total, target, skippedUntil, now, this.o, this.targets);
+        const lease = this.grant(best, req, now, key, session);
+        return key === undefined ? { ok: true, lease } : { ok: true, lease, rebound: session !== undefined };
+    }
+
+    /**
+     * Whether a session's member takes its next lease: eligible (healthy, not draining), unleased, in
+     * the requested pool, and not resting because `target` blocked it. The pool cooldown and the plain
+     * target rest exist to rotate members, which is what a session asks not to do (docs/decisions.md).
+     */
+    private sticks(m: MemberRec, req: AcquireRequest, now: number): boolean {
+        if (!m.eligible || m.lease) return false;
+        if (req.pool !== undefined && m.pool.name !== req.pool) return false;
+        return req.target === undefined || this.targets.blockedUntil(req.target, m.id) <= now;
+    }
+
+    /** Leases `m` (chosen by acquire), binding the session `key` to it when there is one. */
+    private grant(m: MemberRec, req: AcquireRequest, now: number, key: string | undefined, session: SessionRec | undefined): Lease {
         const ttl = Math.min(this.o.maxTtlSeconds, Math.max(1, Math.floor(req.ttlSeconds ?? this.o.defaultTtlSeconds)));
-        const lease: Lease = target === undefined
-            ? { id: this.o.newLeaseId(), proxyId: best.id, pool: best.pool.name, leasedAt: now, expiresAt: now + ttl * 1000 }
-            : { id: this.o.newLeaseId(), proxyId: best.id, pool: best.pool.name, target, leasedAt: now, expiresAt: now + ttl * 1000 };
-        best.pool.ready.remove(best);
-        const rec: LeaseRec = { lease, member: best, heapIndex: -1 };
-        best.lease = rec;
-        best.pool.leased++;
+        const lease: Lease = {
+            id: this.o.newLeaseId(), proxyId: m.id, pool: m.pool.name, ...(req.target !== undefined && { target: req.target }),
+            ...(req.session !== undefined && { session: req.session }), leasedAt: now, expiresAt: now + ttl * 1000,
+        };
+        unplace(m);
+        const rec: LeaseRec = { lease, member: m, heapIndex: -1 };
+        if (key !== undefined) rec.session = this.sessions.acquired(key, session, m.id, m.pool.sessionTtlMs, now);
+        m.lease = rec;
+        m.pool.leased++;
         this.leases.set(lease.id, rec);
         this.expiry.push(rec);
-        return { ok: true, lease };
+        return lease;
     }
 
     /** Ends a lease; `blocked` lengthens the target cooldown, `error` counts against the member (onError). */
@@ -155,11 +187,7 @@ export class LeaseManager {
         const now = this.o.now();
         this.expire(now);
         const rec = this.leases.get(leaseId);
-        if (!rec) {
-            const t = this.tombstones.get(leaseId);
-            if (!t) return { ok: false, reason: "unknown-lease" };
-            return t.removal ? { ok: false, reason: "expired", cause: t.cause, endedAt: t.endedAt, removal: t.removal } : { ok: false, reason: "expired", cause: t.cause, endedAt: t.endedAt };
-        }
+        if (!rec) return this.tombstones.answer(leaseId);
         this.end(rec, "released", outcome, now);
         // After the state is consistent, so a throwing callback cannot leave a half-released lease.
         if (outcome === "error") this.o.onError?.(rec.member.id, rec.lease);
@@ -187,18 +215,14 @@ export class LeaseManager {
         return this.leases.get(leaseId)?.lease;
     }
 
-    /** Ends expired leases, promotes rested members, prunes old target cooldowns and tombstones. */
-    sweep(): { expired: number } {
+    /** Ends expired leases, promotes rested members, prunes old target cooldowns, tombstones and idle sessions. */
+    sweep(): { expired: number; sessionsDropped: number } {
         const now = this.o.now();
         const expired = this.expire(now);
         for (const p of this.pools.values()) promote(p, now);
         this.targets.prune(now);
-        const cutoff = now - this.o.tombstoneSeconds * 1000;
-        for (const [id, t] of this.tombstones) {
-            if (t.endedAt > cutoff) break;
-            this.tombstones.delete(id);
-        }
-        return { expired };
+        this.tombstones.prune(now);
+        return { expired, sessionsDropped: this.sessions.prune(now) };
     }
 
     /** The live leases (expired ones end first), oldest first: for the dashboard's list. */
@@ -217,36 +241,29 @@ export class LeaseManager {
     snapshot(): MemberSnapshot[] {
         const now = this.o.now();
         this.expire(now);
-        const out: MemberSnapshot[] = [];
-        for (const m of this.members.values()) {
-            const availableAt = m.lastUsedAt + m.pool.cooldownMs;
-            const s: MemberSnapshot = {
-                id: m.id, pool: m.pool.name, eligible: m.eligible, errors: m.errors,
-                state: m.lease ? "leased" : !m.eligible ? "ineligible" : availableAt > now ? "cooldown" : "available",
-            };
-            if (m.lastUsedAt !== NEVER) s.lastUsedAt = m.lastUsedAt;
-            if (m.lease) s.leaseId = m.lease.lease.id;
-            if (s.state === "cooldown") s.availableAt = availableAt;
-            out.push(s);
-        }
-        return out;
+        return snapshotOf(this.members.values(), now);
     }
 
     /** Counts per pool, configured pools included even when empty. */
     stats(): Record<string, PoolStats> {
-        const out: Record<string, PoolStats> = {};
-        for (const p of this.pools.values()) out[p.name] = { members: 0, available: 0, leased: 0, cooldown: 0, ineligible: 0 };
-        for (const s of this.snapshot()) {
-            const p = out[s.pool];
-            p.members++;
-            p[s.state]++;
-        }
-        return out;
+        return statsOf(this.pools.values(), this.snapshot());
     }
 
     /** Number of active leases. */
     get activeLeases(): number {
         return this.leases.size;
+    }
+
+    /** Sessions remembered (idle ones count until `sweep` or their next request drops them). */
+    get sessionCount(): number {
+        return this.sessions.size;
+    }
+
+    /** The member a session is bound to (undefined when unknown or expired). For discovery and tests. */
+    sessionMember(session: string, pool?: string): string | undefined {
+        const now = this.o.now();
+        this.expire(now);
+        return this.sessions.memberOf(sessionKey(pool, session), now);
     }
 
     /** Rest-until time of a (target, proxy) pair; 0 when it may be used now. For discovery and tests. */
@@ -262,7 +279,7 @@ export class LeaseManager {
 
     private pool(name: string): PoolRec {
         let p = this.pools.get(name);
-        if (!p) this.pools.set(name, (p = newPool(name)));
+        if (!p) this.pools.set(name, (p = newPool(name, this.o.sessionTtlSeconds * 1000)));
         return p;
     }
 
@@ -291,33 +308,13 @@ export class LeaseManager {
         this.expiry.remove(rec);
         m.lease = undefined;
         m.pool.leased--;
-        if (cause !== "released") {
-            this.tombstones.set(rec.lease.id, removal ? { cause, endedAt: at, removal } : { cause, endedAt: at });
-            if (this.tombstones.size > this.o.maxTombstones) this.tombstones.delete(this.tombstones.keys().next().value!);
-        }
+        if (rec.session) this.sessions.ended(rec.session, at);
+        if (cause !== "released") this.tombstones.add(rec.lease.id, removal ? { cause, endedAt: at, removal } : { cause, endedAt: at });
         if (cause === "member-removed") return;
         m.lastUsedAt = at;
         const target = rec.lease.target;
         if (target !== undefined) this.targets.record(target, m.id, cause === "ttl" ? "expired" : (outcome as TargetOutcome), at);
         if (outcome === "error") m.errors++;
         place(m, now);
-    }
-
-    /** Failure result with the earliest moment something in scope could be leased. */
-    private unavailable(scope: PoolRec[], total: number, target: string | undefined, skippedUntil: number, now: number): AcquireResult {
-        if (total === 0) return { ok: false, reason: "no-members", retryAfterSeconds: Math.max(1, this.o.idleRetryAfterSeconds) };
-        let earliest = skippedUntil;
-        for (const p of scope) {
-            // A leased member may come back any moment; it then serves its pool cooldown first.
-            if (p.leased > 0) earliest = Math.min(earliest, now + Math.max(this.o.busyRetryAfterSeconds * 1000, p.cooldownMs));
-            if (target === undefined) {
-                const top = p.cooling.peek();
-                if (top) earliest = Math.min(earliest, top.lastUsedAt + p.cooldownMs);
-            } else {
-                for (const m of p.cooling.values()) earliest = Math.min(earliest, Math.max(m.lastUsedAt + p.cooldownMs, this.targets.until(target, m.id)));
-            }
-        }
-        const seconds = earliest === Infinity ? this.o.idleRetryAfterSeconds : Math.ceil((earliest - now) / 1000);
-        return { ok: false, reason: "none-available", retryAfterSeconds: Math.max(1, seconds) };
     }
 }

@@ -1,5 +1,6 @@
 import { HeapItem, MinHeap } from "./heap";
 import { ListNode, ReadyList } from "./ready-list";
+import type { SessionRec } from "./sessions";
 import type { Lease } from "./types";
 
 /** `lastUsedAt` of a member never leased: sorts before every real time, and never cools. */
@@ -18,6 +19,8 @@ export interface MemberRec extends ListNode, HeapItem {
 export interface LeaseRec extends HeapItem {
     lease: Lease;
     member: MemberRec;
+    /** The sticky session it was taken through, if any. */
+    session?: SessionRec;
 }
 
 /**
@@ -28,6 +31,8 @@ export interface LeaseRec extends HeapItem {
 export interface PoolRec {
     name: string;
     cooldownMs: number;
+    /** Idle time after which a session bound to one of its members is forgotten. */
+    sessionTtlMs: number;
     /** Listed in the latest pool config: kept (answering `no-members`) even when empty. */
     configured: boolean;
     ready: ReadyList<MemberRec>;
@@ -36,9 +41,14 @@ export interface PoolRec {
     leased: number;
 }
 
-export function newPool(name: string): PoolRec {
+export function newPool(name: string, sessionTtlMs: number): PoolRec {
     // Same cooldown for the whole pool, so ordering by lastUsedAt is ordering by end of cooldown.
-    return { name, cooldownMs: 0, configured: false, ready: new ReadyList<MemberRec>(), cooling: new MinHeap<MemberRec>((m) => m.lastUsedAt), members: 0, leased: 0 };
+    return { name, cooldownMs: 0, sessionTtlMs, configured: false, ready: new ReadyList<MemberRec>(), cooling: new MinHeap<MemberRec>((m) => m.lastUsedAt), members: 0, leased: 0 };
+}
+
+/** A member new to the manager: never leased, so first in LRU order among its equals. */
+export function newMember(id: string, pool: PoolRec, seq: number, eligible: boolean): MemberRec {
+    return { id, pool, seq, eligible, lease: undefined, errors: 0, lastUsedAt: NEVER, prev: undefined, next: undefined, inList: false, heapIndex: -1 };
 }
 
 /** Puts an unleased, eligible member where it belongs: cooling or ready. A no-op for anything else. */

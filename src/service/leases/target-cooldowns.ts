@@ -33,6 +33,15 @@ export class TargetCooldowns {
         return this.byTarget.get(target)?.get(proxyId)?.until ?? 0;
     }
 
+    /**
+     * When `proxyId` may be used for `target` again if it rests there because the target blocked it
+     * (0 when it does not): the one target rest a sticky session does not skip.
+     */
+    blockedUntil(target: string, proxyId: string): number {
+        const e = this.byTarget.get(target)?.get(proxyId);
+        return e && e.blocks > 0 ? e.until : 0;
+    }
+
     /** Records how a lease against `target` ended. Returns the new rest-until time. */
     record(target: string, proxyId: string, outcome: TargetOutcome, now: number): number {
         let perProxy = this.byTarget.get(target);

@@ -1,4 +1,5 @@
 /** Public shapes of the lease manager. Times are epoch milliseconds from the injected clock. */
+import { SESSION_TTL_DEFAULT_SECONDS } from "../../config/schema";
 
 export type ReleaseOutcome = "ok" | "blocked" | "error";
 
@@ -9,6 +10,8 @@ export interface Lease {
     readonly pool: string;
     /** Host the crawler said it would visit, when it said so. */
     readonly target?: string;
+    /** The sticky session it was taken through, when the request named one. */
+    readonly session?: string;
     readonly leasedAt: number;
     readonly expiresAt: number;
 }
@@ -20,10 +23,17 @@ export interface AcquireRequest {
     target?: string;
     /** Clamped to [1, maxTtlSeconds]; defaults to defaultTtlSeconds. */
     ttlSeconds?: number;
+    /**
+     * Sticky session key (scoped to `pool`, or to "any pool" without one): its leases go to the same
+     * member while that member is eligible (healthy, not draining), unleased and not blocked by
+     * `target`; otherwise the session moves to the member an ordinary acquire would pick.
+     */
+    session?: string;
 }
 
 export type AcquireResult =
-    | { ok: true; lease: Lease }
+    /** `rebound` (only with a session): true when the session moved off the member it was bound to. */
+    | { ok: true; lease: Lease; rebound?: boolean }
     /**
      * `no-members`: the pool (or the whole stack) has no members at all — scale it up (HTTP 503 too,
      * or 404 if the route knows the pool is not configured). `none-available`: members exist but every
@@ -104,6 +114,10 @@ export interface LeaseManagerOptions {
     tombstoneSeconds?: number;
     /** Cap on remembered ended leases (oldest dropped first). @default 100000 */
     maxTombstones?: number;
+    /** Idle seconds after which a session is forgotten, for pools whose config does not say. @default 1800 */
+    sessionTtlSeconds?: number;
+    /** Cap on remembered sessions (the one idle longest is dropped first). @default 100000 */
+    maxSessions?: number;
     /** Called for every release with outcome `error` — wire it to `HealthMonitor.reportLeaseError`. */
     onError?: (proxyId: string, lease: Lease) => void;
 }
@@ -119,4 +133,7 @@ export const LEASE_DEFAULTS = {
     idleRetryAfterSeconds: 30,
     tombstoneSeconds: 3600,
     maxTombstones: 100_000,
+    /** The stack config's default, for managers (benches, tests) that get no pool config. */
+    sessionTtlSeconds: SESSION_TTL_DEFAULT_SECONDS,
+    maxSessions: 100_000,
 } as const;

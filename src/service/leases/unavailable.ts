@@ -1,0 +1,32 @@
+import type { PoolRec } from "./pool";
+import type { TargetCooldowns } from "./target-cooldowns";
+import type { AcquireResult } from "./types";
+
+export interface RetrySettings {
+    busyRetryAfterSeconds: number;
+    idleRetryAfterSeconds: number;
+}
+
+/**
+ * The failed acquire's answer, with the earliest moment something in scope could be leased.
+ * `total`: members in scope; `skippedUntil`: the earliest end of a target rest the acquire walked past.
+ */
+export function unavailable(
+    scope: readonly PoolRec[], total: number, target: string | undefined, skippedUntil: number, now: number,
+    s: RetrySettings, targets: TargetCooldowns,
+): Extract<AcquireResult, { ok: false }> {
+    if (total === 0) return { ok: false, reason: "no-members", retryAfterSeconds: Math.max(1, s.idleRetryAfterSeconds) };
+    let earliest = skippedUntil;
+    for (const p of scope) {
+        // A leased member may come back any moment; it then serves its pool cooldown first.
+        if (p.leased > 0) earliest = Math.min(earliest, now + Math.max(s.busyRetryAfterSeconds * 1000, p.cooldownMs));
+        if (target === undefined) {
+            const top = p.cooling.peek();
+            if (top) earliest = Math.min(earliest, top.lastUsedAt + p.cooldownMs);
+        } else {
+            for (const m of p.cooling.values()) earliest = Math.min(earliest, Math.max(m.lastUsedAt + p.cooldownMs, targets.until(target, m.id)));
+        }
+    }
+    const seconds = earliest === Infinity ? s.idleRetryAfterSeconds : Math.ceil((earliest - now) / 1000);
+    return { ok: false, reason: "none-available", retryAfterSeconds: Math.max(1, seconds) };
+}
