@@ -1,9 +1,6 @@
 import { z } from "zod";
 import { dnsLabel, identifier, port } from "./names";
-import { localProviderSchema } from "./providers/local";
-import { kvmProviderSchema } from "./providers/kvm";
-import { gcpProviderSchema } from "./providers/gcp";
-import { kubernetesProviderSchema } from "./providers/kubernetes";
+import { KIND_SCHEMAS } from "../../kinds/registry";
 
 /** Cloud-init user-data: a file (path relative to the project root) or an inline document. */
 export const cloudInitSchema = z
@@ -76,12 +73,8 @@ export const poolSchema = z
         });
     });
 
-export const providerSchema = z.discriminatedUnion("type", [
-    localProviderSchema,
-    kvmProviderSchema,
-    gcpProviderSchema,
-    kubernetesProviderSchema,
-]);
+/** One schema per registered kind (kinds/registry.ts), told apart by `type`. */
+export const providerSchema = z.discriminatedUnion("type", KIND_SCHEMAS);
 
 export const egressConfigSchema = z.strictObject({
     providers: z.record(dnsLabel(), providerSchema),

@@ -1,4 +1,4 @@
-import type { ProxyMember } from "../../components/member";
+import type { ProxyMember } from "../model";
 import { ProbeFn, ProbeOptions, ProbeResult, probeThroughProxy } from "./probe";
 import { DEFAULT_THRESHOLDS, HealthThresholds, MemberHealth, MemberHealthView, Transition } from "./state";
 
@@ -187,7 +187,7 @@ export class HealthMonitor {
     private async probeSafely(m: ProxyMember): Promise<ProbeResult> {
         const started = performance.now();
         try {
-            return await this.o.probe({ proxyHost: m.host, proxyPort: m.port, checkUrl: this.o.checkUrl, timeoutMs: this.o.timeoutMs, ...this.o.tls });
+            return await this.o.probe({ proxyHost: m.host, proxyPort: m.port, proxyTls: m.url.startsWith("https://"), checkUrl: this.o.checkUrl, timeoutMs: this.o.timeoutMs, ...this.o.tls });
         } catch (err) {
             return { ok: false, latencyMs: performance.now() - started, error: `probe threw: ${err instanceof Error ? err.message : String(err)}` };
         }
