@@ -1,7 +1,7 @@
 import type { PoolConfig } from "../config";
 import type { ProxyMember } from "../../components/member";
 import type { LeaseManager } from "./leases";
-import type { ReleaseOutcome, Removal } from "./leases/types";
+import type { AcquireRequest, ReleaseOutcome, Removal } from "./leases/types";
 import { Lifecycle, lifecycleOf, membersMentioned } from "./lifecycle";
 import type { Operation } from "./operations";
 
@@ -169,7 +169,7 @@ export class Fleet {
         return this.leases.active().map((l) => ({ proxy: l.proxyId, pool: l.pool, ...(l.target ? { target: l.target } : {}), leasedAt: iso(l.leasedAt), expiresAt: iso(l.expiresAt) }));
     }
 
-    acquire(req: { pool?: string; target?: string; ttlSeconds?: number }): FleetAcquire {
+    acquire(req: AcquireRequest): FleetAcquire {
         if (req.pool && !this.pools.has(req.pool))
             return { ok: false, reason: "unknown-pool", message: `no pool named "${req.pool}" (known: ${[...this.pools].join(", ") || "none"})`, retryAfterSeconds: 0 };
         const r = this.leases.acquire(req);
@@ -195,6 +195,16 @@ export class Fleet {
         const r = this.leases.release(leaseId, outcome);
         if (r.ok) for (const fn of this.releaseListeners) fn();
         return r;
+    }
+
+    /** A block the client reports after the fact (POST /v1/blocks): `proxyId` rests for `target`. */
+    reportBlocked(proxyId: string, target: string): number | undefined {
+        return this.leases.reportBlocked(proxyId, target);
+    }
+
+    /** Whether `pool` is configured (the gateway refuses others before leasing). */
+    hasPool(pool: string): boolean {
+        return this.pools.has(pool);
     }
 
     /** The pools of the config the last sync saw (metrics: desired replicas). */

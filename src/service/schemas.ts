@@ -20,6 +20,24 @@ export const releaseBody = z.strictObject({
     outcome: z.enum(["ok", "blocked", "error"]).describe("ok: fine; blocked: the target blocked this proxy (longer target cooldown); error: the proxy failed (counts against health)"),
 });
 
+const isoTime = z.string().describe("RFC 3339 time");
+
+/** POST /v1/blocks: a block the client saw, reported against the member the gateway used for it. */
+export const blockBody = z.strictObject({
+    pool: z.string().min(1).max(63).describe("The pool of the gateway request (its username's pool)"),
+    target: z.string().min(1).max(253).describe("The host that blocked (the request's host, or its `_target_` option)"),
+    session: z.string().min(1).max(64).optional().describe("The request's `_session_` key, if it had one"),
+});
+
+/** POST /v1/blocks → 200 */
+export const blockResponse = z.object({
+    blocked: z.object({
+        proxy: z.string().describe("The member that served the request; it rests for the target"),
+        pool: z.string(), target: z.string(), session: z.string().optional(),
+        until: isoTime.describe("When the member may serve the target again (the blocked cooldown: 60 s, doubling per repeated block, at most 1 h)"),
+    }),
+});
+
 export const proxiesQuery = z.strictObject({
     pool: z.string().min(1).optional().describe("Only this pool"),
     state: z.enum(["healthy", "unhealthy", "unknown"]).optional(),
@@ -38,7 +56,6 @@ export const proxySchema = z.object({
     drainingUntil: z.string().optional().describe("While draining: when a lease still running on it is ended (then its release answers 410 proxy_removed)"),
 }).meta({ id: "Proxy" });
 
-const isoTime = z.string().describe("RFC 3339 time");
 
 /** GET /v1/proxies */
 export const proxiesResponse = z.object({ proxies: z.array(proxySchema) });

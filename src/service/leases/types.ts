@@ -20,6 +20,8 @@ export interface AcquireRequest {
     target?: string;
     /** Clamped to [1, maxTtlSeconds]; defaults to defaultTtlSeconds. */
     ttlSeconds?: number;
+    /** Sticky-session key (the gateway's `_session_<key>`). */
+    session?: string; // wired by h-sessions
 }
 
 export type AcquireResult =
