@@ -47,8 +47,10 @@ interface Flight extends Admitted {
 const FLIGHT = Symbol("egress.gateway.flight");
 const RESPONSE = Symbol("egress.gateway.response");
 const CLIENT_GONE = Symbol("egress.gateway.clientGone");
+/** Byte counts of the connection where its previous request ended, so the next one counts its own head. */
+const MARK = Symbol("egress.gateway.mark");
 type Tagged = { [FLIGHT]?: Flight; [RESPONSE]?: http.ServerResponse };
-type TaggedSocket = Socket & { [CLIENT_GONE]?: boolean };
+type TaggedSocket = Socket & { [CLIENT_GONE]?: boolean; [MARK]?: { read: number; written: number } };
 
 /** `host:port` with a port in 1..65535: anything else is refused 400 before proxy-chain sees it. */
 const CONNECT_TARGET = /^(\[[0-9A-Fa-f:.]+\]|[A-Za-z0-9._-]+):(\d{1,5})$/;
@@ -91,13 +93,13 @@ export class Gateway {
                 }
                 const f: Flight = {
                     ...got.admitted, kind: isHttp ? "http" : "connect", startedAt: process.hrtime.bigint(), socket,
-                    read0: socket.bytesRead, written0: socket.bytesWritten, tunnel: "none", ended: false,
+                    read0: socket[MARK]?.read ?? 0, written0: socket[MARK]?.written ?? 0, tunnel: "none", ended: false,
                 };
                 (request as Tagged)[FLIGHT] = f;
                 f.cut = setTimeout(() => socket.destroy(), this.ttlSeconds * 1000).unref();
                 if (isHttp) {
                     const res = (request as Tagged)[RESPONSE]!;
-                    watchHead(res, f);
+                    watchHead(res, f, () => this.o.metrics.upstreamLatency(f.pool, Number(process.hrtime.bigint() - f.startedAt) / 1e9));
                     res.once("close", () => this.end(f));
                 } else {
                     socket.once("close", () => this.end(f));
@@ -111,6 +113,12 @@ export class Gateway {
         const raw = server.server;
         raw.removeAllListeners("request");
         raw.removeAllListeners("connect");
+        raw.removeAllListeners("clientError");
+        raw.on("clientError", (err: NodeJS.ErrnoException, socket: Socket) => {
+            if (err.code === "ECONNRESET" || !socket.writable) return void socket.destroy();
+            this.o.metrics.refused("bad_request");
+            rawAnswer(socket, 400, "bad_request", `not an HTTP request the gateway can read (${err.code ?? err.message})`);
+        });
         raw.on("connection", (s: TaggedSocket) => {
             const gone = () => { s[CLIENT_GONE] = true; };
             s.once("end", gone);
@@ -185,7 +193,9 @@ export class Gateway {
             : tunnelOutcome({ member: f.tunnel, clientGone });
         const released = this.o.fleet.release(f.lease.id, outcome);
         this.o.metrics.request(f.pool, f.kind, outcome);
-        this.o.metrics.bytes(f.pool, f.socket.bytesRead - f.read0, f.socket.bytesWritten - f.written0);
+        const s = f.socket as TaggedSocket;
+        this.o.metrics.bytes(f.pool, s.bytesRead - f.read0, s.bytesWritten - f.written0);
+        s[MARK] = { read: s.bytesRead, written: s.bytesWritten };
         this.recent.record({ client: f.client, pool: f.pool, session: f.session, target: f.target }, f.lease.proxy.id);
         if (this.o.log.isLevelEnabled("debug"))
             this.o.log.debug({ client: f.client, pool: f.pool, proxy: f.lease.proxy.id, target: f.target, kind: f.kind, status: f.status, outcome, released: released.ok, ms: Number(process.hrtime.bigint() - f.startedAt) / 1e6 }, "gateway request");
@@ -193,13 +203,16 @@ export class Gateway {
 }
 
 /** Records the relayed status and headers (proxy-chain's forward writes them with writeHead) and completion. */
-function watchHead(res: http.ServerResponse, f: Flight): void {
+function watchHead(res: http.ServerResponse, f: Flight, onHead: () => void): void {
     const writeHead = res.writeHead;
     res.writeHead = function (this: http.ServerResponse, ...args: unknown[]) {
         // forward() relays with (status, message, rawHeaders); its own error answers set statusCode and end().
         if (Array.isArray(args[2]) && f.status === undefined) {
             f.status = args[0] as number;
             f.rawHeaders = args[2] as string[];
+            // Which member served it: for logs and for a client that reports blocks by member.
+            args[2] = [...f.rawHeaders, "X-Egress-Proxy", f.lease.proxy.id];
+            onHead();
         }
         return (writeHead as (...a: unknown[]) => http.ServerResponse).apply(this, args);
     } as typeof res.writeHead;
