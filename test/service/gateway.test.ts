@@ -279,3 +279,21 @@ test("metrics: upstream latency histogram and bytes per pool; tokens never in th
     for (const t of [TOKENS.lease, TOKENS.discover, LIMITED]) assert.ok(!logs.includes(t), "no token in the logs");
     for (const t of [TOKENS.lease, LIMITED]) assert.ok(!logs.includes(Buffer.from(`web:${t}`).toString("base64")), "no credentials header in the logs");
 });
+
+test("docs/crawling.md's curl forms: credentials in the proxy URL, any pool, a session, CONNECT (-p)", async () => {
+    const { execFile } = await import("node:child_process");
+    const curl = (args: string[]) => new Promise<string>((resolve, reject) =>
+        execFile("curl", ["-s", "-i", "--max-time", "10", ...args], (e, out) => (e ? reject(e) : resolve(out))));
+    const gw = (user: string) => `http://${user}:${TOKENS.lease}@127.0.0.1:${svc.gatewayPort}`;
+    for (const user of ["web", "", "web_session_cart42", "web_target_shop.example"]) {
+        const out = await curl(["-x", gw(user), o("/curl")]);
+        assert.match(out, /^HTTP\/1\.1 200 /, `user "${user}": ${out.slice(0, 200)}`);
+        assert.match(out, /\r\nX-Egress-Proxy: web-\d\r\n/i);
+        assert.ok(out.endsWith("origin /curl"));
+    }
+    const tunnelled = await curl(["-p", "-x", gw("web"), o("/tunnelled")]);
+    assert.match(tunnelled, /^HTTP\/1\.1 200 Connection Established\r\n\r\nHTTP\/1\.1 200 /, tunnelled.slice(0, 200));
+    assert.ok(tunnelled.endsWith("origin /tunnelled"));
+    assert.match(await curl(["-x", `http://web:wrong-token-0123456789@127.0.0.1:${svc.gatewayPort}`, o("/x")]), /^HTTP\/1\.1 407 /);
+    await noLeases();
+});
