@@ -4,9 +4,12 @@
  *   2. through one member (a real `local` kind proxy process, proxy-chain),
  *   3. through the gateway (src/service/gateway: auth, a lease per request, chained through the member
  *      the lease picked, release with its outcome), over `--members` such member processes,
- * side by side in one run, at each `--concurrency` (keep-alive clients).
+ * side by side in one run, at each `--concurrency` (keep-alive clients). A gateway request holds its
+ * member alone (a lease), so c clients need c members: at concurrency c the gateway has c members
+ * (`--members` adds more, to see rotation over a larger pool). Members that rotate are each less
+ * warm than the one member of the direct row, which is part of what the gateway costs.
  *
- *   node dist/bench/gateway.js [--members 8] [--concurrency 1,4] [--seconds 5]
+ *   node dist/bench/gateway.js [--concurrency 1,4] [--members <n ≥ each c>] [--seconds 5]
  *
  * Processes: the origin and the gateway are forked children (this file in another role), the members
  * are the local kind's proxy processes, and the load comes from this process; so no two of them share
@@ -63,6 +66,33 @@ function runGateway(): void {
     });
 }
 
+/**
+ * The gateway's own decisions per request, in process and without I/O: token check (SHA-256, constant
+ * time), username, concurrency slot, lease and release. What the gateway adds beyond one more proxy hop.
+ */
+function admissionMicros(seconds = 1): number {
+    const { Fleet } = require("../src/service/fleet") as typeof import("../src/service/fleet");
+    const { LeaseManager } = require("../src/service/leases") as typeof import("../src/service/leases");
+    const { Admission } = require("../src/service/gateway/admission") as typeof import("../src/service/gateway/admission");
+    const { sha256 } = require("../src/service/auth") as typeof import("../src/service/auth");
+    const fleet = new Fleet(new LeaseManager({ targetCooldownSeconds: 0 }), { setMembers() {}, get: () => ({ state: "healthy" }) });
+    fleet.sync(Array.from({ length: 8 }, (_, index) => ({ id: `m-${index}`, pool: "bench", provider: "local", kind: "local" as const, index, host: "127.0.0.1", port: 1000 + index, url: `http://127.0.0.1:${1000 + index}`, zone: "local" })), [{ name: "bench", cooldownSeconds: 0 } as never]);
+    const token = "bench-token-0123456789abcdef";
+    const admission = new Admission([{ name: "bench", sha256: sha256(token).toString("hex"), scopes: ["lease"] }], fleet, 3600);
+    const one = () => {
+        const r = admission.admit({ username: "bench_session_s1", password: token, hostname: "127.0.0.1" });
+        if (!r.ok) throw new Error(r.refusal.message);
+        r.admitted.leave();
+        fleet.release(r.admitted.lease.id, "ok");
+    };
+    for (let i = 0; i < 20_000; i++) one();
+    let n = 0;
+    const t0 = performance.now();
+    const end = t0 + seconds * 1000;
+    while (performance.now() < end) for (let i = 0; i < 1000; i++, n++) one();
+    return ((performance.now() - t0) * 1000) / n;
+}
+
 // ---- the driver ---------------------------------------------------------------------------------
 
 interface Row { mode: string; concurrency: number; requests: number; rps: number; p50: number; p99: number; unavailable: number; failed: number }
@@ -94,7 +124,7 @@ async function drive(mode: string, opts: { originPort: number; proxyPort?: numbe
             else failed++;
         }
     };
-    const warm = performance.now() + 500;
+    const warm = performance.now() + 1000;
     await Promise.all(Array.from({ length: opts.concurrency }, () => loop(warm, false)));
     const started = performance.now();
     const end = started + opts.seconds * 1000;
@@ -129,12 +159,13 @@ async function startMember(dir: string, i: number): Promise<{ child: ChildProces
 }
 
 async function main(): Promise<void> {
-    const { values } = parseArgs({ options: { members: { type: "string", default: "8" }, concurrency: { type: "string", default: "1,4" }, seconds: { type: "string", default: "5" } } });
-    const members = Number(values.members);
+    const { values } = parseArgs({ options: { members: { type: "string" }, concurrency: { type: "string", default: "1,4" }, seconds: { type: "string", default: "5" } } });
     const levels = values.concurrency!.split(",").map(Number);
     const seconds = Number(values.seconds);
-    if (!(members >= 1) || levels.some((c) => !(c >= 1)) || !(seconds > 0)) throw new Error("--members, --concurrency and --seconds must be positive numbers");
-    if (Math.max(...levels) > members) console.error(`note: concurrency above --members (${members}) gets 503s by design (one request per member at a time)`);
+    const fixed = values.members === undefined ? undefined : Number(values.members);
+    if ((fixed !== undefined && !(fixed >= 1)) || levels.some((c) => !(c >= 1)) || !(seconds > 0)) throw new Error("--members, --concurrency and --seconds must be positive numbers");
+    if (fixed !== undefined && Math.max(...levels) > fixed) console.error(`note: concurrency above --members (${fixed}) gets 503s by design (one request per member at a time)`);
+    const members = fixed ?? Math.max(...levels);
     const dir = fs.mkdtempSync(path.join(os.tmpdir(), "egress-bench-gw-"));
     const children: ChildProcess[] = [];
     try {
@@ -143,21 +174,25 @@ async function main(): Promise<void> {
         const ms = await Promise.all(Array.from({ length: members }, (_, i) => startMember(dir, i)));
         children.push(...ms.map((m) => m.child));
         const token = `bench_${crypto.randomBytes(18).toString("base64url")}`;
-        const gw = await forkRole("gateway");
-        children.push(gw.child);
-        const gwPort = await new Promise<number>((resolve) => { gw.child.once("message", (m: { port: number }) => resolve(m.port)); gw.send({ token, urls: ms.map((m) => m.url) }); });
         const auth = `Basic ${Buffer.from(`bench:${token}`).toString("base64")}`;
         const rows: Row[] = [];
         for (const c of levels) {
+            // A gateway per level over the members it needs (all of them with --members).
+            const used = ms.slice(0, fixed ?? c);
+            const gw = await forkRole("gateway");
+            children.push(gw.child);
+            const gwPort = await new Promise<number>((resolve) => { gw.child.once("message", (m: { port: number }) => resolve(m.port)); gw.send({ token, urls: used.map((m) => m.url) }); });
             rows.push(await drive("origin directly (ceiling)", { originPort: origin.port, concurrency: c, seconds }));
             rows.push(await drive("through one member", { originPort: origin.port, proxyPort: Number(new URL(ms[0].url).port), concurrency: c, seconds }));
-            rows.push(await drive(`through the gateway (${members} members)`, { originPort: origin.port, proxyPort: gwPort, auth, concurrency: c, seconds }));
+            rows.push(await drive(`through the gateway (${used.length} member${used.length > 1 ? "s" : ""})`, { originPort: origin.port, proxyPort: gwPort, auth, concurrency: c, seconds }));
+            gw.child.kill("SIGTERM");
         }
         const f = (n: number, d = 2) => (Number.isFinite(n) ? n.toFixed(d) : "-");
         console.log(`\nGET of a 512-byte page from a loopback origin, ${seconds} s per row; load average ${os.loadavg().map((l) => l.toFixed(2)).join(" ")}; ${os.cpus().length} CPUs\n`);
         console.log(benchTable(["path", "clients", "requests", "req/s", "p50 ms", "p99 ms", "503", "failed"],
             rows.map((r) => [r.mode, String(r.concurrency), String(r.requests), f(r.rps, 0), f(r.p50, 3), f(r.p99, 3), String(r.unavailable), String(r.failed)])));
         console.log("");
+        console.log(`the gateway's own work per request (auth, username, lease, release; in process): ${f(admissionMicros(), 1)} µs\n`);
         for (const c of levels) {
             const direct = rows.find((r) => r.concurrency === c && r.mode === "through one member")!;
             const viaGw = rows.find((r) => r.concurrency === c && r.mode.startsWith("through the gateway"))!;

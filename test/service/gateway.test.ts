@@ -297,3 +297,19 @@ test("docs/crawling.md's curl forms: credentials in the proxy URL, any pool, a s
     assert.match(await curl(["-x", `http://web:wrong-token-0123456789@127.0.0.1:${svc.gatewayPort}`, o("/x")]), /^HTTP\/1\.1 407 /);
     await noLeases();
 });
+
+test("stopping the service: open answers and tunnels get the grace, then are cut, and their leases come back (last: it stops the service)", { timeout: 30_000 }, async () => {
+    const download = await slow();
+    const t = await tunnel("web");
+    assert.equal(t.status, 200);
+    assert.equal(svc.fleet.activeLeases().length, 2);
+    const closedDownload = new Promise<void>((r) => download.res.socket.once("close", () => r()));
+    const closedTunnel = new Promise<void>((r) => t.socket.once("close", () => r()));
+    t.socket.on("error", () => undefined);
+    const t0 = Date.now();
+    await svc.stop();
+    await Promise.all([closedDownload, closedTunnel]);
+    assert.ok(Date.now() - t0 < 10_000, `stopped in ${Date.now() - t0} ms`);
+    assert.deepEqual(svc.fleet.activeLeases(), [], "every lease was released");
+    await assert.rejects(viaGateway(o("/x")), /ECONNREFUSED/, "the gateway no longer listens");
+});

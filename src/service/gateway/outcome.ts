@@ -27,7 +27,7 @@ export interface HttpEnd {
     rawHeaders?: readonly string[];
     /** The whole answer reached the client. */
     complete: boolean;
-    /** The client closed its connection before the answer was complete. */
+    /** The answer ended early not by the member: the client went away, or the gateway cut it (lease TTL, shutdown). */
     clientGone: boolean;
 }
 

@@ -41,6 +41,8 @@ interface Flight extends Admitted {
     complete?: boolean;
     tunnel: "open" | "refused" | "none";
     cut?: NodeJS.Timeout;
+    /** The gateway itself cut it (lease TTL, shutdown): not the member's fault. */
+    cutByGateway?: boolean;
     ended: boolean;
 }
 
@@ -67,6 +69,10 @@ export class Gateway {
     private readonly ttlSeconds: number;
     private readonly agent = new http.Agent({ keepAlive: true });
     private server?: import("proxy-chain").Server;
+    /** Requests and tunnels whose lease is not released yet; `close` waits for them. */
+    private readonly open = new Set<Flight>();
+    private drained?: () => void;
+    private closing = false;
 
     constructor(private readonly o: GatewayOptions) {
         this.ttlSeconds = o.leaseTtlSeconds ?? 3600;
@@ -96,7 +102,8 @@ export class Gateway {
                     read0: socket[MARK]?.read ?? 0, written0: socket[MARK]?.written ?? 0, tunnel: "none", ended: false,
                 };
                 (request as Tagged)[FLIGHT] = f;
-                f.cut = setTimeout(() => socket.destroy(), this.ttlSeconds * 1000).unref();
+                f.cut = setTimeout(() => { f.cutByGateway = true; socket.destroy(); }, this.ttlSeconds * 1000).unref();
+                this.open.add(f);
                 if (isHttp) {
                     const res = (request as Tagged)[RESPONSE]!;
                     watchHead(res, f, () => this.o.metrics.upstreamLatency(f.pool, Number(process.hrtime.bigint() - f.startedAt) / 1e9));
@@ -153,10 +160,15 @@ export class Gateway {
         const server = this.server;
         if (!server) return;
         this.server = undefined;
+        this.closing = true;
         const cutAll = setTimeout(() => server.closeConnections(), graceMs);
-        for (const s of server.connections.values()) if (!(s as { _httpMessage?: unknown })._httpMessage) s.end(); // idle keep-alive
-        await server.close(false);
+        const raw = server.server;
+        const closed = server.close(false);
+        raw.closeIdleConnections(); // keep-alive connections between requests; tunnels and answers in flight get the grace
+        await closed;
         clearTimeout(cutAll);
+        // The cut sockets' close events (which release the leases) come a tick or two later.
+        if (this.open.size > 0) await new Promise<void>((r) => { this.drained = r; setTimeout(r, 1000).unref(); });
         this.agent.destroy();
     }
 
@@ -187,7 +199,9 @@ export class Gateway {
         f.ended = true;
         clearTimeout(f.cut);
         f.leave();
-        const clientGone = (f.socket as TaggedSocket)[CLIENT_GONE] === true;
+        this.open.delete(f);
+        if (this.open.size === 0) this.drained?.();
+        const clientGone = (f.socket as TaggedSocket)[CLIENT_GONE] === true || f.cutByGateway === true || this.closing;
         const outcome: ReleaseOutcome = f.kind === "http"
             ? httpOutcome({ status: f.status, rawHeaders: f.rawHeaders, complete: f.complete === true, clientGone }, this.rules)
             : tunnelOutcome({ member: f.tunnel, clientGone });
