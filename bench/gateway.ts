@@ -10,6 +10,7 @@
  * warm than the one member of the direct row, which is part of what the gateway costs.
  *
  *   node dist/bench/gateway.js [--concurrency 1,4] [--members <n ≥ each c>] [--seconds 5]
+ *   BENCH_GATEWAY_PROF=<dir> node dist/bench/gateway.js   # also a CPU profile of the gateway process
  *
  * Processes: the origin and the gateway are forked children (this file in another role), the members
  * are the local kind's proxy processes, and the load comes from this process; so no two of them share
@@ -62,6 +63,7 @@ function runGateway(): void {
             metrics: createMetrics().gateway, log: createLogger({ level: "info", destination: pino.destination({ dest: 2, sync: false }) }), ready: () => ({ ok: true }),
         });
         const { port } = await gateway.listen();
+        process.once("SIGINT", () => process.exit(0)); // a normal exit, so --cpu-prof writes its profile
         process.send!({ port });
     });
 }
@@ -137,7 +139,7 @@ async function drive(mode: string, opts: { originPort: number; proxyPort?: numbe
 }
 
 function forkRole(role: string): Promise<{ child: ChildProcess; port: number; send(m: unknown): void }> {
-    const child = fork(__filename, [role], { stdio: ["ignore", "inherit", "inherit", "ipc"] });
+    const child = fork(__filename, [role], { stdio: ["ignore", "inherit", "inherit", "ipc"], execArgv: role === "gateway" && process.env.BENCH_GATEWAY_PROF ? ["--cpu-prof", `--cpu-prof-dir=${process.env.BENCH_GATEWAY_PROF}`] : [] });
     return new Promise((resolve, reject) => {
         child.once("error", reject);
         child.once("exit", (code) => reject(new Error(`${role} exited with ${code}`)));
@@ -185,7 +187,7 @@ async function main(): Promise<void> {
             rows.push(await drive("origin directly (ceiling)", { originPort: origin.port, concurrency: c, seconds }));
             rows.push(await drive("through one member", { originPort: origin.port, proxyPort: Number(new URL(ms[0].url).port), concurrency: c, seconds }));
             rows.push(await drive(`through the gateway (${used.length} member${used.length > 1 ? "s" : ""})`, { originPort: origin.port, proxyPort: gwPort, auth, concurrency: c, seconds }));
-            gw.child.kill("SIGTERM");
+            await new Promise<void>((r) => { gw.child.once("exit", () => r()); gw.child.kill("SIGINT"); });
         }
         const f = (n: number, d = 2) => (Number.isFinite(n) ? n.toFixed(d) : "-");
         console.log(`\nGET of a 512-byte page from a loopback origin, ${seconds} s per row; load average ${os.loadavg().map((l) => l.toFixed(2)).join(" ")}; ${os.cpus().length} CPUs\n`);
