@@ -17,6 +17,10 @@ export function registerServe(program: Command): void {
         .option("--timeline-interval <seconds>", "how often the dashboard's last-hour timeline samples healthy and leased counts (1 to 3600)", "30")
         .option("--provider-check-interval <seconds>", "seconds between provider health checks (cloud API, cluster reachability) (0 = off, at most 86400)", process.env.EGRESS_PROVIDER_CHECK_INTERVAL ?? "60")
         .option("--provider-check-timeout <seconds>", "how long one provider check may take (1 to 600)", process.env.EGRESS_PROVIDER_CHECK_TIMEOUT ?? "30")
+        .option("--gateway-port <port>", "the rotating gateway's port: a forward proxy whose every request leases the next member (0 = off)", process.env.EGRESS_GATEWAY_PORT ?? "8888")
+        .option("--gateway-host <addr>", "the gateway's listen address (loopback by default)", process.env.EGRESS_GATEWAY_HOST ?? "127.0.0.1")
+        .option("--gateway-block-header <name[=text]>", "a response header that marks a block by the origin (with =text: when its value contains text); repeatable. 403 and 429 always do", collect, [])
+        .option("--target-cooldown <seconds>", "how long a proxy rests for a target after a lease or gateway request against it (0 to 3600)", process.env.EGRESS_TARGET_COOLDOWN ?? "30")
         .option("--check-url <url>", "URL probed through every proxy; must be reachable from the proxies (default: this service's /v1/echo on loopback, right for local proxies only)", process.env.EGRESS_CHECK_URL)
         .action(action(async (o, cmd) => {
             const opts = cmd.optsWithGlobals() as GlobalOptions;
@@ -27,12 +31,16 @@ export function registerServe(program: Command): void {
             const timeline = seconds("--timeline-interval", o.timelineInterval, { min: 1, max: 3600 });
             const providerInterval = seconds("--provider-check-interval", o.providerCheckInterval, { min: 1, max: 86_400, off: true });
             const providerTimeout = seconds("--provider-check-timeout", o.providerCheckTimeout, { min: 1, max: 600 });
+            const gatewayPort = Number(o.gatewayPort);
+            if (!Number.isInteger(gatewayPort) || gatewayPort < 0 || gatewayPort > 65535) throw new UsageError(`--gateway-port must be a port number, or 0 for no gateway (got "${o.gatewayPort}")`);
+            const gateway = gatewayPort === 0 ? undefined : { port: gatewayPort, host: o.gatewayHost, blockRules: { statuses: [403, 429], headers: (o.gatewayBlockHeader as string[]).map(blockHeader) } };
+            const targetCooldown = seconds("--target-cooldown", o.targetCooldown, { min: 0, max: 3600 });
             if (o.checkUrl && !/^https?:\/\/[^/]+/.test(o.checkUrl)) throw new UsageError(`--check-url must be an http:// or https:// URL (got "${o.checkUrl}")`);
             const dir = projectDir(opts);
             loadStackConfig(dir, opts.stack); // config errors exit 2 before anything starts
-            const svc = await startService({ projectRoot: dir, stack: opts.stack, host: o.host, port, tokensFile: o.tokens, converge: o.converge, probeIntervalMs: Math.round(interval * 1000), reconcileIntervalMs: Math.round(reconcile * 1000), timelineIntervalMs: Math.round(timeline * 1000), providerCheckIntervalMs: Math.round(providerInterval * 1000), providerCheckTimeoutMs: Math.round(providerTimeout * 1000), checkUrl: o.checkUrl });
+            const svc = await startService({ projectRoot: dir, stack: opts.stack, host: o.host, port, tokensFile: o.tokens, converge: o.converge, probeIntervalMs: Math.round(interval * 1000), reconcileIntervalMs: Math.round(reconcile * 1000), timelineIntervalMs: Math.round(timeline * 1000), providerCheckIntervalMs: Math.round(providerInterval * 1000), providerCheckTimeoutMs: Math.round(providerTimeout * 1000), checkUrl: o.checkUrl, gateway, targetCooldownSeconds: targetCooldown });
             if (svc.devToken)
-                process.stderr.write(`\nA dev API token was generated (stored hashed; plain copy in .egress/dev-token):\n  export EGRESS_TOKEN=${svc.devToken}\n  curl -H "Authorization: Bearer $EGRESS_TOKEN" ${svc.url}/v1/proxies\n\n`);
+                process.stderr.write(`\nA dev API token was generated (stored hashed; plain copy in .egress/dev-token):\n  export EGRESS_TOKEN=${svc.devToken}\n  curl -H "Authorization: Bearer $EGRESS_TOKEN" ${svc.url}/v1/proxies\n${svc.gatewayPort ? `  curl -x http://dev:$EGRESS_TOKEN@127.0.0.1:${svc.gatewayPort} http://example.org/   # through the gateway\n` : ""}\n`);
             let stopping = false;
             // SIGTERM lets the in-flight operation finish; SIGINT (Ctrl-C) cancels it safely (the engine saves
             // state and the operation is recorded as interrupted). A second signal stops at once.
@@ -47,6 +55,18 @@ export function registerServe(program: Command): void {
             process.on("SIGINT", () => stop("SIGINT"));
             await new Promise(() => undefined); // run until a signal
         }));
+}
+
+const collect = (v: string, all: string[]) => [...all, v];
+
+/** `--gateway-block-header name` or `name=text` (a header token name; matched case-insensitively). */
+function blockHeader(raw: string): { name: string; contains?: string } {
+    const i = raw.indexOf("=");
+    const name = (i < 0 ? raw : raw.slice(0, i)).trim().toLowerCase();
+    if (!/^[!#$%&'*+.^_`|~0-9a-z-]+$/.test(name)) throw new UsageError(`--gateway-block-header must be a header name, optionally =text (got "${raw}")`);
+    const contains = i < 0 ? undefined : raw.slice(i + 1);
+    if (contains === "") throw new UsageError(`--gateway-block-header "${raw}": the text after = is empty; leave out = to match the header's presence`);
+    return contains === undefined ? { name } : { name, contains };
 }
 
 /**

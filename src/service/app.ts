@@ -11,6 +11,8 @@ import type { Fleet } from "./fleet";
 import type { ProviderHealthReport } from "./provider-health";
 import type { ReconcileStatus } from "./heal/reconciler";
 import type { Timeline } from "./timeline";
+import type { Gateway } from "./gateway";
+import { blockRoutes } from "./routes/blocks";
 import { poolRoutes } from "./routes/pools";
 import { operationRoutes } from "./routes/operations";
 import { discoveryRoutes } from "./routes/discovery";
@@ -42,6 +44,8 @@ export interface AppDeps {
     ready: () => { ok: true } | { ok: false; reason: string; stopping?: boolean };
     /** Time between `: ping` comments on operation event streams. @default 15000 (routes/operations.ts) */
     sseHeartbeatMs?: number;
+    /** The rotating gateway, when it runs (POST /v1/blocks asks it which member served a request). */
+    gateway?: Gateway;
 }
 
 /** Answered normally even while stopping: liveness (the process is alive and must not be killed mid-drain) and metrics. */
@@ -77,6 +81,7 @@ export function createApp(deps: AppDeps): RequestListener {
     app.use(poolRoutes(deps));
     app.use(operationRoutes(deps));
     app.use(discoveryRoutes(deps));
+    app.use(blockRoutes(deps));
     app.use(dashboardRoutes(deps));
     // The dashboard's static files at `/`: after every API route, so /v1 stays JSON (404 included).
     app.use(uiRoutes());

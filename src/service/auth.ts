@@ -14,6 +14,8 @@ const storedTokenSchema = z.strictObject({
     name: z.string().min(1),
     sha256: z.string().regex(/^[a-f0-9]{64}$/, { message: "must be the hex SHA-256 of the token" }),
     scopes: z.array(z.enum(SCOPES)).min(1),
+    /** Most requests this token may have in flight through the gateway at once (unset: no limit beyond the pool's members). */
+    gatewayConcurrency: z.number().int().min(1).optional(),
 });
 const tokensFileSchema = z.strictObject({ tokens: z.array(storedTokenSchema) });
 export type StoredToken = z.infer<typeof storedTokenSchema>;
@@ -63,22 +65,38 @@ export interface AuthenticatedRequest {
 }
 
 /**
- * Bearer-token check. Compares the presented token's hash with every stored hash using
- * timingSafeEqual and without an early exit, so timing says nothing about which (if any) matched.
- * `admin` implies every scope; no `scope` admits any valid token (GET /v1/whoami). The token's name and
- * scopes are left on the request for handlers.
+ * Finds the stored token a presented one matches. Compares the presented token's hash with every
+ * stored hash using timingSafeEqual and without an early exit, so timing says nothing about which (if
+ * any) matched. Shared by the bearer check below and the gateway's proxy credentials.
+ */
+export function tokenMatcher(tokens: StoredToken[]): (presented: string) => StoredToken | undefined {
+    const hashes = tokens.map((t) => ({ token: t, digest: Buffer.from(t.sha256, "hex") }));
+    return (presented) => {
+        const digest = sha256(presented);
+        let match: StoredToken | undefined;
+        for (const t of hashes) if (crypto.timingSafeEqual(digest, t.digest)) match = t.token;
+        return match;
+    };
+}
+
+/** Whether a token may use routes of `scope` (`admin` implies every scope). */
+export function hasScope(token: StoredToken, scope: Scope): boolean {
+    return token.scopes.includes(scope) || token.scopes.includes("admin");
+}
+
+/**
+ * Bearer-token check (constant time: tokenMatcher). `admin` implies every scope; no `scope` admits any
+ * valid token (GET /v1/whoami). The token's name and scopes are left on the request for handlers.
  */
 export function authenticate(tokens: StoredToken[]): (scope?: Scope) => RequestHandler {
-    const hashes = tokens.map((t) => ({ ...t, digest: Buffer.from(t.sha256, "hex") }));
+    const find = tokenMatcher(tokens);
     return (scope) => (req, _res, next) => {
         const header = req.headers.authorization ?? "";
         const m = /^Bearer\s+(\S+)$/i.exec(header);
         if (!m) return next(new HttpError(401, "unauthenticated", "missing bearer token: send `Authorization: Bearer <token>`", undefined, { "WWW-Authenticate": "Bearer" }));
-        const digest = sha256(m[1]);
-        let match: (typeof hashes)[number] | undefined;
-        for (const t of hashes) if (crypto.timingSafeEqual(digest, t.digest)) match = t;
+        const match = find(m[1]);
         if (!match) return next(new HttpError(401, "unauthenticated", "invalid bearer token", undefined, { "WWW-Authenticate": 'Bearer error="invalid_token"' }));
-        if (scope && !match.scopes.includes(scope) && !match.scopes.includes("admin"))
+        if (scope && !hasScope(match, scope))
             return next(new HttpError(403, "forbidden", `token "${match.name}" lacks the \`${scope}\` scope`));
         (req as AuthenticatedRequest).tokenName = match.name;
         (req as AuthenticatedRequest).tokenScopes = match.scopes;

@@ -205,6 +205,16 @@ export class Fleet {
         return r;
     }
 
+    /** A block the client reports after the fact (POST /v1/blocks): `proxyId` rests for `target`. */
+    reportBlocked(proxyId: string, target: string): number | undefined {
+        return this.leases.reportBlocked(proxyId, target);
+    }
+
+    /** Whether `pool` is configured (the gateway refuses others before leasing). */
+    hasPool(pool: string): boolean {
+        return this.pools.has(pool);
+    }
+
     /** The pools of the config the last sync saw (metrics: desired replicas). */
     poolConfigs(): readonly PoolConfig[] {
         return this.configs;

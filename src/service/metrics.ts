@@ -1,5 +1,6 @@
 import { Counter, Gauge, Histogram, Registry, collectDefaultMetrics } from "prom-client";
 import type { PoolCounts } from "./fleet";
+import { createGatewayMetrics } from "./gateway/metrics";
 
 /** What the scrape-time gauges read: the fleet as it is now, so a series never outlives its pool or member. */
 export interface MetricsSource {
@@ -110,6 +111,8 @@ export function createMetrics(source?: MetricsSource) {
         operationDuration: new Histogram({ name: "egress_operation_duration_seconds", help: "Engine operation duration", labelNames: ["kind"], buckets: [1, 2, 5, 10, 30, 60, 120, 300, 600, 1800], registers: [registry] }),
         providerUp: new Gauge({ name: "egress_provider_up", help: "1 when the provider target passed its last check", labelNames: ["provider", "target"], registers: [registry] }),
         providerCheckDuration: new Gauge({ name: "egress_provider_check_duration_seconds", help: "How long the provider's last check took", labelNames: ["provider"], registers: [registry] }),
+        /** The rotating gateway's requests, upstream latency and bytes per pool (gateway/metrics.ts). */
+        gateway: createGatewayMetrics(registry, source && (() => new Set(source.pools().map((p) => p.name)))),
         providerLastCheck: new Gauge({ name: "egress_provider_last_check_timestamp_seconds", help: "When the provider's last check finished, in unix seconds", labelNames: ["provider"], registers: [registry] }),
     };
 }

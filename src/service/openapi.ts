@@ -106,6 +106,17 @@ export const OPERATIONS: Op[] = [
             ...withBody,
         },
     },
+    {
+        method: "post", path: "/v1/blocks", scope: "lease", tags: ["leases"], operationId: "reportBlock",
+        summary: "Report a block the gateway could not see; the member that served it rests for the target",
+        description: "For requests through the rotating gateway (`egress serve --gateway-port`): a CONNECT tunnel carries TLS the gateway cannot read, and some blocks are pages with status 200. The member that served this token's last gateway request for (pool, session, target), within the last 10 minutes, rests for the target as after a `blocked` release (60 s, doubling per repeated block, at most 1 h). Only the reporting token's own requests are looked up.",
+        request: { body: { required: true, content: { "application/json": { schema: s.blockBody } } } },
+        responses: {
+            "200": json(s.blockResponse, "The member now rests for the target"),
+            "404": error("`not_served`: the gateway served this token no request for (pool, session, target) in the last 10 minutes, or its member has left; `gateway_off`: the gateway is off"),
+            ...withBody,
+        },
+    },
     { method: "get", path: "/v1/whoami", scope: "any", tags: ["system"], operationId: "whoami", summary: "The presenting token's name and scopes (never the token); any valid token", responses: { "200": json(s.whoamiSchema, "Who this token is") } },
     { method: "get", path: "/v1/leases", scope: "discover", tags: ["leases"], operationId: "listLeases", summary: "Active leases, without their ids (an id is what releases a lease)", responses: { "200": json(s.activeLeasesSchema, "Active leases") } },
     { method: "get", path: "/v1/timeline", scope: "discover", tags: ["pools"], operationId: "timeline", summary: "Healthy and leased members per pool over the last hour, sampled by the service", responses: { "200": json(s.timelineSchema, "Samples, oldest first") } },

@@ -14,10 +14,15 @@ export const scaleBody = z.strictObject({
  * A sticky session key. The gateway carries it inside a proxy username as a `-session-<key>` segment,
  * so `-` (the segment separator) and anything needing percent-encoding are refused here, once for both.
  */
+/**
+ * The one rule for a sticky-session key, here and inside the gateway's proxy username. No `_`: the
+ * gateway's username grammar separates its options with it (`<pool>_session_<key>_target_<host>`).
+ */
+export const SESSION_KEY_RULE = { pattern: /^[A-Za-z0-9.~-]*$/, max: 128, text: "1–128 letters, digits, '-', '.' or '~' (no '_': the gateway's proxy username separates options with it)" };
 export const sessionKeySchema = z.string()
     .min(1, { message: "must not be empty" })
-    .max(128, { message: "must be at most 128 characters" })
-    .regex(/^[A-Za-z0-9_.~]*$/, { message: "may contain only letters, digits, '_', '.' and '~' (no '-': the gateway's proxy username uses it as the separator)" });
+    .max(SESSION_KEY_RULE.max, { message: `must be at most ${SESSION_KEY_RULE.max} characters` })
+    .regex(SESSION_KEY_RULE.pattern, { message: `may contain only ${SESSION_KEY_RULE.text}` });
 
 export const leaseBody = z.strictObject({
     pool: z.string().min(1).max(63).optional().describe("Only lease from this pool"),
@@ -28,6 +33,24 @@ export const leaseBody = z.strictObject({
 
 export const releaseBody = z.strictObject({
     outcome: z.enum(["ok", "blocked", "error"]).describe("ok: fine; blocked: the target blocked this proxy (longer target cooldown); error: the proxy failed (counts against health)"),
+});
+
+const isoTime = z.string().describe("RFC 3339 time");
+
+/** POST /v1/blocks: a block the client saw, reported against the member the gateway used for it. */
+export const blockBody = z.strictObject({
+    pool: z.string().min(1).max(63).describe("The pool of the gateway request (its username's pool)"),
+    target: z.string().min(1).max(253).describe("The host that blocked (the request's host, or its `_target_` option)"),
+    session: z.string().min(1).max(64).optional().describe("The request's `_session_` key, if it had one"),
+});
+
+/** POST /v1/blocks → 200 */
+export const blockResponse = z.object({
+    blocked: z.object({
+        proxy: z.string().describe("The member that served the request; it rests for the target"),
+        pool: z.string(), target: z.string(), session: z.string().optional(),
+        until: isoTime.describe("When the member may serve the target again (the blocked cooldown: 60 s, doubling per repeated block, at most 1 h)"),
+    }),
 });
 
 export const proxiesQuery = z.strictObject({
@@ -48,7 +71,6 @@ export const proxySchema = z.object({
     drainingUntil: z.string().optional().describe("While draining: when a lease still running on it is ended (then its release answers 410 proxy_removed)"),
 }).meta({ id: "Proxy" });
 
-const isoTime = z.string().describe("RFC 3339 time");
 
 /** GET /v1/proxies */
 export const proxiesResponse = z.object({ proxies: z.array(proxySchema) });

@@ -24,6 +24,7 @@ import { Timeline } from "./timeline";
 import { goneCheckFor, GoneCheck } from "../providers-health/gone";
 import { kindOf } from "../../kinds/registry";
 import type { ProxyMember } from "../model";
+import { Gateway, type BlockRules } from "./gateway";
 
 export interface ServeOptions {
     projectRoot: string;
@@ -65,11 +66,21 @@ export interface ServeOptions {
     healBackoff?: { baseMs: number; maxMs: number };
     /** Time between `: ping` comments on operation event streams. @default 15000 */
     sseHeartbeatMs?: number;
+    /**
+     * The rotating gateway (src/service/gateway): a forward proxy whose every request leases a member.
+     * Off when undefined; `port` 0 picks a free port; `host` defaults to 127.0.0.1.
+     */
+    gateway?: { port: number; host?: string; blockRules?: BlockRules };
+    /** Rest per (proxy, target) after a lease against that target ends (leases and gateway alike). @default 30 */
+    targetCooldownSeconds?: number;
 }
 
 export interface RunningService {
     url: string;
     port: number;
+    /** The gateway's proxy URL and port, when it runs. */
+    gatewayUrl?: string;
+    gatewayPort?: number;
     driver: StackDriver;
     scaler: Scaler;
     fleet: Fleet;
@@ -95,7 +106,7 @@ function readTokens(opts: ServeOptions, runDir: string, log: Logger): { tokens: 
     }
     const tokens = [...(fs.existsSync(file) ? loadTokens(file) : []), ...tokensFromEnv(process.env.EGRESS_TOKENS)];
     if (!tokens.length) throw new Error(`no API tokens: create ${file} ({"tokens":[{"name","sha256","scopes"}]}) or set EGRESS_TOKENS=name:scope+scope:token`);
-    log.info({ tokens: tokens.map((t) => ({ name: t.name, scopes: t.scopes })), file }, "loaded API tokens");
+    log.info({ tokens: tokens.map((t) => ({ name: t.name, scopes: t.scopes, gatewayConcurrency: t.gatewayConcurrency })), file }, "loaded API tokens");
     return { tokens, devToken };
 }
 
@@ -148,8 +159,23 @@ export async function startService(opts: ServeOptions): Promise<RunningService> 
             metrics.probeLatency.observe(p.latencyMs / 1000);
         },
     });
-    const leases = new LeaseManager({ onError: (proxyId) => health.reportLeaseError(proxyId) });
+    const leases = new LeaseManager({ onError: (proxyId) => health.reportLeaseError(proxyId), targetCooldownSeconds: opts.targetCooldownSeconds });
     fleet = new Fleet(leases, health);
+    // Listening before recovery (like the API): a taken port fails the start at once; until ready it answers 503.
+    let gateway: Gateway | undefined;
+    let gatewayAt: { port: number; url: string } | undefined;
+    if (opts.gateway) {
+        gateway = new Gateway({ ...opts.gateway, fleet, tokens, metrics: metrics.gateway, log: log.child({ component: "gateway" }), ready: () => ready });
+        try {
+            gatewayAt = await gateway.listen();
+        } catch (e) {
+            server.closeAllConnections();
+            await new Promise<void>((r) => server.close(() => r()));
+            if ((e as NodeJS.ErrnoException).code === "EADDRINUSE")
+                throw new Error(`the gateway's port ${opts.gateway.host ?? "127.0.0.1"}:${opts.gateway.port} is in use (another egress serve?): pick another with --gateway-port, or 0 for no gateway`);
+            throw e;
+        }
+    }
     const providerHealth = new ProviderHealth({ log, metrics, intervalMs: opts.providerCheckIntervalMs ?? 60_000, timeoutMs: opts.providerCheckTimeoutMs ?? 30_000 });
     if (!providerHealth.enabled) log.warn("provider health checks are off (--provider-check-interval 0): no provider is reported down, and self-healing is not held back by one");
 
@@ -192,7 +218,7 @@ export async function startService(opts: ServeOptions): Promise<RunningService> 
         projectRoot: opts.projectRoot, stack: opts.stack, version: require("../../../package.json").version,
         log, auth: authenticate(tokens), scaler, ops, fleet, metrics,
         providerHealth: () => providerHealth.snapshot(), reconcile: () => reconciler.status(), timeline, ready: () => ready,
-        sseHeartbeatMs: opts.sseHeartbeatMs,
+        sseHeartbeatMs: opts.sseHeartbeatMs, gateway,
     };
     server.on("request", createApp(appDeps));
 
@@ -225,6 +251,7 @@ export async function startService(opts: ServeOptions): Promise<RunningService> 
         // Nothing may keep the process alive after a failed start: the CLI must exit non-zero.
         server.closeAllConnections();
         await new Promise<void>((r) => server.close(() => r()));
+        await gateway?.close(0);
         throw e;
     }
     providerHealth.start();
@@ -247,10 +274,10 @@ export async function startService(opts: ServeOptions): Promise<RunningService> 
     });
     if (opts.converge ?? true) scaler.converge();
     reconciler.start();
-    log.info({ url, stack: opts.stack, members: fleet.proxies().length, checkUrl }, "egress service ready");
+    log.info({ url, gateway: gatewayAt?.url, stack: opts.stack, members: fleet.proxies().length, checkUrl }, "egress service ready");
 
     return {
-        url, port, driver, scaler, fleet, reconciler, devToken,
+        url, port, gatewayUrl: gatewayAt?.url, gatewayPort: gatewayAt?.port, driver, scaler, fleet, reconciler, devToken,
         async close(closeOpts = {}) {
             // The listener stays open while the running operation finishes: every request but /healthz
             // and /metrics is answered 503 not_ready with Retry-After (app.ts), not refused.
@@ -265,10 +292,12 @@ export async function startService(opts: ServeOptions): Promise<RunningService> 
             await health.stop();
             await providerHealth.stop();
             const closed = new Promise<void>((r) => server.close(() => r()));
+            const gatewayClosed = gateway?.close(CLOSE_GRACE_MS);
             server.closeIdleConnections();
             // Answers being written get a moment to finish, then whatever is left is cut.
             const cut = setTimeout(() => server.closeAllConnections(), CLOSE_GRACE_MS);
             await closed;
+            await gatewayClosed;
             clearTimeout(cut);
             log.info("egress service stopped");
         },

@@ -96,7 +96,8 @@ export function killServices(): void {
 /** Starts `egress serve --port 0` and resolves once it logged "egress service ready". */
 export async function serve(p: ProcProject, extraArgs: string[] = []): Promise<ServeProcess> {
     // No self-healing unless a test asks for it: these tests kill things on purpose and check what follows.
-    const child = spawnCli(p, ["serve", "--port", "0", "--probe-interval", "1", "--reconcile-interval", "0", ...extraArgs]);
+    // No gateway either: its default port 8888 is one for the whole machine, and tests run side by side.
+    const child = spawnCli(p, ["serve", "--port", "0", "--probe-interval", "1", "--reconcile-interval", "0", "--gateway-port", "0", ...extraArgs]);
     running.add(child);
     child.once("exit", () => running.delete(child));
     const logs: string[] = [];

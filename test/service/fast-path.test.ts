@@ -42,7 +42,7 @@ const cases: [string, string, string, string | null][] = [
     ["unknown pool", "/v1/leases", '{"pool":"nope"}', TOKENS.lease],
     ["empty pool", "/v1/leases", '{"pool":"web"}', TOKENS.lease],
     ["empty body", "/v1/leases", "", TOKENS.lease],
-    ["bad session key", "/v1/leases", '{"pool":"web","session":"a-b"}', TOKENS.lease],
+    ["bad session key", "/v1/leases", '{"pool":"web","session":"a_b"}', TOKENS.lease],
     ["session on an empty pool", "/v1/leases", '{"pool":"web","session":"s1"}', TOKENS.lease],
     ["release unknown", "/v1/leases/abc/release", '{"outcome":"ok"}', TOKENS.lease],
     ["release bad outcome", "/v1/leases/abc/release", '{"outcome":"nah"}', TOKENS.lease],

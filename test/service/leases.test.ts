@@ -138,10 +138,10 @@ test("a session gets the same proxy again, its pool cooldown notwithstanding", a
 
 test("a bad session key is a 400 naming the rule", async () => {
     for (const [session, rule] of [
-        ["a-b", "may contain only letters, digits, '_', '.' and '~' (no '-': the gateway's proxy username uses it as the separator)"],
+        ["a_b", "may contain only 1–128 letters, digits, '-', '.' or '~' (no '_': the gateway's proxy username separates options with it)"],
         ["", "must not be empty"],
         ["x".repeat(129), "must be at most 128 characters"],
-        ["caf\u00e9", "may contain only letters, digits, '_', '.' and '~' (no '-': the gateway's proxy username uses it as the separator)"],
+        ["caf\u00e9", "may contain only 1–128 letters, digits, '-', '.' or '~' (no '_': the gateway's proxy username separates options with it)"],
     ]) {
         const r = await lease({ pool: "web", session });
         assert.equal(r.status, 400, session);

@@ -3,6 +3,7 @@
  * counters, and no series left behind for pools, members and provider targets that went away.
  */
 import { after, before, test } from "node:test";
+import * as http from "node:http";
 import assert from "node:assert/strict";
 import { settled, settledConverge, startTestService, TestService, TOKENS, waitFor } from "../helpers/service";
 import { alertExprs, dashboardExprs, exportedNames, find, metricTypes, metricsIn, parseSamples, promtool } from "../helpers/metrics";
@@ -14,10 +15,18 @@ const config = (pools: object[]) => ({
 const both = [{ name: "a", provider: "local", replicas: 2, maxReplicas: 4 }, { name: "b", provider: "local", replicas: 1, maxReplicas: 4 }];
 let svc: TestService;
 before(async () => {
-    svc = await startTestService(config(both));
+    svc = await startTestService(config(both), { gateway: { port: 0 } });
     await settledConverge(svc);
 });
 after(() => svc?.close());
+
+/** A GET through the rotating gateway to this service's /v1/echo; resolves with the status. */
+const viaGateway = (pool: string) => new Promise<number>((resolve, reject) => {
+    const auth = `Basic ${Buffer.from(`${pool}:${TOKENS.lease}`).toString("base64")}`;
+    http.request({ host: "127.0.0.1", port: svc.gatewayPort, path: `${svc.url}/v1/echo`, headers: { "proxy-authorization": auth }, agent: false }, (res) => {
+        res.resume().on("end", () => resolve(res.statusCode!));
+    }).on("error", reject).end();
+});
 
 const scrape = async () => {
     const r = await fetch(`${svc.url}/metrics`);
@@ -27,7 +36,11 @@ const scrape = async () => {
 };
 
 test("promtool check metrics passes on a scrape, and names follow the conventions", async () => {
-    await svc.call("POST", "/v1/leases", { token: TOKENS.lease, body: { pool: "a" } });
+    // Gateway series too (a request, its latency and bytes); once it went through, a's members are
+    // healthy, so the lease below is granted (test 3 counts on pool a's `granted` series).
+    await waitFor("a request through the gateway", async () => (await viaGateway("a")) === 200, 60_000, 200);
+    assert.equal((await svc.call("POST", "/v1/leases", { token: TOKENS.lease, body: { pool: "a" } })).status, 201);
+    await viaGateway("nope"); // a refusal
     const text = await scrape();
     const lint = promtool(["check", "metrics"], text);
     assert.equal(lint.code, 0, lint.out);
@@ -38,7 +51,13 @@ test("promtool check metrics passes on a scrape, and names follow the convention
         else assert.doesNotMatch(name, /_total$/, `${type} ${name} does not pretend to be a counter`);
         assert.doesNotMatch(name, /_(ms|milliseconds|millis)\b|_ms_/, `${name} is in base units`);
     }
-    for (const name of ["egress_lease_latency_seconds", "egress_probe_latency_seconds", "egress_operation_duration_seconds"]) assert.equal(types.get(name), "histogram", name);
+    for (const name of ["egress_lease_latency_seconds", "egress_probe_latency_seconds", "egress_operation_duration_seconds", "egress_gateway_upstream_latency_seconds"]) assert.equal(types.get(name), "histogram", name);
+    const samples = parseSamples(text);
+    assert.equal(find(samples, "egress_gateway_requests_total", { pool: "a", kind: "http", outcome: "ok" })[0]?.value, 1);
+    assert.equal(find(samples, "egress_gateway_upstream_latency_seconds_count", { pool: "a" })[0]?.value, 1);
+    assert.ok(find(samples, "egress_gateway_bytes_total", { pool: "a", direction: "sent" })[0]?.value > 0);
+    assert.equal(find(samples, "egress_gateway_refusals_total", { reason: "unknown_pool" })[0]?.value, 1);
+    assert.ok(!text.includes("nope"), "a made-up pool mints no series");
 });
 
 test("provider health: up, check duration in seconds, last check time in unix seconds", async () => {
@@ -58,6 +77,9 @@ test("pools and members: desired, per-member up; series of removed members and p
     assert.deepEqual((await up()).map((s) => s.labels.proxy).sort(), ["a-0", "a-1", "b-0"]);
     await svc.call("POST", "/v1/leases", { token: TOKENS.lease, body: { pool: "b" } });
     assert.equal(find(parseSamples(await scrape()), "egress_leases_total", { pool: "b", result: "granted" })[0]?.value, 1);
+    // b's only member is leased: the gateway answers 503, counted as b's `unavailable`; the series goes with b below.
+    assert.equal(await viaGateway("b"), 503);
+    assert.equal(find(parseSamples(await scrape()), "egress_gateway_requests_total", { pool: "b", outcome: "unavailable" })[0]?.value, 1);
 
     // A member leaves: its series goes with it.
     const down = await svc.call("PUT", "/v1/pools/a/replicas", { token: TOKENS.scale, body: { replicas: 1 } });
@@ -72,7 +94,7 @@ test("pools and members: desired, per-member up; series of removed members and p
     await waitFor("pool b's series gone", async () => !(await scrape()).includes(`pool="b"`), 30_000, 200);
     samples = parseSamples(await scrape());
     assert.deepEqual(find(samples, "egress_pool_desired_replicas").map((s) => [s.labels.pool, s.value]), [["a", 2]]);
-    assert.ok(find(samples, "egress_leases_total", { pool: "a", result: "granted" }).length === 1, "pool a keeps its counter");
+    assert.ok(find(samples, "egress_leases_total", { pool: "a", result: "granted" }).length === 1, `pool a keeps its counter: ${JSON.stringify(find(samples, "egress_leases_total"))}`);
 });
 
 test("a lease for a pool nobody configured mints no series", async () => {

@@ -6,6 +6,7 @@
  */
 import { after, before, test } from "node:test";
 import assert from "node:assert/strict";
+import * as http from "node:http";
 import * as zlib from "node:zlib";
 import { createApp, servedRoutes, type AppDeps } from "../../src/service/app";
 import { createLogger } from "../../src/log/logger";
@@ -23,7 +24,7 @@ let doc: OpenApiDoc;
 const seen = new Map<string, Set<number>>();
 
 before(async () => {
-    svc = await startTestService(config, { probeIntervalMs: 300 });
+    svc = await startTestService(config, { probeIntervalMs: 300, gateway: { port: 0 } });
     await settledConverge(svc);
     await waitFor("2 healthy", async () => (await svc.call("GET", "/v1/proxies?state=healthy")).body.proxies.length === 2, 20_000);
     doc = (await fetch(`${svc.url}/v1/openapi.json`).then((r) => r.json())) as OpenApiDoc;
@@ -174,6 +175,28 @@ test("discovery and leases: success and every typical error, on the fast path an
     const late = await call("POST", `/v1/leases/${short.body.lease.id}/release`, { body: { outcome: "ok" } });
     assert.equal(late.status, 410);
     assert.equal(late.body.error.code, "lease_expired");
+});
+
+/** A GET through the rotating gateway (the origin is this service's own /v1/echo, on loopback). */
+function viaGateway(user: string, token: string): Promise<number> {
+    return new Promise((resolve, reject) => {
+        const auth = `Basic ${Buffer.from(`${user}:${token}`).toString("base64")}`;
+        http.request({ host: "127.0.0.1", port: svc.gatewayPort, path: `${svc.url}/v1/echo`, headers: { "proxy-authorization": auth }, agent: false }, (res) => {
+            res.resume().on("end", () => resolve(res.statusCode!));
+        }).on("error", reject).end();
+    });
+}
+
+test("blocks: a block reported for a gateway request (200), and its errors", { timeout: 60_000 }, async () => {
+    // Pool cooldown is 1 s and the lease tests above just released members: retry until one is free.
+    await waitFor("a request through the gateway", async () => (await viaGateway("web_session_k1", TOKENS.lease)) === 200, 20_000, 200);
+    const r = await call("POST", "/v1/blocks", { token: TOKENS.lease, body: { pool: "web", target: "127.0.0.1", session: "k1" } });
+    assert.equal(r.status, 200);
+    assert.match(r.body.blocked.proxy, /^web-\d$/);
+    assert.equal((await call("POST", "/v1/blocks", { token: TOKENS.lease, body: { pool: "web", target: "127.0.0.1" } })).status, 404, "no session: another key");
+    assert.equal((await call("POST", "/v1/blocks", { body: { pool: "web", target: "127.0.0.1", session: "k1" } })).status, 404, "another token");
+    assert.equal((await call("POST", "/v1/blocks", { body: { pool: "web" } })).status, 400);
+    assert.equal((await call("POST", "/v1/blocks", { token: TOKENS.discover, body: { pool: "web", target: "x" } })).status, 403);
 });
 
 test("system routes, the docs page and its assets (no token), and unknown docs files", async () => {

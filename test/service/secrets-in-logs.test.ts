@@ -36,7 +36,7 @@ after(async () => {
 const routes: [string, string, unknown?][] = [
     ["GET", "/v1/proxies"], ["GET", "/v1/pools"], ["PUT", "/v1/pools/web/replicas", { replicas: 0 }], ["PUT", "/v1/pools/nope/replicas", { replicas: 1 }],
     ["GET", "/v1/operations"], ["GET", "/v1/operations/op_none"], ["GET", "/v1/providers/health"],
-    ["POST", "/v1/leases", {}], ["POST", "/v1/leases", { pool: "web" }], ["POST", "/v1/leases/abc/release", { outcome: "ok" }],
+    ["POST", "/v1/leases", {}], ["POST", "/v1/leases", { pool: "web" }], ["POST", "/v1/leases/abc/release", { outcome: "ok" }], ["POST", "/v1/blocks", { pool: "web", target: "example.org" }],
     ["GET", "/v1/echo"], ["GET", "/healthz"], ["GET", "/readyz"], ["GET", "/metrics"], ["GET", "/v1/openapi.json"], ["GET", "/nope"],
     ["GET", "/v1/proxies?lifecycle=active"], ["GET", "/v1/operations/op_none/events"], ["GET", "/v1/heal"],
     ["GET", "/v1/whoami"], ["GET", "/v1/leases"], ["GET", "/v1/timeline"], ["GET", "/docs"], ["GET", "/docs/swagger-ui.css"], ["GET", "/docs/nope.js"],

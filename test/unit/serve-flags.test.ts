@@ -34,6 +34,11 @@ for (const [flag, value, message] of [
     ["--probe-interval", "0", `--probe-interval must be a number of seconds from 0.1 to 3600 (got "0")`],
     ["--probe-interval", "-5", `--probe-interval must be a number of seconds from 0.1 to 3600 (got "-5")`],
     ["--probe-interval", "86400", `--probe-interval must be a number of seconds from 0.1 to 3600 (got "86400")`],
+    ["--gateway-port", "abc", `--gateway-port must be a port number, or 0 for no gateway (got "abc")`],
+    ["--gateway-port", "70000", `--gateway-port must be a port number, or 0 for no gateway (got "70000")`],
+    ["--gateway-block-header", "bad header", `--gateway-block-header must be a header name, optionally =text (got "bad header")`],
+    ["--gateway-block-header", "server=", `--gateway-block-header "server=": the text after = is empty`],
+    ["--target-cooldown", "-1", `--target-cooldown must be a number of seconds from 0 to 3600 (got "-1")`],
 ] as const) {
     test(`serve ${flag} ${value} → exit 2 naming the flag`, () => {
         const r = serve("t", flag, value);

@@ -88,6 +88,26 @@ export interface paths {
         patch?: never;
         trace?: never;
     };
+    "/v1/blocks": {
+        parameters: {
+            query?: never;
+            header?: never;
+            path?: never;
+            cookie?: never;
+        };
+        get?: never;
+        put?: never;
+        /**
+         * Report a block the gateway could not see; the member that served it rests for the target
+         * @description For requests through the rotating gateway (`egress serve --gateway-port`): a CONNECT tunnel carries TLS the gateway cannot read, and some blocks are pages with status 200. The member that served this token's last gateway request for (pool, session, target), within the last 10 minutes, rests for the target as after a `blocked` release (60 s, doubling per repeated block, at most 1 h). Only the reporting token's own requests are looked up.
+         */
+        post: operations["reportBlock"];
+        delete?: never;
+        options?: never;
+        head?: never;
+        patch?: never;
+        trace?: never;
+    };
     "/v1/echo": {
         parameters: {
             query?: never;
@@ -677,6 +697,113 @@ export interface operations {
             };
             /** @description Bad request: `token_in_url` (a credential-like query parameter; never use it), `malformed_json`, `invalid_request` (details list each field and rule) */
             400: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error"];
+                };
+            };
+            /** @description `not_ready`: the service is stopping (or not ready yet); try again after Retry-After */
+            503: {
+                headers: {
+                    /** @description Seconds to wait before trying again */
+                    "Retry-After": string;
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error"];
+                };
+            };
+        };
+    };
+    reportBlock: {
+        parameters: {
+            query?: never;
+            header?: never;
+            path?: never;
+            cookie?: never;
+        };
+        requestBody: {
+            content: {
+                "application/json": {
+                    /** @description The pool of the gateway request (its username's pool) */
+                    pool: string;
+                    /** @description The request's `_session_` key, if it had one */
+                    session?: string;
+                    /** @description The host that blocked (the request's host, or its `_target_` option) */
+                    target: string;
+                };
+            };
+        };
+        responses: {
+            /** @description The member now rests for the target */
+            200: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": {
+                        blocked: {
+                            pool: string;
+                            /** @description The member that served the request; it rests for the target */
+                            proxy: string;
+                            session?: string;
+                            target: string;
+                            /** @description When the member may serve the target again (the blocked cooldown: 60 s, doubling per repeated block, at most 1 h) */
+                            until: string;
+                        };
+                    };
+                };
+            };
+            /** @description Bad request: `token_in_url` (a credential-like query parameter; never use it), `malformed_json`, `invalid_request` (details list each field and rule) */
+            400: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error"];
+                };
+            };
+            /** @description `unauthenticated`: no or an unknown bearer token */
+            401: {
+                headers: {
+                    "WWW-Authenticate": string;
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error"];
+                };
+            };
+            /** @description `forbidden`: the token lacks this route's scope (admin implies every scope) */
+            403: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error"];
+                };
+            };
+            /** @description `not_served`: the gateway served this token no request for (pool, session, target) in the last 10 minutes, or its member has left; `gateway_off`: the gateway is off */
+            404: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error"];
+                };
+            };
+            /** @description `body_too_large`: bodies are limited to 16 KiB */
+            413: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error"];
+                };
+            };
+            /** @description `unsupported_encoding`: only identity/gzip/deflate/br UTF-8 JSON bodies are read */
+            415: {
                 headers: {
                     [name: string]: unknown;
                 };

@@ -271,6 +271,16 @@ export class LeaseManager {
         return this.targets.until(target, proxyId);
     }
 
+    /**
+     * A block reported after the lease ended (the gateway's CONNECT tunnels cannot see the origin's
+     * answer; the client reports it: POST /v1/blocks): `proxyId` rests for `target` as after a `blocked`
+     * release. Returns the rest-until time, or undefined for an unknown member.
+     */
+    reportBlocked(proxyId: string, target: string): number | undefined {
+        if (!this.members.has(proxyId)) return undefined;
+        return this.targets.record(target, proxyId, "blocked", this.o.now());
+    }
+
     private scope(pool: string | undefined): PoolRec[] {
         if (pool === undefined) return [...this.pools.values()];
         const p = this.pools.get(pool);

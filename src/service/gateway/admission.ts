@@ -1,0 +1,80 @@
+import { hasScope, type StoredToken, tokenMatcher } from "../auth";
+import type { Fleet, LeaseView } from "../fleet";
+import type { GatewayRefusal } from "./metrics";
+import { parseUsername } from "./username";
+
+/** A refusal as the gateway answers it: status, error code, message and extra headers. */
+export interface Refusal {
+    status: number;
+    code: GatewayRefusal | "none_available" | "not_ready";
+    message: string;
+    headers?: Record<string, string>;
+}
+
+export const PROXY_AUTHENTICATE = 'Basic realm="egress gateway", charset="UTF-8"';
+
+/** What a request may go ahead with: its client, the lease, and what the lease was asked for. */
+export interface Admitted {
+    client: string;
+    lease: LeaseView;
+    pool: string;
+    session?: string;
+    target: string;
+    /** Ends the client's in-flight slot; call exactly once when the request or tunnel ends. */
+    leave(): void;
+}
+
+export interface AdmissionRequest {
+    username: string;
+    password: string;
+    /** The request's host (CONNECT target or absolute URL), used as the lease target unless `_target_` overrides it. */
+    hostname: string;
+}
+
+/**
+ * Who may use the gateway and with which member: the token (the proxy password, compared in constant
+ * time, scope `lease`), the username's pool and options, the token's `gatewayConcurrency`, then one lease
+ * from the fleet. Synchronous: the slot count and the lease are taken in the same turn of the event loop.
+ */
+export class Admission {
+    private readonly find: (presented: string) => StoredToken | undefined;
+    /** In-flight requests per token name. */
+    private readonly inFlight = new Map<string, number>();
+
+    constructor(tokens: StoredToken[], private readonly fleet: Fleet, private readonly ttlSeconds: number) {
+        this.find = tokenMatcher(tokens);
+    }
+
+    admit(r: AdmissionRequest): { ok: true; admitted: Admitted } | { ok: false; refusal: Refusal } {
+        const no = (status: number, code: Refusal["code"], message: string, headers?: Record<string, string>) => ({ ok: false as const, refusal: { status, code, message, headers } });
+        const challenge = { "Proxy-Authenticate": PROXY_AUTHENTICATE };
+        if (!r.password) return no(407, "unauthenticated", "proxy credentials required: use http://<pool>:<token>@<gateway> as the proxy URL (the token is the password)", challenge);
+        const token = this.find(r.password);
+        if (!token) return no(407, "unauthenticated", "invalid proxy credentials: the password must be an API token", challenge);
+        if (!hasScope(token, "lease")) return no(407, "forbidden", `token "${token.name}" lacks the \`lease\` scope the gateway needs`, challenge);
+        const parsed = parseUsername(r.username);
+        if (!parsed.ok) return no(400, "bad_username", parsed.message);
+        const { pool, session } = parsed.user;
+        if (pool !== undefined && !this.fleet.hasPool(pool)) return no(404, "unknown_pool", `no pool named "${pool}"`);
+        const limit = token.gatewayConcurrency;
+        const now = this.inFlight.get(token.name) ?? 0;
+        if (limit !== undefined && now >= limit)
+            return no(429, "over_limit", `token "${token.name}" has ${now} requests in flight through the gateway, its limit (gatewayConcurrency ${limit}); wait for one to finish`);
+        const target = parsed.user.target ?? r.hostname.toLowerCase();
+        const got = this.fleet.acquire({ pool, target, session, ttlSeconds: this.ttlSeconds });
+        if (!got.ok) {
+            if (got.reason === "unknown-pool") return no(404, "unknown_pool", got.message);
+            return no(503, "none_available", got.message, { "Retry-After": String(got.retryAfterSeconds) });
+        }
+        this.inFlight.set(token.name, now + 1);
+        let left = false;
+        const leave = () => {
+            if (left) return;
+            left = true;
+            const n = (this.inFlight.get(token.name) ?? 1) - 1;
+            if (n > 0) this.inFlight.set(token.name, n);
+            else this.inFlight.delete(token.name);
+        };
+        return { ok: true, admitted: { client: token.name, lease: got.lease, pool: got.lease.proxy.pool, session, target, leave } };
+    }
+}

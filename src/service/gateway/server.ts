@@ -1,0 +1,262 @@
+import * as http from "node:http";
+import type { Socket } from "node:net";
+import type { Logger } from "pino";
+import type { StoredToken } from "../auth";
+import type { Fleet } from "../fleet";
+import type { ReleaseOutcome } from "../leases";
+import { Admission, type Admitted, type Refusal } from "./admission";
+import type { GatewayMetrics } from "./metrics";
+import { type BlockRules, DEFAULT_BLOCK_RULES, httpOutcome, tunnelOutcome } from "./outcome";
+import { RecentServes, type ServedKey } from "./recent";
+
+export interface GatewayOptions {
+    /** @default 127.0.0.1 */
+    host?: string;
+    /** 0 picks a free port. */
+    port: number;
+    fleet: Fleet;
+    tokens: StoredToken[];
+    metrics: GatewayMetrics;
+    log: Logger;
+    /** Not ready (starting, stopping): every request is answered 503 not_ready. */
+    ready: () => { ok: true } | { ok: false; reason: string };
+    blockRules?: BlockRules;
+    /**
+     * Lease TTL of a gateway request: a request or tunnel still open after it is cut, so its member can
+     * never be in two leases at once. @default 3600 (the lease manager's maximum)
+     */
+    leaseTtlSeconds?: number;
+}
+
+/** Per-request state, hung on the request (and passed to proxy-chain as its customTag). */
+interface Flight extends Admitted {
+    kind: "http" | "connect";
+    startedAt: bigint;
+    socket: Socket;
+    read0: number;
+    written0: number;
+    status?: number;
+    rawHeaders?: string[];
+    /** The whole answer reached the client (http). */
+    complete?: boolean;
+    tunnel: "open" | "refused" | "none";
+    cut?: NodeJS.Timeout;
+    /** The gateway itself cut it (lease TTL, shutdown): not the member's fault. */
+    cutByGateway?: boolean;
+    ended: boolean;
+}
+
+const FLIGHT = Symbol("egress.gateway.flight");
+const RESPONSE = Symbol("egress.gateway.response");
+const CLIENT_GONE = Symbol("egress.gateway.clientGone");
+/** Byte counts of the connection where its previous request ended, so the next one counts its own head. */
+const MARK = Symbol("egress.gateway.mark");
+type Tagged = { [FLIGHT]?: Flight; [RESPONSE]?: http.ServerResponse };
+type TaggedSocket = Socket & { [CLIENT_GONE]?: boolean; [MARK]?: { read: number; written: number } };
+
+/** `host:port` with a port in 1..65535: anything else is refused 400 before proxy-chain sees it. */
+const CONNECT_TARGET = /^(\[[0-9A-Fa-f:.]+\]|[A-Za-z0-9._-]+):(\d{1,5})$/;
+
+/**
+ * The rotating gateway: a forward proxy (plain HTTP and CONNECT) on proxy-chain whose every request
+ * leases one member (src/service/leases chooses it, as for POST /v1/leases), is chained through that
+ * member, and releases it with the outcome (outcome.ts) when the answer or tunnel ends, however it ends.
+ */
+export class Gateway {
+    readonly recent = new RecentServes();
+    private readonly admission: Admission;
+    private readonly rules: BlockRules;
+    private readonly ttlSeconds: number;
+    private readonly agent = new http.Agent({ keepAlive: true });
+    private server?: import("proxy-chain").Server;
+    /** Requests and tunnels whose lease is not released yet; `close` waits for them. */
+    private readonly open = new Set<Flight>();
+    private drained?: () => void;
+    private closing = false;
+
+    constructor(private readonly o: GatewayOptions) {
+        this.ttlSeconds = o.leaseTtlSeconds ?? 3600;
+        this.admission = new Admission(o.tokens, o.fleet, this.ttlSeconds);
+        this.rules = o.blockRules ?? DEFAULT_BLOCK_RULES;
+    }
+
+    async listen(): Promise<{ port: number; url: string }> {
+        const { Server, RequestError } = require("proxy-chain") as typeof import("proxy-chain");
+        const host = this.o.host ?? "127.0.0.1";
+        const refuse = (r: Refusal) => new RequestError(body(r.code, r.message), r.status, { ...r.headers, "Content-Type": "application/json; charset=utf-8", "X-Egress-Error": r.code });
+        const server = new Server({
+            host, port: this.o.port, verbose: false, authRealm: "egress gateway",
+            prepareRequestFunction: ({ request, username, password, hostname, isHttp }) => {
+                const ready = this.o.ready();
+                if (!ready.ok) throw refuse({ status: 503, code: "not_ready", message: ready.reason, headers: { "Retry-After": "5" } });
+                const socket = request.socket as TaggedSocket;
+                if (socket.destroyed) throw refuse({ status: 400, code: "bad_request", message: "the client went away" });
+                const got = this.admission.admit({ username, password, hostname });
+                if (!got.ok) {
+                    if (got.refusal.code !== "none_available") this.o.metrics.refused(got.refusal.code as Exclude<Refusal["code"], "none_available" | "not_ready">);
+                    else this.o.metrics.request(poolLabel(username), isHttp ? "http" : "connect", "unavailable");
+                    throw refuse(got.refusal);
+                }
+                const f: Flight = {
+                    ...got.admitted, kind: isHttp ? "http" : "connect", startedAt: process.hrtime.bigint(), socket,
+                    read0: socket[MARK]?.read ?? 0, written0: socket[MARK]?.written ?? 0, tunnel: "none", ended: false,
+                };
+                (request as Tagged)[FLIGHT] = f;
+                f.cut = setTimeout(() => { f.cutByGateway = true; socket.destroy(); }, this.ttlSeconds * 1000).unref();
+                this.open.add(f);
+                if (isHttp) {
+                    const res = (request as Tagged)[RESPONSE]!;
+                    watchHead(res, f, () => this.o.metrics.upstreamLatency(f.pool, Number(process.hrtime.bigint() - f.startedAt) / 1e9));
+                    res.once("close", () => this.end(f));
+                } else {
+                    socket.once("close", () => this.end(f));
+                }
+                return { upstreamProxyUrl: f.lease.proxy.url, customTag: f, httpAgent: this.agent };
+            },
+        });
+        // proxy-chain's own listeners are replaced by ones that check the request first and then hand it
+        // on: malformed requests get a JSON 400 (proxy-chain's would be plain text), and the response
+        // object is kept for prepareRequestFunction, which proxy-chain does not give it.
+        const raw = server.server;
+        raw.removeAllListeners("request");
+        raw.removeAllListeners("connect");
+        raw.removeAllListeners("clientError");
+        raw.on("clientError", (err: NodeJS.ErrnoException, socket: Socket) => {
+            if (err.code === "ECONNRESET" || !socket.writable) return void socket.destroy();
+            this.o.metrics.refused("bad_request");
+            rawAnswer(socket, 400, "bad_request", `not an HTTP request the gateway can read (${err.code ?? err.message})`);
+        });
+        raw.on("connection", (s: TaggedSocket) => {
+            const gone = () => { s[CLIENT_GONE] = true; };
+            s.once("end", gone);
+            s.once("error", gone);
+        });
+        raw.on("request", (req: http.IncomingMessage, res: http.ServerResponse) => {
+            if (!isAbsoluteHttp(req.url)) {
+                this.o.metrics.refused("bad_request");
+                return answer(res, 400, "bad_request", `the gateway is a forward proxy: send the absolute URL (GET http://host/path) for http://, CONNECT host:port for https:// (got ${JSON.stringify(cut(req.url ?? ""))})`);
+            }
+            (req as Tagged)[RESPONSE] = res;
+            void server.onRequest(req, res);
+        });
+        raw.on("connect", (req: http.IncomingMessage, socket: Socket, head: Buffer) => {
+            const m = CONNECT_TARGET.exec(req.url ?? "");
+            if (!m || Number(m[2]) < 1 || Number(m[2]) > 65535) {
+                this.o.metrics.refused("bad_request");
+                return rawAnswer(socket, 400, "bad_request", `CONNECT needs host:port with a port from 1 to 65535 (got ${JSON.stringify(cut(req.url ?? ""))})`);
+            }
+            void server.onConnect(req, socket as never, head);
+        });
+        server.on("tunnelConnectResponded", ({ customTag }: { customTag: Flight }) => this.tunnel(customTag, "open"));
+        server.on("tunnelConnectFailed", ({ customTag }: { customTag: Flight }) => this.tunnel(customTag, "refused"));
+        server.on("requestFailed", ({ error }: { error: Error }) => this.o.log.warn({ err: error }, "gateway request failed inside proxy-chain"));
+        await server.listen();
+        this.server = server;
+        return { port: server.port, url: `http://${host}:${server.port}` };
+    }
+
+    /** Stops accepting; open requests and tunnels get `graceMs`, then are cut (their leases are released as they close). */
+    async close(graceMs = 2000): Promise<void> {
+        const server = this.server;
+        if (!server) return;
+        this.server = undefined;
+        this.closing = true;
+        const cutAll = setTimeout(() => server.closeConnections(), graceMs);
+        const raw = server.server;
+        const closed = server.close(false);
+        raw.closeIdleConnections(); // keep-alive connections between requests; tunnels and answers in flight get the grace
+        await closed;
+        clearTimeout(cutAll);
+        // The cut sockets' close events (which release the leases) come a tick or two later.
+        if (this.open.size > 0) await new Promise<void>((r) => { this.drained = r; setTimeout(r, 1000).unref(); });
+        this.agent.destroy();
+    }
+
+    /**
+     * POST /v1/blocks: the member that last served this client's (pool, session, target) through the
+     * gateway rests for the target as after a `blocked` release. For answers the gateway cannot read
+     * (inside a CONNECT tunnel) or blocks only the client recognises (a captcha page with status 200).
+     */
+    reportBlock(k: ServedKey): { ok: true; proxyId: string; until: number } | { ok: false; message: string } {
+        const target = k.target.toLowerCase();
+        const served = this.recent.get({ ...k, target });
+        const what = `pool "${k.pool}", target "${target}"${k.session ? `, session "${k.session}"` : ""}`;
+        if (!served) return { ok: false, message: `the gateway served no request for ${what} with this token in the last ${this.recent.windowSeconds} s` };
+        const until = this.o.fleet.reportBlocked(served.proxyId, target);
+        if (until === undefined) return { ok: false, message: `the member that served ${what} (${served.proxyId}) has left the stack` };
+        return { ok: true, proxyId: served.proxyId, until };
+    }
+
+    private tunnel(f: Flight | undefined, state: "open" | "refused"): void {
+        if (!f || f.ended) return;
+        f.tunnel = state;
+        this.o.metrics.upstreamLatency(f.pool, Number(process.hrtime.bigint() - f.startedAt) / 1e9);
+    }
+
+    /** Releases the lease with the outcome; runs once per request, whichever close comes first. */
+    private end(f: Flight): void {
+        if (f.ended) return;
+        f.ended = true;
+        clearTimeout(f.cut);
+        f.leave();
+        this.open.delete(f);
+        if (this.open.size === 0) this.drained?.();
+        const clientGone = (f.socket as TaggedSocket)[CLIENT_GONE] === true || f.cutByGateway === true || this.closing;
+        const outcome: ReleaseOutcome = f.kind === "http"
+            ? httpOutcome({ status: f.status, rawHeaders: f.rawHeaders, complete: f.complete === true, clientGone }, this.rules)
+            : tunnelOutcome({ member: f.tunnel, clientGone });
+        const released = this.o.fleet.release(f.lease.id, outcome);
+        this.o.metrics.request(f.pool, f.kind, outcome);
+        const s = f.socket as TaggedSocket;
+        this.o.metrics.bytes(f.pool, s.bytesRead - f.read0, s.bytesWritten - f.written0);
+        s[MARK] = { read: s.bytesRead, written: s.bytesWritten };
+        this.recent.record({ client: f.client, pool: f.pool, session: f.session, target: f.target }, f.lease.proxy.id);
+        if (this.o.log.isLevelEnabled("debug"))
+            this.o.log.debug({ client: f.client, pool: f.pool, proxy: f.lease.proxy.id, target: f.target, kind: f.kind, status: f.status, outcome, released: released.ok, ms: Number(process.hrtime.bigint() - f.startedAt) / 1e6 }, "gateway request");
+    }
+}
+
+/** Records the relayed status and headers (proxy-chain's forward writes them with writeHead) and completion. */
+function watchHead(res: http.ServerResponse, f: Flight, onHead: () => void): void {
+    const writeHead = res.writeHead;
+    res.writeHead = function (this: http.ServerResponse, ...args: unknown[]) {
+        // forward() relays with (status, message, rawHeaders); its own error answers set statusCode and end().
+        if (Array.isArray(args[2]) && f.status === undefined) {
+            f.status = args[0] as number;
+            f.rawHeaders = args[2] as string[];
+            // Which member served it: for logs and for a client that reports blocks by member.
+            args[2] = [...f.rawHeaders, "X-Egress-Proxy", f.lease.proxy.id];
+            onHead();
+        }
+        return (writeHead as (...a: unknown[]) => http.ServerResponse).apply(this, args);
+    } as typeof res.writeHead;
+    res.once("finish", () => { f.complete = true; });
+}
+
+function isAbsoluteHttp(url: string | undefined): boolean {
+    if (!url || !url.startsWith("http://")) return false;
+    try {
+        return new URL(url).hostname !== "";
+    } catch {
+        return false;
+    }
+}
+
+const cut = (s: string) => (s.length > 100 ? `${s.slice(0, 100)}…` : s);
+const body = (code: string, message: string) => JSON.stringify({ error: { code, message } });
+
+/** The pool label of an unavailable answer: the username's pool part (already validated by admission), else any pool. */
+function poolLabel(username: string): string {
+    return username.split("_")[0] || "*";
+}
+
+function answer(res: http.ServerResponse, status: number, code: string, message: string): void {
+    const text = body(code, message);
+    res.writeHead(status, { "Content-Type": "application/json; charset=utf-8", "Content-Length": Buffer.byteLength(text), "X-Egress-Error": code, Connection: "close" });
+    res.end(text);
+}
+
+function rawAnswer(socket: Socket, status: number, code: string, message: string): void {
+    const text = body(code, message);
+    socket.end(`HTTP/1.1 ${status} ${http.STATUS_CODES[status]}\r\nContent-Type: application/json; charset=utf-8\r\nContent-Length: ${Buffer.byteLength(text)}\r\nX-Egress-Error: ${code}\r\nConnection: close\r\n\r\n${text}`);
+}

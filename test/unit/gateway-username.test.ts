@@ -1,0 +1,88 @@
+/** The gateway's proxy-username grammar (src/service/gateway/username.ts): every form, and hostile input. */
+import { test } from "node:test";
+import assert from "node:assert/strict";
+import { MAX_USERNAME, parseUsername } from "../../src/service/gateway/username";
+
+const ok = (raw: string) => {
+    const r = parseUsername(raw);
+    assert.ok(r.ok, `${JSON.stringify(raw)} parses: ${r.ok ? "" : r.message}`);
+    return r.user;
+};
+const bad = (raw: string, why: RegExp) => {
+    const r = parseUsername(raw);
+    assert.ok(!r.ok, `${JSON.stringify(raw)} is refused`);
+    assert.match(r.message, why);
+    assert.ok(r.message.includes("expected <pool>[_session_<key>][_target_<host>]"), "the message states the grammar");
+    return r.message;
+};
+
+test("a pool, a session, a target, in either order", () => {
+    assert.deepEqual(ok("web"), { pool: "web" });
+    assert.deepEqual(ok("web_session_abc-1"), { pool: "web", session: "abc-1" });
+    assert.deepEqual(ok("web_target_example.org"), { pool: "web", target: "example.org" });
+    assert.deepEqual(ok("web_session_s1_target_shop.example.org"), { pool: "web", session: "s1", target: "shop.example.org" });
+    assert.deepEqual(ok("web_target_example.org_session_s1"), { pool: "web", session: "s1", target: "example.org" });
+    assert.deepEqual(ok("web_target_127.0.0.2"), { pool: "web", target: "127.0.0.2" });
+});
+
+test("an empty pool part means any pool", () => {
+    assert.deepEqual(ok(""), {});
+    assert.deepEqual(ok("_session_k"), { session: "k" });
+});
+
+test("pool names with '-session-' and '-target-' in them stay pool names", () => {
+    assert.deepEqual(ok("a-session-b"), { pool: "a-session-b" });
+    assert.deepEqual(ok("a-session-b_session_c-target-d"), { pool: "a-session-b", session: "c-target-d" });
+    assert.deepEqual(ok("x-target-y_target_z.example"), { pool: "x-target-y", target: "z.example" });
+});
+
+test("targets are lower-cased host names", () => {
+    assert.deepEqual(ok("web_target_Example.ORG"), { pool: "web", target: "example.org" });
+    for (const t of ["-a.org", "a-.org", "a..org", ".a.org", "a.org.", "a b", "a/b", "a%2eorg", "ex\u00e4mple.org", "a".repeat(64) + ".org"]) bad(`web_target_${t}`, /target that is not a host name/);
+    bad(`web_target_${"a.".repeat(127)}a`, /target that is not a host name/); // 255 characters
+});
+
+test("bad pools, keys, options and repeats are refused with the reason", () => {
+    bad("Web", /names pool "Web", which is not a pool name/);
+    bad("-web", /not a pool name/);
+    bad("web-", /not a pool name/);
+    bad("we.b", /not a pool name/);
+    bad("web_session", /option without a value/);
+    bad("web_session_a_target", /option without a value/);
+    bad("web__session_a", /option without a value/);
+    bad("web_session_", /session key that is not/);
+    bad("web_session_a/b", /session key that is not/);
+    bad(`web_session_${"k".repeat(129)}`, /session key that is not/);
+    bad("web_session_a_session_b", /gives `session` twice/);
+    bad("web_target_a.org_target_b.org", /gives `target` twice/);
+    bad("web_country_us", /unknown option "country" \(known: session, target\)/);
+    bad("web_Session_a", /unknown option "Session"/);
+});
+
+test("hostile input: huge, control characters, unicode, separators, JSON", () => {
+    const huge = bad("w".repeat(MAX_USERNAME + 1), /is longer than 400 characters/);
+    assert.ok(huge.length < 300, "a huge username is not echoed whole");
+    const nul = bad("web\u0000_session_a", /not a pool name/);
+    assert.ok(nul.includes("\\u0000"), "control characters are escaped in the message");
+    bad("web\r\nX-Injected: 1", /not a pool name/);
+    bad("wéb", /not a pool name/);
+    bad("web_session_ä", /session key/);
+    bad("web_session_a\nb", /session key/);
+    bad('web"_session_a', /not a pool name/);
+    bad("web_target_a.org\u0000", /target that is not a host name/);
+    bad("_", /option without a value/);
+    bad("___", /option without a value/);
+    bad("____", /unknown option ""/);
+    bad("web_target_[::1]", /target that is not a host name/);
+    bad("___proto___x", /unknown option ""/);
+    bad("web_proto_x", /unknown option "proto"/);
+    assert.deepEqual(ok("web_session_constructor"), { pool: "web", session: "constructor" });
+    // Every single character as a pool or session: never a throw, always a clear answer.
+    for (let c = 0; c < 0x3000; c++) {
+        const ch = String.fromCharCode(c);
+        for (const raw of [ch, `web_session_${ch}`, `web_target_${ch}`]) {
+            const r = parseUsername(raw);
+            if (!r.ok) assert.ok(r.message.length < 300);
+        }
+    }
+});
