@@ -4,6 +4,7 @@ import { encodeUserData, EncodedUserData, readCloudInit } from "../../src/config
 import type { GcpProviderConfig } from "../../src/config";
 import { MemberArgs, memberIdentity, memberLabels, ProxyMemberComponent } from "../member";
 import { defaultCloudInit, regionOf } from "./names";
+import { memberPasswd } from "../squid-passwd";
 import type { GcpPoolShared } from "./shared";
 
 /** Arguments of a GcpProxy: the common member arguments with a `gcp` provider entry. */
@@ -30,7 +31,7 @@ function gcpZone(args: GcpProxyArgs): string {
 function gcpMemberSpec(args: GcpProxyArgs): GcpMemberSpec {
     const { entry, plan } = args;
     const zone = gcpZone(args);
-    const userData = encodeUserData(plan.cloudInit ? readCloudInit(plan.cloudInit, args.context.projectRoot) : Buffer.from(defaultCloudInit(plan.port, entry.allowedSourceRanges)));
+    const userData = encodeUserData(plan.cloudInit ? readCloudInit(plan.cloudInit, args.context.projectRoot) : Buffer.from(defaultCloudInit(plan.port, entry.allowedSourceRanges, memberPasswd(plan.auth, args.context, args.pool))));
     return { zone, machineType: plan.placement.machineType ?? entry.machineType, image: entry.image, userData };
 }
 

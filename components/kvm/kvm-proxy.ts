@@ -2,7 +2,8 @@ import * as pulumi from "@pulumi/pulumi";
 import type { KvmProviderConfig } from "../../src/config/providers/kvm";
 import { encodeUserData, readCloudInit } from "../../src/config/cloud-init";
 import { MemberArgs, memberIdentity, ProxyMemberComponent } from "../member";
-import { squidCloudConfig } from "../squid";
+import { squidAccessRules, squidCloudConfig } from "../squid";
+import { memberPasswd } from "../squid-passwd";
 import type { PoolSharedArgs, ProviderSharedArgs } from "../kinds";
 import { BaseImage } from "./base-image";
 import { Domain } from "./domain";
@@ -90,10 +91,12 @@ function seedUserData(bytes: Buffer): { userData: pulumi.Output<string>; userDat
 
 /**
  * Default user-data when a pool sets no cloud-init: squid on the member's port, open to the host's networks
- * (Debian's `localnet`), configured before it starts and never restarted (squidCloudConfig).
+ * (Debian's `localnet`) — with `passwd`, to those presenting the pool's credentials too — configured before
+ * it starts and never restarted (squidCloudConfig).
  */
-export function defaultUserData(port: number): string {
-    return squidCloudConfig(port, ["visible_hostname egress-proxy", "http_access allow localnet"]);
+export function defaultUserData(port: number, passwd?: string): string {
+    const auth = passwd === undefined ? undefined : {};
+    return squidCloudConfig(port, ["visible_hostname egress-proxy", ...squidAccessRules("localnet", auth)], { passwd });
 }
 
 /**
@@ -109,7 +112,7 @@ export class KvmProxy extends ProxyMemberComponent {
         const key = imageKey(entry, plan.placement.image);
         const mt = machineType(entry, plan.placement.machineType);
         const image = entry.images[key];
-        const userData = plan.cloudInit ? readCloudInit(plan.cloudInit, context.projectRoot) : Buffer.from(defaultUserData(plan.port));
+        const userData = plan.cloudInit ? readCloudInit(plan.cloudInit, context.projectRoot) : Buffer.from(defaultUserData(plan.port, memberPasswd(plan.auth, context, args.pool)));
         const names = memberObjectNames(context.project, context.stack, plan.name);
         const conn = connectionFor(entry, host);
         const privateKey = secretKey(entry);

@@ -52,6 +52,12 @@ export function crossCheck(cfg: EgressConfig, projectRoot: string): ConfigProble
             problems.push({ path: at("provider"), rule: `must name an entry of egress:providers (known: ${known})`, value: pool.provider });
             return;
         }
+        // A public address without credentials is an open proxy to anyone inside the source ranges.
+        if (entry.type === "gcp" && !pool.auth)
+            problems.push({
+                path: at("auth"),
+                rule: `is required for gcp pools (their proxies have public addresses): set \`auth.username\` and \`auth.password\`, the password as a secret, e.g. pulumi config set --secret --path 'egress:pools[${i}].auth.password' "$(openssl rand -base64 24)"`,
+            });
         problems.push(...checkPlacement(entry, pool.placement, at("placement")));
         pool.members.forEach((m, j) => {
             if (m.placement) problems.push(...checkPlacement(entry, { ...pool.placement, ...m.placement }, at("members", j, "placement")));
