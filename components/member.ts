@@ -14,6 +14,11 @@ export interface ProxyMember {
     /** `http://host:port` — what a crawler sets as its proxy; "" while the host is not known yet. */
     url: string;
     zone: string;
+    /**
+     * True when the proxy requires the pool's credentials (pool `auth`). The credentials themselves are
+     * never part of a member: they travel only as the secret stack output `credentials`.
+     */
+    auth?: boolean;
 }
 
 /** Facts about the stack every member needs (labels for `egress gc`, where local state lives). */
@@ -69,7 +74,7 @@ export function memberLabels(ctx: StackContext, pool: string, member: string): R
  * outputs (src/engine/checkpoint.ts membersOf).
  */
 export function memberIdentity(args: MemberArgs, zone: string): { identity: Omit<ProxyMember, "host" | "url"> } {
-    return { identity: { id: args.plan.name, pool: args.pool, provider: args.providerName, kind: args.entry.type, index: args.plan.index, port: args.plan.port, zone } };
+    return { identity: { id: args.plan.name, pool: args.pool, provider: args.providerName, kind: args.entry.type, index: args.plan.index, port: args.plan.port, zone, ...(args.plan.auth ? { auth: true } : {}) } };
 }
 
 /**
@@ -92,6 +97,7 @@ export abstract class ProxyMemberComponent extends pulumi.ComponentResource {
             // No address yet (a KVM guest still booting): no URL, so nobody dials `http://:3128`.
             url: h ? `http://${h}:${p}` : "",
             zone: z,
+            ...(args.plan.auth ? { auth: true } : {}),
         }));
         (this as { member: pulumi.Output<ProxyMember> }).member = member;
         this.registerOutputs({ member });

@@ -23,7 +23,13 @@ export async function startTargetServer(): Promise<{ port: number; close(): Prom
 }
 
 /** A plain-HTTP request sent through a forward proxy (absolute-form request line). */
-export function getViaProxy(proxyPort: number, url: string, timeoutMs = 5000, headers: Record<string, string> = {}): Promise<{ status: number; body: string; headers: http.IncomingHttpHeaders }> {
+export async function getViaProxy(proxyPort: number, url: string, timeoutMs = 5000): Promise<{ status: number; body: string }> {
+    const { status, body } = await requestViaProxy(proxyPort, url, {}, timeoutMs);
+    return { status, body };
+}
+
+/** getViaProxy with request headers (e.g. Proxy-Authorization), answering the response headers too. */
+export function requestViaProxy(proxyPort: number, url: string, headers: Record<string, string> = {}, timeoutMs = 5000): Promise<{ status: number; body: string; headers: http.IncomingHttpHeaders }> {
     return new Promise((resolve, reject) => {
         const req = http.request({ host: "127.0.0.1", port: proxyPort, method: "GET", path: url, headers: { host: new URL(url).host, ...headers }, timeout: timeoutMs }, (res) => {
             let body = "";

@@ -12,7 +12,7 @@ import * as path from "node:path";
 import { squidBaseConf } from "../../components/squid";
 import { squidPasswdFile } from "../../components/squid-passwd";
 import { closedPort } from "../fixtures/ports";
-import { getViaProxy, proxyBasicAuth, startTargetServer } from "../helpers/net";
+import { getViaProxy, proxyBasicAuth, requestViaProxy, startTargetServer } from "../helpers/net";
 
 const SQUID = "/usr/sbin/squid";
 const PASSWORD = "squid-canary-Zq8vR2pLx";
@@ -69,16 +69,16 @@ test("squid with the generated auth config: 407 without or with wrong credential
     const port = await runSquid(squidBaseConf(3128, ["127.0.0.1/32"], {}), t);
     const url = `http://127.0.0.1:${origin.port}/through-squid`;
 
-    const none = await getViaProxy(port, url);
+    const none = await requestViaProxy(port, url);
     assert.equal(none.status, 407, none.body);
     assert.match(String(none.headers["proxy-authenticate"]), /^Basic realm="egress"/);
 
-    const wrong = await getViaProxy(port, url, 5000, proxyBasicAuth("crawler", PASSWORD + "x"));
+    const wrong = await requestViaProxy(port, url, proxyBasicAuth("crawler", PASSWORD + "x"));
     assert.equal(wrong.status, 407);
-    const otherUser = await getViaProxy(port, url, 5000, proxyBasicAuth("someone", PASSWORD));
+    const otherUser = await requestViaProxy(port, url, proxyBasicAuth("someone", PASSWORD));
     assert.equal(otherUser.status, 407);
 
-    const ok = await getViaProxy(port, url, 5000, proxyBasicAuth("crawler", PASSWORD));
+    const ok = await requestViaProxy(port, url, proxyBasicAuth("crawler", PASSWORD));
     assert.equal(ok.status, 200, ok.body);
     assert.equal(ok.body, "hello /through-squid");
 });
@@ -89,10 +89,10 @@ test("squid with auth: a client outside the source ranges is denied (403) withou
     // 127.0.0.1 is not in the range: the test client is an outsider.
     const port = await runSquid(squidBaseConf(3128, ["192.0.2.0/24"], {}), t);
     const url = `http://127.0.0.1:${origin.port}/`;
-    const none = await getViaProxy(port, url);
+    const none = await requestViaProxy(port, url);
     assert.equal(none.status, 403);
     assert.equal(none.headers["proxy-authenticate"], undefined);
-    const withCreds = await getViaProxy(port, url, 5000, proxyBasicAuth("crawler", PASSWORD));
+    const withCreds = await requestViaProxy(port, url, proxyBasicAuth("crawler", PASSWORD));
     assert.equal(withCreds.status, 403);
 });
 
