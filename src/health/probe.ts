@@ -16,6 +16,8 @@ export interface ProbeOptions {
     timeoutMs: number;
     /** Extra trust anchors for an https:// check URL (tests use a self-signed echo server). */
     ca?: string | Buffer | (string | Buffer)[];
+    /** Credentials the proxy requires: sent as `Proxy-Authorization: Basic` on the GET or the CONNECT. */
+    proxyAuth?: { username: string; password: string };
     /** @default true — a proxy that cannot carry verified TLS is not healthy. */
     rejectUnauthorized?: boolean;
 }
@@ -69,6 +71,7 @@ export function probeThroughProxy(o: ProbeOptions): Promise<ProbeResult> {
             return;
         }
         const headers = { host: url.host, accept: "application/json", "user-agent": "egress-health/1", connection: "close" };
+        const proxyHeaders: Record<string, string> = o.proxyAuth ? { "proxy-authorization": `Basic ${Buffer.from(`${o.proxyAuth.username}:${o.proxyAuth.password}`, "utf8").toString("base64")}` } : {};
         const onResponse = (res: http.IncomingMessage) => {
             const chunks: Buffer[] = [];
             let size = 0;
@@ -86,14 +89,14 @@ export function probeThroughProxy(o: ProbeOptions): Promise<ProbeResult> {
         };
 
         if (url.protocol === "http:") {
-            const req = http.request({ host: o.proxyHost, port: o.proxyPort, method: "GET", path: url.href, headers, agent: false }, onResponse);
+            const req = http.request({ host: o.proxyHost, port: o.proxyPort, method: "GET", path: url.href, headers: { ...headers, ...proxyHeaders }, agent: false }, onResponse);
             open.push(req);
             req.on("error", fail(`GET through ${proxy}`));
             req.end();
             return;
         }
         const authority = `${url.hostname}:${url.port || 443}`;
-        const connect = http.request({ host: o.proxyHost, port: o.proxyPort, method: "CONNECT", path: authority, headers: { host: authority }, agent: false });
+        const connect = http.request({ host: o.proxyHost, port: o.proxyPort, method: "CONNECT", path: authority, headers: { host: authority, ...proxyHeaders }, agent: false });
         open.push(connect);
         connect.on("error", fail(`CONNECT through ${proxy}`));
         connect.on("connect", (res, socket) => {
