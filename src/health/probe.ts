@@ -71,7 +71,7 @@ export function probeThroughProxy(o: ProbeOptions): Promise<ProbeResult> {
             return;
         }
         const headers = { host: url.host, accept: "application/json", "user-agent": "egress-health/1", connection: "close" };
-        const proxyHeaders: Record<string, string> = o.proxyAuth ? { "proxy-authorization": `Basic ${Buffer.from(`${o.proxyAuth.username}:${o.proxyAuth.password}`, "utf8").toString("base64")}` } : {};
+        const proxyHeaders: Record<string, string> = o.proxyAuth ? { "proxy-authorization": proxyAuthorization(o.proxyAuth) } : {};
         const onResponse = (res: http.IncomingMessage) => {
             const chunks: Buffer[] = [];
             let size = 0;
@@ -126,6 +126,11 @@ export function probeThroughProxy(o: ProbeOptions): Promise<ProbeResult> {
         });
         connect.end();
     });
+}
+
+/** A `Proxy-Authorization` header value (basic auth) for proxy credentials. */
+export function proxyAuthorization(credentials: { username: string; password: string }): string {
+    return `Basic ${Buffer.from(`${credentials.username}:${credentials.password}`, "utf8").toString("base64")}`;
 }
 
 /** `ip` of a JSON object body, if it is a string that looks like an address. */

@@ -17,8 +17,3 @@ export function memberUpstreamUrl(member: Pick<ProxyMember, "url" | "auth">, cre
     const userinfo = `${encodeURIComponent(credentials.username)}:${encodeURIComponent(credentials.password)}@`;
     return member.url.replace(/^(https?:\/\/)/, `$1${userinfo}`);
 }
-
-/** A `Proxy-Authorization` header value for `credentials`. */
-export function proxyAuthorization(credentials: PoolCredentials): string {
-    return `Basic ${Buffer.from(`${credentials.username}:${credentials.password}`, "utf8").toString("base64")}`;
-}

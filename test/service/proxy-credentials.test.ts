@@ -12,7 +12,7 @@ import * as fs from "node:fs";
 import * as path from "node:path";
 import { settled, startTestService, TestService, TOKENS, waitFor } from "../helpers/service";
 import { proxyBasicAuth, requestViaProxy, startTargetServer } from "../helpers/net";
-import { engineHome } from "../../src/engine";
+import { engineHome, PACKAGE_ROOT } from "../../src/engine";
 
 const PASSWORD = "creds-canary-7f3a9c1e-Qx2";
 const USERNAME = "crawler";
@@ -102,4 +102,20 @@ test("the clear password is in no log line and no file of the state backend, sta
     assert.deepEqual(leaks, [], "no file holds the clear password");
     const checkpoint = fs.readFileSync(path.join(svc.project.dir, "backend", ".pulumi", "stacks", "egress", "svc.json"), "utf8");
     assert.match(checkpoint, /"credentials"/, "the stack output exists (as a secret)");
+});
+
+test("`egress outputs` marks the proxies `auth` and prints no password; `--show-secrets` prints the credentials", async () => {
+    const cli = (...args: string[]) => {
+        const r = cp.spawnSync(process.execPath, [path.join(PACKAGE_ROOT, "dist", "src", "cli.js"), "--cwd", svc.project.dir, "--stack", "svc", ...args], { encoding: "utf8", timeout: 60_000, env: { ...process.env, ...svc.project.env } });
+        assert.equal(r.status, 0, r.stderr);
+        return r.stdout;
+    };
+    const plain = cli("--json", "outputs");
+    assert.ok(!plain.includes(PASSWORD));
+    assert.deepEqual(JSON.parse(plain).proxies.map((p: any) => p.auth), [true, true]);
+    assert.deepEqual(JSON.parse(cli("--json", "outputs", "--show-secrets")).credentials, { web: { username: USERNAME, password: PASSWORD } });
+    const text = cli("outputs");
+    assert.match(text, /--show-secrets/);
+    assert.ok(!text.includes(PASSWORD));
+    assert.match(cli("outputs", "--show-secrets"), new RegExp(`^web\\s+${USERNAME}\\s+${PASSWORD}$`, "m"));
 });
