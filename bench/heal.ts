@@ -18,13 +18,13 @@ import * as path from "node:path";
 import pino from "pino";
 import { benchTable } from "./table";
 import { startTestService, TOKENS, waitFor } from "../test/helpers/service";
-import { findProxyProcesses, proxyFiles } from "../components/local/process";
+import { findProxyProcesses, proxyFiles } from "../kinds/local/process";
 import { Reconciler } from "../src/service/heal/reconciler";
-import { localGoneCheck } from "../src/providers-health/gone";
+import { localGoneCheck } from "../kinds/local/gone";
 import { Scaler } from "../src/service/scaler";
 import { OperationLog } from "../src/service/operations";
 import type { StackDriver } from "../src/engine";
-import type { ProxyMember } from "../components/member";
+import type { ProxyMember } from "../src/model";
 
 const arg = (name: string, dflt: number) => {
     const i = process.argv.indexOf(`--${name}`);

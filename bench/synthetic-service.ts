@@ -13,7 +13,7 @@ import * as http from "node:http";
 import * as os from "node:os";
 import pino from "pino";
 import type { PoolConfig } from "../src/config";
-import type { ProxyMember } from "../components/member";
+import type { ProxyMember } from "../src/model";
 import { Timeline } from "../src/service/timeline";
 import { createApp } from "../src/service/app";
 import { authenticate, sha256 } from "../src/service/auth";

@@ -1,10 +1,10 @@
 import * as path from "node:path";
 import * as pulumi from "@pulumi/pulumi";
 import { clearSecret, EgressConfig, parseEgressConfig } from "./config";
-import { ProxyPool } from "../components/pool";
-import { kinds } from "../components/kinds";
-import { withEntryOptions } from "../components/retain";
-import type { ProxyMember } from "../components/member";
+import { ProxyPool } from "../kinds/pool";
+import { kindOf } from "../kinds/registry";
+import { withEntryOptions } from "../kinds/shared/retain";
+import type { ProxyMember } from "./model";
 
 export interface ProgramOptions {
     /** Project root: cloud-init files are resolved against it. */
@@ -53,7 +53,7 @@ export function createProgram(opts: ProgramOptions): () => Promise<ProgramOutput
         const providerShared: Record<string, unknown> = {};
         for (const [providerName, entry] of Object.entries(config.providers)) {
             const users = config.pools.filter((p) => p.provider === providerName);
-            const kind = kinds[entry.type];
+            const kind = kindOf(entry).components();
             if (kind.createProviderShared && users.length > 0) providerShared[providerName] = kind.createProviderShared(providerName, { providerName, entry, pools: users, context }, withEntryOptions(entry));
         }
         const pools = config.pools.map(

@@ -2,7 +2,7 @@ import * as fs from "node:fs";
 import * as path from "node:path";
 import { ConfigError } from "../config";
 import { EngineError, EngineMissingError, MemberNotInStateError, PACKAGE_ROOT, StackMissingError } from "../engine";
-import type { ProxyMember } from "../../components/member";
+import type { ProxyMember } from "../model";
 import { proxyTable } from "./render";
 
 /** Exit codes: scripts can tell a bad request from a failed operation from a missing prerequisite. */

@@ -5,21 +5,11 @@ import type { Command } from "commander";
 import { loadStackConfig } from "../config";
 import { engineEnv, engineHome, PACKAGE_ROOT } from "../engine";
 import { action, EXIT, GlobalOptions, projectDir } from "./context";
-import { findIsoTool } from "../../components/kvm/seed-iso";
+import { kindOf } from "../../kinds/registry";
+import type { DoctorFinding } from "../../kinds/types";
 import { lockFindings } from "./doctor-locks";
 
-interface Finding {
-    check: string;
-    ok: boolean;
-    detail: string;
-    /** What to do about it, when not ok. */
-    fix?: string;
-}
-
-function which(bin: string): string | undefined {
-    const r = cp.spawnSync("sh", ["-c", 'command -v "$1"', "sh", bin], { encoding: "utf8" });
-    return r.status === 0 ? r.stdout.trim() : undefined;
-}
+type Finding = DoctorFinding;
 
 /** Each check is independent: doctor reports everything wrong at once instead of stopping at the first. */
 export function runDoctor(opts: GlobalOptions): Finding[] {
@@ -45,55 +35,23 @@ export function runDoctor(opts: GlobalOptions): Finding[] {
     const pass = process.env.PULUMI_CONFIG_PASSPHRASE ? "PULUMI_CONFIG_PASSPHRASE" : env?.PULUMI_CONFIG_PASSPHRASE_FILE ?? process.env.PULUMI_CONFIG_PASSPHRASE_FILE;
     out.push({ check: "secrets passphrase", ok: !!pass, detail: pass ? `from ${pass}` : "none", fix: "set PULUMI_CONFIG_PASSPHRASE or PULUMI_CONFIG_PASSPHRASE_FILE" });
 
-    const dist = path.join(PACKAGE_ROOT, "dist", "components", "local", "proxy-server.js");
+    // What `pulumi up` runs (Pulumi.yaml `main`): without it only the automation API could run the program.
+    const dist = path.join(PACKAGE_ROOT, "dist", "src", "program-main.js");
     out.push({ check: "build", ok: fs.existsSync(dist), detail: fs.existsSync(dist) ? "dist/ present" : "dist/ missing", fix: "run `npm run build`" });
 
     try {
         const cfg = loadStackConfig(projectDir(opts), opts.stack);
         out.push({ check: `stack ${opts.stack} config`, ok: true, detail: `${Object.keys(cfg.providers).length} provider(s), ${cfg.pools.length} pool(s)` });
-        const kinds = new Set(Object.values(cfg.providers).map((p) => p.type));
-        if (kinds.has("kvm")) {
-            out.push({ check: "kvm: virsh", ok: !!which("virsh"), detail: which("virsh") ?? "not on PATH", fix: "apt-get install libvirt-clients" });
-            // The same lookup the SeedDisk provider does, so doctor and `up` never disagree.
-            let iso: string | undefined;
-            try {
-                iso = findIsoTool().cmd;
-            } catch {
-                iso = undefined;
-            }
-            out.push({ check: "kvm: ISO builder", ok: !!iso, detail: iso ?? "none of xorriso, genisoimage, mkisofs on PATH", fix: "apt-get install xorriso" });
-        }
-        for (const k of ["gcp", "kubernetes"] as const) if (kinds.has(k)) out.push(pluginFinding(k, env?.PULUMI_HOME ?? home.pulumiHome, home.binDir));
+        // Each kind's own checks, once per kind with the stack's entries of that kind.
+        const byKind = new Map<string, { name: string; entry: (typeof cfg.providers)[string] }[]>();
+        for (const [name, entry] of Object.entries(cfg.providers)) byKind.set(entry.type, [...(byKind.get(entry.type) ?? []), { name, entry }]);
+        const kindEnv = { pulumiHome: env?.PULUMI_HOME ?? home.pulumiHome, binDir: home.binDir, packageRoot: PACKAGE_ROOT };
+        for (const entries of byKind.values()) out.push(...(kindOf(entries[0].entry).doctor?.(entries, kindEnv) ?? []));
     } catch (e) {
         out.push({ check: `stack ${opts.stack} config`, ok: false, detail: (e as Error).message, fix: "fix the paths named above in stacks/Pulumi.<stack>.yaml" });
     }
     out.push(...lockFindings(opts.stack));
     return out;
-}
-
-/**
- * The provider plugin the installed SDK (`@pulumi/<kind>`) asks the engine for: the same version, read
- * from its package.json so an SDK upgrade changes the advice with it. The engine downloads it on first
- * use unless PULUMI_DISABLE_AUTOMATIC_PLUGIN_ACQUISITION is set; offline it must be installed beforehand.
- */
-export function pluginFinding(kind: "gcp" | "kubernetes", pulumiHome: string, binDir: string): Finding {
-    const version = sdkVersion(kind);
-    const dir = path.join(pulumiHome, "plugins");
-    const want = `resource-${kind}-v${version}`;
-    const check = `${kind}: provider plugin ${version}`;
-    const has = fs.existsSync(path.join(dir, want));
-    const install = `PULUMI_HOME=${pulumiHome} ${path.join(binDir, "pulumi")} plugin install resource ${kind} ${version}`;
-    if (has) return { check, ok: true, detail: `installed in ${dir}` };
-    // Missing is only a problem when the engine may not fetch it: with acquisition on it downloads the
-    // plugin on first use, and doctor still names the command for a machine that turns out to be offline.
-    if (process.env.PULUMI_DISABLE_AUTOMATIC_PLUGIN_ACQUISITION !== "true")
-        return { check, ok: true, detail: `not installed yet: the engine downloads it on first use (offline, run: ${install})` };
-    return { check, ok: false, detail: `no ${want} in ${dir} and automatic plugin acquisition is disabled`, fix: `on a machine with internet access: ${install}` };
-}
-
-function sdkVersion(kind: "gcp" | "kubernetes"): string {
-    const file = require.resolve(`@pulumi/${kind}/package.json`, { paths: [PACKAGE_ROOT] });
-    return (JSON.parse(fs.readFileSync(file, "utf8")) as { version: string }).version;
 }
 
 export function registerDoctor(program: Command): void {

@@ -1,5 +1,5 @@
 import type { Command } from "commander";
-import type { ProxyMember } from "../../components/member";
+import type { ProxyMember } from "../model";
 import { loadStackConfig } from "../config";
 import { EngineError, OperationKind, OperationResult, ProgressEvent, StackDriver } from "../engine";
 import { action, EXIT, GlobalOptions, InterruptedError, projectDir, UsageError } from "./context";

@@ -1,4 +1,4 @@
-import type { ProxyMember } from "../../components/member";
+import type { ProxyMember } from "../model";
 import type { OperationResult, ProgressEvent } from "../engine";
 
 const SYMBOL: Record<string, string> = { create: "+", update: "~", delete: "-", replace: "+-", "create-replacement": "+-", "delete-replaced": "-", refresh: "r", read: "r" };

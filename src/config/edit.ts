@@ -1,7 +1,7 @@
 import * as fs from "node:fs";
 import YAML from "yaml";
 import { ConfigError } from "./errors";
-import { loadStackConfig, stackFile } from "./load";
+import { loadStackConfig, scaleRefusal, stackFile } from "./load";
 
 /**
  * Validates a scale request against the stack config without touching anything.
@@ -14,6 +14,8 @@ export function checkReplicas(projectRoot: string, stack: string, pool: string, 
         const known = cfg.pools.map((p) => p.name).join(", ") || "none";
         throw new ConfigError([{ path: "egress:pools", rule: `has no pool named "${pool}" (known: ${known})` }]);
     }
+    const refused = scaleRefusal(cfg, found);
+    if (refused) throw new ConfigError([{ path: `egress:pools[${cfg.pools.indexOf(found)}]`, rule: refused }]);
     const n = typeof replicas === "string" && /^-?\d+(\.\d+)?$/.test(replicas.trim()) ? Number(replicas) : replicas;
     const at = `egress:pools[${cfg.pools.indexOf(found)}].replicas`;
     if (typeof n !== "number" || !Number.isFinite(n)) throw new ConfigError([{ path: at, rule: "replicas must be a whole number", value: replicas }]);

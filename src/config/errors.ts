@@ -62,13 +62,13 @@ function preview(v: unknown): string {
 }
 
 /** Turns zod issues into problems that name the config path, the rule and the offending value. */
-export function problemsFromZod(error: z.ZodError, raw: unknown): ConfigProblem[] {
+export function problemsFromZod(error: z.ZodError, raw: unknown, kindNames: readonly string[] = []): ConfigProblem[] {
     return error.issues.map((issue) => {
         const path = issue.path as PropertyKey[];
         let rule = issue.message;
         if (issue.code === "unrecognized_keys") rule = `unknown key(s) ${issue.keys.map((k) => "`" + k + "`").join(", ")}`;
         if (issue.code === "invalid_union" && (issue as any).note === "No matching discriminator")
-            rule = "`type` must be one of local, kvm, gcp, kubernetes";
+            rule = `\`type\` must be one of ${kindNames.join(", ")}`;
         const value = issue.code === "unrecognized_keys" ? undefined : shownValue(path, valueAt(raw, path));
         return { path: configPath(path), rule, value };
     });

@@ -4,8 +4,4 @@ export * from "./load";
 export * from "./plan";
 export * from "./cloud-init";
 export * from "./names";
-export type { LocalProviderConfig } from "./providers/local";
-export type { KvmProviderConfig } from "./providers/kvm";
-export type { GcpProviderConfig } from "./providers/gcp";
-export type { KubernetesProviderConfig } from "./providers/kubernetes";
 export * from "./edit";

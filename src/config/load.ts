@@ -3,7 +3,8 @@ import * as path from "node:path";
 import YAML from "yaml";
 import { ConfigError, ConfigProblem, configPath, problemsFromZod } from "./errors";
 import { readCloudInit, squidHttpPorts, userDataText } from "./cloud-init";
-import { CloudInit, EgressConfig, egressConfigSchema, PoolConfig, ProviderConfig } from "./schema";
+import { CloudInit, EgressConfig, egressConfigSchema, PoolConfig } from "./schema";
+import { KIND_NAMES, kindOf } from "../../kinds/registry";
 
 /** The config keys this program reads; any other `egress:*` key in a stack file is a typo. */
 const KNOWN_KEYS = ["egress:providers", "egress:pools"];
@@ -32,10 +33,41 @@ export function loadStackConfig(projectRoot: string, stack: string): EgressConfi
 /** Validates raw `{providers, pools}` (from a stack file or `pulumi.Config`). Throws ConfigError naming every problem. */
 export function parseEgressConfig(raw: unknown, projectRoot: string, source?: string): EgressConfig {
     const parsed = egressConfigSchema.safeParse(raw);
-    if (!parsed.success) throw new ConfigError(problemsFromZod(parsed.error, raw), source);
+    if (!parsed.success) throw new ConfigError(problemsFromZod(parsed.error, raw, KIND_NAMES), source);
     const problems = crossCheck(parsed.data, projectRoot);
+    problems.push(...fixMembers(parsed.data, raw));
     if (problems.length) throw new ConfigError(problems, source);
     return parsed.data;
+}
+
+/**
+ * The member count of a pool whose provider fixes it (e.g. one member per listed proxy), or
+ * undefined when `replicas` is the pool's to choose. Such a pool is never scaled and its members are never
+ * replaced: there is nothing to replace them with.
+ */
+export function fixedReplicas(cfg: EgressConfig, pool: PoolConfig): number | undefined {
+    const entry = cfg.providers[pool.provider];
+    return entry ? kindOf(entry).fixedReplicas?.(entry) : undefined;
+}
+
+/** Why a pool cannot be scaled, or undefined when it can. */
+export function scaleRefusal(cfg: EgressConfig, pool: PoolConfig): string | undefined {
+    const fixed = fixedReplicas(cfg, pool);
+    if (fixed === undefined) return undefined;
+    return `pool "${pool.name}" cannot be scaled: its ${fixed} member(s) follow provider "${pool.provider}" (kind \`${cfg.providers[pool.provider].type}\`); change that entry instead`;
+}
+
+/** Pools of fixed members never have members replaced: `replaceUnhealthyAfterSeconds` is 0 for them (set otherwise: a problem). */
+function fixMembers(cfg: EgressConfig, raw: unknown): ConfigProblem[] {
+    const out: ConfigProblem[] = [];
+    cfg.pools.forEach((pool, i) => {
+        if (fixedReplicas(cfg, pool) === undefined) return;
+        const given = (raw as { pools?: { replaceUnhealthyAfterSeconds?: unknown }[] })?.pools?.[i]?.replaceUnhealthyAfterSeconds;
+        if (given !== undefined && given !== 0)
+            out.push({ path: configPath(["pools", i, "replaceUnhealthyAfterSeconds"]), rule: `must be 0 or unset: members of a \`${cfg.providers[pool.provider].type}\` provider are never replaced`, value: given });
+        pool.replaceUnhealthyAfterSeconds = 0;
+    });
+    return out;
 }
 
 /** Rules that span sections: pools name existing providers, placements name catalog keys, ports agree with cloud-init. */
@@ -52,44 +84,14 @@ export function crossCheck(cfg: EgressConfig, projectRoot: string): ConfigProble
             problems.push({ path: at("provider"), rule: `must name an entry of egress:providers (known: ${known})`, value: pool.provider });
             return;
         }
-        // A public address without credentials is an open proxy to anyone inside the source ranges.
-        if (entry.type === "gcp" && !pool.auth)
-            problems.push({
-                path: at("auth"),
-                rule: `is required for gcp pools (their proxies have public addresses): set \`auth.username\` and \`auth.password\`, the password as a secret, e.g. pulumi config set --secret --path 'egress:pools[${i}].auth.password' "$(openssl rand -base64 24)"`,
-            });
-        problems.push(...checkPlacement(entry, pool.placement, at("placement")));
-        pool.members.forEach((m, j) => {
-            if (m.placement) problems.push(...checkPlacement(entry, { ...pool.placement, ...m.placement }, at("members", j, "placement")));
-        });
+        const kind = kindOf(entry);
+        problems.push(...(kind.checkPool?.(entry, pool, at, cfg.pools.filter((p) => p.provider === pool.provider)) ?? []));
+        const fixed = kind.fixedReplicas?.(entry);
+        if (fixed !== undefined && pool.replicas !== fixed)
+            problems.push({ path: at("replicas"), rule: `must be ${fixed}: the members of a \`${entry.type}\` provider follow its entry (${pool.provider}), not a count`, value: pool.replicas });
         problems.push(...checkPorts(pool, projectRoot, at));
     });
     return problems;
-}
-
-function checkPlacement(entry: ProviderConfig, placement: PoolConfig["placement"], at: string): ConfigProblem[] {
-    const out: ConfigProblem[] = [];
-    if (entry.type === "kvm") {
-        const zones = entry.hosts.map((h) => h.zone ?? h.name);
-        if (placement.zone && !zones.includes(placement.zone))
-            out.push({ path: `${at}.zone`, rule: `must be the zone of a host of this provider (${zones.join(", ")})`, value: placement.zone });
-        const images = Object.keys(entry.images);
-        if (!placement.image && images.length !== 1)
-            out.push({ path: `${at}.image`, rule: `is required when the provider has ${images.length} images (${images.join(", ")})` });
-        if (placement.image && !images.includes(placement.image))
-            out.push({ path: `${at}.image`, rule: `must name an image of this provider (${images.join(", ")})`, value: placement.image });
-        const types = Object.keys(entry.machineTypes);
-        if (placement.machineType && !types.includes(placement.machineType))
-            out.push({ path: `${at}.machineType`, rule: `must name a machine type of this provider (${types.join(", ")})`, value: placement.machineType });
-    }
-    if (entry.type === "gcp" && placement.zone && !entry.zones.includes(placement.zone))
-        out.push({ path: `${at}.zone`, rule: `must be one of this provider's zones (${entry.zones.join(", ")})`, value: placement.zone });
-    // GCE takes image and machine type from the provider entry; Kubernetes pods have neither.
-    if ((entry.type === "gcp" || entry.type === "kubernetes") && placement.image)
-        out.push({ path: `${at}.image`, rule: `is not used by ${entry.type} providers (set \`image\` on the provider entry)`, value: placement.image });
-    if (entry.type === "kubernetes" && placement.machineType)
-        out.push({ path: `${at}.machineType`, rule: "is not used by kubernetes providers (set `resources` on the provider entry)", value: placement.machineType });
-    return out;
 }
 
 /**

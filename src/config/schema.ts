@@ -1,9 +1,6 @@
 import { z } from "zod";
 import { dnsLabel, identifier, port, proxyPasswordSchema, PROXY_USERNAME } from "./names";
-import { localProviderSchema } from "./providers/local";
-import { kvmProviderSchema } from "./providers/kvm";
-import { gcpProviderSchema } from "./providers/gcp";
-import { kubernetesProviderSchema } from "./providers/kubernetes";
+import { KIND_SCHEMAS } from "../../kinds/registry";
 
 /** Cloud-init user-data: a file (path relative to the project root) or an inline document. */
 export const cloudInitSchema = z
@@ -50,8 +47,8 @@ export const poolSchema = z
         cloudInit: cloudInitSchema.optional(),
         members: z.array(memberOverrideSchema).default([]),
         /**
-         * Proxy credentials every member requires (squid basic auth; proxy-chain auth for `local`). Required
-         * for gcp pools (public addresses). A pool with its own cloud-init configures squid's auth itself.
+         * Proxy credentials every member requires (proxy basic auth, whatever the kind). Kinds with public
+         * addresses require it (their `checkPool`). A pool with its own cloud-init configures squid's auth itself.
          */
         auth: proxyAuthSchema.optional(),
         /** Seconds a proxy rests after a lease before it is leased again. @default 0 */
@@ -83,12 +80,8 @@ export const poolSchema = z
         });
     });
 
-export const providerSchema = z.discriminatedUnion("type", [
-    localProviderSchema,
-    kvmProviderSchema,
-    gcpProviderSchema,
-    kubernetesProviderSchema,
-]);
+/** One schema per registered kind (kinds/registry.ts), told apart by `type`. */
+export const providerSchema = z.discriminatedUnion("type", KIND_SCHEMAS);
 
 export const egressConfigSchema = z.strictObject({
     providers: z.record(dnsLabel(), providerSchema),

@@ -1,6 +1,6 @@
 import * as fs from "node:fs";
 import * as path from "node:path";
-import type { ProxyMember } from "../../components/member";
+import type { ProxyMember } from "../model";
 import type { EngineHome } from "./env";
 import type { StateResource } from "./member-urns";
 

@@ -1,7 +1,7 @@
 import * as path from "node:path";
 import { LocalWorkspace, PulumiCommand, Stack, EngineEvent, ConcurrentUpdateError, StackNotFoundError } from "@pulumi/pulumi/automation";
 import { createProgram } from "../program";
-import type { ProxyMember } from "../../components/member";
+import type { ProxyMember } from "../model";
 import { engineEnv, engineHome, EngineHome } from "./env";
 import { ProgressEvent, toProgress } from "./progress";
 import { stackLocks } from "./locks";

@@ -1,6 +1,6 @@
 import type { Stack } from "@pulumi/pulumi/automation";
-import { pendingCreateUndoers } from "../../components/kinds";
-import type { ProxyMember } from "../../components/member";
+import { pendingCreateUndoers } from "../../kinds/registry";
+import type { ProxyMember } from "../model";
 import { membersOf } from "./checkpoint";
 import { repairFileBackend } from "./backend-repair";
 import { killLeftovers } from "./leftovers";

@@ -1,4 +1,5 @@
-import type { ProviderConfig, ProviderKind } from "../config";
+import type { ProviderConfig } from "../config";
+import { kindOf } from "../../kinds/registry";
 import { collectorFor, knownToState } from "./collectors";
 import type { Collector, ManagedThing } from "./types";
 
@@ -12,7 +13,7 @@ export interface Orphan extends ManagedThing {
 /** One provider entry's result. A failed entry has `error` (listing failed) or orphans with an `error`. */
 export interface ProviderResult {
     provider: string;
-    kind: ProviderKind;
+    kind: string;
     ok: boolean;
     /** Orphans found; 0 when listing failed. */
     found: number;
@@ -46,11 +47,13 @@ export interface GcOptions {
  * others.
  */
 export async function collectGarbage(providers: Record<string, ProviderConfig>, opts: GcOptions): Promise<GcReport> {
-    // Local proxies of a stack share one directory whatever their entry, so only the first local entry
-    // lists them; the others would report the same orphans again (and try to remove them twice).
-    const firstLocal = Object.keys(providers).find((n) => providers[n].type === "local");
+    // Some kinds' entries of one stack share what they list (local proxies share one directory): only the
+    // first entry of such a kind lists them, or the others would report the same orphans again (and try to
+    // remove them twice).
+    const first = new Map<string, string>();
+    for (const [n, e] of Object.entries(providers)) if (!first.has(e.type)) first.set(e.type, n);
     const results = await Promise.all(Object.entries(providers).map(([name, entry]) =>
-        entry.type === "local" && name !== firstLocal ? Promise.resolve(emptyResult(name, entry)) : collectOne(name, entry, opts)));
+        kindOf(entry).collectOncePerStack && first.get(entry.type) !== name ? Promise.resolve(emptyResult(name, entry)) : collectOne(name, entry, opts)));
     return { ok: results.every((r) => r.ok), dryRun: !opts.delete, providers: results };
 }
 
@@ -63,7 +66,9 @@ async function collectOne(name: string, entry: ProviderConfig, opts: GcOptions):
     let collector: Collector;
     let things: ManagedThing[];
     try {
-        collector = collectorFor(name, entry, opts.runDir);
+        const found = collectorFor(name, entry, opts.runDir, opts.stack);
+        if (!found) return result; // the kind leaves nothing behind
+        collector = found;
         things = await collector.list({ project: opts.project, stack: opts.stack });
     } catch (e) {
         return { ...result, ok: false, error: (e as Error).message };

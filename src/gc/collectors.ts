@@ -1,20 +1,14 @@
 import * as path from "node:path";
-import type { ProviderConfig, ProviderKind } from "../config";
-import { localCollector } from "./local";
-import { gcpCollector } from "./gcp";
-import { kubernetesCollector } from "./kubernetes";
-import type { Collector, CollectorFactory, ManagedThing } from "./types";
+import type { ProviderConfig } from "../config";
+import { kindOf } from "../../kinds/registry";
+import type { Collector, ManagedThing } from "./types";
 
-/** One collector per provider entry, by kind. `runDir` is where local proxies keep their files. */
-export function collectorFor(providerName: string, entry: ProviderConfig, runDir: string): Collector {
-    const factories: Record<ProviderKind, CollectorFactory<any>> = {
-        local: localCollector(runDir),
-        // Loaded on use: the KVM kind pulls in libvirt tooling checks nobody else needs.
-        kvm: (...args: Parameters<CollectorFactory<any>>) => require("./kvm").kvmCollector(...args),
-        gcp: gcpCollector,
-        kubernetes: kubernetesCollector,
-    };
-    return factories[entry.type](providerName, entry);
+/**
+ * One collector per provider entry, by kind; undefined for a kind that leaves nothing behind to collect.
+ * `runDir` is where local proxies keep their files.
+ */
+export function collectorFor(providerName: string, entry: ProviderConfig, runDir: string, stack = ""): Collector | undefined {
+    return kindOf(entry).collector?.(providerName, entry, { runDir, stack });
 }
 
 /**

@@ -1,8 +1,7 @@
-import type { ProviderConfig, ProviderKind } from "../config";
 
 /** Something egress created, found by its labels/metadata (project, stack, pool, member). */
 export interface ManagedThing {
-    kind: ProviderKind;
+    kind: string;
     provider: string;
     /** What sort of thing: `domain`, `volume`, `instance`, `address`, `firewall`, `deployment`, `service`, `secret`, `process`. */
     type: string;
@@ -17,11 +16,11 @@ export interface ManagedThing {
 /** Lists and removes managed things of one provider entry. */
 export interface Collector {
     readonly provider: string;
-    readonly kind: ProviderKind;
+    readonly kind: string;
     /** Everything carrying labels for this project and stack. */
     list(scope: { project: string; stack: string }): Promise<ManagedThing[]>;
     /** Removes one thing; succeeds when it is already gone. */
     remove(thing: ManagedThing): Promise<void>;
 }
 
-export type CollectorFactory<E extends ProviderConfig = ProviderConfig> = (providerName: string, entry: E, options?: { endpoint?: string }) => Collector;
+export type CollectorFactory<E = unknown> = (providerName: string, entry: E, options?: { endpoint?: string }) => Collector;

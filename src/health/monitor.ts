@@ -1,4 +1,4 @@
-import type { ProxyMember } from "../../components/member";
+import type { ProxyMember } from "../model";
 import { ProbeFn, ProbeOptions, ProbeResult, probeThroughProxy } from "./probe";
 import { DEFAULT_THRESHOLDS, HealthThresholds, MemberHealth, MemberHealthView, Transition } from "./state";
 
@@ -193,7 +193,7 @@ export class HealthMonitor {
         const started = performance.now();
         try {
             const proxyAuth = this.o.credentials?.(m);
-            return await this.o.probe({ proxyHost: m.host, proxyPort: m.port, checkUrl: this.o.checkUrl, timeoutMs: this.o.timeoutMs, ...this.o.tls, ...(proxyAuth ? { proxyAuth } : {}) });
+            return await this.o.probe({ proxyHost: m.host, proxyPort: m.port, proxyTls: m.url.startsWith("https://"), checkUrl: this.o.checkUrl, timeoutMs: this.o.timeoutMs, ...this.o.tls, ...(proxyAuth ? { proxyAuth } : {}) });
         } catch (err) {
             return { ok: false, latencyMs: performance.now() - started, error: `probe threw: ${err instanceof Error ? err.message : String(err)}` };
         }

@@ -6,6 +6,8 @@ import * as tls from "node:tls";
 export interface ProbeOptions {
     proxyHost: string;
     proxyPort: number;
+    /** The proxy itself takes TLS (an `https://` member URL): the probe speaks TLS to it, verified against `ca`. */
+    proxyTls?: boolean;
     /**
      * Fetched through the proxy. http:// goes as an absolute-form GET to the proxy; https:// through a
      * CONNECT tunnel and TLS, which is what crawlers do for most sites. The service's `GET /v1/echo`
@@ -60,6 +62,11 @@ export function probeThroughProxy(o: ProbeOptions): Promise<ProbeResult> {
         };
         const timer = setTimeout(() => finish({ ok: false, error: `timed out after ${o.timeoutMs} ms` }), o.timeoutMs);
         const proxy = `proxy ${o.proxyHost}:${o.proxyPort}`;
+        // To a TLS proxy: the same requests over TLS (identity checked against the proxy's host).
+        const bareProxy = o.proxyHost.replace(/^\[|\]$/g, "");
+        const toProxy = (opts: http.RequestOptions) => (o.proxyTls
+            ? https.request({ ...opts, servername: net.isIP(bareProxy) ? undefined : bareProxy, ca: o.ca, rejectUnauthorized: o.rejectUnauthorized ?? true })
+            : http.request(opts));
         const fail = (what: string) => (e: NodeJS.ErrnoException) => finish({ ok: false, error: `${what}: ${e.code ?? e.message}${e.code && e.message && !e.message.includes(e.code) ? ` (${e.message})` : ""}` });
 
         let url: URL;
@@ -89,14 +96,15 @@ export function probeThroughProxy(o: ProbeOptions): Promise<ProbeResult> {
         };
 
         if (url.protocol === "http:") {
-            const req = http.request({ host: o.proxyHost, port: o.proxyPort, method: "GET", path: url.href, headers: { ...headers, ...proxyHeaders }, agent: false }, onResponse);
+            const req = toProxy({ host: o.proxyHost, port: o.proxyPort, method: "GET", path: url.href, headers: { ...headers, ...proxyHeaders }, agent: false });
+            req.on("response", onResponse);
             open.push(req);
             req.on("error", fail(`GET through ${proxy}`));
             req.end();
             return;
         }
         const authority = `${url.hostname}:${url.port || 443}`;
-        const connect = http.request({ host: o.proxyHost, port: o.proxyPort, method: "CONNECT", path: authority, headers: { host: authority, ...proxyHeaders }, agent: false });
+        const connect = toProxy({ host: o.proxyHost, port: o.proxyPort, method: "CONNECT", path: authority, headers: { host: authority, ...proxyHeaders }, agent: false });
         open.push(connect);
         connect.on("error", fail(`CONNECT through ${proxy}`));
         connect.on("connect", (res, socket) => {

@@ -1,4 +1,4 @@
-import type { ProviderConfig, ProviderKind } from "../config";
+import type { ProxyMember } from "../model";
 
 /** One verdict about one target of a provider entry (a KVM host, a GCE zone, a Kubernetes namespace). */
 export interface CheckVerdict {
@@ -16,7 +16,8 @@ export interface CheckVerdict {
 /** Checks that one provider entry can do its job. One Checker per entry in `egress:providers`. */
 export interface Checker {
     readonly provider: string;
-    readonly kind: ProviderKind;
+    /** The entry's kind (kinds/registry.ts). */
+    readonly kind: string;
     /** Never throws for a failing target: failures are verdicts. */
     check(signal?: AbortSignal): Promise<CheckVerdict[]>;
 }
@@ -25,11 +26,29 @@ export interface Checker {
  * Builds the Checker for an entry. `entry` comes from the decrypted stack config: secret fields are
  * plain strings here and must never be logged or put into verdicts.
  */
-export type CheckerFactory<E extends ProviderConfig = ProviderConfig> = (providerName: string, entry: E, options?: CheckerOptions) => Checker;
+export type CheckerFactory<E = unknown> = (providerName: string, entry: E, options?: CheckerOptions) => Checker;
 
 export interface CheckerOptions {
     /** Per-target timeout in milliseconds. @default 10000 */
     timeoutMs?: number;
     /** Overrides the API endpoint (tests point GCP/Kubernetes clients at a local server). */
     endpoint?: string;
+}
+
+/**
+ * "Is this member gone?" per kind, for the service's reconcile loop: a cheap look at what really runs,
+ * without an engine run. Answers member id → why it is gone, in words; members not in the map are
+ * there as far as the hook can tell (their health still comes from probes). Never throws for a member:
+ * a hook that cannot tell says nothing about it.
+ */
+export type GoneCheck = (members: readonly ProxyMember[], signal?: AbortSignal) => Promise<Map<string, string>>;
+
+export interface GoneCheckContext<E = { type: string }> {
+    /** The service's run dir (local proxies keep their files under `<runDir>/local/<stack>`). */
+    runDir: string;
+    /** The Pulumi project (libvirt object names and GCE/Kubernetes labels carry it). */
+    project: string;
+    stack: string;
+    /** The provider entry, decrypted (secret fields are plain strings: never log them). */
+    entry: E;
 }

@@ -1,4 +1,4 @@
-import type { ProxyMember } from "../../components/member";
+import type { ProxyMember } from "../model";
 
 /** What a member of a pool with `auth` requires (the secret stack output `credentials`, per pool). */
 export interface PoolCredentials {

@@ -1,5 +1,5 @@
 import type { PoolConfig } from "../config";
-import type { ProxyMember } from "../../components/member";
+import type { ProxyMember } from "../model";
 import type { LeaseManager } from "./leases";
 import type { ReleaseOutcome, Removal } from "./leases/types";
 import { Lifecycle, lifecycleOf, membersMentioned } from "./lifecycle";

@@ -64,6 +64,7 @@ export const OPERATIONS: Op[] = [
         request: { params: poolParams, body: { required: true, content: { "application/json": { schema: s.scaleBody } } } },
         responses: {
             "202": { ...json(s.scaleResponse, "Accepted; the body is the operation that applies it"), headers: z.object({ Location: z.string().describe("/v1/operations/{id}") }) },
+            "400": error("Bad request: `invalid_request` (details list each field and rule), `not_scalable` (the pool's provider fixes its members, e.g. a list of existing proxies), `token_in_url`, `malformed_json`"),
             "404": error("`unknown_pool`"),
             ...withBody,
         },

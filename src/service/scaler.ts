@@ -1,7 +1,7 @@
 import type { Logger } from "pino";
 import { loadStackConfig, setPoolReplicas } from "../config";
 import type { EngineError, ProgressEvent, StackDriver } from "../engine";
-import type { ProxyMember } from "../../components/member";
+import type { ProxyMember } from "../model";
 import type { HealTarget, Operation, OperationLog } from "./operations";
 import type { Drainer } from "./drain/drainer";
 import { healDrainTargets, healGoneTargets, scaleDownTargets } from "./drain/plan";

@@ -22,7 +22,8 @@ import { Reconciler } from "./heal/reconciler";
 import { Drainer } from "./drain/drainer";
 import { Timeline } from "./timeline";
 import { goneCheckFor, GoneCheck } from "../providers-health/gone";
-import type { ProxyMember } from "../../components/member";
+import { kindOf } from "../../kinds/registry";
+import type { ProxyMember } from "../model";
 
 export interface ServeOptions {
     projectRoot: string;
@@ -219,7 +220,7 @@ export async function startService(opts: ServeOptions): Promise<RunningService> 
         await refreshFleet();
         const raw = await driver.config();
         const cfg = parseEgressConfig({ providers: raw.providers ?? {}, pools: raw.pools ?? [] }, opts.projectRoot);
-        const remote = Object.entries(cfg.providers).filter(([, e]) => e.type !== "local").map(([n]) => n);
+        const remote = Object.entries(cfg.providers).filter(([, e]) => !kindOf(e).onThisMachine).map(([n]) => n);
         if (remote.length && !opts.checkUrl)
             log.warn({ providers: remote, checkUrl: checkUrl }, "health probes go to this service's loopback echo, which proxies on other machines cannot reach: their members stay unhealthy and are never leased; set --check-url (EGRESS_CHECK_URL) to a URL the proxies can reach");
         providerHealth.setCheckers(Object.entries(cfg.providers).map(([name, entry]) => checkerFor(name, entry, runDir, opts.stack)));

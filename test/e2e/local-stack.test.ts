@@ -7,7 +7,7 @@ import assert from "node:assert/strict";
 import * as fs from "node:fs";
 import { pidsMentioning, tempProject } from "../helpers/project";
 import { connectViaProxy, getViaProxy, startTargetServer } from "../helpers/net";
-import type { ProxyMember } from "../../components/member";
+import type { ProxyMember } from "../../src/model";
 
 const config = (replicas: number) => ({
     "egress:providers": { local: { type: "local" } },

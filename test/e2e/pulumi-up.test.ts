@@ -13,7 +13,7 @@ import YAML from "yaml";
 import { engineHome, PACKAGE_ROOT } from "../../src/engine";
 import { connectViaProxy, getViaProxy, startTargetServer } from "../helpers/net";
 import { pidsMentioning } from "../helpers/project";
-import type { ProxyMember } from "../../components/member";
+import type { ProxyMember } from "../../src/model";
 
 const home = engineHome();
 const programMain = path.join(PACKAGE_ROOT, "dist", "src", "program-main.js");

@@ -4,10 +4,10 @@ import assert from "node:assert/strict";
 import * as fs from "node:fs";
 import * as os from "node:os";
 import * as path from "node:path";
-import { kvmChecker } from "../../src/providers-health/kvm";
-import { kvmCollector } from "../../src/gc/kvm";
-import { domainProvider } from "../../components/kvm/domain";
-import { memberObjectNames, METADATA_NS } from "../../components/kvm/naming";
+import { kvmChecker } from "../../kinds/kvm/health";
+import { kvmCollector } from "../../kinds/kvm/gc";
+import { domainProvider } from "../../kinds/kvm/domain";
+import { memberObjectNames, METADATA_NS } from "../../kinds/kvm/naming";
 import { connection, kvmEntry, lv, Sandbox, startSandbox, teardown, wrongKnownHosts } from "./sandbox";
 
 let sb: Sandbox;

@@ -4,7 +4,7 @@ import assert from "node:assert/strict";
 import * as fs from "node:fs";
 import * as os from "node:os";
 import * as path from "node:path";
-import { startProxy, isOurProcess } from "../../components/local/process";
+import { startProxy, isOurProcess } from "../../kinds/local/process";
 import { collectorFor, knownToState } from "../../src/gc";
 import { PACKAGE_ROOT } from "../../src/engine/env";
 
@@ -14,10 +14,10 @@ after(() => fs.rmSync(runDir, { recursive: true, force: true }));
 test("an orphaned local proxy is listed, matched against state, and removed", async () => {
     const stateDir = path.join(runDir, "local", "gcs");
     const id = "gcs-web-7-0badc0de";
-    const started = await startProxy({ id, port: 0, stateDir, serverScript: path.join(PACKAGE_ROOT, "dist", "components", "local", "proxy-server.js"), nodePath: process.execPath });
+    const started = await startProxy({ id, port: 0, stateDir, serverScript: path.join(PACKAGE_ROOT, "dist", "kinds", "local", "proxy-server.js"), nodePath: process.execPath });
     assert.ok(isOurProcess(started.pid, id));
 
-    const collector = collectorFor("local", { type: "local" }, runDir);
+    const collector = collectorFor("local", { type: "local" }, runDir)!;
     const things = await collector.list({ project: "egress", stack: "gcs" });
     assert.deepEqual(things, [{ kind: "local", provider: "local", type: "process", name: id, location: stateDir, member: "web-7" }]);
     assert.equal(knownToState(things[0], new Set([id])), true, "state knows it by ID");

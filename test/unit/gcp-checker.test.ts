@@ -5,8 +5,9 @@ import * as fs from "node:fs";
 import * as os from "node:os";
 import * as path from "node:path";
 import { FakeCompute, startFakeCompute } from "../fixtures/gcp/fake-compute";
-import { gcpChecker } from "../../src/providers-health/gcp";
-import { parseEgressConfig, GcpProviderConfig } from "../../src/config";
+import { gcpChecker } from "../../kinds/gcp/health";
+import { parseEgressConfig } from "../../src/config";
+import type { GcpProviderConfig } from "../../kinds/gcp/config";
 
 const TOKEN = "ya29.test-token";
 let fake: FakeCompute;

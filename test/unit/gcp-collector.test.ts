@@ -1,9 +1,10 @@
 import { after, before, describe, it } from "node:test";
 import * as assert from "node:assert/strict";
 import { FakeCompute, startFakeCompute } from "../fixtures/gcp/fake-compute";
-import { gcpCollector } from "../../src/gc/gcp";
-import { firewallDescription, poolResourceName } from "../../components/gcp/names";
-import { GcpProviderConfig, parseEgressConfig } from "../../src/config";
+import { gcpCollector } from "../../kinds/gcp/gc";
+import { firewallDescription, poolResourceName } from "../../kinds/gcp/names";
+import { parseEgressConfig } from "../../src/config";
+import type { GcpProviderConfig } from "../../kinds/gcp/config";
 
 const TOKEN = "ya29.test-token";
 const P = "https://www.googleapis.com/compute/v1/projects/crawl-proxies";

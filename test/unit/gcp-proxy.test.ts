@@ -4,8 +4,8 @@ import * as fs from "node:fs";
 import * as path from "node:path";
 import { installMocks, isSecret, ofType, recorded, settle, valueOf } from "../helpers/pulumi-mocks";
 import { parseEgressConfig } from "../../src/config";
-import type { StackContext } from "../../components/member";
-import { squidPasswdFile } from "../../components/squid-passwd";
+import type { StackContext } from "../../src/model";
+import { squidPasswdFile } from "../../kinds/shared/squid-passwd";
 
 const root = path.resolve(__dirname, "..", "..", "..");
 const fixture = (f: string) => fs.readFileSync(path.join(root, "test/fixtures", f), "utf8");
@@ -13,14 +13,14 @@ const context: StackContext = { project: "egress", stack: "test", projectRoot: r
 const RANGES = ["203.0.113.0/24", "198.51.100.7/32"];
 const AUTH = { username: "crawler", password: "gcp-canary-password-42" };
 
-type Mod = typeof import("../../components/pool");
+type Mod = typeof import("../../kinds/pool");
 let pool: Mod;
-let gcpMod: typeof import("../../components/gcp");
+let gcpMod: typeof import("../../kinds/gcp/component");
 
 before(async () => {
     await installMocks("egress", "test");
-    pool = await import("../../components/pool");
-    gcpMod = await import("../../components/gcp");
+    pool = await import("../../kinds/pool");
+    gcpMod = await import("../../kinds/gcp/component");
 });
 
 function config(poolOver: Record<string, unknown>, entryOver: Record<string, unknown> = {}) {

@@ -4,10 +4,11 @@ import * as fs from "node:fs";
 import * as os from "node:os";
 import * as path from "node:path";
 import { FakeCompute, startFakeCompute } from "../fixtures/gcp/fake-compute";
-import { gcpGoneCheck } from "../../src/providers-health/gone-gcp";
+import { gcpGoneCheck } from "../../kinds/gcp/gone";
 import { goneCheckFor } from "../../src/providers-health/gone";
-import { parseEgressConfig, GcpProviderConfig } from "../../src/config";
-import { memberLabels, ProxyMember } from "../../components/member";
+import { parseEgressConfig } from "../../src/config";
+import type { GcpProviderConfig } from "../../kinds/gcp/config";
+import { memberLabels, ProxyMember } from "../../src/model";
 
 const TOKEN = "ya29.test-token";
 const B = "europe-west1-b";

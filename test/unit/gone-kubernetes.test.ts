@@ -1,10 +1,11 @@
 import { after, before, beforeEach, describe, it } from "node:test";
 import * as assert from "node:assert/strict";
 import { FakeApiServer, startFakeApiServer, writeKubeconfig } from "../fixtures/kubernetes/fake-apiserver";
-import { kubernetesGoneCheck } from "../../src/providers-health/gone-kubernetes";
+import { kubernetesGoneCheck } from "../../kinds/kubernetes/gone";
 import { goneCheckFor } from "../../src/providers-health/gone";
-import { KubernetesProviderConfig, parseEgressConfig } from "../../src/config";
-import { memberLabels, poolLabels, ProxyMember } from "../../components/member";
+import { parseEgressConfig } from "../../src/config";
+import type { KubernetesProviderConfig } from "../../kinds/kubernetes/config";
+import { memberLabels, poolLabels, ProxyMember } from "../../src/model";
 
 const PODS = "/api/v1/namespaces/egress/pods";
 let fake: FakeApiServer;

@@ -4,7 +4,7 @@
  */
 import { test } from "node:test";
 import assert from "node:assert/strict";
-import type { ProxyMember } from "../../components/member";
+import type { ProxyMember } from "../../src/model";
 import { HealthMonitor, ProbeOptions, ProbeResult, Transition } from "../../src/health";
 
 const member = (i: number, port = 10_000 + i): ProxyMember => ({

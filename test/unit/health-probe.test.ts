@@ -11,7 +11,7 @@ import * as https from "node:https";
 import * as net from "node:net";
 import * as os from "node:os";
 import * as path from "node:path";
-import type { ProxyMember } from "../../components/member";
+import type { ProxyMember } from "../../src/model";
 import { HealthMonitor, probeThroughProxy, Transition } from "../../src/health";
 
 // eslint-disable-next-line @typescript-eslint/no-require-imports
@@ -82,6 +82,28 @@ test("https:// check: CONNECT, then TLS verified against the given CA", async ()
     assert.equal(untrusted.ok, false);
     assert.match(untrusted.error!, /^TLS to 127\.0\.0\.1:\d+ through proxy 127\.0\.0\.1:\d+: DEPTH_ZERO_SELF_SIGNED_CERT/);
     assert.equal((await probeThroughProxy({ ...base, rejectUnauthorized: false })).ok, true);
+});
+
+test("a TLS proxy (an https:// member): the probe speaks TLS to the proxy itself, verified, for http:// and https:// checks", async () => {
+    const seen: string[] = [];
+    const p = new ProxyServer({
+        port: 0, host: "127.0.0.1", verbose: false, serverType: "https",
+        httpsOptions: { key: fs.readFileSync(path.join(tmp, "key.pem")), cert: ca },
+        prepareRequestFunction: ({ hostname, port, isHttp }) => (seen.push(`${isHttp ? "GET" : "CONNECT"} ${hostname}:${port}`), {}),
+    });
+    await p.listen();
+    proxies.push(p);
+    const base = { proxyHost: "127.0.0.1", proxyPort: p.port, proxyTls: true, timeoutMs: 2000, ca };
+    const plain = await probeThroughProxy({ ...base, checkUrl: `http://127.0.0.1:${httpPort}/v1/echo` });
+    assert.deepEqual({ ok: plain.ok, egressIp: plain.egressIp, error: plain.error }, { ok: true, egressIp: "127.0.0.1", error: undefined });
+    const secure = await probeThroughProxy({ ...base, checkUrl: `https://127.0.0.1:${tlsPort}/v1/echo` });
+    assert.deepEqual({ ok: secure.ok, egressIp: secure.egressIp, error: secure.error }, { ok: true, egressIp: "127.0.0.1", error: undefined });
+    assert.deepEqual(seen, [`GET 127.0.0.1:${httpPort}`, `CONNECT 127.0.0.1:${tlsPort}`]);
+    const untrusted = await probeThroughProxy({ ...base, ca: undefined, checkUrl: `http://127.0.0.1:${httpPort}/v1/echo` });
+    assert.equal(untrusted.ok, false);
+    assert.match(untrusted.error!, /^GET through proxy 127\.0\.0\.1:\d+: DEPTH_ZERO_SELF_SIGNED_CERT/);
+    // Plain HTTP to a TLS proxy fails: the scheme of the member's URL decides.
+    assert.equal((await probeThroughProxy({ ...base, proxyTls: false, checkUrl: `http://127.0.0.1:${httpPort}/v1/echo` })).ok, false);
 });
 
 test("failures are results, not exceptions: bad status, CONNECT refused, dead proxy, silent proxy, bad URL", async () => {

@@ -1,8 +1,9 @@
 import { after, before, describe, it } from "node:test";
 import * as assert from "node:assert/strict";
 import { FakeApiServer, startFakeApiServer, writeKubeconfig } from "../fixtures/kubernetes/fake-apiserver";
-import { kubernetesCollector } from "../../src/gc/kubernetes";
-import { KubernetesProviderConfig, parseEgressConfig } from "../../src/config";
+import { kubernetesCollector } from "../../kinds/kubernetes/gc";
+import { parseEgressConfig } from "../../src/config";
+import type { KubernetesProviderConfig } from "../../kinds/kubernetes/config";
 
 let fake: FakeApiServer;
 let entry: KubernetesProviderConfig;

@@ -3,20 +3,20 @@ import * as assert from "node:assert/strict";
 import * as path from "node:path";
 import { installMocks, isSecret, ofType, recorded, settle, valueOf } from "../helpers/pulumi-mocks";
 import { parseEgressConfig } from "../../src/config";
-import type { StackContext } from "../../components/member";
+import type { StackContext } from "../../src/model";
 
 const root = path.resolve(__dirname, "..", "..", "..");
 const context: StackContext = { project: "egress", stack: "test", projectRoot: root, stateDir: "/tmp/egress-test" };
 const SQUID_3128 = "http_port 3128\nacl crawlers src 203.0.113.0/24\nhttp_access allow crawlers\nhttp_access deny all\n";
 const SQUID_8080 = SQUID_3128.replace("3128", "8080");
 
-let pool: typeof import("../../components/pool");
-let k8sMod: typeof import("../../components/kubernetes");
+let pool: typeof import("../../kinds/pool");
+let k8sMod: typeof import("../../kinds/kubernetes/component");
 
 before(async () => {
     await installMocks("egress", "test");
-    pool = await import("../../components/pool");
-    k8sMod = await import("../../components/kubernetes");
+    pool = await import("../../kinds/pool");
+    k8sMod = await import("../../kinds/kubernetes/component");
 });
 
 async function build(poolOver: Record<string, unknown>, entryOver: Record<string, unknown> = {}) {

@@ -6,11 +6,11 @@ import * as path from "node:path";
 import YAML from "yaml";
 import { loadStackConfig, parseEgressConfig, planMembers, ConfigError } from "../../src/config";
 import { PACKAGE_ROOT } from "../../src/engine/env";
-import { baseVolumeName, memberObjectNames, memberOfVolume, pickHost, poolBaseNeeds, stackPrefix } from "../../components/kvm/naming";
-import { domainXml, parseMetadata, metadataXml } from "../../components/kvm/xml";
-import { vendorData, GUEST_AGENT_SCRIPT } from "../../components/kvm/seed-iso";
-import { classifyVirshFailure } from "../../components/kvm/libvirt";
-import { parseDomifaddr } from "../../components/kvm/address";
+import { baseVolumeName, memberObjectNames, memberOfVolume, pickHost, poolBaseNeeds, stackPrefix } from "../../kinds/kvm/naming";
+import { domainXml, parseMetadata, metadataXml } from "../../kinds/kvm/xml";
+import { vendorData, GUEST_AGENT_SCRIPT } from "../../kinds/kvm/seed-iso";
+import { classifyVirshFailure } from "../../kinds/kvm/libvirt";
+import { parseDomifaddr } from "../../kinds/kvm/address";
 
 const sample = () => YAML.parse(fs.readFileSync(path.join(PACKAGE_ROOT, "stacks", "Pulumi.example-kvm.yaml"), "utf8")).config;
 

@@ -1,5 +1,5 @@
 /**
- * Base image downloads (components/kvm/fetch.ts) against a real HTTP server on 127.0.0.1: a flaky
+ * Base image downloads (kinds/kvm/fetch.ts) against a real HTTP server on 127.0.0.1: a flaky
  * server is retried, a missing image fails at once as permanent.
  */
 import { after, before, test } from "node:test";
@@ -10,7 +10,7 @@ import * as http from "node:http";
 import type { AddressInfo } from "node:net";
 import * as os from "node:os";
 import * as path from "node:path";
-import { downloadTo } from "../../components/kvm/fetch";
+import { downloadTo } from "../../kinds/kvm/fetch";
 import { closedPort } from "../fixtures/ports";
 
 const IMAGE = crypto.randomBytes(256 * 1024);

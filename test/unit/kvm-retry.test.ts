@@ -10,8 +10,8 @@ import * as fs from "node:fs";
 import * as net from "node:net";
 import * as os from "node:os";
 import * as path from "node:path";
-import { classifyVirshFailure, KvmConnection, LibvirtError, libvirtError, virshRetryable, withLibvirt } from "../../components/kvm/libvirt";
-import type { RetrySchedule } from "../../components/retry";
+import { classifyVirshFailure, KvmConnection, LibvirtError, libvirtError, virshRetryable, withLibvirt } from "../../kinds/kvm/libvirt";
+import type { RetrySchedule } from "../../kinds/shared/retry";
 import { closedPort } from "../fixtures/ports";
 
 const retry: RetrySchedule = { tries: 3, firstDelayMs: 5, maxDelayMs: 20, maxTotalMs: 10_000 };

@@ -15,8 +15,8 @@ import YAML from "yaml";
 import { installMocks, isSecret, ofType, settle, valueOf } from "../helpers/pulumi-mocks";
 import { decodeUserData, parseEgressConfig } from "../../src/config";
 import { PACKAGE_ROOT } from "../../src/engine/env";
-import { buildSeedIso } from "../../components/kvm/seed-iso";
-import { memberSquidConf } from "../../components/kubernetes/squid-config";
+import { buildSeedIso } from "../../kinds/kvm/seed-iso";
+import { memberSquidConf } from "../../kinds/kubernetes/squid-config";
 
 const root = fs.mkdtempSync(path.join(os.tmpdir(), "egress-user-data-"));
 const TEXT = "#cloud-config\npackages: [squid]\nwrite_files:\n  - path: /etc/squid/squid.conf\n    content: |\n      http_port 8080\n      http_access allow localnet\n";

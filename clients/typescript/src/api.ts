@@ -1466,7 +1466,7 @@ export interface operations {
                     };
                 };
             };
-            /** @description Bad request: `token_in_url` (a credential-like query parameter; never use it), `malformed_json`, `invalid_request` (details list each field and rule) */
+            /** @description Bad request: `invalid_request` (details list each field and rule), `not_scalable` (the pool's provider fixes its members, e.g. a list of existing proxies), `token_in_url`, `malformed_json` */
             400: {
                 headers: {
                     [name: string]: unknown;

@@ -4,7 +4,7 @@ import { HttpError } from "../errors";
 import { NotAcceptingError } from "../scaler";
 import { parseOr400, scaleBody, type poolsResponse, type scaleResponse } from "../schemas";
 import type { z } from "zod";
-import { loadStackConfig } from "../../config";
+import { loadStackConfig, scaleRefusal } from "../../config";
 
 /** GET /v1/pools and PUT /v1/pools/:pool/replicas (desired state; 202 with the applying operation). */
 export function poolRoutes(deps: AppDeps): Router {
@@ -30,6 +30,8 @@ export function poolRoutes(deps: AppDeps): Router {
         const cfg = loadStackConfig(deps.projectRoot, deps.stack);
         const found = cfg.pools.find((p) => p.name === pool);
         if (!found) throw new HttpError(404, "unknown_pool", `no pool named "${pool}" (known: ${cfg.pools.map((p) => p.name).join(", ") || "none"})`);
+        const refused = scaleRefusal(cfg, found);
+        if (refused) throw new HttpError(400, "not_scalable", refused);
         const { replicas } = parseOr400(scaleBody, req.body, "scale request");
         if (replicas > found.maxReplicas) throw new HttpError(400, "invalid_request", `replicas: must not exceed maxReplicas (${found.maxReplicas}) for pool "${pool}"`, [{ field: "replicas", rule: `must not exceed ${found.maxReplicas}` }]);
         let op;

@@ -1,0 +1,138 @@
+/**
+ * A minimal Compute Engine REST v1 client (list, delete, wait) for the health checker and `egress gc`.
+ * Plain `fetch`; the endpoint is configurable so tests talk to a local server with the same JSON.
+ */
+import { DEFAULT_TIMEOUT_MS, errorText, Query, queryString, RestApiError, RestClientOptions, retryCall } from "../shared/rest";
+import { classifyHttp, mentionsQuota } from "../shared/errors";
+import { GcpAuthOptions, GcpCredentialsError, resolveCredentials } from "./auth";
+
+const COMPUTE_ENDPOINT = "https://compute.googleapis.com";
+
+/** `endpoint` is the base URL of the Compute API; @default "https://compute.googleapis.com" */
+export interface GcpClientOptions extends GcpAuthOptions, RestClientOptions {}
+
+/** A failed Compute API call; `reason` is Google's. */
+export class GcpApiError extends RestApiError {
+    override name = "GcpApiError";
+}
+
+/**
+ * Maps a Google error to an operator-facing stage: `quota` (QUOTA_EXCEEDED, whatever the status),
+ * `credentials` (401), `api-disabled` (Compute API off), `permissions` (other 403), `not-found` (404),
+ * `rate-limit` (429), `api` (5xx, timeouts, network).
+ */
+function gcpStage(status: number, reason?: string, text?: string): string {
+    if (mentionsQuota(reason) || mentionsQuota(text)) return "quota";
+    if (status === 401) return "credentials";
+    if (status === 403 && (reason === "accessNotConfigured" || reason === "SERVICE_DISABLED")) return "api-disabled";
+    if (status === 403) return "permissions";
+    if (status === 404) return "not-found";
+    if (status === 429) return "rate-limit";
+    return "api";
+}
+
+/** Label filter in the Compute list syntax: `(labels.k = "v") AND (labels.k2 = "v2")`. */
+export function labelFilter(labels: Record<string, string>): string {
+    return Object.entries(labels).map(([k, v]) => `(labels.${k} = "${v.replace(/"/g, "")}")`).join(" AND ");
+}
+
+export class GcpComputeClient {
+    private readonly base: string;
+    private readonly timeoutMs: number;
+    private readonly opts: GcpClientOptions;
+    private tokenPromise?: Promise<string>;
+
+    constructor(readonly project: string, opts: GcpClientOptions = {}) {
+        this.base = `${(opts.endpoint ?? COMPUTE_ENDPOINT).replace(/\/$/, "")}/compute/v1/projects/${encodeURIComponent(project)}`;
+        this.timeoutMs = opts.timeoutMs ?? DEFAULT_TIMEOUT_MS;
+        this.opts = { ...opts, env: opts.env ?? { ...process.env } };
+    }
+
+    /** An access token, fetched once per client (tokens live an hour; a client lives one command). */
+    token(signal?: AbortSignal): Promise<string> {
+        if (!this.tokenPromise) {
+            this.tokenPromise = (async () => resolveCredentials(this.opts).token(this.signal(signal)))();
+            this.tokenPromise.catch(() => (this.tokenPromise = undefined));
+        }
+        return this.tokenPromise.catch((e) => {
+            if (e instanceof GcpCredentialsError) throw e;
+            throw new GcpCredentialsError(`cannot get a GCP access token: ${errorText(e, this.timeoutMs)}`);
+        });
+    }
+
+    /** GET `<project>/<path>`; one page. */
+    async get<T = any>(path: string, query: Query = {}, signal?: AbortSignal): Promise<T> {
+        return this.call<T>("GET", path, query, signal);
+    }
+
+    /** Every item of a list endpoint, following `nextPageToken`. Aggregated lists return `{scope: items[]}`. */
+    async listAll(path: string, query: Query, itemsKey?: string, signal?: AbortSignal): Promise<{ scope: string; item: any }[]> {
+        const out: { scope: string; item: any }[] = [];
+        let pageToken: string | undefined;
+        do {
+            const page: any = await this.get(path, { ...query, pageToken }, signal);
+            if (itemsKey) {
+                for (const [scope, v] of Object.entries<any>(page.items ?? {})) for (const item of v?.[itemsKey] ?? []) out.push({ scope, item });
+            } else for (const item of page.items ?? []) out.push({ scope: "global", item });
+            pageToken = page.nextPageToken;
+        } while (pageToken);
+        return out;
+    }
+
+    /** DELETE and wait for the operation. Resolves `false` when the thing was already gone (404). */
+    async delete(path: string, signal?: AbortSignal): Promise<boolean> {
+        let op: any;
+        try {
+            op = await this.call("DELETE", path, {}, signal);
+        } catch (e) {
+            if (e instanceof GcpApiError && e.status === 404) return false;
+            throw e;
+        }
+        // Operations live where the resource does: zones/x, regions/x or global.
+        const scope = /^(zones\/[^/]+|regions\/[^/]+|global)\//.exec(path)?.[1] ?? "global";
+        while (op?.status !== "DONE") op = await this.call("POST", `${scope}/operations/${op.name}/wait`, {}, signal);
+        if (op.error?.errors?.length) {
+            const first = op.error.errors[0];
+            // A failed operation is not a failed call: its code (QUOTA_EXCEEDED...) decides the class, not status 0.
+            const quota = mentionsQuota(first.code) || mentionsQuota(first.message);
+            throw new GcpApiError(`deleting ${path} failed: ${first.message ?? first.code}`, 0, quota ? "quota" : "api", first.code, quota ? "quota" : "permanent");
+        }
+        return true;
+    }
+
+    private signal(outer?: AbortSignal): AbortSignal {
+        const t = AbortSignal.timeout(this.timeoutMs);
+        return outer ? AbortSignal.any([outer, t]) : t;
+    }
+
+    /** One API call; transient failures (no answer, 429, 5xx) are tried again under `opts.retry`. */
+    private async call<T>(method: string, path: string, query: Query, signal?: AbortSignal): Promise<T> {
+        const token = await this.token(signal);
+        return retryCall(() => this.callOnce<T>(token, method, path, query, signal), this.opts.retry, signal);
+    }
+
+    private async callOnce<T>(token: string, method: string, path: string, query: Query, signal?: AbortSignal): Promise<T> {
+        const url = `${this.base}/${path}${queryString(query)}`;
+        let res: Response;
+        let text: string;
+        try {
+            res = await fetch(url, { method, headers: { authorization: `Bearer ${token}`, accept: "application/json" }, signal: this.signal(signal) });
+            text = await res.text();
+        } catch (e) {
+            throw new GcpApiError(`${method} ${path}: ${errorText(e, this.timeoutMs)}`, 0, "api");
+        }
+        let body: any;
+        try {
+            body = text ? JSON.parse(text) : {};
+        } catch {
+            body = {};
+        }
+        if (!res.ok) {
+            const err = body?.error ?? {};
+            const reason = err.errors?.[0]?.reason ?? err.details?.find?.((d: any) => d?.reason)?.reason ?? err.status;
+            const msg = typeof err.message === "string" ? err.message : text.slice(0, 200) || res.statusText;
+            throw new GcpApiError(`${method} ${path}: HTTP ${res.status}: ${msg}`, res.status, gcpStage(res.status, reason, text), reason, classifyHttp(res.status, reason, text));
+        }
+        return body as T;
+    }
+}

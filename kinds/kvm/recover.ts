@@ -1,0 +1,41 @@
+import { removeDomain } from "./domain";
+import type { DomainInputs } from "./domain";
+import { domainState, KvmConnection, volumePath, withLibvirt } from "./libvirt";
+import { clearLeftoverVolume } from "./volumes";
+
+/** Type tokens of the KVM dynamic resources a member creates (`pulumi-nodejs:dynamic/<module>:<type>`). */
+const TYPE = (t: string) => `pulumi-nodejs:dynamic/egress:kvm:${t}`;
+
+/**
+ * Undoes a Domain create a killed engine run never recorded: the domain name is deterministic
+ * (naming.ts memberObjectNames), so whatever is defined under it is that create's, and is removed.
+ * Recovery runs undos in reverse start order, so the member's volumes are freed before their undo.
+ */
+async function undoDomain(inputs: Record<string, unknown>): Promise<string[]> {
+    const { name, conn, privateKey } = inputs as Partial<DomainInputs>;
+    if (typeof name !== "string" || !conn) return [];
+    return withLibvirt(conn, privateKey, async (virsh) => {
+        const state = await domainState(virsh, name);
+        if (state === "missing") return [];
+        await removeDomain(virsh, name);
+        return [`removed domain ${name} (${state}) on ${conn.host}`];
+    });
+}
+
+/** Undoes an Overlay or SeedDisk create: the volume of that (deterministic) name, unless a domain uses it. */
+async function undoVolume(inputs: Record<string, unknown>): Promise<string[]> {
+    const { conn, privateKey, storagePool, volume } = inputs as { conn?: KvmConnection; privateKey?: string; storagePool?: string; volume?: string };
+    if (!conn || typeof storagePool !== "string" || typeof volume !== "string") return [];
+    return withLibvirt(conn, privateKey, async (virsh) => {
+        if (!(await volumePath(virsh, storagePool, volume))) return [];
+        await clearLeftoverVolume(virsh, storagePool, volume, `volume ${volume}`);
+        return [`removed volume ${volume} from pool ${storagePool} on ${conn.host}`];
+    });
+}
+
+/** The KVM kind's pending-create undos, by resource type (kinds/registry.ts). */
+export const kvmPendingCreateUndo = {
+    [TYPE("Domain")]: undoDomain,
+    [TYPE("Overlay")]: undoVolume,
+    [TYPE("SeedDisk")]: undoVolume,
+};

@@ -1,0 +1,21 @@
+import * as path from "node:path";
+import type { GoneCheck, GoneCheckContext } from "../../src/providers-health/types";
+import { runningProxies } from "./process";
+
+/**
+ * Local: a member is gone when no process in this stack's state dir carries its proxy id in its argv
+ * (process.ts starts it with `--id <stack>-<member> --ready <stateDir>/<id>.json`).
+ * One scan of /proc per round, whatever the member count.
+ */
+export function localGoneCheck(ctx: Pick<GoneCheckContext, "runDir" | "stack">): GoneCheck {
+    const stateDir = path.join(ctx.runDir, "local", ctx.stack);
+    return async (members) => {
+        const running = runningProxies(stateDir);
+        const gone = new Map<string, string>();
+        for (const m of members) {
+            const id = `${ctx.stack}-${m.id}`;
+            if (!running.has(id)) gone.set(m.id, `no process of local proxy ${id} is running`);
+        }
+        return gone;
+    };
+}

@@ -1,0 +1,151 @@
+/**
+ * Lifecycle of local proxy processes: start detached, inspect, stop. Used by the LocalProxy dynamic
+ * provider, so everything here is plain functions that `require` what they need inside: the provider is
+ * serialized by the engine and these functions travel with it.
+ */
+
+export interface StartRequest {
+    id: string;
+    /** Port to bind; 0 lets the kernel choose a free one. */
+    port: number;
+    stateDir: string;
+    serverScript: string;
+    nodePath: string;
+    /** Credentials the proxy requires; handed over in a 0600 file the proxy reads and removes at start. */
+    auth?: { username: string; password: string };
+}
+
+export interface Started {
+    pid: number;
+    port: number;
+}
+
+/** Files kept per proxy under the stack's state dir. */
+export function proxyFiles(stateDir: string, id: string) {
+    const path = require("node:path") as typeof import("node:path");
+    return { ready: path.join(stateDir, `${id}.json`), log: path.join(stateDir, `${id}.log`), auth: path.join(stateDir, `${id}.auth`) };
+}
+
+/** Starts a detached proxy and waits until it listens. On failure nothing is left running. */
+export async function startProxy(req: StartRequest, timeoutMs = 15000): Promise<Started> {
+    const fs = require("node:fs") as typeof import("node:fs");
+    const cp = require("node:child_process") as typeof import("node:child_process");
+    fs.mkdirSync(req.stateDir, { recursive: true });
+    const files = proxyFiles(req.stateDir, req.id);
+    // IDs are deterministic, so a process a killed run started for this very member may still be up:
+    // stop it first, and the create is the same whether or not an earlier attempt got that far.
+    for (const pid of findProxyProcesses(req.stateDir, req.id)) await stopProxy(pid, req.id, req.stateDir);
+    fs.rmSync(files.ready, { force: true });
+    fs.rmSync(files.auth, { force: true });
+    // Never argv or the environment (both readable in /proc by any local user): a file only we can read,
+    // created with its mode (never widened after the fact), which the proxy removes once read.
+    if (req.auth) fs.writeFileSync(files.auth, JSON.stringify(req.auth), { mode: 0o600, flag: "wx" });
+    const out = fs.openSync(files.log, "a");
+    const child = cp.spawn(req.nodePath, [req.serverScript, "--id", req.id, "--port", String(req.port), "--ready", files.ready, ...(req.auth ? ["--auth", files.auth] : [])], {
+        detached: true,
+        stdio: ["ignore", out, out],
+        // Allow-listed: the engine's environment (Pulumi settings, cloud credentials) is none of a proxy's business.
+        env: { PATH: process.env.PATH ?? "/usr/bin:/bin", LANG: process.env.LANG ?? "C.UTF-8" },
+    });
+    fs.closeSync(out);
+    let exited: number | null = null;
+    child.on("exit", (code) => (exited = code ?? -1));
+    child.unref();
+    const deadline = Date.now() + timeoutMs;
+    while (Date.now() < deadline) {
+        if (fs.existsSync(files.ready)) {
+            const info = JSON.parse(fs.readFileSync(files.ready, "utf8"));
+            return { pid: info.pid, port: info.port };
+        }
+        if (exited !== null) break;
+        await new Promise((r) => setTimeout(r, 50));
+    }
+    if (child.pid) killQuietly(child.pid);
+    const tail = fs.existsSync(files.log) ? fs.readFileSync(files.log, "utf8").trim().split("\n").slice(-3).join(" | ") : "";
+    fs.rmSync(files.auth, { force: true });
+    fs.rmSync(files.log, { force: true }); // transactional: a failed create leaves nothing (the tail is in the error)
+    throw new Error(`local proxy ${req.id} did not start listening on port ${req.port || "(any)"}: ${exited !== null ? `exited with ${exited}` : "timed out"}${tail ? `; log: ${tail}` : ""}`);
+}
+
+/** True when `pid` is alive and is the proxy process for `id` (not a foreign process that reused the pid). */
+export function isOurProcess(pid: number, id: string): boolean {
+    const fs = require("node:fs") as typeof import("node:fs");
+    try {
+        process.kill(pid, 0);
+    } catch {
+        return false;
+    }
+    try {
+        const argv = fs.readFileSync(`/proc/${pid}/cmdline`, "utf8").split("\0");
+        const i = argv.indexOf("--id");
+        return i >= 0 && argv[i + 1] === id;
+    } catch {
+        return false; // no /proc entry: it is gone (or not ours to judge)
+    }
+}
+
+/**
+ * Live proxy processes of this state dir, by proxy id → pids, found by their own argv (`--id <id>` and
+ * `--ready <stateDir>/<id>.json`), whether or not they got as far as writing the ready file. One scan
+ * of /proc, whatever the number of proxies.
+ */
+export function runningProxies(stateDir: string): Map<string, number[]> {
+    const fs = require("node:fs") as typeof import("node:fs");
+    const found = new Map<string, number[]>();
+    for (const entry of fs.readdirSync("/proc")) {
+        if (!/^\d+$/.test(entry)) continue;
+        let argv: string[];
+        try {
+            argv = fs.readFileSync(`/proc/${entry}/cmdline`, "utf8").split("\0");
+        } catch {
+            continue; // exited while we looked
+        }
+        const at = (flag: string) => (argv.includes(flag) ? argv[argv.indexOf(flag) + 1] : undefined);
+        const id = at("--id");
+        if (id && at("--ready") === proxyFiles(stateDir, id).ready) found.set(id, [...(found.get(id) ?? []), Number(entry)]);
+    }
+    return found;
+}
+
+/** Live processes that are the proxy `id` of this state dir (see runningProxies). */
+export function findProxyProcesses(stateDir: string, id: string): number[] {
+    return runningProxies(stateDir).get(id) ?? [];
+}
+
+export { portAnswers } from "../shared/net";
+
+/** Stops the proxy for `id` if it still runs, then removes its files. Succeeds when it is already gone. */
+export async function stopProxy(pid: number, id: string, stateDir: string): Promise<void> {
+    const fs = require("node:fs") as typeof import("node:fs");
+    if (isOurProcess(pid, id)) {
+        signal(pid, "SIGTERM");
+        const deadline = Date.now() + 5000;
+        while (Date.now() < deadline && isOurProcess(pid, id)) await new Promise((r) => setTimeout(r, 50));
+        if (isOurProcess(pid, id)) signal(pid, "SIGKILL");
+    }
+    const files = proxyFiles(stateDir, id);
+    // A replacement created before this delete (a forced replace runs create-before-delete) shares the
+    // id and so the file names: its files are not this process's to remove.
+    try {
+        const current = JSON.parse(fs.readFileSync(files.ready, "utf8")).pid;
+        if (current !== pid && isOurProcess(current, id)) return;
+    } catch {
+        /* no ready file, or half-written: nothing to keep */
+    }
+    fs.rmSync(files.ready, { force: true });
+    fs.rmSync(files.log, { force: true });
+    fs.rmSync(files.auth, { force: true });
+}
+
+function killQuietly(pid: number): void {
+    signal(pid, "SIGKILL");
+}
+
+/** Sends a signal; a process that exited meanwhile (ESRCH) is what we wanted anyway. */
+function signal(pid: number, sig: NodeJS.Signals): void {
+    try {
+        process.kill(pid, sig);
+    } catch (e) {
+        if ((e as NodeJS.ErrnoException).code !== "ESRCH") throw e;
+    }
+}

@@ -1,0 +1,28 @@
+import * as fs from "node:fs";
+import * as path from "node:path";
+import type { DoctorEnv, DoctorFinding } from "../types";
+
+/**
+ * The provider plugin the installed SDK (`@pulumi/<plugin>`) asks the engine for: the same version, read
+ * from its package.json so an SDK upgrade changes the advice with it. The engine downloads it on first
+ * use unless PULUMI_DISABLE_AUTOMATIC_PLUGIN_ACQUISITION is set; offline it must be installed beforehand.
+ */
+export function pluginFinding(plugin: string, env: DoctorEnv): DoctorFinding {
+    const version = sdkVersion(plugin, env.packageRoot);
+    const dir = path.join(env.pulumiHome, "plugins");
+    const want = `resource-${plugin}-v${version}`;
+    const check = `${plugin}: provider plugin ${version}`;
+    const has = fs.existsSync(path.join(dir, want));
+    const install = `PULUMI_HOME=${env.pulumiHome} ${path.join(env.binDir, "pulumi")} plugin install resource ${plugin} ${version}`;
+    if (has) return { check, ok: true, detail: `installed in ${dir}` };
+    // Missing is only a problem when the engine may not fetch it: with acquisition on it downloads the
+    // plugin on first use, and doctor still names the command for a machine that turns out to be offline.
+    if (process.env.PULUMI_DISABLE_AUTOMATIC_PLUGIN_ACQUISITION !== "true")
+        return { check, ok: true, detail: `not installed yet: the engine downloads it on first use (offline, run: ${install})` };
+    return { check, ok: false, detail: `no ${want} in ${dir} and automatic plugin acquisition is disabled`, fix: `on a machine with internet access: ${install}` };
+}
+
+function sdkVersion(plugin: string, packageRoot: string): string {
+    const file = require.resolve(`@pulumi/${plugin}/package.json`, { paths: [packageRoot] });
+    return (JSON.parse(fs.readFileSync(file, "utf8")) as { version: string }).version;
+}

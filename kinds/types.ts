@@ -1,0 +1,128 @@
+/**
+ * What a provider kind is: one `KindDefinition` per folder under kinds/, listed in kinds/registry.ts.
+ * Config, program, health, gc, doctor and the service ask the registry, never a kind by name.
+ */
+import type * as pulumi from "@pulumi/pulumi";
+import type { z } from "zod";
+import type { ConfigProblem } from "../src/config/errors";
+import type { PoolConfig } from "../src/config/schema";
+import type { StackContext } from "../src/model";
+import type { Checker, CheckerOptions, GoneCheck, GoneCheckContext } from "../src/providers-health/types";
+import type { Collector } from "../src/gc/types";
+import type { MemberArgs, ProxyMemberComponent } from "./shared/member";
+
+/** Every kind's entry has a `type` (the kind's name) and the common fields (kinds/shared/config.ts). */
+export interface EntryBase {
+    type: string;
+    retainOnDelete?: boolean;
+}
+
+/** Arguments for resources one pool shares across its members (a firewall, a config Secret). */
+export interface PoolSharedArgs<E extends EntryBase = EntryBase, P = unknown> {
+    pool: PoolConfig;
+    providerName: string;
+    entry: E;
+    context: StackContext;
+    /** What `createProviderShared` returned for this pool's provider entry, if the kind has that hook. */
+    providerShared?: P;
+}
+
+/** Arguments for resources every pool of one provider entry shares (KVM base images). */
+export interface ProviderSharedArgs<E extends EntryBase = EntryBase> {
+    providerName: string;
+    entry: E;
+    /** The pools that use this entry, in config order (at least one). */
+    pools: PoolConfig[];
+    context: StackContext;
+}
+
+/**
+ * Undoes a create that a killed engine run started but never recorded (a pending create in state),
+ * finding what it made by its deterministic name in `inputs`. Returns a line per thing removed.
+ */
+export type PendingCreateUndo = (inputs: Record<string, unknown>) => Promise<string[]>;
+
+/**
+ * How a kind's components plug into ProxyPool (the part that loads @pulumi/<cloud>: the registry loads it
+ * only when a program runs). ProxyPool never looks at a kind's details.
+ */
+export interface ProviderKindModule<E extends EntryBase = EntryBase, S = unknown, P = unknown> {
+    /**
+     * Creates resources shared by every pool of one provider entry, once per entry for the whole program
+     * (called by src/program.ts); the result reaches `createPoolShared` as `args.providerShared`.
+     */
+    createProviderShared?(name: string, args: ProviderSharedArgs<E>, opts: pulumi.ComponentResourceOptions): P;
+    /** Creates per-pool resources shared by the members; the result reaches every member as `args.shared`. */
+    createPoolShared?(name: string, args: PoolSharedArgs<E, P>, opts: pulumi.ComponentResourceOptions): S;
+    /** The kind's member component, `new <Kind>Proxy(name, args, opts)`. */
+    createMember(name: string, args: MemberArgs<E, S>, opts: pulumi.ComponentResourceOptions): ProxyMemberComponent;
+}
+
+/** Where a kind's runtime hooks find machine-local things. */
+export interface KindEnv {
+    /** The service's (or CLI's) run dir: local proxies keep their files under `<runDir>/local/<stack>`. */
+    runDir: string;
+    stack: string;
+}
+
+/** One line of `egress doctor`. */
+export interface DoctorFinding {
+    check: string;
+    ok: boolean;
+    detail: string;
+    /** What to do about it, when not ok. */
+    fix?: string;
+}
+
+/** What `egress doctor` hands a kind's checks. */
+export interface DoctorEnv {
+    /** PULUMI_HOME the engine uses (provider plugins live under it). */
+    pulumiHome: string;
+    /** Directory of the pulumi CLI egress built. */
+    binDir: string;
+    /** Root of the egress package (where node_modules resolves). */
+    packageRoot: string;
+}
+
+/** Everything egress knows about one provider kind. Heavy parts are functions that `require` on use. */
+export interface KindDefinition<E extends EntryBase = EntryBase, S extends z.ZodType = z.ZodType<E>> {
+    /** The kind's name: the `type` of its provider entries. */
+    readonly type: E["type"];
+    /** The provider entry's schema (strict, with defaults). It must not load Pulumi or cloud SDKs. */
+    readonly schema: S;
+    /**
+     * Rules a pool using an entry of this kind must follow (placement keys, zones, what the kind ignores).
+     * `users` are all pools using the same entry, in config order (`pool` among them).
+     */
+    checkPool?(entry: E, pool: PoolConfig, at: (...p: (string | number)[]) => string, users: readonly PoolConfig[]): ConfigProblem[];
+    /**
+     * Set when the entry fixes its members (kind `static`: one per listed proxy): a pool's `replicas` must
+     * equal this, scale requests are refused and members are never replaced (nothing to replace them with).
+     */
+    fixedReplicas?(entry: E): number;
+    /** True when the kind's proxies run on the machine running egress (the service's loopback echo reaches them). */
+    readonly onThisMachine?: boolean;
+    /** Checks that need this machine's files, before an engine operation (config errors naming the path). */
+    preflight?(providerName: string, entry: E): ConfigProblem[];
+    /** The component module; loaded only by the program. */
+    components(): ProviderKindModule<E, any, any>;
+    /** Crash recovery, by resource type token: how to undo a pending create of that type. */
+    pendingCreateUndo?(): Record<string, PendingCreateUndo>;
+    /** The provider-health checker of one entry. */
+    checker(providerName: string, entry: E, env: KindEnv, options?: CheckerOptions): Checker;
+    /** "Is this member gone?" without an engine run (the reconcile loop); unset: only health probes judge. */
+    goneCheck?(ctx: GoneCheckContext<E>): GoneCheck;
+    /**
+     * The `egress gc` collector of one entry; unset: the kind leaves nothing behind to collect. With
+     * `collectOncePerStack`, only the first entry of the kind is collected (they share what they list).
+     */
+    collector?(providerName: string, entry: E, env: KindEnv): Collector;
+    readonly collectOncePerStack?: boolean;
+    /** `egress doctor` checks for the stack's entries of this kind (at least one). */
+    doctor?(entries: { name: string; entry: E }[], env: DoctorEnv): DoctorFinding[];
+}
+
+/** Helps a kind's index.ts keep its entry type while the registry holds them side by side. */
+export function defineKind<S extends z.ZodType<EntryBase>>(def: KindDefinition<z.output<S>, S>): KindDefinition<z.output<S>, S> {
+    return def;
+}
