@@ -10,6 +10,7 @@ import assert from "node:assert/strict";
 import * as cp from "node:child_process";
 import * as fs from "node:fs";
 import * as path from "node:path";
+import { promisify } from "node:util";
 import { settled, startTestService, TestService, TOKENS, waitFor } from "../helpers/service";
 import { proxyBasicAuth, requestViaProxy, startTargetServer } from "../helpers/net";
 import { engineHome, PACKAGE_ROOT } from "../../src/engine";
@@ -78,6 +79,20 @@ test("the proxies require the credentials; a lease's URL carries them and works 
     const ok = await requestViaProxy(proxy.port, origin, proxyBasicAuth(decodeURIComponent(u.username), decodeURIComponent(u.password)));
     assert.deepEqual([ok.status, ok.body], [200, "hello /with-creds"]);
     assert.equal((await svc.call("POST", `/v1/leases/${r.body.lease.id}/release`, { token: TOKENS.lease, body: { outcome: "ok" } })).status, 200);
+});
+
+test("docs/crawling.md's loops work unchanged against a pool with auth, and print no password", { timeout: 90_000 }, async () => {
+    const { crawl } = await import("../../clients/typescript/examples/crawl");
+    const site = `http://127.0.0.1:${target.port}`;
+    const pages = await crawl([`${site}/ts`], { baseUrl: svc.url, token: TOKENS.lease, pool: "web" });
+    assert.deepEqual(pages.map((p) => p.status), [200], JSON.stringify(pages));
+    assert.match(pages[0].proxy ?? "", /^http:\/\/127\.0\.0\.1:\d+$/, "shown without the credentials");
+    // Another target: the proxies rest 30 s per target after a release.
+    const env = { PATH: process.env.PATH ?? "/usr/bin:/bin", EGRESS_URL: svc.url, EGRESS_TOKEN: TOKENS.lease, EGRESS_POOL: "web" };
+    // Async: the service runs in this process, so a blocking spawn would starve it.
+    const r = await promisify(cp.execFile)(path.join(PACKAGE_ROOT, "clients/typescript/examples/crawl.sh"), [`http://localhost:${target.port}/sh`], { env, encoding: "utf8", timeout: 60_000 });
+    assert.match(r.stdout, /^200 http:\/\/localhost:\d+\/sh via http:\/\/127\.0\.0\.1:\d+ \(ok\)\n$/);
+    assert.ok(!(r.stdout + r.stderr).includes(PASSWORD));
 });
 
 test("the clear password is in no log line and no file of the state backend, stack file or run dir", async () => {
