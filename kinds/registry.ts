@@ -9,8 +9,9 @@ import { localKind } from "./local";
 import { kvmKind } from "./kvm";
 import { gcpKind } from "./gcp";
 import { kubernetesKind } from "./kubernetes";
+import { staticKind } from "./static";
 
-export const KINDS = [localKind, kvmKind, gcpKind, kubernetesKind] as const;
+export const KINDS = [localKind, kvmKind, gcpKind, kubernetesKind, staticKind] as const;
 
 /** The kinds' entry schemas, as a tuple the config's discriminated union keeps the types of. */
 type SchemasOf<T extends readonly unknown[]> = { -readonly [I in keyof T]: T[I] extends { schema: infer S } ? S : never };

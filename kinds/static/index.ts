@@ -1,0 +1,15 @@
+/**
+ * Kind `static`: bring-your-own proxies, listed by URL. Nothing to create, collect or repair: members
+ * follow the list. Everything the kind is, for the registry.
+ */
+import { defineKind } from "../types";
+import { checkStaticPool, staticProviderSchema } from "./config";
+
+export const staticKind = defineKind({
+    type: "static",
+    schema: staticProviderSchema,
+    checkPool: (_entry, pool, at, users) => checkStaticPool(pool, at, users),
+    fixedReplicas: (entry) => entry.proxies.length,
+    components: () => (require("./component") as typeof import("./component")).staticComponents,
+    checker: (name, entry, _env, options) => (require("./health") as typeof import("./health")).staticChecker(name, entry, options),
+});
