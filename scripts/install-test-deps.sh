@@ -15,6 +15,7 @@ PKGS=(
   jq                                      # docs/crawling.md's curl example (test/service/crawling.test.ts)
   prometheus                              # promtool: checks /metrics scrapes and deploy/ alert rules
   systemd                                 # systemd-analyze verify of deploy/egress.service
+  squid                                   # the generated squid.conf with basic auth, run for real (test/unit/squid-auth-real.test.ts)
 )
 missing=()
 for p in "${PKGS[@]}"; do

@@ -1,6 +1,6 @@
 import * as path from "node:path";
 import * as pulumi from "@pulumi/pulumi";
-import { EgressConfig, parseEgressConfig } from "./config";
+import { clearSecret, EgressConfig, parseEgressConfig } from "./config";
 import { ProxyPool } from "../kinds/pool";
 import { kindOf } from "../kinds/registry";
 import { withEntryOptions } from "../kinds/shared/retain";
@@ -18,6 +18,16 @@ export interface ProgramOptions {
 /** Stack outputs of the program. */
 export interface ProgramOutputs {
     proxies: pulumi.Output<ProxyMember[]>;
+    /**
+     * Pool → the credentials its members require (pools with `auth` only), always a secret: encrypted in
+     * state, shown by `egress outputs --show-secrets`, read by `egress serve` to hand to lease holders.
+     */
+    credentials: pulumi.Output<Record<string, PoolCredentials>>;
+}
+
+export interface PoolCredentials {
+    username: string;
+    password: string;
 }
 
 /** Reads and validates `egress:providers` and `egress:pools` from the running stack's config. */
@@ -50,6 +60,9 @@ export function createProgram(opts: ProgramOptions): () => Promise<ProgramOutput
             (pool) => new ProxyPool(pool.name, { pool, providerName: pool.provider, entry: config.providers[pool.provider], context, providerShared: providerShared[pool.provider] }),
         );
         const proxies = pulumi.all(pools.map((p) => p.members)).apply((lists) => lists.flat());
-        return { proxies };
+        const credentials = pulumi.secret(
+            Object.fromEntries(config.pools.filter((p) => p.auth).map((p) => [p.name, { username: p.auth!.username, password: clearSecret(p.auth!.password, `pools.${p.name}.auth.password`) }])),
+        );
+        return { proxies, credentials };
     };
 }

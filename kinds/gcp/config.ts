@@ -2,7 +2,7 @@ import { z } from "zod";
 import { providerCommonFields } from "../shared/config";
 import { allowedSourceRangesSchema } from "../../src/config/cidr";
 import type { ConfigProblem } from "../../src/config/errors";
-import type { Placement } from "../../src/config/schema";
+import type { Placement, PoolConfig } from "../../src/config/schema";
 
 /** GCE zone names: `<continent>-<area><n>-<letter>`, e.g. europe-west1-b, us-central1-a. */
 export const GCE_ZONE = /^[a-z]+-[a-z]+\d+-[a-z]$/;
@@ -49,4 +49,16 @@ export function checkGcpPlacement(entry: GcpProviderConfig, placement: Placement
         out.push({ path: `${at}.zone`, rule: `must be one of this provider's zones (${entry.zones.join(", ")})`, value: placement.zone });
     if (placement.image) out.push({ path: `${at}.image`, rule: "is not used by gcp providers (set `image` on the provider entry)", value: placement.image });
     return out;
+}
+
+/**
+ * A gcp pool must require credentials: its proxies have public addresses, and without `auth` anyone inside
+ * the source ranges (often a whole office or cloud region) could use them.
+ */
+export function checkGcpAuth(pool: PoolConfig, at: (...p: (string | number)[]) => string): ConfigProblem[] {
+    if (pool.auth) return [];
+    return [{
+        path: at("auth"),
+        rule: `is required for gcp pools (their proxies have public addresses): set \`auth.username\` and \`auth.password\`, the password as a secret, e.g. pulumi config set --secret --path '${at("auth", "password")}' "$(openssl rand -base64 24)"`,
+    }];
 }

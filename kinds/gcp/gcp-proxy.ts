@@ -6,6 +6,7 @@ import { memberLabels } from "../../src/model";
 import { MemberArgs, memberIdentity, ProxyMemberComponent } from "../shared/member";
 import { regionOf } from "./names";
 import { defaultCloudInit } from "./squid-config";
+import { memberPasswd } from "../shared/squid-passwd";
 import type { GcpPoolShared } from "./shared";
 
 /** Arguments of a GcpProxy: the common member arguments with a `gcp` provider entry. */
@@ -32,7 +33,7 @@ function gcpZone(args: GcpProxyArgs): string {
 function gcpMemberSpec(args: GcpProxyArgs): GcpMemberSpec {
     const { entry, plan } = args;
     const zone = gcpZone(args);
-    const userData = encodeUserData(plan.cloudInit ? readCloudInit(plan.cloudInit, args.context.projectRoot) : Buffer.from(defaultCloudInit(plan.port, entry.allowedSourceRanges)));
+    const userData = encodeUserData(plan.cloudInit ? readCloudInit(plan.cloudInit, args.context.projectRoot) : Buffer.from(defaultCloudInit(plan.port, entry.allowedSourceRanges, memberPasswd(plan.auth, args.context, args.pool))));
     return { zone, machineType: plan.placement.machineType ?? entry.machineType, image: entry.image, userData };
 }
 

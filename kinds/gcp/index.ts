@@ -4,12 +4,12 @@
  */
 import { defineKind } from "../types";
 import { eachPlacement } from "../shared/placement";
-import { checkGcpPlacement, gcpProviderSchema } from "./config";
+import { checkGcpAuth, checkGcpPlacement, gcpProviderSchema } from "./config";
 
 export const gcpKind = defineKind({
     type: "gcp",
     schema: gcpProviderSchema,
-    checkPool: (entry, pool, at) => eachPlacement(pool, at, (p, where) => checkGcpPlacement(entry, p, where)),
+    checkPool: (entry, pool, at) => [...checkGcpAuth(pool, at), ...eachPlacement(pool, at, (p, where) => checkGcpPlacement(entry, p, where))],
     components: () => (require("./component") as typeof import("./component")).gcpComponents,
     checker: (name, entry, _env, options) => (require("./health") as typeof import("./health")).gcpChecker(name, entry, options),
     goneCheck: (ctx) => (require("./gone") as typeof import("./gone")).gcpGoneCheck(ctx),

@@ -3,7 +3,8 @@ import * as k8s from "@pulumi/kubernetes";
 import type { KubernetesProviderConfig } from "./config";
 import { memberLabels, poolLabels } from "../../src/model";
 import { MemberArgs, memberIdentity, ProxyMemberComponent } from "../shared/member";
-import { SQUID_CONF_PATH } from "../shared/squid";
+import { SQUID_CONF_PATH, SQUID_PASSWD_PATH } from "../shared/squid";
+import { PASSWD_KEY } from "./squid-config";
 import type { KubernetesPoolShared } from "./shared";
 
 /** Arguments of a PodProxy: the common member arguments with a `kubernetes` provider entry. */
@@ -70,9 +71,12 @@ export class PodProxy extends ProxyMemberComponent {
                                 requests: { cpu: entry.resources.cpu, memory: entry.resources.memory },
                                 limits: { cpu: entry.resources.cpuLimit, memory: entry.resources.memoryLimit },
                             },
-                            volumeMounts: [{ name: "config", mountPath: SQUID_CONF_PATH, subPath: "squid.conf", readOnly: true }],
+                            volumeMounts: [
+                                { name: "config", mountPath: SQUID_CONF_PATH, subPath: "squid.conf", readOnly: true },
+                                ...(shared.auth ? [{ name: "config", mountPath: SQUID_PASSWD_PATH, subPath: PASSWD_KEY, readOnly: true }] : []),
+                            ],
                         }],
-                        volumes: [{ name: "config", secret: { secretName: shared.secret.metadata.name, items: [{ key, path: "squid.conf" }] } }],
+                        volumes: [{ name: "config", secret: { secretName: shared.secret.metadata.name, items: [{ key, path: "squid.conf" }, ...(shared.auth ? [{ key: PASSWD_KEY, path: PASSWD_KEY }] : [])] } }],
                     },
                 },
             },

@@ -5,6 +5,7 @@ import type { KubernetesProviderConfig } from "./config";
 import type { PoolSharedArgs } from "../types";
 import { poolLabels } from "../../src/model";
 import { memberSquidConf, secretLayout, SecretLayout } from "./squid-config";
+import { memberPasswd } from "../shared/squid-passwd";
 
 /** What a pool hands to each of its Kubernetes members. */
 export interface KubernetesPoolShared {
@@ -15,6 +16,8 @@ export interface KubernetesPoolShared {
     secret: k8s.core.v1.Secret;
     /** Which Secret key each member mounts, and the hash of its content. */
     layout: SecretLayout;
+    /** True when the pool has `auth`: the Secret holds its passwd file, which members mount. */
+    auth: boolean;
 }
 
 /**
@@ -36,11 +39,11 @@ export function createKubernetesPoolShared(
     const ranges = entry.serviceType === "LoadBalancer" ? entry.allowedSourceRanges : undefined;
     const confOf = (p: Parameters<typeof memberSquidConf>[0]) => memberSquidConf(p, context.projectRoot, ranges);
     // The pool's own config: what a member without overrides runs with.
-    const layout = secretLayout(planMembers(pool), confOf(pool), confOf);
+    const layout = secretLayout(planMembers(pool), confOf(pool), confOf, memberPasswd(pool.auth, context, pool.name));
     const secret = new k8s.core.v1.Secret(`${name}-config`, {
         metadata: { namespace: entry.namespace, labels: poolLabels(context, pool.name) },
         type: "Opaque",
         stringData: layout.data,
     }, { ...opts, provider });
-    return { provider, namespace: entry.namespace, secret, layout };
+    return { provider, namespace: entry.namespace, secret, layout, auth: !!pool.auth };
 }

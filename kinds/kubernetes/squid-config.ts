@@ -14,11 +14,12 @@ const IN_CLUSTER = ["10.0.0.0/8", "172.16.0.0/12", "192.168.0.0/16", "100.64.0.0
 
 /**
  * squid.conf for members without a squid.conf in their cloud-init: listens on `port`, answers in-cluster
- * clients and `allowedSourceRanges` only.
+ * clients and `allowedSourceRanges` only; with `auth`, only those that present the pool's credentials too.
  */
-export function defaultSquidConf(port: number, allowedSourceRanges: readonly string[] = []): string {
+export function defaultSquidConf(port: number, allowedSourceRanges: readonly string[] = [], auth = false): string {
     return [
-        ...squidBaseConf(port, [...IN_CLUSTER, ...allowedSourceRanges]),
+        // With auth, squid reads the passwd file the pool's Secret mounts at SQUID_PASSWD_PATH.
+        ...squidBaseConf(port, [...IN_CLUSTER, ...allowedSourceRanges], auth ? {} : undefined),
         // Logs to the container's stdout/stderr, where `kubectl logs` finds them.
         "access_log stdio:/dev/stdout",
         "cache_log stdio:/dev/stderr",
@@ -45,9 +46,9 @@ export function squidConfFromCloudInit(userData: string): string | undefined {
 }
 
 /** The squid.conf a member runs with; given the pool itself, what a member without overrides runs with. */
-export function memberSquidConf(plan: Pick<MemberPlan, "port" | "cloudInit">, projectRoot: string, allowedSourceRanges?: readonly string[]): string {
+export function memberSquidConf(plan: Pick<MemberPlan, "port" | "cloudInit" | "auth">, projectRoot: string, allowedSourceRanges?: readonly string[]): string {
     const fromCloudInit = plan.cloudInit ? squidConfFromCloudInit(readCloudInitText(plan.cloudInit, projectRoot)) : undefined;
-    return fromCloudInit ?? defaultSquidConf(plan.port, allowedSourceRanges);
+    return fromCloudInit ?? defaultSquidConf(plan.port, allowedSourceRanges, !!plan.auth);
 }
 
 /** Layout of a pool's config Secret: one key per distinct squid.conf, and which key each member mounts. */
@@ -62,20 +63,23 @@ export interface SecretLayout {
 }
 
 const SHARED_KEY = "squid.conf";
+/** Secret key of the pool's squid passwd file (hashes only), mounted at SQUID_PASSWD_PATH when the pool has `auth`. */
+export const PASSWD_KEY = "egress.passwd";
 const memberKey = (index: number) => `member-${index}.squid.conf`;
 
 /**
  * Puts the shared config under `squid.conf` (also when no member uses it yet, so scale-ups find it) and
  * only members whose config differs (a port or cloud-init override) under their own key.
  */
-export function secretLayout(plans: readonly MemberPlan[], shared: string, confOf: (p: MemberPlan) => string): SecretLayout {
-    const data: Record<string, string> = { [SHARED_KEY]: shared };
+export function secretLayout(plans: readonly MemberPlan[], shared: string, confOf: (p: MemberPlan) => string, passwd?: string): SecretLayout {
+    const data: Record<string, string> = { [SHARED_KEY]: shared, ...(passwd !== undefined ? { [PASSWD_KEY]: passwd } : {}) };
     const mounts: SecretLayout["mounts"] = new Map();
     for (const p of plans) {
         const conf = confOf(p);
         const key = conf === shared ? SHARED_KEY : memberKey(p.index);
         data[key] = conf;
-        mounts.set(p.index, { key, hash: createHash("sha256").update(conf).digest("hex") });
+        // The passwd file is part of the hash: a subPath mount never sees a changed Secret, so new credentials roll the pod.
+        mounts.set(p.index, { key, hash: createHash("sha256").update(conf).update(passwd ?? "").digest("hex") });
     }
     return { data, mounts };
 }

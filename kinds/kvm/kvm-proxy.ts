@@ -4,6 +4,7 @@ import { encodeUserData, readCloudInit } from "../../src/config/cloud-init";
 import { MemberArgs, memberIdentity, ProxyMemberComponent } from "../shared/member";
 import { defaultUserData } from "./squid-config";
 import type { PoolSharedArgs, ProviderSharedArgs } from "../types";
+import { memberPasswd } from "../shared/squid-passwd";
 import { BaseImage } from "./base-image";
 import { Domain } from "./domain";
 import { Overlay } from "./overlay";
@@ -101,7 +102,7 @@ export class KvmProxy extends ProxyMemberComponent {
         const key = imageKey(entry, plan.placement.image);
         const mt = machineType(entry, plan.placement.machineType);
         const image = entry.images[key];
-        const userData = plan.cloudInit ? readCloudInit(plan.cloudInit, context.projectRoot) : Buffer.from(defaultUserData(plan.port));
+        const userData = plan.cloudInit ? readCloudInit(plan.cloudInit, context.projectRoot) : Buffer.from(defaultUserData(plan.port, memberPasswd(plan.auth, context, args.pool)));
         const names = memberObjectNames(context.project, context.stack, plan.name);
         const conn = connectionFor(entry, host);
         const privateKey = secretKey(entry);

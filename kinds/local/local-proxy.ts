@@ -3,6 +3,7 @@ import * as pulumi from "@pulumi/pulumi";
 import type { LocalProviderConfig } from "./config";
 import { MemberArgs, memberIdentity, ProxyMemberComponent } from "../shared/member";
 import { LocalProxyProcess } from "./provider";
+import { clearSecret } from "../../src/config/names";
 
 /** Arguments of a LocalProxy: the common member arguments with a `local` provider entry. */
 export type LocalProxyArgs = MemberArgs<LocalProviderConfig>;
@@ -22,6 +23,7 @@ export class LocalProxy extends ProxyMemberComponent {
             stateDir: path.join(args.context.stateDir, "local", args.context.stack),
             serverScript: path.join(__dirname, "proxy-server.js"),
             nodePath: process.execPath,
+            ...(args.plan.auth ? { auth: pulumi.secret({ username: args.plan.auth.username, password: clearSecret(args.plan.auth.password, "auth.password") }) } : {}),
         }, { parent: this });
         this.publish(args, proc.host, proc.port, "local");
     }

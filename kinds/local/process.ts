@@ -11,6 +11,8 @@ export interface StartRequest {
     stateDir: string;
     serverScript: string;
     nodePath: string;
+    /** Credentials the proxy requires; handed over in a 0600 file the proxy reads and removes at start. */
+    auth?: { username: string; password: string };
 }
 
 export interface Started {
@@ -21,7 +23,7 @@ export interface Started {
 /** Files kept per proxy under the stack's state dir. */
 export function proxyFiles(stateDir: string, id: string) {
     const path = require("node:path") as typeof import("node:path");
-    return { ready: path.join(stateDir, `${id}.json`), log: path.join(stateDir, `${id}.log`) };
+    return { ready: path.join(stateDir, `${id}.json`), log: path.join(stateDir, `${id}.log`), auth: path.join(stateDir, `${id}.auth`) };
 }
 
 /** Starts a detached proxy and waits until it listens. On failure nothing is left running. */
@@ -34,8 +36,12 @@ export async function startProxy(req: StartRequest, timeoutMs = 15000): Promise<
     // stop it first, and the create is the same whether or not an earlier attempt got that far.
     for (const pid of findProxyProcesses(req.stateDir, req.id)) await stopProxy(pid, req.id, req.stateDir);
     fs.rmSync(files.ready, { force: true });
+    fs.rmSync(files.auth, { force: true });
+    // Never argv or the environment (both readable in /proc by any local user): a file only we can read,
+    // created with its mode (never widened after the fact), which the proxy removes once read.
+    if (req.auth) fs.writeFileSync(files.auth, JSON.stringify(req.auth), { mode: 0o600, flag: "wx" });
     const out = fs.openSync(files.log, "a");
-    const child = cp.spawn(req.nodePath, [req.serverScript, "--id", req.id, "--port", String(req.port), "--ready", files.ready], {
+    const child = cp.spawn(req.nodePath, [req.serverScript, "--id", req.id, "--port", String(req.port), "--ready", files.ready, ...(req.auth ? ["--auth", files.auth] : [])], {
         detached: true,
         stdio: ["ignore", out, out],
         // Allow-listed: the engine's environment (Pulumi settings, cloud credentials) is none of a proxy's business.
@@ -56,6 +62,7 @@ export async function startProxy(req: StartRequest, timeoutMs = 15000): Promise<
     }
     if (child.pid) killQuietly(child.pid);
     const tail = fs.existsSync(files.log) ? fs.readFileSync(files.log, "utf8").trim().split("\n").slice(-3).join(" | ") : "";
+    fs.rmSync(files.auth, { force: true });
     fs.rmSync(files.log, { force: true }); // transactional: a failed create leaves nothing (the tail is in the error)
     throw new Error(`local proxy ${req.id} did not start listening on port ${req.port || "(any)"}: ${exited !== null ? `exited with ${exited}` : "timed out"}${tail ? `; log: ${tail}` : ""}`);
 }
@@ -127,6 +134,7 @@ export async function stopProxy(pid: number, id: string, stateDir: string): Prom
     }
     fs.rmSync(files.ready, { force: true });
     fs.rmSync(files.log, { force: true });
+    fs.rmSync(files.auth, { force: true });
 }
 
 function killQuietly(pid: number): void {

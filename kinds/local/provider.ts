@@ -10,6 +10,8 @@ export interface LocalProcessInputs {
     stateDir: string;
     serverScript: string;
     nodePath: string;
+    /** Credentials the proxy requires (a secret input; its output is kept secret too). Unset: none. */
+    auth?: { username: string; password: string };
 }
 
 export interface LocalProcessOutputs extends LocalProcessInputs {
@@ -31,7 +33,7 @@ export const localProcessProvider: pulumi.dynamic.ResourceProvider<LocalProcessI
     async create(inputs) {
         // Deterministic: after a crash mid-create, recovery finds the process by this id (recover.ts).
         const id = inputs.member;
-        const started = await startProxy({ id, port: inputs.requestedPort, stateDir: inputs.stateDir, serverScript: inputs.serverScript, nodePath: inputs.nodePath });
+        const started = await startProxy({ id, port: inputs.requestedPort, stateDir: inputs.stateDir, serverScript: inputs.serverScript, nodePath: inputs.nodePath, ...(inputs.auth ? { auth: inputs.auth } : {}) });
         return { id, outs: { ...inputs, pid: started.pid, port: started.port, host: "127.0.0.1", running: true } };
     },
 
@@ -43,6 +45,8 @@ export const localProcessProvider: pulumi.dynamic.ResourceProvider<LocalProcessI
 
     async diff(_id, olds, news) {
         const replaces: string[] = REPLACE_ON.filter((k) => olds[k] !== news[k]);
+        // The proxy reads its credentials once, at start: new ones need a new process.
+        if (JSON.stringify(olds.auth ?? null) !== JSON.stringify(news.auth ?? null)) replaces.push("auth");
         if (olds.running === false) replaces.push("running");
         const changed = replaces.length > 0 || olds.stateDir !== news.stateDir || olds.serverScript !== news.serverScript || olds.nodePath !== news.nodePath;
         return { changes: changed, replaces, deleteBeforeReplace: true };
@@ -65,6 +69,6 @@ export class LocalProxyProcess extends pulumi.dynamic.Resource {
     declare public readonly running: pulumi.Output<boolean>;
 
     constructor(name: string, args: { [K in keyof LocalProcessInputs]: pulumi.Input<LocalProcessInputs[K]> }, opts?: pulumi.CustomResourceOptions) {
-        super(localProcessProvider, name, { ...args, pid: undefined, port: undefined, host: undefined, running: undefined }, opts, "egress", "local:Process");
+        super(localProcessProvider, name, { ...args, pid: undefined, port: undefined, host: undefined, running: undefined }, { ...opts, additionalSecretOutputs: ["auth"] }, "egress", "local:Process");
     }
 }

@@ -27,7 +27,7 @@ export interface MemberArgs<E extends { type: string } = { type: string }, S = u
  * outputs (src/engine/checkpoint.ts membersOf).
  */
 export function memberIdentity(args: MemberArgs<any, any>, zone: string): { identity: Omit<ProxyMember, "host" | "url"> } {
-    return { identity: { id: args.plan.name, pool: args.pool, provider: args.providerName, kind: args.entry.type, index: args.plan.index, port: args.plan.port, zone } };
+    return { identity: { id: args.plan.name, pool: args.pool, provider: args.providerName, kind: args.entry.type, index: args.plan.index, port: args.plan.port, zone, ...(args.plan.auth ? { auth: true } : {}) } };
 }
 
 /**
@@ -51,6 +51,7 @@ export abstract class ProxyMemberComponent extends pulumi.ComponentResource {
             // No address yet (a KVM guest still booting): no URL, so nobody dials `http://:3128`.
             url: h ? `${scheme}://${h.includes(":") ? `[${h}]` : h}:${p}` : "",
             zone: z,
+            ...(args.plan.auth ? { auth: true } : {}),
         }));
         (this as { member: pulumi.Output<ProxyMember> }).member = member;
         this.registerOutputs({ member });

@@ -3,13 +3,26 @@
 /** Where squid reads its config: Debian's and Ubuntu's squid package, and the `ubuntu/squid` image. */
 export const SQUID_CONF_PATH = "/etc/squid/squid.conf";
 
+/** Where the generated configs keep squid's passwd file (user:hash lines, see squid-passwd.ts). */
+export const SQUID_PASSWD_PATH = "/etc/squid/egress.passwd";
+
+/** Debian's and Ubuntu's path of squid's NCSA basic auth helper (the `ubuntu/squid` image's too). */
+export const NCSA_AUTH_HELPER = "/usr/lib/squid/basic_ncsa_auth";
+
+/** Proxy basic auth against a passwd file; `helper` and `passwdPath` default to the Debian/Ubuntu paths. */
+export interface SquidAuth {
+    passwdPath?: string;
+    helper?: string;
+}
+
 /**
  * The lines of a generated squid.conf, for members without a config of their own: listens on `port`,
- * answers `clientRanges` only, tunnels (CONNECT) to port 443 only, caches nothing and adds no headers that
- * reveal the client. Kinds add what their environment needs (log targets) and embed it as they must.
+ * answers `clientRanges` only (and, with `auth`, only clients that also present the pool's credentials),
+ * tunnels (CONNECT) to port 443 only, caches nothing and adds no headers that reveal the client. Kinds add
+ * what their environment needs (log targets) and embed it as they must.
  */
-export function squidBaseConf(port: number, clientRanges: readonly string[]): string[] {
-    const [clients, ...rules] = squidClientRules(clientRanges);
+export function squidBaseConf(port: number, clientRanges: readonly string[], auth?: SquidAuth): string[] {
+    const [clients, ...rules] = squidClientRules(clientRanges, auth);
     return [`http_port ${port}`, clients, "acl SSL_ports port 443", "acl CONNECT method CONNECT", "http_access deny CONNECT !SSL_ports", ...rules];
 }
 
@@ -18,8 +31,26 @@ export function squidBaseConf(port: number, clientRanges: readonly string[]): st
  * `SSL_ports` and `CONNECT` and denies CONNECT to other ports (and unsafe ports) before its include:
  * defining them again would only add noise.
  */
-export function squidClientRules(clientRanges: readonly string[]): string[] {
-    return [`acl egress_clients src ${clientRanges.join(" ")}`, "http_access allow egress_clients", "http_access deny all", "cache deny all", "via off", "forwarded_for delete"];
+export function squidClientRules(clientRanges: readonly string[], auth?: SquidAuth): string[] {
+    return [`acl egress_clients src ${clientRanges.join(" ")}`, ...squidAccessRules("egress_clients", auth), "http_access deny all", "cache deny all", "via off", "forwarded_for delete"];
+}
+
+/**
+ * Who may use the proxy: clients matching the acl `clients`, and with `auth` only those that also present
+ * the credentials (both, never either). A client outside the ranges is denied without a 407 challenge,
+ * so scanners learn nothing and never get to guess passwords; one inside gets 407 until it authenticates.
+ */
+export function squidAccessRules(clients: string, auth?: SquidAuth): string[] {
+    if (!auth) return [`http_access allow ${clients}`];
+    return [
+        `auth_param basic program ${auth.helper ?? NCSA_AUTH_HELPER} ${auth.passwdPath ?? SQUID_PASSWD_PATH}`,
+        "auth_param basic children 5 startup=1 idle=1",
+        "auth_param basic realm egress",
+        "auth_param basic credentialsttl 1 hour",
+        "acl egress_users proxy_auth REQUIRED",
+        `http_access deny !${clients}`,
+        "http_access allow egress_users",
+    ];
 }
 
 /** Debian's and Ubuntu's squid.conf includes this directory (before its own `http_access` rules). */
@@ -38,7 +69,7 @@ const DISTRIBUTION_PORT = 3128;
  * conffile of the package, so dpkg has nothing to ask). `enable --now` starts it only if it is not running,
  * so a proxy already published never goes dark: a restart waits out squid's 30 s shutdown_lifetime.
  */
-export function squidCloudConfig(port: number, lines: readonly string[], opts: { packageUpdate?: boolean } = {}): string {
+export function squidCloudConfig(port: number, lines: readonly string[], opts: { packageUpdate?: boolean; passwd?: string } = {}): string {
     return [
         "#cloud-config",
         ...(opts.packageUpdate ? ["package_update: true"] : []),
@@ -47,6 +78,11 @@ export function squidCloudConfig(port: number, lines: readonly string[], opts: {
         `  - path: ${SQUID_DROP_IN_PATH}`,
         "    content: |",
         ...[...(port === DISTRIBUTION_PORT ? [] : [`http_port ${port}`]), ...lines].map((line) => `      ${line}`),
+        // Hashes only (squid-passwd.ts). Group `proxy` (squid's user) exists on every Debian and Ubuntu
+        // system (base-passwd) before squid is installed, so the file is readable when squid first starts.
+        ...(opts.passwd !== undefined
+            ? [`  - path: ${SQUID_PASSWD_PATH}`, "    owner: root:proxy", "    permissions: '0640'", "    content: |", ...opts.passwd.trimEnd().split("\n").map((l) => `      ${l}`)]
+            : []),
         "runcmd:",
         "  - [systemctl, enable, --now, squid]",
         "",

@@ -4,7 +4,7 @@ import { loadStackConfig } from "../config";
 import { EngineError, OperationKind, OperationResult, ProgressEvent, StackDriver } from "../engine";
 import { action, EXIT, GlobalOptions, InterruptedError, projectDir, UsageError } from "./context";
 import { preflight } from "./preflight";
-import { progressPrinter, proxyTable, summaryLine } from "./render";
+import { credentialsTable, progressPrinter, proxyTable, summaryLine } from "./render";
 import { withWriterLock } from "./writer";
 
 export type EngineRunOptions = GlobalOptions & { refresh?: boolean; quiet?: boolean };
@@ -97,11 +97,18 @@ export function registerOperations(program: Command): void {
         }));
     program
         .command("outputs")
-        .description("print the stack output `proxies`")
-        .action(action(async (_o, cmd) => {
+        .description("print the stack output `proxies` (and, with --show-secrets, the proxy credentials)")
+        .option("--show-secrets", "also print the secret output `credentials`: the username and password of each pool with `auth`")
+        .action(action(async (o: { showSecrets?: boolean }, cmd) => {
             const opts = cmd.optsWithGlobals() as GlobalOptions;
-            const proxies = await driverFor(opts, false).proxies();
+            const driver = driverFor(opts, false);
+            const proxies = await driver.proxies();
+            const credentials = o.showSecrets ? await driver.credentials() : undefined;
             // The envelope every --json command prints: `ok`, then the payload under a name.
-            process.stdout.write(opts.json ? JSON.stringify({ ok: true, proxies }) + "\n" : proxyTable(proxies));
+            if (opts.json) return void process.stdout.write(JSON.stringify({ ok: true, proxies, ...(credentials ? { credentials } : {}) }) + "\n");
+            let text = proxyTable(proxies);
+            if (credentials) text += credentialsTable(credentials);
+            else if (proxies.some((p) => p.auth)) text += "\nproxies marked auth require credentials: `egress outputs --show-secrets` prints them\n";
+            process.stdout.write(text);
         }));
 }

@@ -33,7 +33,13 @@ export function summaryLine(r: OperationResult): string {
 /** Proxies as an aligned table for people; `--json` prints the array instead. */
 export function proxyTable(proxies: ProxyMember[]): string {
     if (proxies.length === 0) return "no proxies (scale a pool up with `egress scale <pool> <n>`)\n";
-    return alignedTable([["ID", "POOL", "PROVIDER", "ZONE", "URL"], ...proxies.map((p) => [p.id, p.pool, p.provider, p.zone, p.url])]);
+    return alignedTable([["ID", "POOL", "PROVIDER", "ZONE", "URL", "AUTH"], ...proxies.map((p) => [p.id, p.pool, p.provider, p.zone, p.url, p.auth ? "yes" : "-"])]);
+}
+
+/** Pool credentials (`egress outputs --show-secrets`), one pool a line. */
+export function credentialsTable(credentials: Record<string, { username: string; password: string }>): string {
+    const rows = Object.entries(credentials).map(([pool, c]) => [pool, c.username, c.password]);
+    return "\n" + (rows.length ? alignedTable([["POOL", "USERNAME", "PASSWORD"], ...rows]) : "no pool has credentials (`auth`)\n");
 }
 
 /** Rows (the first is the header) as columns padded to their widest cell, one line each. */

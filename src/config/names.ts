@@ -49,3 +49,25 @@ export function expandHome(p: string): string {
     if (p === "~") return os.homedir();
     return p.startsWith("~/") ? path.join(os.homedir(), p.slice(2)) : p;
 }
+
+/** Proxy usernames: unreserved URL characters only, so `user:pass@` needs no escaping and squid's passwd file no quoting. */
+export const PROXY_USERNAME = /^[A-Za-z0-9._~-]{1,64}$/;
+
+/**
+ * A proxy password, in clear or as a Pulumi secret. In clear (as the program reads it, decrypted) it must
+ * be 12-256 printable characters: squid's basic auth helper reads one line per request, so no control
+ * characters. Messages never quote it (the path names `password`, which errors.ts redacts).
+ */
+export const proxyPasswordSchema = () =>
+    secretString().superRefine((v, ctx) => {
+        if (typeof v !== "string") return;
+        if (v.length < 12) ctx.addIssue({ code: "custom", message: "must be at least 12 characters (use a random one: `openssl rand -base64 24`)" });
+        if (v.length > 256) ctx.addIssue({ code: "custom", message: "must be at most 256 characters" });
+        if (/[\x00-\x1f\x7f]/.test(v)) ctx.addIssue({ code: "custom", message: "must not contain control characters (newlines, tabs)" });
+    });
+
+/** The clear text of a secret the program reads decrypted; `what` names it in the error. */
+export function clearSecret(v: SecretString, what: string): string {
+    if (typeof v !== "string") throw new Error(`\`${what}\` is still encrypted: read the config through Pulumi (pulumi.Config) so secrets are decrypted`);
+    return v;
+}

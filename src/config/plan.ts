@@ -1,4 +1,4 @@
-import type { CloudInit, Placement, PoolConfig } from "./schema";
+import type { CloudInit, Placement, PoolConfig, ProxyAuthConfig } from "./schema";
 
 /** Everything one pool member needs, after per-member overrides were applied. */
 export interface MemberPlan {
@@ -8,6 +8,8 @@ export interface MemberPlan {
     port: number;
     placement: Placement;
     cloudInit?: CloudInit;
+    /** The pool's proxy credentials, when it requires them (the same for every member). */
+    auth?: ProxyAuthConfig;
 }
 
 /** Stable member name. Indices are dense, so scaling down always removes the highest ones. */
@@ -30,6 +32,7 @@ export function planMembers(pool: PoolConfig): MemberPlan[] {
             port: o?.port ?? pool.port,
             placement: { ...pool.placement, ...(o?.placement ?? {}) },
             cloudInit: o?.cloudInit ?? pool.cloudInit,
+            ...(pool.auth ? { auth: pool.auth } : {}),
         });
     }
     return plans;

@@ -1,5 +1,5 @@
 import { z } from "zod";
-import { dnsLabel, identifier, port } from "./names";
+import { dnsLabel, identifier, port, proxyPasswordSchema, PROXY_USERNAME } from "./names";
 import { KIND_SCHEMAS } from "../../kinds/registry";
 
 /** Cloud-init user-data: a file (path relative to the project root) or an inline document. */
@@ -25,6 +25,16 @@ export const memberOverrideSchema = z.strictObject({
 /** Idle TTL of a sticky session: long enough for a crawl of one site, short enough to forget abandoned ones. */
 export const SESSION_TTL_DEFAULT_SECONDS = 1800;
 
+/**
+ * Credentials every member of a pool requires (proxy basic auth). The username goes into squid's passwd
+ * file and into `http://user:pass@host:port` URLs unescaped, hence its small alphabet.
+ */
+export const proxyAuthSchema = z.strictObject({
+    username: z.string().regex(PROXY_USERNAME, { message: "must be 1-64 characters of letters, digits, '.', '_', '~' and '-' (safe in squid's passwd file and in a URL)" }),
+    /** Prefer a Pulumi secret: `pulumi config set --secret --path 'egress:pools[0].auth.password' …`. */
+    password: proxyPasswordSchema(),
+});
+
 export const poolSchema = z
     .strictObject({
         name: dnsLabel(),
@@ -39,6 +49,11 @@ export const poolSchema = z
         placement: placementSchema.default({}),
         cloudInit: cloudInitSchema.optional(),
         members: z.array(memberOverrideSchema).default([]),
+        /**
+         * Proxy credentials every member requires (proxy basic auth, whatever the kind). Kinds with public
+         * addresses require it (their `checkPool`). A pool with its own cloud-init configures squid's auth itself.
+         */
+        auth: proxyAuthSchema.optional(),
         /** Seconds a proxy rests after a lease before it is leased again. @default 0 */
         cooldownSeconds: z.number().int().min(0).default(0),
         /**
@@ -81,6 +96,7 @@ export const egressConfigSchema = z.strictObject({
     pools: z.array(poolSchema).default([]),
 });
 
+export type ProxyAuthConfig = z.infer<typeof proxyAuthSchema>;
 export type CloudInit = z.infer<typeof cloudInitSchema>;
 export type Placement = z.infer<typeof placementSchema>;
 export type MemberOverride = z.infer<typeof memberOverrideSchema>;

@@ -161,6 +161,17 @@ export class StackDriver {
         });
     }
 
+    /**
+     * The secret stack output `credentials` (pool → the credentials its members require), decrypted by
+     * the engine; {} before the first `up` and for stacks without `auth`. Never log the result.
+     */
+    async credentials(): Promise<Record<string, { username: string; password: string }>> {
+        return this.serial(async () => {
+            const outs = await (await this.open()).outputs();
+            return (outs.credentials?.value as Record<string, { username: string; password: string }> | undefined) ?? {};
+        });
+    }
+
     /** Resources in state, as `type::name` — what `destroy` must leave empty. */
     async resources(): Promise<{ type: string; name: string; id?: string }[]> {
         return this.serial(async () => {

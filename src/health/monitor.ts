@@ -14,6 +14,11 @@ export interface HealthMonitorOptions {
     thresholds?: Partial<HealthThresholds>;
     /** TLS options for an https:// check URL. */
     tls?: Pick<ProbeOptions, "ca" | "rejectUnauthorized">;
+    /**
+     * The credentials a member requires (proxy basic auth), looked up at each probe so new ones apply at
+     * once; undefined = none. Probes of a member that requires credentials fail (407) without them.
+     */
+    credentials?: (member: ProxyMember) => ProbeOptions["proxyAuth"];
     /** Replace the real probe in unit tests. It should not reject; if it does, that counts as a failure. */
     probe?: ProbeFn;
     /** @default Date.now */
@@ -59,7 +64,7 @@ class Slots {
 export class HealthMonitor {
     private readonly entries = new Map<string, Entry>();
     private readonly slots: Slots;
-    private readonly o: Required<Omit<HealthMonitorOptions, "tls" | "onTransition" | "onProbe" | "thresholds">> & HealthMonitorOptions;
+    private readonly o: Required<Omit<HealthMonitorOptions, "tls" | "onTransition" | "onProbe" | "thresholds" | "credentials">> & HealthMonitorOptions;
     private readonly thresholds: HealthThresholds;
     private timer: NodeJS.Timeout | undefined;
     private running = false;
@@ -187,7 +192,8 @@ export class HealthMonitor {
     private async probeSafely(m: ProxyMember): Promise<ProbeResult> {
         const started = performance.now();
         try {
-            return await this.o.probe({ proxyHost: m.host, proxyPort: m.port, proxyTls: m.url.startsWith("https://"), checkUrl: this.o.checkUrl, timeoutMs: this.o.timeoutMs, ...this.o.tls });
+            const proxyAuth = this.o.credentials?.(m);
+            return await this.o.probe({ proxyHost: m.host, proxyPort: m.port, proxyTls: m.url.startsWith("https://"), checkUrl: this.o.checkUrl, timeoutMs: this.o.timeoutMs, ...this.o.tls, ...(proxyAuth ? { proxyAuth } : {}) });
         } catch (err) {
             return { ok: false, latencyMs: performance.now() - started, error: `probe threw: ${err instanceof Error ? err.message : String(err)}` };
         }

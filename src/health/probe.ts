@@ -18,6 +18,8 @@ export interface ProbeOptions {
     timeoutMs: number;
     /** Extra trust anchors for an https:// check URL (tests use a self-signed echo server). */
     ca?: string | Buffer | (string | Buffer)[];
+    /** Credentials the proxy requires: sent as `Proxy-Authorization: Basic` on the GET or the CONNECT. */
+    proxyAuth?: { username: string; password: string };
     /** @default true — a proxy that cannot carry verified TLS is not healthy. */
     rejectUnauthorized?: boolean;
 }
@@ -76,6 +78,7 @@ export function probeThroughProxy(o: ProbeOptions): Promise<ProbeResult> {
             return;
         }
         const headers = { host: url.host, accept: "application/json", "user-agent": "egress-health/1", connection: "close" };
+        const proxyHeaders: Record<string, string> = o.proxyAuth ? { "proxy-authorization": proxyAuthorization(o.proxyAuth) } : {};
         const onResponse = (res: http.IncomingMessage) => {
             const chunks: Buffer[] = [];
             let size = 0;
@@ -93,7 +96,7 @@ export function probeThroughProxy(o: ProbeOptions): Promise<ProbeResult> {
         };
 
         if (url.protocol === "http:") {
-            const req = toProxy({ host: o.proxyHost, port: o.proxyPort, method: "GET", path: url.href, headers, agent: false });
+            const req = toProxy({ host: o.proxyHost, port: o.proxyPort, method: "GET", path: url.href, headers: { ...headers, ...proxyHeaders }, agent: false });
             req.on("response", onResponse);
             open.push(req);
             req.on("error", fail(`GET through ${proxy}`));
@@ -101,7 +104,7 @@ export function probeThroughProxy(o: ProbeOptions): Promise<ProbeResult> {
             return;
         }
         const authority = `${url.hostname}:${url.port || 443}`;
-        const connect = toProxy({ host: o.proxyHost, port: o.proxyPort, method: "CONNECT", path: authority, headers: { host: authority }, agent: false });
+        const connect = toProxy({ host: o.proxyHost, port: o.proxyPort, method: "CONNECT", path: authority, headers: { host: authority, ...proxyHeaders }, agent: false });
         open.push(connect);
         connect.on("error", fail(`CONNECT through ${proxy}`));
         connect.on("connect", (res, socket) => {
@@ -131,6 +134,11 @@ export function probeThroughProxy(o: ProbeOptions): Promise<ProbeResult> {
         });
         connect.end();
     });
+}
+
+/** A `Proxy-Authorization` header value (basic auth) for proxy credentials. */
+export function proxyAuthorization(credentials: { username: string; password: string }): string {
+    return `Basic ${Buffer.from(`${credentials.username}:${credentials.password}`, "utf8").toString("base64")}`;
 }
 
 /** `ip` of a JSON object body, if it is a string that looks like an address. */

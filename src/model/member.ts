@@ -18,8 +18,11 @@ export interface ProxyMember {
     /** `http://host:port` — what a crawler sets as its proxy; "" while the host is not known yet. */
     url: string;
     zone: string;
-    // Room for proxy credentials (issue 11 part 3): an optional `auth` goes here, kept out of outputs
-    // that discover-only tokens see. No kind sets it yet.
+    /**
+     * True when the proxy requires its pool's credentials (pool `auth`). The credentials themselves are
+     * never part of a member: they travel only as the secret stack output `credentials` (per pool).
+     */
+    auth?: boolean;
 }
 
 /** Facts about the stack every member needs (labels for `egress gc`, where local state lives). */

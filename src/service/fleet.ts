@@ -4,6 +4,7 @@ import type { LeaseManager } from "./leases";
 import type { AcquireRequest, ReleaseOutcome, Removal } from "./leases/types";
 import { Lifecycle, lifecycleOf, membersMentioned } from "./lifecycle";
 import type { Operation } from "./operations";
+import { memberUpstreamUrl, type PoolCredentials } from "./credentials";
 
 export type HealthState = "healthy" | "unhealthy" | "unknown";
 
@@ -40,7 +41,8 @@ export interface ProxyView extends ProxyMember {
 
 export interface LeaseView {
     id: string;
-    proxy: Pick<ProxyMember, "id" | "pool" | "provider" | "zone" | "host" | "port" | "url">;
+    /** `url` carries the member's credentials when it requires them (`auth`): the holder may use it as is. */
+    proxy: Pick<ProxyMember, "id" | "pool" | "provider" | "zone" | "host" | "port" | "url" | "auth">;
     target?: string;
     /** The sticky session it was taken through. */
     session?: string;
@@ -77,6 +79,8 @@ export class Fleet {
     private readonly draining = new Map<string, { until: number }>();
     /** The last failed operation naming each member (for `lastError`/`failed`). */
     private readonly opErrors = new Map<string, { message: string; at: number }>();
+    /** Pool → credentials its members require (the secret stack output `credentials`). Never logged. */
+    private credentials: Record<string, PoolCredentials> = {};
     /** Called after every successful release (the drainer waits on it). */
     private readonly releaseListeners = new Set<() => void>();
 
@@ -95,6 +99,25 @@ export class Fleet {
             addressed.map((m) => ({ id: m.id, pool: m.pool, eligible: this.leasable(m.id) })),
             Object.fromEntries(pools.map((p) => [p.name, { cooldownSeconds: p.cooldownSeconds, sessionTtlSeconds: p.sessionTtlSeconds }])),
         );
+    }
+
+    /** Replaces the pools' credentials (read from the stack after every sync that has members requiring them). */
+    setCredentials(credentials: Record<string, PoolCredentials>): void {
+        this.credentials = credentials;
+    }
+
+    /** The credentials `member` requires; undefined when it requires none (or they are not known yet). */
+    credentialsOf(member: Pick<ProxyMember, "pool" | "auth">): PoolCredentials | undefined {
+        return member.auth ? this.credentials[member.pool] : undefined;
+    }
+
+    /**
+     * The URL to send traffic through member `id`, with its credentials when it requires them
+     * (memberUpstreamUrl); undefined for an unknown member. For the gateway's upstream. Never log it.
+     */
+    upstreamUrl(id: string): string | undefined {
+        const m = this.members.get(id);
+        return m && memberUpstreamUrl(m, this.credentialsOf(m));
     }
 
     /**
@@ -139,14 +162,18 @@ export class Fleet {
         return this.health.get(id)?.state === "healthy" && !this.draining.has(id);
     }
 
-    proxies(filter: { pool?: string; state?: HealthState; lifecycle?: Lifecycle } = {}): ProxyView[] {
+    /**
+     * Members as discovery shows them. `withCredentials` (callers whose scope may lease: `lease`, `admin`)
+     * puts a member's credentials into its `url`; otherwise `url` is bare and `auth: true` says they are needed.
+     */
+    proxies(filter: { pool?: string; state?: HealthState; lifecycle?: Lifecycle } = {}, opts: { withCredentials?: boolean } = {}): ProxyView[] {
         const out: ProxyView[] = [];
         for (const m of this.members.values()) {
             if (filter.pool && m.pool !== filter.pool) continue;
             const h = this.health.get(m.id);
             const drain = this.draining.get(m.id);
             const life = lifecycleOf({ hasAddress: !!m.host, draining: !!drain, health: h?.state ?? "unknown", probe: h, opError: this.opErrors.get(m.id) });
-            const view: ProxyView = { ...m, health: h?.state ?? "unknown", egressIp: h?.egressIp, probeLatencyMs: h?.lastLatencyMs, leased: this.leases.isLeased(m.id), ...life };
+            const view: ProxyView = { ...m, url: opts.withCredentials ? memberUpstreamUrl(m, this.credentialsOf(m)) : m.url, health: h?.state ?? "unknown", egressIp: h?.egressIp, probeLatencyMs: h?.lastLatencyMs, leased: this.leases.isLeased(m.id), ...life };
             if (drain) view.drainingUntil = new Date(drain.until).toISOString();
             if (filter.state && view.health !== filter.state) continue;
             if (filter.lifecycle && view.lifecycle !== filter.lifecycle) continue;
@@ -190,7 +217,7 @@ export class Fleet {
             ...(req.session !== undefined && { session: !known ? "new" as const : r.rebound ? "rebound" as const : "kept" as const }),
             lease: {
                 id: r.lease.id,
-                proxy: { id: m.id, pool: m.pool, provider: m.provider, zone: m.zone, host: m.host, port: m.port, url: m.url },
+                proxy: { id: m.id, pool: m.pool, provider: m.provider, zone: m.zone, host: m.host, port: m.port, url: memberUpstreamUrl(m, this.credentialsOf(m)), ...(m.auth ? { auth: true } : {}) },
                 target: r.lease.target,
                 ...(r.lease.session !== undefined && { session: r.lease.session, rebound: r.rebound }),
                 leasedAt: new Date(r.lease.leasedAt).toISOString(),

@@ -61,7 +61,9 @@ export const proxiesQuery = z.strictObject({
 
 export const proxySchema = z.object({
     id: z.string(), pool: z.string(), provider: z.string(), kind: z.string(), index: z.number(),
-    host: z.string(), port: z.number(), url: z.string(), zone: z.string(),
+    host: z.string(), port: z.number(), zone: z.string(),
+    url: z.string().describe("http://host:port, what a crawler sets as its proxy. When the proxy requires credentials (`auth`), it carries them (http://user:pass@host:port) for tokens with the `lease` or `admin` scope only"),
+    auth: z.boolean().optional().describe("True when the proxy requires credentials (proxy basic auth); absent otherwise"),
     health: z.enum(["healthy", "unhealthy", "unknown"]),
     egressIp: z.string().optional(),
     probeLatencyMs: z.number().optional().describe("Round trip of the last health probe through this proxy, in milliseconds"),
@@ -87,7 +89,11 @@ export const poolsResponse = z.object({ pools: z.array(poolSchema) });
 /** The proxy part of a lease: where to send traffic. */
 export const leaseViewSchema = z.object({
     id: z.string().describe("Lease id; release it with POST /v1/leases/{id}/release"),
-    proxy: z.object({ id: z.string(), pool: z.string(), provider: z.string(), zone: z.string(), host: z.string(), port: z.number().int(), url: z.string().describe("http://host:port, usable as an HTTP(S) proxy URL") }),
+    proxy: z.object({
+        id: z.string(), pool: z.string(), provider: z.string(), zone: z.string(), host: z.string(), port: z.number().int(),
+        url: z.string().describe("http://host:port, usable as an HTTP(S) proxy URL; http://user:pass@host:port when the proxy requires credentials (`auth`)"),
+        auth: z.boolean().optional().describe("True when the proxy requires credentials; `url` carries them"),
+    }),
     target: z.string().optional(),
     session: z.string().optional().describe("The sticky session this lease was taken for, when the request named one"),
     rebound: z.boolean().optional().describe("With a session: true when the session moved to this proxy because its previous one was unhealthy, draining, leased by someone else, blocked for the target or gone; false when it kept its proxy or is new"),

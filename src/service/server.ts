@@ -150,6 +150,7 @@ export async function startService(opts: ServeOptions): Promise<RunningService> 
     const health = new HealthMonitor({
         intervalMs: opts.probeIntervalMs ?? 10_000,
         checkUrl,
+        credentials: (m) => fleet.credentialsOf(m),
         onTransition: (t) => {
             log[t.to === "unhealthy" ? "warn" : "info"]({ proxy: t.id, from: t.from, to: t.to, reason: t.reason }, "proxy health changed");
             fleet.healthChanged(t.id, t.to);
@@ -188,6 +189,15 @@ export async function startService(opts: ServeOptions): Promise<RunningService> 
     const backendDir = fileBackendDir(home, opts.engineEnv);
     const refreshFleet = async (proxies?: ProxyMember[]) => {
         proxies ??= await driver.membersInState();
+        // Credentials before the members, so a member requiring them is never probed or leased without.
+        // Only the engine decrypts them (one CLI call), so only stacks that have such members pay for it.
+        if (proxies.some((m) => m.auth)) {
+            try {
+                fleet.setCredentials(await driver.credentials());
+            } catch (e) {
+                log.warn({ err: e }, "reading the proxy credentials (stack output `credentials`) failed; members requiring them keep the ones read before");
+            }
+        }
         fleet.sync(proxies, loadStackConfig(opts.projectRoot, opts.stack).pools);
     };
     let reconciler!: Reconciler;

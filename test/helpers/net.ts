@@ -23,13 +23,19 @@ export async function startTargetServer(): Promise<{ port: number; close(): Prom
 }
 
 /** A plain-HTTP request sent through a forward proxy (absolute-form request line). */
-export function getViaProxy(proxyPort: number, url: string, timeoutMs = 5000): Promise<{ status: number; body: string }> {
+export async function getViaProxy(proxyPort: number, url: string, timeoutMs = 5000): Promise<{ status: number; body: string }> {
+    const { status, body } = await requestViaProxy(proxyPort, url, {}, timeoutMs);
+    return { status, body };
+}
+
+/** getViaProxy with request headers (e.g. Proxy-Authorization), answering the response headers too. */
+export function requestViaProxy(proxyPort: number, url: string, headers: Record<string, string> = {}, timeoutMs = 5000): Promise<{ status: number; body: string; headers: http.IncomingHttpHeaders }> {
     return new Promise((resolve, reject) => {
-        const req = http.request({ host: "127.0.0.1", port: proxyPort, method: "GET", path: url, headers: { host: new URL(url).host }, timeout: timeoutMs }, (res) => {
+        const req = http.request({ host: "127.0.0.1", port: proxyPort, method: "GET", path: url, headers: { host: new URL(url).host, ...headers }, timeout: timeoutMs }, (res) => {
             let body = "";
             res.setEncoding("utf8");
             res.on("data", (c) => (body += c));
-            res.on("end", () => resolve({ status: res.statusCode ?? 0, body }));
+            res.on("end", () => resolve({ status: res.statusCode ?? 0, body, headers: res.headers }));
         });
         req.on("timeout", () => req.destroy(new Error(`timeout via proxy ${proxyPort}`)));
         req.on("error", reject);
@@ -87,4 +93,9 @@ export function rawHttp(port: number, request: string, waitMs = 5000): Promise<{
         });
         socket.write(request);
     });
+}
+
+/** A `Proxy-Authorization` header for basic auth. */
+export function proxyBasicAuth(username: string, password: string): Record<string, string> {
+    return { "proxy-authorization": `Basic ${Buffer.from(`${username}:${password}`).toString("base64")}` };
 }

@@ -2,8 +2,8 @@
  * A canary token, configured through EGRESS_TOKENS and therefore valid, is sent to every route in
  * every place a client might put it (a valid or malformed Authorization header, other credential
  * headers, the query, the body at any depth under token, private key, passphrase and cloud-init names, a
- * malformed body, a cookie); with debug logging on, no log line of the service carries it. The service
- * logs the token's name and scopes only. Config errors carrying a private key or a cloud-init body reach
+ * malformed body, a cookie, proxy basic auth); with debug logging on, no log line of the service carries it. The service
+ * logs the token's name and scopes only. Config errors carrying a private key, a cloud-init body or a proxy password reach
  * no log line, error body, CLI output or thrown message either.
  */
 import { after, before, test } from "node:test";
@@ -75,6 +75,8 @@ test("sent everywhere on every route, the canary reaches no log line", async () 
             body: (b) => ({ ...(b as object), a: [{ b: { c: [{ sshPrivateKey: CANARY, passphrase: CANARY, cloudInit: { inline: CANARY }, userData: CANARY, api_token: CANARY }] } }] }),
         },
         { name: "malformed body quoting the canary", token: CANARY, raw: `{"token": "${CANARY}"` },
+        // A crawler that sends its proxy credentials (pool `auth`) to the API by mistake.
+        { name: "proxy basic auth", token: CANARY, headers: { "proxy-authorization": `Basic ${Buffer.from(`crawler:${CANARY}`).toString("base64")}` } },
     ];
     let sent = 0;
     for (const [method, route, body] of routes)
@@ -107,6 +109,8 @@ function badConfig(): Record<string, any> {
     ssh.privateKey = PRIVATE_KEY; // beside privateKeyPath: the whole ssh block is the offending value
     ssh.privateKeyPath ??= "~/.ssh/id_ed25519";
     c["egress:pools"][0].cloudInit = { inline: `#cloud-config\npassword: ${CANARY}-ci`, file: "cloud-init/squid.yaml" };
+    // Proxy credentials breaking their rules: the password (with a newline) is never quoted.
+    c["egress:pools"][0].auth = { username: "crawler:x", password: `${CANARY}-pw\n` };
     return c;
 }
 
@@ -122,6 +126,7 @@ test("config errors with a private key and a cloud-init body: not in logs, error
         const scale = await svc.call("PUT", "/v1/pools/web/replicas", { token: CANARY, body: { replicas: 1 } });
         assert.ok(scale.status >= 400, `the broken config is refused (${scale.status})`);
         assert.match(JSON.stringify(scale.body), /ssh|cloudInit/, "the error names what is wrong");
+        assert.match(JSON.stringify(scale.body), /auth\.username/, "and the bad proxy credentials, by path");
         assert.deepEqual(seen.filter((l) => l.includes(CANARY)), [], "no response carries it");
         await new Promise((r) => setTimeout(r, 200));
         assert.deepEqual(svc.logs.filter((l) => l.includes(CANARY)), [], "no log line carries it");

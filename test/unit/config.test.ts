@@ -111,3 +111,17 @@ test("secrets never appear in error messages", () => {
     assert.ok(lines.length > 0);
     assert.ok(lines.every((l) => !l.includes("c2VjcmV0")), lines.join("\n"));
 });
+
+test("pool auth: username charset and password rules name the path, and the password is never quoted", () => {
+    const pw = "short\npw";
+    const msgs = problems(ok([{ name: "a", provider: "local", replicas: 1, auth: { username: "crawler:1@x", password: pw } }]));
+    assert.deepEqual(msgs, [
+        `egress:pools[0].auth.username: must be 1-64 characters of letters, digits, '.', '_', '~' and '-' (safe in squid's passwd file and in a URL) (got "crawler:1@x")`,
+        "egress:pools[0].auth.password: must be at least 12 characters (use a random one: `openssl rand -base64 24`) (got \"[redacted]\")",
+        "egress:pools[0].auth.password: must not contain control characters (newlines, tabs) (got \"[redacted]\")",
+    ]);
+    assert.ok(!msgs.join("\n").includes("short"), "the password is never quoted");
+    assert.deepEqual(problems(ok([{ name: "a", provider: "local", replicas: 1, auth: { username: "crawler" } }])).map((m) => m.split(":").slice(0, 2).join(":")), ["egress:pools[0].auth.password"]);
+    const cfg = parseEgressConfig(ok([{ name: "a", provider: "local", replicas: 1, auth: { username: "crawler.01", password: "a-long-random-password" } }]), root);
+    assert.deepEqual(cfg.pools[0].auth, { username: "crawler.01", password: "a-long-random-password" });
+});

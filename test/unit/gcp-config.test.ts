@@ -3,6 +3,7 @@ import * as assert from "node:assert/strict";
 import { parseEgressConfig, problems } from "./config-fixtures";
 
 const parse = (entry: Record<string, unknown>, pools: unknown[] = []) => parseEgressConfig({ providers: { "gcp-eu": { type: "gcp", ...entry } }, pools }, "/");
+const auth = { username: "crawler", password: "a-long-random-password" };
 const base = { project: "crawl-proxies", zones: ["europe-west1-b"], allowedSourceRanges: ["203.0.113.7/32"] };
 
 describe("gcp provider config", () => {
@@ -29,19 +30,27 @@ describe("gcp provider config", () => {
     });
 
     it("refuses a pool placement in a zone the entry does not list", () => {
-        assert.deepEqual(problems(() => parse(base, [{ name: "eu", provider: "gcp-eu", replicas: 1, placement: { zone: "us-central1-a" } }])), [
+        assert.deepEqual(problems(() => parse(base, [{ name: "eu", provider: "gcp-eu", auth, replicas: 1, placement: { zone: "us-central1-a" } }])), [
             "egress:pools[0].placement.zone: must be one of this provider's zones (europe-west1-b)",
         ]);
     });
 
     it("refuses placement.image, naming the provider field to set instead; placement.machineType is allowed", () => {
-        assert.deepEqual(problems(() => parse(base, [{ name: "img", provider: "gcp-eu", replicas: 1, placement: { image: "debian-13" } }])), [
+        assert.deepEqual(problems(() => parse(base, [{ name: "img", provider: "gcp-eu", auth, replicas: 1, placement: { image: "debian-13" } }])), [
             "egress:pools[0].placement.image: is not used by gcp providers (set `image` on the provider entry)",
         ]);
-        assert.deepEqual(problems(() => parse(base, [{ name: "img", provider: "gcp-eu", replicas: 2, members: [{ index: 1, placement: { image: "debian-13" } }] }])), [
+        assert.deepEqual(problems(() => parse(base, [{ name: "img", provider: "gcp-eu", auth, replicas: 2, members: [{ index: 1, placement: { image: "debian-13" } }] }])), [
             "egress:pools[0].members[0].placement.image: is not used by gcp providers (set `image` on the provider entry)",
         ]);
-        const cfg = parse(base, [{ name: "big", provider: "gcp-eu", replicas: 1, placement: { machineType: "e2-small" } }]);
+        const cfg = parse(base, [{ name: "big", provider: "gcp-eu", auth, replicas: 1, placement: { machineType: "e2-small" } }]);
         assert.equal(cfg.pools[0].placement.machineType, "e2-small");
+    });
+
+    it("requires `auth` on gcp pools (public addresses), saying how to set the password as a secret", () => {
+        assert.deepEqual(problems(() => parse(base, [{ name: "eu", provider: "gcp-eu", replicas: 1 }])), [
+            `egress:pools[0].auth: is required for gcp pools (their proxies have public addresses): set \`auth.username\` and \`auth.password\`, the password as a secret, e.g. pulumi config set --secret --path 'egress:pools[0].auth.password' "$(openssl rand -base64 24)"`,
+        ]);
+        const cfg = parse(base, [{ name: "eu", provider: "gcp-eu", replicas: 1, auth: { username: "crawler", password: { secure: "v1:abc" } } }]);
+        assert.deepEqual(cfg.pools[0].auth, { username: "crawler", password: { secure: "v1:abc" } });
     });
 });

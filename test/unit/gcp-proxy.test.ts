@@ -5,11 +5,13 @@ import * as path from "node:path";
 import { installMocks, isSecret, ofType, recorded, settle, valueOf } from "../helpers/pulumi-mocks";
 import { parseEgressConfig } from "../../src/config";
 import type { StackContext } from "../../src/model";
+import { squidPasswdFile } from "../../kinds/shared/squid-passwd";
 
 const root = path.resolve(__dirname, "..", "..", "..");
 const fixture = (f: string) => fs.readFileSync(path.join(root, "test/fixtures", f), "utf8");
 const context: StackContext = { project: "egress", stack: "test", projectRoot: root, stateDir: "/tmp/egress-test" };
 const RANGES = ["203.0.113.0/24", "198.51.100.7/32"];
+const AUTH = { username: "crawler", password: "gcp-canary-password-42" };
 
 type Mod = typeof import("../../kinds/pool");
 let pool: Mod;
@@ -24,7 +26,7 @@ before(async () => {
 function config(poolOver: Record<string, unknown>, entryOver: Record<string, unknown> = {}) {
     return parseEgressConfig({
         providers: { "gcp-eu": { type: "gcp", project: "crawl-proxies", zones: ["europe-west1-b", "europe-west1-c"], allowedSourceRanges: RANGES, ...entryOver } },
-        pools: [{ provider: "gcp-eu", ...poolOver }],
+        pools: [{ provider: "gcp-eu", auth: AUTH, ...poolOver }],
     }, root);
 }
 
@@ -97,8 +99,12 @@ describe("GcpProxy under mocks", () => {
         await build({ name: "small", replicas: 1, members: [{ index: 1, port: 8080 }] });
         assert.deepEqual(ofType("gcp:compute/instance:Instance", "small-").map((r) => r.name), ["small-0-vm"]);
         assert.deepEqual(byName("gcp:compute/firewall:Firewall", "small-fw").inputs.allows[0].ports, ["3128"]);
-        // No cloud-init configured: the generated squid config, admitting only the allowed ranges.
-        assert.equal(byName("gcp:compute/instance:Instance", "small-0-vm").inputs.metadata["user-data"], gcpMod.defaultCloudInit(3128, RANGES));
+        // No cloud-init configured: the generated squid config, admitting only the allowed ranges, with the
+        // pool's credentials (hashed in the passwd file; the clear password appears nowhere in the inputs).
+        const userData = byName("gcp:compute/instance:Instance", "small-0-vm").inputs.metadata["user-data"];
+        assert.equal(userData, gcpMod.defaultCloudInit(3128, RANGES, squidPasswdFile(AUTH, "test/small")));
+        assert.ok(isSecret(byName("gcp:compute/instance:Instance", "small-0-vm").raw.metadata), "user-data (with the passwd hash) is a secret");
+        assert.ok(!JSON.stringify(recorded).includes(AUTH.password), "the clear password is in no resource's inputs");
     });
 
     it("creates no firewall for an empty pool (an empty GCE port list would open every port)", async () => {

@@ -159,3 +159,24 @@ test("monitor over real proxies: both turn healthy; the killed one is unhealthy 
         await mon.stop();
     }
 });
+
+test("a proxy requiring credentials: the probe sends them on the GET and on the CONNECT; without them the probe fails with 407", async () => {
+    const creds = { username: "crawler", password: "probe-password-0123" };
+    const p = new ProxyServer({
+        port: 0, host: "127.0.0.1", verbose: false, authRealm: "egress",
+        prepareRequestFunction: ({ username, password }) => (username === creds.username && password === creds.password ? {} : { requestAuthentication: true }),
+    });
+    await p.listen();
+    proxies.push(p);
+    const plain = { proxyHost: "127.0.0.1", proxyPort: p.port, checkUrl: `http://127.0.0.1:${httpPort}/v1/echo`, timeoutMs: 2000 };
+    const tls = { ...plain, checkUrl: `https://127.0.0.1:${tlsPort}/v1/echo`, ca };
+    for (const o of [plain, tls]) {
+        const without = await probeThroughProxy(o);
+        assert.deepEqual([without.ok, without.status], [false, 407], without.error);
+        const wrong = await probeThroughProxy({ ...o, proxyAuth: { ...creds, password: "wrong-password-000" } });
+        assert.equal(wrong.status, 407);
+        const ok = await probeThroughProxy({ ...o, proxyAuth: creds });
+        assert.equal(ok.ok, true, ok.error);
+        assert.ok(!String(ok.error ?? "").includes(creds.password) && !String(without.error).includes(creds.password));
+    }
+});

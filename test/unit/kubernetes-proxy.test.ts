@@ -125,6 +125,25 @@ describe("PodProxy under mocks", () => {
         assert.match(data["member-1.squid.conf"], /^http_port 8081$/m);
         assert.match(data["squid.conf"], /^http_port 3128$/m);
     });
+
+    it("a pool with auth: the Secret holds the passwd file (hashes only), squid.conf requires the credentials, the pod mounts both, and new credentials roll the pod", async () => {
+        const password = "k8s-canary-password-1";
+        await build({ name: "authed", replicas: 1, auth: { username: "crawler", password } });
+        const data = one(SECRET, "authed-config").inputs.stringData;
+        assert.deepEqual(Object.keys(data).sort(), ["egress.passwd", "squid.conf"]);
+        assert.match(data["egress.passwd"], /^crawler:\$apr1\$/);
+        assert.match(data["squid.conf"], /^auth_param basic program \/usr\/lib\/squid\/basic_ncsa_auth \/etc\/squid\/egress.passwd$/m);
+        assert.match(data["squid.conf"], /^http_access allow egress_users$/m);
+        assert.ok(!JSON.stringify(recorded.filter((r) => r.name.startsWith("authed"))).includes(password), "the clear password is in no input");
+        const spec = one(DEPLOY, "authed-0").inputs.spec.template.spec;
+        assert.deepEqual(spec.containers[0].volumeMounts.map((m: any) => [m.mountPath, m.subPath]), [["/etc/squid/squid.conf", "squid.conf"], ["/etc/squid/egress.passwd", "egress.passwd"]]);
+        assert.deepEqual(spec.volumes[0].secret.items, [{ key: "squid.conf", path: "squid.conf" }, { key: "egress.passwd", path: "egress.passwd" }]);
+        // Same plans and squid.conf, another passwd file: another hash (a subPath mount never sees a Secret change, so the pod must roll).
+        const plans = [{ name: "authed-0", index: 0, port: 3128, placement: {} }];
+        const hashOf = (passwd: string) => k8sMod.secretLayout(plans, data["squid.conf"], () => data["squid.conf"], passwd).mounts.get(0)!.hash;
+        assert.equal(hashOf(data["egress.passwd"]), one(DEPLOY, "authed-0").inputs.spec.template.metadata.annotations["egress.dev/config-sha256"]);
+        assert.notEqual(hashOf("crawler:$apr1$other$hash\n"), hashOf(data["egress.passwd"]));
+    });
 });
 
 describe("squid config from cloud-init", () => {

@@ -12,7 +12,7 @@ import { localProcessProvider } from "../../kinds/local/component";
 import { undoLocalCreate } from "../../kinds/local/recover";
 import { isOurProcess } from "../../kinds/local/process";
 import { runSerialized, serializeProvider } from "../helpers/serialized-provider";
-import { getViaProxy, startTargetServer } from "../helpers/net";
+import { getViaProxy, proxyBasicAuth, requestViaProxy, startTargetServer } from "../helpers/net";
 import { PACKAGE_ROOT } from "../../src/engine/env";
 
 const stateDir = fs.mkdtempSync(path.join(os.tmpdir(), "egress-local-"));
@@ -105,4 +105,30 @@ test("a create the engine never recorded is undone by its deterministic id, and 
     assert.equal(isOurProcess(second.outs.pid, "unit-web-0"), false);
     assert.deepEqual(fs.readdirSync(stateDir), [], "its files are gone too");
     assert.deepEqual(await undoLocalCreate(inputs), [], "undoing again finds nothing");
+});
+
+test("a proxy with credentials: 407 without or with wrong ones, 200 with them; the password is in neither argv nor environment, and its file is gone once read", async () => {
+    const text = await serializeProvider(localProcessProvider);
+    const password = `local-canary-${process.pid}-${Date.now()}`;
+    const withAuth = { ...inputs, member: "unit-auth-0", auth: { username: "crawler", password } };
+    const [created] = runSerialized(text, [{ method: "create", args: [withAuth] }]) as any[];
+    try {
+        const url = `http://127.0.0.1:${target.port}/auth`;
+        const none = await requestViaProxy(created.outs.port, url);
+        assert.equal(none.status, 407);
+        assert.match(String(none.headers["proxy-authenticate"]), /^Basic realm="egress"/);
+        assert.equal((await requestViaProxy(created.outs.port, url, proxyBasicAuth("crawler", password + "x"))).status, 407);
+        assert.equal((await requestViaProxy(created.outs.port, url, proxyBasicAuth("other", password))).status, 407);
+        const ok = await requestViaProxy(created.outs.port, url, proxyBasicAuth("crawler", password));
+        assert.deepEqual([ok.status, ok.body], [200, "hello /auth"]);
+        for (const f of ["cmdline", "environ"]) assert.ok(!fs.readFileSync(`/proc/${created.outs.pid}/${f}`, "utf8").includes(password), `not in /proc/<pid>/${f}`);
+        assert.ok(!fs.existsSync(path.join(stateDir, "unit-auth-0.auth")), "the credentials file is removed once read");
+        for (const f of fs.readdirSync(stateDir)) assert.ok(!fs.readFileSync(path.join(stateDir, f), "utf8").includes(password), `${f} holds no password (the log neither)`);
+        // New credentials need a new process (it reads them once, at start).
+        const [diff] = runSerialized(text, [{ method: "diff", args: [created.id, created.outs, { ...withAuth, auth: { username: "crawler", password: password + "2" } }] }]) as any[];
+        assert.deepEqual(diff.replaces, ["auth"]);
+    } finally {
+        runSerialized(text, [{ method: "delete", args: [created.id, created.outs] }]);
+    }
+    assert.deepEqual(fs.readdirSync(stateDir), []);
 });

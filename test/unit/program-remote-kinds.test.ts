@@ -20,7 +20,7 @@ describe("program with gcp and kubernetes pools", () => {
                 k8s: { type: "kubernetes", context: "prod", namespace: "egress" },
             },
             pools: [
-                { name: "eu", provider: "gcp-eu", replicas: 2 },
+                { name: "eu", provider: "gcp-eu", replicas: 2, auth: { username: "crawler", password: "test-password-0123" } },
                 { name: "pods", provider: "k8s", replicas: 2, members: [{ index: 1, port: 8080 }] },
             ],
         }, root);

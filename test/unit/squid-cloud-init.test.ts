@@ -73,3 +73,26 @@ test("kvm: the default user-data keeps its exact bytes (a change would replace e
         ].join("\n"),
     );
 });
+
+const PASSWD = "crawler:$apr1$abcdefgh$FBwExRW4dCc8aL.OvjpIE1\n";
+const authCases: [string, (port: number) => string][] = [
+    ["kvm", (port) => defaultUserData(port, PASSWD)],
+    ["gcp", (port) => defaultCloudInit(port, RANGES, PASSWD)],
+];
+for (const [kind, userData] of authCases) {
+    test(`${kind}: with auth, the passwd file (hashes, squid's group, 0640) is written with the drop-in, and squid requires credentials after the source range`, () => {
+        const doc = parse(userData(8080));
+        assert.equal(doc.write_files.length, 2);
+        const [dropIn, passwd] = doc.write_files;
+        assert.equal(passwd.path, "/etc/squid/egress.passwd");
+        assert.equal(passwd.owner, "root:proxy");
+        assert.equal(passwd.permissions, "0640");
+        assert.equal(passwd.content, PASSWD);
+        const lines: string[] = dropIn.content.trimEnd().split("\n");
+        assert.ok(lines.includes("auth_param basic program /usr/lib/squid/basic_ncsa_auth /etc/squid/egress.passwd"), dropIn.content);
+        const deny = lines.findIndex((l) => /^http_access deny !(egress_clients|localnet)$/.test(l));
+        const allow = lines.indexOf("http_access allow egress_users");
+        assert.ok(deny >= 0 && allow > deny, `source range first, then credentials:\n${dropIn.content}`);
+        assert.ok(!lines.some((l) => /^http_access allow (egress_clients|localnet)$/.test(l)), "no allow by source range alone");
+    });
+}

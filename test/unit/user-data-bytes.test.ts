@@ -42,7 +42,7 @@ function config() {
             ...sample["egress:providers"],
             "gcp-eu": { type: "gcp", project: "crawl-proxies", zones: ["europe-west1-b"], allowedSourceRanges: ["203.0.113.0/24"] },
         },
-        pools: [kvmPool, { name: "eu", provider: "gcp-eu", replicas: 1, port: 8080, cloudInit: { file: "squid.yaml.gz" } }],
+        pools: [kvmPool, { name: "eu", provider: "gcp-eu", replicas: 1, port: 8080, cloudInit: { file: "squid.yaml.gz" }, auth: { username: "crawler", password: "test-password-0123" } }],
     }, root);
 }
 

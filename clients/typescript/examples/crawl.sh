@@ -30,5 +30,6 @@ for url in "$@"; do
         code=error outcome=error
     fi
     api POST "/v1/leases/$lease/release" "{\"outcome\":\"$outcome\"}" >/dev/null
-    echo "$code $url via $proxy ($outcome)"
+    # The URL carries the credentials of a pool with `auth` (curl -x sends them): print it without.
+    echo "$code $url via $(printf '%s' "$proxy" | sed -E 's#//[^@/]*@#//#') ($outcome)"
 done

@@ -21,13 +21,14 @@ export async function crawl(urls: string[], opts: { baseUrl: string; token: stri
         let via: string | undefined;
         try {
             const page = await egress.withProxy(opts.pool, target, async (proxy) => {
-                via = proxy.url;
+                // proxy.url carries the credentials of a pool with `auth` (ProxyAgent sends them): never show them.
+                via = proxy.url.replace(/\/\/[^@/]*@/, "//");
                 const agent = new ProxyAgent(proxy.url);
                 try {
                     const res = await fetch(url, { dispatcher: agent, signal: AbortSignal.timeout(15_000) });
                     const body = await res.text();
                     if (res.status === 403 || res.status === 429) throw new Blocked(`${url} answered ${res.status}`);
-                    return { url, status: res.status, proxy: proxy.url, bytes: body.length };
+                    return { url, status: res.status, proxy: via, bytes: body.length };
                 } finally {
                     await agent.close();
                 }

@@ -381,12 +381,14 @@ export interface components {
             /** @description RFC 3339 time */
             leasedAt: string;
             proxy: {
+                /** @description True when the proxy requires credentials; `url` carries them */
+                auth?: boolean;
                 host: string;
                 id: string;
                 pool: string;
                 port: number;
                 provider: string;
-                /** @description http://host:port, usable as an HTTP(S) proxy URL */
+                /** @description http://host:port, usable as an HTTP(S) proxy URL; http://user:pass@host:port when the proxy requires credentials (`auth`) */
                 url: string;
                 zone: string;
             };
@@ -469,6 +471,8 @@ export interface components {
             type?: string;
         };
         Proxy: {
+            /** @description True when the proxy requires credentials (proxy basic auth); absent otherwise */
+            auth?: boolean;
             /** @description While draining: when a lease still running on it is ended (then its release answers 410 proxy_removed) */
             drainingUntil?: string;
             egressIp?: string;
@@ -491,6 +495,7 @@ export interface components {
             /** @description Round trip of the last health probe through this proxy, in milliseconds */
             probeLatencyMs?: number;
             provider: string;
+            /** @description http://host:port, what a crawler sets as its proxy. When the proxy requires credentials (`auth`), it carries them (http://user:pass@host:port) for tokens with the `lease` or `admin` scope only */
             url: string;
             zone: string;
         };

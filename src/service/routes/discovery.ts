@@ -3,6 +3,7 @@ import type { AppDeps } from "../app";
 import { acquireLease, releaseLease } from "../lease-api";
 import { parseOr400, proxiesQuery, type proxiesResponse } from "../schemas";
 import type { z } from "zod";
+import type { AuthenticatedRequest } from "../auth";
 
 /**
  * Discovery (GET /v1/proxies) and leases (POST /v1/leases, POST /v1/leases/:id/release). Plain lease
@@ -13,7 +14,10 @@ export function discoveryRoutes(deps: AppDeps): Router {
     const r = Router();
     r.get("/v1/proxies", deps.auth("discover"), (req, res) => {
         const q = parseOr400(proxiesQuery, req.query, "query");
-        res.json({ proxies: deps.fleet.proxies(q) } satisfies z.infer<typeof proxiesResponse>);
+        // Credentials go only to tokens that may lease (`lease`, `admin`); a discover-only token sees `auth: true`.
+        const scopes = (req as AuthenticatedRequest).tokenScopes ?? [];
+        const withCredentials = scopes.includes("lease") || scopes.includes("admin");
+        res.json({ proxies: deps.fleet.proxies(q, { withCredentials }) } satisfies z.infer<typeof proxiesResponse>);
     });
     r.post("/v1/leases", deps.auth("lease"), (req, res) => {
         const out = acquireLease(deps, req.body);
