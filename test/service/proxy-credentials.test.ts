@@ -33,7 +33,7 @@ function pulumi(args: string[]): string {
 
 before(async () => {
     target = await startTargetServer();
-    svc = await startTestService({ "egress:providers": { local: { type: "local" } }, "egress:pools": [{ name: "web", provider: "local", replicas: 0, maxReplicas: 2 }] }, { probeIntervalMs: 300, converge: false });
+    svc = await startTestService({ "egress:providers": { local: { type: "local" } }, "egress:pools": [{ name: "web", provider: "local", replicas: 0, maxReplicas: 2 }] }, { probeIntervalMs: 300, converge: false, targetCooldownSeconds: 0, gateway: { port: 0 } });
     pulumi(["stack", "select", "svc", "--create"]);
     pulumi(["config", "set", "--path", "egress:pools[0].auth.username", USERNAME, "--stack", "svc"]);
     pulumi(["config", "set", "--secret", "--path", "egress:pools[0].auth.password", PASSWORD, "--stack", "svc"]);
@@ -79,6 +79,20 @@ test("the proxies require the credentials; a lease's URL carries them and works 
     const ok = await requestViaProxy(proxy.port, origin, proxyBasicAuth(decodeURIComponent(u.username), decodeURIComponent(u.password)));
     assert.deepEqual([ok.status, ok.body], [200, "hello /with-creds"]);
     assert.equal((await svc.call("POST", `/v1/leases/${r.body.lease.id}/release`, { token: TOKENS.lease, body: { outcome: "ok" } })).status, 200);
+});
+
+test("the rotating gateway chains through members that require credentials (the crawler never sees them)", async () => {
+    const origin = `http://127.0.0.1:${target.port}/via-gateway`;
+    const served = new Set<string>();
+    for (let i = 0; i < 4; i++) {
+        const r = await requestViaProxy(svc.gatewayPort!, origin, proxyBasicAuth("web", TOKENS.lease));
+        assert.deepEqual([r.status, r.body], [200, "hello /via-gateway"], JSON.stringify(r.headers));
+        served.add(String(r.headers["x-egress-proxy"]));
+    }
+    assert.deepEqual([...served].sort(), ["web-0", "web-1"], "both authenticated members served through the gateway");
+    const wrong = await requestViaProxy(svc.gatewayPort!, origin, proxyBasicAuth(USERNAME, PASSWORD));
+    assert.equal(wrong.status, 407, "the members' own credentials are no gateway token");
+    assert.ok(!wrong.body.includes(PASSWORD));
 });
 
 test("docs/crawling.md's loops work unchanged against a pool with auth, and print no password", { timeout: 90_000 }, async () => {
