@@ -6,7 +6,7 @@ import type * as pulumi from "@pulumi/pulumi";
 import type { z } from "zod";
 import type { ConfigProblem } from "../src/config/errors";
 import type { PoolConfig } from "../src/config/schema";
-import type { StackContext } from "../src/model";
+import type { ProxyCredentials, StackContext } from "../src/model";
 import type { Checker, CheckerOptions, GoneCheck, GoneCheckContext } from "../src/providers-health/types";
 import type { Collector } from "../src/gc/types";
 import type { MemberArgs, ProxyMemberComponent } from "./shared/member";
@@ -100,6 +100,12 @@ export interface KindDefinition<E extends EntryBase = EntryBase, S extends z.Zod
      * equal this, scale requests are refused and members are never replaced (nothing to replace them with).
      */
     fixedReplicas?(entry: E): number;
+    /**
+     * Credentials of each member's own proxy, by member index (kind `static`: a listed proxy's user and
+     * password); called by the program on decrypted config. They reach the service as the secret output
+     * `memberCredentials`, ahead of the pool's `auth`.
+     */
+    memberCredentials?(entry: E, pool: PoolConfig): (ProxyCredentials | undefined)[];
     /** True when the kind's proxies run on the machine running egress (the service's loopback echo reaches them). */
     readonly onThisMachine?: boolean;
     /** Checks that need this machine's files, before an engine operation (config errors naming the path). */

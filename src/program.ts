@@ -4,7 +4,8 @@ import { clearSecret, EgressConfig, parseEgressConfig } from "./config";
 import { ProxyPool } from "../kinds/pool";
 import { kindOf } from "../kinds/registry";
 import { withEntryOptions } from "../kinds/shared/retain";
-import type { ProxyMember } from "./model";
+import type { ProxyCredentials, ProxyMember } from "./model";
+import { memberName } from "./config/plan";
 
 export interface ProgramOptions {
     /** Project root: cloud-init files are resolved against it. */
@@ -22,12 +23,9 @@ export interface ProgramOutputs {
      * Pool → the credentials its members require (pools with `auth` only), always a secret: encrypted in
      * state, shown by `egress outputs --show-secrets`, read by `egress serve` to hand to lease holders.
      */
-    credentials: pulumi.Output<Record<string, PoolCredentials>>;
-}
-
-export interface PoolCredentials {
-    username: string;
-    password: string;
+    credentials: pulumi.Output<Record<string, ProxyCredentials>>;
+    /** Member id → the credentials of its own proxy (kinds with `memberCredentials`), always a secret. */
+    memberCredentials: pulumi.Output<Record<string, ProxyCredentials>>;
 }
 
 /** Reads and validates `egress:providers` and `egress:pools` from the running stack's config. */
@@ -63,6 +61,11 @@ export function createProgram(opts: ProgramOptions): () => Promise<ProgramOutput
         const credentials = pulumi.secret(
             Object.fromEntries(config.pools.filter((p) => p.auth).map((p) => [p.name, { username: p.auth!.username, password: clearSecret(p.auth!.password, `pools.${p.name}.auth.password`) }])),
         );
-        return { proxies, credentials };
+        const memberCredentials = pulumi.secret(Object.fromEntries(config.pools.flatMap((p) => {
+            const entry = config.providers[p.provider];
+            const own = kindOf(entry).memberCredentials?.(entry, p) ?? [];
+            return own.flatMap((c, index) => (c ? [[memberName(p.name, index), c] as const] : []));
+        })));
+        return { proxies, credentials, memberCredentials };
     };
 }

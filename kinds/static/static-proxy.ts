@@ -17,12 +17,16 @@ function target(args: StaticProxyArgs) {
 
 /**
  * A proxy that already exists (`type: static`): no children, nothing created or deleted. It publishes the
- * listed proxy's address as a member like any other kind's, without its credentials.
+ * listed proxy's address as a member like any other kind's, without its credentials: a listed proxy with
+ * credentials is marked `auth`, and its credentials travel as the secret output `memberCredentials`
+ * (staticMemberCredentials), ahead of the pool's `auth`.
  */
 export class StaticProxy extends ProxyMemberComponent {
     constructor(name: string, args: StaticProxyArgs, opts?: pulumi.ComponentResourceOptions) {
         const t = target(args);
-        super("egress:static:StaticProxy", name, memberIdentity({ ...args, plan: { ...args.plan, port: t.port } }, t.zone), opts);
-        this.publish(args, t.host, t.port, t.zone, t.scheme);
+        // The plan's `auth` only marks the member `auth: true` here; nothing publishes the credentials.
+        const plan = { ...args.plan, port: t.port, ...(t.auth ? { auth: t.auth } : {}) };
+        super("egress:static:StaticProxy", name, memberIdentity({ ...args, plan }, t.zone), opts);
+        this.publish({ ...args, plan }, t.host, t.port, t.zone, t.scheme);
     }
 }

@@ -105,9 +105,10 @@ export function registerOperations(program: Command): void {
             const proxies = await driver.proxies();
             const credentials = o.showSecrets ? await driver.credentials() : undefined;
             // The envelope every --json command prints: `ok`, then the payload under a name.
-            if (opts.json) return void process.stdout.write(JSON.stringify({ ok: true, proxies, ...(credentials ? { credentials } : {}) }) + "\n");
+            const memberCredentials = credentials && Object.keys(credentials.members).length ? credentials.members : undefined;
+            if (opts.json) return void process.stdout.write(JSON.stringify({ ok: true, proxies, ...(credentials ? { credentials: credentials.pools } : {}), ...(memberCredentials ? { memberCredentials } : {}) }) + "\n");
             let text = proxyTable(proxies);
-            if (credentials) text += credentialsTable(credentials);
+            if (credentials) text += credentialsTable(credentials.pools, memberCredentials);
             else if (proxies.some((p) => p.auth)) text += "\nproxies marked auth require credentials: `egress outputs --show-secrets` prints them\n";
             process.stdout.write(text);
         }));

@@ -1,4 +1,4 @@
-import type { ProxyMember } from "../model";
+import type { ProxyCredentials, ProxyMember } from "../model";
 import type { OperationResult, ProgressEvent } from "../engine";
 
 const SYMBOL: Record<string, string> = { create: "+", update: "~", delete: "-", replace: "+-", "create-replacement": "+-", "delete-replaced": "-", refresh: "r", read: "r" };
@@ -37,9 +37,13 @@ export function proxyTable(proxies: ProxyMember[]): string {
 }
 
 /** Pool credentials (`egress outputs --show-secrets`), one pool a line. */
-export function credentialsTable(credentials: Record<string, { username: string; password: string }>): string {
-    const rows = Object.entries(credentials).map(([pool, c]) => [pool, c.username, c.password]);
-    return "\n" + (rows.length ? alignedTable([["POOL", "USERNAME", "PASSWORD"], ...rows]) : "no pool has credentials (`auth`)\n");
+export function credentialsTable(pools: Record<string, ProxyCredentials>, members?: Record<string, ProxyCredentials>): string {
+    const rows = Object.entries(pools).map(([pool, c]) => [pool, c.username, c.password]);
+    let text = "\n" + (rows.length ? alignedTable([["POOL", "USERNAME", "PASSWORD"], ...rows]) : "no pool has credentials (`auth`)\n");
+    // Members whose own proxy has credentials (listed static proxies): they win over their pool's.
+    const own = Object.entries(members ?? {}).map(([member, c]) => [member, c.username, c.password]);
+    if (own.length) text += "\n" + alignedTable([["MEMBER", "USERNAME", "PASSWORD"], ...own]);
+    return text;
 }
 
 /** Rows (the first is the header) as columns padded to their widest cell, one line each. */

@@ -1,7 +1,7 @@
 import * as path from "node:path";
 import { LocalWorkspace, PulumiCommand, Stack, EngineEvent, ConcurrentUpdateError, StackNotFoundError } from "@pulumi/pulumi/automation";
 import { createProgram } from "../program";
-import type { ProxyMember } from "../model";
+import type { ProxyMember, StackCredentials } from "../model";
 import { engineEnv, engineHome, EngineHome } from "./env";
 import { ProgressEvent, toProgress } from "./progress";
 import { stackLocks } from "./locks";
@@ -162,13 +162,17 @@ export class StackDriver {
     }
 
     /**
-     * The secret stack output `credentials` (pool → the credentials its members require), decrypted by
-     * the engine; {} before the first `up` and for stacks without `auth`. Never log the result.
+     * The secret stack outputs `credentials` (pool → the credentials its members require) and
+     * `memberCredentials` (member → its own proxy's), decrypted by the engine; empty before the first
+     * `up` and for stacks without any. Never log the result.
      */
-    async credentials(): Promise<Record<string, { username: string; password: string }>> {
+    async credentials(): Promise<StackCredentials> {
         return this.serial(async () => {
             const outs = await (await this.open()).outputs();
-            return (outs.credentials?.value as Record<string, { username: string; password: string }> | undefined) ?? {};
+            return {
+                pools: (outs.credentials?.value as StackCredentials["pools"] | undefined) ?? {},
+                members: (outs.memberCredentials?.value as StackCredentials["members"] | undefined) ?? {},
+            };
         });
     }
 

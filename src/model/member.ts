@@ -19,10 +19,26 @@ export interface ProxyMember {
     url: string;
     zone: string;
     /**
-     * True when the proxy requires its pool's credentials (pool `auth`). The credentials themselves are
-     * never part of a member: they travel only as the secret stack output `credentials` (per pool).
+     * True when the proxy requires credentials: its pool's (pool `auth`), or its own (a bring-your-own
+     * proxy listed with them). The credentials themselves are never part of a member: they travel only as the
+     * secret stack outputs `credentials` (per pool) and `memberCredentials` (per member).
      */
     auth?: boolean;
+}
+
+/** A proxy username and password (proxy basic auth). Always a Pulumi secret in state; never logged. */
+export interface ProxyCredentials {
+    username: string;
+    password: string;
+}
+
+/**
+ * Every credential a stack's proxies require, as its secret outputs hold them: per pool (`auth`), and per
+ * member for members whose proxy has its own (these win).
+ */
+export interface StackCredentials {
+    pools: Record<string, ProxyCredentials>;
+    members: Record<string, ProxyCredentials>;
 }
 
 /** Facts about the stack every member needs (labels for `egress gc`, where local state lives). */

@@ -1,10 +1,4 @@
-import type { ProxyMember } from "../model";
-
-/** What a member of a pool with `auth` requires (the secret stack output `credentials`, per pool). */
-export interface PoolCredentials {
-    username: string;
-    password: string;
-}
+import type { ProxyCredentials, ProxyMember } from "../model";
 
 /**
  * The URL to send traffic through `member`: `http://user:pass@host:port` when it requires credentials and
@@ -12,7 +6,7 @@ export interface PoolCredentials {
  * discovery for scopes that may see them, and the gateway's upstream (via Fleet.upstreamUrl).
  * Never log what this returns.
  */
-export function memberUpstreamUrl(member: Pick<ProxyMember, "url" | "auth">, credentials: PoolCredentials | undefined): string {
+export function memberUpstreamUrl(member: Pick<ProxyMember, "url" | "auth">, credentials: ProxyCredentials | undefined): string {
     if (!member.auth || !credentials || !member.url) return member.url;
     const userinfo = `${encodeURIComponent(credentials.username)}:${encodeURIComponent(credentials.password)}@`;
     return member.url.replace(/^(https?:\/\/)/, `$1${userinfo}`);

@@ -1,10 +1,10 @@
 import type { PoolConfig } from "../config";
-import type { ProxyMember } from "../model";
+import type { ProxyCredentials, ProxyMember, StackCredentials } from "../model";
 import type { LeaseManager } from "./leases";
 import type { AcquireRequest, ReleaseOutcome, Removal } from "./leases/types";
 import { Lifecycle, lifecycleOf, membersMentioned } from "./lifecycle";
 import type { Operation } from "./operations";
-import { memberUpstreamUrl, type PoolCredentials } from "./credentials";
+import { memberUpstreamUrl } from "./credentials";
 
 export type HealthState = "healthy" | "unhealthy" | "unknown";
 
@@ -79,8 +79,8 @@ export class Fleet {
     private readonly draining = new Map<string, { until: number }>();
     /** The last failed operation naming each member (for `lastError`/`failed`). */
     private readonly opErrors = new Map<string, { message: string; at: number }>();
-    /** Pool → credentials its members require (the secret stack output `credentials`). Never logged. */
-    private credentials: Record<string, PoolCredentials> = {};
+    /** Credentials members require (the secret stack outputs `credentials` and `memberCredentials`). Never logged. */
+    private credentials: StackCredentials = { pools: {}, members: {} };
     /** Called after every successful release (the drainer waits on it). */
     private readonly releaseListeners = new Set<() => void>();
 
@@ -102,13 +102,16 @@ export class Fleet {
     }
 
     /** Replaces the pools' credentials (read from the stack after every sync that has members requiring them). */
-    setCredentials(credentials: Record<string, PoolCredentials>): void {
+    setCredentials(credentials: StackCredentials): void {
         this.credentials = credentials;
     }
 
-    /** The credentials `member` requires; undefined when it requires none (or they are not known yet). */
-    credentialsOf(member: Pick<ProxyMember, "pool" | "auth">): PoolCredentials | undefined {
-        return member.auth ? this.credentials[member.pool] : undefined;
+    /**
+     * The credentials `member` requires: its own proxy's (a listed static proxy), else its pool's `auth`;
+     * undefined when it requires none (or they are not known yet).
+     */
+    credentialsOf(member: Pick<ProxyMember, "id" | "pool" | "auth">): ProxyCredentials | undefined {
+        return member.auth ? this.credentials.members[member.id] ?? this.credentials.pools[member.pool] : undefined;
     }
 
     /**

@@ -6,7 +6,7 @@
 import { after, before, test } from "node:test";
 import assert from "node:assert/strict";
 import { Server } from "proxy-chain";
-import { getViaProxy, startTargetServer } from "../helpers/net";
+import { proxyBasicAuth, requestViaProxy, startTargetServer } from "../helpers/net";
 import { settledConverge, startTestService, TestService, TOKENS, waitFor } from "../helpers/service";
 
 const PASSWORD = "static-proxy-password-canary";
@@ -18,7 +18,10 @@ before(async () => {
     target = await startTargetServer();
     proxies = [];
     for (let i = 0; i < 3; i++) {
-        const s = new Server({ host: "127.0.0.1", port: 0, verbose: false });
+        // proxies[1] requires its credentials (407 without), as a bought proxy does.
+        const prepareRequestFunction = i !== 1 ? undefined : ({ username, password }: { username?: string; password?: string }) =>
+            ({ requestAuthentication: username !== "crawler" || password !== PASSWORD });
+        const s = new Server({ host: "127.0.0.1", port: 0, verbose: false, prepareRequestFunction });
         await s.listen();
         proxies.push(s);
     }
@@ -28,7 +31,7 @@ before(async () => {
                 type: "static",
                 proxies: [
                     `http://127.0.0.1:${proxies[0].port}`,
-                    // Credentials as fields: proxy-chain without auth ignores them; they must never be published.
+                    // Credentials as fields: the service uses them (probes, lease URLs); they are never published.
                     { url: `http://127.0.0.1:${proxies[1].port}`, username: "crawler", password: PASSWORD, zone: "rack-2" },
                     `http://127.0.0.1:${proxies[2].port}`,
                 ],
@@ -62,9 +65,28 @@ test("they turn healthy and are leased like any pool's members", { timeout: 60_0
     assert.deepEqual(pools.body.pools, [{ name: "byo", provider: "byo", desired: 3, maxReplicas: 100, actual: 3, healthy: 3, leased: 0, draining: 0 }]);
     const r = await svc.call("POST", "/v1/leases", { token: TOKENS.lease, body: { pool: "byo", ttlSeconds: 30 } });
     assert.equal(r.status, 201, JSON.stringify(r.body));
-    const via = await getViaProxy(r.body.lease.proxy.port, `http://127.0.0.1:${target.port}/static`);
-    assert.equal(via.body, "hello /static");
+    // The lease's URL is all a crawler needs, credentials included when the listed proxy has them.
+    const u = new URL(r.body.lease.proxy.url);
+    const auth = u.username ? proxyBasicAuth(decodeURIComponent(u.username), decodeURIComponent(u.password)) : {};
+    const via = await requestViaProxy(Number(u.port), `http://127.0.0.1:${target.port}/static`, auth);
+    assert.deepEqual([via.status, via.body], [200, "hello /static"]);
     assert.equal((await svc.call("POST", `/v1/leases/${r.body.lease.id}/release`, { token: TOKENS.lease, body: { outcome: "ok" } })).status, 200);
+});
+
+test("a listed proxy's own credentials: probes and lease URLs carry them, discover-only tokens never see them", { timeout: 60_000 }, async () => {
+    const seen = await svc.call("GET", "/v1/proxies", { token: TOKENS.discover });
+    assert.equal(seen.status, 200, JSON.stringify(seen.body));
+    const bare = seen.body.proxies.find((p: any) => p.id === "byo-1");
+    assert.deepEqual([bare.auth, bare.url, bare.health], [true, `http://127.0.0.1:${proxies[1].port}`, "healthy"], "marked auth, healthy through authenticated probes");
+    assert.ok(!JSON.stringify(seen.body).includes(PASSWORD));
+    const full = await svc.call("GET", "/v1/proxies", { token: TOKENS.admin });
+    const url = new URL(full.body.proxies.find((p: any) => p.id === "byo-1").url);
+    assert.deepEqual([decodeURIComponent(url.username), decodeURIComponent(url.password)], ["crawler", PASSWORD]);
+    assert.equal(full.body.proxies.find((p: any) => p.id === "byo-0").url, `http://127.0.0.1:${proxies[0].port}`, "a proxy without credentials keeps a bare URL");
+    const origin = `http://127.0.0.1:${target.port}/own-creds`;
+    assert.equal((await requestViaProxy(proxies[1].port, origin)).status, 407, "the listed proxy really requires them");
+    const ok = await requestViaProxy(proxies[1].port, origin, proxyBasicAuth(decodeURIComponent(url.username), decodeURIComponent(url.password)));
+    assert.deepEqual([ok.status, ok.body], [200, "hello /own-creds"]);
 });
 
 test("scale is refused: the members follow the list", async () => {

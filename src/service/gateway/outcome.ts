@@ -6,7 +6,7 @@ import type { ReleaseOutcome } from "../leases";
  * an answer, or it answered with an error of its own making. An origin's 5xx went through a working
  * member, so it is `ok` for the member (it would otherwise mark every member unhealthy when one site
  * has a bad day). A member's own errors are told apart from relayed ones by what proxies put on them:
- * proxy-chain's 590–599 codes (the `local` kind) and squid's `X-Squid-Error` header (kvm, gcp, kubernetes).
+ * proxy-chain's 590–599 codes (members run by proxy-chain) and squid's `X-Squid-Error` header (members running squid).
  */
 
 /** What counts as "the origin blocked this member": status codes, and header markers (CDN challenge pages). */
