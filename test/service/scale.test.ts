@@ -38,7 +38,7 @@ test("PUT replicas → 202 → proxies appear and turn healthy, egress IP record
     assert.deepEqual(healthy.map((p: any) => p.id).sort(), ["web-0", "web-1", "web-2"]);
     for (const p of healthy) assert.equal(p.egressIp, "127.0.0.1");
     const pools = await svc.call("GET", "/v1/pools", { token: TOKENS.discover });
-    assert.deepEqual(pools.body.pools, [{ name: "web", provider: "local", desired: 3, maxReplicas: 8, actual: 3, healthy: 3, leased: 0, draining: 0 }]);
+    assert.deepEqual(pools.body.pools, [{ name: "web", provider: "local", desired: 3, maxReplicas: 8, actual: 3, healthy: 3, leased: 0, draining: 0, scalable: true }]);
 });
 
 test("operation events stream as Server-Sent Events, replayed after the fact", { timeout: 60_000 }, async () => {

@@ -62,7 +62,7 @@ test("they turn healthy and are leased like any pool's members", { timeout: 60_0
     }, 30_000);
     assert.ok(!JSON.stringify(healthy).includes(PASSWORD));
     const pools = await svc.call("GET", "/v1/pools", { token: TOKENS.discover });
-    assert.deepEqual(pools.body.pools, [{ name: "byo", provider: "byo", desired: 3, maxReplicas: 100, actual: 3, healthy: 3, leased: 0, draining: 0 }]);
+    assert.deepEqual(pools.body.pools, [{ name: "byo", provider: "byo", desired: 3, maxReplicas: 100, actual: 3, healthy: 3, leased: 0, draining: 0, scalable: false }]);
     const r = await svc.call("POST", "/v1/leases", { token: TOKENS.lease, body: { pool: "byo", ttlSeconds: 30 } });
     assert.equal(r.status, 201, JSON.stringify(r.body));
     // The lease's URL is all a crawler needs, credentials included when the listed proxy has them.

@@ -41,7 +41,9 @@ export function PoolsPage({ canScale }: { canScale: boolean }) {
             <thead><tr><th scope="col">Pool</th><th scope="col">Provider</th><th scope="col">Desired</th><th scope="col">Actual</th><th scope="col">Healthy</th><th scope="col">Leased</th><th scope="col">Draining</th>${canScale && html`<th scope="col">Scale</th>`}</tr></thead>
             <tbody>${list.map((p) => html`<tr data-pool=${p.name}>
                 <th scope="row">${p.name}</th><td>${p.provider}</td><td>${p.desired}</td><td>${p.actual}</td><td class="healthy-count">${p.healthy}</td><td>${p.leased}</td><td>${p.draining}</td>
-                ${canScale && html`<td><${ScaleForm} key=${p.name} pool=${p} onStarted=${(id: string) => { setOpId(id); pools.reload(); }} /></td>`}
+                ${canScale && html`<td>${p.scalable
+                    ? html`<${ScaleForm} key=${p.name} pool=${p} onStarted=${(id: string) => { setOpId(id); pools.reload(); }} />`
+                    : html`<span class="muted">follows provider ${p.provider}'s list</span>`}</td>`}
             </tr>`)}</tbody>
         </table>
         ${opId && html`<${OperationProgress} id=${opId} />`}

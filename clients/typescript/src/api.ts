@@ -455,6 +455,8 @@ export interface components {
             maxReplicas: number;
             name: string;
             provider: string;
+            /** @description false when the pool's members follow its provider entry (kind `static`): PUT /v1/pools/{pool}/replicas answers 400 not_scalable */
+            scalable: boolean;
         };
         ProgressEvent: {
             /** @description RFC 3339 time */

@@ -22,6 +22,7 @@ export function poolRoutes(deps: AppDeps): Router {
                 healthy: counts[p.name]?.healthy ?? 0,
                 leased: counts[p.name]?.leased ?? 0,
                 draining: counts[p.name]?.draining ?? 0,
+                scalable: scaleRefusal(cfg, p) === undefined,
             })),
         } satisfies z.infer<typeof poolsResponse>);
     });
