@@ -83,12 +83,37 @@ export function pluginFinding(kind: "gcp" | "kubernetes", pulumiHome: string, bi
     const check = `${kind}: provider plugin ${version}`;
     const has = fs.existsSync(path.join(dir, want));
     const install = `PULUMI_HOME=${pulumiHome} ${path.join(binDir, "pulumi")} plugin install resource ${kind} ${version}`;
+    // A plugin on PATH wins over the plugin cache. egress's tests put their own build there.
+    const ambient = onPath(`pulumi-resource-${kind}`);
+    if (ambient && TEST_BUILD.test(path.dirname(ambient)))
+        return {
+            check, ok: false,
+            detail: `the engine would use ${ambient} from PATH: egress's test build (scripts/build-k8s.sh, an unreleased provider commit run against a simulated cluster), not the released plugin`,
+            fix: `for a real cluster, take ${path.dirname(ambient)} off PATH and install the released plugin: ${install}`,
+        };
+    if (ambient) return { check, ok: true, detail: `the engine uses ${ambient} from PATH` };
     if (has) return { check, ok: true, detail: `installed in ${dir}` };
     // Missing is only a problem when the engine may not fetch it: with acquisition on it downloads the
     // plugin on first use, and doctor still names the command for a machine that turns out to be offline.
     if (process.env.PULUMI_DISABLE_AUTOMATIC_PLUGIN_ACQUISITION !== "true")
         return { check, ok: true, detail: `not installed yet: the engine downloads it on first use (offline, run: ${install})` };
     return { check, ok: false, detail: `no ${want} in ${dir} and automatic plugin acquisition is disabled`, fix: `on a machine with internet access: ${install}` };
+}
+
+/** The bin directory of scripts/build-k8s.sh's cache: `<cache>/egress-k8s/<key>/bin`. */
+const TEST_BUILD = /[\\/]egress-k8s[\\/][0-9a-f]{16}[\\/]bin$/;
+
+function onPath(name: string): string | undefined {
+    for (const d of (process.env.PATH ?? "").split(path.delimiter).filter(Boolean)) {
+        const f = path.join(d, name);
+        try {
+            fs.accessSync(f, fs.constants.X_OK);
+            if (fs.statSync(f).isFile()) return f;
+        } catch {
+            /* not here */
+        }
+    }
+    return undefined;
 }
 
 function sdkVersion(kind: "gcp" | "kubernetes"): string {
