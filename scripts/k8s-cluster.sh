@@ -212,6 +212,10 @@ EOF
     >/dev/null || die "creating the kwok node failed"
   node_ready() { api /api/v1/nodes/kwok-node-0 | tr -d ' \n' | grep -q '"type":"Ready","status":"True"'; }
   wait_for "the kwok node" 30 node_ready
+  # The API adds node.kubernetes.io/not-ready to a new node (TaintNodesByCondition); the node lifecycle
+  # controller that would lift it is not run (it would also evict: kwok sends no heartbeats).
+  api /api/v1/nodes/kwok-node-0 -X PATCH -H 'Content-Type: application/merge-patch+json' -d '{"spec":{"taints":null}}' \
+    >/dev/null || die "untainting the kwok node failed"
   log "ready in $(awk -v a="$start_s" -v b="$(date +%s.%N)" "BEGIN{printf \"%.1f\", b-a}")s (group $(cat "$DIR/pgid"), API https://127.0.0.1:$API_PORT)"
   echo "$DIR/cluster.env"
 }
