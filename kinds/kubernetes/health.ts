@@ -6,7 +6,8 @@ import type { Checker, CheckerFactory, CheckVerdict } from "../../src/providers-
 /**
  * One verdict for the entry's namespace (`namespace/<ns>`), in stages: `kubeconfig` (context and
  * credentials resolve), `api` (GET /version answers), then listing at most one managed pod in the namespace
- * (`limit=1`, label selector), which proves the credentials (`credentials` on 401) and RBAC (`rbac` on 403). Options: the common
+ * (`limit=1`, label selector), which proves the credentials (`credentials` on 401) and RBAC (`rbac` on 403).
+ * Before that, the namespace must exist (`namespace`; readable by the user, or a 403 that skips this). Options: the common
  * CheckerOptions plus where the kubeconfig is read from.
  */
 export function kubernetesChecker(providerName: string, entry: KubernetesProviderConfig, options: KubeClientOptions = {}): Checker {
@@ -29,6 +30,15 @@ export function kubernetesChecker(providerName: string, entry: KubernetesProvide
                 version = await client.get("/version", {}, signal);
             } catch (e) {
                 return [fail(target, e, `${who} (${where}): the API server did not answer /version`)];
+            }
+            // Listing pods in a namespace that does not exist answers 200 with no items, so ask for the
+            // namespace itself. A user whose Role does not cover reading it (403) goes on to the pod list.
+            try {
+                await client.get(`/api/v1/namespaces/${entry.namespace}`, {}, signal);
+            } catch (e) {
+                if (e instanceof KubeApiError && e.stage === "not-found")
+                    return [{ target, ok: false, stage: "namespace", message: `${who} (${where}): namespace ${entry.namespace} does not exist; create it (kubectl create namespace ${entry.namespace}): egress does not own namespaces` }];
+                if (!(e instanceof KubeApiError && e.stage === "rbac")) return [fail(target, e, `${who} (${where}): cannot read namespace ${entry.namespace}`)];
             }
             try {
                 const pods: any = await client.get(

@@ -231,8 +231,15 @@ export class Scaler {
         const components = [...found.values()].map((t) => t.component);
         const replace = [...found.values()].flatMap((t) => t.replace);
         const onProgress = (e: ProgressEvent) => this.deps.ops.progress(op, e);
-        if (replace.length) await this.withLockRetry(log, () => this.deps.driver.refresh({ target: replace, onProgress }));
-        const result = await this.withLockRetry(log, () => this.deps.driver.up({ target: components, targetDependents: true, replace, refresh: false, onProgress }));
+        let present = replace;
+        if (replace.length) {
+            await this.withLockRetry(log, () => this.deps.driver.refresh({ target: replace, onProgress }));
+            // The refresh drops resources deleted behind egress's back (a Kubernetes Deployment) from state, and
+            // `up --replace` of a URN no longer in the stack fails; the targeted up creates them again anyway.
+            const after = new Set([...(await this.deps.driver.memberTargets(op.members ?? [])).found.values()].flatMap((t) => t.replace));
+            present = replace.filter((u) => after.has(u));
+        }
+        const result = await this.withLockRetry(log, () => this.deps.driver.up({ target: components, targetDependents: true, replace: present, refresh: false, onProgress }));
         return { changes: result.changes, durationMs: Date.now() - started, proxies: result.proxies };
     }
 

@@ -84,4 +84,21 @@ test("an installed plugin of the pinned version passes; another version does not
     assert.equal(f.get(`gcp: provider plugin ${sdk("gcp")}`)!.ok, false);
 });
 
+test("a plugin on PATH is what the engine uses; egress's test build there is refused for a real cluster", () => {
+    const put = (d: string) => {
+        fs.mkdirSync(d, { recursive: true });
+        fs.writeFileSync(path.join(d, "pulumi-resource-kubernetes"), "#!/bin/sh\n", { mode: 0o755 });
+        return d;
+    };
+    const own = put(path.join(tmp, "opt", "bin"));
+    const mine = doctor({ [VAR]: "true", PATH: `${own}:${process.env.PATH}` }).get(`kubernetes: provider plugin ${sdk("kubernetes")}`)!;
+    assert.deepEqual([mine.ok, mine.detail], [true, `the engine uses ${own}/pulumi-resource-kubernetes from PATH`]);
+    const testBuild = put(path.join(tmp, "cache", "egress-k8s", "0123456789abcdef", "bin"));
+    const f = doctor({ [VAR]: "true", PATH: `${testBuild}:${process.env.PATH}` }).get(`kubernetes: provider plugin ${sdk("kubernetes")}`)!;
+    assert.equal(f.ok, false);
+    assert.match(f.detail, /egress's test build \(scripts\/build-k8s\.sh/);
+    assert.ok(f.fix?.startsWith(`for a real cluster, take ${testBuild} off PATH and install the released plugin: PULUMI_HOME=`), f.fix);
+    assert.ok(f.fix?.includes(`plugin install resource kubernetes ${sdk("kubernetes")}`), f.fix);
+});
+
 test.after(() => fs.rmSync(tmp, { recursive: true, force: true }));
