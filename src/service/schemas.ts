@@ -82,7 +82,7 @@ export const poolSchema = z.object({
     desired: z.number().int().describe("Desired members: the last accepted scale request, else the configured replicas"),
     maxReplicas: z.number().int(), actual: z.number().int(), healthy: z.number().int(), leased: z.number().int(),
     draining: z.number().int().describe("Members an operation is taking away (never leased again)"),
-    scalable: z.boolean().describe("false when the pool's members follow its provider entry (kind `static`): PUT /v1/pools/{pool}/replicas answers 400 not_scalable"),
+    scalable: z.boolean().describe("false when the pool's members follow its provider entry (a list of bring-your-own proxies): PUT /v1/pools/{pool}/replicas answers 400 not_scalable"),
 }).meta({ id: "Pool" });
 /** GET /v1/pools */
 export const poolsResponse = z.object({ pools: z.array(poolSchema) });

@@ -39,7 +39,7 @@ fs.writeFileSync(path.join(dir, "stacks", "Pulumi.p.yaml"), `config:
     gcp-eu: { type: gcp, project: crawl-proxies, zones: [europe-west1-b], allowedSourceRanges: [203.0.113.0/24] }
     k8s: { type: kubernetes, context: kind, kubeconfigPath: ${kubeconfig} }
   egress:pools:
-    - { name: g, provider: gcp-eu, replicas: 1 }
+    - { name: g, provider: gcp-eu, replicas: 1, auth: { username: crawler, password: doctor-test-password-0123 } }
     - { name: k, provider: k8s, replicas: 1 }
 `);
 const pulumiHome = path.join(tmp, "pulumi-home");
