@@ -455,7 +455,7 @@ export interface components {
             maxReplicas: number;
             name: string;
             provider: string;
-            /** @description false when the pool's members follow its provider entry (kind `static`): PUT /v1/pools/{pool}/replicas answers 400 not_scalable */
+            /** @description false when the pool's members follow its provider entry (a list of bring-your-own proxies): PUT /v1/pools/{pool}/replicas answers 400 not_scalable */
             scalable: boolean;
         };
         ProgressEvent: {
