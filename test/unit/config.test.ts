@@ -3,21 +3,13 @@ import assert from "node:assert/strict";
 import * as fs from "node:fs";
 import * as os from "node:os";
 import * as path from "node:path";
-import { ConfigError, loadStackConfig, parseEgressConfig, PACKAGE_ROOT_FOR_TESTS } from "./config-fixtures";
+import { loadStackConfig, parseEgressConfig, PACKAGE_ROOT_FOR_TESTS, problemLines } from "./config-fixtures";
 
 const root = fs.mkdtempSync(path.join(os.tmpdir(), "egress-config-"));
 const ok = (pools: unknown[], providers: object = { local: { type: "local" } }) => ({ providers, pools });
 
 /** Parses and returns the problems' formatted lines, failing if the config was accepted. */
-function problems(raw: unknown): string[] {
-    try {
-        parseEgressConfig(raw, root);
-    } catch (e) {
-        assert.ok(e instanceof ConfigError, `expected ConfigError, got ${e}`);
-        return e.message.split("\n").slice(1).map((l) => l.replace(/^\s+- /, ""));
-    }
-    assert.fail("config was accepted");
-}
+const problems = (raw: unknown): string[] => problemLines(raw, root);
 
 test("a minimal local config gets its defaults", () => {
     const cfg = parseEgressConfig(ok([{ name: "dev", provider: "local", replicas: 3 }]), root);

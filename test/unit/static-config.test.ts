@@ -5,21 +5,14 @@ import * as fs from "node:fs";
 import * as os from "node:os";
 import * as path from "node:path";
 import { ConfigError, parseEgressConfig } from "../../src/config";
+import { problemLines } from "./config-fixtures";
 import { checkReplicas } from "../../src/config/edit";
 import { parseStaticProxy } from "../../kinds/static/config";
 
 const root = fs.mkdtempSync(path.join(os.tmpdir(), "egress-static-"));
 const cfg = (proxies: unknown, pools: unknown[] = [{ name: "byo", provider: "byo", replicas: Array.isArray(proxies) ? proxies.length : 1 }]) => ({ providers: { byo: { type: "static", proxies } }, pools });
 
-function problems(raw: unknown): string[] {
-    try {
-        parseEgressConfig(raw, root);
-    } catch (e) {
-        assert.ok(e instanceof ConfigError, `expected ConfigError, got ${e}`);
-        return e.message.split("\n").slice(1).map((l) => l.replace(/^\s+- /, ""));
-    }
-    assert.fail("config was accepted");
-}
+const problems = (raw: unknown): string[] => problemLines(raw, root);
 
 test("URLs, with credentials in the URL or as fields, parse into targets; replicas follow the list", () => {
     const c = parseEgressConfig(cfg(["http://127.0.0.1:3128", { url: "https://proxy.example", username: "u", password: "p w", zone: "dc-1" }, "http://a%40b:s3cret@[::1]:8080"]), root);
