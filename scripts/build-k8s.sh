@@ -56,6 +56,16 @@ fi
 
 P="${EGRESS_K8S_BUILD_P:-2}"
 export GOFLAGS="-mod=readonly -buildvcs=false"
+# module_dir <module dir> <module path>: where the module cache holds that module's source. `go list -m
+# -f '{{.Dir}}'` prints an empty line for a module not downloaded yet (a new machine's empty cache), so
+# download it first, and refuse an empty or missing directory instead of reading "/<path>".
+module_dir() {
+  local mod="$1" path="$2" dir
+  (cd "$SRC/$mod" && go mod download "$path") || die "downloading $path (tools/k8s/$mod) failed"
+  dir="$(cd "$SRC/$mod" && go list -m -f '{{.Dir}}' "$path")" || die "go list -m $path failed in tools/k8s/$mod"
+  [ -n "$dir" ] && [ -d "$dir" ] || die "the module cache has no source for $path (tools/k8s/$mod): got '$dir'"
+  echo "$dir"
+}
 # build <name> <module dir> <package> [ldflags]: skips a binary a previous (killed) run finished.
 build() {
   local name="$1" mod="$2" pkg="$3" ldflags="${4:-}" start
@@ -80,13 +90,13 @@ KUBE_LDFLAGS="$KUBE_LDFLAGS -X k8s.io/client-go/pkg/version.gitVersion=$KUBE_VER
 for c in kube-apiserver kube-controller-manager kube-scheduler; do build "$c" kube "./$c" "$KUBE_LDFLAGS"; done
 build kwok kwok sigs.k8s.io/kwok/cmd/kwok
 # kwok simulates nothing without Stage configs; its module ships the "fast" node and pod stages.
-KWOK_DIR="$(cd "$SRC/kwok" && go list -m -f '{{.Dir}}' sigs.k8s.io/kwok)"
+KWOK_DIR="$(module_dir kwok sigs.k8s.io/kwok)"
 mkdir -p "$DIR/kwok-stages"
 for s in node/fast/node-initialize pod/fast/pod-ready pod/fast/pod-complete pod/fast/pod-delete; do
   cp "$KWOK_DIR/kustomize/stage/$s.yaml" "$DIR/kwok-stages/$(basename "$s").yaml" || die "kwok stage $s missing"
 done
 if [ ! -x "$BIN/pulumi-resource-kubernetes" ]; then
-  upstream="$(cd "$SRC/provider" && go list -m -f '{{.Dir}}' github.com/pulumi/pulumi-kubernetes/provider/v4)"
+  upstream="$(module_dir provider github.com/pulumi/pulumi-kubernetes/provider/v4)"
   (cd "$SRC/provider" && go run ./genembed "$upstream/cmd/pulumi-resource-kubernetes" "$PROVIDER_VERSION") ||
     die "writing the provider's embedded schema failed"
 fi

@@ -12,17 +12,21 @@ import { waitFor } from "../helpers/service";
 const names = (pids: number[]) => pids.map((p) => { try { return fs.readFileSync(`/proc/${p}/comm`, "utf8").trim(); } catch { return "?"; } }).sort();
 
 test("the owner dies (SIGKILL): the guard stops every part, etcd included", { timeout: 120_000 }, async (t) => {
+    // The owner is killed in every outcome: a cluster that cannot start must not leave this file
+    // waiting 10 minutes for the `sleep` (node's runner waits for the children it holds handles to).
     const owner = cp.spawn("sleep", ["600"], { stdio: "ignore" });
-    const cluster = startKubeCluster({ owner: owner.pid });
-    t.diagnostic(`cluster start (binaries cached): ${cluster.startMs} ms`);
+    let cluster: ReturnType<typeof startKubeCluster> | undefined;
     try {
+        cluster = startKubeCluster({ owner: owner.pid });
+        t.diagnostic(`cluster start (binaries cached): ${cluster.startMs} ms`);
         assert.deepEqual(names(cluster.pids()), ["bash", "etcd", "kube-apiserver", "kube-controller", "kube-scheduler", "kwok"]);
         owner.kill("SIGKILL");
         const at = Date.now();
-        await waitFor("no process of the cluster left", async () => cluster.pids().length === 0, 30_000, 100);
+        await waitFor("no process of the cluster left", async () => cluster!.pids().length === 0, 30_000, 100);
         t.diagnostic(`owner killed → cluster gone: ${Date.now() - at} ms`);
     } finally {
-        cluster.stop();
+        owner.kill("SIGKILL");
+        cluster?.stop();
     }
 });
 

@@ -13,6 +13,7 @@ import * as path from "node:path";
 import { classifyVirshFailure, KvmConnection, LibvirtError, libvirtError, virshRetryable, withLibvirt } from "../../kinds/kvm/libvirt";
 import type { RetrySchedule } from "../../kinds/shared/retry";
 import { closedPort } from "../fixtures/ports";
+import { startLoopbackSshd, type LoopbackSshd } from "../helpers/sshd";
 
 const retry: RetrySchedule = { tries: 3, firstDelayMs: 5, maxDelayMs: 20, maxTotalMs: 10_000 };
 const dir = fs.mkdtempSync(path.join(os.tmpdir(), "egress-kvm-retry-"));
@@ -67,28 +68,16 @@ describe("transient SSH failures are retried", () => {
 });
 
 describe("permanent SSH failures fail at once", () => {
-    let sshd: cp.ChildProcess;
+    let sshd: LoopbackSshd;
     let port: number;
-    let log = "";
-    const hostKeyFile = path.join(dir, "host");
-    const connections = () => (log.match(/Connection from 127\.0\.0\.1/g) ?? []).length;
+    let hostKeyFile: string;
+    const connections = () => (sshd.log().match(/Connection from 127\.0\.0\.1/g) ?? []).length;
 
     before(async () => {
-        cp.execFileSync("ssh-keygen", ["-q", "-t", "ed25519", "-N", "", "-f", hostKeyFile]);
-        fs.writeFileSync(path.join(dir, "authorized_keys"), `${keygen("authorized").pub}\n`);
-        port = await closedPort();
-        const config = path.join(dir, "sshd_config");
-        fs.writeFileSync(config, [`Port ${port}`, "ListenAddress 127.0.0.1", `HostKey ${hostKeyFile}`, "PidFile none", `AuthorizedKeysFile ${dir}/authorized_keys`, "PermitRootLogin prohibit-password", "PasswordAuthentication no", "KbdInteractiveAuthentication no", "UsePAM no", "StrictModes no", "LogLevel VERBOSE", ""].join("\n"));
-        sshd = cp.spawn("/usr/sbin/sshd", ["-D", "-e", "-f", config], { stdio: ["ignore", "ignore", "pipe"] });
-        sshd.stderr!.on("data", (d) => (log += d));
-        // Up when it says so; fails loudly (no skip) when sshd cannot start here.
-        const deadline = Date.now() + 10_000;
-        while (!/Server listening on 127\.0\.0\.1 port/.test(log)) {
-            if (sshd.exitCode !== null || Date.now() > deadline) throw new Error(`sshd did not start: ${log}`);
-            await new Promise((r) => setTimeout(r, 20));
-        }
+        sshd = await startLoopbackSshd(dir, [keygen("authorized").pub]);
+        ({ port, hostKeyFile } = sshd);
     });
-    after(() => sshd?.kill());
+    after(() => sshd?.stop());
 
     it("a host key that does not match known_hosts: permanent, one connection", async () => {
         const before = connections();
@@ -99,7 +88,7 @@ describe("permanent SSH failures fail at once", () => {
             return true;
         });
         await new Promise((r) => setTimeout(r, 100)); // sshd logs the connection asynchronously
-        assert.equal(connections() - before, 1, log);
+        assert.equal(connections() - before, 1, sshd.log());
     });
 
     it("a key the host does not accept: permanent (ssh-auth), one connection", async () => {
@@ -111,7 +100,7 @@ describe("permanent SSH failures fail at once", () => {
             return true;
         });
         await new Promise((r) => setTimeout(r, 100));
-        assert.equal(connections() - before, 1, log);
+        assert.equal(connections() - before, 1, sshd.log());
     });
 });
 
