@@ -7,7 +7,9 @@ import * as fs from "node:fs";
 import * as path from "node:path";
 import { Command } from "commander";
 import { PACKAGE_ROOT } from "./engine";
-import { reportError } from "./cli/context";
+import { GlobalOptions, projectDir, reportError } from "./cli/context";
+import { ensureStackFile } from "./config";
+import { createLogger } from "./log/logger";
 import { registerOperations } from "./cli/operations";
 import { registerScale } from "./cli/scale";
 import { registerDoctor } from "./cli/doctor";
@@ -28,6 +30,15 @@ export function buildCli(): Command {
     program.exitOverride((err) => {
         // Unknown commands/options are usage errors (2); --help and --version exit 0.
         process.exit(err.exitCode === 0 ? 0 : 2);
+    });
+    // A stack that ships as a seed (stacks/seeds/dev.yaml) gets its machine-local file before any command
+    // reads it. `serve` writes only JSON lines, so its note is one.
+    program.hook("preAction", (_root, cmd) => {
+        const opts = cmd.optsWithGlobals() as GlobalOptions;
+        const note = ensureStackFile(projectDir(opts), opts.stack);
+        if (!note) return;
+        if (cmd.name() === "serve") createLogger().info({ stack: opts.stack }, note);
+        else if (!opts.json) process.stderr.write(`note: ${note}\n`);
     });
     registerOperations(program);
     registerScale(program);

@@ -1,7 +1,7 @@
 import * as fs from "node:fs";
 import * as path from "node:path";
 import { ConfigError } from "../config";
-import { EngineError, EngineMissingError, MemberNotInStateError, PACKAGE_ROOT, StackMissingError } from "../engine";
+import { EngineError, EngineMissingError, MemberNotInStateError, PACKAGE_ROOT, PassphraseMismatchError, StackMissingError } from "../engine";
 import type { ProxyMember } from "../model";
 import { proxyTable } from "./render";
 
@@ -38,7 +38,7 @@ export class InterruptedError extends Error {
 export function reportError(e: unknown, json: boolean | undefined): number {
     const code =
         e instanceof ConfigError || e instanceof UsageError || e instanceof StackMissingError || e instanceof MemberNotInStateError ? EXIT.invalid
-        : e instanceof EngineMissingError ? EXIT.prerequisite
+        : e instanceof EngineMissingError || e instanceof PassphraseMismatchError ? EXIT.prerequisite
         : e instanceof InterruptedError ? EXIT.interrupted
         : EXIT.failed;
     const message = e instanceof Error ? e.message : String(e);

@@ -5,3 +5,4 @@ export * from "./plan";
 export * from "./cloud-init";
 export * from "./names";
 export * from "./edit";
+export * from "./seed";

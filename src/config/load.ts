@@ -17,7 +17,7 @@ export function stackFile(projectRoot: string, stack: string): string {
 /** Reads `stacks/Pulumi.<stack>.yaml` and validates its `egress:*` config. Throws ConfigError. */
 export function loadStackConfig(projectRoot: string, stack: string): EgressConfig {
     const file = stackFile(projectRoot, stack);
-    if (!fs.existsSync(file)) throw new ConfigError([{ path: file, rule: `stack file not found; create it (see stacks/Pulumi.dev.yaml)` }]);
+    if (!fs.existsSync(file)) throw new ConfigError([{ path: file, rule: `stack file not found; create it (examples: stacks/Pulumi.example-*.yaml, stacks/seeds/dev.yaml)` }]);
     let doc: any;
     try {
         doc = YAML.parse(fs.readFileSync(file, "utf8")) ?? {};

@@ -12,6 +12,7 @@ import { clearDeadRuns, finishPendingOperations, membersInState } from "./recove
 import { supervise } from "./supervised";
 import { tolerateProgramDisconnects } from "./program-disconnect";
 import { forgetMember, ForgetResult } from "./forget";
+import { dropSalt, isIncorrectPassphrase, PassphraseMismatchError, saltIsDisposable } from "./salt";
 
 export type OperationKind = "up" | "preview" | "refresh" | "destroy";
 
@@ -225,6 +226,13 @@ export class StackDriver {
         return clearDeadRuns(this.backendDir(), this.stackName);
     }
 
+    /** The stack file (Pulumi.yaml's `stackConfigDir: stacks`), as the user would type it. */
+    private stackFileForHumans(): string {
+        const file = path.join(this.workDir, "stacks", `Pulumi.${this.stackName}.yaml`);
+        const rel = path.relative(process.cwd(), file);
+        return rel && !rel.startsWith("..") ? rel : file;
+    }
+
     private backendDir(): string | undefined {
         return fileBackendDir(this.home, this.extraEnv);
     }
@@ -265,6 +273,7 @@ export class StackDriver {
                     throw new EngineError(kind, `another update holds the stack lock (${holders.join(", ") || "unknown holder"}); wait for it — a lock whose process died is removed by the next egress command`, e);
                 }
                 if (controller.signal.aborted) throw new EngineError(kind, "cancelled on request; the engine saved what it had done", e, true);
+                if (isIncorrectPassphrase(e)) throw new PassphraseMismatchError(this.stackFileForHumans(), this.stackName);
                 const detail = diagnostics.length ? diagnostics.join("\n") : lastLines((e as Error).message, 8);
                 throw new EngineError(kind, detail, e);
             } finally {
@@ -300,10 +309,23 @@ export class StackDriver {
             const program = createProgram({ projectRoot: this.workDir, stateDir: this.home.runDir });
             const args = { stackName: this.stackName, projectName: "egress", program };
             const ws = { workDir: this.workDir, pulumiCommand, envVars: { ...engineEnv(this.home, { ...process.env, ...this.extraEnv }), ...this.extraEnv } };
-            if (this.create) return LocalWorkspace.createOrSelectStack(args, ws);
-            return LocalWorkspace.selectStack(args, ws).catch((e) => {
-                throw e instanceof StackNotFoundError ? new StackMissingError(this.stackName) : e;
-            });
+            const select = () =>
+                this.create ? LocalWorkspace.createOrSelectStack(args, ws)
+                : LocalWorkspace.selectStack(args, ws).catch((e) => {
+                    throw e instanceof StackNotFoundError ? new StackMissingError(this.stackName) : e;
+                });
+            try {
+                return await select();
+            } catch (e) {
+                if (!isIncorrectPassphrase(e)) throw e;
+                // A salt from another machine's passphrase. When it protects nothing (no secret in the file,
+                // no state here), dropping it loses nothing and Pulumi makes this machine's own.
+                const file = path.join(this.workDir, "stacks", `Pulumi.${this.stackName}.yaml`);
+                if (!saltIsDisposable(file, this.backendDir(), this.stackName)) throw new PassphraseMismatchError(this.stackFileForHumans(), this.stackName);
+                dropSalt(file);
+                this.onNotice(`${path.relative(this.workDir, file)} carried an encryptionsalt made with another passphrase; the stack has no secrets and no state here, so the salt was dropped and this machine's is used`);
+                return await select();
+            }
         })();
         this.stack.catch(() => (this.stack = undefined));
         return this.stack;
