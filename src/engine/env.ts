@@ -50,6 +50,9 @@ export function engineEnv(home: EngineHome, env: NodeJS.ProcessEnv = process.env
         // deserializes resolve egress's node_modules from here even when the work dir is elsewhere.
         PATH: `${home.binDir}${path.delimiter}${env.PATH ?? ""}`,
         NODE_PATH: [path.join(PACKAGE_ROOT, "node_modules"), env.NODE_PATH].filter(Boolean).join(path.delimiter),
+        // A stack file that lost its salt (re-made from its seed, or an old clone's tracked dev file
+        // removed on pull) takes the salt its state holds instead of a new one that opens nothing there.
+        PULUMI_FALLBACK_TO_STATE_SECRETS_MANAGER: env.PULUMI_FALLBACK_TO_STATE_SECRETS_MANAGER ?? "true",
     };
     if (!env.PULUMI_CONFIG_PASSPHRASE && !env.PULUMI_CONFIG_PASSPHRASE_FILE) {
         ensurePassphrase(home.passphraseFile);

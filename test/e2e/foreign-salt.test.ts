@@ -51,12 +51,14 @@ test("no secrets, no state here: the foreign salt is dropped with a note, the up
     assert.equal(JSON.parse(out.stdout).proxies.length, 1);
 });
 
-test("state here: exit 3 naming the file and the ways out; the file is left as it was", { timeout: 180_000 }, () => {
+test("state here: exit 3 naming the file and the ways out; the file is left as it was", { timeout: 180_000 }, (t) => {
     const p = project("this machine's passphrase");
     assert.equal(cli(p, ["up"]).code, 0);
-    const own = saltOf(p)!;
-    const withForeign = fs.readFileSync(stackFile(p), "utf8").replace(/^encryptionsalt: .*$/m, `encryptionsalt: ${foreign}`);
+    const good = fs.readFileSync(stackFile(p), "utf8");
+    const withForeign = good.replace(/^encryptionsalt: .*$/m, `encryptionsalt: ${foreign}`);
     fs.writeFileSync(stackFile(p), withForeign);
+    // The after hook's destroy needs this machine's salt back, whatever this test's outcome.
+    t.after(() => fs.writeFileSync(stackFile(p), good));
     const r = cli(p, ["up"]);
     assert.equal(r.code, 3, r.stderr);
     assert.match(r.stderr, /error: the secrets passphrase in use cannot open the encryptionsalt in \S*stacks\/Pulumi\.salty\.yaml .*Set PULUMI_CONFIG_PASSPHRASE or PULUMI_CONFIG_PASSPHRASE_FILE to the passphrase that made it/);
@@ -64,8 +66,16 @@ test("state here: exit 3 naming the file and the ways out; the file is left as i
     const json = cli(p, ["--json", "up"]);
     assert.equal(json.code, 3);
     assert.equal(JSON.parse(json.stdout.trim().split("\n").pop()!).error.type, "PassphraseMismatchError");
-    // Put back what works, so the after hook can destroy what this test made.
-    fs.writeFileSync(stackFile(p), withForeign.replace(`encryptionsalt: ${foreign}`, `encryptionsalt: ${own}`));
+});
+
+test("a stack file that lost its salt (re-made from a seed) takes the one its state holds", { timeout: 180_000 }, () => {
+    const p = project("this machine's passphrase");
+    assert.equal(cli(p, ["up"]).code, 0);
+    const own = saltOf(p)!;
+    fs.writeFileSync(stackFile(p), fs.readFileSync(stackFile(p), "utf8").replace(/^encryptionsalt: .*\n/m, ""));
+    const r = cli(p, ["up"]);
+    assert.equal(r.code, 0, r.stderr);
+    assert.equal(saltOf(p), own, "the state's salt, not a new one");
 });
 
 test("a secure value in the file: exit 3 even without state, the file untouched", { timeout: 120_000 }, () => {
