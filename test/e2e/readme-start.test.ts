@@ -52,7 +52,7 @@ test("fresh clone: npm start serves 3 healthy proxies, leases, the gateway; SIGT
     child.stdout!.setEncoding("utf8").on("data", (d) => (out += d));
     child.stderr!.setEncoding("utf8").on("data", (d) => (out += d));
     const exited = new Promise<number | null>((r) => child.once("exit", (code) => r(code)));
-    const tail = () => out.split("\n").slice(-30).join("\n");
+    const tail = () => out.split("\n").slice(-12).join("\n");
 
     await until("egress service ready", () => {
         if (child.exitCode !== null) throw new Error(`npm start exited with ${child.exitCode}:\n${tail()}`);
@@ -85,7 +85,8 @@ test("fresh clone: npm start serves 3 healthy proxies, leases, the gateway; SIGT
 
     // SIGTERM to the service itself (README: `kill -TERM <pid>`), not to npm.
     const servePid = Number(fs.readdirSync("/proc").find((pid) => /^\d+$/.test(pid) && (() => {
-        try { return fs.readFileSync(`/proc/${pid}/cmdline`, "utf8").split("\0").join(" ").includes("dist/src/cli.js serve --stack dev") && fs.readlinkSync(`/proc/${pid}/cwd`) === clone; } catch { return false; }
+        // node's own argv, not the `sh -c "… && node dist/src/cli.js serve …"` npm runs it under.
+        try { return fs.readFileSync(`/proc/${pid}/cmdline`, "utf8").split("\0").slice(1, 3).join(" ") === "dist/src/cli.js serve" && fs.readlinkSync(`/proc/${pid}/cwd`) === clone; } catch { return false; }
     })()));
     assert.ok(servePid > 0, "the serve process is found");
     process.kill(servePid, "SIGTERM");
