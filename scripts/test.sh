@@ -47,8 +47,12 @@ for suite in unit e2e service ui kubernetes kvm; do
   if [ "$suite" = kubernetes ]; then prebuilt k8s "kubernetes binaries (scripts/build-k8s.sh)"; fi
   if [ "$suite" = kvm ]; then prebuilt guest "guest image (scripts/build-guest-image.sh)"; fi
   start=$(date +%s)
+  # One libvirt sandbox per machine: a kvm suite of another checkout on this machine (a developer's
+  # worktree) goes first, whole. On CI nobody else holds the lock.
+  lock=()
+  if [ "$suite" = kvm ]; then lock=(flock "${EGRESS_KVM_TEST_LOCK:-/tmp/egress-kvm-tests.lock}"); fi
   # shellcheck disable=SC2086
-  node --test --test-reporter=spec $files 2>&1 | tee "$out" || status=1
+  "${lock[@]}" node --test --test-reporter=spec $files 2>&1 | tee "$out" || status=1
   # A cancelled test (its file died or hung, a hook threw) did not pass: it counts as failed.
   p=$(sed -n 's/^ℹ pass \([0-9]*\)$/\1/p' "$out" | tail -1); f=$(sed -n 's/^ℹ fail \([0-9]*\)$/\1/p' "$out" | tail -1)
   c=$(sed -n 's/^ℹ cancelled \([0-9]*\)$/\1/p' "$out" | tail -1)

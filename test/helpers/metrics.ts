@@ -1,3 +1,4 @@
+import { ensureTestPackages } from "./deps";
 import * as cp from "node:child_process";
 import * as fs from "node:fs";
 import * as path from "node:path";
@@ -44,6 +45,7 @@ export function find(samples: Sample[], name: string, labels: Record<string, str
  * promtool fails the test: a check that cannot run is not a pass.
  */
 export function promtool(args: string[], input?: string): { code: number | null; out: string } {
+    ensureTestPackages();
     const bin = ["/usr/bin/promtool", "/usr/local/bin/promtool"].find((p) => fs.existsSync(p));
     if (!bin) throw new Error("promtool is missing: apt-get install prometheus (scripts/install-test-deps.sh does)");
     const r = cp.spawnSync(bin, args, { input, encoding: "utf8", timeout: 60_000 });

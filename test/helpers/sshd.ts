@@ -2,6 +2,7 @@ import * as cp from "node:child_process";
 import * as fs from "node:fs";
 import * as path from "node:path";
 import { closedPort } from "../fixtures/ports";
+import { ensureTestPackages } from "./deps";
 
 /**
  * OpenSSH's privilege-separation directory is compiled in (Debian: /run/sshd) and sshd refuses to start
@@ -10,6 +11,7 @@ import { closedPort } from "../fixtures/ports";
  * sandbox's setup having run earlier.
  */
 export function ensureSshdPrivsepDir(): void {
+    ensureTestPackages(); // openssh-server
     fs.mkdirSync("/run/sshd", { recursive: true, mode: 0o755 });
     fs.chmodSync("/run/sshd", 0o755);
 }

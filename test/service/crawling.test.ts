@@ -11,6 +11,7 @@ import * as path from "node:path";
 import { execFile } from "node:child_process";
 import { promisify } from "node:util";
 import { crawl } from "../../clients/typescript/examples/crawl";
+import { ensureTestPackages } from "../helpers/deps";
 import { settledConverge, startTestService, TestService, TOKENS, waitFor } from "../helpers/service";
 
 const root = path.resolve(__dirname, "../../..");
@@ -77,6 +78,7 @@ test("the undici ProxyAgent loop: pages through leased proxies, blocked and ok r
 });
 
 test("the curl + jq script: the same loop, releases with the outcome", { timeout: 60_000 }, async () => {
+    ensureTestPackages(); // curl, jq
     await sleep(1100);
     const before = await releases();
     const urls = [url(6, "/d"), url(7, "/blocked"), url(8, "/e"), url(9, "/f")];

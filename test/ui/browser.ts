@@ -4,10 +4,12 @@
  */
 import * as fs from "node:fs";
 import { chromium, type Browser, type BrowserContext, type Page } from "playwright-core";
+import { ensureTestPackages } from "../helpers/deps";
 
 export const CHROMIUM = process.env.EGRESS_CHROMIUM ?? "/usr/bin/chromium";
 
 export async function launchChromium(): Promise<Browser> {
+    if (!process.env.EGRESS_CHROMIUM) ensureTestPackages();
     if (!fs.existsSync(CHROMIUM)) throw new Error(`${CHROMIUM} is missing: install Debian's \`chromium\` package (scripts/install-test-deps.sh does, as root) or set EGRESS_CHROMIUM`);
     // --no-sandbox: CI runs as root, where Chromium's sandbox refuses to start.
     return chromium.launch({ executablePath: CHROMIUM, headless: true, args: ["--no-sandbox", "--disable-dev-shm-usage"] });

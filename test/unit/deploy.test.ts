@@ -12,10 +12,12 @@ import * as path from "node:path";
 import YAML from "yaml";
 import { PACKAGE_ROOT } from "../../src/engine/env";
 import { dashboardExprs, promtool } from "../helpers/metrics";
+import { ensureTestPackages } from "../helpers/deps";
 
 const deploy = (f: string) => path.join(PACKAGE_ROOT, "deploy", f);
 
 function systemdAnalyze(args: string[]): cp.SpawnSyncReturns<string> {
+    ensureTestPackages();
     if (!fs.existsSync("/usr/bin/systemd-analyze")) throw new Error("systemd-analyze is missing: apt-get install systemd (scripts/install-test-deps.sh does)");
     return cp.spawnSync("/usr/bin/systemd-analyze", args, { encoding: "utf8", timeout: 60_000 });
 }

@@ -14,6 +14,7 @@ import { classifyVirshFailure, KvmConnection, LibvirtError, libvirtError, virshR
 import type { RetrySchedule } from "../../kinds/shared/retry";
 import { closedPort } from "../fixtures/ports";
 import { startLoopbackSshd, type LoopbackSshd } from "../helpers/sshd";
+import { ensureTestPackages } from "../helpers/deps";
 
 const retry: RetrySchedule = { tries: 3, firstDelayMs: 5, maxDelayMs: 20, maxTotalMs: 10_000 };
 const dir = fs.mkdtempSync(path.join(os.tmpdir(), "egress-kvm-retry-"));
@@ -24,6 +25,7 @@ function keygen(name: string): { key: string; pub: string } {
     cp.execFileSync("ssh-keygen", ["-q", "-t", "ed25519", "-N", "", "-C", name, "-f", file]);
     return { key: fs.readFileSync(file, "utf8"), pub: fs.readFileSync(`${file}.pub`, "utf8").trim() };
 }
+ensureTestPackages(); // ssh-keygen, sshd, virsh
 const client = keygen("client");
 const other = keygen("other-host");
 

@@ -12,6 +12,7 @@ import * as path from "node:path";
 import { squidBaseConf } from "../../kinds/shared/squid";
 import { squidPasswdFile } from "../../kinds/shared/squid-passwd";
 import { closedPort } from "../fixtures/ports";
+import { ensureTestPackages } from "../helpers/deps";
 import { getViaProxy, proxyBasicAuth, requestViaProxy, startTargetServer } from "../helpers/net";
 
 const SQUID = "/usr/sbin/squid";
@@ -19,6 +20,7 @@ const PASSWORD = "squid-canary-Zq8vR2pLx";
 
 /** Runs squid in the foreground on 127.0.0.1 with the generated lines; resolves once it accepts requests. */
 async function runSquid(lines: string[], t: { after(fn: () => unknown): void }): Promise<number> {
+    ensureTestPackages();
     assert.ok(fs.existsSync(SQUID), `${SQUID} is missing: run scripts/install-test-deps.sh (it installs squid)`);
     const dir = fs.mkdtempSync(path.join(os.tmpdir(), "egress-squid-"));
     const port = await closedPort();

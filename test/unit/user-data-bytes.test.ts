@@ -12,6 +12,7 @@ import * as os from "node:os";
 import * as path from "node:path";
 import * as zlib from "node:zlib";
 import YAML from "yaml";
+import { ensureTestPackages } from "../helpers/deps";
 import { installMocks, isSecret, ofType, settle, valueOf } from "../helpers/pulumi-mocks";
 import { decodeUserData, parseEgressConfig } from "../../src/config";
 import { PACKAGE_ROOT } from "../../src/engine/env";
@@ -47,6 +48,7 @@ function config() {
 }
 
 test("a gzip user-data file goes into the KVM seed ISO byte for byte (built with xorriso, read back)", { timeout: 60_000 }, async () => {
+    ensureTestPackages(); // xorriso
     const outputs = await createProgram({ projectRoot: root, stateDir: path.join(root, "run"), config: config() })();
     await valueOf(outputs.proxies);
     await settle();
