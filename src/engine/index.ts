@@ -6,3 +6,4 @@ export * from "./process-identity";
 export * from "./checkpoint";
 export * from "./forget";
 export * from "./member-urns";
+export * from "./installation";

@@ -120,7 +120,7 @@ test("scale 3 → 1 removes the highest members and their Secret key", { timeout
 });
 
 test("gc's collector finds a labelled Deployment made by hand and removes it; a user without RBAC rights gets `rbac`", { timeout: 120_000 }, async () => {
-    const labels = { "egress-project": "egress", "egress-stack": STACK, "egress-pool": "web", "egress-member": "web-7" };
+    const labels = { "egress-project": "egress", "egress-stack": STACK, "egress-installation": (await project.driver.installation()).installation.id, "egress-pool": "web", "egress-member": "web-7" };
     const made = await cluster.api("POST", DEPLOYMENTS, {
         apiVersion: "apps/v1", kind: "Deployment", metadata: { name: "left-behind", labels },
         spec: { replicas: 1, selector: { matchLabels: labels }, template: { metadata: { labels }, spec: { containers: [{ name: "squid", image: "ubuntu/squid:latest" }] } } },
@@ -128,11 +128,11 @@ test("gc's collector finds a labelled Deployment made by hand and removes it; a 
     assert.equal(made.status, 201, JSON.stringify(made.body));
     const entry = parseEgressConfig({ providers: { k8s: config(1)["egress:providers"].k8s } }, "/").providers.k8s as KubernetesProviderConfig;
     const collector = kubernetesCollector("k8s", entry, { env: {} });
-    const found = await collector.list({ project: "egress", stack: STACK });
+    const found = await collector.list({ project: "egress", stack: STACK, installation: (await project.driver.installation()).installation.id });
     assert.deepEqual(found.filter((t) => t.type === "deployment").map((t) => [t.name.startsWith("web-0-") ? "web-0-*" : t.name, t.member, t.location]).sort(),
         [["left-behind", "web-7", NS], ["web-0-*", "web-0", NS]]);
     assert.deepEqual(found.map((t) => t.type).sort(), ["deployment", "deployment", "secret", "service"]);
-    assert.equal((await collector.list({ project: "egress", stack: "other" })).length, 0);
+    assert.equal((await collector.list({ project: "egress", stack: "other", installation: (await project.driver.installation()).installation.id })).length, 0);
 
     const stray = found.find((t) => t.name === "left-behind")!;
     await collector.remove(stray);
@@ -141,7 +141,7 @@ test("gc's collector finds a labelled Deployment made by hand and removes it; a 
     await waitFor("the stray Deployment's pods collected", async () => (await list(PODS, "egress-member=web-7")).length === 0, 60_000, 250);
 
     const nobody = { ...entry, context: "nobody" };
-    await assert.rejects(kubernetesCollector("k8s", nobody, { env: {} }).list({ project: "egress", stack: STACK }),
+    await assert.rejects(kubernetesCollector("k8s", nobody, { env: {} }).list({ project: "egress", stack: STACK, installation: "0a1b2c3d" }),
         { name: "KubeApiError", stage: "rbac", message: /HTTP 403: deployments.apps is forbidden: User "egress-nobody" cannot list resource "deployments"/ });
 });
 

@@ -7,6 +7,7 @@ import * as path from "node:path";
 import { startProxy, isOurProcess } from "../../kinds/local/process";
 import { collectorFor, knownToState } from "../../src/gc";
 import { PACKAGE_ROOT } from "../../src/engine/env";
+import { TEST_INSTALLATION } from "../helpers/installation";
 
 const runDir = fs.mkdtempSync(path.join(os.tmpdir(), "egress-gc-"));
 after(() => fs.rmSync(runDir, { recursive: true, force: true }));
@@ -18,14 +19,14 @@ test("an orphaned local proxy is listed, matched against state, and removed", as
     assert.ok(isOurProcess(started.pid, id));
 
     const collector = collectorFor("local", { type: "local" }, runDir)!;
-    const things = await collector.list({ project: "egress", stack: "gcs" });
+    const things = await collector.list({ project: "egress", stack: "gcs", installation: TEST_INSTALLATION.id });
     assert.deepEqual(things, [{ kind: "local", provider: "local", type: "process", name: id, location: stateDir, member: "web-7" }]);
     assert.equal(knownToState(things[0], new Set([id])), true, "state knows it by ID");
     assert.equal(knownToState(things[0], new Set(["gcs-web-0-12345678"])), false, "an orphan otherwise");
 
     await collector.remove(things[0]);
     assert.equal(isOurProcess(started.pid, id), false, "the process is stopped");
-    assert.deepEqual(await collector.list({ project: "egress", stack: "gcs" }), []);
+    assert.deepEqual(await collector.list({ project: "egress", stack: "gcs", installation: TEST_INSTALLATION.id }), []);
     await collector.remove(things[0]); // already gone: still fine
 });
 
