@@ -1,13 +1,15 @@
 /**
  * The installation identity on the real engine (local proxies): a stack's first `up` records a fresh id,
- * a restart reads the same one back, and a stack made before installation ids adopts the id its names
- * imply without touching its members.
+ * a restart reads the same one back, and a stack made by the release before installation ids (built
+ * from history, test/helpers/legacy-release.ts) adopts the id its names imply without touching its members.
  */
 import { after, test } from "node:test";
 import assert from "node:assert/strict";
 import { pidsMentioning, tempProject } from "../helpers/project";
-import { pulumiCli } from "../helpers/pulumi-cli";
-import { IDENTITY_TYPE, StackDriver } from "../../src/engine";
+import { cli, procProject, proxyProcesses } from "../helpers/processes";
+import { legacyCli } from "../helpers/legacy-release";
+import { checkpointResources, installationInState, StackDriver } from "../../src/engine";
+import { localGoneCheck } from "../../kinds/local/gone";
 import { legacyInstallationId } from "../../src/model";
 
 const STACK = "ident";
@@ -44,18 +46,30 @@ test("a first `up` records a fresh id before any member; a restart reads it back
     assert.deepEqual(pidsMentioning(runDir).sort(), pids, "no member was touched");
 });
 
-test("a stack made before installation ids adopts the id its names imply; its members stay", { timeout: 300_000 }, async () => {
-    // A pre-identity stack: the same members, no identity resource (local members' names never held an id).
-    const urn = JSON.parse(pulumiCli(project, "stack", "export", "-s", STACK)).deployment.resources.find((r: { type: string }) => r.type === IDENTITY_TYPE).urn;
-    pulumiCli(project, "state", "delete", urn, "--yes", "-s", STACK);
-    const pids = pidsMentioning(runDir).sort();
-    const driver = restarted();
-    assert.deepEqual(await driver.installation(), { installation: { id: legacyInstallationId("egress", STACK), legacy: true }, source: "legacy" });
+test("a stack made by the release before installation ids adopts the id its names imply; its members keep running", { timeout: 600_000 }, async () => {
+    const old = procProject("legacy", config);
+    try {
+        const made = legacyCli(old, ["up", "--quiet"]);
+        assert.equal(made.code, 0, made.stderr);
+        const before = proxyProcesses(old);
+        const outputsBefore = JSON.parse(cli(old, ["outputs", "--json"]).stdout).proxies;
+        assert.equal(before.size, 2);
+        assert.deepEqual(installationInState(checkpointResources(old.backendDir, "legacy"), "egress", "legacy").source, "legacy");
 
-    const up = await driver.up();
-    assert.deepEqual(up.changes, { create: 1, same: up.changes.same }, "only the identity is created");
-    assert.deepEqual(pidsMentioning(runDir).sort(), pids, "the members kept running, untouched");
-    assert.deepEqual(await driver.installation(), { installation: { id: legacyInstallationId("egress", STACK), legacy: true }, source: "recorded" });
-    const outputs = JSON.parse(pulumiCli(project, "stack", "output", "--json", "-s", STACK));
-    assert.equal(outputs.installation, legacyInstallationId("egress", STACK));
+        const up = cli(old, ["up", "--quiet"]);
+        assert.equal(up.code, 0, up.stderr);
+        assert.deepEqual(proxyProcesses(old), before, "the same processes run: nothing was replaced");
+        assert.deepEqual(JSON.parse(cli(old, ["outputs", "--json"]).stdout).proxies, outputsBefore);
+        assert.deepEqual(installationInState(checkpointResources(old.backendDir, "legacy"), "egress", "legacy"),
+            { installation: { id: legacyInstallationId("egress", "legacy"), legacy: true }, source: "recorded" });
+        // A second `up` finds nothing to do, and the liveness hook sees the unmarked processes as ours.
+        const again = cli(old, ["up", "--json"]);
+        assert.equal(again.code, 0, again.stderr);
+        assert.deepEqual(Object.keys(JSON.parse(again.stdout).changes), ["same"], again.stdout);
+        const gone = await localGoneCheck({ runDir: `${old.home}/run`, stack: "legacy", installation: { id: legacyInstallationId("egress", "legacy"), legacy: true } })(outputsBefore);
+        assert.deepEqual([...gone], []);
+    } finally {
+        cli(old, ["destroy", "--yes", "--quiet"]);
+        old.cleanup();
+    }
 });

@@ -56,8 +56,9 @@ test("up creates each member's Deployment, Service and the pool's Secret as docu
     const proxies = await project.driver.proxies();
     assert.deepEqual(proxies.map((p) => [p.id, p.kind, p.port]), [["web-0", "kubernetes", 3128], ["web-1", "kubernetes", 8080], ["web-2", "kubernetes", 3128]]);
 
+    const installation = (await project.driver.installation()).installation.id;
     const [secret] = await list(SECRETS);
-    assert.deepEqual(secret.metadata.labels, { "egress-project": "egress", "egress-stack": STACK, "egress-pool": "web" });
+    assert.deepEqual(secret.metadata.labels, { "egress-project": "egress", "egress-stack": STACK, "egress-installation": installation, "egress-pool": "web" });
     const data = Object.fromEntries(Object.entries(secret.data as Record<string, string>).map(([k, v]) => [k, Buffer.from(v, "base64").toString()]));
     assert.deepEqual(data, { "squid.conf": defaultSquidConf(3128), "member-1.squid.conf": defaultSquidConf(8080) });
 
@@ -65,7 +66,7 @@ test("up creates each member's Deployment, Service and the pool's Secret as docu
     const services = await list(SERVICES);
     assert.deepEqual(deployments.map(memberOf), ["web-0", "web-1", "web-2"]);
     assert.deepEqual(services.map(memberOf), ["web-0", "web-1", "web-2"]);
-    const poolSel = { matchLabels: { "egress-project": "egress", "egress-stack": STACK, "egress-pool": "web" } };
+    const poolSel = { matchLabels: { "egress-project": "egress", "egress-stack": STACK, "egress-installation": installation, "egress-pool": "web" } };
     for (const [i, d] of deployments.entries()) {
         const port = i === 1 ? 8080 : 3128;
         const labels = { ...poolSel.matchLabels, "egress-member": `web-${i}` };
