@@ -67,7 +67,7 @@ async function roundCost(n: number, rounds: number): Promise<string[][]> {
     fs.mkdirSync(stateDir, { recursive: true });
     const members: ProxyMember[] = Array.from({ length: n }, (_, i) => ({ id: `web-${i}`, pool: "web", provider: "local", kind: "local", index: i, host: "127.0.0.1", port: 40_000 + i, url: "", zone: "local" }));
     // `sleep; :` keeps sh from exec'ing sleep, so the argv with the proxy flags stays in /proc.
-    const kids = members.map((m) => cp.spawn("sh", ["-c", "sleep 600; :", "sh", "--id", `svc-${m.id}`, "--ready", proxyFiles(stateDir, `svc-${m.id}`).ready], { stdio: "ignore" }));
+    const kids = members.map((m) => cp.spawn("sh", ["-c", "sleep 600; :", "sh", "--id", `svc-${m.id}`, "--ready", proxyFiles(stateDir, `svc-${m.id}`).ready, "--installation", "0a1b2c3d"], { stdio: "ignore" }));
     // Records the calls the scaler makes and answers them at once (no engine behind it: N real proxies
     // would not fit); memberTargets answers as state would for the gone member.
     const calls: string[] = [];
@@ -79,7 +79,7 @@ async function roundCost(n: number, rounds: number): Promise<string[][]> {
     const driver = new Proxy({}, { get: (_t, name: string) => async () => { calls.push(name); return answers[name]?.(); } }) as unknown as StackDriver;
     const scaler = new Scaler({ driver, projectRoot: runDir, stack: "svc", ops: new OperationLog(), log: pino({ level: "silent" }) });
     scaler.open();
-    const goneChecks = new Map([["local", localGoneCheck({ runDir, stack: "svc" })]]);
+    const goneChecks = new Map([["local", localGoneCheck({ runDir, stack: "svc", installation: { id: "0a1b2c3d", legacy: false } })]]);
     const reconciler = new Reconciler({
         intervalMs: 0, log: pino({ level: "silent" }), scaler, members: () => members,
         health: (id) => ({ id, state: "healthy", since: 0, consecutiveSuccesses: 5, consecutiveFailures: 0, leaseErrors: 0, transitions: [] }),

@@ -6,7 +6,7 @@ import type * as pulumi from "@pulumi/pulumi";
 import type { z } from "zod";
 import type { ConfigProblem } from "../src/config/errors";
 import type { PoolConfig } from "../src/config/schema";
-import type { ProxyCredentials, StackContext } from "../src/model";
+import type { Installation, ProxyCredentials, StackContext } from "../src/model";
 import type { Checker, CheckerOptions, GoneCheck, GoneCheckContext } from "../src/providers-health/types";
 import type { Collector } from "../src/gc/types";
 import type { MemberArgs, ProxyMemberComponent } from "./shared/member";
@@ -38,9 +38,11 @@ export interface ProviderSharedArgs<E extends EntryBase = EntryBase> {
 
 /**
  * Undoes a create that a killed engine run started but never recorded (a pending create in state),
- * finding what it made by its deterministic name in `inputs`. Returns a line per thing removed.
+ * finding what it made by its deterministic name in `inputs`. It removes only what carries the stack's
+ * `installation` (a same-named thing of another installation is an error naming both, and stays).
+ * Returns a line per thing removed.
  */
-export type PendingCreateUndo = (inputs: Record<string, unknown>) => Promise<string[]>;
+export type PendingCreateUndo = (inputs: Record<string, unknown>, installation: Installation) => Promise<string[]>;
 
 /**
  * How a kind's components plug into ProxyPool (the part that loads @pulumi/<cloud>: the registry loads it

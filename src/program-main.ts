@@ -3,5 +3,6 @@
  */
 import * as path from "node:path";
 import { createProgram } from "./program";
+import { plainRunInstallation } from "./engine/plain-run";
 
-export = createProgram({ projectRoot: path.resolve(__dirname, "..", "..") });
+export = createProgram({ projectRoot: path.resolve(__dirname, "..", ".."), installation: plainRunInstallation });

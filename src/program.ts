@@ -4,8 +4,9 @@ import { clearSecret, EgressConfig, parseEgressConfig } from "./config";
 import { ProxyPool } from "../kinds/pool";
 import { kindOf } from "../kinds/registry";
 import { withEntryOptions } from "../kinds/shared/retain";
-import type { ProxyCredentials, ProxyMember } from "./model";
+import type { Installation, ProxyCredentials, ProxyMember } from "./model";
 import { memberName } from "./config/plan";
+import { InstallationIdentity } from "./installation-resource";
 
 export interface ProgramOptions {
     /** Project root: cloud-init files are resolved against it. */
@@ -14,6 +15,12 @@ export interface ProgramOptions {
     stateDir?: string;
     /** Already-validated config; unset, the program reads `egress:*` from the stack config. */
     config?: EgressConfig;
+    /**
+     * The installation this run proposes, read from the stack's state before the run
+     * (src/engine/installation.ts): the recorded one, the legacy one a pre-identity stack implies, or a
+     * fresh one. Called once per run. What state records always wins (installation-resource.ts).
+     */
+    installation: (project: string, stack: string) => Installation | Promise<Installation>;
 }
 
 /** Stack outputs of the program. */
@@ -26,6 +33,8 @@ export interface ProgramOutputs {
     credentials: pulumi.Output<Record<string, ProxyCredentials>>;
     /** Member id → the credentials of its own proxy (kinds with `memberCredentials`), always a secret. */
     memberCredentials: pulumi.Output<Record<string, ProxyCredentials>>;
+    /** The stack's installation id: what every managed thing's names and labels carry. */
+    installation: string;
 }
 
 /** Reads and validates `egress:providers` and `egress:pools` from the running stack's config. */
@@ -41,9 +50,11 @@ export function readStackConfig(projectRoot: string): EgressConfig {
 export function createProgram(opts: ProgramOptions): () => Promise<ProgramOutputs> {
     return async () => {
         const config = opts.config ?? readStackConfig(opts.projectRoot);
+        const installation = await recordInstallation(await opts.installation(pulumi.getProject(), pulumi.getStack()));
         const context = {
             project: pulumi.getProject(),
             stack: pulumi.getStack(),
+            installation,
             projectRoot: opts.projectRoot,
             stateDir: opts.stateDir ?? path.join(opts.projectRoot, ".egress", "run"),
         };
@@ -66,6 +77,20 @@ export function createProgram(opts: ProgramOptions): () => Promise<ProgramOutput
             const own = kindOf(entry).memberCredentials?.(entry, p) ?? [];
             return own.flatMap((c, index) => (c ? [[memberName(p.name, index), c] as const] : []));
         })));
-        return { proxies, credentials, memberCredentials };
+        return { proxies, credentials, memberCredentials, installation: installation.id };
     };
+}
+
+/**
+ * Registers the stack's identity and waits until the engine has it: on a first `up` the id is in state
+ * before any member exists, so a run killed after creating a member still knows whose member it is. The
+ * recorded id wins over the proposal. A preview of a first `up` has no recorded value yet: the proposal.
+ */
+async function recordInstallation(proposed: Installation): Promise<Installation> {
+    const identity = new InstallationIdentity("installation", { installation: proposed.id, legacy: proposed.legacy });
+    // Output internals (`isKnown`, `promise`): the public API has no way to wait for a value in a program.
+    const id = identity.installation as unknown as { isKnown: Promise<boolean>; promise(): Promise<string> };
+    const legacy = identity.legacy as unknown as { promise(): Promise<boolean> };
+    if (!(await id.isKnown)) return proposed;
+    return { id: await id.promise(), legacy: (await legacy.promise()) === true };
 }

@@ -8,8 +8,9 @@ const lastSegment = (url: string | undefined) => (url ?? "").split("/").pop() ??
 
 /**
  * Finds and removes what egress created in the entry's GCP project: instances and addresses by their
- * `egress-project`/`egress-stack` labels (in every zone and region, so orphans in zones no longer listed in
- * the config are found too), and firewall rules, which carry no labels, by their description. Options: the
+ * `egress-project`/`egress-stack`/`egress-installation` labels (in every zone and region, so orphans in zones no longer listed in
+ * the config are found too), and firewall rules, which carry no labels, by their description (which
+ * names the installation too). Options: the
  * endpoint plus where credentials come from (see docs/gcp.md).
  */
 export function gcpCollector(providerName: string, entry: GcpProviderConfig, options: GcpClientOptions = {}): Collector {
@@ -29,7 +30,8 @@ export function gcpCollector(providerName: string, entry: GcpProviderConfig, opt
         kind: "gcp",
 
         async list(scope) {
-            const filter = labelFilter(stackLabels(scope.project, scope.stack));
+            // The installation label is in the filter: a same-named stack of another installation is never listed.
+            const filter = labelFilter(stackLabels(scope));
             const [instances, addresses, firewalls] = await Promise.all([
                 client.listAll("aggregated/instances", { filter }, "instances"),
                 client.listAll("aggregated/addresses", { filter }, "addresses"),
@@ -43,7 +45,7 @@ export function gcpCollector(providerName: string, entry: GcpProviderConfig, opt
             for (const { item } of firewalls) {
                 const owner = parseFirewallDescription(item.description);
                 // The name filter is only a pre-filter; the description says whose rule it is.
-                if (owner && owner.project === scope.project && owner.stack === scope.stack) out.push(thing("firewall", item.name, "global", owner.pool));
+                if (owner && owner.project === scope.project && owner.stack === scope.stack && owner.installation === scope.installation) out.push(thing("firewall", item.name, "global", owner.pool));
             }
             return out;
         },

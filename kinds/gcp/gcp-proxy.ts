@@ -2,7 +2,7 @@ import * as pulumi from "@pulumi/pulumi";
 import * as gcp from "@pulumi/gcp";
 import { encodeUserData, EncodedUserData, readCloudInit } from "../../src/config/cloud-init";
 import type { GcpProviderConfig } from "./config";
-import { memberLabels } from "../../src/model";
+import { immutableLabels, memberLabels } from "../../src/model";
 import { MemberArgs, memberIdentity, ProxyMemberComponent } from "../shared/member";
 import { regionOf } from "./names";
 import { defaultCloudInit } from "./squid-config";
@@ -66,7 +66,8 @@ export class GcpProxy extends ProxyMemberComponent {
         this.instance = new gcp.compute.Instance(`${name}-vm`, {
             zone: spec.zone,
             machineType: spec.machineType,
-            bootDisk: { initializeParams: { image: spec.image, size: entry.diskSizeGb, type: "pd-standard", labels } },
+            // A boot disk's labels cannot change in place: a pre-identity stack keeps them as they were.
+            bootDisk: { initializeParams: { image: spec.image, size: entry.diskSizeGb, type: "pd-standard", labels: immutableLabels(args.context.installation, labels) } },
             networkInterfaces: [{
                 network: entry.network,
                 subnetwork: entry.subnetwork,

@@ -3,7 +3,7 @@ import { GcpClientOptions, GcpComputeClient, labelFilter } from "./api";
 import { stackLabels } from "../../src/model";
 import type { ProxyMember } from "../../src/model";
 import type { GoneCheck, GoneCheckContext } from "../../src/providers-health/types";
-import { MEMBER_LABEL, memberLabelValue } from "../../src/model";
+import { INSTALLATION_LABEL, MEMBER_LABEL, memberLabelValue, ownedBy } from "../../src/model";
 import { NO_RETRY } from "../shared/retry";
 
 /**
@@ -29,14 +29,17 @@ interface SeenInstance {
  */
 export function gcpGoneCheck(ctx: GoneCheckContext<GcpProviderConfig>, options: GcpClientOptions = {}): GoneCheck {
     const entry = ctx.entry;
-    const filter = labelFilter(stackLabels(ctx.project, ctx.stack));
+    // Listed by project and stack, then kept when this installation owns them (a stack made before
+    // installation ids owns unlabelled ones too, until its next `up` labels them).
+    const { [INSTALLATION_LABEL]: _, ...scope } = stackLabels({ project: ctx.project, stack: ctx.stack, installation: ctx.installation.id });
+    const filter = labelFilter(scope);
     return async (members, signal) => {
         // A client per round, like the checker: its cached access token expires after an hour.
         const client = new GcpComputeClient(entry.project, { retry: NO_RETRY, ...options });
         const perZone = await Promise.all(entry.zones.map(async (zone) => {
             try {
                 const items = await client.listAll(`zones/${zone}/instances`, { filter }, undefined, signal);
-                return { zone, instances: items.map(({ item }) => ({ name: String(item.name), status: String(item.status), zone, label: item.labels?.[MEMBER_LABEL] })) };
+                return { zone, instances: items.filter(({ item }) => ownedBy(item.labels?.[INSTALLATION_LABEL], ctx.installation)).map(({ item }) => ({ name: String(item.name), status: String(item.status), zone, label: item.labels?.[MEMBER_LABEL] })) };
             } catch {
                 return { zone, instances: undefined };
             }
@@ -48,7 +51,7 @@ export function gcpGoneCheck(ctx: GoneCheckContext<GcpProviderConfig>, options: 
         const gone = new Map<string, string>();
         for (const m of members) {
             if (zonesOf(m, entry).some((z) => silent.has(z))) continue;
-            const label = memberLabelValue(ctx.project, ctx.stack, m);
+            const label = memberLabelValue(m);
             const seen = byLabel.get(label) ?? [];
             if (!seen.length) {
                 gone.set(m.id, `no instance labelled ${MEMBER_LABEL}=${label} in ${zonesText(zonesOf(m, entry))} of project ${entry.project}`);

@@ -16,10 +16,13 @@ function clean(s: string): string {
 
 /**
  * A GCE name (RFC 1035, at most 63 characters) for something one pool owns: readable prefix plus a hash of
- * project, stack and pool, so two stacks (or two Pulumi projects) sharing a GCP project never collide.
+ * installation, project, stack and pool, so two stacks, two Pulumi projects or two installations with
+ * the same stack name sharing a GCP project never collide. A stack made before installation ids hashes
+ * project, stack and pool only, as then: its names (and firewall rules) stay.
  */
 export function poolResourceName(ctx: StackContext, pool: string, suffix = ""): string {
-    const hash = createHash("sha256").update(`${ctx.project}\0${ctx.stack}\0${pool}\0${suffix}`).digest("hex").slice(0, 6);
+    const owner = ctx.installation.legacy ? "" : `${ctx.installation.id}\0`;
+    const hash = createHash("sha256").update(`${owner}${ctx.project}\0${ctx.stack}\0${pool}\0${suffix}`).digest("hex").slice(0, 6);
     const readable = `egress-${clean(ctx.stack)}-${clean(pool)}${suffix ? "-" + suffix : ""}`.slice(0, 63 - 7);
     return `${readable}-${hash}`;
 }
@@ -34,13 +37,16 @@ export function poolNetworkTag(ctx: StackContext, pool: string): string {
  * Keep the format in step with parseFirewallDescription.
  */
 export function firewallDescription(ctx: StackContext, pool: string): string {
-    return `managed by egress: project=${ctx.project} stack=${ctx.stack} pool=${pool}`;
+    return `managed by egress: project=${ctx.project} stack=${ctx.stack} pool=${pool} installation=${ctx.installation.id}`;
 }
 
-/** Reads back firewallDescription; undefined for anything egress did not write. */
-export function parseFirewallDescription(d: string | undefined): { project: string; stack: string; pool: string } | undefined {
-    const m = /^managed by egress: project=(\S+) stack=(\S+) pool=(\S+)$/.exec(d ?? "");
-    return m ? { project: m[1], stack: m[2], pool: m[3] } : undefined;
+/**
+ * Reads back firewallDescription; undefined for anything egress did not write. A rule written before
+ * installation ids has no `installation` (its stack's next `up` rewrites the description in place).
+ */
+export function parseFirewallDescription(d: string | undefined): { project: string; stack: string; pool: string; installation?: string } | undefined {
+    const m = /^managed by egress: project=(\S+) stack=(\S+) pool=(\S+)(?: installation=([0-9a-f]{8}))?$/.exec(d ?? "");
+    return m ? { project: m[1], stack: m[2], pool: m[3], ...(m[4] ? { installation: m[4] } : {}) } : undefined;
 }
 
 /**

@@ -12,7 +12,9 @@ const TYPES: { type: string; path: (ns: string) => string }[] = [
 
 /**
  * Finds and removes egress's Deployments, Services and Secrets in the entry's namespace by the
- * `egress-project` and `egress-stack` labels every one of them carries. Options: the endpoint plus where the
+ * `egress-project`, `egress-stack` and `egress-installation` labels every one of them carries (a stack
+ * made before installation ids gets the last one on its first `up` after the upgrade: an in-place label
+ * update). Objects of a same-named stack of another installation do not match. Options: the endpoint plus where the
  * kubeconfig is read from.
  */
 export function kubernetesCollector(providerName: string, entry: KubernetesProviderConfig, options: KubeClientOptions = {}): Collector {
@@ -24,7 +26,8 @@ export function kubernetesCollector(providerName: string, entry: KubernetesProvi
         kind: "kubernetes",
 
         async list(scope) {
-            const selector = labelSelector(stackLabels(scope.project, scope.stack));
+            // The installation label is part of the selector: another installation's objects are never listed.
+            const selector = labelSelector(stackLabels(scope));
             const out: ManagedThing[] = [];
             for (const t of TYPES) {
                 let cont: string | undefined;

@@ -2,7 +2,7 @@ import type { KubernetesProviderConfig } from "./config";
 import { KubeClient, KubeClientOptions, labelSelector } from "./api";
 import { stackLabels } from "../../src/model";
 import type { GoneCheck, GoneCheckContext } from "../../src/providers-health/types";
-import { MEMBER_LABEL, memberLabelValue } from "../../src/model";
+import { INSTALLATION_LABEL, MEMBER_LABEL, memberLabelValue, ownedBy } from "../../src/model";
 import { NO_RETRY } from "../shared/retry";
 
 /** Pod phases of a pod that runs or is about to: anything else (Failed, Succeeded, Unknown) does not serve. */
@@ -20,7 +20,10 @@ const LIVE_PHASES = ["Pending", "Running"];
  */
 export function kubernetesGoneCheck(ctx: GoneCheckContext<KubernetesProviderConfig>, options: KubeClientOptions = {}): GoneCheck {
     const entry = ctx.entry;
-    const selector = labelSelector(stackLabels(ctx.project, ctx.stack));
+    // Pods of a stack made before installation ids carry no installation label (their template is kept as
+    // it was, pod-proxy.ts): select by project and stack, then keep the pods this installation owns.
+    const { [INSTALLATION_LABEL]: _, ...scope } = stackLabels({ project: ctx.project, stack: ctx.stack, installation: ctx.installation.id });
+    const selector = labelSelector(scope);
     const podsPath = `/api/v1/namespaces/${entry.namespace}/pods`;
     return async (members, signal) => {
         const pods: { name: string; phase: string; reason?: string; label?: string }[] = [];
@@ -30,7 +33,7 @@ export function kubernetesGoneCheck(ctx: GoneCheckContext<KubernetesProviderConf
             let cont: string | undefined;
             do {
                 const page: any = await client.get(podsPath, { labelSelector: selector, limit: 500, continue: cont }, signal);
-                for (const p of page.items ?? []) pods.push({ name: String(p.metadata?.name), phase: String(p.status?.phase ?? "Unknown"), reason: p.status?.reason, label: p.metadata?.labels?.[MEMBER_LABEL] });
+                for (const p of page.items ?? []) if (ownedBy(p.metadata?.labels?.[INSTALLATION_LABEL], ctx.installation)) pods.push({ name: String(p.metadata?.name), phase: String(p.status?.phase ?? "Unknown"), reason: p.status?.reason, label: p.metadata?.labels?.[MEMBER_LABEL] });
                 cont = page.metadata?.continue || undefined;
             } while (cont);
         } catch {
@@ -38,7 +41,7 @@ export function kubernetesGoneCheck(ctx: GoneCheckContext<KubernetesProviderConf
         }
         const gone = new Map<string, string>();
         for (const m of members) {
-            const label = memberLabelValue(ctx.project, ctx.stack, m);
+            const label = memberLabelValue(m);
             const mine = pods.filter((p) => p.label === label);
             if (mine.some((p) => LIVE_PHASES.includes(p.phase))) continue;
             const where = `labelled ${MEMBER_LABEL}=${label} in namespace ${entry.namespace}`;

@@ -1,7 +1,7 @@
 import * as pulumi from "@pulumi/pulumi";
 import * as k8s from "@pulumi/kubernetes";
 import type { KubernetesProviderConfig } from "./config";
-import { memberLabels, poolLabels } from "../../src/model";
+import { immutableLabels, memberLabels, poolLabels } from "../../src/model";
 import { MemberArgs, memberIdentity, ProxyMemberComponent } from "../shared/member";
 import { SQUID_CONF_PATH, SQUID_PASSWD_PATH } from "../shared/squid";
 import { PASSWD_KEY } from "./squid-config";
@@ -34,18 +34,21 @@ export class PodProxy extends ProxyMemberComponent {
         const { key, hash } = shared.layout.mounts.get(plan.index)!;
 
         const labels = memberLabels(args.context, args.pool, plan.name);
+        // What selects the member's pods: the installation is in it, so a same-named stack of another
+        // installation in this namespace never selects (or spreads against) our pods.
+        const podLabels = immutableLabels(args.context.installation, labels);
         const child = { parent: this, provider: shared.provider };
         const port = plan.port;
-        const preferOtherNodes = { matchLabels: poolLabels(args.context, args.pool) };
+        const preferOtherNodes = { matchLabels: immutableLabels(args.context.installation, poolLabels(args.context, args.pool)) };
 
         this.deployment = new k8s.apps.v1.Deployment(name, {
             metadata: { namespace: shared.namespace, labels },
             spec: {
                 replicas: 1,
-                selector: { matchLabels: labels },
+                selector: { matchLabels: podLabels },
                 strategy: { type: "RollingUpdate", rollingUpdate: { maxSurge: 1, maxUnavailable: 0 } },
                 template: {
-                    metadata: { labels, annotations: { [CONFIG_HASH_ANNOTATION]: hash } },
+                    metadata: { labels: podLabels, annotations: { [CONFIG_HASH_ANNOTATION]: hash } },
                     spec: {
                         // Soft spreading: members of a pool prefer different nodes (different egress IPs on most
                         // clusters) but still schedule on a one-node cluster.
@@ -87,7 +90,7 @@ export class PodProxy extends ProxyMemberComponent {
             metadata: { namespace: shared.namespace, labels },
             spec: {
                 type: entry.serviceType,
-                selector: labels,
+                selector: podLabels,
                 ports: [{ name: "proxy", port, targetPort: port, protocol: "TCP" }],
                 // Local keeps the client's source address: with Cluster, outside clients would arrive SNATed to a
                 // node IP, which squid's in-cluster ACL admits — an open proxy.
@@ -103,3 +106,4 @@ export class PodProxy extends ProxyMemberComponent {
         this.publish(args, host, port, plan.placement.zone ?? entry.context ?? "kubernetes");
     }
 }
+

@@ -23,6 +23,7 @@ export class LocalProxy extends ProxyMemberComponent {
             stateDir: path.join(args.context.stateDir, "local", args.context.stack),
             serverScript: path.join(__dirname, "proxy-server.js"),
             nodePath: process.execPath,
+            installation: { id: args.context.installation.id, legacy: args.context.installation.legacy },
             ...(args.plan.auth ? { auth: pulumi.secret({ username: args.plan.auth.username, password: clearSecret(args.plan.auth.password, "auth.password") }) } : {}),
         }, { parent: this });
         this.publish(args, proc.host, proc.port, "local");

@@ -3,6 +3,7 @@
  * provider, so everything here is plain functions that `require` what they need inside: the provider is
  * serialized by the engine and these functions travel with it.
  */
+import { foreignInstallationMessage, type Installation } from "../../src/model/installation";
 
 export interface StartRequest {
     id: string;
@@ -13,6 +14,11 @@ export interface StartRequest {
     nodePath: string;
     /** Credentials the proxy requires; handed over in a 0600 file the proxy reads and removes at start. */
     auth?: { username: string; password: string };
+    /**
+     * The stack's installation: carried in the proxy's argv and ready file. A running proxy with this id but
+     * another installation is never stopped: the start fails naming both. Unset: no check (tests only).
+     */
+    installation?: Installation;
 }
 
 export interface Started {
@@ -34,14 +40,23 @@ export async function startProxy(req: StartRequest, timeoutMs = 15000): Promise<
     const files = proxyFiles(req.stateDir, req.id);
     // IDs are deterministic, so a process a killed run started for this very member may still be up:
     // stop it first, and the create is the same whether or not an earlier attempt got that far.
-    for (const pid of findProxyProcesses(req.stateDir, req.id)) await stopProxy(pid, req.id, req.stateDir);
+    const running = findProxyProcesses(req.stateDir, req.id);
+    if (req.installation) {
+        const ours = req.installation;
+        for (const pid of running) {
+            const theirs = proxyInstallation(pid);
+            if (!(theirs === ours.id || (ours.legacy && theirs === undefined))) throw new Error(foreignInstallationMessage(`local proxy ${req.id} (pid ${pid}) in ${req.stateDir}`, ours.id, theirs));
+        }
+    }
+    for (const pid of running) await stopProxy(pid, req.id, req.stateDir);
     fs.rmSync(files.ready, { force: true });
     fs.rmSync(files.auth, { force: true });
     // Never argv or the environment (both readable in /proc by any local user): a file only we can read,
     // created with its mode (never widened after the fact), which the proxy removes once read.
     if (req.auth) fs.writeFileSync(files.auth, JSON.stringify(req.auth), { mode: 0o600, flag: "wx" });
     const out = fs.openSync(files.log, "a");
-    const child = cp.spawn(req.nodePath, [req.serverScript, "--id", req.id, "--port", String(req.port), "--ready", files.ready, ...(req.auth ? ["--auth", files.auth] : [])], {
+    const argv = [req.serverScript, "--id", req.id, "--port", String(req.port), "--ready", files.ready, ...(req.auth ? ["--auth", files.auth] : []), ...(req.installation ? ["--installation", req.installation.id] : [])];
+    const child = cp.spawn(req.nodePath, argv, {
         detached: true,
         stdio: ["ignore", out, out],
         // Allow-listed: the engine's environment (Pulumi settings, cloud credentials) is none of a proxy's business.
@@ -105,6 +120,18 @@ export function runningProxies(stateDir: string): Map<string, number[]> {
         if (id && at("--ready") === proxyFiles(stateDir, id).ready) found.set(id, [...(found.get(id) ?? []), Number(entry)]);
     }
     return found;
+}
+
+/** The `--installation` of a live proxy process; undefined when it has none (started before installation ids) or is gone. */
+export function proxyInstallation(pid: number): string | undefined {
+    const fs = require("node:fs") as typeof import("node:fs");
+    try {
+        const argv = fs.readFileSync(`/proc/${pid}/cmdline`, "utf8").split("\0");
+        const i = argv.indexOf("--installation");
+        return i >= 0 ? argv[i + 1] : undefined;
+    } catch {
+        return undefined;
+    }
 }
 
 /** Live processes that are the proxy `id` of this state dir (see runningProxies). */

@@ -1,5 +1,6 @@
 import * as pulumi from "@pulumi/pulumi";
 import { startProxy, stopProxy, isOurProcess, portAnswers } from "./process";
+import type { Installation } from "../../src/model/installation";
 
 /** Inputs of a LocalProxyProcess. Machine paths are inputs so nothing is captured in the provider. */
 export interface LocalProcessInputs {
@@ -12,6 +13,8 @@ export interface LocalProcessInputs {
     nodePath: string;
     /** Credentials the proxy requires (a secret input; its output is kept secret too). Unset: none. */
     auth?: { username: string; password: string };
+    /** The stack's installation (unset in state made before installation ids); the process carries it. */
+    installation?: Installation;
 }
 
 export interface LocalProcessOutputs extends LocalProcessInputs {
@@ -33,7 +36,7 @@ export const localProcessProvider: pulumi.dynamic.ResourceProvider<LocalProcessI
     async create(inputs) {
         // Deterministic: after a crash mid-create, recovery finds the process by this id (recover.ts).
         const id = inputs.member;
-        const started = await startProxy({ id, port: inputs.requestedPort, stateDir: inputs.stateDir, serverScript: inputs.serverScript, nodePath: inputs.nodePath, ...(inputs.auth ? { auth: inputs.auth } : {}) });
+        const started = await startProxy({ id, port: inputs.requestedPort, stateDir: inputs.stateDir, serverScript: inputs.serverScript, nodePath: inputs.nodePath, ...(inputs.auth ? { auth: inputs.auth } : {}), ...(inputs.installation ? { installation: inputs.installation } : {}) });
         return { id, outs: { ...inputs, pid: started.pid, port: started.port, host: "127.0.0.1", running: true } };
     },
 
@@ -48,7 +51,9 @@ export const localProcessProvider: pulumi.dynamic.ResourceProvider<LocalProcessI
         // The proxy reads its credentials once, at start: new ones need a new process.
         if (JSON.stringify(olds.auth ?? null) !== JSON.stringify(news.auth ?? null)) replaces.push("auth");
         if (olds.running === false) replaces.push("running");
-        const changed = replaces.length > 0 || olds.stateDir !== news.stateDir || olds.serverScript !== news.serverScript || olds.nodePath !== news.nodePath;
+        // A new installation field (state from before installation ids) is recorded in place: the process keeps running.
+        const changed = replaces.length > 0 || olds.stateDir !== news.stateDir || olds.serverScript !== news.serverScript || olds.nodePath !== news.nodePath ||
+            JSON.stringify(olds.installation ?? null) !== JSON.stringify(news.installation ?? null);
         return { changes: changed, replaces, deleteBeforeReplace: true };
     },
 

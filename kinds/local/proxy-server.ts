@@ -2,7 +2,7 @@
  * The process behind one LocalProxy: a forward proxy (plain HTTP and CONNECT) built on Apify's
  * proxy-chain, bound to loopback only. Started detached by the provider so it outlives the engine run.
  *
- * argv: --id <proxy id> --port <n|0> --ready <file> [--auth <file>]
+ * argv: --id <proxy id> --port <n|0> --ready <file> [--auth <file>] [--installation <id>]
  * With --auth, clients must present the credentials in that file (`{username, password}`, mode 0600,
  * written by the provider): the password never travels in argv or the environment, both readable in
  * /proc. The file is read once and removed.
@@ -74,7 +74,9 @@ async function main(): Promise<void> {
     process.on("SIGINT", () => stop("SIGINT"));
     log.info({ id, port: server.port, auth: !!creds }, "listening");
     const tmp = `${ready}.tmp`;
-    fs.writeFileSync(tmp, JSON.stringify({ id, pid: process.pid, port: server.port }));
+    // The installation (optional: proxies started before installation ids have none) lets gc tell whose files these are.
+    const installation = process.argv.includes("--installation") ? arg("installation") : undefined;
+    fs.writeFileSync(tmp, JSON.stringify({ id, pid: process.pid, port: server.port, ...(installation ? { installation } : {}) }));
     fs.renameSync(tmp, ready);
 }
 

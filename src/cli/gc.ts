@@ -1,6 +1,6 @@
 import type { Command } from "commander";
 import { parseEgressConfig } from "../config";
-import { engineHome, StackDriver } from "../engine";
+import { engineHome, PROJECT, StackDriver } from "../engine";
 import { collectGarbage, GcReport } from "../gc";
 import { action, EXIT, GlobalOptions, projectDir, UsageError } from "./context";
 import { alignedTable } from "./render";
@@ -37,7 +37,8 @@ async function collect(opts: GlobalOptions, remove: boolean): Promise<GcReport> 
     const raw = await driver.config();
     const cfg = parseEgressConfig({ providers: raw.providers ?? {}, pools: raw.pools ?? [] }, dir);
     const stateIds = new Set((await driver.resources()).map((r) => r.id).filter((id): id is string => !!id));
-    return collectGarbage(cfg.providers, { project: "egress", stack: opts.stack, stateIds, runDir: engineHome().runDir, delete: remove });
+    const { installation } = await driver.installation();
+    return collectGarbage(cfg.providers, { project: PROJECT, stack: opts.stack, installation: installation.id, stateIds, runDir: engineHome().runDir, delete: remove });
 }
 
 /** The report for people: one line per orphan, then one row per provider entry with its counts or error. */

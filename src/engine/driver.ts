@@ -5,7 +5,7 @@ import type { ProxyMember, StackCredentials } from "../model";
 import { engineEnv, engineHome, EngineHome } from "./env";
 import { ProgressEvent, toProgress } from "./progress";
 import { stackLocks } from "./locks";
-import { checkpointMembers, checkpointPendingCount, checkpointResources, fileBackendDir } from "./checkpoint";
+import { checkpointMembers, checkpointPendingCount, checkpointResources, fileBackendDir, PROJECT } from "./checkpoint";
 import { MemberTargets, memberTargets, StateResource } from "./member-urns";
 import { newRunMarker } from "./leftovers";
 import { clearDeadRuns, finishPendingOperations, membersInState } from "./recovery";
@@ -13,6 +13,7 @@ import { supervise } from "./supervised";
 import { tolerateProgramDisconnects } from "./program-disconnect";
 import { forgetMember, ForgetResult } from "./forget";
 import { dropSalt, isIncorrectPassphrase, PassphraseMismatchError, saltIsDisposable } from "./salt";
+import { installationInState, ResolvedInstallation } from "./installation";
 
 export type OperationKind = "up" | "preview" | "refresh" | "destroy";
 
@@ -100,6 +101,8 @@ export class StackDriver {
     /** Cancels the running operation (SIGINT to the CLI: it stops starting steps and saves state). */
     private running?: AbortController;
     private deadRunsCleared = false;
+    /** What the next program run proposes as the installation; set from state before every operation. */
+    private proposed?: ResolvedInstallation;
 
     constructor(opts: DriverOptions) {
         this.workDir = path.resolve(opts.workDir);
@@ -177,6 +180,15 @@ export class StackDriver {
         });
     }
 
+    /**
+     * The stack's installation as its state says (installation.ts): the recorded id, the legacy id of a
+     * stack made before ids, or a fresh one for a stack that holds nothing (that one is only proposed: the
+     * next `up` records it). gc, liveness hooks and crash undo act only on things carrying it.
+     */
+    async installation(): Promise<ResolvedInstallation> {
+        return this.serial(() => this.readInstallation());
+    }
+
     /** Resources in state, as `type::name` — what `destroy` must leave empty. */
     async resources(): Promise<{ type: string; name: string; id?: string }[]> {
         return this.serial(async () => {
@@ -208,7 +220,7 @@ export class StackDriver {
             // Before the CLI first loads the stack: a half-written backend file would fail that load.
             const done = this.clearDeadRuns();
             const stack = await this.open();
-            return [...done, ...(await finishPendingOperations(stack, this.backendDir(), this.stackName))];
+            return [...done, ...(await finishPendingOperations(stack, this.backendDir(), this.stackName, (await this.readInstallation()).installation))];
         });
     }
 
@@ -233,6 +245,13 @@ export class StackDriver {
         return rel && !rel.startsWith("..") ? rel : file;
     }
 
+    /** installationInState over the checkpoint file when the backend is local, else over an export. */
+    private async readInstallation(): Promise<ResolvedInstallation> {
+        const dir = this.backendDir();
+        const resources = (dir && checkpointResources(dir, this.stackName)) || ((await (await this.open()).exportStack()).deployment as { resources?: StateResource[] } | undefined)?.resources || [];
+        return installationInState(resources, PROJECT, this.stackName);
+    }
+
     private backendDir(): string | undefined {
         return fileBackendDir(this.home, this.extraEnv);
     }
@@ -252,7 +271,9 @@ export class StackDriver {
             // start-up): an `up` on top of pending creates would leave them for a later recovery to undo
             // after this run recorded the same names. Cheap when the checkpoint shows none.
             if (kind !== "preview" && checkpointPendingCount(this.backendDir(), this.stackName) !== 0)
-                for (const line of await finishPendingOperations(stack, this.backendDir(), this.stackName)) this.onNotice(line);
+                for (const line of await finishPendingOperations(stack, this.backendDir(), this.stackName, (await this.readInstallation()).installation)) this.onNotice(line);
+            // Read after recovery (which may have changed state): the program proposes what state says now.
+            this.proposed = await this.readInstallation();
             let changes: Record<string, number> = {};
             const diagnostics: string[] = [];
             const onEvent = (e: EngineEvent) => {
@@ -306,7 +327,14 @@ export class StackDriver {
             } catch (e) {
                 throw new EngineMissingError((e as Error).message);
             }
-            const program = createProgram({ projectRoot: this.workDir, stateDir: this.home.runDir });
+            const program = createProgram({
+                projectRoot: this.workDir,
+                stateDir: this.home.runDir,
+                installation: () => {
+                    if (!this.proposed) throw new Error("internal: the program ran without the driver reading the stack's installation first");
+                    return this.proposed.installation;
+                },
+            });
             const args = { stackName: this.stackName, projectName: "egress", program };
             const ws = { workDir: this.workDir, pulumiCommand, envVars: { ...engineEnv(this.home, { ...process.env, ...this.extraEnv }), ...this.extraEnv } };
             const select = () =>

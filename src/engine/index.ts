@@ -7,3 +7,4 @@ export * from "./checkpoint";
 export * from "./forget";
 export * from "./member-urns";
 export * from "./salt";
+export * from "./installation";

@@ -1,6 +1,6 @@
 import type { Stack } from "@pulumi/pulumi/automation";
 import { pendingCreateUndoers } from "../../kinds/registry";
-import type { ProxyMember } from "../model";
+import type { Installation, ProxyMember } from "../model";
 import { membersOf } from "./checkpoint";
 import { repairFileBackend } from "./backend-repair";
 import { killLeftovers } from "./leftovers";
@@ -42,7 +42,7 @@ export function clearDeadRuns(backendDir: string | undefined, stack: string): st
  * (the next `up` creates it again, cleanly). Then one refresh clears the pending operations and notices
  * members that died. Kinds without an undo are reported: `egress gc` is the safety net for those.
  */
-export async function finishPendingOperations(stack: Stack, backendDir: string | undefined, stackName: string): Promise<string[]> {
+export async function finishPendingOperations(stack: Stack, backendDir: string | undefined, stackName: string, installation: Installation): Promise<string[]> {
     const done: string[] = [];
     const live = stackLocks(backendDir, stackName).filter((l) => l.alive);
     if (live.length) return [`stack is locked by live pid(s) ${live.map((l) => `${l.pid}@${l.hostname}`).join(", ")}; leaving it alone`];
@@ -66,7 +66,7 @@ export async function finishPendingOperations(stack: Stack, backendDir: string |
             continue;
         }
         try {
-            const removed = await undo(plainInputs(op.resource.inputs ?? {}) as Record<string, unknown>);
+            const removed = await undo(plainInputs(op.resource.inputs ?? {}) as Record<string, unknown>, installation);
             done.push(removed.length ? `pending create of ${op.resource.urn}: ${removed.join("; ")}` : `pending create of ${op.resource.urn}: nothing was started`);
         } catch (e) {
             // Reported, not fatal: the refresh below still clears the operation, and gc finds what stayed.

@@ -34,6 +34,8 @@ export interface GcReport {
 export interface GcOptions {
     project: string;
     stack: string;
+    /** The stack's installation id: only things carrying it are collected. */
+    installation: string;
     /** Resource IDs in the stack's state: what is known is never collected. */
     stateIds: Set<string>;
     /** Where local proxies keep their files. */
@@ -69,7 +71,7 @@ async function collectOne(name: string, entry: ProviderConfig, opts: GcOptions):
         const found = collectorFor(name, entry, opts.runDir, opts.stack);
         if (!found) return result; // the kind leaves nothing behind
         collector = found;
-        things = await collector.list({ project: opts.project, stack: opts.stack });
+        things = await collector.list({ project: opts.project, stack: opts.stack, installation: opts.installation });
     } catch (e) {
         return { ...result, ok: false, error: (e as Error).message };
     }

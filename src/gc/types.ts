@@ -1,3 +1,4 @@
+import type { OwnerScope } from "../model";
 
 /** Something egress created, found by its labels/metadata (project, stack, pool, member). */
 export interface ManagedThing {
@@ -17,8 +18,11 @@ export interface ManagedThing {
 export interface Collector {
     readonly provider: string;
     readonly kind: string;
-    /** Everything carrying labels for this project and stack. */
-    list(scope: { project: string; stack: string }): Promise<ManagedThing[]>;
+    /**
+     * Everything carrying labels for this project, stack and installation. A thing with our name but
+     * another installation's id is never listed (and never removed): collectors skip it.
+     */
+    list(scope: OwnerScope): Promise<ManagedThing[]>;
     /** Removes one thing; succeeds when it is already gone. */
     remove(thing: ManagedThing): Promise<void>;
 }

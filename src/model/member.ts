@@ -3,6 +3,7 @@
  * The bottom layer: kinds build members to this shape, and program, engine, health and service read it.
  * No Pulumi, no config: only shapes and the label rules every kind and `egress gc` share.
  */
+import { Installation, INSTALLATION_LABEL } from "./installation";
 
 /** What every proxy member publishes, whatever runs it. This is one element of the stack output `proxies`. */
 export interface ProxyMember {
@@ -41,10 +42,20 @@ export interface StackCredentials {
     members: Record<string, ProxyCredentials>;
 }
 
+/** Whose things these are: what every managed thing's labels name, and what `egress gc` and liveness hooks list by. */
+export interface OwnerScope {
+    project: string;
+    stack: string;
+    /** The stack's installation id (installation.ts): two installations with the same stack name differ here. */
+    installation: string;
+}
+
 /** Facts about the stack every member needs (labels for `egress gc`, where local state lives). */
 export interface StackContext {
     project: string;
     stack: string;
+    /** The stack's installation, read from its state before the program runs (src/engine/installation.ts). */
+    installation: Installation;
     /** Project root: cloud-init files are read relative to it. */
     projectRoot: string;
     /** Directory for machine-local runtime state (local proxy pid and log files). */
@@ -56,14 +67,22 @@ function labelValue(s: string): string {
     return s.toLowerCase().replace(/[^a-z0-9_-]/g, "-").slice(0, 63);
 }
 
-/** Labels naming the stack: `egress gc` lists by these, so every managed resource carries them. */
-export function stackLabels(project: string, stack: string): Record<string, string> {
-    return { "egress-project": labelValue(project), "egress-stack": labelValue(stack) };
+/** The owner scope of a stack context (what labels and listings need of it). */
+export function ownerOf(ctx: StackContext): OwnerScope {
+    return { project: ctx.project, stack: ctx.stack, installation: ctx.installation.id };
+}
+
+/**
+ * Labels naming the stack and its installation: `egress gc` lists by these, so every managed resource
+ * carries them. The installation label is what tells two installations' same-named stacks apart.
+ */
+export function stackLabels(owner: OwnerScope): Record<string, string> {
+    return { "egress-project": labelValue(owner.project), "egress-stack": labelValue(owner.stack), [INSTALLATION_LABEL]: owner.installation };
 }
 
 /** Labels of pool-level resources: those of a member without `egress-member`, so member selectors never match them. */
 export function poolLabels(ctx: StackContext, pool: string): Record<string, string> {
-    return { ...stackLabels(ctx.project, ctx.stack), "egress-pool": labelValue(pool) };
+    return { ...stackLabels(ownerOf(ctx)), "egress-pool": labelValue(pool) };
 }
 
 /** The label every resource of one member carries; liveness hooks match on it. */
@@ -78,7 +97,18 @@ export function memberLabels(ctx: StackContext, pool: string, member: string): R
 }
 
 /** The member's `egress-member` value, cleaned exactly as its resources were labelled (one home for the rule). */
-export function memberLabelValue(project: string, stack: string, m: Pick<ProxyMember, "pool" | "id">): string {
-    // Only project and stack feed the labels; the paths of StackContext do not.
-    return memberLabels({ project, stack, projectRoot: "", stateDir: "" }, m.pool, m.id)[MEMBER_LABEL];
+export function memberLabelValue(m: Pick<ProxyMember, "id">): string {
+    return labelValue(m.id);
+}
+
+/**
+ * Labels for fields a provider cannot change in place (a Deployment's selector and pod template, a GCE
+ * boot disk's labels). A stack made before installation ids keeps them without the installation label:
+ * a change would replace (or roll) every member, and the upgrade must replace nothing. Labels updated in
+ * place carry the id either way.
+ */
+export function immutableLabels(installation: Installation, labels: Record<string, string>): Record<string, string> {
+    if (!installation.legacy) return labels;
+    const { [INSTALLATION_LABEL]: _, ...rest } = labels;
+    return rest;
 }

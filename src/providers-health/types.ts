@@ -1,4 +1,4 @@
-import type { ProxyMember } from "../model";
+import type { Installation, ProxyMember } from "../model";
 
 /** One verdict about one target of a provider entry (a KVM host, a GCE zone, a Kubernetes namespace). */
 export interface CheckVerdict {
@@ -49,6 +49,8 @@ export interface GoneCheckContext<E = { type: string }> {
     /** The Pulumi project (libvirt object names and GCE/Kubernetes labels carry it). */
     project: string;
     stack: string;
+    /** The stack's installation: only things it owns (model `ownedBy`) count as a member's. */
+    installation: Installation;
     /** The provider entry, decrypted (secret fields are plain strings: never log them). */
     entry: E;
 }

@@ -2,7 +2,7 @@ import * as fs from "node:fs";
 import * as http from "node:http";
 import * as path from "node:path";
 import type { Logger } from "pino";
-import { loadStackConfig, parseEgressConfig } from "../config";
+import { loadStackConfig, parseEgressConfig, type ProviderConfig } from "../config";
 import { acquireWriterLock, describeHolder, engineHome, fileBackendDir, PROJECT, StackDriver } from "../engine";
 import { checkerFor } from "../providers-health";
 import { HealthMonitor } from "../health";
@@ -212,11 +212,22 @@ export async function startService(opts: ServeOptions): Promise<RunningService> 
             metrics.operations.inc({ kind: op.kind, result: op.status });
             if (op.startedAt && op.finishedAt) metrics.operationDuration.observe({ kind: op.kind }, (Date.parse(op.finishedAt) - Date.parse(op.startedAt)) / 1000);
             reconciler.settled(op);
+            await rebuildGoneChecks().catch((e) => log.warn({ err: e }, "reading the stack's installation failed; liveness hooks keep the previous one"));
             await refreshFleet(proxies);
             fleet.operationSettled(op);
         },
     });
     let goneChecks = new Map<string, GoneCheck>();
+    let goneProviders: Record<string, ProviderConfig> = {};
+    // Liveness hooks know the stack's installation: read again after every operation, since a new stack's
+    // first `up` is what records it.
+    const rebuildGoneChecks = async () => {
+        const { installation } = await driver.installation();
+        goneChecks = new Map(Object.entries(goneProviders).flatMap(([name, entry]) => {
+            const check = goneCheckFor({ runDir, project: PROJECT, stack: opts.stack, installation, entry });
+            return check ? [[name, check] as const] : [];
+        }));
+    };
     reconciler = new Reconciler({
         intervalMs: opts.reconcileIntervalMs ?? 60_000, log: log.child({ component: "reconcile" }), scaler, backoff: opts.healBackoff,
         members: () => fleet.proxies(), health: (id) => health.get(id), providers: () => providerHealth.snapshot(),
@@ -250,10 +261,8 @@ export async function startService(opts: ServeOptions): Promise<RunningService> 
         if (remote.length && !opts.checkUrl)
             log.warn({ providers: remote, checkUrl: checkUrl }, "health probes go to this service's loopback echo, which proxies on other machines cannot reach: their members stay unhealthy and are never leased; set --check-url (EGRESS_CHECK_URL) to a URL the proxies can reach");
         providerHealth.setCheckers(Object.entries(cfg.providers).map(([name, entry]) => checkerFor(name, entry, runDir, opts.stack)));
-        goneChecks = new Map(Object.entries(cfg.providers).flatMap(([name, entry]) => {
-            const check = goneCheckFor({ runDir, project: PROJECT, stack: opts.stack, entry });
-            return check ? [[name, check] as const] : [];
-        }));
+        goneProviders = cfg.providers;
+        await rebuildGoneChecks();
         // The CLI's way in: the same API on a 0600 unix socket, announced in the run dir; its scope is
         // the file permission, so it takes no token. Removed when the TCP server closes.
         local = await announceService({ runDir, stack: opts.stack, url, listener: createApp({ ...appDeps, auth: () => (_req, _res, next) => next() }) });

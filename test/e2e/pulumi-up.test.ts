@@ -104,6 +104,14 @@ test("plain `pulumi up` / `stack output` / `destroy` through egress's language h
     assert.deepEqual(tunnel, { connectStatus: 200, body: "hello /tunnel" });
     assert.equal(proxyPids().length, 2, "one process per proxy");
 
+    // The program read the stack's state itself (no driver): a fresh installation id, recorded at the
+    // first `up` and kept by the next one, which changes nothing.
+    const installation = JSON.parse(pulumi("stack", "output", "installation", "--json", "-s", stack)) as string;
+    assert.match(installation, /^[0-9a-f]{8}$/);
+    const again = pulumi("up", "--yes", "--skip-preview", "-s", stack);
+    assert.doesNotMatch(again, /created|replaced|deleted|updated/, again);
+    assert.equal(JSON.parse(pulumi("stack", "output", "installation", "--json", "-s", stack)), installation);
+
     pulumi("destroy", "--yes", "-s", stack);
     assert.deepEqual(proxyPids(), [], "no proxy processes left");
     const leftovers = fs.existsSync(stateDir) ? fs.readdirSync(stateDir) : [];

@@ -56,8 +56,9 @@ test("up creates each member's Deployment, Service and the pool's Secret as docu
     const proxies = await project.driver.proxies();
     assert.deepEqual(proxies.map((p) => [p.id, p.kind, p.port]), [["web-0", "kubernetes", 3128], ["web-1", "kubernetes", 8080], ["web-2", "kubernetes", 3128]]);
 
+    const installation = (await project.driver.installation()).installation.id;
     const [secret] = await list(SECRETS);
-    assert.deepEqual(secret.metadata.labels, { "egress-project": "egress", "egress-stack": STACK, "egress-pool": "web" });
+    assert.deepEqual(secret.metadata.labels, { "egress-project": "egress", "egress-stack": STACK, "egress-installation": installation, "egress-pool": "web" });
     const data = Object.fromEntries(Object.entries(secret.data as Record<string, string>).map(([k, v]) => [k, Buffer.from(v, "base64").toString()]));
     assert.deepEqual(data, { "squid.conf": defaultSquidConf(3128), "member-1.squid.conf": defaultSquidConf(8080) });
 
@@ -65,7 +66,7 @@ test("up creates each member's Deployment, Service and the pool's Secret as docu
     const services = await list(SERVICES);
     assert.deepEqual(deployments.map(memberOf), ["web-0", "web-1", "web-2"]);
     assert.deepEqual(services.map(memberOf), ["web-0", "web-1", "web-2"]);
-    const poolSel = { matchLabels: { "egress-project": "egress", "egress-stack": STACK, "egress-pool": "web" } };
+    const poolSel = { matchLabels: { "egress-project": "egress", "egress-stack": STACK, "egress-installation": installation, "egress-pool": "web" } };
     for (const [i, d] of deployments.entries()) {
         const port = i === 1 ? 8080 : 3128;
         const labels = { ...poolSel.matchLabels, "egress-member": `web-${i}` };
@@ -120,7 +121,7 @@ test("scale 3 → 1 removes the highest members and their Secret key", { timeout
 });
 
 test("gc's collector finds a labelled Deployment made by hand and removes it; a user without RBAC rights gets `rbac`", { timeout: 120_000 }, async () => {
-    const labels = { "egress-project": "egress", "egress-stack": STACK, "egress-pool": "web", "egress-member": "web-7" };
+    const labels = { "egress-project": "egress", "egress-stack": STACK, "egress-installation": (await project.driver.installation()).installation.id, "egress-pool": "web", "egress-member": "web-7" };
     const made = await cluster.api("POST", DEPLOYMENTS, {
         apiVersion: "apps/v1", kind: "Deployment", metadata: { name: "left-behind", labels },
         spec: { replicas: 1, selector: { matchLabels: labels }, template: { metadata: { labels }, spec: { containers: [{ name: "squid", image: "ubuntu/squid:latest" }] } } },
@@ -128,11 +129,11 @@ test("gc's collector finds a labelled Deployment made by hand and removes it; a 
     assert.equal(made.status, 201, JSON.stringify(made.body));
     const entry = parseEgressConfig({ providers: { k8s: config(1)["egress:providers"].k8s } }, "/").providers.k8s as KubernetesProviderConfig;
     const collector = kubernetesCollector("k8s", entry, { env: {} });
-    const found = await collector.list({ project: "egress", stack: STACK });
+    const found = await collector.list({ project: "egress", stack: STACK, installation: (await project.driver.installation()).installation.id });
     assert.deepEqual(found.filter((t) => t.type === "deployment").map((t) => [t.name.startsWith("web-0-") ? "web-0-*" : t.name, t.member, t.location]).sort(),
         [["left-behind", "web-7", NS], ["web-0-*", "web-0", NS]]);
     assert.deepEqual(found.map((t) => t.type).sort(), ["deployment", "deployment", "secret", "service"]);
-    assert.equal((await collector.list({ project: "egress", stack: "other" })).length, 0);
+    assert.equal((await collector.list({ project: "egress", stack: "other", installation: (await project.driver.installation()).installation.id })).length, 0);
 
     const stray = found.find((t) => t.name === "left-behind")!;
     await collector.remove(stray);
@@ -141,7 +142,7 @@ test("gc's collector finds a labelled Deployment made by hand and removes it; a 
     await waitFor("the stray Deployment's pods collected", async () => (await list(PODS, "egress-member=web-7")).length === 0, 60_000, 250);
 
     const nobody = { ...entry, context: "nobody" };
-    await assert.rejects(kubernetesCollector("k8s", nobody, { env: {} }).list({ project: "egress", stack: STACK }),
+    await assert.rejects(kubernetesCollector("k8s", nobody, { env: {} }).list({ project: "egress", stack: STACK, installation: "0a1b2c3d" }),
         { name: "KubeApiError", stage: "rbac", message: /HTTP 403: deployments.apps is forbidden: User "egress-nobody" cannot list resource "deployments"/ });
 });
 

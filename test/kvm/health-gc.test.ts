@@ -9,6 +9,7 @@ import { kvmCollector } from "../../kinds/kvm/gc";
 import { domainProvider } from "../../kinds/kvm/domain";
 import { memberObjectNames, METADATA_NS } from "../../kinds/kvm/naming";
 import { connection, kvmEntry, lv, Sandbox, startSandbox, teardown, wrongKnownHosts } from "./sandbox";
+import { TEST_INSTALLATION } from "../helpers/installation";
 
 let sb: Sandbox;
 const img = { url: "http://127.0.0.1:9/unused.qcow2", sha256: "0".repeat(64) };
@@ -60,8 +61,8 @@ test("gc: lists our domain and member volumes for the stack, removes them, toler
     });
     assert.match(lv(["dumpxml", "--inactive", n.domain]), /egress:member[^>]*project="gcproj"/);
     const c = kvmCollector("lab", kvmEntry(sb, img));
-    assert.deepEqual(await c.list({ project: "gcproj", stack: "other" }), []);
-    const things = await c.list({ project: "gcproj", stack: "gcstack" });
+    assert.deepEqual(await c.list({ project: "gcproj", stack: "other", installation: TEST_INSTALLATION.id }), []);
+    const things = await c.list({ project: "gcproj", stack: "gcstack", installation: TEST_INSTALLATION.id });
     assert.deepEqual(things.map((t) => [t.type, t.name, t.member]).sort((a, b) => (a.join() < b.join() ? -1 : 1)), [
         ["domain", n.domain, "gcpool-0"],
         ["volume", `${sb.pool}/${n.domain}-0123abcd-seed.iso`, "gcpool-0"],
@@ -69,5 +70,5 @@ test("gc: lists our domain and member volumes for the stack, removes them, toler
     ]);
     for (const t of things) await c.remove(t);
     for (const t of things) await c.remove(t); // already gone
-    assert.deepEqual(await c.list({ project: "gcproj", stack: "gcstack" }), []);
+    assert.deepEqual(await c.list({ project: "gcproj", stack: "gcstack", installation: TEST_INSTALLATION.id }), []);
 });

@@ -16,6 +16,7 @@ import { METADATA_NS } from "../../kinds/kvm/naming";
 import { pendingCreateUndoers } from "../../kinds/registry";
 import { plainInputs } from "../../src/engine/recovery";
 import { connection, lv, Sandbox, serveTinyImage, startSandbox, teardown } from "./sandbox";
+import { TEST_INSTALLATION } from "../helpers/installation";
 
 let sb: Sandbox;
 let image: Awaited<ReturnType<typeof serveTinyImage>>;
@@ -53,7 +54,7 @@ test("pending creates of a domain and its volumes are undone by name, newest fir
     ];
     const undo = pendingCreateUndoers();
     const lines: string[] = [];
-    for (const p of [...pending].reverse()) lines.push(...(await undo[p.type](plainInputs(p.inputs) as Record<string, unknown>)));
+    for (const p of [...pending].reverse()) lines.push(...(await undo[p.type](plainInputs(p.inputs) as Record<string, unknown>, TEST_INSTALLATION)));
     assert.deepEqual(lines, [
         `removed domain t-undo-0 (running) on ${conn.host}`,
         `removed volume t-undo-0-seed.iso from pool ${sb.pool} on ${conn.host}`,
@@ -62,6 +63,6 @@ test("pending creates of a domain and its volumes are undone by name, newest fir
     assert.throws(() => lv(["domstate", "t-undo-0"]), "the domain is gone");
     const vols = lv(["vol-list", sb.pool]);
     assert.ok(!vols.includes("t-undo-0"), `no volume of the member is left:\n${vols}`);
-    for (const p of pending) assert.deepEqual(await undo[p.type](plainInputs(p.inputs) as Record<string, unknown>), [], `${p.type}: nothing left to undo`);
+    for (const p of pending) assert.deepEqual(await undo[p.type](plainInputs(p.inputs) as Record<string, unknown>, TEST_INSTALLATION), [], `${p.type}: nothing left to undo`);
     await baseImageProvider.delete!(base.id, base.outs!);
 });

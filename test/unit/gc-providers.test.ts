@@ -18,6 +18,7 @@ import { collectGarbage } from "../../src/gc";
 import { gcText } from "../../src/cli/gc";
 import { writeKubeconfig } from "../fixtures/kubernetes/fake-apiserver";
 import { tempProject } from "../helpers/project";
+import { TEST_INSTALLATION } from "../helpers/installation";
 
 const runDir = fs.mkdtempSync(path.join(os.tmpdir(), "egress-gc-providers-"));
 const started: { pid: number; id: string; stateDir: string }[] = [];
@@ -43,7 +44,7 @@ const providers = () => parseEgressConfig({ providers: { local: { type: "local" 
 async function proxy(stack: string, member: string) {
     const stateDir = path.join(runDir, "local", stack);
     const id = `${stack}-${member}-0badc0de`;
-    const p = await startProxy({ id, port: 0, stateDir, serverScript: path.join(PACKAGE_ROOT, "dist", "kinds", "local", "proxy-server.js"), nodePath: process.execPath });
+    const p = await startProxy({ id, port: 0, stateDir, serverScript: path.join(PACKAGE_ROOT, "dist", "kinds", "local", "proxy-server.js"), nodePath: process.execPath, installation: TEST_INSTALLATION });
     started.push({ pid: p.pid, id, stateDir });
     return { pid: p.pid, id };
 }
@@ -52,7 +53,7 @@ const refused = () => new RegExp(`^\\[transient\\] GET /apis/apps/v1/namespaces/
 
 test("dry run: the local orphan is listed, the unreachable entry reports its cause, nothing is removed", async () => {
     const orphan = await proxy("gcdry", "web-0");
-    const report = await collectGarbage(providers(), { project: "egress", stack: "gcdry", stateIds: new Set(), runDir, delete: false });
+    const report = await collectGarbage(providers(), { project: "egress", stack: "gcdry", installation: TEST_INSTALLATION.id, stateIds: new Set(), runDir, delete: false });
 
     assert.equal(report.ok, false);
     assert.equal(report.dryRun, true);
@@ -74,7 +75,7 @@ test("dry run: the local orphan is listed, the unreachable entry reports its cau
 test("--delete: the local orphan is removed, what state knows stays, the unreachable entry still fails", async () => {
     const orphan = await proxy("gcdel", "web-0");
     const known = await proxy("gcdel", "web-1");
-    const report = await collectGarbage(providers(), { project: "egress", stack: "gcdel", stateIds: new Set([known.id]), runDir, delete: true });
+    const report = await collectGarbage(providers(), { project: "egress", stack: "gcdel", installation: TEST_INSTALLATION.id, stateIds: new Set([known.id]), runDir, delete: true });
 
     assert.equal(report.ok, false);
     const [local, k8s] = report.providers;
@@ -86,7 +87,7 @@ test("--delete: the local orphan is removed, what state knows stays, the unreach
 });
 
 test("every entry collected: the report is ok", async () => {
-    const report = await collectGarbage({ local: providers().local }, { project: "egress", stack: "gcnone", stateIds: new Set(), runDir, delete: true });
+    const report = await collectGarbage({ local: providers().local }, { project: "egress", stack: "gcnone", installation: TEST_INSTALLATION.id, stateIds: new Set(), runDir, delete: true });
     assert.deepEqual(report, { ok: true, dryRun: false, providers: [{ provider: "local", kind: "local", ok: true, found: 0, deleted: 0, orphans: [] }] });
     assert.match(gcText(report), /^nothing to collect: everything labelled for this stack is in state$/m);
 });

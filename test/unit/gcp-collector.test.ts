@@ -5,6 +5,7 @@ import { gcpCollector } from "../../kinds/gcp/gc";
 import { firewallDescription, poolResourceName } from "../../kinds/gcp/names";
 import { parseEgressConfig } from "../../src/config";
 import type { GcpProviderConfig } from "../../kinds/gcp/config";
+import { TEST_INSTALLATION } from "../helpers/installation";
 
 const TOKEN = "ya29.test-token";
 const P = "https://www.googleapis.com/compute/v1/projects/crawl-proxies";
@@ -12,8 +13,8 @@ let fake: FakeCompute;
 const entry = parseEgressConfig({
     providers: { "gcp-eu": { type: "gcp", project: "crawl-proxies", zones: ["europe-west1-b"], allowedSourceRanges: ["203.0.113.0/24"] } },
 }, "/").providers["gcp-eu"] as GcpProviderConfig;
-const ctx = (stack: string) => ({ project: "egress", stack, projectRoot: "/", stateDir: "/" });
-const labels = (stack: string, member: string) => ({ "egress-project": "egress", "egress-stack": stack, "egress-pool": "web", "egress-member": member });
+const ctx = (stack: string) => ({ project: "egress", stack, projectRoot: "/", stateDir: "/", installation: TEST_INSTALLATION });
+const labels = (stack: string, member: string) => ({ "egress-project": "egress", "egress-stack": stack, "egress-installation": TEST_INSTALLATION.id, "egress-pool": "web", "egress-member": member });
 
 before(async () => {
     fake = await startFakeCompute("crawl-proxies", TOKEN);
@@ -37,7 +38,7 @@ const collector = () => gcpCollector("gcp-eu", entry, { endpoint: fake.url, acce
 
 describe("gcp collector", () => {
     it("lists this stack's instances, addresses and firewall rules, and nothing else", async () => {
-        const things = await collector().list({ project: "egress", stack: "prod" });
+        const things = await collector().list({ project: "egress", stack: "prod", installation: TEST_INSTALLATION.id });
         assert.deepEqual(
             things.map((t) => [t.type, t.name, t.location, t.pool, t.member ?? null]),
             [
@@ -49,24 +50,24 @@ describe("gcp collector", () => {
         );
         assert.ok(things.every((t) => t.kind === "gcp" && t.provider === "gcp-eu"));
         const agg = fake.requests.find((r) => r.path.endsWith("/aggregated/instances"))!;
-        assert.equal(agg.query.get("filter"), '(labels.egress-project = "egress") AND (labels.egress-stack = "prod")');
+        assert.equal(agg.query.get("filter"), '(labels.egress-project = "egress") AND (labels.egress-stack = "prod") AND (labels.egress-installation = "0a1b2c3d")');
     });
 
     it("removes each thing, waiting for the operation, and succeeds when it is already gone", async () => {
         const c = collector();
-        const things = await c.list({ project: "egress", stack: "prod" });
+        const things = await c.list({ project: "egress", stack: "prod", installation: TEST_INSTALLATION.id });
         for (const t of things) await c.remove(t);
-        assert.deepEqual(await c.list({ project: "egress", stack: "prod" }), []);
+        assert.deepEqual(await c.list({ project: "egress", stack: "prod", installation: TEST_INSTALLATION.id }), []);
         assert.ok(fake.requests.some((r) => r.method === "POST" && /\/zones\/us-central1-a\/operations\/operation-\d+\/wait$/.test(r.path)));
         assert.ok(fake.requests.some((r) => r.method === "DELETE" && r.path.endsWith("/regions/europe-west1/addresses/web-0-ip-dddd")));
         // Again: everything answers 404 now, which counts as removed.
         for (const t of things) await c.remove(t);
-        assert.equal((await c.list({ project: "egress", stack: "staging" })).length, 2);
+        assert.equal((await c.list({ project: "egress", stack: "staging", installation: TEST_INSTALLATION.id })).length, 2);
     });
 
     it("surfaces real failures with the API's message", async () => {
         fake.fail = [{ match: /aggregated\/instances/, status: 403, reason: "forbidden", message: "Required 'compute.instances.list' permission for 'projects/crawl-proxies'" }];
-        await assert.rejects(collector().list({ project: "egress", stack: "prod" }), { name: "GcpApiError", stage: "permissions", message: /HTTP 403: Required 'compute\.instances\.list'/ });
+        await assert.rejects(collector().list({ project: "egress", stack: "prod", installation: TEST_INSTALLATION.id }), { name: "GcpApiError", stage: "permissions", message: /HTTP 403: Required 'compute\.instances\.list'/ });
         fake.fail = [];
         await assert.rejects(collector().remove({ kind: "gcp", provider: "gcp-eu", type: "volume", name: "x", location: "y" }), /cannot remove a `volume`/);
     });

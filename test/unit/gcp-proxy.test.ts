@@ -6,10 +6,11 @@ import { installMocks, isSecret, ofType, recorded, settle, valueOf } from "../he
 import { parseEgressConfig } from "../../src/config";
 import type { StackContext } from "../../src/model";
 import { squidPasswdFile } from "../../kinds/shared/squid-passwd";
+import { TEST_INSTALLATION } from "../helpers/installation";
 
 const root = path.resolve(__dirname, "..", "..", "..");
 const fixture = (f: string) => fs.readFileSync(path.join(root, "test/fixtures", f), "utf8");
-const context: StackContext = { project: "egress", stack: "test", projectRoot: root, stateDir: "/tmp/egress-test" };
+const context: StackContext = { project: "egress", stack: "test", projectRoot: root, stateDir: "/tmp/egress-test", installation: TEST_INSTALLATION };
 const RANGES = ["203.0.113.0/24", "198.51.100.7/32"];
 const AUTH = { username: "crawler", password: "gcp-canary-password-42" };
 
@@ -66,7 +67,7 @@ describe("GcpProxy under mocks", () => {
         // Cloud-init may carry credentials: it reaches state encrypted.
         assert.ok(isSecret(byName("gcp:compute/instance:Instance", "web-1-vm").raw.metadata), "user-data is not a secret");
         assert.equal(vm0.bootDisk.initializeParams.image, "ubuntu-os-cloud/ubuntu-2404-lts-amd64");
-        assert.deepEqual(vm1.labels, { "egress-project": "egress", "egress-stack": "test", "egress-pool": "web", "egress-member": "web-1" });
+        assert.deepEqual(vm1.labels, { "egress-project": "egress", "egress-stack": "test", "egress-installation": TEST_INSTALLATION.id, "egress-pool": "web", "egress-member": "web-1" });
         assert.deepEqual(vm0.networkInterfaces[0].accessConfigs, [{}]);
         assert.equal(vm0.scheduling.provisioningModel, "STANDARD");
         const tag = gcpMod.poolNetworkTag(context, "web");
@@ -88,7 +89,7 @@ describe("GcpProxy under mocks", () => {
         assert.deepEqual(fw.targetTags, [gcpMod.poolNetworkTag(context, "web")]);
         assert.equal(fw.direction, "INGRESS");
         assert.equal(fw.network, "default");
-        assert.deepEqual(gcpMod.parseFirewallDescription(fw.description), { project: "egress", stack: "test", pool: "web" });
+        assert.deepEqual(gcpMod.parseFirewallDescription(fw.description), { project: "egress", stack: "test", pool: "web", installation: TEST_INSTALLATION.id });
         const prov = byName("pulumi:providers:gcp", "web-gcp");
         assert.equal(prov.inputs.project, "crawl-proxies");
         for (const r of [...ofType("gcp:compute/instance:Instance", "web-"), byName("gcp:compute/firewall:Firewall", "web-fw")])

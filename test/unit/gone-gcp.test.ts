@@ -9,6 +9,7 @@ import { goneCheckFor } from "../../src/providers-health/gone";
 import { parseEgressConfig } from "../../src/config";
 import type { GcpProviderConfig } from "../../kinds/gcp/config";
 import { memberLabels, ProxyMember } from "../../src/model";
+import { TEST_INSTALLATION } from "../helpers/installation";
 
 const TOKEN = "ya29.test-token";
 const B = "europe-west1-b";
@@ -18,7 +19,7 @@ const home = fs.mkdtempSync(path.join(os.tmpdir(), "egress-gone-gcp-"));
 const entry = parseEgressConfig({
     providers: { "gcp-eu": { type: "gcp", project: "crawl-proxies", zones: [B, C], allowedSourceRanges: ["203.0.113.0/24"] } },
 }, "/").providers["gcp-eu"] as GcpProviderConfig;
-const ctx = { runDir: home, project: "egress", stack: "dev", entry };
+const ctx = { runDir: home, project: "egress", stack: "dev", installation: TEST_INSTALLATION, entry };
 /** Options that never read the developer's real credentials. */
 const opts = (extra: Record<string, unknown> = {}) => ({ endpoint: fake.url, env: {}, homeDir: home, accessToken: TOKEN, timeoutMs: 2000, ...extra });
 
@@ -26,7 +27,7 @@ const member = (index: number, zone: string): ProxyMember => ({ id: `web-${index
 
 /** An instance as gcp-proxy.ts creates it: the member's labels, an autonamed `<name>-vm-…`. */
 function instance(id: string, zone: string, status: string, stack = "dev") {
-    const labels = memberLabels({ project: "egress", stack, projectRoot: "/", stateDir: "/" }, "web", id);
+    const labels = memberLabels({ project: "egress", stack, projectRoot: "/", stateDir: "/", installation: TEST_INSTALLATION }, "web", id);
     return { kind: "compute#instance", name: `${id}-vm-${Math.random().toString(16).slice(2, 9)}`, zone: `https://www.googleapis.com/compute/v1/projects/crawl-proxies/zones/${zone}`, labels, status };
 }
 

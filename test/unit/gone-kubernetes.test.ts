@@ -6,13 +6,14 @@ import { goneCheckFor } from "../../src/providers-health/gone";
 import { parseEgressConfig } from "../../src/config";
 import type { KubernetesProviderConfig } from "../../kinds/kubernetes/config";
 import { memberLabels, poolLabels, ProxyMember } from "../../src/model";
+import { TEST_INSTALLATION } from "../helpers/installation";
 
 const PODS = "/api/v1/namespaces/egress/pods";
 let fake: FakeApiServer;
 let kubeconfig: string;
 const entry = (over: Record<string, unknown> = {}) =>
     parseEgressConfig({ providers: { k8s: { type: "kubernetes", kubeconfigPath: kubeconfig, context: "test", ...over } } }, "/").providers.k8s as KubernetesProviderConfig;
-const ctx = (over: Record<string, unknown> = {}) => ({ runDir: "/nonexistent", project: "egress", stack: "dev", entry: entry(over) });
+const ctx = (over: Record<string, unknown> = {}) => ({ runDir: "/nonexistent", project: "egress", stack: "dev", installation: TEST_INSTALLATION, entry: entry(over) });
 const check = (members: ProxyMember[], over: Record<string, unknown> = {}, opts: Record<string, unknown> = {}) =>
     kubernetesGoneCheck(ctx(over), { env: {}, timeoutMs: 2000, ...opts })(members);
 
@@ -21,7 +22,7 @@ const member = (index: number): ProxyMember => ({ id: `web-${index}`, pool: "web
 /** A pod of a member's Deployment as the ReplicaSet makes it: the member's labels, a generated name. */
 let n = 0;
 function pod(id: string, phase: string, extra: { reason?: string; stack?: string } = {}) {
-    const labels = memberLabels({ project: "egress", stack: extra.stack ?? "dev", projectRoot: "/", stateDir: "/" }, "web", id);
+    const labels = memberLabels({ project: "egress", stack: extra.stack ?? "dev", projectRoot: "/", stateDir: "/", installation: TEST_INSTALLATION }, "web", id);
     return { metadata: { name: `${id}-7d9f8c-${++n}`, namespace: "egress", labels }, status: { phase, ...(extra.reason ? { reason: extra.reason } : {}) } };
 }
 
@@ -52,7 +53,7 @@ describe("kubernetes gone hook", () => {
             // Another stack's pod for the same member id does not keep web-2 alive.
             pod("web-2", "Running", { stack: "prod" }),
             // A pool-level object's labels (no egress-member) match no member.
-            { metadata: { name: "stray", labels: poolLabels({ project: "egress", stack: "dev", projectRoot: "/", stateDir: "/" }, "web") }, status: { phase: "Running" } },
+            { metadata: { name: "stray", labels: poolLabels({ project: "egress", stack: "dev", projectRoot: "/", stateDir: "/", installation: TEST_INSTALLATION }, "web") }, status: { phase: "Running" } },
         ]);
         const gone = await check([0, 1, 2, 3, 4, 5, 6].map(member));
         assert.deepEqual(Object.fromEntries(gone), {

@@ -4,9 +4,10 @@ import * as path from "node:path";
 import { installMocks, isSecret, ofType, recorded, settle, valueOf } from "../helpers/pulumi-mocks";
 import { parseEgressConfig } from "../../src/config";
 import type { StackContext } from "../../src/model";
+import { TEST_INSTALLATION } from "../helpers/installation";
 
 const root = path.resolve(__dirname, "..", "..", "..");
-const context: StackContext = { project: "egress", stack: "test", projectRoot: root, stateDir: "/tmp/egress-test" };
+const context: StackContext = { project: "egress", stack: "test", projectRoot: root, stateDir: "/tmp/egress-test", installation: TEST_INSTALLATION };
 const SQUID_3128 = "http_port 3128\nacl crawlers src 203.0.113.0/24\nhttp_access allow crawlers\nhttp_access deny all\n";
 const SQUID_8080 = SQUID_3128.replace("3128", "8080");
 
@@ -50,7 +51,7 @@ describe("PodProxy under mocks", () => {
         assert.deepEqual(ofType(DEPLOY, "crawl-").map((r) => r.name), ["crawl-0", "crawl-1", "crawl-2"]);
         assert.deepEqual(ofType(SERVICE, "crawl-").map((r) => r.name), ["crawl-0", "crawl-1", "crawl-2"]);
         const d1 = one(DEPLOY, "crawl-1").inputs;
-        const labels = { "egress-project": "egress", "egress-stack": "test", "egress-pool": "crawl", "egress-member": "crawl-1" };
+        const labels = { "egress-project": "egress", "egress-stack": "test", "egress-installation": TEST_INSTALLATION.id, "egress-pool": "crawl", "egress-member": "crawl-1" };
         assert.equal(d1.metadata.namespace, "proxies");
         assert.deepEqual(d1.metadata.labels, labels);
         assert.equal(d1.spec.replicas, 1);
@@ -69,7 +70,7 @@ describe("PodProxy under mocks", () => {
 
     it("spreads a pool's members across nodes, softly", () => {
         const spec = one(DEPLOY, "crawl-0").inputs.spec.template.spec;
-        const poolSel = { matchLabels: { "egress-project": "egress", "egress-stack": "test", "egress-pool": "crawl" } };
+        const poolSel = { matchLabels: { "egress-project": "egress", "egress-stack": "test", "egress-installation": TEST_INSTALLATION.id, "egress-pool": "crawl" } };
         assert.deepEqual(spec.topologySpreadConstraints, [{ maxSkew: 1, topologyKey: "kubernetes.io/hostname", whenUnsatisfiable: "ScheduleAnyway", labelSelector: poolSel }]);
         const pref = spec.affinity.podAntiAffinity.preferredDuringSchedulingIgnoredDuringExecution[0];
         assert.equal(pref.podAffinityTerm.topologyKey, "kubernetes.io/hostname");

@@ -14,6 +14,7 @@ import { isOurProcess } from "../../kinds/local/process";
 import { runSerialized, serializeProvider } from "../helpers/serialized-provider";
 import { getViaProxy, proxyBasicAuth, requestViaProxy, startTargetServer } from "../helpers/net";
 import { PACKAGE_ROOT } from "../../src/engine/env";
+import { TEST_INSTALLATION } from "../helpers/installation";
 
 const stateDir = fs.mkdtempSync(path.join(os.tmpdir(), "egress-local-"));
 const inputs = {
@@ -22,6 +23,7 @@ const inputs = {
     stateDir,
     serverScript: path.join(PACKAGE_ROOT, "dist", "kinds", "local", "proxy-server.js"),
     nodePath: process.execPath,
+    installation: TEST_INSTALLATION,
 };
 let target: Awaited<ReturnType<typeof startTargetServer>>;
 before(async () => (target = await startTargetServer()));
@@ -100,11 +102,11 @@ test("a create the engine never recorded is undone by its deterministic id, and 
     const [second] = runSerialized(text, [{ method: "create", args: [inputs] }]) as any[];
     assert.notEqual(second.outs.pid, first.outs.pid);
     assert.equal(isOurProcess(first.outs.pid, "unit-web-0"), false, "the leftover was stopped before the new start");
-    const undone = await undoLocalCreate(inputs);
+    const undone = await undoLocalCreate(inputs, TEST_INSTALLATION);
     assert.deepEqual(undone, [`stopped local proxy unit-web-0 (pid ${second.outs.pid})`]);
     assert.equal(isOurProcess(second.outs.pid, "unit-web-0"), false);
     assert.deepEqual(fs.readdirSync(stateDir), [], "its files are gone too");
-    assert.deepEqual(await undoLocalCreate(inputs), [], "undoing again finds nothing");
+    assert.deepEqual(await undoLocalCreate(inputs, TEST_INSTALLATION), [], "undoing again finds nothing");
 });
 
 test("a proxy with credentials: 407 without or with wrong ones, 200 with them; the password is in neither argv nor environment, and its file is gone once read", async () => {
@@ -131,4 +133,23 @@ test("a proxy with credentials: 407 without or with wrong ones, 200 with them; t
         runSerialized(text, [{ method: "delete", args: [created.id, created.outs] }]);
     }
     assert.deepEqual(fs.readdirSync(stateDir), []);
+});
+
+test("a same-named proxy of another installation (a shared run dir) is never stopped: create and undo fail naming both", async () => {
+    const text = await serializeProvider(localProcessProvider);
+    const theirs = { ...inputs, member: "unit-twin-0", installation: { id: "89abcdef", legacy: false } };
+    const ours = { ...theirs, installation: TEST_INSTALLATION };
+    const [created] = runSerialized(text, [{ method: "create", args: [theirs] }]) as any[];
+    try {
+        const message = `local proxy unit-twin-0 (pid ${created.outs.pid}) in ${stateDir} belongs to installation 89abcdef, not to this stack's installation ${TEST_INSTALLATION.id}: egress leaves it alone. ` +
+            "Two installations use the same names here; give one of them another stack name, namespace or host, or remove the thing by hand if it is really garbage";
+        assert.throws(() => runSerialized(text, [{ method: "create", args: [ours] }]), (e: Error) => e.message.includes(message));
+        await assert.rejects(undoLocalCreate(ours, TEST_INSTALLATION), { name: "ForeignInstallationError", message });
+        assert.equal(isOurProcess(created.outs.pid, "unit-twin-0"), true, "the other installation's proxy still runs");
+        // A legacy installation owns only unmarked processes, not another installation's.
+        await assert.rejects(undoLocalCreate(ours, { id: "0badc0de", legacy: true }), { name: "ForeignInstallationError" });
+        assert.deepEqual(JSON.parse(fs.readFileSync(path.join(stateDir, "unit-twin-0.json"), "utf8")).installation, "89abcdef", "the ready file names the installation");
+    } finally {
+        runSerialized(text, [{ method: "delete", args: [created.id, created.outs] }]);
+    }
 });

@@ -3,6 +3,7 @@ import * as assert from "node:assert/strict";
 import * as path from "node:path";
 import { installMocks, recorded, settle, valueOf } from "../helpers/pulumi-mocks";
 import { loadStackConfig, parseEgressConfig } from "../../src/config";
+import { TEST_INSTALLATION } from "../helpers/installation";
 
 const root = path.resolve(__dirname, "..", "..", "..");
 let createProgram: typeof import("../../src/program").createProgram;
@@ -24,7 +25,7 @@ describe("program with gcp and kubernetes pools", () => {
                 { name: "pods", provider: "k8s", replicas: 2, members: [{ index: 1, port: 8080 }] },
             ],
         }, root);
-        const outputs = await createProgram({ projectRoot: root, stateDir: "/tmp/egress-remote", config })();
+        const outputs = await createProgram({ projectRoot: root, stateDir: "/tmp/egress-remote", config, installation: () => TEST_INSTALLATION })();
         const proxies = await valueOf(outputs.proxies);
         await settle();
         const graph = recorded.map((r) => `${r.type} ${r.name}`).sort();
@@ -43,6 +44,7 @@ describe("program with gcp and kubernetes pools", () => {
             "kubernetes:core/v1:Secret pods-config",
             "kubernetes:core/v1:Service pods-0",
             "kubernetes:core/v1:Service pods-1",
+            "pulumi-nodejs:dynamic/egress:installation:Identity installation",
             "pulumi:providers:gcp eu-gcp",
             "pulumi:providers:kubernetes pods-k8s",
         ].sort());
@@ -56,6 +58,11 @@ describe("program with gcp and kubernetes pools", () => {
         // Labels carry the stack the mocks run as, so `egress gc` for this stack finds them.
         const vm = recorded.find((r) => r.name === "eu-0-vm")!;
         assert.equal(vm.inputs.labels["egress-stack"], "remote");
+        // ...and the installation the program recorded (the identity resource's output under mocks: the proposal).
+        assert.equal(vm.inputs.labels["egress-installation"], TEST_INSTALLATION.id);
+        assert.equal(outputs.installation, TEST_INSTALLATION.id);
+        const { installation, legacy } = recorded.find((r) => r.name === "installation")!.inputs;
+        assert.deepEqual({ installation, legacy }, { installation: TEST_INSTALLATION.id, legacy: false });
     });
 
     it("the example stacks validate", () => {

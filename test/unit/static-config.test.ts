@@ -8,6 +8,7 @@ import { ConfigError, parseEgressConfig } from "../../src/config";
 import { problemLines } from "./config-fixtures";
 import { checkReplicas } from "../../src/config/edit";
 import { parseStaticProxy } from "../../kinds/static/config";
+import { TEST_INSTALLATION } from "../helpers/installation";
 
 const root = fs.mkdtempSync(path.join(os.tmpdir(), "egress-static-"));
 const cfg = (proxies: unknown, pools: unknown[] = [{ name: "byo", provider: "byo", replicas: Array.isArray(proxies) ? proxies.length : 1 }]) => ({ providers: { byo: { type: "static", proxies } }, pools });
@@ -79,7 +80,7 @@ test("scaling a static pool is refused with a config error (the CLI's `egress sc
 
 test("gc has nothing to collect for a static entry; doctor and preflight have nothing to say", async () => {
     const { collectGarbage } = await import("../../src/gc");
-    const report = await collectGarbage({ byo: { type: "static", proxies: ["http://127.0.0.1:1"] } }, { project: "egress", stack: "s", stateIds: new Set(), runDir: root, delete: true });
+    const report = await collectGarbage({ byo: { type: "static", proxies: ["http://127.0.0.1:1"] } }, { project: "egress", stack: "s", installation: TEST_INSTALLATION.id, stateIds: new Set(), runDir: root, delete: true });
     assert.deepEqual(report, { ok: true, dryRun: false, providers: [{ provider: "byo", kind: "static", ok: true, found: 0, deleted: 0, orphans: [] }] });
     const { kindOf } = await import("../../kinds/registry");
     const kind = kindOf({ type: "static" });

@@ -18,6 +18,7 @@ import { decodeUserData, parseEgressConfig } from "../../src/config";
 import { PACKAGE_ROOT } from "../../src/engine/env";
 import { buildSeedIso } from "../../kinds/kvm/seed-iso";
 import { memberSquidConf } from "../../kinds/kubernetes/squid-config";
+import { TEST_INSTALLATION } from "../helpers/installation";
 
 const root = fs.mkdtempSync(path.join(os.tmpdir(), "egress-user-data-"));
 const TEXT = "#cloud-config\npackages: [squid]\nwrite_files:\n  - path: /etc/squid/squid.conf\n    content: |\n      http_port 8080\n      http_access allow localnet\n";
@@ -49,7 +50,7 @@ function config() {
 
 test("a gzip user-data file goes into the KVM seed ISO byte for byte (built with xorriso, read back)", { timeout: 60_000 }, async () => {
     ensureTestPackages(); // xorriso
-    const outputs = await createProgram({ projectRoot: root, stateDir: path.join(root, "run"), config: config() })();
+    const outputs = await createProgram({ projectRoot: root, stateDir: path.join(root, "run"), config: config(), installation: () => TEST_INSTALLATION })();
     await valueOf(outputs.proxies);
     await settle();
     const seeds = ofType("pulumi-nodejs:dynamic/egress:kvm:SeedDisk");

@@ -1,0 +1,50 @@
+/**
+ * egress as it was before installation ids (commit 528a80a), built once per machine from this repository's
+ * history into the temp dir: tests make a stack with it, as an existing user's would be, and then upgrade.
+ * Shares this checkout's node_modules (the dependencies did not change). Fails loudly without git or the
+ * commit (a shallow clone): it never skips.
+ */
+import * as cp from "node:child_process";
+import * as fs from "node:fs";
+import * as os from "node:os";
+import * as path from "node:path";
+import { PACKAGE_ROOT } from "../../src/engine";
+import type { ProcProject } from "./processes";
+
+/** The last commit before installation ids. */
+export const LEGACY_COMMIT = "528a80a";
+
+function run(cmd: string, args: string[], cwd: string): void {
+    const r = cp.spawnSync(cmd, args, { cwd, encoding: "utf8", timeout: 600_000, maxBuffer: 64 << 20, shell: false });
+    if (r.status !== 0) throw new Error(`${cmd} ${args.join(" ")} (in ${cwd}) exited ${r.status ?? r.signal}: ${r.error?.message ?? ""}${r.stderr}${r.stdout}`.slice(0, 4000));
+}
+
+/** The legacy release's root (with dist/src/cli.js), built on first use (~1 min on 2 cores). */
+export function legacyRelease(): string {
+    const root = path.join(os.tmpdir(), `egress-legacy-${LEGACY_COMMIT}`);
+    if (fs.existsSync(path.join(root, "dist", "src", "cli.js"))) return root;
+    // Built beside, then renamed: two test files building at once never see a half-built tree.
+    const tmp = `${root}.build-${process.pid}`;
+    fs.rmSync(tmp, { recursive: true, force: true });
+    fs.mkdirSync(tmp);
+    const archive = path.join(tmp, "src.tar");
+    run("git", ["-C", PACKAGE_ROOT, "archive", "-o", archive, LEGACY_COMMIT], PACKAGE_ROOT);
+    run("tar", ["-xf", archive, "-C", tmp], tmp);
+    fs.rmSync(archive);
+    fs.symlinkSync(path.join(PACKAGE_ROOT, "node_modules"), path.join(tmp, "node_modules"));
+    fs.writeFileSync(path.join(tmp, "tsconfig.legacy.json"), JSON.stringify({ extends: "./tsconfig.json", include: ["src/**/*.ts", "kinds/**/*.ts"] }));
+    run(process.execPath, [path.join(PACKAGE_ROOT, "node_modules", "typescript", "bin", "tsc"), "-p", "tsconfig.legacy.json"], tmp);
+    try {
+        fs.renameSync(tmp, root);
+    } catch (e) {
+        if (!fs.existsSync(path.join(root, "dist", "src", "cli.js"))) throw e;
+        fs.rmSync(tmp, { recursive: true, force: true }); // another process won the race
+    }
+    return root;
+}
+
+/** Runs the legacy release's `egress <args>` on a project, as cli() in processes.ts does for this one. */
+export function legacyCli(p: ProcProject, args: string[], timeoutMs = 240_000): { code: number; stdout: string; stderr: string } {
+    const r = cp.spawnSync(process.execPath, [path.join(legacyRelease(), "dist", "src", "cli.js"), ...args, "--stack", p.stack, "--cwd", p.dir], { env: p.env, encoding: "utf8", timeout: timeoutMs });
+    return { code: r.status ?? -1, stdout: r.stdout, stderr: r.stderr };
+}
