@@ -41,6 +41,20 @@ test("kvm entry rules name their config path", () => {
         /egress:providers\.kvm-home\.images\.debian-13\.sha256: must be 64 lower-case hex digits/.test(err.message));
 });
 
+test("an image's transfer deadlines are validated, naming the path and the rule", () => {
+    const c = sample();
+    const img = c["egress:providers"]["kvm-home"].images["debian-13"];
+    img.transfer = { minKiBPerSecond: 0, graceSeconds: 1.5, idleSeconds: "60", burst: 1 };
+    assert.throws(() => parseEgressConfig({ providers: c["egress:providers"], pools: c["egress:pools"] }, PACKAGE_ROOT), (err: Error) =>
+        /egress:providers\.kvm-home\.images\.debian-13\.transfer\.minKiBPerSecond: must be a whole number of KiB\/s from 1 to 10485760/.test(err.message) &&
+        /egress:providers\.kvm-home\.images\.debian-13\.transfer\.graceSeconds: must be a whole number of seconds from 0 to 3600/.test(err.message) &&
+        /egress:providers\.kvm-home\.images\.debian-13\.transfer\.idleSeconds: must be a whole number of seconds from 1 to 3600/.test(err.message) &&
+        /egress:providers\.kvm-home\.images\.debian-13\.transfer.*burst/.test(err.message));
+    img.transfer = { minKiBPerSecond: 128 };
+    const cfg = parseEgressConfig({ providers: c["egress:providers"], pools: c["egress:pools"] }, PACKAGE_ROOT);
+    assert.deepEqual((cfg.providers["kvm-home"] as any).images["debian-13"].transfer, { minKiBPerSecond: 128 }, "unset fields stay unset: the provider applies the defaults");
+});
+
 test("naming, placement and base needs", () => {
     const cfg = loadStackConfig(PACKAGE_ROOT, "example-kvm");
     const entry = cfg.providers["kvm-home"] as any;
