@@ -10,7 +10,7 @@ import { baseVolumeName, memberObjectNames, memberOfVolume, pickHost, poolBaseNe
 import { domainXml, parseMetadata, metadataXml } from "../../kinds/kvm/xml";
 import { vendorData, GUEST_AGENT_SCRIPT } from "../../kinds/kvm/seed-iso";
 import { classifyVirshFailure } from "../../kinds/kvm/libvirt";
-import { parseDomifaddr } from "../../kinds/kvm/address";
+import { parseDomifaddr, parseDomstateReason } from "../../kinds/kvm/address";
 
 const sample = () => YAML.parse(fs.readFileSync(path.join(PACKAGE_ROOT, "stacks", "Pulumi.example-kvm.yaml"), "utf8")).config;
 
@@ -98,4 +98,12 @@ test("virsh failures map to stages; domifaddr parsing skips loopback", () => {
     assert.equal(classifyVirshFailure("error: Storage volume not found: no storage vol with matching path 'x'").notFound, true);
     const out = " lo   00:00:00:00:00:00  ipv4  127.0.0.1/8\n eth0 52:54:00:aa:bb:cc  ipv4  192.168.1.23/24\n eth0 52:54:00:aa:bb:cc  ipv6  fe80::1/64\n";
     assert.deepEqual(parseDomifaddr(out), ["192.168.1.23"]);
+});
+
+test("domstate --reason: state and reason, as the address wait reads them", () => {
+    assert.deepEqual(parseDomstateReason("paused (user)\n"), { state: "paused", reason: "user" });
+    assert.deepEqual(parseDomstateReason("shut off (crashed)"), { state: "shut off", reason: "crashed" });
+    assert.deepEqual(parseDomstateReason("running (booted)"), { state: "running", reason: "booted" });
+    assert.deepEqual(parseDomstateReason("crashed (panicked)"), { state: "crashed", reason: "panicked" });
+    assert.deepEqual(parseDomstateReason("running"), { state: "running", reason: "" });
 });
