@@ -47,20 +47,44 @@ export async function discoverAddress(virsh: Virsh, domain: string): Promise<str
     return undefined;
 }
 
+/** What `virsh domstate --reason` says: the state and libvirt's reason for it (`paused`, `user`). */
+export function parseDomstateReason(out: string): { state: string; reason: string } {
+    const m = /^\s*(.+?)\s*(?:\((.*)\))?\s*$/.exec(out.trim().toLowerCase());
+    return { state: m?.[1] ?? "unknown", reason: m?.[2] ?? "" };
+}
+
+/** States of a booting guest that no wait will change into an address: stop waiting at once. */
+const STOPPED_BOOTING = ["paused", "shut off", "crashed", "pmsuspended", "in shutdown", "shutdown"];
+
+/** Thrown by waitForAddress when the guest stopped while booting; the Domain create adds the console tail. */
+export interface GuestStoppedError extends Error {
+    guestState: string;
+    guestReason: string;
+}
+
 /**
  * Polls until an address is known or `timeoutSeconds` passed; "" on timeout (the next `up` or
  * `refresh` tries again). Rounds where every source failed are retried until the deadline, then thrown.
+ * Each round first asks the domain's state: a guest that crashed, paused or shut off while booting will
+ * never get an address, so that throws a GuestStoppedError at once instead of waiting out the timeout.
  */
 export async function waitForAddress(virsh: Virsh, domain: string, timeoutSeconds: number, intervalMs = 2000): Promise<string> {
     const deadline = Date.now() + timeoutSeconds * 1000;
     for (;;) {
         let last: unknown;
         try {
+            const { state, reason } = parseDomstateReason(await virsh(["domstate", domain, "--reason"], { timeoutMs: 20000 }));
+            if (STOPPED_BOOTING.includes(state)) {
+                const e = new Error(`domain ${domain} stopped while booting: it is ${state}${reason ? ` (${reason})` : ""}`) as GuestStoppedError;
+                e.guestState = state;
+                e.guestReason = reason;
+                throw e;
+            }
             const a = await discoverAddress(virsh, domain);
             if (a) return a;
             last = undefined;
         } catch (e) {
-            if ((e as LibvirtError).notFound) throw e;
+            if ((e as LibvirtError).notFound || (e as GuestStoppedError).guestState) throw e;
             last = e;
         }
         if (Date.now() + intervalMs > deadline) {

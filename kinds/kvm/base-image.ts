@@ -1,6 +1,7 @@
 import * as pulumi from "@pulumi/pulumi";
 import { describeConnection, KvmConnection, replaceDiff, volumePath, withLibvirt, withTempDir } from "./libvirt";
 import { downloadTo } from "./fetch";
+import { TransferLimits, transferLimits } from "./transfer";
 import { deleteVolume, remoteDigest, uploadInto, uploadTargetXml, volumeCapacity, volumeId, volumesBackedBy, withNewVolume } from "./volumes";
 
 /** Inputs of a BaseImage: one cached image volume per (provider entry, image key, host). */
@@ -17,6 +18,8 @@ export interface BaseImageInputs {
     format: "qcow2" | "raw";
     /** `base-<entry>-<key>.<format>`. */
     volume: string;
+    /** The image's `transfer` deadlines (config `images.<key>.transfer`); unset fields take the defaults. */
+    transfer?: Partial<TransferLimits>;
 }
 
 export interface BaseImageOutputs extends BaseImageInputs {
@@ -45,11 +48,12 @@ export const baseImageProvider: pulumi.dynamic.ResourceProvider<BaseImageInputs,
         const path = require("node:path") as typeof import("node:path");
         return withLibvirt(inputs.conn, inputs.privateKey, async (virsh) => {
             const where = `image \`${inputs.key}\` of provider \`${inputs.entry}\` on ${describeConnection(inputs.conn)}`;
+            const deadline = { limits: inputs.transfer, where: `egress:providers.${inputs.entry}.images.${inputs.key}.transfer`, what: where };
             await virsh(["pool-refresh", inputs.storagePool]);
             const existing = await volumePath(virsh, inputs.storagePool, inputs.volume);
             if (existing) {
                 // Shared with another pool/stack, or left by an interrupted run: adopt only verified bytes.
-                const got = await remoteDigest(virsh, inputs.storagePool, inputs.volume);
+                const got = await remoteDigest(virsh, inputs.storagePool, inputs.volume, deadline);
                 if (got.sha256 !== inputs.sha256) {
                     const users = await volumesBackedBy(virsh, inputs.storagePool, existing);
                     if (users.length > 0)
@@ -67,15 +71,15 @@ export const baseImageProvider: pulumi.dynamic.ResourceProvider<BaseImageInputs,
             }
             return await withTempDir("egress-base-", async (dir) => {
                 // 1. stream + hash locally; nothing reaches the host unless the digest matches.
-                const got = await downloadTo(inputs.url, path.join(dir, "image"));
+                const got = await downloadTo(inputs.url, path.join(dir, "image"), { limits: transferLimits(inputs.transfer), where: deadline.where });
                 if (got.sha256 !== inputs.sha256)
                     throw new Error(`${where}: ${inputs.url} has sha256 ${got.sha256} (${got.bytes} bytes), config says ${inputs.sha256}; fix \`images.${inputs.key}.sha256\` or the url`);
                 // 2. create + upload, 3. verify what the host stored before anything may use it. libvirt
                 // cannot rename volumes, so a failed upload or verification deletes the volume again; a
                 // volume someone else created meanwhile makes vol-create fail and is left alone.
                 return await withNewVolume(virsh, inputs.storagePool, inputs.volume, uploadTargetXml(inputs.volume, got.file), async (p) => {
-                    await uploadInto(virsh, inputs.storagePool, inputs.volume, got.file);
-                    const stored = await remoteDigest(virsh, inputs.storagePool, inputs.volume);
+                    await uploadInto(virsh, inputs.storagePool, inputs.volume, got.file, deadline);
+                    const stored = await remoteDigest(virsh, inputs.storagePool, inputs.volume, { ...deadline, bytes: got.bytes });
                     if (stored.sha256 !== inputs.sha256) throw new Error(`${where}: the uploaded volume ${inputs.volume} has sha256 ${stored.sha256}, expected ${inputs.sha256} (upload corrupted?)`);
                     const capacityBytes = await volumeCapacity(virsh, inputs.storagePool, inputs.volume);
                     return { id: volumeId(inputs.conn.host, inputs.storagePool, inputs.volume), outs: { ...inputs, path: p, capacityBytes, adopted: false } };
@@ -87,12 +91,13 @@ export const baseImageProvider: pulumi.dynamic.ResourceProvider<BaseImageInputs,
     async diff(_id, olds, news) {
         const { replaces, changes } = replaceDiff(olds, news, REPLACE_ON);
         // Never delete the old base before its overlays are gone: create the new one first.
-        return { changes: changes || olds.sha256 !== news.sha256 || olds.url !== news.url, replaces, deleteBeforeReplace: false };
+        const transfer = JSON.stringify(olds.transfer ?? null) !== JSON.stringify(news.transfer ?? null);
+        return { changes: changes || transfer || olds.sha256 !== news.sha256 || olds.url !== news.url, replaces, deleteBeforeReplace: false };
     },
 
     async update(_id, olds, news) {
         if (olds.sha256 !== news.sha256) throw new Error(digestChangedMessage(news, olds.sha256, news.sha256));
-        // A new url with the same digest, or new connection details: nothing to do on the host.
+        // A new url with the same digest, new deadlines or new connection details: nothing to do on the host.
         return { outs: { ...olds, ...news, path: olds.path, capacityBytes: olds.capacityBytes, adopted: olds.adopted } };
     },
 

@@ -45,6 +45,12 @@ const hostSchema = z.strictObject({
     domainType: z.enum(["kvm", "qemu"]).default("kvm"),
 });
 
+/** A whole number from `min` to `max`, with one message that says so. */
+const wholeNumber = (min: number, max: number, unit: string) => {
+    const message = `must be a whole number of ${unit} from ${min} to ${max}`;
+    return z.number({ message }).int({ message }).min(min, { message }).max(max, { message });
+};
+
 /**
  * A cloud image cached per host as volume `base-<entry>-<key>.<format>`. The digest of a key never
  * changes: a new image is a new key (the old base stays under its overlays).
@@ -55,6 +61,24 @@ const imageSchema = z.strictObject({
     sha256: z.string().regex(/^[a-f0-9]{64}$/, { message: "must be 64 lower-case hex digits" }),
     format: z.enum(["qcow2", "raw"]).default("qcow2"),
     firmware: z.enum(["uefi", "bios"]).default("uefi"),
+    /**
+     * Deadlines of the image's download and of its upload to and verification on each host
+     * (kinds/kvm/transfer.ts): `graceSeconds + size / minKiBPerSecond` in all, and no `idleSeconds`
+     * without a byte. A miss fails the `up` as transient, naming the deadline.
+     * @default { minKiBPerSecond: 512, graceSeconds: 60, idleSeconds: 120 }
+     */
+    // Optional all through: the defaults live in transferLimits (./transfer.ts), where the BaseImage
+    // provider also reads state written before deadlines existed.
+    transfer: z
+        .strictObject({
+            /** Slowest average rate accepted, in KiB/s. @default 512 */
+            minKiBPerSecond: wholeNumber(1, 10 * 1024 * 1024, "KiB/s").optional(),
+            /** Added to every total deadline (connecting, a slow start), in seconds. @default 60 */
+            graceSeconds: wholeNumber(0, 3600, "seconds").optional(),
+            /** Longest wait without a byte, in seconds. @default 120 */
+            idleSeconds: wholeNumber(1, 3600, "seconds").optional(),
+        })
+        .optional(),
 });
 
 /** Size of a member VM. */

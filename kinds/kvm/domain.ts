@@ -1,6 +1,6 @@
 import * as pulumi from "@pulumi/pulumi";
 import { domainState, DomainState, GONE_STATES, ignoreNotFound, isNotFound, KvmConnection, LibvirtError, replaceDiff, Virsh, withLibvirt, withTempDir } from "./libvirt";
-import { discoverAddress, waitForAddress } from "./address";
+import { discoverAddress, GuestStoppedError, waitForAddress } from "./address";
 import { consoleTail, firstDiskPath, removeConsoleLog } from "./console";
 import { explainUnreachableDelete } from "./unreachable";
 import { domainXml, DomainSpec, parseMetadata } from "./xml";
@@ -66,12 +66,20 @@ export const domainProvider: pulumi.dynamic.ResourceProvider<DomainInputs, Domai
                 await virsh(["define", xml]);
                 try {
                     await virsh(["start", inputs.name], { timeoutMs: 120000 });
-                    const ipAddress = inputs.addressTimeoutSeconds > 0 ? await waitForAddress(virsh, inputs.name, inputs.addressTimeoutSeconds) : "";
+                    // The console's tail goes into either failure (the catch below removes the domain and its log).
+                    const tail = async () => (await consoleTail(virsh, inputs.overlayPath, inputs.name).catch((e) => `(console log unreadable: ${(e as Error).message})`)) || "(empty: the firmware or boot loader printed nothing)";
+                    const t0 = Date.now();
+                    const ipAddress = inputs.addressTimeoutSeconds > 0
+                        ? await waitForAddress(virsh, inputs.name, inputs.addressTimeoutSeconds).catch(async (e) => {
+                              if (!(e as GuestStoppedError).guestState) throw e;
+                              const { guestState, guestReason } = e as GuestStoppedError;
+                              throw new Error(`domain ${inputs.name} on host ${inputs.conn.host} stopped while booting, ${((Date.now() - t0) / 1000).toFixed(0)} s after start: it is ${guestState}${guestReason ? ` (${guestReason})` : ""}, so it will never get an address; not waiting out addressTimeoutSeconds (${inputs.addressTimeoutSeconds} s). Last lines of its serial console:\n${await tail()}`);
+                          })
+                        : "";
                     if (inputs.addressTimeoutSeconds > 0 && !ipAddress) {
                         // A guest with no address after the whole wait is broken far more often than slow: fail
-                        // with what its console said (the catch below removes the domain and its log).
-                        const tail = await consoleTail(virsh, inputs.overlayPath, inputs.name).catch((e) => `(console log unreadable: ${(e as Error).message})`);
-                        throw new Error(`domain ${inputs.name} on host ${inputs.conn.host} has no address after ${inputs.addressTimeoutSeconds} s (addressTimeoutSeconds; no source answered: guest agent, ARP, DHCP lease). Last lines of its serial console:\n${tail || "(empty: the firmware or boot loader printed nothing)"}`);
+                        // with what its console said.
+                        throw new Error(`domain ${inputs.name} on host ${inputs.conn.host} has no address after ${inputs.addressTimeoutSeconds} s (addressTimeoutSeconds; no source answered: guest agent, ARP, DHCP lease). Last lines of its serial console:\n${await tail()}`);
                     }
                     return { id: `${inputs.conn.host}/${inputs.name}`, outs: { ...inputs, ipAddress, state: "running", running: true } };
                 } catch (e) {

@@ -12,8 +12,38 @@ import { portAnswers } from "../shared/net";
 /** Below this many free bytes in a storage pool the host is reported unhealthy. @default 2 GiB */
 export const MIN_FREE_BYTES = 2 * 1024 ** 3;
 
-/** Checks one host; never throws. */
-export async function checkKvmHost(entry: KvmProviderConfig, host: KvmHost, timeoutMs = 10000, minFreeBytes = MIN_FREE_BYTES): Promise<CheckVerdict> {
+/**
+ * Checks one host; never throws. The whole walk has one deadline, `timeoutMs` (`--provider-check-timeout`),
+ * or less when `signal` aborts first: a host that accepts TCP and then goes silent (a hung sshd, a stopped
+ * libvirtd) gets a `timeout` verdict naming the stage it stalled at, on time, and its virsh children are
+ * killed. Without one deadline over the walk, each virsh call (and its retries) had its own 10 s and the
+ * verdict came after about 33 s whatever the operator set.
+ */
+export async function checkKvmHost(entry: KvmProviderConfig, host: KvmHost, timeoutMs = 10000, minFreeBytes = MIN_FREE_BYTES, signal?: AbortSignal): Promise<CheckVerdict> {
+    const deadline = new AbortController();
+    const timer = setTimeout(() => deadline.abort(new Error(`no verdict within the ${timeoutMs} ms check timeout`)), timeoutMs);
+    const outer = () => deadline.abort(signal?.reason instanceof Error ? signal.reason : new Error("the provider check was stopped"));
+    if (signal?.aborted) outer();
+    signal?.addEventListener("abort", outer, { once: true });
+    const at = { stage: "key", step: "reading the key" };
+    const late = new Promise<CheckVerdict>((resolve) => {
+        const verdict = () =>
+            resolve({ target: host.name, ok: false, stage: "timeout", message: `${host.name} (${host.address}:${host.port}) stalled at stage ${at.stage} (${at.step}): ${(deadline.signal.reason as Error).message}; is sshd or libvirtd on the host hung?`, details: { stalledAt: at.stage } });
+        if (deadline.signal.aborted) verdict();
+        else deadline.signal.addEventListener("abort", verdict, { once: true });
+    });
+    try {
+        // The race gives the verdict on time even if some step ignored the signal; the signal ends the rest.
+        return await Promise.race([walkHost(entry, host, minFreeBytes, deadline.signal, Date.now() + timeoutMs, at), late]);
+    } finally {
+        clearTimeout(timer);
+        signal?.removeEventListener("abort", outer);
+        deadline.abort(new Error("the check is over"));
+    }
+}
+
+/** The stages of one host's check, in order; `at` says where it is (for the timeout verdict). */
+async function walkHost(entry: KvmProviderConfig, host: KvmHost, minFreeBytes: number, signal: AbortSignal, deadlineAt: number, at: { stage: string; step: string }): Promise<CheckVerdict> {
     const target = host.name;
     const fail = (stage: string, message: string, details?: Record<string, unknown>): CheckVerdict => ({ target, ok: false, stage, message, ...(details ? { details } : {}) });
     let key: string | undefined;
@@ -24,17 +54,24 @@ export async function checkKvmHost(entry: KvmProviderConfig, host: KvmHost, time
         return fail("key", (e as Error).message);
     }
     let why = "";
-    if (!(await portAnswers(host.port, timeoutMs, host.address, (r) => (why = r))))
+    at.stage = "tcp";
+    at.step = `connecting to ${host.address}:${host.port}`;
+    if (!(await portAnswers(host.port, Math.max(1, deadlineAt - Date.now()), host.address, (r) => (why = r))))
         return fail("tcp", `cannot reach sshd at ${host.address}:${host.port}: ${why}; check \`address\`/\`port\` and that sshd runs`);
     try {
-        // Each virsh call below has its own timeout (timeoutMs): the check ends within about 3 × timeoutMs.
         return await withLibvirt(connectionFor(entry, host), key, async (virsh) => {
-            const version = (await virsh(["version", "--daemon"], { timeoutMs })).trim();
-            const hostname = (await virsh(["hostname"], { timeoutMs })).trim();
+            // Each call is killed when the deadline passes, and its retries stop.
+            const call = (args: string[]) => {
+                at.stage = "libvirt";
+                at.step = `virsh ${args[0]}`;
+                return virsh(args, { signal, timeoutMs: Math.max(1, deadlineAt - Date.now()) });
+            };
+            const version = (await call(["version", "--daemon"])).trim();
+            const hostname = (await call(["hostname"])).trim();
             const libvirtVersion = /Running against daemon:\s*(\S+)/.exec(version)?.[1] ?? /library:\s*libvirt\s*(\S+)/i.exec(version)?.[1] ?? "";
             let info: string;
             try {
-                info = await virsh(["pool-info", "--bytes", host.storagePool], { timeoutMs });
+                info = await call(["pool-info", "--bytes", host.storagePool]);
             } catch (e) {
                 if ((e as LibvirtError).notFound) return fail("pool", `storage pool \`${host.storagePool}\` does not exist on ${host.name}; define it (virsh pool-define-as) or fix \`storagePool\``, { libvirtVersion, hostname });
                 throw e;
@@ -51,12 +88,20 @@ export async function checkKvmHost(entry: KvmProviderConfig, host: KvmHost, time
     }
 }
 
-/** One Checker per `type: kvm` entry: every host checked in parallel. */
+/**
+ * One Checker per `type: kvm` entry: every host checked in parallel, each with its own deadline, and each
+ * verdict handed to `onVerdict` as soon as it is known (a silent host does not hold back the others).
+ */
 export const kvmChecker: CheckerFactory<KvmProviderConfig> = (providerName, entry, options) => {
     const checker: Checker = {
         provider: providerName,
         kind: "kvm",
-        check: async () => Promise.all(entry.hosts.map((h) => checkKvmHost(entry, h, options?.timeoutMs ?? 10000))),
+        check: async (signal, onVerdict) =>
+            Promise.all(entry.hosts.map(async (h) => {
+                const v = await checkKvmHost(entry, h, options?.timeoutMs ?? 10000, MIN_FREE_BYTES, signal);
+                onVerdict?.(v);
+                return v;
+            })),
     };
     return checker;
 };

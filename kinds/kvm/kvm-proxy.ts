@@ -37,6 +37,7 @@ function createBaseImage(name: string, providerName: string, entry: KvmProviderC
         sha256: img.sha256,
         format: img.format,
         volume: baseVolumeName(providerName, key, img.format),
+        transfer: img.transfer,
     }, opts);
 }
 

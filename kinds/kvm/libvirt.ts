@@ -41,6 +41,8 @@ export type LibvirtStage = "key" | "tcp" | "host-key" | "ssh-auth" | "libvirt" |
 export interface VirshCallOptions {
     /** Kill virsh after this long. @default 60000 */
     timeoutMs?: number;
+    /** Kills virsh and stops retrying when aborted (a caller's deadline, e.g. the provider check's). */
+    signal?: AbortSignal;
 }
 
 /** What a session adds to every call: how transient failures are retried, and whose work it is (for messages). */
@@ -246,10 +248,11 @@ export async function withLibvirt<T>(conn: KvmConnection, privateKey: string | u
         const uri = libvirtUri(conn, keyFile, knownHostsFile);
         const once: Virsh = (args, opts) =>
             new Promise((resolve, reject) => {
-                const child = cp.execFile("virsh", ["-q", "-c", uri, ...args], { timeout: opts?.timeoutMs ?? 60000, maxBuffer: 64 * 1024 * 1024, env: { ...process.env, LC_ALL: "C" } }, (err, stdout, stderr) => {
+                const child = cp.execFile("virsh", ["-q", "-c", uri, ...args], { timeout: opts?.timeoutMs ?? 60000, signal: opts?.signal, maxBuffer: 64 * 1024 * 1024, env: { ...process.env, LC_ALL: "C" } }, (err, stdout, stderr) => {
                     if (!err) return resolve(stdout);
                     const text = String(stderr || "").replace(/\s+$/, "");
                     if ((err as any).code === "ENOENT") return reject(libvirtError(`virsh is not installed on the machine running Pulumi (apt-get install libvirt-clients)`, "libvirt", false, false));
+                    if (opts?.signal?.aborted) return reject(libvirtError(`libvirt ${where}: \`virsh ${args[0]}\` stopped: ${opts.signal.reason?.message ?? "aborted"}`, "timeout", false, true));
                     if ((err as any).killed) return reject(libvirtError(`libvirt ${where}: \`virsh ${args[0]}\` timed out after ${opts?.timeoutMs ?? 60000} ms`, "timeout", false, true));
                     const c = classifyVirshFailure(text);
                     if (!text) return reject(libvirtError(`libvirt ${where}: \`virsh ${args[0]}\` failed without a message (exit ${(err as any).code ?? ""}${(err as any).signal ? `, signal ${(err as any).signal}` : ""})`, "libvirt", false, true));
@@ -260,7 +263,7 @@ export async function withLibvirt<T>(conn: KvmConnection, privateKey: string | u
                 });
                 child.stdin?.end(); // closed stdin: libvirt refuses unknown host keys instead of prompting
             });
-        const virsh: Virsh = (args, opts) => withRetry(() => once(args, opts), { schedule, retryable: (e) => virshRetryable(args, e) });
+        const virsh: Virsh = (args, opts) => withRetry(() => once(args, opts), { schedule, signal: opts?.signal, retryable: (e) => virshRetryable(args, e) });
         return await fn(virsh);
     });
 }

@@ -5,6 +5,7 @@
 import { ignoreNotFound, KvmConnection, listDomains, listVolumes, replaceDiff, Virsh, volumePath, withLibvirt, withTempDir } from "./libvirt";
 import { backingPathOf, volumeXml } from "./xml";
 import { explainUnreachableDelete, memberOfVolumeName } from "./unreachable";
+import { deadlineError, totalDeadlineMs, TransferLimits, transferLimits } from "./transfer";
 
 /** Creates a volume from its XML (`vol-create`). Fails, touching nothing, when the name is taken. */
 async function createVolume(virsh: Virsh, pool: string, xml: string): Promise<void> {
@@ -22,23 +23,61 @@ export function uploadTargetXml(name: string, file: string): string {
     return volumeXml(name, fs.statSync(file).size, "raw");
 }
 
+/** What a long virsh transfer (vol-upload, vol-download) needs for its deadline and its message. */
+export interface TransferDeadline {
+    /** The image's `transfer` settings (unset fields: the defaults). */
+    limits?: Partial<TransferLimits>;
+    /** Config path of those settings, named when the deadline is missed. @default "transfer" */
+    where?: string;
+    /** What is moving, for the message (e.g. "image `tiny` of provider `lab`"). */
+    what?: string;
+}
+
 /**
- * Uploads a local file into existing volume `name`, then refreshes the pool so libvirt probes the new
- * bytes (format, virtual size: volumeCapacity of an uploaded qcow2 depends on it).
+ * Runs one transfer command under its total deadline (graceSeconds + bytes / minKiBPerSecond): virsh is
+ * killed then and not retried, and the error says which deadline it missed. virsh reports no progress,
+ * so the idle deadline cannot apply here; the total one bounds a host that vanished mid-transfer.
  */
-export async function uploadInto(virsh: Virsh, pool: string, name: string, file: string): Promise<void> {
-    await virsh(["vol-upload", "--pool", pool, name, file], { timeoutMs: 60 * 60 * 1000 });
+async function virshTransfer(virsh: Virsh, args: string[], bytes: number, d: TransferDeadline): Promise<void> {
+    const limits = transferLimits(d.limits);
+    const ms = totalDeadlineMs(bytes, limits);
+    const signal = AbortSignal.timeout(ms);
+    const t0 = Date.now();
+    try {
+        await virsh(args, { signal, timeoutMs: ms + 1000 });
+    } catch (e) {
+        if (!signal.aborted) throw e;
+        throw deadlineError(`${d.what ?? "volume"}: \`virsh ${args[0]}\` of ${args[3]}`, "total", limits, { bytes, elapsedMs: Date.now() - t0 }, d.where ?? "transfer");
+    }
+}
+
+/**
+ * Uploads a local file into existing volume `name` under the transfer deadline, then refreshes the pool
+ * so libvirt probes the new bytes (format, virtual size: volumeCapacity of an uploaded qcow2 depends on it).
+ */
+export async function uploadInto(virsh: Virsh, pool: string, name: string, file: string, deadline: TransferDeadline = {}): Promise<void> {
+    const fs = require("node:fs") as typeof import("node:fs");
+    await virshTransfer(virsh, ["vol-upload", "--pool", pool, name, file], fs.statSync(file).size, deadline);
     await virsh(["pool-refresh", pool]);
 }
 
-/** sha256 and size of a volume's bytes as stored on the host (streams `vol-download` through a hash). */
-export async function remoteDigest(virsh: Virsh, pool: string, name: string): Promise<{ sha256: string; bytes: number }> {
+/**
+ * sha256 and size of a volume's bytes as stored on the host (streams `vol-download` through a hash),
+ * under the transfer deadline for `bytes` (unset: the larger of the volume's capacity and allocation,
+ * which is at least what vol-download moves).
+ */
+export async function remoteDigest(virsh: Virsh, pool: string, name: string, deadline: TransferDeadline & { bytes?: number } = {}): Promise<{ sha256: string; bytes: number }> {
     const fs = require("node:fs") as typeof import("node:fs");
     const path = require("node:path") as typeof import("node:path");
     const crypto = require("node:crypto") as typeof import("node:crypto");
+    let size = deadline.bytes;
+    if (size === undefined) {
+        const info = await virsh(["vol-info", "--bytes", "--pool", pool, name]);
+        size = Math.max(Number(/Capacity:\s+(\d+)/.exec(info)?.[1] ?? 0), Number(/Allocation:\s+(\d+)/.exec(info)?.[1] ?? 0));
+    }
     return withTempDir("egress-vol-", async (dir) => {
         const file = path.join(dir, "vol");
-        await virsh(["vol-download", "--pool", pool, name, file], { timeoutMs: 60 * 60 * 1000 });
+        await virshTransfer(virsh, ["vol-download", "--pool", pool, name, file], size!, deadline);
         const hash = crypto.createHash("sha256");
         let bytes = 0;
         for await (const chunk of fs.createReadStream(file)) {

@@ -1,10 +1,13 @@
 import type { ProviderConfig } from "../config";
 import { kindOf } from "../../kinds/registry";
-import type { Checker } from "./types";
+import type { Checker, CheckerOptions } from "./types";
 
 export type { Checker, CheckVerdict } from "./types";
 
-/** The Checker for one provider entry, by kind. `runDir` is where local proxies keep their files. */
-export function checkerFor(providerName: string, entry: ProviderConfig, runDir: string, stack: string): Checker {
-    return kindOf(entry).checker(providerName, entry, { runDir, stack });
+/**
+ * The Checker for one provider entry, by kind. `runDir` is where local proxies keep their files;
+ * `options.timeoutMs` is the per-target timeout (`--provider-check-timeout`).
+ */
+export function checkerFor(providerName: string, entry: ProviderConfig, runDir: string, stack: string, options?: CheckerOptions): Checker {
+    return kindOf(entry).checker(providerName, entry, { runDir, stack }, options);
 }

@@ -18,8 +18,12 @@ export interface Checker {
     readonly provider: string;
     /** The entry's kind (kinds/registry.ts). */
     readonly kind: string;
-    /** Never throws for a failing target: failures are verdicts. */
-    check(signal?: AbortSignal): Promise<CheckVerdict[]>;
+    /**
+     * Never throws for a failing target: failures are verdicts. Should end when `signal` aborts (the
+     * check timeout). A checker with several targets may hand each verdict to `onVerdict` as soon as it
+     * is known, so one silent target does not hold back the verdicts of the others.
+     */
+    check(signal?: AbortSignal, onVerdict?: (verdict: CheckVerdict) => void): Promise<CheckVerdict[]>;
 }
 
 /**
@@ -29,7 +33,7 @@ export interface Checker {
 export type CheckerFactory<E = unknown> = (providerName: string, entry: E, options?: CheckerOptions) => Checker;
 
 export interface CheckerOptions {
-    /** Per-target timeout in milliseconds. @default 10000 */
+    /** Per-target timeout in milliseconds (`egress serve --provider-check-timeout`). @default 10000 */
     timeoutMs?: number;
     /** Overrides the API endpoint (tests point GCP/Kubernetes clients at a local server). */
     endpoint?: string;

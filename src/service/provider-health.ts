@@ -16,6 +16,9 @@ export interface ProviderHealthReport {
     targets: TargetReport[];
 }
 
+/** How long past the timeout a checker that ignores its signal is waited for. */
+const OVERRUN_GRACE_MS = 1000;
+
 /**
  * Runs every provider Checker on an interval and keeps the latest verdicts with transition times.
  * A checker that throws (it should not) is reported as a failed `checker` stage, never crashes the loop.
@@ -67,33 +70,73 @@ export class ProviderHealth {
         return this.checkers.map((c) => this.reports.get(c.provider) ?? { provider: c.provider, kind: c.kind, ok: false, targets: [] });
     }
 
+    /** The per-check timeout (`--provider-check-timeout`): checkers get it as their per-target timeout too. */
+    get timeoutMs(): number {
+        return this.deps.timeoutMs;
+    }
+
     async runOnce(): Promise<void> {
-        await Promise.all(this.checkers.map(async (c) => {
-            const at = new Date().toISOString();
-            const t0 = process.hrtime.bigint();
-            let verdicts: CheckVerdict[];
-            try {
-                verdicts = await c.check(AbortSignal.timeout(this.deps.timeoutMs));
-            } catch (e) {
-                verdicts = [{ target: c.provider, ok: false, stage: "checker", message: (e as Error).message }];
-            }
-            if (!this.checkers.includes(c)) return; // removed while it ran: leave no series or report behind
-            const { metrics } = this.deps;
-            metrics.providerCheckDuration.set({ provider: c.provider }, Number(process.hrtime.bigint() - t0) / 1e9);
-            metrics.providerLastCheck.set({ provider: c.provider }, Date.now() / 1000);
-            const previous = this.reports.get(c.provider);
-            // Targets the checker no longer reports (a zone or context removed) lose their series.
-            const gone = (previous?.targets ?? []).map((t) => t.target).filter((t) => !verdicts.some((v) => v.target === t));
-            for (const target of gone) metrics.providerUp.remove({ provider: c.provider, target });
-            const targets = verdicts.map((v) => {
-                const before = previous?.targets.find((t) => t.target === v.target);
-                const changed = !before || before.ok !== v.ok;
-                if (changed && before) this.deps.log[v.ok ? "info" : "warn"]({ provider: c.provider, target: v.target, ok: v.ok, stage: v.stage, reason: v.message }, "provider health changed");
-                metrics.providerUp.set({ provider: c.provider, target: v.target }, v.ok ? 1 : 0);
-                return { ...v, checkedAt: at, since: changed ? at : before!.since };
-            });
-            this.reports.set(c.provider, { provider: c.provider, kind: c.kind, ok: targets.length > 0 && targets.every((t) => t.ok), targets });
-        }));
+        await Promise.all(this.checkers.map((c) => this.checkOne(c)));
+    }
+
+    /**
+     * One checker, bounded by the timeout: its signal aborts then, and a checker that ignores the signal is
+     * not waited for past a short grace (its missing targets get `timeout` verdicts). Verdicts a checker
+     * hands over early are published at once, so a silent target holds back no other target's verdict.
+     */
+    private async checkOne(c: Checker): Promise<void> {
+        const at = new Date().toISOString();
+        const t0 = process.hrtime.bigint();
+        const { timeoutMs } = this.deps;
+        const reason = new Error(`no verdict within the ${timeoutMs} ms provider check timeout (--provider-check-timeout)`);
+        const timeout = new AbortController();
+        const early = new Map<string, CheckVerdict>();
+        const timers: NodeJS.Timeout[] = [];
+        // Unref'd: a check in flight never keeps the process alive on its own.
+        timers.push(setTimeout(() => timeout.abort(reason), timeoutMs).unref());
+        const overrun = new Promise<CheckVerdict[]>((resolve) => {
+            timers.push(setTimeout(() => {
+                const known = this.reports.get(c.provider)?.targets.map((t) => t.target) ?? [];
+                const missing = (known.length ? known : [c.provider]).filter((t) => !early.has(t));
+                resolve([...early.values(), ...missing.map((target) => ({ target, ok: false, stage: "timeout", message: `${reason.message}; the checker did not stop when told to` }))]);
+            }, timeoutMs + OVERRUN_GRACE_MS).unref());
+        });
+        let verdicts: CheckVerdict[];
+        try {
+            const onVerdict = (v: CheckVerdict) => {
+                early.set(v.target, v);
+                if (this.checkers.includes(c)) this.publish(c, [v], at, true);
+            };
+            verdicts = await Promise.race([c.check(timeout.signal, onVerdict), overrun]);
+        } catch (e) {
+            verdicts = [{ target: c.provider, ok: false, stage: "checker", message: (e as Error).message }];
+        } finally {
+            timers.forEach(clearTimeout);
+        }
+        if (!this.checkers.includes(c)) return; // removed while it ran: leave no series or report behind
+        const { metrics } = this.deps;
+        metrics.providerCheckDuration.set({ provider: c.provider }, Number(process.hrtime.bigint() - t0) / 1e9);
+        metrics.providerLastCheck.set({ provider: c.provider }, Date.now() / 1000);
+        this.publish(c, verdicts, at, false);
+    }
+
+    /** Records verdicts; `partial`: only these targets changed (the others keep their last report). */
+    private publish(c: Checker, verdicts: CheckVerdict[], at: string, partial: boolean): void {
+        const { metrics } = this.deps;
+        const previous = this.reports.get(c.provider);
+        // Targets the checker no longer reports (a zone or context removed) lose their series.
+        const gone = partial ? [] : (previous?.targets ?? []).map((t) => t.target).filter((t) => !verdicts.some((v) => v.target === t));
+        for (const target of gone) metrics.providerUp.remove({ provider: c.provider, target });
+        const fresh = verdicts.map((v) => {
+            const before = previous?.targets.find((t) => t.target === v.target);
+            const changed = !before || before.ok !== v.ok;
+            if (changed && before) this.deps.log[v.ok ? "info" : "warn"]({ provider: c.provider, target: v.target, ok: v.ok, stage: v.stage, reason: v.message }, "provider health changed");
+            metrics.providerUp.set({ provider: c.provider, target: v.target }, v.ok ? 1 : 0);
+            return { ...v, checkedAt: at, since: changed ? at : before!.since };
+        });
+        const kept = partial ? (previous?.targets ?? []).filter((t) => !verdicts.some((v) => v.target === t.target)) : [];
+        const targets = [...kept, ...fresh];
+        this.reports.set(c.provider, { provider: c.provider, kind: c.kind, ok: targets.length > 0 && targets.every((t) => t.ok), targets });
     }
 
     private forgetSeries(provider: string, targets: string[]): void {

@@ -18,6 +18,8 @@ export function ensureSshdPrivsepDir(): void {
 
 export interface LoopbackSshd {
     port: number;
+    /** sshd's pid (tests stop it with SIGSTOP to play a hung host). */
+    pid: number;
     hostKeyFile: string;
     /** Everything sshd wrote to stderr so far (LogLevel VERBOSE). */
     log(): string;
@@ -47,5 +49,5 @@ export async function startLoopbackSshd(dir: string, authorizedKeys: string[]): 
         }
         await new Promise((r) => setTimeout(r, 20));
     }
-    return { port, hostKeyFile, log: () => log, stop: () => void sshd.kill() };
+    return { port, pid: sshd.pid!, hostKeyFile, log: () => log, stop: () => void sshd.kill() };
 }

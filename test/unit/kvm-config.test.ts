@@ -10,7 +10,7 @@ import { baseVolumeName, memberObjectNames, memberOfVolume, pickHost, poolBaseNe
 import { domainXml, parseMetadata, metadataXml } from "../../kinds/kvm/xml";
 import { vendorData, GUEST_AGENT_SCRIPT } from "../../kinds/kvm/seed-iso";
 import { classifyVirshFailure } from "../../kinds/kvm/libvirt";
-import { parseDomifaddr } from "../../kinds/kvm/address";
+import { parseDomifaddr, parseDomstateReason } from "../../kinds/kvm/address";
 
 const sample = () => YAML.parse(fs.readFileSync(path.join(PACKAGE_ROOT, "stacks", "Pulumi.example-kvm.yaml"), "utf8")).config;
 
@@ -39,6 +39,20 @@ test("kvm entry rules name their config path", () => {
         /egress:providers\.kvm-home\.ssh: exactly one of `knownHosts` or `knownHostsPath`/.test(err.message) &&
         /egress:providers\.kvm-home\.hosts\[0\]: exactly one of `bridge` or `network`/.test(err.message) &&
         /egress:providers\.kvm-home\.images\.debian-13\.sha256: must be 64 lower-case hex digits/.test(err.message));
+});
+
+test("an image's transfer deadlines are validated, naming the path and the rule", () => {
+    const c = sample();
+    const img = c["egress:providers"]["kvm-home"].images["debian-13"];
+    img.transfer = { minKiBPerSecond: 0, graceSeconds: 1.5, idleSeconds: "60", burst: 1 };
+    assert.throws(() => parseEgressConfig({ providers: c["egress:providers"], pools: c["egress:pools"] }, PACKAGE_ROOT), (err: Error) =>
+        /egress:providers\.kvm-home\.images\.debian-13\.transfer\.minKiBPerSecond: must be a whole number of KiB\/s from 1 to 10485760/.test(err.message) &&
+        /egress:providers\.kvm-home\.images\.debian-13\.transfer\.graceSeconds: must be a whole number of seconds from 0 to 3600/.test(err.message) &&
+        /egress:providers\.kvm-home\.images\.debian-13\.transfer\.idleSeconds: must be a whole number of seconds from 1 to 3600/.test(err.message) &&
+        /egress:providers\.kvm-home\.images\.debian-13\.transfer.*burst/.test(err.message));
+    img.transfer = { minKiBPerSecond: 128 };
+    const cfg = parseEgressConfig({ providers: c["egress:providers"], pools: c["egress:pools"] }, PACKAGE_ROOT);
+    assert.deepEqual((cfg.providers["kvm-home"] as any).images["debian-13"].transfer, { minKiBPerSecond: 128 }, "unset fields stay unset: the provider applies the defaults");
 });
 
 test("naming, placement and base needs", () => {
@@ -84,4 +98,12 @@ test("virsh failures map to stages; domifaddr parsing skips loopback", () => {
     assert.equal(classifyVirshFailure("error: Storage volume not found: no storage vol with matching path 'x'").notFound, true);
     const out = " lo   00:00:00:00:00:00  ipv4  127.0.0.1/8\n eth0 52:54:00:aa:bb:cc  ipv4  192.168.1.23/24\n eth0 52:54:00:aa:bb:cc  ipv6  fe80::1/64\n";
     assert.deepEqual(parseDomifaddr(out), ["192.168.1.23"]);
+});
+
+test("domstate --reason: state and reason, as the address wait reads them", () => {
+    assert.deepEqual(parseDomstateReason("paused (user)\n"), { state: "paused", reason: "user" });
+    assert.deepEqual(parseDomstateReason("shut off (crashed)"), { state: "shut off", reason: "crashed" });
+    assert.deepEqual(parseDomstateReason("running (booted)"), { state: "running", reason: "booted" });
+    assert.deepEqual(parseDomstateReason("crashed (panicked)"), { state: "crashed", reason: "panicked" });
+    assert.deepEqual(parseDomstateReason("running"), { state: "running", reason: "" });
 });

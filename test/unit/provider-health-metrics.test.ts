@@ -63,3 +63,44 @@ test("interval 0 is off: no checks, no series, and an empty snapshot (nothing re
     assert.deepEqual(ph.snapshot(), []);
     assert.deepEqual(await series(metrics, "egress_provider_up"), []);
 });
+
+test("a checker that ignores its signal is not waited for past the timeout: its targets get timeout verdicts", async () => {
+    const metrics = createMetrics();
+    const ph = new ProviderHealth({ log, metrics, intervalMs: 60_000, timeoutMs: 100 });
+    let hang = false;
+    ph.setCheckers([{ provider: "deaf", kind: "kvm", check: () => (hang ? new Promise<CheckVerdict[]>(() => undefined) : Promise.resolve([{ target: "h1", ok: true, message: "ok" }, { target: "h2", ok: true, message: "ok" }])) }]);
+    await ph.runOnce();
+    hang = true;
+    const keepAlive = setInterval(() => undefined, 1000);
+    const t0 = Date.now();
+    await ph.runOnce().finally(() => clearInterval(keepAlive));
+    const elapsed = Date.now() - t0;
+    assert.ok(elapsed < 5000, `the round ended at the timeout plus its grace, not never (${elapsed} ms)`);
+    const [report] = ph.snapshot();
+    assert.deepEqual(report.targets.map((t) => [t.target, t.ok, t.stage]), [["h1", false, "timeout"], ["h2", false, "timeout"]]);
+    assert.match(report.targets[0].message, /^no verdict within the 100 ms provider check timeout \(--provider-check-timeout\); the checker did not stop when told to$/);
+});
+
+test("verdicts a checker hands over early are published before its check ends", async () => {
+    const ph = new ProviderHealth({ log, metrics: createMetrics(), intervalMs: 60_000, timeoutMs: 10_000 });
+    let finish!: () => void;
+    const published = new Promise<void>((resolve) => {
+        ph.setCheckers([{
+            provider: "two", kind: "kvm",
+            check: (_signal, onVerdict) => {
+                const fast = { target: "fast", ok: true, message: "ok" };
+                onVerdict!(fast);
+                resolve();
+                return new Promise((r) => (finish = () => r([fast, { target: "slow", ok: false, stage: "tcp", message: "down" }])));
+            },
+        }]);
+    });
+    const round = ph.runOnce();
+    await published;
+    assert.deepEqual(ph.snapshot()[0].targets.map((t) => [t.target, t.ok]), [["fast", true]], "the fast target is there while the slow one runs");
+    finish();
+    await round;
+    const [report] = ph.snapshot();
+    assert.deepEqual(report.targets.map((t) => [t.target, t.ok]), [["fast", true], ["slow", false]]);
+    assert.equal(report.ok, false);
+});
