@@ -4,6 +4,7 @@ import * as fs from "node:fs";
 import * as os from "node:os";
 import * as path from "node:path";
 import { loadStackConfig, parseEgressConfig, PACKAGE_ROOT_FOR_TESTS, problemLines } from "./config-fixtures";
+import { ensureStackFile, seedFile } from "../../src/config";
 
 const root = fs.mkdtempSync(path.join(os.tmpdir(), "egress-config-"));
 const ok = (pools: unknown[], providers: object = { local: { type: "local" } }) => ({ providers, pools });
@@ -16,8 +17,12 @@ test("a minimal local config gets its defaults", () => {
     assert.deepEqual(cfg.pools[0], { name: "dev", provider: "local", replicas: 3, maxReplicas: 100, port: 3128, placement: {}, members: [], cooldownSeconds: 0, sessionTtlSeconds: 1800, replaceUnhealthyAfterSeconds: 300, maxSurge: 1, drainSeconds: 60 });
 });
 
-test("the shipped dev stack validates", () => {
-    const cfg = loadStackConfig(PACKAGE_ROOT_FOR_TESTS, "dev");
+test("the shipped dev stack (its seed, as the first command copies it) validates", () => {
+    const project = path.join(root, "seeded");
+    fs.mkdirSync(path.join(project, "stacks", "seeds"), { recursive: true });
+    fs.copyFileSync(seedFile(PACKAGE_ROOT_FOR_TESTS, "dev"), seedFile(project, "dev"));
+    assert.ok(ensureStackFile(project, "dev"));
+    const cfg = loadStackConfig(project, "dev");
     assert.equal(cfg.pools[0].name, "dev");
     assert.equal(cfg.providers.local.type, "local");
 });
