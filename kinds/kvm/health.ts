@@ -5,6 +5,7 @@
  */
 import type { KvmProviderConfig } from "./config";
 import type { Checker, CheckerFactory, CheckVerdict } from "../../src/providers-health/types";
+import { checkEach } from "../../src/providers-health/timed";
 import { LibvirtError, withLibvirt } from "./libvirt";
 import { connectionFor, KvmHost, privateKeyText } from "./naming";
 import { portAnswers } from "../shared/net";
@@ -56,7 +57,7 @@ export const kvmChecker: CheckerFactory<KvmProviderConfig> = (providerName, entr
     const checker: Checker = {
         provider: providerName,
         kind: "kvm",
-        check: async () => Promise.all(entry.hosts.map((h) => checkKvmHost(entry, h, options?.timeoutMs ?? 10000))),
+        check: async () => checkEach(entry.hosts, (h) => checkKvmHost(entry, h, options?.timeoutMs ?? 10000)),
     };
     return checker;
 };

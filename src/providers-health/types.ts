@@ -11,6 +11,11 @@ export interface CheckVerdict {
     message: string;
     /** Facts gathered on the way (versions, free bytes, counts). Never secrets. */
     details?: Record<string, unknown>;
+    /**
+     * How long this target's own check took (set by `checkEach`, timed.ts). Unset: the provider's whole
+     * check is its time (a checker with one target, or one call for all of them).
+     */
+    durationMs?: number;
 }
 
 /** Checks that one provider entry can do its job. One Checker per entry in `egress:providers`. */
