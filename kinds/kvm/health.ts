@@ -6,7 +6,8 @@
 import type { KvmProviderConfig } from "./config";
 import type { Checker, CheckerFactory, CheckVerdict } from "../../src/providers-health/types";
 import { checkEach } from "../../src/providers-health/timed";
-import { LibvirtError, withLibvirt } from "./libvirt";
+import { LibvirtError, LibvirtSessionOptions, withLibvirt } from "./libvirt";
+import { virshDebugLog } from "./virsh-log";
 import { connectionFor, KvmHost, privateKeyText } from "./naming";
 import { portAnswers } from "../shared/net";
 
@@ -14,7 +15,7 @@ import { portAnswers } from "../shared/net";
 export const MIN_FREE_BYTES = 2 * 1024 ** 3;
 
 /** Checks one host; never throws. */
-export async function checkKvmHost(entry: KvmProviderConfig, host: KvmHost, timeoutMs = 10000, minFreeBytes = MIN_FREE_BYTES): Promise<CheckVerdict> {
+export async function checkKvmHost(entry: KvmProviderConfig, host: KvmHost, timeoutMs = 10000, minFreeBytes = MIN_FREE_BYTES, session: LibvirtSessionOptions = {}): Promise<CheckVerdict> {
     const target = host.name;
     const fail = (stage: string, message: string, details?: Record<string, unknown>): CheckVerdict => ({ target, ok: false, stage, message, ...(details ? { details } : {}) });
     let key: string | undefined;
@@ -46,7 +47,7 @@ export async function checkKvmHost(entry: KvmProviderConfig, host: KvmHost, time
             if (state !== "running") return fail("pool", `storage pool \`${host.storagePool}\` is ${state}; start it (virsh pool-start ${host.storagePool})`, details);
             if (available < minFreeBytes) return fail("pool", `storage pool \`${host.storagePool}\` has ${available} bytes free, below ${minFreeBytes}`, details);
             return { target, ok: true, message: `libvirt ${libvirtVersion} on ${hostname} answers; pool ${host.storagePool} running with ${available} bytes free`, details };
-        });
+        }, session);
     } catch (e) {
         return fail((e as LibvirtError).stage ?? "libvirt", (e as Error).message);
     }
@@ -57,7 +58,7 @@ export const kvmChecker: CheckerFactory<KvmProviderConfig> = (providerName, entr
     const checker: Checker = {
         provider: providerName,
         kind: "kvm",
-        check: async () => checkEach(entry.hosts, (h) => checkKvmHost(entry, h, options?.timeoutMs ?? 10000)),
+        check: async () => checkEach(entry.hosts, (h) => checkKvmHost(entry, h, options?.timeoutMs ?? 10000, MIN_FREE_BYTES, { onCall: virshDebugLog(options?.log) })),
     };
     return checker;
 };

@@ -1,3 +1,4 @@
+import type { Logger } from "pino";
 import type { ProxyMember } from "../model";
 
 /** One verdict about one target of a provider entry (a KVM host, a GCE zone, a Kubernetes namespace). */
@@ -38,6 +39,8 @@ export interface CheckerOptions {
     timeoutMs?: number;
     /** Overrides the API endpoint (tests point GCP/Kubernetes clients at a local server). */
     endpoint?: string;
+    /** Where the check's debug lines go (a KVM check logs each virsh call). */
+    log?: Logger;
 }
 
 /**
@@ -56,4 +59,6 @@ export interface GoneCheckContext<E = { type: string }> {
     stack: string;
     /** The provider entry, decrypted (secret fields are plain strings: never log them). */
     entry: E;
+    /** Where the hook's debug lines go (KVM: each virsh call). */
+    log?: Logger;
 }

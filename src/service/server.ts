@@ -249,9 +249,9 @@ export async function startService(opts: ServeOptions): Promise<RunningService> 
         const remote = Object.entries(cfg.providers).filter(([, e]) => !kindOf(e).onThisMachine).map(([n]) => n);
         if (remote.length && !opts.checkUrl)
             log.warn({ providers: remote, checkUrl: checkUrl }, "health probes go to this service's loopback echo, which proxies on other machines cannot reach: their members stay unhealthy and are never leased; set --check-url (EGRESS_CHECK_URL) to a URL the proxies can reach");
-        providerHealth.setCheckers(Object.entries(cfg.providers).map(([name, entry]) => checkerFor(name, entry, runDir, opts.stack)));
+        providerHealth.setCheckers(Object.entries(cfg.providers).map(([name, entry]) => checkerFor(name, entry, runDir, opts.stack, log)));
         goneChecks = new Map(Object.entries(cfg.providers).flatMap(([name, entry]) => {
-            const check = goneCheckFor({ runDir, project: PROJECT, stack: opts.stack, entry });
+            const check = goneCheckFor({ runDir, project: PROJECT, stack: opts.stack, entry, log });
             return check ? [[name, check] as const] : [];
         }));
         // The CLI's way in: the same API on a 0600 unix socket, announced in the run dir; its scope is
