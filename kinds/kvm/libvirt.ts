@@ -20,6 +20,10 @@
  */
 import { classify, ErrorClass } from "../shared/errors";
 import { defaultRetrySchedule, RetrySchedule, withRetry } from "../shared/retry";
+import { type VirshCall, virshCommandNames } from "./virsh-call";
+
+export type { VirshCall } from "./virsh-call";
+export { virshCommandNames } from "./virsh-call";
 
 /** Where a libvirt host is and how to reach it. Plain data: safe to keep in state (no key material). */
 export interface KvmConnection {
@@ -54,32 +58,6 @@ export interface LibvirtSessionOptions {
      * Unset in the engine's dynamic providers: they run in the provider process, which has no log.
      */
     onCall?: (call: VirshCall) => void;
-}
-
-/**
- * One virsh call as it may be logged: which commands, where, how long, how it ended. Never arguments
- * (they carry domain XML, metadata bodies and the URI with key file paths) and never output.
- */
-export interface VirshCall {
-    /** The virsh command names, `;`-joined for a batch: `list`, `echo;domblklist;echo;vol-info`. */
-    command: string;
-    host: string;
-    /** `user@address:port`. */
-    target: string;
-    member?: string;
-    durationMs: number;
-    /** virsh's exit code; null when it did not exit by itself (killed at its timeout, not installed). */
-    exitCode: number | null;
-    signal?: string;
-    ok: boolean;
-    /** The stage of a failure (LibvirtStage), unset when ok. */
-    stage?: LibvirtStage;
-}
-
-/** The command names of a virsh argv (a one-string argv is a `;`-separated batch), for VirshCall. */
-export function virshCommandNames(args: string[]): string {
-    const commands = args.length === 1 ? args[0].split(";") : [args[0] ?? ""];
-    return commands.map((c) => c.trim().split(/\s+/)[0]).filter(Boolean).join(";");
 }
 
 /** Runs one virsh command (argv after `virsh -c URI`) and resolves its stdout. */

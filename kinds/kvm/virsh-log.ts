@@ -1,5 +1,5 @@
 import type { Logger } from "pino";
-import type { VirshCall } from "./libvirt";
+import type { VirshCall } from "./virsh-call";
 
 /**
  * The service's debug line for each virsh call its checks make (provider health, the reconcile loop's
