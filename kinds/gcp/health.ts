@@ -2,6 +2,7 @@ import type { GcpProviderConfig } from "./config";
 import { GcpApiError, GcpClientOptions, GcpComputeClient, labelFilter } from "./api";
 import { GcpCredentialsError } from "./auth";
 import type { Checker, CheckerFactory, CheckVerdict } from "../../src/providers-health/types";
+import { checkEach } from "../../src/providers-health/timed";
 
 /**
  * For each zone of the entry: credentials yield a token, and listing at most one managed instance
@@ -41,7 +42,7 @@ export function gcpChecker(providerName: string, entry: GcpProviderConfig, optio
             // keeps one checker for its whole life. The zones of one round share the client (and its token).
             const client = new GcpComputeClient(entry.project, options);
             // Zones are independent: check them concurrently so one slow zone does not hide the others.
-            return Promise.all(entry.zones.map((z) => checkZone(client, z, signal)));
+            return checkEach(entry.zones, (z) => checkZone(client, z, signal));
         },
     };
 }

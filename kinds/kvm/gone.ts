@@ -3,6 +3,7 @@ import type { KvmProviderConfig } from "./config";
 import { NO_RETRY } from "../shared/retry";
 import { GONE_STATES, listDomainStates, DomainState, withLibvirt } from "./libvirt";
 import { connectionFor, memberObjectNames, privateKeyText } from "./naming";
+import { virshDebugLog } from "./virsh-log";
 
 /**
  * KVM: one `virsh list --all` per host of the entry (over the same verified SSH as the engine uses). A
@@ -12,6 +13,7 @@ import { connectionFor, memberObjectNames, privateKeyText } from "./naming";
  */
 export function kvmGoneCheck(ctx: GoneCheckContext<KvmProviderConfig>): GoneCheck {
     const entry = ctx.entry;
+    const onCall = virshDebugLog(ctx.log);
     return async (members, signal) => {
         let key: string | undefined;
         try {
@@ -22,7 +24,7 @@ export function kvmGoneCheck(ctx: GoneCheckContext<KvmProviderConfig>): GoneChec
         const perHost = await Promise.all(entry.hosts.map(async (host) => {
             if (signal?.aborted) return undefined;
             try {
-                return { host: host.name, states: await withLibvirt(connectionFor(entry, host), key, (virsh) => listDomainStates(virsh), { retry: NO_RETRY }) };
+                return { host: host.name, states: await withLibvirt(connectionFor(entry, host), key, (virsh) => listDomainStates(virsh), { retry: NO_RETRY, onCall }) };
             } catch {
                 return undefined;
             }

@@ -5,7 +5,9 @@
  */
 import type { KvmProviderConfig } from "./config";
 import type { Checker, CheckerFactory, CheckVerdict } from "../../src/providers-health/types";
-import { LibvirtError, withLibvirt } from "./libvirt";
+import { checkEach } from "../../src/providers-health/timed";
+import { LibvirtError, LibvirtSessionOptions, withLibvirt } from "./libvirt";
+import { virshDebugLog } from "./virsh-log";
 import { connectionFor, KvmHost, privateKeyText } from "./naming";
 import { portAnswers } from "../shared/net";
 
@@ -13,13 +15,13 @@ import { portAnswers } from "../shared/net";
 export const MIN_FREE_BYTES = 2 * 1024 ** 3;
 
 /**
- * Checks one host; never throws. The whole walk has one deadline, `timeoutMs` (`--provider-check-timeout`),
+ * Checks one host; never throws. `session.onCall` sees each virsh call (the debug line per call). The whole walk has one deadline, `timeoutMs` (`--provider-check-timeout`),
  * or less when `signal` aborts first: a host that accepts TCP and then goes silent (a hung sshd, a stopped
  * libvirtd) gets a `timeout` verdict naming the stage it stalled at, on time, and its virsh children are
  * killed. Without one deadline over the walk, each virsh call (and its retries) had its own 10 s and the
  * verdict came after about 33 s whatever the operator set.
  */
-export async function checkKvmHost(entry: KvmProviderConfig, host: KvmHost, timeoutMs = 10000, minFreeBytes = MIN_FREE_BYTES, signal?: AbortSignal): Promise<CheckVerdict> {
+export async function checkKvmHost(entry: KvmProviderConfig, host: KvmHost, timeoutMs = 10000, minFreeBytes = MIN_FREE_BYTES, signal?: AbortSignal, session: LibvirtSessionOptions = {}): Promise<CheckVerdict> {
     const deadline = new AbortController();
     const timer = setTimeout(() => deadline.abort(new Error(`no verdict within the ${timeoutMs} ms check timeout`)), timeoutMs);
     const outer = () => deadline.abort(signal?.reason instanceof Error ? signal.reason : new Error("the provider check was stopped"));
@@ -34,7 +36,7 @@ export async function checkKvmHost(entry: KvmProviderConfig, host: KvmHost, time
     });
     try {
         // The race gives the verdict on time even if some step ignored the signal; the signal ends the rest.
-        return await Promise.race([walkHost(entry, host, minFreeBytes, deadline.signal, Date.now() + timeoutMs, at), late]);
+        return await Promise.race([walkHost(entry, host, minFreeBytes, deadline.signal, Date.now() + timeoutMs, at, session), late]);
     } finally {
         clearTimeout(timer);
         signal?.removeEventListener("abort", outer);
@@ -43,7 +45,7 @@ export async function checkKvmHost(entry: KvmProviderConfig, host: KvmHost, time
 }
 
 /** The stages of one host's check, in order; `at` says where it is (for the timeout verdict). */
-async function walkHost(entry: KvmProviderConfig, host: KvmHost, minFreeBytes: number, signal: AbortSignal, deadlineAt: number, at: { stage: string; step: string }): Promise<CheckVerdict> {
+async function walkHost(entry: KvmProviderConfig, host: KvmHost, minFreeBytes: number, signal: AbortSignal, deadlineAt: number, at: { stage: string; step: string }, session: LibvirtSessionOptions): Promise<CheckVerdict> {
     const target = host.name;
     const fail = (stage: string, message: string, details?: Record<string, unknown>): CheckVerdict => ({ target, ok: false, stage, message, ...(details ? { details } : {}) });
     let key: string | undefined;
@@ -82,7 +84,7 @@ async function walkHost(entry: KvmProviderConfig, host: KvmHost, minFreeBytes: n
             if (state !== "running") return fail("pool", `storage pool \`${host.storagePool}\` is ${state}; start it (virsh pool-start ${host.storagePool})`, details);
             if (available < minFreeBytes) return fail("pool", `storage pool \`${host.storagePool}\` has ${available} bytes free, below ${minFreeBytes}`, details);
             return { target, ok: true, message: `libvirt ${libvirtVersion} on ${hostname} answers; pool ${host.storagePool} running with ${available} bytes free`, details };
-        });
+        }, session);
     } catch (e) {
         return fail((e as LibvirtError).stage ?? "libvirt", (e as Error).message);
     }
@@ -96,12 +98,13 @@ export const kvmChecker: CheckerFactory<KvmProviderConfig> = (providerName, entr
     const checker: Checker = {
         provider: providerName,
         kind: "kvm",
+        // checkEach times each host for the per-target duration gauge.
         check: async (signal, onVerdict) =>
-            Promise.all(entry.hosts.map(async (h) => {
-                const v = await checkKvmHost(entry, h, options?.timeoutMs ?? 10000, MIN_FREE_BYTES, signal);
+            checkEach(entry.hosts, async (h) => {
+                const v = await checkKvmHost(entry, h, options?.timeoutMs ?? 10000, MIN_FREE_BYTES, signal, { onCall: virshDebugLog(options?.log) });
                 onVerdict?.(v);
                 return v;
-            })),
+            }),
     };
     return checker;
 };

@@ -20,6 +20,10 @@
  */
 import { classify, ErrorClass } from "../shared/errors";
 import { defaultRetrySchedule, RetrySchedule, withRetry } from "../shared/retry";
+import { type VirshCall, virshCommandNames } from "./virsh-call";
+
+export type { VirshCall } from "./virsh-call";
+export { virshCommandNames } from "./virsh-call";
 
 /** Where a libvirt host is and how to reach it. Plain data: safe to keep in state (no key material). */
 export interface KvmConnection {
@@ -51,6 +55,11 @@ export interface LibvirtSessionOptions {
     retry?: RetrySchedule;
     /** The egress member the session works for, named in every error. */
     member?: string;
+    /**
+     * Told about every virsh call when it ends (the service logs it at debug: kinds/kvm/virsh-log.ts).
+     * Unset in the engine's dynamic providers: they run in the provider process, which has no log.
+     */
+    onCall?: (call: VirshCall) => void;
 }
 
 /** Runs one virsh command (argv after `virsh -c URI`) and resolves its stdout. */
@@ -213,6 +222,21 @@ export async function withTempDir<T>(prefix: string, fn: (dir: string) => Promis
     }
 }
 
+/** The LibvirtError for a virsh run that failed (`err` from execFile), classified from its stderr. */
+function virshFailure(err: Error, stderr: string, args: string[], where: string, timeoutMs: number, signal?: AbortSignal): LibvirtError {
+    const text = stderr.replace(/\s+$/, "");
+    if ((err as any).code === "ENOENT") return libvirtError(`virsh is not installed on the machine running Pulumi (apt-get install libvirt-clients)`, "libvirt", false, false);
+    // Stopped by the caller's deadline (a provider check's timeout): not the host's failure to retry.
+    if (signal?.aborted) return libvirtError(`libvirt ${where}: \`virsh ${args[0]}\` stopped: ${(signal.reason as Error | undefined)?.message ?? "aborted"}`, "timeout", false, true);
+    if ((err as any).killed) return libvirtError(`libvirt ${where}: \`virsh ${args[0]}\` timed out after ${timeoutMs} ms`, "timeout", false, true);
+    const c = classifyVirshFailure(text);
+    if (!text) return libvirtError(`libvirt ${where}: \`virsh ${args[0]}\` failed without a message (exit ${(err as any).code ?? ""}${(err as any).signal ? `, signal ${(err as any).signal}` : ""})`, "libvirt", false, true);
+    // virsh prints this line only when opening the connection failed: the command never ran.
+    const connectFailed = /failed to connect to the hypervisor/.test(text);
+    const msg = text.split("\n").map((l) => l.replace(/^error: /, "")).filter((l) => l && l !== "failed to connect to the hypervisor").join("; ");
+    return libvirtError(`libvirt ${where}: \`virsh ${args[0]}\` failed (${c.stage}): ${msg}${c.hint ? ` — ${c.hint}` : ""}`, c.stage, c.notFound, c.transient, !connectFailed);
+}
+
 /**
  * Opens a session to one host: materializes the key (from `privateKey`, or `conn.privateKeyPath`) and
  * known_hosts into a private temp dir, hands `fn` a `virsh` function, and removes the files afterwards.
@@ -248,18 +272,25 @@ export async function withLibvirt<T>(conn: KvmConnection, privateKey: string | u
         const uri = libvirtUri(conn, keyFile, knownHostsFile);
         const once: Virsh = (args, opts) =>
             new Promise((resolve, reject) => {
-                const child = cp.execFile("virsh", ["-q", "-c", uri, ...args], { timeout: opts?.timeoutMs ?? 60000, signal: opts?.signal, maxBuffer: 64 * 1024 * 1024, env: { ...process.env, LC_ALL: "C" } }, (err, stdout, stderr) => {
-                    if (!err) return resolve(stdout);
-                    const text = String(stderr || "").replace(/\s+$/, "");
-                    if ((err as any).code === "ENOENT") return reject(libvirtError(`virsh is not installed on the machine running Pulumi (apt-get install libvirt-clients)`, "libvirt", false, false));
-                    if (opts?.signal?.aborted) return reject(libvirtError(`libvirt ${where}: \`virsh ${args[0]}\` stopped: ${opts.signal.reason?.message ?? "aborted"}`, "timeout", false, true));
-                    if ((err as any).killed) return reject(libvirtError(`libvirt ${where}: \`virsh ${args[0]}\` timed out after ${opts?.timeoutMs ?? 60000} ms`, "timeout", false, true));
-                    const c = classifyVirshFailure(text);
-                    if (!text) return reject(libvirtError(`libvirt ${where}: \`virsh ${args[0]}\` failed without a message (exit ${(err as any).code ?? ""}${(err as any).signal ? `, signal ${(err as any).signal}` : ""})`, "libvirt", false, true));
-                    // virsh prints this line only when opening the connection failed: the command never ran.
-                    const connectFailed = /failed to connect to the hypervisor/.test(text);
-                    const msg = text.split("\n").map((l) => l.replace(/^error: /, "")).filter((l) => l && l !== "failed to connect to the hypervisor").join("; ");
-                    reject(libvirtError(`libvirt ${where}: \`virsh ${args[0]}\` failed (${c.stage}): ${msg}${c.hint ? ` — ${c.hint}` : ""}`, c.stage, c.notFound, c.transient, !connectFailed));
+                const timeoutMs = opts?.timeoutMs ?? 60000;
+                const started = Date.now();
+                const child = cp.execFile("virsh", ["-q", "-c", uri, ...args], { timeout: timeoutMs, signal: opts?.signal, maxBuffer: 64 * 1024 * 1024, env: { ...process.env, LC_ALL: "C" } }, (err, stdout, stderr) => {
+                    const failure = err ? virshFailure(err, String(stderr || ""), args, where, timeoutMs, opts?.signal) : undefined;
+                    if (session.onCall) {
+                        const code = (err as any)?.code;
+                        const call: VirshCall = {
+                            command: virshCommandNames(args), host: conn.host, target: `${conn.user}@${conn.address}:${conn.port}`, ...(session.member ? { member: session.member } : {}),
+                            durationMs: Date.now() - started, exitCode: !err ? 0 : typeof code === "number" ? code : null, ...((err as any)?.signal ? { signal: (err as any).signal } : {}),
+                            ok: !failure, ...(failure ? { stage: failure.stage } : {}),
+                        };
+                        try {
+                            session.onCall(call);
+                        } catch {
+                            /* a log that fails must not fail the call */
+                        }
+                    }
+                    if (failure) reject(failure);
+                    else resolve(stdout);
                 });
                 child.stdin?.end(); // closed stdin: libvirt refuses unknown host keys instead of prompting
             });

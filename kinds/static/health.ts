@@ -1,4 +1,5 @@
 import type { Checker, CheckerOptions, CheckVerdict } from "../../src/providers-health/types";
+import { checkEach } from "../../src/providers-health/timed";
 import { portAnswers } from "../shared/net";
 import { parseStaticProxy, StaticProviderConfig } from "./config";
 
@@ -27,6 +28,6 @@ export function staticChecker(providerName: string, entry: StaticProviderConfig,
     return {
         provider: providerName,
         kind: entry.type,
-        check: async () => Promise.all(entry.proxies.map(checkOne)),
+        check: async () => checkEach(entry.proxies, checkOne),
     };
 }

@@ -34,13 +34,17 @@ export class InterruptedError extends Error {
     }
 }
 
-/** Prints an error the way the user needs it and returns the exit code that classifies it. */
-export function reportError(e: unknown, json: boolean | undefined): number {
-    const code =
-        e instanceof ConfigError || e instanceof UsageError || e instanceof StackMissingError || e instanceof MemberNotInStateError ? EXIT.invalid
+/** The exit code that classifies an error (EXIT): the same for every command, `egress serve` included. */
+export function exitCodeOf(e: unknown): number {
+    return e instanceof ConfigError || e instanceof UsageError || e instanceof StackMissingError || e instanceof MemberNotInStateError ? EXIT.invalid
         : e instanceof EngineMissingError || e instanceof PassphraseMismatchError ? EXIT.prerequisite
         : e instanceof InterruptedError ? EXIT.interrupted
         : EXIT.failed;
+}
+
+/** Prints an error the way the user needs it and returns the exit code that classifies it. */
+export function reportError(e: unknown, json: boolean | undefined): number {
+    const code = exitCodeOf(e);
     const message = e instanceof Error ? e.message : String(e);
     const proxies = e instanceof InterruptedError ? { proxies: e.proxies } : {};
     if (json) process.stdout.write(JSON.stringify({ ok: false, error: { type: (e as Error)?.name ?? "Error", message, ...(e instanceof ConfigError ? { problems: e.problems } : {}) }, ...proxies }) + "\n");

@@ -1,11 +1,19 @@
 import type { Command } from "commander";
-import { UsageError, action, GlobalOptions, projectDir } from "./context";
+import type { Logger } from "pino";
+import { UsageError, GlobalOptions, projectDir } from "./context";
 import { loadStackConfig } from "../config";
 import { startService } from "../service/server";
+import { jsonCommanderErrors, jsonProcessOutput, reportServeError, serveLoggers, type ServeLoggers } from "./serve-output";
 
-/** `egress serve`: the HTTP service (scale API, discovery, leases, health, metrics). What `npm start` runs. */
+/**
+ * `egress serve`: the HTTP service (scale API, discovery, leases, health, metrics). What `npm start` runs.
+ * Every line it writes is JSON (serve-output.ts); the loggers are made on first use, so other commands
+ * open no log destinations.
+ */
 export function registerServe(program: Command): void {
-    program
+    let loggers: ServeLoggers | undefined;
+    const out = () => (loggers ??= serveLoggers());
+    const serve = program
         .command("serve")
         .description("run the HTTP service: scale API, discovery and leases, health probes, /metrics")
         .option("-p, --port <port>", "listen port", process.env.EGRESS_PORT ?? "8080")
@@ -22,39 +30,63 @@ export function registerServe(program: Command): void {
         .option("--gateway-block-header <name[=text]>", "a response header that marks a block by the origin (with =text: when its value contains text); repeatable. 403 and 429 always do", collect, [])
         .option("--target-cooldown <seconds>", "how long a proxy rests for a target after a lease or gateway request against it (0 to 3600)", process.env.EGRESS_TARGET_COOLDOWN ?? "30")
         .option("--check-url <url>", "URL probed through every proxy; must be reachable from the proxies (default: this service's /v1/echo on loopback, right for local proxies only)", process.env.EGRESS_CHECK_URL)
-        .action(action(async (o, cmd) => {
-            const opts = cmd.optsWithGlobals() as GlobalOptions;
-            const port = Number(o.port);
-            if (!Number.isInteger(port) || port < 0 || port > 65535) throw new UsageError(`--port must be a port number (got "${o.port}")`);
-            const interval = seconds("--probe-interval", o.probeInterval, { min: 0.1, max: 3600 });
-            const reconcile = seconds("--reconcile-interval", o.reconcileInterval, { min: 1, max: 86_400, off: true });
-            const timeline = seconds("--timeline-interval", o.timelineInterval, { min: 1, max: 3600 });
-            const providerInterval = seconds("--provider-check-interval", o.providerCheckInterval, { min: 1, max: 86_400, off: true });
-            const providerTimeout = seconds("--provider-check-timeout", o.providerCheckTimeout, { min: 1, max: 600 });
-            const gatewayPort = Number(o.gatewayPort);
-            if (!Number.isInteger(gatewayPort) || gatewayPort < 0 || gatewayPort > 65535) throw new UsageError(`--gateway-port must be a port number, or 0 for no gateway (got "${o.gatewayPort}")`);
-            const gateway = gatewayPort === 0 ? undefined : { port: gatewayPort, host: o.gatewayHost, blockRules: { statuses: [403, 429], headers: (o.gatewayBlockHeader as string[]).map(blockHeader) } };
-            const targetCooldown = seconds("--target-cooldown", o.targetCooldown, { min: 0, max: 3600 });
-            if (o.checkUrl && !/^https?:\/\/[^/]+/.test(o.checkUrl)) throw new UsageError(`--check-url must be an http:// or https:// URL (got "${o.checkUrl}")`);
-            const dir = projectDir(opts);
-            loadStackConfig(dir, opts.stack); // config errors exit 2 before anything starts
-            const svc = await startService({ projectRoot: dir, stack: opts.stack, host: o.host, port, tokensFile: o.tokens, converge: o.converge, probeIntervalMs: Math.round(interval * 1000), reconcileIntervalMs: Math.round(reconcile * 1000), timelineIntervalMs: Math.round(timeline * 1000), providerCheckIntervalMs: Math.round(providerInterval * 1000), providerCheckTimeoutMs: Math.round(providerTimeout * 1000), checkUrl: o.checkUrl, gateway, targetCooldownSeconds: targetCooldown });
-            if (svc.devToken)
-                process.stderr.write(`\nA dev API token was generated (stored hashed; plain copy in .egress/dev-token):\n  export EGRESS_TOKEN=${svc.devToken}\n  curl -H "Authorization: Bearer $EGRESS_TOKEN" ${svc.url}/v1/proxies\n${svc.gatewayPort ? `  curl -x http://dev:$EGRESS_TOKEN@127.0.0.1:${svc.gatewayPort} http://example.org/   # through the gateway\n` : ""}\n`);
-            let stopping = false;
-            // SIGTERM lets the in-flight operation finish; SIGINT (Ctrl-C) cancels it safely (the engine saves
-            // state and the operation is recorded as interrupted). A second signal stops at once.
-            const stop = (signal: string) => {
-                if (stopping) return void process.exit(130);
-                stopping = true;
-                const cancel = signal === "SIGINT";
-                process.stderr.write(`${signal}: ${cancel ? "cancelling" : "finishing"} the in-flight operation, then stopping (signal again to force)\n`);
-                svc.close({ cancel }).then(() => process.exit(0), () => process.exit(1));
-            };
-            process.on("SIGTERM", () => stop("SIGTERM"));
-            process.on("SIGINT", () => stop("SIGINT"));
-            await new Promise(() => undefined); // run until a signal
-        }));
+        .action(async (o, cmd: Command) => {
+            const { log, errors } = out();
+            jsonProcessOutput(out());
+            try {
+                await run(o, cmd.optsWithGlobals() as GlobalOptions, log);
+            } catch (e) {
+                process.exitCode = reportServeError(errors, e);
+            }
+        });
+    jsonCommanderErrors(serve, () => out().errors);
+}
+
+/** Parses the flags (bad ones exit 2 naming the flag), starts the service, and runs until a signal. */
+async function run(o: Record<string, any>, opts: GlobalOptions, log: Logger): Promise<void> {
+    const port = Number(o.port);
+    if (!Number.isInteger(port) || port < 0 || port > 65535) throw new UsageError(`--port must be a port number (got "${o.port}")`);
+    const interval = seconds("--probe-interval", o.probeInterval, { min: 0.1, max: 3600 });
+    const reconcile = seconds("--reconcile-interval", o.reconcileInterval, { min: 1, max: 86_400, off: true });
+    const timeline = seconds("--timeline-interval", o.timelineInterval, { min: 1, max: 3600 });
+    const providerInterval = seconds("--provider-check-interval", o.providerCheckInterval, { min: 1, max: 86_400, off: true });
+    const providerTimeout = seconds("--provider-check-timeout", o.providerCheckTimeout, { min: 1, max: 600 });
+    const gatewayPort = Number(o.gatewayPort);
+    if (!Number.isInteger(gatewayPort) || gatewayPort < 0 || gatewayPort > 65535) throw new UsageError(`--gateway-port must be a port number, or 0 for no gateway (got "${o.gatewayPort}")`);
+    const gateway = gatewayPort === 0 ? undefined : { port: gatewayPort, host: o.gatewayHost, blockRules: { statuses: [403, 429], headers: (o.gatewayBlockHeader as string[]).map(blockHeader) } };
+    const targetCooldown = seconds("--target-cooldown", o.targetCooldown, { min: 0, max: 3600 });
+    if (o.checkUrl && !/^https?:\/\/[^/]+/.test(o.checkUrl)) throw new UsageError(`--check-url must be an http:// or https:// URL (got "${o.checkUrl}")`);
+    const dir = projectDir(opts);
+    loadStackConfig(dir, opts.stack); // config errors exit 2 before anything starts
+    const svc = await startService({ projectRoot: dir, stack: opts.stack, host: o.host, port, tokensFile: o.tokens, converge: o.converge, probeIntervalMs: Math.round(interval * 1000), reconcileIntervalMs: Math.round(reconcile * 1000), timelineIntervalMs: Math.round(timeline * 1000), providerCheckIntervalMs: Math.round(providerInterval * 1000), providerCheckTimeoutMs: Math.round(providerTimeout * 1000), checkUrl: o.checkUrl, gateway, targetCooldownSeconds: targetCooldown, log });
+    if (svc.devTokenFile) {
+        // The token itself is never logged: log lines travel (journal, shippers) where a 0600 file does not.
+        // The person at the terminal reads it from the file, as the README says (docs/decisions.md).
+        const token = `$(cat ${svc.devTokenFile})`;
+        log.info({
+            devTokenFile: svc.devTokenFile,
+            try: [`curl -H "Authorization: Bearer ${token}" ${svc.url}/v1/proxies`, ...(svc.gatewayPort ? [`curl -x "http://dev:${token}@127.0.0.1:${svc.gatewayPort}" http://example.org/`] : [])],
+        }, `a dev API token was generated: stored hashed, its plain copy in ${svc.devTokenFile} (mode 0600)`);
+    }
+    let stopping = false;
+    // SIGTERM lets the in-flight operation finish; SIGINT (Ctrl-C) cancels it safely (the engine saves
+    // state and the operation is recorded as interrupted). A second signal stops at once.
+    const stop = (signal: string) => {
+        if (stopping) {
+            log.warn({ signal }, `${signal} again: stopping at once`);
+            return void process.exit(130);
+        }
+        stopping = true;
+        const cancel = signal === "SIGINT";
+        log.info({ signal, cancel }, `${signal}: ${cancel ? "cancelling" : "finishing"} the in-flight operation, then stopping (signal again to force)`);
+        svc.close({ cancel }).then(() => process.exit(0), (e) => {
+            log.error({ err: e }, "stopping failed");
+            process.exit(1);
+        });
+    };
+    process.on("SIGTERM", () => stop("SIGTERM"));
+    process.on("SIGINT", () => stop("SIGINT"));
+    await new Promise(() => undefined); // run until a signal
 }
 
 const collect = (v: string, all: string[]) => [...all, v];

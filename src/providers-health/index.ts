@@ -6,7 +6,8 @@ export type { Checker, CheckVerdict } from "./types";
 
 /**
  * The Checker for one provider entry, by kind. `runDir` is where local proxies keep their files;
- * `options.timeoutMs` is the per-target timeout (`--provider-check-timeout`).
+ * `options.timeoutMs` is the per-target timeout (`--provider-check-timeout`), `options.log` gets its
+ * debug lines (KVM: each virsh call).
  */
 export function checkerFor(providerName: string, entry: ProviderConfig, runDir: string, stack: string, options?: CheckerOptions): Checker {
     return kindOf(entry).checker(providerName, entry, { runDir, stack }, options);

@@ -1,3 +1,4 @@
+import type { Logger } from "pino";
 import type { Installation, ProxyMember } from "../model";
 
 /** One verdict about one target of a provider entry (a KVM host, a GCE zone, a Kubernetes namespace). */
@@ -11,6 +12,11 @@ export interface CheckVerdict {
     message: string;
     /** Facts gathered on the way (versions, free bytes, counts). Never secrets. */
     details?: Record<string, unknown>;
+    /**
+     * How long this target's own check took (set by `checkEach`, timed.ts). Unset: the provider's whole
+     * check is its time (a checker with one target, or one call for all of them).
+     */
+    durationMs?: number;
 }
 
 /** Checks that one provider entry can do its job. One Checker per entry in `egress:providers`. */
@@ -37,6 +43,8 @@ export interface CheckerOptions {
     timeoutMs?: number;
     /** Overrides the API endpoint (tests point GCP/Kubernetes clients at a local server). */
     endpoint?: string;
+    /** Where the check's debug lines go (a KVM check logs each virsh call). */
+    log?: Logger;
 }
 
 /**
@@ -57,4 +65,6 @@ export interface GoneCheckContext<E = { type: string }> {
     installation: Installation;
     /** The provider entry, decrypted (secret fields are plain strings: never log them). */
     entry: E;
+    /** Where the hook's debug lines go (KVM: each virsh call). */
+    log?: Logger;
 }

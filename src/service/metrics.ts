@@ -114,6 +114,8 @@ export function createMetrics(source?: MetricsSource) {
         /** The rotating gateway's requests, upstream latency and bytes per pool (gateway/metrics.ts). */
         gateway: createGatewayMetrics(registry, source && (() => new Set(source.pools().map((p) => p.name)))),
         providerLastCheck: new Gauge({ name: "egress_provider_last_check_timestamp_seconds", help: "When the provider's last check finished, in unix seconds", labelNames: ["provider"], registers: [registry] }),
+        providerTargetCheckDuration: new Gauge({ name: "egress_provider_target_check_duration_seconds", help: "How long the last check of the provider target took", labelNames: ["provider", "target"], registers: [registry] }),
+        providerTargetLastCheck: new Gauge({ name: "egress_provider_target_last_check_timestamp_seconds", help: "When the last check of the provider target finished, in unix seconds", labelNames: ["provider", "target"], registers: [registry] }),
     };
 }
 

@@ -5,7 +5,7 @@ import type { Metrics } from "./metrics";
 /** A verdict plus when it last changed, as served at GET /v1/providers/health. */
 export interface TargetReport extends CheckVerdict {
     checkedAt: string;
-    /** When `ok` last flipped (or the first check). */
+    /** When `ok` last flipped (or the first check). A change of stage or reason is logged but keeps `since`. */
     since: string;
 }
 
@@ -105,7 +105,7 @@ export class ProviderHealth {
         try {
             const onVerdict = (v: CheckVerdict) => {
                 early.set(v.target, v);
-                if (this.checkers.includes(c)) this.publish(c, [v], at, true);
+                if (this.checkers.includes(c)) this.publish(c, [v], at, true, Number(process.hrtime.bigint() - t0) / 1e9);
             };
             verdicts = await Promise.race([c.check(timeout.signal, onVerdict), overrun]);
         } catch (e) {
@@ -115,32 +115,62 @@ export class ProviderHealth {
         }
         if (!this.checkers.includes(c)) return; // removed while it ran: leave no series or report behind
         const { metrics } = this.deps;
-        metrics.providerCheckDuration.set({ provider: c.provider }, Number(process.hrtime.bigint() - t0) / 1e9);
+        const seconds = Number(process.hrtime.bigint() - t0) / 1e9;
+        metrics.providerCheckDuration.set({ provider: c.provider }, seconds);
         metrics.providerLastCheck.set({ provider: c.provider }, Date.now() / 1000);
-        this.publish(c, verdicts, at, false);
+        this.publish(c, verdicts, at, false, seconds);
     }
 
-    /** Records verdicts; `partial`: only these targets changed (the others keep their last report). */
-    private publish(c: Checker, verdicts: CheckVerdict[], at: string, partial: boolean): void {
+    /**
+     * Records verdicts; `partial`: only these targets changed (the others keep their last report). A
+     * verdict without its own `durationMs` gets `seconds`, its provider's check time so far.
+     */
+    private publish(c: Checker, verdicts: CheckVerdict[], at: string, partial: boolean, seconds: number): void {
         const { metrics } = this.deps;
+        const finished = Date.now() / 1000;
         const previous = this.reports.get(c.provider);
         // Targets the checker no longer reports (a zone or context removed) lose their series.
         const gone = partial ? [] : (previous?.targets ?? []).map((t) => t.target).filter((t) => !verdicts.some((v) => v.target === t));
-        for (const target of gone) metrics.providerUp.remove({ provider: c.provider, target });
-        const fresh = verdicts.map((v) => {
+        for (const target of gone) this.forgetTarget(c.provider, target);
+        const fresh = verdicts.map(({ durationMs, ...v }) => {
             const before = previous?.targets.find((t) => t.target === v.target);
-            const changed = !before || before.ok !== v.ok;
-            if (changed && before) this.deps.log[v.ok ? "info" : "warn"]({ provider: c.provider, target: v.target, ok: v.ok, stage: v.stage, reason: v.message }, "provider health changed");
-            metrics.providerUp.set({ provider: c.provider, target: v.target }, v.ok ? 1 : 0);
-            return { ...v, checkedAt: at, since: changed ? at : before!.since };
+            this.logChange(c.provider, before, v);
+            const labels = { provider: c.provider, target: v.target };
+            metrics.providerUp.set(labels, v.ok ? 1 : 0);
+            metrics.providerTargetCheckDuration.set(labels, durationMs === undefined ? seconds : durationMs / 1000);
+            metrics.providerTargetLastCheck.set(labels, finished);
+            return { ...v, checkedAt: at, since: !before || before.ok !== v.ok ? at : before.since };
         });
         const kept = partial ? (previous?.targets ?? []).filter((t) => !verdicts.some((v) => v.target === t.target)) : [];
         const targets = [...kept, ...fresh];
         this.reports.set(c.provider, { provider: c.provider, kind: c.kind, ok: targets.length > 0 && targets.every((t) => t.ok), targets });
     }
 
+    /**
+     * One line when a target's verdict changes: `ok` flips, the failing stage or the reason changes, and
+     * for its first verdict (warn when it is already down, so a target down since the start is never
+     * silent). Numbers are left out of the comparison: "gave up after 3 tries in 4.2 s" or a free-bytes
+     * count differ every round without saying anything new. An ok verdict's message is a description,
+     * not a reason, so only its `ok` counts.
+     */
+    private logChange(provider: string, before: CheckVerdict | undefined, v: CheckVerdict): void {
+        const now = { ok: v.ok, stage: v.stage, reason: v.message };
+        if (!before) {
+            this.deps.log[v.ok ? "info" : "warn"]({ provider, target: v.target, ...now }, v.ok ? "provider target passed its first check" : "provider target is down at its first check");
+            return;
+        }
+        const reasonOf = (x: CheckVerdict) => (x.ok ? "" : x.message.replace(/\d+(\.\d+)?/g, "#"));
+        if (before.ok === v.ok && before.stage === v.stage && reasonOf(before) === reasonOf(v)) return;
+        const was = { ok: before.ok, stage: before.stage, reason: before.message };
+        this.deps.log[v.ok ? "info" : "warn"]({ provider, target: v.target, ...now, was }, "provider health changed");
+    }
+
+    private forgetTarget(provider: string, target: string): void {
+        for (const g of [this.deps.metrics.providerUp, this.deps.metrics.providerTargetCheckDuration, this.deps.metrics.providerTargetLastCheck]) g.remove({ provider, target });
+    }
+
     private forgetSeries(provider: string, targets: string[]): void {
-        for (const target of targets) this.deps.metrics.providerUp.remove({ provider, target });
+        for (const target of targets) this.forgetTarget(provider, target);
         this.deps.metrics.providerCheckDuration.remove({ provider });
         this.deps.metrics.providerLastCheck.remove({ provider });
     }

@@ -85,8 +85,8 @@ export interface RunningService {
     scaler: Scaler;
     fleet: Fleet;
     reconciler: Reconciler;
-    /** Plain dev token when this start generated one (print it once). */
-    devToken?: string;
+    /** Where the plain copy of the dev token is, when this start generated one (the token itself is never logged). */
+    devTokenFile?: string;
     /**
      * Graceful stop: no new requests, the in-flight operation finishes (or, with `cancel`, is cancelled
      * safely and recorded as interrupted), probes stop.
@@ -97,17 +97,17 @@ export interface RunningService {
 /** How long answers still being written at the end of a graceful stop may take before their connections are cut. */
 const CLOSE_GRACE_MS = 2_000;
 
-function readTokens(opts: ServeOptions, runDir: string, log: Logger): { tokens: StoredToken[]; devToken?: string } {
+function readTokens(opts: ServeOptions, runDir: string, log: Logger): { tokens: StoredToken[]; devTokenFile?: string } {
     const file = opts.tokensFile ?? process.env.EGRESS_TOKENS_FILE ?? path.join(path.dirname(runDir), `tokens-${opts.stack}.json`);
-    let devToken: string | undefined;
+    let devTokenFile: string | undefined;
     if (opts.stack === "dev" && !process.env.EGRESS_TOKENS) {
-        devToken = ensureDevToken(file);
-        if (devToken) fs.writeFileSync(path.join(path.dirname(file), "dev-token"), devToken + "\n", { mode: 0o600 });
+        const devToken = ensureDevToken(file);
+        if (devToken) fs.writeFileSync((devTokenFile = path.join(path.dirname(file), "dev-token")), devToken + "\n", { mode: 0o600 });
     }
     const tokens = [...(fs.existsSync(file) ? loadTokens(file) : []), ...tokensFromEnv(process.env.EGRESS_TOKENS)];
     if (!tokens.length) throw new Error(`no API tokens: create ${file} ({"tokens":[{"name","sha256","scopes"}]}) or set EGRESS_TOKENS=name:scope+scope:token`);
     log.info({ tokens: tokens.map((t) => ({ name: t.name, scopes: t.scopes, gatewayConcurrency: t.gatewayConcurrency })), file }, "loaded API tokens");
-    return { tokens, devToken };
+    return { tokens, devTokenFile };
 }
 
 /** Starts the service: recovers the stack, rebuilds the fleet view from outputs, then accepts requests. */
@@ -134,7 +134,7 @@ export async function startService(opts: ServeOptions): Promise<RunningService> 
         poolCounts: () => fleet.poolCounts(),
         members: () => fleet.list().map((m) => ({ id: m.id, pool: m.pool, healthy: health.get(m.id)?.state === "healthy" })),
     });
-    const { tokens, devToken } = readTokens(opts, runDir, log);
+    const { tokens, devTokenFile } = readTokens(opts, runDir, log);
     let ready: { ok: true } | { ok: false; reason: string } = { ok: false, reason: "starting: recovering the stack" };
 
     const server = http.createServer();
@@ -224,7 +224,7 @@ export async function startService(opts: ServeOptions): Promise<RunningService> 
     const rebuildGoneChecks = async () => {
         const { installation } = await driver.installation();
         goneChecks = new Map(Object.entries(goneProviders).flatMap(([name, entry]) => {
-            const check = goneCheckFor({ runDir, project: PROJECT, stack: opts.stack, installation, entry });
+            const check = goneCheckFor({ runDir, project: PROJECT, stack: opts.stack, installation, entry, log });
             return check ? [[name, check] as const] : [];
         }));
     };
@@ -260,7 +260,7 @@ export async function startService(opts: ServeOptions): Promise<RunningService> 
         const remote = Object.entries(cfg.providers).filter(([, e]) => !kindOf(e).onThisMachine).map(([n]) => n);
         if (remote.length && !opts.checkUrl)
             log.warn({ providers: remote, checkUrl: checkUrl }, "health probes go to this service's loopback echo, which proxies on other machines cannot reach: their members stay unhealthy and are never leased; set --check-url (EGRESS_CHECK_URL) to a URL the proxies can reach");
-        providerHealth.setCheckers(Object.entries(cfg.providers).map(([name, entry]) => checkerFor(name, entry, runDir, opts.stack, { timeoutMs: providerHealth.timeoutMs })));
+        providerHealth.setCheckers(Object.entries(cfg.providers).map(([name, entry]) => checkerFor(name, entry, runDir, opts.stack, { timeoutMs: providerHealth.timeoutMs, log })));
         goneProviders = cfg.providers;
         await rebuildGoneChecks();
         // The CLI's way in: the same API on a 0600 unix socket, announced in the run dir; its scope is
@@ -296,7 +296,7 @@ export async function startService(opts: ServeOptions): Promise<RunningService> 
     log.info({ url, gateway: gatewayAt?.url, stack: opts.stack, members: fleet.proxies().length, checkUrl }, "egress service ready");
 
     return {
-        url, port, gatewayUrl: gatewayAt?.url, gatewayPort: gatewayAt?.port, driver, scaler, fleet, reconciler, devToken,
+        url, port, gatewayUrl: gatewayAt?.url, gatewayPort: gatewayAt?.port, driver, scaler, fleet, reconciler, devTokenFile,
         async close(closeOpts = {}) {
             // The listener stays open while the running operation finishes: every request but /healthz
             // and /metrics is answered 503 not_ready with Retry-After (app.ts), not refused.

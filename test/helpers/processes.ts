@@ -80,9 +80,13 @@ export function spawnCli(p: ProcProject, args: string[]): cp.ChildProcessWithout
 export interface ServeProcess {
     child: cp.ChildProcessWithoutNullStreams;
     url: string;
+    /** Every line the service wrote, stdout and stderr interleaved as they arrived. */
     logs: string[];
-    call(method: string, route: string, body?: unknown): Promise<{ status: number; body: any }>;
-    /** Resolves when the process has exited. */
+    /** The same lines parsed: every one is a JSON object (a line that is not fails the test, see `jsonLines`). */
+    entries: Record<string, any>[];
+    /** An API call with the admin token of EGRESS_TOKENS, or `token`. */
+    call(method: string, route: string, body?: unknown, token?: string): Promise<{ status: number; body: any }>;
+    /** Resolves when the process has exited and both its streams are read to the end. */
     exited: Promise<number | null>;
 }
 
@@ -93,7 +97,45 @@ export function killServices(): void {
     for (const c of running) if (c.exitCode === null && c.signalCode === null) c.kill("SIGKILL");
 }
 
-/** Starts `egress serve --port 0` and resolves once it logged "egress service ready". */
+/**
+ * Splits `stream` into lines, parses each as a JSON object and hands it to `onEntry`. `egress serve`
+ * writes nothing but JSON lines (docs/operations.md, "Logs"), so a line that is not one is a bug in the
+ * service: it is reported to `onBadLine` (the caller fails), never skipped. A last line without its
+ * newline still counts. Resolves when the stream ended.
+ */
+export function jsonLines(stream: NodeJS.ReadableStream, name: string, onEntry: (entry: Record<string, any>, line: string) => void, onBadLine: (e: Error) => void): Promise<void> {
+    let buf = "";
+    const take = (line: string) => {
+        if (line === "") return onBadLine(new Error(`egress serve wrote an empty line on ${name}`));
+        let o: unknown;
+        try {
+            o = JSON.parse(line);
+        } catch {
+            /* judged below */
+        }
+        if (o === null || typeof o !== "object" || Array.isArray(o)) return onBadLine(new Error(`egress serve wrote a line on ${name} that is not a JSON object: ${JSON.stringify(line)}`));
+        onEntry(o as Record<string, any>, line);
+    };
+    stream.setEncoding("utf8");
+    stream.on("data", (d: string) => {
+        buf += d;
+        let i;
+        while ((i = buf.indexOf("\n")) >= 0) {
+            take(buf.slice(0, i));
+            buf = buf.slice(i + 1);
+        }
+    });
+    return new Promise((resolve) => stream.once("end", () => {
+        if (buf) take(buf);
+        resolve();
+    }));
+}
+
+/**
+ * Starts `egress serve --port 0` and resolves once it logged "egress service ready". A line on stdout or
+ * stderr that is not JSON rejects the start, or, after it, throws where the test runner sees it (an
+ * uncaught exception fails the test that is running).
+ */
 export async function serve(p: ProcProject, extraArgs: string[] = []): Promise<ServeProcess> {
     // No self-healing unless a test asks for it: these tests kill things on purpose and check what follows.
     // No gateway either: its default port 8888 is one for the whole machine, and tests run side by side.
@@ -101,39 +143,40 @@ export async function serve(p: ProcProject, extraArgs: string[] = []): Promise<S
     running.add(child);
     child.once("exit", () => running.delete(child));
     const logs: string[] = [];
-    const exited = new Promise<number | null>((r) => child.once("exit", (code) => r(code)));
-    const url = await new Promise<string>((resolve, reject) => {
-        let buf = "";
-        child.stdout.setEncoding("utf8").on("data", (d: string) => {
-            buf += d;
-            let i;
-            while ((i = buf.indexOf("\n")) >= 0) {
-                const line = buf.slice(0, i);
-                buf = buf.slice(i + 1);
-                logs.push(line);
-                try {
-                    const o = JSON.parse(line);
-                    if (o.msg === "egress service ready") resolve(o.url);
-                } catch {
-                    /* not a log line */
-                }
-            }
+    const entries: Record<string, any>[] = [];
+    let starting: ((e: Error) => void) | undefined;
+    const bad = (e: Error) => {
+        if (starting) return starting(new Error(`${e.message}\nservice log so far:\n${logs.join("\n")}`));
+        process.nextTick(() => {
+            throw e;
         });
-        child.stderr.setEncoding("utf8").on("data", (d: string) => logs.push(d));
+    };
+    let ready: ((url: string) => void) | undefined;
+    const onEntry = (o: Record<string, any>, line: string) => {
+        logs.push(line);
+        entries.push(o);
+        if (o.msg === "egress service ready") ready?.(o.url);
+    };
+    const streams = Promise.all([jsonLines(child.stdout, "stdout", onEntry, bad), jsonLines(child.stderr, "stderr", onEntry, bad)]);
+    const exited = new Promise<number | null>((r) => child.once("exit", (code) => void streams.then(() => r(code))));
+    const url = await new Promise<string>((resolve, reject) => {
+        ready = resolve;
+        starting = reject;
         exited.then((code) => reject(new Error(`egress serve exited with ${code} before it was ready:\n${logs.join("\n")}`)));
     });
+    starting = undefined;
     // A fresh connection per call: a kept-alive socket the server closes while idle (the test spends
     // seconds in CLI checks between calls) would fail the next request for reasons beside the point.
-    const call = (method: string, route: string, body?: unknown) => new Promise<{ status: number; body: any }>((resolve, reject) => {
+    const call = (method: string, route: string, body?: unknown, token = ADMIN_TOKEN) => new Promise<{ status: number; body: any }>((resolve, reject) => {
         const data = body === undefined ? undefined : JSON.stringify(body);
-        const req = http.request(`${url}${route}`, { method, agent: false, headers: { authorization: `Bearer ${ADMIN_TOKEN}`, "content-type": "application/json" } }, (res) => {
+        const req = http.request(`${url}${route}`, { method, agent: false, headers: { authorization: `Bearer ${token}`, "content-type": "application/json" } }, (res) => {
             let text = "";
             res.setEncoding("utf8").on("data", (d) => (text += d)).on("end", () => resolve({ status: res.statusCode ?? 0, body: text ? JSON.parse(text) : undefined }));
         });
         req.on("error", (e) => reject(new Error(`${method} ${route}: ${e.message}; service (exit ${child.exitCode}) logged:\n${logs.slice(-15).join("\n")}`)));
         req.end(data);
     });
-    return { child, url, logs, call, exited };
+    return { child, url, logs, entries, call, exited };
 }
 
 /** Polls until `fn` returns a truthy value (returned), or fails naming `what`. */
@@ -148,9 +191,9 @@ export async function until<T>(what: string, fn: () => T | Promise<T>, timeoutMs
 }
 
 /** Waits until operation `id` settled and returns it. */
-export async function settledOp(svc: ServeProcess, id: string, timeoutMs = 120_000): Promise<any> {
+export async function settledOp(svc: ServeProcess, id: string, timeoutMs = 120_000, token?: string): Promise<any> {
     return until(`operation ${id} to settle`, async () => {
-        const op = (await svc.call("GET", `/v1/operations/${id}`)).body.operation;
+        const op = (await svc.call("GET", `/v1/operations/${id}`, undefined, token)).body.operation;
         return op.status !== "queued" && op.status !== "running" ? op : undefined;
     }, timeoutMs, 100);
 }

@@ -5,6 +5,7 @@ import * as fs from "node:fs";
 import * as os from "node:os";
 import * as path from "node:path";
 import { kvmChecker } from "../../kinds/kvm/health";
+import { createLogger } from "../../src/log/logger";
 import { kvmCollector } from "../../kinds/kvm/gc";
 import { domainProvider } from "../../kinds/kvm/domain";
 import { memberObjectNames, METADATA_NS } from "../../kinds/kvm/naming";
@@ -18,9 +19,15 @@ before(() => {
 });
 after(() => teardown({}));
 
-test("health: a good host answers with libvirt version, hostname and pool facts", { timeout: 30_000 }, async () => {
-    const [v] = await kvmChecker("lab", kvmEntry(sb, img), { timeoutMs: 5000 }).check();
+test("health: a good host answers with libvirt version, hostname and pool facts; each virsh call is a debug line", { timeout: 30_000 }, async () => {
+    const lines: string[] = [];
+    const log = createLogger({ level: "debug", destination: { write: (l: string) => void lines.push(l) } });
+    const [v] = await kvmChecker("lab", kvmEntry(sb, img), { timeoutMs: 5000, log }).check();
     assert.equal(v.ok, true, v.message);
+    const calls = lines.map((l) => JSON.parse(l)).filter((l) => l.component === "virsh");
+    assert.deepEqual(calls.map((c) => [c.level, c.command, c.host, c.exitCode, c.ok, c.stage]), [[20, "version", "sandbox", 0, true, undefined], [20, "hostname", "sandbox", 0, true, undefined], [20, "pool-info", "sandbox", 0, true, undefined]]);
+    assert.ok(calls.every((c) => typeof c.durationMs === "number" && c.durationMs >= 0));
+    assert.ok(!lines.join("\n").includes("PRIVATE KEY") && !lines.join("\n").includes(sb.knownHosts.trim()), "no key material");
     assert.equal(v.target, "sandbox");
     assert.match(String(v.details?.libvirtVersion), /^\d+\.\d+/);
     assert.equal(v.details?.poolState, "running");

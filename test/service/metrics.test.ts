@@ -60,13 +60,20 @@ test("promtool check metrics passes on a scrape, and names follow the convention
     assert.ok(!text.includes("nope"), "a made-up pool mints no series");
 });
 
-test("provider health: up, check duration in seconds, last check time in unix seconds", async () => {
+test("provider health: up, check duration in seconds, last check time in unix seconds, per provider and per target", async () => {
     const samples = parseSamples(await scrape());
-    assert.deepEqual(find(samples, "egress_provider_up").map((s) => [s.labels, s.value]), [[{ provider: "local", target: "localhost" }, 1]]);
-    const [duration] = find(samples, "egress_provider_check_duration_seconds", { provider: "local" });
-    assert.ok(duration && duration.value >= 0 && duration.value < 30, `a duration in seconds (got ${duration?.value})`);
-    const [last] = find(samples, "egress_provider_last_check_timestamp_seconds", { provider: "local" });
-    assert.ok(last && Math.abs(last.value - Date.now() / 1000) < 120, `a unix time in seconds near now (got ${last?.value})`);
+    const target = { provider: "local", target: "localhost" };
+    assert.deepEqual(find(samples, "egress_provider_up").map((s) => [s.labels, s.value]), [[target, 1]]);
+    for (const [name, labels] of [["egress_provider_check_duration_seconds", { provider: "local" }], ["egress_provider_target_check_duration_seconds", target]] as const) {
+        assert.deepEqual(find(samples, name).map((s) => s.labels), [labels], name);
+        const [duration] = find(samples, name);
+        assert.ok(duration.value >= 0 && duration.value < 30, `${name}: a duration in seconds (got ${duration.value})`);
+    }
+    for (const [name, labels] of [["egress_provider_last_check_timestamp_seconds", { provider: "local" }], ["egress_provider_target_last_check_timestamp_seconds", target]] as const) {
+        assert.deepEqual(find(samples, name).map((s) => s.labels), [labels], name);
+        const [last] = find(samples, name);
+        assert.ok(Math.abs(last.value - Date.now() / 1000) < 120, `${name}: a unix time in seconds near now (got ${last.value})`);
+    }
 });
 
 test("pools and members: desired, per-member up; series of removed members and pools go away", { timeout: 240_000 }, async () => {

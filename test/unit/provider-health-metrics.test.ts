@@ -1,10 +1,14 @@
-/** ProviderHealth's series: targets and providers that go away take their series along; interval 0 is off. */
+/**
+ * ProviderHealth's series: up, check duration and last check per provider and per target; targets and
+ * providers that go away take their series along; interval 0 is off.
+ */
 import { test } from "node:test";
 import assert from "node:assert/strict";
 import pino from "pino";
 import { createMetrics } from "../../src/service/metrics";
 import { ProviderHealth } from "../../src/service/provider-health";
 import type { Checker, CheckVerdict } from "../../src/providers-health";
+import { checkEach } from "../../src/providers-health/timed";
 
 const log = pino({ level: "silent" });
 
@@ -30,9 +34,37 @@ test("a target the checker stops reporting, and a provider removed from config, 
     await ph.runOnce();
     assert.deepEqual((await series(metrics, "egress_provider_up")).map((s) => s.labels.target), ["host-a", "host-c"]);
 
+    for (const name of ["egress_provider_target_check_duration_seconds", "egress_provider_target_last_check_timestamp_seconds"])
+        assert.deepEqual((await series(metrics, name)).map((s) => s.labels.target), ["host-a", "host-c"], name);
+
     ph.setCheckers([kvm]);
-    for (const name of ["egress_provider_up", "egress_provider_check_duration_seconds", "egress_provider_last_check_timestamp_seconds"])
+    for (const name of ["egress_provider_up", "egress_provider_check_duration_seconds", "egress_provider_last_check_timestamp_seconds", "egress_provider_target_check_duration_seconds", "egress_provider_target_last_check_timestamp_seconds"])
         assert.deepEqual((await series(metrics, name)).map((s) => s.labels.provider), ["kvm1"], name);
+});
+
+test("per-target gauges: each target's own check duration (checkEach) and when it finished", async () => {
+    const metrics = createMetrics();
+    const ph = new ProviderHealth({ log, metrics, intervalMs: 60_000, timeoutMs: 5000 });
+    const delays: Record<string, number> = { fast: 10, slow: 300 };
+    ph.setCheckers([{
+        provider: "kvm1", kind: "kvm",
+        check: () => checkEach(Object.keys(delays), async (t) => {
+            await new Promise((r) => setTimeout(r, delays[t]));
+            return { target: t, ok: true, message: "ok" };
+        }),
+    }, checker("single", () => [{ target: "only", ok: true, message: "ok" }])]);
+    const before = Date.now() / 1000;
+    await ph.runOnce();
+    const duration = new Map((await series(metrics, "egress_provider_target_check_duration_seconds")).map((s) => [s.labels.target, s.value]));
+    assert.ok(duration.get("fast")! >= 0.005 && duration.get("fast")! < 0.2, `fast: its own 10 ms, in seconds (got ${duration.get("fast")})`);
+    assert.ok(duration.get("slow")! >= 0.29 && duration.get("slow")! < 2, `slow: its own 300 ms (got ${duration.get("slow")})`);
+    const whole = new Map((await series(metrics, "egress_provider_check_duration_seconds")).map((s) => [s.labels.provider, s.value]));
+    assert.ok(whole.get("kvm1")! >= duration.get("slow")!, `the provider's duration covers its slowest target (${whole.get("kvm1")} s)`);
+    // A verdict without its own time gets the provider's whole check time.
+    assert.equal(duration.get("only"), whole.get("single"));
+    for (const s of await series(metrics, "egress_provider_target_last_check_timestamp_seconds"))
+        assert.ok(s.value >= before && s.value <= Date.now() / 1000, `${s.labels.target}: finished during the round, in unix seconds (got ${s.value})`);
+    assert.deepEqual(ph.snapshot()[0].targets.map((t) => Object.keys(t).includes("durationMs")), [false, false], "reports keep their shape (the API schema)");
 });
 
 test("the timeout reaches the checker; a check that overruns it is a failed verdict", async () => {

@@ -1,4 +1,7 @@
-/** `egress serve` refuses bad intervals and heal settings at start: exit 2, naming the flag or field, nothing started. */
+/**
+ * `egress serve` refuses bad flags, intervals and heal settings at start: exit 2, naming the flag or
+ * field, nothing started, and said as one JSON line on stderr (every line serve writes is JSON).
+ */
 import { test } from "node:test";
 import assert from "node:assert/strict";
 import * as cp from "node:child_process";
@@ -13,10 +16,34 @@ fs.mkdirSync(path.join(dir, "stacks"));
 fs.writeFileSync(path.join(dir, "Pulumi.yaml"), "name: egress\nruntime: nodejs\nstackConfigDir: stacks\n");
 fs.writeFileSync(path.join(dir, "stacks", "Pulumi.t.yaml"), "config:\n  egress:providers:\n    local: { type: local }\n  egress:pools:\n    - { name: web, provider: local, replicas: 1 }\n");
 
+/** Each line of `text` parsed; a line that is not a JSON object fails the test. */
+function jsonLines(text: string, stream: string): Record<string, any>[] {
+    return text.split("\n").filter((l, i, all) => l !== "" || i < all.length - 1).map((l) => {
+        let o: unknown;
+        try {
+            o = JSON.parse(l);
+        } catch {
+            /* judged below */
+        }
+        assert.ok(o && typeof o === "object" && !Array.isArray(o), `serve wrote a line on ${stream} that is not a JSON object: ${JSON.stringify(l)}`);
+        return o as Record<string, any>;
+    });
+}
+
+/**
+ * Runs serve, which must fail before listening (a service that started would never exit: the spawn
+ * times out). Returns its exit code and the one fatal line it must write to stderr; stdout stays empty.
+ */
 function serve(stack: string, ...args: string[]) {
-    // A service that started would never exit (the spawn times out): every case here must fail before listening.
     const r = cp.spawnSync(process.execPath, [cli, "--cwd", dir, "--stack", stack, "serve", "--port", "0", ...args], { encoding: "utf8", timeout: 20_000 });
-    return { code: r.status, stderr: r.stderr };
+    const out = jsonLines(r.stdout, "stdout");
+    const err = jsonLines(r.stderr, "stderr");
+    assert.deepEqual(out, [], "nothing on stdout");
+    assert.equal(err.length, 1, `one line on stderr: ${r.stderr}`);
+    const [line] = err;
+    assert.equal(line.level, 60, "fatal");
+    assert.equal(line.exitCode, r.status, "the line says the exit code");
+    return { code: r.status, stderr: String(line.msg), line };
 }
 
 for (const [flag, value, message] of [
@@ -62,3 +89,22 @@ for (const [field, value, message] of [
         assert.ok(r.stderr.includes(message), r.stderr);
     });
 }
+
+test("commander's own errors (an unknown option, a missing value) are JSON lines too, exit 2", () => {
+    const unknown = serve("t", "--no-such-flag");
+    assert.equal(unknown.code, 2);
+    assert.match(unknown.stderr, /unknown option '--no-such-flag'/);
+    assert.match(unknown.line.hint, /egress serve --help/);
+    const missing = serve("t", "--probe-interval");
+    assert.equal(missing.code, 2);
+    assert.match(missing.stderr, /option '--probe-interval <seconds>' argument missing/);
+});
+
+test("a config error is one JSON line whose err carries the problems, exit 2", () => {
+    fs.writeFileSync(path.join(dir, "stacks", "Pulumi.badpool.yaml"), "config:\n  egress:providers:\n    local: { type: local }\n  egress:pools:\n    - { name: web, provider: nope, replicas: 1 }\n");
+    const r = serve("badpool");
+    assert.equal(r.code, 2);
+    assert.match(r.stderr, /^invalid egress configuration/);
+    assert.equal(r.line.err.type, "ConfigError");
+    assert.ok(Array.isArray(r.line.err.problems) && r.line.err.problems.some((p: { path: string }) => p.path.startsWith("egress:pools[0]")), JSON.stringify(r.line.err));
+});
