@@ -40,7 +40,7 @@ async function items(collection: string, selector: Record<string, string>): Prom
 }
 
 /** A project's installation id, from its own backend's checkpoint. */
-const installationOf = (p: ProcProject) => installationInState(checkpointResources(p.backendDir, STACK), "egress", STACK);
+const installationOf = (p: ProcProject) => installationInState(checkpointResources(p.backendDir, p.stack), "egress", p.stack);
 
 /** Everything of one installation in the namespace: `kind/name → uid`, its running pods, and its outputs. */
 async function snapshot(p: ProcProject) {
@@ -128,6 +128,7 @@ test("a SIGKILLed `up` in B, its recovery and B's `gc --delete` leave A alone; g
     child.kill("SIGKILL");
     await new Promise((r) => child.once("exit", r));
     const pending = checkpointPendingCount(b.backendDir, STACK) ?? 0;
+    assert.ok(pending > 0, "the kill left pending creates for recovery to finish");
     t.diagnostic(`pending operations in B's state after the kill: ${pending}`);
     await assertAUntouched("the kill of B's up");
 
