@@ -2,6 +2,7 @@ import type { Stack } from "@pulumi/pulumi/automation";
 import { pendingCreateUndoers } from "../../kinds/registry";
 import type { Installation, ProxyMember } from "../model";
 import { membersOf } from "./checkpoint";
+import { IDENTITY_TYPE } from "./installation";
 import { repairFileBackend } from "./backend-repair";
 import { killLeftovers } from "./leftovers";
 import { removeStaleLocks, stackLocks } from "./locks";
@@ -58,6 +59,10 @@ export async function finishPendingOperations(stack: Stack, backendDir: string |
         if (op.type !== "creating") continue;
         if (recorded.has(op.resource.urn)) {
             done.push(`pending create of ${op.resource.urn}: created and recorded by a later run; kept`);
+            continue;
+        }
+        if (op.resource.type === IDENTITY_TYPE) {
+            done.push(`pending create of ${op.resource.urn}: the installation identity exists only in state; nothing to undo`);
             continue;
         }
         const undo = undoers[op.resource.type];

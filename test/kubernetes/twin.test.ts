@@ -4,12 +4,16 @@
  * `up`, `scale`, a SIGKILLed `up` with its recovery, and `gc --delete` in B leave A's Deployments (same
  * uid: never replaced), Services, pods and outputs as they were; B's Services never select A's pods;
  * `destroy` of B leaves A untouched. Before installation ids, B's `gc --delete` removed A's 5 objects.
+ * Last, a stack made by the release before installation ids (test/helpers/legacy-release.ts) upgrades
+ * without a Deployment replaced or a pod rolled.
  */
 import { after, before, test } from "node:test";
 import assert from "node:assert/strict";
 import { startKubeCluster, KubeCluster } from "../helpers/kube-cluster";
 import { cli, procProject, ProcProject, spawnCli, until } from "../helpers/processes";
+import { legacyCli } from "../helpers/legacy-release";
 import { checkpointPendingCount, checkpointResources, installationInState } from "../../src/engine";
+import { legacyInstallationId } from "../../src/model";
 
 const NS = "twins";
 const STACK = "twin";
@@ -17,8 +21,8 @@ let cluster: KubeCluster;
 let a: ProcProject;
 let b: ProcProject;
 
-const config = () => ({
-    "egress:providers": { k8s: { type: "kubernetes", kubeconfigPath: cluster.kubeconfig, context: "admin", namespace: NS } },
+const config = (namespace = NS) => ({
+    "egress:providers": { k8s: { type: "kubernetes", kubeconfigPath: cluster.kubeconfig, context: "admin", namespace } },
     "egress:pools": [{ name: "web", provider: "k8s", replicas: 2, maxReplicas: 4 }],
 });
 const COLLECTIONS = {
@@ -36,7 +40,7 @@ async function items(collection: string, selector: Record<string, string>): Prom
 }
 
 /** A project's installation id, from its own backend's checkpoint. */
-const installationOf = (p: ProcProject) => installationInState(checkpointResources(p.backendDir, STACK), "egress", STACK);
+const installationOf = (p: ProcProject) => installationInState(checkpointResources(p.backendDir, p.stack), "egress", p.stack);
 
 /** Everything of one installation in the namespace: `kind/name → uid`, its running pods, and its outputs. */
 async function snapshot(p: ProcProject) {
@@ -124,6 +128,7 @@ test("a SIGKILLed `up` in B, its recovery and B's `gc --delete` leave A alone; g
     child.kill("SIGKILL");
     await new Promise((r) => child.once("exit", r));
     const pending = checkpointPendingCount(b.backendDir, STACK) ?? 0;
+    assert.ok(pending > 0, "the kill left pending creates for recovery to finish");
     t.diagnostic(`pending operations in B's state after the kill: ${pending}`);
     await assertAUntouched("the kill of B's up");
 
@@ -151,4 +156,46 @@ test("`destroy` of B leaves A's members running; then A's destroy empties the na
     await assertAUntouched("B's destroy");
     ok(a, ["destroy", "--yes", "--quiet"]);
     for (const c of Object.values(COLLECTIONS)) assert.deepEqual(await items(c, { "egress-stack": STACK }), [], c);
+});
+
+test("a stack made before installation ids upgrades in place: same Deployments, same pods, the label added", { timeout: 900_000 }, async (t) => {
+    const ns = "upgrade";
+    await cluster.createNamespace(ns);
+    const old = procProject("old", config(ns));
+    const col = (c: string) => c.replace(`/namespaces/${NS}/`, `/namespaces/${ns}/`);
+    const state = async () => {
+        const deployments = await items(col(COLLECTIONS.deployment), { "egress-stack": "old" });
+        const pods = (await items(col(PODS), { "egress-stack": "old" })).filter((x) => x.status.phase === "Running" && !x.metadata.deletionTimestamp);
+        return { deployments, uids: deployments.map((d) => `${d.metadata.name}=${d.metadata.uid}`).sort(), pods: pods.map((x) => x.metadata.name).sort() };
+    };
+    try {
+        let t0 = Date.now();
+        const made = legacyCli(old, ["up", "--quiet"]);
+        assert.equal(made.code, 0, made.stderr);
+        t.diagnostic(`legacy release up (2 members): ${Date.now() - t0} ms`);
+        const before = await state();
+        const outputs = JSON.parse(ok(old, ["outputs", "--json"])).proxies;
+        assert.equal(before.pods.length, 2);
+        assert.equal(before.deployments[0].metadata.labels["egress-installation"], undefined, "the old release labels no installation");
+
+        t0 = Date.now();
+        ok(old, ["up", "--quiet"]);
+        t.diagnostic(`first up after the upgrade: ${Date.now() - t0} ms`);
+        const id = legacyInstallationId("egress", "old");
+        assert.deepEqual(installationOf(old), { installation: { id, legacy: true }, source: "recorded" });
+        const after = await state();
+        assert.deepEqual(after.uids, before.uids, "no Deployment was replaced");
+        assert.deepEqual(after.pods, before.pods, "no pod was rolled");
+        for (const d of after.deployments) {
+            assert.equal(d.metadata.labels["egress-installation"], id, "the metadata carries the adopted id");
+            assert.equal(d.spec.selector.matchLabels["egress-installation"], undefined, "the immutable selector is as it was");
+        }
+        for (const c of [COLLECTIONS.service, COLLECTIONS.secret]) assert.equal((await items(col(c), { "egress-installation": id })).length, c === COLLECTIONS.secret ? 1 : 2, c);
+        assert.deepEqual(JSON.parse(ok(old, ["outputs", "--json"])).proxies, outputs);
+        assert.deepEqual(JSON.parse(ok(old, ["gc", "--json"])).orphans, []);
+        assert.deepEqual(Object.keys(JSON.parse(ok(old, ["up", "--json"])).changes), ["same"], "the next up has nothing to do");
+    } finally {
+        cli(old, ["destroy", "--yes", "--quiet"], 240_000);
+        old.cleanup();
+    }
 });

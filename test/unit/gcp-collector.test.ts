@@ -14,7 +14,9 @@ const entry = parseEgressConfig({
     providers: { "gcp-eu": { type: "gcp", project: "crawl-proxies", zones: ["europe-west1-b"], allowedSourceRanges: ["203.0.113.0/24"] } },
 }, "/").providers["gcp-eu"] as GcpProviderConfig;
 const ctx = (stack: string) => ({ project: "egress", stack, projectRoot: "/", stateDir: "/", installation: TEST_INSTALLATION });
-const labels = (stack: string, member: string) => ({ "egress-project": "egress", "egress-stack": stack, "egress-installation": TEST_INSTALLATION.id, "egress-pool": "web", "egress-member": member });
+const labels = (stack: string, member: string, installation = TEST_INSTALLATION.id) => ({ "egress-project": "egress", "egress-stack": stack, "egress-installation": installation, "egress-pool": "web", "egress-member": member });
+/** Another installation with a stack `prod` in the same GCP project: nothing of it is ever ours. */
+const twin = { project: "egress", stack: "prod", projectRoot: "/", stateDir: "/", installation: { id: "89abcdef", legacy: false } };
 
 before(async () => {
     fake = await startFakeCompute("crawl-proxies", TOKEN);
@@ -24,12 +26,16 @@ before(async () => {
         { name: "web-1-vm-bbbb", zone: `${P}/zones/us-central1-a`, labels: labels("prod", "web-1") },
         { name: "web-0-vm-cccc", zone: `${P}/zones/europe-west1-b`, labels: labels("staging", "web-0") },
         { name: "someone-elses", zone: `${P}/zones/europe-west1-b`, labels: { team: "x" } },
+        { name: "web-0-vm-eeee", zone: `${P}/zones/europe-west1-b`, labels: labels("prod", "web-0", twin.installation.id) },
     );
     fake.addresses.push({ name: "web-0-ip-dddd", region: `${P}/regions/europe-west1`, labels: labels("prod", "web-0") });
     fake.firewalls.push(
         { name: poolResourceName(ctx("prod"), "web"), description: firewallDescription(ctx("prod"), "web") },
         { name: poolResourceName(ctx("staging"), "web"), description: firewallDescription(ctx("staging"), "web") },
         { name: "egress-hand-made", description: "not ours" },
+        { name: poolResourceName(twin, "web"), description: firewallDescription(twin, "web") },
+        // A rule written before installation ids: no installation in its description, so never collected.
+        { name: "egress-prod-web-legacy", description: "managed by egress: project=egress stack=prod pool=web" },
     );
 });
 after(() => fake.close());
@@ -63,6 +69,9 @@ describe("gcp collector", () => {
         // Again: everything answers 404 now, which counts as removed.
         for (const t of things) await c.remove(t);
         assert.equal((await c.list({ project: "egress", stack: "staging", installation: TEST_INSTALLATION.id })).length, 2);
+        // The twin's instance and rule are still there, and its own gc finds exactly them.
+        assert.deepEqual((await c.list({ project: "egress", stack: "prod", installation: twin.installation.id })).map((t) => [t.type, t.name]),
+            [["instance", "web-0-vm-eeee"], ["firewall", poolResourceName(twin, "web")]]);
     });
 
     it("surfaces real failures with the API's message", async () => {

@@ -26,8 +26,8 @@ const opts = (extra: Record<string, unknown> = {}) => ({ endpoint: fake.url, env
 const member = (index: number, zone: string): ProxyMember => ({ id: `web-${index}`, pool: "web", provider: "gcp-eu", kind: "gcp", index, host: `203.0.113.${10 + index}`, port: 3128, url: `http://203.0.113.${10 + index}:3128`, zone });
 
 /** An instance as gcp-proxy.ts creates it: the member's labels, an autonamed `<name>-vm-…`. */
-function instance(id: string, zone: string, status: string, stack = "dev") {
-    const labels = memberLabels({ project: "egress", stack, projectRoot: "/", stateDir: "/", installation: TEST_INSTALLATION }, "web", id);
+function instance(id: string, zone: string, status: string, stack = "dev", installation = TEST_INSTALLATION.id) {
+    const labels = memberLabels({ project: "egress", stack, projectRoot: "/", stateDir: "/", installation: { id: installation, legacy: false } }, "web", id);
     return { kind: "compute#instance", name: `${id}-vm-${Math.random().toString(16).slice(2, 9)}`, zone: `https://www.googleapis.com/compute/v1/projects/crawl-proxies/zones/${zone}`, labels, status };
 }
 
@@ -58,6 +58,8 @@ describe("gcp gone hook", () => {
             instance("web-6", C, "PROVISIONING"),
             // Another stack's instance for the same member id does not keep web-2 alive.
             instance("web-2", C, "RUNNING", "prod"),
+            // ...nor does another installation's instance of a same-named stack.
+            instance("web-2", C, "RUNNING", "dev", "89abcdef"),
         );
         const members = [member(0, B), member(1, B), member(2, C), member(3, C), member(4, C), member(5, B), member(6, C)];
         const gone = await gcpGoneCheck(ctx, opts())(members);

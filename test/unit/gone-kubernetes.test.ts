@@ -21,8 +21,11 @@ const member = (index: number): ProxyMember => ({ id: `web-${index}`, pool: "web
 
 /** A pod of a member's Deployment as the ReplicaSet makes it: the member's labels, a generated name. */
 let n = 0;
-function pod(id: string, phase: string, extra: { reason?: string; stack?: string } = {}) {
+function pod(id: string, phase: string, extra: { reason?: string; stack?: string; installation?: string | null } = {}) {
     const labels = memberLabels({ project: "egress", stack: extra.stack ?? "dev", projectRoot: "/", stateDir: "/", installation: TEST_INSTALLATION }, "web", id);
+    // null: a pod of a stack made before installation ids (its template has no installation label).
+    if (extra.installation === null) delete labels["egress-installation"];
+    else if (extra.installation) labels["egress-installation"] = extra.installation;
     return { metadata: { name: `${id}-7d9f8c-${++n}`, namespace: "egress", labels }, status: { phase, ...(extra.reason ? { reason: extra.reason } : {}) } };
 }
 
@@ -52,6 +55,9 @@ describe("kubernetes gone hook", () => {
             pod("web-6", "Unknown"),
             // Another stack's pod for the same member id does not keep web-2 alive.
             pod("web-2", "Running", { stack: "prod" }),
+            // ...nor does another installation's pod of a same-named stack, nor an unmarked one (we are not legacy).
+            pod("web-2", "Running", { installation: "89abcdef" }),
+            pod("web-2", "Running", { installation: null }),
             // A pool-level object's labels (no egress-member) match no member.
             { metadata: { name: "stray", labels: poolLabels({ project: "egress", stack: "dev", projectRoot: "/", stateDir: "/", installation: TEST_INSTALLATION }, "web") }, status: { phase: "Running" } },
         ]);
@@ -65,6 +71,13 @@ describe("kubernetes gone hook", () => {
         // One list, by the stack's labels, in the entry's namespace.
         assert.deepEqual(fake.requests.map((r) => [r.method, r.path, r.query.get("labelSelector")]), [["GET", PODS, "egress-project=egress,egress-stack=dev"]]);
         assert.equal(fake.requests[0].auth, "Bearer k8s-test-token");
+    });
+
+    it("a stack made before installation ids owns its unmarked pods, never another installation's", async () => {
+        fake.objects.set(PODS, [pod("web-0", "Running", { installation: null }), pod("web-1", "Running", { installation: "89abcdef" })]);
+        const legacy = { ...ctx(), installation: { id: "0badc0de", legacy: true } };
+        const gone = await kubernetesGoneCheck(legacy, { env: {}, timeoutMs: 2000 })([member(0), member(1)]);
+        assert.deepEqual(Object.fromEntries(gone), { "web-1": "no pod labelled egress-member=web-1 in namespace egress" });
     });
 
     it("follows `continue`: pods on later pages count", async () => {
