@@ -1,8 +1,10 @@
 import * as pulumi from "@pulumi/pulumi";
-import { describeConnection, KvmConnection, replaceDiff, volumePath, withLibvirt, withTempDir } from "./libvirt";
+import { describeConnection, KvmConnection, replaceDiff, Virsh, volumePath, withLibvirt, withTempDir } from "./libvirt";
+import { BaseOwner, isOurUpload, uploadMarkerName, uploadMarkers } from "./base-owner";
+import { volumeXml } from "./xml";
 import { downloadTo } from "./fetch";
 import { TransferLimits, transferLimits } from "./transfer";
-import { deleteVolume, remoteDigest, uploadInto, uploadTargetXml, volumeCapacity, volumeId, volumesBackedBy, withNewVolume } from "./volumes";
+import { createVolume, deleteVolume, remoteDigest, uploadInto, uploadTargetXml, volumeCapacity, volumeId, volumesBackedBy, withNewVolume } from "./volumes";
 
 /** Inputs of a BaseImage: one cached image volume per (provider entry, image key, host). */
 export interface BaseImageInputs {
@@ -20,6 +22,8 @@ export interface BaseImageInputs {
     volume: string;
     /** The image's `transfer` deadlines (config `images.<key>.transfer`); unset fields take the defaults. */
     transfer?: Partial<TransferLimits>;
+    /** The stack creating it: its upload marker says so (./base-owner.ts). Unset in state from before markers. */
+    owner?: BaseOwner;
 }
 
 export interface BaseImageOutputs extends BaseImageInputs {
@@ -43,6 +47,31 @@ function digestChangedMessage(i: { entry: string; key: string; volume: string },
     );
 }
 
+/**
+ * Removes what an unfinished upload of OURS left of a base (crash undo, and a create meeting it): the base
+ * volume only when it is unverified (its digest is not `sha256`) and no overlay is backed by it; then our
+ * marker. Another owner's upload, or a base without our marker, is never touched: returns [] then.
+ * Returns a line per thing done.
+ */
+export async function clearOurUnfinishedUpload(virsh: Virsh, i: Pick<BaseImageInputs, "storagePool" | "volume" | "sha256" | "owner" | "transfer">, host: string): Promise<string[]> {
+    if (!(await isOurUpload(virsh, i.storagePool, i.volume, i.owner))) return [];
+    const done: string[] = [];
+    const p = await volumePath(virsh, i.storagePool, i.volume);
+    if (p) {
+        const got = await remoteDigest(virsh, i.storagePool, i.volume, { limits: i.transfer });
+        const users = got.sha256 === i.sha256 ? [] : await volumesBackedBy(virsh, i.storagePool, p);
+        if (got.sha256 === i.sha256) done.push(`kept base volume ${i.volume} on ${host}: its upload had finished and verifies`);
+        else if (users.length > 0) done.push(`kept base volume ${i.volume} on ${host}: unverified, but ${users.length} overlay(s) use it (${users.slice(0, 3).join(", ")})`);
+        else {
+            await deleteVolume(virsh, i.storagePool, i.volume);
+            done.push(`removed unverified base volume ${i.volume} (an interrupted upload of ours, ${got.bytes} bytes) from pool ${i.storagePool} on ${host}`);
+        }
+    }
+    await deleteVolume(virsh, i.storagePool, uploadMarkerName(i.volume, i.owner!));
+    done.push(`removed upload marker ${uploadMarkerName(i.volume, i.owner!)} on ${host}`);
+    return done;
+}
+
 export const baseImageProvider: pulumi.dynamic.ResourceProvider<BaseImageInputs, BaseImageOutputs> = {
     async create(inputs) {
         const path = require("node:path") as typeof import("node:path");
@@ -50,6 +79,8 @@ export const baseImageProvider: pulumi.dynamic.ResourceProvider<BaseImageInputs,
             const where = `image \`${inputs.key}\` of provider \`${inputs.entry}\` on ${describeConnection(inputs.conn)}`;
             const deadline = { limits: inputs.transfer, where: `egress:providers.${inputs.entry}.images.${inputs.key}.transfer`, what: where };
             await virsh(["pool-refresh", inputs.storagePool]);
+            // Our own upload that a killed run left (recovery missed it): ours to clear before starting over.
+            await clearOurUnfinishedUpload(virsh, inputs, inputs.conn.host);
             const existing = await volumePath(virsh, inputs.storagePool, inputs.volume);
             if (existing) {
                 // Shared with another pool/stack, or left by an interrupted run: adopt only verified bytes.
@@ -58,10 +89,12 @@ export const baseImageProvider: pulumi.dynamic.ResourceProvider<BaseImageInputs,
                     const users = await volumesBackedBy(virsh, inputs.storagePool, existing);
                     if (users.length > 0)
                         throw new Error(`${where}: volume ${inputs.volume} exists with sha256 ${got.sha256}, not ${inputs.sha256}, and ${users.length} overlay(s) use it (${users.slice(0, 3).join(", ")}); add a new image key instead of changing this one`);
-                    // Nobody's overlay uses it, but it may be another stack's upload in progress: a volume
-                    // this resource did not create is never deleted. The operator decides.
+                    // Nobody's overlay uses it, but it is not our upload: another stack's in progress, or
+                    // one it left when killed (its marker says whose). Never deleted here.
+                    const markers = await uploadMarkers(virsh, inputs.storagePool, inputs.volume);
                     throw new Error(
-                        `${where}: volume ${inputs.volume} exists with sha256 ${got.sha256}, not ${inputs.sha256}, and no overlay uses it: another stack uploading it right now, or a partial upload left by an interrupted run. ` +
+                        `${where}: volume ${inputs.volume} exists with sha256 ${got.sha256}, not ${inputs.sha256}, and no overlay uses it: ` +
+                            (markers.length ? `another stack's upload (marker ${markers.join(", ")}), in progress or interrupted; that stack's next up removes it if it was interrupted. ` : `not an upload of this stack (no upload marker of ours). `) +
                             `It is left alone; if nothing is uploading it, remove it (virsh vol-delete --pool ${inputs.storagePool} ${inputs.volume}) and run up again`,
                     );
                 } else {
@@ -74,16 +107,25 @@ export const baseImageProvider: pulumi.dynamic.ResourceProvider<BaseImageInputs,
                 const got = await downloadTo(inputs.url, path.join(dir, "image"), { limits: transferLimits(inputs.transfer), where: deadline.where });
                 if (got.sha256 !== inputs.sha256)
                     throw new Error(`${where}: ${inputs.url} has sha256 ${got.sha256} (${got.bytes} bytes), config says ${inputs.sha256}; fix \`images.${inputs.key}.sha256\` or the url`);
-                // 2. create + upload, 3. verify what the host stored before anything may use it. libvirt
-                // cannot rename volumes, so a failed upload or verification deletes the volume again; a
-                // volume someone else created meanwhile makes vol-create fail and is left alone.
-                return await withNewVolume(virsh, inputs.storagePool, inputs.volume, uploadTargetXml(inputs.volume, got.file), async (p) => {
-                    await uploadInto(virsh, inputs.storagePool, inputs.volume, got.file, deadline);
-                    const stored = await remoteDigest(virsh, inputs.storagePool, inputs.volume, { ...deadline, bytes: got.bytes });
-                    if (stored.sha256 !== inputs.sha256) throw new Error(`${where}: the uploaded volume ${inputs.volume} has sha256 ${stored.sha256}, expected ${inputs.sha256} (upload corrupted?)`);
-                    const capacityBytes = await volumeCapacity(virsh, inputs.storagePool, inputs.volume);
-                    return { id: volumeId(inputs.conn.host, inputs.storagePool, inputs.volume), outs: { ...inputs, path: p, capacityBytes, adopted: false } };
-                });
+                // 2. mark the upload as ours, so a killed run's half-written volume can be told from
+                // another stack's and removed by our crash undo (./recover.ts) or next create.
+                const marker = inputs.owner ? uploadMarkerName(inputs.volume, inputs.owner) : undefined;
+                if (marker) await createVolume(virsh, inputs.storagePool, volumeXml(marker, 0, "raw"));
+                try {
+                    // 3. create + upload, 4. verify what the host stored before anything may use it. libvirt
+                    // cannot rename volumes, so a failed upload or verification deletes the volume again; a
+                    // volume someone else created meanwhile makes vol-create fail and is left alone.
+                    return await withNewVolume(virsh, inputs.storagePool, inputs.volume, uploadTargetXml(inputs.volume, got.file), async (p) => {
+                        await uploadInto(virsh, inputs.storagePool, inputs.volume, got.file, deadline);
+                        const stored = await remoteDigest(virsh, inputs.storagePool, inputs.volume, { ...deadline, bytes: got.bytes });
+                        if (stored.sha256 !== inputs.sha256) throw new Error(`${where}: the uploaded volume ${inputs.volume} has sha256 ${stored.sha256}, expected ${inputs.sha256} (upload corrupted?)`);
+                        const capacityBytes = await volumeCapacity(virsh, inputs.storagePool, inputs.volume);
+                        return { id: volumeId(inputs.conn.host, inputs.storagePool, inputs.volume), outs: { ...inputs, path: p, capacityBytes, adopted: false } };
+                    });
+                } finally {
+                    // Verified or removed: either way the upload is over. (If this fails, the next create clears it.)
+                    if (marker) await deleteVolume(virsh, inputs.storagePool, marker).catch(() => undefined);
+                }
             });
         });
     },
@@ -108,6 +150,7 @@ export const baseImageProvider: pulumi.dynamic.ResourceProvider<BaseImageInputs,
             // A base is a cache shared by pools and stacks: keep it while any overlay still uses it.
             const users = await volumesBackedBy(virsh, props.storagePool, p);
             if (users.length === 0) await deleteVolume(virsh, props.storagePool, props.volume);
+            if (props.owner) await deleteVolume(virsh, props.storagePool, uploadMarkerName(props.volume, props.owner));
         });
     },
 };

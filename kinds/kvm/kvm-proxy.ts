@@ -6,6 +6,7 @@ import { defaultUserData } from "./squid-config";
 import type { PoolSharedArgs, ProviderSharedArgs } from "../types";
 import { memberPasswd } from "../shared/squid-passwd";
 import { BaseImage } from "./base-image";
+import type { BaseOwner } from "./base-owner";
 import { Domain } from "./domain";
 import { Overlay } from "./overlay";
 import { SeedDisk } from "./seed-disk";
@@ -25,7 +26,7 @@ function secretKey(entry: KvmProviderConfig): pulumi.Output<string> | undefined 
 }
 
 /** One BaseImage for (entry, image key, host). */
-function createBaseImage(name: string, providerName: string, entry: KvmProviderConfig, key: string, host: KvmHost, opts: pulumi.CustomResourceOptions): BaseImage {
+function createBaseImage(name: string, providerName: string, entry: KvmProviderConfig, key: string, host: KvmHost, owner: BaseOwner, opts: pulumi.CustomResourceOptions): BaseImage {
     const img = entry.images[key];
     return new BaseImage(name, {
         conn: connectionFor(entry, host),
@@ -38,6 +39,7 @@ function createBaseImage(name: string, providerName: string, entry: KvmProviderC
         format: img.format,
         volume: baseVolumeName(providerName, key, img.format),
         transfer: img.transfer,
+        owner,
     }, opts);
 }
 
@@ -61,7 +63,7 @@ export function createKvmProviderShared(providerName: string, args: ProviderShar
             const k = `${key}/${host.name}`;
             if (shared.has(k)) continue; // the first pool needing it names the alias
             const aliases = [{ name: `${pool.name}-base-${key}-${host.name}`, parent: pulumi.createUrn(pool.name, "egress:index:ProxyPool") }];
-            shared.set(k, createBaseImage(`${providerName}-base-${key}-${host.name}`, providerName, args.entry, key, host, { parent: group, aliases }));
+            shared.set(k, createBaseImage(`${providerName}-base-${key}-${host.name}`, providerName, args.entry, key, host, { project: args.context.project, stack: args.context.stack }, { parent: group, aliases }));
         }
     }
     return shared;

@@ -2,6 +2,7 @@ import { removeDomain } from "./domain";
 import type { DomainInputs } from "./domain";
 import { domainState, KvmConnection, volumePath, withLibvirt } from "./libvirt";
 import { clearLeftoverVolume } from "./volumes";
+import { BaseImageInputs, clearOurUnfinishedUpload } from "./base-image";
 
 /** Type tokens of the KVM dynamic resources a member creates (`pulumi-nodejs:dynamic/<module>:<type>`). */
 const TYPE = (t: string) => `pulumi-nodejs:dynamic/egress:kvm:${t}`;
@@ -33,8 +34,21 @@ async function undoVolume(inputs: Record<string, unknown>): Promise<string[]> {
     });
 }
 
+/**
+ * Undoes a BaseImage create a killed run never recorded (e.g. SIGKILL mid-`vol-upload`): the base is
+ * shared, so only an upload carrying our marker is ours, and it is removed only while unverified and
+ * unused (clearOurUnfinishedUpload); a verified one is kept for the next `up` to adopt.
+ */
+async function undoBaseImage(inputs: Record<string, unknown>): Promise<string[]> {
+    const i = inputs as Partial<BaseImageInputs>;
+    if (!i.conn || typeof i.storagePool !== "string" || typeof i.volume !== "string" || typeof i.sha256 !== "string") return [];
+    const conn = i.conn;
+    return withLibvirt(conn, i.privateKey, (virsh) => clearOurUnfinishedUpload(virsh, i as BaseImageInputs, conn.host));
+}
+
 /** The KVM kind's pending-create undos, by resource type (kinds/registry.ts). */
 export const kvmPendingCreateUndo = {
+    [TYPE("BaseImage")]: undoBaseImage,
     [TYPE("Domain")]: undoDomain,
     [TYPE("Overlay")]: undoVolume,
     [TYPE("SeedDisk")]: undoVolume,

@@ -8,7 +8,7 @@ import { explainUnreachableDelete, memberOfVolumeName } from "./unreachable";
 import { deadlineError, totalDeadlineMs, TransferLimits, transferLimits } from "./transfer";
 
 /** Creates a volume from its XML (`vol-create`). Fails, touching nothing, when the name is taken. */
-async function createVolume(virsh: Virsh, pool: string, xml: string): Promise<void> {
+export async function createVolume(virsh: Virsh, pool: string, xml: string): Promise<void> {
     const fs = require("node:fs") as typeof import("node:fs");
     const path = require("node:path") as typeof import("node:path");
     await withTempDir("egress-vol-", async (dir) => {

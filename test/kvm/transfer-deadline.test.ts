@@ -9,58 +9,27 @@ import assert from "node:assert/strict";
 import * as crypto from "node:crypto";
 import * as fs from "node:fs";
 import * as http from "node:http";
-import * as net from "node:net";
+import type * as net from "node:net";
 import * as os from "node:os";
 import * as path from "node:path";
 import { baseImageProvider } from "../../kinds/kvm/base-image";
 import { connection, lv, Sandbox, startSandbox, teardown } from "./sandbox";
+import { Relay, sshRelay } from "./relay";
 
 let sb: Sandbox;
 const work = fs.mkdtempSync(path.join(os.tmpdir(), "egress-kvm-transfer-"));
 const IMAGE = crypto.randomBytes(4 * 1024 * 1024);
 const VOLUME = "base-xfer-cut.raw";
 
-/**
- * A TCP relay to 127.0.0.1:`to`. A connection that has carried more than `cutAfter` bytes towards the
- * host is cut: nothing more is forwarded either way and both sockets stay open (no FIN, no RST).
- * Connections opened later pass normally (the host is back for the next command).
- */
-async function relay(to: number, cutAfter: number): Promise<{ port: number; cuts(): number; close(): void }> {
-    const sockets = new Set<net.Socket>();
-    let cuts = 0;
-    const server = net.createServer((client) => {
-        const host = net.connect(to, "127.0.0.1");
-        for (const s of [client, host]) (sockets.add(s), s.on("error", () => undefined), s.on("close", () => sockets.delete(s)));
-        let up = 0;
-        let cut = false;
-        client.on("data", (d) => {
-            if (cut) return;
-            up += d.length;
-            if (up > cutAfter) {
-                cut = true;
-                cuts++;
-                client.pause();
-                return;
-            }
-            host.write(d);
-        });
-        host.on("data", (d) => void (cut || client.write(d)));
-        client.on("end", () => void (cut || host.end()));
-        host.on("end", () => void (cut || client.end()));
-    });
-    await new Promise<void>((r) => server.listen(0, "127.0.0.1", r));
-    return { port: (server.address() as net.AddressInfo).port, cuts: () => cuts, close: () => (sockets.forEach((s) => s.destroy()), server.close()) };
-}
-
 let image: http.Server;
 let imageUrl: string;
-let link: Awaited<ReturnType<typeof relay>>;
+let link: Relay;
 before(async () => {
     sb = startSandbox();
     image = http.createServer((_req, res) => res.writeHead(200, { "content-length": String(IMAGE.length) }).end(IMAGE));
     await new Promise<void>((r) => image.listen(0, "127.0.0.1", r));
     imageUrl = `http://127.0.0.1:${(image.address() as net.AddressInfo).port}/cut.raw`;
-    link = await relay(sb.sshPort, 1024 * 1024);
+    link = await sshRelay(sb, { cutAfter: 1024 * 1024 });
 });
 after(async () => {
     link?.close();
@@ -69,7 +38,7 @@ after(async () => {
 });
 
 test("a host whose link is cut mid-upload: the create fails at the upload's total deadline, transient, naming it", { timeout: 120_000 }, async () => {
-    const conn = connection(sb, { port: link.port, knownHosts: sb.knownHosts.replace(`[127.0.0.1]:${sb.sshPort}`, `[127.0.0.1]:${link.port}`) });
+    const conn = connection(sb, { port: link.port, knownHosts: link.knownHosts });
     const t0 = Date.now();
     // 4 MiB at 512 KiB/s + 2 s grace: a 10 s deadline for the upload.
     const e = await baseImageProvider.create!({
