@@ -111,17 +111,17 @@ test("a SIGKILL mid-vol-upload: the BaseImage undo removes our half-written base
         const other = { ...inputs, conn: connection(sb), owner: { project: "egress", stack: "other" } };
         await assert.rejects(baseImageProvider.create!(other), new RegExp(`volume ${volume} exists with sha256 [0-9a-f]{64}, not ${inputs.sha256}, and no overlay uses it: another stack's upload \\(marker ${marker.replace(/\./g, "\\.")}\\), in progress or interrupted`));
         const undo = pendingCreateUndoers()[T("BaseImage")];
-        assert.deepEqual(await undo(plainInputs({ ...other, privateKey: exported(sb.privateKey!) }) as Record<string, unknown>), [], "another stack's undo touches nothing");
+        assert.deepEqual(await undo(plainInputs({ ...other, privateKey: exported(sb.privateKey!) }) as Record<string, unknown>, TEST_INSTALLATION), [], "another stack's undo touches nothing");
         assert.deepEqual(poolVolumes().filter((v) => v.startsWith(volume)).sort(), [volume, marker]);
 
         // Ours, as recovery runs it on the pending create's inputs.
         const ours = { ...inputs, conn: connection(sb) };
-        const lines = await undo(plainInputs({ ...ours, privateKey: exported(sb.privateKey!) }) as Record<string, unknown>);
+        const lines = await undo(plainInputs({ ...ours, privateKey: exported(sb.privateKey!) }) as Record<string, unknown>, TEST_INSTALLATION);
         assert.equal(lines.length, 2, lines.join("\n"));
         assert.match(lines[0], new RegExp(`^removed unverified base volume ${volume} \\(an interrupted upload of ours, \\d+ bytes\\) from pool ${sb.pool} on sandbox$`));
         assert.equal(lines[1], `removed upload marker ${marker} on sandbox`);
         assert.deepEqual(poolVolumes().filter((v) => v.startsWith(volume)), [], "nothing of the upload is left");
-        assert.deepEqual(await undo(plainInputs({ ...ours, privateKey: exported(sb.privateKey!) }) as Record<string, unknown>), [], "a second pass finds nothing");
+        assert.deepEqual(await undo(plainInputs({ ...ours, privateKey: exported(sb.privateKey!) }) as Record<string, unknown>, TEST_INSTALLATION), [], "a second pass finds nothing");
 
         // The next create succeeds without help, and leaves no marker.
         const made = await baseImageProvider.create!(ours);
