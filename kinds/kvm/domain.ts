@@ -4,6 +4,7 @@ import { discoverAddress, GuestStoppedError, waitForAddress } from "./address";
 import { consoleTail, firstDiskPath, removeConsoleLog } from "./console";
 import { explainUnreachableDelete } from "./unreachable";
 import { domainXml, DomainSpec, parseMetadata } from "./xml";
+import { foreignInstallationMessage } from "../../src/model/installation";
 
 /** Inputs of a Domain: one member's VM. */
 export interface DomainInputs extends DomainSpec {
@@ -58,6 +59,9 @@ export const domainProvider: pulumi.dynamic.ResourceProvider<DomainInputs, Domai
                 const m = inputs.metadata;
                 if (!old || old.project !== m.project || old.stack !== m.stack || old.member !== m.member)
                     throw new Error(`domain ${inputs.name} already exists on host ${inputs.conn.host} and is not egress member ${m.member} of ${m.project}/${m.stack}; remove or rename it`);
+                // The same member of another installation (a second checkout with this stack name): never ours to replace.
+                if ((old.installation ?? "") !== (m.installation ?? ""))
+                    throw new Error(foreignInstallationMessage(`domain ${inputs.name} on host ${inputs.conn.host}`, m.installation ?? `${m.project}/${m.stack} (made before installation ids)`, old.installation));
                 await removeDomain(virsh, inputs.name);
             }
             return await withTempDir("egress-dom-", async (dir) => {

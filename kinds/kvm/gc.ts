@@ -8,6 +8,7 @@ import type { Collector, CollectorFactory, ManagedThing } from "../../src/gc/typ
 import { isNotFound, listDomains, listVolumes, Virsh, withLibvirt } from "./libvirt";
 import { connectionFor, KvmHost, memberOfVolume, METADATA_NS, privateKeyText, stackPrefix } from "./naming";
 import { parseMetadata } from "./xml";
+import { legacyInstallationId } from "../../src/model/installation";
 import { removeDomain } from "./domain";
 import { deleteVolume } from "./volumes";
 
@@ -24,9 +25,12 @@ export const kvmCollector: CollectorFactory<KvmProviderConfig> = (providerName, 
         async list(scope) {
             const prefix = stackPrefix(scope.project, scope.stack);
             const found: ManagedThing[] = [];
+            const legacyId = legacyInstallationId(scope.project, scope.stack);
             for (const h of entry.hosts) {
                 await onHost(h, async (virsh) => {
                     // Our domains are named `<stack prefix><member>`: others' (the host may run anything) are never asked.
+                    // Members whose domain here belongs to another installation: their volumes are its disks.
+                    const foreign = new Set<string>();
                     for (const name of (await listDomains(virsh)).filter((n) => n.startsWith(prefix))) {
                         // `metadata --uri` (not dumpxml: virsh 9.0 over libssh crashed on `dumpxml --inactive`
                         // of a running domain here). Domains without our element fail: not ours.
@@ -35,12 +39,15 @@ export const kvmCollector: CollectorFactory<KvmProviderConfig> = (providerName, 
                             throw e;
                         });
                         const m = parseMetadata(xml, METADATA_NS);
-                        if (m && m.project === scope.project && m.stack === scope.stack)
+                        // Only domains carrying our id, or none at all for a stack made before ids (whose prefix
+                        // is that id): a same-named member of another installation is never listed.
+                        if (m && m.project === scope.project && m.stack === scope.stack && (m.installation ?? legacyId) !== scope.installation) foreign.add(m.member);
+                        else if (m && m.project === scope.project && m.stack === scope.stack)
                             found.push({ kind: "kvm", provider: providerName, type: "domain", name, location: h.name, pool: m.pool, member: m.member });
                     }
                     for (const vol of await listVolumes(virsh, h.storagePool)) {
                         const member = memberOfVolume(prefix, vol);
-                        if (member !== undefined)
+                        if (member !== undefined && !foreign.has(member))
                             found.push({ kind: "kvm", provider: providerName, type: "volume", name: `${h.storagePool}/${vol}`, location: h.name, member, pool: member.replace(/-\d+$/, "") });
                     }
                 });

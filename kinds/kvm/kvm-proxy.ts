@@ -147,7 +147,8 @@ export class KvmProxy extends ProxyMemberComponent {
             overlayPath: overlay.path,
             seedPath: seed.path,
             ...(host.bridge ? { bridge: host.bridge } : { network: host.network }),
-            metadata: { project: context.project, stack: context.stack, pool: args.pool, member: plan.name, provider: args.providerName },
+            // A legacy installation's domains keep the metadata they were made with (no replace on upgrade).
+            metadata: { project: context.project, stack: context.stack, pool: args.pool, member: plan.name, provider: args.providerName, ...(context.installation.legacy ? {} : { installation: context.installation.id }) },
             metadataNs: METADATA_NS,
             addressTimeoutSeconds: entry.addressTimeoutSeconds,
         }, replaceOpts);

@@ -3,21 +3,32 @@ import type { DomainInputs } from "./domain";
 import { domainState, KvmConnection, volumePath, withLibvirt } from "./libvirt";
 import { clearLeftoverVolume } from "./volumes";
 import { BaseImageInputs, clearOurUnfinishedUpload } from "./base-image";
+import { METADATA_NS } from "./naming";
+import { parseMetadata } from "./xml";
+import { ForeignInstallationError, ownedBy, type Installation } from "../../src/model/installation";
 
 /** Type tokens of the KVM dynamic resources a member creates (`pulumi-nodejs:dynamic/<module>:<type>`). */
 const TYPE = (t: string) => `pulumi-nodejs:dynamic/egress:kvm:${t}`;
 
 /**
  * Undoes a Domain create a killed engine run never recorded: the domain name is deterministic
- * (naming.ts memberObjectNames), so whatever is defined under it is that create's, and is removed.
- * Recovery runs undos in reverse start order, so the member's volumes are freed before their undo.
+ * (naming.ts memberObjectNames), and the domain is that create's only when its egress metadata names
+ * this member and this installation; anything else under the name (another installation's member with
+ * the same stack name, a domain made by hand) stays and is reported. Recovery runs undos in reverse
+ * start order, so the member's volumes are freed before their undo.
  */
-async function undoDomain(inputs: Record<string, unknown>): Promise<string[]> {
-    const { name, conn, privateKey } = inputs as Partial<DomainInputs>;
+async function undoDomain(inputs: Record<string, unknown>, installation: Installation): Promise<string[]> {
+    const { name, conn, privateKey, metadata, metadataNs } = inputs as Partial<DomainInputs>;
     if (typeof name !== "string" || !conn) return [];
     return withLibvirt(conn, privateKey, async (virsh) => {
         const state = await domainState(virsh, name);
         if (state === "missing") return [];
+        // A create killed before `define` finished leaves no domain; one killed after it left our metadata.
+        const xml = await virsh(["metadata", name, "--uri", metadataNs ?? METADATA_NS, "--config"]).catch(() => "");
+        const found = parseMetadata(xml, metadataNs ?? METADATA_NS);
+        const sameMember = !!found && (!metadata || (found.project === metadata.project && found.stack === metadata.stack && found.member === metadata.member));
+        if (!sameMember || !ownedBy(found!.installation, installation))
+            throw new ForeignInstallationError(`domain ${name} (${state}) on ${conn.host}`, installation.id, found?.installation);
         await removeDomain(virsh, name);
         return [`removed domain ${name} (${state}) on ${conn.host}`];
     });

@@ -14,6 +14,11 @@ export interface MemberMetadata {
     pool: string;
     member: string;
     provider: string;
+    /**
+     * The installation id (issue 17 §3). Absent on domains of a stack made before ids, and kept absent for
+     * it: `metadata` forces a replace, so adding the field would recreate every legacy member.
+     */
+    installation?: string;
 }
 
 export interface DomainSpec {
@@ -35,8 +40,8 @@ export interface DomainSpec {
 
 /** Metadata element (namespaced) carried in the domain's `<metadata>`. */
 export function metadataXml(m: MemberMetadata, ns: string): string {
-    const a = (k: keyof MemberMetadata) => `${k}="${xmlEscape(m[k])}"`;
-    return `<egress:member xmlns:egress="${xmlEscape(ns)}" ${a("project")} ${a("stack")} ${a("pool")} ${a("member")} ${a("provider")}/>`;
+    const a = (k: keyof MemberMetadata) => `${k}="${xmlEscape(m[k] ?? "")}"`;
+    return `<egress:member xmlns:egress="${xmlEscape(ns)}" ${a("project")} ${a("stack")} ${a("pool")} ${a("member")} ${a("provider")}${m.installation ? ` ${a("installation")}` : ""}/>`;
 }
 
 /** Reads egress metadata back from `virsh dumpxml` output; undefined when the domain is not ours. */
@@ -49,7 +54,8 @@ export function parseMetadata(domainXml: string, ns: string): MemberMetadata | u
         const v = new RegExp(`\\b${k}=["']([^"']*)["']`).exec(m[0]);
         return v ? v[1].replace(/&quot;/g, '"').replace(/&apos;/g, "'").replace(/&lt;/g, "<").replace(/&gt;/g, ">").replace(/&amp;/g, "&") : "";
     };
-    return { project: attr("project"), stack: attr("stack"), pool: attr("pool"), member: attr("member"), provider: attr("provider") };
+    const installation = attr("installation");
+    return { project: attr("project"), stack: attr("stack"), pool: attr("pool"), member: attr("member"), provider: attr("provider"), ...(installation ? { installation } : {}) };
 }
 
 /** Volume name of a domain's console log. */
