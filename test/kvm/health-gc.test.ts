@@ -11,6 +11,7 @@ import { domainProvider } from "../../kinds/kvm/domain";
 import { memberObjectNames, METADATA_NS } from "../../kinds/kvm/naming";
 import { connection, kvmEntry, lv, Sandbox, startSandbox, teardown, wrongKnownHosts } from "./sandbox";
 import { TEST_INSTALLATION } from "../helpers/installation";
+import { pendingCreateUndoers } from "../../kinds/registry";
 
 let sb: Sandbox;
 const img = { url: "http://127.0.0.1:9/unused.qcow2", sha256: "0".repeat(64) };
@@ -64,9 +65,9 @@ test("gc: lists our domain and member volumes for the stack, removes them, toler
     await domainProvider.create!({
         conn: connection(sb), privateKey: sb.privateKey, name: n.domain, domainType: "qemu", vcpu: 1, memoryMiB: 128, firmware: "bios",
         overlayPath: path.join(sb.poolDir, vol), seedPath: path.join(sb.poolDir, `${n.domain}-0123abcd-seed.iso`), bridge: sb.bridge,
-        metadata: { project: "gcproj", stack: "gcstack", pool: "gcpool", member: "gcpool-0", provider: "lab" }, metadataNs: METADATA_NS, addressTimeoutSeconds: 0,
+        metadata: { project: "gcproj", stack: "gcstack", pool: "gcpool", member: "gcpool-0", provider: "lab", installation: TEST_INSTALLATION.id }, metadataNs: METADATA_NS, addressTimeoutSeconds: 0,
     });
-    assert.match(lv(["dumpxml", "--inactive", n.domain]), /egress:member[^>]*project="gcproj"/);
+    assert.match(lv(["dumpxml", "--inactive", n.domain]), new RegExp(`egress:member[^>]*project="gcproj"[^>]*installation="${TEST_INSTALLATION.id}"`));
     const c = kvmCollector("lab", kvmEntry(sb, img));
     assert.deepEqual(await c.list({ project: "gcproj", stack: "other", installation: TEST_INSTALLATION.id }), []);
     const things = await c.list({ project: "gcproj", stack: "gcstack", installation: TEST_INSTALLATION.id });
@@ -78,4 +79,37 @@ test("gc: lists our domain and member volumes for the stack, removes them, toler
     for (const t of things) await c.remove(t);
     for (const t of things) await c.remove(t); // already gone
     assert.deepEqual(await c.list({ project: "gcproj", stack: "gcstack", installation: TEST_INSTALLATION.id }), []);
+});
+
+test("two installations, one stack name, one host: the other's member is never replaced, undone or collected", { timeout: 90_000 }, async () => {
+    const theirs = "1111aaaa";
+    const n = memberObjectNames("twinproj", "twin", "tw-0");
+    const vol = `${n.domain}-0123abcd.qcow2`;
+    const seed = `${n.domain}-0123abcd-seed.iso`;
+    for (const v of [vol, seed]) fs.rmSync(path.join(sb.poolDir, v), { force: true });
+    lv(["pool-refresh", sb.pool]);
+    lv(["vol-create-as", sb.pool, vol, "1M", "--format", "qcow2"]);
+    lv(["vol-create-as", sb.pool, seed, "1M", "--format", "raw"]);
+    const inputs = (installation: string) => ({
+        conn: connection(sb), privateKey: sb.privateKey, name: n.domain, domainType: "qemu" as const, vcpu: 1, memoryMiB: 128, firmware: "bios" as const,
+        overlayPath: path.join(sb.poolDir, vol), seedPath: path.join(sb.poolDir, seed), bridge: sb.bridge,
+        metadata: { project: "twinproj", stack: "twin", pool: "tw", member: "tw-0", provider: "lab", installation }, metadataNs: METADATA_NS, addressTimeoutSeconds: 0,
+    });
+    await domainProvider.create!(inputs(theirs));
+    try {
+        const uuid = lv(["domuuid", n.domain]).trim();
+        // Our create of the same member: refused, naming both installations; theirs keeps running.
+        await assert.rejects(domainProvider.create!(inputs(TEST_INSTALLATION.id)), new RegExp(`domain ${n.domain} on host sandbox belongs to installation ${theirs}, not to this stack's installation ${TEST_INSTALLATION.id}`));
+        // Our crash undo of a pending create under that name: refused too.
+        const undo = pendingCreateUndoers()["pulumi-nodejs:dynamic/egress:kvm:Domain"];
+        await assert.rejects(undo(inputs(TEST_INSTALLATION.id) as unknown as Record<string, unknown>, TEST_INSTALLATION), /belongs to installation 1111aaaa/);
+        // Our gc: neither their domain nor its disks.
+        const c = kvmCollector("lab", kvmEntry(sb, img));
+        assert.deepEqual(await c.list({ project: "twinproj", stack: "twin", installation: TEST_INSTALLATION.id }), []);
+        assert.deepEqual((await c.list({ project: "twinproj", stack: "twin", installation: theirs })).map((t) => t.type).sort(), ["domain", "volume", "volume"], "theirs, to its own gc");
+        assert.equal(lv(["domuuid", n.domain]).trim(), uuid, "the same domain, untouched");
+    } finally {
+        const c = kvmCollector("lab", kvmEntry(sb, img));
+        for (const t of await c.list({ project: "twinproj", stack: "twin", installation: theirs })) await c.remove(t);
+    }
 });

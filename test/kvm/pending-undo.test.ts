@@ -51,7 +51,7 @@ test("pending creates of a domain and its volumes are undone by name, newest fir
     const domIn: DomainInputs = {
         conn, privateKey: sb.privateKey, name: "t-undo-0", domainType: "qemu", vcpu: 1, memoryMiB: 128, firmware: "uefi",
         overlayPath: ov.outs!.path, seedPath: seed.outs!.path, bridge: sb.bridge,
-        metadata: { project: "egress", stack: "t", pool: "undo", member: "undo-0", provider: "lab" }, metadataNs: METADATA_NS, addressTimeoutSeconds: 0,
+        metadata: { project: "egress", stack: "t", pool: "undo", member: "undo-0", provider: "lab", installation: TEST_INSTALLATION.id }, metadataNs: METADATA_NS, addressTimeoutSeconds: 0,
     };
     await domainProvider.create!(domIn);
     assert.match(lv(["domstate", "t-undo-0"]), /running/);
