@@ -12,7 +12,7 @@ import { clearDeadRuns, finishPendingOperations, membersInState } from "./recove
 import { supervise } from "./supervised";
 import { tolerateProgramDisconnects } from "./program-disconnect";
 import { forgetMember, ForgetResult } from "./forget";
-import { dropSalt, isIncorrectPassphrase, PassphraseMismatchError, saltIsDisposable } from "./salt";
+import { isIncorrectPassphrase, openRecoveringSalt, PassphraseMismatchError } from "./salt";
 import { installationInState, ResolvedInstallation } from "./installation";
 
 export type OperationKind = "up" | "preview" | "refresh" | "destroy";
@@ -342,18 +342,7 @@ export class StackDriver {
                 : LocalWorkspace.selectStack(args, ws).catch((e) => {
                     throw e instanceof StackNotFoundError ? new StackMissingError(this.stackName) : e;
                 });
-            try {
-                return await select();
-            } catch (e) {
-                if (!isIncorrectPassphrase(e)) throw e;
-                // A salt from another machine's passphrase. When it protects nothing (no secret in the file,
-                // no state here), dropping it loses nothing and Pulumi makes this machine's own.
-                const file = path.join(this.workDir, "stacks", `Pulumi.${this.stackName}.yaml`);
-                if (!saltIsDisposable(file, this.backendDir(), this.stackName)) throw new PassphraseMismatchError(this.stackFileForHumans(), this.stackName);
-                dropSalt(file);
-                this.onNotice(`${path.relative(this.workDir, file)} carried an encryptionsalt made with another passphrase; the stack has no secrets and no state here, so the salt was dropped and this machine's is used`);
-                return await select();
-            }
+            return openRecoveringSalt(select, { stackFile: path.join(this.workDir, "stacks", `Pulumi.${this.stackName}.yaml`), shownAs: this.stackFileForHumans(), backendDir: this.backendDir(), stack: this.stackName, onNotice: this.onNotice });
         })();
         this.stack.catch(() => (this.stack = undefined));
         return this.stack;

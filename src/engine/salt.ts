@@ -52,3 +52,19 @@ export function dropSalt(stackFile: string): void {
     fs.writeFileSync(tmp, text.replace(SALT_LINE, ""));
     fs.renameSync(tmp, stackFile);
 }
+
+/**
+ * Opens the stack with `select`; on "incorrect passphrase" from a salt that protects nothing, drops the
+ * salt (Pulumi then makes this machine's) and opens again, else throws PassphraseMismatchError.
+ */
+export async function openRecoveringSalt<T>(select: () => Promise<T>, o: { stackFile: string; shownAs: string; backendDir: string | undefined; stack: string; onNotice: (line: string) => void }): Promise<T> {
+    try {
+        return await select();
+    } catch (e) {
+        if (!isIncorrectPassphrase(e)) throw e;
+        if (!saltIsDisposable(o.stackFile, o.backendDir, o.stack)) throw new PassphraseMismatchError(o.shownAs, o.stack);
+        dropSalt(o.stackFile);
+        o.onNotice(`${path.join("stacks", path.basename(o.stackFile))} carried an encryptionsalt made with another passphrase; the stack has no secrets and no state here, so the salt was dropped and this machine's is used`);
+        return await select();
+    }
+}
