@@ -5,8 +5,10 @@
  * verified or removed. A marker left behind means that uploader died mid-upload (SIGKILL, power loss):
  * only the marker's owner may then remove the unverified base (crash undo, or its next create).
  *
- * The owner is (project, stack) today; the per-installation id (issue 17 §3) joins the tag in
- * `ownerTag` and nowhere else. Plain functions, serialized with the BaseImage provider.
+ * The owner is the stack's installation (src/model/installation.ts): two installations with one stack
+ * name never take each other's upload for their own. State written before ids holds (project, stack)
+ * only; its tag is the hash a legacy installation adopted as its id, so both spell the same tag. Plain
+ * functions, serialized with the BaseImage provider.
  */
 import { listVolumes, Virsh, volumePath } from "./libvirt";
 
@@ -14,10 +16,13 @@ import { listVolumes, Virsh, volumePath } from "./libvirt";
 export interface BaseOwner {
     project: string;
     stack: string;
+    /** The installation id; absent in state written before ids. */
+    installation?: string;
 }
 
 /** The one ownership rule: the tag an owner's upload markers carry. */
 export function ownerTag(owner: BaseOwner): string {
+    if (owner.installation) return owner.installation;
     const crypto = require("node:crypto") as typeof import("node:crypto");
     return crypto.createHash("sha256").update(`${owner.project}\0${owner.stack}`).digest("hex").slice(0, 8);
 }

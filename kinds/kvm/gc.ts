@@ -1,12 +1,13 @@
 /**
- * `egress gc` for `type: kvm`: finds domains named with a project+stack's prefix that carry its egress
- * metadata, and per-member volumes whose names carry the stack's prefix (`egress-<hash>-…`), on every host of the entry.
+ * `egress gc` for `type: kvm`: finds domains named with the installation's prefix
+ * (`egress-<installation id>-`, naming.ts) that carry its egress metadata, and per-member volumes under the
+ * same prefix, on every host of the entry.
  * Base images are a shared cache and are never listed. `remove` tolerates things already gone.
  */
 import type { KvmProviderConfig } from "./config";
 import type { Collector, CollectorFactory, ManagedThing } from "../../src/gc/types";
 import { isNotFound, listDomains, listVolumes, Virsh, withLibvirt } from "./libvirt";
-import { connectionFor, KvmHost, memberOfVolume, METADATA_NS, privateKeyText, stackPrefix } from "./naming";
+import { connectionFor, KvmHost, memberOfVolume, METADATA_NS, privateKeyText, installationPrefix } from "./naming";
 import { parseMetadata } from "./xml";
 import { legacyInstallationId } from "../../src/model/installation";
 import { removeDomain } from "./domain";
@@ -23,12 +24,12 @@ export const kvmCollector: CollectorFactory<KvmProviderConfig> = (providerName, 
         provider: providerName,
         kind: "kvm",
         async list(scope) {
-            const prefix = stackPrefix(scope.project, scope.stack);
+            const prefix = installationPrefix(scope.installation);
             const found: ManagedThing[] = [];
             const legacyId = legacyInstallationId(scope.project, scope.stack);
             for (const h of entry.hosts) {
                 await onHost(h, async (virsh) => {
-                    // Our domains are named `<stack prefix><member>`: others' (the host may run anything) are never asked.
+                    // Our domains are named `<installation prefix><member>`: others' (the host may run anything) are never asked.
                     // Members whose domain here belongs to another installation: their volumes are its disks.
                     const foreign = new Set<string>();
                     for (const name of (await listDomains(virsh)).filter((n) => n.startsWith(prefix))) {

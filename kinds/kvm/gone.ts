@@ -32,7 +32,7 @@ export function kvmGoneCheck(ctx: GoneCheckContext<KvmProviderConfig>): GoneChec
         const answered = perHost.filter((h): h is { host: string; states: Map<string, DomainState> } => !!h);
         const gone = new Map<string, string>();
         for (const m of members) {
-            const domain = memberObjectNames(ctx.project, ctx.stack, m.id).domain;
+            const domain = memberObjectNames(ctx.installation.id, m.id).domain;
             const found = answered.find((h) => h.states.has(domain));
             if (found) {
                 const state = found.states.get(domain)!;

@@ -63,7 +63,7 @@ export function createKvmProviderShared(providerName: string, args: ProviderShar
             const k = `${key}/${host.name}`;
             if (shared.has(k)) continue; // the first pool needing it names the alias
             const aliases = [{ name: `${pool.name}-base-${key}-${host.name}`, parent: pulumi.createUrn(pool.name, "egress:index:ProxyPool") }];
-            shared.set(k, createBaseImage(`${providerName}-base-${key}-${host.name}`, providerName, args.entry, key, host, { project: args.context.project, stack: args.context.stack }, { parent: group, aliases }));
+            shared.set(k, createBaseImage(`${providerName}-base-${key}-${host.name}`, providerName, args.entry, key, host, { project: args.context.project, stack: args.context.stack, installation: args.context.installation.id }, { parent: group, aliases }));
         }
     }
     return shared;
@@ -106,7 +106,7 @@ export class KvmProxy extends ProxyMemberComponent {
         const mt = machineType(entry, plan.placement.machineType);
         const image = entry.images[key];
         const userData = plan.cloudInit ? readCloudInit(plan.cloudInit, context.projectRoot) : Buffer.from(defaultUserData(plan.port, memberPasswd(plan.auth, context, args.pool)));
-        const names = memberObjectNames(context.project, context.stack, plan.name);
+        const names = memberObjectNames(context.installation.id, plan.name);
         const conn = connectionFor(entry, host);
         const privateKey = secretKey(entry);
 

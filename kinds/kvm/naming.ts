@@ -18,11 +18,13 @@ export function baseVolumeName(entry: string, key: string, format: string): stri
 }
 
 /**
- * Prefix of every per-member domain and volume of one project+stack: `egress-<8 hex>-`. The hash keeps
- * names short and unambiguous (stack names may contain '-' and '.'), and lets GC match by prefix.
+ * Prefix of every per-member domain and volume of one installation: `egress-<installation id>-`. The id
+ * (src/model/installation.ts) keeps two installations with one stack name apart on a shared host, keeps
+ * names short and unambiguous (stack names may contain '-' and '.'), and lets GC match by prefix. A stack
+ * made before ids adopted `hash8(project \0 stack)`, the prefix its names already had: nothing is renamed.
  */
-export function stackPrefix(project: string, stack: string): string {
-    return `egress-${hash8(`${project}\0${stack}`)}-`;
+export function installationPrefix(installationId: string): string {
+    return `egress-${installationId}-`;
 }
 
 /** First 8 hex digits of the sha256 of `s`: the short tags in per-member names. */
@@ -31,8 +33,8 @@ export function hash8(s: string): string {
 }
 
 /** Names of one member's libvirt objects. `member` is `<pool>-<index>` (a DNS label). */
-export function memberObjectNames(project: string, stack: string, member: string): { domain: string } {
-    return { domain: `${stackPrefix(project, stack)}${member}` };
+export function memberObjectNames(installationId: string, member: string): { domain: string } {
+    return { domain: `${installationPrefix(installationId)}${member}` };
 }
 
 /**

@@ -12,7 +12,8 @@ import assert from "node:assert/strict";
 import { startKubeCluster, KubeCluster } from "../helpers/kube-cluster";
 import { cli, procProject, ProcProject, spawnCli, until } from "../helpers/processes";
 import { legacyCli } from "../helpers/legacy-release";
-import { checkpointPendingCount, checkpointResources, installationInState } from "../../src/engine";
+import { checkpointPendingCount } from "../../src/engine";
+import { installationOf } from "../helpers/installation";
 import { legacyInstallationId } from "../../src/model";
 
 const NS = "twins";
@@ -38,9 +39,6 @@ async function items(collection: string, selector: Record<string, string>): Prom
     assert.equal(r.status, 200, JSON.stringify(r.body));
     return r.body.items;
 }
-
-/** A project's installation id, from its own backend's checkpoint. */
-const installationOf = (p: ProcProject) => installationInState(checkpointResources(p.backendDir, p.stack), "egress", p.stack);
 
 /** Everything of one installation in the namespace: `kind/name → uid`, its running pods, and its outputs. */
 async function snapshot(p: ProcProject) {

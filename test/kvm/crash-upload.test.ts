@@ -14,6 +14,7 @@ import * as path from "node:path";
 import { baseVolumeName } from "../../kinds/kvm/naming";
 import { uploadMarkerName } from "../../kinds/kvm/base-owner";
 import { engineProcessesOf, procProject, ProcProject, spawnCli, until } from "../helpers/processes";
+import { installationOf } from "../helpers/installation";
 import { kvmEntry, lv, Sandbox, startSandbox, teardown } from "./sandbox";
 import { Relay, sshRelay } from "./relay";
 
@@ -24,7 +25,8 @@ let server: http.Server;
 let link: Relay;
 let p: ProcProject;
 const volume = baseVolumeName("lab", "cut", "raw");
-const marker = () => uploadMarkerName(volume, { project: "egress", stack: STACK });
+/** Our marker: it carries the installation the killed `up` recorded first (the identity has no dependencies). */
+const marker = () => uploadMarkerName(volume, { project: "egress", stack: STACK, installation: installationOf(p).installation.id });
 const ofUpload = () => (lv(["pool-refresh", sb.pool]), lv(["vol-list", "--pool", sb.pool]).split("\n").map((l) => l.trim().split(/\s+/)[0]).filter((v) => v.startsWith(volume)).sort());
 
 /** `egress <args>` without blocking this process: the relay the engine talks through runs here. */

@@ -56,7 +56,7 @@ test("health: each failing stage is named", { timeout: 60_000 }, async () => {
 });
 
 test("gc: lists our domain and member volumes for the stack, removes them, tolerates gone", { timeout: 60_000 }, async () => {
-    const n = memberObjectNames("gcproj", "gcstack", "gcpool-0");
+    const n = memberObjectNames(TEST_INSTALLATION.id, "gcpool-0");
     const vol = `${n.domain}-0123abcd.qcow2`;
     for (const v of [vol, `${n.domain}-0123abcd-seed.iso`]) fs.rmSync(path.join(sb.poolDir, v), { force: true });
     lv(["pool-refresh", sb.pool]);
@@ -81,9 +81,12 @@ test("gc: lists our domain and member volumes for the stack, removes them, toler
     assert.deepEqual(await c.list({ project: "gcproj", stack: "gcstack", installation: TEST_INSTALLATION.id }), []);
 });
 
-test("two installations, one stack name, one host: the other's member is never replaced, undone or collected", { timeout: 90_000 }, async () => {
+// Names carry the installation id, so two installations' members differ by name. A domain under our name
+// that carries another id (two copies of one stack made before ids, which adopt the same id; a restored
+// backup; a hand-made domain) is the case left: it is never ours.
+test("a domain under our name that carries another installation is never replaced, undone or collected", { timeout: 90_000 }, async () => {
     const theirs = "1111aaaa";
-    const n = memberObjectNames("twinproj", "twin", "tw-0");
+    const n = memberObjectNames(TEST_INSTALLATION.id, "tw-0");
     const vol = `${n.domain}-0123abcd.qcow2`;
     const seed = `${n.domain}-0123abcd-seed.iso`;
     for (const v of [vol, seed]) fs.rmSync(path.join(sb.poolDir, v), { force: true });
@@ -106,10 +109,14 @@ test("two installations, one stack name, one host: the other's member is never r
         // Our gc: neither their domain nor its disks.
         const c = kvmCollector("lab", kvmEntry(sb, img));
         assert.deepEqual(await c.list({ project: "twinproj", stack: "twin", installation: TEST_INSTALLATION.id }), []);
-        assert.deepEqual((await c.list({ project: "twinproj", stack: "twin", installation: theirs })).map((t) => t.type).sort(), ["domain", "volume", "volume"], "theirs, to its own gc");
         assert.equal(lv(["domuuid", n.domain]).trim(), uuid, "the same domain, untouched");
     } finally {
-        const c = kvmCollector("lab", kvmEntry(sb, img));
-        for (const t of await c.list({ project: "twinproj", stack: "twin", installation: theirs })) await c.remove(t);
+        for (const args of [["destroy", n.domain], ["undefine", n.domain, "--nvram"], ...[vol, seed].map((v) => ["vol-delete", "--pool", sb.pool, v])]) {
+            try {
+                lv(args);
+            } catch {
+                // already gone (a domain that never started has nothing to destroy)
+            }
+        }
     }
 });

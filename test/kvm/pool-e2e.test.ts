@@ -9,7 +9,7 @@ import * as fs from "node:fs";
 import * as os from "node:os";
 import * as path from "node:path";
 import { tempProject } from "../helpers/project";
-import { memberObjectNames, stackPrefix } from "../../kinds/kvm/naming";
+import { installationPrefix, memberObjectNames } from "../../kinds/kvm/naming";
 import { GUEST_AGENT_SCRIPT } from "../../kinds/kvm/seed-iso";
 import { isoFile, isoLabel, kvmEntry, lv, Sandbox, serveTinyImage, startSandbox, teardown } from "./sandbox";
 
@@ -27,8 +27,11 @@ const config = (replicas: number, sha256 = image.sha256) => {
         "egress:pools": [{ name: "kp", provider: "lab", replicas, maxReplicas: 4, port: 3128, placement: { zone: "lab", image: "tiny", machineType: "small" }, cloudInit: { file: "cloud-init/squid.yaml" } }],
     };
 };
-const ours = () => lv(["list", "--all", "--name"]).split("\n").map((s) => s.trim()).filter((n) => n.startsWith(stackPrefix("egress", STACK)));
-const memberVolumes = () => fs.readdirSync(sb.poolDir).filter((f) => f.startsWith(stackPrefix("egress", STACK)));
+/** The stack's installation id (its names carry it), read after the first `up`. */
+let installation = "";
+let prefix = "";
+const ours = () => lv(["list", "--all", "--name"]).split("\n").map((s) => s.trim()).filter((n) => n.startsWith(prefix));
+const memberVolumes = () => fs.readdirSync(sb.poolDir).filter((f) => f.startsWith(prefix));
 
 before(async () => {
     sb = startSandbox();
@@ -43,11 +46,13 @@ after(() => teardown({ project, image, work }));
 test("pool of 2 → libvirt view → scale 1 → changed sha refused → destroy", { timeout: 600_000 }, async () => {
     let t0 = Date.now();
     await project.driver.up();
+    installation = (await project.driver.installation()).installation.id;
+    prefix = installationPrefix(installation);
     console.log(`up (2 members) ${Date.now() - t0} ms`);
     let proxies = await project.driver.proxies();
     assert.deepEqual(proxies.map((p) => [p.id, p.kind, p.port, p.zone, p.host]), [["kp-0", "kvm", 3128, "lab", ""], ["kp-1", "kvm", 3128, "lab", ""]]);
 
-    const names = [0, 1].map((i) => memberObjectNames("egress", STACK, `kp-${i}`));
+    const names = [0, 1].map((i) => memberObjectNames(installation, `kp-${i}`));
     assert.deepEqual(ours().sort(), names.map((n) => n.domain).sort());
     const basePath = path.join(sb.poolDir, "base-lab-tiny.qcow2");
     for (const n of names) {

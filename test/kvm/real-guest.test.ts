@@ -19,7 +19,8 @@ import assert from "node:assert/strict";
 import * as fs from "node:fs";
 import * as os from "node:os";
 import * as path from "node:path";
-import { memberObjectNames, stackPrefix } from "../../kinds/kvm/naming";
+import { installationPrefix, memberObjectNames } from "../../kinds/kvm/naming";
+import { installationOf } from "../helpers/installation";
 import { PACKAGE_ROOT } from "../../src/engine/env";
 import { cli, killServices, procProject, ProcProject, serve, ServeProcess, settledOp, until } from "../helpers/processes";
 import { kvmEntry, lv, Sandbox, startSandbox, teardown } from "./sandbox";
@@ -49,7 +50,9 @@ let p: ProcProject;
 let svc: ServeProcess | undefined;
 const work = fs.mkdtempSync(path.join(os.tmpdir(), "egress-real-guest-"));
 const sleep = (ms: number) => new Promise((r) => setTimeout(r, ms));
-const doms = [0, 1].map((i) => memberObjectNames("egress", STACK, `rg-${i}`).domain);
+/** The members' domains: named after the installation id the stack's first `up` made (read once the guests are up). */
+let doms: string[] = [];
+let installation = "";
 
 before(async () => {
     const built = guestImage();
@@ -105,8 +108,10 @@ test("egress serve on a kvm stack of 2 real guests: healthy, leased, proxying, b
         return Object.keys(ready).length === 2;
     }, 1_200_000, 2000).catch((e) => {
         // What the service saw and said: the only view of a failed boot once the after hook destroyed it.
-        throw new Error(`${(e as Error).message}\n/v1/proxies: ${JSON.stringify(last)}\nservice log (last 40 lines):\n${svc!.logs.slice(-40).join("\n")}`);
+        throw new Error(`${(e as Error).message}\n/v1/proxies: ${JSON.stringify(last)}\nservice log (last 60 lines but request logs):\n${svc!.logs.filter((l) => !l.includes('"request completed"')).slice(-60).join("\n")}`);
     });
+    installation = installationOf(p).installation.id;
+    doms = [0, 1].map((i) => memberObjectNames(installation, `rg-${i}`).domain);
     console.log(`serve start → healthy: rg-0 (uefi) ${((ready["rg-0"] - t0) / 1000).toFixed(1)} s, rg-1 (bios) ${((ready["rg-1"] - t0) / 1000).toFixed(1)} s (both booted at once on TCG)`);
     const list = await proxies();
     assert.deepEqual(list.map((x) => [x.id, x.port]), [["rg-0", 3128], ["rg-1", 8080]]);
@@ -173,7 +178,7 @@ test("egress serve on a kvm stack of 2 real guests: healthy, leased, proxying, b
     const destroyed = cli(p, ["destroy", "--yes"], 600_000);
     assert.equal(destroyed.code, 0, destroyed.stderr);
     console.log(`destroy ${Date.now() - t1} ms`);
-    const prefix = stackPrefix("egress", STACK);
+    const prefix = installationPrefix(installation);
     assert.deepEqual(lv(["list", "--all", "--name"]).split("\n").map((s) => s.trim()).filter((n) => n.startsWith(prefix)), [], "no domains left");
     assert.deepEqual(fs.readdirSync(sb.poolDir).filter((f) => f.startsWith(prefix) || f.startsWith("base-lab-")), [], "no volumes left");
     const gc = cli(p, ["gc", "--json"]);

@@ -9,7 +9,7 @@ import * as fs from "node:fs";
 import * as os from "node:os";
 import * as path from "node:path";
 import { tempProject } from "../helpers/project";
-import { stackPrefix } from "../../kinds/kvm/naming";
+import { installationPrefix } from "../../kinds/kvm/naming";
 import { kvmEntry, lv, Sandbox, serveTinyImage, startSandbox, teardown } from "./sandbox";
 
 const STACK = "kvm-shared";
@@ -21,7 +21,9 @@ const work = fs.mkdtempSync(path.join(os.tmpdir(), "egress-kvm-shared-"));
 const pool = (name: string, replicas: number) => ({ name, provider: "shr", replicas, maxReplicas: 4, port: 3128, placement: { zone: "lab", image: "tiny", machineType: "small" } });
 const config = (pools: object[]) => ({ "egress:providers": { shr: kvmEntry(sb, { url: image.url, sha256: image.sha256 }) }, "egress:pools": pools });
 const bases = () => fs.readdirSync(sb.poolDir).filter((f) => f.startsWith("base-shr-"));
-const overlays = () => fs.readdirSync(sb.poolDir).filter((f) => f.startsWith(stackPrefix("egress", STACK)) && f.endsWith(".qcow2"));
+/** The members' names start with the installation prefix the first `up` made. */
+let prefix = "";
+const overlays = () => fs.readdirSync(sb.poolDir).filter((f) => f.startsWith(prefix) && f.endsWith(".qcow2"));
 
 before(async () => {
     sb = startSandbox();
@@ -35,6 +37,7 @@ after(() => teardown({ project, image, work }));
 test("two pools sharing an entry and image: one BaseImage, one base volume", { timeout: 600_000 }, async () => {
     let t0 = Date.now();
     await project.driver.up();
+    prefix = installationPrefix((await project.driver.installation()).installation.id);
     console.log(`up (2 pools, 3 members) ${Date.now() - t0} ms`);
     assert.deepEqual((await project.driver.proxies()).map((p) => p.id), ["sa-0", "sa-1", "sb-0"]);
     const names = (await project.driver.resources()).map((r) => r.name);

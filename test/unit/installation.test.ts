@@ -7,7 +7,8 @@ import assert from "node:assert/strict";
 import { IDENTITY_TYPE, installationInState } from "../../src/engine/installation";
 import { identityProvider } from "../../src/installation-resource";
 import { ForeignInstallationError, immutableLabels, INSTALLATION_LABEL, isInstallationId, legacyInstallationId, memberLabels, ownedBy, stackLabels } from "../../src/model";
-import { stackPrefix } from "../../kinds/kvm/naming";
+import { installationPrefix } from "../../kinds/kvm/naming";
+import { ownerTag } from "../../kinds/kvm/base-owner";
 import { firewallDescription, parseFirewallDescription, poolResourceName } from "../../kinds/gcp/names";
 
 const stackRes = { type: "pulumi:pulumi:Stack" };
@@ -40,8 +41,12 @@ test("a malformed recorded id is an error naming the stack and the resource, nev
 });
 
 test("the legacy id is the hash pre-identity KVM names carry, so adopting it keeps every name", () => {
-    assert.equal(stackPrefix("egress", "prod"), `egress-${legacyInstallationId("egress", "prod")}-`);
+    // Before ids, KVM names were `egress-<sha256(project \0 stack)[0:8]>-<member>`.
+    assert.equal(installationPrefix(legacyInstallationId("egress", "prod")), "egress-ae6426a9-");
     assert.notEqual(legacyInstallationId("egress", "prod"), legacyInstallationId("egress", "prod2"));
+    // Upload markers: state from before ids holds (project, stack) and spells the same tag as the adopted id.
+    assert.equal(ownerTag({ project: "egress", stack: "prod" }), legacyInstallationId("egress", "prod"));
+    assert.equal(ownerTag({ project: "egress", stack: "prod", installation: "0a1b2c3d" }), "0a1b2c3d");
 });
 
 test("the identity provider records the first proposal and pins it on every later run", async () => {

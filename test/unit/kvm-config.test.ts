@@ -6,7 +6,7 @@ import * as path from "node:path";
 import YAML from "yaml";
 import { loadStackConfig, parseEgressConfig, planMembers, ConfigError } from "../../src/config";
 import { PACKAGE_ROOT } from "../../src/engine/env";
-import { baseVolumeName, memberObjectNames, memberOfVolume, pickHost, poolBaseNeeds, stackPrefix } from "../../kinds/kvm/naming";
+import { baseVolumeName, memberObjectNames, memberOfVolume, pickHost, poolBaseNeeds, installationPrefix } from "../../kinds/kvm/naming";
 import { domainXml, parseMetadata, metadataXml } from "../../kinds/kvm/xml";
 import { vendorData, GUEST_AGENT_SCRIPT } from "../../kinds/kvm/seed-iso";
 import { classifyVirshFailure } from "../../kinds/kvm/libvirt";
@@ -59,13 +59,13 @@ test("naming, placement and base needs", () => {
     const cfg = loadStackConfig(PACKAGE_ROOT, "example-kvm");
     const entry = cfg.providers["kvm-home"] as any;
     assert.equal(baseVolumeName("kvm-home", "debian-13", "qcow2"), "base-kvm-home-debian-13.qcow2");
-    assert.match(stackPrefix("egress", "prod"), /^egress-[0-9a-f]{8}-$/);
-    assert.notEqual(stackPrefix("egress", "dev"), stackPrefix("egress", "dev-x"));
-    assert.equal(memberObjectNames("egress", "prod", "home-3").domain, `${stackPrefix("egress", "prod")}home-3`);
+    assert.equal(installationPrefix("0a1b2c3d"), "egress-0a1b2c3d-");
+    assert.notEqual(memberObjectNames("0a1b2c3d", "home-3").domain, memberObjectNames("1111aaaa", "home-3").domain, "two installations, two names");
+    assert.equal(memberObjectNames("0a1b2c3d", "home-3").domain, "egress-0a1b2c3d-home-3");
     assert.equal(pickHost(entry, planMembers(cfg.pools[0])[2]).name, "beelink");
     assert.deepEqual(poolBaseNeeds(entry, cfg.pools[0]).map((n) => `${n.key}/${n.host.name}`), ["debian-13/beelink"]);
-    assert.equal(memberOfVolume(stackPrefix("p", "s"), `${stackPrefix("p", "s")}web-12-0a1b2c3d.qcow2`), "web-12");
-    assert.equal(memberOfVolume(stackPrefix("p", "s"), "base-x-y.qcow2"), undefined);
+    assert.equal(memberOfVolume(installationPrefix("0a1b2c3d"), "egress-0a1b2c3d-web-12-0a1b2c3d.qcow2"), "web-12");
+    assert.equal(memberOfVolume(installationPrefix("0a1b2c3d"), "base-x-y.qcow2"), undefined);
 });
 
 test("domain XML: UEFI default, BIOS on request, scsi seed, metadata round trip", () => {

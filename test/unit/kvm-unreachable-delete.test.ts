@@ -11,6 +11,7 @@ import { seedDiskProvider } from "../../kinds/kvm/seed-disk";
 import { libvirtError } from "../../kinds/kvm/libvirt";
 import { memberObjectNames, overlayVolumeName, seedVolumeName } from "../../kinds/kvm/naming";
 import { explainUnreachableDelete, memberOfVolumeName } from "../../kinds/kvm/unreachable";
+import { TEST_INSTALLATION } from "../helpers/installation";
 
 
 test("overlay and seed deletes on an unreachable host name `egress forget <member>` and retainOnDelete", { timeout: 60_000 }, async (t) => {
@@ -20,7 +21,7 @@ test("overlay and seed deletes on an unreachable host name `egress forget <membe
     const port = await closedPort();
     const conn = { host: "gone", user: "root", address: "127.0.0.1", port, knownHosts: `[127.0.0.1]:${port} ssh-ed25519 AAAAC3NzaC1lZDI1NTE5AAAAIOMqqnkVzrm0SdG6UOoqKLsabgH5C9okWi0dh2l9GKJl\n` };
     const privateKey = "-----BEGIN OPENSSH PRIVATE KEY-----\nunused: the TCP connect fails first\n-----END OPENSSH PRIVATE KEY-----\n";
-    const domain = memberObjectNames("egress", "prod", "home-3").domain;
+    const domain = memberObjectNames(TEST_INSTALLATION.id, "home-3").domain;
     const cases: [string, () => Promise<void>][] = [
         [overlayVolumeName(domain, "base-kvm-home-debian-13.qcow2"), () => overlayProvider.delete!("id", { conn, privateKey, storagePool: "default", volume: overlayVolumeName(domain, "base-kvm-home-debian-13.qcow2"), path: "/x" } as any)],
         [seedVolumeName(domain, "0a1b2c3d"), () => seedDiskProvider.delete!("id", { conn, privateKey, storagePool: "default", volume: seedVolumeName(domain, "0a1b2c3d"), path: "/x" } as any)],
@@ -45,7 +46,7 @@ test("only failures to reach the host get the hint; member names come back out o
     assert.match(badKey.message, /egress forget <member>/);
     const busy = libvirtError("x: volume in use", "libvirt", false, false);
     assert.equal((explainUnreachableDelete(busy, "volume v", "web-1") as Error).message, "[permanent] x: volume in use");
-    const domain = memberObjectNames("egress", "dev", "pool-a-12").domain;
+    const domain = memberObjectNames(TEST_INSTALLATION.id, "pool-a-12").domain;
     assert.equal(memberOfVolumeName(overlayVolumeName(domain, "base-x-y.qcow2")), "pool-a-12");
     assert.equal(memberOfVolumeName(seedVolumeName(domain, "deadbeef")), "pool-a-12");
     assert.equal(memberOfVolumeName("base-kvm-home-debian-13.qcow2"), undefined);
