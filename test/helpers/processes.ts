@@ -72,6 +72,22 @@ export function cli(p: ProcProject, args: string[], timeoutMs = 120_000): { code
     return { code: r.status ?? -1, stdout: r.stdout, stderr: r.stderr };
 }
 
+/**
+ * Runs `egress <args>` to completion without blocking this process: for tests whose own servers (an
+ * image server, an SSH relay) the command talks to. Killed with SIGKILL after `timeoutMs`.
+ */
+export async function cliAsync(p: ProcProject, args: string[], timeoutMs = 300_000): Promise<{ code: number; stdout: string; stderr: string }> {
+    const c = spawnCli(p, args);
+    let stdout = "";
+    let stderr = "";
+    c.stdout.on("data", (d) => (stdout += d));
+    c.stderr.on("data", (d) => (stderr += d));
+    const timer = setTimeout(() => c.kill("SIGKILL"), timeoutMs);
+    const code = await new Promise<number | null>((r) => c.once("exit", r));
+    clearTimeout(timer);
+    return { code: code ?? -1, stdout, stderr };
+}
+
 /** Starts `egress <args>` without waiting. */
 export function spawnCli(p: ProcProject, args: string[]): cp.ChildProcessWithoutNullStreams {
     return cp.spawn(process.execPath, [CLI, ...args, "--stack", p.stack, "--cwd", p.dir], { env: p.env });

@@ -13,7 +13,7 @@ import type { AddressInfo } from "node:net";
 import * as path from "node:path";
 import { baseVolumeName } from "../../kinds/kvm/naming";
 import { uploadMarkerName } from "../../kinds/kvm/base-owner";
-import { engineProcessesOf, procProject, ProcProject, spawnCli, until } from "../helpers/processes";
+import { cliAsync as runCli, engineProcessesOf, procProject, ProcProject, spawnCli, until } from "../helpers/processes";
 import { installationOf } from "../helpers/installation";
 import { kvmEntry, lv, Sandbox, startSandbox, teardown } from "./sandbox";
 import { Relay, sshRelay } from "./relay";
@@ -30,15 +30,7 @@ const marker = () => uploadMarkerName(volume, { project: "egress", stack: STACK,
 const ofUpload = () => (lv(["pool-refresh", sb.pool]), lv(["vol-list", "--pool", sb.pool]).split("\n").map((l) => l.trim().split(/\s+/)[0]).filter((v) => v.startsWith(volume)).sort());
 
 /** `egress <args>` without blocking this process: the relay the engine talks through runs here. */
-async function cliAsync(args: string[]): Promise<{ code: number | null; stdout: string; stderr: string }> {
-    const c = spawnCli(p, args);
-    let stdout = "";
-    let stderr = "";
-    c.stdout.on("data", (d) => (stdout += d));
-    c.stderr.on("data", (d) => (stderr += d));
-    const code = await new Promise<number | null>((r) => c.once("exit", r));
-    return { code, stdout, stderr };
-}
+const cliAsync = (args: string[]) => runCli(p, args);
 
 before(async () => {
     sb = startSandbox();

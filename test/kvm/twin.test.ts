@@ -13,7 +13,7 @@ import * as os from "node:os";
 import * as path from "node:path";
 import { installationPrefix } from "../../kinds/kvm/naming";
 import { checkpointPendingCount } from "../../src/engine";
-import { cli, engineProcessesOf, procProject, ProcProject, spawnCli, until } from "../helpers/processes";
+import { cliAsync, engineProcessesOf, procProject, ProcProject, spawnCli, until } from "../helpers/processes";
 import { installationOf } from "../helpers/installation";
 import { kvmEntry, lv, Sandbox, serveTinyImage, startSandbox, teardown } from "./sandbox";
 
@@ -33,27 +33,28 @@ const config = (replicas: number) => {
     };
 };
 
-function ok(p: ProcProject, args: string[]): string {
-    const r = cli(p, args, 300_000);
+/** `egress <args>` must succeed. Never spawnSync: the image server the engine downloads from runs in this process. */
+async function ok(p: ProcProject, args: string[]): Promise<string> {
+    const r = await cliAsync(p, args, 300_000);
     assert.equal(r.code, 0, `egress ${args.join(" ")}: ${r.stderr}\n${r.stdout}`);
     return r.stdout;
 }
 
 /** One installation's things on the host: its domains (name → UUID), its volumes, and its outputs. */
-function snapshot(p: ProcProject) {
+async function snapshot(p: ProcProject) {
     const { installation, source } = installationOf(p);
     assert.equal(source, "recorded");
     const prefix = installationPrefix(installation.id);
     const domains: Record<string, string> = {};
     for (const name of lv(["list", "--all", "--name"]).split("\n").map((s) => s.trim()).filter((n) => n.startsWith(prefix))) domains[name] = lv(["domuuid", name]).trim();
     const volumes = fs.readdirSync(sb.poolDir).filter((f) => f.startsWith(prefix)).sort();
-    return { id: installation.id, domains, volumes, proxies: JSON.parse(ok(p, ["outputs", "--json"])).proxies };
+    return { id: installation.id, domains, volumes, proxies: JSON.parse(await ok(p, ["outputs", "--json"])).proxies };
 }
 
-let aBefore: ReturnType<typeof snapshot>;
+let aBefore: Awaited<ReturnType<typeof snapshot>>;
 /** A's members are exactly as they were: the same domains (UUIDs), running, the same disks, equal outputs. */
-function assertAUntouched(after: string): void {
-    const now = snapshot(a);
+async function assertAUntouched(after: string): Promise<void> {
+    const now = await snapshot(a);
     assert.deepEqual(now.domains, aBefore.domains, `${after}: A's domains are the same ones`);
     assert.deepEqual(now.volumes, aBefore.volumes, `${after}: A's disks are all there`);
     assert.deepEqual(now.proxies, aBefore.proxies, `${after}: A's outputs are intact`);
@@ -67,7 +68,7 @@ before(async () => {
     b = procProject(STACK, config(1));
 });
 after(async () => {
-    for (const p of [b, a]) if (p) cli(p, ["destroy", "--yes", "--quiet"], 300_000);
+    for (const p of [b, a]) if (p) await cliAsync(p, ["destroy", "--yes", "--quiet"], 300_000);
     a?.cleanup();
     b?.cleanup();
     await teardown({ image, work });
@@ -75,31 +76,31 @@ after(async () => {
 
 test("two `twin` stacks on one host come up side by side: two ids, two sets of names", { timeout: 600_000 }, async (t) => {
     let t0 = Date.now();
-    ok(a, ["up", "--quiet"]);
+    await ok(a, ["up", "--quiet"]);
     t.diagnostic(`A up (1 member): ${Date.now() - t0} ms`);
-    aBefore = snapshot(a);
+    aBefore = await snapshot(a);
     assert.equal(Object.keys(aBefore.domains).length, 1, JSON.stringify(aBefore));
     assert.equal(aBefore.volumes.filter((v) => v.endsWith(".qcow2")).length, 1, "A's overlay");
     t0 = Date.now();
-    ok(b, ["up", "--quiet"]);
+    await ok(b, ["up", "--quiet"]);
     t.diagnostic(`B up (1 member): ${Date.now() - t0} ms`);
-    const bNow = snapshot(b);
+    const bNow = await snapshot(b);
     assert.notEqual(bNow.id, aBefore.id, "two installations, two ids");
     assert.deepEqual(bNow.proxies.map((x: { id: string }) => x.id), aBefore.proxies.map((x: { id: string }) => x.id), "the same member ids");
     assert.equal(Object.keys(bNow.domains).length, 1);
     assert.notDeepEqual(Object.keys(bNow.domains), Object.keys(aBefore.domains), "different domain names");
-    assertAUntouched("B's up");
+    await assertAUntouched("B's up");
     // One shared base: both stacks' overlays back onto it.
     assert.deepEqual(fs.readdirSync(sb.poolDir).filter((f) => f.startsWith("base-lab-tiny")), ["base-lab-tiny.qcow2"]);
 });
 
 test("B's scale 1 → 2 → 1 leaves A alone", { timeout: 600_000 }, async () => {
-    ok(b, ["scale", "tw", "2", "--quiet"]);
-    assert.equal(Object.keys(snapshot(b).domains).length, 2);
-    assertAUntouched("B's scale to 2");
-    ok(b, ["scale", "tw", "1", "--quiet"]);
-    assert.equal(Object.keys(snapshot(b).domains).length, 1);
-    assertAUntouched("B's scale to 1");
+    await ok(b, ["scale", "tw", "2", "--quiet"]);
+    assert.equal(Object.keys((await snapshot(b)).domains).length, 2);
+    await assertAUntouched("B's scale to 2");
+    await ok(b, ["scale", "tw", "1", "--quiet"]);
+    assert.equal(Object.keys((await snapshot(b)).domains).length, 1);
+    await assertAUntouched("B's scale to 1");
 });
 
 test("a SIGKILLed `up` in B, its recovery and B's `gc --delete` leave A alone; neither gc lists the other's things", { timeout: 900_000 }, async (t) => {
@@ -115,32 +116,32 @@ test("a SIGKILLed `up` in B, its recovery and B's `gc --delete` leave A alone; n
     await exited;
     await until(`engine processes of dead pid ${pid} to end`, () => engineProcessesOf(pid).length === 0, 30_000);
     t.diagnostic(`pending operations in B's state after the kill: ${checkpointPendingCount(b.backendDir, STACK)}`);
-    assertAUntouched("the kill of B's up");
+    await assertAUntouched("the kill of B's up");
 
     b.setReplicas("tw", 1);
-    ok(b, ["up", "--quiet"]); // recovers first: clears the dead run and its pending operations
+    await ok(b, ["up", "--quiet"]); // recovers first: clears the dead run and its pending operations
     assert.equal(checkpointPendingCount(b.backendDir, STACK), 0);
-    assertAUntouched("B's recovery and up");
+    await assertAUntouched("B's recovery and up");
 
     const aNames = new Set([...Object.keys(aBefore.domains), ...aBefore.volumes]);
-    const dry = JSON.parse(ok(b, ["gc", "--json"]));
+    const dry = JSON.parse(await ok(b, ["gc", "--json"]));
     assert.deepEqual(dry.orphans.filter((o: { name: string }) => aNames.has(o.name) || aNames.has(o.name.split("/").pop()!)), [], "B's gc lists none of A's things");
     t.diagnostic(`B's gc found ${dry.orphans.length} orphan(s) of its own: ${dry.orphans.map((o: { type: string; name: string }) => `${o.type}/${o.name}`).join(", ") || "none"}`);
-    assert.equal(JSON.parse(ok(b, ["gc", "--delete", "--json"])).ok, true);
-    assert.deepEqual(JSON.parse(ok(b, ["gc", "--json"])).orphans, [], "B's gc removed its own orphans");
+    assert.equal(JSON.parse(await ok(b, ["gc", "--delete", "--json"])).ok, true);
+    assert.deepEqual(JSON.parse(await ok(b, ["gc", "--json"])).orphans, [], "B's gc removed its own orphans");
     assert.ok(!fs.readdirSync(sb.poolDir).some((f) => f.startsWith(`${bPrefix}tw-2-`)), "the killed create's disks are gone");
-    assertAUntouched("B's gc --delete");
-    assert.deepEqual(JSON.parse(ok(a, ["gc", "--json"])).orphans, [], "A's gc lists nothing (B's things are not A's)");
+    await assertAUntouched("B's gc --delete");
+    assert.deepEqual(JSON.parse(await ok(a, ["gc", "--json"])).orphans, [], "A's gc lists nothing (B's things are not A's)");
 });
 
 test("`destroy` of B leaves A's member running; then A's destroy leaves the host empty of both", { timeout: 600_000 }, async () => {
     const bPrefix = installationPrefix(installationOf(b).installation.id);
     const aPrefix = installationPrefix(aBefore.id);
-    ok(b, ["destroy", "--yes", "--quiet"]);
+    await ok(b, ["destroy", "--yes", "--quiet"]);
     const left = (prefix: string) => [...lv(["list", "--all", "--name"]).split("\n").map((s) => s.trim()), ...fs.readdirSync(sb.poolDir)].filter((n) => n.startsWith(prefix));
     assert.deepEqual(left(bPrefix), [], "B left nothing");
-    assertAUntouched("B's destroy");
+    await assertAUntouched("B's destroy");
     assert.ok(fs.existsSync(path.join(sb.poolDir, "base-lab-tiny.qcow2")), "the shared base stays while A's overlay uses it");
-    ok(a, ["destroy", "--yes", "--quiet"]);
+    await ok(a, ["destroy", "--yes", "--quiet"]);
     assert.deepEqual(left(aPrefix), [], "A left nothing");
 });
