@@ -1,10 +1,11 @@
 /**
- * egress as it was before installation ids (commit 528a80a), built once per machine from this repository's
+ * egress as it was before installation ids (commit 528a80a), built once per checkout from this repository's
  * history into the temp dir: tests make a stack with it, as an existing user's would be, and then upgrade.
  * Shares this checkout's node_modules (the dependencies did not change). Fails loudly without git or the
  * commit (a shallow clone): it never skips.
  */
 import * as cp from "node:child_process";
+import * as crypto from "node:crypto";
 import * as fs from "node:fs";
 import * as os from "node:os";
 import * as path from "node:path";
@@ -21,7 +22,9 @@ function run(cmd: string, args: string[], cwd: string): void {
 
 /** The legacy release's root (with dist/src/cli.js), built on first use (~1 min on 2 cores). */
 export function legacyRelease(): string {
-    const root = path.join(os.tmpdir(), `egress-legacy-${LEGACY_COMMIT}`);
+    // One build per checkout: it links the checkout's node_modules, which must outlive it (a build shared
+    // across checkouts dangled once the checkout that made it was removed).
+    const root = path.join(os.tmpdir(), `egress-legacy-${LEGACY_COMMIT}-${crypto.createHash("sha256").update(PACKAGE_ROOT).digest("hex").slice(0, 8)}`);
     if (fs.existsSync(path.join(root, "dist", "src", "cli.js"))) return root;
     // Built beside, then renamed: two test files building at once never see a half-built tree.
     const tmp = `${root}.build-${process.pid}`;
