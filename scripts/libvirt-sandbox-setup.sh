@@ -105,7 +105,14 @@ log "network '$GUEST_NET' ($GUEST_PREFIX.1/24, DHCP)"
 # route, so they answer the bridge address). Our ACCEPT rules go before libvirt's isolated-network
 # REJECTs. Only this namespace's guests become reachable, and only from this machine.
 LINK_PREFIX=${LINK_PREFIX:-10.213.77}
+ROUTED=""
 if [ -n "$NETNS" ]; then
+  # A host end whose peer is not in this netns is a leftover of a sandbox that died without its teardown
+  # (or of another mount namespace's /run/netns): routing through it reaches nothing. Start over.
+  if ip link show egvh >/dev/null 2>&1 && ! $RUN ip link show egvn >/dev/null 2>&1; then
+    log "stale veth egvh (its peer is not in netns '$NETNS'): recreating it"
+    ip link del egvh
+  fi
   if ! ip link show egvh >/dev/null 2>&1; then
     ip link add egvh type veth peer name egvn
     ip link set egvn netns "$NETNS"
@@ -122,7 +129,9 @@ if [ -n "$NETNS" ]; then
   done
   $RUN iptables -t nat -C POSTROUTING -s "$LINK_PREFIX.0/30" -o egvbr0 -j MASQUERADE 2>/dev/null ||
     $RUN iptables -t nat -A POSTROUTING -s "$LINK_PREFIX.0/30" -o egvbr0 -j MASQUERADE
-  log "route $GUEST_PREFIX.0/24 via $LINK_PREFIX.2 (netns '$NETNS')"
+  # Routed only if both ends are where the route says: the tests that probe guests from the host check it.
+  if ip -o addr show dev egvh | grep -F " $LINK_PREFIX.1/30" >/dev/null && $RUN ip -o addr show dev egvn | grep -F " $LINK_PREFIX.2/30" >/dev/null; then ROUTED=1; fi
+  log "route $GUEST_PREFIX.0/24 via $LINK_PREFIX.2 (netns '$NETNS', routed=${ROUTED:-no})"
 fi
 
 # 5. sshd on 127.0.0.1:$SSH_PORT, root via ed25519 key
@@ -169,7 +178,7 @@ export LIBVIRT_URI_LOCAL='qemu:///system'
 export LIBVIRT_URI_LIBSSH='qemu+libssh://root@127.0.0.1:$SSH_PORT/system?keyfile=$K&known_hosts=$KH&sshauth=privkey'
 export SANDBOX_SSH_KEY='$K' SANDBOX_KNOWN_HOSTS='$KH' SANDBOX_SSH_PORT='$SSH_PORT'
 export SANDBOX_POOL='$POOL' SANDBOX_POOL_DIR='$BASE/pool' SANDBOX_NETNS='$NETNS'
-export SANDBOX_GUEST_NETWORK='$GUEST_NET' SANDBOX_GUEST_GATEWAY='$GUEST_PREFIX.1' SANDBOX_GUEST_ROUTED='${NETNS:+1}'
+export SANDBOX_GUEST_NETWORK='$GUEST_NET' SANDBOX_GUEST_GATEWAY='$GUEST_PREFIX.1' SANDBOX_GUEST_ROUTED='$ROUTED'
 EOF
 . "$BASE/env"
 for u in "$LIBVIRT_URI_LOCAL" "$LIBVIRT_URI_LIBSSH"; do
