@@ -18,12 +18,15 @@
  * or timed out mid-command. A mutating command (define, start, vol-create...) that lost its connection
  * may have run, so it fails, still as transient, and the next operation decides from what it finds.
  */
-import { classify, ErrorClass } from "../shared/errors";
 import { defaultRetrySchedule, RetrySchedule, withRetry } from "../shared/retry";
-import { type VirshCall, virshCommandNames } from "./virsh-call";
+import { type Virsh, type VirshCall, type VirshCallOptions, virshCommandNames } from "./virsh-call";
+import { libvirtError, virshFailure, virshRetryable } from "./libvirt-errors";
 
-export type { VirshCall } from "./virsh-call";
+export type { Virsh, VirshCall, VirshCallOptions } from "./virsh-call";
 export { virshCommandNames } from "./virsh-call";
+// One import for callers: the failure shape and the read-only queries live beside this file.
+export * from "./libvirt-errors";
+export * from "./libvirt-queries";
 
 /** Where a libvirt host is and how to reach it. Plain data: safe to keep in state (no key material). */
 export interface KvmConnection {
@@ -39,16 +42,6 @@ export interface KvmConnection {
     knownHostsPath?: string;
 }
 
-/** Stage of a failed call, as the health checker reports it. */
-export type LibvirtStage = "key" | "tcp" | "host-key" | "ssh-auth" | "libvirt" | "timeout";
-
-export interface VirshCallOptions {
-    /** Kill virsh after this long. @default 60000 */
-    timeoutMs?: number;
-    /** Kills virsh and stops retrying when aborted (a caller's deadline, e.g. the provider check's). */
-    signal?: AbortSignal;
-}
-
 /** What a session adds to every call: how transient failures are retried, and whose work it is (for messages). */
 export interface LibvirtSessionOptions {
     /** @default defaultRetrySchedule() (EGRESS_RETRY_SCHEDULE or 4 tries, 1 s → 8 s) */
@@ -62,77 +55,9 @@ export interface LibvirtSessionOptions {
     onCall?: (call: VirshCall) => void;
 }
 
-/** Runs one virsh command (argv after `virsh -c URI`) and resolves its stdout. */
-export type Virsh = (args: string[], opts?: VirshCallOptions) => Promise<string>;
-
-/** An Error with the facts callers branch on. Created by `libvirtError`; plain object fields, no class. */
-export interface LibvirtError extends Error {
-    stage: LibvirtStage;
-    /** The object (domain, volume, pool) does not exist. */
-    notFound: boolean;
-    /** Worth retrying (connection trouble, timeouts) as opposed to an operator-fixable problem. */
-    transient: boolean;
-    /** `transient` or `permanent` (libvirt has no quota). */
-    errorClass: ErrorClass;
-    /** False when virsh provably never reached libvirtd (connect failed), so the command did not run. */
-    mayHaveRun?: boolean;
-}
-
 /** Where `conn` points, for messages: `root@10.0.0.5:22 (host beelink)`, or `... (host beelink, member web-0)`. */
 export function describeConnection(conn: KvmConnection, member?: string): string {
     return `${conn.user}@${conn.address}:${conn.port} (host ${conn.host}${member ? `, member ${member}` : ""})`;
-}
-
-/** virsh commands that change nothing: safe to run again after a connection dropped mid-command. */
-const READ_ONLY_VIRSH = new Set(["domstate", "dominfo", "domblklist", "domifaddr", "dumpxml", "echo", "hostname", "list", "metadata", "net-dhcp-leases", "pool-info", "pool-refresh", "qemu-agent-command", "version", "vol-download", "vol-info", "vol-list", "vol-path", "vol-pool", "vol-dumpxml"]);
-
-/**
- * True when a failed virsh call may be tried again: transient, and either it never reached libvirtd or
- * every command in it (a `;`-separated batch counts each) only reads. `metadata` with `--set` writes.
- */
-export function virshRetryable(args: string[], e: unknown): boolean {
-    const le = e as Partial<LibvirtError>;
-    if (le?.errorClass !== "transient") return false;
-    if (le.mayHaveRun === false) return true;
-    const commands = args.length === 1 ? args[0].split(";").map((c) => c.trim()) : [args.join(" ")];
-    return commands.every((c) => READ_ONLY_VIRSH.has(c.split(/\s+/)[0]) && !/(^|\s)--(set|remove)\b/.test(c));
-}
-
-/** Classifies virsh's stderr into a stage and a hint the operator can act on. */
-export function classifyVirshFailure(stderr: string): { stage: LibvirtStage; notFound: boolean; transient: boolean; hint: string } {
-    const s = stderr;
-    if (/HOST KEY VERIFICATION FAILED|host key .* was not accepted|differs from stored identity/i.test(s))
-        return { stage: "host-key", notFound: false, transient: false, hint: "the host key is unknown or does not match `ssh.knownHosts`; add the host's key (ssh-keyscan -p PORT ADDRESS, then verify it) to knownHosts" };
-    if (/error while opening private key|wrong passphrase|Failed to (read|import) (private )?key/i.test(s))
-        return { stage: "key", notFound: false, transient: false, hint: "the private key could not be read; `ssh.privateKey` must be an unencrypted OpenSSH private key" };
-    if (/failed to authenticate|Access denied|Permission denied \(publickey|authentication failed/i.test(s))
-        return { stage: "ssh-auth", notFound: false, transient: false, hint: "the SSH server refused the key; add the public key to the user's authorized_keys on the host" };
-    if (/XML error|XML document failed to validate|parser error|Extra content at the end of the document|unsupported configuration/i.test(s))
-        return { stage: "libvirt", notFound: false, transient: false, hint: "libvirt refused the XML egress generated for this host: check the entry's settings (firmware, machine type, bridge/network) against what this host's libvirt supports" };
-    if (/unable to connect to server|Connection refused|No route to host|Network is unreachable|Connection timed out|Name or service not known|Temporary failure in name resolution|Socket error|handshake failed/i.test(s))
-        return { stage: "tcp", notFound: false, transient: true, hint: "the host's SSH port does not answer; check `hosts[].address` and `port`, and that sshd runs" };
-    if (/Failed to connect socket to '.*libvirt|cannot connect to daemon|End of file while reading data|Cannot recv data|Broken pipe/i.test(s))
-        return { stage: "libvirt", notFound: false, transient: true, hint: "libvirtd on the host does not answer; is libvirtd running and may this user use qemu:///system?" };
-    const notFound = /not found|no storage vol|no domain with matching|failed to get (domain|vol|pool)/i.test(s);
-    return { stage: "libvirt", notFound, transient: false, hint: "" };
-}
-
-/**
- * Builds a LibvirtError, its class tag in front of the message. Exported so callers in other modules can
- * make their own with the same shape. `mayHaveRun` false: the command provably never reached libvirtd.
- */
-export function libvirtError(message: string, stage: LibvirtStage, notFound: boolean, transient: boolean, mayHaveRun?: boolean): LibvirtError {
-    const e = classify(new Error(message), transient ? "transient" : "permanent") as LibvirtError;
-    e.name = "LibvirtError";
-    e.stage = stage;
-    e.notFound = notFound;
-    e.transient = transient;
-    if (mayHaveRun !== undefined) e.mayHaveRun = mayHaveRun;
-    return e;
-}
-
-export function isNotFound(e: unknown): boolean {
-    return !!e && typeof e === "object" && (e as LibvirtError).notFound === true;
 }
 
 /**
@@ -222,21 +147,6 @@ export async function withTempDir<T>(prefix: string, fn: (dir: string) => Promis
     }
 }
 
-/** The LibvirtError for a virsh run that failed (`err` from execFile), classified from its stderr. */
-function virshFailure(err: Error, stderr: string, args: string[], where: string, timeoutMs: number, signal?: AbortSignal): LibvirtError {
-    const text = stderr.replace(/\s+$/, "");
-    if ((err as any).code === "ENOENT") return libvirtError(`virsh is not installed on the machine running Pulumi (apt-get install libvirt-clients)`, "libvirt", false, false);
-    // Stopped by the caller's deadline (a provider check's timeout): not the host's failure to retry.
-    if (signal?.aborted) return libvirtError(`libvirt ${where}: \`virsh ${args[0]}\` stopped: ${(signal.reason as Error | undefined)?.message ?? "aborted"}`, "timeout", false, true);
-    if ((err as any).killed) return libvirtError(`libvirt ${where}: \`virsh ${args[0]}\` timed out after ${timeoutMs} ms`, "timeout", false, true);
-    const c = classifyVirshFailure(text);
-    if (!text) return libvirtError(`libvirt ${where}: \`virsh ${args[0]}\` failed without a message (exit ${(err as any).code ?? ""}${(err as any).signal ? `, signal ${(err as any).signal}` : ""})`, "libvirt", false, true);
-    // virsh prints this line only when opening the connection failed: the command never ran.
-    const connectFailed = /failed to connect to the hypervisor/.test(text);
-    const msg = text.split("\n").map((l) => l.replace(/^error: /, "")).filter((l) => l && l !== "failed to connect to the hypervisor").join("; ");
-    return libvirtError(`libvirt ${where}: \`virsh ${args[0]}\` failed (${c.stage}): ${msg}${c.hint ? ` — ${c.hint}` : ""}`, c.stage, c.notFound, c.transient, !connectFailed);
-}
-
 /**
  * Opens a session to one host: materializes the key (from `privateKey`, or `conn.privateKeyPath`) and
  * known_hosts into a private temp dir, hands `fn` a `virsh` function, and removes the files afterwards.
@@ -299,77 +209,3 @@ export async function withLibvirt<T>(conn: KvmConnection, privateKey: string | u
     });
 }
 
-/** Runs `fn`, treating "not found" as success (deletes that tolerate already-gone pieces). */
-export async function ignoreNotFound(fn: () => Promise<unknown>): Promise<void> {
-    try {
-        await fn();
-    } catch (e) {
-        if (!isNotFound(e)) throw e;
-    }
-}
-
-/** `virsh vol-path`, or undefined when the volume does not exist. */
-export async function volumePath(virsh: Virsh, pool: string, name: string): Promise<string | undefined> {
-    try {
-        return (await virsh(["vol-path", "--pool", pool, name])).trim();
-    } catch (e) {
-        if (isNotFound(e)) return undefined;
-        throw e;
-    }
-}
-
-/** Names of the volumes of a pool (refreshed first so files made outside libvirt show up). */
-export async function listVolumes(virsh: Virsh, pool: string): Promise<string[]> {
-    await virsh(["pool-refresh", pool]);
-    const out = await virsh(["vol-list", "--pool", pool]);
-    // `vol-list` prints "name   path" rows; names are ours (no spaces).
-    return out.split("\n").map((l) => l.trim().split(/\s+/)[0]).filter((n) => n && n !== "Name" && !/^-+$/.test(n));
-}
-
-/** Names of the defined domains, running or not (`list --all --name`). */
-export async function listDomains(virsh: Virsh): Promise<string[]> {
-    return (await virsh(["list", "--all", "--name"])).split("\n").map((s) => s.trim()).filter(Boolean);
-}
-
-/** What libvirt says a domain is doing; `missing` when it is not defined. */
-export type DomainState = "running" | "paused" | "shut off" | "crashed" | "in shutdown" | "pmsuspended" | "missing" | "unknown";
-
-/** States in which the guest serves nothing until someone acts: the member counts as gone. */
-export const GONE_STATES: readonly DomainState[] = ["missing", "shut off", "crashed", "paused", "in shutdown", "pmsuspended"];
-
-/**
- * `virsh domstate`, normalized. `blocked` (waiting on I/O) is running; `idle`/`no state` are unknown.
- * Connection failures throw (a host we cannot reach says nothing about its guests).
- */
-export async function domainState(virsh: Virsh, name: string): Promise<DomainState> {
-    let out: string;
-    try {
-        out = (await virsh(["domstate", name], { timeoutMs: 20000 })).trim().toLowerCase();
-    } catch (e) {
-        if (isNotFound(e)) return "missing";
-        throw e;
-    }
-    return normalizeState(out);
-}
-
-function normalizeState(out: string): DomainState {
-    if (out === "blocked") return "running";
-    const known: DomainState[] = ["running", "paused", "shut off", "crashed", "in shutdown", "pmsuspended"];
-    return known.find((s) => out === s) ?? "unknown";
-}
-
-/**
- * Every defined domain of a host with its state, in one call (`virsh list --all`): what the service's
- * reconcile loop asks each round, so its cost does not grow with the member count. Connection failures
- * throw. Rows are `<id|->  <name>  <state words>`; our names have no spaces.
- */
-export async function listDomainStates(virsh: Virsh, timeoutMs = 20000): Promise<Map<string, DomainState>> {
-    const out = await virsh(["list", "--all"], { timeoutMs });
-    const states = new Map<string, DomainState>();
-    for (const line of out.split("\n")) {
-        const m = /^\s*(\S+)\s+(\S+)\s+(.+?)\s*$/.exec(line);
-        if (!m || m[1] === "Id" || /^-+$/.test(m[1])) continue;
-        states.set(m[2], normalizeState(m[3].toLowerCase()));
-    }
-    return states;
-}

@@ -1,4 +1,16 @@
-import type { LibvirtStage } from "./libvirt";
+/** The shape of one virsh call: how it is made (`Virsh`) and how it is told (`VirshCall`, for logs). */
+import type { LibvirtStage } from "./libvirt-errors";
+
+/** Per-call options of `Virsh`. */
+export interface VirshCallOptions {
+    /** Kill virsh after this long. @default 60000 */
+    timeoutMs?: number;
+    /** Kills virsh and stops retrying when aborted (a caller's deadline, e.g. the provider check's). */
+    signal?: AbortSignal;
+}
+
+/** Runs one virsh command (argv after `virsh -c URI`) and resolves its stdout. */
+export type Virsh = (args: string[], opts?: VirshCallOptions) => Promise<string>;
 
 /**
  * One virsh call as it may be logged: which commands, where, how long, how it ended. Never arguments
