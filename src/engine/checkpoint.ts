@@ -2,7 +2,7 @@ import * as fs from "node:fs";
 import * as path from "node:path";
 import type { ProxyMember } from "../model";
 import type { EngineHome } from "./env";
-import type { StateResource } from "./member-urns";
+import type { StateResource } from "./state";
 
 /** Pulumi project name of every egress stack (Pulumi.yaml `name`). */
 export const PROJECT = "egress";
@@ -64,24 +64,15 @@ export function checkpointResources(backendDir: string, stack: string): StateRes
     }
 }
 
-interface CheckpointResource {
-    urn: string;
-    parent?: string;
-    id?: string;
-    delete?: boolean;
-    inputs?: Record<string, unknown>;
-    outputs?: Record<string, unknown>;
-}
-
 /**
  * Members of a checkpoint's resources, ordered by pool and index: each member component's `member`
  * output; for a component whose update was cut short before that output was recorded, its identity
  * input plus the address its created child reports (`host`/`port`, or a KVM domain's `ipAddress`).
  * A component with no created child has started nothing, and is left out.
  */
-export function membersOf(resources: CheckpointResource[]): ProxyMember[] {
+export function membersOf(resources: StateResource[]): ProxyMember[] {
     const byId = new Map<string, ProxyMember>();
-    const children = new Map<string, CheckpointResource[]>();
+    const children = new Map<string, StateResource[]>();
     for (const r of resources) if (r.parent && !r.delete) children.set(r.parent, [...(children.get(r.parent) ?? []), r]);
     for (const r of resources) {
         if (r.delete) continue;
@@ -91,7 +82,7 @@ export function membersOf(resources: CheckpointResource[]): ProxyMember[] {
     return [...byId.values()].sort((a, b) => a.pool.localeCompare(b.pool) || a.index - b.index);
 }
 
-function fromIdentity(r: CheckpointResource, children: CheckpointResource[]): ProxyMember | undefined {
+function fromIdentity(r: StateResource, children: StateResource[]): ProxyMember | undefined {
     const identity = r.inputs?.identity as Omit<ProxyMember, "host" | "url"> | undefined;
     const created = children.filter((c) => c.id);
     if (!identity || !created.length) return undefined;

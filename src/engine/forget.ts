@@ -1,19 +1,5 @@
 import type { Stack } from "@pulumi/pulumi/automation";
-
-/** What a checkpoint records about one resource (the subset forgetting reads and edits). */
-interface StateResource {
-    urn: string;
-    type: string;
-    id?: string;
-    parent?: string;
-    provider?: string;
-    delete?: boolean;
-    custom?: boolean;
-    dependencies?: string[];
-    propertyDependencies?: Record<string, string[]>;
-    deletedWith?: string;
-    outputs?: Record<string, unknown>;
-}
+import { memberComponents, type StateResource, urnName as nameOf } from "./state";
 
 /** A resource of the member that leaves state; `id` is what names the real thing (a pid file, a domain, a VM). */
 export interface ForgottenResource {
@@ -49,15 +35,6 @@ export class ForgetRefusedError extends Error {
         super(message);
         this.name = "ForgetRefusedError";
     }
-}
-
-const POOL_TYPE = "egress:index:ProxyPool";
-const nameOf = (urn: string) => urn.split("::").pop()!;
-const typeOfUrn = (urn: string) => urn.split("::")[2]?.split("$").pop();
-
-/** Member components: direct children of a ProxyPool, named `<pool>-<index>`. */
-function memberComponents(resources: StateResource[]): StateResource[] {
-    return resources.filter((r) => !r.delete && r.parent && typeOfUrn(r.parent) === POOL_TYPE);
 }
 
 /**

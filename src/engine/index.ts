@@ -8,3 +8,4 @@ export * from "./forget";
 export * from "./member-urns";
 export * from "./salt";
 export * from "./installation";
+export * from "./state";

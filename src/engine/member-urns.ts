@@ -3,15 +3,9 @@
  * with `targetDependents` its children come along) and the URNs of the custom resources under it
  * (replaced: a component has nothing to replace). Pure, over a checkpoint's or an export's resources.
  */
+import { memberComponents, type StateResource, urnName } from "./state";
 
-export interface StateResource {
-    urn: string;
-    type: string;
-    custom?: boolean;
-    parent?: string;
-    delete?: boolean;
-    outputs?: Record<string, unknown>;
-}
+export type { StateResource } from "./state";
 
 export interface MemberTargets {
     /** Member id → its component URN and the custom resources below it (any depth). */
@@ -26,8 +20,9 @@ export function memberTargets(resources: readonly StateResource[], ids: readonly
     for (const r of live) if (r.parent) children.set(r.parent, [...(children.get(r.parent) ?? []), r]);
     const found = new Map<string, { component: string; replace: string[] }>();
     const missing: string[] = [];
+    const members = memberComponents(live);
     for (const id of ids) {
-        const comp = live.find((r) => !r.custom && (r.outputs?.member as { id?: unknown } | undefined)?.id === id);
+        const comp = members.find((r) => urnName(r.urn) === id);
         if (!comp) {
             missing.push(id);
             continue;

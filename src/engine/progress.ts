@@ -1,4 +1,5 @@
 import type { EngineEvent } from "@pulumi/pulumi/automation";
+import { urnName } from "./state";
 
 /** A compact, serializable view of one engine event: what crawler ops and the CLI show as progress. */
 export interface ProgressEvent {
@@ -12,10 +13,7 @@ export interface ProgressEvent {
     changes?: Record<string, number>;
 }
 
-/** Last segment of a URN: the resource's logical name. */
-export function urnName(urn: string): string {
-    return urn.split("::").pop() ?? urn;
-}
+export { urnName };
 
 /** Maps raw engine events to progress events; uninteresting ones (same-steps, stdout noise) map to undefined. */
 export function toProgress(e: EngineEvent): ProgressEvent | undefined {

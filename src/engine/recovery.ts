@@ -2,20 +2,11 @@ import type { Stack } from "@pulumi/pulumi/automation";
 import { pendingCreateUndoers } from "../../kinds/registry";
 import type { Installation, ProxyMember } from "../model";
 import { membersOf } from "./checkpoint";
+import type { StateResource } from "./state";
 import { IDENTITY_TYPE } from "./installation";
 import { repairFileBackend } from "./backend-repair";
 import { killLeftovers } from "./leftovers";
 import { removeStaleLocks, stackLocks } from "./locks";
-
-/** What a checkpoint records about one resource (the subset recovery reads). */
-interface StateResource {
-    urn: string;
-    type: string;
-    id?: string;
-    delete?: boolean;
-    inputs?: Record<string, unknown>;
-    outputs?: Record<string, unknown>;
-}
 
 interface Deployment {
     resources?: StateResource[];

@@ -4,8 +4,8 @@ import assert from "node:assert/strict";
 import { membersOf } from "../../src/engine/checkpoint";
 
 const identity = (index: number) => ({ id: `p-${index}`, pool: "p", provider: "local", kind: "local", index, port: 3128, zone: "local" });
-const comp = (index: number, extra: object = {}) => ({ urn: `urn:pulumi:s::egress::egress:local:LocalProxy::p-${index}`, inputs: { identity: identity(index) }, ...extra });
-const child = (index: number, outputs: Record<string, unknown>, extra: object = {}) => ({ urn: `urn:pulumi:s::egress::egress:local:LocalProxy$proc::p-${index}-process`, parent: comp(index).urn, id: `s-p-${index}`, outputs, ...extra });
+const comp = (index: number, extra: object = {}) => ({ urn: `urn:pulumi:s::egress::egress:local:LocalProxy::p-${index}`, type: "egress:local:LocalProxy", inputs: { identity: identity(index) }, ...extra });
+const child = (index: number, outputs: Record<string, unknown>, extra: object = {}) => ({ urn: `urn:pulumi:s::egress::egress:local:LocalProxy$proc::p-${index}-process`, type: "proc", parent: comp(index).urn, id: `s-p-${index}`, outputs, ...extra });
 
 test("a recorded member output wins; a cut-short member is rebuilt from its identity and its child's address", () => {
     const members = membersOf([
