@@ -82,7 +82,11 @@ export async function startProxy(req: StartRequest, timeoutMs = 15000): Promise<
     throw new Error(`local proxy ${req.id} did not start listening on port ${req.port || "(any)"}: ${exited !== null ? `exited with ${exited}` : "timed out"}${tail ? `; log: ${tail}` : ""}`);
 }
 
-/** True when `pid` is alive and is the proxy process for `id` (not a foreign process that reused the pid). */
+/**
+ * True when `pid` is alive and is the proxy process for `id` (not a foreign process that reused the pid).
+ * Recognised by its argv, not by src/engine/process-identity.ts's start time: this runs inside the
+ * serialized dynamic provider, and the proxy's id is what state records about it.
+ */
 export function isOurProcess(pid: number, id: string): boolean {
     const fs = require("node:fs") as typeof import("node:fs");
     try {

@@ -1,6 +1,7 @@
 import * as crypto from "node:crypto";
 import * as fs from "node:fs";
-import { processStartTime } from "./process-identity";
+import * as os from "node:os";
+import { identityAlive, processStartTime } from "./process-identity";
 
 /**
  * Every engine process carries `EGRESS_ENGINE_RUN=<owner pid>.<owner start time>.<nonce>` in its
@@ -15,10 +16,10 @@ export function newRunMarker(): string {
     return `${process.pid}.${processStartTime(process.pid) ?? "0"}.${crypto.randomBytes(4).toString("hex")}`;
 }
 
-/** True when the process that owns `marker` still runs (same pid and start time). */
+/** True when the process that owns `marker` still runs (same pid and start time: process-identity.ts's one rule). */
 function ownerAlive(marker: string): boolean {
     const [pid, start] = marker.split(".");
-    return processStartTime(Number(pid)) === start;
+    return identityAlive({ pid: Number(pid), startTime: start === "0" ? undefined : start, hostname: os.hostname() });
 }
 
 export interface Leftover {

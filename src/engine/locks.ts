@@ -1,6 +1,6 @@
 import * as fs from "node:fs";
-import * as os from "node:os";
 import * as path from "node:path";
+import { identityAlive } from "./process-identity";
 
 /** A lock file of the file ("diy") backend: `<backend>/.pulumi/locks/<org>/<project>/<stack>/<id>.json`. */
 export interface StackLock {
@@ -22,21 +22,12 @@ export function stackLocks(backendDir: string | undefined, stack: string): Stack
         const file = path.join(root, rel);
         try {
             const lock = JSON.parse(fs.readFileSync(file, "utf8")) as { pid: number; hostname: string };
-            locks.push({ file, pid: lock.pid, hostname: lock.hostname, alive: lock.hostname !== os.hostname() || processAlive(lock.pid) });
+            locks.push({ file, pid: lock.pid, hostname: lock.hostname, alive: identityAlive({ pid: lock.pid, hostname: lock.hostname }) });
         } catch {
             /* unreadable or vanished: the backend's own check will report it */
         }
     }
     return locks;
-}
-
-function processAlive(pid: number): boolean {
-    try {
-        process.kill(pid, 0);
-        return true;
-    } catch (e) {
-        return (e as NodeJS.ErrnoException).code === "EPERM";
-    }
 }
 
 /**

@@ -31,6 +31,7 @@ export function selfIdentity(): ProcessIdentity {
 }
 
 /**
+ * The one liveness rule of the engine layer (locks, writer lock, leftover engines).
  * False only when the process is provably gone: same host, and the pid is free or now belongs to a
  * process that started at another time. A holder on another host cannot be checked and counts as alive.
  */
