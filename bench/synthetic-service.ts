@@ -12,7 +12,7 @@ import * as crypto from "node:crypto";
 import * as http from "node:http";
 import * as os from "node:os";
 import pino from "pino";
-import type { PoolConfig } from "../src/config";
+import type { PoolConfig } from "../src/model";
 import type { ProxyMember } from "../src/model";
 import { Timeline } from "../src/service/timeline";
 import { createApp } from "../src/service/app";

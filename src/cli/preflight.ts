@@ -1,5 +1,6 @@
-import { ConfigError, ConfigProblem, EgressConfig } from "../config";
-import { kindOf } from "../../kinds/registry";
+import { ConfigProblem } from "../model";
+import { ConfigError, EgressConfig } from "../config";
+import { kindOf } from "../../components/registry";
 
 /**
  * Checks that need this machine's files, run before an engine operation so mistakes surface as config

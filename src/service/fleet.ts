@@ -1,4 +1,4 @@
-import type { PoolConfig } from "../config";
+import type { PoolConfig } from "../model";
 import type { ProxyCredentials, ProxyMember, StackCredentials } from "../model";
 import type { LeaseManager } from "./leases";
 import type { AcquireRequest, ReleaseOutcome, Removal } from "./leases/types";

@@ -22,7 +22,7 @@ import { Reconciler } from "./heal/reconciler";
 import { Drainer } from "./drain/drainer";
 import { Timeline } from "./timeline";
 import { goneCheckFor, GoneCheck } from "../providers-health/gone";
-import { kindOf } from "../../kinds/registry";
+import { kindOf } from "../../components/registry";
 import type { ProxyMember } from "../model";
 import { Gateway, type BlockRules } from "./gateway";
 

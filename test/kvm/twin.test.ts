@@ -11,7 +11,7 @@ import assert from "node:assert/strict";
 import * as fs from "node:fs";
 import * as os from "node:os";
 import * as path from "node:path";
-import { installationPrefix } from "../../kinds/kvm/naming";
+import { installationPrefix } from "../../components/kvm/naming";
 import { checkpointPendingCount } from "../../src/engine";
 import { cli, engineProcessesOf, procProject, ProcProject, spawnCli, until } from "../helpers/processes";
 import { installationOf } from "../helpers/installation";

@@ -4,7 +4,7 @@ import assert from "node:assert/strict";
 import * as fs from "node:fs";
 import * as os from "node:os";
 import * as path from "node:path";
-import { startProxy, isOurProcess } from "../../kinds/local/process";
+import { startProxy, isOurProcess } from "../../components/local/process";
 import { collectorFor, knownToState } from "../../src/gc";
 import { PACKAGE_ROOT } from "../../src/engine/env";
 import { TEST_INSTALLATION } from "../helpers/installation";

@@ -11,7 +11,7 @@ import * as fs from "node:fs";
 import * as net from "node:net";
 import * as os from "node:os";
 import * as path from "node:path";
-import { isOurProcess, startProxy, stopProxy } from "../../kinds/local/process";
+import { isOurProcess, startProxy, stopProxy } from "../../components/local/process";
 import { parseEgressConfig } from "../../src/config";
 import { PACKAGE_ROOT } from "../../src/engine/env";
 import { collectGarbage } from "../../src/gc";

@@ -7,7 +7,7 @@ import { test } from "node:test";
 import assert from "node:assert/strict";
 import * as fs from "node:fs";
 import * as path from "node:path";
-import { KIND_NAMES, KINDS, kindOf } from "../../kinds/registry";
+import { KIND_NAMES, KINDS, kindOf } from "../../components/registry";
 import { PACKAGE_ROOT } from "../../src/engine/env";
 
 function sources(dir: string): string[] {

@@ -11,7 +11,7 @@ import * as http from "node:http";
 import type { AddressInfo } from "node:net";
 import * as os from "node:os";
 import * as path from "node:path";
-import { downloadTo } from "../../kinds/kvm/fetch";
+import { downloadTo } from "../../components/kvm/fetch";
 import { closedPort } from "../fixtures/ports";
 
 const IMAGE = crypto.randomBytes(256 * 1024);

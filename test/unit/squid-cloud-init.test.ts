@@ -6,9 +6,9 @@
 import { test } from "node:test";
 import assert from "node:assert/strict";
 import { parse } from "yaml";
-import { defaultUserData } from "../../kinds/kvm/squid-config";
-import { defaultCloudInit } from "../../kinds/gcp/squid-config";
-import { SQUID_DROP_IN_PATH } from "../../kinds/shared/squid";
+import { defaultUserData } from "../../components/kvm/squid-config";
+import { defaultCloudInit } from "../../components/gcp/squid-config";
+import { SQUID_DROP_IN_PATH } from "../../components/shared/squid";
 
 const RANGES = ["203.0.113.0/24", "10.0.0.0/8"];
 const cases: [string, (port: number) => string][] = [

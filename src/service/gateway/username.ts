@@ -1,4 +1,4 @@
-import { DNS1123_LABEL } from "../../config/names";
+import { DNS1123_LABEL } from "../../model/fields";
 import { sessionKeySchema, SESSION_KEY_RULE } from "../schemas";
 
 /**

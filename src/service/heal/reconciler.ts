@@ -1,5 +1,5 @@
 import type { Logger } from "pino";
-import type { PoolConfig } from "../../config";
+import type { PoolConfig } from "../../model";
 import type { GoneCheck } from "../../providers-health/gone";
 import type { MemberHealthView } from "../../health";
 import type { ProxyMember } from "../../model";

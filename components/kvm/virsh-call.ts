@@ -1,0 +1,28 @@
+/** Stage of a failed call, as the health checker reports it (declared here, below libvirt.ts, which re-exports it). */
+export type LibvirtStage = "key" | "tcp" | "host-key" | "ssh-auth" | "libvirt" | "timeout";
+
+/**
+ * One virsh call as it may be logged: which commands, where, how long, how it ended. Never arguments
+ * (they carry domain XML, metadata bodies and the URI with key file paths) and never output.
+ */
+export interface VirshCall {
+    /** The virsh command names, `;`-joined for a batch: `list`, `echo;domblklist;echo;vol-info`. */
+    command: string;
+    host: string;
+    /** `user@address:port`. */
+    target: string;
+    member?: string;
+    durationMs: number;
+    /** virsh's exit code; null when it did not exit by itself (killed at its timeout, not installed). */
+    exitCode: number | null;
+    signal?: string;
+    ok: boolean;
+    /** The stage of a failure (LibvirtStage), unset when ok. */
+    stage?: LibvirtStage;
+}
+
+/** The command names of a virsh argv (a one-string argv is a `;`-separated batch), for VirshCall. */
+export function virshCommandNames(args: string[]): string {
+    const commands = args.length === 1 ? args[0].split(";") : [args[0] ?? ""];
+    return commands.map((c) => c.trim().split(/\s+/)[0]).filter(Boolean).join(";");
+}
