@@ -6,7 +6,8 @@ import { loadStackConfig, parseEgressConfig, type ProviderConfig } from "../conf
 import { acquireWriterLock, describeHolder, engineHome, fileBackendDir, PROJECT, StackDriver } from "../engine";
 import { checkerFor } from "../providers-health";
 import { HealthMonitor } from "../health";
-import { AppDeps, createApp } from "./app";
+import { createApp } from "./app";
+import type { AppDeps } from "./deps";
 import { authenticate, ensureDevToken, loadTokens, StoredToken, tokensFromEnv } from "./auth";
 import { Fleet } from "./fleet";
 import { LeaseManager } from "./leases";
