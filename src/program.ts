@@ -1,11 +1,10 @@
 import * as path from "node:path";
 import * as pulumi from "@pulumi/pulumi";
-import { clearSecret } from "./model";
+import { clearSecret, type Installation, type ProxyCredentials, type ProxyMember } from "./model";
 import { EgressConfig, parseEgressConfig } from "./config";
 import { ProxyPool } from "../components/pool";
 import { kindOf } from "../components/registry";
 import { withEntryOptions } from "../components/shared/retain";
-import type { Installation, ProxyCredentials, ProxyMember } from "./model";
 import { memberName } from "./model/plan";
 import { InstallationIdentity } from "./installation-resource";
 

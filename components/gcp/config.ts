@@ -1,8 +1,7 @@
 import { z } from "zod";
 import { providerCommonFields } from "../shared/config";
 import { allowedSourceRangesSchema } from "../../src/model/cidr";
-import type { ConfigProblem } from "../../src/model";
-import type { Placement, PoolConfig } from "../../src/model";
+import type { ConfigProblem, Placement, PoolConfig } from "../../src/model";
 
 /** GCE zone names: `<continent>-<area><n>-<letter>`, e.g. europe-west1-b, us-central1-a. */
 export const GCE_ZONE = /^[a-z]+-[a-z]+\d+-[a-z]$/;

@@ -1,9 +1,7 @@
 import type { GcpProviderConfig } from "./config";
 import { GcpClientOptions, GcpComputeClient, labelFilter } from "./api";
-import { stackLabels } from "../../src/model";
-import type { ProxyMember } from "../../src/model";
+import { stackLabels, type ProxyMember, INSTALLATION_LABEL, MEMBER_LABEL, memberLabelValue, ownedBy } from "../../src/model";
 import type { GoneCheck, GoneCheckContext } from "../kind";
-import { INSTALLATION_LABEL, MEMBER_LABEL, memberLabelValue, ownedBy } from "../../src/model";
 import { NO_RETRY } from "../shared/retry";
 
 /**

@@ -2,8 +2,7 @@ import { z } from "zod";
 import { providerCommonFields } from "../shared/config";
 import { dnsLabel } from "../../src/model/fields";
 import { allowedSourceRangesSchema } from "../../src/model/cidr";
-import type { ConfigProblem } from "../../src/model";
-import type { Placement } from "../../src/model";
+import type { ConfigProblem, Placement } from "../../src/model";
 
 /** Kubernetes resource quantities: `100m`, `0.5`, `64Mi`, `1G`. */
 const QUANTITY = /^\d+(\.\d+)?(m|k|M|G|T|Ki|Mi|Gi|Ti)?$/;

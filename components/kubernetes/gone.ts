@@ -1,8 +1,7 @@
 import type { KubernetesProviderConfig } from "./config";
 import { KubeClient, KubeClientOptions, labelSelector } from "./api";
-import { stackLabels } from "../../src/model";
+import { stackLabels, INSTALLATION_LABEL, MEMBER_LABEL, memberLabelValue, ownedBy } from "../../src/model";
 import type { GoneCheck, GoneCheckContext } from "../kind";
-import { INSTALLATION_LABEL, MEMBER_LABEL, memberLabelValue, ownedBy } from "../../src/model";
 import { NO_RETRY } from "../shared/retry";
 
 /** Pod phases of a pod that runs or is about to: anything else (Failed, Succeeded, Unknown) does not serve. */

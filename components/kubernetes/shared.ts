@@ -1,9 +1,8 @@
 import * as pulumi from "@pulumi/pulumi";
 import * as k8s from "@pulumi/kubernetes";
-import { planMembers } from "../../src/model";
+import { planMembers, poolLabels } from "../../src/model";
 import type { KubernetesProviderConfig } from "./config";
 import type { PoolSharedArgs } from "../kind";
-import { poolLabels } from "../../src/model";
 import { memberSquidConf, secretLayout, SecretLayout } from "./squid-config";
 import { memberPasswd } from "../shared/squid-passwd";
 

@@ -2,8 +2,7 @@ import { z } from "zod";
 import { providerCommonFields } from "../shared/config";
 import { identifier, localPath, port, secretString } from "../../src/model/fields";
 import { hostAddressProblem } from "./libvirt";
-import type { ConfigProblem } from "../../src/model";
-import type { Placement } from "../../src/model";
+import type { ConfigProblem, Placement } from "../../src/model";
 
 /** SSH transport to the libvirt hosts. Host keys are always verified against `knownHosts`. */
 const sshSchema = z.strictObject({

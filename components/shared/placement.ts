@@ -1,5 +1,4 @@
-import type { ConfigProblem } from "../../src/model";
-import type { Placement, PoolConfig } from "../../src/model";
+import type { ConfigProblem, Placement, PoolConfig } from "../../src/model";
 
 /**
  * Runs a kind's placement rule on a pool's placement and on every member override's (merged over the

@@ -1,8 +1,7 @@
 import { z } from "zod";
 import { providerCommonFields } from "../shared/config";
 import { secretString } from "../../src/model/fields";
-import type { ConfigProblem } from "../../src/model";
-import type { PoolConfig } from "../../src/model";
+import type { ConfigProblem, PoolConfig } from "../../src/model";
 
 /** Schemes a static proxy may have: how egress and clients talk to the proxy itself. */
 const SCHEMES = ["http:", "https:"];

@@ -1,10 +1,9 @@
 import * as fs from "node:fs";
 import * as path from "node:path";
 import YAML from "yaml";
-import { ConfigProblem, configPath } from "../model";
+import { ConfigProblem, configPath, CloudInit, PoolConfig } from "../model";
 import { ConfigError, problemsFromZod } from "./errors";
 import { readCloudInit, squidHttpPorts, userDataText } from "../model/cloud-init";
-import { CloudInit, PoolConfig } from "../model";
 import { EgressConfig, egressConfigSchema } from "./schema";
 import { KIND_NAMES, kindOf } from "../../components/registry";
 

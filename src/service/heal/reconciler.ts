@@ -1,8 +1,7 @@
 import type { Logger } from "pino";
-import type { PoolConfig } from "../../model";
+import type { PoolConfig, ProxyMember } from "../../model";
 import type { GoneCheck } from "../../providers-health/gone";
 import type { MemberHealthView } from "../../health";
-import type { ProxyMember } from "../../model";
 import type { Operation } from "../operations";
 import type { ProviderHealthReport } from "../provider-health";
 import { NotAcceptingError, type Scaler } from "../scaler";
