@@ -1,5 +1,5 @@
 /**
- * What a provider kind is: one `KindDefinition` per folder under kinds/, listed in kinds/registry.ts.
+ * What a provider kind is: one `KindDefinition` per folder under components/, listed in components/registry.ts.
  * Config, program, health, gc, doctor and the service ask the registry, never a kind by name.
  */
 import type * as pulumi from "@pulumi/pulumi";
@@ -8,7 +8,7 @@ import type { z } from "zod";
 import type { ConfigProblem, Installation, OwnerScope, PoolConfig, ProxyCredentials, ProxyMember, StackContext } from "../src/model";
 import type { MemberArgs, ProxyMemberComponent } from "./shared/member";
 
-/** Every kind's entry has a `type` (the kind's name) and the common fields (kinds/shared/config.ts). */
+/** Every kind's entry has a `type` (the kind's name) and the common fields (components/shared/config.ts). */
 export interface EntryBase {
     type: string;
     retainOnDelete?: boolean;

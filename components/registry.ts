@@ -1,6 +1,6 @@
 /**
  * The one list of provider kinds. Config, program, health, gc, doctor and the service read it; nothing
- * outside kinds/ names a kind. Adding a kind: a folder kinds/<kind>/ whose index.ts exports its
+ * outside components/ names a kind. Adding a kind: a folder components/<kind>/ whose index.ts exports its
  * KindDefinition (docs/architecture.md), and one line here.
  */
 import type { z } from "zod";

@@ -62,7 +62,7 @@ const imageSchema = z.strictObject({
     firmware: z.enum(["uefi", "bios"]).default("uefi"),
     /**
      * Deadlines of the image's download and of its upload to and verification on each host
-     * (kinds/kvm/transfer.ts): `graceSeconds + size / minKiBPerSecond` in all, and no `idleSeconds`
+     * (components/kvm/transfer.ts): `graceSeconds + size / minKiBPerSecond` in all, and no `idleSeconds`
      * without a byte. A miss fails the `up` as transient, naming the deadline.
      * @default { minKiBPerSecond: 512, graceSeconds: 60, idleSeconds: 120 }
      */

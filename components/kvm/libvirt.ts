@@ -12,8 +12,8 @@
  * Pulumi secret) or a path; a string is written to a 0600 file in a 0700 temp dir for the duration of one
  * session and removed afterwards. It never appears in arguments, URIs other than as that path, or errors.
  *
- * Every failure carries its class (kinds/shared/errors.ts) as a field and a message tag. Transient ones are
- * retried (kinds/shared/retry.ts): any command when virsh never reached libvirtd (refused, dropped or
+ * Every failure carries its class (components/shared/errors.ts) as a field and a message tag. Transient ones are
+ * retried (components/shared/retry.ts): any command when virsh never reached libvirtd (refused, dropped or
  * timed-out SSH connect, libvirtd not answering), read-only commands also when the connection dropped
  * or timed out mid-command. A mutating command (define, start, vol-create...) that lost its connection
  * may have run, so it fails, still as transient, and the next operation decides from what it finds.
@@ -54,7 +54,7 @@ export interface LibvirtSessionOptions {
     /** The egress member the session works for, named in every error. */
     member?: string;
     /**
-     * Told about every virsh call when it ends (the service logs it at debug: kinds/kvm/virsh-log.ts).
+     * Told about every virsh call when it ends (the service logs it at debug: components/kvm/virsh-log.ts).
      * Unset in the engine's dynamic providers: they run in the provider process, which has no log.
      */
     onCall?: (call: VirshCall) => void;

@@ -57,7 +57,7 @@ async function undoBaseImage(inputs: Record<string, unknown>): Promise<string[]>
     return withLibvirt(conn, i.privateKey, (virsh) => clearOurUnfinishedUpload(virsh, i as BaseImageInputs, conn.host));
 }
 
-/** The KVM kind's pending-create undos, by resource type (kinds/registry.ts). */
+/** The KVM kind's pending-create undos, by resource type (components/registry.ts). */
 export const kvmPendingCreateUndo = {
     [TYPE("BaseImage")]: undoBaseImage,
     [TYPE("Domain")]: undoDomain,

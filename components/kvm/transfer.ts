@@ -9,11 +9,11 @@
  * the grace ended is below the minimum; and no transfer may go `idleSeconds` without a byte. Every miss
  * is `[transient]` (the next `up` tries again) and names the deadline and the config field that sets it.
  *
- * Self-contained apart from kinds/shared/errors: serialized with the BaseImage provider.
+ * Self-contained apart from components/shared/errors: serialized with the BaseImage provider.
  */
 import { classify } from "../shared/errors";
 
-/** An image entry's `transfer` settings (kinds/kvm/config.ts), as the BaseImage provider gets them. */
+/** An image entry's `transfer` settings (components/kvm/config.ts), as the BaseImage provider gets them. */
 export interface TransferLimits {
     /** Slowest average rate accepted, KiB/s. */
     minKiBPerSecond: number;

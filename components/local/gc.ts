@@ -20,7 +20,7 @@ export const localCollector = (runDir: string): CollectorFactory<LocalProviderCo
         // another installation sharing this run dir, or one from before installation ids, is not ours to remove.
         const ours = (i: { pid: number; id: string; installation?: string }) => (isOurProcess(i.pid, i.id) ? proxyInstallation(i.pid) : i.installation) === installation;
         return infos.filter(ours).map((info) => {
-            // IDs are `<stack>-<member>` (kinds/local/provider.ts); older ones carry a `-<8 hex>` suffix.
+            // IDs are `<stack>-<member>` (components/local/provider.ts); older ones carry a `-<8 hex>` suffix.
             const member = info.id.startsWith(`${stack}-`) ? info.id.slice(stack.length + 1).replace(/-(?=[0-9a-f]*[a-f])[0-9a-f]{8}$/, "") : undefined;
             return { kind: "local" as const, provider: providerName, type: isOurProcess(info.pid, info.id) ? "process" : "stale-files", name: info.id, location: dir, member };
         });

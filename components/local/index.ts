@@ -6,7 +6,7 @@ import * as path from "node:path";
 import { defineKind } from "../kind";
 import { localProviderSchema } from "./config";
 
-/** The proxy server script, built beside this file (dist/kinds/local/proxy-server.js). */
+/** The proxy server script, built beside this file (dist/components/local/proxy-server.js). */
 export const LOCAL_SERVER_SCRIPT = path.join(__dirname, "proxy-server.js");
 
 export const localKind = defineKind({

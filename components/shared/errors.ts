@@ -1,7 +1,7 @@
 /**
  * The three classes every provider failure falls into, in one place for all kinds:
  * - `transient`: may pass by itself (refused or dropped connections, timeouts, HTTP 429/5xx). Providers
- *   retry these (kinds/shared/retry.ts) before they give up;
+ *   retry these (components/shared/retry.ts) before they give up;
  * - `permanent`: an operator must act (rejected credentials, host key mismatch, a missing image, bad XML).
  *   Never retried: the error says what failed, where, and why;
  * - `quota`: the cloud refused for lack of quota. Not retried (waiting rarely frees quota) and reported as

@@ -1,8 +1,8 @@
 /**
- * What the small REST clients of the health checker and `egress gc` (kinds/gcp/api.ts,
- * kinds/kubernetes/api.ts) have in common: options, the error they throw, query strings, error text.
+ * What the small REST clients of the health checker and `egress gc` (components/gcp/api.ts,
+ * components/kubernetes/api.ts) have in common: options, the error they throw, query strings, error text.
  * Mapping a status to a stage stays with each client: the APIs mean different things by it. The class
- * (transient, permanent, quota) and the retries are shared by all kinds: kinds/shared/errors.ts, retry.ts.
+ * (transient, permanent, quota) and the retries are shared by all kinds: components/shared/errors.ts, retry.ts.
  */
 import { classifyHttp, ErrorClass, tagMessage } from "./errors";
 import { defaultRetrySchedule, RetrySchedule, withRetry } from "./retry";

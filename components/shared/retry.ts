@@ -1,5 +1,5 @@
 /**
- * Bounded exponential backoff for transient provider failures (kinds/shared/errors.ts), shared by every
+ * Bounded exponential backoff for transient provider failures (components/shared/errors.ts), shared by every
  * kind: the GCE and Kubernetes REST clients and the libvirt client. Self-contained (no imports): the KVM
  * dynamic providers are serialized with what they use.
  */

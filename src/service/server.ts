@@ -3,7 +3,7 @@ import * as http from "node:http";
 import * as path from "node:path";
 import type { Logger } from "pino";
 import { loadStackConfig, parseEgressConfig, type ProviderConfig } from "../config";
-import { acquireWriterLock, describeHolder, engineHome, fileBackendDir, PROJECT, StackDriver } from "../engine";
+import { acquireWriterLock, describeHolder, engineHome, fileBackendDir, packageVersion, PROJECT, StackDriver } from "../engine";
 import { checkerFor } from "../providers-health";
 import { HealthMonitor } from "../health";
 import { createApp } from "./app";
@@ -237,7 +237,7 @@ export async function startService(opts: ServeOptions): Promise<RunningService> 
     });
     const timeline = new Timeline({ intervalMs: opts.timelineIntervalMs, counts: () => fleet.poolCounts() });
     const appDeps: AppDeps = {
-        projectRoot: opts.projectRoot, stack: opts.stack, version: require("../../../package.json").version,
+        projectRoot: opts.projectRoot, stack: opts.stack, version: packageVersion(),
         log, auth: authenticate(tokens), scaler, ops, fleet, metrics,
         providerHealth: () => providerHealth.snapshot(), reconcile: () => reconciler.status(), timeline, ready: () => ready,
         sseHeartbeatMs: opts.sseHeartbeatMs, gateway,

@@ -94,7 +94,7 @@ test("a SIGKILL mid-vol-upload: the BaseImage undo removes our half-written base
     };
     try {
         // The create runs in its own process group (node and its virsh), SIGKILLed as a whole mid-upload.
-        const script = `require(${JSON.stringify(path.join(PACKAGE_ROOT, "dist/kinds/kvm/base-image.js"))}).baseImageProvider.create(JSON.parse(process.env.INPUTS)).then(() => process.exit(0), (e) => (console.error(e.message), process.exit(1)))`;
+        const script = `require(${JSON.stringify(path.join(PACKAGE_ROOT, "dist/components/kvm/base-image.js"))}).baseImageProvider.create(JSON.parse(process.env.INPUTS)).then(() => process.exit(0), (e) => (console.error(e.message), process.exit(1)))`;
         const child = cp.spawn(process.execPath, ["-e", script], { env: { ...process.env, INPUTS: JSON.stringify(inputs) }, detached: true, stdio: "ignore" });
         const exited = new Promise((r) => child.on("exit", r));
         const deadline = Date.now() + 60_000;

@@ -1,7 +1,7 @@
 /**
- * Base image downloads (kinds/kvm/fetch.ts) against a real HTTP server on 127.0.0.1: a flaky
+ * Base image downloads (components/kvm/fetch.ts) against a real HTTP server on 127.0.0.1: a flaky
  * server is retried, a missing image fails at once as permanent; a mirror that drips or stalls misses
- * one of its transfer deadlines (kinds/kvm/transfer.ts), as a transient error naming it.
+ * one of its transfer deadlines (components/kvm/transfer.ts), as a transient error naming it.
  */
 import { after, before, test } from "node:test";
 import assert from "node:assert/strict";

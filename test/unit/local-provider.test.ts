@@ -21,7 +21,7 @@ const inputs = {
     member: "unit-web-0",
     requestedPort: 0,
     stateDir,
-    serverScript: path.join(PACKAGE_ROOT, "dist", "kinds", "local", "proxy-server.js"),
+    serverScript: path.join(PACKAGE_ROOT, "dist", "components", "local", "proxy-server.js"),
     nodePath: process.execPath,
     installation: TEST_INSTALLATION,
 };

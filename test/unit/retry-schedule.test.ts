@@ -1,4 +1,4 @@
-/** The shared retry schedule and the error classes' tags (kinds/shared/retry.ts, kinds/shared/errors.ts). */
+/** The shared retry schedule and the error classes' tags (components/shared/retry.ts, components/shared/errors.ts). */
 import { test } from "node:test";
 import assert from "node:assert/strict";
 import { classifyHttp, errorClassOf, tagMessage } from "../../components/shared/errors";

@@ -1,6 +1,6 @@
 /**
  * The generated squid config's auth, proven with the real squid (`apt-get install squid`,
- * scripts/install-test-deps.sh): the config comes from the one shared generator (kinds/shared/squid.ts),
+ * scripts/install-test-deps.sh): the config comes from the one shared generator (components/shared/squid.ts),
  * only the port and the paths are moved into a temp dir on 127.0.0.1, and squid runs as `squid -N`.
  */
 import { test } from "node:test";

@@ -1,5 +1,5 @@
 /**
- * The default user-data of the kvm and gcp kinds (one generator, kinds/shared/squid.ts): squid is
+ * The default user-data of the kvm and gcp kinds (one generator, components/shared/squid.ts): squid is
  * configured before it starts and never restarted, so a published proxy never goes dark for squid's
  * 30 s shutdown_lifetime.
  */

@@ -17,7 +17,7 @@ export interface ReconcilerDeps {
     health: (id: string) => MemberHealthView | undefined;
     pools: () => PoolConfig[];
     providers: () => ProviderHealthReport[];
-    /** Provider entry name → its kind's liveness hook (kinds/<kind>/gone.ts); entries without one are absent. */
+    /** Provider entry name → its kind's liveness hook (components/<kind>/gone.ts); entries without one are absent. */
     goneChecks: () => ReadonlyMap<string, GoneCheck>;
     /** Counts every repair started, by pool and reason (egress_heals_total). */
     onRepair?: (pool: string, reason: HealReason) => void;
