@@ -1,5 +1,5 @@
 /**
- * kinds/ became components/: the local proxy's server script path (`serverScript`, an input of every
+ * The folder `kinds` became components/: the local proxy's server script path (`serverScript`, an input of every
  * `egress:local:Process`) moved with it. A stack made by the release before the move (built from history,
  * test/helpers/legacy-release.ts) previews an in-place update of that input and no replace, and its `up`
  * keeps every proxy process running; URNs (type tokens) are the same.
@@ -46,7 +46,7 @@ test("a local stack made before components/ moved previews an update (no replace
         assert.equal(JSON.parse(up.stdout).changes.replace, undefined, up.stdout);
         assert.deepEqual(proxyProcesses(old), before, "the same processes run: nothing was replaced");
         const scriptsAfter = serverScripts(old.backendDir);
-        assert.deepEqual([...scriptsAfter.keys()], [...scriptsBefore.keys()], "same URNs");
+        assert.deepEqual([...scriptsAfter.keys()].sort(), [...scriptsBefore.keys()].sort(), "same URNs");
         for (const s of scriptsAfter.values()) assert.match(s, /\/dist\/components\/local\/proxy-server\.js$/);
         const again = cli(old, ["up", "--json"]);
         assert.deepEqual(Object.keys(JSON.parse(again.stdout).changes), ["same"], again.stdout);

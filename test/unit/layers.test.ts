@@ -6,6 +6,8 @@
  * - components/ imports nothing of src/ but src/model and src/log;
  * - src/ reaches components/ only through the registry and the kind-independent modules (kind.ts,
  *   pool.ts, shared/): a kind's own files are the registry's business;
+ * - inside src/, one-way layers: model and log < components < config < program < engine < health,
+ *   providers-health, gc < service < cli;
  * - no import circle between files, of any length.
  * Failures name the file, the line and the edge (and, for a circle, one path around it).
  */
@@ -91,6 +93,25 @@ test("components/ imports nothing of src/ but src/model and src/log", () => {
 test("src/ reaches components/ only through the registry, the kind contract, ProxyPool and shared/", () => {
     const open = /^components\/(registry|kind|pool)\.ts$|^components\/shared\//;
     const bad = EDGES.filter((e) => under(e.from, "src") && under(e.to, "components") && !open.test(e.to!));
+    assert.deepEqual(bad.map(show), []);
+});
+
+/**
+ * src/ in one-way layers, bottom first (docs/architecture.md): a file may import its own layer and those
+ * listed before it. Files at src/'s root belong to the layer they start: cli.ts is the CLI, program.ts and
+ * installation-resource.ts are the program, program-main.ts (what `pulumi up` runs) starts engine and program.
+ */
+const ORDER = [["model", "log"], ["components"], ["config"], ["program"], ["engine"], ["health", "providers-health", "gc", "program-main"], ["service"], ["cli"]];
+const ROOT_FILES: Record<string, string> = { "src/cli.ts": "cli", "src/program.ts": "program", "src/installation-resource.ts": "program", "src/program-main.ts": "program-main" };
+function layerOf(file: string): number {
+    const name = file.startsWith("components/") ? "components" : ROOT_FILES[file] ?? file.split("/")[1];
+    const rank = ORDER.findIndex((names) => names.includes(name));
+    assert.ok(rank >= 0, `${file} is in no layer: add its folder to ORDER`);
+    return rank;
+}
+
+test("inside src/, a folder imports only its own layer and those below it", () => {
+    const bad = EDGES.filter((e) => e.to && !e.to.startsWith("?") && under(e.to, "src", "components") && layerOf(e.to) > layerOf(e.from));
     assert.deepEqual(bad.map(show), []);
 });
 
