@@ -1,6 +1,7 @@
 /**
- * What a provider kind is: one `KindDefinition` per folder under components/, listed in components/registry.ts.
- * Config, program, health, gc, doctor and the service ask the registry, never a kind by name.
+ * What a provider kind is: one `KindDefinition` per folder under components/, listed in
+ * components/registry.ts, and the shapes of its runtime hooks (checker, gone check, collector). Config,
+ * program, health, gc, doctor and the service ask the registry, never a kind by name.
  */
 import type * as pulumi from "@pulumi/pulumi";
 import type { Logger } from "pino";
