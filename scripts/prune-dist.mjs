@@ -1,6 +1,6 @@
 // Removes compiled files from dist/ whose TypeScript source is gone (a file moved or deleted). tsc never
 // deletes outputs, and `node --test dist/test/...` runs every .js it finds: a stale test of a moved
-// folder (dist/kinds/, dist/test/unit/kinds-registry.test.js) would fail every run after a pull.
+// folder (the components' old one, or dist/test/unit/kinds-registry.test.js) would fail every run after a pull.
 // dist/ui is the dashboard bundle (scripts/build-ui.mjs), not tsc's, and is left alone.
 import * as fs from "node:fs";
 import * as path from "node:path";
