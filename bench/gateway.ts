@@ -150,10 +150,10 @@ function forkRole(role: string): Promise<{ child: ChildProcess; port: number; se
     });
 }
 
-/** One local-kind member process (kinds/local/proxy-server.js), as the provider starts it. */
+/** One local-kind member process (components/local/proxy-server.js), as the provider starts it. */
 async function startMember(dir: string, i: number): Promise<{ child: ChildProcess; url: string }> {
     const ready = path.join(dir, `m${i}.ready`);
-    const script = path.join(__dirname, "..", "kinds", "local", "proxy-server.js");
+    const script = path.join(__dirname, "..", "components", "local", "proxy-server.js");
     const child = spawn(process.execPath, [script, "--id", `bench-${i}`, "--port", "0", "--ready", ready], { stdio: ["ignore", "ignore", "inherit"] });
     for (let t = 0; t < 200 && !fs.existsSync(ready); t++) await new Promise((r) => setTimeout(r, 50));
     if (!fs.existsSync(ready)) throw new Error(`member ${i} did not start`);

@@ -14,6 +14,7 @@ if [ ! -d node_modules/@pulumi/pulumi ] || [ package-lock.json -nt node_modules/
 fi
 
 log "building TypeScript"
+node scripts/prune-dist.mjs
 npx tsc -p tsconfig.json
 log "building the dashboard"
 node scripts/build-ui.mjs

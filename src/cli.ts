@@ -3,10 +3,8 @@
  * `egress` — the command line. Every command takes `--stack` (default `dev`, or $EGRESS_STACK) and
  * `--json`. Exit codes: 0 ok, 1 operation failed, 2 invalid input or config, 3 missing prerequisite.
  */
-import * as fs from "node:fs";
-import * as path from "node:path";
 import { Command } from "commander";
-import { PACKAGE_ROOT } from "./engine";
+import { packageVersion } from "./engine";
 import { GlobalOptions, projectDir, reportError } from "./cli/context";
 import { ensureStackFile } from "./config";
 import { createLogger } from "./log/logger";
@@ -47,11 +45,6 @@ export function buildCli(): Command {
     registerServe(program);
     registerForget(program);
     return program;
-}
-
-/** egress's own version, from the package.json it runs from. */
-export function packageVersion(): string {
-    return (JSON.parse(fs.readFileSync(path.join(PACKAGE_ROOT, "package.json"), "utf8")) as { version: string }).version;
 }
 
 /**

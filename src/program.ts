@@ -1,11 +1,11 @@
 import * as path from "node:path";
 import * as pulumi from "@pulumi/pulumi";
-import { clearSecret, EgressConfig, parseEgressConfig } from "./config";
-import { ProxyPool } from "../kinds/pool";
-import { kindOf } from "../kinds/registry";
-import { withEntryOptions } from "../kinds/shared/retain";
-import type { Installation, ProxyCredentials, ProxyMember } from "./model";
-import { memberName } from "./config/plan";
+import { clearSecret, type Installation, type ProxyCredentials, type ProxyMember } from "./model";
+import { EgressConfig, parseEgressConfig } from "./config";
+import { ProxyPool } from "../components/pool";
+import { kindOf } from "../components/registry";
+import { withEntryOptions } from "../components/shared/retain";
+import { memberName } from "./model/plan";
 import { InstallationIdentity } from "./installation-resource";
 
 export interface ProgramOptions {

@@ -5,8 +5,8 @@ import type { Command } from "commander";
 import { loadStackConfig } from "../config";
 import { engineEnv, engineHome, PACKAGE_ROOT } from "../engine";
 import { action, EXIT, GlobalOptions, projectDir } from "./context";
-import { kindOf } from "../../kinds/registry";
-import type { DoctorFinding } from "../../kinds/types";
+import { kindOf } from "../../components/registry";
+import type { DoctorFinding } from "../../components/kind";
 import { lockFindings } from "./doctor-locks";
 
 type Finding = DoctorFinding;

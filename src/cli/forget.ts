@@ -1,5 +1,6 @@
 import type { Command } from "commander";
-import { loadStackConfig, planMembers } from "../config";
+import { planMembers } from "../model";
+import { loadStackConfig } from "../config";
 import { ForgetResult, StackDriver } from "../engine";
 import { action, EXIT, GlobalOptions, projectDir, UsageError } from "./context";
 import { alignedTable } from "./render";

@@ -1,12 +1,6 @@
 import type { z } from "zod";
 import { isSecretName, REDACTED, redactDeep } from "../log/redact";
-
-/** One broken rule: where (a config path such as `egress:pools[0].replicas`), which rule, which value. */
-export interface ConfigProblem {
-    path: string;
-    rule: string;
-    value?: unknown;
-}
+import { type ConfigProblem, configPath } from "../model";
 
 /** Invalid configuration. `message` lists every problem, one per line, each naming its config path. */
 export class ConfigError extends Error {
@@ -22,17 +16,6 @@ export class ConfigError extends Error {
 export function formatProblem(p: ConfigProblem): string {
     const shown = p.value === undefined ? "" : ` (got ${preview(p.value)})`;
     return `${p.path}: ${p.rule}${shown}`;
-}
-
-/** Renders a path as the user wrote it: `egress:pools[0].placement.zone`. */
-export function configPath(path: ReadonlyArray<PropertyKey>, namespace = "egress"): string {
-    let out = "";
-    path.forEach((seg, i) => {
-        if (typeof seg === "number") out += `[${seg}]`;
-        else if (i === 0) out += `${namespace}:${String(seg)}`;
-        else out += `.${String(seg)}`;
-    });
-    return out || namespace;
 }
 
 function valueAt(root: unknown, path: ReadonlyArray<PropertyKey>): unknown {

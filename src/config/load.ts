@@ -1,10 +1,11 @@
 import * as fs from "node:fs";
 import * as path from "node:path";
 import YAML from "yaml";
-import { ConfigError, ConfigProblem, configPath, problemsFromZod } from "./errors";
-import { readCloudInit, squidHttpPorts, userDataText } from "./cloud-init";
-import { CloudInit, EgressConfig, egressConfigSchema, PoolConfig } from "./schema";
-import { KIND_NAMES, kindOf } from "../../kinds/registry";
+import { ConfigProblem, configPath, CloudInit, PoolConfig } from "../model";
+import { ConfigError, problemsFromZod } from "./errors";
+import { readCloudInit, squidHttpPorts, userDataText } from "../model/cloud-init";
+import { EgressConfig, egressConfigSchema } from "./schema";
+import { KIND_NAMES, kindOf } from "../../components/registry";
 
 /** The config keys this program reads; any other `egress:*` key in a stack file is a typo. */
 const KNOWN_KEYS = ["egress:providers", "egress:pools"];

@@ -1,94 +1,12 @@
-import { z } from "zod";
-import { dnsLabel, identifier, port, proxyPasswordSchema, PROXY_USERNAME } from "./names";
-import { KIND_SCHEMAS } from "../../kinds/registry";
-
-/** Cloud-init user-data: a file (path relative to the project root) or an inline document. */
-export const cloudInitSchema = z
-    .strictObject({ file: z.string().min(1).optional(), inline: z.string().min(1).optional() })
-    .refine((c) => !c.file !== !c.inline, { message: "exactly one of `file` or `inline` is required" });
-
-/** Where members of a pool land: zone picks a KVM host or GCE zone; image and machineType name catalog keys. */
-export const placementSchema = z.strictObject({
-    zone: z.string().min(1).optional(),
-    image: identifier().optional(),
-    machineType: z.string().min(1).optional(),
-});
-
-/** A per-member override: anything set here replaces the pool's value for member `index`. */
-export const memberOverrideSchema = z.strictObject({
-    index: z.number().int().min(0),
-    port: port().optional(),
-    cloudInit: cloudInitSchema.optional(),
-    placement: placementSchema.optional(),
-});
-
-/** Idle TTL of a sticky session: long enough for a crawl of one site, short enough to forget abandoned ones. */
-export const SESSION_TTL_DEFAULT_SECONDS = 1800;
-
 /**
- * Credentials every member of a pool requires (proxy basic auth). The username goes into squid's passwd
- * file and into `http://user:pass@host:port` URLs unescaped, hence its small alphabet.
+ * The whole `egress:*` config. The provider union is the one part that needs the kinds registry, so it
+ * lives here, above components/; the pool shapes every kind reads are src/model/pool.ts.
  */
-export const proxyAuthSchema = z.strictObject({
-    username: z.string().regex(PROXY_USERNAME, { message: "must be 1-64 characters of letters, digits, '.', '_', '~' and '-' (safe in squid's passwd file and in a URL)" }),
-    /** Prefer a Pulumi secret: `pulumi config set --secret --path 'egress:pools[0].auth.password' …`. */
-    password: proxyPasswordSchema(),
-});
+import { z } from "zod";
+import { dnsLabel, poolSchema } from "../model";
+import { KIND_SCHEMAS } from "../../components/registry";
 
-export const poolSchema = z
-    .strictObject({
-        name: dnsLabel(),
-        /** Name of an entry in `egress:providers`. */
-        provider: dnsLabel(),
-        /** Desired member count. */
-        replicas: z.number().int({ message: "must be a whole number" }).min(0, { message: "must be 0 or more" }),
-        /** Upper bound for `replicas` (scale requests above it are refused). @default 100 */
-        maxReplicas: z.number().int({ message: "must be a whole number" }).min(0).max(1000).default(100),
-        /** Port the proxy listens on (remote kinds). Local members get theirs from the provider entry. @default 3128 */
-        port: port().default(3128),
-        placement: placementSchema.default({}),
-        cloudInit: cloudInitSchema.optional(),
-        members: z.array(memberOverrideSchema).default([]),
-        /**
-         * Proxy credentials every member requires (proxy basic auth, whatever the kind). Kinds with public
-         * addresses require it (their `checkPool`). A pool with its own cloud-init configures squid's auth itself.
-         */
-        auth: proxyAuthSchema.optional(),
-        /** Seconds a proxy rests after a lease before it is leased again. @default 0 */
-        cooldownSeconds: z.number().int().min(0).default(0),
-        /**
-         * Seconds a sticky session (`session` in POST /v1/leases) may stay idle — no live lease —
-         * before it is forgotten and its next request starts a new one. @default 1800
-         */
-        sessionTtlSeconds: z.number().int({ message: "must be a whole number" }).min(1, { message: "must be 1 or more" }).max(86400, { message: "must be at most 86400 (a day)" }).default(SESSION_TTL_DEFAULT_SECONDS),
-        /**
-         * Seconds a member may stay unhealthy before `egress serve` replaces it (its reconcile loop); 0 =
-         * never (members that are gone, e.g. a dead process, are still repaired). @default 300
-         */
-        replaceUnhealthyAfterSeconds: z.number().int({ message: "must be a whole number" }).min(0, { message: "must be 0 (never) or more" }).max(7 * 86400, { message: "must be at most 604800 (a week)" }).default(300),
-        /** Members of this pool `egress serve` repairs at once (one engine operation replaces at most this many). @default 1 */
-        maxSurge: z.number().int({ message: "must be a whole number" }).min(1, { message: "must be 1 or more" }).max(100).default(1),
-        /**
-         * Seconds `egress serve` lets leases on a member it is about to remove (scale-down, repair of an
-         * unhealthy member) run before it ends them and deletes the member; no new lease goes to it
-         * meanwhile. 0 = end them at once. @default 60
-         */
-        drainSeconds: z.number().int({ message: "must be a whole number" }).min(0, { message: "must be 0 (no drain) or more" }).max(3600, { message: "must be at most 3600 (an hour, the longest lease)" }).default(60),
-    })
-    .superRefine((p, ctx) => {
-        if (p.replicas > p.maxReplicas)
-            ctx.addIssue({ code: "custom", path: ["replicas"], message: `must not exceed maxReplicas (${p.maxReplicas})` });
-        const seen = new Set<number>();
-        p.members.forEach((m, i) => {
-            if (m.index >= p.maxReplicas)
-                ctx.addIssue({ code: "custom", path: ["members", i, "index"], message: `must be below maxReplicas (${p.maxReplicas})` });
-            if (seen.has(m.index))
-                ctx.addIssue({ code: "custom", path: ["members", i, "index"], message: `duplicates another override for member ${m.index}` });
-            seen.add(m.index);
-        });
-    });
-
-/** One schema per registered kind (kinds/registry.ts), told apart by `type`. */
+/** One schema per registered kind (components/registry.ts), told apart by `type`. */
 export const providerSchema = z.discriminatedUnion("type", KIND_SCHEMAS);
 
 export const egressConfigSchema = z.strictObject({
@@ -96,11 +14,6 @@ export const egressConfigSchema = z.strictObject({
     pools: z.array(poolSchema).default([]),
 });
 
-export type ProxyAuthConfig = z.infer<typeof proxyAuthSchema>;
-export type CloudInit = z.infer<typeof cloudInitSchema>;
-export type Placement = z.infer<typeof placementSchema>;
-export type MemberOverride = z.infer<typeof memberOverrideSchema>;
-export type PoolConfig = z.infer<typeof poolSchema>;
 export type ProviderConfig = z.infer<typeof providerSchema>;
 export type ProviderKind = ProviderConfig["type"];
 export type EgressConfig = z.infer<typeof egressConfigSchema>;

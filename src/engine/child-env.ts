@@ -12,7 +12,7 @@ const NAMES = new Set([
     "SSH_AUTH_SOCK", "KUBECONFIG",
     // Go runtime knobs the CLI honours (tests set none; operators may need GODEBUG for TLS quirks).
     "GODEBUG", "GOMAXPROCS",
-    // The providers' retry schedule (kinds/shared/retry.ts): dynamic providers run in the engine's plugin.
+    // The providers' retry schedule (components/shared/retry.ts): dynamic providers run in the engine's plugin.
     "EGRESS_RETRY_SCHEDULE",
 ]);
 

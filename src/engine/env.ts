@@ -16,6 +16,11 @@ export interface EngineHome {
 /** The directory holding package.json and node_modules of egress itself (where the code runs from). */
 export const PACKAGE_ROOT = path.resolve(__dirname, "..", "..", "..");
 
+/** egress's own version, from the package.json it runs from. */
+export function packageVersion(): string {
+    return (JSON.parse(fs.readFileSync(path.join(PACKAGE_ROOT, "package.json"), "utf8")) as { version: string }).version;
+}
+
 export function engineHome(env: NodeJS.ProcessEnv = process.env): EngineHome {
     const dir = env.EGRESS_HOME ? path.resolve(env.EGRESS_HOME) : path.join(PACKAGE_ROOT, ".egress");
     return {

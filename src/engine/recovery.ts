@@ -1,5 +1,5 @@
 import type { Stack } from "@pulumi/pulumi/automation";
-import { pendingCreateUndoers } from "../../kinds/registry";
+import { pendingCreateUndoers } from "../../components/registry";
 import type { Installation, ProxyMember } from "../model";
 import { membersOf } from "./checkpoint";
 import type { StateResource } from "./state";

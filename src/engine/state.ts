@@ -20,7 +20,7 @@ export interface StateResource {
     outputs?: Record<string, unknown>;
 }
 
-/** The pool component's type token (kinds/pool.ts); its direct children are the members. */
+/** The pool component's type token (components/pool.ts); its direct children are the members. */
 export const POOL_TYPE = "egress:index:ProxyPool";
 
 /** Last segment of a URN: the resource's logical name. */

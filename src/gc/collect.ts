@@ -1,7 +1,7 @@
 import type { ProviderConfig } from "../config";
-import { kindOf } from "../../kinds/registry";
+import { kindOf } from "../../components/registry";
 import { collectorFor, knownToState } from "./collectors";
-import type { Collector, ManagedThing } from "./types";
+import type { Collector, ManagedThing } from "../../components/kind";
 
 /** An orphan (labelled for the stack, unknown to state) and, with `--delete`, what removing it did. */
 export interface Orphan extends ManagedThing {

@@ -1,7 +1,7 @@
 import * as path from "node:path";
 import type { ProviderConfig } from "../config";
-import { kindOf } from "../../kinds/registry";
-import type { Collector, ManagedThing } from "./types";
+import { kindOf } from "../../components/registry";
+import type { Collector, ManagedThing } from "../../components/kind";
 
 /**
  * One collector per provider entry, by kind; undefined for a kind that leaves nothing behind to collect.

@@ -30,7 +30,7 @@ export function isInstallationId(s: unknown): s is string {
 
 /**
  * The id a stack made before installation ids has: the 8 hex digits its KVM names already carry
- * (`egress-<sha256(project \0 stack)[0:8]>-`, kinds/kvm/naming.ts). Adopting it keeps every name.
+ * (`egress-<sha256(project \0 stack)[0:8]>-`, components/kvm/naming.ts). Adopting it keeps every name.
  */
 export function legacyInstallationId(project: string, stack: string): string {
     return crypto.createHash("sha256").update(`${project}\0${stack}`).digest("hex").slice(0, 8);

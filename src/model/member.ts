@@ -11,7 +11,7 @@ export interface ProxyMember {
     id: string;
     pool: string;
     provider: string;
-    /** The provider kind (`type` of the entry; kinds/registry.ts lists them). */
+    /** The provider kind (`type` of the entry; components/registry.ts lists them). */
     kind: string;
     index: number;
     host: string;

@@ -1,7 +1,7 @@
-import { kindOf } from "../../kinds/registry";
-import type { GoneCheck, GoneCheckContext } from "./types";
+import { kindOf } from "../../components/registry";
+import type { GoneCheck, GoneCheckContext } from "../../components/kind";
 
-export type { GoneCheck, GoneCheckContext } from "./types";
+export type { GoneCheck, GoneCheckContext } from "../../components/kind";
 
 /**
  * The entry's liveness hook (its kind's `goneCheck`, built with default client options: credentials and

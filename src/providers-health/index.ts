@@ -1,8 +1,8 @@
 import type { ProviderConfig } from "../config";
-import { kindOf } from "../../kinds/registry";
-import type { Checker, CheckerOptions } from "./types";
+import { kindOf } from "../../components/registry";
+import type { Checker, CheckerOptions } from "../../components/kind";
 
-export type { Checker, CheckVerdict } from "./types";
+export type { Checker, CheckVerdict } from "../../components/kind";
 
 /**
  * The Checker for one provider entry, by kind. `runDir` is where local proxies keep their files;

@@ -1,17 +1,9 @@
 import type { IncomingMessage, RequestListener, ServerResponse } from "node:http";
 import express from "express";
 import type { Logger } from "pino";
-import { rejectCredentialsInUrl, type Scope } from "./auth";
-import type { RequestHandler } from "express";
+import { rejectCredentialsInUrl } from "./auth";
+import type { AppDeps } from "./deps";
 import { answerFor, errorBody, errorHandler, HttpError, notFound } from "./errors";
-import type { Metrics } from "./metrics";
-import type { OperationLog } from "./operations";
-import type { Scaler } from "./scaler";
-import type { Fleet } from "./fleet";
-import type { ProviderHealthReport } from "./provider-health";
-import type { ReconcileStatus } from "./heal/reconciler";
-import type { Timeline } from "./timeline";
-import type { Gateway } from "./gateway";
 import { blockRoutes } from "./routes/blocks";
 import { poolRoutes } from "./routes/pools";
 import { operationRoutes } from "./routes/operations";
@@ -22,31 +14,6 @@ import { uiRoutes } from "./routes/ui";
 import { docsRoutes } from "./routes/docs";
 import { BODY_LIMIT_BYTES, isLeaseRequest, leaseFastPath, writeJson } from "./fast-path";
 import { requestLogger, requestLogLevel, RequestLogging } from "./request-log";
-
-/** Everything the HTTP layer needs, built by src/service/server.ts (or by tests with synthetic parts). */
-export interface AppDeps {
-    projectRoot: string;
-    stack: string;
-    version: string;
-    log: Logger;
-    /** No scope: any valid token. */
-    auth: (scope?: Scope) => RequestHandler;
-    scaler: Scaler;
-    ops: OperationLog;
-    fleet: Fleet;
-    metrics: Metrics;
-    providerHealth: () => ProviderHealthReport[];
-    /** GET /v1/heal. */
-    reconcile: () => ReconcileStatus;
-    /** GET /v1/timeline. */
-    timeline: Timeline;
-    /** `stopping`: the service is shutting down; every request but liveness and metrics is answered 503 not_ready. */
-    ready: () => { ok: true } | { ok: false; reason: string; stopping?: boolean };
-    /** Time between `: ping` comments on operation event streams. @default 15000 (routes/operations.ts) */
-    sseHeartbeatMs?: number;
-    /** The rotating gateway, when it runs (POST /v1/blocks asks it which member served a request). */
-    gateway?: Gateway;
-}
 
 /** Answered normally even while stopping: liveness (the process is alive and must not be killed mid-drain) and metrics. */
 const ANSWERED_WHILE_STOPPING = new Set(["/healthz", "/metrics"]);

@@ -1,5 +1,5 @@
 import type { IncomingHttpHeaders, IncomingMessage, ServerResponse } from "node:http";
-import type { AppDeps } from "./app";
+import type { AppDeps } from "./deps";
 import { answerFor, errorBody, HttpError } from "./errors";
 import { acquireLease, releaseLease } from "./lease-api";
 import { requestLogLevel, RequestLogging } from "./request-log";

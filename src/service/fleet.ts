@@ -1,12 +1,12 @@
-import type { PoolConfig } from "../config";
-import type { ProxyCredentials, ProxyMember, StackCredentials } from "../model";
+import type { PoolConfig, ProxyCredentials, ProxyMember, StackCredentials } from "../model";
 import type { LeaseManager } from "./leases";
 import type { AcquireRequest, ReleaseOutcome, Removal } from "./leases/types";
-import { Lifecycle, lifecycleOf, membersMentioned } from "./lifecycle";
+import { type HealthState, Lifecycle, lifecycleOf, membersMentioned } from "./lifecycle";
+
+export type { HealthState } from "./lifecycle";
 import type { Operation } from "./operations";
 import { memberUpstreamUrl } from "./credentials";
 
-export type HealthState = "healthy" | "unhealthy" | "unknown";
 
 /** What the fleet needs from the health engine (src/health HealthMonitor fits). */
 export interface HealthSource {

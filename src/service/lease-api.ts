@@ -1,4 +1,4 @@
-import type { AppDeps } from "./app";
+import type { AppDeps } from "./deps";
 import { HttpError } from "./errors";
 import type { LeaseView } from "./fleet";
 import type { Lease, ReleaseResult } from "./leases";

@@ -3,7 +3,8 @@
  * its health, whether it drains, and the last error that mentions it (a probe's or a failed operation's).
  * Pure, so every rule is tested directly (test/unit/drain-plan.test.ts).
  */
-import type { HealthState } from "./fleet";
+/** A member's health as the probes judge it (declared here, below fleet.ts, which re-exports it). */
+export type HealthState = "healthy" | "unhealthy" | "unknown";
 
 export type Lifecycle = "provisioning" | "ready" | "draining" | "failed";
 

@@ -3,10 +3,11 @@ import * as http from "node:http";
 import * as path from "node:path";
 import type { Logger } from "pino";
 import { loadStackConfig, parseEgressConfig, type ProviderConfig } from "../config";
-import { acquireWriterLock, describeHolder, engineHome, fileBackendDir, PROJECT, StackDriver } from "../engine";
+import { acquireWriterLock, describeHolder, engineHome, fileBackendDir, packageVersion, PROJECT, StackDriver } from "../engine";
 import { checkerFor } from "../providers-health";
 import { HealthMonitor } from "../health";
-import { AppDeps, createApp } from "./app";
+import { createApp } from "./app";
+import type { AppDeps } from "./deps";
 import { authenticate, ensureDevToken, loadTokens, StoredToken, tokensFromEnv } from "./auth";
 import { Fleet } from "./fleet";
 import { LeaseManager } from "./leases";
@@ -22,7 +23,7 @@ import { Reconciler } from "./heal/reconciler";
 import { Drainer } from "./drain/drainer";
 import { Timeline } from "./timeline";
 import { goneCheckFor, GoneCheck } from "../providers-health/gone";
-import { kindOf } from "../../kinds/registry";
+import { kindOf } from "../../components/registry";
 import type { ProxyMember } from "../model";
 import { Gateway, type BlockRules } from "./gateway";
 
@@ -236,7 +237,7 @@ export async function startService(opts: ServeOptions): Promise<RunningService> 
     });
     const timeline = new Timeline({ intervalMs: opts.timelineIntervalMs, counts: () => fleet.poolCounts() });
     const appDeps: AppDeps = {
-        projectRoot: opts.projectRoot, stack: opts.stack, version: require("../../../package.json").version,
+        projectRoot: opts.projectRoot, stack: opts.stack, version: packageVersion(),
         log, auth: authenticate(tokens), scaler, ops, fleet, metrics,
         providerHealth: () => providerHealth.snapshot(), reconcile: () => reconciler.status(), timeline, ready: () => ready,
         sseHeartbeatMs: opts.sseHeartbeatMs, gateway,

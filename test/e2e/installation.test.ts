@@ -9,7 +9,7 @@ import { pidsMentioning, tempProject } from "../helpers/project";
 import { cli, procProject, proxyProcesses } from "../helpers/processes";
 import { legacyCli } from "../helpers/legacy-release";
 import { checkpointResources, installationInState, StackDriver } from "../../src/engine";
-import { localGoneCheck } from "../../kinds/local/gone";
+import { localGoneCheck } from "../../components/local/gone";
 import { legacyInstallationId } from "../../src/model";
 
 const STACK = "ident";

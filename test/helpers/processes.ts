@@ -11,7 +11,7 @@ import YAML from "yaml";
 import { engineHome, PACKAGE_ROOT } from "../../src/engine";
 import { MARKER_VAR } from "../../src/engine/leftovers";
 import { OFFLINE_ENV } from "./project";
-import { runningProxies } from "../../kinds/local/process";
+import { runningProxies } from "../../components/local/process";
 
 export const ADMIN_TOKEN = "tok-crash-admin-0123456789abcdef";
 const CLI = path.join(PACKAGE_ROOT, "dist", "src", "cli.js");

@@ -10,8 +10,8 @@ import * as assert from "node:assert/strict";
 import * as fs from "node:fs";
 import * as path from "node:path";
 import { startKubeCluster, KubeCluster } from "../helpers/kube-cluster";
-import { kubernetesChecker } from "../../kinds/kubernetes/health";
-import type { KubernetesProviderConfig } from "../../kinds/kubernetes/config";
+import { kubernetesChecker } from "../../components/kubernetes/health";
+import type { KubernetesProviderConfig } from "../../components/kubernetes/config";
 import { parseEgressConfig } from "../../src/config";
 
 let cluster: KubeCluster;

@@ -10,9 +10,9 @@ import assert from "node:assert/strict";
 import { startKubeCluster, KubeCluster } from "../helpers/kube-cluster";
 import { tempProject } from "../helpers/project";
 import { waitFor } from "../helpers/service";
-import { defaultSquidConf } from "../../kinds/kubernetes/squid-config";
-import { kubernetesCollector } from "../../kinds/kubernetes/gc";
-import type { KubernetesProviderConfig } from "../../kinds/kubernetes/config";
+import { defaultSquidConf } from "../../components/kubernetes/squid-config";
+import { kubernetesCollector } from "../../components/kubernetes/gc";
+import type { KubernetesProviderConfig } from "../../components/kubernetes/config";
 import { parseEgressConfig } from "../../src/config";
 
 const NS = "proxies";

@@ -7,8 +7,8 @@
 import { after, before, test } from "node:test";
 import assert from "node:assert/strict";
 import * as cp from "node:child_process";
-import { domainProvider, DomainInputs } from "../../kinds/kvm/domain";
-import { METADATA_NS } from "../../kinds/kvm/naming";
+import { domainProvider, DomainInputs } from "../../components/kvm/domain";
+import { METADATA_NS } from "../../components/kvm/naming";
 import { connection, lv, Sandbox, startSandbox, teardown } from "./sandbox";
 
 let sb: Sandbox;

@@ -8,11 +8,11 @@ import assert from "node:assert/strict";
 import * as fs from "node:fs";
 import * as os from "node:os";
 import * as path from "node:path";
-import { baseImageProvider } from "../../kinds/kvm/base-image";
-import { overlayProvider } from "../../kinds/kvm/overlay";
-import { seedDiskProvider } from "../../kinds/kvm/seed-disk";
-import { domainProvider, DomainInputs } from "../../kinds/kvm/domain";
-import { METADATA_NS } from "../../kinds/kvm/naming";
+import { baseImageProvider } from "../../components/kvm/base-image";
+import { overlayProvider } from "../../components/kvm/overlay";
+import { seedDiskProvider } from "../../components/kvm/seed-disk";
+import { domainProvider, DomainInputs } from "../../components/kvm/domain";
+import { METADATA_NS } from "../../components/kvm/naming";
 import { runSerialized, serializeProvider } from "../helpers/serialized-provider";
 import { connection, lv, Sandbox, serveTinyImage, startSandbox, teardown } from "./sandbox";
 

@@ -10,7 +10,7 @@ import * as net from "node:net";
 import * as os from "node:os";
 import * as path from "node:path";
 import pino from "pino";
-import { kvmChecker } from "../../kinds/kvm/health";
+import { kvmChecker } from "../../components/kvm/health";
 import { checkerFor, CheckVerdict } from "../../src/providers-health";
 import { ProviderHealth } from "../../src/service/provider-health";
 import { createMetrics } from "../../src/service/metrics";

@@ -10,19 +10,19 @@ import assert from "node:assert/strict";
 import * as fs from "node:fs";
 import * as os from "node:os";
 import * as path from "node:path";
-import { baseImageProvider } from "../../kinds/kvm/base-image";
-import { overlayProvider } from "../../kinds/kvm/overlay";
-import { seedDiskProvider } from "../../kinds/kvm/seed-disk";
-import { domainProvider, DomainInputs } from "../../kinds/kvm/domain";
-import { METADATA_NS } from "../../kinds/kvm/naming";
-import { pendingCreateUndoers } from "../../kinds/registry";
+import { baseImageProvider } from "../../components/kvm/base-image";
+import { overlayProvider } from "../../components/kvm/overlay";
+import { seedDiskProvider } from "../../components/kvm/seed-disk";
+import { domainProvider, DomainInputs } from "../../components/kvm/domain";
+import { METADATA_NS } from "../../components/kvm/naming";
+import { pendingCreateUndoers } from "../../components/registry";
 import { plainInputs } from "../../src/engine/recovery";
 import * as cp from "node:child_process";
 import * as crypto from "node:crypto";
 import * as http from "node:http";
 import type { AddressInfo } from "node:net";
-import { BaseImageInputs } from "../../kinds/kvm/base-image";
-import { uploadMarkerName } from "../../kinds/kvm/base-owner";
+import { BaseImageInputs } from "../../components/kvm/base-image";
+import { uploadMarkerName } from "../../components/kvm/base-owner";
 import { PACKAGE_ROOT } from "../../src/engine/env";
 import { connection, lv, Sandbox, serveTinyImage, startSandbox, teardown } from "./sandbox";
 import { TEST_INSTALLATION } from "../helpers/installation";
@@ -94,7 +94,7 @@ test("a SIGKILL mid-vol-upload: the BaseImage undo removes our half-written base
     };
     try {
         // The create runs in its own process group (node and its virsh), SIGKILLed as a whole mid-upload.
-        const script = `require(${JSON.stringify(path.join(PACKAGE_ROOT, "dist/kinds/kvm/base-image.js"))}).baseImageProvider.create(JSON.parse(process.env.INPUTS)).then(() => process.exit(0), (e) => (console.error(e.message), process.exit(1)))`;
+        const script = `require(${JSON.stringify(path.join(PACKAGE_ROOT, "dist/components/kvm/base-image.js"))}).baseImageProvider.create(JSON.parse(process.env.INPUTS)).then(() => process.exit(0), (e) => (console.error(e.message), process.exit(1)))`;
         const child = cp.spawn(process.execPath, ["-e", script], { env: { ...process.env, INPUTS: JSON.stringify(inputs) }, detached: true, stdio: "ignore" });
         const exited = new Promise((r) => child.on("exit", r));
         const deadline = Date.now() + 60_000;

@@ -9,8 +9,8 @@ import * as fs from "node:fs";
 import * as os from "node:os";
 import * as path from "node:path";
 import { tempProject } from "../helpers/project";
-import { installationPrefix, memberObjectNames } from "../../kinds/kvm/naming";
-import { GUEST_AGENT_SCRIPT } from "../../kinds/kvm/seed-iso";
+import { installationPrefix, memberObjectNames } from "../../components/kvm/naming";
+import { GUEST_AGENT_SCRIPT } from "../../components/kvm/seed-iso";
 import { isoFile, isoLabel, kvmEntry, lv, Sandbox, serveTinyImage, startSandbox, teardown } from "./sandbox";
 
 const STACK = "kvm-e2e";

@@ -19,7 +19,7 @@ import assert from "node:assert/strict";
 import * as fs from "node:fs";
 import * as os from "node:os";
 import * as path from "node:path";
-import { installationPrefix, memberObjectNames } from "../../kinds/kvm/naming";
+import { installationPrefix, memberObjectNames } from "../../components/kvm/naming";
 import { installationOf } from "../helpers/installation";
 import { PACKAGE_ROOT } from "../../src/engine/env";
 import { cli, killServices, procProject, ProcProject, serve, ServeProcess, settledOp, until } from "../helpers/processes";

@@ -11,8 +11,8 @@ import * as net from "node:net";
 import * as os from "node:os";
 import * as path from "node:path";
 import { PACKAGE_ROOT } from "../../src/engine/env";
-import type { KvmConnection } from "../../kinds/kvm/libvirt";
-import type { KvmProviderConfig } from "../../kinds/kvm/config";
+import type { KvmConnection } from "../../components/kvm/libvirt";
+import type { KvmProviderConfig } from "../../components/kvm/config";
 
 export interface Sandbox {
     privateKey: string;

@@ -9,7 +9,7 @@ import * as fs from "node:fs";
 import * as os from "node:os";
 import * as path from "node:path";
 import { tempProject } from "../helpers/project";
-import { installationPrefix } from "../../kinds/kvm/naming";
+import { installationPrefix } from "../../components/kvm/naming";
 import { kvmEntry, lv, Sandbox, serveTinyImage, startSandbox, teardown } from "./sandbox";
 
 const STACK = "kvm-shared";

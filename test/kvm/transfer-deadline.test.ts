@@ -12,7 +12,7 @@ import * as http from "node:http";
 import type * as net from "node:net";
 import * as os from "node:os";
 import * as path from "node:path";
-import { baseImageProvider } from "../../kinds/kvm/base-image";
+import { baseImageProvider } from "../../components/kvm/base-image";
 import { connection, lv, Sandbox, startSandbox, teardown } from "./sandbox";
 import { Relay, sshRelay } from "./relay";
 

@@ -1,7 +1,7 @@
 /**
  * Two installations, one libvirt host (issue 17 §3), driven through the CLI as two users would: two egress
  * homes and projects, each with a stack named `twin` on the same sandbox host, storage pool and provider
- * entry name. Names carry the installation id (kinds/kvm/naming.ts), so the two never share a domain or
+ * entry name. Names carry the installation id (components/kvm/naming.ts), so the two never share a domain or
  * volume. `up`, `scale`, a SIGKILLed `up` with its recovery, `gc --delete` and `destroy` in B leave A's
  * domains (same UUIDs: never replaced), disks and outputs as they were. The image is a tiny qcow2 that
  * need not boot (addressTimeoutSeconds 0): this is about names and ownership, not guests.
@@ -11,7 +11,7 @@ import assert from "node:assert/strict";
 import * as fs from "node:fs";
 import * as os from "node:os";
 import * as path from "node:path";
-import { installationPrefix } from "../../kinds/kvm/naming";
+import { installationPrefix } from "../../components/kvm/naming";
 import { checkpointPendingCount } from "../../src/engine";
 import { cliAsync, engineProcessesOf, procProject, ProcProject, spawnCli, until } from "../helpers/processes";
 import { installationOf } from "../helpers/installation";

@@ -8,7 +8,7 @@ import { after, before, test } from "node:test";
 import assert from "node:assert/strict";
 import * as path from "node:path";
 import { startTestService, TestService, TOKENS, waitFor } from "../helpers/service";
-import { findProxyProcesses } from "../../kinds/local/process";
+import { findProxyProcesses } from "../../components/local/process";
 
 let svc: TestService;
 const stopped: number[] = [];

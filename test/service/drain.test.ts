@@ -11,7 +11,7 @@ import * as http from "node:http";
 import * as path from "node:path";
 import YAML from "yaml";
 import { settled, settledConverge, startTestService, TestService, TOKENS, waitFor } from "../helpers/service";
-import { findProxyProcesses } from "../../kinds/local/process";
+import { findProxyProcesses } from "../../components/local/process";
 
 const SLOW_DRAIN_S = 30;
 let svc: TestService;

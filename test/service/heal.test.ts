@@ -10,7 +10,7 @@ import * as fs from "node:fs";
 import * as net from "node:net";
 import * as path from "node:path";
 import { startTestService, TestService, TOKENS, waitFor } from "../helpers/service";
-import { findProxyProcesses } from "../../kinds/local/process";
+import { findProxyProcesses } from "../../components/local/process";
 
 const PROBE_MS = 300;
 const ROUND_MS = 500;

@@ -1,6 +1,6 @@
 import { test } from "node:test";
 import assert from "node:assert/strict";
-import { allowedSourceRangesSchema, isOpenRange, parseCidr } from "../../src/config/cidr";
+import { allowedSourceRangesSchema, isOpenRange, parseCidr } from "../../src/model/cidr";
 
 test("CIDR parsing rejects impossible addresses and prefixes", () => {
     assert.deepEqual(parseCidr("203.0.113.7/32"), { family: 4, prefix: 32 });

@@ -2,6 +2,7 @@ import * as assert from "node:assert/strict";
 import { ConfigError, parseEgressConfig } from "../../src/config";
 
 export * from "../../src/config";
+export * from "../../src/model";
 export { PACKAGE_ROOT as PACKAGE_ROOT_FOR_TESTS } from "../../src/engine/env";
 
 /** The problems (`path: rule`) of the ConfigError `fn` throws; fails the test when it throws anything else or nothing. */

@@ -96,7 +96,7 @@ test("Containerfile: every COPY source exists, the build runs setup, the image r
         for (const src of parts.slice(0, -1)) assert.ok(fs.existsSync(path.join(PACKAGE_ROOT, src)), `COPY source ${src} exists`);
     }
     // What the tsconfig compiles and setup needs must be copied (minus tests and benches).
-    for (const needed of ["package.json", "package-lock.json", "tsconfig.json", "Pulumi.yaml", "src", "kinds", "tools", "scripts"])
+    for (const needed of ["package.json", "package-lock.json", "tsconfig.json", "Pulumi.yaml", "src", "components", "tools", "scripts"])
         assert.ok(copies.some((c) => c.split(/\s+/).includes(needed) || c.split(/\s+/).includes(`./${needed}`)), `${needed} is copied`);
     assert.ok(lines.some((l) => /^RUN .*scripts\/setup\.sh/.test(l)), "the build runs scripts/setup.sh");
     const user = lines.filter((l) => l.startsWith("USER ")).pop();

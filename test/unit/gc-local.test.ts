@@ -4,7 +4,7 @@ import assert from "node:assert/strict";
 import * as fs from "node:fs";
 import * as os from "node:os";
 import * as path from "node:path";
-import { startProxy, isOurProcess } from "../../kinds/local/process";
+import { startProxy, isOurProcess } from "../../components/local/process";
 import { collectorFor, knownToState } from "../../src/gc";
 import { PACKAGE_ROOT } from "../../src/engine/env";
 import { TEST_INSTALLATION } from "../helpers/installation";
@@ -15,12 +15,12 @@ after(() => fs.rmSync(runDir, { recursive: true, force: true }));
 test("an orphaned local proxy is listed, matched against state, and removed", async () => {
     const stateDir = path.join(runDir, "local", "gcs");
     const id = "gcs-web-7-0badc0de";
-    const started = await startProxy({ id, port: 0, stateDir, serverScript: path.join(PACKAGE_ROOT, "dist", "kinds", "local", "proxy-server.js"), nodePath: process.execPath, installation: TEST_INSTALLATION });
+    const started = await startProxy({ id, port: 0, stateDir, serverScript: path.join(PACKAGE_ROOT, "dist", "components", "local", "proxy-server.js"), nodePath: process.execPath, installation: TEST_INSTALLATION });
     assert.ok(isOurProcess(started.pid, id));
 
     // The same stack name of another installation sharing this run dir: never listed, so never removed.
     const theirsId = "gcs-web-8-0badc0de";
-    const theirs = await startProxy({ id: theirsId, port: 0, stateDir, serverScript: path.join(PACKAGE_ROOT, "dist", "kinds", "local", "proxy-server.js"), nodePath: process.execPath, installation: { id: "89abcdef", legacy: false } });
+    const theirs = await startProxy({ id: theirsId, port: 0, stateDir, serverScript: path.join(PACKAGE_ROOT, "dist", "components", "local", "proxy-server.js"), nodePath: process.execPath, installation: { id: "89abcdef", legacy: false } });
     after(() => process.kill(theirs.pid, "SIGKILL"));
 
     const collector = collectorFor("local", { type: "local" }, runDir)!;

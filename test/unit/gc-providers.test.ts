@@ -11,7 +11,7 @@ import * as fs from "node:fs";
 import * as net from "node:net";
 import * as os from "node:os";
 import * as path from "node:path";
-import { isOurProcess, startProxy, stopProxy } from "../../kinds/local/process";
+import { isOurProcess, startProxy, stopProxy } from "../../components/local/process";
 import { parseEgressConfig } from "../../src/config";
 import { PACKAGE_ROOT } from "../../src/engine/env";
 import { collectGarbage } from "../../src/gc";
@@ -44,7 +44,7 @@ const providers = () => parseEgressConfig({ providers: { local: { type: "local" 
 async function proxy(stack: string, member: string) {
     const stateDir = path.join(runDir, "local", stack);
     const id = `${stack}-${member}-0badc0de`;
-    const p = await startProxy({ id, port: 0, stateDir, serverScript: path.join(PACKAGE_ROOT, "dist", "kinds", "local", "proxy-server.js"), nodePath: process.execPath, installation: TEST_INSTALLATION });
+    const p = await startProxy({ id, port: 0, stateDir, serverScript: path.join(PACKAGE_ROOT, "dist", "components", "local", "proxy-server.js"), nodePath: process.execPath, installation: TEST_INSTALLATION });
     started.push({ pid: p.pid, id, stateDir });
     return { pid: p.pid, id };
 }

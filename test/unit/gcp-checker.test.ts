@@ -5,9 +5,9 @@ import * as fs from "node:fs";
 import * as os from "node:os";
 import * as path from "node:path";
 import { FakeCompute, startFakeCompute } from "../fixtures/gcp/fake-compute";
-import { gcpChecker } from "../../kinds/gcp/health";
+import { gcpChecker } from "../../components/gcp/health";
 import { parseEgressConfig } from "../../src/config";
-import type { GcpProviderConfig } from "../../kinds/gcp/config";
+import type { GcpProviderConfig } from "../../components/gcp/config";
 
 const TOKEN = "ya29.test-token";
 let fake: FakeCompute;

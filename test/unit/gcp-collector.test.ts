@@ -1,10 +1,10 @@
 import { after, before, describe, it } from "node:test";
 import * as assert from "node:assert/strict";
 import { FakeCompute, startFakeCompute } from "../fixtures/gcp/fake-compute";
-import { gcpCollector } from "../../kinds/gcp/gc";
-import { firewallDescription, poolResourceName } from "../../kinds/gcp/names";
+import { gcpCollector } from "../../components/gcp/gc";
+import { firewallDescription, poolResourceName } from "../../components/gcp/names";
 import { parseEgressConfig } from "../../src/config";
-import type { GcpProviderConfig } from "../../kinds/gcp/config";
+import type { GcpProviderConfig } from "../../components/gcp/config";
 import { TEST_INSTALLATION } from "../helpers/installation";
 
 const TOKEN = "ya29.test-token";

@@ -5,7 +5,7 @@ import * as path from "node:path";
 import { installMocks, isSecret, ofType, recorded, settle, valueOf } from "../helpers/pulumi-mocks";
 import { parseEgressConfig } from "../../src/config";
 import type { StackContext } from "../../src/model";
-import { squidPasswdFile } from "../../kinds/shared/squid-passwd";
+import { squidPasswdFile } from "../../components/shared/squid-passwd";
 import { TEST_INSTALLATION } from "../helpers/installation";
 
 const root = path.resolve(__dirname, "..", "..", "..");
@@ -14,14 +14,14 @@ const context: StackContext = { project: "egress", stack: "test", projectRoot: r
 const RANGES = ["203.0.113.0/24", "198.51.100.7/32"];
 const AUTH = { username: "crawler", password: "gcp-canary-password-42" };
 
-type Mod = typeof import("../../kinds/pool");
+type Mod = typeof import("../../components/pool");
 let pool: Mod;
-let gcpMod: typeof import("../../kinds/gcp/component");
+let gcpMod: typeof import("../../components/gcp/component");
 
 before(async () => {
     await installMocks("egress", "test");
-    pool = await import("../../kinds/pool");
-    gcpMod = await import("../../kinds/gcp/component");
+    pool = await import("../../components/pool");
+    gcpMod = await import("../../components/gcp/component");
 });
 
 function config(poolOver: Record<string, unknown>, entryOver: Record<string, unknown> = {}) {

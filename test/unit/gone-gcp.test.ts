@@ -4,10 +4,10 @@ import * as fs from "node:fs";
 import * as os from "node:os";
 import * as path from "node:path";
 import { FakeCompute, startFakeCompute } from "../fixtures/gcp/fake-compute";
-import { gcpGoneCheck } from "../../kinds/gcp/gone";
+import { gcpGoneCheck } from "../../components/gcp/gone";
 import { goneCheckFor } from "../../src/providers-health/gone";
 import { parseEgressConfig } from "../../src/config";
-import type { GcpProviderConfig } from "../../kinds/gcp/config";
+import type { GcpProviderConfig } from "../../components/gcp/config";
 import { memberLabels, ProxyMember } from "../../src/model";
 import { TEST_INSTALLATION } from "../helpers/installation";
 

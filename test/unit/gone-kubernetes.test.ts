@@ -1,10 +1,10 @@
 import { after, before, beforeEach, describe, it } from "node:test";
 import * as assert from "node:assert/strict";
 import { FakeApiServer, startFakeApiServer, writeKubeconfig } from "../fixtures/kubernetes/fake-apiserver";
-import { kubernetesGoneCheck } from "../../kinds/kubernetes/gone";
+import { kubernetesGoneCheck } from "../../components/kubernetes/gone";
 import { goneCheckFor } from "../../src/providers-health/gone";
 import { parseEgressConfig } from "../../src/config";
-import type { KubernetesProviderConfig } from "../../kinds/kubernetes/config";
+import type { KubernetesProviderConfig } from "../../components/kubernetes/config";
 import { memberLabels, poolLabels, ProxyMember } from "../../src/model";
 import { TEST_INSTALLATION } from "../helpers/installation";
 

@@ -7,9 +7,9 @@ import assert from "node:assert/strict";
 import { IDENTITY_TYPE, installationInState } from "../../src/engine/installation";
 import { identityProvider } from "../../src/installation-resource";
 import { ForeignInstallationError, immutableLabels, INSTALLATION_LABEL, isInstallationId, legacyInstallationId, memberLabels, ownedBy, stackLabels } from "../../src/model";
-import { installationPrefix } from "../../kinds/kvm/naming";
-import { ownerTag } from "../../kinds/kvm/base-owner";
-import { firewallDescription, parseFirewallDescription, poolResourceName } from "../../kinds/gcp/names";
+import { installationPrefix } from "../../components/kvm/naming";
+import { ownerTag } from "../../components/kvm/base-owner";
+import { firewallDescription, parseFirewallDescription, poolResourceName } from "../../components/gcp/names";
 
 const stackRes = { type: "pulumi:pulumi:Stack" };
 const providerRes = { type: "pulumi:providers:pulumi-nodejs" };

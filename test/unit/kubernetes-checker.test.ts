@@ -7,9 +7,9 @@
 import { after, before, describe, it } from "node:test";
 import * as assert from "node:assert/strict";
 import { FakeApiServer, startFakeApiServer, writeKubeconfig } from "../fixtures/kubernetes/fake-apiserver";
-import { kubernetesChecker } from "../../kinds/kubernetes/health";
+import { kubernetesChecker } from "../../components/kubernetes/health";
 import { parseEgressConfig } from "../../src/config";
-import type { KubernetesProviderConfig } from "../../kinds/kubernetes/config";
+import type { KubernetesProviderConfig } from "../../components/kubernetes/config";
 
 let fake: FakeApiServer;
 let kubeconfig: string;

@@ -11,13 +11,13 @@ const context: StackContext = { project: "egress", stack: "test", projectRoot: r
 const SQUID_3128 = "http_port 3128\nacl crawlers src 203.0.113.0/24\nhttp_access allow crawlers\nhttp_access deny all\n";
 const SQUID_8080 = SQUID_3128.replace("3128", "8080");
 
-let pool: typeof import("../../kinds/pool");
-let k8sMod: typeof import("../../kinds/kubernetes/component");
+let pool: typeof import("../../components/pool");
+let k8sMod: typeof import("../../components/kubernetes/component");
 
 before(async () => {
     await installMocks("egress", "test");
-    pool = await import("../../kinds/pool");
-    k8sMod = await import("../../kinds/kubernetes/component");
+    pool = await import("../../components/pool");
+    k8sMod = await import("../../components/kubernetes/component");
 });
 
 async function build(poolOver: Record<string, unknown>, entryOver: Record<string, unknown> = {}) {

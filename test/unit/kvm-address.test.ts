@@ -2,7 +2,7 @@
 import { test } from "node:test";
 import assert from "node:assert/strict";
 import { parseEgressConfig, ConfigError } from "../../src/config";
-import { hostAddressProblem, libvirtUri, KvmConnection } from "../../kinds/kvm/libvirt";
+import { hostAddressProblem, libvirtUri, KvmConnection } from "../../components/kvm/libvirt";
 
 const GOOD = ["10.0.0.5", "100.64.0.10", "0.0.0.0", "beelink", "beelink.lan", "kvm-1.example.org", "example.org.", "xn--bcher-kva.example", "::1", "2001:db8::5", "fe80::1", "::ffff:192.0.2.1"];
 const BAD = [

@@ -4,13 +4,14 @@ import assert from "node:assert/strict";
 import * as fs from "node:fs";
 import * as path from "node:path";
 import YAML from "yaml";
-import { loadStackConfig, parseEgressConfig, planMembers, ConfigError } from "../../src/config";
+import { planMembers } from "../../src/model";
+import { loadStackConfig, parseEgressConfig, ConfigError } from "../../src/config";
 import { PACKAGE_ROOT } from "../../src/engine/env";
-import { baseVolumeName, memberObjectNames, memberOfVolume, pickHost, poolBaseNeeds, installationPrefix } from "../../kinds/kvm/naming";
-import { domainXml, parseMetadata, metadataXml } from "../../kinds/kvm/xml";
-import { vendorData, GUEST_AGENT_SCRIPT } from "../../kinds/kvm/seed-iso";
-import { classifyVirshFailure } from "../../kinds/kvm/libvirt";
-import { parseDomifaddr, parseDomstateReason } from "../../kinds/kvm/address";
+import { baseVolumeName, memberObjectNames, memberOfVolume, pickHost, poolBaseNeeds, installationPrefix } from "../../components/kvm/naming";
+import { domainXml, parseMetadata, metadataXml } from "../../components/kvm/xml";
+import { vendorData, GUEST_AGENT_SCRIPT } from "../../components/kvm/seed-iso";
+import { classifyVirshFailure } from "../../components/kvm/libvirt";
+import { parseDomifaddr, parseDomstateReason } from "../../components/kvm/address";
 
 const sample = () => YAML.parse(fs.readFileSync(path.join(PACKAGE_ROOT, "stacks", "Pulumi.example-kvm.yaml"), "utf8")).config;
 

@@ -1,12 +1,12 @@
 /** The four KVM providers' diffs: one connection rule (connectionDiff), and same-name volume replaces delete first. */
 import { test } from "node:test";
 import assert from "node:assert/strict";
-import { connectionDiff, KvmConnection } from "../../kinds/kvm/libvirt";
-import { baseImageProvider } from "../../kinds/kvm/base-image";
-import { overlayProvider } from "../../kinds/kvm/overlay";
-import { seedDiskProvider } from "../../kinds/kvm/seed-disk";
-import { domainProvider } from "../../kinds/kvm/domain";
-import { sameVolumeName } from "../../kinds/kvm/volumes";
+import { connectionDiff, KvmConnection } from "../../components/kvm/libvirt";
+import { baseImageProvider } from "../../components/kvm/base-image";
+import { overlayProvider } from "../../components/kvm/overlay";
+import { seedDiskProvider } from "../../components/kvm/seed-disk";
+import { domainProvider } from "../../components/kvm/domain";
+import { sameVolumeName } from "../../components/kvm/volumes";
 
 const conn: KvmConnection = { host: "h1", user: "root", address: "10.0.0.5", port: 22, knownHosts: "kh" };
 const base = { conn, privateKey: "K", storagePool: "default", entry: "lab", key: "deb", url: "https://x/d.qcow2", sha256: "a".repeat(64), format: "qcow2" as const, volume: "base-lab-deb.qcow2", path: "/p/base", capacityBytes: 1, adopted: false };

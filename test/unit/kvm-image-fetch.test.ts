@@ -1,7 +1,7 @@
 /**
- * Base image downloads (kinds/kvm/fetch.ts) against a real HTTP server on 127.0.0.1: a flaky
+ * Base image downloads (components/kvm/fetch.ts) against a real HTTP server on 127.0.0.1: a flaky
  * server is retried, a missing image fails at once as permanent; a mirror that drips or stalls misses
- * one of its transfer deadlines (kinds/kvm/transfer.ts), as a transient error naming it.
+ * one of its transfer deadlines (components/kvm/transfer.ts), as a transient error naming it.
  */
 import { after, before, test } from "node:test";
 import assert from "node:assert/strict";
@@ -11,7 +11,7 @@ import * as http from "node:http";
 import type { AddressInfo } from "node:net";
 import * as os from "node:os";
 import * as path from "node:path";
-import { downloadTo } from "../../kinds/kvm/fetch";
+import { downloadTo } from "../../components/kvm/fetch";
 import { closedPort } from "../fixtures/ports";
 
 const IMAGE = crypto.randomBytes(256 * 1024);

@@ -8,7 +8,8 @@ import assert from "node:assert/strict";
 import * as fs from "node:fs";
 import * as os from "node:os";
 import * as path from "node:path";
-import { loadStackConfig, planMembers, readCloudInitText, squidHttpPorts } from "../../src/config";
+import { planMembers, readCloudInitText, squidHttpPorts } from "../../src/model";
+import { loadStackConfig } from "../../src/config";
 import { PACKAGE_ROOT } from "../../src/engine/env";
 
 const file = path.join(PACKAGE_ROOT, "stacks", "Pulumi.example-kvm.yaml");

@@ -6,11 +6,11 @@
 import { test } from "node:test";
 import assert from "node:assert/strict";
 import { closedPort } from "../fixtures/ports";
-import { overlayProvider } from "../../kinds/kvm/overlay";
-import { seedDiskProvider } from "../../kinds/kvm/seed-disk";
-import { libvirtError } from "../../kinds/kvm/libvirt";
-import { memberObjectNames, overlayVolumeName, seedVolumeName } from "../../kinds/kvm/naming";
-import { explainUnreachableDelete, memberOfVolumeName } from "../../kinds/kvm/unreachable";
+import { overlayProvider } from "../../components/kvm/overlay";
+import { seedDiskProvider } from "../../components/kvm/seed-disk";
+import { libvirtError } from "../../components/kvm/libvirt";
+import { memberObjectNames, overlayVolumeName, seedVolumeName } from "../../components/kvm/naming";
+import { explainUnreachableDelete, memberOfVolumeName } from "../../components/kvm/unreachable";
 import { TEST_INSTALLATION } from "../helpers/installation";
 
 

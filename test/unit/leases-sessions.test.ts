@@ -7,8 +7,7 @@ import { test } from "node:test";
 import assert from "node:assert/strict";
 import { AcquireRequest, AcquireResult, LeaseManager, LeaseManagerOptions } from "../../src/service/leases";
 import { Fleet, HealthSource } from "../../src/service/fleet";
-import type { PoolConfig } from "../../src/config";
-import type { ProxyMember } from "../../src/model";
+import type { PoolConfig, ProxyMember } from "../../src/model";
 
 const T0 = 1_000_000_000;
 

@@ -8,9 +8,9 @@ import assert from "node:assert/strict";
 import * as fs from "node:fs";
 import * as os from "node:os";
 import * as path from "node:path";
-import { localProcessProvider } from "../../kinds/local/component";
-import { undoLocalCreate } from "../../kinds/local/recover";
-import { isOurProcess } from "../../kinds/local/process";
+import { localProcessProvider } from "../../components/local/component";
+import { undoLocalCreate } from "../../components/local/recover";
+import { isOurProcess } from "../../components/local/process";
 import { runSerialized, serializeProvider } from "../helpers/serialized-provider";
 import { getViaProxy, proxyBasicAuth, requestViaProxy, startTargetServer } from "../helpers/net";
 import { PACKAGE_ROOT } from "../../src/engine/env";
@@ -21,7 +21,7 @@ const inputs = {
     member: "unit-web-0",
     requestedPort: 0,
     stateDir,
-    serverScript: path.join(PACKAGE_ROOT, "dist", "kinds", "local", "proxy-server.js"),
+    serverScript: path.join(PACKAGE_ROOT, "dist", "components", "local", "proxy-server.js"),
     nodePath: process.execPath,
     installation: TEST_INSTALLATION,
 };

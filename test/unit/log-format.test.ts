@@ -30,7 +30,7 @@ test("service log lines carry an RFC 3339 time", () => {
     assert.equal(JSON.parse(lines[0]).token, "[redacted]");
 });
 
-const server = path.join(PACKAGE_ROOT, "dist", "kinds", "local", "proxy-server.js");
+const server = path.join(PACKAGE_ROOT, "dist", "components", "local", "proxy-server.js");
 
 test("the local proxy child logs pino JSON lines with RFC 3339 times: listening, stopping", { timeout: 30_000 }, async () => {
     const dir = fs.mkdtempSync(path.join(os.tmpdir(), "egress-proxy-log-"));

@@ -1,6 +1,6 @@
 import { test } from "node:test";
 import assert from "node:assert/strict";
-import { memberName, planMembers, poolSchema } from "../../src/config";
+import { memberName, planMembers, poolSchema } from "../../src/model";
 
 const pool = (o: object) => poolSchema.parse({ name: "home", provider: "kvm-home", replicas: 5, ...o });
 

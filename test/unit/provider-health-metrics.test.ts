@@ -8,7 +8,7 @@ import pino from "pino";
 import { createMetrics } from "../../src/service/metrics";
 import { ProviderHealth } from "../../src/service/provider-health";
 import type { Checker, CheckVerdict } from "../../src/providers-health";
-import { checkEach } from "../../src/providers-health/timed";
+import { checkEach } from "../../components/shared/check-each";
 
 const log = pino({ level: "silent" });
 

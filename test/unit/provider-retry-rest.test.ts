@@ -6,10 +6,10 @@ import { after, before, describe, it } from "node:test";
 import assert from "node:assert/strict";
 import * as http from "node:http";
 import type { AddressInfo } from "node:net";
-import { GcpApiError, GcpComputeClient } from "../../kinds/gcp/api";
-import { KubeApiError, KubeClient } from "../../kinds/kubernetes/api";
-import { errorClassOf } from "../../kinds/shared/errors";
-import type { RetrySchedule } from "../../kinds/shared/retry";
+import { GcpApiError, GcpComputeClient } from "../../components/gcp/api";
+import { KubeApiError, KubeClient } from "../../components/kubernetes/api";
+import { errorClassOf } from "../../components/shared/errors";
+import type { RetrySchedule } from "../../components/shared/retry";
 import { closedPort } from "../fixtures/ports";
 
 /** One scripted answer: status and JSON body. The last one repeats once the script runs out. */

@@ -1,8 +1,8 @@
-/** The shared retry schedule and the error classes' tags (kinds/shared/retry.ts, kinds/shared/errors.ts). */
+/** The shared retry schedule and the error classes' tags (components/shared/retry.ts, components/shared/errors.ts). */
 import { test } from "node:test";
 import assert from "node:assert/strict";
-import { classifyHttp, errorClassOf, tagMessage } from "../../kinds/shared/errors";
-import { DEFAULT_RETRY_SCHEDULE, defaultRetrySchedule, retryDelays, withRetry } from "../../kinds/shared/retry";
+import { classifyHttp, errorClassOf, tagMessage } from "../../components/shared/errors";
+import { DEFAULT_RETRY_SCHEDULE, defaultRetrySchedule, retryDelays, withRetry } from "../../components/shared/retry";
 
 test("the default schedule waits 1, 2, 4 s between 4 tries; waits are capped", () => {
     assert.deepEqual(retryDelays(DEFAULT_RETRY_SCHEDULE), [1000, 2000, 4000]);

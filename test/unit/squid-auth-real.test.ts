@@ -1,6 +1,6 @@
 /**
  * The generated squid config's auth, proven with the real squid (`apt-get install squid`,
- * scripts/install-test-deps.sh): the config comes from the one shared generator (kinds/shared/squid.ts),
+ * scripts/install-test-deps.sh): the config comes from the one shared generator (components/shared/squid.ts),
  * only the port and the paths are moved into a temp dir on 127.0.0.1, and squid runs as `squid -N`.
  */
 import { test } from "node:test";
@@ -9,8 +9,8 @@ import * as cp from "node:child_process";
 import * as fs from "node:fs";
 import * as os from "node:os";
 import * as path from "node:path";
-import { squidBaseConf } from "../../kinds/shared/squid";
-import { squidPasswdFile } from "../../kinds/shared/squid-passwd";
+import { squidBaseConf } from "../../components/shared/squid";
+import { squidPasswdFile } from "../../components/shared/squid-passwd";
 import { closedPort } from "../fixtures/ports";
 import { ensureTestPackages } from "../helpers/deps";
 import { getViaProxy, proxyBasicAuth, requestViaProxy, startTargetServer } from "../helpers/net";

@@ -1,14 +1,14 @@
 /**
- * The default user-data of the kvm and gcp kinds (one generator, kinds/shared/squid.ts): squid is
+ * The default user-data of the kvm and gcp kinds (one generator, components/shared/squid.ts): squid is
  * configured before it starts and never restarted, so a published proxy never goes dark for squid's
  * 30 s shutdown_lifetime.
  */
 import { test } from "node:test";
 import assert from "node:assert/strict";
 import { parse } from "yaml";
-import { defaultUserData } from "../../kinds/kvm/squid-config";
-import { defaultCloudInit } from "../../kinds/gcp/squid-config";
-import { SQUID_DROP_IN_PATH } from "../../kinds/shared/squid";
+import { defaultUserData } from "../../components/kvm/squid-config";
+import { defaultCloudInit } from "../../components/gcp/squid-config";
+import { SQUID_DROP_IN_PATH } from "../../components/shared/squid";
 
 const RANGES = ["203.0.113.0/24", "10.0.0.0/8"];
 const cases: [string, (port: number) => string][] = [

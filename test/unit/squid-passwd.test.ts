@@ -1,6 +1,6 @@
 import { test } from "node:test";
 import * as assert from "node:assert/strict";
-import { apr1, derivedSalt, squidPasswdFile } from "../../kinds/shared/squid-passwd";
+import { apr1, derivedSalt, squidPasswdFile } from "../../components/shared/squid-passwd";
 
 // Expected values from `openssl passwd -apr1 -salt abcdefgh <password>` (OpenSSL 3).
 test("apr1 matches openssl passwd -apr1 (short, long, multi-byte, one-character passwords)", () => {

@@ -7,7 +7,7 @@ import * as path from "node:path";
 import { ConfigError, parseEgressConfig } from "../../src/config";
 import { problemLines } from "./config-fixtures";
 import { checkReplicas } from "../../src/config/edit";
-import { parseStaticProxy } from "../../kinds/static/config";
+import { parseStaticProxy } from "../../components/static/config";
 import { TEST_INSTALLATION } from "../helpers/installation";
 
 const root = fs.mkdtempSync(path.join(os.tmpdir(), "egress-static-"));
@@ -82,7 +82,7 @@ test("gc has nothing to collect for a static entry; doctor and preflight have no
     const { collectGarbage } = await import("../../src/gc");
     const report = await collectGarbage({ byo: { type: "static", proxies: ["http://127.0.0.1:1"] } }, { project: "egress", stack: "s", installation: TEST_INSTALLATION.id, stateIds: new Set(), runDir: root, delete: true });
     assert.deepEqual(report, { ok: true, dryRun: false, providers: [{ provider: "byo", kind: "static", ok: true, found: 0, deleted: 0, orphans: [] }] });
-    const { kindOf } = await import("../../kinds/registry");
+    const { kindOf } = await import("../../components/registry");
     const kind = kindOf({ type: "static" });
     assert.equal(kind.doctor, undefined);
     assert.equal(kind.preflight, undefined);

@@ -14,10 +14,11 @@ import * as zlib from "node:zlib";
 import YAML from "yaml";
 import { ensureTestPackages } from "../helpers/deps";
 import { installMocks, isSecret, ofType, settle, valueOf } from "../helpers/pulumi-mocks";
-import { decodeUserData, parseEgressConfig } from "../../src/config";
+import { decodeUserData } from "../../src/model";
+import { parseEgressConfig } from "../../src/config";
 import { PACKAGE_ROOT } from "../../src/engine/env";
-import { buildSeedIso } from "../../kinds/kvm/seed-iso";
-import { memberSquidConf } from "../../kinds/kubernetes/squid-config";
+import { buildSeedIso } from "../../components/kvm/seed-iso";
+import { memberSquidConf } from "../../components/kubernetes/squid-config";
 import { TEST_INSTALLATION } from "../helpers/installation";
 
 const root = fs.mkdtempSync(path.join(os.tmpdir(), "egress-user-data-"));

@@ -1,4 +1,4 @@
-import { DNS1123_LABEL } from "../../config/names";
+import { DNS1123_LABEL } from "../../model/fields";
 import { sessionKeySchema, SESSION_KEY_RULE } from "../schemas";
 
 /**
@@ -7,7 +7,7 @@ import { sessionKeySchema, SESSION_KEY_RULE } from "../schemas";
  *
  *   username := [ pool ] ( "_" option )*
  *   option   := "session_" key | "target_" host      (each at most once, in any order)
- *   pool     := a DNS-1123 label (what pool names are, src/config/names.ts); empty = any pool
+ *   pool     := a DNS-1123 label (what pool names are, src/model/fields.ts); empty = any pool
  *   key      := 1–64 of [A-Za-z0-9-]
  *   host     := 1–253 of [a-z0-9.-] (lower-cased), no empty or edge-dashed label
  *

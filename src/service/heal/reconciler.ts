@@ -1,8 +1,7 @@
 import type { Logger } from "pino";
-import type { PoolConfig } from "../../config";
+import type { PoolConfig, ProxyMember } from "../../model";
 import type { GoneCheck } from "../../providers-health/gone";
 import type { MemberHealthView } from "../../health";
-import type { ProxyMember } from "../../model";
 import type { Operation } from "../operations";
 import type { ProviderHealthReport } from "../provider-health";
 import { NotAcceptingError, type Scaler } from "../scaler";
@@ -18,7 +17,7 @@ export interface ReconcilerDeps {
     health: (id: string) => MemberHealthView | undefined;
     pools: () => PoolConfig[];
     providers: () => ProviderHealthReport[];
-    /** Provider entry name → its kind's liveness hook (kinds/<kind>/gone.ts); entries without one are absent. */
+    /** Provider entry name → its kind's liveness hook (components/<kind>/gone.ts); entries without one are absent. */
     goneChecks: () => ReadonlyMap<string, GoneCheck>;
     /** Counts every repair started, by pool and reason (egress_heals_total). */
     onRepair?: (pool: string, reason: HealReason) => void;

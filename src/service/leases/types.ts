@@ -1,5 +1,5 @@
 /** Public shapes of the lease manager. Times are epoch milliseconds from the injected clock. */
-import { SESSION_TTL_DEFAULT_SECONDS } from "../../config/schema";
+import { SESSION_TTL_DEFAULT_SECONDS } from "../../model";
 
 export type ReleaseOutcome = "ok" | "blocked" | "error";
 

@@ -1,6 +1,6 @@
 import { Router } from "express";
 import type { z } from "zod";
-import type { AppDeps } from "../app";
+import type { AppDeps } from "../deps";
 import type { AuthenticatedRequest } from "../auth";
 import { HttpError } from "../errors";
 import { blockBody, type blockResponse, parseOr400 } from "../schemas";

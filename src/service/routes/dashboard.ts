@@ -1,5 +1,5 @@
 import { Router } from "express";
-import type { AppDeps } from "../app";
+import type { AppDeps } from "../deps";
 import { SCOPES, type AuthenticatedRequest } from "../auth";
 
 /** The read routes the dashboard needs beyond discovery: who am I, active leases, the last hour's timeline. */

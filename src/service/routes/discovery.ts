@@ -1,5 +1,5 @@
 import { Router } from "express";
-import type { AppDeps } from "../app";
+import type { AppDeps } from "../deps";
 import { acquireLease, releaseLease } from "../lease-api";
 import { parseOr400, proxiesQuery, type proxiesResponse } from "../schemas";
 import type { z } from "zod";

@@ -1,5 +1,5 @@
 import { Router } from "express";
-import type { AppDeps } from "../app";
+import type { AppDeps } from "../deps";
 import { HttpError } from "../errors";
 import type { z } from "zod";
 import type { operationResponse, operationsResponse } from "../schemas";

@@ -1,5 +1,5 @@
 import { Router } from "express";
-import type { AppDeps } from "../app";
+import type { AppDeps } from "../deps";
 import { HttpError } from "../errors";
 import { NotAcceptingError } from "../scaler";
 import { parseOr400, scaleBody, type poolsResponse, type scaleResponse } from "../schemas";

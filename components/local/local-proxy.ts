@@ -1,0 +1,31 @@
+import * as path from "node:path";
+import * as pulumi from "@pulumi/pulumi";
+import type { LocalProviderConfig } from "./config";
+import { MemberArgs, memberIdentity, ProxyMemberComponent } from "../shared/member";
+import { LocalProxyProcess } from "./provider";
+import { clearSecret } from "../../src/model/fields";
+
+/** Arguments of a LocalProxy: the common member arguments with a `local` provider entry. */
+export type LocalProxyArgs = MemberArgs<LocalProviderConfig>;
+
+/**
+ * A proxy running as a detached process on this machine's loopback (`type: local`).
+ * Needs nothing installed; the process outlives the engine run and is stopped on delete.
+ */
+export class LocalProxy extends ProxyMemberComponent {
+    constructor(name: string, args: LocalProxyArgs, opts?: pulumi.ComponentResourceOptions) {
+        super("egress:local:LocalProxy", name, memberIdentity(args, "local"), opts);
+        // With a basePort, member i gets basePort+i (stable, predictable); otherwise the kernel picks.
+        const requestedPort = args.entry.basePort !== undefined ? args.entry.basePort + args.plan.index : 0;
+        const proc = new LocalProxyProcess(`${name}-process`, {
+            member: `${args.context.stack}-${args.plan.name}`,
+            requestedPort,
+            stateDir: path.join(args.context.stateDir, "local", args.context.stack),
+            serverScript: path.join(__dirname, "proxy-server.js"),
+            nodePath: process.execPath,
+            installation: { id: args.context.installation.id, legacy: args.context.installation.legacy },
+            ...(args.plan.auth ? { auth: pulumi.secret({ username: args.plan.auth.username, password: clearSecret(args.plan.auth.password, "auth.password") }) } : {}),
+        }, { parent: this });
+        this.publish(args, proc.host, proc.port, "local");
+    }
+}

@@ -1,0 +1,38 @@
+import * as pulumi from "@pulumi/pulumi";
+import { type AnyEntry, kindOf } from "./registry";
+import { withEntryOptions } from "./shared/retain";
+import { planMembers, type PoolConfig, type ProxyMember, type StackContext } from "../src/model";
+
+export interface ProxyPoolArgs {
+    /** The pool as validated from `egress:pools`. */
+    pool: PoolConfig;
+    /** Name of the provider entry the pool uses. */
+    providerName: string;
+    /** The provider entry, validated. */
+    entry: AnyEntry;
+    context: StackContext;
+    /** What the kind's `createProviderShared` returned for this pool's provider entry (see src/program.ts). */
+    providerShared?: unknown;
+}
+
+/**
+ * N members of one provider entry. Members are named `<pool>-<index>` and indices stay dense, so
+ * scaling down removes the highest indices and a surviving member is never renamed or replaced.
+ */
+export class ProxyPool extends pulumi.ComponentResource {
+    /** Live members, in index order. */
+    declare public readonly members: pulumi.Output<ProxyMember[]>;
+
+    constructor(name: string, args: ProxyPoolArgs, opts?: pulumi.ComponentResourceOptions) {
+        // The entry's resource options (retainOnDelete) reach every child through the pool.
+        super("egress:index:ProxyPool", name, {}, withEntryOptions(args.entry, opts));
+        const kind = kindOf(args.entry).components();
+        // Members get the kind's shared resources as `args.shared`; a kind without createPoolShared gets undefined.
+        const shared: unknown = kind.createPoolShared?.(name, { pool: args.pool, providerName: args.providerName, entry: args.entry, context: args.context, providerShared: args.providerShared }, { parent: this });
+        const members = planMembers(args.pool).map((plan) =>
+            kind.createMember(plan.name, { pool: args.pool.name, providerName: args.providerName, entry: args.entry, plan, context: args.context, shared }, { parent: this }),
+        );
+        (this as { members: pulumi.Output<ProxyMember[]> }).members = pulumi.all(members.map((m) => m.member));
+        this.registerOutputs({ members: this.members });
+    }
+}

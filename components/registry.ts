@@ -1,0 +1,36 @@
+/**
+ * The one list of provider kinds. Config, program, health, gc, doctor and the service read it; nothing
+ * outside components/ names a kind. Adding a kind: a folder components/<kind>/ whose index.ts exports its
+ * KindDefinition (docs/architecture.md), and one line here.
+ */
+import type { z } from "zod";
+import type { KindDefinition, PendingCreateUndo } from "./kind";
+import { localKind } from "./local";
+import { kvmKind } from "./kvm";
+import { gcpKind } from "./gcp";
+import { kubernetesKind } from "./kubernetes";
+import { staticKind } from "./static";
+
+export const KINDS = [localKind, kvmKind, gcpKind, kubernetesKind, staticKind] as const;
+
+/** The kinds' entry schemas, as a tuple the config's discriminated union keeps the types of. */
+type SchemasOf<T extends readonly unknown[]> = { -readonly [I in keyof T]: T[I] extends { schema: infer S } ? S : never };
+export const KIND_SCHEMAS = KINDS.map((k) => k.schema) as unknown as SchemasOf<typeof KINDS>;
+
+/** Kind names, in registry order (error messages list them). */
+export const KIND_NAMES: readonly string[] = KINDS.map((k) => k.type);
+
+/** A validated provider entry of any registered kind (src/config's ProviderConfig is the same union). */
+export type AnyEntry = z.output<(typeof KINDS)[number]["schema"]>;
+
+/** The definition of an entry's kind. The entry was validated, so its kind is registered. */
+export function kindOf(entry: { type: string }): KindDefinition<AnyEntry, any> {
+    const def = KINDS.find((k) => k.type === entry.type);
+    if (!def) throw new Error(`unknown provider kind \`${entry.type}\` (known: ${KIND_NAMES.join(", ")})`);
+    return def as unknown as KindDefinition<AnyEntry, any>;
+}
+
+/** Every kind's pending-create undo, by resource type token (crash recovery in src/engine). */
+export function pendingCreateUndoers(): Record<string, PendingCreateUndo> {
+    return Object.assign({}, ...KINDS.map((k: KindDefinition<any, any>) => k.pendingCreateUndo?.() ?? {}));
+}

@@ -1,0 +1,59 @@
+import * as pulumi from "@pulumi/pulumi";
+import type { MemberPlan } from "../../src/model/plan";
+import type { ProxyMember, StackContext } from "../../src/model";
+
+/**
+ * Arguments every member component takes, whatever its kind: `(name, args, opts)`. Kinds narrow `entry`
+ * to their own config and `shared` to what their `createPoolShared` returns.
+ */
+export interface MemberArgs<E extends { type: string } = { type: string }, S = unknown> {
+    /** Pool the member belongs to. */
+    pool: string;
+    /** Name of the provider entry in `egress:providers`. */
+    providerName: string;
+    /** The provider entry, validated. */
+    entry: E;
+    /** The member after per-member overrides. */
+    plan: MemberPlan;
+    context: StackContext;
+    /** What the kind's `createPoolShared` returned for the member's pool (undefined for a kind without it). */
+    shared: S;
+}
+
+/**
+ * What a member component records as its *inputs* when it is registered, before any child exists: who
+ * it is. Its address arrives later, in the `member` output. When an update is cancelled or killed
+ * between a child's create and that output, state still knows the member from this and the child's own
+ * outputs (src/engine/checkpoint.ts membersOf).
+ */
+export function memberIdentity(args: MemberArgs<any, any>, zone: string): { identity: Omit<ProxyMember, "host" | "url"> } {
+    return { identity: { id: args.plan.name, pool: args.pool, provider: args.providerName, kind: args.entry.type, index: args.plan.index, port: args.plan.port, zone, ...(args.plan.auth ? { auth: true } : {}) } };
+}
+
+/**
+ * Base of every `*Proxy` component: subclasses create their children, then call `publish` with the
+ * address the proxy answers on. Keeps the output shape in one place.
+ */
+export abstract class ProxyMemberComponent extends pulumi.ComponentResource {
+    /** The member as crawlers see it. */
+    declare public readonly member: pulumi.Output<ProxyMember>;
+
+    /** `scheme` is how clients talk to the proxy itself: `https` for a proxy that takes TLS (default `http`). */
+    protected publish(args: MemberArgs<any, any>, host: pulumi.Input<string>, port: pulumi.Input<number>, zone: pulumi.Input<string>, scheme: "http" | "https" = "http"): void {
+        const member = pulumi.all([host, port, zone]).apply(([h, p, z]) => ({
+            id: args.plan.name,
+            pool: args.pool,
+            provider: args.providerName,
+            kind: args.entry.type as string,
+            index: args.plan.index,
+            host: h,
+            port: p,
+            // No address yet (a KVM guest still booting): no URL, so nobody dials `http://:3128`.
+            url: h ? `${scheme}://${h.includes(":") ? `[${h}]` : h}:${p}` : "",
+            zone: z,
+            ...(args.plan.auth ? { auth: true } : {}),
+        }));
+        (this as { member: pulumi.Output<ProxyMember> }).member = member;
+        this.registerOutputs({ member });
+    }
+}
