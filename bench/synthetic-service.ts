@@ -19,6 +19,7 @@ import { createApp } from "../src/service/app";
 import { authenticate, sha256 } from "../src/service/auth";
 import { Fleet, HealthSource } from "../src/service/fleet";
 import { LeaseManager } from "../src/service/leases";
+import { immediate } from "../src/service/store/types";
 import { createLogger } from "../src/log/logger";
 import { createMetrics } from "../src/service/metrics";
 import { OperationLog } from "../src/service/operations";
@@ -53,10 +54,10 @@ function bareHandler(fleet: Fleet): http.RequestListener {
             let status = 404;
             let out: unknown = {};
             if (req.url === "/v1/leases") {
-                const r = fleet.acquire(body);
+                const r = immediate(fleet.acquire(body));
                 [status, out] = r.ok ? [201, { lease: r.lease }] : [503, { error: r.message }];
             } else if (m) {
-                const r = fleet.release(m[1], body.outcome);
+                const r = immediate(fleet.release(m[1], body.outcome));
                 [status, out] = r.ok ? [200, { released: true, lease: r.lease }] : [404, r];
             }
             const json = JSON.stringify(out);
