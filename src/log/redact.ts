@@ -93,10 +93,11 @@ export function redactField(key: string, value: unknown): unknown {
 }
 
 /** `scheme://user:password@` → `scheme://user:[redacted]@`, for every URL in `s`; the same string when there is none. */
-const URL_PASSWORD = /([a-z][a-z0-9+.-]*:\/\/[^\s:@/]*):([^\s@/]+)@/gi;
+const URL_PASSWORD = /([a-z][a-z0-9+.-]*:\/\/[^\s:@/[\]]*):([^\s@/[\]]+)@/gi;
 export function maskUrlPasswords(s: string): string {
-    // The cheap test first: nearly every logged string has no "://" at all.
-    return s.includes("://") && s.includes("@") ? s.replace(URL_PASSWORD, `$1:${REDACTED}@`) : s;
+    // The cheap test first: nearly every logged string has no "://" at all. A password already masked
+    // (redactStoreUrl's "***") stays as it is.
+    return s.includes("://") && s.includes("@") ? s.replace(URL_PASSWORD, (all, head: string, pw: string) => (pw === "***" ? all : `${head}:${REDACTED}@`)) : s;
 }
 
 function walk(v: unknown, depth: number, ancestors: object[]): unknown {
