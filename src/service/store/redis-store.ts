@@ -39,7 +39,8 @@ export class RedisLeaseStore implements LeaseStore {
     private readonly redis: Redis & Scripts;
     private readonly settings: number[];
     private readonly retryAfterSeconds: number;
-    private members: LeaseMemberInput[] = [];
+    /** Undefined until the first setMembers: publishing nothing would take every member (and its lease) away. */
+    private members?: LeaseMemberInput[];
     private pools: Record<string, [number, number]> = {};
     private readonly eligible = new Map<string, boolean>();
     private leases = new Map<string, Lease>();
@@ -114,7 +115,7 @@ export class RedisLeaseStore implements LeaseStore {
         if (this.eligible.get(id) === eligible) return true;
         this.eligible.set(id, eligible);
         this.schedulePublish();
-        return this.members.some((m) => m.id === id);
+        return this.members?.some((m) => m.id === id) ?? false;
     }
 
     async acquire(req: AcquireRequest = {}): Promise<AcquireResult> {
@@ -197,7 +198,7 @@ export class RedisLeaseStore implements LeaseStore {
     }
 
     private schedulePublish(): void {
-        if (this.publishQueued || this.closed) return;
+        if (this.publishQueued || this.closed || !this.members) return;
         this.publishQueued = true;
         // Coalesced: a sync followed by a burst of health verdicts is one publication.
         queueMicrotask(() => {
@@ -212,7 +213,7 @@ export class RedisLeaseStore implements LeaseStore {
             return;
         }
         this.dirty = false;
-        const view = JSON.stringify({ pools: this.pools, members: this.members.map((m) => [m.id, m.pool, this.eligible.get(m.id) ? 1 : 0]) });
+        const view = JSON.stringify({ pools: this.pools, members: (this.members ?? []).map((m) => [m.id, m.pool, this.eligible.get(m.id) ? 1 : 0]) });
         this.publishing = this.run(() => this.redis.egressPublish(this.o.prefix, ...this.settings, view)).then(
             () => undefined,
             () => void (this.dirty = true), // published again on reconnect ("ready") and by the sweep
