@@ -18,6 +18,8 @@ import { createApp } from "../src/service/app";
 import { authenticate, sha256 } from "../src/service/auth";
 import { Fleet, HealthSource } from "../src/service/fleet";
 import { LeaseManager } from "../src/service/leases";
+import { immediate } from "../src/service/store/types";
+import { RedisLeaseStore } from "../src/service/store";
 import { createLogger } from "../src/log/logger";
 import { createMetrics } from "../src/service/metrics";
 import { OperationLog } from "../src/service/operations";
@@ -38,6 +40,8 @@ export interface SyntheticOptions {
      * metrics or logging. Not the service: a ceiling, to show what HTTP alone costs on this machine.
      */
     bare?: boolean;
+    /** A redis:// URL: leases live in Redis (RedisLeaseStore) instead of the in-memory LeaseManager. */
+    store?: string;
 }
 
 /** The bare ceiling: the lease routes with nothing but JSON in and out (see SyntheticOptions.bare). */
@@ -52,10 +56,10 @@ function bareHandler(fleet: Fleet): http.RequestListener {
             let status = 404;
             let out: unknown = {};
             if (req.url === "/v1/leases") {
-                const r = fleet.acquire(body);
+                const r = immediate(fleet.acquire(body));
                 [status, out] = r.ok ? [201, { lease: r.lease }] : [503, { error: r.message }];
             } else if (m) {
-                const r = fleet.release(m[1], body.outcome);
+                const r = immediate(fleet.release(m[1], body.outcome));
                 [status, out] = r.ok ? [200, { released: true, lease: r.lease }] : [404, r];
             }
             const json = JSON.stringify(out);
@@ -79,8 +83,13 @@ export async function startSyntheticService(opts: SyntheticOptions): Promise<{ s
         return { id: `${pool}-${i}`, pool, provider: "synthetic", kind: "local", index: i, host: "127.0.0.1", port, url: `http://127.0.0.1:${port}`, zone: "bench" };
     });
     const log = createLogger({ level: opts.logLevel ?? "warn", destination: opts.logFile ? pino.destination({ dest: opts.logFile, sync: true }) : undefined });
-    const fleet = new Fleet(new LeaseManager(), allHealthy);
+    // A fresh prefix per run, so rows never see each other's leases.
+    const redis = opts.store ? new RedisLeaseStore({ url: opts.store, prefix: `egress:bench-${crypto.randomBytes(4).toString("hex")}:`, log }) : undefined;
+    if (redis && !(await redis.connect(5000))) throw new Error("the bench's Redis is unreachable");
+    const fleet = new Fleet(redis ?? new LeaseManager(), allHealthy);
     fleet.sync(members, pools);
+    // The publication of the members is one script run after the next microtask; give it time to land.
+    if (redis) await new Promise((r) => setTimeout(r, 500));
     const projectRoot = os.tmpdir();
     const ops = new OperationLog();
     // Scale routes are not benchmarked; the scaler only has to exist (it never touches the driver unless asked to scale).
@@ -90,6 +99,7 @@ export async function startSyntheticService(opts: SyntheticOptions): Promise<{ s
         auth: authenticate([{ name: "bench", sha256: sha256(opts.token).toString("hex"), scopes: ["lease", "discover"] }]),
         providerHealth: () => [], reconcile: () => ({ enabled: false, intervalSeconds: 0, providersDown: [], backoff: [] }), ready: () => ({ ok: true }),
         timeline: new Timeline({ counts: () => fleet.poolCounts() }),
+        storeReady: redis && (() => redis.ready()),
     });
     const server = http.createServer(opts.bare ? bareHandler(fleet) : app);
     await new Promise<void>((resolve, reject) => {

@@ -16,6 +16,7 @@ PKGS=(
   prometheus                              # promtool: checks /metrics scrapes and deploy/ alert rules
   systemd                                 # systemd-analyze verify of deploy/egress.service
   squid                                   # the generated squid.conf with basic auth, run for real (test/unit/squid-auth-real.test.ts)
+  redis-server                            # the lease store the service tests start on loopback (test/helpers/redis.ts)
 )
 missing=()
 for p in "${PKGS[@]}"; do

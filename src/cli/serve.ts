@@ -3,6 +3,7 @@ import type { Logger } from "pino";
 import { UsageError, GlobalOptions, projectDir } from "./context";
 import { loadStackConfig } from "../config";
 import { startService } from "../service/server";
+import { parseStoreSpec, StoreSpecError } from "../service/store";
 import { jsonCommanderErrors, jsonProcessOutput, reportServeError, serveLoggers, type ServeLoggers } from "./serve-output";
 
 /**
@@ -29,6 +30,8 @@ export function registerServe(program: Command): void {
         .option("--gateway-host <addr>", "the gateway's listen address (loopback by default)", process.env.EGRESS_GATEWAY_HOST ?? "127.0.0.1")
         .option("--gateway-block-header <name[=text]>", "a response header that marks a block by the origin (with =text: when its value contains text); repeatable. 403 and 429 always do", collect, [])
         .option("--target-cooldown <seconds>", "how long a proxy rests for a target after a lease or gateway request against it (0 to 3600)", process.env.EGRESS_TARGET_COOLDOWN ?? "30")
+        // No default shown from EGRESS_STORE: --help would print the URL, password and all.
+        .option("--store <url>", "where the serving state of leases lives: memory (default) or redis://[user:pass@]host:port[/db] (rediss:// for TLS), so a restart or another replica loses nothing; also $EGRESS_STORE")
         .option("--check-url <url>", "URL probed through every proxy; must be reachable from the proxies (default: this service's /v1/echo on loopback, right for local proxies only)", process.env.EGRESS_CHECK_URL)
         .action(async (o, cmd: Command) => {
             const { log, errors } = out();
@@ -56,9 +59,10 @@ async function run(o: Record<string, any>, opts: GlobalOptions, log: Logger): Pr
     const gateway = gatewayPort === 0 ? undefined : { port: gatewayPort, host: o.gatewayHost, blockRules: { statuses: [403, 429], headers: (o.gatewayBlockHeader as string[]).map(blockHeader) } };
     const targetCooldown = seconds("--target-cooldown", o.targetCooldown, { min: 0, max: 3600 });
     if (o.checkUrl && !/^https?:\/\/[^/]+/.test(o.checkUrl)) throw new UsageError(`--check-url must be an http:// or https:// URL (got "${o.checkUrl}")`);
+    const store = storeSpec(o.store);
     const dir = projectDir(opts);
     loadStackConfig(dir, opts.stack); // config errors exit 2 before anything starts
-    const svc = await startService({ projectRoot: dir, stack: opts.stack, host: o.host, port, tokensFile: o.tokens, converge: o.converge, probeIntervalMs: Math.round(interval * 1000), reconcileIntervalMs: Math.round(reconcile * 1000), timelineIntervalMs: Math.round(timeline * 1000), providerCheckIntervalMs: Math.round(providerInterval * 1000), providerCheckTimeoutMs: Math.round(providerTimeout * 1000), checkUrl: o.checkUrl, gateway, targetCooldownSeconds: targetCooldown, log });
+    const svc = await startService({ projectRoot: dir, stack: opts.stack, host: o.host, port, tokensFile: o.tokens, converge: o.converge, probeIntervalMs: Math.round(interval * 1000), reconcileIntervalMs: Math.round(reconcile * 1000), timelineIntervalMs: Math.round(timeline * 1000), providerCheckIntervalMs: Math.round(providerInterval * 1000), providerCheckTimeoutMs: Math.round(providerTimeout * 1000), checkUrl: o.checkUrl, gateway, targetCooldownSeconds: targetCooldown, store, log });
     if (svc.devTokenFile) {
         // The token itself is never logged: log lines travel (journal, shippers) where a 0600 file does not.
         // The person at the terminal reads it from the file, as the README says (docs/decisions.md).
@@ -90,6 +94,16 @@ async function run(o: Record<string, any>, opts: GlobalOptions, log: Logger): Pr
 }
 
 const collect = (v: string, all: string[]) => [...all, v];
+
+/** `--store`, else $EGRESS_STORE, else memory; a bad one exits 2 naming where it came from (password masked). */
+function storeSpec(flag: string | undefined) {
+    try {
+        return flag !== undefined ? parseStoreSpec(flag, "--store") : parseStoreSpec(process.env.EGRESS_STORE, "EGRESS_STORE");
+    } catch (e) {
+        if (e instanceof StoreSpecError) throw new UsageError(e.message);
+        throw e;
+    }
+}
 
 /** `--gateway-block-header name` or `name=text` (a header token name; matched case-insensitively). */
 function blockHeader(raw: string): { name: string; contains?: string } {

@@ -1,5 +1,5 @@
 import pino from "pino";
-import { redactDeep, redactField } from "./redact";
+import { maskUrlPasswords, redactDeep, redactField } from "./redact";
 
 /**
  * Keys whose values reach the line through a serializer, which redacts its own output: the raw
@@ -39,6 +39,13 @@ export function createLogger(opts: { level?: string; destination?: pino.Destinat
     const root = pino({
         level: opts.level ?? process.env.EGRESS_LOG_LEVEL ?? "info",
         formatters: { log: redactFields },
+        // The message itself: a URL's password in it is masked too (fields are walked by redactFields).
+        hooks: {
+            logMethod(args, method) {
+                for (let i = 0; i < args.length; i++) if (typeof args[i] === "string") args[i] = maskUrlPasswords(args[i] as string);
+                return method.apply(this, args as Parameters<typeof method>);
+            },
+        },
         serializers: LOG_SERIALIZERS,
         timestamp: pino.stdTimeFunctions.isoTime,
         base: opts.base ?? { service: "egress" },

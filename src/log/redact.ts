@@ -79,7 +79,9 @@ const MAX_DEPTH = 32;
  * same object comes back and nothing is allocated. Walks what JSON.stringify would write (own
  * enumerable fields; an object with toJSON, like Date or Buffer, is left as it is). A cycle becomes
  * "[Circular]" here, so the caller's object is never written past a redacted copy.
- * Strings are not searched: a secret inside a message is the message author's to keep out.
+ * Strings are searched for one thing only: a URL's password (`redis://user:pass@host`, a proxy URL
+ * with credentials), which is masked wherever the URL sits (maskUrlPasswords). Any other secret inside
+ * a message is the message author's to keep out.
  */
 export function redactDeep<T>(value: T): T {
     return walk(value, 0, []) as T;
@@ -90,7 +92,16 @@ export function redactField(key: string, value: unknown): unknown {
     return value !== undefined && isSecretName(key) ? REDACTED : walk(value, 1, []);
 }
 
+/** `scheme://user:password@` → `scheme://user:[redacted]@`, for every URL in `s`; the same string when there is none. */
+const URL_PASSWORD = /([a-z][a-z0-9+.-]*:\/\/[^\s:@/[\]]*):([^\s@/[\]]+)@/gi;
+export function maskUrlPasswords(s: string): string {
+    // The cheap test first: nearly every logged string has no "://" at all. A password already masked
+    // (redactStoreUrl's "***") stays as it is.
+    return s.includes("://") && s.includes("@") ? s.replace(URL_PASSWORD, (all, head: string, pw: string) => (pw === "***" ? all : `${head}:${REDACTED}@`)) : s;
+}
+
 function walk(v: unknown, depth: number, ancestors: object[]): unknown {
+    if (typeof v === "string") return maskUrlPasswords(v);
     if (typeof v !== "object" || v === null || typeof (v as { toJSON?: unknown }).toJSON === "function") return v;
     if (ancestors.includes(v)) return "[Circular]";
     if (depth >= MAX_DEPTH) return "[too deep to log]";

@@ -35,6 +35,8 @@ export interface AppDeps {
     ready: () => { ok: true } | { ok: false; reason: string; stopping?: boolean };
     /** Time between `: ping` comments on operation event streams. @default 15000 (routes/operations.ts) */
     sseHeartbeatMs?: number;
+    /** Whether the lease store is reachable (a Redis store; the memory one always is): /readyz is false while it is not. */
+    storeReady?: () => { ok: true } | { ok: false; reason: string };
     /** The rotating gateway, when it runs (POST /v1/blocks asks it which member served a request). */
     gateway?: Gateway;
 }

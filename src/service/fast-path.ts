@@ -111,7 +111,9 @@ export function leaseFastPath(deps: AppDeps, logging: RequestLogging): (req: Inc
                     if (err) return fail(err);
                     try {
                         const out = id === undefined ? acquireLease(deps, body) : releaseLease(deps, id, body);
-                        writeJson(res, out.status, out.body);
+                        // The memory store answers in this turn; a Redis store later (or with a 503 store_unavailable).
+                        if (out instanceof Promise) out.then((o) => writeJson(res, o.status, o.body), fail);
+                        else writeJson(res, out.status, out.body);
                     } catch (e) {
                         fail(e);
                     }

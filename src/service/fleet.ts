@@ -1,5 +1,6 @@
 import type { PoolConfig, ProxyCredentials, ProxyMember, StackCredentials } from "../model";
-import type { LeaseManager } from "./leases";
+import type { AcquireResult } from "./leases";
+import { type LeaseStore, type MaybePromise, settle } from "./store/types";
 import type { AcquireRequest, ReleaseOutcome, Removal } from "./leases/types";
 import { type HealthState, Lifecycle, lifecycleOf, membersMentioned } from "./lifecycle";
 
@@ -84,7 +85,7 @@ export class Fleet {
     /** Called after every successful release (the drainer waits on it). */
     private readonly releaseListeners = new Set<() => void>();
 
-    constructor(private readonly leases: LeaseManager, private readonly health: HealthSource) {}
+    constructor(private readonly leases: LeaseStore, private readonly health: HealthSource) {}
 
     /** Replaces the member list (after every operation and at start). Survivors keep health and leases. */
     sync(members: ProxyMember[], pools: PoolConfig[]): void {
@@ -204,11 +205,15 @@ export class Fleet {
         return this.leases.active().map((l) => ({ proxy: l.proxyId, pool: l.pool, ...(l.target ? { target: l.target } : {}), leasedAt: iso(l.leasedAt), expiresAt: iso(l.expiresAt) }));
     }
 
-    acquire(req: AcquireRequest): FleetAcquire {
+    /** Synchronous with the memory store; a promise with a store across the network (it may reject with StoreUnavailableError). */
+    acquire(req: AcquireRequest): MaybePromise<FleetAcquire> {
         if (req.pool && !this.pools.has(req.pool))
             return { ok: false, reason: "unknown-pool", message: `no pool named "${req.pool}" (known: ${[...this.pools].join(", ") || "none"})`, retryAfterSeconds: 0 };
         const known = req.session !== undefined && this.leases.sessionMember(req.session, req.pool) !== undefined;
-        const r = this.leases.acquire(req);
+        return settle(this.leases.acquire(req), (r) => this.granted(req, known, r));
+    }
+
+    private granted(req: AcquireRequest, known: boolean, r: AcquireResult): FleetAcquire {
         if (!r.ok) {
             const where = req.pool ? `pool "${req.pool}"` : "any pool";
             const message = r.reason === "no-members" ? `${where} has no members; scale it up` : `no proxy in ${where} is healthy, unleased and out of cooldown${req.target ? ` for ${req.target}` : ""}; retry in ${r.retryAfterSeconds}s`;
@@ -217,7 +222,7 @@ export class Fleet {
         const m = this.members.get(r.lease.proxyId)!;
         return {
             ok: true,
-            ...(req.session !== undefined && { session: !known ? "new" as const : r.rebound ? "rebound" as const : "kept" as const }),
+            ...(req.session !== undefined && { session: r.session ?? (!known ? "new" as const : r.rebound ? "rebound" as const : "kept" as const) }),
             lease: {
                 id: r.lease.id,
                 proxy: { id: m.id, pool: m.pool, provider: m.provider, zone: m.zone, host: m.host, port: m.port, url: memberUpstreamUrl(m, this.credentialsOf(m)), ...(m.auth ? { auth: true } : {}) },
@@ -230,13 +235,14 @@ export class Fleet {
     }
 
     release(leaseId: string, outcome: ReleaseOutcome) {
-        const r = this.leases.release(leaseId, outcome);
-        if (r.ok) for (const fn of this.releaseListeners) fn();
-        return r;
+        return settle(this.leases.release(leaseId, outcome), (r) => {
+            if (r.ok) for (const fn of this.releaseListeners) fn();
+            return r;
+        });
     }
 
     /** A block the client reports after the fact (POST /v1/blocks): `proxyId` rests for `target`. */
-    reportBlocked(proxyId: string, target: string): number | undefined {
+    reportBlocked(proxyId: string, target: string): MaybePromise<number | undefined> {
         return this.leases.reportBlocked(proxyId, target);
     }
 

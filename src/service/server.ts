@@ -26,6 +26,7 @@ import { goneCheckFor, GoneCheck } from "../providers-health/gone";
 import { kindOf } from "../../components/registry";
 import type { ProxyMember } from "../model";
 import { Gateway, type BlockRules } from "./gateway";
+import { RedisLeaseStore, type LeaseStore, type StoreSpec } from "./store";
 
 export interface ServeOptions {
     projectRoot: string;
@@ -74,6 +75,11 @@ export interface ServeOptions {
     gateway?: { port: number; host?: string; blockRules?: BlockRules };
     /** Rest per (proxy, target) after a lease against that target ends (leases and gateway alike). @default 30 */
     targetCooldownSeconds?: number;
+    /**
+     * Where the serving state of leases lives (src/service/store): this process's memory, or Redis so a
+     * restart or another replica loses nothing. @default { kind: "memory" }
+     */
+    store?: StoreSpec;
 }
 
 export interface RunningService {
@@ -161,7 +167,11 @@ export async function startService(opts: ServeOptions): Promise<RunningService> 
             metrics.probeLatency.observe(p.latencyMs / 1000);
         },
     });
-    const leases = new LeaseManager({ onError: (proxyId) => health.reportLeaseError(proxyId), targetCooldownSeconds: opts.targetCooldownSeconds });
+    const leaseOptions = { onError: (proxyId: string) => health.reportLeaseError(proxyId), targetCooldownSeconds: opts.targetCooldownSeconds };
+    // One prefix per stack, so stacks can share a Redis; the URL itself is a secret (never logged whole).
+    const redisStore = opts.store?.kind === "redis" ? new RedisLeaseStore({ ...leaseOptions, url: opts.store.url, prefix: `egress:${opts.stack}:`, log: log.child({ component: "store" }) }) : undefined;
+    const leases: LeaseStore = redisStore ?? new LeaseManager(leaseOptions);
+    if (redisStore && !(await redisStore.connect())) log.warn(redisStore.ready(), "starting without the lease store: leases answer 503 store_unavailable until it is reachable");
     fleet = new Fleet(leases, health);
     // Listening before recovery (like the API): a taken port fails the start at once; until ready it answers 503.
     let gateway: Gateway | undefined;
@@ -173,6 +183,7 @@ export async function startService(opts: ServeOptions): Promise<RunningService> 
         } catch (e) {
             server.closeAllConnections();
             await new Promise<void>((r) => server.close(() => r()));
+            await redisStore?.close();
             if ((e as NodeJS.ErrnoException).code === "EADDRINUSE")
                 throw new Error(`the gateway's port ${opts.gateway.host ?? "127.0.0.1"}:${opts.gateway.port} is in use (another egress serve?): pick another with --gateway-port, or 0 for no gateway`);
             throw e;
@@ -240,7 +251,7 @@ export async function startService(opts: ServeOptions): Promise<RunningService> 
         projectRoot: opts.projectRoot, stack: opts.stack, version: packageVersion(),
         log, auth: authenticate(tokens), scaler, ops, fleet, metrics,
         providerHealth: () => providerHealth.snapshot(), reconcile: () => reconciler.status(), timeline, ready: () => ready,
-        sseHeartbeatMs: opts.sseHeartbeatMs, gateway,
+        sseHeartbeatMs: opts.sseHeartbeatMs, gateway, storeReady: redisStore && (() => redisStore.ready()),
     };
     server.on("request", createApp(appDeps));
 
@@ -272,6 +283,7 @@ export async function startService(opts: ServeOptions): Promise<RunningService> 
         server.closeAllConnections();
         await new Promise<void>((r) => server.close(() => r()));
         await gateway?.close(0);
+        await redisStore?.close();
         throw e;
     }
     providerHealth.start();
@@ -319,6 +331,7 @@ export async function startService(opts: ServeOptions): Promise<RunningService> 
             await closed;
             await gatewayClosed;
             clearTimeout(cut);
+            await redisStore?.close();
             log.info("egress service stopped");
         },
     };

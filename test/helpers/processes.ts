@@ -101,7 +101,7 @@ export interface ServeProcess {
     /** The same lines parsed: every one is a JSON object (a line that is not fails the test, see `jsonLines`). */
     entries: Record<string, any>[];
     /** An API call with the admin token of EGRESS_TOKENS, or `token`. */
-    call(method: string, route: string, body?: unknown, token?: string): Promise<{ status: number; body: any }>;
+    call(method: string, route: string, body?: unknown, token?: string): Promise<{ status: number; body: any; headers: http.IncomingHttpHeaders }>;
     /** Resolves when the process has exited and both its streams are read to the end. */
     exited: Promise<number | null>;
 }
@@ -183,11 +183,11 @@ export async function serve(p: ProcProject, extraArgs: string[] = []): Promise<S
     starting = undefined;
     // A fresh connection per call: a kept-alive socket the server closes while idle (the test spends
     // seconds in CLI checks between calls) would fail the next request for reasons beside the point.
-    const call = (method: string, route: string, body?: unknown, token = ADMIN_TOKEN) => new Promise<{ status: number; body: any }>((resolve, reject) => {
+    const call = (method: string, route: string, body?: unknown, token = ADMIN_TOKEN) => new Promise<{ status: number; body: any; headers: http.IncomingHttpHeaders }>((resolve, reject) => {
         const data = body === undefined ? undefined : JSON.stringify(body);
         const req = http.request(`${url}${route}`, { method, agent: false, headers: { authorization: `Bearer ${token}`, "content-type": "application/json" } }, (res) => {
             let text = "";
-            res.setEncoding("utf8").on("data", (d) => (text += d)).on("end", () => resolve({ status: res.statusCode ?? 0, body: text ? JSON.parse(text) : undefined }));
+            res.setEncoding("utf8").on("data", (d) => (text += d)).on("end", () => resolve({ status: res.statusCode ?? 0, body: text ? JSON.parse(text) : undefined, headers: res.headers }));
         });
         req.on("error", (e) => reject(new Error(`${method} ${route}: ${e.message}; service (exit ${child.exitCode}) logged:\n${logs.slice(-15).join("\n")}`)));
         req.end(data);

@@ -7,6 +7,7 @@ import { test } from "node:test";
 import assert from "node:assert/strict";
 import { AcquireRequest, AcquireResult, LeaseManager, LeaseManagerOptions } from "../../src/service/leases";
 import { Fleet, HealthSource } from "../../src/service/fleet";
+import { immediate } from "../../src/service/store/types";
 import type { PoolConfig, ProxyMember } from "../../src/model";
 
 const T0 = 1_000_000_000;
@@ -61,12 +62,12 @@ test("a draining member loses its sessions (Fleet marks it ineligible)", () => {
     const fleet = new Fleet(m, healthy);
     const member = (i: number): ProxyMember => ({ id: `web-${i}`, pool: "web", provider: "local", kind: "local", index: i, host: "127.0.0.1", port: 4000 + i, url: `http://127.0.0.1:${4000 + i}`, zone: "local" });
     fleet.sync([member(0), member(1)], [{ name: "web", cooldownSeconds: 0, sessionTtlSeconds: 600 } as PoolConfig]);
-    const a = fleet.acquire({ pool: "web", session: "s1" });
+    const a = immediate(fleet.acquire({ pool: "web", session: "s1" }));
     assert.ok(a.ok);
     assert.deepEqual([a.lease.proxy.id, a.lease.session, a.lease.rebound], ["web-0", "s1", false]);
     fleet.release(a.lease.id, "ok");
     fleet.setDraining("web-0", T0 + 60_000);
-    const b = fleet.acquire({ pool: "web", session: "s1" });
+    const b = immediate(fleet.acquire({ pool: "web", session: "s1" }));
     assert.ok(b.ok);
     assert.deepEqual([b.lease.proxy.id, b.lease.rebound], ["web-1", true]);
 });

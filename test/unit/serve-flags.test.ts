@@ -66,6 +66,10 @@ for (const [flag, value, message] of [
     ["--gateway-block-header", "bad header", `--gateway-block-header must be a header name, optionally =text (got "bad header")`],
     ["--gateway-block-header", "server=", `--gateway-block-header "server=": the text after = is empty`],
     ["--target-cooldown", "-1", `--target-cooldown must be a number of seconds from 0 to 3600 (got "-1")`],
+    ["--store", "http://u:hunter2@h:1", "--store http://u:***@h:1/ scheme http:// is not redis:// or rediss://: it must be `memory`, or redis://[user:pass@]host:port[/db]"],
+    ["--store", "redis://:hunter2@h", "--store redis://:***@h has no port: it must be"],
+    ["--store", "redis://h:6379/16", `--store redis://h:6379/16 database "16" is not a number from 0 to 15`],
+    ["--store", "memroy", "--store memroy is not a URL: it must be `memory`, or"],
 ] as const) {
     test(`serve ${flag} ${value} → exit 2 naming the flag`, () => {
         const r = serve("t", flag, value);
@@ -74,6 +78,15 @@ for (const [flag, value, message] of [
         assert.ok(!fs.existsSync(path.join(dir, ".egress", "run")), "nothing started");
     });
 }
+
+test("a bad store URL never shows its password, from --store or EGRESS_STORE (which the message names)", () => {
+    for (const [args, env, names] of [[["--store", "rediss://user:hunter2@h:1/x"], {}, "--store"], [[], { EGRESS_STORE: "redis://user:hunter2@h" }, "EGRESS_STORE"]] as const) {
+        const r = cp.spawnSync(process.execPath, [cli, "--cwd", dir, "--stack", "t", "serve", "--port", "0", ...args], { encoding: "utf8", timeout: 20_000, env: { ...process.env, ...env } });
+        assert.equal(r.status, 2, r.stderr);
+        assert.ok(r.stderr.includes(`${names} `), `names ${names}: ${r.stderr}`);
+        assert.ok(!r.stdout.includes("hunter2") && !r.stderr.includes("hunter2"), `the password stays out: ${r.stderr}`);
+    }
+});
 
 for (const [field, value, message] of [
     ["replaceUnhealthyAfterSeconds", "-1", "egress:pools[0].replaceUnhealthyAfterSeconds: must be 0 (never) or more"],

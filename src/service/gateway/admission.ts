@@ -1,12 +1,13 @@
 import { hasScope, type StoredToken, tokenMatcher } from "../auth";
-import type { Fleet, LeaseView } from "../fleet";
+import type { Fleet, FleetAcquire, LeaseView } from "../fleet";
+import { type MaybePromise, StoreUnavailableError } from "../store/types";
 import type { GatewayRefusal } from "./metrics";
 import { parseUsername } from "./username";
 
 /** A refusal as the gateway answers it: status, error code, message and extra headers. */
 export interface Refusal {
     status: number;
-    code: GatewayRefusal | "none_available" | "not_ready";
+    code: GatewayRefusal | "none_available" | "not_ready" | "store_unavailable";
     message: string;
     headers?: Record<string, string>;
 }
@@ -34,7 +35,8 @@ export interface AdmissionRequest {
 /**
  * Who may use the gateway and with which member: the token (the proxy password, compared in constant
  * time, scope `lease`), the username's pool and options, the token's `gatewayConcurrency`, then one lease
- * from the fleet. Synchronous: the slot count and the lease are taken in the same turn of the event loop.
+ * from the fleet. With the memory store, synchronous: the slot count and the lease are taken in the same
+ * turn of the event loop. With a Redis store the slot is taken first and given back if no lease comes.
  */
 export class Admission {
     private readonly find: (presented: string) => StoredToken | undefined;
@@ -45,7 +47,7 @@ export class Admission {
         this.find = tokenMatcher(tokens);
     }
 
-    admit(r: AdmissionRequest): { ok: true; admitted: Admitted } | { ok: false; refusal: Refusal } {
+    admit(r: AdmissionRequest): MaybePromise<{ ok: true; admitted: Admitted } | { ok: false; refusal: Refusal }> {
         const no = (status: number, code: Refusal["code"], message: string, headers?: Record<string, string>) => ({ ok: false as const, refusal: { status, code, message, headers } });
         const challenge = { "Proxy-Authenticate": PROXY_AUTHENTICATE };
         if (!r.password) return no(407, "unauthenticated", "proxy credentials required: use http://<pool>:<token>@<gateway> as the proxy URL (the token is the password)", challenge);
@@ -61,11 +63,6 @@ export class Admission {
         if (limit !== undefined && now >= limit)
             return no(429, "over_limit", `token "${token.name}" has ${now} requests in flight through the gateway, its limit (gatewayConcurrency ${limit}); wait for one to finish`);
         const target = parsed.user.target ?? r.hostname.toLowerCase();
-        const got = this.fleet.acquire({ pool, target, session, ttlSeconds: this.ttlSeconds });
-        if (!got.ok) {
-            if (got.reason === "unknown-pool") return no(404, "unknown_pool", got.message);
-            return no(503, "none_available", got.message, { "Retry-After": String(got.retryAfterSeconds) });
-        }
         this.inFlight.set(token.name, now + 1);
         let left = false;
         const leave = () => {
@@ -75,6 +72,20 @@ export class Admission {
             if (n > 0) this.inFlight.set(token.name, n);
             else this.inFlight.delete(token.name);
         };
-        return { ok: true, admitted: { client: token.name, lease: got.lease, pool: got.lease.proxy.pool, session, target, leave } };
+        const done = (got: FleetAcquire) => {
+            if (!got.ok) {
+                leave();
+                if (got.reason === "unknown-pool") return no(404, "unknown_pool", got.message);
+                return no(503, "none_available", got.message, { "Retry-After": String(got.retryAfterSeconds) });
+            }
+            return { ok: true as const, admitted: { client: token.name, lease: got.lease, pool: got.lease.proxy.pool, session, target, leave } };
+        };
+        const got = this.fleet.acquire({ pool, target, session, ttlSeconds: this.ttlSeconds });
+        if (!(got instanceof Promise)) return done(got);
+        return got.then(done, (e) => {
+            leave();
+            if (e instanceof StoreUnavailableError) return no(503, "store_unavailable", e.message, { "Retry-After": String(e.retryAfterSeconds) });
+            throw e;
+        });
     }
 }

@@ -5,6 +5,7 @@ import type { StoredToken } from "../auth";
 import type { Fleet } from "../fleet";
 import type { ReleaseOutcome } from "../leases";
 import { Admission, type Admitted, type Refusal } from "./admission";
+import { type MaybePromise, settle } from "../store/types";
 import type { GatewayMetrics } from "./metrics";
 import { type BlockRules, DEFAULT_BLOCK_RULES, httpOutcome, tunnelOutcome } from "./outcome";
 import { RecentServes, type ServedKey } from "./recent";
@@ -91,10 +92,10 @@ export class Gateway {
                 if (!ready.ok) throw refuse({ status: 503, code: "not_ready", message: ready.reason, headers: { "Retry-After": "5" } });
                 const socket = request.socket as TaggedSocket;
                 if (socket.destroyed) throw refuse({ status: 400, code: "bad_request", message: "the client went away" });
-                const got = this.admission.admit({ username, password, hostname });
+                return settle(this.admission.admit({ username, password, hostname }), (got) => {
                 if (!got.ok) {
-                    if (got.refusal.code !== "none_available") this.o.metrics.refused(got.refusal.code as Exclude<Refusal["code"], "none_available" | "not_ready">);
-                    else this.o.metrics.request(poolLabel(username), isHttp ? "http" : "connect", "unavailable");
+                    if (got.refusal.code === "none_available" || got.refusal.code === "store_unavailable") this.o.metrics.request(poolLabel(username), isHttp ? "http" : "connect", "unavailable");
+                    else this.o.metrics.refused(got.refusal.code as Exclude<Refusal["code"], "none_available" | "not_ready" | "store_unavailable">);
                     throw refuse(got.refusal);
                 }
                 const f: Flight = {
@@ -112,6 +113,7 @@ export class Gateway {
                     socket.once("close", () => this.end(f));
                 }
                 return { upstreamProxyUrl: f.lease.proxy.url, customTag: f, httpAgent: this.agent };
+                });
             },
         });
         // proxy-chain's own listeners are replaced by ones that check the request first and then hand it
@@ -177,14 +179,15 @@ export class Gateway {
      * gateway rests for the target as after a `blocked` release. For answers the gateway cannot read
      * (inside a CONNECT tunnel) or blocks only the client recognises (a captcha page with status 200).
      */
-    reportBlock(k: ServedKey): { ok: true; proxyId: string; until: number } | { ok: false; message: string } {
+    reportBlock(k: ServedKey): MaybePromise<{ ok: true; proxyId: string; until: number } | { ok: false; message: string }> {
         const target = k.target.toLowerCase();
         const served = this.recent.get({ ...k, target });
         const what = `pool "${k.pool}", target "${target}"${k.session ? `, session "${k.session}"` : ""}`;
         if (!served) return { ok: false, message: `the gateway served no request for ${what} with this token in the last ${this.recent.windowSeconds} s` };
-        const until = this.o.fleet.reportBlocked(served.proxyId, target);
-        if (until === undefined) return { ok: false, message: `the member that served ${what} (${served.proxyId}) has left the stack` };
-        return { ok: true, proxyId: served.proxyId, until };
+        return settle(this.o.fleet.reportBlocked(served.proxyId, target), (until) => {
+            if (until === undefined) return { ok: false as const, message: `the member that served ${what} (${served.proxyId}) has left the stack` };
+            return { ok: true as const, proxyId: served.proxyId, until };
+        });
     }
 
     private tunnel(f: Flight | undefined, state: "open" | "refused"): void {
@@ -206,13 +209,15 @@ export class Gateway {
             ? httpOutcome({ status: f.status, rawHeaders: f.rawHeaders, complete: f.complete === true, clientGone }, this.rules)
             : tunnelOutcome({ member: f.tunnel, clientGone });
         const released = this.o.fleet.release(f.lease.id, outcome);
+        // With a Redis store an outage fails the release: the member stays leased until the lease's TTL.
+        if (released instanceof Promise) released.catch((e) => this.o.log.warn({ proxy: f.lease.proxy.id, error: (e as Error).message }, "releasing a gateway lease failed; its member stays leased until the lease's TTL"));
         this.o.metrics.request(f.pool, f.kind, outcome);
         const s = f.socket as TaggedSocket;
         this.o.metrics.bytes(f.pool, s.bytesRead - f.read0, s.bytesWritten - f.written0);
         s[MARK] = { read: s.bytesRead, written: s.bytesWritten };
         this.recent.record({ client: f.client, pool: f.pool, session: f.session, target: f.target }, f.lease.proxy.id);
         if (this.o.log.isLevelEnabled("debug"))
-            this.o.log.debug({ client: f.client, pool: f.pool, proxy: f.lease.proxy.id, target: f.target, kind: f.kind, status: f.status, outcome, released: released.ok, ms: Number(process.hrtime.bigint() - f.startedAt) / 1e6 }, "gateway request");
+            this.o.log.debug({ client: f.client, pool: f.pool, proxy: f.lease.proxy.id, target: f.target, kind: f.kind, status: f.status, outcome, released: released instanceof Promise ? "pending" : released.ok, ms: Number(process.hrtime.bigint() - f.startedAt) / 1e6 }, "gateway request");
     }
 }
 

@@ -3,6 +3,7 @@ import type { z } from "zod";
 import type { AppDeps } from "../deps";
 import type { AuthenticatedRequest } from "../auth";
 import { HttpError } from "../errors";
+import { storeFailure } from "../lease-api";
 import { blockBody, type blockResponse, parseOr400 } from "../schemas";
 
 /**
@@ -13,10 +14,10 @@ import { blockBody, type blockResponse, parseOr400 } from "../schemas";
  */
 export function blockRoutes(deps: AppDeps): Router {
     const r = Router();
-    r.post("/v1/blocks", deps.auth("lease"), (req, res) => {
+    r.post("/v1/blocks", deps.auth("lease"), async (req, res) => {
         const body = parseOr400(blockBody, req.body, "block report");
         if (!deps.gateway) throw new HttpError(404, "gateway_off", "the gateway is off (egress serve --gateway-port 0), so it served nothing to report a block about");
-        const got = deps.gateway.reportBlock({ client: (req as AuthenticatedRequest).tokenName, pool: body.pool, session: body.session, target: body.target });
+        const got = await Promise.resolve(deps.gateway.reportBlock({ client: (req as AuthenticatedRequest).tokenName, pool: body.pool, session: body.session, target: body.target })).catch(storeFailure);
         if (!got.ok) throw new HttpError(404, "not_served", got.message);
         const blocked = { proxy: got.proxyId, pool: body.pool, target: body.target.toLowerCase(), ...(body.session ? { session: body.session } : {}), until: new Date(got.until).toISOString() };
         res.json({ blocked } satisfies z.infer<typeof blockResponse>);

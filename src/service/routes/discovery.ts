@@ -19,12 +19,12 @@ export function discoveryRoutes(deps: AppDeps): Router {
         const withCredentials = scopes.includes("lease") || scopes.includes("admin");
         res.json({ proxies: deps.fleet.proxies(q, { withCredentials }) } satisfies z.infer<typeof proxiesResponse>);
     });
-    r.post("/v1/leases", deps.auth("lease"), (req, res) => {
-        const out = acquireLease(deps, req.body);
+    r.post("/v1/leases", deps.auth("lease"), async (req, res) => {
+        const out = await acquireLease(deps, req.body);
         res.status(out.status).json(out.body);
     });
-    r.post("/v1/leases/:id/release", deps.auth("lease"), (req, res) => {
-        const out = releaseLease(deps, req.params.id as string, req.body);
+    r.post("/v1/leases/:id/release", deps.auth("lease"), async (req, res) => {
+        const out = await releaseLease(deps, req.params.id as string, req.body);
         res.status(out.status).json(out.body);
     });
     return r;

@@ -18,6 +18,8 @@ export function systemRoutes(deps: AppDeps): Router {
     r.get("/readyz", (_req, res) => {
         const ready = deps.ready();
         if (!ready.ok) throw new HttpError(503, "not_ready", ready.reason);
+        const store = deps.storeReady?.();
+        if (store && !store.ok) throw new HttpError(503, "store_unavailable", store.reason, undefined, { "Retry-After": "2" });
         res.json({ ok: true } satisfies z.infer<typeof okResponse>);
     });
     r.get("/metrics", async (_req, res) => {

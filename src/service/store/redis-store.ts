@@ -1,0 +1,256 @@
+import { randomUUID } from "node:crypto";
+import Redis, { ReplyError } from "ioredis";
+import type { Logger } from "pino";
+import type { LeaseMemberInput, PoolLeaseSettings } from "../leases";
+import { LEASE_DEFAULTS, type AcquireRequest, type AcquireResult, type Lease, type LeaseManagerOptions, type ReleaseOutcome, type ReleaseResult, type Removal } from "../leases/types";
+import { ACQUIRE, BLOCK, PUBLISH, RELEASE, REVOKE, VIEW, withSettings } from "./scripts";
+import { type LeaseStore, StoreUnavailableError } from "./types";
+import { redactStoreUrl } from "./url";
+
+export interface RedisStoreOptions extends Pick<LeaseManagerOptions, "onError" | "defaultTtlSeconds" | "maxTtlSeconds" | "targetCooldownSeconds" | "blockedBaseSeconds" | "blockedMaxSeconds" | "busyRetryAfterSeconds" | "idleRetryAfterSeconds" | "tombstoneSeconds" | "sessionTtlSeconds"> {
+    /** redis:// or rediss:// (checked by parseStoreSpec). A secret: never logged or echoed with its password. */
+    url: string;
+    /** Key prefix, one per stack: `egress:<stack>:`. */
+    prefix: string;
+    log: Logger;
+    /** Longest a command may take before the request is answered 503 store_unavailable. @default 1500 */
+    commandTimeoutMs?: number;
+    /** Retry-After of a store_unavailable answer. @default 2 */
+    retryAfterSeconds?: number;
+    /** How often the local view of live leases (isLeased, active) is re-read. @default 1000 */
+    viewIntervalMs?: number;
+}
+
+type Reply = (string | number)[];
+/** The scripts as ioredis commands (defineCommand: EVALSHA, then EVAL once on NOSCRIPT, e.g. after a Redis restart). */
+type Scripts = Record<"egressAcquire" | "egressRelease" | "egressRevoke" | "egressBlock" | "egressPublish" | "egressView", (...args: (string | number)[]) => Promise<unknown>>;
+
+/** Replies that mean "not now" rather than "a bug in a script": answered 503 like a lost connection. */
+const TRANSIENT_REPLY = /^(LOADING|BUSY|MASTERDOWN|READONLY|TRYAGAIN|CLUSTERDOWN)\b/;
+
+/**
+ * The lease store in Redis (see types.ts for the seam, scripts.ts for the atomic steps). This process
+ * keeps only what it publishes (the members it knows and their eligibility, re-published whole on every
+ * change and on every reconnect) and a view of live leases re-read every second for the sync reads.
+ * A bad day: no offline queue and a command timeout, so a request never waits for Redis longer than
+ * `commandTimeoutMs`; ioredis reconnects with back-off (capped at 2 s) by itself.
+ */
+export class RedisLeaseStore implements LeaseStore {
+    private readonly redis: Redis & Scripts;
+    private readonly retryAfterSeconds: number;
+    /** Undefined until the first setMembers: publishing nothing would take every member (and its lease) away. */
+    private members?: LeaseMemberInput[];
+    private pools: Record<string, [number, number]> = {};
+    private readonly eligible = new Map<string, boolean>();
+    private leases = new Map<string, Lease>();
+    private byMember = new Map<string, string>();
+    private publishQueued = false;
+    private publishing?: Promise<void>;
+    private dirty = true;
+    private lastError?: string;
+    private readonly viewTimer: NodeJS.Timeout;
+    private closed = false;
+
+    constructor(private readonly o: RedisStoreOptions) {
+        const d = { ...LEASE_DEFAULTS, ...Object.fromEntries(Object.entries(o).filter(([, v]) => v !== undefined)) } as typeof LEASE_DEFAULTS;
+        const settings = {
+            targetCooldownMs: d.targetCooldownSeconds * 1000, blockedBaseMs: d.blockedBaseSeconds * 1000, blockedMaxMs: d.blockedMaxSeconds * 1000, tombstoneMs: d.tombstoneSeconds * 1000,
+            busyRetryMs: d.busyRetryAfterSeconds * 1000, idleRetrySeconds: d.idleRetryAfterSeconds, defaultTtlSeconds: d.defaultTtlSeconds, maxTtlSeconds: d.maxTtlSeconds,
+        };
+        this.retryAfterSeconds = o.retryAfterSeconds ?? 2;
+        const timeout = o.commandTimeoutMs ?? 1500;
+        this.redis = new Redis(o.url, {
+            lazyConnect: true,
+            enableOfflineQueue: false, // a request while Redis is away fails at once instead of queueing forever
+            commandTimeout: timeout,
+            connectTimeout: timeout,
+            maxRetriesPerRequest: 0,
+            // Commands issued in the same tick go out in one write: under concurrent requests this is
+            // most of the throughput (docs/bench.md).
+            enableAutoPipelining: true,
+            // Back-off: 100 ms doubling to 2 s, for ever; reconnecting is the only way back.
+            retryStrategy: (times) => Math.min(100 * 2 ** Math.min(times - 1, 5), 2000),
+        }) as Redis & Scripts;
+        for (const [name, lua] of Object.entries({ egressAcquire: ACQUIRE, egressRelease: RELEASE, egressRevoke: REVOKE, egressBlock: BLOCK, egressPublish: PUBLISH, egressView: VIEW }))
+            this.redis.defineCommand(name, { numberOfKeys: 1, lua: withSettings(lua, settings) });
+        const where = redactStoreUrl(o.url);
+        // An `error` listener is required: without one ioredis writes to the console, which is not a JSON log line.
+        this.redis.on("error", (e: Error) => {
+            if (e.message === this.lastError) return; // once per distinct failure, not once per reconnect attempt
+            this.lastError = e.message;
+            o.log.warn({ store: where, error: e.message }, "the lease store (Redis) is unreachable: leases answer 503 store_unavailable until it is back");
+        });
+        this.redis.on("ready", () => {
+            if (this.lastError !== undefined) o.log.info({ store: where }, "the lease store (Redis) is back");
+            this.lastError = undefined;
+            this.dirty = true;
+            this.schedulePublish();
+            void this.refreshView();
+        });
+        this.viewTimer = setInterval(() => void this.refreshView(), o.viewIntervalMs ?? 1000).unref();
+    }
+
+    /** Connects; resolves once connected or after `waitMs` (the service starts not ready and keeps trying). */
+    async connect(waitMs = 2000): Promise<boolean> {
+        const ready = new Promise<boolean>((r) => {
+            this.redis.once("ready", () => r(true));
+            setTimeout(() => r(false), waitMs).unref();
+        });
+        this.redis.connect().catch(() => undefined); // reported by the error listener; retried by retryStrategy
+        return ready;
+    }
+
+    /** For /readyz: false while Redis is unreachable. */
+    ready(): { ok: true } | { ok: false; reason: string } {
+        if (this.redis.status === "ready") return { ok: true };
+        return { ok: false, reason: `the lease store (Redis at ${redactStoreUrl(this.o.url)}) is unreachable${this.lastError ? `: ${this.lastError}` : ""}` };
+    }
+
+    setMembers(members: readonly LeaseMemberInput[], pools: Record<string, PoolLeaseSettings>): void {
+        const sessionTtl = this.o.sessionTtlSeconds ?? LEASE_DEFAULTS.sessionTtlSeconds;
+        this.pools = Object.fromEntries(Object.entries(pools).map(([n, c]) => [n, [Math.max(0, c.cooldownSeconds) * 1000, Math.max(0, c.sessionTtlSeconds ?? sessionTtl) * 1000]]));
+        this.members = members.map((m) => ({ id: m.id, pool: m.pool }));
+        for (const m of members) if (m.eligible !== undefined) this.eligible.set(m.id, m.eligible);
+        const ids = new Set(members.map((m) => m.id));
+        for (const id of this.eligible.keys()) if (!ids.has(id)) this.eligible.delete(id);
+        this.schedulePublish();
+    }
+
+    setEligible(id: string, eligible: boolean): boolean {
+        if (this.eligible.get(id) === eligible) return true;
+        this.eligible.set(id, eligible);
+        this.schedulePublish();
+        return this.members?.some((m) => m.id === id) ?? false;
+    }
+
+    async acquire(req: AcquireRequest = {}): Promise<AcquireResult> {
+        const r = (await this.run(() => this.redis.egressAcquire(this.o.prefix, req.pool ?? "", req.target ?? "", req.session ?? "", req.ttlSeconds ?? 0, randomUUID()))) as Reply;
+        if (r[0] === 0) return { ok: false, reason: r[1] as "no-members" | "none-available", retryAfterSeconds: Number(r[2]) };
+        const lease: Lease = {
+            id: String(r[1]), proxyId: String(r[2]), pool: String(r[3]), ...(req.target !== undefined && { target: req.target }),
+            ...(req.session !== undefined && { session: req.session }), leasedAt: Number(r[4]), expiresAt: Number(r[5]),
+        };
+        this.remember(lease);
+        const state = String(r[6]);
+        return state === "" ? { ok: true, lease } : { ok: true, lease, rebound: state === "rebound", session: state as "kept" | "rebound" | "new" };
+    }
+
+    async release(leaseId: string, outcome: ReleaseOutcome): Promise<ReleaseResult> {
+        const r = (await this.run(() => this.redis.egressRelease(this.o.prefix, leaseId, outcome))) as Reply;
+        this.forget(leaseId);
+        if (r[0] === 0) {
+            if (r[1] === "unknown-lease") return { ok: false, reason: "unknown-lease" };
+            const t = JSON.parse(String(r[2])) as { cause: "ttl" | "member-removed"; endedAt: number; removal?: Removal };
+            return { ok: false, reason: "expired", cause: t.cause, endedAt: t.endedAt, ...(t.removal && { removal: t.removal }) };
+        }
+        const lease: Lease = {
+            id: leaseId, proxyId: String(r[1]), pool: String(r[2]), ...(r[3] !== "" && { target: String(r[3]) }),
+            ...(r[4] !== "" && { session: String(r[4]) }), leasedAt: Number(r[5]), expiresAt: Number(r[6]),
+        };
+        if (outcome === "error") this.o.onError?.(lease.proxyId, lease);
+        return { ok: true, lease, errors: Number(r[7]) };
+    }
+
+    /** Ends the member's lease in Redis (in the background: the drainer's caller is synchronous); returns the lease this view knew. */
+    revoke(id: string, removal: Removal): Lease | undefined {
+        const leaseId = this.byMember.get(id);
+        const lease = leaseId === undefined ? undefined : this.leases.get(leaseId);
+        this.run(() => this.redis.egressRevoke(this.o.prefix, id, JSON.stringify(removal))).then(
+            () => leaseId !== undefined && this.forget(leaseId),
+            (e: unknown) => this.o.log.warn({ member: id, error: (e as Error).message }, "ending a removed member's lease in the store failed; it ends at its TTL"),
+        );
+        return lease;
+    }
+
+    async reportBlocked(proxyId: string, target: string): Promise<number | undefined> {
+        const until = Number(await this.run(() => this.redis.egressBlock(this.o.prefix, proxyId, target)));
+        return until < 0 ? undefined : until;
+    }
+
+    isLeased(id: string): boolean {
+        return this.byMember.has(id);
+    }
+
+    active(): Lease[] {
+        return [...this.leases.values()].sort((a, b) => a.leasedAt - b.leasedAt);
+    }
+
+    /** Not known without a round trip; the acquire answer says whether the session was kept, moved or new. */
+    sessionMember(): string | undefined {
+        return undefined;
+    }
+
+    sweep(): void {
+        if (this.dirty) this.schedulePublish();
+    }
+
+    async close(): Promise<void> {
+        this.closed = true;
+        clearInterval(this.viewTimer);
+        await this.publishing;
+        await Promise.race([this.redis.quit().catch(() => undefined), new Promise((r) => setTimeout(r, 1000).unref())]);
+        this.redis.disconnect();
+    }
+
+    /** Runs a store command; a lost connection, a timeout or a transient reply becomes StoreUnavailableError. */
+    private async run<T>(fn: () => Promise<T>): Promise<T> {
+        try {
+            return await fn();
+        } catch (e) {
+            if (e instanceof ReplyError && !TRANSIENT_REPLY.test((e as Error).message)) throw e; // a script bug is a 500, not an outage
+            throw new StoreUnavailableError(`the lease store is unavailable (${(e as Error).message}); retry in ${this.retryAfterSeconds}s`, this.retryAfterSeconds);
+        }
+    }
+
+    private schedulePublish(): void {
+        if (this.publishQueued || this.closed || !this.members) return;
+        this.publishQueued = true;
+        // Coalesced: a sync followed by a burst of health verdicts is one publication.
+        queueMicrotask(() => {
+            this.publishQueued = false;
+            void this.publish();
+        });
+    }
+
+    private async publish(): Promise<void> {
+        if (this.publishing) {
+            this.dirty = true;
+            return;
+        }
+        this.dirty = false;
+        const view = JSON.stringify({ pools: this.pools, members: (this.members ?? []).map((m) => [m.id, m.pool, this.eligible.get(m.id) ? 1 : 0]) });
+        this.publishing = this.run(() => this.redis.egressPublish(this.o.prefix, view)).then(
+            () => undefined,
+            () => void (this.dirty = true), // published again on reconnect ("ready") and by the sweep
+        ).finally(() => {
+            this.publishing = undefined;
+            if (this.dirty && this.redis.status === "ready") this.schedulePublish();
+        });
+    }
+
+    /** Re-reads the live leases (what other replicas granted or released) for isLeased and active. */
+    private async refreshView(): Promise<void> {
+        if (this.redis.status !== "ready") return;
+        try {
+            const rows = (await this.redis.egressView(this.o.prefix)) as string[][];
+            const leases = new Map<string, Lease>();
+            for (const [id, proxyId, pool, target, session, leasedAt, expiresAt] of rows)
+                leases.set(id, { id, proxyId, pool, ...(target !== "" && { target }), ...(session !== "" && { session }), leasedAt: Number(leasedAt), expiresAt: Number(expiresAt) });
+            this.leases = leases;
+            this.byMember = new Map([...leases.values()].map((l) => [l.proxyId, l.id]));
+        } catch {
+            /* the error listener reports the outage; the view keeps its last state */
+        }
+    }
+
+    private remember(l: Lease): void {
+        this.leases.set(l.id, l);
+        this.byMember.set(l.proxyId, l.id);
+    }
+
+    private forget(leaseId: string): void {
+        const l = this.leases.get(leaseId);
+        this.leases.delete(leaseId);
+        if (l && this.byMember.get(l.proxyId) === leaseId) this.byMember.delete(l.proxyId);
+    }
+}

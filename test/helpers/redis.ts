@@ -1,0 +1,97 @@
+/**
+ * A throwaway redis-server for one test: on a free loopback port, in its own temp dir, with a password
+ * (so tests can look for it where it must not be), no persistence unless `aof` asks for it. `stop` and
+ * `start` again keep the port and the dir, so an AOF restart finds its keys. Fails loudly (never
+ * skips) when redis-server is missing or does not start.
+ */
+import * as cp from "node:child_process";
+import * as fs from "node:fs";
+import * as net from "node:net";
+import * as os from "node:os";
+import * as path from "node:path";
+import { ensureTestPackages } from "./deps";
+
+export interface TestRedis {
+    port: number;
+    password: string;
+    /** redis://:<password>@127.0.0.1:<port> */
+    url: string;
+    dir: string;
+    /** Starts it again on the same port and dir (after `kill`). */
+    start(): Promise<void>;
+    /** SIGKILL: the bad day, not a clean shutdown. */
+    kill(): Promise<void>;
+    /** Kills it and removes its dir. */
+    cleanup(): Promise<void>;
+}
+
+const BIN = "/usr/bin/redis-server";
+
+async function freePort(): Promise<number> {
+    const s = net.createServer();
+    await new Promise<void>((r) => s.listen(0, "127.0.0.1", r));
+    const port = (s.address() as net.AddressInfo).port;
+    await new Promise((r) => s.close(r));
+    return port;
+}
+
+/** Resolves once the server answers PING on its port (redis' inline protocol: no client needed). */
+async function answersPing(port: number, password: string, timeoutMs: number): Promise<void> {
+    const deadline = Date.now() + timeoutMs;
+    for (;;) {
+        const ok = await new Promise<boolean>((resolve) => {
+            const s = net.connect(port, "127.0.0.1");
+            let got = "";
+            s.on("connect", () => s.write(`AUTH ${password}\r\nPING\r\n`));
+            s.on("data", (d) => {
+                got += d;
+                if (got.includes("+PONG")) { s.destroy(); resolve(true); }
+            });
+            s.on("error", () => resolve(false));
+            s.setTimeout(500, () => { s.destroy(); resolve(false); });
+        });
+        if (ok) return;
+        if (Date.now() > deadline) throw new Error(`redis-server on 127.0.0.1:${port} did not answer PING within ${timeoutMs} ms`);
+        await new Promise((r) => setTimeout(r, 50));
+    }
+}
+
+export async function startRedis(opts: { aof?: boolean } = {}): Promise<TestRedis> {
+    ensureTestPackages();
+    if (!fs.existsSync(BIN)) throw new Error(`${BIN} is missing: scripts/install-test-deps.sh installs Debian's redis-server`);
+    const dir = fs.mkdtempSync(path.join(os.tmpdir(), "egress-redis-"));
+    const port = await freePort();
+    const password = `pw-${Math.random().toString(36).slice(2)}-secret`;
+    const persistence = opts.aof ? ["--appendonly", "yes", "--appendfsync", "always"] : ["--appendonly", "no"];
+    const args = ["--port", String(port), "--bind", "127.0.0.1", "--save", "", ...persistence, "--dir", dir, "--requirepass", password, "--logfile", path.join(dir, "redis.log")];
+    let child: cp.ChildProcess | undefined;
+    const start = async () => {
+        child = cp.spawn(BIN, args, { stdio: "ignore" });
+        const c = child;
+        const exited = new Promise<never>((_, reject) => c.once("exit", (code) => reject(new Error(`redis-server exited with ${code} at start; its log:\n${readLog(dir)}`))));
+        await Promise.race([answersPing(port, password, 10_000), exited]);
+        c.removeAllListeners("exit");
+    };
+    const kill = async () => {
+        const c = child;
+        if (!c || c.exitCode !== null || c.signalCode !== null) return;
+        await new Promise((r) => { c.once("exit", r); c.kill("SIGKILL"); });
+    };
+    await start();
+    return {
+        port, password, dir, url: `redis://:${password}@127.0.0.1:${port}`,
+        start, kill,
+        async cleanup() {
+            await kill();
+            fs.rmSync(dir, { recursive: true, force: true });
+        },
+    };
+}
+
+function readLog(dir: string): string {
+    try {
+        return fs.readFileSync(path.join(dir, "redis.log"), "utf8").split("\n").slice(-20).join("\n");
+    } catch {
+        return "(no log)";
+    }
+}
