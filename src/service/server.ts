@@ -177,7 +177,7 @@ export async function startService(opts: ServeOptions): Promise<RunningService> 
     let gateway: Gateway | undefined;
     let gatewayAt: { port: number; url: string } | undefined;
     if (opts.gateway) {
-        gateway = new Gateway({ ...opts.gateway, fleet, tokens, metrics: metrics.gateway, log: log.child({ component: "gateway" }), ready: () => ready });
+        gateway = new Gateway({ ...opts.gateway, fleet, tokens, metrics: metrics.gateway, log: log.child({ component: "gateway" }), ready: () => ready, protectedTargets: storeEndpoints(opts.store) });
         try {
             gatewayAt = await gateway.listen();
         } catch (e) {
@@ -335,4 +335,11 @@ export async function startService(opts: ServeOptions): Promise<RunningService> 
             log.info("egress service stopped");
         },
     };
+}
+
+/** The lease store's address, which the gateway never relays to (gateway/protected-targets.ts). */
+function storeEndpoints(store: StoreSpec | undefined): { what: string; host: string; port: number }[] {
+    if (store?.kind !== "redis") return [];
+    const u = new URL(store.url);
+    return [{ what: "the lease store", host: u.hostname, port: Number(u.port || 6379) }];
 }

@@ -7,7 +7,7 @@
  */
 import { after, before, test } from "node:test";
 import assert from "node:assert/strict";
-import { proxyBasicAuth, requestViaProxy, startTargetServer } from "../helpers/net";
+import { proxyBasicAuth, rawHttp, requestViaProxy, startTargetServer } from "../helpers/net";
 import { startRedis, TestRedis } from "../helpers/redis";
 import { settledConverge, startTestService, TestService, TOKENS, waitFor } from "../helpers/service";
 
@@ -44,6 +44,27 @@ test("the gateway, POST /v1/blocks and the Express lease route work through the 
     const blocked = await svc.call("POST", "/v1/blocks", { token: TOKENS.lease, body: { pool: "web", target: "127.0.0.1" } });
     assert.equal(blocked.status, 200, JSON.stringify(blocked.body));
     assert.equal(blocked.body.blocked.proxy, r.headers["x-egress-proxy"]);
+});
+
+test("the gateway never relays to the lease store (by any name of this machine) or to itself; other loopback targets still work", async () => {
+    const auth = proxyBasicAuth("web", TOKENS.lease)["proxy-authorization"];
+    const connect = (target: string) => rawHttp(svc.gatewayPort!, `CONNECT ${target} HTTP/1.1\r\nHost: ${target}\r\nProxy-Authorization: ${auth}\r\n\r\n`, 1500);
+    for (const target of [`127.0.0.1:${redis.port}`, `localhost:${redis.port}`, `[::1]:${redis.port}`, `127.0.0.2:${redis.port}`, `0.0.0.0:${redis.port}`, `127.0.0.1:${svc.gatewayPort}`]) {
+        const r = await connect(target);
+        assert.equal(r.status, 403, `CONNECT ${target}: ${r.body}`);
+        assert.equal(r.headers["x-egress-error"], "forbidden_target", target);
+        assert.match(JSON.parse(r.body).error.message, /the gateway does not relay there/);
+        assert.ok(!r.body.includes(redis.password), "the refusal does not show the store's password");
+    }
+    const plain = await requestViaProxy(svc.gatewayPort!, `http://localhost:${redis.port}/`, proxyBasicAuth("web", TOKENS.lease));
+    assert.equal(plain.status, 403, plain.body);
+    assert.equal(plain.headers["x-egress-error"], "forbidden_target");
+    // Not a blanket loopback ban: the test's own origin on loopback is reached, by tunnel and plainly.
+    assert.equal((await connect(`127.0.0.1:${target.port}`)).status, 200);
+    // (The tunnel's member is released as it closes; the other one is blocked for 127.0.0.1 by the test before.)
+    await waitFor("a plain request through the gateway", async () => (await viaGateway()).body === "hello /through", 10_000, 200);
+    // No lease is left behind by a refusal.
+    await waitFor("no live leases", async () => (await svc.call("GET", "/v1/leases", { token: TOKENS.admin })).body.leases.length === 0, 5_000, 100);
 });
 
 test("Redis killed: the gateway, blocks and the Express lease route answer 503 store_unavailable; Redis back empty: served again", async () => {

@@ -4,7 +4,7 @@ import { Counter, Histogram, type Registry } from "prom-client";
 export const GATEWAY_OUTCOMES = ["ok", "blocked", "error", "unavailable"] as const;
 export type GatewayOutcome = (typeof GATEWAY_OUTCOMES)[number];
 /** Requests refused before a pool was chosen (no pool label: the pool may be made up). */
-export const GATEWAY_REFUSALS = ["unauthenticated", "forbidden", "bad_username", "unknown_pool", "over_limit", "bad_request"] as const;
+export const GATEWAY_REFUSALS = ["unauthenticated", "forbidden", "bad_username", "unknown_pool", "over_limit", "bad_request", "forbidden_target"] as const;
 export type GatewayRefusal = (typeof GATEWAY_REFUSALS)[number];
 const DIRECTIONS = ["received", "sent"] as const;
 const KINDS = ["http", "connect"] as const;

@@ -9,6 +9,7 @@ import { type MaybePromise, settle } from "../store/types";
 import type { GatewayMetrics } from "./metrics";
 import { type BlockRules, DEFAULT_BLOCK_RULES, httpOutcome, tunnelOutcome } from "./outcome";
 import { RecentServes, type ServedKey } from "./recent";
+import { type ProtectedEndpoint, ProtectedTargets } from "./protected-targets";
 
 export interface GatewayOptions {
     /** @default 127.0.0.1 */
@@ -27,6 +28,8 @@ export interface GatewayOptions {
      * never be in two leases at once. @default 3600 (the lease manager's maximum)
      */
     leaseTtlSeconds?: number;
+    /** Never relayed to (protected-targets.ts): the lease store. The gateway adds its own port itself. */
+    protectedTargets?: ProtectedEndpoint[];
 }
 
 /** Per-request state, hung on the request (and passed to proxy-chain as its customTag). */
@@ -74,11 +77,26 @@ export class Gateway {
     private readonly open = new Set<Flight>();
     private drained?: () => void;
     private closing = false;
+    private readonly guarded: ProtectedTargets;
 
     constructor(private readonly o: GatewayOptions) {
         this.ttlSeconds = o.leaseTtlSeconds ?? 3600;
         this.admission = new Admission(o.tokens, o.fleet, this.ttlSeconds);
         this.rules = o.blockRules ?? DEFAULT_BLOCK_RULES;
+        this.guarded = new ProtectedTargets(o.protectedTargets);
+    }
+
+    /**
+     * Hands the request on unless its target is protected (403 `forbidden_target`). Ordinary targets are
+     * handed on at once; a target on a protected port waits for the check.
+     */
+    private guard(host: string, port: number, refuse: (reason: string) => void, go: () => void): void {
+        if (!this.guarded.guards(port)) return go();
+        void this.guarded.refusal(host, port).then((reason) => {
+            if (!reason) return go();
+            this.o.metrics.refused("forbidden_target");
+            refuse(reason);
+        });
     }
 
     async listen(): Promise<{ port: number; url: string }> {
@@ -139,7 +157,8 @@ export class Gateway {
                 return answer(res, 400, "bad_request", `the gateway is a forward proxy: send the absolute URL (GET http://host/path) for http://, CONNECT host:port for https:// (got ${JSON.stringify(cut(req.url ?? ""))})`);
             }
             (req as Tagged)[RESPONSE] = res;
-            void server.onRequest(req, res);
+            const target = new URL(req.url!);
+            this.guard(target.hostname, Number(target.port || 80), (why) => answer(res, 403, "forbidden_target", why), () => void server.onRequest(req, res));
         });
         raw.on("connect", (req: http.IncomingMessage, socket: Socket, head: Buffer) => {
             const m = CONNECT_TARGET.exec(req.url ?? "");
@@ -147,13 +166,14 @@ export class Gateway {
                 this.o.metrics.refused("bad_request");
                 return rawAnswer(socket, 400, "bad_request", `CONNECT needs host:port with a port from 1 to 65535 (got ${JSON.stringify(cut(req.url ?? ""))})`);
             }
-            void server.onConnect(req, socket as never, head);
+            this.guard(m[1], Number(m[2]), (why) => rawAnswer(socket, 403, "forbidden_target", why), () => void server.onConnect(req, socket as never, head));
         });
         server.on("tunnelConnectResponded", ({ customTag }: { customTag: Flight }) => this.tunnel(customTag, "open"));
         server.on("tunnelConnectFailed", ({ customTag }: { customTag: Flight }) => this.tunnel(customTag, "refused"));
         server.on("requestFailed", ({ error }: { error: Error }) => this.o.log.warn({ err: error }, "gateway request failed inside proxy-chain"));
         await server.listen();
         this.server = server;
+        this.guarded.add({ what: "the gateway itself", host, port: server.port });
         return { port: server.port, url: `http://${host}:${server.port}` };
     }
 
