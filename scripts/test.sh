@@ -14,6 +14,10 @@ fi
 # users, src/engine/env.ts; the test helpers set the same for a file run on its own).
 export PULUMI_DISABLE_AUTOMATIC_PLUGIN_ACQUISITION=true
 
+# Lint and format first (eslint.config.mjs, .prettierrc.json): a finding fails the run before any suite.
+echo "== lint"
+npm run --silent lint
+
 # Suites in order of cost; each directory runs as one `node --test` so a failure names its suite.
 status=0 passed=0 failed=0 summary=""
 out="$(mktemp)"

@@ -64,4 +64,4 @@ export function gcpCollector(providerName: string, entry: GcpProviderConfig, opt
 }
 
 /** `gcpCollector` is a CollectorFactory; this line keeps it one. */
-const gcpCollectorFactory: CollectorFactory<GcpProviderConfig> = gcpCollector;
+const _gcpCollectorFactory: CollectorFactory<GcpProviderConfig> = gcpCollector;

@@ -48,7 +48,7 @@ export function gcpChecker(providerName: string, entry: GcpProviderConfig, optio
 }
 
 /** `gcpChecker` is a CheckerFactory; this line keeps it one. */
-const gcpCheckerFactory: CheckerFactory<GcpProviderConfig> = gcpChecker;
+const _gcpCheckerFactory: CheckerFactory<GcpProviderConfig> = gcpChecker;
 
 function stageOf(e: unknown): string {
     if (e instanceof GcpCredentialsError) return "credentials";

@@ -61,4 +61,4 @@ export function kubernetesCollector(providerName: string, entry: KubernetesProvi
 }
 
 /** `kubernetesCollector` is a CollectorFactory; this line keeps it one. */
-const kubernetesCollectorFactory: CollectorFactory<KubernetesProviderConfig> = kubernetesCollector;
+const _kubernetesCollectorFactory: CollectorFactory<KubernetesProviderConfig> = kubernetesCollector;

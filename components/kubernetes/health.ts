@@ -60,7 +60,7 @@ export function kubernetesChecker(providerName: string, entry: KubernetesProvide
 }
 
 /** `kubernetesChecker` is a CheckerFactory; this line keeps it one. */
-const kubernetesCheckerFactory: CheckerFactory<KubernetesProviderConfig> = kubernetesChecker;
+const _kubernetesCheckerFactory: CheckerFactory<KubernetesProviderConfig> = kubernetesChecker;
 
 function fail(target: string, e: unknown, prefix: string): CheckVerdict {
     if (e instanceof KubeconfigError) return { target, ok: false, stage: "kubeconfig", message: `${prefix}: ${e.message}` };

@@ -19,7 +19,7 @@
  * may have run, so it fails, still as transient, and the next operation decides from what it finds.
  */
 import { defaultRetrySchedule, RetrySchedule, withRetry } from "../shared/retry";
-import { type Virsh, type VirshCall, type VirshCallOptions, virshCommandNames } from "./virsh-call";
+import { type Virsh, type VirshCall, virshCommandNames } from "./virsh-call";
 import { libvirtError, virshFailure, virshRetryable } from "./libvirt-errors";
 
 export type { Virsh, VirshCall, VirshCallOptions } from "./virsh-call";

@@ -4,7 +4,7 @@ import { checkReplicas, setPoolReplicas, stackFile } from "../config";
 import { engineHome, ProgressEvent } from "../engine";
 import { Announcement, findService } from "../service/announce";
 import type { Operation } from "../service/operations";
-import { action, EXIT, GlobalOptions, projectDir, UsageError } from "./context";
+import { action, EXIT, projectDir, UsageError } from "./context";
 import { EngineRunOptions, runEngine } from "./operations";
 import { progressPrinter, proxyTable, summaryLine } from "./render";
 import { ServiceClient } from "./service-client";

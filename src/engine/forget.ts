@@ -49,7 +49,12 @@ export function planForget(resources: StateResource[], member: string): { subtre
     // Parents come before children in a checkpoint, but a loop until nothing is added does not rely on it.
     for (let grew = true; grew; ) {
         grew = false;
-        for (const r of resources) if (r.parent && inside.has(r.parent) && !inside.has(r.urn)) (inside.add(r.urn), (grew = true));
+        for (const r of resources) {
+            if (r.parent && inside.has(r.parent) && !inside.has(r.urn)) {
+                inside.add(r.urn);
+                grew = true;
+            }
+        }
     }
     const subtree = resources.filter((r) => inside.has(r.urn));
     const refersInside = (r: StateResource) =>

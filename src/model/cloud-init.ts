@@ -70,7 +70,7 @@ export function squidHttpPorts(userData: string): number[] {
     for (const raw of userData.split(/\r?\n/)) {
         // squid comments start a line; YAML comments start at a line start or after whitespace.
         const line = raw.replace(/(^|\s)#.*$/, "");
-        for (const m of line.matchAll(/(?:^|[\s"'\-])http_port\s+(?:\S*:)?(\d{1,5})(?=$|[\s"',;])/g)) ports.push(Number(m[1]));
+        for (const m of line.matchAll(/(?:^|[\s"'-])http_port\s+(?:\S*:)?(\d{1,5})(?=$|[\s"',;])/g)) ports.push(Number(m[1]));
     }
     return ports;
 }

@@ -63,6 +63,7 @@ export const proxyPasswordSchema = () =>
         if (typeof v !== "string") return;
         if (v.length < 12) ctx.addIssue({ code: "custom", message: "must be at least 12 characters (use a random one: `openssl rand -base64 24`)" });
         if (v.length > 256) ctx.addIssue({ code: "custom", message: "must be at most 256 characters" });
+        // eslint-disable-next-line no-control-regex -- control characters are exactly what this refuses
         if (/[\x00-\x1f\x7f]/.test(v)) ctx.addIssue({ code: "custom", message: "must not contain control characters (newlines, tabs)" });
     });
 

@@ -160,7 +160,7 @@ export class Scaler {
     }
 
     private async execute(op: Operation): Promise<void> {
-        const { ops, projectRoot, stack } = this.deps;
+        const { ops } = this.deps;
         const log = this.deps.log.child({ operation: op.id, kind: op.kind, ...(op.kind === "heal" ? { members: op.members } : { desired: op.desired }) });
         ops.update(op, { status: "running", startedAt: new Date().toISOString() });
         log.info("operation started");

@@ -135,6 +135,7 @@ export async function startService(opts: ServeOptions): Promise<RunningService> 
     });
     const ops = new OperationLog(path.join(runDir, `operations-${opts.stack}.json`));
     for (const op of ops.recoverInterrupted()) log.warn({ operation: op.id, kind: op.kind, desired: op.desired }, "operation was interrupted by a previous stop");
+    // eslint-disable-next-line prefer-const -- read by closures made before it exists (issue 18: a start-up without `let x!`)
     let fleet!: Fleet;
     const metrics = createMetrics({
         pools: () => fleet.poolConfigs().map((p) => ({ name: p.name, desired: p.replicas })),
@@ -212,6 +213,7 @@ export async function startService(opts: ServeOptions): Promise<RunningService> 
         }
         fleet.sync(proxies, loadStackConfig(opts.projectRoot, opts.stack).pools);
     };
+    // eslint-disable-next-line prefer-const -- read by closures made before it exists (issue 18: a start-up without `let x!`)
     let reconciler!: Reconciler;
     const drainer = new Drainer({
         fleet, log: log.child({ component: "drain" }),
@@ -256,8 +258,6 @@ export async function startService(opts: ServeOptions): Promise<RunningService> 
     server.on("request", createApp(appDeps));
 
     // Restart safety: clear what a crashed run left, rebuild the view from outputs, then accept scale.
-    let sweeper: NodeJS.Timeout | undefined;
-    let outputsPoll: NodeJS.Timeout | undefined;
     let local: Awaited<ReturnType<typeof announceService>>;
     try {
         const lock = await writerLock();
@@ -290,14 +290,14 @@ export async function startService(opts: ServeOptions): Promise<RunningService> 
     health.start();
     timeline.start();
     // Leases expire lazily on every call; the sweep also drops old target cooldowns and ended-lease records.
-    sweeper = setInterval(() => leases.sweep(), 5_000).unref();
+    const sweeper = setInterval(() => leases.sweep(), 5_000).unref();
     // A person may run `egress up` beside the service: follow its checkpoint writes at once, and re-read
     // outputs now and then in case the watch misses one (or the backend is not a directory).
     const followOutside = (why: string) => () => {
         if (!scaler.applying()) refreshFleet().then(() => log.debug({ why }, "fleet re-read from stack outputs"), (e) => log.warn({ err: e }, "re-reading stack outputs failed"));
     };
     const checkpointWatch = watchStackCheckpoint({ backendDir, stack: opts.stack, log, onChange: followOutside("checkpoint changed") });
-    outputsPoll = setInterval(followOutside("poll"), opts.outputsPollMs ?? 30_000).unref();
+    const outputsPoll = setInterval(followOutside("poll"), opts.outputsPollMs ?? 30_000).unref();
     ready = { ok: true };
     scaler.open();
     server.once("close", () => {

@@ -25,7 +25,11 @@ export async function sshRelay(sb: Sandbox, opts: { cutAfter?: number; bytesPerS
     let mostUp = 0;
     const server = net.createServer((client) => {
         const host = net.connect(sb.sshPort, "127.0.0.1");
-        for (const s of [client, host]) (sockets.add(s), s.on("error", () => undefined), s.on("close", () => sockets.delete(s)));
+        for (const s of [client, host]) {
+            sockets.add(s);
+            s.on("error", () => undefined);
+            s.on("close", () => sockets.delete(s));
+        }
         let up = 0;
         let cut = false;
         const queue: Buffer[] = [];

@@ -14,7 +14,6 @@ import * as path from "node:path";
 import type { ProxyMember } from "../../src/model";
 import { HealthMonitor, probeThroughProxy, Transition } from "../../src/health";
 
-// eslint-disable-next-line @typescript-eslint/no-require-imports
 const { Server: ProxyServer } = require("proxy-chain") as typeof import("proxy-chain");
 
 const tmp = fs.mkdtempSync(path.join(os.tmpdir(), "egress-health-"));

@@ -1,0 +1,22 @@
+// ESLint (flat config) with typescript-eslint's recommended rules, over the TypeScript sources. The
+// rules turned off are deliberate in this codebase; docs/decisions.md ("Lint and format") says why.
+import js from "@eslint/js";
+import tseslint from "typescript-eslint";
+
+export default tseslint.config(
+    { ignores: ["dist/**", "node_modules/**", "clients/*/dist/**", "clients/typescript/src/api.ts"] },
+    js.configs.recommended,
+    ...tseslint.configs.recommended,
+    // Build scripts run on node: its globals.
+    { files: ["**/*.mjs"], languageOptions: { globals: { process: "readonly", console: "readonly", URL: "readonly" } } },
+    {
+        files: ["**/*.ts", "**/*.mjs"],
+        rules: {
+            // Dynamic providers are serialized by value: their node modules are `require`d inside functions.
+            "@typescript-eslint/no-require-imports": "off",
+            // Engine events, exports and state are untyped JSON at the edges.
+            "@typescript-eslint/no-explicit-any": "off",
+            "@typescript-eslint/no-unused-vars": ["error", { argsIgnorePattern: "^_", varsIgnorePattern: "^_", caughtErrors: "none", ignoreRestSiblings: true }],
+        },
+    },
+);
