@@ -8,7 +8,10 @@ export default tseslint.config(
     js.configs.recommended,
     ...tseslint.configs.recommended,
     // Build scripts run on node: its globals.
-    { files: ["**/*.mjs"], languageOptions: { globals: { process: "readonly", console: "readonly", URL: "readonly" } } },
+    {
+        files: ["**/*.mjs"],
+        languageOptions: { globals: { process: "readonly", console: "readonly", URL: "readonly" } },
+    },
     {
         files: ["**/*.ts", "**/*.mjs"],
         rules: {
@@ -16,7 +19,10 @@ export default tseslint.config(
             "@typescript-eslint/no-require-imports": "off",
             // Engine events, exports and state are untyped JSON at the edges.
             "@typescript-eslint/no-explicit-any": "off",
-            "@typescript-eslint/no-unused-vars": ["error", { argsIgnorePattern: "^_", varsIgnorePattern: "^_", caughtErrors: "none", ignoreRestSiblings: true }],
+            "@typescript-eslint/no-unused-vars": [
+                "error",
+                { argsIgnorePattern: "^_", varsIgnorePattern: "^_", caughtErrors: "none", ignoreRestSiblings: true },
+            ],
         },
     },
 );

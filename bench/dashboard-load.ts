@@ -32,12 +32,22 @@ function swaggerPeer(): http.RequestListener {
     const dist = path.dirname(require.resolve("swagger-ui-dist/package.json"));
     const app = express();
     app.get("/openapi.json", (_req, res) => res.json(openapiDocument("bench")));
-    app.get("/swagger-initializer.js", (_req, res) => res.type("js").send(`window.onload = () => { window.ui = SwaggerUIBundle({ url: "/openapi.json", dom_id: "#swagger-ui", presets: [SwaggerUIBundle.presets.apis, SwaggerUIStandalonePreset], layout: "StandaloneLayout" }); };`));
+    app.get("/swagger-initializer.js", (_req, res) =>
+        res
+            .type("js")
+            .send(
+                `window.onload = () => { window.ui = SwaggerUIBundle({ url: "/openapi.json", dom_id: "#swagger-ui", presets: [SwaggerUIBundle.presets.apis, SwaggerUIStandalonePreset], layout: "StandaloneLayout" }); };`,
+            ),
+    );
     app.use(express.static(dist));
     return app;
 }
 
-async function measure(browser: Browser, url: string, ready: string): Promise<{ bytes: number; requests: number; ms: number }> {
+async function measure(
+    browser: Browser,
+    url: string,
+    ready: string,
+): Promise<{ bytes: number; requests: number; ms: number }> {
     const context = await browser.newContext();
     try {
         const r = await firstLoad(context, url, ready);
@@ -47,14 +57,18 @@ async function measure(browser: Browser, url: string, ready: string): Promise<{ 
     }
 }
 
-const pct = (xs: number[], p: number) => [...xs].sort((a, b) => a - b)[Math.min(xs.length - 1, Math.floor((p / 100) * xs.length))];
+const pct = (xs: number[], p: number) =>
+    [...xs].sort((a, b) => a - b)[Math.min(xs.length - 1, Math.floor((p / 100) * xs.length))];
 
 async function main(): Promise<void> {
-    if (!fs.existsSync(path.join(__dirname, "..", "ui", "index.html"))) throw new Error("dist/ui is missing: run `node scripts/build-ui.mjs` (or npm run build) first");
+    if (!fs.existsSync(path.join(__dirname, "..", "ui", "index.html")))
+        throw new Error("dist/ui is missing: run `node scripts/build-ui.mjs` (or npm run build) first");
     const browser = await launchChromium();
     const svc = await startSyntheticService({ token: randomToken(), members: 3, pools: 1 });
     const peer = await listen(swaggerPeer());
-    const ceiling = await listen((_req, res) => res.writeHead(200, { "content-type": "text/html" }).end("<!doctype html><title>ceiling</title><p>ready</p>"));
+    const ceiling = await listen((_req, res) =>
+        res.writeHead(200, { "content-type": "text/html" }).end("<!doctype html><title>ceiling</title><p>ready</p>"),
+    );
     const rows: string[][] = [];
     try {
         for (const [name, url, ready] of [
@@ -65,7 +79,19 @@ async function main(): Promise<void> {
             await measure(browser, url, ready); // warm-up: the browser process, not the page, pays first-use costs
             const runs = [];
             for (let i = 0; i < loads; i++) runs.push(await measure(browser, url, ready));
-            rows.push([name, String(runs[0].requests), (runs[0].bytes / 1024).toFixed(1), pct(runs.map((r) => r.ms), 50).toFixed(0), pct(runs.map((r) => r.ms), 90).toFixed(0)]);
+            rows.push([
+                name,
+                String(runs[0].requests),
+                (runs[0].bytes / 1024).toFixed(1),
+                pct(
+                    runs.map((r) => r.ms),
+                    50,
+                ).toFixed(0),
+                pct(
+                    runs.map((r) => r.ms),
+                    90,
+                ).toFixed(0),
+            ]);
         }
     } finally {
         await browser.close();

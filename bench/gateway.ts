@@ -52,15 +52,32 @@ function runGateway(): void {
         const { createMetrics } = require("../src/service/metrics") as typeof import("../src/service/metrics");
         const { sha256 } = require("../src/service/auth") as typeof import("../src/service/auth");
         const { createLogger } = require("../src/log/logger") as typeof import("../src/log/logger");
-        const fleet = new Fleet(new LeaseManager({ targetCooldownSeconds: 0 }), { setMembers() {}, get: () => ({ state: "healthy" }) });
+        const fleet = new Fleet(new LeaseManager({ targetCooldownSeconds: 0 }), {
+            setMembers() {},
+            get: () => ({ state: "healthy" }),
+        });
         const members = m.urls.map((url, index) => {
             const u = new URL(url);
-            return { id: `bench-${index}`, pool: "bench", provider: "local", kind: "local" as const, index, host: u.hostname, port: Number(u.port), url, zone: "local" };
+            return {
+                id: `bench-${index}`,
+                pool: "bench",
+                provider: "local",
+                kind: "local" as const,
+                index,
+                host: u.hostname,
+                port: Number(u.port),
+                url,
+                zone: "local",
+            };
         });
         fleet.sync(members, [{ name: "bench", cooldownSeconds: 0 } as never]);
         const gateway = new Gateway({
-            port: 0, fleet, tokens: [{ name: "bench", sha256: sha256(m.token).toString("hex"), scopes: ["lease"] }],
-            metrics: createMetrics().gateway, log: createLogger({ level: "info", destination: pino.destination({ dest: 2, sync: false }) }), ready: () => ({ ok: true }),
+            port: 0,
+            fleet,
+            tokens: [{ name: "bench", sha256: sha256(m.token).toString("hex"), scopes: ["lease"] }],
+            metrics: createMetrics().gateway,
+            log: createLogger({ level: "info", destination: pino.destination({ dest: 2, sync: false }) }),
+            ready: () => ({ ok: true }),
         });
         const { port } = await gateway.listen();
         process.once("SIGINT", () => process.exit(0)); // a normal exit, so --cpu-prof writes its profile
@@ -75,13 +92,34 @@ function runGateway(): void {
 function admissionMicros(seconds = 1): number {
     const { Fleet } = require("../src/service/fleet") as typeof import("../src/service/fleet");
     const { LeaseManager } = require("../src/service/leases") as typeof import("../src/service/leases");
-    const { Admission } = require("../src/service/gateway/admission") as typeof import("../src/service/gateway/admission");
+    const { Admission } =
+        require("../src/service/gateway/admission") as typeof import("../src/service/gateway/admission");
     const { immediate } = require("../src/service/store/types") as typeof import("../src/service/store/types");
     const { sha256 } = require("../src/service/auth") as typeof import("../src/service/auth");
-    const fleet = new Fleet(new LeaseManager({ targetCooldownSeconds: 0 }), { setMembers() {}, get: () => ({ state: "healthy" }) });
-    fleet.sync(Array.from({ length: 8 }, (_, index) => ({ id: `m-${index}`, pool: "bench", provider: "local", kind: "local" as const, index, host: "127.0.0.1", port: 1000 + index, url: `http://127.0.0.1:${1000 + index}`, zone: "local" })), [{ name: "bench", cooldownSeconds: 0 } as never]);
+    const fleet = new Fleet(new LeaseManager({ targetCooldownSeconds: 0 }), {
+        setMembers() {},
+        get: () => ({ state: "healthy" }),
+    });
+    fleet.sync(
+        Array.from({ length: 8 }, (_, index) => ({
+            id: `m-${index}`,
+            pool: "bench",
+            provider: "local",
+            kind: "local" as const,
+            index,
+            host: "127.0.0.1",
+            port: 1000 + index,
+            url: `http://127.0.0.1:${1000 + index}`,
+            zone: "local",
+        })),
+        [{ name: "bench", cooldownSeconds: 0 } as never],
+    );
     const token = "bench-token-0123456789abcdef";
-    const admission = new Admission([{ name: "bench", sha256: sha256(token).toString("hex"), scopes: ["lease"] }], fleet, 3600);
+    const admission = new Admission(
+        [{ name: "bench", sha256: sha256(token).toString("hex"), scopes: ["lease"] }],
+        fleet,
+        3600,
+    );
     const one = () => {
         const r = immediate(admission.admit({ username: "bench_session_s1", password: token, hostname: "127.0.0.1" }));
         if (!r.ok) throw new Error(r.refusal.message);
@@ -98,22 +136,38 @@ function admissionMicros(seconds = 1): number {
 
 // ---- the driver ---------------------------------------------------------------------------------
 
-interface Row { mode: string; concurrency: number; requests: number; rps: number; p50: number; p99: number; unavailable: number; failed: number }
+interface Row {
+    mode: string;
+    concurrency: number;
+    requests: number;
+    rps: number;
+    p50: number;
+    p99: number;
+    unavailable: number;
+    failed: number;
+}
 
 /** `concurrency` keep-alive clients loop GET `url` (through `proxy` if given) for `seconds`. */
-async function drive(mode: string, opts: { originPort: number; proxyPort?: number; auth?: string; concurrency: number; seconds: number }): Promise<Row> {
+async function drive(
+    mode: string,
+    opts: { originPort: number; proxyPort?: number; auth?: string; concurrency: number; seconds: number },
+): Promise<Row> {
     const agent = new http.Agent({ keepAlive: true, maxSockets: opts.concurrency });
     const url = `http://127.0.0.1:${opts.originPort}/page`;
-    const one = () => new Promise<number>((resolve) => {
-        const headers: Record<string, string> = { host: `127.0.0.1:${opts.originPort}` };
-        if (opts.auth) headers["proxy-authorization"] = opts.auth;
-        const req = http.request(opts.proxyPort
-            ? { agent, host: "127.0.0.1", port: opts.proxyPort, path: url, headers }
-            : { agent, host: "127.0.0.1", port: opts.originPort, path: "/page", headers }, (res) => {
-            res.resume().on("end", () => resolve(res.statusCode!));
+    const one = () =>
+        new Promise<number>((resolve) => {
+            const headers: Record<string, string> = { host: `127.0.0.1:${opts.originPort}` };
+            if (opts.auth) headers["proxy-authorization"] = opts.auth;
+            const req = http.request(
+                opts.proxyPort
+                    ? { agent, host: "127.0.0.1", port: opts.proxyPort, path: url, headers }
+                    : { agent, host: "127.0.0.1", port: opts.originPort, path: "/page", headers },
+                (res) => {
+                    res.resume().on("end", () => resolve(res.statusCode!));
+                },
+            );
+            req.on("error", () => resolve(0)).end();
         });
-        req.on("error", () => resolve(0)).end();
-    });
     const samples: number[] = [];
     let unavailable = 0;
     let failed = 0;
@@ -136,11 +190,26 @@ async function drive(mode: string, opts: { originPort: number; proxyPort?: numbe
     agent.destroy();
     const a = Float64Array.from(samples).sort();
     const at = (q: number) => (a.length ? a[Math.min(a.length - 1, Math.floor(q * (a.length - 1)))] : NaN);
-    return { mode, concurrency: opts.concurrency, requests: a.length, rps: a.length / seconds, p50: at(0.5), p99: at(0.99), unavailable, failed };
+    return {
+        mode,
+        concurrency: opts.concurrency,
+        requests: a.length,
+        rps: a.length / seconds,
+        p50: at(0.5),
+        p99: at(0.99),
+        unavailable,
+        failed,
+    };
 }
 
 function forkRole(role: string): Promise<{ child: ChildProcess; port: number; send(m: unknown): void }> {
-    const child = fork(__filename, [role], { stdio: ["ignore", "inherit", "inherit", "ipc"], execArgv: role === "gateway" && process.env.BENCH_GATEWAY_PROF ? ["--cpu-prof", `--cpu-prof-dir=${process.env.BENCH_GATEWAY_PROF}`] : [] });
+    const child = fork(__filename, [role], {
+        stdio: ["ignore", "inherit", "inherit", "ipc"],
+        execArgv:
+            role === "gateway" && process.env.BENCH_GATEWAY_PROF
+                ? ["--cpu-prof", `--cpu-prof-dir=${process.env.BENCH_GATEWAY_PROF}`]
+                : [],
+    });
     return new Promise((resolve, reject) => {
         child.once("error", reject);
         child.once("exit", (code) => reject(new Error(`${role} exited with ${code}`)));
@@ -155,19 +224,31 @@ function forkRole(role: string): Promise<{ child: ChildProcess; port: number; se
 async function startMember(dir: string, i: number): Promise<{ child: ChildProcess; url: string }> {
     const ready = path.join(dir, `m${i}.ready`);
     const script = path.join(__dirname, "..", "components", "local", "proxy-server.js");
-    const child = spawn(process.execPath, [script, "--id", `bench-${i}`, "--port", "0", "--ready", ready], { stdio: ["ignore", "ignore", "inherit"] });
+    const child = spawn(process.execPath, [script, "--id", `bench-${i}`, "--port", "0", "--ready", ready], {
+        stdio: ["ignore", "ignore", "inherit"],
+    });
     for (let t = 0; t < 200 && !fs.existsSync(ready); t++) await new Promise((r) => setTimeout(r, 50));
     if (!fs.existsSync(ready)) throw new Error(`member ${i} did not start`);
     return { child, url: `http://127.0.0.1:${JSON.parse(fs.readFileSync(ready, "utf8")).port}` };
 }
 
 async function main(): Promise<void> {
-    const { values } = parseArgs({ options: { members: { type: "string" }, concurrency: { type: "string", default: "1,4" }, seconds: { type: "string", default: "5" } } });
+    const { values } = parseArgs({
+        options: {
+            members: { type: "string" },
+            concurrency: { type: "string", default: "1,4" },
+            seconds: { type: "string", default: "5" },
+        },
+    });
     const levels = values.concurrency!.split(",").map(Number);
     const seconds = Number(values.seconds);
     const fixed = values.members === undefined ? undefined : Number(values.members);
-    if ((fixed !== undefined && !(fixed >= 1)) || levels.some((c) => !(c >= 1)) || !(seconds > 0)) throw new Error("--members, --concurrency and --seconds must be positive numbers");
-    if (fixed !== undefined && Math.max(...levels) > fixed) console.error(`note: concurrency above --members (${fixed}) gets 503s by design (one request per member at a time)`);
+    if ((fixed !== undefined && !(fixed >= 1)) || levels.some((c) => !(c >= 1)) || !(seconds > 0))
+        throw new Error("--members, --concurrency and --seconds must be positive numbers");
+    if (fixed !== undefined && Math.max(...levels) > fixed)
+        console.error(
+            `note: concurrency above --members (${fixed}) gets 503s by design (one request per member at a time)`,
+        );
     const members = fixed ?? Math.max(...levels);
     const dir = fs.mkdtempSync(path.join(os.tmpdir(), "egress-bench-gw-"));
     const children: ChildProcess[] = [];
@@ -184,22 +265,65 @@ async function main(): Promise<void> {
             const used = ms.slice(0, fixed ?? c);
             const gw = await forkRole("gateway");
             children.push(gw.child);
-            const gwPort = await new Promise<number>((resolve) => { gw.child.once("message", (m: { port: number }) => resolve(m.port)); gw.send({ token, urls: used.map((m) => m.url) }); });
+            const gwPort = await new Promise<number>((resolve) => {
+                gw.child.once("message", (m: { port: number }) => resolve(m.port));
+                gw.send({ token, urls: used.map((m) => m.url) });
+            });
             rows.push(await drive("origin directly (ceiling)", { originPort: origin.port, concurrency: c, seconds }));
-            rows.push(await drive("through one member", { originPort: origin.port, proxyPort: Number(new URL(ms[0].url).port), concurrency: c, seconds }));
-            rows.push(await drive(`through the gateway (${used.length} member${used.length > 1 ? "s" : ""})`, { originPort: origin.port, proxyPort: gwPort, auth, concurrency: c, seconds }));
-            await new Promise<void>((r) => { gw.child.once("exit", () => r()); gw.child.kill("SIGINT"); });
+            rows.push(
+                await drive("through one member", {
+                    originPort: origin.port,
+                    proxyPort: Number(new URL(ms[0].url).port),
+                    concurrency: c,
+                    seconds,
+                }),
+            );
+            rows.push(
+                await drive(`through the gateway (${used.length} member${used.length > 1 ? "s" : ""})`, {
+                    originPort: origin.port,
+                    proxyPort: gwPort,
+                    auth,
+                    concurrency: c,
+                    seconds,
+                }),
+            );
+            await new Promise<void>((r) => {
+                gw.child.once("exit", () => r());
+                gw.child.kill("SIGINT");
+            });
         }
         const f = (n: number, d = 2) => (Number.isFinite(n) ? n.toFixed(d) : "-");
-        console.log(`\nGET of a 512-byte page from a loopback origin, ${seconds} s per row; load average ${os.loadavg().map((l) => l.toFixed(2)).join(" ")}; ${os.cpus().length} CPUs\n`);
-        console.log(benchTable(["path", "clients", "requests", "req/s", "p50 ms", "p99 ms", "503", "failed"],
-            rows.map((r) => [r.mode, String(r.concurrency), String(r.requests), f(r.rps, 0), f(r.p50, 3), f(r.p99, 3), String(r.unavailable), String(r.failed)])));
+        console.log(
+            `\nGET of a 512-byte page from a loopback origin, ${seconds} s per row; load average ${os
+                .loadavg()
+                .map((l) => l.toFixed(2))
+                .join(" ")}; ${os.cpus().length} CPUs\n`,
+        );
+        console.log(
+            benchTable(
+                ["path", "clients", "requests", "req/s", "p50 ms", "p99 ms", "503", "failed"],
+                rows.map((r) => [
+                    r.mode,
+                    String(r.concurrency),
+                    String(r.requests),
+                    f(r.rps, 0),
+                    f(r.p50, 3),
+                    f(r.p99, 3),
+                    String(r.unavailable),
+                    String(r.failed),
+                ]),
+            ),
+        );
         console.log("");
-        console.log(`the gateway's own work per request (auth, username, lease, release; in process): ${f(admissionMicros(), 1)} µs\n`);
+        console.log(
+            `the gateway's own work per request (auth, username, lease, release; in process): ${f(admissionMicros(), 1)} µs\n`,
+        );
         for (const c of levels) {
             const direct = rows.find((r) => r.concurrency === c && r.mode === "through one member")!;
             const viaGw = rows.find((r) => r.concurrency === c && r.mode.startsWith("through the gateway"))!;
-            console.log(`${c} client(s): the gateway adds ${f(viaGw.p50 - direct.p50, 3)} ms at p50 (target < 1 ms) and reaches ${f((100 * viaGw.rps) / direct.rps, 0)}% of the direct throughput (target ≥ 50%)`);
+            console.log(
+                `${c} client(s): the gateway adds ${f(viaGw.p50 - direct.p50, 3)} ms at p50 (target < 1 ms) and reaches ${f((100 * viaGw.rps) / direct.rps, 0)}% of the direct throughput (target ≥ 50%)`,
+            );
         }
     } finally {
         for (const c of children) c.kill("SIGTERM");
@@ -209,4 +333,11 @@ async function main(): Promise<void> {
 
 if (ROLE === "origin") runOrigin();
 else if (ROLE === "gateway") runGateway();
-else main().then(() => process.exit(0), (e) => { console.error(e); process.exit(1); });
+else
+    main().then(
+        () => process.exit(0),
+        (e) => {
+            console.error(e);
+            process.exit(1);
+        },
+    );

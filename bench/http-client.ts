@@ -22,7 +22,10 @@ export class RawHttpConnection {
     private pending?: { resolve: (r: RawResponse) => void; reject: (e: Error) => void };
     private readonly hostHeader: string;
 
-    private constructor(private readonly host: string, private readonly port: number) {
+    private constructor(
+        private readonly host: string,
+        private readonly port: number,
+    ) {
         this.hostHeader = `${host}:${port}`;
     }
 
@@ -40,7 +43,9 @@ export class RawHttpConnection {
 
     /** Builds the bytes of a request once; `send` them as often as needed (the fixed lease request). */
     request(method: string, path: string, headers: string, body: string): Buffer {
-        return Buffer.from(`${method} ${path} HTTP/1.1\r\nHost: ${this.hostHeader}\r\n${headers}Content-Length: ${Buffer.byteLength(body)}\r\n\r\n${body}`);
+        return Buffer.from(
+            `${method} ${path} HTTP/1.1\r\nHost: ${this.hostHeader}\r\n${headers}Content-Length: ${Buffer.byteLength(body)}\r\n\r\n${body}`,
+        );
     }
 
     send(bytes: Buffer | string): Promise<RawResponse> {
@@ -85,7 +90,8 @@ export class RawHttpConnection {
             if (this.buf.length < total) return;
             body = this.buf.toString("utf8", headEnd + 4, total);
         }
-        if (this.buf.length > total) return this.fail(new Error("RawHttpConnection: bytes after the response (the server pipelined?)"));
+        if (this.buf.length > total)
+            return this.fail(new Error("RawHttpConnection: bytes after the response (the server pipelined?)"));
         this.buf = Buffer.alloc(0);
         const p = this.pending;
         this.pending = undefined;
@@ -96,7 +102,7 @@ export class RawHttpConnection {
 /** A chunked body starting at `from`, or undefined until all of it (and the final CRLF) has arrived. Trailers are not supported. */
 function dechunk(buf: Buffer, from: number): { body: string; total: number } | undefined {
     const parts: Buffer[] = [];
-    for (let at = from; ; ) {
+    for (let at = from; ;) {
         const eol = buf.indexOf("\r\n", at, "latin1");
         if (eol < 0) return undefined;
         const size = parseInt(buf.toString("latin1", at, eol), 16);

@@ -35,18 +35,36 @@ async function timed(fn: () => Promise<unknown>): Promise<number> {
 async function run(kind: "kubernetes" | "local", n: number, cluster: KubeCluster): Promise<string[]> {
     const ns = `bench-${kind}-${n}`;
     if (kind === "kubernetes") await cluster.createNamespace(ns);
-    const provider = kind === "kubernetes" ? { type: "kubernetes", kubeconfigPath: cluster.kubeconfig, context: "admin", namespace: ns } : { type: "local" };
-    const config = (replicas: number) => ({ "egress:providers": { p: provider }, "egress:pools": [{ name: "b", provider: "p", replicas, maxReplicas: 1000 }] });
+    const provider =
+        kind === "kubernetes"
+            ? { type: "kubernetes", kubeconfigPath: cluster.kubeconfig, context: "admin", namespace: ns }
+            : { type: "local" };
+    const config = (replicas: number) => ({
+        "egress:providers": { p: provider },
+        "egress:pools": [{ name: "b", provider: "p", replicas, maxReplicas: 1000 }],
+    });
     const p = tempProject("bench", config(n));
     let pluginPeak = 0;
-    const sampler = setInterval(() => { pluginPeak = Math.max(pluginPeak, rssKb((c) => c.startsWith(`${cluster.bin}/pulumi-resource-kubernetes`))); }, 200);
+    const sampler = setInterval(() => {
+        pluginPeak = Math.max(
+            pluginPeak,
+            rssKb((c) => c.startsWith(`${cluster.bin}/pulumi-resource-kubernetes`)),
+        );
+    }, 200);
     try {
         const up = await timed(() => p.driver.up({ refresh: false }));
         const clusterRss = rssKb((c) => c.includes(cluster.dir));
         p.writeConfig(config(1));
         const down = await timed(() => p.driver.up({ refresh: false }));
         const destroy = await timed(() => p.driver.destroy());
-        return [`${kind} ×${n}`, secs(up), secs(down), secs(destroy), kind === "kubernetes" ? mb(clusterRss) : "-", kind === "kubernetes" ? mb(pluginPeak) : "-"];
+        return [
+            `${kind} ×${n}`,
+            secs(up),
+            secs(down),
+            secs(destroy),
+            kind === "kubernetes" ? mb(clusterRss) : "-",
+            kind === "kubernetes" ? mb(pluginPeak) : "-",
+        ];
     } finally {
         clearInterval(sampler);
         p.cleanup();
@@ -62,11 +80,23 @@ async function main(): Promise<void> {
     const cluster = startKubeCluster();
     try {
         const idle = rssKb((c) => c.includes(cluster.dir));
-        console.log(benchTable(["cluster", "value"], [["cached build check", secs(buildCheck)], ["cluster start", secs(cluster.startMs)], ["cluster RSS, idle", mb(idle)]]));
+        console.log(
+            benchTable(
+                ["cluster", "value"],
+                [
+                    ["cached build check", secs(buildCheck)],
+                    ["cluster start", secs(cluster.startMs)],
+                    ["cluster RSS, idle", mb(idle)],
+                ],
+            ),
+        );
         console.log();
         const rows: string[][] = [];
-        for (const n of sizes) for (const kind of ["kubernetes", "local"] as const) rows.push(await run(kind, n, cluster));
-        console.log(benchTable(["members", "up", `scale → 1`, "destroy", "cluster RSS after up", "plugin RSS peak"], rows));
+        for (const n of sizes)
+            for (const kind of ["kubernetes", "local"] as const) rows.push(await run(kind, n, cluster));
+        console.log(
+            benchTable(["members", "up", `scale → 1`, "destroy", "cluster RSS after up", "plugin RSS peak"], rows),
+        );
     } finally {
         cluster.stop();
     }

@@ -15,22 +15,41 @@ import { BenchResult, formatTable, runHttpBench } from "./leases";
 import { forkSyntheticService, randomToken, SyntheticOptions } from "./synthetic-service";
 
 async function main(): Promise<void> {
-    const { values } = parseArgs({ options: { seconds: { type: "string", default: "5" }, concurrency: { type: "string", default: "1,16,64" }, members: { type: "string", default: "1000" } } });
+    const { values } = parseArgs({
+        options: {
+            seconds: { type: "string", default: "5" },
+            concurrency: { type: "string", default: "1,16,64" },
+            members: { type: "string", default: "1000" },
+        },
+    });
     const seconds = Math.min(10, Number(values.seconds));
     const concurrencies = values.concurrency!.split(",").map(Number);
     const members = Number(values.members);
-    if (!(seconds > 0) || !concurrencies.every((c) => Number.isInteger(c) && c > 0) || !(Number.isInteger(members) && members > 0))
+    if (
+        !(seconds > 0) ||
+        !concurrencies.every((c) => Number.isInteger(c) && c > 0) ||
+        !(Number.isInteger(members) && members > 0)
+    )
         throw new Error("--seconds, --concurrency (a list) and --members must be positive numbers");
     const redis = await startRedis();
     const token = randomToken();
     const rows: BenchResult[] = [];
     try {
-        const setups: [string, Partial<SyntheticOptions>][] = [["memory store", {}], ["redis store, 1 process", { store: redis.url }], ["bare node:http, memory (peer)", { bare: true }]];
+        const setups: [string, Partial<SyntheticOptions>][] = [
+            ["memory store", {}],
+            ["redis store, 1 process", { store: redis.url }],
+            ["bare node:http, memory (peer)", { bare: true }],
+        ];
         for (const [name, extra] of setups) {
             const child = await forkSyntheticService({ token, members, pools: 4, logLevel: "warn", ...extra });
             try {
                 for (const concurrency of concurrencies) {
-                    const r = await runHttpBench({ url: `http://127.0.0.1:${child.port}`, token, concurrency, seconds });
+                    const r = await runHttpBench({
+                        url: `http://127.0.0.1:${child.port}`,
+                        token,
+                        concurrency,
+                        seconds,
+                    });
                     r.mode = `${name}, ${r.mode}`;
                     rows.push(r);
                     process.stderr.write(".");
@@ -43,7 +62,9 @@ async function main(): Promise<void> {
         await redis.cleanup();
     }
     const cpus = os.cpus();
-    console.log(`\nnode ${process.version}, ${cpus.length} × ${cpus[0]?.model ?? "?"}; ${members} members in 4 pools; ${seconds}s per row\n`);
+    console.log(
+        `\nnode ${process.version}, ${cpus.length} × ${cpus[0]?.model ?? "?"}; ${members} members in 4 pools; ${seconds}s per row\n`,
+    );
     console.log(formatTable(rows));
 }
 

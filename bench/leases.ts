@@ -32,7 +32,16 @@ export interface BenchResult {
 function summarize(mode: string, samples: number[], seconds: number, extra: Partial<BenchResult> = {}): BenchResult {
     const a = Float64Array.from(samples).sort();
     const at = (q: number) => (a.length ? a[Math.min(a.length - 1, Math.floor(q * (a.length - 1)))] : NaN);
-    return { mode, pairs: a.length, seconds, pairsPerSecond: a.length / seconds, p50Ms: at(0.5), p99Ms: at(0.99), maxMs: a.length ? a[a.length - 1] : NaN, ...extra };
+    return {
+        mode,
+        pairs: a.length,
+        seconds,
+        pairsPerSecond: a.length / seconds,
+        p50Ms: at(0.5),
+        p99Ms: at(0.99),
+        maxMs: a.length ? a[a.length - 1] : NaN,
+        ...extra,
+    };
 }
 
 /**
@@ -45,18 +54,23 @@ export function runInProcessBench(opts: { members?: number; seconds?: number; ta
     const seconds = opts.seconds ?? 3;
     let n = 0;
     const m = new LeaseManager({ initiallyEligible: true, newLeaseId: () => `L${++n}` });
-    m.setMembers(Array.from({ length: members }, (_, i) => ({ id: `bench-${i}`, pool: "bench" })), { bench: { cooldownSeconds: 0 } });
+    m.setMembers(
+        Array.from({ length: members }, (_, i) => ({ id: `bench-${i}`, pool: "bench" })),
+        { bench: { cooldownSeconds: 0 } },
+    );
     let seed = 7;
-    const rand = () => ((seed = (Math.imul(seed, 1103515245) + 12345) >>> 0) / 4294967296);
+    const rand = () => (seed = (Math.imul(seed, 1103515245) + 12345) >>> 0) / 4294967296;
     const hosts = Array.from({ length: opts.targets ?? 0 }, (_, i) => `site-${i}.example`);
     const pair = () => {
-        const r = m.acquire(hosts.length ? { pool: "bench", target: hosts[Math.floor(rand() * hosts.length)] } : { pool: "bench" });
+        const r = m.acquire(
+            hosts.length ? { pool: "bench", target: hosts[Math.floor(rand() * hosts.length)] } : { pool: "bench" },
+        );
         if (!r.ok) return false;
         m.release(r.lease.id, "ok");
         return true;
     };
     // Warm-up lets the JIT settle so the first milliseconds do not dominate p99.
-    for (const end = performance.now() + 300; performance.now() < end; ) pair();
+    for (const end = performance.now() + 300; performance.now() < end;) pair();
     const samples: number[] = [];
     let refused = 0;
     const end = performance.now() + seconds * 1000;
@@ -71,21 +85,42 @@ export function runInProcessBench(opts: { members?: number; seconds?: number; ta
 }
 
 /** POST an already-serialized JSON body; resolve status and parsed body. */
-function post(agent: http.Agent, base: URL, path: string, token: string, payload: string): Promise<{ status: number; body: any }> {
+function post(
+    agent: http.Agent,
+    base: URL,
+    path: string,
+    token: string,
+    payload: string,
+): Promise<{ status: number; body: any }> {
     return new Promise((resolve, reject) => {
-        const req = http.request({
-            agent, host: base.hostname, port: base.port, path, method: "POST",
-            headers: { authorization: `Bearer ${token}`, "content-type": "application/json", "content-length": Buffer.byteLength(payload) },
-        }, (res) => {
-            let text = "";
-            res.setEncoding("utf8");
-            res.on("data", (c) => (text += c));
-            res.on("end", () => {
-                let parsed: unknown;
-                try { parsed = text ? JSON.parse(text) : undefined; } catch { parsed = text; }
-                resolve({ status: res.statusCode ?? 0, body: parsed });
-            });
-        });
+        const req = http.request(
+            {
+                agent,
+                host: base.hostname,
+                port: base.port,
+                path,
+                method: "POST",
+                headers: {
+                    authorization: `Bearer ${token}`,
+                    "content-type": "application/json",
+                    "content-length": Buffer.byteLength(payload),
+                },
+            },
+            (res) => {
+                let text = "";
+                res.setEncoding("utf8");
+                res.on("data", (c) => (text += c));
+                res.on("end", () => {
+                    let parsed: unknown;
+                    try {
+                        parsed = text ? JSON.parse(text) : undefined;
+                    } catch {
+                        parsed = text;
+                    }
+                    resolve({ status: res.statusCode ?? 0, body: parsed });
+                });
+            },
+        );
         req.on("error", reject);
         req.end(payload);
     });
@@ -117,7 +152,11 @@ async function rawPoster(base: URL, token: string): Promise<Poster> {
             }
             const r = await c.send(bytes);
             let body: unknown;
-            try { body = r.body ? JSON.parse(r.body) : undefined; } catch { body = r.body; }
+            try {
+                body = r.body ? JSON.parse(r.body) : undefined;
+            } catch {
+                body = r.body;
+            }
             return { status: r.status, body };
         },
         close: () => c.close(),
@@ -133,7 +172,15 @@ export type HttpClientKind = "raw" | "node-http";
  * with the response, because a bench that silently measures errors measures nothing.
  * `client`: "raw" (default, bench/http-client.ts) or "node-http" (http.request + keep-alive Agent).
  */
-export async function runHttpBench(opts: { url: string; token: string; concurrency?: number; seconds?: number; body?: object; client?: HttpClientKind; warmupSeconds?: number }): Promise<BenchResult> {
+export async function runHttpBench(opts: {
+    url: string;
+    token: string;
+    concurrency?: number;
+    seconds?: number;
+    body?: object;
+    client?: HttpClientKind;
+    warmupSeconds?: number;
+}): Promise<BenchResult> {
     const base = new URL(opts.url);
     if (base.protocol !== "http:" || !["127.0.0.1", "localhost", "[::1]"].includes(base.hostname))
         throw new Error(`runHttpBench: --url must be http:// on loopback (127.0.0.1), got ${opts.url}`);
@@ -144,7 +191,11 @@ export async function runHttpBench(opts: { url: string; token: string; concurren
     const agent = new http.Agent({ keepAlive: true, maxSockets: concurrency });
     const leaseBody = JSON.stringify(opts.body ?? {});
     const releaseBody = JSON.stringify({ outcome: "ok" });
-    const posters = await Promise.all(Array.from({ length: concurrency }, () => (client === "raw" ? rawPoster(base, opts.token) : nodeHttpPoster(agent, base, opts.token))));
+    const posters = await Promise.all(
+        Array.from({ length: concurrency }, () =>
+            client === "raw" ? rawPoster(base, opts.token) : nodeHttpPoster(agent, base, opts.token),
+        ),
+    );
     const samples: number[] = [];
     let unavailable = 0;
     let end = 0;
@@ -159,7 +210,8 @@ export async function runHttpBench(opts: { url: string; token: string; concurren
                 continue;
             }
             const id = a.body?.lease?.id ?? a.body?.id;
-            if ((a.status !== 200 && a.status !== 201) || typeof id !== "string") throw new Error(`POST /v1/leases answered ${a.status}: ${JSON.stringify(a.body)}`);
+            if ((a.status !== 200 && a.status !== 201) || typeof id !== "string")
+                throw new Error(`POST /v1/leases answered ${a.status}: ${JSON.stringify(a.body)}`);
             const r = await p.post(`${prefix}/v1/leases/${encodeURIComponent(id)}/release`, releaseBody);
             if (r.status !== 200) throw new Error(`release of ${id} answered ${r.status}: ${JSON.stringify(r.body)}`);
             if (measuring) samples.push(performance.now() - t0);
@@ -173,7 +225,10 @@ export async function runHttpBench(opts: { url: string; token: string; concurren
         const started = performance.now();
         end = started + seconds * 1000;
         await Promise.all(posters.map(worker));
-        return summarize(`http, ${client} client`, samples, (performance.now() - started) / 1000, { unavailable, concurrency });
+        return summarize(`http, ${client} client`, samples, (performance.now() - started) / 1000, {
+            unavailable,
+            concurrency,
+        });
     } finally {
         for (const p of posters) p.close();
         agent.destroy();
@@ -184,15 +239,27 @@ export function formatTable(rows: BenchResult[]): string {
     // The clients column only when some row has one, so in-process tables keep their shape.
     const clients = rows.some((r) => r.concurrency !== undefined);
     const head = ["mode", ...(clients ? ["clients"] : []), "pairs/s", "p50 ms", "p99 ms", "max ms", "pairs", "503s"];
-    const body = rows.map((r) => [r.mode, ...(clients ? [r.concurrency === undefined ? "-" : String(r.concurrency)] : []), Math.round(r.pairsPerSecond).toLocaleString("en-US"), r.p50Ms.toFixed(4), r.p99Ms.toFixed(4), r.maxMs.toFixed(3), String(r.pairs), String(r.unavailable ?? 0)]);
+    const body = rows.map((r) => [
+        r.mode,
+        ...(clients ? [r.concurrency === undefined ? "-" : String(r.concurrency)] : []),
+        Math.round(r.pairsPerSecond).toLocaleString("en-US"),
+        r.p50Ms.toFixed(4),
+        r.p99Ms.toFixed(4),
+        r.maxMs.toFixed(3),
+        String(r.pairs),
+        String(r.unavailable ?? 0),
+    ]);
     return benchTable(head, body);
 }
 
 async function main(): Promise<void> {
     const { values } = parseArgs({
         options: {
-            url: { type: "string" }, token: { type: "string" }, concurrency: { type: "string" },
-            seconds: { type: "string" }, members: { type: "string" },
+            url: { type: "string" },
+            token: { type: "string" },
+            concurrency: { type: "string" },
+            seconds: { type: "string" },
+            members: { type: "string" },
         },
     });
     const num = (v: string | undefined, name: string, dflt: number) => {
@@ -206,7 +273,14 @@ async function main(): Promise<void> {
     const rows = [runInProcessBench({ members, seconds }), runInProcessBench({ members, seconds, targets: 1000 })];
     if (values.url) {
         if (!values.token) throw new Error("--url needs --token");
-        rows.push(await runHttpBench({ url: values.url, token: values.token, concurrency: num(values.concurrency, "concurrency", 16), seconds: Math.min(10, seconds) }));
+        rows.push(
+            await runHttpBench({
+                url: values.url,
+                token: values.token,
+                concurrency: num(values.concurrency, "concurrency", 16),
+                seconds: Math.min(10, seconds),
+            }),
+        );
     }
     console.log(`node ${process.version}, ${require("node:os").cpus().length} CPUs\n`);
     console.log(formatTable(rows));

@@ -6,7 +6,10 @@
 import { tempProject } from "../test/helpers/project";
 
 async function measure(n: number): Promise<Record<string, string>> {
-    const config = { "egress:providers": { local: { type: "local" } }, "egress:pools": [{ name: "bench", provider: "local", replicas: n, maxReplicas: 1000 }] };
+    const config = {
+        "egress:providers": { local: { type: "local" } },
+        "egress:pools": [{ name: "bench", provider: "local", replicas: n, maxReplicas: 1000 }],
+    };
     const p = tempProject("bench", config);
     try {
         const t = async (fn: () => Promise<unknown>) => {

@@ -43,13 +43,39 @@ async function main(): Promise<void> {
     process.kill(sshdPid, "SIGSTOP");
     try {
         const e = kvmEntry(sb, { url: "http://127.0.0.1:9/unused.qcow2", sha256: "0".repeat(64) });
-        const hosts = [e.hosts[0], { ...e.hosts[0], name: "silent-listener", port: portOf(silent) }, { ...e.hosts[0], name: "sigstopped-sshd", port: sshd.port }];
-        const ph = new ProviderHealth({ log: pino({ level: "silent" }), metrics: createMetrics(), intervalMs: 60_000, timeoutMs });
+        const hosts = [
+            e.hosts[0],
+            { ...e.hosts[0], name: "silent-listener", port: portOf(silent) },
+            { ...e.hosts[0], name: "sigstopped-sshd", port: sshd.port },
+        ];
+        const ph = new ProviderHealth({
+            log: pino({ level: "silent" }),
+            metrics: createMetrics(),
+            intervalMs: 60_000,
+            timeoutMs,
+        });
         const opts = { timeoutMs };
-        ph.setCheckers([checkerFor("lab", { ...e, hosts }, work, "bench", opts), checkerFor("fixed", { type: "static", proxies: [`http://127.0.0.1:${portOf(answering)}`] } as never, work, "bench", opts)]);
+        ph.setCheckers([
+            checkerFor("lab", { ...e, hosts }, work, "bench", opts),
+            checkerFor(
+                "fixed",
+                { type: "static", proxies: [`http://127.0.0.1:${portOf(answering)}`] } as never,
+                work,
+                "bench",
+                opts,
+            ),
+        ]);
         const seen = new Map<string, { ms: number; ok: boolean; stage?: string; message: string }>();
         const look = (t0: number) => {
-            for (const r of ph.snapshot()) for (const t of r.targets) if (!seen.has(`${r.provider}/${t.target}`)) seen.set(`${r.provider}/${t.target}`, { ms: Date.now() - t0, ok: t.ok, stage: t.stage, message: t.message });
+            for (const r of ph.snapshot())
+                for (const t of r.targets)
+                    if (!seen.has(`${r.provider}/${t.target}`))
+                        seen.set(`${r.provider}/${t.target}`, {
+                            ms: Date.now() - t0,
+                            ok: t.ok,
+                            stage: t.stage,
+                            message: t.message,
+                        });
         };
         const t0 = Date.now();
         let done = false;
@@ -62,7 +88,12 @@ async function main(): Promise<void> {
         look(t0);
         const roundMs = Date.now() - t0;
         console.log(`provider check timeout ${timeoutMs} ms; round took ${roundMs} ms`);
-        console.log(benchTable(["target", "verdict after ms", "ok", "stage", "message"], [...seen].map(([k, v]) => [k, String(v.ms), String(v.ok), v.stage ?? "", v.message.slice(0, 110)])));
+        console.log(
+            benchTable(
+                ["target", "verdict after ms", "ok", "stage", "message"],
+                [...seen].map(([k, v]) => [k, String(v.ms), String(v.ok), v.stage ?? "", v.message.slice(0, 110)]),
+            ),
+        );
     } finally {
         process.kill(sshdPid, "SIGCONT");
         sshd.stop();
@@ -74,7 +105,10 @@ async function main(): Promise<void> {
     }
 }
 
-main().then(() => process.exit(0), (e) => {
-    console.error(e);
-    process.exit(1);
-});
+main().then(
+    () => process.exit(0),
+    (e) => {
+        console.error(e);
+        process.exit(1);
+    },
+);

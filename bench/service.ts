@@ -19,10 +19,15 @@ import { forkSyntheticService, randomToken } from "./synthetic-service";
 async function main(): Promise<void> {
     const { values } = parseArgs({
         options: {
-            seconds: { type: "string", default: "5" }, concurrency: { type: "string", default: "1,16,64" },
-            members: { type: "string", default: "1000" }, pools: { type: "string", default: "4" },
-            client: { type: "string", default: "raw" }, "log-level": { type: "string", default: "warn" },
-            "service-args": { type: "string", default: "" }, bare: { type: "boolean", default: false }, json: { type: "boolean", default: false },
+            seconds: { type: "string", default: "5" },
+            concurrency: { type: "string", default: "1,16,64" },
+            members: { type: "string", default: "1000" },
+            pools: { type: "string", default: "4" },
+            client: { type: "string", default: "raw" },
+            "log-level": { type: "string", default: "warn" },
+            "service-args": { type: "string", default: "" },
+            bare: { type: "boolean", default: false },
+            json: { type: "boolean", default: false },
         },
     });
     const positive = (v: string, name: string) => {
@@ -32,8 +37,10 @@ async function main(): Promise<void> {
     };
     const seconds = Math.min(10, positive(values.seconds!, "seconds"));
     const concurrencies = values.concurrency!.split(",").map((c) => positive(c, "concurrency"));
-    const clients: HttpClientKind[] = values.client === "both" ? ["raw", "node-http"] : [values.client as HttpClientKind];
-    if (!clients.every((c) => c === "raw" || c === "node-http")) throw new Error(`--client must be raw, node-http or both, got ${values.client}`);
+    const clients: HttpClientKind[] =
+        values.client === "both" ? ["raw", "node-http"] : [values.client as HttpClientKind];
+    if (!clients.every((c) => c === "raw" || c === "node-http"))
+        throw new Error(`--client must be raw, node-http or both, got ${values.client}`);
     const token = randomToken();
     const members = positive(values.members!, "members");
     const rows: BenchResult[] = [];
@@ -43,7 +50,13 @@ async function main(): Promise<void> {
         try {
             for (const client of clients)
                 for (const concurrency of concurrencies) {
-                    const r = await runHttpBench({ url: `http://127.0.0.1:${child.port}`, token, concurrency, seconds, client });
+                    const r = await runHttpBench({
+                        url: `http://127.0.0.1:${child.port}`,
+                        token,
+                        concurrency,
+                        seconds,
+                        client,
+                    });
                     r.mode = `${bare ? "bare node:http (ceiling)" : "service"}, ${members} members, ${r.mode}`;
                     rows.push(r);
                     if (!values.json) process.stderr.write(".");
@@ -54,7 +67,9 @@ async function main(): Promise<void> {
     }
     if (values.json) return console.log(JSON.stringify(rows, null, 2));
     const cpus = os.cpus();
-    console.log(`\nnode ${process.version}, ${cpus.length} × ${cpus[0]?.model ?? "?"}; service log level ${values["log-level"]}; ${seconds}s per row\n`);
+    console.log(
+        `\nnode ${process.version}, ${cpus.length} × ${cpus[0]?.model ?? "?"}; service log level ${values["log-level"]}; ${seconds}s per row\n`,
+    );
     console.log(formatTable(rows));
 }
 

@@ -39,7 +39,9 @@ function percentiles(samples: number[]): { p50Us: number; p99Us: number } {
     return { p50Us: at(0.5), p99Us: at(0.99) };
 }
 
-export function runSessionBench(opts: { members?: number; sessions?: number; held?: number; seconds?: number; churn?: number } = {}): SessionBenchResult {
+export function runSessionBench(
+    opts: { members?: number; sessions?: number; held?: number; seconds?: number; churn?: number } = {},
+): SessionBenchResult {
     const members = opts.members ?? 100;
     const sessions = opts.sessions ?? 1000;
     const held = Math.min(opts.held ?? 10, members - 1);
@@ -48,9 +50,12 @@ export function runSessionBench(opts: { members?: number; sessions?: number; hel
     let n = 0;
     const m = new LeaseManager({ initiallyEligible: true, newLeaseId: () => `L${++n}` });
     const ids = Array.from({ length: members }, (_, i) => `bench-${i}`);
-    m.setMembers(ids.map((id) => ({ id, pool: "bench" })), { bench: { cooldownSeconds: 0 } });
+    m.setMembers(
+        ids.map((id) => ({ id, pool: "bench" })),
+        { bench: { cooldownSeconds: 0 } },
+    );
     let seed = 11;
-    const rand = () => ((seed = (Math.imul(seed, 1103515245) + 12345) >>> 0) / 4294967296);
+    const rand = () => (seed = (Math.imul(seed, 1103515245) + 12345) >>> 0) / 4294967296;
     const keys = Array.from({ length: sessions }, (_, i) => `s${i}`);
     const seen = new Uint8Array(sessions);
     const outstanding: string[] = [];
@@ -88,11 +93,15 @@ export function runSessionBench(opts: { members?: number; sessions?: number; hel
     };
     // Warm-up: the JIT settles and the sessions get bound (`seen` marks them), so `new` counts only
     // sessions the warm-up did not reach.
-    for (const end = performance.now() + 300; performance.now() < end; ) once(false);
-    for (const end = performance.now() + seconds * 1000; performance.now() < end; ) once(true);
+    for (const end = performance.now() + 300; performance.now() < end;) once(false);
+    for (const end = performance.now() + seconds * 1000; performance.now() < end;) once(true);
     const known = counts.hits + counts.rebound;
     return {
-        members, sessions, held, churn, ...counts,
+        members,
+        sessions,
+        held,
+        churn,
+        ...counts,
         hitRatio: known ? counts.hits / known : NaN,
         session: percentiles(sessionSamples),
         plain: { ...percentiles(plainSamples), acquires: plainSamples.length },
@@ -100,18 +109,50 @@ export function runSessionBench(opts: { members?: number; sessions?: number; hel
 }
 
 export function formatSessionTable(rows: SessionBenchResult[]): string {
-    const head = ["members / sessions / held", "churn", "session acq", "hit ratio", "hits", "rebound", "new", "503s", "session p50 µs", "session p99 µs", "plain acq", "plain p50 µs", "plain p99 µs"];
+    const head = [
+        "members / sessions / held",
+        "churn",
+        "session acq",
+        "hit ratio",
+        "hits",
+        "rebound",
+        "new",
+        "503s",
+        "session p50 µs",
+        "session p99 µs",
+        "plain acq",
+        "plain p50 µs",
+        "plain p99 µs",
+    ];
     const us = (v: number) => v.toFixed(2);
     const body = rows.map((r) => [
-        `${r.members} / ${r.sessions} / ${r.held}`, r.churn ? `1 per ${r.churn}` : "-", String(r.sessionAcquires), `${(r.hitRatio * 100).toFixed(1)}%`,
-        String(r.hits), String(r.rebound), String(r.fresh), String(r.refused), us(r.session.p50Us), us(r.session.p99Us),
-        String(r.plain.acquires), us(r.plain.p50Us), us(r.plain.p99Us),
+        `${r.members} / ${r.sessions} / ${r.held}`,
+        r.churn ? `1 per ${r.churn}` : "-",
+        String(r.sessionAcquires),
+        `${(r.hitRatio * 100).toFixed(1)}%`,
+        String(r.hits),
+        String(r.rebound),
+        String(r.fresh),
+        String(r.refused),
+        us(r.session.p50Us),
+        us(r.session.p99Us),
+        String(r.plain.acquires),
+        us(r.plain.p50Us),
+        us(r.plain.p99Us),
     ]);
     return benchTable(head, body);
 }
 
 function main(): void {
-    const { values } = parseArgs({ options: { members: { type: "string" }, sessions: { type: "string" }, held: { type: "string" }, seconds: { type: "string" }, churn: { type: "string" } } });
+    const { values } = parseArgs({
+        options: {
+            members: { type: "string" },
+            sessions: { type: "string" },
+            held: { type: "string" },
+            seconds: { type: "string" },
+            churn: { type: "string" },
+        },
+    });
     const num = (v: string | undefined, name: string, dflt: number, min = 1) => {
         if (v === undefined) return dflt;
         const x = Number(v);
@@ -124,7 +165,9 @@ function main(): void {
     const churn = num(values.churn, "churn", 0, 0);
     const helds = (values.held ?? "0,10,50,90").split(",").map((h) => num(h, "held", 0, 0));
     const rows = helds.map((held) => runSessionBench({ members, sessions, held, seconds, churn }));
-    console.log(`node ${process.version}, ${require("node:os").cpus().length} CPUs; hit ratio = hits / (hits + rebound)\n`);
+    console.log(
+        `node ${process.version}, ${require("node:os").cpus().length} CPUs; hit ratio = hits / (hits + rebound)\n`,
+    );
     console.log(formatSessionTable(rows));
 }
 

@@ -63,7 +63,10 @@ function bareHandler(fleet: Fleet): http.RequestListener {
                 [status, out] = r.ok ? [200, { released: true, lease: r.lease }] : [404, r];
             }
             const json = JSON.stringify(out);
-            res.writeHead(status, { "content-type": "application/json; charset=utf-8", "content-length": Buffer.byteLength(json) }).end(json);
+            res.writeHead(status, {
+                "content-type": "application/json; charset=utf-8",
+                "content-length": Buffer.byteLength(json),
+            }).end(json);
         });
     };
 }
@@ -71,7 +74,9 @@ function bareHandler(fleet: Fleet): http.RequestListener {
 /** Every member is healthy from the start; lease errors are ignored (there is no prober to tell). */
 const allHealthy: HealthSource = { setMembers() {}, get: () => ({ state: "healthy" }) };
 
-export async function startSyntheticService(opts: SyntheticOptions): Promise<{ server: http.Server; port: number; fleet: Fleet }> {
+export async function startSyntheticService(
+    opts: SyntheticOptions,
+): Promise<{ server: http.Server; port: number; fleet: Fleet }> {
     const nPools = opts.pools ?? 4;
     const nMembers = opts.members ?? 1000;
     // Pool cooldown 0: with any cooldown, 64 clients at 20k pairs/s would drain 1,000 members within
@@ -80,11 +85,30 @@ export async function startSyntheticService(opts: SyntheticOptions): Promise<{ s
     const members: ProxyMember[] = Array.from({ length: nMembers }, (_, i) => {
         const pool = pools[i % nPools].name;
         const port = 20_000 + i;
-        return { id: `${pool}-${i}`, pool, provider: "synthetic", kind: "local", index: i, host: "127.0.0.1", port, url: `http://127.0.0.1:${port}`, zone: "bench" };
+        return {
+            id: `${pool}-${i}`,
+            pool,
+            provider: "synthetic",
+            kind: "local",
+            index: i,
+            host: "127.0.0.1",
+            port,
+            url: `http://127.0.0.1:${port}`,
+            zone: "bench",
+        };
     });
-    const log = createLogger({ level: opts.logLevel ?? "warn", destination: opts.logFile ? pino.destination({ dest: opts.logFile, sync: true }) : undefined });
+    const log = createLogger({
+        level: opts.logLevel ?? "warn",
+        destination: opts.logFile ? pino.destination({ dest: opts.logFile, sync: true }) : undefined,
+    });
     // A fresh prefix per run, so rows never see each other's leases.
-    const redis = opts.store ? new RedisLeaseStore({ url: opts.store, prefix: `egress:bench-${crypto.randomBytes(4).toString("hex")}:`, log }) : undefined;
+    const redis = opts.store
+        ? new RedisLeaseStore({
+              url: opts.store,
+              prefix: `egress:bench-${crypto.randomBytes(4).toString("hex")}:`,
+              log,
+          })
+        : undefined;
     if (redis && !(await redis.connect(5000))) throw new Error("the bench's Redis is unreachable");
     const fleet = new Fleet(redis ?? new LeaseManager(), allHealthy);
     fleet.sync(members, pools);
@@ -95,9 +119,20 @@ export async function startSyntheticService(opts: SyntheticOptions): Promise<{ s
     // Scale routes are not benchmarked; the scaler only has to exist (it never touches the driver unless asked to scale).
     const scaler = new Scaler({ driver: undefined as never, projectRoot, stack: "bench", ops, log });
     const app = createApp({
-        projectRoot, stack: "bench", version: "bench", log, scaler, ops, fleet, metrics: createMetrics(),
-        auth: authenticate([{ name: "bench", sha256: sha256(opts.token).toString("hex"), scopes: ["lease", "discover"] }]),
-        providerHealth: () => [], reconcile: () => ({ enabled: false, intervalSeconds: 0, providersDown: [], backoff: [] }), ready: () => ({ ok: true }),
+        projectRoot,
+        stack: "bench",
+        version: "bench",
+        log,
+        scaler,
+        ops,
+        fleet,
+        metrics: createMetrics(),
+        auth: authenticate([
+            { name: "bench", sha256: sha256(opts.token).toString("hex"), scopes: ["lease", "discover"] },
+        ]),
+        providerHealth: () => [],
+        reconcile: () => ({ enabled: false, intervalSeconds: 0, providersDown: [], backoff: [] }),
+        ready: () => ({ ok: true }),
         timeline: new Timeline({ counts: () => fleet.poolCounts() }),
         storeReady: redis && (() => redis.ready()),
     });
@@ -113,7 +148,11 @@ export async function startSyntheticService(opts: SyntheticOptions): Promise<{ s
  * Forks this file as a service process and waits for its port. `script` may name another checkout's
  * build of this file (bench/log-volume.ts measures an older commit that way).
  */
-export async function forkSyntheticService(opts: SyntheticOptions, execArgv: string[] = [], script = __filename): Promise<{ port: number; stop(): Promise<void> }> {
+export async function forkSyntheticService(
+    opts: SyntheticOptions,
+    execArgv: string[] = [],
+    script = __filename,
+): Promise<{ port: number; stop(): Promise<void> }> {
     const child = fork(script, [], { execArgv, stdio: ["ignore", "inherit", "inherit", "ipc"] });
     const port = await new Promise<number>((resolve, reject) => {
         child.once("message", (m: { port: number }) => resolve(m.port));
@@ -123,10 +162,11 @@ export async function forkSyntheticService(opts: SyntheticOptions, execArgv: str
     return {
         port,
         // Disconnect (not kill) so the child exits normally and --cpu-prof gets to write its profile.
-        stop: () => new Promise<void>((resolve) => {
-            child.once("exit", () => resolve());
-            child.disconnect();
-        }),
+        stop: () =>
+            new Promise<void>((resolve) => {
+                child.once("exit", () => resolve());
+                child.disconnect();
+            }),
     };
 }
 

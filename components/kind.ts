@@ -6,7 +6,15 @@
 import type * as pulumi from "@pulumi/pulumi";
 import type { Logger } from "pino";
 import type { z } from "zod";
-import type { ConfigProblem, Installation, OwnerScope, PoolConfig, ProxyCredentials, ProxyMember, StackContext } from "../src/model";
+import type {
+    ConfigProblem,
+    Installation,
+    OwnerScope,
+    PoolConfig,
+    ProxyCredentials,
+    ProxyMember,
+    StackContext,
+} from "../src/model";
 import type { MemberArgs, ProxyMemberComponent } from "./shared/member";
 
 /** Every kind's entry has a `type` (the kind's name) and the common fields (components/shared/config.ts). */
@@ -182,7 +190,11 @@ export interface Collector {
     remove(thing: ManagedThing): Promise<void>;
 }
 
-export type CollectorFactory<E = unknown> = (providerName: string, entry: E, options?: { endpoint?: string }) => Collector;
+export type CollectorFactory<E = unknown> = (
+    providerName: string,
+    entry: E,
+    options?: { endpoint?: string },
+) => Collector;
 
 /** Everything egress knows about one provider kind. Heavy parts are functions that `require` on use. */
 export interface KindDefinition<E extends EntryBase = EntryBase, S extends z.ZodType = z.ZodType<E>> {
@@ -194,7 +206,12 @@ export interface KindDefinition<E extends EntryBase = EntryBase, S extends z.Zod
      * Rules a pool using an entry of this kind must follow (placement keys, zones, what the kind ignores).
      * `users` are all pools using the same entry, in config order (`pool` among them).
      */
-    checkPool?(entry: E, pool: PoolConfig, at: (...p: (string | number)[]) => string, users: readonly PoolConfig[]): ConfigProblem[];
+    checkPool?(
+        entry: E,
+        pool: PoolConfig,
+        at: (...p: (string | number)[]) => string,
+        users: readonly PoolConfig[],
+    ): ConfigProblem[];
     /**
      * Set when the entry fixes its members (kind `static`: one per listed proxy): a pool's `replicas` must
      * equal this, scale requests are refused and members are never replaced (nothing to replace them with).
@@ -229,6 +246,8 @@ export interface KindDefinition<E extends EntryBase = EntryBase, S extends z.Zod
 }
 
 /** Helps a kind's index.ts keep its entry type while the registry holds them side by side. */
-export function defineKind<S extends z.ZodType<EntryBase>>(def: KindDefinition<z.output<S>, S>): KindDefinition<z.output<S>, S> {
+export function defineKind<S extends z.ZodType<EntryBase>>(
+    def: KindDefinition<z.output<S>, S>,
+): KindDefinition<z.output<S>, S> {
     return def;
 }

@@ -28,9 +28,30 @@ export class ProxyPool extends pulumi.ComponentResource {
         super("egress:index:ProxyPool", name, {}, withEntryOptions(args.entry, opts));
         const kind = kindOf(args.entry).components();
         // Members get the kind's shared resources as `args.shared`; a kind without createPoolShared gets undefined.
-        const shared: unknown = kind.createPoolShared?.(name, { pool: args.pool, providerName: args.providerName, entry: args.entry, context: args.context, providerShared: args.providerShared }, { parent: this });
+        const shared: unknown = kind.createPoolShared?.(
+            name,
+            {
+                pool: args.pool,
+                providerName: args.providerName,
+                entry: args.entry,
+                context: args.context,
+                providerShared: args.providerShared,
+            },
+            { parent: this },
+        );
         const members = planMembers(args.pool).map((plan) =>
-            kind.createMember(plan.name, { pool: args.pool.name, providerName: args.providerName, entry: args.entry, plan, context: args.context, shared }, { parent: this }),
+            kind.createMember(
+                plan.name,
+                {
+                    pool: args.pool.name,
+                    providerName: args.providerName,
+                    entry: args.entry,
+                    plan,
+                    context: args.context,
+                    shared,
+                },
+                { parent: this },
+            ),
         );
         (this as { members: pulumi.Output<ProxyMember[]> }).members = pulumi.all(members.map((m) => m.member));
         this.registerOutputs({ members: this.members });

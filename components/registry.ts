@@ -14,7 +14,9 @@ import { staticKind } from "./static";
 export const KINDS = [localKind, kvmKind, gcpKind, kubernetesKind, staticKind] as const;
 
 /** The kinds' entry schemas, as a tuple the config's discriminated union keeps the types of. */
-type SchemasOf<T extends readonly unknown[]> = { -readonly [I in keyof T]: T[I] extends { schema: infer S } ? S : never };
+type SchemasOf<T extends readonly unknown[]> = {
+    -readonly [I in keyof T]: T[I] extends { schema: infer S } ? S : never;
+};
 export const KIND_SCHEMAS = KINDS.map((k) => k.schema) as unknown as SchemasOf<typeof KINDS>;
 
 /** Kind names, in registry order (error messages list them). */

@@ -20,11 +20,20 @@ export function buildCli(): Command {
         .description("Pools of HTTP(S) egress proxies for web crawlers, provisioned with Pulumi.")
         .version(packageVersion(), "-V, --version", "print egress's version")
         .option("-s, --stack <name>", "stack to operate on", process.env.EGRESS_STACK ?? "dev")
-        .option("-C, --cwd <dir>", "Pulumi project directory (default: the current one if it has Pulumi.yaml, else egress's own)")
+        .option(
+            "-C, --cwd <dir>",
+            "Pulumi project directory (default: the current one if it has Pulumi.yaml, else egress's own)",
+        )
         .option("--json", "machine-readable output on stdout")
-        .option("--lock-wait <seconds>", "how long to wait while another egress process changes the stack (default 120, or $EGRESS_LOCK_WAIT)")
+        .option(
+            "--lock-wait <seconds>",
+            "how long to wait while another egress process changes the stack (default 120, or $EGRESS_LOCK_WAIT)",
+        )
         .showHelpAfterError()
-        .addHelpText("after", "\nExamples:\n  egress up                      # bring the dev stack to its config\n  egress scale dev 5             # set pool `dev` to 5 members and apply\n  egress outputs --json | jq '.proxies[].url'\n  egress destroy --yes\n");
+        .addHelpText(
+            "after",
+            "\nExamples:\n  egress up                      # bring the dev stack to its config\n  egress scale dev 5             # set pool `dev` to 5 members and apply\n  egress outputs --json | jq '.proxies[].url'\n  egress destroy --yes\n",
+        );
     program.exitOverride((err) => {
         // Unknown commands/options are usage errors (2); --help and --version exit 0.
         process.exit(err.exitCode === 0 ? 0 : 2);

@@ -19,8 +19,18 @@ export interface IdentityInputs {
 export const identityProvider: pulumi.dynamic.ResourceProvider<IdentityInputs, IdentityInputs> = {
     async check(olds, news) {
         const recorded = olds as Partial<IdentityInputs> | undefined;
-        if (recorded && typeof recorded.installation === "string") return { inputs: { installation: recorded.installation, legacy: recorded.legacy === true } };
-        if (!/^[0-9a-f]{8}$/.test(String(news.installation))) return { inputs: news, failures: [{ property: "installation", reason: `an installation id is 8 lowercase hex digits, got ${JSON.stringify(news.installation)}` }] };
+        if (recorded && typeof recorded.installation === "string")
+            return { inputs: { installation: recorded.installation, legacy: recorded.legacy === true } };
+        if (!/^[0-9a-f]{8}$/.test(String(news.installation)))
+            return {
+                inputs: news,
+                failures: [
+                    {
+                        property: "installation",
+                        reason: `an installation id is 8 lowercase hex digits, got ${JSON.stringify(news.installation)}`,
+                    },
+                ],
+            };
         return { inputs: { installation: news.installation, legacy: news.legacy === true } };
     },
     // Nothing exists outside state: creating it cannot half-fail, and deleting it has nothing to remove.

@@ -40,7 +40,11 @@ export interface ProgramOutputs {
 /** Reads and validates `egress:providers` and `egress:pools` from the running stack's config. */
 export function readStackConfig(projectRoot: string): EgressConfig {
     const cfg = new pulumi.Config("egress");
-    return parseEgressConfig({ providers: cfg.getObject("providers") ?? {}, pools: cfg.getObject("pools") ?? [] }, projectRoot, `stack ${pulumi.getStack()}`);
+    return parseEgressConfig(
+        { providers: cfg.getObject("providers") ?? {}, pools: cfg.getObject("pools") ?? [] },
+        projectRoot,
+        `stack ${pulumi.getStack()}`,
+    );
 }
 
 /**
@@ -63,20 +67,46 @@ export function createProgram(opts: ProgramOptions): () => Promise<ProgramOutput
         for (const [providerName, entry] of Object.entries(config.providers)) {
             const users = config.pools.filter((p) => p.provider === providerName);
             const kind = kindOf(entry).components();
-            if (kind.createProviderShared && users.length > 0) providerShared[providerName] = kind.createProviderShared(providerName, { providerName, entry, pools: users, context }, withEntryOptions(entry));
+            if (kind.createProviderShared && users.length > 0)
+                providerShared[providerName] = kind.createProviderShared(
+                    providerName,
+                    { providerName, entry, pools: users, context },
+                    withEntryOptions(entry),
+                );
         }
         const pools = config.pools.map(
-            (pool) => new ProxyPool(pool.name, { pool, providerName: pool.provider, entry: config.providers[pool.provider], context, providerShared: providerShared[pool.provider] }),
+            (pool) =>
+                new ProxyPool(pool.name, {
+                    pool,
+                    providerName: pool.provider,
+                    entry: config.providers[pool.provider],
+                    context,
+                    providerShared: providerShared[pool.provider],
+                }),
         );
         const proxies = pulumi.all(pools.map((p) => p.members)).apply((lists) => lists.flat());
         const credentials = pulumi.secret(
-            Object.fromEntries(config.pools.filter((p) => p.auth).map((p) => [p.name, { username: p.auth!.username, password: clearSecret(p.auth!.password, `pools.${p.name}.auth.password`) }])),
+            Object.fromEntries(
+                config.pools
+                    .filter((p) => p.auth)
+                    .map((p) => [
+                        p.name,
+                        {
+                            username: p.auth!.username,
+                            password: clearSecret(p.auth!.password, `pools.${p.name}.auth.password`),
+                        },
+                    ]),
+            ),
         );
-        const memberCredentials = pulumi.secret(Object.fromEntries(config.pools.flatMap((p) => {
-            const entry = config.providers[p.provider];
-            const own = kindOf(entry).memberCredentials?.(entry, p) ?? [];
-            return own.flatMap((c, index) => (c ? [[memberName(p.name, index), c] as const] : []));
-        })));
+        const memberCredentials = pulumi.secret(
+            Object.fromEntries(
+                config.pools.flatMap((p) => {
+                    const entry = config.providers[p.provider];
+                    const own = kindOf(entry).memberCredentials?.(entry, p) ?? [];
+                    return own.flatMap((c, index) => (c ? [[memberName(p.name, index), c] as const] : []));
+                }),
+            ),
+        );
         return { proxies, credentials, memberCredentials, installation: installation.id };
     };
 }

@@ -6,7 +6,11 @@
 const KEY = "egress.token";
 
 export class ApiError extends Error {
-    constructor(readonly status: number, readonly code: string, message: string) {
+    constructor(
+        readonly status: number,
+        readonly code: string,
+        message: string,
+    ) {
         super(message);
     }
 }
@@ -27,13 +31,20 @@ async function send(method: string, path: string, body?: unknown, signal?: Abort
     if (body !== undefined) headers["content-type"] = "application/json";
     let res: Response;
     try {
-        res = await fetch(path, { method, headers, body: body === undefined ? undefined : JSON.stringify(body), signal, cache: "no-store" });
+        res = await fetch(path, {
+            method,
+            headers,
+            body: body === undefined ? undefined : JSON.stringify(body),
+            signal,
+            cache: "no-store",
+        });
     } catch (e) {
         if ((e as Error).name === "AbortError") throw e;
         throw new ApiError(0, "network", `cannot reach the egress service (${(e as Error).message})`);
     }
     if (res.ok) return res;
-    let code = "http_" + res.status, message = `${method} ${path} answered ${res.status} ${res.statusText}`;
+    let code = "http_" + res.status,
+        message = `${method} ${path} answered ${res.status} ${res.statusText}`;
     try {
         const b = await res.json();
         if (b?.error?.message) ({ code, message } = b.error);
@@ -55,7 +66,11 @@ export async function api<T>(method: string, path: string, body?: unknown): Prom
  * Follows an operation's Server-Sent Events. EventSource cannot send an Authorization header (and the
  * token must never go in the URL), so this reads the stream with fetch and parses the frames itself.
  */
-export async function followEvents(opId: string, onEvent: (type: string, data: any) => void, signal: AbortSignal): Promise<void> {
+export async function followEvents(
+    opId: string,
+    onEvent: (type: string, data: any) => void,
+    signal: AbortSignal,
+): Promise<void> {
     const res = await send("GET", `/v1/operations/${encodeURIComponent(opId)}/events`, undefined, signal);
     const reader = res.body!.pipeThrough(new TextDecoderStream()).getReader();
     let buf = "";
@@ -67,7 +82,8 @@ export async function followEvents(opId: string, onEvent: (type: string, data: a
         while ((i = buf.indexOf("\n\n")) >= 0) {
             const frame = buf.slice(0, i);
             buf = buf.slice(i + 2);
-            let type = "message", data = "";
+            let type = "message",
+                data = "";
             for (const line of frame.split("\n")) {
                 if (line.startsWith("event:")) type = line.slice(6).trim();
                 else if (line.startsWith("data:")) data += line.slice(5).trim();

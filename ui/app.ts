@@ -24,13 +24,25 @@ function Login({ onLogin, notice }: { onLogin: (who: Who) => void; notice?: stri
             setError(err as Error);
         }
     };
-    return html`<main class="login"><h1>egress</h1>
+    return html`<main class="login">
+        <h1>egress</h1>
         <form onSubmit=${submit} aria-label="Log in">
-            <p>${notice ?? "Log in with an API token. It is kept in this tab only (sessionStorage) and sent as a Bearer header."}</p>
-            <label>API token <input type="password" autocomplete="off" required value=${value} onInput=${(e: Event) => setValue((e.target as HTMLInputElement).value)} /></label>
+            <p>
+                ${notice ?? "Log in with an API token. It is kept in this tab only (sessionStorage) and sent as a Bearer header."}
+            </p>
+            <label
+                >API token
+                <input
+                    type="password"
+                    autocomplete="off"
+                    required
+                    value=${value}
+                    onInput=${(e: Event) => setValue((e.target as HTMLInputElement).value)}
+            /></label>
             <button type="submit">Log in</button>
             <${ErrorNote} error=${error} />
-        </form></main>`;
+        </form>
+    </main>`;
 }
 
 /** Page paths each scope may see; a page a token cannot read is not offered. */
@@ -51,11 +63,21 @@ function App() {
         });
         const pop = () => setPath(location.pathname);
         addEventListener("popstate", pop);
-        if (token.get()) api<Who>("GET", "/v1/whoami").then(setWho, () => undefined).finally(() => setChecking(false));
+        if (token.get())
+            api<Who>("GET", "/v1/whoami")
+                .then(setWho, () => undefined)
+                .finally(() => setChecking(false));
         return () => removeEventListener("popstate", pop);
     }, []);
     if (checking) return html`<main><p>Loading…</p></main>`;
-    if (!who) return html`<${Login} notice=${notice} onLogin=${(w: Who) => { setNotice(undefined); setWho(w); }} />`;
+    if (!who)
+        return html`<${Login}
+            notice=${notice}
+            onLogin=${(w: Who) => {
+                setNotice(undefined);
+                setWho(w);
+            }}
+        />`;
     const go = (to: string) => (e: Event) => {
         e.preventDefault();
         history.pushState(null, "", to);
@@ -67,16 +89,29 @@ function App() {
     };
     const pages = Object.entries(DASHBOARD_PAGES).filter(([p]) => !NEEDS[p] || has(who, NEEDS[p]));
     let page;
-    if (!isDashboardPage(path)) page = html`<h2>Page not found</h2><p>There is no page at <code>${path}</code>. <a href="/" onClick=${go("/")}>Back to pools</a>.</p>`;
-    else if (NEEDS[path] && !has(who, NEEDS[path])) page = html`<h2>${DASHBOARD_PAGES[path]}</h2><${ErrorNote} error=${new ApiError(403, "forbidden", `token "${who.name}" lacks the \`${NEEDS[path]}\` scope this page needs`)} />`;
+    if (!isDashboardPage(path))
+        page = html`<h2>Page not found</h2>
+            <p>There is no page at <code>${path}</code>. <a href="/" onClick=${go("/")}>Back to pools</a>.</p>`;
+    else if (NEEDS[path] && !has(who, NEEDS[path]))
+        page = html`<h2>${DASHBOARD_PAGES[path]}</h2>
+            <${ErrorNote}
+                error=${new ApiError(403, "forbidden", `token "${who.name}" lacks the \`${NEEDS[path]}\` scope this page needs`)}
+            />`;
     else if (path === "/") page = html`<${PoolsPage} canScale=${has(who, "scale")} />`;
     else if (path === "/proxies") page = html`<${ProxiesPage} />`;
     else if (path === "/operations") page = html`<${OperationsPage} />`;
     else if (path === "/providers") page = html`<${ProvidersPage} />`;
     else page = html`<${LeasesPage} />`;
-    return html`<header><h1>egress</h1>
-            <nav aria-label="Pages"><ul>${pages.map(([p, title]) => html`<li><a href=${p} aria-current=${p === path ? "page" : undefined} onClick=${go(p)}>${title}</a></li>`)}</ul></nav>
-            <p class="who">${who.name} (${who.scopes.join(", ")}) <button type="button" onClick=${logout}>Log out</button></p>
+    return html`<header>
+            <h1>egress</h1>
+            <nav aria-label="Pages">
+                <ul>
+                    ${pages.map(([p, title]) => html`<li><a href=${p} aria-current=${p === path ? "page" : undefined} onClick=${go(p)}>${title}</a></li>`)}
+                </ul>
+            </nav>
+            <p class="who">
+                ${who.name} (${who.scopes.join(", ")}) <button type="button" onClick=${logout}>Log out</button>
+            </p>
         </header>
         <main>${page}</main>`;
 }

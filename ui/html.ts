@@ -4,7 +4,8 @@ import htm from "htm";
 /** Tagged templates instead of JSX: no JSX transform, the same code runs as written. */
 export const html = htm.bind(h);
 
-export const ErrorNote = ({ error }: { error?: Error }) => (error ? html`<p class="error" role="alert">${error.message}</p>` : null);
+export const ErrorNote = ({ error }: { error?: Error }) =>
+    error ? html`<p class="error" role="alert">${error.message}</p>` : null;
 
 /** "12 s ago" / "in 3 min": times relative to now, exact time in the tooltip. */
 export function ago(iso?: string) {

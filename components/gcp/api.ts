@@ -2,7 +2,15 @@
  * A minimal Compute Engine REST v1 client (list, delete, wait) for the health checker and `egress gc`.
  * Plain `fetch`; the endpoint is configurable so tests talk to a local server with the same JSON.
  */
-import { DEFAULT_TIMEOUT_MS, errorText, Query, queryString, RestApiError, RestClientOptions, retryCall } from "../shared/rest";
+import {
+    DEFAULT_TIMEOUT_MS,
+    errorText,
+    Query,
+    queryString,
+    RestApiError,
+    RestClientOptions,
+    retryCall,
+} from "../shared/rest";
 import { classifyHttp, mentionsQuota } from "../shared/errors";
 import { GcpAuthOptions, GcpCredentialsError, resolveCredentials } from "./auth";
 
@@ -33,7 +41,9 @@ function gcpStage(status: number, reason?: string, text?: string): string {
 
 /** Label filter in the Compute list syntax: `(labels.k = "v") AND (labels.k2 = "v2")`. */
 export function labelFilter(labels: Record<string, string>): string {
-    return Object.entries(labels).map(([k, v]) => `(labels.${k} = "${v.replace(/"/g, "")}")`).join(" AND ");
+    return Object.entries(labels)
+        .map(([k, v]) => `(labels.${k} = "${v.replace(/"/g, "")}")`)
+        .join(" AND ");
 }
 
 export class GcpComputeClient {
@@ -42,7 +52,10 @@ export class GcpComputeClient {
     private readonly opts: GcpClientOptions;
     private tokenPromise?: Promise<string>;
 
-    constructor(readonly project: string, opts: GcpClientOptions = {}) {
+    constructor(
+        readonly project: string,
+        opts: GcpClientOptions = {},
+    ) {
         this.base = `${(opts.endpoint ?? COMPUTE_ENDPOINT).replace(/\/$/, "")}/compute/v1/projects/${encodeURIComponent(project)}`;
         this.timeoutMs = opts.timeoutMs ?? DEFAULT_TIMEOUT_MS;
         this.opts = { ...opts, env: opts.env ?? { ...process.env } };
@@ -66,13 +79,19 @@ export class GcpComputeClient {
     }
 
     /** Every item of a list endpoint, following `nextPageToken`. Aggregated lists return `{scope: items[]}`. */
-    async listAll(path: string, query: Query, itemsKey?: string, signal?: AbortSignal): Promise<{ scope: string; item: any }[]> {
+    async listAll(
+        path: string,
+        query: Query,
+        itemsKey?: string,
+        signal?: AbortSignal,
+    ): Promise<{ scope: string; item: any }[]> {
         const out: { scope: string; item: any }[] = [];
         let pageToken: string | undefined;
         do {
             const page: any = await this.get(path, { ...query, pageToken }, signal);
             if (itemsKey) {
-                for (const [scope, v] of Object.entries<any>(page.items ?? {})) for (const item of v?.[itemsKey] ?? []) out.push({ scope, item });
+                for (const [scope, v] of Object.entries<any>(page.items ?? {}))
+                    for (const item of v?.[itemsKey] ?? []) out.push({ scope, item });
             } else for (const item of page.items ?? []) out.push({ scope: "global", item });
             pageToken = page.nextPageToken;
         } while (pageToken);
@@ -95,7 +114,13 @@ export class GcpComputeClient {
             const first = op.error.errors[0];
             // A failed operation is not a failed call: its code (QUOTA_EXCEEDED...) decides the class, not status 0.
             const quota = mentionsQuota(first.code) || mentionsQuota(first.message);
-            throw new GcpApiError(`deleting ${path} failed: ${first.message ?? first.code}`, 0, quota ? "quota" : "api", first.code, quota ? "quota" : "permanent");
+            throw new GcpApiError(
+                `deleting ${path} failed: ${first.message ?? first.code}`,
+                0,
+                quota ? "quota" : "api",
+                first.code,
+                quota ? "quota" : "permanent",
+            );
         }
         return true;
     }
@@ -111,12 +136,22 @@ export class GcpComputeClient {
         return retryCall(() => this.callOnce<T>(token, method, path, query, signal), this.opts.retry, signal);
     }
 
-    private async callOnce<T>(token: string, method: string, path: string, query: Query, signal?: AbortSignal): Promise<T> {
+    private async callOnce<T>(
+        token: string,
+        method: string,
+        path: string,
+        query: Query,
+        signal?: AbortSignal,
+    ): Promise<T> {
         const url = `${this.base}/${path}${queryString(query)}`;
         let res: Response;
         let text: string;
         try {
-            res = await fetch(url, { method, headers: { authorization: `Bearer ${token}`, accept: "application/json" }, signal: this.signal(signal) });
+            res = await fetch(url, {
+                method,
+                headers: { authorization: `Bearer ${token}`, accept: "application/json" },
+                signal: this.signal(signal),
+            });
             text = await res.text();
         } catch (e) {
             throw new GcpApiError(`${method} ${path}: ${errorText(e, this.timeoutMs)}`, 0, "api");
@@ -131,7 +166,13 @@ export class GcpComputeClient {
             const err = body?.error ?? {};
             const reason = err.errors?.[0]?.reason ?? err.details?.find?.((d: any) => d?.reason)?.reason ?? err.status;
             const msg = typeof err.message === "string" ? err.message : text.slice(0, 200) || res.statusText;
-            throw new GcpApiError(`${method} ${path}: HTTP ${res.status}: ${msg}`, res.status, gcpStage(res.status, reason, text), reason, classifyHttp(res.status, reason, text));
+            throw new GcpApiError(
+                `${method} ${path}: HTTP ${res.status}: ${msg}`,
+                res.status,
+                gcpStage(res.status, reason, text),
+                reason,
+                classifyHttp(res.status, reason, text),
+            );
         }
         return body as T;
     }

@@ -44,10 +44,17 @@ interface CredentialsJson {
 }
 
 /** Where credentials come from, resolved once; `token()` exchanges them (callers cache). */
-export function resolveCredentials(opts: GcpAuthOptions = {}): { source: string; token: (signal?: AbortSignal) => Promise<string> } {
+export function resolveCredentials(opts: GcpAuthOptions = {}): {
+    source: string;
+    token: (signal?: AbortSignal) => Promise<string>;
+} {
     const env = opts.env ?? process.env;
     const direct = opts.accessToken ?? env.GOOGLE_OAUTH_ACCESS_TOKEN;
-    if (direct) return { source: opts.accessToken ? "accessToken option" : "$GOOGLE_OAUTH_ACCESS_TOKEN", token: async () => direct };
+    if (direct)
+        return {
+            source: opts.accessToken ? "accessToken option" : "$GOOGLE_OAUTH_ACCESS_TOKEN",
+            token: async () => direct,
+        };
     const adc = path.join(opts.homeDir ?? os.homedir(), ".config", "gcloud", "application_default_credentials.json");
     const candidates: [string, string | undefined][] = [
         ["credentialsFile option", opts.credentialsFile],
@@ -68,7 +75,10 @@ export function resolveCredentials(opts: GcpAuthOptions = {}): { source: string;
         throw new GcpCredentialsError(`cannot read GCP credentials from ${source}: ${(e as Error).message}`);
     }
     if (creds.type === "service_account" && creds.client_email && creds.private_key)
-        return { source: `${source} (service account ${creds.client_email})`, token: (s) => serviceAccountToken(creds, s) };
+        return {
+            source: `${source} (service account ${creds.client_email})`,
+            token: (s) => serviceAccountToken(creds, s),
+        };
     if (creds.type === "authorized_user" && creds.refresh_token && creds.client_id && creds.client_secret)
         return { source: `${source} (authorized user)`, token: (s) => refreshToken(creds, s) };
     throw new GcpCredentialsError(
@@ -79,21 +89,41 @@ export function resolveCredentials(opts: GcpAuthOptions = {}): { source: string;
 const b64url = (b: Buffer | string) => Buffer.from(b).toString("base64url");
 
 /** The signed JWT a service account trades for an access token (RFC 7523). */
-function serviceAccountAssertion(creds: { client_email: string; private_key: string; token_uri?: string }, now = Date.now()): string {
+function serviceAccountAssertion(
+    creds: { client_email: string; private_key: string; token_uri?: string },
+    now = Date.now(),
+): string {
     const iat = Math.floor(now / 1000);
     const header = b64url(JSON.stringify({ alg: "RS256", typ: "JWT" }));
-    const claims = b64url(JSON.stringify({ iss: creds.client_email, scope: CLOUD_PLATFORM_SCOPE, aud: creds.token_uri ?? DEFAULT_TOKEN_URI, iat, exp: iat + 3600 }));
+    const claims = b64url(
+        JSON.stringify({
+            iss: creds.client_email,
+            scope: CLOUD_PLATFORM_SCOPE,
+            aud: creds.token_uri ?? DEFAULT_TOKEN_URI,
+            iat,
+            exp: iat + 3600,
+        }),
+    );
     const signature = crypto.sign("RSA-SHA256", Buffer.from(`${header}.${claims}`), creds.private_key);
     return `${header}.${claims}.${b64url(signature)}`;
 }
 
 async function serviceAccountToken(creds: CredentialsJson, signal?: AbortSignal): Promise<string> {
     const assertion = serviceAccountAssertion(creds as Required<CredentialsJson>);
-    return exchange(creds.token_uri ?? DEFAULT_TOKEN_URI, { grant_type: "urn:ietf:params:oauth:grant-type:jwt-bearer", assertion }, signal);
+    return exchange(
+        creds.token_uri ?? DEFAULT_TOKEN_URI,
+        { grant_type: "urn:ietf:params:oauth:grant-type:jwt-bearer", assertion },
+        signal,
+    );
 }
 
 async function refreshToken(creds: CredentialsJson, signal?: AbortSignal): Promise<string> {
-    const form = { grant_type: "refresh_token", client_id: creds.client_id!, client_secret: creds.client_secret!, refresh_token: creds.refresh_token! };
+    const form = {
+        grant_type: "refresh_token",
+        client_id: creds.client_id!,
+        client_secret: creds.client_secret!,
+        refresh_token: creds.refresh_token!,
+    };
     return exchange(creds.token_uri ?? DEFAULT_TOKEN_URI, form, signal);
 }
 
@@ -102,6 +132,8 @@ async function exchange(uri: string, form: Record<string, string>, signal?: Abor
     const body: any = await res.json().catch(() => ({}));
     if (!res.ok || typeof body.access_token !== "string")
         // OAuth errors are {error, error_description}; neither carries a secret.
-        throw new GcpCredentialsError(`the token endpoint refused the GCP credentials (HTTP ${res.status}${body.error ? `: ${body.error}` : ""}${body.error_description ? ` — ${body.error_description}` : ""})`);
+        throw new GcpCredentialsError(
+            `the token endpoint refused the GCP credentials (HTTP ${res.status}${body.error ? `: ${body.error}` : ""}${body.error_description ? ` — ${body.error_description}` : ""})`,
+        );
     return body.access_token;
 }

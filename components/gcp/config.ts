@@ -6,15 +6,18 @@ import type { ConfigProblem, Placement, PoolConfig } from "../../src/model";
 /** GCE zone names: `<continent>-<area><n>-<letter>`, e.g. europe-west1-b, us-central1-a. */
 export const GCE_ZONE = /^[a-z]+-[a-z]+\d+-[a-z]$/;
 
-
 /** `type: gcp` — Compute Engine instances with an external IP, one per member. */
 export const gcpProviderSchema = z.strictObject({
     type: z.literal("gcp"),
     ...providerCommonFields,
     /** GCP project ID the instances, addresses and firewall live in. */
-    project: z.string().regex(/^([a-z0-9.-]+:)?[a-z][-a-z0-9]{4,28}[a-z0-9]$/, { message: "must be a GCP project ID (6-30 lower-case letters, digits and '-')" }),
+    project: z.string().regex(/^([a-z0-9.-]+:)?[a-z][-a-z0-9]{4,28}[a-z0-9]$/, {
+        message: "must be a GCP project ID (6-30 lower-case letters, digits and '-')",
+    }),
     /** Zones members may use. A member goes to `placement.zone`, or else to the first zone listed. */
-    zones: z.array(z.string().regex(GCE_ZONE, { message: "must be a GCE zone such as europe-west1-b" })).min(1, { message: "must list at least one zone" }),
+    zones: z
+        .array(z.string().regex(GCE_ZONE, { message: "must be a GCE zone such as europe-west1-b" }))
+        .min(1, { message: "must list at least one zone" }),
     /** Machine type; `placement.machineType` overrides it per pool or member. @default "e2-micro" */
     machineType: z.string().min(1).default("e2-micro"),
     /**
@@ -45,8 +48,17 @@ export type GcpProviderConfig = z.infer<typeof gcpProviderSchema>;
 export function checkGcpPlacement(entry: GcpProviderConfig, placement: Placement, at: string): ConfigProblem[] {
     const out: ConfigProblem[] = [];
     if (placement.zone && !entry.zones.includes(placement.zone))
-        out.push({ path: `${at}.zone`, rule: `must be one of this provider's zones (${entry.zones.join(", ")})`, value: placement.zone });
-    if (placement.image) out.push({ path: `${at}.image`, rule: "is not used by gcp providers (set `image` on the provider entry)", value: placement.image });
+        out.push({
+            path: `${at}.zone`,
+            rule: `must be one of this provider's zones (${entry.zones.join(", ")})`,
+            value: placement.zone,
+        });
+    if (placement.image)
+        out.push({
+            path: `${at}.image`,
+            rule: "is not used by gcp providers (set `image` on the provider entry)",
+            value: placement.image,
+        });
     return out;
 }
 
@@ -56,8 +68,10 @@ export function checkGcpPlacement(entry: GcpProviderConfig, placement: Placement
  */
 export function checkGcpAuth(pool: PoolConfig, at: (...p: (string | number)[]) => string): ConfigProblem[] {
     if (pool.auth) return [];
-    return [{
-        path: at("auth"),
-        rule: `is required for gcp pools (their proxies have public addresses): set \`auth.username\` and \`auth.password\`, the password as a secret, e.g. pulumi config set --secret --path '${at("auth", "password")}' "$(openssl rand -base64 24)"`,
-    }];
+    return [
+        {
+            path: at("auth"),
+            rule: `is required for gcp pools (their proxies have public addresses): set \`auth.username\` and \`auth.password\`, the password as a secret, e.g. pulumi config set --secret --path '${at("auth", "password")}' "$(openssl rand -base64 24)"`,
+        },
+    ];
 }

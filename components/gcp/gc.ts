@@ -13,7 +13,11 @@ const lastSegment = (url: string | undefined) => (url ?? "").split("/").pop() ??
  * names the installation too). Options: the
  * endpoint plus where credentials come from (see docs/gcp.md).
  */
-export function gcpCollector(providerName: string, entry: GcpProviderConfig, options: GcpClientOptions = {}): Collector {
+export function gcpCollector(
+    providerName: string,
+    entry: GcpProviderConfig,
+    options: GcpClientOptions = {},
+): Collector {
     const client = new GcpComputeClient(entry.project, options);
     const thing = (type: string, name: string, location: string, pool?: string, member?: string): ManagedThing => ({
         kind: "gcp",
@@ -39,23 +43,48 @@ export function gcpCollector(providerName: string, entry: GcpProviderConfig, opt
             ]);
             const out: ManagedThing[] = [];
             for (const { item } of instances)
-                out.push(thing("instance", item.name, lastSegment(item.zone), item.labels?.["egress-pool"], item.labels?.["egress-member"]));
+                out.push(
+                    thing(
+                        "instance",
+                        item.name,
+                        lastSegment(item.zone),
+                        item.labels?.["egress-pool"],
+                        item.labels?.["egress-member"],
+                    ),
+                );
             for (const { item } of addresses)
-                out.push(thing("address", item.name, lastSegment(item.region), item.labels?.["egress-pool"], item.labels?.["egress-member"]));
+                out.push(
+                    thing(
+                        "address",
+                        item.name,
+                        lastSegment(item.region),
+                        item.labels?.["egress-pool"],
+                        item.labels?.["egress-member"],
+                    ),
+                );
             for (const { item } of firewalls) {
                 const owner = parseFirewallDescription(item.description);
                 // The name filter is only a pre-filter; the description says whose rule it is.
-                if (owner && owner.project === scope.project && owner.stack === scope.stack && owner.installation === scope.installation) out.push(thing("firewall", item.name, "global", owner.pool));
+                if (
+                    owner &&
+                    owner.project === scope.project &&
+                    owner.stack === scope.stack &&
+                    owner.installation === scope.installation
+                )
+                    out.push(thing("firewall", item.name, "global", owner.pool));
             }
             return out;
         },
 
         async remove(t) {
             const path =
-                t.type === "instance" ? `zones/${t.location}/instances/${t.name}`
-                : t.type === "address" ? `regions/${t.location}/addresses/${t.name}`
-                : t.type === "firewall" ? `global/firewalls/${t.name}`
-                : undefined;
+                t.type === "instance"
+                    ? `zones/${t.location}/instances/${t.name}`
+                    : t.type === "address"
+                      ? `regions/${t.location}/addresses/${t.name}`
+                      : t.type === "firewall"
+                        ? `global/firewalls/${t.name}`
+                        : undefined;
             if (!path) throw new Error(`gcp collector for \`${providerName}\` cannot remove a \`${t.type}\``);
             // Already gone (404) counts as removed.
             await client.delete(path);

@@ -33,7 +33,17 @@ function gcpZone(args: GcpProxyArgs): string {
 function gcpMemberSpec(args: GcpProxyArgs): GcpMemberSpec {
     const { entry, plan } = args;
     const zone = gcpZone(args);
-    const userData = encodeUserData(plan.cloudInit ? readCloudInit(plan.cloudInit, args.context.projectRoot) : Buffer.from(defaultCloudInit(plan.port, entry.allowedSourceRanges, memberPasswd(plan.auth, args.context, args.pool))));
+    const userData = encodeUserData(
+        plan.cloudInit
+            ? readCloudInit(plan.cloudInit, args.context.projectRoot)
+            : Buffer.from(
+                  defaultCloudInit(
+                      plan.port,
+                      entry.allowedSourceRanges,
+                      memberPasswd(plan.auth, args.context, args.pool),
+                  ),
+              ),
+    );
     return { zone, machineType: plan.placement.machineType ?? entry.machineType, image: entry.image, userData };
 }
 
@@ -56,37 +66,62 @@ export class GcpProxy extends ProxyMemberComponent {
         const child = { parent: this, provider: shared.provider };
 
         if (entry.staticAddress) {
-            this.address = new gcp.compute.Address(`${name}-ip`, {
-                region: regionOf(spec.zone),
-                addressType: "EXTERNAL",
-                labels,
-            }, child);
+            this.address = new gcp.compute.Address(
+                `${name}-ip`,
+                {
+                    region: regionOf(spec.zone),
+                    addressType: "EXTERNAL",
+                    labels,
+                },
+                child,
+            );
         }
 
-        this.instance = new gcp.compute.Instance(`${name}-vm`, {
-            zone: spec.zone,
-            machineType: spec.machineType,
-            // A boot disk's labels cannot change in place: a pre-identity stack keeps them as they were.
-            bootDisk: { initializeParams: { image: spec.image, size: entry.diskSizeGb, type: "pd-standard", labels: immutableLabels(args.context.installation, labels) } },
-            networkInterfaces: [{
-                network: entry.network,
-                subnetwork: entry.subnetwork,
-                // An empty access config asks GCE for an ephemeral external IP.
-                accessConfigs: [this.address ? { natIp: this.address.address } : {}],
-            }],
-            // Cloud-init may carry credentials (proxy users, keys): keep it encrypted in state.
-            // Metadata values are strings: binary user-data (gzip) goes as base64 with `user-data-encoding`,
-            // which cloud-init's GCE datasource decodes before it gunzips.
-            metadata: { "user-data": pulumi.secret(spec.userData.userData), ...(spec.userData.encoding ? { "user-data-encoding": spec.userData.encoding } : {}) },
-            tags: [shared.networkTag],
-            labels,
-            scheduling: entry.spot
-                ? { provisioningModel: "SPOT", preemptible: true, automaticRestart: false, instanceTerminationAction: "STOP" }
-                : { provisioningModel: "STANDARD", automaticRestart: true, onHostMaintenance: "MIGRATE" },
-            // Changing the machine type needs a stop; a proxy member can take a short outage.
-            allowStoppingForUpdate: true,
-            // No service account: a proxy needs no Google API access.
-        }, child);
+        this.instance = new gcp.compute.Instance(
+            `${name}-vm`,
+            {
+                zone: spec.zone,
+                machineType: spec.machineType,
+                // A boot disk's labels cannot change in place: a pre-identity stack keeps them as they were.
+                bootDisk: {
+                    initializeParams: {
+                        image: spec.image,
+                        size: entry.diskSizeGb,
+                        type: "pd-standard",
+                        labels: immutableLabels(args.context.installation, labels),
+                    },
+                },
+                networkInterfaces: [
+                    {
+                        network: entry.network,
+                        subnetwork: entry.subnetwork,
+                        // An empty access config asks GCE for an ephemeral external IP.
+                        accessConfigs: [this.address ? { natIp: this.address.address } : {}],
+                    },
+                ],
+                // Cloud-init may carry credentials (proxy users, keys): keep it encrypted in state.
+                // Metadata values are strings: binary user-data (gzip) goes as base64 with `user-data-encoding`,
+                // which cloud-init's GCE datasource decodes before it gunzips.
+                metadata: {
+                    "user-data": pulumi.secret(spec.userData.userData),
+                    ...(spec.userData.encoding ? { "user-data-encoding": spec.userData.encoding } : {}),
+                },
+                tags: [shared.networkTag],
+                labels,
+                scheduling: entry.spot
+                    ? {
+                          provisioningModel: "SPOT",
+                          preemptible: true,
+                          automaticRestart: false,
+                          instanceTerminationAction: "STOP",
+                      }
+                    : { provisioningModel: "STANDARD", automaticRestart: true, onHostMaintenance: "MIGRATE" },
+                // Changing the machine type needs a stop; a proxy member can take a short outage.
+                allowStoppingForUpdate: true,
+                // No service account: a proxy needs no Google API access.
+            },
+            child,
+        );
 
         const host = this.address
             ? this.address.address

@@ -1,6 +1,13 @@
 import type { GcpProviderConfig } from "./config";
 import { GcpClientOptions, GcpComputeClient, labelFilter } from "./api";
-import { stackLabels, type ProxyMember, INSTALLATION_LABEL, MEMBER_LABEL, memberLabelValue, ownedBy } from "../../src/model";
+import {
+    stackLabels,
+    type ProxyMember,
+    INSTALLATION_LABEL,
+    MEMBER_LABEL,
+    memberLabelValue,
+    ownedBy,
+} from "../../src/model";
 import type { GoneCheck, GoneCheckContext } from "../kind";
 import { NO_RETRY } from "../shared/retry";
 
@@ -29,22 +36,39 @@ export function gcpGoneCheck(ctx: GoneCheckContext<GcpProviderConfig>, options: 
     const entry = ctx.entry;
     // Listed by project and stack, then kept when this installation owns them (a stack made before
     // installation ids owns unlabelled ones too, until its next `up` labels them).
-    const { [INSTALLATION_LABEL]: _, ...scope } = stackLabels({ project: ctx.project, stack: ctx.stack, installation: ctx.installation.id });
+    const { [INSTALLATION_LABEL]: _, ...scope } = stackLabels({
+        project: ctx.project,
+        stack: ctx.stack,
+        installation: ctx.installation.id,
+    });
     const filter = labelFilter(scope);
     return async (members, signal) => {
         // A client per round, like the checker: its cached access token expires after an hour.
         const client = new GcpComputeClient(entry.project, { retry: NO_RETRY, ...options });
-        const perZone = await Promise.all(entry.zones.map(async (zone) => {
-            try {
-                const items = await client.listAll(`zones/${zone}/instances`, { filter }, undefined, signal);
-                return { zone, instances: items.filter(({ item }) => ownedBy(item.labels?.[INSTALLATION_LABEL], ctx.installation)).map(({ item }) => ({ name: String(item.name), status: String(item.status), zone, label: item.labels?.[MEMBER_LABEL] })) };
-            } catch {
-                return { zone, instances: undefined };
-            }
-        }));
+        const perZone = await Promise.all(
+            entry.zones.map(async (zone) => {
+                try {
+                    const items = await client.listAll(`zones/${zone}/instances`, { filter }, undefined, signal);
+                    return {
+                        zone,
+                        instances: items
+                            .filter(({ item }) => ownedBy(item.labels?.[INSTALLATION_LABEL], ctx.installation))
+                            .map(({ item }) => ({
+                                name: String(item.name),
+                                status: String(item.status),
+                                zone,
+                                label: item.labels?.[MEMBER_LABEL],
+                            })),
+                    };
+                } catch {
+                    return { zone, instances: undefined };
+                }
+            }),
+        );
         const silent = new Set(perZone.filter((z) => !z.instances).map((z) => z.zone));
         const byLabel = new Map<string, SeenInstance[]>();
-        for (const z of perZone) for (const i of z.instances ?? []) if (i.label) byLabel.set(i.label, [...(byLabel.get(i.label) ?? []), i]);
+        for (const z of perZone)
+            for (const i of z.instances ?? []) if (i.label) byLabel.set(i.label, [...(byLabel.get(i.label) ?? []), i]);
 
         const gone = new Map<string, string>();
         for (const m of members) {
@@ -52,7 +76,10 @@ export function gcpGoneCheck(ctx: GoneCheckContext<GcpProviderConfig>, options: 
             const label = memberLabelValue(m);
             const seen = byLabel.get(label) ?? [];
             if (!seen.length) {
-                gone.set(m.id, `no instance labelled ${MEMBER_LABEL}=${label} in ${zonesText(zonesOf(m, entry))} of project ${entry.project}`);
+                gone.set(
+                    m.id,
+                    `no instance labelled ${MEMBER_LABEL}=${label} in ${zonesText(zonesOf(m, entry))} of project ${entry.project}`,
+                );
             } else if (seen.every((i) => GCE_GONE_STATUSES.includes(i.status))) {
                 gone.set(m.id, seen.map((i) => `instance ${i.name} is ${i.status} in zone ${i.zone}`).join("; "));
             }

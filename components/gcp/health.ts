@@ -19,7 +19,12 @@ export function gcpChecker(providerName: string, entry: GcpProviderConfig, optio
         try {
             await client.token(signal);
         } catch (e) {
-            return { target, ok: false, stage: "credentials", message: `provider \`${providerName}\`: ${(e as Error).message}` };
+            return {
+                target,
+                ok: false,
+                stage: "credentials",
+                message: `provider \`${providerName}\`: ${(e as Error).message}`,
+            };
         }
         try {
             const page: any = await client.get(`zones/${zone}/instances`, { filter, maxResults: 1 }, signal);
@@ -27,10 +32,20 @@ export function gcpChecker(providerName: string, entry: GcpProviderConfig, optio
                 target,
                 ok: true,
                 message: `provider \`${providerName}\`: project ${entry.project} zone ${zone} is reachable and instances can be listed`,
-                details: { project: entry.project, managedInstancesSeen: (page.items ?? []).length, more: Boolean(page.nextPageToken), ms: Date.now() - started },
+                details: {
+                    project: entry.project,
+                    managedInstancesSeen: (page.items ?? []).length,
+                    more: Boolean(page.nextPageToken),
+                    ms: Date.now() - started,
+                },
             };
         } catch (e) {
-            return { target, ok: false, stage: stageOf(e), message: `provider \`${providerName}\`, project ${entry.project}, zone ${zone}: ${advice(e, entry.project, zone)}` };
+            return {
+                target,
+                ok: false,
+                stage: stageOf(e),
+                message: `provider \`${providerName}\`, project ${entry.project}, zone ${zone}: ${advice(e, entry.project, zone)}`,
+            };
         }
     }
 

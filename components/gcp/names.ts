@@ -22,7 +22,10 @@ function clean(s: string): string {
  */
 export function poolResourceName(ctx: StackContext, pool: string, suffix = ""): string {
     const owner = ctx.installation.legacy ? "" : `${ctx.installation.id}\0`;
-    const hash = createHash("sha256").update(`${owner}${ctx.project}\0${ctx.stack}\0${pool}\0${suffix}`).digest("hex").slice(0, 6);
+    const hash = createHash("sha256")
+        .update(`${owner}${ctx.project}\0${ctx.stack}\0${pool}\0${suffix}`)
+        .digest("hex")
+        .slice(0, 6);
     const readable = `egress-${clean(ctx.stack)}-${clean(pool)}${suffix ? "-" + suffix : ""}`.slice(0, 63 - 7);
     return `${readable}-${hash}`;
 }
@@ -44,7 +47,9 @@ export function firewallDescription(ctx: StackContext, pool: string): string {
  * Reads back firewallDescription; undefined for anything egress did not write. A rule written before
  * installation ids has no `installation` (its stack's next `up` rewrites the description in place).
  */
-export function parseFirewallDescription(d: string | undefined): { project: string; stack: string; pool: string; installation?: string } | undefined {
+export function parseFirewallDescription(
+    d: string | undefined,
+): { project: string; stack: string; pool: string; installation?: string } | undefined {
     const m = /^managed by egress: project=(\S+) stack=(\S+) pool=(\S+)(?: installation=([0-9a-f]{8}))?$/.exec(d ?? "");
     return m ? { project: m[1], stack: m[2], pool: m[3], ...(m[4] ? { installation: m[4] } : {}) } : undefined;
 }
@@ -60,4 +65,3 @@ export function splitByFamily(ranges: readonly string[]): { v4: string[]; v6: st
 export function firewallPorts(ports: readonly number[]): string[] {
     return [...new Set(ports)].sort((a, b) => a - b).map(String);
 }
-

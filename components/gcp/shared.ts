@@ -20,13 +20,21 @@ export interface GcpPoolShared {
  * listen on (per-member overrides included), only to `allowedSourceRanges`, only on instances with the
  * pool's tag. A pool with no members gets no rule: a GCE rule with an empty port list would open every port.
  */
-export function createGcpPoolShared(name: string, args: PoolSharedArgs<GcpProviderConfig>, opts: pulumi.ComponentResourceOptions): GcpPoolShared {
+export function createGcpPoolShared(
+    name: string,
+    args: PoolSharedArgs<GcpProviderConfig>,
+    opts: pulumi.ComponentResourceOptions,
+): GcpPoolShared {
     const { entry, pool, context } = args;
-    const provider = new gcp.Provider(`${name}-gcp`, {
-        project: entry.project,
-        // The attribution label would be one more label to keep in step with memberLabels; GC does not need it.
-        addPulumiAttributionLabel: false,
-    }, opts);
+    const provider = new gcp.Provider(
+        `${name}-gcp`,
+        {
+            project: entry.project,
+            // The attribution label would be one more label to keep in step with memberLabels; GC does not need it.
+            addPulumiAttributionLabel: false,
+        },
+        opts,
+    );
     const networkTag = poolNetworkTag(context, pool.name);
     const ports = firewallPorts(planMembers(pool).map((m) => m.port));
     const firewalls: gcp.compute.Firewall[] = [];
@@ -36,19 +44,22 @@ export function createGcpPoolShared(name: string, args: PoolSharedArgs<GcpProvid
             if (ranges.length === 0) continue;
             const suffix = family === "v6" ? "v6" : "";
             firewalls.push(
-                new gcp.compute.Firewall(`${name}-fw${suffix ? "-" + suffix : ""}`, {
-                    // An explicit name lets `egress gc` find the rule; deleteBeforeReplace below keeps replacements possible.
-                    name: poolResourceName(context, pool.name, suffix),
-                    description: firewallDescription(context, pool.name),
-                    network: entry.network,
-                    direction: "INGRESS",
-                    sourceRanges: ranges,
-                    targetTags: [networkTag],
-                    allows: [{ protocol: "tcp", ports }],
-                }, { ...opts, provider, deleteBeforeReplace: true }),
+                new gcp.compute.Firewall(
+                    `${name}-fw${suffix ? "-" + suffix : ""}`,
+                    {
+                        // An explicit name lets `egress gc` find the rule; deleteBeforeReplace below keeps replacements possible.
+                        name: poolResourceName(context, pool.name, suffix),
+                        description: firewallDescription(context, pool.name),
+                        network: entry.network,
+                        direction: "INGRESS",
+                        sourceRanges: ranges,
+                        targetTags: [networkTag],
+                        allows: [{ protocol: "tcp", ports }],
+                    },
+                    { ...opts, provider, deleteBeforeReplace: true },
+                ),
             );
         }
     }
     return { provider, networkTag, firewalls };
 }
-

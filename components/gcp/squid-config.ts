@@ -10,5 +10,8 @@ import { squidClientRules, squidCloudConfig } from "../shared/squid";
  */
 export function defaultCloudInit(port: number, allowedSourceRanges: readonly string[], passwd?: string): string {
     const auth = passwd === undefined ? undefined : {};
-    return squidCloudConfig(port, ["visible_hostname egress-proxy", ...squidClientRules(allowedSourceRanges, auth)], { packageUpdate: true, passwd });
+    return squidCloudConfig(port, ["visible_hostname egress-proxy", ...squidClientRules(allowedSourceRanges, auth)], {
+        packageUpdate: true,
+        passwd,
+    });
 }

@@ -5,7 +5,15 @@
 import * as http from "node:http";
 import * as https from "node:https";
 import type { KubernetesProviderConfig } from "./config";
-import { DEFAULT_TIMEOUT_MS, errorText, Query, queryString, RestApiError, RestClientOptions, retryCall } from "../shared/rest";
+import {
+    DEFAULT_TIMEOUT_MS,
+    errorText,
+    Query,
+    queryString,
+    RestApiError,
+    RestClientOptions,
+    retryCall,
+} from "../shared/rest";
 import { mentionsQuota } from "../shared/errors";
 import type { RetrySchedule } from "../shared/retry";
 import { ClusterAccess, KubeconfigOptions, loadClusterAccess } from "./kubeconfig";
@@ -29,7 +37,9 @@ function kubeStage(status: number, message?: string): string {
 
 /** `k=v,k2=v2` for a label selector. */
 export function labelSelector(labels: Record<string, string>): string {
-    return Object.entries(labels).map(([k, v]) => `${k}=${v}`).join(",");
+    return Object.entries(labels)
+        .map(([k, v]) => `${k}=${v}`)
+        .join(",");
 }
 
 export class KubeClient {
@@ -38,7 +48,10 @@ export class KubeClient {
     private readonly retry?: RetrySchedule;
     private credentialsPromise?: ReturnType<ClusterAccess["credentials"]>;
 
-    constructor(private readonly access: ClusterAccess, opts: RestClientOptions = {}) {
+    constructor(
+        private readonly access: ClusterAccess,
+        opts: RestClientOptions = {},
+    ) {
         this.server = (opts.endpoint ?? access.server).replace(/\/$/, "");
         this.timeoutMs = opts.timeoutMs ?? DEFAULT_TIMEOUT_MS;
         this.retry = opts.retry;
@@ -46,7 +59,12 @@ export class KubeClient {
 
     /** Builds a client for a provider entry. Throws KubeconfigError (naming the entry field) when the kubeconfig is unusable. */
     static forEntry(entry: KubernetesProviderConfig, opts: KubeClientOptions = {}): KubeClient {
-        const access = loadClusterAccess({ kubeconfigPath: entry.kubeconfigPath, context: entry.context, env: opts.env, homeDir: opts.homeDir });
+        const access = loadClusterAccess({
+            kubeconfigPath: entry.kubeconfigPath,
+            context: entry.context,
+            env: opts.env,
+            homeDir: opts.homeDir,
+        });
         return new KubeClient(access, opts);
     }
 
@@ -87,7 +105,13 @@ export class KubeClient {
         return retryCall(() => this.requestOnce<T>(creds, method, path, query, signal), this.retry, signal);
     }
 
-    private async requestOnce<T>(creds: Awaited<ReturnType<ClusterAccess["credentials"]>>, method: string, path: string, query: Query, signal?: AbortSignal): Promise<T> {
+    private async requestOnce<T>(
+        creds: Awaited<ReturnType<ClusterAccess["credentials"]>>,
+        method: string,
+        path: string,
+        query: Query,
+        signal?: AbortSignal,
+    ): Promise<T> {
         const url = new URL(`${this.server}${path}${queryString(query)}`);
         const headers: Record<string, string> = { accept: "application/json" };
         if (creds.token) headers.authorization = `Bearer ${creds.token}`;
@@ -107,11 +131,19 @@ export class KubeClient {
             const req = lib.request(url, options, (res) => {
                 const chunks: Buffer[] = [];
                 res.on("data", (c) => chunks.push(c));
-                res.on("end", () => resolve({ status: res.statusCode ?? 0, text: Buffer.concat(chunks).toString("utf8") }));
+                res.on("end", () =>
+                    resolve({ status: res.statusCode ?? 0, text: Buffer.concat(chunks).toString("utf8") }),
+                );
                 res.on("error", reject);
             });
             // One deadline for the whole exchange, headers and body.
-            const timer = setTimeout(() => req.destroy(Object.assign(new Error(`timed out after ${this.timeoutMs}ms`), { name: "TimeoutError" })), this.timeoutMs);
+            const timer = setTimeout(
+                () =>
+                    req.destroy(
+                        Object.assign(new Error(`timed out after ${this.timeoutMs}ms`), { name: "TimeoutError" }),
+                    ),
+                this.timeoutMs,
+            );
             req.on("close", () => clearTimeout(timer));
             req.on("error", (e) => {
                 clearTimeout(timer);
@@ -130,9 +162,19 @@ export class KubeClient {
         if (status < 200 || status >= 300) {
             // Errors come as a Status object: {kind: "Status", reason, message, code}.
             const msg = body?.message ?? (text.slice(0, 200) || `HTTP ${status}`);
-            throw new KubeApiError(`${method} ${path}: HTTP ${status}: ${msg}`, status, kubeStage(status, msg), body?.reason);
+            throw new KubeApiError(
+                `${method} ${path}: HTTP ${status}: ${msg}`,
+                status,
+                kubeStage(status, msg),
+                body?.reason,
+            );
         }
-        if (body === undefined) throw new KubeApiError(`${method} ${path}: the server answered with something other than JSON`, status, "api");
+        if (body === undefined)
+            throw new KubeApiError(
+                `${method} ${path}: the server answered with something other than JSON`,
+                status,
+                "api",
+            );
         return body as T;
     }
 }

@@ -17,7 +17,11 @@ const TYPES: { type: string; path: (ns: string) => string }[] = [
  * update). Objects of a same-named stack of another installation do not match. Options: the endpoint plus where the
  * kubeconfig is read from.
  */
-export function kubernetesCollector(providerName: string, entry: KubernetesProviderConfig, options: KubeClientOptions = {}): Collector {
+export function kubernetesCollector(
+    providerName: string,
+    entry: KubernetesProviderConfig,
+    options: KubeClientOptions = {},
+): Collector {
     // Built on first use: a bad kubeconfig should fail the gc run for this entry, not construction of all collectors.
     let client: KubeClient | undefined;
     const api = () => (client ??= KubeClient.forEntry(entry, options));
@@ -32,7 +36,11 @@ export function kubernetesCollector(providerName: string, entry: KubernetesProvi
             for (const t of TYPES) {
                 let cont: string | undefined;
                 do {
-                    const page: any = await api().get(t.path(entry.namespace), { labelSelector: selector, limit: 500, continue: cont });
+                    const page: any = await api().get(t.path(entry.namespace), {
+                        labelSelector: selector,
+                        limit: 500,
+                        continue: cont,
+                    });
                     for (const item of page.items ?? []) {
                         const labels = item.metadata?.labels ?? {};
                         out.push({

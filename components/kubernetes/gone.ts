@@ -17,11 +17,18 @@ const LIVE_PHASES = ["Pending", "Running"];
  * load) says nothing about any member. Options: the endpoint and where the kubeconfig is read from, as
  * for the provider checker.
  */
-export function kubernetesGoneCheck(ctx: GoneCheckContext<KubernetesProviderConfig>, options: KubeClientOptions = {}): GoneCheck {
+export function kubernetesGoneCheck(
+    ctx: GoneCheckContext<KubernetesProviderConfig>,
+    options: KubeClientOptions = {},
+): GoneCheck {
     const entry = ctx.entry;
     // Pods of a stack made before installation ids carry no installation label (their template is kept as
     // it was, pod-proxy.ts): select by project and stack, then keep the pods this installation owns.
-    const { [INSTALLATION_LABEL]: _, ...scope } = stackLabels({ project: ctx.project, stack: ctx.stack, installation: ctx.installation.id });
+    const { [INSTALLATION_LABEL]: _, ...scope } = stackLabels({
+        project: ctx.project,
+        stack: ctx.stack,
+        installation: ctx.installation.id,
+    });
     const selector = labelSelector(scope);
     const podsPath = `/api/v1/namespaces/${entry.namespace}/pods`;
     return async (members, signal) => {
@@ -31,8 +38,19 @@ export function kubernetesGoneCheck(ctx: GoneCheckContext<KubernetesProviderConf
             const client = KubeClient.forEntry(entry, { retry: NO_RETRY, ...options });
             let cont: string | undefined;
             do {
-                const page: any = await client.get(podsPath, { labelSelector: selector, limit: 500, continue: cont }, signal);
-                for (const p of page.items ?? []) if (ownedBy(p.metadata?.labels?.[INSTALLATION_LABEL], ctx.installation)) pods.push({ name: String(p.metadata?.name), phase: String(p.status?.phase ?? "Unknown"), reason: p.status?.reason, label: p.metadata?.labels?.[MEMBER_LABEL] });
+                const page: any = await client.get(
+                    podsPath,
+                    { labelSelector: selector, limit: 500, continue: cont },
+                    signal,
+                );
+                for (const p of page.items ?? [])
+                    if (ownedBy(p.metadata?.labels?.[INSTALLATION_LABEL], ctx.installation))
+                        pods.push({
+                            name: String(p.metadata?.name),
+                            phase: String(p.status?.phase ?? "Unknown"),
+                            reason: p.status?.reason,
+                            label: p.metadata?.labels?.[MEMBER_LABEL],
+                        });
                 cont = page.metadata?.continue || undefined;
             } while (cont);
         } catch {
@@ -44,9 +62,12 @@ export function kubernetesGoneCheck(ctx: GoneCheckContext<KubernetesProviderConf
             const mine = pods.filter((p) => p.label === label);
             if (mine.some((p) => LIVE_PHASES.includes(p.phase))) continue;
             const where = `labelled ${MEMBER_LABEL}=${label} in namespace ${entry.namespace}`;
-            gone.set(m.id, mine.length
-                ? `no pod ${where} is Pending or Running (${mine.map((p) => `${p.name}: ${p.phase}${p.reason ? ` (${p.reason})` : ""}`).join(", ")})`
-                : `no pod ${where}`);
+            gone.set(
+                m.id,
+                mine.length
+                    ? `no pod ${where} is Pending or Running (${mine.map((p) => `${p.name}: ${p.phase}${p.reason ? ` (${p.reason})` : ""}`).join(", ")})`
+                    : `no pod ${where}`,
+            );
         }
         return gone;
     };

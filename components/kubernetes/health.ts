@@ -10,7 +10,11 @@ import type { Checker, CheckerFactory, CheckVerdict } from "../kind";
  * Before that, the namespace must exist (`namespace`; readable by the user, or a 403 that skips this). Options: the common
  * CheckerOptions plus where the kubeconfig is read from.
  */
-export function kubernetesChecker(providerName: string, entry: KubernetesProviderConfig, options: KubeClientOptions = {}): Checker {
+export function kubernetesChecker(
+    providerName: string,
+    entry: KubernetesProviderConfig,
+    options: KubeClientOptions = {},
+): Checker {
     const target = `namespace/${entry.namespace}`;
     const who = `provider \`${providerName}\``;
     return {
@@ -21,7 +25,8 @@ export function kubernetesChecker(providerName: string, entry: KubernetesProvide
             try {
                 client = KubeClient.forEntry(entry, options);
             } catch (e) {
-                const field = e instanceof KubeconfigError && e.field ? ` (${kubeconfigFieldPath(providerName, e.field)})` : "";
+                const field =
+                    e instanceof KubeconfigError && e.field ? ` (${kubeconfigFieldPath(providerName, e.field)})` : "";
                 return [{ target, ok: false, stage: "kubeconfig", message: `${who}${field}: ${(e as Error).message}` }];
             }
             const where = `context ${client.context}, ${client.server}`;
@@ -37,8 +42,16 @@ export function kubernetesChecker(providerName: string, entry: KubernetesProvide
                 await client.get(`/api/v1/namespaces/${entry.namespace}`, {}, signal);
             } catch (e) {
                 if (e instanceof KubeApiError && e.stage === "not-found")
-                    return [{ target, ok: false, stage: "namespace", message: `${who} (${where}): namespace ${entry.namespace} does not exist; create it (kubectl create namespace ${entry.namespace}): egress does not own namespaces` }];
-                if (!(e instanceof KubeApiError && e.stage === "rbac")) return [fail(target, e, `${who} (${where}): cannot read namespace ${entry.namespace}`)];
+                    return [
+                        {
+                            target,
+                            ok: false,
+                            stage: "namespace",
+                            message: `${who} (${where}): namespace ${entry.namespace} does not exist; create it (kubectl create namespace ${entry.namespace}): egress does not own namespaces`,
+                        },
+                    ];
+                if (!(e instanceof KubeApiError && e.stage === "rbac"))
+                    return [fail(target, e, `${who} (${where}): cannot read namespace ${entry.namespace}`)];
             }
             try {
                 const pods: any = await client.get(
@@ -46,12 +59,18 @@ export function kubernetesChecker(providerName: string, entry: KubernetesProvide
                     { limit: 1, labelSelector: labelSelector({ "egress-project": "egress" }) },
                     signal,
                 );
-                return [{
-                    target,
-                    ok: true,
-                    message: `${who}: ${where} answers and pods in namespace ${entry.namespace} can be listed`,
-                    details: { context: client.context, serverVersion: version?.gitVersion, managedPodsSeen: (pods.items ?? []).length },
-                }];
+                return [
+                    {
+                        target,
+                        ok: true,
+                        message: `${who}: ${where} answers and pods in namespace ${entry.namespace} can be listed`,
+                        details: {
+                            context: client.context,
+                            serverVersion: version?.gitVersion,
+                            managedPodsSeen: (pods.items ?? []).length,
+                        },
+                    },
+                ];
             } catch (e) {
                 return [fail(target, e, `${who} (${where}): cannot list pods in namespace ${entry.namespace}`)];
             }
@@ -63,7 +82,8 @@ export function kubernetesChecker(providerName: string, entry: KubernetesProvide
 const _kubernetesCheckerFactory: CheckerFactory<KubernetesProviderConfig> = kubernetesChecker;
 
 function fail(target: string, e: unknown, prefix: string): CheckVerdict {
-    if (e instanceof KubeconfigError) return { target, ok: false, stage: "kubeconfig", message: `${prefix}: ${e.message}` };
+    if (e instanceof KubeconfigError)
+        return { target, ok: false, stage: "kubeconfig", message: `${prefix}: ${e.message}` };
     const stage = e instanceof KubeApiError ? e.stage : "api";
     const todo: Record<string, string> = {
         credentials: "the credentials were rejected (401): refresh the kubeconfig's token or certificate",

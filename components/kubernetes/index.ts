@@ -10,10 +10,14 @@ export const kubernetesKind = defineKind({
     type: "kubernetes",
     schema: kubernetesProviderSchema,
     checkPool: (_entry, pool, at) => eachPlacement(pool, at, checkKubernetesPlacement),
-    preflight: (name, entry) => (require("./preflight") as typeof import("./preflight")).kubernetesPreflight(name, entry),
+    preflight: (name, entry) =>
+        (require("./preflight") as typeof import("./preflight")).kubernetesPreflight(name, entry),
     components: () => (require("./component") as typeof import("./component")).kubernetesComponents,
-    checker: (name, entry, _env, options) => (require("./health") as typeof import("./health")).kubernetesChecker(name, entry, options),
+    checker: (name, entry, _env, options) =>
+        (require("./health") as typeof import("./health")).kubernetesChecker(name, entry, options),
     goneCheck: (ctx) => (require("./gone") as typeof import("./gone")).kubernetesGoneCheck(ctx),
     collector: (name, entry) => (require("./gc") as typeof import("./gc")).kubernetesCollector(name, entry),
-    doctor: (_entries, env) => [(require("../shared/doctor") as typeof import("../shared/doctor")).pluginFinding("kubernetes", env)],
+    doctor: (_entries, env) => [
+        (require("../shared/doctor") as typeof import("../shared/doctor")).pluginFinding("kubernetes", env),
+    ],
 });

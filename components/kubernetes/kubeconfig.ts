@@ -15,7 +15,10 @@ export type KubeconfigField = "kubeconfigPath" | "context";
 
 /** A kubeconfig problem; `field` names the provider-entry field to fix when there is one. */
 export class KubeconfigError extends Error {
-    constructor(message: string, readonly field?: KubeconfigField) {
+    constructor(
+        message: string,
+        readonly field?: KubeconfigField,
+    ) {
         super(message);
         this.name = "KubeconfigError";
     }
@@ -71,7 +74,10 @@ export function loadClusterAccess(opts: KubeconfigOptions = {}): ClusterAccess {
         try {
             doc = YAML.parse(fs.readFileSync(file, "utf8")) ?? {};
         } catch (e) {
-            throw new KubeconfigError(`kubeconfig ${file} is not valid YAML: ${(e as Error).message}`, opts.kubeconfigPath ? "kubeconfigPath" : undefined);
+            throw new KubeconfigError(
+                `kubeconfig ${file} is not valid YAML: ${(e as Error).message}`,
+                opts.kubeconfigPath ? "kubeconfigPath" : undefined,
+            );
         }
         for (const c of doc.clusters ?? []) if (c?.name && !clusters.has(c.name)) clusters.set(c.name, { ...c, file });
         for (const u of doc.users ?? []) if (u?.name && !users.has(u.name)) users.set(u.name, { ...u, file });
@@ -82,9 +88,15 @@ export function loadClusterAccess(opts: KubeconfigOptions = {}): ClusterAccess {
     if (!name) throw new KubeconfigError(`no context given and no current-context in ${paths.join(", ")}`, "context");
     const ctx = contexts.get(name);
     if (!ctx)
-        throw new KubeconfigError(`context \`${name}\` is not in ${paths.join(", ")} (known: ${[...contexts.keys()].join(", ") || "none"})`, opts.context ? "context" : undefined);
+        throw new KubeconfigError(
+            `context \`${name}\` is not in ${paths.join(", ")} (known: ${[...contexts.keys()].join(", ") || "none"})`,
+            opts.context ? "context" : undefined,
+        );
     const cluster = clusters.get(ctx.context?.cluster);
-    if (!cluster?.cluster?.server) throw new KubeconfigError(`context \`${name}\` names cluster \`${ctx.context?.cluster}\`, which has no server in the kubeconfig`);
+    if (!cluster?.cluster?.server)
+        throw new KubeconfigError(
+            `context \`${name}\` names cluster \`${ctx.context?.cluster}\`, which has no server in the kubeconfig`,
+        );
     const user = users.get(ctx.context?.user)?.user ?? {};
     const c = cluster.cluster;
     const rel = (p: string, f: string) => path.resolve(path.dirname(f), p);
@@ -100,24 +112,44 @@ export function loadClusterAccess(opts: KubeconfigOptions = {}): ClusterAccess {
         async credentials() {
             if (user.exec) return execCredentials(user.exec, userFile, opts.env ?? process.env);
             if (user["auth-provider"])
-                throw new KubeconfigError(`user of context \`${name}\` uses the removed auth-provider \`${user["auth-provider"].name}\`; switch to an exec plugin (e.g. gke-gcloud-auth-plugin)`);
+                throw new KubeconfigError(
+                    `user of context \`${name}\` uses the removed auth-provider \`${user["auth-provider"].name}\`; switch to an exec plugin (e.g. gke-gcloud-auth-plugin)`,
+                );
             return {
-                token: user.token ?? (user.tokenFile ? fs.readFileSync(rel(user.tokenFile, userFile), "utf8").trim() : undefined),
+                token:
+                    user.token ??
+                    (user.tokenFile ? fs.readFileSync(rel(user.tokenFile, userFile), "utf8").trim() : undefined),
                 cert: readData(user["client-certificate-data"], user["client-certificate"], userFile),
                 key: readData(user["client-key-data"], user["client-key"], userFile),
-                basic: user.username ? Buffer.from(`${user.username}:${user.password ?? ""}`).toString("base64") : undefined,
+                basic: user.username
+                    ? Buffer.from(`${user.username}:${user.password ?? ""}`).toString("base64")
+                    : undefined,
             };
         },
     };
 }
 
 /** Runs a client-go exec plugin (argv, no shell) and reads its ExecCredential. */
-function execCredentials(exec: any, file: string, env: Record<string, string | undefined>): Promise<{ token?: string; cert?: Buffer; key?: Buffer }> {
-    const command: string = exec.command.includes("/") && !path.isAbsolute(exec.command) ? path.resolve(path.dirname(file), exec.command) : exec.command;
+function execCredentials(
+    exec: any,
+    file: string,
+    env: Record<string, string | undefined>,
+): Promise<{ token?: string; cert?: Buffer; key?: Buffer }> {
+    const command: string =
+        exec.command.includes("/") && !path.isAbsolute(exec.command)
+            ? path.resolve(path.dirname(file), exec.command)
+            : exec.command;
     const extra = Object.fromEntries((exec.env ?? []).map((e: any) => [e.name, e.value]));
     return new Promise((resolve, reject) => {
         execFile(command, exec.args ?? [], { env: { ...env, ...extra }, timeout: 30000 }, (err, stdout, stderr) => {
-            if (err) return reject(new KubeconfigError(`exec credential plugin \`${exec.command}\` failed: ${String(stderr || err.message).trim().slice(0, 300)}`));
+            if (err)
+                return reject(
+                    new KubeconfigError(
+                        `exec credential plugin \`${exec.command}\` failed: ${String(stderr || err.message)
+                            .trim()
+                            .slice(0, 300)}`,
+                    ),
+                );
             try {
                 const st = JSON.parse(stdout).status ?? {};
                 resolve({
@@ -126,7 +158,11 @@ function execCredentials(exec: any, file: string, env: Record<string, string | u
                     key: st.clientKeyData ? Buffer.from(st.clientKeyData) : undefined,
                 });
             } catch (e) {
-                reject(new KubeconfigError(`exec credential plugin \`${exec.command}\` printed no ExecCredential JSON: ${(e as Error).message}`));
+                reject(
+                    new KubeconfigError(
+                        `exec credential plugin \`${exec.command}\` printed no ExecCredential JSON: ${(e as Error).message}`,
+                    ),
+                );
             }
         });
     });

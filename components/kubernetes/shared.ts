@@ -29,20 +29,28 @@ export function createKubernetesPoolShared(
     opts: pulumi.ComponentResourceOptions,
 ): KubernetesPoolShared {
     const { entry, pool, context } = args;
-    const provider = new k8s.Provider(`${name}-k8s`, {
-        // Unset kubeconfig: the provider reads $KUBECONFIG or ~/.kube/config, like kubectl.
-        kubeconfig: entry.kubeconfigPath,
-        context: entry.context,
-        namespace: entry.namespace,
-    }, opts);
+    const provider = new k8s.Provider(
+        `${name}-k8s`,
+        {
+            // Unset kubeconfig: the provider reads $KUBECONFIG or ~/.kube/config, like kubectl.
+            kubeconfig: entry.kubeconfigPath,
+            context: entry.context,
+            namespace: entry.namespace,
+        },
+        opts,
+    );
     const ranges = entry.serviceType === "LoadBalancer" ? entry.allowedSourceRanges : undefined;
     const confOf = (p: Parameters<typeof memberSquidConf>[0]) => memberSquidConf(p, context.projectRoot, ranges);
     // The pool's own config: what a member without overrides runs with.
     const layout = secretLayout(planMembers(pool), confOf(pool), confOf, memberPasswd(pool.auth, context, pool.name));
-    const secret = new k8s.core.v1.Secret(`${name}-config`, {
-        metadata: { namespace: entry.namespace, labels: poolLabels(context, pool.name) },
-        type: "Opaque",
-        stringData: layout.data,
-    }, { ...opts, provider });
+    const secret = new k8s.core.v1.Secret(
+        `${name}-config`,
+        {
+            metadata: { namespace: entry.namespace, labels: poolLabels(context, pool.name) },
+            type: "Opaque",
+            stringData: layout.data,
+        },
+        { ...opts, provider },
+    );
     return { provider, namespace: entry.namespace, secret, layout, auth: !!pool.auth };
 }

@@ -41,13 +41,20 @@ export function squidConfFromCloudInit(userData: string): string | undefined {
     const content = String(f.content ?? "");
     const enc = String(f.encoding ?? "").toLowerCase();
     if (enc === "b64" || enc === "base64") return Buffer.from(content, "base64").toString("utf8");
-    if (enc !== "" && enc !== "text/plain") throw new Error(`squid.conf in cloud-init uses encoding \`${enc}\`; use plain text or b64`);
+    if (enc !== "" && enc !== "text/plain")
+        throw new Error(`squid.conf in cloud-init uses encoding \`${enc}\`; use plain text or b64`);
     return content;
 }
 
 /** The squid.conf a member runs with; given the pool itself, what a member without overrides runs with. */
-export function memberSquidConf(plan: Pick<MemberPlan, "port" | "cloudInit" | "auth">, projectRoot: string, allowedSourceRanges?: readonly string[]): string {
-    const fromCloudInit = plan.cloudInit ? squidConfFromCloudInit(readCloudInitText(plan.cloudInit, projectRoot)) : undefined;
+export function memberSquidConf(
+    plan: Pick<MemberPlan, "port" | "cloudInit" | "auth">,
+    projectRoot: string,
+    allowedSourceRanges?: readonly string[],
+): string {
+    const fromCloudInit = plan.cloudInit
+        ? squidConfFromCloudInit(readCloudInitText(plan.cloudInit, projectRoot))
+        : undefined;
     return fromCloudInit ?? defaultSquidConf(plan.port, allowedSourceRanges, !!plan.auth);
 }
 
@@ -71,15 +78,29 @@ const memberKey = (index: number) => `member-${index}.squid.conf`;
  * Puts the shared config under `squid.conf` (also when no member uses it yet, so scale-ups find it) and
  * only members whose config differs (a port or cloud-init override) under their own key.
  */
-export function secretLayout(plans: readonly MemberPlan[], shared: string, confOf: (p: MemberPlan) => string, passwd?: string): SecretLayout {
-    const data: Record<string, string> = { [SHARED_KEY]: shared, ...(passwd !== undefined ? { [PASSWD_KEY]: passwd } : {}) };
+export function secretLayout(
+    plans: readonly MemberPlan[],
+    shared: string,
+    confOf: (p: MemberPlan) => string,
+    passwd?: string,
+): SecretLayout {
+    const data: Record<string, string> = {
+        [SHARED_KEY]: shared,
+        ...(passwd !== undefined ? { [PASSWD_KEY]: passwd } : {}),
+    };
     const mounts: SecretLayout["mounts"] = new Map();
     for (const p of plans) {
         const conf = confOf(p);
         const key = conf === shared ? SHARED_KEY : memberKey(p.index);
         data[key] = conf;
         // The passwd file is part of the hash: a subPath mount never sees a changed Secret, so new credentials roll the pod.
-        mounts.set(p.index, { key, hash: createHash("sha256").update(conf).update(passwd ?? "").digest("hex") });
+        mounts.set(p.index, {
+            key,
+            hash: createHash("sha256")
+                .update(conf)
+                .update(passwd ?? "")
+                .digest("hex"),
+        });
     }
     return { data, mounts };
 }

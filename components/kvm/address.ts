@@ -43,7 +43,12 @@ export async function discoverAddress(virsh: Virsh, domain: string): Promise<str
         }
     }
     if (failures.length === ADDRESS_SOURCES.length)
-        throw libvirtError(`no address source answered for domain ${domain} (${failures.join("; ")})`, "libvirt", false, true);
+        throw libvirtError(
+            `no address source answered for domain ${domain} (${failures.join("; ")})`,
+            "libvirt",
+            false,
+            true,
+        );
     return undefined;
 }
 
@@ -68,14 +73,23 @@ export interface GuestStoppedError extends Error {
  * Each round first asks the domain's state: a guest that crashed, paused or shut off while booting will
  * never get an address, so that throws a GuestStoppedError at once instead of waiting out the timeout.
  */
-export async function waitForAddress(virsh: Virsh, domain: string, timeoutSeconds: number, intervalMs = 2000): Promise<string> {
+export async function waitForAddress(
+    virsh: Virsh,
+    domain: string,
+    timeoutSeconds: number,
+    intervalMs = 2000,
+): Promise<string> {
     const deadline = Date.now() + timeoutSeconds * 1000;
     for (;;) {
         let last: unknown;
         try {
-            const { state, reason } = parseDomstateReason(await virsh(["domstate", domain, "--reason"], { timeoutMs: 20000 }));
+            const { state, reason } = parseDomstateReason(
+                await virsh(["domstate", domain, "--reason"], { timeoutMs: 20000 }),
+            );
             if (STOPPED_BOOTING.includes(state)) {
-                const e = new Error(`domain ${domain} stopped while booting: it is ${state}${reason ? ` (${reason})` : ""}`) as GuestStoppedError;
+                const e = new Error(
+                    `domain ${domain} stopped while booting: it is ${state}${reason ? ` (${reason})` : ""}`,
+                ) as GuestStoppedError;
                 e.guestState = state;
                 e.guestReason = reason;
                 throw e;

@@ -4,7 +4,17 @@ import { BaseOwner, isOurUpload, uploadMarkerName, uploadMarkers } from "./base-
 import { volumeXml } from "./xml";
 import { downloadTo } from "./fetch";
 import { TransferLimits, transferLimits } from "./transfer";
-import { createVolume, deleteVolume, remoteDigest, uploadInto, uploadTargetXml, volumeCapacity, volumeId, volumesBackedBy, withNewVolume } from "./volumes";
+import {
+    createVolume,
+    deleteVolume,
+    remoteDigest,
+    uploadInto,
+    uploadTargetXml,
+    volumeCapacity,
+    volumeId,
+    volumesBackedBy,
+    withNewVolume,
+} from "./volumes";
 
 /** Inputs of a BaseImage: one cached image volume per (provider entry, image key, host). */
 export interface BaseImageInputs {
@@ -39,7 +49,11 @@ export interface BaseImageOutputs extends BaseImageInputs {
 const REPLACE_ON = ["volume", "storagePool"] as const;
 
 /** The error for a digest change of an existing key. */
-function digestChangedMessage(i: { entry: string; key: string; volume: string }, oldSha: string, newSha: string): string {
+function digestChangedMessage(
+    i: { entry: string; key: string; volume: string },
+    oldSha: string,
+    newSha: string,
+): string {
     return (
         `image \`${i.key}\` of provider \`${i.entry}\`: sha256 changed from ${oldSha} to ${newSha}. ` +
         `A base image is never replaced under running overlays: add a new key to \`images\` (e.g. \`${i.key}-2\`) ` +
@@ -53,18 +67,28 @@ function digestChangedMessage(i: { entry: string; key: string; volume: string },
  * marker. Another owner's upload, or a base without our marker, is never touched: returns [] then.
  * Returns a line per thing done.
  */
-export async function clearOurUnfinishedUpload(virsh: Virsh, i: Pick<BaseImageInputs, "storagePool" | "volume" | "sha256" | "owner" | "transfer">, host: string): Promise<string[]> {
+export async function clearOurUnfinishedUpload(
+    virsh: Virsh,
+    i: Pick<BaseImageInputs, "storagePool" | "volume" | "sha256" | "owner" | "transfer">,
+    host: string,
+): Promise<string[]> {
     if (!(await isOurUpload(virsh, i.storagePool, i.volume, i.owner))) return [];
     const done: string[] = [];
     const p = await volumePath(virsh, i.storagePool, i.volume);
     if (p) {
         const got = await remoteDigest(virsh, i.storagePool, i.volume, { limits: i.transfer });
         const users = got.sha256 === i.sha256 ? [] : await volumesBackedBy(virsh, i.storagePool, p);
-        if (got.sha256 === i.sha256) done.push(`kept base volume ${i.volume} on ${host}: its upload had finished and verifies`);
-        else if (users.length > 0) done.push(`kept base volume ${i.volume} on ${host}: unverified, but ${users.length} overlay(s) use it (${users.slice(0, 3).join(", ")})`);
+        if (got.sha256 === i.sha256)
+            done.push(`kept base volume ${i.volume} on ${host}: its upload had finished and verifies`);
+        else if (users.length > 0)
+            done.push(
+                `kept base volume ${i.volume} on ${host}: unverified, but ${users.length} overlay(s) use it (${users.slice(0, 3).join(", ")})`,
+            );
         else {
             await deleteVolume(virsh, i.storagePool, i.volume);
-            done.push(`removed unverified base volume ${i.volume} (an interrupted upload of ours, ${got.bytes} bytes) from pool ${i.storagePool} on ${host}`);
+            done.push(
+                `removed unverified base volume ${i.volume} (an interrupted upload of ours, ${got.bytes} bytes) from pool ${i.storagePool} on ${host}`,
+            );
         }
     }
     await deleteVolume(virsh, i.storagePool, uploadMarkerName(i.volume, i.owner!));
@@ -77,7 +101,11 @@ export const baseImageProvider: pulumi.dynamic.ResourceProvider<BaseImageInputs,
         const path = require("node:path") as typeof import("node:path");
         return withLibvirt(inputs.conn, inputs.privateKey, async (virsh) => {
             const where = `image \`${inputs.key}\` of provider \`${inputs.entry}\` on ${describeConnection(inputs.conn)}`;
-            const deadline = { limits: inputs.transfer, where: `egress:providers.${inputs.entry}.images.${inputs.key}.transfer`, what: where };
+            const deadline = {
+                limits: inputs.transfer,
+                where: `egress:providers.${inputs.entry}.images.${inputs.key}.transfer`,
+                what: where,
+            };
             await virsh(["pool-refresh", inputs.storagePool]);
             // Our own upload that a killed run left (recovery missed it): ours to clear before starting over.
             await clearOurUnfinishedUpload(virsh, inputs, inputs.conn.host);
@@ -88,25 +116,37 @@ export const baseImageProvider: pulumi.dynamic.ResourceProvider<BaseImageInputs,
                 if (got.sha256 !== inputs.sha256) {
                     const users = await volumesBackedBy(virsh, inputs.storagePool, existing);
                     if (users.length > 0)
-                        throw new Error(`${where}: volume ${inputs.volume} exists with sha256 ${got.sha256}, not ${inputs.sha256}, and ${users.length} overlay(s) use it (${users.slice(0, 3).join(", ")}); add a new image key instead of changing this one`);
+                        throw new Error(
+                            `${where}: volume ${inputs.volume} exists with sha256 ${got.sha256}, not ${inputs.sha256}, and ${users.length} overlay(s) use it (${users.slice(0, 3).join(", ")}); add a new image key instead of changing this one`,
+                        );
                     // Nobody's overlay uses it, but it is not our upload: another stack's in progress, or
                     // one it left when killed (its marker says whose). Never deleted here.
                     const markers = await uploadMarkers(virsh, inputs.storagePool, inputs.volume);
                     throw new Error(
                         `${where}: volume ${inputs.volume} exists with sha256 ${got.sha256}, not ${inputs.sha256}, and no overlay uses it: ` +
-                            (markers.length ? `another stack's upload (marker ${markers.join(", ")}), in progress or interrupted; that stack's next up removes it if it was interrupted. ` : `not an upload of this stack (no upload marker of ours). `) +
+                            (markers.length
+                                ? `another stack's upload (marker ${markers.join(", ")}), in progress or interrupted; that stack's next up removes it if it was interrupted. `
+                                : `not an upload of this stack (no upload marker of ours). `) +
                             `It is left alone; if nothing is uploading it, remove it (virsh vol-delete --pool ${inputs.storagePool} ${inputs.volume}) and run up again`,
                     );
                 } else {
                     const capacityBytes = await volumeCapacity(virsh, inputs.storagePool, inputs.volume);
-                    return { id: volumeId(inputs.conn.host, inputs.storagePool, inputs.volume), outs: { ...inputs, path: existing, capacityBytes, adopted: true } };
+                    return {
+                        id: volumeId(inputs.conn.host, inputs.storagePool, inputs.volume),
+                        outs: { ...inputs, path: existing, capacityBytes, adopted: true },
+                    };
                 }
             }
             return await withTempDir("egress-base-", async (dir) => {
                 // 1. stream + hash locally; nothing reaches the host unless the digest matches.
-                const got = await downloadTo(inputs.url, path.join(dir, "image"), { limits: transferLimits(inputs.transfer), where: deadline.where });
+                const got = await downloadTo(inputs.url, path.join(dir, "image"), {
+                    limits: transferLimits(inputs.transfer),
+                    where: deadline.where,
+                });
                 if (got.sha256 !== inputs.sha256)
-                    throw new Error(`${where}: ${inputs.url} has sha256 ${got.sha256} (${got.bytes} bytes), config says ${inputs.sha256}; fix \`images.${inputs.key}.sha256\` or the url`);
+                    throw new Error(
+                        `${where}: ${inputs.url} has sha256 ${got.sha256} (${got.bytes} bytes), config says ${inputs.sha256}; fix \`images.${inputs.key}.sha256\` or the url`,
+                    );
                 // 2. mark the upload as ours, so a killed run's half-written volume can be told from
                 // another stack's and removed by our crash undo (./recover.ts) or next create.
                 const marker = inputs.owner ? uploadMarkerName(inputs.volume, inputs.owner) : undefined;
@@ -115,13 +155,28 @@ export const baseImageProvider: pulumi.dynamic.ResourceProvider<BaseImageInputs,
                     // 3. create + upload, 4. verify what the host stored before anything may use it. libvirt
                     // cannot rename volumes, so a failed upload or verification deletes the volume again; a
                     // volume someone else created meanwhile makes vol-create fail and is left alone.
-                    return await withNewVolume(virsh, inputs.storagePool, inputs.volume, uploadTargetXml(inputs.volume, got.file), async (p) => {
-                        await uploadInto(virsh, inputs.storagePool, inputs.volume, got.file, deadline);
-                        const stored = await remoteDigest(virsh, inputs.storagePool, inputs.volume, { ...deadline, bytes: got.bytes });
-                        if (stored.sha256 !== inputs.sha256) throw new Error(`${where}: the uploaded volume ${inputs.volume} has sha256 ${stored.sha256}, expected ${inputs.sha256} (upload corrupted?)`);
-                        const capacityBytes = await volumeCapacity(virsh, inputs.storagePool, inputs.volume);
-                        return { id: volumeId(inputs.conn.host, inputs.storagePool, inputs.volume), outs: { ...inputs, path: p, capacityBytes, adopted: false } };
-                    });
+                    return await withNewVolume(
+                        virsh,
+                        inputs.storagePool,
+                        inputs.volume,
+                        uploadTargetXml(inputs.volume, got.file),
+                        async (p) => {
+                            await uploadInto(virsh, inputs.storagePool, inputs.volume, got.file, deadline);
+                            const stored = await remoteDigest(virsh, inputs.storagePool, inputs.volume, {
+                                ...deadline,
+                                bytes: got.bytes,
+                            });
+                            if (stored.sha256 !== inputs.sha256)
+                                throw new Error(
+                                    `${where}: the uploaded volume ${inputs.volume} has sha256 ${stored.sha256}, expected ${inputs.sha256} (upload corrupted?)`,
+                                );
+                            const capacityBytes = await volumeCapacity(virsh, inputs.storagePool, inputs.volume);
+                            return {
+                                id: volumeId(inputs.conn.host, inputs.storagePool, inputs.volume),
+                                outs: { ...inputs, path: p, capacityBytes, adopted: false },
+                            };
+                        },
+                    );
                 } finally {
                     // Verified or removed: either way the upload is over. (If this fails, the next create clears it.)
                     if (marker) await deleteVolume(virsh, inputs.storagePool, marker).catch(() => undefined);
@@ -134,13 +189,19 @@ export const baseImageProvider: pulumi.dynamic.ResourceProvider<BaseImageInputs,
         const { replaces, changes } = replaceDiff(olds, news, REPLACE_ON);
         // Never delete the old base before its overlays are gone: create the new one first.
         const transfer = JSON.stringify(olds.transfer ?? null) !== JSON.stringify(news.transfer ?? null);
-        return { changes: changes || transfer || olds.sha256 !== news.sha256 || olds.url !== news.url, replaces, deleteBeforeReplace: false };
+        return {
+            changes: changes || transfer || olds.sha256 !== news.sha256 || olds.url !== news.url,
+            replaces,
+            deleteBeforeReplace: false,
+        };
     },
 
     async update(_id, olds, news) {
         if (olds.sha256 !== news.sha256) throw new Error(digestChangedMessage(news, olds.sha256, news.sha256));
         // A new url with the same digest, new deadlines or new connection details: nothing to do on the host.
-        return { outs: { ...olds, ...news, path: olds.path, capacityBytes: olds.capacityBytes, adopted: olds.adopted } };
+        return {
+            outs: { ...olds, ...news, path: olds.path, capacityBytes: olds.capacityBytes, adopted: olds.adopted },
+        };
     },
 
     async delete(_id, props) {
@@ -162,7 +223,18 @@ export class BaseImage extends pulumi.dynamic.Resource {
     declare public readonly volume: pulumi.Output<string>;
     declare public readonly format: pulumi.Output<"qcow2" | "raw">;
 
-    constructor(name: string, args: { [K in keyof BaseImageInputs]: pulumi.Input<BaseImageInputs[K]> }, opts?: pulumi.CustomResourceOptions) {
-        super(baseImageProvider, name, { ...args, path: undefined, capacityBytes: undefined, adopted: undefined }, { ...opts, additionalSecretOutputs: ["privateKey"] }, "egress", "kvm:BaseImage");
+    constructor(
+        name: string,
+        args: { [K in keyof BaseImageInputs]: pulumi.Input<BaseImageInputs[K]> },
+        opts?: pulumi.CustomResourceOptions,
+    ) {
+        super(
+            baseImageProvider,
+            name,
+            { ...args, path: undefined, capacityBytes: undefined, adopted: undefined },
+            { ...opts, additionalSecretOutputs: ["privateKey"] },
+            "egress",
+            "kvm:BaseImage",
+        );
     }
 }

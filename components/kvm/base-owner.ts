@@ -35,7 +35,12 @@ export function uploadMarkerName(volume: string, owner: BaseOwner): string {
 }
 
 /** True when `volume` in `pool` is an upload of `owner` that never finished (its marker is there). */
-export async function isOurUpload(virsh: Virsh, pool: string, volume: string, owner: BaseOwner | undefined): Promise<boolean> {
+export async function isOurUpload(
+    virsh: Virsh,
+    pool: string,
+    volume: string,
+    owner: BaseOwner | undefined,
+): Promise<boolean> {
     if (!owner) return false; // state from before markers: ownership cannot be shown
     return (await volumePath(virsh, pool, uploadMarkerName(volume, owner))) !== undefined;
 }

@@ -111,12 +111,24 @@ export const kvmProviderSchema = z
     })
     .superRefine((v, ctx) => {
         if (!v.ssh.privateKey === !v.ssh.privateKeyPath)
-            ctx.addIssue({ code: "custom", path: ["ssh"], message: "exactly one of `privateKey` or `privateKeyPath` is required" });
+            ctx.addIssue({
+                code: "custom",
+                path: ["ssh"],
+                message: "exactly one of `privateKey` or `privateKeyPath` is required",
+            });
         if (!v.ssh.knownHosts === !v.ssh.knownHostsPath)
-            ctx.addIssue({ code: "custom", path: ["ssh"], message: "exactly one of `knownHosts` or `knownHostsPath` is required (host keys are always verified)" });
+            ctx.addIssue({
+                code: "custom",
+                path: ["ssh"],
+                message: "exactly one of `knownHosts` or `knownHostsPath` is required (host keys are always verified)",
+            });
         v.hosts.forEach((h, i) => {
             if (!h.bridge === !h.network)
-                ctx.addIssue({ code: "custom", path: ["hosts", i], message: "exactly one of `bridge` or `network` is required" });
+                ctx.addIssue({
+                    code: "custom",
+                    path: ["hosts", i],
+                    message: "exactly one of `bridge` or `network` is required",
+                });
         });
     });
 
@@ -127,14 +139,29 @@ export function checkKvmPlacement(entry: KvmProviderConfig, placement: Placement
     const out: ConfigProblem[] = [];
     const zones = entry.hosts.map((h) => h.zone ?? h.name);
     if (placement.zone && !zones.includes(placement.zone))
-        out.push({ path: `${at}.zone`, rule: `must be the zone of a host of this provider (${zones.join(", ")})`, value: placement.zone });
+        out.push({
+            path: `${at}.zone`,
+            rule: `must be the zone of a host of this provider (${zones.join(", ")})`,
+            value: placement.zone,
+        });
     const images = Object.keys(entry.images);
     if (!placement.image && images.length !== 1)
-        out.push({ path: `${at}.image`, rule: `is required when the provider has ${images.length} images (${images.join(", ")})` });
+        out.push({
+            path: `${at}.image`,
+            rule: `is required when the provider has ${images.length} images (${images.join(", ")})`,
+        });
     if (placement.image && !images.includes(placement.image))
-        out.push({ path: `${at}.image`, rule: `must name an image of this provider (${images.join(", ")})`, value: placement.image });
+        out.push({
+            path: `${at}.image`,
+            rule: `must name an image of this provider (${images.join(", ")})`,
+            value: placement.image,
+        });
     const types = Object.keys(entry.machineTypes);
     if (placement.machineType && !types.includes(placement.machineType))
-        out.push({ path: `${at}.machineType`, rule: `must name a machine type of this provider (${types.join(", ")})`, value: placement.machineType });
+        out.push({
+            path: `${at}.machineType`,
+            rule: `must name a machine type of this provider (${types.join(", ")})`,
+            value: placement.machineType,
+        });
     return out;
 }

@@ -17,6 +17,11 @@ async function poolOf(virsh: Virsh, volPath: string): Promise<string | undefined
     }
 }
 
+// eslint-disable-next-line no-control-regex -- terminal escapes are what the tail strips
+const ANSI_ESCAPES = /\x1b\[[0-9;?=]*[A-Za-z]/g;
+// eslint-disable-next-line no-control-regex -- and other control characters (tabs and newlines stay)
+const CONTROL_CHARACTERS = /[\x00-\x08\x0b-\x1f\x7f]/g;
+
 /** The last `maxLines` lines of a domain's console log ("" when there is none), control characters dropped. */
 export async function consoleTail(virsh: Virsh, overlayPath: string, domain: string, maxLines = 30): Promise<string> {
     const fs = require("node:fs") as typeof import("node:fs");
@@ -32,9 +37,16 @@ export async function consoleTail(virsh: Virsh, overlayPath: string, domain: str
             if (isNotFound(e)) return "";
             throw e;
         }
-        const text = fs.readFileSync(file).subarray(-64 * 1024).toString("utf8");
-        // eslint-disable-next-line no-control-regex
-        const lines = text.replace(/\x1b\[[0-9;?=]*[A-Za-z]/g, "").replace(/[\x00-\x08\x0b-\x1f\x7f]/g, "").split("\n").map((l) => l.trimEnd()).filter(Boolean);
+        const text = fs
+            .readFileSync(file)
+            .subarray(-64 * 1024)
+            .toString("utf8");
+        const lines = text
+            .replace(ANSI_ESCAPES, "")
+            .replace(CONTROL_CHARACTERS, "")
+            .split("\n")
+            .map((l) => l.trimEnd())
+            .filter(Boolean);
         return lines.slice(-maxLines).join("\n");
     });
 }

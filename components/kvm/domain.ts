@@ -1,5 +1,17 @@
 import * as pulumi from "@pulumi/pulumi";
-import { domainState, DomainState, GONE_STATES, ignoreNotFound, isNotFound, KvmConnection, LibvirtError, replaceDiff, Virsh, withLibvirt, withTempDir } from "./libvirt";
+import {
+    domainState,
+    DomainState,
+    GONE_STATES,
+    ignoreNotFound,
+    isNotFound,
+    KvmConnection,
+    LibvirtError,
+    replaceDiff,
+    Virsh,
+    withLibvirt,
+    withTempDir,
+} from "./libvirt";
 import { discoverAddress, GuestStoppedError, waitForAddress } from "./address";
 import { consoleTail, firstDiskPath, removeConsoleLog } from "./console";
 import { explainUnreachableDelete } from "./unreachable";
@@ -27,7 +39,19 @@ export interface DomainOutputs extends DomainInputs {
 }
 
 /** Everything that changes the VM's definition. Not addressTimeoutSeconds or connection details. */
-const REPLACE_ON = ["name", "domainType", "vcpu", "memoryMiB", "firmware", "overlayPath", "seedPath", "bridge", "network", "metadataNs", "metadata"] as const;
+const REPLACE_ON = [
+    "name",
+    "domainType",
+    "vcpu",
+    "memoryMiB",
+    "firmware",
+    "overlayPath",
+    "seedPath",
+    "bridge",
+    "network",
+    "metadataNs",
+    "metadata",
+] as const;
 
 /** Stops and undefines a domain (with its NVRAM and console log); succeeds when already gone or not running. */
 export async function removeDomain(virsh: Virsh, name: string): Promise<void> {
@@ -45,73 +69,106 @@ export const domainProvider: pulumi.dynamic.ResourceProvider<DomainInputs, Domai
     async create(inputs) {
         const fs = require("node:fs") as typeof import("node:fs");
         const path = require("node:path") as typeof import("node:path");
-        return withLibvirt(inputs.conn, inputs.privateKey, async (virsh) => {
-            // A domain of this name left by an interrupted run of this very member is ours to replace;
-            // anything else of that name is not ours to touch.
-            let exists = true;
-            await virsh(["domstate", inputs.name]).catch((e) => {
-                if (!isNotFound(e)) throw e;
-                exists = false;
-            });
-            if (exists) {
-                const meta = await virsh(["metadata", inputs.name, "--uri", inputs.metadataNs, "--config"]).catch(() => "");
-                const old = parseMetadata(meta, inputs.metadataNs);
-                const m = inputs.metadata;
-                if (!old || old.project !== m.project || old.stack !== m.stack || old.member !== m.member)
-                    throw new Error(`domain ${inputs.name} already exists on host ${inputs.conn.host} and is not egress member ${m.member} of ${m.project}/${m.stack}; remove or rename it`);
-                // The same member of another installation (a second checkout with this stack name): never ours to replace.
-                if ((old.installation ?? "") !== (m.installation ?? ""))
-                    throw new Error(foreignInstallationMessage(`domain ${inputs.name} on host ${inputs.conn.host}`, m.installation ?? `${m.project}/${m.stack} (made before installation ids)`, old.installation));
-                await removeDomain(virsh, inputs.name);
-            }
-            return await withTempDir("egress-dom-", async (dir) => {
-                const xml = path.join(dir, "domain.xml");
-                fs.writeFileSync(xml, domainXml(inputs));
-                await virsh(["define", xml]);
-                try {
-                    await virsh(["start", inputs.name], { timeoutMs: 120000 });
-                    // The console's tail goes into either failure (the catch below removes the domain and its log).
-                    const tail = async () => (await consoleTail(virsh, inputs.overlayPath, inputs.name).catch((e) => `(console log unreadable: ${(e as Error).message})`)) || "(empty: the firmware or boot loader printed nothing)";
-                    const t0 = Date.now();
-                    const ipAddress = inputs.addressTimeoutSeconds > 0
-                        ? await waitForAddress(virsh, inputs.name, inputs.addressTimeoutSeconds).catch(async (e) => {
-                              if (!(e as GuestStoppedError).guestState) throw e;
-                              const { guestState, guestReason } = e as GuestStoppedError;
-                              throw new Error(`domain ${inputs.name} on host ${inputs.conn.host} stopped while booting, ${((Date.now() - t0) / 1000).toFixed(0)} s after start: it is ${guestState}${guestReason ? ` (${guestReason})` : ""}, so it will never get an address; not waiting out addressTimeoutSeconds (${inputs.addressTimeoutSeconds} s). Last lines of its serial console:\n${await tail()}`);
-                          })
-                        : "";
-                    if (inputs.addressTimeoutSeconds > 0 && !ipAddress) {
-                        // A guest with no address after the whole wait is broken far more often than slow: fail
-                        // with what its console said.
-                        throw new Error(`domain ${inputs.name} on host ${inputs.conn.host} has no address after ${inputs.addressTimeoutSeconds} s (addressTimeoutSeconds; no source answered: guest agent, ARP, DHCP lease). Last lines of its serial console:\n${await tail()}`);
-                    }
-                    return { id: `${inputs.conn.host}/${inputs.name}`, outs: { ...inputs, ipAddress, state: "running", running: true } };
-                } catch (e) {
-                    await removeDomain(virsh, inputs.name).catch(() => undefined);
-                    throw e;
+        return withLibvirt(
+            inputs.conn,
+            inputs.privateKey,
+            async (virsh) => {
+                // A domain of this name left by an interrupted run of this very member is ours to replace;
+                // anything else of that name is not ours to touch.
+                let exists = true;
+                await virsh(["domstate", inputs.name]).catch((e) => {
+                    if (!isNotFound(e)) throw e;
+                    exists = false;
+                });
+                if (exists) {
+                    const meta = await virsh(["metadata", inputs.name, "--uri", inputs.metadataNs, "--config"]).catch(
+                        () => "",
+                    );
+                    const old = parseMetadata(meta, inputs.metadataNs);
+                    const m = inputs.metadata;
+                    if (!old || old.project !== m.project || old.stack !== m.stack || old.member !== m.member)
+                        throw new Error(
+                            `domain ${inputs.name} already exists on host ${inputs.conn.host} and is not egress member ${m.member} of ${m.project}/${m.stack}; remove or rename it`,
+                        );
+                    // The same member of another installation (a second checkout with this stack name): never ours to replace.
+                    if ((old.installation ?? "") !== (m.installation ?? ""))
+                        throw new Error(
+                            foreignInstallationMessage(
+                                `domain ${inputs.name} on host ${inputs.conn.host}`,
+                                m.installation ?? `${m.project}/${m.stack} (made before installation ids)`,
+                                old.installation,
+                            ),
+                        );
+                    await removeDomain(virsh, inputs.name);
                 }
-            });
-        }, { member: inputs.metadata?.member });
+                return await withTempDir("egress-dom-", async (dir) => {
+                    const xml = path.join(dir, "domain.xml");
+                    fs.writeFileSync(xml, domainXml(inputs));
+                    await virsh(["define", xml]);
+                    try {
+                        await virsh(["start", inputs.name], { timeoutMs: 120000 });
+                        // The console's tail goes into either failure (the catch below removes the domain and its log).
+                        const tail = async () =>
+                            (await consoleTail(virsh, inputs.overlayPath, inputs.name).catch(
+                                (e) => `(console log unreadable: ${(e as Error).message})`,
+                            )) || "(empty: the firmware or boot loader printed nothing)";
+                        const t0 = Date.now();
+                        const ipAddress =
+                            inputs.addressTimeoutSeconds > 0
+                                ? await waitForAddress(virsh, inputs.name, inputs.addressTimeoutSeconds).catch(
+                                      async (e) => {
+                                          if (!(e as GuestStoppedError).guestState) throw e;
+                                          const { guestState, guestReason } = e as GuestStoppedError;
+                                          throw new Error(
+                                              `domain ${inputs.name} on host ${inputs.conn.host} stopped while booting, ${((Date.now() - t0) / 1000).toFixed(0)} s after start: it is ${guestState}${guestReason ? ` (${guestReason})` : ""}, so it will never get an address; not waiting out addressTimeoutSeconds (${inputs.addressTimeoutSeconds} s). Last lines of its serial console:\n${await tail()}`,
+                                          );
+                                      },
+                                  )
+                                : "";
+                        if (inputs.addressTimeoutSeconds > 0 && !ipAddress) {
+                            // A guest with no address after the whole wait is broken far more often than slow: fail
+                            // with what its console said.
+                            throw new Error(
+                                `domain ${inputs.name} on host ${inputs.conn.host} has no address after ${inputs.addressTimeoutSeconds} s (addressTimeoutSeconds; no source answered: guest agent, ARP, DHCP lease). Last lines of its serial console:\n${await tail()}`,
+                            );
+                        }
+                        return {
+                            id: `${inputs.conn.host}/${inputs.name}`,
+                            outs: { ...inputs, ipAddress, state: "running", running: true },
+                        };
+                    } catch (e) {
+                        await removeDomain(virsh, inputs.name).catch(() => undefined);
+                        throw e;
+                    }
+                });
+            },
+            { member: inputs.metadata?.member },
+        );
     },
 
     async read(id, props) {
         const p = props as DomainOutputs;
-        return withLibvirt(p.conn, p.privateKey, async (virsh) => {
-            // A host we cannot reach throws here: it says nothing about its guests.
-            const state = await domainState(virsh, p.name);
-            if (GONE_STATES.includes(state)) return { id, props: { ...p, state, running: false } };
-            let found: string | undefined;
-            try {
-                found = await discoverAddress(virsh, p.name);
-            } catch (e) {
-                if (isNotFound(e)) return { id, props: { ...p, state: "missing" as const, running: false } };
-                // No session (key, TCP, host key, auth): the read fails. Anything else (no source answered)
-                // is one failed lookup, which never erases a known address.
-                if (["key", "tcp", "host-key", "ssh-auth"].includes((e as LibvirtError).stage)) throw e;
-            }
-            // An address that changed (a new DHCP lease) replaces the old one.
-            return { id, props: { ...p, state, running: true, ipAddress: found ?? p.ipAddress } };
-        }, { member: p.metadata?.member });
+        return withLibvirt(
+            p.conn,
+            p.privateKey,
+            async (virsh) => {
+                // A host we cannot reach throws here: it says nothing about its guests.
+                const state = await domainState(virsh, p.name);
+                if (GONE_STATES.includes(state)) return { id, props: { ...p, state, running: false } };
+                let found: string | undefined;
+                try {
+                    found = await discoverAddress(virsh, p.name);
+                } catch (e) {
+                    if (isNotFound(e)) return { id, props: { ...p, state: "missing" as const, running: false } };
+                    // No session (key, TCP, host key, auth): the read fails. Anything else (no source answered)
+                    // is one failed lookup, which never erases a known address.
+                    if (["key", "tcp", "host-key", "ssh-auth"].includes((e as LibvirtError).stage)) throw e;
+                }
+                // An address that changed (a new DHCP lease) replaces the old one.
+                return { id, props: { ...p, state, running: true, ipAddress: found ?? p.ipAddress } };
+            },
+            { member: p.metadata?.member },
+        );
     },
 
     async diff(_id, olds, news) {
@@ -120,7 +177,15 @@ export const domainProvider: pulumi.dynamic.ResourceProvider<DomainInputs, Domai
         if (olds.running === false) replaces.push("running");
         // An address still unknown makes `up` look again (shown as an update; one quick round, no wait).
         // The name is fixed per member: the old VM must go before its replacement is defined.
-        return { changes: changes || replaces.length > 0 || !olds.ipAddress || olds.addressTimeoutSeconds !== news.addressTimeoutSeconds, replaces, deleteBeforeReplace: true };
+        return {
+            changes:
+                changes ||
+                replaces.length > 0 ||
+                !olds.ipAddress ||
+                olds.addressTimeoutSeconds !== news.addressTimeoutSeconds,
+            replaces,
+            deleteBeforeReplace: true,
+        };
     },
 
     /**
@@ -131,7 +196,9 @@ export const domainProvider: pulumi.dynamic.ResourceProvider<DomainInputs, Domai
     async update(_id, olds, news) {
         let ipAddress = olds.ipAddress;
         if (!ipAddress) {
-            const found = await withLibvirt(news.conn, news.privateKey, (virsh) => discoverAddress(virsh, news.name), { member: news.metadata?.member }).catch(() => undefined);
+            const found = await withLibvirt(news.conn, news.privateKey, (virsh) => discoverAddress(virsh, news.name), {
+                member: news.metadata?.member,
+            }).catch(() => undefined);
             ipAddress = found ?? "";
         }
         return { outs: { ...olds, ...news, ipAddress, state: olds.state, running: olds.running } };
@@ -139,7 +206,9 @@ export const domainProvider: pulumi.dynamic.ResourceProvider<DomainInputs, Domai
 
     async delete(_id, props) {
         // An unreachable host names the ways out (retainOnDelete, `egress forget`) instead of failing forever.
-        await withLibvirt(props.conn, props.privateKey, (virsh) => removeDomain(virsh, props.name), { member: props.metadata?.member }).catch((e) => {
+        await withLibvirt(props.conn, props.privateKey, (virsh) => removeDomain(virsh, props.name), {
+            member: props.metadata?.member,
+        }).catch((e) => {
             throw explainUnreachableDelete(e, `domain ${props.name}`, props.metadata?.member);
         });
     },
@@ -151,7 +220,18 @@ export class Domain extends pulumi.dynamic.Resource {
     declare public readonly state: pulumi.Output<DomainState | undefined>;
     declare public readonly running: pulumi.Output<boolean | undefined>;
 
-    constructor(name: string, args: { [K in keyof DomainInputs]: pulumi.Input<DomainInputs[K]> }, opts?: pulumi.CustomResourceOptions) {
-        super(domainProvider, name, { ...args, ipAddress: undefined, state: undefined, running: undefined }, { ...opts, additionalSecretOutputs: ["privateKey"] }, "egress", "kvm:Domain");
+    constructor(
+        name: string,
+        args: { [K in keyof DomainInputs]: pulumi.Input<DomainInputs[K]> },
+        opts?: pulumi.CustomResourceOptions,
+    ) {
+        super(
+            domainProvider,
+            name,
+            { ...args, ipAddress: undefined, state: undefined, running: undefined },
+            { ...opts, additionalSecretOutputs: ["privateKey"] },
+            "egress",
+            "kvm:Domain",
+        );
     }
 }

@@ -36,7 +36,10 @@ export async function downloadTo(url: string, file: string, opts: DownloadOption
     const limits = transferLimits(opts.limits);
     const where = opts.where ?? "transfer";
     const hash = crypto.createHash("sha256");
-    const source = await withRetry(() => openSource(url, limits, where, 5), { schedule: opts.retry ?? defaultRetrySchedule(), retryable: (e) => (e as { errorClass?: string }).errorClass === "transient" });
+    const source = await withRetry(() => openSource(url, limits, where, 5), {
+        schedule: opts.retry ?? defaultRetrySchedule(),
+        retryable: (e) => (e as { errorClass?: string }).errorClass === "transient",
+    });
     const watch = watchTransfer(`image url ${url}: the download`, source.bytes, limits, where);
     const stop = new AbortController();
     void watch.failure.then((e) => stop.abort(e));
@@ -53,7 +56,9 @@ export async function downloadTo(url: string, file: string, opts: DownloadOption
         await pipeline(source.stream, tap, fs.createWriteStream(file, { mode: 0o600 }), { signal: stop.signal });
     } catch (e) {
         if (stop.signal.aborted) throw stop.signal.reason;
-        throw (e as { errorClass?: string }).errorClass ? e : classify(new Error(`image url ${url}: the download broke off: ${(e as Error).message}`), "transient");
+        throw (e as { errorClass?: string }).errorClass
+            ? e
+            : classify(new Error(`image url ${url}: the download broke off: ${(e as Error).message}`), "transient");
     } finally {
         watch.stop();
     }
@@ -61,7 +66,12 @@ export async function downloadTo(url: string, file: string, opts: DownloadOption
 }
 
 /** The body and its size when known (Content-Length, or the file's size). */
-async function openSource(url: string, limits: TransferLimits, where: string, redirects: number): Promise<{ stream: NodeJS.ReadableStream; bytes?: number }> {
+async function openSource(
+    url: string,
+    limits: TransferLimits,
+    where: string,
+    redirects: number,
+): Promise<{ stream: NodeJS.ReadableStream; bytes?: number }> {
     const fs = require("node:fs") as typeof import("node:fs");
     const { URL, fileURLToPath } = require("node:url") as typeof import("node:url");
     const u = new URL(url);
@@ -70,7 +80,11 @@ async function openSource(url: string, limits: TransferLimits, where: string, re
         if (!fs.existsSync(p)) throw classify(new Error(`image url ${url}: file ${p} does not exist`), "permanent");
         return { stream: fs.createReadStream(p), bytes: fs.statSync(p).size };
     }
-    if (u.protocol !== "http:" && u.protocol !== "https:") throw classify(new Error(`image url ${url}: unsupported scheme ${u.protocol} (use https, http or file)`), "permanent");
+    if (u.protocol !== "http:" && u.protocol !== "https:")
+        throw classify(
+            new Error(`image url ${url}: unsupported scheme ${u.protocol} (use https, http or file)`),
+            "permanent",
+        );
     const mod = (u.protocol === "https:" ? require("node:https") : require("node:http")) as typeof import("node:http");
     const started = Date.now();
     return new Promise((resolve, reject) => {
@@ -78,19 +92,36 @@ async function openSource(url: string, limits: TransferLimits, where: string, re
             const code = res.statusCode ?? 0;
             if (code >= 300 && code < 400 && res.headers.location) {
                 res.resume();
-                if (redirects <= 0) return reject(classify(new Error(`image url ${url}: too many redirects`), "permanent"));
+                if (redirects <= 0)
+                    return reject(classify(new Error(`image url ${url}: too many redirects`), "permanent"));
                 return resolve(openSource(new URL(res.headers.location, u).toString(), limits, where, redirects - 1));
             }
             if (code !== 200) {
                 res.resume();
-                return reject(classify(new Error(`image url ${url}: HTTP ${code}${code === 404 ? " (no image there)" : ""}`), classifyHttp(code)));
+                return reject(
+                    classify(
+                        new Error(`image url ${url}: HTTP ${code}${code === 404 ? " (no image there)" : ""}`),
+                        classifyHttp(code),
+                    ),
+                );
             }
             req.setTimeout(0); // from here the watch in downloadTo keeps every deadline, idle included
             const length = Number(res.headers["content-length"]);
             resolve({ stream: res, bytes: Number.isFinite(length) && length >= 0 ? length : undefined });
         });
         // Until the answer comes, the socket's idle timer is the idle deadline.
-        req.on("timeout", () => req.destroy(deadlineError(`image url ${url}`, "idle", limits, { elapsedMs: Date.now() - started }, where)));
-        req.on("error", (e) => reject((e as { errorClass?: string }).errorClass ? e : classify(new Error(e.message.startsWith("image url ") ? e.message : `image url ${url}: ${e.message}`), "transient")));
+        req.on("timeout", () =>
+            req.destroy(deadlineError(`image url ${url}`, "idle", limits, { elapsedMs: Date.now() - started }, where)),
+        );
+        req.on("error", (e) =>
+            reject(
+                (e as { errorClass?: string }).errorClass
+                    ? e
+                    : classify(
+                          new Error(e.message.startsWith("image url ") ? e.message : `image url ${url}: ${e.message}`),
+                          "transient",
+                      ),
+            ),
+        );
     });
 }

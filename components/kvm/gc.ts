@@ -19,7 +19,8 @@ export const kvmCollector: CollectorFactory<KvmProviderConfig> = (providerName, 
         if (!h) throw new Error(`host \`${name}\` is not in provider \`${providerName}\``);
         return h;
     };
-    const onHost = <T>(h: KvmHost, fn: (virsh: Virsh) => Promise<T>) => withLibvirt(connectionFor(entry, h), privateKeyText(entry), fn);
+    const onHost = <T>(h: KvmHost, fn: (virsh: Virsh) => Promise<T>) =>
+        withLibvirt(connectionFor(entry, h), privateKeyText(entry), fn);
     const collector: Collector = {
         provider: providerName,
         kind: "kvm",
@@ -42,14 +43,36 @@ export const kvmCollector: CollectorFactory<KvmProviderConfig> = (providerName, 
                         const m = parseMetadata(xml, METADATA_NS);
                         // Only domains carrying our id, or none at all for a stack made before ids (whose prefix
                         // is that id): a same-named member of another installation is never listed.
-                        if (m && m.project === scope.project && m.stack === scope.stack && (m.installation ?? legacyId) !== scope.installation) foreign.add(m.member);
+                        if (
+                            m &&
+                            m.project === scope.project &&
+                            m.stack === scope.stack &&
+                            (m.installation ?? legacyId) !== scope.installation
+                        )
+                            foreign.add(m.member);
                         else if (m && m.project === scope.project && m.stack === scope.stack)
-                            found.push({ kind: "kvm", provider: providerName, type: "domain", name, location: h.name, pool: m.pool, member: m.member });
+                            found.push({
+                                kind: "kvm",
+                                provider: providerName,
+                                type: "domain",
+                                name,
+                                location: h.name,
+                                pool: m.pool,
+                                member: m.member,
+                            });
                     }
                     for (const vol of await listVolumes(virsh, h.storagePool)) {
                         const member = memberOfVolume(prefix, vol);
                         if (member !== undefined && !foreign.has(member))
-                            found.push({ kind: "kvm", provider: providerName, type: "volume", name: `${h.storagePool}/${vol}`, location: h.name, member, pool: member.replace(/-\d+$/, "") });
+                            found.push({
+                                kind: "kvm",
+                                provider: providerName,
+                                type: "volume",
+                                name: `${h.storagePool}/${vol}`,
+                                location: h.name,
+                                member,
+                                pool: member.replace(/-\d+$/, ""),
+                            });
                     }
                 });
             }

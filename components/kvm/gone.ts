@@ -21,14 +21,22 @@ export function kvmGoneCheck(ctx: GoneCheckContext<KvmProviderConfig>): GoneChec
         } catch {
             return new Map();
         }
-        const perHost = await Promise.all(entry.hosts.map(async (host) => {
-            if (signal?.aborted) return undefined;
-            try {
-                return { host: host.name, states: await withLibvirt(connectionFor(entry, host), key, (virsh) => listDomainStates(virsh), { retry: NO_RETRY, onCall }) };
-            } catch {
-                return undefined;
-            }
-        }));
+        const perHost = await Promise.all(
+            entry.hosts.map(async (host) => {
+                if (signal?.aborted) return undefined;
+                try {
+                    return {
+                        host: host.name,
+                        states: await withLibvirt(connectionFor(entry, host), key, (virsh) => listDomainStates(virsh), {
+                            retry: NO_RETRY,
+                            onCall,
+                        }),
+                    };
+                } catch {
+                    return undefined;
+                }
+            }),
+        );
         const answered = perHost.filter((h): h is { host: string; states: Map<string, DomainState> } => !!h);
         const gone = new Map<string, string>();
         for (const m of members) {

@@ -12,7 +12,8 @@ export const kvmKind = defineKind({
     checkPool: (entry, pool, at) => eachPlacement(pool, at, (p, where) => checkKvmPlacement(entry, p, where)),
     components: () => (require("./component") as typeof import("./component")).kvmComponents,
     pendingCreateUndo: () => (require("./recover") as typeof import("./recover")).kvmPendingCreateUndo,
-    checker: (name, entry, _env, options) => (require("./health") as typeof import("./health")).kvmChecker(name, entry, options),
+    checker: (name, entry, _env, options) =>
+        (require("./health") as typeof import("./health")).kvmChecker(name, entry, options),
     goneCheck: (ctx) => (require("./gone") as typeof import("./gone")).kvmGoneCheck(ctx),
     collector: (name, entry) => (require("./gc") as typeof import("./gc")).kvmCollector(name, entry),
     doctor: () => (require("./doctor") as typeof import("./doctor")).kvmDoctor(),

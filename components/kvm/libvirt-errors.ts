@@ -23,7 +23,28 @@ export interface LibvirtError extends Error {
 }
 
 /** virsh commands that change nothing: safe to run again after a connection dropped mid-command. */
-const READ_ONLY_VIRSH = new Set(["domstate", "dominfo", "domblklist", "domifaddr", "dumpxml", "echo", "hostname", "list", "metadata", "net-dhcp-leases", "pool-info", "pool-refresh", "qemu-agent-command", "version", "vol-download", "vol-info", "vol-list", "vol-path", "vol-pool", "vol-dumpxml"]);
+const READ_ONLY_VIRSH = new Set([
+    "domstate",
+    "dominfo",
+    "domblklist",
+    "domifaddr",
+    "dumpxml",
+    "echo",
+    "hostname",
+    "list",
+    "metadata",
+    "net-dhcp-leases",
+    "pool-info",
+    "pool-refresh",
+    "qemu-agent-command",
+    "version",
+    "vol-download",
+    "vol-info",
+    "vol-list",
+    "vol-path",
+    "vol-pool",
+    "vol-dumpxml",
+]);
 
 /**
  * True when a failed virsh call may be tried again: transient, and either it never reached libvirtd or
@@ -38,20 +59,67 @@ export function virshRetryable(args: string[], e: unknown): boolean {
 }
 
 /** Classifies virsh's stderr into a stage and a hint the operator can act on. */
-export function classifyVirshFailure(stderr: string): { stage: LibvirtStage; notFound: boolean; transient: boolean; hint: string } {
+export function classifyVirshFailure(stderr: string): {
+    stage: LibvirtStage;
+    notFound: boolean;
+    transient: boolean;
+    hint: string;
+} {
     const s = stderr;
     if (/HOST KEY VERIFICATION FAILED|host key .* was not accepted|differs from stored identity/i.test(s))
-        return { stage: "host-key", notFound: false, transient: false, hint: "the host key is unknown or does not match `ssh.knownHosts`; add the host's key (ssh-keyscan -p PORT ADDRESS, then verify it) to knownHosts" };
+        return {
+            stage: "host-key",
+            notFound: false,
+            transient: false,
+            hint: "the host key is unknown or does not match `ssh.knownHosts`; add the host's key (ssh-keyscan -p PORT ADDRESS, then verify it) to knownHosts",
+        };
     if (/error while opening private key|wrong passphrase|Failed to (read|import) (private )?key/i.test(s))
-        return { stage: "key", notFound: false, transient: false, hint: "the private key could not be read; `ssh.privateKey` must be an unencrypted OpenSSH private key" };
+        return {
+            stage: "key",
+            notFound: false,
+            transient: false,
+            hint: "the private key could not be read; `ssh.privateKey` must be an unencrypted OpenSSH private key",
+        };
     if (/failed to authenticate|Access denied|Permission denied \(publickey|authentication failed/i.test(s))
-        return { stage: "ssh-auth", notFound: false, transient: false, hint: "the SSH server refused the key; add the public key to the user's authorized_keys on the host" };
-    if (/XML error|XML document failed to validate|parser error|Extra content at the end of the document|unsupported configuration/i.test(s))
-        return { stage: "libvirt", notFound: false, transient: false, hint: "libvirt refused the XML egress generated for this host: check the entry's settings (firmware, machine type, bridge/network) against what this host's libvirt supports" };
-    if (/unable to connect to server|Connection refused|No route to host|Network is unreachable|Connection timed out|Name or service not known|Temporary failure in name resolution|Socket error|handshake failed/i.test(s))
-        return { stage: "tcp", notFound: false, transient: true, hint: "the host's SSH port does not answer; check `hosts[].address` and `port`, and that sshd runs" };
-    if (/Failed to connect socket to '.*libvirt|cannot connect to daemon|End of file while reading data|Cannot recv data|Broken pipe/i.test(s))
-        return { stage: "libvirt", notFound: false, transient: true, hint: "libvirtd on the host does not answer; is libvirtd running and may this user use qemu:///system?" };
+        return {
+            stage: "ssh-auth",
+            notFound: false,
+            transient: false,
+            hint: "the SSH server refused the key; add the public key to the user's authorized_keys on the host",
+        };
+    if (
+        /XML error|XML document failed to validate|parser error|Extra content at the end of the document|unsupported configuration/i.test(
+            s,
+        )
+    )
+        return {
+            stage: "libvirt",
+            notFound: false,
+            transient: false,
+            hint: "libvirt refused the XML egress generated for this host: check the entry's settings (firmware, machine type, bridge/network) against what this host's libvirt supports",
+        };
+    if (
+        /unable to connect to server|Connection refused|No route to host|Network is unreachable|Connection timed out|Name or service not known|Temporary failure in name resolution|Socket error|handshake failed/i.test(
+            s,
+        )
+    )
+        return {
+            stage: "tcp",
+            notFound: false,
+            transient: true,
+            hint: "the host's SSH port does not answer; check `hosts[].address` and `port`, and that sshd runs",
+        };
+    if (
+        /Failed to connect socket to '.*libvirt|cannot connect to daemon|End of file while reading data|Cannot recv data|Broken pipe/i.test(
+            s,
+        )
+    )
+        return {
+            stage: "libvirt",
+            notFound: false,
+            transient: true,
+            hint: "libvirtd on the host does not answer; is libvirtd running and may this user use qemu:///system?",
+        };
     const notFound = /not found|no storage vol|no domain with matching|failed to get (domain|vol|pool)/i.test(s);
     return { stage: "libvirt", notFound, transient: false, hint: "" };
 }
@@ -60,7 +128,13 @@ export function classifyVirshFailure(stderr: string): { stage: LibvirtStage; not
  * Builds a LibvirtError, its class tag in front of the message. Exported so callers in other modules can
  * make their own with the same shape. `mayHaveRun` false: the command provably never reached libvirtd.
  */
-export function libvirtError(message: string, stage: LibvirtStage, notFound: boolean, transient: boolean, mayHaveRun?: boolean): LibvirtError {
+export function libvirtError(
+    message: string,
+    stage: LibvirtStage,
+    notFound: boolean,
+    transient: boolean,
+    mayHaveRun?: boolean,
+): LibvirtError {
     const e = classify(new Error(message), transient ? "transient" : "permanent") as LibvirtError;
     e.name = "LibvirtError";
     e.stage = stage;
@@ -75,18 +149,59 @@ export function isNotFound(e: unknown): boolean {
 }
 
 /** The LibvirtError for a virsh run that failed (`err` from execFile), classified from its stderr. */
-export function virshFailure(err: Error, stderr: string, args: string[], where: string, timeoutMs: number, signal?: AbortSignal): LibvirtError {
+export function virshFailure(
+    err: Error,
+    stderr: string,
+    args: string[],
+    where: string,
+    timeoutMs: number,
+    signal?: AbortSignal,
+): LibvirtError {
     const text = stderr.replace(/\s+$/, "");
-    if ((err as any).code === "ENOENT") return libvirtError(`virsh is not installed on the machine running Pulumi (apt-get install libvirt-clients)`, "libvirt", false, false);
+    if ((err as any).code === "ENOENT")
+        return libvirtError(
+            `virsh is not installed on the machine running Pulumi (apt-get install libvirt-clients)`,
+            "libvirt",
+            false,
+            false,
+        );
     // Stopped by the caller's deadline (a provider check's timeout): not the host's failure to retry.
-    if (signal?.aborted) return libvirtError(`libvirt ${where}: \`virsh ${args[0]}\` stopped: ${(signal.reason as Error | undefined)?.message ?? "aborted"}`, "timeout", false, true);
-    if ((err as any).killed) return libvirtError(`libvirt ${where}: \`virsh ${args[0]}\` timed out after ${timeoutMs} ms`, "timeout", false, true);
+    if (signal?.aborted)
+        return libvirtError(
+            `libvirt ${where}: \`virsh ${args[0]}\` stopped: ${(signal.reason as Error | undefined)?.message ?? "aborted"}`,
+            "timeout",
+            false,
+            true,
+        );
+    if ((err as any).killed)
+        return libvirtError(
+            `libvirt ${where}: \`virsh ${args[0]}\` timed out after ${timeoutMs} ms`,
+            "timeout",
+            false,
+            true,
+        );
     const c = classifyVirshFailure(text);
-    if (!text) return libvirtError(`libvirt ${where}: \`virsh ${args[0]}\` failed without a message (exit ${(err as any).code ?? ""}${(err as any).signal ? `, signal ${(err as any).signal}` : ""})`, "libvirt", false, true);
+    if (!text)
+        return libvirtError(
+            `libvirt ${where}: \`virsh ${args[0]}\` failed without a message (exit ${(err as any).code ?? ""}${(err as any).signal ? `, signal ${(err as any).signal}` : ""})`,
+            "libvirt",
+            false,
+            true,
+        );
     // virsh prints this line only when opening the connection failed: the command never ran.
     const connectFailed = /failed to connect to the hypervisor/.test(text);
-    const msg = text.split("\n").map((l) => l.replace(/^error: /, "")).filter((l) => l && l !== "failed to connect to the hypervisor").join("; ");
-    return libvirtError(`libvirt ${where}: \`virsh ${args[0]}\` failed (${c.stage}): ${msg}${c.hint ? ` — ${c.hint}` : ""}`, c.stage, c.notFound, c.transient, !connectFailed);
+    const msg = text
+        .split("\n")
+        .map((l) => l.replace(/^error: /, ""))
+        .filter((l) => l && l !== "failed to connect to the hypervisor")
+        .join("; ");
+    return libvirtError(
+        `libvirt ${where}: \`virsh ${args[0]}\` failed (${c.stage}): ${msg}${c.hint ? ` — ${c.hint}` : ""}`,
+        c.stage,
+        c.notFound,
+        c.transient,
+        !connectFailed,
+    );
 }
 
 /** Runs `fn`, treating "not found" as success (deletes that tolerate already-gone pieces). */

@@ -20,19 +20,33 @@ export async function listVolumes(virsh: Virsh, pool: string): Promise<string[]>
     await virsh(["pool-refresh", pool]);
     const out = await virsh(["vol-list", "--pool", pool]);
     // `vol-list` prints "name   path" rows; names are ours (no spaces).
-    return out.split("\n").map((l) => l.trim().split(/\s+/)[0]).filter((n) => n && n !== "Name" && !/^-+$/.test(n));
+    return out
+        .split("\n")
+        .map((l) => l.trim().split(/\s+/)[0])
+        .filter((n) => n && n !== "Name" && !/^-+$/.test(n));
 }
 
 /** Names of the defined domains, running or not (`list --all --name`). */
 export async function listDomains(virsh: Virsh): Promise<string[]> {
-    return (await virsh(["list", "--all", "--name"])).split("\n").map((s) => s.trim()).filter(Boolean);
+    return (await virsh(["list", "--all", "--name"]))
+        .split("\n")
+        .map((s) => s.trim())
+        .filter(Boolean);
 }
 
 /** What libvirt says a domain is doing; `missing` when it is not defined. */
-export type DomainState = "running" | "paused" | "shut off" | "crashed" | "in shutdown" | "pmsuspended" | "missing" | "unknown";
+export type DomainState =
+    "running" | "paused" | "shut off" | "crashed" | "in shutdown" | "pmsuspended" | "missing" | "unknown";
 
 /** States in which the guest serves nothing until someone acts: the member counts as gone. */
-export const GONE_STATES: readonly DomainState[] = ["missing", "shut off", "crashed", "paused", "in shutdown", "pmsuspended"];
+export const GONE_STATES: readonly DomainState[] = [
+    "missing",
+    "shut off",
+    "crashed",
+    "paused",
+    "in shutdown",
+    "pmsuspended",
+];
 
 /**
  * `virsh domstate`, normalized. `blocked` (waiting on I/O) is running; `idle`/`no state` are unknown.

@@ -93,7 +93,13 @@ export function libvirtUri(conn: KvmConnection, keyFile: string, knownHostsFile:
     const bare = /^\[[^\]]*\]$/.test(conn.address) ? conn.address.slice(1, -1) : conn.address;
     const problem = hostAddressProblem(bare);
     if (problem) throw libvirtError(`libvirt host ${conn.host}: address ${problem}`, "tcp", false, false);
-    if (!Number.isInteger(conn.port) || conn.port < 1 || conn.port > 65535) throw libvirtError(`libvirt host ${conn.host}: port must be 1-65535 (got ${JSON.stringify(conn.port)})`, "tcp", false, false);
+    if (!Number.isInteger(conn.port) || conn.port < 1 || conn.port > 65535)
+        throw libvirtError(
+            `libvirt host ${conn.host}: port must be 1-65535 (got ${JSON.stringify(conn.port)})`,
+            "tcp",
+            false,
+            false,
+        );
     const addr = bare.includes(":") ? `[${bare}]` : bare;
     const q = [
         `keyfile=${encodeURIComponent(keyFile)}`,
@@ -110,9 +116,15 @@ export function libvirtUri(conn: KvmConnection, keyFile: string, knownHostsFile:
  * `host` (a different machine) replaces; other connection details (address, port, user, known_hosts,
  * key path) or a new private key only update state, since nothing on the host changes.
  */
-export function connectionDiff(olds: { conn?: KvmConnection; privateKey?: string }, news: { conn?: KvmConnection; privateKey?: string }): { replaces: string[]; changes: boolean } {
+export function connectionDiff(
+    olds: { conn?: KvmConnection; privateKey?: string },
+    news: { conn?: KvmConnection; privateKey?: string },
+): { replaces: string[]; changes: boolean } {
     const replaces = olds.conn?.host !== news.conn?.host ? ["conn"] : [];
-    const changes = replaces.length > 0 || JSON.stringify(olds.conn) !== JSON.stringify(news.conn) || (olds.privateKey ?? null) !== (news.privateKey ?? null);
+    const changes =
+        replaces.length > 0 ||
+        JSON.stringify(olds.conn) !== JSON.stringify(news.conn) ||
+        (olds.privateKey ?? null) !== (news.privateKey ?? null);
     return { replaces, changes };
 }
 
@@ -126,7 +138,10 @@ export function replaceDiff<K extends string>(
     keys: readonly K[],
 ): { replaces: string[]; changes: boolean } {
     const conn = connectionDiff(olds, news);
-    const replaces: string[] = [...keys.filter((k) => JSON.stringify(olds[k] ?? null) !== JSON.stringify(news[k] ?? null)), ...conn.replaces];
+    const replaces: string[] = [
+        ...keys.filter((k) => JSON.stringify(olds[k] ?? null) !== JSON.stringify(news[k] ?? null)),
+        ...conn.replaces,
+    ];
     return { replaces, changes: replaces.length > 0 || conn.changes };
 }
 
@@ -152,7 +167,12 @@ export async function withTempDir<T>(prefix: string, fn: (dir: string) => Promis
  * known_hosts into a private temp dir, hands `fn` a `virsh` function, and removes the files afterwards.
  * Each virsh call is its own SSH connection (≈0.1 s on a LAN).
  */
-export async function withLibvirt<T>(conn: KvmConnection, privateKey: string | undefined, fn: (virsh: Virsh) => Promise<T>, session: LibvirtSessionOptions = {}): Promise<T> {
+export async function withLibvirt<T>(
+    conn: KvmConnection,
+    privateKey: string | undefined,
+    fn: (virsh: Virsh) => Promise<T>,
+    session: LibvirtSessionOptions = {},
+): Promise<T> {
     const fs = require("node:fs") as typeof import("node:fs");
     const path = require("node:path") as typeof import("node:path");
     const cp = require("node:child_process") as typeof import("node:child_process");
@@ -165,47 +185,89 @@ export async function withLibvirt<T>(conn: KvmConnection, privateKey: string | u
             fs.writeFileSync(keyFile, privateKey.endsWith("\n") ? privateKey : privateKey + "\n", { mode: 0o600 });
         } else if (conn.privateKeyPath) {
             keyFile = conn.privateKeyPath;
-            if (!fs.existsSync(keyFile)) throw libvirtError(`libvirt ${where}: private key file ${keyFile} does not exist (ssh.privateKeyPath)`, "key", false, false);
+            if (!fs.existsSync(keyFile))
+                throw libvirtError(
+                    `libvirt ${where}: private key file ${keyFile} does not exist (ssh.privateKeyPath)`,
+                    "key",
+                    false,
+                    false,
+                );
         } else {
-            throw libvirtError(`libvirt ${where}: no private key: set \`ssh.privateKey\` (a secret) or \`ssh.privateKeyPath\``, "key", false, false);
+            throw libvirtError(
+                `libvirt ${where}: no private key: set \`ssh.privateKey\` (a secret) or \`ssh.privateKeyPath\``,
+                "key",
+                false,
+                false,
+            );
         }
         let knownHostsFile: string;
         if (conn.knownHosts) {
             knownHostsFile = path.join(dir, "known_hosts");
-            fs.writeFileSync(knownHostsFile, conn.knownHosts.endsWith("\n") ? conn.knownHosts : conn.knownHosts + "\n", { mode: 0o600 });
+            fs.writeFileSync(
+                knownHostsFile,
+                conn.knownHosts.endsWith("\n") ? conn.knownHosts : conn.knownHosts + "\n",
+                { mode: 0o600 },
+            );
         } else if (conn.knownHostsPath && fs.existsSync(conn.knownHostsPath)) {
             knownHostsFile = conn.knownHostsPath;
         } else {
             // Never fall back to accepting whatever key the host presents.
-            throw libvirtError(`libvirt ${where}: no known_hosts: set \`ssh.knownHosts\` or an existing \`ssh.knownHostsPath\` (host keys are always verified)`, "host-key", false, false);
+            throw libvirtError(
+                `libvirt ${where}: no known_hosts: set \`ssh.knownHosts\` or an existing \`ssh.knownHostsPath\` (host keys are always verified)`,
+                "host-key",
+                false,
+                false,
+            );
         }
         const uri = libvirtUri(conn, keyFile, knownHostsFile);
         const once: Virsh = (args, opts) =>
             new Promise((resolve, reject) => {
                 const timeoutMs = opts?.timeoutMs ?? 60000;
                 const started = Date.now();
-                const child = cp.execFile("virsh", ["-q", "-c", uri, ...args], { timeout: timeoutMs, signal: opts?.signal, maxBuffer: 64 * 1024 * 1024, env: { ...process.env, LC_ALL: "C" } }, (err, stdout, stderr) => {
-                    const failure = err ? virshFailure(err, String(stderr || ""), args, where, timeoutMs, opts?.signal) : undefined;
-                    if (session.onCall) {
-                        const code = (err as any)?.code;
-                        const call: VirshCall = {
-                            command: virshCommandNames(args), host: conn.host, target: `${conn.user}@${conn.address}:${conn.port}`, ...(session.member ? { member: session.member } : {}),
-                            durationMs: Date.now() - started, exitCode: !err ? 0 : typeof code === "number" ? code : null, ...((err as any)?.signal ? { signal: (err as any).signal } : {}),
-                            ok: !failure, ...(failure ? { stage: failure.stage } : {}),
-                        };
-                        try {
-                            session.onCall(call);
-                        } catch {
-                            /* a log that fails must not fail the call */
+                const child = cp.execFile(
+                    "virsh",
+                    ["-q", "-c", uri, ...args],
+                    {
+                        timeout: timeoutMs,
+                        signal: opts?.signal,
+                        maxBuffer: 64 * 1024 * 1024,
+                        env: { ...process.env, LC_ALL: "C" },
+                    },
+                    (err, stdout, stderr) => {
+                        const failure = err
+                            ? virshFailure(err, String(stderr || ""), args, where, timeoutMs, opts?.signal)
+                            : undefined;
+                        if (session.onCall) {
+                            const code = (err as any)?.code;
+                            const call: VirshCall = {
+                                command: virshCommandNames(args),
+                                host: conn.host,
+                                target: `${conn.user}@${conn.address}:${conn.port}`,
+                                ...(session.member ? { member: session.member } : {}),
+                                durationMs: Date.now() - started,
+                                exitCode: !err ? 0 : typeof code === "number" ? code : null,
+                                ...((err as any)?.signal ? { signal: (err as any).signal } : {}),
+                                ok: !failure,
+                                ...(failure ? { stage: failure.stage } : {}),
+                            };
+                            try {
+                                session.onCall(call);
+                            } catch {
+                                /* a log that fails must not fail the call */
+                            }
                         }
-                    }
-                    if (failure) reject(failure);
-                    else resolve(stdout);
-                });
+                        if (failure) reject(failure);
+                        else resolve(stdout);
+                    },
+                );
                 child.stdin?.end(); // closed stdin: libvirt refuses unknown host keys instead of prompting
             });
-        const virsh: Virsh = (args, opts) => withRetry(() => once(args, opts), { schedule, signal: opts?.signal, retryable: (e) => virshRetryable(args, e) });
+        const virsh: Virsh = (args, opts) =>
+            withRetry(() => once(args, opts), {
+                schedule,
+                signal: opts?.signal,
+                retryable: (e) => virshRetryable(args, e),
+            });
         return await fn(virsh);
     });
 }
-

@@ -65,7 +65,10 @@ export function hostZone(h: KvmHost): string {
 /** Hosts a placement may use: those in `zone`, or all hosts when no zone is set. */
 export function hostsForZone(entry: KvmProviderConfig, zone: string | undefined): KvmHost[] {
     const hosts = zone ? entry.hosts.filter((h) => hostZone(h) === zone) : entry.hosts;
-    if (hosts.length === 0) throw new Error(`no KVM host of this provider is in zone \`${zone}\` (zones: ${entry.hosts.map(hostZone).join(", ")})`);
+    if (hosts.length === 0)
+        throw new Error(
+            `no KVM host of this provider is in zone \`${zone}\` (zones: ${entry.hosts.map(hostZone).join(", ")})`,
+        );
     return hosts;
 }
 
@@ -78,11 +81,15 @@ export function pickHost(entry: KvmProviderConfig, plan: MemberPlan): KvmHost {
 /** The image key a placement uses: the named one, or the only one. */
 export function imageKey(entry: KvmProviderConfig, image: string | undefined): string {
     if (image) {
-        if (!entry.images[image]) throw new Error(`image \`${image}\` is not in this provider's images (${Object.keys(entry.images).join(", ")})`);
+        if (!entry.images[image])
+            throw new Error(
+                `image \`${image}\` is not in this provider's images (${Object.keys(entry.images).join(", ")})`,
+            );
         return image;
     }
     const keys = Object.keys(entry.images);
-    if (keys.length !== 1) throw new Error(`placement.image is required: this provider has ${keys.length} images (${keys.join(", ")})`);
+    if (keys.length !== 1)
+        throw new Error(`placement.image is required: this provider has ${keys.length} images (${keys.join(", ")})`);
     return keys[0];
 }
 
@@ -91,7 +98,10 @@ export function machineType(entry: KvmProviderConfig, name: string | undefined):
     const types = entry.machineTypes;
     const key = name ?? (types.small ? "small" : Object.keys(types)[0]);
     const t = types[key];
-    if (!t) throw new Error(`machine type \`${key}\` is not in this provider's machineTypes (${Object.keys(types).join(", ")})`);
+    if (!t)
+        throw new Error(
+            `machine type \`${key}\` is not in this provider's machineTypes (${Object.keys(types).join(", ")})`,
+        );
     return t;
 }
 
@@ -126,6 +136,9 @@ export function connectionFor(entry: KvmProviderConfig, host: KvmHost): KvmConne
 export function privateKeyText(entry: KvmProviderConfig): string | undefined {
     const k = entry.ssh.privateKey;
     if (k === undefined) return undefined;
-    if (typeof k !== "string") throw new Error("`ssh.privateKey` is still encrypted: read the config through Pulumi (pulumi.Config) so secrets are decrypted");
+    if (typeof k !== "string")
+        throw new Error(
+            "`ssh.privateKey` is still encrypted: read the config through Pulumi (pulumi.Config) so secrets are decrypted",
+        );
     return k;
 }

@@ -25,15 +25,20 @@ const REPLACE_ON = ["volume", "storagePool", "basePath", "baseFormat", "capacity
 
 export const overlayProvider: pulumi.dynamic.ResourceProvider<OverlayInputs, OverlayOutputs> = {
     async create(inputs) {
-        return withLibvirt(inputs.conn, inputs.privateKey, async (virsh) => {
-            // A volume of this name is deleted only when no domain uses it (see clearLeftoverVolume).
-            await clearLeftoverVolume(virsh, inputs.storagePool, inputs.volume, `overlay ${inputs.volume}`);
-            const xml = overlayXml(inputs.volume, inputs.capacityBytes, inputs.basePath, inputs.baseFormat);
-            return withNewVolume(virsh, inputs.storagePool, inputs.volume, xml, async (p) => ({
-                id: volumeId(inputs.conn.host, inputs.storagePool, inputs.volume),
-                outs: { ...inputs, path: p },
-            }));
-        }, { member: memberOfVolumeName(inputs.volume) });
+        return withLibvirt(
+            inputs.conn,
+            inputs.privateKey,
+            async (virsh) => {
+                // A volume of this name is deleted only when no domain uses it (see clearLeftoverVolume).
+                await clearLeftoverVolume(virsh, inputs.storagePool, inputs.volume, `overlay ${inputs.volume}`);
+                const xml = overlayXml(inputs.volume, inputs.capacityBytes, inputs.basePath, inputs.baseFormat);
+                return withNewVolume(virsh, inputs.storagePool, inputs.volume, xml, async (p) => ({
+                    id: volumeId(inputs.conn.host, inputs.storagePool, inputs.volume),
+                    outs: { ...inputs, path: p },
+                }));
+            },
+            { member: memberOfVolumeName(inputs.volume) },
+        );
     },
 
     ...memberVolumeLifecycle<OverlayInputs, (typeof REPLACE_ON)[number]>(REPLACE_ON),
@@ -44,7 +49,18 @@ export class Overlay extends pulumi.dynamic.Resource {
     declare public readonly path: pulumi.Output<string>;
     declare public readonly volume: pulumi.Output<string>;
 
-    constructor(name: string, args: { [K in keyof OverlayInputs]: pulumi.Input<OverlayInputs[K]> }, opts?: pulumi.CustomResourceOptions) {
-        super(overlayProvider, name, { ...args, path: undefined }, { ...opts, additionalSecretOutputs: ["privateKey"] }, "egress", "kvm:Overlay");
+    constructor(
+        name: string,
+        args: { [K in keyof OverlayInputs]: pulumi.Input<OverlayInputs[K]> },
+        opts?: pulumi.CustomResourceOptions,
+    ) {
+        super(
+            overlayProvider,
+            name,
+            { ...args, path: undefined },
+            { ...opts, additionalSecretOutputs: ["privateKey"] },
+            "egress",
+            "kvm:Overlay",
+        );
     }
 }

@@ -26,9 +26,18 @@ async function undoDomain(inputs: Record<string, unknown>, installation: Install
         // A create killed before `define` finished leaves no domain; one killed after it left our metadata.
         const xml = await virsh(["metadata", name, "--uri", metadataNs ?? METADATA_NS, "--config"]).catch(() => "");
         const found = parseMetadata(xml, metadataNs ?? METADATA_NS);
-        const sameMember = !!found && (!metadata || (found.project === metadata.project && found.stack === metadata.stack && found.member === metadata.member));
+        const sameMember =
+            !!found &&
+            (!metadata ||
+                (found.project === metadata.project &&
+                    found.stack === metadata.stack &&
+                    found.member === metadata.member));
         if (!sameMember || !ownedBy(found!.installation, installation))
-            throw new ForeignInstallationError(`domain ${name} (${state}) on ${conn.host}`, installation.id, found?.installation);
+            throw new ForeignInstallationError(
+                `domain ${name} (${state}) on ${conn.host}`,
+                installation.id,
+                found?.installation,
+            );
         await removeDomain(virsh, name);
         return [`removed domain ${name} (${state}) on ${conn.host}`];
     });
@@ -36,7 +45,12 @@ async function undoDomain(inputs: Record<string, unknown>, installation: Install
 
 /** Undoes an Overlay or SeedDisk create: the volume of that (deterministic) name, unless a domain uses it. */
 async function undoVolume(inputs: Record<string, unknown>): Promise<string[]> {
-    const { conn, privateKey, storagePool, volume } = inputs as { conn?: KvmConnection; privateKey?: string; storagePool?: string; volume?: string };
+    const { conn, privateKey, storagePool, volume } = inputs as {
+        conn?: KvmConnection;
+        privateKey?: string;
+        storagePool?: string;
+        volume?: string;
+    };
     if (!conn || typeof storagePool !== "string" || typeof volume !== "string") return [];
     return withLibvirt(conn, privateKey, async (virsh) => {
         if (!(await volumePath(virsh, storagePool, volume))) return [];
@@ -52,7 +66,8 @@ async function undoVolume(inputs: Record<string, unknown>): Promise<string[]> {
  */
 async function undoBaseImage(inputs: Record<string, unknown>): Promise<string[]> {
     const i = inputs as Partial<BaseImageInputs>;
-    if (!i.conn || typeof i.storagePool !== "string" || typeof i.volume !== "string" || typeof i.sha256 !== "string") return [];
+    if (!i.conn || typeof i.storagePool !== "string" || typeof i.volume !== "string" || typeof i.sha256 !== "string")
+        return [];
     const conn = i.conn;
     return withLibvirt(conn, i.privateKey, (virsh) => clearOurUnfinishedUpload(virsh, i as BaseImageInputs, conn.host));
 }

@@ -3,7 +3,14 @@ import { KvmConnection, withLibvirt, withTempDir } from "./libvirt";
 import { buildSeedIso } from "./seed-iso";
 import { decodeUserData } from "../../src/model/cloud-init";
 import { memberOfVolumeName } from "./unreachable";
-import { clearLeftoverVolume, memberVolumeLifecycle, uploadInto, uploadTargetXml, volumeId, withNewVolume } from "./volumes";
+import {
+    clearLeftoverVolume,
+    memberVolumeLifecycle,
+    uploadInto,
+    uploadTargetXml,
+    volumeId,
+    withNewVolume,
+} from "./volumes";
 
 /** Inputs of a SeedDisk: a member's NoCloud ISO, uploaded as a volume. */
 export interface SeedDiskInputs {
@@ -29,21 +36,50 @@ export interface SeedDiskOutputs extends SeedDiskInputs {
 }
 
 /** Any content change rebuilds the ISO; its name carries the content digest, so normally as a new volume created before the old one is deleted. */
-const REPLACE_ON = ["volume", "storagePool", "userData", "userDataEncoding", "instanceId", "hostname", "installGuestAgent", "vendorData"] as const;
+const REPLACE_ON = [
+    "volume",
+    "storagePool",
+    "userData",
+    "userDataEncoding",
+    "instanceId",
+    "hostname",
+    "installGuestAgent",
+    "vendorData",
+] as const;
 
 export const seedDiskProvider: pulumi.dynamic.ResourceProvider<SeedDiskInputs, SeedDiskOutputs> = {
     async create(inputs) {
-        const content = { userData: decodeUserData({ userData: inputs.userData, encoding: inputs.userDataEncoding }), instanceId: inputs.instanceId, hostname: inputs.hostname, installGuestAgent: inputs.installGuestAgent, vendorData: inputs.vendorData };
+        const content = {
+            userData: decodeUserData({ userData: inputs.userData, encoding: inputs.userDataEncoding }),
+            instanceId: inputs.instanceId,
+            hostname: inputs.hostname,
+            installGuestAgent: inputs.installGuestAgent,
+            vendorData: inputs.vendorData,
+        };
         return withTempDir("egress-seed-", async (dir) => {
             const iso = await buildSeedIso(content, dir); // fails before touching the host when no ISO tool exists
-            return await withLibvirt(inputs.conn, inputs.privateKey, async (virsh) => {
-                // A volume of this name is deleted only when no domain uses it (see clearLeftoverVolume).
-                await clearLeftoverVolume(virsh, inputs.storagePool, inputs.volume, `seed ${inputs.volume}`);
-                return await withNewVolume(virsh, inputs.storagePool, inputs.volume, uploadTargetXml(inputs.volume, iso), async (p) => {
-                    await uploadInto(virsh, inputs.storagePool, inputs.volume, iso);
-                    return { id: volumeId(inputs.conn.host, inputs.storagePool, inputs.volume), outs: { ...inputs, path: p } };
-                });
-            }, { member: memberOfVolumeName(inputs.volume) });
+            return await withLibvirt(
+                inputs.conn,
+                inputs.privateKey,
+                async (virsh) => {
+                    // A volume of this name is deleted only when no domain uses it (see clearLeftoverVolume).
+                    await clearLeftoverVolume(virsh, inputs.storagePool, inputs.volume, `seed ${inputs.volume}`);
+                    return await withNewVolume(
+                        virsh,
+                        inputs.storagePool,
+                        inputs.volume,
+                        uploadTargetXml(inputs.volume, iso),
+                        async (p) => {
+                            await uploadInto(virsh, inputs.storagePool, inputs.volume, iso);
+                            return {
+                                id: volumeId(inputs.conn.host, inputs.storagePool, inputs.volume),
+                                outs: { ...inputs, path: p },
+                            };
+                        },
+                    );
+                },
+                { member: memberOfVolumeName(inputs.volume) },
+            );
         });
     },
 
@@ -55,7 +91,18 @@ export class SeedDisk extends pulumi.dynamic.Resource {
     declare public readonly path: pulumi.Output<string>;
     declare public readonly volume: pulumi.Output<string>;
 
-    constructor(name: string, args: { [K in keyof SeedDiskInputs]: pulumi.Input<SeedDiskInputs[K]> }, opts?: pulumi.CustomResourceOptions) {
-        super(seedDiskProvider, name, { ...args, path: undefined }, { ...opts, additionalSecretOutputs: ["privateKey", "userData", "vendorData"] }, "egress", "kvm:SeedDisk");
+    constructor(
+        name: string,
+        args: { [K in keyof SeedDiskInputs]: pulumi.Input<SeedDiskInputs[K]> },
+        opts?: pulumi.CustomResourceOptions,
+    ) {
+        super(
+            seedDiskProvider,
+            name,
+            { ...args, path: undefined },
+            { ...opts, additionalSecretOutputs: ["privateKey", "userData", "vendorData"] },
+            "egress",
+            "kvm:SeedDisk",
+        );
     }
 }

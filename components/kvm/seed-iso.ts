@@ -44,12 +44,18 @@ export function metaData(c: Pick<SeedContent, "instanceId" | "hostname">): strin
  * each part declared text/plain (cloud-init then recognises each part by its first line: `#!`,
  * `#cloud-config`, ...). Undefined when there is nothing to send.
  */
-export function vendorData(c: Pick<SeedContent, "installGuestAgent" | "vendorData">, boundary = "==egress-vendor-data=="): string | undefined {
+export function vendorData(
+    c: Pick<SeedContent, "installGuestAgent" | "vendorData">,
+    boundary = "==egress-vendor-data==",
+): string | undefined {
     const parts = [c.installGuestAgent ? GUEST_AGENT_SCRIPT : undefined, c.vendorData].filter((p): p is string => !!p);
     if (parts.length === 0) return undefined;
     if (parts.length === 1) return parts[0];
     const body = parts
-        .map((p, i) => `--${boundary}\nContent-Type: text/plain; charset="utf-8"\nMIME-Version: 1.0\nContent-Transfer-Encoding: 8bit\nContent-Disposition: attachment; filename="part-${i + 1}"\n\n${p}${p.endsWith("\n") ? "" : "\n"}`)
+        .map(
+            (p, i) =>
+                `--${boundary}\nContent-Type: text/plain; charset="utf-8"\nMIME-Version: 1.0\nContent-Transfer-Encoding: 8bit\nContent-Disposition: attachment; filename="part-${i + 1}"\n\n${p}${p.endsWith("\n") ? "" : "\n"}`,
+        )
         .join("");
     return `Content-Type: multipart/mixed; boundary="${boundary}"\nMIME-Version: 1.0\n\n${body}--${boundary}--\n`;
 }
@@ -66,7 +72,8 @@ export function seedFiles(c: SeedContent): Record<string, string | Buffer> {
 export function seedDigest(c: SeedContent): string {
     const crypto = require("node:crypto") as typeof import("node:crypto");
     const h = crypto.createHash("sha256");
-    for (const [name, content] of Object.entries(seedFiles(c)).sort(([a], [b]) => (a < b ? -1 : 1))) h.update(`${name}\0${Buffer.byteLength(content)}\0`).update(content);
+    for (const [name, content] of Object.entries(seedFiles(c)).sort(([a], [b]) => (a < b ? -1 : 1)))
+        h.update(`${name}\0${Buffer.byteLength(content)}\0`).update(content);
     return h.digest("hex");
 }
 
@@ -74,11 +81,14 @@ export function seedDigest(c: SeedContent): string {
 export function findIsoTool(): { cmd: string; args: string[] } {
     const fs = require("node:fs") as typeof import("node:fs");
     const path = require("node:path") as typeof import("node:path");
-    const onPath = (b: string) => (process.env.PATH ?? "/usr/bin:/bin").split(":").some((d) => d && fs.existsSync(path.join(d, b)));
+    const onPath = (b: string) =>
+        (process.env.PATH ?? "/usr/bin:/bin").split(":").some((d) => d && fs.existsSync(path.join(d, b)));
     if (onPath("xorriso")) return { cmd: "xorriso", args: ["-as", "mkisofs"] };
     if (onPath("genisoimage")) return { cmd: "genisoimage", args: [] };
     if (onPath("mkisofs")) return { cmd: "mkisofs", args: [] };
-    throw new Error("building the cloud-init seed ISO needs xorriso or genisoimage on the machine running Pulumi (apt-get install xorriso)");
+    throw new Error(
+        "building the cloud-init seed ISO needs xorriso or genisoimage on the machine running Pulumi (apt-get install xorriso)",
+    );
 }
 
 /** Writes the seed files into `dir` and builds `dir/seed.iso`; returns its path. */
@@ -97,7 +107,9 @@ export async function buildSeedIso(c: SeedContent, dir: string): Promise<string>
     const args = [...tool.args, "-quiet", "-output", out, "-volid", "cidata", "-joliet", "-rock", ...names];
     await new Promise<void>((resolve, reject) => {
         const child = cp.execFile(tool.cmd, args, { timeout: 60000 }, (err, _stdout, stderr) =>
-            err ? reject(new Error(`${tool.cmd} failed building the seed ISO: ${String(stderr).trim() || err.message}`)) : resolve(),
+            err
+                ? reject(new Error(`${tool.cmd} failed building the seed ISO: ${String(stderr).trim() || err.message}`))
+                : resolve(),
         );
         child.stdin?.end();
     });

@@ -32,7 +32,11 @@ export const DEFAULT_TRANSFER_LIMITS: TransferLimits = { minKiBPerSecond: 512, g
 /** The limits with defaults for unset fields (state written before deadlines existed has none). */
 export function transferLimits(given?: Partial<TransferLimits>): TransferLimits {
     const d = DEFAULT_TRANSFER_LIMITS;
-    return { minKiBPerSecond: given?.minKiBPerSecond ?? d.minKiBPerSecond, graceSeconds: given?.graceSeconds ?? d.graceSeconds, idleSeconds: given?.idleSeconds ?? d.idleSeconds };
+    return {
+        minKiBPerSecond: given?.minKiBPerSecond ?? d.minKiBPerSecond,
+        graceSeconds: given?.graceSeconds ?? d.graceSeconds,
+        idleSeconds: given?.idleSeconds ?? d.idleSeconds,
+    };
 }
 
 /** The total deadline of a transfer of `bytes` bytes, in ms. */
@@ -47,7 +51,13 @@ export type DeadlineKind = "total" | "rate" | "idle";
  * The error for a missed deadline: `[transient] <what>: missed its <which> deadline (<rule>) <progress>;
  * <hint>`. `where` is the config path of the image's `transfer` settings.
  */
-export function deadlineError(what: string, kind: DeadlineKind, limits: TransferLimits, facts: { bytes?: number; done?: number; elapsedMs: number }, where: string): Error {
+export function deadlineError(
+    what: string,
+    kind: DeadlineKind,
+    limits: TransferLimits,
+    facts: { bytes?: number; done?: number; elapsedMs: number },
+    where: string,
+): Error {
     const mib = (n: number) => `${(n / 1024 ** 2).toFixed(1)} MiB`;
     const rule =
         kind === "total"
@@ -55,16 +65,29 @@ export function deadlineError(what: string, kind: DeadlineKind, limits: Transfer
             : kind === "rate"
               ? `minimum-rate deadline: below ${limits.minKiBPerSecond} KiB/s on average after ${limits.graceSeconds} s grace`
               : `idle deadline: no byte for ${limits.idleSeconds} s`;
-    const progress = facts.done !== undefined ? `, ${mib(facts.done)}${facts.bytes !== undefined ? ` of ${mib(facts.bytes)}` : ""} moved in ${(facts.elapsedMs / 1000).toFixed(1)} s` : ` after ${(facts.elapsedMs / 1000).toFixed(1)} s`;
+    const progress =
+        facts.done !== undefined
+            ? `, ${mib(facts.done)}${facts.bytes !== undefined ? ` of ${mib(facts.bytes)}` : ""} moved in ${(facts.elapsedMs / 1000).toFixed(1)} s`
+            : ` after ${(facts.elapsedMs / 1000).toFixed(1)} s`;
     const field = kind === "total" || kind === "rate" ? "minKiBPerSecond`/`graceSeconds" : "idleSeconds";
-    return classify(new Error(`${what}: missed its ${rule}${progress}; the next up tries again (a slower source needs \`${where}.${field}\`)`), "transient");
+    return classify(
+        new Error(
+            `${what}: missed its ${rule}${progress}; the next up tries again (a slower source needs \`${where}.${field}\`)`,
+        ),
+        "transient",
+    );
 }
 
 /**
  * Watches a stream of known or unknown size: call `progress(n)` per chunk; `failure` resolves with the
  * error of the first deadline missed (then the caller destroys the transfer). `stop()` ends the watch.
  */
-export function watchTransfer(what: string, bytes: number | undefined, limits: TransferLimits, where: string): { progress(n: number): void; failure: Promise<Error>; stop(): void } {
+export function watchTransfer(
+    what: string,
+    bytes: number | undefined,
+    limits: TransferLimits,
+    where: string,
+): { progress(n: number): void; failure: Promise<Error>; stop(): void } {
     const started = Date.now();
     let done = 0;
     let last = started;
@@ -73,12 +96,18 @@ export function watchTransfer(what: string, bytes: number | undefined, limits: T
     const check = () => {
         const now = Date.now();
         const elapsedMs = now - started;
-        if (bytes !== undefined && elapsedMs > totalDeadlineMs(bytes, limits)) return fail(deadlineError(what, "total", limits, { bytes, done, elapsedMs }, where));
-        if (bytes === undefined && elapsedMs > totalDeadlineMs(done, limits)) return fail(deadlineError(what, "rate", limits, { done, elapsedMs }, where));
-        if (now - last > limits.idleSeconds * 1000) return fail(deadlineError(what, "idle", limits, { bytes, done, elapsedMs }, where));
+        if (bytes !== undefined && elapsedMs > totalDeadlineMs(bytes, limits))
+            return fail(deadlineError(what, "total", limits, { bytes, done, elapsedMs }, where));
+        if (bytes === undefined && elapsedMs > totalDeadlineMs(done, limits))
+            return fail(deadlineError(what, "rate", limits, { done, elapsedMs }, where));
+        if (now - last > limits.idleSeconds * 1000)
+            return fail(deadlineError(what, "idle", limits, { bytes, done, elapsedMs }, where));
     };
     // A quarter of the shortest limit, at most a second: a miss is seen within about a second.
-    const timer = setInterval(check, Math.max(10, Math.min(1000, (Math.min(limits.graceSeconds || 1, limits.idleSeconds) * 1000) / 4)));
+    const timer = setInterval(
+        check,
+        Math.max(10, Math.min(1000, (Math.min(limits.graceSeconds || 1, limits.idleSeconds) * 1000) / 4)),
+    );
     return {
         progress(n) {
             done += n;

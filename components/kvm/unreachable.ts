@@ -6,7 +6,13 @@
 
 /** libvirt stages at which the host itself did not answer or would not let us in (not a problem with the object). */
 function hostUnreachable(e: { stage?: string; transient?: boolean }): boolean {
-    return e.stage === "tcp" || e.stage === "timeout" || e.stage === "host-key" || e.stage === "ssh-auth" || (e.stage === "libvirt" && e.transient === true);
+    return (
+        e.stage === "tcp" ||
+        e.stage === "timeout" ||
+        e.stage === "host-key" ||
+        e.stage === "ssh-auth" ||
+        (e.stage === "libvirt" && e.transient === true)
+    );
 }
 
 /** Adds the way out to a delete's error when its host could not be reached; other errors pass unchanged. */

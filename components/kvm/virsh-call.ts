@@ -35,5 +35,8 @@ export interface VirshCall {
 /** The command names of a virsh argv (a one-string argv is a `;`-separated batch), for VirshCall. */
 export function virshCommandNames(args: string[]): string {
     const commands = args.length === 1 ? args[0].split(";") : [args[0] ?? ""];
-    return commands.map((c) => c.trim().split(/\s+/)[0]).filter(Boolean).join(";");
+    return commands
+        .map((c) => c.trim().split(/\s+/)[0])
+        .filter(Boolean)
+        .join(";");
 }

@@ -9,5 +9,9 @@ import type { VirshCall } from "./virsh-call";
  */
 export function virshDebugLog(log: Logger | undefined): ((call: VirshCall) => void) | undefined {
     if (!log) return undefined;
-    return (call) => log.debug({ component: "virsh", ...call }, `virsh ${call.command} on ${call.host}: ${call.ok ? "ok" : `failed (${call.stage})`}, exit ${call.exitCode ?? call.signal ?? "none"}, ${call.durationMs} ms`);
+    return (call) =>
+        log.debug(
+            { component: "virsh", ...call },
+            `virsh ${call.command} on ${call.host}: ${call.ok ? "ok" : `failed (${call.stage})`}, exit ${call.exitCode ?? call.signal ?? "none"}, ${call.durationMs} ms`,
+        );
 }

@@ -2,7 +2,17 @@
  * Volume operations shared by the KVM resources: uploads, digests, backing-file lookups. Plain functions
  * over a `Virsh` (see ./libvirt), serialized by value with the providers that use them.
  */
-import { ignoreNotFound, KvmConnection, listDomains, listVolumes, replaceDiff, Virsh, volumePath, withLibvirt, withTempDir } from "./libvirt";
+import {
+    ignoreNotFound,
+    KvmConnection,
+    listDomains,
+    listVolumes,
+    replaceDiff,
+    Virsh,
+    volumePath,
+    withLibvirt,
+    withTempDir,
+} from "./libvirt";
 import { backingPathOf, volumeXml } from "./xml";
 import { explainUnreachableDelete, memberOfVolumeName } from "./unreachable";
 import { deadlineError, totalDeadlineMs, TransferLimits, transferLimits } from "./transfer";
@@ -47,7 +57,13 @@ async function virshTransfer(virsh: Virsh, args: string[], bytes: number, d: Tra
         await virsh(args, { signal, timeoutMs: ms + 1000 });
     } catch (e) {
         if (!signal.aborted) throw e;
-        throw deadlineError(`${d.what ?? "volume"}: \`virsh ${args[0]}\` of ${args[3]}`, "total", limits, { bytes, elapsedMs: Date.now() - t0 }, d.where ?? "transfer");
+        throw deadlineError(
+            `${d.what ?? "volume"}: \`virsh ${args[0]}\` of ${args[3]}`,
+            "total",
+            limits,
+            { bytes, elapsedMs: Date.now() - t0 },
+            d.where ?? "transfer",
+        );
     }
 }
 
@@ -55,7 +71,13 @@ async function virshTransfer(virsh: Virsh, args: string[], bytes: number, d: Tra
  * Uploads a local file into existing volume `name` under the transfer deadline, then refreshes the pool
  * so libvirt probes the new bytes (format, virtual size: volumeCapacity of an uploaded qcow2 depends on it).
  */
-export async function uploadInto(virsh: Virsh, pool: string, name: string, file: string, deadline: TransferDeadline = {}): Promise<void> {
+export async function uploadInto(
+    virsh: Virsh,
+    pool: string,
+    name: string,
+    file: string,
+    deadline: TransferDeadline = {},
+): Promise<void> {
     const fs = require("node:fs") as typeof import("node:fs");
     await virshTransfer(virsh, ["vol-upload", "--pool", pool, name, file], fs.statSync(file).size, deadline);
     await virsh(["pool-refresh", pool]);
@@ -66,14 +88,22 @@ export async function uploadInto(virsh: Virsh, pool: string, name: string, file:
  * under the transfer deadline for `bytes` (unset: the larger of the volume's capacity and allocation,
  * which is at least what vol-download moves).
  */
-export async function remoteDigest(virsh: Virsh, pool: string, name: string, deadline: TransferDeadline & { bytes?: number } = {}): Promise<{ sha256: string; bytes: number }> {
+export async function remoteDigest(
+    virsh: Virsh,
+    pool: string,
+    name: string,
+    deadline: TransferDeadline & { bytes?: number } = {},
+): Promise<{ sha256: string; bytes: number }> {
     const fs = require("node:fs") as typeof import("node:fs");
     const path = require("node:path") as typeof import("node:path");
     const crypto = require("node:crypto") as typeof import("node:crypto");
     let size = deadline.bytes;
     if (size === undefined) {
         const info = await virsh(["vol-info", "--bytes", "--pool", pool, name]);
-        size = Math.max(Number(/Capacity:\s+(\d+)/.exec(info)?.[1] ?? 0), Number(/Allocation:\s+(\d+)/.exec(info)?.[1] ?? 0));
+        size = Math.max(
+            Number(/Capacity:\s+(\d+)/.exec(info)?.[1] ?? 0),
+            Number(/Allocation:\s+(\d+)/.exec(info)?.[1] ?? 0),
+        );
     }
     return withTempDir("egress-vol-", async (dir) => {
         const file = path.join(dir, "vol");
@@ -138,7 +168,10 @@ export async function volumeCapacity(virsh: Virsh, pool: string, name: string): 
  * host's config name changed), so create-before-delete would let the old resource's `delete` remove the
  * disk its replacement just made. Used by the Overlay and SeedDisk diffs.
  */
-export function sameVolumeName(olds: { volume?: string; storagePool?: string }, news: { volume?: string; storagePool?: string }): boolean {
+export function sameVolumeName(
+    olds: { volume?: string; storagePool?: string },
+    news: { volume?: string; storagePool?: string },
+): boolean {
     return olds.volume === news.volume && olds.storagePool === news.storagePool;
 }
 
@@ -153,12 +186,20 @@ export function volumeId(host: string, pool: string, name: string): string {
  * `vol-create` succeeded: when it fails (the name exists: another pool or stack created it meanwhile),
  * the error propagates and the other's volume is never touched.
  */
-export async function withNewVolume<T>(virsh: Virsh, pool: string, name: string, xml: string, fill: (path: string) => Promise<T>): Promise<T> {
+export async function withNewVolume<T>(
+    virsh: Virsh,
+    pool: string,
+    name: string,
+    xml: string,
+    fill: (path: string) => Promise<T>,
+): Promise<T> {
     try {
         await createVolume(virsh, pool, xml);
     } catch (e) {
         if (await volumePath(virsh, pool, name).catch(() => undefined))
-            throw new Error(`volume ${name} appeared in pool ${pool} while this resource was creating it (another pool or stack creating the same volume?); it was left alone, run up again to use it. (${(e as Error).message})`);
+            throw new Error(
+                `volume ${name} appeared in pool ${pool} while this resource was creating it (another pool or stack creating the same volume?); it was left alone, run up again to use it. (${(e as Error).message})`,
+            );
         throw e;
     }
     try {
@@ -175,7 +216,9 @@ export async function withNewVolume<T>(virsh: Virsh, pool: string, name: string,
 export async function domainsUsing(virsh: Virsh, volPath: string): Promise<string[]> {
     const names = await listDomains(virsh);
     const lists = await virshEach(virsh, names, (n) => `domblklist --details ${virshArg(n)}`);
-    return names.filter((_, j) => lists[j].split("\n").some((l) => l.trim().split(/\s+/).slice(3).join(" ") === volPath));
+    return names.filter((_, j) =>
+        lists[j].split("\n").some((l) => l.trim().split(/\s+/).slice(3).join(" ") === volPath),
+    );
 }
 
 /**
@@ -189,7 +232,9 @@ export async function clearLeftoverVolume(virsh: Virsh, pool: string, name: stri
     if (!p) return;
     const users = await domainsUsing(virsh, p);
     if (users.length > 0)
-        throw new Error(`${what}: volume ${name} already exists in pool ${pool} and domain(s) ${users.join(", ")} use it; a disk in use is never deleted. If it is a leftover of an interrupted run, remove it (\`egress gc\`) and run up again`);
+        throw new Error(
+            `${what}: volume ${name} already exists in pool ${pool} and domain(s) ${users.join(", ")} use it; a disk in use is never deleted. If it is a leftover of an interrupted run, remove it (\`egress gc\`) and run up again`,
+        );
     await deleteVolume(virsh, pool, name);
 }
 
@@ -207,7 +252,9 @@ export interface MemberVolumeProps {
  * replaces; a new name is created before the old goes, the same name must go first; updates keep the
  * volume's path; delete tolerates a volume that is already gone.
  */
-export function memberVolumeLifecycle<I extends Omit<MemberVolumeProps, "path">, K extends keyof I & string>(replaceOn: readonly K[]) {
+export function memberVolumeLifecycle<I extends Omit<MemberVolumeProps, "path">, K extends keyof I & string>(
+    replaceOn: readonly K[],
+) {
     return {
         async diff(_id: string, olds: I & { path: string }, news: I) {
             const { replaces, changes } = replaceDiff(olds, news, replaceOn);
@@ -217,7 +264,12 @@ export function memberVolumeLifecycle<I extends Omit<MemberVolumeProps, "path">,
             return { outs: { ...olds, ...news, path: olds.path } };
         },
         async delete(_id: string, props: I & { path: string }) {
-            await withLibvirt(props.conn, props.privateKey, (virsh) => deleteVolume(virsh, props.storagePool, props.volume), { member: memberOfVolumeName(props.volume) }).catch((e) => {
+            await withLibvirt(
+                props.conn,
+                props.privateKey,
+                (virsh) => deleteVolume(virsh, props.storagePool, props.volume),
+                { member: memberOfVolumeName(props.volume) },
+            ).catch((e) => {
                 throw explainUnreachableDelete(e, `volume ${props.volume}`, memberOfVolumeName(props.volume));
             });
         },

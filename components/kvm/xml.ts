@@ -4,7 +4,12 @@
  */
 
 export function xmlEscape(s: string): string {
-    return s.replace(/&/g, "&amp;").replace(/</g, "&lt;").replace(/>/g, "&gt;").replace(/"/g, "&quot;").replace(/'/g, "&apos;");
+    return s
+        .replace(/&/g, "&amp;")
+        .replace(/</g, "&lt;")
+        .replace(/>/g, "&gt;")
+        .replace(/"/g, "&quot;")
+        .replace(/'/g, "&apos;");
 }
 
 /** What `egress gc` needs to find a domain that state forgot. */
@@ -48,14 +53,30 @@ export function metadataXml(m: MemberMetadata, ns: string): string {
 export function parseMetadata(domainXml: string, ns: string): MemberMetadata | undefined {
     const esc = ns.replace(/[.*+?^${}()|[\]\\]/g, "\\$&");
     // A whole domain (prefix + xmlns), or `virsh metadata --uri NS` output (bare element, no xmlns).
-    const m = new RegExp(`<(\\w+):member\\b[^>]*xmlns:\\1=["']${esc}["'][^>]*>`).exec(domainXml) ?? /^\s*<member\b[^>]*>/.exec(domainXml);
+    const m =
+        new RegExp(`<(\\w+):member\\b[^>]*xmlns:\\1=["']${esc}["'][^>]*>`).exec(domainXml) ??
+        /^\s*<member\b[^>]*>/.exec(domainXml);
     if (!m) return undefined;
     const attr = (k: string) => {
         const v = new RegExp(`\\b${k}=["']([^"']*)["']`).exec(m[0]);
-        return v ? v[1].replace(/&quot;/g, '"').replace(/&apos;/g, "'").replace(/&lt;/g, "<").replace(/&gt;/g, ">").replace(/&amp;/g, "&") : "";
+        return v
+            ? v[1]
+                  .replace(/&quot;/g, '"')
+                  .replace(/&apos;/g, "'")
+                  .replace(/&lt;/g, "<")
+                  .replace(/&gt;/g, ">")
+                  .replace(/&amp;/g, "&")
+            : "";
     };
     const installation = attr("installation");
-    return { project: attr("project"), stack: attr("stack"), pool: attr("pool"), member: attr("member"), provider: attr("provider"), ...(installation ? { installation } : {}) };
+    return {
+        project: attr("project"),
+        stack: attr("stack"),
+        pool: attr("pool"),
+        member: attr("member"),
+        provider: attr("provider"),
+        ...(installation ? { installation } : {}),
+    };
 }
 
 /** Volume name of a domain's console log. */
@@ -91,7 +112,9 @@ export function domainXml(d: DomainSpec): string {
         `  <vcpu>${d.vcpu}</vcpu>`,
         `  ${os}`,
         `  <features><acpi/></features>`,
-        d.domainType === "kvm" ? `  <cpu mode="host-passthrough"/>` : `  <cpu mode="custom" match="exact"><model fallback="allow">qemu64</model></cpu>`,
+        d.domainType === "kvm"
+            ? `  <cpu mode="host-passthrough"/>`
+            : `  <cpu mode="custom" match="exact"><model fallback="allow">qemu64</model></cpu>`,
         `  <on_poweroff>destroy</on_poweroff><on_reboot>restart</on_reboot><on_crash>restart</on_crash>`,
         `  <devices>`,
         `    <disk type="file" device="disk"><driver name="qemu" type="qcow2"/><source file="${e(d.overlayPath)}"/><target dev="vda" bus="virtio"/></disk>`,

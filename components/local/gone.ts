@@ -16,7 +16,8 @@ export function localGoneCheck(ctx: Pick<GoneCheckContext, "runDir" | "stack" | 
         for (const m of members) {
             const id = `${ctx.stack}-${m.id}`;
             // Another installation's process under the same id (a shared run dir) does not keep ours alive.
-            if (!(running.get(id) ?? []).some((pid) => ownedBy(proxyInstallation(pid), ctx.installation))) gone.set(m.id, `no process of local proxy ${id} is running`);
+            if (!(running.get(id) ?? []).some((pid) => ownedBy(proxyInstallation(pid), ctx.installation)))
+                gone.set(m.id, `no process of local proxy ${id} is running`);
         }
         return gone;
     };

@@ -19,7 +19,10 @@ export const localKind = defineKind({
         return { [LOCAL_PROCESS_TYPE]: undoLocalCreate };
     },
     checker: (name, entry, env) =>
-        (require("./health") as typeof import("./health")).localChecker({ serverScript: LOCAL_SERVER_SCRIPT, stateDir: path.join(env.runDir, "local", env.stack) })(name, entry),
+        (require("./health") as typeof import("./health")).localChecker({
+            serverScript: LOCAL_SERVER_SCRIPT,
+            stateDir: path.join(env.runDir, "local", env.stack),
+        })(name, entry),
     goneCheck: (ctx) => (require("./gone") as typeof import("./gone")).localGoneCheck(ctx),
     // Local proxies of a stack share one directory whatever their entry: the first entry lists them all.
     collector: (name, entry, env) => (require("./gc") as typeof import("./gc")).localCollector(env.runDir)(name, entry),

@@ -17,15 +17,26 @@ export class LocalProxy extends ProxyMemberComponent {
         super("egress:local:LocalProxy", name, memberIdentity(args, "local"), opts);
         // With a basePort, member i gets basePort+i (stable, predictable); otherwise the kernel picks.
         const requestedPort = args.entry.basePort !== undefined ? args.entry.basePort + args.plan.index : 0;
-        const proc = new LocalProxyProcess(`${name}-process`, {
-            member: `${args.context.stack}-${args.plan.name}`,
-            requestedPort,
-            stateDir: path.join(args.context.stateDir, "local", args.context.stack),
-            serverScript: path.join(__dirname, "proxy-server.js"),
-            nodePath: process.execPath,
-            installation: { id: args.context.installation.id, legacy: args.context.installation.legacy },
-            ...(args.plan.auth ? { auth: pulumi.secret({ username: args.plan.auth.username, password: clearSecret(args.plan.auth.password, "auth.password") }) } : {}),
-        }, { parent: this });
+        const proc = new LocalProxyProcess(
+            `${name}-process`,
+            {
+                member: `${args.context.stack}-${args.plan.name}`,
+                requestedPort,
+                stateDir: path.join(args.context.stateDir, "local", args.context.stack),
+                serverScript: path.join(__dirname, "proxy-server.js"),
+                nodePath: process.execPath,
+                installation: { id: args.context.installation.id, legacy: args.context.installation.legacy },
+                ...(args.plan.auth
+                    ? {
+                          auth: pulumi.secret({
+                              username: args.plan.auth.username,
+                              password: clearSecret(args.plan.auth.password, "auth.password"),
+                          }),
+                      }
+                    : {}),
+            },
+            { parent: this },
+        );
         this.publish(args, proc.host, proc.port, "local");
     }
 }

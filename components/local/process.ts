@@ -29,7 +29,11 @@ export interface Started {
 /** Files kept per proxy under the stack's state dir. */
 export function proxyFiles(stateDir: string, id: string) {
     const path = require("node:path") as typeof import("node:path");
-    return { ready: path.join(stateDir, `${id}.json`), log: path.join(stateDir, `${id}.log`), auth: path.join(stateDir, `${id}.auth`) };
+    return {
+        ready: path.join(stateDir, `${id}.json`),
+        log: path.join(stateDir, `${id}.log`),
+        auth: path.join(stateDir, `${id}.auth`),
+    };
 }
 
 /** Starts a detached proxy and waits until it listens. On failure nothing is left running. */
@@ -45,7 +49,14 @@ export async function startProxy(req: StartRequest, timeoutMs = 15000): Promise<
         const ours = req.installation;
         for (const pid of running) {
             const theirs = proxyInstallation(pid);
-            if (!(theirs === ours.id || (ours.legacy && theirs === undefined))) throw new Error(foreignInstallationMessage(`local proxy ${req.id} (pid ${pid}) in ${req.stateDir}`, ours.id, theirs));
+            if (!(theirs === ours.id || (ours.legacy && theirs === undefined)))
+                throw new Error(
+                    foreignInstallationMessage(
+                        `local proxy ${req.id} (pid ${pid}) in ${req.stateDir}`,
+                        ours.id,
+                        theirs,
+                    ),
+                );
         }
     }
     for (const pid of running) await stopProxy(pid, req.id, req.stateDir);
@@ -55,7 +66,17 @@ export async function startProxy(req: StartRequest, timeoutMs = 15000): Promise<
     // created with its mode (never widened after the fact), which the proxy removes once read.
     if (req.auth) fs.writeFileSync(files.auth, JSON.stringify(req.auth), { mode: 0o600, flag: "wx" });
     const out = fs.openSync(files.log, "a");
-    const argv = [req.serverScript, "--id", req.id, "--port", String(req.port), "--ready", files.ready, ...(req.auth ? ["--auth", files.auth] : []), ...(req.installation ? ["--installation", req.installation.id] : [])];
+    const argv = [
+        req.serverScript,
+        "--id",
+        req.id,
+        "--port",
+        String(req.port),
+        "--ready",
+        files.ready,
+        ...(req.auth ? ["--auth", files.auth] : []),
+        ...(req.installation ? ["--installation", req.installation.id] : []),
+    ];
     const child = cp.spawn(req.nodePath, argv, {
         detached: true,
         stdio: ["ignore", out, out],
@@ -76,10 +97,14 @@ export async function startProxy(req: StartRequest, timeoutMs = 15000): Promise<
         await new Promise((r) => setTimeout(r, 50));
     }
     if (child.pid) killQuietly(child.pid);
-    const tail = fs.existsSync(files.log) ? fs.readFileSync(files.log, "utf8").trim().split("\n").slice(-3).join(" | ") : "";
+    const tail = fs.existsSync(files.log)
+        ? fs.readFileSync(files.log, "utf8").trim().split("\n").slice(-3).join(" | ")
+        : "";
     fs.rmSync(files.auth, { force: true });
     fs.rmSync(files.log, { force: true }); // transactional: a failed create leaves nothing (the tail is in the error)
-    throw new Error(`local proxy ${req.id} did not start listening on port ${req.port || "(any)"}: ${exited !== null ? `exited with ${exited}` : "timed out"}${tail ? `; log: ${tail}` : ""}`);
+    throw new Error(
+        `local proxy ${req.id} did not start listening on port ${req.port || "(any)"}: ${exited !== null ? `exited with ${exited}` : "timed out"}${tail ? `; log: ${tail}` : ""}`,
+    );
 }
 
 /**
@@ -121,7 +146,8 @@ export function runningProxies(stateDir: string): Map<string, number[]> {
         }
         const at = (flag: string) => (argv.includes(flag) ? argv[argv.indexOf(flag) + 1] : undefined);
         const id = at("--id");
-        if (id && at("--ready") === proxyFiles(stateDir, id).ready) found.set(id, [...(found.get(id) ?? []), Number(entry)]);
+        if (id && at("--ready") === proxyFiles(stateDir, id).ready)
+            found.set(id, [...(found.get(id) ?? []), Number(entry)]);
     }
     return found;
 }

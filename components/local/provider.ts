@@ -36,7 +36,15 @@ export const localProcessProvider: pulumi.dynamic.ResourceProvider<LocalProcessI
     async create(inputs) {
         // Deterministic: after a crash mid-create, recovery finds the process by this id (recover.ts).
         const id = inputs.member;
-        const started = await startProxy({ id, port: inputs.requestedPort, stateDir: inputs.stateDir, serverScript: inputs.serverScript, nodePath: inputs.nodePath, ...(inputs.auth ? { auth: inputs.auth } : {}), ...(inputs.installation ? { installation: inputs.installation } : {}) });
+        const started = await startProxy({
+            id,
+            port: inputs.requestedPort,
+            stateDir: inputs.stateDir,
+            serverScript: inputs.serverScript,
+            nodePath: inputs.nodePath,
+            ...(inputs.auth ? { auth: inputs.auth } : {}),
+            ...(inputs.installation ? { installation: inputs.installation } : {}),
+        });
         return { id, outs: { ...inputs, pid: started.pid, port: started.port, host: "127.0.0.1", running: true } };
     },
 
@@ -52,7 +60,11 @@ export const localProcessProvider: pulumi.dynamic.ResourceProvider<LocalProcessI
         if (JSON.stringify(olds.auth ?? null) !== JSON.stringify(news.auth ?? null)) replaces.push("auth");
         if (olds.running === false) replaces.push("running");
         // A new installation field (state from before installation ids) is recorded in place: the process keeps running.
-        const changed = replaces.length > 0 || olds.stateDir !== news.stateDir || olds.serverScript !== news.serverScript || olds.nodePath !== news.nodePath ||
+        const changed =
+            replaces.length > 0 ||
+            olds.stateDir !== news.stateDir ||
+            olds.serverScript !== news.serverScript ||
+            olds.nodePath !== news.nodePath ||
             JSON.stringify(olds.installation ?? null) !== JSON.stringify(news.installation ?? null);
         return { changes: changed, replaces, deleteBeforeReplace: true };
     },
@@ -73,7 +85,18 @@ export class LocalProxyProcess extends pulumi.dynamic.Resource {
     declare public readonly host: pulumi.Output<string>;
     declare public readonly running: pulumi.Output<boolean>;
 
-    constructor(name: string, args: { [K in keyof LocalProcessInputs]: pulumi.Input<LocalProcessInputs[K]> }, opts?: pulumi.CustomResourceOptions) {
-        super(localProcessProvider, name, { ...args, pid: undefined, port: undefined, host: undefined, running: undefined }, { ...opts, additionalSecretOutputs: ["auth"] }, "egress", "local:Process");
+    constructor(
+        name: string,
+        args: { [K in keyof LocalProcessInputs]: pulumi.Input<LocalProcessInputs[K]> },
+        opts?: pulumi.CustomResourceOptions,
+    ) {
+        super(
+            localProcessProvider,
+            name,
+            { ...args, pid: undefined, port: undefined, host: undefined, running: undefined },
+            { ...opts, additionalSecretOutputs: ["auth"] },
+            "egress",
+            "local:Process",
+        );
     }
 }

@@ -16,7 +16,10 @@ import pino from "pino";
 import { createLogger } from "../../src/log/logger";
 
 /** JSON lines into the proxy's log file (its stdout), like the service's: RFC 3339 times, secrets redacted. */
-const log = createLogger({ base: { component: "local-proxy" }, destination: pino.destination({ dest: 1, sync: true }) });
+const log = createLogger({
+    base: { component: "local-proxy" },
+    destination: pino.destination({ dest: 1, sync: true }),
+});
 
 function arg(name: string): string {
     const i = process.argv.indexOf(`--${name}`);
@@ -40,7 +43,8 @@ function readCredentials(): { username: string; password: string } | undefined {
     const file = arg("auth");
     const creds = JSON.parse(fs.readFileSync(file, "utf8")) as { username: string; password: string };
     fs.rmSync(file, { force: true });
-    if (typeof creds?.username !== "string" || typeof creds?.password !== "string") throw new Error(`--auth file ${file} does not hold {username, password}`);
+    if (typeof creds?.username !== "string" || typeof creds?.password !== "string")
+        throw new Error(`--auth file ${file} does not hold {username, password}`);
     return creds;
 }
 
@@ -76,7 +80,10 @@ async function main(): Promise<void> {
     const tmp = `${ready}.tmp`;
     // The installation (optional: proxies started before installation ids have none) lets gc tell whose files these are.
     const installation = process.argv.includes("--installation") ? arg("installation") : undefined;
-    fs.writeFileSync(tmp, JSON.stringify({ id, pid: process.pid, port: server.port, ...(installation ? { installation } : {}) }));
+    fs.writeFileSync(
+        tmp,
+        JSON.stringify({ id, pid: process.pid, port: server.port, ...(installation ? { installation } : {}) }),
+    );
     fs.renameSync(tmp, ready);
 }
 

@@ -15,7 +15,12 @@ export async function undoLocalCreate(inputs: Record<string, unknown>, installat
     // Only our installation's process is that create's; another's with the same id stays, and is named.
     const all = findProxyProcesses(stateDir, member);
     const foreign = all.filter((pid) => !ownedBy(proxyInstallation(pid), installation));
-    if (foreign.length) throw new ForeignInstallationError(`local proxy ${member} (pid ${foreign.join(", ")}) in ${stateDir}`, installation.id, proxyInstallation(foreign[0]));
+    if (foreign.length)
+        throw new ForeignInstallationError(
+            `local proxy ${member} (pid ${foreign.join(", ")}) in ${stateDir}`,
+            installation.id,
+            proxyInstallation(foreign[0]),
+        );
     const pids = all;
     for (const pid of pids) await stopProxy(pid, member, stateDir);
     // Files of a process that died on its own are cleaned too (stopProxy of a dead pid only removes them).

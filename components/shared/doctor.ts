@@ -19,7 +19,8 @@ export function pluginFinding(plugin: string, env: DoctorEnv): DoctorFinding {
     const ambient = which(`pulumi-resource-${plugin}`);
     if (ambient && TEST_BUILD.test(path.dirname(ambient)))
         return {
-            check, ok: false,
+            check,
+            ok: false,
             detail: `the engine would use ${ambient} from PATH: egress's test build (scripts/build-k8s.sh, an unreleased provider commit run against a simulated cluster), not the released plugin`,
             fix: `for a real cluster, take ${path.dirname(ambient)} off PATH and install the released plugin: ${install}`,
         };
@@ -28,8 +29,17 @@ export function pluginFinding(plugin: string, env: DoctorEnv): DoctorFinding {
     // Missing is only a problem when the engine may not fetch it: with acquisition on it downloads the
     // plugin on first use, and doctor still names the command for a machine that turns out to be offline.
     if (process.env.PULUMI_DISABLE_AUTOMATIC_PLUGIN_ACQUISITION !== "true")
-        return { check, ok: true, detail: `not installed yet: the engine downloads it on first use (offline, run: ${install})` };
-    return { check, ok: false, detail: `no ${want} in ${dir} and automatic plugin acquisition is disabled`, fix: `on a machine with internet access: ${install}` };
+        return {
+            check,
+            ok: true,
+            detail: `not installed yet: the engine downloads it on first use (offline, run: ${install})`,
+        };
+    return {
+        check,
+        ok: false,
+        detail: `no ${want} in ${dir} and automatic plugin acquisition is disabled`,
+        fix: `on a machine with internet access: ${install}`,
+    };
 }
 
 /** The bin directory of scripts/build-k8s.sh's cache: `<cache>/egress-k8s/<key>/bin`. */

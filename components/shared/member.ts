@@ -26,8 +26,22 @@ export interface MemberArgs<E extends { type: string } = { type: string }, S = u
  * between a child's create and that output, state still knows the member from this and the child's own
  * outputs (src/engine/checkpoint.ts membersOf).
  */
-export function memberIdentity(args: MemberArgs<any, any>, zone: string): { identity: Omit<ProxyMember, "host" | "url"> } {
-    return { identity: { id: args.plan.name, pool: args.pool, provider: args.providerName, kind: args.entry.type, index: args.plan.index, port: args.plan.port, zone, ...(args.plan.auth ? { auth: true } : {}) } };
+export function memberIdentity(
+    args: MemberArgs<any, any>,
+    zone: string,
+): { identity: Omit<ProxyMember, "host" | "url"> } {
+    return {
+        identity: {
+            id: args.plan.name,
+            pool: args.pool,
+            provider: args.providerName,
+            kind: args.entry.type,
+            index: args.plan.index,
+            port: args.plan.port,
+            zone,
+            ...(args.plan.auth ? { auth: true } : {}),
+        },
+    };
 }
 
 /**
@@ -39,7 +53,13 @@ export abstract class ProxyMemberComponent extends pulumi.ComponentResource {
     declare public readonly member: pulumi.Output<ProxyMember>;
 
     /** `scheme` is how clients talk to the proxy itself: `https` for a proxy that takes TLS (default `http`). */
-    protected publish(args: MemberArgs<any, any>, host: pulumi.Input<string>, port: pulumi.Input<number>, zone: pulumi.Input<string>, scheme: "http" | "https" = "http"): void {
+    protected publish(
+        args: MemberArgs<any, any>,
+        host: pulumi.Input<string>,
+        port: pulumi.Input<number>,
+        zone: pulumi.Input<string>,
+        scheme: "http" | "https" = "http",
+    ): void {
         const member = pulumi.all([host, port, zone]).apply(([h, p, z]) => ({
             id: args.plan.name,
             pool: args.pool,

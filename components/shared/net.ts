@@ -4,7 +4,12 @@
  * Resolves true if something accepts TCP connections on `host:port` (default 127.0.0.1) within the
  * timeout. When it does not, `whyNot` (if given) hears the reason: the socket error, or the timeout.
  */
-export function portAnswers(port: number, timeoutMs = 1000, host = "127.0.0.1", whyNot?: (reason: string) => void): Promise<boolean> {
+export function portAnswers(
+    port: number,
+    timeoutMs = 1000,
+    host = "127.0.0.1",
+    whyNot?: (reason: string) => void,
+): Promise<boolean> {
     const net = require("node:net") as typeof import("node:net");
     return new Promise((resolve) => {
         const sock = net.connect({ host, port });

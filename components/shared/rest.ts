@@ -29,7 +29,13 @@ export type Query = Record<string, string | number | undefined>;
 export class RestApiError extends Error {
     readonly errorClass: ErrorClass;
 
-    constructor(message: string, readonly status: number, readonly stage: string, readonly reason?: string, errorClass?: ErrorClass) {
+    constructor(
+        message: string,
+        readonly status: number,
+        readonly stage: string,
+        readonly reason?: string,
+        errorClass?: ErrorClass,
+    ) {
         const c = errorClass ?? classifyHttp(status, reason, message);
         super(tagMessage(message, c));
         this.name = "RestApiError";
@@ -38,8 +44,16 @@ export class RestApiError extends Error {
 }
 
 /** Runs one API call under the client's retry schedule: transient RestApiErrors are tried again. */
-export function retryCall<T>(call: () => Promise<T>, schedule: RetrySchedule | undefined, signal?: AbortSignal): Promise<T> {
-    return withRetry(call, { schedule: schedule ?? defaultRetrySchedule(), signal, retryable: (e) => e instanceof RestApiError && e.errorClass === "transient" });
+export function retryCall<T>(
+    call: () => Promise<T>,
+    schedule: RetrySchedule | undefined,
+    signal?: AbortSignal,
+): Promise<T> {
+    return withRetry(call, {
+        schedule: schedule ?? defaultRetrySchedule(),
+        signal,
+        retryable: (e) => e instanceof RestApiError && e.errorClass === "transient",
+    });
 }
 
 /** `?k=v&k2=v2` without the undefined values; "" when nothing is left. */

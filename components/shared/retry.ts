@@ -20,7 +20,12 @@ export interface RetrySchedule {
 export const NO_RETRY: RetrySchedule = { tries: 1, firstDelayMs: 0, maxDelayMs: 0, maxTotalMs: 0 };
 
 /** 4 tries, waiting 1 s, 2 s, 4 s (doubling, capped at 8 s), within 30 s in all. */
-export const DEFAULT_RETRY_SCHEDULE: RetrySchedule = { tries: 4, firstDelayMs: 1000, maxDelayMs: 8000, maxTotalMs: 30000 };
+export const DEFAULT_RETRY_SCHEDULE: RetrySchedule = {
+    tries: 4,
+    firstDelayMs: 1000,
+    maxDelayMs: 8000,
+    maxTotalMs: 30000,
+};
 
 /**
  * The schedule a provider uses when its caller gives none: `EGRESS_RETRY_SCHEDULE` (`tries,firstMs,maxMs,
@@ -32,7 +37,9 @@ export function defaultRetrySchedule(env: Record<string, string | undefined> = p
     if (!raw) return DEFAULT_RETRY_SCHEDULE;
     const n = raw.split(",").map((s) => Number(s.trim()));
     if (n.length !== 4 || !n.every((x) => Number.isInteger(x) && x >= 0) || n[0] < 1)
-        throw new Error(`EGRESS_RETRY_SCHEDULE must be "tries,firstDelayMs,maxDelayMs,maxTotalMs" (whole numbers, tries >= 1), got ${JSON.stringify(raw)}`);
+        throw new Error(
+            `EGRESS_RETRY_SCHEDULE must be "tries,firstDelayMs,maxDelayMs,maxTotalMs" (whole numbers, tries >= 1), got ${JSON.stringify(raw)}`,
+        );
     return { tries: n[0], firstDelayMs: n[1], maxDelayMs: n[2], maxTotalMs: n[3] };
 }
 
@@ -65,9 +72,14 @@ export async function withRetry<T>(attempt: (n: number) => Promise<T>, opts: Ret
         } catch (e) {
             const wait = delays[n - 1];
             const elapsed = Date.now() - started;
-            const more = wait !== undefined && elapsed + wait <= schedule.maxTotalMs && !opts.signal?.aborted && opts.retryable(e);
+            const more =
+                wait !== undefined &&
+                elapsed + wait <= schedule.maxTotalMs &&
+                !opts.signal?.aborted &&
+                opts.retryable(e);
             if (!more) {
-                if (n > 1 && e instanceof Error) e.message += ` (gave up after ${n} tries in ${(elapsed / 1000).toFixed(1)} s)`;
+                if (n > 1 && e instanceof Error)
+                    e.message += ` (gave up after ${n} tries in ${(elapsed / 1000).toFixed(1)} s)`;
                 throw e;
             }
             await sleep(wait, opts.signal);

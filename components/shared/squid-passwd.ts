@@ -77,7 +77,14 @@ export function squidPasswdFile(auth: ProxyCredentials, context: string): string
  * The passwd file for a member's pool credentials, or undefined when the pool has none. The password
  * arrives decrypted in the program (pulumi.Config); anything still encrypted is refused.
  */
-export function memberPasswd(auth: { username: string; password: SecretString } | undefined, context: { stack: string }, pool: string): string | undefined {
+export function memberPasswd(
+    auth: { username: string; password: SecretString } | undefined,
+    context: { stack: string },
+    pool: string,
+): string | undefined {
     if (!auth) return undefined;
-    return squidPasswdFile({ username: auth.username, password: clearSecret(auth.password, "auth.password") }, `${context.stack}/${pool}`);
+    return squidPasswdFile(
+        { username: auth.username, password: clearSecret(auth.password, "auth.password") },
+        `${context.stack}/${pool}`,
+    );
 }

@@ -23,7 +23,14 @@ export interface SquidAuth {
  */
 export function squidBaseConf(port: number, clientRanges: readonly string[], auth?: SquidAuth): string[] {
     const [clients, ...rules] = squidClientRules(clientRanges, auth);
-    return [`http_port ${port}`, clients, "acl SSL_ports port 443", "acl CONNECT method CONNECT", "http_access deny CONNECT !SSL_ports", ...rules];
+    return [
+        `http_port ${port}`,
+        clients,
+        "acl SSL_ports port 443",
+        "acl CONNECT method CONNECT",
+        "http_access deny CONNECT !SSL_ports",
+        ...rules,
+    ];
 }
 
 /**
@@ -32,7 +39,14 @@ export function squidBaseConf(port: number, clientRanges: readonly string[], aut
  * defining them again would only add noise.
  */
 export function squidClientRules(clientRanges: readonly string[], auth?: SquidAuth): string[] {
-    return [`acl egress_clients src ${clientRanges.join(" ")}`, ...squidAccessRules("egress_clients", auth), "http_access deny all", "cache deny all", "via off", "forwarded_for delete"];
+    return [
+        `acl egress_clients src ${clientRanges.join(" ")}`,
+        ...squidAccessRules("egress_clients", auth),
+        "http_access deny all",
+        "cache deny all",
+        "via off",
+        "forwarded_for delete",
+    ];
 }
 
 /**
@@ -69,7 +83,11 @@ const DISTRIBUTION_PORT = 3128;
  * conffile of the package, so dpkg has nothing to ask). `enable --now` starts it only if it is not running,
  * so a proxy already published never goes dark: a restart waits out squid's 30 s shutdown_lifetime.
  */
-export function squidCloudConfig(port: number, lines: readonly string[], opts: { packageUpdate?: boolean; passwd?: string } = {}): string {
+export function squidCloudConfig(
+    port: number,
+    lines: readonly string[],
+    opts: { packageUpdate?: boolean; passwd?: string } = {},
+): string {
     return [
         "#cloud-config",
         ...(opts.packageUpdate ? ["package_update: true"] : []),
@@ -81,7 +99,16 @@ export function squidCloudConfig(port: number, lines: readonly string[], opts: {
         // Hashes only (squid-passwd.ts). Group `proxy` (squid's user) exists on every Debian and Ubuntu
         // system (base-passwd) before squid is installed, so the file is readable when squid first starts.
         ...(opts.passwd !== undefined
-            ? [`  - path: ${SQUID_PASSWD_PATH}`, "    owner: root:proxy", "    permissions: '0640'", "    content: |", ...opts.passwd.trimEnd().split("\n").map((l) => `      ${l}`)]
+            ? [
+                  `  - path: ${SQUID_PASSWD_PATH}`,
+                  "    owner: root:proxy",
+                  "    permissions: '0640'",
+                  "    content: |",
+                  ...opts.passwd
+                      .trimEnd()
+                      .split("\n")
+                      .map((l) => `      ${l}`),
+              ]
             : []),
         "runcmd:",
         "  - [systemctl, enable, --now, squid]",

@@ -44,8 +44,12 @@ export function parseStaticProxy(p: z.infer<typeof proxySchema>): StaticProxyTar
     } catch {
         throw new Error("must be a URL such as http://proxy.example:3128");
     }
-    if (!SCHEMES.includes(u.protocol)) throw new Error(`has unsupported scheme \`${u.protocol.replace(/:$/, "")}\`: use http:// or https:// (the proxy's own scheme)`);
-    if ((u.pathname !== "/" && u.pathname !== "") || u.search || u.hash) throw new Error("must be scheme://host:port only (no path, query or fragment)");
+    if (!SCHEMES.includes(u.protocol))
+        throw new Error(
+            `has unsupported scheme \`${u.protocol.replace(/:$/, "")}\`: use http:// or https:// (the proxy's own scheme)`,
+        );
+    if ((u.pathname !== "/" && u.pathname !== "") || u.search || u.hash)
+        throw new Error("must be scheme://host:port only (no path, query or fragment)");
     const inUrl = u.username || u.password;
     const fields = "username" in entry && (entry.username !== undefined || entry.password !== undefined);
     if (inUrl && fields) throw new Error("has credentials in the URL and in `username`/`password`: use one");
@@ -58,7 +62,13 @@ export function parseStaticProxy(p: z.infer<typeof proxySchema>): StaticProxyTar
     const host = u.hostname.replace(/^\[|\]$/g, "");
     const port = u.port ? Number(u.port) : scheme === "https" ? 443 : 80;
     const zone = "zone" in entry && entry.zone ? entry.zone : "static";
-    return { scheme, host, port, zone, ...(username !== undefined ? { auth: { username, password: password ?? "" } } : {}) };
+    return {
+        scheme,
+        host,
+        port,
+        zone,
+        ...(username !== undefined ? { auth: { username, password: password ?? "" } } : {}),
+    };
 }
 
 /**
@@ -79,13 +89,22 @@ export const staticProviderSchema = z
             try {
                 t = parseStaticProxy(p);
             } catch (e) {
-                ctx.addIssue({ code: "custom", path: ["proxies", i, ...(typeof p === "object" && "url" in p ? ["url"] : [])], message: (e as Error).message });
+                ctx.addIssue({
+                    code: "custom",
+                    path: ["proxies", i, ...(typeof p === "object" && "url" in p ? ["url"] : [])],
+                    message: (e as Error).message,
+                });
                 return;
             }
             if (!t) return;
             const key = `${t.scheme}://${t.host.toLowerCase()}:${t.port}`;
             const first = seen.get(key);
-            if (first !== undefined) ctx.addIssue({ code: "custom", path: ["proxies", i], message: `duplicates proxies[${first}] (${key}): list each proxy once` });
+            if (first !== undefined)
+                ctx.addIssue({
+                    code: "custom",
+                    path: ["proxies", i],
+                    message: `duplicates proxies[${first}] (${key}): list each proxy once`,
+                });
             else seen.set(key, i);
         });
     });
@@ -96,13 +115,26 @@ export type StaticProviderConfig = z.infer<typeof staticProviderSchema>;
  * A pool on a static entry: members follow the list, so per-member overrides, placement and cloud-init
  * mean nothing; and one entry serves one pool (a proxy in two pools could be in two leases at once).
  */
-export function checkStaticPool(pool: PoolConfig, at: (...p: (string | number)[]) => string, users: readonly PoolConfig[]): ConfigProblem[] {
+export function checkStaticPool(
+    pool: PoolConfig,
+    at: (...p: (string | number)[]) => string,
+    users: readonly PoolConfig[],
+): ConfigProblem[] {
     const out: ConfigProblem[] = [];
-    const unused = (field: string, value: unknown) => out.push({ path: at(field), rule: "is not used by static providers (members are the listed proxies)", value });
+    const unused = (field: string, value: unknown) =>
+        out.push({ path: at(field), rule: "is not used by static providers (members are the listed proxies)", value });
     if (Object.keys(pool.placement).length) unused("placement", pool.placement);
     if (pool.cloudInit) unused("cloudInit", pool.cloudInit.file ?? "(inline)");
-    if (pool.members.length) unused("members", pool.members.map((m) => m.index));
+    if (pool.members.length)
+        unused(
+            "members",
+            pool.members.map((m) => m.index),
+        );
     if (users[0] && users[0].name !== pool.name)
-        out.push({ path: at("provider"), rule: `already serves pool "${users[0].name}": a static provider serves one pool (a proxy must never be in two leases at once)`, value: pool.provider });
+        out.push({
+            path: at("provider"),
+            rule: `already serves pool "${users[0].name}": a static provider serves one pool (a proxy must never be in two leases at once)`,
+            value: pool.provider,
+        });
     return out;
 }

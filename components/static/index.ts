@@ -13,5 +13,6 @@ export const staticKind = defineKind({
     // Member i is proxies[i]; a listed proxy's own credentials (decrypted by the program) are its member's.
     memberCredentials: (entry) => entry.proxies.map((p) => parseStaticProxy(p)?.auth),
     components: () => (require("./component") as typeof import("./component")).staticComponents,
-    checker: (name, entry, _env, options) => (require("./health") as typeof import("./health")).staticChecker(name, entry, options),
+    checker: (name, entry, _env, options) =>
+        (require("./health") as typeof import("./health")).staticChecker(name, entry, options),
 });

@@ -9,9 +9,15 @@ export type StaticProxyArgs = MemberArgs<StaticProviderConfig>;
 /** The listed proxy a member stands for: member `i` is `proxies[i]` (config makes `replicas` the list's length). */
 function target(args: StaticProxyArgs) {
     const listed = args.entry.proxies[args.plan.index];
-    if (listed === undefined) throw new Error(`static member ${args.plan.name}: provider \`${args.providerName}\` lists ${args.entry.proxies.length} proxies, none at index ${args.plan.index}`);
+    if (listed === undefined)
+        throw new Error(
+            `static member ${args.plan.name}: provider \`${args.providerName}\` lists ${args.entry.proxies.length} proxies, none at index ${args.plan.index}`,
+        );
     const t = parseStaticProxy(listed);
-    if (!t) throw new Error(`static member ${args.plan.name}: proxies[${args.plan.index}] of provider \`${args.providerName}\` is still encrypted; run through Pulumi so secrets are decrypted`);
+    if (!t)
+        throw new Error(
+            `static member ${args.plan.name}: proxies[${args.plan.index}] of provider \`${args.providerName}\` is still encrypted; run through Pulumi so secrets are decrypted`,
+        );
     return t;
 }
 

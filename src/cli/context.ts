@@ -1,7 +1,14 @@
 import * as fs from "node:fs";
 import * as path from "node:path";
 import { ConfigError } from "../config";
-import { EngineError, EngineMissingError, MemberNotInStateError, PACKAGE_ROOT, PassphraseMismatchError, StackMissingError } from "../engine";
+import {
+    EngineError,
+    EngineMissingError,
+    MemberNotInStateError,
+    PACKAGE_ROOT,
+    PassphraseMismatchError,
+    StackMissingError,
+} from "../engine";
 import type { ProxyMember } from "../model";
 import { proxyTable } from "./render";
 
@@ -28,7 +35,10 @@ export class UsageError extends Error {}
 
 /** An operation cancelled with Ctrl-C: it carries the members state holds afterwards. */
 export class InterruptedError extends Error {
-    constructor(message: string, readonly proxies: ProxyMember[]) {
+    constructor(
+        message: string,
+        readonly proxies: ProxyMember[],
+    ) {
         super(message);
         this.name = "InterruptedError";
     }
@@ -36,10 +46,16 @@ export class InterruptedError extends Error {
 
 /** The exit code that classifies an error (EXIT): the same for every command, `egress serve` included. */
 export function exitCodeOf(e: unknown): number {
-    return e instanceof ConfigError || e instanceof UsageError || e instanceof StackMissingError || e instanceof MemberNotInStateError ? EXIT.invalid
-        : e instanceof EngineMissingError || e instanceof PassphraseMismatchError ? EXIT.prerequisite
-        : e instanceof InterruptedError ? EXIT.interrupted
-        : EXIT.failed;
+    return e instanceof ConfigError ||
+        e instanceof UsageError ||
+        e instanceof StackMissingError ||
+        e instanceof MemberNotInStateError
+        ? EXIT.invalid
+        : e instanceof EngineMissingError || e instanceof PassphraseMismatchError
+          ? EXIT.prerequisite
+          : e instanceof InterruptedError
+            ? EXIT.interrupted
+            : EXIT.failed;
 }
 
 /** Prints an error the way the user needs it and returns the exit code that classifies it. */
@@ -47,12 +63,26 @@ export function reportError(e: unknown, json: boolean | undefined): number {
     const code = exitCodeOf(e);
     const message = e instanceof Error ? e.message : String(e);
     const proxies = e instanceof InterruptedError ? { proxies: e.proxies } : {};
-    if (json) process.stdout.write(JSON.stringify({ ok: false, error: { type: (e as Error)?.name ?? "Error", message, ...(e instanceof ConfigError ? { problems: e.problems } : {}) }, ...proxies }) + "\n");
+    if (json)
+        process.stdout.write(
+            JSON.stringify({
+                ok: false,
+                error: {
+                    type: (e as Error)?.name ?? "Error",
+                    message,
+                    ...(e instanceof ConfigError ? { problems: e.problems } : {}),
+                },
+                ...proxies,
+            }) + "\n",
+        );
     else {
         process.stderr.write(`error: ${message}\n`);
         if (e instanceof InterruptedError) process.stdout.write(proxyTable(e.proxies));
     }
-    if (e instanceof EngineError && !e.interrupted && !json) process.stderr.write("hint: `egress doctor` checks the engine; `egress refresh` reconciles state with what runs.\n");
+    if (e instanceof EngineError && !e.interrupted && !json)
+        process.stderr.write(
+            "hint: `egress doctor` checks the engine; `egress refresh` reconciles state with what runs.\n",
+        );
     return code;
 }
 

@@ -21,22 +21,56 @@ export function lockFindings(stack: string): LockFinding[] {
     const out: LockFinding[] = [];
     const w = inspectWriterLock(home.runDir, stack);
     if (!w) out.push({ check: "writer lock", ok: true, detail: `free (${stack})` });
-    else if (w.alive) out.push({ check: "writer lock", ok: true, detail: `held by ${describeHolder(w.holder)} (${w.file})` });
-    else out.push({ check: "writer lock", ok: false, detail: `stale: left by ${describeHolder(w.holder)}, which is no longer running (${w.file})`, fix: "the next `egress up`, `scale`, `refresh`, `destroy` or `serve` clears it" });
+    else if (w.alive)
+        out.push({ check: "writer lock", ok: true, detail: `held by ${describeHolder(w.holder)} (${w.file})` });
+    else
+        out.push({
+            check: "writer lock",
+            ok: false,
+            detail: `stale: left by ${describeHolder(w.holder)}, which is no longer running (${w.file})`,
+            fix: "the next `egress up`, `scale`, `refresh`, `destroy` or `serve` clears it",
+        });
 
     for (const l of stackLocks(fileBackendDir(home), stack)) {
-        if (l.alive) out.push({ check: "pulumi lock", ok: true, detail: `held by pid ${l.pid}@${l.hostname}: an update is running (${l.file})` });
-        else out.push({ check: "pulumi lock", ok: false, detail: `stale: pid ${l.pid}@${l.hostname} is gone (${l.file})`, fix: "`egress serve` removes it at start; or delete the file once no update runs" });
+        if (l.alive)
+            out.push({
+                check: "pulumi lock",
+                ok: true,
+                detail: `held by pid ${l.pid}@${l.hostname}: an update is running (${l.file})`,
+            });
+        else
+            out.push({
+                check: "pulumi lock",
+                ok: false,
+                detail: `stale: pid ${l.pid}@${l.hostname} is gone (${l.file})`,
+                fix: "`egress serve` removes it at start; or delete the file once no update runs",
+            });
     }
 
     const file = announcementFile(home.runDir, stack);
     if (fs.existsSync(file)) {
         try {
             const a = JSON.parse(fs.readFileSync(file, "utf8")) as Announcement;
-            if (identityAlive(a)) out.push({ check: "service", ok: true, detail: `egress serve pid ${a.pid} owns stack ${stack}'s desired state (${a.url}, socket ${a.socket}); \`egress scale\` goes through it` });
-            else out.push({ check: "service", ok: false, detail: `stale announcement of pid ${a.pid}, which is gone (${file})`, fix: "the next `egress scale` or `serve` removes it" });
+            if (identityAlive(a))
+                out.push({
+                    check: "service",
+                    ok: true,
+                    detail: `egress serve pid ${a.pid} owns stack ${stack}'s desired state (${a.url}, socket ${a.socket}); \`egress scale\` goes through it`,
+                });
+            else
+                out.push({
+                    check: "service",
+                    ok: false,
+                    detail: `stale announcement of pid ${a.pid}, which is gone (${file})`,
+                    fix: "the next `egress scale` or `serve` removes it",
+                });
         } catch (e) {
-            out.push({ check: "service", ok: false, detail: `unreadable ${file}: ${(e as Error).message}`, fix: "remove it if no `egress serve` runs for this stack" });
+            out.push({
+                check: "service",
+                ok: false,
+                detail: `unreadable ${file}: ${(e as Error).message}`,
+                fix: "remove it if no `egress serve` runs for this stack",
+            });
         }
     }
     return out;

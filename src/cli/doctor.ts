@@ -16,39 +16,87 @@ export function runDoctor(opts: GlobalOptions): Finding[] {
     const out: Finding[] = [];
     const home = engineHome();
     const [major, minor] = process.versions.node.split(".").map(Number);
-    out.push({ check: "node", ok: major > 20 || (major === 20 && minor >= 11), detail: `v${process.versions.node}`, fix: "install Node.js 20.11 or newer" });
+    out.push({
+        check: "node",
+        ok: major > 20 || (major === 20 && minor >= 11),
+        detail: `v${process.versions.node}`,
+        fix: "install Node.js 20.11 or newer",
+    });
 
     const pulumi = path.join(home.binDir, "pulumi");
-    const v = fs.existsSync(pulumi) ? cp.spawnSync(pulumi, ["version"], { encoding: "utf8" }).stdout?.trim() : undefined;
-    out.push({ check: "pulumi cli", ok: !!v, detail: v ? `${v} at ${pulumi}` : `not found at ${pulumi}`, fix: "run `npm run setup` (builds it from Go modules; needs Go >= 1.21, which fetches the 1.25 toolchain)" });
+    const v = fs.existsSync(pulumi)
+        ? cp.spawnSync(pulumi, ["version"], { encoding: "utf8" }).stdout?.trim()
+        : undefined;
+    out.push({
+        check: "pulumi cli",
+        ok: !!v,
+        detail: v ? `${v} at ${pulumi}` : `not found at ${pulumi}`,
+        fix: "run `npm run setup` (builds it from Go modules; needs Go >= 1.21, which fetches the 1.25 toolchain)",
+    });
 
     const plugin = path.join(home.binDir, "pulumi-resource-pulumi-nodejs");
-    out.push({ check: "dynamic provider plugin", ok: fs.existsSync(plugin), detail: plugin, fix: "run `npm run setup`" });
+    out.push({
+        check: "dynamic provider plugin",
+        ok: fs.existsSync(plugin),
+        detail: plugin,
+        fix: "run `npm run setup`",
+    });
 
     let env: Record<string, string> | undefined;
     try {
         env = engineEnv(home);
         out.push({ check: "backend", ok: true, detail: env.PULUMI_BACKEND_URL });
     } catch (e) {
-        out.push({ check: "backend", ok: false, detail: (e as Error).message, fix: `make ${home.dir} writable or set PULUMI_BACKEND_URL` });
+        out.push({
+            check: "backend",
+            ok: false,
+            detail: (e as Error).message,
+            fix: `make ${home.dir} writable or set PULUMI_BACKEND_URL`,
+        });
     }
-    const pass = process.env.PULUMI_CONFIG_PASSPHRASE ? "PULUMI_CONFIG_PASSPHRASE" : env?.PULUMI_CONFIG_PASSPHRASE_FILE ?? process.env.PULUMI_CONFIG_PASSPHRASE_FILE;
-    out.push({ check: "secrets passphrase", ok: !!pass, detail: pass ? `from ${pass}` : "none", fix: "set PULUMI_CONFIG_PASSPHRASE or PULUMI_CONFIG_PASSPHRASE_FILE" });
+    const pass = process.env.PULUMI_CONFIG_PASSPHRASE
+        ? "PULUMI_CONFIG_PASSPHRASE"
+        : (env?.PULUMI_CONFIG_PASSPHRASE_FILE ?? process.env.PULUMI_CONFIG_PASSPHRASE_FILE);
+    out.push({
+        check: "secrets passphrase",
+        ok: !!pass,
+        detail: pass ? `from ${pass}` : "none",
+        fix: "set PULUMI_CONFIG_PASSPHRASE or PULUMI_CONFIG_PASSPHRASE_FILE",
+    });
 
     // What `pulumi up` runs (Pulumi.yaml `main`): without it only the automation API could run the program.
     const dist = path.join(PACKAGE_ROOT, "dist", "src", "program-main.js");
-    out.push({ check: "build", ok: fs.existsSync(dist), detail: fs.existsSync(dist) ? "dist/ present" : "dist/ missing", fix: "run `npm run build`" });
+    out.push({
+        check: "build",
+        ok: fs.existsSync(dist),
+        detail: fs.existsSync(dist) ? "dist/ present" : "dist/ missing",
+        fix: "run `npm run build`",
+    });
 
     try {
         const cfg = loadStackConfig(projectDir(opts), opts.stack);
-        out.push({ check: `stack ${opts.stack} config`, ok: true, detail: `${Object.keys(cfg.providers).length} provider(s), ${cfg.pools.length} pool(s)` });
+        out.push({
+            check: `stack ${opts.stack} config`,
+            ok: true,
+            detail: `${Object.keys(cfg.providers).length} provider(s), ${cfg.pools.length} pool(s)`,
+        });
         // Each kind's own checks, once per kind with the stack's entries of that kind.
         const byKind = new Map<string, { name: string; entry: (typeof cfg.providers)[string] }[]>();
-        for (const [name, entry] of Object.entries(cfg.providers)) byKind.set(entry.type, [...(byKind.get(entry.type) ?? []), { name, entry }]);
-        const kindEnv = { pulumiHome: env?.PULUMI_HOME ?? home.pulumiHome, binDir: home.binDir, packageRoot: PACKAGE_ROOT };
+        for (const [name, entry] of Object.entries(cfg.providers))
+            byKind.set(entry.type, [...(byKind.get(entry.type) ?? []), { name, entry }]);
+        const kindEnv = {
+            pulumiHome: env?.PULUMI_HOME ?? home.pulumiHome,
+            binDir: home.binDir,
+            packageRoot: PACKAGE_ROOT,
+        };
         for (const entries of byKind.values()) out.push(...(kindOf(entries[0].entry).doctor?.(entries, kindEnv) ?? []));
     } catch (e) {
-        out.push({ check: `stack ${opts.stack} config`, ok: false, detail: (e as Error).message, fix: "fix the paths named above in stacks/Pulumi.<stack>.yaml" });
+        out.push({
+            check: `stack ${opts.stack} config`,
+            ok: false,
+            detail: (e as Error).message,
+            fix: "fix the paths named above in stacks/Pulumi.<stack>.yaml",
+        });
     }
     out.push(...lockFindings(opts.stack));
     return out;
@@ -57,14 +105,21 @@ export function runDoctor(opts: GlobalOptions): Finding[] {
 export function registerDoctor(program: Command): void {
     program
         .command("doctor")
-        .description("check Node, the engine, backend, passphrase, stack config and provider prerequisites, and say how to fix each")
-        .action(action(async (_o, cmd) => {
-            const opts = cmd.optsWithGlobals() as GlobalOptions;
-            const findings = runDoctor(opts);
-            if (opts.json) process.stdout.write(JSON.stringify({ ok: findings.every((f) => f.ok), findings }) + "\n");
-            else
-                for (const f of findings)
-                    process.stdout.write(`${f.ok ? "ok  " : "FAIL"}  ${f.check}: ${f.detail}${!f.ok && f.fix ? `\n      fix: ${f.fix}` : ""}\n`);
-            if (!findings.every((f) => f.ok)) process.exitCode = EXIT.prerequisite;
-        }));
+        .description(
+            "check Node, the engine, backend, passphrase, stack config and provider prerequisites, and say how to fix each",
+        )
+        .action(
+            action(async (_o, cmd) => {
+                const opts = cmd.optsWithGlobals() as GlobalOptions;
+                const findings = runDoctor(opts);
+                if (opts.json)
+                    process.stdout.write(JSON.stringify({ ok: findings.every((f) => f.ok), findings }) + "\n");
+                else
+                    for (const f of findings)
+                        process.stdout.write(
+                            `${f.ok ? "ok  " : "FAIL"}  ${f.check}: ${f.detail}${!f.ok && f.fix ? `\n      fix: ${f.fix}` : ""}\n`,
+                        );
+                if (!findings.every((f) => f.ok)) process.exitCode = EXIT.prerequisite;
+            }),
+        );
 }

@@ -11,7 +11,12 @@ export type EngineRunOptions = GlobalOptions & { refresh?: boolean; quiet?: bool
 
 /** `create: false` for commands that only read or remove: a mistyped --stack must not create a stack. */
 function driverFor(opts: GlobalOptions, create = true): StackDriver {
-    return new StackDriver({ workDir: projectDir(opts), stack: opts.stack, create, onNotice: (line) => process.stderr.write(`note: ${line}\n`) });
+    return new StackDriver({
+        workDir: projectDir(opts),
+        stack: opts.stack,
+        create,
+        onNotice: (line) => process.stderr.write(`note: ${line}\n`),
+    });
 }
 
 /**
@@ -26,7 +31,9 @@ async function cancellable<T>(driver: StackDriver, fn: () => Promise<T>): Promis
         asked = true;
         // Nothing runs yet (still opening the stack): nothing to save, so stop right away.
         if (!driver.cancel()) process.exit(EXIT.interrupted);
-        process.stderr.write("\ncancelling: the engine finishes what is in flight and saves state (Ctrl-C again to quit now)\n");
+        process.stderr.write(
+            "\ncancelling: the engine finishes what is in flight and saves state (Ctrl-C again to quit now)\n",
+        );
     };
     process.on("SIGINT", onSigint);
     try {
@@ -40,7 +47,11 @@ async function cancellable<T>(driver: StackDriver, fn: () => Promise<T>): Promis
  * Runs one engine operation with progress (the caller holds the writer lock when it writes); `observe`
  * sees every progress event too. Returns the result and the proxies after up/refresh.
  */
-export async function runEngine(kind: OperationKind, opts: EngineRunOptions, observe?: (e: ProgressEvent) => void): Promise<{ result: OperationResult; proxies?: ProxyMember[] }> {
+export async function runEngine(
+    kind: OperationKind,
+    opts: EngineRunOptions,
+    observe?: (e: ProgressEvent) => void,
+): Promise<{ result: OperationResult; proxies?: ProxyMember[] }> {
     // Validate before the engine starts: a config error names its path and nothing is touched.
     if (kind === "up" || kind === "preview") preflight(loadStackConfig(projectDir(opts), opts.stack));
     const driver = driverFor(opts, kind === "up" || kind === "preview");
@@ -48,10 +59,13 @@ export async function runEngine(kind: OperationKind, opts: EngineRunOptions, obs
     if (!opts.quiet) process.stderr.write(`${kind} stack ${opts.stack} (${projectDir(opts)})\n`);
     let result: OperationResult;
     try {
-        result = await cancellable(driver, () => driver[kind]({ onProgress: (e) => (observe?.(e), print?.(e)), refresh: opts.refresh }));
+        result = await cancellable(driver, () =>
+            driver[kind]({ onProgress: (e) => (observe?.(e), print?.(e)), refresh: opts.refresh }),
+        );
     } catch (e) {
         // Interrupted: what runs now is what state says (not the previous run's stack output).
-        if (e instanceof EngineError && e.interrupted && kind !== "preview") throw new InterruptedError(e.message, await driver.membersInState());
+        if (e instanceof EngineError && e.interrupted && kind !== "preview")
+            throw new InterruptedError(e.message, await driver.membersInState());
         throw e;
     }
     const proxies = kind === "up" ? result.proxies : kind === "refresh" ? await driver.proxies() : undefined;
@@ -62,7 +76,8 @@ export async function runEngine(kind: OperationKind, opts: EngineRunOptions, obs
 async function runOperation(kind: OperationKind, opts: EngineRunOptions): Promise<void> {
     const run = () => runEngine(kind, opts);
     const { result, proxies } = kind === "preview" ? await run() : await withWriterLock(opts, `egress ${kind}`, run);
-    if (opts.json) process.stdout.write(JSON.stringify({ ok: true, ...result, ...(proxies ? { proxies } : {}) }) + "\n");
+    if (opts.json)
+        process.stdout.write(JSON.stringify({ ok: true, ...result, ...(proxies ? { proxies } : {}) }) + "\n");
     else {
         process.stderr.write(summaryLine(result) + "\n");
         if (proxies) process.stdout.write(proxyTable(proxies));
@@ -72,7 +87,9 @@ async function runOperation(kind: OperationKind, opts: EngineRunOptions): Promis
 export function registerOperations(program: Command): void {
     program
         .command("up")
-        .description("create or update the stack's proxies to match its config (refreshes first, so dead proxies come back)")
+        .description(
+            "create or update the stack's proxies to match its config (refreshes first, so dead proxies come back)",
+        )
         .option("--no-refresh", "skip the refresh before the update")
         .option("-q, --quiet", "no progress output")
         .action(action(async (o, cmd) => runOperation("up", { ...cmd.optsWithGlobals(), ...o })));
@@ -91,25 +108,42 @@ export function registerOperations(program: Command): void {
         .description("remove every proxy of the stack")
         .option("-y, --yes", "confirm: destroy without asking")
         .option("-q, --quiet", "no progress output")
-        .action(action(async (o, cmd) => {
-            if (!o.yes) throw new UsageError("destroy removes every proxy of the stack; pass --yes to confirm");
-            await runOperation("destroy", { ...cmd.optsWithGlobals(), ...o });
-        }));
+        .action(
+            action(async (o, cmd) => {
+                if (!o.yes) throw new UsageError("destroy removes every proxy of the stack; pass --yes to confirm");
+                await runOperation("destroy", { ...cmd.optsWithGlobals(), ...o });
+            }),
+        );
     program
         .command("outputs")
         .description("print the stack output `proxies` (and, with --show-secrets, the proxy credentials)")
-        .option("--show-secrets", "also print the secret output `credentials`: the username and password of each pool with `auth`")
-        .action(action(async (o: { showSecrets?: boolean }, cmd) => {
-            const opts = cmd.optsWithGlobals() as GlobalOptions;
-            const driver = driverFor(opts, false);
-            const proxies = await driver.proxies();
-            const credentials = o.showSecrets ? await driver.credentials() : undefined;
-            // The envelope every --json command prints: `ok`, then the payload under a name.
-            const memberCredentials = credentials && Object.keys(credentials.members).length ? credentials.members : undefined;
-            if (opts.json) return void process.stdout.write(JSON.stringify({ ok: true, proxies, ...(credentials ? { credentials: credentials.pools } : {}), ...(memberCredentials ? { memberCredentials } : {}) }) + "\n");
-            let text = proxyTable(proxies);
-            if (credentials) text += credentialsTable(credentials.pools, memberCredentials);
-            else if (proxies.some((p) => p.auth)) text += "\nproxies marked auth require credentials: `egress outputs --show-secrets` prints them\n";
-            process.stdout.write(text);
-        }));
+        .option(
+            "--show-secrets",
+            "also print the secret output `credentials`: the username and password of each pool with `auth`",
+        )
+        .action(
+            action(async (o: { showSecrets?: boolean }, cmd) => {
+                const opts = cmd.optsWithGlobals() as GlobalOptions;
+                const driver = driverFor(opts, false);
+                const proxies = await driver.proxies();
+                const credentials = o.showSecrets ? await driver.credentials() : undefined;
+                // The envelope every --json command prints: `ok`, then the payload under a name.
+                const memberCredentials =
+                    credentials && Object.keys(credentials.members).length ? credentials.members : undefined;
+                if (opts.json)
+                    return void process.stdout.write(
+                        JSON.stringify({
+                            ok: true,
+                            proxies,
+                            ...(credentials ? { credentials: credentials.pools } : {}),
+                            ...(memberCredentials ? { memberCredentials } : {}),
+                        }) + "\n",
+                    );
+                let text = proxyTable(proxies);
+                if (credentials) text += credentialsTable(credentials.pools, memberCredentials);
+                else if (proxies.some((p) => p.auth))
+                    text += "\nproxies marked auth require credentials: `egress outputs --show-secrets` prints them\n";
+                process.stdout.write(text);
+            }),
+        );
 }

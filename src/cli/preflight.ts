@@ -9,6 +9,7 @@ import { kindOf } from "../../components/registry";
  */
 export function preflight(cfg: EgressConfig): void {
     const problems: ConfigProblem[] = [];
-    for (const [name, entry] of Object.entries(cfg.providers)) problems.push(...(kindOf(entry).preflight?.(name, entry) ?? []));
+    for (const [name, entry] of Object.entries(cfg.providers))
+        problems.push(...(kindOf(entry).preflight?.(name, entry) ?? []));
     if (problems.length) throw new ConfigError(problems);
 }

@@ -27,18 +27,27 @@ export function registerScale(program: Command): void {
         .description("set a pool's desired replicas and apply them (through `egress serve` when it runs for the stack)")
         .option("--no-up", "only write the stack file (refused while a service owns the stack)")
         .option("-q, --quiet", "no progress output")
-        .action(action(async (pool: string, replicas: string, o, cmd) => {
-            const opts: ScaleOptions = { ...cmd.optsWithGlobals(), ...o };
-            const dir = projectDir(opts);
-            // Validates first: every bad input fails here (exit 2), with nothing sent or written.
-            const n = checkReplicas(dir, opts.stack, pool, replicas);
-            const svc = findService(engineHome().runDir, opts.stack, (a) => process.stderr.write(`removed the announcement of a service that is no longer running (pid ${a.pid})\n`));
-            if (svc) {
-                if (!opts.up) throw new UsageError(`egress serve (pid ${svc.pid}) owns the desired state of stack ${opts.stack}; drop --no-up to send the request to it`);
-                if ((await viaService(svc, pool, n, opts)) === "applied") return;
-            }
-            await viaFile(dir, pool, n, opts);
-        }));
+        .action(
+            action(async (pool: string, replicas: string, o, cmd) => {
+                const opts: ScaleOptions = { ...cmd.optsWithGlobals(), ...o };
+                const dir = projectDir(opts);
+                // Validates first: every bad input fails here (exit 2), with nothing sent or written.
+                const n = checkReplicas(dir, opts.stack, pool, replicas);
+                const svc = findService(engineHome().runDir, opts.stack, (a) =>
+                    process.stderr.write(
+                        `removed the announcement of a service that is no longer running (pid ${a.pid})\n`,
+                    ),
+                );
+                if (svc) {
+                    if (!opts.up)
+                        throw new UsageError(
+                            `egress serve (pid ${svc.pid}) owns the desired state of stack ${opts.stack}; drop --no-up to send the request to it`,
+                        );
+                    if ((await viaService(svc, pool, n, opts)) === "applied") return;
+                }
+                await viaFile(dir, pool, n, opts);
+            }),
+        );
 }
 
 /** Sends the request to the service and follows its operation. "gone" when the service stopped accepting. */
@@ -53,7 +62,9 @@ async function viaService(svc: Announcement, pool: string, n: number, opts: Scal
         } catch (e) {
             // Refused or vanished socket: the service died or is closing; without it the file path is right.
             if (!findService(engineHome().runDir, opts.stack)) return "gone";
-            throw new Error(`egress serve (pid ${svc.pid}) owns stack ${opts.stack} but its socket ${svc.socket} does not answer: ${(e as Error).message}`);
+            throw new Error(
+                `egress serve (pid ${svc.pid}) owns stack ${opts.stack} but its socket ${svc.socket} does not answer: ${(e as Error).message}`,
+            );
         }
         if (r.status === 202) {
             accepted = r.body.operation;
@@ -70,23 +81,42 @@ async function viaService(svc: Announcement, pool: string, n: number, opts: Scal
         const message = `egress serve (pid ${svc.pid}) refused the request: ${err.message ?? `HTTP ${r.status}`}`;
         throw r.status >= 400 && r.status < 500 ? new UsageError(message) : new Error(message);
     }
-    if (!opts.quiet) process.stderr.write(`pool ${pool}: ${n} requested from egress serve (pid ${svc.pid}); operation ${accepted.id}\n`);
+    if (!opts.quiet)
+        process.stderr.write(
+            `pool ${pool}: ${n} requested from egress serve (pid ${svc.pid}); operation ${accepted.id}\n`,
+        );
     const op = await client.follow(accepted.id, opts.quiet ? undefined : progressPrinter());
     if (!op || op.status === "queued" || op.status === "running")
-        throw new Error(`egress serve stopped before operation ${accepted.id} settled; \`egress outputs\` shows what runs`);
+        throw new Error(
+            `egress serve stopped before operation ${accepted.id} settled; \`egress outputs\` shows what runs`,
+        );
     const asked = op.desired[pool];
     const applied = op.status === "succeeded" ? op.applied?.[pool] : undefined;
-    const report = { pool, requested: n, applied: applied ?? null, via: "service", operation: { id: op.id, status: op.status, desired: op.desired, requests: op.requests, changes: op.changes } };
+    const report = {
+        pool,
+        requested: n,
+        applied: applied ?? null,
+        via: "service",
+        operation: { id: op.id, status: op.status, desired: op.desired, requests: op.requests, changes: op.changes },
+    };
     let problem: string | undefined;
     if (op.status !== "succeeded") problem = `operation ${op.id} ${op.status}: ${op.error ?? "no error recorded"}`;
-    else if (asked !== n) problem = `a later request for ${asked} replaced this one for ${n} before operation ${op.id} started (latest request wins); pool ${pool} was scaled to ${asked}, not ${n}`;
-    else if (applied !== n) problem = `operation ${op.id} left ${applied ?? "an unknown number of"} members in pool ${pool}, not ${n}`;
+    else if (asked !== n)
+        problem = `a later request for ${asked} replaced this one for ${n} before operation ${op.id} started (latest request wins); pool ${pool} was scaled to ${asked}, not ${n}`;
+    else if (applied !== n)
+        problem = `operation ${op.id} left ${applied ?? "an unknown number of"} members in pool ${pool}, not ${n}`;
     if (problem) {
-        if (opts.json) process.stdout.write(JSON.stringify({ ok: false, ...report, error: { type: "ScaleNotApplied", message: problem } }) + "\n");
+        if (opts.json)
+            process.stdout.write(
+                JSON.stringify({ ok: false, ...report, error: { type: "ScaleNotApplied", message: problem } }) + "\n",
+            );
         process.stderr.write(`error: ${problem}\n`);
         process.exitCode = EXIT.failed;
     } else if (opts.json) process.stdout.write(JSON.stringify({ ok: true, ...report }) + "\n");
-    else process.stderr.write(`pool ${pool}: ${n} replicas applied by egress serve (operation ${op.id}, ${op.requests} request(s) folded in)\n`);
+    else
+        process.stderr.write(
+            `pool ${pool}: ${n} replicas applied by egress serve (operation ${op.id}, ${op.requests} request(s) folded in)\n`,
+        );
     return "applied";
 }
 
@@ -106,12 +136,20 @@ async function viaFile(dir: string, pool: string, n: number, opts: ScaleOptions)
             return;
         }
         let changed = false;
-        const observe = (e: ProgressEvent) => void ((e.kind === "resource-start" || e.kind === "resource-done") && CHANGING.has(e.op ?? "") && (changed = true));
+        const observe = (e: ProgressEvent) =>
+            void (
+                (e.kind === "resource-start" || e.kind === "resource-done") &&
+                CHANGING.has(e.op ?? "") &&
+                (changed = true)
+            );
         let ran;
         try {
             ran = await runEngine("up", opts, observe);
         } catch (e) {
-            if (changed) process.stderr.write(`the stack file keeps replicas: ${n} for pool ${pool}: the update changed resources before it failed; \`egress up\` retries\n`);
+            if (changed)
+                process.stderr.write(
+                    `the stack file keeps replicas: ${n} for pool ${pool}: the update changed resources before it failed; \`egress up\` retries\n`,
+                );
             else {
                 const tmp = `${file}.${process.pid}.restore`;
                 fs.writeFileSync(tmp, before);
@@ -124,7 +162,10 @@ async function viaFile(dir: string, pool: string, n: number, opts: ScaleOptions)
         const report = { pool, previous, requested: n, applied, via: "file", ...ran.result, proxies: ran.proxies };
         if (applied !== n) {
             const message = `up succeeded but left ${applied} members in pool ${pool}, not ${n}`;
-            if (opts.json) process.stdout.write(JSON.stringify({ ok: false, ...report, error: { type: "ScaleNotApplied", message } }) + "\n");
+            if (opts.json)
+                process.stdout.write(
+                    JSON.stringify({ ok: false, ...report, error: { type: "ScaleNotApplied", message } }) + "\n",
+                );
             process.stderr.write(`error: ${message}\n`);
             process.exitCode = EXIT.failed;
         } else if (opts.json) process.stdout.write(JSON.stringify({ ok: true, ...report }) + "\n");

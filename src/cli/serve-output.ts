@@ -58,7 +58,10 @@ export function jsonProcessOutput({ log, errors }: ServeLoggers): void {
     process.on("warning", (w) => log.warn({ warning: w.name, err: w }, `node: ${w.message}`));
     process.on("uncaughtException", (e, origin) => {
         const message = e instanceof Error ? e.message : String(e);
-        errors.fatal({ err: e instanceof Error ? e : new Error(message), origin, exitCode: 1 }, `${origin === "unhandledRejection" ? "unhandled rejection" : "uncaught exception"}: ${message}`);
+        errors.fatal(
+            { err: e instanceof Error ? e : new Error(message), origin, exitCode: 1 },
+            `${origin === "unhandledRejection" ? "unhandled rejection" : "uncaught exception"}: ${message}`,
+        );
         process.exit(1);
     });
 }

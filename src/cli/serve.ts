@@ -4,7 +4,13 @@ import { UsageError, GlobalOptions, projectDir } from "./context";
 import { loadStackConfig } from "../config";
 import { startService } from "../service/server";
 import { parseStoreSpec, StoreSpecError } from "../service/store";
-import { jsonCommanderErrors, jsonProcessOutput, reportServeError, serveLoggers, type ServeLoggers } from "./serve-output";
+import {
+    jsonCommanderErrors,
+    jsonProcessOutput,
+    reportServeError,
+    serveLoggers,
+    type ServeLoggers,
+} from "./serve-output";
 
 /**
  * `egress serve`: the HTTP service (scale API, discovery, leases, health, metrics). What `npm start` runs.
@@ -18,21 +24,65 @@ export function registerServe(program: Command): void {
         .command("serve")
         .description("run the HTTP service: scale API, discovery and leases, health probes, /metrics")
         .option("-p, --port <port>", "listen port", process.env.EGRESS_PORT ?? "8080")
-        .option("--host <addr>", "listen address (loopback by default; opening it is a deliberate choice)", process.env.EGRESS_HOST ?? "127.0.0.1")
+        .option(
+            "--host <addr>",
+            "listen address (loopback by default; opening it is a deliberate choice)",
+            process.env.EGRESS_HOST ?? "127.0.0.1",
+        )
         .option("--tokens <file>", "tokens file (default .egress/tokens-<stack>.json)")
         .option("--no-converge", "do not run `up` at start")
         .option("--probe-interval <seconds>", "health probe interval (0.1 to 3600)", "10")
-        .option("--reconcile-interval <seconds>", "self-healing: seconds between reconcile rounds, which repair gone and long-unhealthy members (0 = off, at most 86400)", process.env.EGRESS_RECONCILE_INTERVAL ?? "60")
-        .option("--timeline-interval <seconds>", "how often the dashboard's last-hour timeline samples healthy and leased counts (1 to 3600)", "30")
-        .option("--provider-check-interval <seconds>", "seconds between provider health checks (cloud API, cluster reachability) (0 = off, at most 86400)", process.env.EGRESS_PROVIDER_CHECK_INTERVAL ?? "60")
-        .option("--provider-check-timeout <seconds>", "how long one provider check may take (1 to 600)", process.env.EGRESS_PROVIDER_CHECK_TIMEOUT ?? "30")
-        .option("--gateway-port <port>", "the rotating gateway's port: a forward proxy whose every request leases the next member (0 = off)", process.env.EGRESS_GATEWAY_PORT ?? "8888")
-        .option("--gateway-host <addr>", "the gateway's listen address (loopback by default)", process.env.EGRESS_GATEWAY_HOST ?? "127.0.0.1")
-        .option("--gateway-block-header <name[=text]>", "a response header that marks a block by the origin (with =text: when its value contains text); repeatable. 403 and 429 always do", collect, [])
-        .option("--target-cooldown <seconds>", "how long a proxy rests for a target after a lease or gateway request against it (0 to 3600)", process.env.EGRESS_TARGET_COOLDOWN ?? "30")
+        .option(
+            "--reconcile-interval <seconds>",
+            "self-healing: seconds between reconcile rounds, which repair gone and long-unhealthy members (0 = off, at most 86400)",
+            process.env.EGRESS_RECONCILE_INTERVAL ?? "60",
+        )
+        .option(
+            "--timeline-interval <seconds>",
+            "how often the dashboard's last-hour timeline samples healthy and leased counts (1 to 3600)",
+            "30",
+        )
+        .option(
+            "--provider-check-interval <seconds>",
+            "seconds between provider health checks (cloud API, cluster reachability) (0 = off, at most 86400)",
+            process.env.EGRESS_PROVIDER_CHECK_INTERVAL ?? "60",
+        )
+        .option(
+            "--provider-check-timeout <seconds>",
+            "how long one provider check may take (1 to 600)",
+            process.env.EGRESS_PROVIDER_CHECK_TIMEOUT ?? "30",
+        )
+        .option(
+            "--gateway-port <port>",
+            "the rotating gateway's port: a forward proxy whose every request leases the next member (0 = off)",
+            process.env.EGRESS_GATEWAY_PORT ?? "8888",
+        )
+        .option(
+            "--gateway-host <addr>",
+            "the gateway's listen address (loopback by default)",
+            process.env.EGRESS_GATEWAY_HOST ?? "127.0.0.1",
+        )
+        .option(
+            "--gateway-block-header <name[=text]>",
+            "a response header that marks a block by the origin (with =text: when its value contains text); repeatable. 403 and 429 always do",
+            collect,
+            [],
+        )
+        .option(
+            "--target-cooldown <seconds>",
+            "how long a proxy rests for a target after a lease or gateway request against it (0 to 3600)",
+            process.env.EGRESS_TARGET_COOLDOWN ?? "30",
+        )
         // No default shown from EGRESS_STORE: --help would print the URL, password and all.
-        .option("--store <url>", "where the serving state of leases lives: memory (default) or redis://[user:pass@]host:port[/db] (rediss:// for TLS), so a restart or another replica loses nothing; also $EGRESS_STORE")
-        .option("--check-url <url>", "URL probed through every proxy; must be reachable from the proxies (default: this service's /v1/echo on loopback, right for local proxies only)", process.env.EGRESS_CHECK_URL)
+        .option(
+            "--store <url>",
+            "where the serving state of leases lives: memory (default) or redis://[user:pass@]host:port[/db] (rediss:// for TLS), so a restart or another replica loses nothing; also $EGRESS_STORE",
+        )
+        .option(
+            "--check-url <url>",
+            "URL probed through every proxy; must be reachable from the proxies (default: this service's /v1/echo on loopback, right for local proxies only)",
+            process.env.EGRESS_CHECK_URL,
+        )
         .action(async (o, cmd: Command) => {
             const { log, errors } = out();
             jsonProcessOutput(out());
@@ -48,29 +98,68 @@ export function registerServe(program: Command): void {
 /** Parses the flags (bad ones exit 2 naming the flag), starts the service, and runs until a signal. */
 async function run(o: Record<string, any>, opts: GlobalOptions, log: Logger): Promise<void> {
     const port = Number(o.port);
-    if (!Number.isInteger(port) || port < 0 || port > 65535) throw new UsageError(`--port must be a port number (got "${o.port}")`);
+    if (!Number.isInteger(port) || port < 0 || port > 65535)
+        throw new UsageError(`--port must be a port number (got "${o.port}")`);
     const interval = seconds("--probe-interval", o.probeInterval, { min: 0.1, max: 3600 });
     const reconcile = seconds("--reconcile-interval", o.reconcileInterval, { min: 1, max: 86_400, off: true });
     const timeline = seconds("--timeline-interval", o.timelineInterval, { min: 1, max: 3600 });
-    const providerInterval = seconds("--provider-check-interval", o.providerCheckInterval, { min: 1, max: 86_400, off: true });
+    const providerInterval = seconds("--provider-check-interval", o.providerCheckInterval, {
+        min: 1,
+        max: 86_400,
+        off: true,
+    });
     const providerTimeout = seconds("--provider-check-timeout", o.providerCheckTimeout, { min: 1, max: 600 });
     const gatewayPort = Number(o.gatewayPort);
-    if (!Number.isInteger(gatewayPort) || gatewayPort < 0 || gatewayPort > 65535) throw new UsageError(`--gateway-port must be a port number, or 0 for no gateway (got "${o.gatewayPort}")`);
-    const gateway = gatewayPort === 0 ? undefined : { port: gatewayPort, host: o.gatewayHost, blockRules: { statuses: [403, 429], headers: (o.gatewayBlockHeader as string[]).map(blockHeader) } };
+    if (!Number.isInteger(gatewayPort) || gatewayPort < 0 || gatewayPort > 65535)
+        throw new UsageError(`--gateway-port must be a port number, or 0 for no gateway (got "${o.gatewayPort}")`);
+    const gateway =
+        gatewayPort === 0
+            ? undefined
+            : {
+                  port: gatewayPort,
+                  host: o.gatewayHost,
+                  blockRules: { statuses: [403, 429], headers: (o.gatewayBlockHeader as string[]).map(blockHeader) },
+              };
     const targetCooldown = seconds("--target-cooldown", o.targetCooldown, { min: 0, max: 3600 });
-    if (o.checkUrl && !/^https?:\/\/[^/]+/.test(o.checkUrl)) throw new UsageError(`--check-url must be an http:// or https:// URL (got "${o.checkUrl}")`);
+    if (o.checkUrl && !/^https?:\/\/[^/]+/.test(o.checkUrl))
+        throw new UsageError(`--check-url must be an http:// or https:// URL (got "${o.checkUrl}")`);
     const store = storeSpec(o.store);
     const dir = projectDir(opts);
     loadStackConfig(dir, opts.stack); // config errors exit 2 before anything starts
-    const svc = await startService({ projectRoot: dir, stack: opts.stack, host: o.host, port, tokensFile: o.tokens, converge: o.converge, probeIntervalMs: Math.round(interval * 1000), reconcileIntervalMs: Math.round(reconcile * 1000), timelineIntervalMs: Math.round(timeline * 1000), providerCheckIntervalMs: Math.round(providerInterval * 1000), providerCheckTimeoutMs: Math.round(providerTimeout * 1000), checkUrl: o.checkUrl, gateway, targetCooldownSeconds: targetCooldown, store, log });
+    const svc = await startService({
+        projectRoot: dir,
+        stack: opts.stack,
+        host: o.host,
+        port,
+        tokensFile: o.tokens,
+        converge: o.converge,
+        probeIntervalMs: Math.round(interval * 1000),
+        reconcileIntervalMs: Math.round(reconcile * 1000),
+        timelineIntervalMs: Math.round(timeline * 1000),
+        providerCheckIntervalMs: Math.round(providerInterval * 1000),
+        providerCheckTimeoutMs: Math.round(providerTimeout * 1000),
+        checkUrl: o.checkUrl,
+        gateway,
+        targetCooldownSeconds: targetCooldown,
+        store,
+        log,
+    });
     if (svc.devTokenFile) {
         // The token itself is never logged: log lines travel (journal, shippers) where a 0600 file does not.
         // The person at the terminal reads it from the file, as the README says (docs/decisions.md).
         const token = `$(cat ${svc.devTokenFile})`;
-        log.info({
-            devTokenFile: svc.devTokenFile,
-            try: [`curl -H "Authorization: Bearer ${token}" ${svc.url}/v1/proxies`, ...(svc.gatewayPort ? [`curl -x "http://dev:${token}@127.0.0.1:${svc.gatewayPort}" http://example.org/`] : [])],
-        }, `a dev API token was generated: stored hashed, its plain copy in ${svc.devTokenFile} (mode 0600)`);
+        log.info(
+            {
+                devTokenFile: svc.devTokenFile,
+                try: [
+                    `curl -H "Authorization: Bearer ${token}" ${svc.url}/v1/proxies`,
+                    ...(svc.gatewayPort
+                        ? [`curl -x "http://dev:${token}@127.0.0.1:${svc.gatewayPort}" http://example.org/`]
+                        : []),
+                ],
+            },
+            `a dev API token was generated: stored hashed, its plain copy in ${svc.devTokenFile} (mode 0600)`,
+        );
     }
     let stopping = false;
     // SIGTERM lets the in-flight operation finish; SIGINT (Ctrl-C) cancels it safely (the engine saves
@@ -82,11 +171,17 @@ async function run(o: Record<string, any>, opts: GlobalOptions, log: Logger): Pr
         }
         stopping = true;
         const cancel = signal === "SIGINT";
-        log.info({ signal, cancel }, `${signal}: ${cancel ? "cancelling" : "finishing"} the in-flight operation, then stopping (signal again to force)`);
-        svc.close({ cancel }).then(() => process.exit(0), (e) => {
-            log.error({ err: e }, "stopping failed");
-            process.exit(1);
-        });
+        log.info(
+            { signal, cancel },
+            `${signal}: ${cancel ? "cancelling" : "finishing"} the in-flight operation, then stopping (signal again to force)`,
+        );
+        svc.close({ cancel }).then(
+            () => process.exit(0),
+            (e) => {
+                log.error({ err: e }, "stopping failed");
+                process.exit(1);
+            },
+        );
     };
     process.on("SIGTERM", () => stop("SIGTERM"));
     process.on("SIGINT", () => stop("SIGINT"));
@@ -98,7 +193,9 @@ const collect = (v: string, all: string[]) => [...all, v];
 /** `--store`, else $EGRESS_STORE, else memory; a bad one exits 2 naming where it came from (password masked). */
 function storeSpec(flag: string | undefined) {
     try {
-        return flag !== undefined ? parseStoreSpec(flag, "--store") : parseStoreSpec(process.env.EGRESS_STORE, "EGRESS_STORE");
+        return flag !== undefined
+            ? parseStoreSpec(flag, "--store")
+            : parseStoreSpec(process.env.EGRESS_STORE, "EGRESS_STORE");
     } catch (e) {
         if (e instanceof StoreSpecError) throw new UsageError(e.message);
         throw e;
@@ -109,9 +206,13 @@ function storeSpec(flag: string | undefined) {
 function blockHeader(raw: string): { name: string; contains?: string } {
     const i = raw.indexOf("=");
     const name = (i < 0 ? raw : raw.slice(0, i)).trim().toLowerCase();
-    if (!/^[!#$%&'*+.^_`|~0-9a-z-]+$/.test(name)) throw new UsageError(`--gateway-block-header must be a header name, optionally =text (got "${raw}")`);
+    if (!/^[!#$%&'*+.^_`|~0-9a-z-]+$/.test(name))
+        throw new UsageError(`--gateway-block-header must be a header name, optionally =text (got "${raw}")`);
     const contains = i < 0 ? undefined : raw.slice(i + 1);
-    if (contains === "") throw new UsageError(`--gateway-block-header "${raw}": the text after = is empty; leave out = to match the header's presence`);
+    if (contains === "")
+        throw new UsageError(
+            `--gateway-block-header "${raw}": the text after = is empty; leave out = to match the header's presence`,
+        );
     return contains === undefined ? { name } : { name, contains };
 }
 
@@ -124,6 +225,8 @@ export function seconds(flag: string, raw: string, range: { min: number; max: nu
     const v = Number(raw);
     if (range.off && v === 0 && String(raw).trim() !== "") return 0;
     if (String(raw).trim() === "" || !Number.isFinite(v) || v < range.min || v > range.max)
-        throw new UsageError(`${flag} must be ${range.off ? "0 (off) or " : ""}a number of seconds from ${range.min} to ${range.max} (got "${raw}")`);
+        throw new UsageError(
+            `${flag} must be ${range.off ? "0 (off) or " : ""}a number of seconds from ${range.min} to ${range.max} (got "${raw}")`,
+        );
     return v;
 }

@@ -8,7 +8,8 @@ export const DEFAULT_LOCK_WAIT_SECONDS = 120;
 export function lockWaitMs(opts: GlobalOptions): number {
     const raw = opts.lockWait ?? process.env.EGRESS_LOCK_WAIT ?? String(DEFAULT_LOCK_WAIT_SECONDS);
     const s = Number(raw);
-    if (!Number.isFinite(s) || s < 0) throw new UsageError(`--lock-wait must be a number of seconds, 0 or more (got "${raw}")`);
+    if (!Number.isFinite(s) || s < 0)
+        throw new UsageError(`--lock-wait must be a number of seconds, 0 or more (got "${raw}")`);
     return s * 1000;
 }
 
@@ -23,8 +24,12 @@ export async function withWriterLock<T>(opts: GlobalOptions, command: string, fn
         stack: opts.stack,
         command,
         waitMs: lockWaitMs(opts),
-        onWait: (h) => process.stderr.write(`waiting for stack ${opts.stack}: ${describeHolder(h)} holds its writer lock\n`),
-        onStale: (h) => process.stderr.write(`cleared a stale writer lock of stack ${opts.stack}: ${describeHolder(h)} is no longer running\n`),
+        onWait: (h) =>
+            process.stderr.write(`waiting for stack ${opts.stack}: ${describeHolder(h)} holds its writer lock\n`),
+        onStale: (h) =>
+            process.stderr.write(
+                `cleared a stale writer lock of stack ${opts.stack}: ${describeHolder(h)} is no longer running\n`,
+            ),
     });
     try {
         return await fn();

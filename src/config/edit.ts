@@ -18,10 +18,14 @@ export function checkReplicas(projectRoot: string, stack: string, pool: string, 
     if (refused) throw new ConfigError([{ path: `egress:pools[${cfg.pools.indexOf(found)}]`, rule: refused }]);
     const n = typeof replicas === "string" && /^-?\d+(\.\d+)?$/.test(replicas.trim()) ? Number(replicas) : replicas;
     const at = `egress:pools[${cfg.pools.indexOf(found)}].replicas`;
-    if (typeof n !== "number" || !Number.isFinite(n)) throw new ConfigError([{ path: at, rule: "replicas must be a whole number", value: replicas }]);
+    if (typeof n !== "number" || !Number.isFinite(n))
+        throw new ConfigError([{ path: at, rule: "replicas must be a whole number", value: replicas }]);
     if (!Number.isInteger(n)) throw new ConfigError([{ path: at, rule: "replicas must be a whole number", value: n }]);
     if (n < 0) throw new ConfigError([{ path: at, rule: "replicas must be 0 or more", value: n }]);
-    if (n > found.maxReplicas) throw new ConfigError([{ path: at, rule: `replicas must not exceed maxReplicas (${found.maxReplicas})`, value: n }]);
+    if (n > found.maxReplicas)
+        throw new ConfigError([
+            { path: at, rule: `replicas must not exceed maxReplicas (${found.maxReplicas})`, value: n },
+        ]);
     return n;
 }
 
@@ -30,7 +34,12 @@ export function checkReplicas(projectRoot: string, stack: string, pool: string, 
  * secrets as they are, so `pulumi up`/`egress up` by a person converges to the same count.
  * Atomic (write + rename). Returns the previous count.
  */
-export function setPoolReplicas(projectRoot: string, stack: string, pool: string, replicas: unknown): { previous: number; replicas: number } {
+export function setPoolReplicas(
+    projectRoot: string,
+    stack: string,
+    pool: string,
+    replicas: unknown,
+): { previous: number; replicas: number } {
     const n = checkReplicas(projectRoot, stack, pool, replicas);
     const file = stackFile(projectRoot, stack);
     const doc = YAML.parseDocument(fs.readFileSync(file, "utf8"));

@@ -49,7 +49,8 @@ export function problemsFromZod(error: z.ZodError, raw: unknown, kindNames: read
     return error.issues.map((issue) => {
         const path = issue.path as PropertyKey[];
         let rule = issue.message;
-        if (issue.code === "unrecognized_keys") rule = `unknown key(s) ${issue.keys.map((k) => "`" + k + "`").join(", ")}`;
+        if (issue.code === "unrecognized_keys")
+            rule = `unknown key(s) ${issue.keys.map((k) => "`" + k + "`").join(", ")}`;
         if (issue.code === "invalid_union" && (issue as any).note === "No matching discriminator")
             rule = `\`type\` must be one of ${kindNames.join(", ")}`;
         const value = issue.code === "unrecognized_keys" ? undefined : shownValue(path, valueAt(raw, path));

@@ -18,7 +18,13 @@ export function stackFile(projectRoot: string, stack: string): string {
 /** Reads `stacks/Pulumi.<stack>.yaml` and validates its `egress:*` config. Throws ConfigError. */
 export function loadStackConfig(projectRoot: string, stack: string): EgressConfig {
     const file = stackFile(projectRoot, stack);
-    if (!fs.existsSync(file)) throw new ConfigError([{ path: file, rule: `stack file not found; create it (examples: stacks/Pulumi.example-*.yaml, stacks/seeds/dev.yaml)` }]);
+    if (!fs.existsSync(file))
+        throw new ConfigError([
+            {
+                path: file,
+                rule: `stack file not found; create it (examples: stacks/Pulumi.example-*.yaml, stacks/seeds/dev.yaml)`,
+            },
+        ]);
     let doc: any;
     try {
         doc = YAML.parse(fs.readFileSync(file, "utf8")) ?? {};
@@ -27,8 +33,16 @@ export function loadStackConfig(projectRoot: string, stack: string): EgressConfi
     }
     const config = doc.config ?? {};
     const unknown = Object.keys(config).filter((k) => k.startsWith("egress:") && !KNOWN_KEYS.includes(k));
-    if (unknown.length) throw new ConfigError(unknown.map((k) => ({ path: k, rule: `unknown key; expected one of ${KNOWN_KEYS.join(", ")}` })), file);
-    return parseEgressConfig({ providers: config["egress:providers"], pools: config["egress:pools"] }, projectRoot, file);
+    if (unknown.length)
+        throw new ConfigError(
+            unknown.map((k) => ({ path: k, rule: `unknown key; expected one of ${KNOWN_KEYS.join(", ")}` })),
+            file,
+        );
+    return parseEgressConfig(
+        { providers: config["egress:providers"], pools: config["egress:pools"] },
+        projectRoot,
+        file,
+    );
 }
 
 /** Validates raw `{providers, pools}` (from a stack file or `pulumi.Config`). Throws ConfigError naming every problem. */
@@ -63,9 +77,14 @@ function fixMembers(cfg: EgressConfig, raw: unknown): ConfigProblem[] {
     const out: ConfigProblem[] = [];
     cfg.pools.forEach((pool, i) => {
         if (fixedReplicas(cfg, pool) === undefined) return;
-        const given = (raw as { pools?: { replaceUnhealthyAfterSeconds?: unknown }[] })?.pools?.[i]?.replaceUnhealthyAfterSeconds;
+        const given = (raw as { pools?: { replaceUnhealthyAfterSeconds?: unknown }[] })?.pools?.[i]
+            ?.replaceUnhealthyAfterSeconds;
         if (given !== undefined && given !== 0)
-            out.push({ path: configPath(["pools", i, "replaceUnhealthyAfterSeconds"]), rule: `must be 0 or unset: members of a \`${cfg.providers[pool.provider].type}\` provider are never replaced`, value: given });
+            out.push({
+                path: configPath(["pools", i, "replaceUnhealthyAfterSeconds"]),
+                rule: `must be 0 or unset: members of a \`${cfg.providers[pool.provider].type}\` provider are never replaced`,
+                value: given,
+            });
         pool.replaceUnhealthyAfterSeconds = 0;
     });
     return out;
@@ -77,19 +96,35 @@ export function crossCheck(cfg: EgressConfig, projectRoot: string): ConfigProble
     const names = new Set<string>();
     cfg.pools.forEach((pool, i) => {
         const at = (...p: (string | number)[]) => configPath(["pools", i, ...p]);
-        if (names.has(pool.name)) problems.push({ path: at("name"), rule: "duplicates another pool's name", value: pool.name });
+        if (names.has(pool.name))
+            problems.push({ path: at("name"), rule: "duplicates another pool's name", value: pool.name });
         names.add(pool.name);
         const entry = cfg.providers[pool.provider];
         if (!entry) {
             const known = Object.keys(cfg.providers).join(", ") || "none";
-            problems.push({ path: at("provider"), rule: `must name an entry of egress:providers (known: ${known})`, value: pool.provider });
+            problems.push({
+                path: at("provider"),
+                rule: `must name an entry of egress:providers (known: ${known})`,
+                value: pool.provider,
+            });
             return;
         }
         const kind = kindOf(entry);
-        problems.push(...(kind.checkPool?.(entry, pool, at, cfg.pools.filter((p) => p.provider === pool.provider)) ?? []));
+        problems.push(
+            ...(kind.checkPool?.(
+                entry,
+                pool,
+                at,
+                cfg.pools.filter((p) => p.provider === pool.provider),
+            ) ?? []),
+        );
         const fixed = kind.fixedReplicas?.(entry);
         if (fixed !== undefined && pool.replicas !== fixed)
-            problems.push({ path: at("replicas"), rule: `must be ${fixed}: the members of a \`${entry.type}\` provider follow its entry (${pool.provider}), not a count`, value: pool.replicas });
+            problems.push({
+                path: at("replicas"),
+                rule: `must be ${fixed}: the members of a \`${entry.type}\` provider follow its entry (${pool.provider}), not a count`,
+                value: pool.replicas,
+            });
         problems.push(...checkPorts(pool, projectRoot, at));
     });
     return problems;
@@ -110,20 +145,35 @@ function checkPorts(pool: PoolConfig, root: string, at: (...p: (string | number)
             return undefined;
         }
         const text = userDataText(bytes);
-        if (text === undefined) out.push({ path: where, rule: "cloud-init user-data must be UTF-8 text or gzip of it (cloud-init reads nothing else)", value: ci.file });
+        if (text === undefined)
+            out.push({
+                path: where,
+                rule: "cloud-init user-data must be UTF-8 text or gzip of it (cloud-init reads nothing else)",
+                value: ci.file,
+            });
         return text;
     };
     const listed = (ports: number[]) => [...new Set(ports)].join(", ");
-    const shared = pool.cloudInit ? read(pool.cloudInit, at("cloudInit", pool.cloudInit.file ? "file" : "inline")) : undefined;
+    const shared = pool.cloudInit
+        ? read(pool.cloudInit, at("cloudInit", pool.cloudInit.file ? "file" : "inline"))
+        : undefined;
     const sharedPorts = shared ? squidHttpPorts(shared) : [];
     if (sharedPorts.length && !sharedPorts.includes(pool.port))
-        out.push({ path: at("port"), rule: `must match the squid http_port ${listed(sharedPorts)} set by the pool's cloud-init`, value: pool.port });
+        out.push({
+            path: at("port"),
+            rule: `must match the squid http_port ${listed(sharedPorts)} set by the pool's cloud-init`,
+            value: pool.port,
+        });
     pool.members.forEach((m, j) => {
         const text = m.cloudInit ? read(m.cloudInit, at("members", j, "cloudInit")) : shared;
         const declared = m.port ?? pool.port;
         const set = text ? squidHttpPorts(text) : [];
         if (set.length && !set.includes(declared))
-            out.push({ path: at("members", j, "port"), rule: `must be ${set.length > 1 ? "one of " : ""}${listed(set)}: member ${m.index}'s cloud-init sets squid http_port ${listed(set)}`, value: declared });
+            out.push({
+                path: at("members", j, "port"),
+                rule: `must be ${set.length > 1 ? "one of " : ""}${listed(set)}: member ${m.index}'s cloud-init sets squid http_port ${listed(set)}`,
+                value: declared,
+            });
     });
     return out;
 }

@@ -18,11 +18,13 @@ export function repairFileBackend(backendDir: string | undefined, stack: string)
     const stackDir = checkpointDir(backendDir);
     const candidates: string[] = [path.join(root, "meta.yaml.attrs")];
     if (fs.existsSync(stackDir))
-        for (const f of fs.readdirSync(stackDir)) if (f.startsWith(`${stack}.json`)) candidates.push(path.join(stackDir, f));
+        for (const f of fs.readdirSync(stackDir))
+            if (f.startsWith(`${stack}.json`)) candidates.push(path.join(stackDir, f));
     // History and backups grow by a few files per update and are never pruned; a killed writer can only
     // have left its newest ones half-written (names carry a nanosecond timestamp, so they sort by age).
     for (const dir of [path.join(root, "history", PROJECT, stack), path.join(root, "backups", PROJECT, stack)])
-        if (fs.existsSync(dir)) for (const f of fs.readdirSync(dir).sort().slice(-8)) candidates.push(path.join(dir, f));
+        if (fs.existsSync(dir))
+            for (const f of fs.readdirSync(dir).sort().slice(-8)) candidates.push(path.join(dir, f));
     const done: string[] = [];
     for (const file of candidates) {
         if (file.endsWith(".tmp")) {

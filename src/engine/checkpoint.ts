@@ -11,7 +11,10 @@ export const PROJECT = "egress";
  * The directory of a file:// backend in effect for these settings (the same precedence engineEnv
  * applies: extra env, then the process's, then the home's default), or undefined for other backends.
  */
-export function fileBackendDir(home: EngineHome, extraEnv: Record<string, string | undefined> = {}): string | undefined {
+export function fileBackendDir(
+    home: EngineHome,
+    extraEnv: Record<string, string | undefined> = {},
+): string | undefined {
     const url = extraEnv.PULUMI_BACKEND_URL ?? process.env.PULUMI_BACKEND_URL ?? `file://${home.backendDir}`;
     return url.startsWith("file://") ? url.slice("file://".length) : undefined;
 }
@@ -73,7 +76,8 @@ export function checkpointResources(backendDir: string, stack: string): StateRes
 export function membersOf(resources: StateResource[]): ProxyMember[] {
     const byId = new Map<string, ProxyMember>();
     const children = new Map<string, StateResource[]>();
-    for (const r of resources) if (r.parent && !r.delete) children.set(r.parent, [...(children.get(r.parent) ?? []), r]);
+    for (const r of resources)
+        if (r.parent && !r.delete) children.set(r.parent, [...(children.get(r.parent) ?? []), r]);
     for (const r of resources) {
         if (r.delete) continue;
         const m = (r.outputs?.member ?? fromIdentity(r, children.get(r.urn) ?? [])) as ProxyMember | undefined;

@@ -6,12 +6,32 @@
 
 /** Exact names passed through. */
 const NAMES = new Set([
-    "PATH", "HOME", "USER", "LOGNAME", "SHELL", "TMPDIR", "TZ", "LANG", "LANGUAGE", "TERM", "NO_COLOR",
-    "NODE_PATH", "NODE_EXTRA_CA_CERTS", "SSL_CERT_FILE", "SSL_CERT_DIR",
-    "HTTP_PROXY", "HTTPS_PROXY", "NO_PROXY", "http_proxy", "https_proxy", "no_proxy",
-    "SSH_AUTH_SOCK", "KUBECONFIG",
+    "PATH",
+    "HOME",
+    "USER",
+    "LOGNAME",
+    "SHELL",
+    "TMPDIR",
+    "TZ",
+    "LANG",
+    "LANGUAGE",
+    "TERM",
+    "NO_COLOR",
+    "NODE_PATH",
+    "NODE_EXTRA_CA_CERTS",
+    "SSL_CERT_FILE",
+    "SSL_CERT_DIR",
+    "HTTP_PROXY",
+    "HTTPS_PROXY",
+    "NO_PROXY",
+    "http_proxy",
+    "https_proxy",
+    "no_proxy",
+    "SSH_AUTH_SOCK",
+    "KUBECONFIG",
     // Go runtime knobs the CLI honours (tests set none; operators may need GODEBUG for TLS quirks).
-    "GODEBUG", "GOMAXPROCS",
+    "GODEBUG",
+    "GOMAXPROCS",
     // The providers' retry schedule (components/shared/retry.ts): dynamic providers run in the engine's plugin.
     "EGRESS_RETRY_SCHEDULE",
 ]);

@@ -1,5 +1,12 @@
 import * as path from "node:path";
-import { LocalWorkspace, PulumiCommand, Stack, EngineEvent, ConcurrentUpdateError, StackNotFoundError } from "@pulumi/pulumi/automation";
+import {
+    LocalWorkspace,
+    PulumiCommand,
+    Stack,
+    EngineEvent,
+    ConcurrentUpdateError,
+    StackNotFoundError,
+} from "@pulumi/pulumi/automation";
 import { createProgram } from "../program";
 import type { ProxyMember, StackCredentials } from "../model";
 import { engineEnv, engineHome, EngineHome } from "./env";
@@ -60,7 +67,12 @@ export interface OperationResult {
 export class EngineError extends Error {
     /** True when another update held the stack lock: retrying later may succeed. */
     readonly locked: boolean;
-    constructor(readonly kind: OperationKind, message: string, readonly cause?: unknown, readonly interrupted = false) {
+    constructor(
+        readonly kind: OperationKind,
+        message: string,
+        readonly cause?: unknown,
+        readonly interrupted = false,
+    ) {
         super(interrupted ? `${kind} interrupted: ${message}` : `${kind} failed: ${message}`);
         this.name = "EngineError";
         this.locked = cause instanceof ConcurrentUpdateError;
@@ -78,7 +90,9 @@ export class EngineMissingError extends Error {
 /** The stack does not exist in the backend (commands that only read or remove never create one). */
 export class StackMissingError extends Error {
     constructor(stack: string) {
-        super(`stack "${stack}" does not exist in this backend; run \`egress up --stack ${stack}\` first (or check --stack)`);
+        super(
+            `stack "${stack}" does not exist in this backend; run \`egress up --stack ${stack}\` first (or check --stack)`,
+        );
         this.name = "StackMissingError";
     }
 }
@@ -114,13 +128,24 @@ export class StackDriver {
     }
 
     up(opts: OperationOptions = {}): Promise<OperationResult> {
-        return this.operation("up", opts, (s, onEvent, signal) => s.up({ onEvent, signal, refresh: opts.refresh ?? true, target: opts.target, replace: opts.replace, targetDependents: opts.targetDependents }));
+        return this.operation("up", opts, (s, onEvent, signal) =>
+            s.up({
+                onEvent,
+                signal,
+                refresh: opts.refresh ?? true,
+                target: opts.target,
+                replace: opts.replace,
+                targetDependents: opts.targetDependents,
+            }),
+        );
     }
     preview(opts: OperationOptions = {}): Promise<OperationResult> {
         return this.operation("preview", opts, (s, onEvent, signal) => s.preview({ onEvent, signal }));
     }
     refresh(opts: OperationOptions = {}): Promise<OperationResult> {
-        return this.operation("refresh", opts, (s, onEvent, signal) => s.refresh({ onEvent, signal, target: opts.target }));
+        return this.operation("refresh", opts, (s, onEvent, signal) =>
+            s.refresh({ onEvent, signal, target: opts.target }),
+        );
     }
     destroy(opts: OperationOptions = {}): Promise<OperationResult> {
         return this.operation("destroy", opts, (s, onEvent, signal) => s.destroy({ onEvent, signal }));
@@ -152,7 +177,11 @@ export class StackDriver {
     async memberTargets(ids: readonly string[]): Promise<MemberTargets> {
         return this.serial(async () => {
             const dir = this.backendDir();
-            const resources = (dir && checkpointResources(dir, this.stackName)) || ((await (await this.open()).exportStack()).deployment as { resources?: StateResource[] } | undefined)?.resources || [];
+            const resources =
+                (dir && checkpointResources(dir, this.stackName)) ||
+                ((await (await this.open()).exportStack()).deployment as { resources?: StateResource[] } | undefined)
+                    ?.resources ||
+                [];
             return memberTargets(resources, ids);
         });
     }
@@ -220,12 +249,22 @@ export class StackDriver {
             // Before the CLI first loads the stack: a half-written backend file would fail that load.
             const done = this.clearDeadRuns();
             const stack = await this.open();
-            return [...done, ...(await finishPendingOperations(stack, this.backendDir(), this.stackName, (await this.readInstallation()).installation))];
+            return [
+                ...done,
+                ...(await finishPendingOperations(
+                    stack,
+                    this.backendDir(),
+                    this.stackName,
+                    (await this.readInstallation()).installation,
+                )),
+            ];
         });
     }
 
     /** Removes one member's resources from state, leaving what they run behind (forget.ts); `apply: false` only reports. */
-    forget(member: string, apply: boolean): Promise<ForgetResult> { return this.serial(async () => forgetMember(await this.open(), member, apply)); }
+    forget(member: string, apply: boolean): Promise<ForgetResult> {
+        return this.serial(async () => forgetMember(await this.open(), member, apply));
+    }
 
     /** Locks held on this stack by running updates (file backend; other backends report none). */
     liveLocks(): { pid: number; hostname: string }[] {
@@ -248,7 +287,11 @@ export class StackDriver {
     /** installationInState over the checkpoint file when the backend is local, else over an export. */
     private async readInstallation(): Promise<ResolvedInstallation> {
         const dir = this.backendDir();
-        const resources = (dir && checkpointResources(dir, this.stackName)) || ((await (await this.open()).exportStack()).deployment as { resources?: StateResource[] } | undefined)?.resources || [];
+        const resources =
+            (dir && checkpointResources(dir, this.stackName)) ||
+            ((await (await this.open()).exportStack()).deployment as { resources?: StateResource[] } | undefined)
+                ?.resources ||
+            [];
         return installationInState(resources, PROJECT, this.stackName);
     }
 
@@ -271,7 +314,13 @@ export class StackDriver {
             // start-up): an `up` on top of pending creates would leave them for a later recovery to undo
             // after this run recorded the same names. Cheap when the checkpoint shows none.
             if (kind !== "preview" && checkpointPendingCount(this.backendDir(), this.stackName) !== 0)
-                for (const line of await finishPendingOperations(stack, this.backendDir(), this.stackName, (await this.readInstallation()).installation)) this.onNotice(line);
+                for (const line of await finishPendingOperations(
+                    stack,
+                    this.backendDir(),
+                    this.stackName,
+                    (await this.readInstallation()).installation,
+                ))
+                    this.onNotice(line);
             // Read after recovery (which may have changed state): the program proposes what state says now.
             this.proposed = await this.readInstallation();
             let changes: Record<string, number> = {};
@@ -290,11 +339,19 @@ export class StackDriver {
                 outcome = await run(stack, onEvent, controller.signal);
             } catch (e) {
                 if (e instanceof ConcurrentUpdateError) {
-                    const holders = stackLocks(this.backendDir(), this.stackName).map((l) => `pid ${l.pid}@${l.hostname}`);
-                    throw new EngineError(kind, `another update holds the stack lock (${holders.join(", ") || "unknown holder"}); wait for it — a lock whose process died is removed by the next egress command`, e);
+                    const holders = stackLocks(this.backendDir(), this.stackName).map(
+                        (l) => `pid ${l.pid}@${l.hostname}`,
+                    );
+                    throw new EngineError(
+                        kind,
+                        `another update holds the stack lock (${holders.join(", ") || "unknown holder"}); wait for it — a lock whose process died is removed by the next egress command`,
+                        e,
+                    );
                 }
-                if (controller.signal.aborted) throw new EngineError(kind, "cancelled on request; the engine saved what it had done", e, true);
-                if (isIncorrectPassphrase(e)) throw new PassphraseMismatchError(this.stackFileForHumans(), this.stackName);
+                if (controller.signal.aborted)
+                    throw new EngineError(kind, "cancelled on request; the engine saved what it had done", e, true);
+                if (isIncorrectPassphrase(e))
+                    throw new PassphraseMismatchError(this.stackFileForHumans(), this.stackName);
                 const detail = diagnostics.length ? diagnostics.join("\n") : lastLines((e as Error).message, 8);
                 throw new EngineError(kind, detail, e);
             } finally {
@@ -319,7 +376,9 @@ export class StackDriver {
             // (read-only callers get here without an operation's own clearing pass).
             if (!this.deadRunsCleared) for (const line of this.clearDeadRuns()) this.onNotice(line);
             const real = await PulumiCommand.get({ root: this.home.dir }).catch((e) => {
-                throw new EngineMissingError(`the Pulumi CLI is missing from ${this.home.binDir}: run \`npm run setup\` (${(e as Error).message})`);
+                throw new EngineMissingError(
+                    `the Pulumi CLI is missing from ${this.home.binDir}: run \`npm run setup\` (${(e as Error).message})`,
+                );
             });
             let pulumiCommand: PulumiCommand;
             try {
@@ -331,18 +390,32 @@ export class StackDriver {
                 projectRoot: this.workDir,
                 stateDir: this.home.runDir,
                 installation: () => {
-                    if (!this.proposed) throw new Error("internal: the program ran without the driver reading the stack's installation first");
+                    if (!this.proposed)
+                        throw new Error(
+                            "internal: the program ran without the driver reading the stack's installation first",
+                        );
                     return this.proposed.installation;
                 },
             });
             const args = { stackName: this.stackName, projectName: "egress", program };
-            const ws = { workDir: this.workDir, pulumiCommand, envVars: { ...engineEnv(this.home, { ...process.env, ...this.extraEnv }), ...this.extraEnv } };
+            const ws = {
+                workDir: this.workDir,
+                pulumiCommand,
+                envVars: { ...engineEnv(this.home, { ...process.env, ...this.extraEnv }), ...this.extraEnv },
+            };
             const select = () =>
-                this.create ? LocalWorkspace.createOrSelectStack(args, ws)
-                : LocalWorkspace.selectStack(args, ws).catch((e) => {
-                    throw e instanceof StackNotFoundError ? new StackMissingError(this.stackName) : e;
-                });
-            return openRecoveringSalt(select, { stackFile: path.join(this.workDir, "stacks", `Pulumi.${this.stackName}.yaml`), shownAs: this.stackFileForHumans(), backendDir: this.backendDir(), stack: this.stackName, onNotice: this.onNotice });
+                this.create
+                    ? LocalWorkspace.createOrSelectStack(args, ws)
+                    : LocalWorkspace.selectStack(args, ws).catch((e) => {
+                          throw e instanceof StackNotFoundError ? new StackMissingError(this.stackName) : e;
+                      });
+            return openRecoveringSalt(select, {
+                stackFile: path.join(this.workDir, "stacks", `Pulumi.${this.stackName}.yaml`),
+                shownAs: this.stackFileForHumans(),
+                backendDir: this.backendDir(),
+                stack: this.stackName,
+                onNotice: this.onNotice,
+            });
         })();
         this.stack.catch(() => (this.stack = undefined));
         return this.stack;
@@ -350,5 +423,10 @@ export class StackDriver {
 }
 
 function lastLines(s: string, n: number): string {
-    return s.trim().split("\n").filter((l) => l.trim()).slice(-n).join("\n");
+    return s
+        .trim()
+        .split("\n")
+        .filter((l) => l.trim())
+        .slice(-n)
+        .join("\n");
 }

@@ -18,7 +18,8 @@ export const PACKAGE_ROOT = path.resolve(__dirname, "..", "..", "..");
 
 /** egress's own version, from the package.json it runs from. */
 export function packageVersion(): string {
-    return (JSON.parse(fs.readFileSync(path.join(PACKAGE_ROOT, "package.json"), "utf8")) as { version: string }).version;
+    return (JSON.parse(fs.readFileSync(path.join(PACKAGE_ROOT, "package.json"), "utf8")) as { version: string })
+        .version;
 }
 
 export function engineHome(env: NodeJS.ProcessEnv = process.env): EngineHome {

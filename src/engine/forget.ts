@@ -41,13 +41,16 @@ export class ForgetRefusedError extends Error {
  * The resources `member` consists of (its component and everything under it, by parent) and what
  * refers to them from outside, which would keep state from loading if they were dropped.
  */
-export function planForget(resources: StateResource[], member: string): { subtree: StateResource[]; referrers: string[] } {
+export function planForget(
+    resources: StateResource[],
+    member: string,
+): { subtree: StateResource[]; referrers: string[] } {
     const members = memberComponents(resources);
     const root = members.find((r) => nameOf(r.urn) === member);
     if (!root) throw new MemberNotInStateError(member, [...new Set(members.map((r) => nameOf(r.urn)))].sort());
     const inside = new Set([root.urn]);
     // Parents come before children in a checkpoint, but a loop until nothing is added does not rely on it.
-    for (let grew = true; grew; ) {
+    for (let grew = true; grew;) {
         grew = false;
         for (const r of resources) {
             if (r.parent && inside.has(r.parent) && !inside.has(r.urn)) {
@@ -58,7 +61,12 @@ export function planForget(resources: StateResource[], member: string): { subtre
     }
     const subtree = resources.filter((r) => inside.has(r.urn));
     const refersInside = (r: StateResource) =>
-        [...(r.dependencies ?? []), ...Object.values(r.propertyDependencies ?? {}).flat(), r.deletedWith ?? "", (r.provider ?? "").replace(/::[^:]*$/, "")].some((u) => inside.has(u));
+        [
+            ...(r.dependencies ?? []),
+            ...Object.values(r.propertyDependencies ?? {}).flat(),
+            r.deletedWith ?? "",
+            (r.provider ?? "").replace(/::[^:]*$/, ""),
+        ].some((u) => inside.has(u));
     const referrers = resources.filter((r) => !inside.has(r.urn) && refersInside(r)).map((r) => r.urn);
     return { subtree, referrers };
 }
@@ -68,7 +76,10 @@ function dropFromOutputs(resources: StateResource[], member: string): void {
     for (const r of resources) {
         for (const key of ["proxies", "members"]) {
             const list = r.outputs?.[key];
-            if (Array.isArray(list)) r.outputs![key] = list.filter((m) => !(m && typeof m === "object" && (m as { id?: unknown }).id === member));
+            if (Array.isArray(list))
+                r.outputs![key] = list.filter(
+                    (m) => !(m && typeof m === "object" && (m as { id?: unknown }).id === member),
+                );
         }
     }
 }
@@ -83,11 +94,22 @@ export async function forgetMember(stack: Stack, member: string, apply: boolean)
     const dep = exported.deployment as { resources?: StateResource[]; pending_operations?: unknown[] } | undefined;
     const resources = dep?.resources ?? [];
     const { subtree, referrers } = planForget(resources, member);
-    if (referrers.length) throw new ForgetRefusedError(`other resources refer to member ${member}: ${referrers.join(", ")}; nothing was changed`);
+    if (referrers.length)
+        throw new ForgetRefusedError(
+            `other resources refer to member ${member}: ${referrers.join(", ")}; nothing was changed`,
+        );
     // `stack import` drops pending operations; those belong to crash recovery, which any `egress up` runs first.
     if (dep?.pending_operations?.length)
-        throw new ForgetRefusedError(`state has ${dep.pending_operations.length} pending operation(s) of an interrupted run; run \`egress refresh\` (or \`egress up\`) first, then forget; nothing was changed`);
-    const forgotten = subtree.map((r) => ({ urn: r.urn, type: r.type, name: nameOf(r.urn), ...(r.id ? { id: r.id } : {}), real: r.custom === true && !r.type.startsWith("pulumi:providers:") }));
+        throw new ForgetRefusedError(
+            `state has ${dep.pending_operations.length} pending operation(s) of an interrupted run; run \`egress refresh\` (or \`egress up\`) first, then forget; nothing was changed`,
+        );
+    const forgotten = subtree.map((r) => ({
+        urn: r.urn,
+        type: r.type,
+        name: nameOf(r.urn),
+        ...(r.id ? { id: r.id } : {}),
+        real: r.custom === true && !r.type.startsWith("pulumi:providers:"),
+    }));
     if (apply) {
         const drop = new Set(subtree.map((r) => r.urn));
         dep!.resources = resources.filter((r) => !drop.has(r.urn));

@@ -32,12 +32,19 @@ interface Resource {
  * The stack's installation from its state's resources. A malformed recorded id is an error (someone edited
  * state): guessing another would make every member look foreign or, worse, adopt another installation's.
  */
-export function installationInState(resources: readonly Resource[] | undefined, project: string, stack: string): ResolvedInstallation {
+export function installationInState(
+    resources: readonly Resource[] | undefined,
+    project: string,
+    stack: string,
+): ResolvedInstallation {
     const live = (resources ?? []).filter((r) => !r.delete);
     const identity = live.find((r) => r.type === IDENTITY_TYPE);
     if (identity) {
         const id = identity.outputs?.installation;
-        if (!isInstallationId(id)) throw new Error(`stack ${stack}: the state's installation identity (${IDENTITY_TYPE}) has no valid \`installation\` output (got ${JSON.stringify(id)}): state was edited; restore it from the backend's history`);
+        if (!isInstallationId(id))
+            throw new Error(
+                `stack ${stack}: the state's installation identity (${IDENTITY_TYPE}) has no valid \`installation\` output (got ${JSON.stringify(id)}): state was edited; restore it from the backend's history`,
+            );
         return { installation: { id, legacy: identity.outputs?.legacy === true }, source: "recorded" };
     }
     // The stack resource and provider resources exist in every stack that ever ran; anything else is ours.

@@ -22,7 +22,12 @@ export function stackLocks(backendDir: string | undefined, stack: string): Stack
         const file = path.join(root, rel);
         try {
             const lock = JSON.parse(fs.readFileSync(file, "utf8")) as { pid: number; hostname: string };
-            locks.push({ file, pid: lock.pid, hostname: lock.hostname, alive: identityAlive({ pid: lock.pid, hostname: lock.hostname }) });
+            locks.push({
+                file,
+                pid: lock.pid,
+                hostname: lock.hostname,
+                alive: identityAlive({ pid: lock.pid, hostname: lock.hostname }),
+            });
         } catch {
             /* unreadable or vanished: the backend's own check will report it */
         }

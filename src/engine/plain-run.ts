@@ -16,9 +16,14 @@ export function plainRunInstallation(project: string, stack: string): Installati
 
 function exportedResources(stack: string): { type: string }[] {
     // The CLI that runs this program is on PATH (docs/engine.md); export takes no lock, so it works mid-update.
-    const r = cp.spawnSync("pulumi", ["stack", "export", "--stack", stack, "--non-interactive"], { encoding: "utf8", timeout: 60_000 });
+    const r = cp.spawnSync("pulumi", ["stack", "export", "--stack", stack, "--non-interactive"], {
+        encoding: "utf8",
+        timeout: 60_000,
+    });
     if (r.status !== 0)
-        throw new Error(`cannot read stack ${stack}'s state to find its installation id (\`pulumi stack export\` ${r.error ? `failed: ${r.error.message}` : `exited ${r.status ?? r.signal}: ${r.stderr.trim().split("\n").pop()}`}); ` +
-            "put the Pulumi CLI on PATH, or run `egress up` instead");
+        throw new Error(
+            `cannot read stack ${stack}'s state to find its installation id (\`pulumi stack export\` ${r.error ? `failed: ${r.error.message}` : `exited ${r.status ?? r.signal}: ${r.stderr.trim().split("\n").pop()}`}); ` +
+                "put the Pulumi CLI on PATH, or run `egress up` instead",
+        );
     return (JSON.parse(r.stdout)?.deployment?.resources ?? []) as { type: string }[];
 }

@@ -32,7 +32,13 @@ export function toProgress(e: EngineEvent): ProgressEvent | undefined {
     }
     if (e.diagnosticEvent && (e.diagnosticEvent.severity === "error" || e.diagnosticEvent.severity === "warning")) {
         const d = e.diagnosticEvent;
-        return { at, kind: "diagnostic", severity: d.severity, name: d.urn ? urnName(d.urn) : undefined, message: d.message.trim() };
+        return {
+            at,
+            kind: "diagnostic",
+            severity: d.severity,
+            name: d.urn ? urnName(d.urn) : undefined,
+            message: d.message.trim(),
+        };
     }
     if (e.summaryEvent) {
         return { at, kind: "summary", changes: e.summaryEvent.resourceChanges as Record<string, number> };

@@ -21,9 +21,15 @@ interface Deployment {
 export function clearDeadRuns(backendDir: string | undefined, stack: string): string[] {
     const done: string[] = [];
     const killed = killLeftovers();
-    if (killed.length) done.push(`ended ${killed.length} engine process(es) of dead run(s): ${killed.map((k) => `pid ${k.pid} (${k.command})`).join(", ")}`);
+    if (killed.length)
+        done.push(
+            `ended ${killed.length} engine process(es) of dead run(s): ${killed.map((k) => `pid ${k.pid} (${k.command})`).join(", ")}`,
+        );
     const stale = removeStaleLocks(backendDir, stack);
-    if (stale.length) done.push(`removed ${stale.length} stale lock file(s) of the stack, left by dead pid(s) ${stale.map((l) => l.pid).join(", ")}`);
+    if (stale.length)
+        done.push(
+            `removed ${stale.length} stale lock file(s) of the stack, left by dead pid(s) ${stale.map((l) => l.pid).join(", ")}`,
+        );
     if (!stackLocks(backendDir, stack).some((l) => l.alive)) done.push(...repairFileBackend(backendDir, stack));
     return done;
 }
@@ -34,10 +40,18 @@ export function clearDeadRuns(backendDir: string | undefined, stack: string): st
  * (the next `up` creates it again, cleanly). Then one refresh clears the pending operations and notices
  * members that died. Kinds without an undo are reported: `egress gc` is the safety net for those.
  */
-export async function finishPendingOperations(stack: Stack, backendDir: string | undefined, stackName: string, installation: Installation): Promise<string[]> {
+export async function finishPendingOperations(
+    stack: Stack,
+    backendDir: string | undefined,
+    stackName: string,
+    installation: Installation,
+): Promise<string[]> {
     const done: string[] = [];
     const live = stackLocks(backendDir, stackName).filter((l) => l.alive);
-    if (live.length) return [`stack is locked by live pid(s) ${live.map((l) => `${l.pid}@${l.hostname}`).join(", ")}; leaving it alone`];
+    if (live.length)
+        return [
+            `stack is locked by live pid(s) ${live.map((l) => `${l.pid}@${l.hostname}`).join(", ")}; leaving it alone`,
+        ];
     const dep = (await stack.exportStack()).deployment as Deployment | undefined;
     const pending = dep?.pending_operations ?? [];
     if (!pending.length) return done;
@@ -53,24 +67,36 @@ export async function finishPendingOperations(stack: Stack, backendDir: string |
             continue;
         }
         if (op.resource.type === IDENTITY_TYPE) {
-            done.push(`pending create of ${op.resource.urn}: the installation identity exists only in state; nothing to undo`);
+            done.push(
+                `pending create of ${op.resource.urn}: the installation identity exists only in state; nothing to undo`,
+            );
             continue;
         }
         const undo = undoers[op.resource.type];
         if (!undo) {
-            done.push(`pending create of ${op.resource.urn} cannot be checked by egress itself; run \`egress gc\` to find what it may have left`);
+            done.push(
+                `pending create of ${op.resource.urn} cannot be checked by egress itself; run \`egress gc\` to find what it may have left`,
+            );
             continue;
         }
         try {
             const removed = await undo(plainInputs(op.resource.inputs ?? {}) as Record<string, unknown>, installation);
-            done.push(removed.length ? `pending create of ${op.resource.urn}: ${removed.join("; ")}` : `pending create of ${op.resource.urn}: nothing was started`);
+            done.push(
+                removed.length
+                    ? `pending create of ${op.resource.urn}: ${removed.join("; ")}`
+                    : `pending create of ${op.resource.urn}: nothing was started`,
+            );
         } catch (e) {
             // Reported, not fatal: the refresh below still clears the operation, and gc finds what stayed.
-            done.push(`pending create of ${op.resource.urn}: could not undo (${(e as Error).message.split("\n")[0]}); run \`egress gc\``);
+            done.push(
+                `pending create of ${op.resource.urn}: could not undo (${(e as Error).message.split("\n")[0]}); run \`egress gc\``,
+            );
         }
     }
     await stack.refresh({ clearPendingCreates: true });
-    done.push(`cleared ${pending.length} pending operation(s) (${[...new Set(pending.map((p) => p.type))].join(", ")}) with a refresh`);
+    done.push(
+        `cleared ${pending.length} pending operation(s) (${[...new Set(pending.map((p) => p.type))].join(", ")}) with a refresh`,
+    );
     return done;
 }
 

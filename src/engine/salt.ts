@@ -8,7 +8,10 @@ import { checkpointDir } from "./checkpoint";
  * slipped into a commit) does this on every new machine, so the error says what to do.
  */
 export class PassphraseMismatchError extends Error {
-    constructor(readonly stackFile: string, stack: string) {
+    constructor(
+        readonly stackFile: string,
+        stack: string,
+    ) {
         super(
             `the secrets passphrase in use cannot open the encryptionsalt in ${stackFile} (made with another passphrase, on another machine or with another PULUMI_CONFIG_PASSPHRASE). ` +
                 `Set PULUMI_CONFIG_PASSPHRASE or PULUMI_CONFIG_PASSPHRASE_FILE to the passphrase that made it; ` +
@@ -18,7 +21,8 @@ export class PassphraseMismatchError extends Error {
     }
 }
 
-export const isIncorrectPassphrase = (e: unknown): boolean => /incorrect passphrase/i.test(String((e as Error)?.message ?? e));
+export const isIncorrectPassphrase = (e: unknown): boolean =>
+    /incorrect passphrase/i.test(String((e as Error)?.message ?? e));
 
 const SALT_LINE = /^encryptionsalt:.*(\r?\n|$)/m;
 
@@ -57,14 +61,26 @@ export function dropSalt(stackFile: string): void {
  * Opens the stack with `select`; on "incorrect passphrase" from a salt that protects nothing, drops the
  * salt (Pulumi then makes this machine's) and opens again, else throws PassphraseMismatchError.
  */
-export async function openRecoveringSalt<T>(select: () => Promise<T>, o: { stackFile: string; shownAs: string; backendDir: string | undefined; stack: string; onNotice: (line: string) => void }): Promise<T> {
+export async function openRecoveringSalt<T>(
+    select: () => Promise<T>,
+    o: {
+        stackFile: string;
+        shownAs: string;
+        backendDir: string | undefined;
+        stack: string;
+        onNotice: (line: string) => void;
+    },
+): Promise<T> {
     try {
         return await select();
     } catch (e) {
         if (!isIncorrectPassphrase(e)) throw e;
-        if (!saltIsDisposable(o.stackFile, o.backendDir, o.stack)) throw new PassphraseMismatchError(o.shownAs, o.stack);
+        if (!saltIsDisposable(o.stackFile, o.backendDir, o.stack))
+            throw new PassphraseMismatchError(o.shownAs, o.stack);
         dropSalt(o.stackFile);
-        o.onNotice(`${path.join("stacks", path.basename(o.stackFile))} carried an encryptionsalt made with another passphrase; the stack has no secrets and no state here, so the salt was dropped and this machine's is used`);
+        o.onNotice(
+            `${path.join("stacks", path.basename(o.stackFile))} carried an encryptionsalt made with another passphrase; the stack has no secrets and no state here, so the salt was dropped and this machine's is used`,
+        );
         return await select();
     }
 }

@@ -37,10 +37,25 @@ export function supervise(real: PulumiCommand, supervisor: string, marker: strin
     return cmd;
 }
 
-type RunFn = (args: string[], cwd: string, env: Record<string, string>, onOutput?: (s: string) => void, onError?: (s: string) => void, signal?: AbortSignal) => Promise<CommandResult>;
+type RunFn = (
+    args: string[],
+    cwd: string,
+    env: Record<string, string>,
+    onOutput?: (s: string) => void,
+    onError?: (s: string) => void,
+    signal?: AbortSignal,
+) => Promise<CommandResult>;
 type CommandResult = { stdout: string; stderr: string; code: number; err?: Error };
 
-function runSupervised(supervisor: string, argv: string[], cwd: string, env: Record<string, string>, onOutput?: (s: string) => void, onError?: (s: string) => void, signal?: AbortSignal): Promise<CommandResult> {
+function runSupervised(
+    supervisor: string,
+    argv: string[],
+    cwd: string,
+    env: Record<string, string>,
+    onOutput?: (s: string) => void,
+    onError?: (s: string) => void,
+    signal?: AbortSignal,
+): Promise<CommandResult> {
     // The automation API's own result and error types, so its error classification (ConcurrentUpdateError,
     // StackNotFoundError, ...) keeps working.
     const { CommandResult } = require("@pulumi/pulumi/automation/cmd");
@@ -48,10 +63,22 @@ function runSupervised(supervisor: string, argv: string[], cwd: string, env: Rec
     return new Promise((resolve, reject) => {
         // Own process group: a terminal's Ctrl-C reaches only us, and we pass on exactly one SIGINT (pulumi
         // treats a second one as "abort without saving state").
-        const child = cp.spawn(supervisor, ["--", ...argv], { cwd, env, detached: true, stdio: ["ignore", "pipe", "pipe"] });
-        let stdout = "", stderr = "";
-        child.stdout.setEncoding("utf8").on("data", (d: string) => { stdout += d; onOutput?.(d); });
-        child.stderr.setEncoding("utf8").on("data", (d: string) => { stderr += d; onError?.(d); });
+        const child = cp.spawn(supervisor, ["--", ...argv], {
+            cwd,
+            env,
+            detached: true,
+            stdio: ["ignore", "pipe", "pipe"],
+        });
+        let stdout = "",
+            stderr = "";
+        child.stdout.setEncoding("utf8").on("data", (d: string) => {
+            stdout += d;
+            onOutput?.(d);
+        });
+        child.stderr.setEncoding("utf8").on("data", (d: string) => {
+            stderr += d;
+            onError?.(d);
+        });
         const cancel = () => {
             try {
                 // To the group (supervisor + pulumi, plugins have their own groups): the supervisor does not

@@ -16,8 +16,14 @@ export interface LockHolder extends ProcessIdentity {
  * `holder` names it so the message can say whom to wait for.
  */
 export class WriterLockBusyError extends Error {
-    constructor(readonly stack: string, readonly holder: LockHolder, waitedMs: number) {
-        super(`stack ${stack} is being changed by ${describeHolder(holder)}; waited ${Math.round(waitedMs / 1000)}s for its writer lock (--lock-wait to wait longer)`);
+    constructor(
+        readonly stack: string,
+        readonly holder: LockHolder,
+        waitedMs: number,
+    ) {
+        super(
+            `stack ${stack} is being changed by ${describeHolder(holder)}; waited ${Math.round(waitedMs / 1000)}s for its writer lock (--lock-wait to wait longer)`,
+        );
         this.name = "WriterLockBusyError";
     }
 }
@@ -56,7 +62,10 @@ export function writerLockFile(runDir: string, stack: string): string {
 }
 
 /** The lock file as found: its holder (undefined content = unreadable, which counts as stale) and liveness. */
-export function inspectWriterLock(runDir: string, stack: string): { file: string; holder: LockHolder; alive: boolean } | undefined {
+export function inspectWriterLock(
+    runDir: string,
+    stack: string,
+): { file: string; holder: LockHolder; alive: boolean } | undefined {
     const file = writerLockFile(runDir, stack);
     const found = readLock(file);
     return found && { file, holder: found.holder, alive: holderAlive(found.holder) };
@@ -80,7 +89,8 @@ export async function acquireWriterLock(o: AcquireOptions): Promise<WriterLock> 
                 continue;
             }
         } else {
-            if (Date.now() - started >= o.waitMs) throw new WriterLockBusyError(o.stack, found.holder, Date.now() - started);
+            if (Date.now() - started >= o.waitMs)
+                throw new WriterLockBusyError(o.stack, found.holder, Date.now() - started);
             const key = `${found.holder.pid}:${found.holder.since}`;
             if (key !== lastSeen) o.onWait?.(found.holder);
             lastSeen = key;
@@ -126,7 +136,15 @@ function readLock(file: string): { holder: LockHolder; ino: number } | undefined
         } catch {
             /* fall through: unreadable */
         }
-        return { holder: { pid: 0, hostname: "?", command: `unreadable lock file (${JSON.stringify(text.slice(0, 40))})`, since: "?" }, ino };
+        return {
+            holder: {
+                pid: 0,
+                hostname: "?",
+                command: `unreadable lock file (${JSON.stringify(text.slice(0, 40))})`,
+                since: "?",
+            },
+            ino,
+        };
     } finally {
         fs.closeSync(fd);
     }
@@ -162,7 +180,13 @@ function removeIfStale(file: string, ino: number): LockHolder | undefined {
 
 function release(file: string, holder: LockHolder): void {
     const found = readLock(file);
-    if (found && found.holder.pid === holder.pid && found.holder.since === holder.since && found.holder.startTime === holder.startTime) fs.rmSync(file, { force: true });
+    if (
+        found &&
+        found.holder.pid === holder.pid &&
+        found.holder.since === holder.since &&
+        found.holder.startTime === holder.startTime
+    )
+        fs.rmSync(file, { force: true });
 }
 
 function sleep(ms: number, signal?: AbortSignal): Promise<void> {

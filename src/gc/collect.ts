@@ -54,8 +54,13 @@ export async function collectGarbage(providers: Record<string, ProviderConfig>, 
     // remove them twice).
     const first = new Map<string, string>();
     for (const [n, e] of Object.entries(providers)) if (!first.has(e.type)) first.set(e.type, n);
-    const results = await Promise.all(Object.entries(providers).map(([name, entry]) =>
-        kindOf(entry).collectOncePerStack && first.get(entry.type) !== name ? Promise.resolve(emptyResult(name, entry)) : collectOne(name, entry, opts)));
+    const results = await Promise.all(
+        Object.entries(providers).map(([name, entry]) =>
+            kindOf(entry).collectOncePerStack && first.get(entry.type) !== name
+                ? Promise.resolve(emptyResult(name, entry))
+                : collectOne(name, entry, opts),
+        ),
+    );
     return { ok: results.every((r) => r.ok), dryRun: !opts.delete, providers: results };
 }
 

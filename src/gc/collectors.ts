@@ -7,7 +7,12 @@ import type { Collector, ManagedThing } from "../../components/kind";
  * One collector per provider entry, by kind; undefined for a kind that leaves nothing behind to collect.
  * `runDir` is where local proxies keep their files.
  */
-export function collectorFor(providerName: string, entry: ProviderConfig, runDir: string, stack = ""): Collector | undefined {
+export function collectorFor(
+    providerName: string,
+    entry: ProviderConfig,
+    runDir: string,
+    stack = "",
+): Collector | undefined {
     return kindOf(entry).collector?.(providerName, entry, { runDir, stack });
 }
 

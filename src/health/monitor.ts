@@ -49,7 +49,8 @@ class Slots {
             return await fn();
         } finally {
             const next = this.waiting.shift();
-            if (next) next(); // hand the slot over without releasing it
+            if (next)
+                next(); // hand the slot over without releasing it
             else this.active--;
         }
     }
@@ -64,7 +65,10 @@ class Slots {
 export class HealthMonitor {
     private readonly entries = new Map<string, Entry>();
     private readonly slots: Slots;
-    private readonly o: Required<Omit<HealthMonitorOptions, "tls" | "onTransition" | "onProbe" | "thresholds" | "credentials">> & HealthMonitorOptions;
+    private readonly o: Required<
+        Omit<HealthMonitorOptions, "tls" | "onTransition" | "onProbe" | "thresholds" | "credentials">
+    > &
+        HealthMonitorOptions;
     private readonly thresholds: HealthThresholds;
     private timer: NodeJS.Timeout | undefined;
     private running = false;
@@ -74,18 +78,28 @@ export class HealthMonitor {
     private readonly pending = new Set<Promise<void>>();
 
     constructor(options: HealthMonitorOptions) {
-        const given = Object.fromEntries(Object.entries(options).filter(([, v]) => v !== undefined)) as HealthMonitorOptions;
+        const given = Object.fromEntries(
+            Object.entries(options).filter(([, v]) => v !== undefined),
+        ) as HealthMonitorOptions;
         this.o = {
-            intervalMs: 15_000, timeoutMs: 5_000, concurrency: 32, probe: probeThroughProxy, now: Date.now,
-            onError: (e) => process.emitWarning(`health monitor listener failed: ${e instanceof Error ? e.stack : String(e)}`),
+            intervalMs: 15_000,
+            timeoutMs: 5_000,
+            concurrency: 32,
+            probe: probeThroughProxy,
+            now: Date.now,
+            onError: (e) =>
+                process.emitWarning(`health monitor listener failed: ${e instanceof Error ? e.stack : String(e)}`),
             ...given,
         };
         for (const k of ["intervalMs", "timeoutMs", "concurrency"] as const)
-            if (!Number.isInteger(this.o[k]) || this.o[k] < 1) throw new RangeError(`HealthMonitor option \`${k}\` must be a whole number ≥ 1, got ${this.o[k]}`);
+            if (!Number.isInteger(this.o[k]) || this.o[k] < 1)
+                throw new RangeError(`HealthMonitor option \`${k}\` must be a whole number ≥ 1, got ${this.o[k]}`);
         try {
             new URL(this.o.checkUrl);
         } catch {
-            throw new RangeError(`HealthMonitor option \`checkUrl\` must be an absolute http(s) URL, got ${JSON.stringify(this.o.checkUrl)}`);
+            throw new RangeError(
+                `HealthMonitor option \`checkUrl\` must be an absolute http(s) URL, got ${JSON.stringify(this.o.checkUrl)}`,
+            );
         }
         this.thresholds = { ...DEFAULT_THRESHOLDS, ...options.thresholds };
         new MemberHealth("validate", 0, this.thresholds); // throws on bad thresholds, at construction
@@ -112,7 +126,15 @@ export class HealthMonitor {
             this.entries.set(m.id, entry);
             fresh.push(entry);
             if (e && e.health.state !== "unknown")
-                this.emit(() => this.o.onTransition?.({ id: m.id, from: e.health.state, to: "unknown", reason: `address changed to ${m.host}:${m.port}`, at: now }));
+                this.emit(() =>
+                    this.o.onTransition?.({
+                        id: m.id,
+                        from: e.health.state,
+                        to: "unknown",
+                        reason: `address changed to ${m.host}:${m.port}`,
+                        at: now,
+                    }),
+                );
         }
         if (this.running) for (const e of fresh) this.track(this.probeEntry(e));
     }
@@ -161,7 +183,8 @@ export class HealthMonitor {
             this.round = this.probeAll().finally(() => {
                 this.round = undefined;
                 // Fixed cadence measured from round start; a round longer than the interval runs back to back.
-                if (this.running && generation === this.generation) this.schedule(Math.max(0, this.o.intervalMs - (Date.now() - started)));
+                if (this.running && generation === this.generation)
+                    this.schedule(Math.max(0, this.o.intervalMs - (Date.now() - started)));
             });
         }, delayMs);
     }
@@ -182,7 +205,15 @@ export class HealthMonitor {
             if (!r || this.entries.get(e.member.id) !== e) return; // removed or replaced while probing
             const at = this.o.now();
             const t = e.health.recordProbe(r, at);
-            this.emit(() => this.o.onProbe?.({ id: e.member.id, ok: r.ok, latencyMs: r.latencyMs, status: r.status, error: r.error }));
+            this.emit(() =>
+                this.o.onProbe?.({
+                    id: e.member.id,
+                    ok: r.ok,
+                    latencyMs: r.latencyMs,
+                    status: r.status,
+                    error: r.error,
+                }),
+            );
             if (t) this.emit(() => this.o.onTransition?.(t));
         } finally {
             e.inFlight = false;
@@ -193,9 +224,21 @@ export class HealthMonitor {
         const started = performance.now();
         try {
             const proxyAuth = this.o.credentials?.(m);
-            return await this.o.probe({ proxyHost: m.host, proxyPort: m.port, proxyTls: m.url.startsWith("https://"), checkUrl: this.o.checkUrl, timeoutMs: this.o.timeoutMs, ...this.o.tls, ...(proxyAuth ? { proxyAuth } : {}) });
+            return await this.o.probe({
+                proxyHost: m.host,
+                proxyPort: m.port,
+                proxyTls: m.url.startsWith("https://"),
+                checkUrl: this.o.checkUrl,
+                timeoutMs: this.o.timeoutMs,
+                ...this.o.tls,
+                ...(proxyAuth ? { proxyAuth } : {}),
+            });
         } catch (err) {
-            return { ok: false, latencyMs: performance.now() - started, error: `probe threw: ${err instanceof Error ? err.message : String(err)}` };
+            return {
+                ok: false,
+                latencyMs: performance.now() - started,
+                error: `probe threw: ${err instanceof Error ? err.message : String(err)}`,
+            };
         }
     }
 

@@ -64,10 +64,20 @@ export function probeThroughProxy(o: ProbeOptions): Promise<ProbeResult> {
         const proxy = `proxy ${o.proxyHost}:${o.proxyPort}`;
         // To a TLS proxy: the same requests over TLS (identity checked against the proxy's host).
         const bareProxy = o.proxyHost.replace(/^\[|\]$/g, "");
-        const toProxy = (opts: http.RequestOptions) => (o.proxyTls
-            ? https.request({ ...opts, servername: net.isIP(bareProxy) ? undefined : bareProxy, ca: o.ca, rejectUnauthorized: o.rejectUnauthorized ?? true })
-            : http.request(opts));
-        const fail = (what: string) => (e: NodeJS.ErrnoException) => finish({ ok: false, error: `${what}: ${e.code ?? e.message}${e.code && e.message && !e.message.includes(e.code) ? ` (${e.message})` : ""}` });
+        const toProxy = (opts: http.RequestOptions) =>
+            o.proxyTls
+                ? https.request({
+                      ...opts,
+                      servername: net.isIP(bareProxy) ? undefined : bareProxy,
+                      ca: o.ca,
+                      rejectUnauthorized: o.rejectUnauthorized ?? true,
+                  })
+                : http.request(opts);
+        const fail = (what: string) => (e: NodeJS.ErrnoException) =>
+            finish({
+                ok: false,
+                error: `${what}: ${e.code ?? e.message}${e.code && e.message && !e.message.includes(e.code) ? ` (${e.message})` : ""}`,
+            });
 
         let url: URL;
         try {
@@ -77,8 +87,15 @@ export function probeThroughProxy(o: ProbeOptions): Promise<ProbeResult> {
             finish({ ok: false, error: `checkUrl ${JSON.stringify(o.checkUrl)} is not an http:// or https:// URL` });
             return;
         }
-        const headers = { host: url.host, accept: "application/json", "user-agent": "egress-health/1", connection: "close" };
-        const proxyHeaders: Record<string, string> = o.proxyAuth ? { "proxy-authorization": proxyAuthorization(o.proxyAuth) } : {};
+        const headers = {
+            host: url.host,
+            accept: "application/json",
+            "user-agent": "egress-health/1",
+            connection: "close",
+        };
+        const proxyHeaders: Record<string, string> = o.proxyAuth
+            ? { "proxy-authorization": proxyAuthorization(o.proxyAuth) }
+            : {};
         const onResponse = (res: http.IncomingMessage) => {
             const chunks: Buffer[] = [];
             let size = 0;
@@ -91,12 +108,24 @@ export function probeThroughProxy(o: ProbeOptions): Promise<ProbeResult> {
                 const status = res.statusCode ?? 0;
                 const egressIp = egressIpOf(Buffer.concat(chunks).subarray(0, MAX_BODY).toString("utf8"));
                 const ok = status >= 200 && status < 300;
-                finish({ ok, status, ...(egressIp && { egressIp }), ...(!ok && { error: `${url.origin} answered ${status} through ${proxy}` }) });
+                finish({
+                    ok,
+                    status,
+                    ...(egressIp && { egressIp }),
+                    ...(!ok && { error: `${url.origin} answered ${status} through ${proxy}` }),
+                });
             });
         };
 
         if (url.protocol === "http:") {
-            const req = toProxy({ host: o.proxyHost, port: o.proxyPort, method: "GET", path: url.href, headers: { ...headers, ...proxyHeaders }, agent: false });
+            const req = toProxy({
+                host: o.proxyHost,
+                port: o.proxyPort,
+                method: "GET",
+                path: url.href,
+                headers: { ...headers, ...proxyHeaders },
+                agent: false,
+            });
             req.on("response", onResponse);
             open.push(req);
             req.on("error", fail(`GET through ${proxy}`));
@@ -104,13 +133,24 @@ export function probeThroughProxy(o: ProbeOptions): Promise<ProbeResult> {
             return;
         }
         const authority = `${url.hostname}:${url.port || 443}`;
-        const connect = toProxy({ host: o.proxyHost, port: o.proxyPort, method: "CONNECT", path: authority, headers: { host: authority, ...proxyHeaders }, agent: false });
+        const connect = toProxy({
+            host: o.proxyHost,
+            port: o.proxyPort,
+            method: "CONNECT",
+            path: authority,
+            headers: { host: authority, ...proxyHeaders },
+            agent: false,
+        });
         open.push(connect);
         connect.on("error", fail(`CONNECT through ${proxy}`));
         connect.on("connect", (res, socket) => {
             open.push(socket);
             if (res.statusCode !== 200) {
-                finish({ ok: false, status: res.statusCode, error: `${proxy} refused CONNECT ${authority} with ${res.statusCode}` });
+                finish({
+                    ok: false,
+                    status: res.statusCode,
+                    error: `${proxy} refused CONNECT ${authority} with ${res.statusCode}`,
+                });
                 return;
             }
             const bare = url.hostname.replace(/^\[|\]$/g, "");
@@ -127,7 +167,17 @@ export function probeThroughProxy(o: ProbeOptions): Promise<ProbeResult> {
             secure.on("error", fail(`TLS to ${url.host} through ${proxy}`));
             // No `agent` here on purpose: with `agent: false` Node builds a fresh Agent that ignores
             // createConnection and dials the target directly, bypassing the proxy.
-            const req = https.request({ host: bare, port: url.port || 443, method: "GET", path: url.pathname + url.search, headers, createConnection: () => secure }, onResponse);
+            const req = https.request(
+                {
+                    host: bare,
+                    port: url.port || 443,
+                    method: "GET",
+                    path: url.pathname + url.search,
+                    headers,
+                    createConnection: () => secure,
+                },
+                onResponse,
+            );
             open.push(req);
             req.on("error", fail(`GET ${url.host} through ${proxy}`));
             req.end();

@@ -19,7 +19,11 @@ export interface HealthThresholds {
     failureThreshold: number;
 }
 
-export const DEFAULT_THRESHOLDS: HealthThresholds = { initialSuccessThreshold: 1, successThreshold: 2, failureThreshold: 2 };
+export const DEFAULT_THRESHOLDS: HealthThresholds = {
+    initialSuccessThreshold: 1,
+    successThreshold: 2,
+    failureThreshold: 2,
+};
 
 export interface Transition {
     id: string;
@@ -57,10 +61,23 @@ const KEPT_TRANSITIONS = 10;
 export class MemberHealth {
     private view: MemberHealthView;
 
-    constructor(id: string, now: number, private readonly t: HealthThresholds = DEFAULT_THRESHOLDS) {
+    constructor(
+        id: string,
+        now: number,
+        private readonly t: HealthThresholds = DEFAULT_THRESHOLDS,
+    ) {
         for (const [k, v] of Object.entries(t))
-            if (!Number.isInteger(v) || v < 1) throw new RangeError(`health threshold \`${k}\` must be a whole number ≥ 1, got ${v}`);
-        this.view = { id, state: "unknown", since: now, consecutiveSuccesses: 0, consecutiveFailures: 0, leaseErrors: 0, transitions: [] };
+            if (!Number.isInteger(v) || v < 1)
+                throw new RangeError(`health threshold \`${k}\` must be a whole number ≥ 1, got ${v}`);
+        this.view = {
+            id,
+            state: "unknown",
+            since: now,
+            consecutiveSuccesses: 0,
+            consecutiveFailures: 0,
+            leaseErrors: 0,
+            transitions: [],
+        };
     }
 
     get state(): HealthState {
@@ -85,7 +102,11 @@ export class MemberHealth {
             v.consecutiveFailures = 0;
             const need = v.state === "unknown" ? this.t.initialSuccessThreshold : this.t.successThreshold;
             if (v.state !== "healthy" && v.consecutiveSuccesses >= need)
-                return this.move("healthy", `${v.consecutiveSuccesses} consecutive successful probe${v.consecutiveSuccesses > 1 ? "s" : ""} (${r.latencyMs} ms)`, at);
+                return this.move(
+                    "healthy",
+                    `${v.consecutiveSuccesses} consecutive successful probe${v.consecutiveSuccesses > 1 ? "s" : ""} (${r.latencyMs} ms)`,
+                    at,
+                );
             return undefined;
         }
         return this.failure(r.error ?? `probe failed${r.status ? ` with ${r.status}` : ""}`, at);

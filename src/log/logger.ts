@@ -35,21 +35,27 @@ export const LOG_SERIALIZERS = {
  * cloudInit, userData, authorization, cookie... and names ending in them), in log objects, child
  * bindings and serialized errors; pino's own `redact` only matches the depths it is given.
  */
-export function createLogger(opts: { level?: string; destination?: pino.DestinationStream; base?: Record<string, unknown> } = {}): pino.Logger {
-    const root = pino({
-        level: opts.level ?? process.env.EGRESS_LOG_LEVEL ?? "info",
-        formatters: { log: redactFields },
-        // The message itself: a URL's password in it is masked too (fields are walked by redactFields).
-        hooks: {
-            logMethod(args, method) {
-                for (let i = 0; i < args.length; i++) if (typeof args[i] === "string") args[i] = maskUrlPasswords(args[i] as string);
-                return method.apply(this, args as Parameters<typeof method>);
+export function createLogger(
+    opts: { level?: string; destination?: pino.DestinationStream; base?: Record<string, unknown> } = {},
+): pino.Logger {
+    const root = pino(
+        {
+            level: opts.level ?? process.env.EGRESS_LOG_LEVEL ?? "info",
+            formatters: { log: redactFields },
+            // The message itself: a URL's password in it is masked too (fields are walked by redactFields).
+            hooks: {
+                logMethod(args, method) {
+                    for (let i = 0; i < args.length; i++)
+                        if (typeof args[i] === "string") args[i] = maskUrlPasswords(args[i] as string);
+                    return method.apply(this, args as Parameters<typeof method>);
+                },
             },
+            serializers: LOG_SERIALIZERS,
+            timestamp: pino.stdTimeFunctions.isoTime,
+            base: opts.base ?? { service: "egress" },
         },
-        serializers: LOG_SERIALIZERS,
-        timestamp: pino.stdTimeFunctions.isoTime,
-        base: opts.base ?? { service: "egress" },
-    }, opts.destination);
+        opts.destination,
+    );
     // pino gives child loggers no bindings formatter (it resets it on every child), so bindings are
     // redacted on the way in. Children inherit from their parent, so this one override covers them all.
     const child = root.child;

@@ -10,8 +10,21 @@
  * Plurals are not: `tokens` is the list of token names and scopes the service logs at start.
  */
 const SECRET_SUFFIXES = [
-    "token", "password", "passwd", "passphrase", "secret", "privatekey", "apikey", "accesskey", "secretkey",
-    "credential", "credentials", "authorization", "cookie", "cloudinit", "userdata",
+    "token",
+    "password",
+    "passwd",
+    "passphrase",
+    "secret",
+    "privatekey",
+    "apikey",
+    "accesskey",
+    "secretkey",
+    "credential",
+    "credentials",
+    "authorization",
+    "cookie",
+    "cloudinit",
+    "userdata",
 ];
 
 /** Query parameter names that carry credentials in other APIs, on top of the secret names. */
@@ -43,16 +56,20 @@ export function isSecretQueryName(name: string): boolean {
 function queryParts(url: string): { name: string; part: string }[] {
     const q = url.indexOf("?");
     if (q < 0) return [];
-    return url.slice(q + 1).split("&").filter(Boolean).map((part) => {
-        const raw = part.split("=")[0].replace(/\+/g, " ");
-        let name = raw;
-        try {
-            name = decodeURIComponent(raw);
-        } catch {
-            /* a malformed escape: judge the name as written */
-        }
-        return { name, part };
-    });
+    return url
+        .slice(q + 1)
+        .split("&")
+        .filter(Boolean)
+        .map((part) => {
+            const raw = part.split("=")[0].replace(/\+/g, " ");
+            let name = raw;
+            try {
+                name = decodeURIComponent(raw);
+            } catch {
+                /* a malformed escape: judge the name as written */
+            }
+            return { name, part };
+        });
 }
 
 /** The first query parameter of `url` whose name says it carries a credential, if any. */
@@ -66,7 +83,9 @@ export const REDACTED = "[redacted]";
 export function redactUrl(url: string): string {
     const q = url.indexOf("?");
     if (q < 0) return url;
-    const parts = queryParts(url).map(({ name, part }) => (isSecretQueryName(name) ? `${part.split("=")[0]}=${REDACTED}` : part));
+    const parts = queryParts(url).map(({ name, part }) =>
+        isSecretQueryName(name) ? `${part.split("=")[0]}=${REDACTED}` : part,
+    );
     return `${url.slice(0, q)}?${parts.join("&")}`;
 }
 
@@ -97,7 +116,9 @@ const URL_PASSWORD = /([a-z][a-z0-9+.-]*:\/\/[^\s:@/[\]]*):([^\s@/[\]]+)@/gi;
 export function maskUrlPasswords(s: string): string {
     // The cheap test first: nearly every logged string has no "://" at all. A password already masked
     // (redactStoreUrl's "***") stays as it is.
-    return s.includes("://") && s.includes("@") ? s.replace(URL_PASSWORD, (all, head: string, pw: string) => (pw === "***" ? all : `${head}:${REDACTED}@`)) : s;
+    return s.includes("://") && s.includes("@")
+        ? s.replace(URL_PASSWORD, (all, head: string, pw: string) => (pw === "***" ? all : `${head}:${REDACTED}@`))
+        : s;
 }
 
 function walk(v: unknown, depth: number, ancestors: object[]): unknown {
@@ -106,7 +127,9 @@ function walk(v: unknown, depth: number, ancestors: object[]): unknown {
     if (ancestors.includes(v)) return "[Circular]";
     if (depth >= MAX_DEPTH) return "[too deep to log]";
     ancestors.push(v);
-    const out = Array.isArray(v) ? walkArray(v, depth, ancestors) : walkObject(v as Record<string, unknown>, depth, ancestors);
+    const out = Array.isArray(v)
+        ? walkArray(v, depth, ancestors)
+        : walkObject(v as Record<string, unknown>, depth, ancestors);
     ancestors.pop();
     return out;
 }

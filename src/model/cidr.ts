@@ -26,9 +26,22 @@ export function isOpenRange(cidr: string): boolean {
  */
 export const allowedSourceRangesSchema = () =>
     z
-        .array(z.string().refine((c) => parseCidr(c) !== undefined, { message: "must be a CIDR range such as 203.0.113.7/32" }))
+        .array(
+            z
+                .string()
+                .refine((c) => parseCidr(c) !== undefined, { message: "must be a CIDR range such as 203.0.113.7/32" }),
+        )
         .min(1, { message: "must list at least one source range" })
-        .refine((r) => !r.some(isOpenRange), { message: "must not contain 0.0.0.0/0 or ::/0 (that makes an open proxy)" })
-        .refine((r) => r.every((c) => { const p = parseCidr(c); return !p || p.prefix === 0 || p.prefix >= MIN_PREFIX[p.family]; }), {
-            message: `must not contain ranges broader than /${MIN_PREFIX[4]} (IPv4) or /${MIN_PREFIX[6]} (IPv6): that makes a practically open proxy`,
-        });
+        .refine((r) => !r.some(isOpenRange), {
+            message: "must not contain 0.0.0.0/0 or ::/0 (that makes an open proxy)",
+        })
+        .refine(
+            (r) =>
+                r.every((c) => {
+                    const p = parseCidr(c);
+                    return !p || p.prefix === 0 || p.prefix >= MIN_PREFIX[p.family];
+                }),
+            {
+                message: `must not contain ranges broader than /${MIN_PREFIX[4]} (IPv4) or /${MIN_PREFIX[6]} (IPv6): that makes a practically open proxy`,
+            },
+        );

@@ -24,7 +24,9 @@ export interface EncodedUserData {
 
 export function encodeUserData(bytes: Buffer): EncodedUserData {
     const text = bytes.toString("utf8");
-    return Buffer.from(text, "utf8").equals(bytes) ? { userData: text } : { userData: bytes.toString("base64"), encoding: "base64" };
+    return Buffer.from(text, "utf8").equals(bytes)
+        ? { userData: text }
+        : { userData: bytes.toString("base64"), encoding: "base64" };
 }
 
 export function decodeUserData(e: EncodedUserData): Buffer {
@@ -70,7 +72,8 @@ export function squidHttpPorts(userData: string): number[] {
     for (const raw of userData.split(/\r?\n/)) {
         // squid comments start a line; YAML comments start at a line start or after whitespace.
         const line = raw.replace(/(^|\s)#.*$/, "");
-        for (const m of line.matchAll(/(?:^|[\s"'-])http_port\s+(?:\S*:)?(\d{1,5})(?=$|[\s"',;])/g)) ports.push(Number(m[1]));
+        for (const m of line.matchAll(/(?:^|[\s"'-])http_port\s+(?:\S*:)?(\d{1,5})(?=$|[\s"',;])/g))
+            ports.push(Number(m[1]));
     }
     return ports;
 }

@@ -14,16 +14,22 @@ export const IDENTIFIER = /^[A-Za-z0-9][A-Za-z0-9_-]{0,62}$/;
 
 export const dnsLabel = () =>
     z.string().regex(DNS1123_LABEL, {
-        message: "must be a DNS-1123 label: lower-case letters, digits and '-', starting and ending with a letter or digit, at most 63 characters",
+        message:
+            "must be a DNS-1123 label: lower-case letters, digits and '-', starting and ending with a letter or digit, at most 63 characters",
     });
 
 export const identifier = () =>
     z.string().regex(IDENTIFIER, {
-        message: "must be an identifier: letters, digits, '_' and '-', starting with a letter or digit, at most 63 characters",
+        message:
+            "must be an identifier: letters, digits, '_' and '-', starting with a letter or digit, at most 63 characters",
     });
 
 export const port = () =>
-    z.number().int({ message: "must be an integer port" }).min(1, { message: "must be a port in 1..65535" }).max(65535, { message: "must be a port in 1..65535" });
+    z
+        .number()
+        .int({ message: "must be an integer port" })
+        .min(1, { message: "must be a port in 1..65535" })
+        .max(65535, { message: "must be a port in 1..65535" });
 
 /**
  * A value that may be given in clear or as a Pulumi secret. Read straight from the stack file a secret
@@ -41,7 +47,11 @@ export const localPath = () =>
         .string()
         .min(1)
         .superRefine((v, ctx) => {
-            if (/^~[^/]/.test(v)) ctx.addIssue({ code: "custom", message: "only `~` and `~/...` are expanded (to this user's home); write the full path" });
+            if (/^~[^/]/.test(v))
+                ctx.addIssue({
+                    code: "custom",
+                    message: "only `~` and `~/...` are expanded (to this user's home); write the full path",
+                });
         })
         .transform(expandHome);
 
@@ -61,14 +71,22 @@ export const PROXY_USERNAME = /^[A-Za-z0-9._~-]{1,64}$/;
 export const proxyPasswordSchema = () =>
     secretString().superRefine((v, ctx) => {
         if (typeof v !== "string") return;
-        if (v.length < 12) ctx.addIssue({ code: "custom", message: "must be at least 12 characters (use a random one: `openssl rand -base64 24`)" });
+        if (v.length < 12)
+            ctx.addIssue({
+                code: "custom",
+                message: "must be at least 12 characters (use a random one: `openssl rand -base64 24`)",
+            });
         if (v.length > 256) ctx.addIssue({ code: "custom", message: "must be at most 256 characters" });
         // eslint-disable-next-line no-control-regex -- control characters are exactly what this refuses
-        if (/[\x00-\x1f\x7f]/.test(v)) ctx.addIssue({ code: "custom", message: "must not contain control characters (newlines, tabs)" });
+        if (/[\x00-\x1f\x7f]/.test(v))
+            ctx.addIssue({ code: "custom", message: "must not contain control characters (newlines, tabs)" });
     });
 
 /** The clear text of a secret the program reads decrypted; `what` names it in the error. */
 export function clearSecret(v: SecretString, what: string): string {
-    if (typeof v !== "string") throw new Error(`\`${what}\` is still encrypted: read the config through Pulumi (pulumi.Config) so secrets are decrypted`);
+    if (typeof v !== "string")
+        throw new Error(
+            `\`${what}\` is still encrypted: read the config through Pulumi (pulumi.Config) so secrets are decrypted`,
+        );
     return v;
 }

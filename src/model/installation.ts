@@ -47,7 +47,11 @@ export function newInstallationId(): string {
  * carries no installation at all (made by hand, or by an egress from before installation ids).
  */
 export class ForeignInstallationError extends Error {
-    constructor(readonly thing: string, readonly ours: string, readonly theirs: string | undefined) {
+    constructor(
+        readonly thing: string,
+        readonly ours: string,
+        readonly theirs: string | undefined,
+    ) {
         super(foreignInstallationMessage(thing, ours, theirs));
         this.name = "ForeignInstallationError";
     }
@@ -55,9 +59,11 @@ export class ForeignInstallationError extends Error {
 
 /** ForeignInstallationError's message, for code serialized into a dynamic provider (which throws plain errors). */
 export function foreignInstallationMessage(thing: string, ours: string, theirs: string | undefined): string {
-    return `${thing} belongs to ${theirs ? `installation ${theirs}` : "no egress installation (it carries no installation id)"}, not to this stack's installation ${ours}: ` +
+    return (
+        `${thing} belongs to ${theirs ? `installation ${theirs}` : "no egress installation (it carries no installation id)"}, not to this stack's installation ${ours}: ` +
         "egress leaves it alone. Two installations use the same names here; give one of them another stack name, namespace or host, " +
-        "or remove the thing by hand if it is really garbage";
+        "or remove the thing by hand if it is really garbage"
+    );
 }
 
 /**

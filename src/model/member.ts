@@ -64,7 +64,10 @@ export interface StackContext {
 
 /** A label value GCE and Kubernetes both accept; `egress gc` cleans its filters the same way. */
 function labelValue(s: string): string {
-    return s.toLowerCase().replace(/[^a-z0-9_-]/g, "-").slice(0, 63);
+    return s
+        .toLowerCase()
+        .replace(/[^a-z0-9_-]/g, "-")
+        .slice(0, 63);
 }
 
 /** The owner scope of a stack context (what labels and listings need of it). */
@@ -77,7 +80,11 @@ export function ownerOf(ctx: StackContext): OwnerScope {
  * carries them. The installation label is what tells two installations' same-named stacks apart.
  */
 export function stackLabels(owner: OwnerScope): Record<string, string> {
-    return { "egress-project": labelValue(owner.project), "egress-stack": labelValue(owner.stack), [INSTALLATION_LABEL]: owner.installation };
+    return {
+        "egress-project": labelValue(owner.project),
+        "egress-stack": labelValue(owner.stack),
+        [INSTALLATION_LABEL]: owner.installation,
+    };
 }
 
 /** Labels of pool-level resources: those of a member without `egress-member`, so member selectors never match them. */

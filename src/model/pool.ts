@@ -34,7 +34,10 @@ export const SESSION_TTL_DEFAULT_SECONDS = 1800;
  * file and into `http://user:pass@host:port` URLs unescaped, hence its small alphabet.
  */
 export const proxyAuthSchema = z.strictObject({
-    username: z.string().regex(PROXY_USERNAME, { message: "must be 1-64 characters of letters, digits, '.', '_', '~' and '-' (safe in squid's passwd file and in a URL)" }),
+    username: z.string().regex(PROXY_USERNAME, {
+        message:
+            "must be 1-64 characters of letters, digits, '.', '_', '~' and '-' (safe in squid's passwd file and in a URL)",
+    }),
     /** Prefer a Pulumi secret: `pulumi config set --secret --path 'egress:pools[0].auth.password' …`. */
     password: proxyPasswordSchema(),
 });
@@ -64,30 +67,62 @@ export const poolSchema = z
          * Seconds a sticky session (`session` in POST /v1/leases) may stay idle — no live lease —
          * before it is forgotten and its next request starts a new one. @default 1800
          */
-        sessionTtlSeconds: z.number().int({ message: "must be a whole number" }).min(1, { message: "must be 1 or more" }).max(86400, { message: "must be at most 86400 (a day)" }).default(SESSION_TTL_DEFAULT_SECONDS),
+        sessionTtlSeconds: z
+            .number()
+            .int({ message: "must be a whole number" })
+            .min(1, { message: "must be 1 or more" })
+            .max(86400, { message: "must be at most 86400 (a day)" })
+            .default(SESSION_TTL_DEFAULT_SECONDS),
         /**
          * Seconds a member may stay unhealthy before `egress serve` replaces it (its reconcile loop); 0 =
          * never (members that are gone, e.g. a dead process, are still repaired). @default 300
          */
-        replaceUnhealthyAfterSeconds: z.number().int({ message: "must be a whole number" }).min(0, { message: "must be 0 (never) or more" }).max(7 * 86400, { message: "must be at most 604800 (a week)" }).default(300),
+        replaceUnhealthyAfterSeconds: z
+            .number()
+            .int({ message: "must be a whole number" })
+            .min(0, { message: "must be 0 (never) or more" })
+            .max(7 * 86400, { message: "must be at most 604800 (a week)" })
+            .default(300),
         /** Members of this pool `egress serve` repairs at once (one engine operation replaces at most this many). @default 1 */
-        maxSurge: z.number().int({ message: "must be a whole number" }).min(1, { message: "must be 1 or more" }).max(100).default(1),
+        maxSurge: z
+            .number()
+            .int({ message: "must be a whole number" })
+            .min(1, { message: "must be 1 or more" })
+            .max(100)
+            .default(1),
         /**
          * Seconds `egress serve` lets leases on a member it is about to remove (scale-down, repair of an
          * unhealthy member) run before it ends them and deletes the member; no new lease goes to it
          * meanwhile. 0 = end them at once. @default 60
          */
-        drainSeconds: z.number().int({ message: "must be a whole number" }).min(0, { message: "must be 0 (no drain) or more" }).max(3600, { message: "must be at most 3600 (an hour, the longest lease)" }).default(60),
+        drainSeconds: z
+            .number()
+            .int({ message: "must be a whole number" })
+            .min(0, { message: "must be 0 (no drain) or more" })
+            .max(3600, { message: "must be at most 3600 (an hour, the longest lease)" })
+            .default(60),
     })
     .superRefine((p, ctx) => {
         if (p.replicas > p.maxReplicas)
-            ctx.addIssue({ code: "custom", path: ["replicas"], message: `must not exceed maxReplicas (${p.maxReplicas})` });
+            ctx.addIssue({
+                code: "custom",
+                path: ["replicas"],
+                message: `must not exceed maxReplicas (${p.maxReplicas})`,
+            });
         const seen = new Set<number>();
         p.members.forEach((m, i) => {
             if (m.index >= p.maxReplicas)
-                ctx.addIssue({ code: "custom", path: ["members", i, "index"], message: `must be below maxReplicas (${p.maxReplicas})` });
+                ctx.addIssue({
+                    code: "custom",
+                    path: ["members", i, "index"],
+                    message: `must be below maxReplicas (${p.maxReplicas})`,
+                });
             if (seen.has(m.index))
-                ctx.addIssue({ code: "custom", path: ["members", i, "index"], message: `duplicates another override for member ${m.index}` });
+                ctx.addIssue({
+                    code: "custom",
+                    path: ["members", i, "index"],
+                    message: `duplicates another override for member ${m.index}`,
+                });
             seen.add(m.index);
         });
     });

@@ -9,6 +9,12 @@ export type { Checker, CheckVerdict } from "../../components/kind";
  * `options.timeoutMs` is the per-target timeout (`--provider-check-timeout`), `options.log` gets its
  * debug lines (KVM: each virsh call).
  */
-export function checkerFor(providerName: string, entry: ProviderConfig, runDir: string, stack: string, options?: CheckerOptions): Checker {
+export function checkerFor(
+    providerName: string,
+    entry: ProviderConfig,
+    runDir: string,
+    stack: string,
+    options?: CheckerOptions,
+): Checker {
     return kindOf(entry).checker(providerName, entry, { runDir, stack }, options);
 }

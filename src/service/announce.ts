@@ -27,14 +27,20 @@ export function announcementFile(runDir: string, stack: string): string {
  * The live service of `stack`, or undefined. An announcement whose process is gone (a killed service)
  * is removed with its socket, and `onStale` says so.
  */
-export function findService(runDir: string, stack: string, onStale?: (a: Announcement) => void): Announcement | undefined {
+export function findService(
+    runDir: string,
+    stack: string,
+    onStale?: (a: Announcement) => void,
+): Announcement | undefined {
     const file = announcementFile(runDir, stack);
     let a: Announcement;
     try {
         a = JSON.parse(fs.readFileSync(file, "utf8"));
     } catch (e) {
         if ((e as NodeJS.ErrnoException).code === "ENOENT") return undefined;
-        throw new Error(`unreadable service announcement ${file}: ${(e as Error).message}; remove it if no \`egress serve\` runs for stack ${stack}`);
+        throw new Error(
+            `unreadable service announcement ${file}: ${(e as Error).message}; remove it if no \`egress serve\` runs for stack ${stack}`,
+        );
     }
     if (identityAlive(a)) return a;
     fs.rmSync(file, { force: true });
@@ -47,14 +53,21 @@ export function findService(runDir: string, stack: string, onStale?: (a: Announc
 export function assertNoOtherService(runDir: string, stack: string, onStale: (a: Announcement) => void): void {
     const other = findService(runDir, stack, onStale);
     if (other && other.pid !== process.pid)
-        throw new Error(`an egress service for stack ${stack} already runs: ${describeHolder({ ...other, command: "egress serve" })}, ${other.url}; stop it first`);
+        throw new Error(
+            `an egress service for stack ${stack} already runs: ${describeHolder({ ...other, command: "egress serve" })}, ${other.url}; stop it first`,
+        );
 }
 
 /**
  * Listens on the unix socket with `listener` and writes the announcement. `close` stops listening and
  * removes both files (only if they are still this process's).
  */
-export async function announceService(o: { runDir: string; stack: string; url: string; listener: http.RequestListener }): Promise<{ socket: string; close(): Promise<void> }> {
+export async function announceService(o: {
+    runDir: string;
+    stack: string;
+    url: string;
+    listener: http.RequestListener;
+}): Promise<{ socket: string; close(): Promise<void> }> {
     fs.mkdirSync(o.runDir, { recursive: true, mode: 0o700 });
     fs.chmodSync(o.runDir, 0o700);
     const socket = socketPath(o.runDir, o.stack);
@@ -84,7 +97,8 @@ export async function announceService(o: { runDir: string; stack: string; url: s
                 const stopped = new Promise<void>((r) => server.close(() => r()));
                 server.closeAllConnections();
                 await stopped; // net.Server removes the socket file itself
-                if (path.dirname(socket) !== o.runDir) fs.rmSync(path.dirname(socket), { recursive: true, force: true }); // the temp-dir fallback
+                if (path.dirname(socket) !== o.runDir)
+                    fs.rmSync(path.dirname(socket), { recursive: true, force: true }); // the temp-dir fallback
             })()),
     };
 }
@@ -96,7 +110,10 @@ export async function announceService(o: { runDir: string; stack: string; url: s
 function socketPath(runDir: string, stack: string): string {
     const plain = path.join(runDir, `service-${stack}.sock`);
     if (Buffer.byteLength(plain) <= 100) return plain;
-    const dir = path.join(os.tmpdir(), `egress-${crypto.createHash("sha256").update(path.resolve(runDir)).digest("hex").slice(0, 16)}`);
+    const dir = path.join(
+        os.tmpdir(),
+        `egress-${crypto.createHash("sha256").update(path.resolve(runDir)).digest("hex").slice(0, 16)}`,
+    );
     fs.mkdirSync(dir, { recursive: true, mode: 0o700 });
     fs.chmodSync(dir, 0o700);
     return path.join(dir, `service-${stack}.sock`);

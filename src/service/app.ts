@@ -23,8 +23,17 @@ const ANSWERED_WHILE_STOPPING = new Set(["/healthz", "/metrics"]);
  * and answers 503 not_ready with Retry-After instead of refusing connections, and closes each
  * connection after the answer so keep-alive clients reconnect, to the next instance.
  */
-function answerStopping(req: IncomingMessage, res: ServerResponse, reason: string, log: Logger, logging: RequestLogging): void {
-    const e = answerFor(res, new HttpError(503, "not_ready", reason, undefined, { "Retry-After": "5", Connection: "close" }));
+function answerStopping(
+    req: IncomingMessage,
+    res: ServerResponse,
+    reason: string,
+    log: Logger,
+    logging: RequestLogging,
+): void {
+    const e = answerFor(
+        res,
+        new HttpError(503, "not_ready", reason, undefined, { "Retry-After": "5", Connection: "close" }),
+    );
     if (log.isLevelEnabled(requestLogLevel(false, e.status, e))) logging(req, res);
     writeJson(res, e.status, errorBody(e), e.headers);
 }
@@ -57,7 +66,8 @@ export function createApp(deps: AppDeps): RequestListener {
     const fast = leaseFastPath(deps, (req, res) => logging(req, res));
     const listener: RequestListener = (req, res) => {
         const ready = deps.ready();
-        if (!ready.ok && ready.stopping && !ANSWERED_WHILE_STOPPING.has((req.url ?? "").split("?")[0])) return answerStopping(req, res, ready.reason, deps.log, logging);
+        if (!ready.ok && ready.stopping && !ANSWERED_WHILE_STOPPING.has((req.url ?? "").split("?")[0]))
+            return answerStopping(req, res, ready.reason, deps.log, logging);
         if (!fast(req, res)) app(req, res);
     };
     expressApps.set(listener, app);
@@ -74,7 +84,8 @@ export function servedRoutes(listener: RequestListener): { method: string; path:
     type Layer = { route?: { path: string; methods: Record<string, boolean> }; handle?: { stack?: Layer[] } };
     const walk = (stack: Layer[]) => {
         for (const layer of stack) {
-            if (layer.route) for (const m of Object.keys(layer.route.methods)) out.push({ method: m, path: layer.route.path });
+            if (layer.route)
+                for (const m of Object.keys(layer.route.methods)) out.push({ method: m, path: layer.route.path });
             else if (layer.handle?.stack) walk(layer.handle.stack); // a Router mounted with app.use (no prefix)
         }
     };

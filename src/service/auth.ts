@@ -27,7 +27,10 @@ export function sha256(s: string): Buffer {
 /** Reads a tokens file (`{tokens: [{name, sha256, scopes}]}`); errors name the file and the field. */
 export function loadTokens(file: string): StoredToken[] {
     const parsed = tokensFileSchema.safeParse(JSON.parse(fs.readFileSync(file, "utf8")));
-    if (!parsed.success) throw new Error(`invalid tokens file ${file}: ${parsed.error.issues.map((i) => `${i.path.join(".")}: ${i.message}`).join("; ")}`);
+    if (!parsed.success)
+        throw new Error(
+            `invalid tokens file ${file}: ${parsed.error.issues.map((i) => `${i.path.join(".")}: ${i.message}`).join("; ")}`,
+        );
     return parsed.data.tokens;
 }
 
@@ -37,13 +40,23 @@ export function loadTokens(file: string): StoredToken[] {
  */
 export function tokensFromEnv(value: string | undefined): StoredToken[] {
     if (!value) return [];
-    return value.split(",").filter(Boolean).map((entry, i) => {
-        const [name, scopes, ...rest] = entry.split(":");
-        const token = rest.join(":");
-        const parsed = storedTokenSchema.safeParse({ name, sha256: token ? sha256(token).toString("hex") : "", scopes: (scopes ?? "").split("+") });
-        if (!parsed.success || token.length < 16) throw new Error(`EGRESS_TOKENS entry ${i + 1}: expected name:scope+scope:token with a token of 16+ characters and scopes from ${SCOPES.join(", ")}`);
-        return parsed.data;
-    });
+    return value
+        .split(",")
+        .filter(Boolean)
+        .map((entry, i) => {
+            const [name, scopes, ...rest] = entry.split(":");
+            const token = rest.join(":");
+            const parsed = storedTokenSchema.safeParse({
+                name,
+                sha256: token ? sha256(token).toString("hex") : "",
+                scopes: (scopes ?? "").split("+"),
+            });
+            if (!parsed.success || token.length < 16)
+                throw new Error(
+                    `EGRESS_TOKENS entry ${i + 1}: expected name:scope+scope:token with a token of 16+ characters and scopes from ${SCOPES.join(", ")}`,
+                );
+            return parsed.data;
+        });
 }
 
 /**
@@ -54,7 +67,15 @@ export function ensureDevToken(file: string): string | undefined {
     if (fs.existsSync(file)) return undefined;
     const token = `egr_${crypto.randomBytes(24).toString("base64url")}`;
     fs.mkdirSync(path.dirname(file), { recursive: true });
-    fs.writeFileSync(file, JSON.stringify({ tokens: [{ name: "dev", sha256: sha256(token).toString("hex"), scopes: [...SCOPES] }] }, null, 2) + "\n", { mode: 0o600 });
+    fs.writeFileSync(
+        file,
+        JSON.stringify(
+            { tokens: [{ name: "dev", sha256: sha256(token).toString("hex"), scopes: [...SCOPES] }] },
+            null,
+            2,
+        ) + "\n",
+        { mode: 0o600 },
+    );
     return token;
 }
 
@@ -93,9 +114,23 @@ export function authenticate(tokens: StoredToken[]): (scope?: Scope) => RequestH
     return (scope) => (req, _res, next) => {
         const header = req.headers.authorization ?? "";
         const m = /^Bearer\s+(\S+)$/i.exec(header);
-        if (!m) return next(new HttpError(401, "unauthenticated", "missing bearer token: send `Authorization: Bearer <token>`", undefined, { "WWW-Authenticate": "Bearer" }));
+        if (!m)
+            return next(
+                new HttpError(
+                    401,
+                    "unauthenticated",
+                    "missing bearer token: send `Authorization: Bearer <token>`",
+                    undefined,
+                    { "WWW-Authenticate": "Bearer" },
+                ),
+            );
         const match = find(m[1]);
-        if (!match) return next(new HttpError(401, "unauthenticated", "invalid bearer token", undefined, { "WWW-Authenticate": 'Bearer error="invalid_token"' }));
+        if (!match)
+            return next(
+                new HttpError(401, "unauthenticated", "invalid bearer token", undefined, {
+                    "WWW-Authenticate": 'Bearer error="invalid_token"',
+                }),
+            );
         if (scope && !hasScope(match, scope))
             return next(new HttpError(403, "forbidden", `token "${match.name}" lacks the \`${scope}\` scope`));
         (req as AuthenticatedRequest).tokenName = match.name;
@@ -114,5 +149,11 @@ export function authenticate(tokens: StoredToken[]): (scope?: Scope) => RequestH
 export const rejectCredentialsInUrl: RequestHandler = (req, _res, next) => {
     const name = req.url.includes("?") ? secretQueryParameter(req.url) : undefined;
     if (name === undefined) return next();
-    next(new HttpError(400, "token_in_url", `credentials are not accepted in the URL (query parameter \`${name}\`): send \`Authorization: Bearer <token>\` instead. The value was not used; if it is a real token, it may now be in logs along the way, so replace it`));
+    next(
+        new HttpError(
+            400,
+            "token_in_url",
+            `credentials are not accepted in the URL (query parameter \`${name}\`): send \`Authorization: Bearer <token>\` instead. The value was not used; if it is a real token, it may now be in logs along the way, so replace it`,
+        ),
+    );
 };

@@ -6,7 +6,10 @@ import type { ProxyCredentials, ProxyMember } from "../model";
  * discovery for scopes that may see them, and the gateway's upstream (via Fleet.upstreamUrl).
  * Never log what this returns.
  */
-export function memberUpstreamUrl(member: Pick<ProxyMember, "url" | "auth">, credentials: ProxyCredentials | undefined): string {
+export function memberUpstreamUrl(
+    member: Pick<ProxyMember, "url" | "auth">,
+    credentials: ProxyCredentials | undefined,
+): string {
     if (!member.auth || !credentials || !member.url) return member.url;
     const userinfo = `${encodeURIComponent(credentials.username)}:${encodeURIComponent(credentials.password)}@`;
     return member.url.replace(/^(https?:\/\/)/, `$1${userinfo}`);

@@ -8,12 +8,19 @@ export class HttpError extends Error {
     /** For the generic 500 only: what was actually thrown, which the request log line carries with its stack. */
     unexpected?: unknown;
 
-    constructor(readonly status: number, readonly code: string, message: string, readonly details?: unknown, readonly headers?: Record<string, string>) {
+    constructor(
+        readonly status: number,
+        readonly code: string,
+        message: string,
+        readonly details?: unknown,
+        readonly headers?: Record<string, string>,
+    ) {
         super(message);
     }
 }
 
-export const notFound: RequestHandler = (req, _res, next) => next(new HttpError(404, "not_found", `no route for ${req.method} ${req.path}`));
+export const notFound: RequestHandler = (req, _res, next) =>
+    next(new HttpError(404, "not_found", `no route for ${req.method} ${req.path}`));
 
 /**
  * Maps anything thrown or passed to `next` to the HttpError the client sees. Client mistakes keep
@@ -23,10 +30,14 @@ export const notFound: RequestHandler = (req, _res, next) => next(new HttpError(
 export function toHttpError(err: any): HttpError {
     if (err instanceof HttpError) return err;
     if (err instanceof ConfigError) return new HttpError(400, "invalid_request", err.message, err.problems);
-    if (err?.type === "entity.parse.failed") return new HttpError(400, "malformed_json", `request body is not valid JSON: ${err.message}`);
-    if (err?.type === "entity.too.large") return new HttpError(413, "body_too_large", `request body exceeds ${err.limit} bytes`);
-    if (err?.type === "encoding.unsupported" || err?.type === "charset.unsupported") return new HttpError(415, "unsupported_encoding", err.message);
-    if (typeof err?.status === "number" && err.status >= 400 && err.status < 500) return new HttpError(err.status, "bad_request", err.message);
+    if (err?.type === "entity.parse.failed")
+        return new HttpError(400, "malformed_json", `request body is not valid JSON: ${err.message}`);
+    if (err?.type === "entity.too.large")
+        return new HttpError(413, "body_too_large", `request body exceeds ${err.limit} bytes`);
+    if (err?.type === "encoding.unsupported" || err?.type === "charset.unsupported")
+        return new HttpError(415, "unsupported_encoding", err.message);
+    if (typeof err?.status === "number" && err.status >= 400 && err.status < 500)
+        return new HttpError(err.status, "bad_request", err.message);
     const e = new HttpError(500, "internal", "internal error; see the service log");
     e.unexpected = err;
     return e;

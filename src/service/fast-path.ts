@@ -17,7 +17,6 @@ export function isLeaseRequest(req: IncomingMessage): boolean {
     return req.method === "POST" && (url === LEASES || RELEASE.test(url));
 }
 
-
 /**
  * Only bodies express.json would read as plain UTF-8 JSON: no transfer or content coding, a length
  * within the limit, and no content type or application/json with at most charset=utf-8. Everything
@@ -67,7 +66,6 @@ function strictViolation(text: string, index: number): never {
     throw new SyntaxError("strict violation");
 }
 
-
 /**
  * POST /v1/leases and POST /v1/leases/:id/release without Express. Express 5's per-request set-up
  * (prototype swaps on req/res, router dispatch, body-parser's async resource) and an eager request
@@ -77,8 +75,15 @@ function strictViolation(text: string, index: number): never {
  * parse, bearer token check, then lease-api.ts; errors render through errors.ts. Returns false, having
  * touched nothing, for any request it does not take, and Express handles it as before.
  */
-export function leaseFastPath(deps: AppDeps, logging: RequestLogging): (req: IncomingMessage, res: ServerResponse) => boolean {
-    const auth = deps.auth("lease") as unknown as (req: IncomingMessage, res: ServerResponse, next: (err?: unknown) => void) => void;
+export function leaseFastPath(
+    deps: AppDeps,
+    logging: RequestLogging,
+): (req: IncomingMessage, res: ServerResponse) => boolean {
+    const auth = deps.auth("lease") as unknown as (
+        req: IncomingMessage,
+        res: ServerResponse,
+        next: (err?: unknown) => void,
+    ) => void;
     return (req, res) => {
         if (req.method !== "POST") return false;
         const url = req.url ?? "";
@@ -99,14 +104,17 @@ export function leaseFastPath(deps: AppDeps, logging: RequestLogging): (req: Inc
         const fail = (err: unknown) => {
             if (res.headersSent) return void res.destroy(); // failed mid-answer: nothing sane left to send
             const e = answerFor(res, err);
-            if (!eager && deps.log.isLevelEnabled(requestLogLevel(true, e.status, (res as { err?: unknown }).err))) logging(req, res);
+            if (!eager && deps.log.isLevelEnabled(requestLogLevel(true, e.status, (res as { err?: unknown }).err)))
+                logging(req, res);
             writeJson(res, e.status, errorBody(e), e.headers);
         };
         const chunks: Buffer[] = [];
         req.on("data", (c: Buffer) => chunks.push(c));
         req.on("end", () => {
             try {
-                const body = parseJson(chunks.length === 1 ? chunks[0].toString("utf8") : Buffer.concat(chunks).toString("utf8"));
+                const body = parseJson(
+                    chunks.length === 1 ? chunks[0].toString("utf8") : Buffer.concat(chunks).toString("utf8"),
+                );
                 auth(req, res, (err) => {
                     if (err) return fail(err);
                     try {

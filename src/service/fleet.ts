@@ -8,11 +8,20 @@ export type { HealthState } from "./lifecycle";
 import type { Operation } from "./operations";
 import { memberUpstreamUrl } from "./credentials";
 
-
 /** What the fleet needs from the health engine (src/health HealthMonitor fits). */
 export interface HealthSource {
     setMembers(members: ProxyMember[]): void;
-    get(id: string): { state: HealthState; egressIp?: string; lastLatencyMs?: number; lastError?: string; consecutiveFailures?: number; lastProbeAt?: number; lastOkAt?: number } | undefined;
+    get(id: string):
+        | {
+              state: HealthState;
+              egressIp?: string;
+              lastLatencyMs?: number;
+              lastError?: string;
+              consecutiveFailures?: number;
+              lastProbeAt?: number;
+              lastOkAt?: number;
+          }
+        | undefined;
 }
 
 /** Members of one pool by state, for GET /v1/pools and the egress_proxies gauge. */
@@ -65,7 +74,12 @@ export interface ActiveLeaseView {
 export type FleetAcquire =
     /** `session`: with a sticky session, whether it kept its proxy, moved, or is new (for metrics). */
     | { ok: true; lease: LeaseView; session?: "kept" | "rebound" | "new" }
-    | { ok: false; reason: "unknown-pool" | "no-members" | "none-available"; message: string; retryAfterSeconds: number };
+    | {
+          ok: false;
+          reason: "unknown-pool" | "no-members" | "none-available";
+          message: string;
+          retryAfterSeconds: number;
+      };
 
 /**
  * The service's view of live proxies: members from stack outputs, health from the monitor, leases
@@ -85,7 +99,10 @@ export class Fleet {
     /** Called after every successful release (the drainer waits on it). */
     private readonly releaseListeners = new Set<() => void>();
 
-    constructor(private readonly leases: LeaseStore, private readonly health: HealthSource) {}
+    constructor(
+        private readonly leases: LeaseStore,
+        private readonly health: HealthSource,
+    ) {}
 
     /** Replaces the member list (after every operation and at start). Survivors keep health and leases. */
     sync(members: ProxyMember[], pools: PoolConfig[]): void {
@@ -98,7 +115,12 @@ export class Fleet {
         for (const id of this.opErrors.keys()) if (!this.members.has(id)) this.opErrors.delete(id);
         this.leases.setMembers(
             addressed.map((m) => ({ id: m.id, pool: m.pool, eligible: this.leasable(m.id) })),
-            Object.fromEntries(pools.map((p) => [p.name, { cooldownSeconds: p.cooldownSeconds, sessionTtlSeconds: p.sessionTtlSeconds }])),
+            Object.fromEntries(
+                pools.map((p) => [
+                    p.name,
+                    { cooldownSeconds: p.cooldownSeconds, sessionTtlSeconds: p.sessionTtlSeconds },
+                ]),
+            ),
         );
     }
 
@@ -112,7 +134,7 @@ export class Fleet {
      * undefined when it requires none (or they are not known yet).
      */
     credentialsOf(member: Pick<ProxyMember, "id" | "pool" | "auth">): ProxyCredentials | undefined {
-        return member.auth ? this.credentials.members[member.id] ?? this.credentials.pools[member.pool] : undefined;
+        return member.auth ? (this.credentials.members[member.id] ?? this.credentials.pools[member.pool]) : undefined;
     }
 
     /**
@@ -170,14 +192,31 @@ export class Fleet {
      * Members as discovery shows them. `withCredentials` (callers whose scope may lease: `lease`, `admin`)
      * puts a member's credentials into its `url`; otherwise `url` is bare and `auth: true` says they are needed.
      */
-    proxies(filter: { pool?: string; state?: HealthState; lifecycle?: Lifecycle } = {}, opts: { withCredentials?: boolean } = {}): ProxyView[] {
+    proxies(
+        filter: { pool?: string; state?: HealthState; lifecycle?: Lifecycle } = {},
+        opts: { withCredentials?: boolean } = {},
+    ): ProxyView[] {
         const out: ProxyView[] = [];
         for (const m of this.members.values()) {
             if (filter.pool && m.pool !== filter.pool) continue;
             const h = this.health.get(m.id);
             const drain = this.draining.get(m.id);
-            const life = lifecycleOf({ hasAddress: !!m.host, draining: !!drain, health: h?.state ?? "unknown", probe: h, opError: this.opErrors.get(m.id) });
-            const view: ProxyView = { ...m, url: opts.withCredentials ? memberUpstreamUrl(m, this.credentialsOf(m)) : m.url, health: h?.state ?? "unknown", egressIp: h?.egressIp, probeLatencyMs: h?.lastLatencyMs, leased: this.leases.isLeased(m.id), ...life };
+            const life = lifecycleOf({
+                hasAddress: !!m.host,
+                draining: !!drain,
+                health: h?.state ?? "unknown",
+                probe: h,
+                opError: this.opErrors.get(m.id),
+            });
+            const view: ProxyView = {
+                ...m,
+                url: opts.withCredentials ? memberUpstreamUrl(m, this.credentialsOf(m)) : m.url,
+                health: h?.state ?? "unknown",
+                egressIp: h?.egressIp,
+                probeLatencyMs: h?.lastLatencyMs,
+                leased: this.leases.isLeased(m.id),
+                ...life,
+            };
             if (drain) view.drainingUntil = new Date(drain.until).toISOString();
             if (filter.state && view.health !== filter.state) continue;
             if (filter.lifecycle && view.lifecycle !== filter.lifecycle) continue;
@@ -202,13 +241,24 @@ export class Fleet {
     /** Active leases, oldest first. */
     activeLeases(): ActiveLeaseView[] {
         const iso = (ms: number) => new Date(ms).toISOString();
-        return this.leases.active().map((l) => ({ proxy: l.proxyId, pool: l.pool, ...(l.target ? { target: l.target } : {}), leasedAt: iso(l.leasedAt), expiresAt: iso(l.expiresAt) }));
+        return this.leases.active().map((l) => ({
+            proxy: l.proxyId,
+            pool: l.pool,
+            ...(l.target ? { target: l.target } : {}),
+            leasedAt: iso(l.leasedAt),
+            expiresAt: iso(l.expiresAt),
+        }));
     }
 
     /** Synchronous with the memory store; a promise with a store across the network (it may reject with StoreUnavailableError). */
     acquire(req: AcquireRequest): MaybePromise<FleetAcquire> {
         if (req.pool && !this.pools.has(req.pool))
-            return { ok: false, reason: "unknown-pool", message: `no pool named "${req.pool}" (known: ${[...this.pools].join(", ") || "none"})`, retryAfterSeconds: 0 };
+            return {
+                ok: false,
+                reason: "unknown-pool",
+                message: `no pool named "${req.pool}" (known: ${[...this.pools].join(", ") || "none"})`,
+                retryAfterSeconds: 0,
+            };
         const known = req.session !== undefined && this.leases.sessionMember(req.session, req.pool) !== undefined;
         return settle(this.leases.acquire(req), (r) => this.granted(req, known, r));
     }
@@ -216,16 +266,31 @@ export class Fleet {
     private granted(req: AcquireRequest, known: boolean, r: AcquireResult): FleetAcquire {
         if (!r.ok) {
             const where = req.pool ? `pool "${req.pool}"` : "any pool";
-            const message = r.reason === "no-members" ? `${where} has no members; scale it up` : `no proxy in ${where} is healthy, unleased and out of cooldown${req.target ? ` for ${req.target}` : ""}; retry in ${r.retryAfterSeconds}s`;
+            const message =
+                r.reason === "no-members"
+                    ? `${where} has no members; scale it up`
+                    : `no proxy in ${where} is healthy, unleased and out of cooldown${req.target ? ` for ${req.target}` : ""}; retry in ${r.retryAfterSeconds}s`;
             return { ok: false, reason: r.reason, message, retryAfterSeconds: r.retryAfterSeconds };
         }
         const m = this.members.get(r.lease.proxyId)!;
         return {
             ok: true,
-            ...(req.session !== undefined && { session: r.session ?? (!known ? "new" as const : r.rebound ? "rebound" as const : "kept" as const) }),
+            ...(req.session !== undefined && {
+                session:
+                    r.session ?? (!known ? ("new" as const) : r.rebound ? ("rebound" as const) : ("kept" as const)),
+            }),
             lease: {
                 id: r.lease.id,
-                proxy: { id: m.id, pool: m.pool, provider: m.provider, zone: m.zone, host: m.host, port: m.port, url: memberUpstreamUrl(m, this.credentialsOf(m)), ...(m.auth ? { auth: true } : {}) },
+                proxy: {
+                    id: m.id,
+                    pool: m.pool,
+                    provider: m.provider,
+                    zone: m.zone,
+                    host: m.host,
+                    port: m.port,
+                    url: memberUpstreamUrl(m, this.credentialsOf(m)),
+                    ...(m.auth ? { auth: true } : {}),
+                },
                 target: r.lease.target,
                 ...(r.lease.session !== undefined && { session: r.lease.session, rebound: r.rebound }),
                 leasedAt: new Date(r.lease.leasedAt).toISOString(),

@@ -26,7 +26,9 @@ export function acquireLease(deps: Pick<AppDeps, "fleet" | "metrics">, body: unk
             // caller mint label values.
             if (result.reason === "unknown-pool") throw new HttpError(404, "unknown_pool", result.message);
             deps.metrics.lease(req.pool ?? "*", "unavailable");
-            throw new HttpError(503, "none_available", result.message, undefined, { "Retry-After": String(result.retryAfterSeconds) });
+            throw new HttpError(503, "none_available", result.message, undefined, {
+                "Retry-After": String(result.retryAfterSeconds),
+            });
         }
         deps.metrics.lease(result.lease.proxy.pool, "granted");
         if (result.session) deps.metrics.session(result.lease.proxy.pool, result.session);
@@ -36,7 +38,11 @@ export function acquireLease(deps: Pick<AppDeps, "fleet" | "metrics">, body: unk
     return r instanceof Promise ? r.then(done, storeFailure) : done(r);
 }
 
-export function releaseLease(deps: Pick<AppDeps, "fleet" | "metrics">, id: string, body: unknown): MaybePromise<Released> {
+export function releaseLease(
+    deps: Pick<AppDeps, "fleet" | "metrics">,
+    id: string,
+    body: unknown,
+): MaybePromise<Released> {
     const { outcome } = parseOr400(releaseBody, body, "release request");
     const done = (result: ReleaseResult): Released => {
         if (!result.ok) {
@@ -44,7 +50,10 @@ export function releaseLease(deps: Pick<AppDeps, "fleet" | "metrics">, id: strin
             throw new HttpError(404, "unknown_lease", `no lease "${id}"`);
         }
         deps.metrics.releases.inc({ outcome });
-        return { status: 200, body: { released: true as const, lease: result.lease } satisfies z.infer<typeof releaseResponse> };
+        return {
+            status: 200,
+            body: { released: true as const, lease: result.lease } satisfies z.infer<typeof releaseResponse>,
+        };
     };
     const r = deps.fleet.release(id, outcome);
     return r instanceof Promise ? r.then(done, storeFailure) : done(r);
@@ -57,7 +66,9 @@ export function storeFailure(e: unknown): never {
 }
 
 export function storeUnavailable(e: StoreUnavailableError): HttpError {
-    return new HttpError(503, "store_unavailable", e.message, undefined, { "Retry-After": String(e.retryAfterSeconds) });
+    return new HttpError(503, "store_unavailable", e.message, undefined, {
+        "Retry-After": String(e.retryAfterSeconds),
+    });
 }
 
 /**
@@ -67,7 +78,15 @@ export function storeUnavailable(e: StoreUnavailableError): HttpError {
  */
 function expiredError(id: string, r: Extract<ReleaseResult, { reason: "expired" }>): HttpError {
     const endedAt = new Date(r.endedAt).toISOString();
-    if (r.cause === "ttl") return new HttpError(410, "lease_expired", `lease "${id}" already expired; its proxy went back to the pool`, { cause: "ttl", endedAt });
+    if (r.cause === "ttl")
+        return new HttpError(410, "lease_expired", `lease "${id}" already expired; its proxy went back to the pool`, {
+            cause: "ttl",
+            endedAt,
+        });
     const why = r.removal?.message ?? "its proxy left the stack (removed by an update outside this service)";
-    return new HttpError(410, "proxy_removed", `lease "${id}" ended at ${endedAt}: ${why}`, { reason: r.removal?.reason ?? "removed", ...(r.removal ? { member: r.removal.member } : {}), endedAt });
+    return new HttpError(410, "proxy_removed", `lease "${id}" ended at ${endedAt}: ${why}`, {
+        reason: r.removal?.reason ?? "removed",
+        ...(r.removal ? { member: r.removal.member } : {}),
+        endedAt,
+    });
 }

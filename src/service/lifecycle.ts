@@ -25,13 +25,21 @@ export interface LifecycleFacts {
  * failure still current and such an operation error.
  */
 export function lifecycleOf(f: LifecycleFacts): { lifecycle: Lifecycle; lastError?: string } {
-    const probeError = f.probe && (f.probe.consecutiveFailures ?? 0) > 0 && f.probe.lastError ? { message: f.probe.lastError, at: f.probe.lastProbeAt ?? 0 } : undefined;
+    const probeError =
+        f.probe && (f.probe.consecutiveFailures ?? 0) > 0 && f.probe.lastError
+            ? { message: f.probe.lastError, at: f.probe.lastProbeAt ?? 0 }
+            : undefined;
     const opError = f.opError && f.opError.at > (f.probe?.lastOkAt ?? -Infinity) ? f.opError : undefined;
     const last = probeError && opError ? (probeError.at >= opError.at ? probeError : opError) : (probeError ?? opError);
-    const lifecycle: Lifecycle = f.draining ? "draining"
-        : f.hasAddress && f.health === "healthy" ? "ready"
-        : f.hasAddress && f.health === "unhealthy" ? "failed"
-        : opError ? "failed" : "provisioning";
+    const lifecycle: Lifecycle = f.draining
+        ? "draining"
+        : f.hasAddress && f.health === "healthy"
+          ? "ready"
+          : f.hasAddress && f.health === "unhealthy"
+            ? "failed"
+            : opError
+              ? "failed"
+              : "provisioning";
     return last ? { lifecycle, lastError: last.message } : { lifecycle };
 }
 

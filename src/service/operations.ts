@@ -74,7 +74,14 @@ export class OperationLog {
     }
 
     create(kind: Operation["kind"], desired: Record<string, number>): Operation {
-        const op: Operation = { id: `op_${crypto.randomBytes(8).toString("hex")}`, kind, status: "queued", desired, requests: 1, createdAt: new Date().toISOString() };
+        const op: Operation = {
+            id: `op_${crypto.randomBytes(8).toString("hex")}`,
+            kind,
+            status: "queued",
+            desired,
+            requests: 1,
+            createdAt: new Date().toISOString(),
+        };
         this.ops.set(op.id, op);
         this.events.set(op.id, []);
         this.record(op, "status", op);

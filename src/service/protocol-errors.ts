@@ -14,14 +14,22 @@ function answerForParserError(err: ParserError): HttpError {
         case "HPE_HEADER_OVERFLOW":
             return new HttpError(431, "headers_too_large", "request headers are larger than the server accepts");
         case "HPE_CHUNK_EXTENSIONS_OVERFLOW":
-            return new HttpError(413, "chunk_extensions_too_large", "chunk extensions are larger than the server accepts");
+            return new HttpError(
+                413,
+                "chunk_extensions_too_large",
+                "chunk extensions are larger than the server accepts",
+            );
         case "ERR_HTTP_REQUEST_TIMEOUT":
             return new HttpError(408, "request_timeout", "the request did not arrive in time");
         case "HPE_INVALID_METHOD":
             return new HttpError(400, "invalid_method", "not an HTTP method this server knows");
         default:
             // llhttp's reason says what is wrong without quoting the request (e.g. "Transfer-Encoding can't be present with Content-Length").
-            return new HttpError(400, "malformed_request", `malformed HTTP request: ${err.reason ?? err.code ?? "unparsable"}`);
+            return new HttpError(
+                400,
+                "malformed_request",
+                `malformed HTTP request: ${err.reason ?? err.code ?? "unparsable"}`,
+            );
     }
 }
 
@@ -50,7 +58,13 @@ export function answerProtocolErrors(server: Server, log: Logger): void {
         socket.end(rawAnswer(e), () => socket.destroy());
     });
     server.on("checkExpectation", (req: IncomingMessage, res: ServerResponse) => {
-        const e = new HttpError(417, "expectation_failed", "unsupported Expect header: only `Expect: 100-continue` is supported", undefined, { Connection: "close" });
+        const e = new HttpError(
+            417,
+            "expectation_failed",
+            "unsupported Expect header: only `Expect: 100-continue` is supported",
+            undefined,
+            { Connection: "close" },
+        );
         log.info({ method: req.method, status: e.status, error: e.code }, "request with unsupported Expect answered");
         writeJson(res, e.status, errorBody(e), e.headers);
     });

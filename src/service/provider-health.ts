@@ -43,7 +43,10 @@ export class ProviderHealth {
         for (const [key, report] of this.reports) {
             if (checkers.some((c) => c.provider === key)) continue;
             this.reports.delete(key);
-            this.forgetSeries(key, report.targets.map((t) => t.target));
+            this.forgetSeries(
+                key,
+                report.targets.map((t) => t.target),
+            );
         }
     }
 
@@ -67,7 +70,9 @@ export class ProviderHealth {
 
     snapshot(): ProviderHealthReport[] {
         if (!this.enabled) return [];
-        return this.checkers.map((c) => this.reports.get(c.provider) ?? { provider: c.provider, kind: c.kind, ok: false, targets: [] });
+        return this.checkers.map(
+            (c) => this.reports.get(c.provider) ?? { provider: c.provider, kind: c.kind, ok: false, targets: [] },
+        );
     }
 
     /** The per-check timeout (`--provider-check-timeout`): checkers get it as their per-target timeout too. */
@@ -88,24 +93,37 @@ export class ProviderHealth {
         const at = new Date().toISOString();
         const t0 = process.hrtime.bigint();
         const { timeoutMs } = this.deps;
-        const reason = new Error(`no verdict within the ${timeoutMs} ms provider check timeout (--provider-check-timeout)`);
+        const reason = new Error(
+            `no verdict within the ${timeoutMs} ms provider check timeout (--provider-check-timeout)`,
+        );
         const timeout = new AbortController();
         const early = new Map<string, CheckVerdict>();
         const timers: NodeJS.Timeout[] = [];
         // Unref'd: a check in flight never keeps the process alive on its own.
         timers.push(setTimeout(() => timeout.abort(reason), timeoutMs).unref());
         const overrun = new Promise<CheckVerdict[]>((resolve) => {
-            timers.push(setTimeout(() => {
-                const known = this.reports.get(c.provider)?.targets.map((t) => t.target) ?? [];
-                const missing = (known.length ? known : [c.provider]).filter((t) => !early.has(t));
-                resolve([...early.values(), ...missing.map((target) => ({ target, ok: false, stage: "timeout", message: `${reason.message}; the checker did not stop when told to` }))]);
-            }, timeoutMs + OVERRUN_GRACE_MS).unref());
+            timers.push(
+                setTimeout(() => {
+                    const known = this.reports.get(c.provider)?.targets.map((t) => t.target) ?? [];
+                    const missing = (known.length ? known : [c.provider]).filter((t) => !early.has(t));
+                    resolve([
+                        ...early.values(),
+                        ...missing.map((target) => ({
+                            target,
+                            ok: false,
+                            stage: "timeout",
+                            message: `${reason.message}; the checker did not stop when told to`,
+                        })),
+                    ]);
+                }, timeoutMs + OVERRUN_GRACE_MS).unref(),
+            );
         });
         let verdicts: CheckVerdict[];
         try {
             const onVerdict = (v: CheckVerdict) => {
                 early.set(v.target, v);
-                if (this.checkers.includes(c)) this.publish(c, [v], at, true, Number(process.hrtime.bigint() - t0) / 1e9);
+                if (this.checkers.includes(c))
+                    this.publish(c, [v], at, true, Number(process.hrtime.bigint() - t0) / 1e9);
             };
             verdicts = await Promise.race([c.check(timeout.signal, onVerdict), overrun]);
         } catch (e) {
@@ -130,7 +148,9 @@ export class ProviderHealth {
         const finished = Date.now() / 1000;
         const previous = this.reports.get(c.provider);
         // Targets the checker no longer reports (a zone or context removed) lose their series.
-        const gone = partial ? [] : (previous?.targets ?? []).map((t) => t.target).filter((t) => !verdicts.some((v) => v.target === t));
+        const gone = partial
+            ? []
+            : (previous?.targets ?? []).map((t) => t.target).filter((t) => !verdicts.some((v) => v.target === t));
         for (const target of gone) this.forgetTarget(c.provider, target);
         const fresh = verdicts.map(({ durationMs, ...v }) => {
             const before = previous?.targets.find((t) => t.target === v.target);
@@ -141,9 +161,16 @@ export class ProviderHealth {
             metrics.providerTargetLastCheck.set(labels, finished);
             return { ...v, checkedAt: at, since: !before || before.ok !== v.ok ? at : before.since };
         });
-        const kept = partial ? (previous?.targets ?? []).filter((t) => !verdicts.some((v) => v.target === t.target)) : [];
+        const kept = partial
+            ? (previous?.targets ?? []).filter((t) => !verdicts.some((v) => v.target === t.target))
+            : [];
         const targets = [...kept, ...fresh];
-        this.reports.set(c.provider, { provider: c.provider, kind: c.kind, ok: targets.length > 0 && targets.every((t) => t.ok), targets });
+        this.reports.set(c.provider, {
+            provider: c.provider,
+            kind: c.kind,
+            ok: targets.length > 0 && targets.every((t) => t.ok),
+            targets,
+        });
     }
 
     /**
@@ -156,7 +183,10 @@ export class ProviderHealth {
     private logChange(provider: string, before: CheckVerdict | undefined, v: CheckVerdict): void {
         const now = { ok: v.ok, stage: v.stage, reason: v.message };
         if (!before) {
-            this.deps.log[v.ok ? "info" : "warn"]({ provider, target: v.target, ...now }, v.ok ? "provider target passed its first check" : "provider target is down at its first check");
+            this.deps.log[v.ok ? "info" : "warn"](
+                { provider, target: v.target, ...now },
+                v.ok ? "provider target passed its first check" : "provider target is down at its first check",
+            );
             return;
         }
         const reasonOf = (x: CheckVerdict) => (x.ok ? "" : x.message.replace(/\d+(\.\d+)?/g, "#"));
@@ -166,7 +196,12 @@ export class ProviderHealth {
     }
 
     private forgetTarget(provider: string, target: string): void {
-        for (const g of [this.deps.metrics.providerUp, this.deps.metrics.providerTargetCheckDuration, this.deps.metrics.providerTargetLastCheck]) g.remove({ provider, target });
+        for (const g of [
+            this.deps.metrics.providerUp,
+            this.deps.metrics.providerTargetCheckDuration,
+            this.deps.metrics.providerTargetLastCheck,
+        ])
+            g.remove({ provider, target });
     }
 
     private forgetSeries(provider: string, targets: string[]): void {

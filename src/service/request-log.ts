@@ -46,8 +46,12 @@ function redactHeaders(headers: Record<string, unknown>): Record<string, unknown
  */
 function serializeRequest(req: IncomingMessage & { id?: unknown; originalUrl?: string }) {
     return {
-        id: req.id, method: req.method, url: redactUrl(req.originalUrl ?? req.url ?? ""),
-        headers: redactHeaders(req.headers), remoteAddress: req.socket?.remoteAddress, remotePort: req.socket?.remotePort,
+        id: req.id,
+        method: req.method,
+        url: redactUrl(req.originalUrl ?? req.url ?? ""),
+        headers: redactHeaders(req.headers),
+        remoteAddress: req.socket?.remoteAddress,
+        remotePort: req.socket?.remotePort,
     };
 }
 
@@ -63,8 +67,10 @@ function serializeResponse(res: ServerResponse) {
 export function requestLogger(log: Logger, isLease: (req: IncomingMessage) => boolean): HttpLogger {
     return pinoHttp({
         logger: log,
-        customLogLevel: (req, res, err) => requestLogLevel(isLease(req), res.statusCode, err ?? (res as { err?: unknown }).err),
-        customErrorObject: (_req, _res, err, obj) => (err instanceof HttpError ? { res: obj.res, responseTime: obj.responseTime, error: err.code } : obj),
+        customLogLevel: (req, res, err) =>
+            requestLogLevel(isLease(req), res.statusCode, err ?? (res as { err?: unknown }).err),
+        customErrorObject: (_req, _res, err, obj) =>
+            err instanceof HttpError ? { res: obj.res, responseTime: obj.responseTime, error: err.code } : obj,
         customErrorMessage: (_req, _res, err) => (err instanceof HttpError ? "request completed" : "request errored"),
         autoLogging: { ignore: (req) => UNLOGGED.has(req.url ?? "") },
         wrapSerializers: false,

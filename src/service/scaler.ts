@@ -33,7 +33,11 @@ export interface ScalerDeps {
 /** Scale requests are refused while the service starts (recovery) or stops; the route answers 503. */
 export class NotAcceptingError extends Error {
     constructor(readonly reason: "starting" | "stopping") {
-        super(reason === "starting" ? "the service is still recovering the stack; retry shortly" : "the service is shutting down; retry against the next instance");
+        super(
+            reason === "starting"
+                ? "the service is still recovering the stack; retry shortly"
+                : "the service is shutting down; retry against the next instance",
+        );
         this.name = "NotAcceptingError";
     }
 }
@@ -110,7 +114,6 @@ export class Scaler {
         return !!this.running || this.queue.length > 0;
     }
 
-
     /**
      * True while this service's own engine run changes the stack (writer lock held): checkpoint changes
      * then are its own, and the fleet follows when the run settles. False while it waits for the lock.
@@ -130,7 +133,11 @@ export class Scaler {
         // Ctrl-C: the running operation is cancelled safely (the engine saves state) instead of awaited.
         if (opts.cancel && this.running) this.deps.driver.cancel();
         for (const op of this.queue.splice(0))
-            this.deps.ops.update(op, { status: "interrupted", finishedAt: new Date().toISOString(), error: "the service stopped before this operation started" });
+            this.deps.ops.update(op, {
+                status: "interrupted",
+                finishedAt: new Date().toISOString(),
+                error: "the service stopped before this operation started",
+            });
         while (this.running) await this.idle;
     }
 
@@ -161,7 +168,11 @@ export class Scaler {
 
     private async execute(op: Operation): Promise<void> {
         const { ops } = this.deps;
-        const log = this.deps.log.child({ operation: op.id, kind: op.kind, ...(op.kind === "heal" ? { members: op.members } : { desired: op.desired }) });
+        const log = this.deps.log.child({
+            operation: op.id,
+            kind: op.kind,
+            ...(op.kind === "heal" ? { members: op.members } : { desired: op.desired }),
+        });
         ops.update(op, { status: "running", startedAt: new Date().toISOString() });
         log.info("operation started");
         let patch: Partial<Operation>;
@@ -179,8 +190,14 @@ export class Scaler {
                 // Written at start, not at request time: the stack file always shows what the engine is
                 // applying, and a restart mid-drain still knows the count to reach.
                 await this.drainScaleDown(op, log);
-                const result = await this.withLockRetry(log, () => this.deps.driver.up({ onProgress: (e) => this.deps.ops.progress(op, e) }));
-                patch = { status: "succeeded", changes: result.changes, ...(result.proxies ? { applied: appliedCounts(op, result.proxies) } : {}) };
+                const result = await this.withLockRetry(log, () =>
+                    this.deps.driver.up({ onProgress: (e) => this.deps.ops.progress(op, e) }),
+                );
+                patch = {
+                    status: "succeeded",
+                    changes: result.changes,
+                    ...(result.proxies ? { applied: appliedCounts(op, result.proxies) } : {}),
+                };
                 proxies = result.proxies;
                 log.info({ changes: result.changes, durationMs: result.durationMs }, "operation succeeded");
             }
@@ -216,14 +233,21 @@ export class Scaler {
      * engine runs because `up --refresh --target` fails on the CLI egress pins ("unknown provider",
      * docs/decisions.md). Members no longer in state (scaled away meanwhile) are skipped.
      */
-    private async repair(op: Operation, log: Logger): Promise<{ changes: Record<string, number>; durationMs: number; proxies?: ProxyMember[] }> {
+    private async repair(
+        op: Operation,
+        log: Logger,
+    ): Promise<{ changes: Record<string, number>; durationMs: number; proxies?: ProxyMember[] }> {
         const started = Date.now();
         const d = this.deps.drain;
         if (d) {
             // Gone members serve nothing: their leases end now. Unhealthy ones drain first.
             const members = d.members().filter((m) => op.members?.includes(m.id));
             d.drainer.endLeases(healGoneTargets(members, op.reasons ?? {}));
-            await d.drainer.run(() => healDrainTargets(members, op.reasons ?? {}), this.stopping.signal, (m, draining) => this.deps.ops.update(op, { drain: { draining, members: m } }));
+            await d.drainer.run(
+                () => healDrainTargets(members, op.reasons ?? {}),
+                this.stopping.signal,
+                (m, draining) => this.deps.ops.update(op, { drain: { draining, members: m } }),
+            );
         }
         const { found, missing } = await this.deps.driver.memberTargets(op.members ?? []);
         if (missing.length) log.warn({ missing }, "members to repair are no longer in state; skipped");
@@ -236,10 +260,20 @@ export class Scaler {
             await this.withLockRetry(log, () => this.deps.driver.refresh({ target: replace, onProgress }));
             // The refresh drops resources deleted behind egress's back (a Kubernetes Deployment) from state, and
             // `up --replace` of a URN no longer in the stack fails; the targeted up creates them again anyway.
-            const after = new Set([...(await this.deps.driver.memberTargets(op.members ?? [])).found.values()].flatMap((t) => t.replace));
+            const after = new Set(
+                [...(await this.deps.driver.memberTargets(op.members ?? [])).found.values()].flatMap((t) => t.replace),
+            );
             present = replace.filter((u) => after.has(u));
         }
-        const result = await this.withLockRetry(log, () => this.deps.driver.up({ target: components, targetDependents: true, replace: present, refresh: false, onProgress }));
+        const result = await this.withLockRetry(log, () =>
+            this.deps.driver.up({
+                target: components,
+                targetDependents: true,
+                replace: present,
+                refresh: false,
+                onProgress,
+            }),
+        );
         return { changes: result.changes, durationMs: Date.now() - started, proxies: result.proxies };
     }
 
@@ -263,10 +297,14 @@ export class Scaler {
         if (!d) return;
         this.drainingNow = true;
         try {
-            await d.drainer.run(() => {
-                write();
-                return scaleDownTargets(d.members(), counts);
-            }, this.stopping.signal, (members, draining) => this.deps.ops.update(op, { drain: { draining, members } }));
+            await d.drainer.run(
+                () => {
+                    write();
+                    return scaleDownTargets(d.members(), counts);
+                },
+                this.stopping.signal,
+                (members, draining) => this.deps.ops.update(op, { drain: { draining, members } }),
+            );
         } finally {
             this.drainingNow = false;
         }
@@ -281,7 +319,10 @@ export class Scaler {
                 return await run();
             } catch (e) {
                 if (!(e as EngineError).locked || attempt >= LOCK_RETRIES.length) throw e;
-                log.warn({ attempt: attempt + 1, waitMs: LOCK_RETRIES[attempt] }, "stack locked by another update; retrying");
+                log.warn(
+                    { attempt: attempt + 1, waitMs: LOCK_RETRIES[attempt] },
+                    "stack locked by another update; retrying",
+                );
                 await new Promise((r) => setTimeout(r, LOCK_RETRIES[attempt]));
             }
         }

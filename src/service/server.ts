@@ -3,7 +3,15 @@ import * as http from "node:http";
 import * as path from "node:path";
 import type { Logger } from "pino";
 import { loadStackConfig, parseEgressConfig, type ProviderConfig } from "../config";
-import { acquireWriterLock, describeHolder, engineHome, fileBackendDir, packageVersion, PROJECT, StackDriver } from "../engine";
+import {
+    acquireWriterLock,
+    describeHolder,
+    engineHome,
+    fileBackendDir,
+    packageVersion,
+    PROJECT,
+    StackDriver,
+} from "../engine";
 import { checkerFor } from "../providers-health";
 import { HealthMonitor } from "../health";
 import { createApp } from "./app";
@@ -105,42 +113,85 @@ export interface RunningService {
 const CLOSE_GRACE_MS = 2_000;
 
 function readTokens(opts: ServeOptions, runDir: string, log: Logger): { tokens: StoredToken[]; devTokenFile?: string } {
-    const file = opts.tokensFile ?? process.env.EGRESS_TOKENS_FILE ?? path.join(path.dirname(runDir), `tokens-${opts.stack}.json`);
+    const file =
+        opts.tokensFile ??
+        process.env.EGRESS_TOKENS_FILE ??
+        path.join(path.dirname(runDir), `tokens-${opts.stack}.json`);
     let devTokenFile: string | undefined;
     if (opts.stack === "dev" && !process.env.EGRESS_TOKENS) {
         const devToken = ensureDevToken(file);
-        if (devToken) fs.writeFileSync((devTokenFile = path.join(path.dirname(file), "dev-token")), devToken + "\n", { mode: 0o600 });
+        if (devToken)
+            fs.writeFileSync((devTokenFile = path.join(path.dirname(file), "dev-token")), devToken + "\n", {
+                mode: 0o600,
+            });
     }
     const tokens = [...(fs.existsSync(file) ? loadTokens(file) : []), ...tokensFromEnv(process.env.EGRESS_TOKENS)];
-    if (!tokens.length) throw new Error(`no API tokens: create ${file} ({"tokens":[{"name","sha256","scopes"}]}) or set EGRESS_TOKENS=name:scope+scope:token`);
-    log.info({ tokens: tokens.map((t) => ({ name: t.name, scopes: t.scopes, gatewayConcurrency: t.gatewayConcurrency })), file }, "loaded API tokens");
+    if (!tokens.length)
+        throw new Error(
+            `no API tokens: create ${file} ({"tokens":[{"name","sha256","scopes"}]}) or set EGRESS_TOKENS=name:scope+scope:token`,
+        );
+    log.info(
+        {
+            tokens: tokens.map((t) => ({ name: t.name, scopes: t.scopes, gatewayConcurrency: t.gatewayConcurrency })),
+            file,
+        },
+        "loaded API tokens",
+    );
     return { tokens, devTokenFile };
 }
 
 /** Starts the service: recovers the stack, rebuilds the fleet view from outputs, then accepts requests. */
 export async function startService(opts: ServeOptions): Promise<RunningService> {
     // Before anything listens: a bad interval must not leave a half-started service behind.
-    if (opts.reconcileIntervalMs !== undefined && !(Number.isFinite(opts.reconcileIntervalMs) && opts.reconcileIntervalMs >= 0))
-        throw new RangeError(`reconcileIntervalMs must be 0 (off) or a positive number of milliseconds, got ${opts.reconcileIntervalMs}`);
+    if (
+        opts.reconcileIntervalMs !== undefined &&
+        !(Number.isFinite(opts.reconcileIntervalMs) && opts.reconcileIntervalMs >= 0)
+    )
+        throw new RangeError(
+            `reconcileIntervalMs must be 0 (off) or a positive number of milliseconds, got ${opts.reconcileIntervalMs}`,
+        );
     const log = opts.log ?? createLogger();
     const runDir = opts.runDir ?? engineHome().runDir;
     const home = { ...engineHome(), runDir };
-    const driver = new StackDriver({ workDir: opts.projectRoot, stack: opts.stack, home, env: opts.engineEnv, onNotice: (line) => log.warn({ stack: opts.stack }, line) });
-    assertNoOtherService(runDir, opts.stack, (a) => log.warn({ pid: a.pid, since: a.since }, "removed the announcement of a service that is no longer running"));
-    /** The stack's one writer lock (shared with CLI writers); a dead holder's lock is cleared and logged. */
-    const writerLock = (signal?: AbortSignal) => acquireWriterLock({
-        runDir, stack: opts.stack, command: "egress serve", waitMs: opts.writerLockWaitMs ?? 30 * 60_000, pollMs: 250, signal,
-        onWait: (h) => log.warn({ holder: h }, `waiting for the stack's writer lock, held by ${describeHolder(h)}`),
-        onStale: (h) => log.warn({ holder: h }, `removed a stale writer lock left by ${describeHolder(h)} (the process is gone)`),
+    const driver = new StackDriver({
+        workDir: opts.projectRoot,
+        stack: opts.stack,
+        home,
+        env: opts.engineEnv,
+        onNotice: (line) => log.warn({ stack: opts.stack }, line),
     });
+    assertNoOtherService(runDir, opts.stack, (a) =>
+        log.warn({ pid: a.pid, since: a.since }, "removed the announcement of a service that is no longer running"),
+    );
+    /** The stack's one writer lock (shared with CLI writers); a dead holder's lock is cleared and logged. */
+    const writerLock = (signal?: AbortSignal) =>
+        acquireWriterLock({
+            runDir,
+            stack: opts.stack,
+            command: "egress serve",
+            waitMs: opts.writerLockWaitMs ?? 30 * 60_000,
+            pollMs: 250,
+            signal,
+            onWait: (h) => log.warn({ holder: h }, `waiting for the stack's writer lock, held by ${describeHolder(h)}`),
+            onStale: (h) =>
+                log.warn(
+                    { holder: h },
+                    `removed a stale writer lock left by ${describeHolder(h)} (the process is gone)`,
+                ),
+        });
     const ops = new OperationLog(path.join(runDir, `operations-${opts.stack}.json`));
-    for (const op of ops.recoverInterrupted()) log.warn({ operation: op.id, kind: op.kind, desired: op.desired }, "operation was interrupted by a previous stop");
+    for (const op of ops.recoverInterrupted())
+        log.warn(
+            { operation: op.id, kind: op.kind, desired: op.desired },
+            "operation was interrupted by a previous stop",
+        );
     // eslint-disable-next-line prefer-const -- read by closures made before it exists (issue 18: a start-up without `let x!`)
     let fleet!: Fleet;
     const metrics = createMetrics({
         pools: () => fleet.poolConfigs().map((p) => ({ name: p.name, desired: p.replicas })),
         poolCounts: () => fleet.poolCounts(),
-        members: () => fleet.list().map((m) => ({ id: m.id, pool: m.pool, healthy: health.get(m.id)?.state === "healthy" })),
+        members: () =>
+            fleet.list().map((m) => ({ id: m.id, pool: m.pool, healthy: health.get(m.id)?.state === "healthy" })),
     });
     const { tokens, devTokenFile } = readTokens(opts, runDir, log);
     let ready: { ok: true } | { ok: false; reason: string } = { ok: false, reason: "starting: recovering the stack" };
@@ -160,7 +211,10 @@ export async function startService(opts: ServeOptions): Promise<RunningService> 
         checkUrl,
         credentials: (m) => fleet.credentialsOf(m),
         onTransition: (t) => {
-            log[t.to === "unhealthy" ? "warn" : "info"]({ proxy: t.id, from: t.from, to: t.to, reason: t.reason }, "proxy health changed");
+            log[t.to === "unhealthy" ? "warn" : "info"](
+                { proxy: t.id, from: t.from, to: t.to, reason: t.reason },
+                "proxy health changed",
+            );
             fleet.healthChanged(t.id, t.to);
         },
         onProbe: (p) => {
@@ -168,17 +222,40 @@ export async function startService(opts: ServeOptions): Promise<RunningService> 
             metrics.probeLatency.observe(p.latencyMs / 1000);
         },
     });
-    const leaseOptions = { onError: (proxyId: string) => health.reportLeaseError(proxyId), targetCooldownSeconds: opts.targetCooldownSeconds };
+    const leaseOptions = {
+        onError: (proxyId: string) => health.reportLeaseError(proxyId),
+        targetCooldownSeconds: opts.targetCooldownSeconds,
+    };
     // One prefix per stack, so stacks can share a Redis; the URL itself is a secret (never logged whole).
-    const redisStore = opts.store?.kind === "redis" ? new RedisLeaseStore({ ...leaseOptions, url: opts.store.url, prefix: `egress:${opts.stack}:`, log: log.child({ component: "store" }) }) : undefined;
+    const redisStore =
+        opts.store?.kind === "redis"
+            ? new RedisLeaseStore({
+                  ...leaseOptions,
+                  url: opts.store.url,
+                  prefix: `egress:${opts.stack}:`,
+                  log: log.child({ component: "store" }),
+              })
+            : undefined;
     const leases: LeaseStore = redisStore ?? new LeaseManager(leaseOptions);
-    if (redisStore && !(await redisStore.connect())) log.warn(redisStore.ready(), "starting without the lease store: leases answer 503 store_unavailable until it is reachable");
+    if (redisStore && !(await redisStore.connect()))
+        log.warn(
+            redisStore.ready(),
+            "starting without the lease store: leases answer 503 store_unavailable until it is reachable",
+        );
     fleet = new Fleet(leases, health);
     // Listening before recovery (like the API): a taken port fails the start at once; until ready it answers 503.
     let gateway: Gateway | undefined;
     let gatewayAt: { port: number; url: string } | undefined;
     if (opts.gateway) {
-        gateway = new Gateway({ ...opts.gateway, fleet, tokens, metrics: metrics.gateway, log: log.child({ component: "gateway" }), ready: () => ready, protectedTargets: storeEndpoints(opts.store) });
+        gateway = new Gateway({
+            ...opts.gateway,
+            fleet,
+            tokens,
+            metrics: metrics.gateway,
+            log: log.child({ component: "gateway" }),
+            ready: () => ready,
+            protectedTargets: storeEndpoints(opts.store),
+        });
         try {
             gatewayAt = await gateway.listen();
         } catch (e) {
@@ -186,12 +263,22 @@ export async function startService(opts: ServeOptions): Promise<RunningService> 
             await new Promise<void>((r) => server.close(() => r()));
             await redisStore?.close();
             if ((e as NodeJS.ErrnoException).code === "EADDRINUSE")
-                throw new Error(`the gateway's port ${opts.gateway.host ?? "127.0.0.1"}:${opts.gateway.port} is in use (another egress serve?): pick another with --gateway-port, or 0 for no gateway`);
+                throw new Error(
+                    `the gateway's port ${opts.gateway.host ?? "127.0.0.1"}:${opts.gateway.port} is in use (another egress serve?): pick another with --gateway-port, or 0 for no gateway`,
+                );
             throw e;
         }
     }
-    const providerHealth = new ProviderHealth({ log, metrics, intervalMs: opts.providerCheckIntervalMs ?? 60_000, timeoutMs: opts.providerCheckTimeoutMs ?? 30_000 });
-    if (!providerHealth.enabled) log.warn("provider health checks are off (--provider-check-interval 0): no provider is reported down, and self-healing is not held back by one");
+    const providerHealth = new ProviderHealth({
+        log,
+        metrics,
+        intervalMs: opts.providerCheckIntervalMs ?? 60_000,
+        timeoutMs: opts.providerCheckTimeoutMs ?? 30_000,
+    });
+    if (!providerHealth.enabled)
+        log.warn(
+            "provider health checks are off (--provider-check-interval 0): no provider is reported down, and self-healing is not held back by one",
+        );
 
     /**
      * Re-syncs the fleet with the stack: from `proxies` an update just returned, else from the members
@@ -208,7 +295,10 @@ export async function startService(opts: ServeOptions): Promise<RunningService> 
             try {
                 fleet.setCredentials(await driver.credentials());
             } catch (e) {
-                log.warn({ err: e }, "reading the proxy credentials (stack output `credentials`) failed; members requiring them keep the ones read before");
+                log.warn(
+                    { err: e },
+                    "reading the proxy credentials (stack output `credentials`) failed; members requiring them keep the ones read before",
+                );
             }
         }
         fleet.sync(proxies, loadStackConfig(opts.projectRoot, opts.stack).pools);
@@ -216,17 +306,30 @@ export async function startService(opts: ServeOptions): Promise<RunningService> 
     // eslint-disable-next-line prefer-const -- read by closures made before it exists (issue 18: a start-up without `let x!`)
     let reconciler!: Reconciler;
     const drainer = new Drainer({
-        fleet, log: log.child({ component: "drain" }),
-        drainSeconds: (pool) => loadStackConfig(opts.projectRoot, opts.stack).pools.find((p) => p.name === pool)?.drainSeconds ?? 0,
+        fleet,
+        log: log.child({ component: "drain" }),
+        drainSeconds: (pool) =>
+            loadStackConfig(opts.projectRoot, opts.stack).pools.find((p) => p.name === pool)?.drainSeconds ?? 0,
     });
     const scaler = new Scaler({
-        driver, projectRoot: opts.projectRoot, stack: opts.stack, ops, log, lock: writerLock,
+        driver,
+        projectRoot: opts.projectRoot,
+        stack: opts.stack,
+        ops,
+        log,
+        lock: writerLock,
         drain: { drainer, members: () => fleet.list() },
         onSettled: async (op, proxies) => {
             metrics.operations.inc({ kind: op.kind, result: op.status });
-            if (op.startedAt && op.finishedAt) metrics.operationDuration.observe({ kind: op.kind }, (Date.parse(op.finishedAt) - Date.parse(op.startedAt)) / 1000);
+            if (op.startedAt && op.finishedAt)
+                metrics.operationDuration.observe(
+                    { kind: op.kind },
+                    (Date.parse(op.finishedAt) - Date.parse(op.startedAt)) / 1000,
+                );
             reconciler.settled(op);
-            await rebuildGoneChecks().catch((e) => log.warn({ err: e }, "reading the stack's installation failed; liveness hooks keep the previous one"));
+            await rebuildGoneChecks().catch((e) =>
+                log.warn({ err: e }, "reading the stack's installation failed; liveness hooks keep the previous one"),
+            );
             await refreshFleet(proxies);
             fleet.operationSettled(op);
         },
@@ -237,23 +340,43 @@ export async function startService(opts: ServeOptions): Promise<RunningService> 
     // first `up` is what records it.
     const rebuildGoneChecks = async () => {
         const { installation } = await driver.installation();
-        goneChecks = new Map(Object.entries(goneProviders).flatMap(([name, entry]) => {
-            const check = goneCheckFor({ runDir, project: PROJECT, stack: opts.stack, installation, entry, log });
-            return check ? [[name, check] as const] : [];
-        }));
+        goneChecks = new Map(
+            Object.entries(goneProviders).flatMap(([name, entry]) => {
+                const check = goneCheckFor({ runDir, project: PROJECT, stack: opts.stack, installation, entry, log });
+                return check ? [[name, check] as const] : [];
+            }),
+        );
     };
     reconciler = new Reconciler({
-        intervalMs: opts.reconcileIntervalMs ?? 60_000, log: log.child({ component: "reconcile" }), scaler, backoff: opts.healBackoff,
-        members: () => fleet.proxies(), health: (id) => health.get(id), providers: () => providerHealth.snapshot(),
-        pools: () => loadStackConfig(opts.projectRoot, opts.stack).pools, goneChecks: () => goneChecks,
+        intervalMs: opts.reconcileIntervalMs ?? 60_000,
+        log: log.child({ component: "reconcile" }),
+        scaler,
+        backoff: opts.healBackoff,
+        members: () => fleet.proxies(),
+        health: (id) => health.get(id),
+        providers: () => providerHealth.snapshot(),
+        pools: () => loadStackConfig(opts.projectRoot, opts.stack).pools,
+        goneChecks: () => goneChecks,
         onRepair: (pool, reason) => metrics.heal(pool, reason),
     });
     const timeline = new Timeline({ intervalMs: opts.timelineIntervalMs, counts: () => fleet.poolCounts() });
     const appDeps: AppDeps = {
-        projectRoot: opts.projectRoot, stack: opts.stack, version: packageVersion(),
-        log, auth: authenticate(tokens), scaler, ops, fleet, metrics,
-        providerHealth: () => providerHealth.snapshot(), reconcile: () => reconciler.status(), timeline, ready: () => ready,
-        sseHeartbeatMs: opts.sseHeartbeatMs, gateway, storeReady: redisStore && (() => redisStore.ready()),
+        projectRoot: opts.projectRoot,
+        stack: opts.stack,
+        version: packageVersion(),
+        log,
+        auth: authenticate(tokens),
+        scaler,
+        ops,
+        fleet,
+        metrics,
+        providerHealth: () => providerHealth.snapshot(),
+        reconcile: () => reconciler.status(),
+        timeline,
+        ready: () => ready,
+        sseHeartbeatMs: opts.sseHeartbeatMs,
+        gateway,
+        storeReady: redisStore && (() => redisStore.ready()),
     };
     server.on("request", createApp(appDeps));
 
@@ -269,15 +392,29 @@ export async function startService(opts: ServeOptions): Promise<RunningService> 
         await refreshFleet();
         const raw = await driver.config();
         const cfg = parseEgressConfig({ providers: raw.providers ?? {}, pools: raw.pools ?? [] }, opts.projectRoot);
-        const remote = Object.entries(cfg.providers).filter(([, e]) => !kindOf(e).onThisMachine).map(([n]) => n);
+        const remote = Object.entries(cfg.providers)
+            .filter(([, e]) => !kindOf(e).onThisMachine)
+            .map(([n]) => n);
         if (remote.length && !opts.checkUrl)
-            log.warn({ providers: remote, checkUrl: checkUrl }, "health probes go to this service's loopback echo, which proxies on other machines cannot reach: their members stay unhealthy and are never leased; set --check-url (EGRESS_CHECK_URL) to a URL the proxies can reach");
-        providerHealth.setCheckers(Object.entries(cfg.providers).map(([name, entry]) => checkerFor(name, entry, runDir, opts.stack, { timeoutMs: providerHealth.timeoutMs, log })));
+            log.warn(
+                { providers: remote, checkUrl: checkUrl },
+                "health probes go to this service's loopback echo, which proxies on other machines cannot reach: their members stay unhealthy and are never leased; set --check-url (EGRESS_CHECK_URL) to a URL the proxies can reach",
+            );
+        providerHealth.setCheckers(
+            Object.entries(cfg.providers).map(([name, entry]) =>
+                checkerFor(name, entry, runDir, opts.stack, { timeoutMs: providerHealth.timeoutMs, log }),
+            ),
+        );
         goneProviders = cfg.providers;
         await rebuildGoneChecks();
         // The CLI's way in: the same API on a 0600 unix socket, announced in the run dir; its scope is
         // the file permission, so it takes no token. Removed when the TCP server closes.
-        local = await announceService({ runDir, stack: opts.stack, url, listener: createApp({ ...appDeps, auth: () => (_req, _res, next) => next() }) });
+        local = await announceService({
+            runDir,
+            stack: opts.stack,
+            url,
+            listener: createApp({ ...appDeps, auth: () => (_req, _res, next) => next() }),
+        });
     } catch (e) {
         // Nothing may keep the process alive after a failed start: the CLI must exit non-zero.
         server.closeAllConnections();
@@ -294,9 +431,18 @@ export async function startService(opts: ServeOptions): Promise<RunningService> 
     // A person may run `egress up` beside the service: follow its checkpoint writes at once, and re-read
     // outputs now and then in case the watch misses one (or the backend is not a directory).
     const followOutside = (why: string) => () => {
-        if (!scaler.applying()) refreshFleet().then(() => log.debug({ why }, "fleet re-read from stack outputs"), (e) => log.warn({ err: e }, "re-reading stack outputs failed"));
+        if (!scaler.applying())
+            refreshFleet().then(
+                () => log.debug({ why }, "fleet re-read from stack outputs"),
+                (e) => log.warn({ err: e }, "re-reading stack outputs failed"),
+            );
     };
-    const checkpointWatch = watchStackCheckpoint({ backendDir, stack: opts.stack, log, onChange: followOutside("checkpoint changed") });
+    const checkpointWatch = watchStackCheckpoint({
+        backendDir,
+        stack: opts.stack,
+        log,
+        onChange: followOutside("checkpoint changed"),
+    });
     const outputsPoll = setInterval(followOutside("poll"), opts.outputsPollMs ?? 30_000).unref();
     ready = { ok: true };
     scaler.open();
@@ -306,16 +452,34 @@ export async function startService(opts: ServeOptions): Promise<RunningService> 
     });
     if (opts.converge ?? true) scaler.converge();
     reconciler.start();
-    log.info({ url, gateway: gatewayAt?.url, stack: opts.stack, members: fleet.proxies().length, checkUrl }, "egress service ready");
+    log.info(
+        { url, gateway: gatewayAt?.url, stack: opts.stack, members: fleet.proxies().length, checkUrl },
+        "egress service ready",
+    );
 
     return {
-        url, port, gatewayUrl: gatewayAt?.url, gatewayPort: gatewayAt?.port, driver, scaler, fleet, reconciler, devTokenFile,
+        url,
+        port,
+        gatewayUrl: gatewayAt?.url,
+        gatewayPort: gatewayAt?.port,
+        driver,
+        scaler,
+        fleet,
+        reconciler,
+        devTokenFile,
         async close(closeOpts = {}) {
             // The listener stays open while the running operation finishes: every request but /healthz
             // and /metrics is answered 503 not_ready with Retry-After (app.ts), not refused.
-            const stopping = { ok: false, reason: "the service is shutting down; retry shortly or against another instance", stopping: true } as const;
+            const stopping = {
+                ok: false,
+                reason: "the service is shutting down; retry shortly or against another instance",
+                stopping: true,
+            } as const;
             ready = stopping;
-            log.info({ operationRunning: scaler.busy() }, "stopping: answering 503 not_ready until the running operation has finished");
+            log.info(
+                { operationRunning: scaler.busy() },
+                "stopping: answering 503 not_ready until the running operation has finished",
+            );
             await reconciler.stop();
             await scaler.drain(closeOpts);
             clearInterval(sweeper);

@@ -8,7 +8,13 @@ import { checkpointDir } from "../engine";
  * directory is watched, not the file. Returns undefined when there is nothing to watch (no file backend,
  * or no checkpoint directory yet); the caller's slower poll covers those.
  */
-export function watchStackCheckpoint(o: { backendDir?: string; stack: string; debounceMs?: number; onChange: () => void; log: Logger }): { close(): void } | undefined {
+export function watchStackCheckpoint(o: {
+    backendDir?: string;
+    stack: string;
+    debounceMs?: number;
+    onChange: () => void;
+    log: Logger;
+}): { close(): void } | undefined {
     if (!o.backendDir) return undefined;
     const dir = checkpointDir(o.backendDir);
     if (!fs.existsSync(dir)) return undefined;
@@ -19,7 +25,12 @@ export function watchStackCheckpoint(o: { backendDir?: string; stack: string; de
         clearTimeout(timer);
         timer = setTimeout(o.onChange, o.debounceMs ?? 100);
     });
-    watcher.on("error", (e) => o.log.warn({ err: e, dir }, "watching the stack checkpoint failed; outside changes are seen by the slower poll only"));
+    watcher.on("error", (e) =>
+        o.log.warn(
+            { err: e, dir },
+            "watching the stack checkpoint failed; outside changes are seen by the slower poll only",
+        ),
+    );
     watcher.unref();
     return {
         close() {

@@ -30,7 +30,8 @@ export class Timeline {
     constructor(private readonly o: TimelineOptions) {
         this.intervalMs = o.intervalMs ?? 30_000;
         const span = o.spanMs ?? 3_600_000;
-        if (!(Number.isInteger(this.intervalMs) && this.intervalMs >= 1)) throw new RangeError(`timeline interval must be a whole number of ms ≥ 1, got ${this.intervalMs}`);
+        if (!(Number.isInteger(this.intervalMs) && this.intervalMs >= 1))
+            throw new RangeError(`timeline interval must be a whole number of ms ≥ 1, got ${this.intervalMs}`);
         this.ring = new Array(Math.max(1, Math.ceil(span / this.intervalMs)));
     }
 

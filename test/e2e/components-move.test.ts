@@ -19,39 +19,55 @@ const config = {
 /** The `serverScript` input of each local proxy process in state, by URN. */
 function serverScripts(backendDir: string): Map<string, string> {
     const out = new Map<string, string>();
-    for (const r of (checkpointResources(backendDir, STACK) ?? []) as { urn: string; inputs?: { serverScript?: unknown } }[])
+    for (const r of (checkpointResources(backendDir, STACK) ?? []) as {
+        urn: string;
+        inputs?: { serverScript?: unknown };
+    }[])
         if (typeof r.inputs?.serverScript === "string") out.set(r.urn, r.inputs.serverScript);
     return out;
 }
 
-test("a local stack made before components/ moved previews an update (no replace) and keeps its processes on `up`", { timeout: 600_000 }, async () => {
-    const old = procProject(STACK, config);
-    try {
-        const made = legacyCli(old, ["up", "--quiet"], 240_000, BEFORE_COMPONENTS_COMMIT);
-        assert.equal(made.code, 0, made.stderr);
-        const before = proxyProcesses(old);
-        assert.equal(before.size, 2);
-        const scriptsBefore = serverScripts(old.backendDir);
-        assert.equal(scriptsBefore.size, 2);
-        for (const s of scriptsBefore.values()) assert.match(s, /\/dist\/kinds\/local\/proxy-server\.js$/, "the old path is an input: the case this test is about");
+test(
+    "a local stack made before components/ moved previews an update (no replace) and keeps its processes on `up`",
+    { timeout: 600_000 },
+    async () => {
+        const old = procProject(STACK, config);
+        try {
+            const made = legacyCli(old, ["up", "--quiet"], 240_000, BEFORE_COMPONENTS_COMMIT);
+            assert.equal(made.code, 0, made.stderr);
+            const before = proxyProcesses(old);
+            assert.equal(before.size, 2);
+            const scriptsBefore = serverScripts(old.backendDir);
+            assert.equal(scriptsBefore.size, 2);
+            for (const s of scriptsBefore.values())
+                assert.match(
+                    s,
+                    /\/dist\/kinds\/local\/proxy-server\.js$/,
+                    "the old path is an input: the case this test is about",
+                );
 
-        const preview = cli(old, ["preview", "--json"]);
-        assert.equal(preview.code, 0, preview.stderr);
-        const changes = JSON.parse(preview.stdout).changes as Record<string, number>;
-        assert.deepEqual(Object.keys(changes).filter((op) => op !== "same" && op !== "update"), [], preview.stdout);
-        assert.equal(changes.update, 2, `one in-place update per process: ${preview.stdout}`);
+            const preview = cli(old, ["preview", "--json"]);
+            assert.equal(preview.code, 0, preview.stderr);
+            const changes = JSON.parse(preview.stdout).changes as Record<string, number>;
+            assert.deepEqual(
+                Object.keys(changes).filter((op) => op !== "same" && op !== "update"),
+                [],
+                preview.stdout,
+            );
+            assert.equal(changes.update, 2, `one in-place update per process: ${preview.stdout}`);
 
-        const up = cli(old, ["up", "--json"]);
-        assert.equal(up.code, 0, up.stderr);
-        assert.equal(JSON.parse(up.stdout).changes.replace, undefined, up.stdout);
-        assert.deepEqual(proxyProcesses(old), before, "the same processes run: nothing was replaced");
-        const scriptsAfter = serverScripts(old.backendDir);
-        assert.deepEqual([...scriptsAfter.keys()].sort(), [...scriptsBefore.keys()].sort(), "same URNs");
-        for (const s of scriptsAfter.values()) assert.match(s, /\/dist\/components\/local\/proxy-server\.js$/);
-        const again = cli(old, ["up", "--json"]);
-        assert.deepEqual(Object.keys(JSON.parse(again.stdout).changes), ["same"], again.stdout);
-    } finally {
-        cli(old, ["destroy", "--yes", "--quiet"]);
-        old.cleanup();
-    }
-});
+            const up = cli(old, ["up", "--json"]);
+            assert.equal(up.code, 0, up.stderr);
+            assert.equal(JSON.parse(up.stdout).changes.replace, undefined, up.stdout);
+            assert.deepEqual(proxyProcesses(old), before, "the same processes run: nothing was replaced");
+            const scriptsAfter = serverScripts(old.backendDir);
+            assert.deepEqual([...scriptsAfter.keys()].sort(), [...scriptsBefore.keys()].sort(), "same URNs");
+            for (const s of scriptsAfter.values()) assert.match(s, /\/dist\/components\/local\/proxy-server\.js$/);
+            const again = cli(old, ["up", "--json"]);
+            assert.deepEqual(Object.keys(JSON.parse(again.stdout).changes), ["same"], again.stdout);
+        } finally {
+            cli(old, ["destroy", "--yes", "--quiet"]);
+            old.cleanup();
+        }
+    },
+);

@@ -7,7 +7,18 @@
 import { after, before, test } from "node:test";
 import assert from "node:assert/strict";
 import {
-    killServices, backendLockFiles, cli, engineProcessesOf, procProject, ProcProject, proxyProcesses, serve, ServeProcess, settledOp, spawnCli, until,
+    killServices,
+    backendLockFiles,
+    cli,
+    engineProcessesOf,
+    procProject,
+    ProcProject,
+    proxyProcesses,
+    serve,
+    ServeProcess,
+    settledOp,
+    spawnCli,
+    until,
 } from "../helpers/processes";
 
 const POOL = "c";
@@ -33,7 +44,11 @@ function assertConsistent(n: number, label: string): void {
     const outputs = JSON.parse(cli(p, ["outputs", "--json"]).stdout).proxies as { id: string; port: number }[];
     assert.equal(outputs.length, n, `${label}: outputs list ${n} members`);
     const running = proxyProcesses(p);
-    assert.deepEqual([...running.keys()].sort(), outputs.map((o) => `${p.stack}-${o.id}`).sort(), `${label}: proxy processes = outputs`);
+    assert.deepEqual(
+        [...running.keys()].sort(),
+        outputs.map((o) => `${p.stack}-${o.id}`).sort(),
+        `${label}: proxy processes = outputs`,
+    );
     const gc = cli(p, ["gc", "--json"]);
     assert.equal(gc.code, 0, `${label}: gc runs (${gc.stderr})`);
     assert.deepEqual(JSON.parse(gc.stdout).orphans, [], `${label}: gc finds nothing`);
@@ -43,7 +58,11 @@ function assertConsistent(n: number, label: string): void {
 /** Waits (bounded) until no engine process of the dead egress process remains. */
 async function engineGoneWithin(ownerPid: number, label: string): Promise<number> {
     const t0 = Date.now();
-    await until(`${label}: engine processes of dead pid ${ownerPid} to end (left: ${JSON.stringify(engineProcessesOf(ownerPid))})`, () => engineProcessesOf(ownerPid).length === 0, 10_000);
+    await until(
+        `${label}: engine processes of dead pid ${ownerPid} to end (left: ${JSON.stringify(engineProcessesOf(ownerPid))})`,
+        () => engineProcessesOf(ownerPid).length === 0,
+        10_000,
+    );
     return Date.now() - t0;
 }
 
@@ -52,7 +71,11 @@ async function restart(label: string): Promise<{ svc: ServeProcess; readyMs: num
     const t0 = Date.now();
     const svc = await serve(p);
     const readyMs = Date.now() - t0;
-    const ops = (await svc.call("GET", "/v1/operations")).body.operations as { id: string; kind: string; createdAt: string }[];
+    const ops = (await svc.call("GET", "/v1/operations")).body.operations as {
+        id: string;
+        kind: string;
+        createdAt: string;
+    }[];
     const converge = ops.filter((o) => o.kind === "up").sort((a, b) => b.createdAt.localeCompare(a.createdAt))[0];
     assert.ok(converge, `${label}: the restart converges`);
     assert.equal((await settledOp(svc, converge.id)).status, "succeeded", `${label}: start-up convergence succeeded`);
@@ -91,14 +114,21 @@ async function killServiceDuring(from: number, to: number, moment: Moment): Prom
 }
 
 /** The engine of `ownerPid` has started its dynamic-provider plugin (the update is under way). */
-const engineStarted = (ownerPid: number) => engineProcessesOf(ownerPid).some((e) => e.command.includes("pulumi-resource-pulumi-nodejs"));
+const engineStarted = (ownerPid: number) =>
+    engineProcessesOf(ownerPid).some((e) => e.command.includes("pulumi-resource-pulumi-nodejs"));
 
 test("SIGKILL of the service at six moments of a 0→15 up and of a 15→3 up", { timeout: 30 * 60_000 }, async () => {
     const atLeast = (k: number) => () => proxyProcesses(p).size >= k;
     const atMost = (k: number) => () => proxyProcesses(p).size <= k;
     const started = (what: string): Moment => ({ name: `engine started, nothing ${what}`, reached: engineStarted });
-    const upMoments = [started("created"), ...[1, 3, 7, 11, 14].map((k): Moment => ({ name: `${k} created`, reached: atLeast(k) }))];
-    const downMoments = [started("deleted"), ...[1, 3, 6, 9, 11].map((k): Moment => ({ name: `${k} deleted`, reached: atMost(15 - k) }))];
+    const upMoments = [
+        started("created"),
+        ...[1, 3, 7, 11, 14].map((k): Moment => ({ name: `${k} created`, reached: atLeast(k) })),
+    ];
+    const downMoments = [
+        started("deleted"),
+        ...[1, 3, 6, 9, 11].map((k): Moment => ({ name: `${k} deleted`, reached: atMost(15 - k) })),
+    ];
     for (let i = 0; i < upMoments.length; i++) {
         await killServiceDuring(0, 15, upMoments[i]);
         await killServiceDuring(15, 3, downMoments[i]);
@@ -125,31 +155,46 @@ test("SIGKILL of a CLI `egress up` at three moments", { timeout: 10 * 60_000 }, 
     }
 });
 
-test("a CLI `up` right after a killed service finishes the pending creates first; the restarted service then stops nothing that runs", { timeout: 5 * 60_000 }, async () => {
-    let { svc } = await restart("cli after kill (setup)");
-    const down = (await svc.call("PUT", `/v1/pools/${POOL}/replicas`, { replicas: 0 })).body.operation;
-    assert.equal((await settledOp(svc, down.id)).status, "succeeded");
-    await svc.call("PUT", `/v1/pools/${POOL}/replicas`, { replicas: 12 });
-    await until("5 proxies to run", () => proxyProcesses(p).size >= 5, 60_000, 5);
-    svc.child.kill("SIGKILL");
-    await svc.exited;
-    p.setReplicas(POOL, 6);
-    const up = cli(p, ["up", "--quiet"]);
-    assert.equal(up.code, 0, up.stderr);
-    assert.match(up.stderr, /pending create of .*: stopped local proxy/, "the CLI's up undid the dead run's pending creates itself");
-    const before = proxyProcesses(p);
-    assert.equal(before.size, 6);
-    svc = (await restart("cli after kill")).svc;
-    assert.deepEqual(proxyProcesses(p), before, "the restart replaced no member the CLI recorded");
-    assert.ok(!svc.logs.some((l) => l.includes("stopped local proxy")), "and stopped none");
-    assertConsistent(6, "cli after kill");
-    await stopGracefully(svc);
-});
+test(
+    "a CLI `up` right after a killed service finishes the pending creates first; the restarted service then stops nothing that runs",
+    { timeout: 5 * 60_000 },
+    async () => {
+        let { svc } = await restart("cli after kill (setup)");
+        const down = (await svc.call("PUT", `/v1/pools/${POOL}/replicas`, { replicas: 0 })).body.operation;
+        assert.equal((await settledOp(svc, down.id)).status, "succeeded");
+        await svc.call("PUT", `/v1/pools/${POOL}/replicas`, { replicas: 12 });
+        await until("5 proxies to run", () => proxyProcesses(p).size >= 5, 60_000, 5);
+        svc.child.kill("SIGKILL");
+        await svc.exited;
+        p.setReplicas(POOL, 6);
+        const up = cli(p, ["up", "--quiet"]);
+        assert.equal(up.code, 0, up.stderr);
+        assert.match(
+            up.stderr,
+            /pending create of .*: stopped local proxy/,
+            "the CLI's up undid the dead run's pending creates itself",
+        );
+        const before = proxyProcesses(p);
+        assert.equal(before.size, 6);
+        svc = (await restart("cli after kill")).svc;
+        assert.deepEqual(proxyProcesses(p), before, "the restart replaced no member the CLI recorded");
+        assert.ok(!svc.logs.some((l) => l.includes("stopped local proxy")), "and stopped none");
+        assertConsistent(6, "cli after kill");
+        await stopGracefully(svc);
+    },
+);
 
 test("recovery times", () => {
-    const table = ["| case | engine gone after kill (ms) | restart → ready (ms) | restart → converged (ms) |", "|---|---|---|---|", ...timings].join("\n");
+    const table = [
+        "| case | engine gone after kill (ms) | restart → ready (ms) | restart → converged (ms) |",
+        "|---|---|---|---|",
+        ...timings,
+    ].join("\n");
     console.log(table);
     assert.ok(timings.length >= 15, "every case of the matrix ran");
     console.log(`recovery undid ${undone.length} pending create(s), e.g. ${undone[0] ?? "-"}`);
-    assert.ok(undone.some((l) => l.includes("stopped local proxy")), "at least one kill left a pending create whose proxy recovery stopped");
+    assert.ok(
+        undone.some((l) => l.includes("stopped local proxy")),
+        "at least one kill left a pending create whose proxy recovery stopped",
+    );
 });

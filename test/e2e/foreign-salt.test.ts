@@ -39,17 +39,24 @@ test("the other machine's run leaves its salt in the stack file", { timeout: 120
     assert.match(foreign, /^v1:/);
 });
 
-test("no secrets, no state here: the foreign salt is dropped with a note, the up works, this machine's salt replaces it", { timeout: 180_000 }, () => {
-    const p = project("this machine's passphrase");
-    fs.writeFileSync(stackFile(p), fs.readFileSync(stackFile(other)));
-    const r = cli(p, ["up"]);
-    assert.equal(r.code, 0, r.stderr);
-    assert.match(r.stderr, /note: stacks\/Pulumi\.salty\.yaml carried an encryptionsalt made with another passphrase; the stack has no secrets and no state here, so the salt was dropped/);
-    const mine = saltOf(p);
-    assert.ok(mine && mine !== foreign, `a new salt (${mine})`);
-    const out = cli(p, ["--json", "outputs"]);
-    assert.equal(JSON.parse(out.stdout).proxies.length, 1);
-});
+test(
+    "no secrets, no state here: the foreign salt is dropped with a note, the up works, this machine's salt replaces it",
+    { timeout: 180_000 },
+    () => {
+        const p = project("this machine's passphrase");
+        fs.writeFileSync(stackFile(p), fs.readFileSync(stackFile(other)));
+        const r = cli(p, ["up"]);
+        assert.equal(r.code, 0, r.stderr);
+        assert.match(
+            r.stderr,
+            /note: stacks\/Pulumi\.salty\.yaml carried an encryptionsalt made with another passphrase; the stack has no secrets and no state here, so the salt was dropped/,
+        );
+        const mine = saltOf(p);
+        assert.ok(mine && mine !== foreign, `a new salt (${mine})`);
+        const out = cli(p, ["--json", "outputs"]);
+        assert.equal(JSON.parse(out.stdout).proxies.length, 1);
+    },
+);
 
 test("state here: exit 3 naming the file and the ways out; the file is left as it was", { timeout: 180_000 }, (t) => {
     const p = project("this machine's passphrase");
@@ -61,26 +68,36 @@ test("state here: exit 3 naming the file and the ways out; the file is left as i
     t.after(() => fs.writeFileSync(stackFile(p), good));
     const r = cli(p, ["up"]);
     assert.equal(r.code, 3, r.stderr);
-    assert.match(r.stderr, /error: the secrets passphrase in use cannot open the encryptionsalt in \S*stacks\/Pulumi\.salty\.yaml .*Set PULUMI_CONFIG_PASSPHRASE or PULUMI_CONFIG_PASSPHRASE_FILE to the passphrase that made it/);
+    assert.match(
+        r.stderr,
+        /error: the secrets passphrase in use cannot open the encryptionsalt in \S*stacks\/Pulumi\.salty\.yaml .*Set PULUMI_CONFIG_PASSPHRASE or PULUMI_CONFIG_PASSPHRASE_FILE to the passphrase that made it/,
+    );
     assert.equal(fs.readFileSync(stackFile(p), "utf8"), withForeign);
     const json = cli(p, ["--json", "up"]);
     assert.equal(json.code, 3);
     assert.equal(JSON.parse(json.stdout.trim().split("\n").pop()!).error.type, "PassphraseMismatchError");
 });
 
-test("a stack file that lost its salt (re-made from a seed) takes the one its state holds", { timeout: 180_000 }, () => {
-    const p = project("this machine's passphrase");
-    assert.equal(cli(p, ["up"]).code, 0);
-    const own = saltOf(p)!;
-    fs.writeFileSync(stackFile(p), fs.readFileSync(stackFile(p), "utf8").replace(/^encryptionsalt: .*\n/m, ""));
-    const r = cli(p, ["up"]);
-    assert.equal(r.code, 0, r.stderr);
-    assert.equal(saltOf(p), own, "the state's salt, not a new one");
-});
+test(
+    "a stack file that lost its salt (re-made from a seed) takes the one its state holds",
+    { timeout: 180_000 },
+    () => {
+        const p = project("this machine's passphrase");
+        assert.equal(cli(p, ["up"]).code, 0);
+        const own = saltOf(p)!;
+        fs.writeFileSync(stackFile(p), fs.readFileSync(stackFile(p), "utf8").replace(/^encryptionsalt: .*\n/m, ""));
+        const r = cli(p, ["up"]);
+        assert.equal(r.code, 0, r.stderr);
+        assert.equal(saltOf(p), own, "the state's salt, not a new one");
+    },
+);
 
 test("a secure value in the file: exit 3 even without state, the file untouched", { timeout: 120_000 }, () => {
     const p = project("this machine's passphrase");
-    const text = `${fs.readFileSync(stackFile(other), "utf8")}`.replace("config:\n", "config:\n  extra:note:\n    secure: v1:AAAAAAAAAAAAAAAA:BBBBBBBB\n");
+    const text = `${fs.readFileSync(stackFile(other), "utf8")}`.replace(
+        "config:\n",
+        "config:\n  extra:note:\n    secure: v1:AAAAAAAAAAAAAAAA:BBBBBBBB\n",
+    );
     fs.writeFileSync(stackFile(p), text);
     const r = cli(p, ["up"]);
     assert.equal(r.code, 3, r.stderr);

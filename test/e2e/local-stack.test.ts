@@ -46,7 +46,10 @@ test("up 3 → scale 5 → scale 1 → kill → up recreates → destroy leaves 
     const up3 = await project.driver.up();
     assert.ok(up3.changes.create >= 3, `creates: ${JSON.stringify(up3.changes)}`);
     let proxies = await project.driver.proxies();
-    assert.deepEqual(proxies.map((p) => p.id), ["web-0", "web-1", "web-2"]);
+    assert.deepEqual(
+        proxies.map((p) => p.id),
+        ["web-0", "web-1", "web-2"],
+    );
     assert.equal(new Set(proxies.map((p) => p.port)).size, 3, "ports are distinct");
     await assertAllServe(proxies, target.port);
     assert.equal(proxyPids(runDir).length, 3);
@@ -55,15 +58,26 @@ test("up 3 → scale 5 → scale 1 → kill → up recreates → destroy leaves 
     project.writeConfig(config(5));
     await project.driver.up();
     proxies = await project.driver.proxies();
-    assert.deepEqual(proxies.map((p) => p.id), ["web-0", "web-1", "web-2", "web-3", "web-4"]);
-    assert.deepEqual(proxies.slice(0, 3).map((p) => p.port), firstPorts, "scaling up leaves existing members alone");
+    assert.deepEqual(
+        proxies.map((p) => p.id),
+        ["web-0", "web-1", "web-2", "web-3", "web-4"],
+    );
+    assert.deepEqual(
+        proxies.slice(0, 3).map((p) => p.port),
+        firstPorts,
+        "scaling up leaves existing members alone",
+    );
     await assertAllServe(proxies, target.port);
     assert.equal(proxyPids(runDir).length, 5);
 
     project.writeConfig(config(1));
     await project.driver.up();
     proxies = await project.driver.proxies();
-    assert.deepEqual(proxies.map((p) => p.id), ["web-0"], "scaling down removes the highest indices");
+    assert.deepEqual(
+        proxies.map((p) => p.id),
+        ["web-0"],
+        "scaling down removes the highest indices",
+    );
     assert.equal(proxies[0].port, firstPorts[0]);
     assert.equal(proxyPids(runDir).length, 1);
 
@@ -72,9 +86,15 @@ test("up 3 → scale 5 → scale 1 → kill → up recreates → destroy leaves 
     await new Promise((r) => setTimeout(r, 200));
     await assert.rejects(getViaProxy(proxies[0].port, `http://127.0.0.1:${target.port}/dead`));
     const upAgain = await project.driver.up();
-    assert.ok((upAgain.changes.replace ?? 0) + (upAgain.changes.create ?? 0) >= 1, `recreated: ${JSON.stringify(upAgain.changes)}`);
+    assert.ok(
+        (upAgain.changes.replace ?? 0) + (upAgain.changes.create ?? 0) >= 1,
+        `recreated: ${JSON.stringify(upAgain.changes)}`,
+    );
     proxies = await project.driver.proxies();
-    assert.deepEqual(proxies.map((p) => p.id), ["web-0"]);
+    assert.deepEqual(
+        proxies.map((p) => p.id),
+        ["web-0"],
+    );
     await assertAllServe(proxies, target.port);
     assert.equal(proxyPids(runDir).length, 1);
 

@@ -38,8 +38,14 @@ delete env.PULUMI_DEBUG_LANGUAGES;
 
 /** Runs the real `pulumi` CLI in the temp project; throws with its output when it fails. */
 function pulumi(...args: string[]): string {
-    const r = cp.spawnSync("pulumi", [...args, "--non-interactive"], { cwd: dir, env, encoding: "utf8", timeout: 180_000 });
-    if (r.status !== 0) throw new Error(`pulumi ${args.join(" ")} exited ${r.status ?? r.signal}:\n${r.stdout}\n${r.stderr}`);
+    const r = cp.spawnSync("pulumi", [...args, "--non-interactive"], {
+        cwd: dir,
+        env,
+        encoding: "utf8",
+        timeout: 180_000,
+    });
+    if (r.status !== 0)
+        throw new Error(`pulumi ${args.join(" ")} exited ${r.status ?? r.signal}:\n${r.stdout}\n${r.stderr}`);
     return r.stdout;
 }
 
@@ -50,7 +56,8 @@ let target: Awaited<ReturnType<typeof startTargetServer>>;
 
 before(async () => {
     for (const bin of ["pulumi", "pulumi-language-nodejs"]) {
-        if (!fs.existsSync(path.join(home.binDir, bin))) throw new Error(`${bin} is missing from ${home.binDir}: run \`npm run setup\``);
+        if (!fs.existsSync(path.join(home.binDir, bin)))
+            throw new Error(`${bin} is missing from ${home.binDir}: run \`npm run setup\``);
     }
     if (!fs.existsSync(programMain)) throw new Error(`${programMain} is missing: run \`npx tsc -p .\``);
     // egress's own project file, with `main` made absolute so the temp project runs the compiled program.
@@ -58,12 +65,15 @@ before(async () => {
     settings.main = programMain;
     fs.writeFileSync(path.join(dir, "Pulumi.yaml"), YAML.stringify(settings));
     fs.mkdirSync(path.join(dir, "stacks"));
-    fs.writeFileSync(path.join(dir, "stacks", `Pulumi.${stack}.yaml`), YAML.stringify({
-        config: {
-            "egress:providers": { local: { type: "local" } },
-            "egress:pools": [{ name: "web", provider: "local", replicas: 2, maxReplicas: 10 }],
-        },
-    }));
+    fs.writeFileSync(
+        path.join(dir, "stacks", `Pulumi.${stack}.yaml`),
+        YAML.stringify({
+            config: {
+                "egress:providers": { local: { type: "local" } },
+                "egress:pools": [{ name: "web", provider: "local", replicas: 2, maxReplicas: 10 }],
+            },
+        }),
+    );
     fs.mkdirSync(path.join(dir, "backend"));
     target = await startTargetServer();
 });
@@ -87,34 +97,41 @@ after(async () => {
     fs.rmSync(dir, { recursive: true, force: true });
 });
 
-test("plain `pulumi up` / `stack output` / `destroy` through egress's language host", { timeout: 300_000 }, async () => {
-    pulumi("stack", "init", stack);
-    const up = pulumi("up", "--yes", "--skip-preview", "-s", stack);
-    assert.match(up, /created/, up);
+test(
+    "plain `pulumi up` / `stack output` / `destroy` through egress's language host",
+    { timeout: 300_000 },
+    async () => {
+        pulumi("stack", "init", stack);
+        const up = pulumi("up", "--yes", "--skip-preview", "-s", stack);
+        assert.match(up, /created/, up);
 
-    const proxies = JSON.parse(pulumi("stack", "output", "proxies", "--json", "-s", stack)) as ProxyMember[];
-    assert.deepEqual(proxies.map((p) => p.id), ["web-0", "web-1"]);
-    for (const p of proxies) {
-        assert.equal(p.host, "127.0.0.1");
-        assert.equal(p.url, `http://127.0.0.1:${p.port}`);
-        const plain = await getViaProxy(p.port, `http://127.0.0.1:${target.port}/${p.id}`);
-        assert.deepEqual(plain, { status: 200, body: `hello /${p.id}` });
-    }
-    const tunnel = await connectViaProxy(proxies[0].port, target.port, "/tunnel");
-    assert.deepEqual(tunnel, { connectStatus: 200, body: "hello /tunnel" });
-    assert.equal(proxyPids().length, 2, "one process per proxy");
+        const proxies = JSON.parse(pulumi("stack", "output", "proxies", "--json", "-s", stack)) as ProxyMember[];
+        assert.deepEqual(
+            proxies.map((p) => p.id),
+            ["web-0", "web-1"],
+        );
+        for (const p of proxies) {
+            assert.equal(p.host, "127.0.0.1");
+            assert.equal(p.url, `http://127.0.0.1:${p.port}`);
+            const plain = await getViaProxy(p.port, `http://127.0.0.1:${target.port}/${p.id}`);
+            assert.deepEqual(plain, { status: 200, body: `hello /${p.id}` });
+        }
+        const tunnel = await connectViaProxy(proxies[0].port, target.port, "/tunnel");
+        assert.deepEqual(tunnel, { connectStatus: 200, body: "hello /tunnel" });
+        assert.equal(proxyPids().length, 2, "one process per proxy");
 
-    // The program read the stack's state itself (no driver): a fresh installation id, recorded at the
-    // first `up` and kept by the next one, which changes nothing.
-    const installation = JSON.parse(pulumi("stack", "output", "installation", "--json", "-s", stack)) as string;
-    assert.match(installation, /^[0-9a-f]{8}$/);
-    const again = pulumi("up", "--yes", "--skip-preview", "-s", stack);
-    assert.doesNotMatch(again, /created|replaced|deleted|updated/, again);
-    assert.equal(JSON.parse(pulumi("stack", "output", "installation", "--json", "-s", stack)), installation);
+        // The program read the stack's state itself (no driver): a fresh installation id, recorded at the
+        // first `up` and kept by the next one, which changes nothing.
+        const installation = JSON.parse(pulumi("stack", "output", "installation", "--json", "-s", stack)) as string;
+        assert.match(installation, /^[0-9a-f]{8}$/);
+        const again = pulumi("up", "--yes", "--skip-preview", "-s", stack);
+        assert.doesNotMatch(again, /created|replaced|deleted|updated/, again);
+        assert.equal(JSON.parse(pulumi("stack", "output", "installation", "--json", "-s", stack)), installation);
 
-    pulumi("destroy", "--yes", "-s", stack);
-    assert.deepEqual(proxyPids(), [], "no proxy processes left");
-    const leftovers = fs.existsSync(stateDir) ? fs.readdirSync(stateDir) : [];
-    assert.deepEqual(leftovers, [], "no pid or log files left");
-    assert.deepEqual(JSON.parse(pulumi("stack", "output", "--json", "-s", stack)), {}, "no outputs after destroy");
-});
+        pulumi("destroy", "--yes", "-s", stack);
+        assert.deepEqual(proxyPids(), [], "no proxy processes left");
+        const leftovers = fs.existsSync(stateDir) ? fs.readdirSync(stateDir) : [];
+        assert.deepEqual(leftovers, [], "no pid or log files left");
+        assert.deepEqual(JSON.parse(pulumi("stack", "output", "--json", "-s", stack)), {}, "no outputs after destroy");
+    },
+);

@@ -18,7 +18,10 @@ export interface CliRun {
 /** Runs the real `egress` CLI as a child process (async, so a service in this process keeps serving). */
 export function runCli(env: Record<string, string>, args: string[], timeoutMs = 120_000): Promise<CliRun> {
     return new Promise((resolve, reject) => {
-        const child = cp.spawn(process.execPath, [cli, ...args], { env: { ...process.env, ...OFFLINE_ENV, ...env }, stdio: ["ignore", "pipe", "pipe"] });
+        const child = cp.spawn(process.execPath, [cli, ...args], {
+            env: { ...process.env, ...OFFLINE_ENV, ...env },
+            stdio: ["ignore", "pipe", "pipe"],
+        });
         let stdout = "";
         let stderr = "";
         child.stdout.on("data", (c) => (stdout += c));
@@ -39,7 +42,8 @@ export function runCli(env: Record<string, string>, args: string[], timeoutMs = 
 export function testHome(): { dir: string; runDir: string; cleanup(): void } {
     const dir = fs.mkdtempSync(path.join(os.tmpdir(), "egress-home-"));
     const bin = engineHome().binDir;
-    if (!fs.existsSync(path.join(bin, "pulumi"))) throw new Error(`the Pulumi CLI is missing at ${bin}/pulumi: run \`npm run setup\``);
+    if (!fs.existsSync(path.join(bin, "pulumi")))
+        throw new Error(`the Pulumi CLI is missing at ${bin}/pulumi: run \`npm run setup\``);
     fs.symlinkSync(bin, path.join(dir, "bin"));
     return { dir, runDir: path.join(dir, "run"), cleanup: () => fs.rmSync(dir, { recursive: true, force: true }) };
 }

@@ -13,7 +13,13 @@ let done = false;
  */
 export function ensureTestPackages(): void {
     if (done || process.env.EGRESS_TEST_DEPS_INSTALLED === "1") return;
-    const r = cp.spawnSync("bash", [path.join(PACKAGE_ROOT, "scripts", "install-test-deps.sh")], { encoding: "utf8", timeout: 1_800_000 });
-    if (r.status !== 0) throw new Error(`scripts/install-test-deps.sh failed (${r.status ?? r.signal}): ${(r.stderr ?? "").trim().split("\n").slice(-10).join("\n")}`);
+    const r = cp.spawnSync("bash", [path.join(PACKAGE_ROOT, "scripts", "install-test-deps.sh")], {
+        encoding: "utf8",
+        timeout: 1_800_000,
+    });
+    if (r.status !== 0)
+        throw new Error(
+            `scripts/install-test-deps.sh failed (${r.status ?? r.signal}): ${(r.stderr ?? "").trim().split("\n").slice(-10).join("\n")}`,
+        );
     done = true;
 }

@@ -36,10 +36,16 @@ const SCRIPTS = path.join(PACKAGE_ROOT, "scripts");
 
 /** Builds (or finds cached) binaries; a cold build takes ~11 min on 2 cores and prints its progress. */
 export function buildKubeBinaries(): string {
-    const r = cp.spawnSync("bash", [path.join(SCRIPTS, "build-k8s.sh")], { encoding: "utf8", stdio: ["ignore", "pipe", "inherit"], timeout: 60 * 60_000 });
-    if (r.status !== 0) throw new Error(`scripts/build-k8s.sh failed (exit ${r.status ?? r.signal}); see its output above`);
+    const r = cp.spawnSync("bash", [path.join(SCRIPTS, "build-k8s.sh")], {
+        encoding: "utf8",
+        stdio: ["ignore", "pipe", "inherit"],
+        timeout: 60 * 60_000,
+    });
+    if (r.status !== 0)
+        throw new Error(`scripts/build-k8s.sh failed (exit ${r.status ?? r.signal}); see its output above`);
     const bin = r.stdout.trim().split("\n").pop()!;
-    if (!fs.existsSync(path.join(bin, "pulumi-resource-kubernetes"))) throw new Error(`scripts/build-k8s.sh printed ${bin}, which has no pulumi-resource-kubernetes`);
+    if (!fs.existsSync(path.join(bin, "pulumi-resource-kubernetes")))
+        throw new Error(`scripts/build-k8s.sh printed ${bin}, which has no pulumi-resource-kubernetes`);
     return bin;
 }
 
@@ -49,41 +55,87 @@ export function startKubeCluster(opts: { owner?: number; dir?: string } = {}): K
     const bin = process.env.EGRESS_K8S_BIN || buildKubeBinaries();
     const dir = opts.dir ?? fs.mkdtempSync(path.join(os.tmpdir(), "egress-k8s-"));
     const started = Date.now();
-    const r = cp.spawnSync("bash", [path.join(SCRIPTS, "k8s-cluster.sh"), "start", dir, "--owner", String(opts.owner ?? process.pid)], {
-        encoding: "utf8", stdio: ["ignore", "pipe", "inherit"], timeout: 180_000, env: { ...process.env, EGRESS_K8S_BIN: bin },
-    });
-    if (r.status !== 0) throw new Error(`scripts/k8s-cluster.sh start failed (exit ${r.status ?? r.signal}); see its output above`);
+    const r = cp.spawnSync(
+        "bash",
+        [path.join(SCRIPTS, "k8s-cluster.sh"), "start", dir, "--owner", String(opts.owner ?? process.pid)],
+        {
+            encoding: "utf8",
+            stdio: ["ignore", "pipe", "inherit"],
+            timeout: 180_000,
+            env: { ...process.env, EGRESS_K8S_BIN: bin },
+        },
+    );
+    if (r.status !== 0)
+        throw new Error(`scripts/k8s-cluster.sh start failed (exit ${r.status ?? r.signal}); see its output above`);
     const startMs = Date.now() - started;
-    const env = Object.fromEntries(fs.readFileSync(path.join(dir, "cluster.env"), "utf8").trim().split("\n").map((l) => [l.slice(0, l.indexOf("=")), l.slice(l.indexOf("=") + 1)]));
+    const env = Object.fromEntries(
+        fs
+            .readFileSync(path.join(dir, "cluster.env"), "utf8")
+            .trim()
+            .split("\n")
+            .map((l) => [l.slice(0, l.indexOf("=")), l.slice(l.indexOf("=") + 1)]),
+    );
     const ca = fs.readFileSync(path.join(dir, "pki", "serving.crt"));
     // The engine (and so the kubernetes provider plugin) inherits this PATH.
-    if (!(process.env.PATH ?? "").split(path.delimiter).includes(bin)) process.env.PATH = `${bin}${path.delimiter}${process.env.PATH ?? ""}`;
+    if (!(process.env.PATH ?? "").split(path.delimiter).includes(bin))
+        process.env.PATH = `${bin}${path.delimiter}${process.env.PATH ?? ""}`;
 
-    const api: KubeCluster["api"] = (method, route, body, token = env.ADMIN_TOKEN) => new Promise((resolve, reject) => {
-        const data = body === undefined ? undefined : JSON.stringify(body);
-        const req = https.request(`${env.SERVER}${route}`, {
-            method, ca, timeout: 30_000,
-            headers: { authorization: `Bearer ${token}`, accept: "application/json", ...(data ? { "content-type": method === "PATCH" ? "application/merge-patch+json" : "application/json" } : {}) },
-        }, (res) => {
-            let text = "";
-            res.setEncoding("utf8");
-            res.on("data", (c) => (text += c));
-            res.on("end", () => {
-                let parsed: any = text;
-                try { parsed = JSON.parse(text); } catch { /* not JSON: keep the text */ }
-                resolve({ status: res.statusCode ?? 0, body: parsed });
-            });
+    const api: KubeCluster["api"] = (method, route, body, token = env.ADMIN_TOKEN) =>
+        new Promise((resolve, reject) => {
+            const data = body === undefined ? undefined : JSON.stringify(body);
+            const req = https.request(
+                `${env.SERVER}${route}`,
+                {
+                    method,
+                    ca,
+                    timeout: 30_000,
+                    headers: {
+                        authorization: `Bearer ${token}`,
+                        accept: "application/json",
+                        ...(data
+                            ? {
+                                  "content-type":
+                                      method === "PATCH" ? "application/merge-patch+json" : "application/json",
+                              }
+                            : {}),
+                    },
+                },
+                (res) => {
+                    let text = "";
+                    res.setEncoding("utf8");
+                    res.on("data", (c) => (text += c));
+                    res.on("end", () => {
+                        let parsed: any = text;
+                        try {
+                            parsed = JSON.parse(text);
+                        } catch {
+                            /* not JSON: keep the text */
+                        }
+                        resolve({ status: res.statusCode ?? 0, body: parsed });
+                    });
+                },
+            );
+            req.on("timeout", () => req.destroy(new Error(`${method} ${route} timed out`)));
+            req.on("error", reject);
+            req.end(data);
         });
-        req.on("timeout", () => req.destroy(new Error(`${method} ${route} timed out`)));
-        req.on("error", reject);
-        req.end(data);
-    });
 
     return {
-        dir, kubeconfig: env.KUBECONFIG, server: env.SERVER, adminToken: env.ADMIN_TOKEN, bin, startMs, api,
+        dir,
+        kubeconfig: env.KUBECONFIG,
+        server: env.SERVER,
+        adminToken: env.ADMIN_TOKEN,
+        bin,
+        startMs,
+        api,
         async createNamespace(name) {
-            const r = await api("POST", "/api/v1/namespaces", { apiVersion: "v1", kind: "Namespace", metadata: { name } });
-            if (r.status !== 201) throw new Error(`creating namespace ${name}: HTTP ${r.status} ${JSON.stringify(r.body)}`);
+            const r = await api("POST", "/api/v1/namespaces", {
+                apiVersion: "v1",
+                kind: "Namespace",
+                metadata: { name },
+            });
+            if (r.status !== 201)
+                throw new Error(`creating namespace ${name}: HTTP ${r.status} ${JSON.stringify(r.body)}`);
         },
         kubeconfigWithToken(token) {
             const file = path.join(dir, `kubeconfig-${token.slice(0, 8)}`);
@@ -91,11 +143,24 @@ export function startKubeCluster(opts: { owner?: number; dir?: string } = {}): K
             fs.writeFileSync(file, text, { mode: 0o600 });
             return file;
         },
-        pids: () => fs.readdirSync("/proc").filter((d) => /^\d+$/.test(d)).filter((p) => {
-            try { return fs.readFileSync(`/proc/${p}/cmdline`, "utf8").includes(dir); } catch { return false; }
-        }).map(Number),
+        pids: () =>
+            fs
+                .readdirSync("/proc")
+                .filter((d) => /^\d+$/.test(d))
+                .filter((p) => {
+                    try {
+                        return fs.readFileSync(`/proc/${p}/cmdline`, "utf8").includes(dir);
+                    } catch {
+                        return false;
+                    }
+                })
+                .map(Number),
         stop() {
-            const s = cp.spawnSync("bash", [path.join(SCRIPTS, "k8s-cluster.sh"), "stop", dir], { encoding: "utf8", stdio: ["ignore", "inherit", "inherit"], timeout: 60_000 });
+            const s = cp.spawnSync("bash", [path.join(SCRIPTS, "k8s-cluster.sh"), "stop", dir], {
+                encoding: "utf8",
+                stdio: ["ignore", "inherit", "inherit"],
+                timeout: 60_000,
+            });
             if (s.status !== 0) throw new Error(`scripts/k8s-cluster.sh stop failed (exit ${s.status ?? s.signal})`);
             fs.rmSync(dir, { recursive: true, force: true });
         },

@@ -20,14 +20,23 @@ export const BEFORE_COMPONENTS_COMMIT = "6df416d";
 
 function run(cmd: string, args: string[], cwd: string): void {
     const r = cp.spawnSync(cmd, args, { cwd, encoding: "utf8", timeout: 600_000, maxBuffer: 64 << 20, shell: false });
-    if (r.status !== 0) throw new Error(`${cmd} ${args.join(" ")} (in ${cwd}) exited ${r.status ?? r.signal}: ${r.error?.message ?? ""}${r.stderr}${r.stdout}`.slice(0, 4000));
+    if (r.status !== 0)
+        throw new Error(
+            `${cmd} ${args.join(" ")} (in ${cwd}) exited ${r.status ?? r.signal}: ${r.error?.message ?? ""}${r.stderr}${r.stdout}`.slice(
+                0,
+                4000,
+            ),
+        );
 }
 
 /** The root (with dist/src/cli.js) of the release at `commit`, built on first use (~1 min on 2 cores). */
 export function releaseAt(commit: string): string {
     // One build per checkout: it links the checkout's node_modules, which must outlive it (a build shared
     // across checkouts dangled once the checkout that made it was removed).
-    const root = path.join(os.tmpdir(), `egress-legacy-${commit}-${crypto.createHash("sha256").update(PACKAGE_ROOT).digest("hex").slice(0, 8)}`);
+    const root = path.join(
+        os.tmpdir(),
+        `egress-legacy-${commit}-${crypto.createHash("sha256").update(PACKAGE_ROOT).digest("hex").slice(0, 8)}`,
+    );
     if (fs.existsSync(path.join(root, "dist", "src", "cli.js"))) return root;
     // Built beside, then renamed: two test files building at once never see a half-built tree.
     const tmp = `${root}.build-${process.pid}`;
@@ -42,7 +51,11 @@ export function releaseAt(commit: string): string {
     const own = JSON.parse(fs.readFileSync(path.join(tmp, "tsconfig.json"), "utf8")) as { include: string[] };
     const include = own.include.filter((g) => !/^(test|bench|clients)\//.test(g));
     fs.writeFileSync(path.join(tmp, "tsconfig.legacy.json"), JSON.stringify({ extends: "./tsconfig.json", include }));
-    run(process.execPath, [path.join(PACKAGE_ROOT, "node_modules", "typescript", "bin", "tsc"), "-p", "tsconfig.legacy.json"], tmp);
+    run(
+        process.execPath,
+        [path.join(PACKAGE_ROOT, "node_modules", "typescript", "bin", "tsc"), "-p", "tsconfig.legacy.json"],
+        tmp,
+    );
     try {
         fs.renameSync(tmp, root);
     } catch (e) {
@@ -53,7 +66,16 @@ export function releaseAt(commit: string): string {
 }
 
 /** Runs the release at `commit` (default: the one before installation ids) as `egress <args>` on a project, as cli() in processes.ts does for this one. */
-export function legacyCli(p: ProcProject, args: string[], timeoutMs = 240_000, commit = LEGACY_COMMIT): { code: number; stdout: string; stderr: string } {
-    const r = cp.spawnSync(process.execPath, [path.join(releaseAt(commit), "dist", "src", "cli.js"), ...args, "--stack", p.stack, "--cwd", p.dir], { env: p.env, encoding: "utf8", timeout: timeoutMs });
+export function legacyCli(
+    p: ProcProject,
+    args: string[],
+    timeoutMs = 240_000,
+    commit = LEGACY_COMMIT,
+): { code: number; stdout: string; stderr: string } {
+    const r = cp.spawnSync(
+        process.execPath,
+        [path.join(releaseAt(commit), "dist", "src", "cli.js"), ...args, "--stack", p.stack, "--cwd", p.dir],
+        { env: p.env, encoding: "utf8", timeout: timeoutMs },
+    );
     return { code: r.status ?? -1, stdout: r.stdout, stderr: r.stderr };
 }

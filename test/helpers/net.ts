@@ -2,13 +2,19 @@ import * as http from "node:http";
 import * as net from "node:net";
 
 /** Starts `server` on a free port of 127.0.0.1; `close` also drops open (keep-alive, hanging) connections. */
-export async function listenLoopback(server: http.Server): Promise<{ port: number; url: string; close(): Promise<void> }> {
+export async function listenLoopback(
+    server: http.Server,
+): Promise<{ port: number; url: string; close(): Promise<void> }> {
     await new Promise<void>((r) => server.listen(0, "127.0.0.1", r));
     const port = (server.address() as net.AddressInfo).port;
     return {
         port,
         url: `http://127.0.0.1:${port}`,
-        close: () => new Promise<void>((r) => { server.closeAllConnections(); server.close(() => r()); }),
+        close: () =>
+            new Promise<void>((r) => {
+                server.closeAllConnections();
+                server.close(() => r());
+            }),
     };
 }
 
@@ -23,20 +29,39 @@ export async function startTargetServer(): Promise<{ port: number; close(): Prom
 }
 
 /** A plain-HTTP request sent through a forward proxy (absolute-form request line). */
-export async function getViaProxy(proxyPort: number, url: string, timeoutMs = 5000): Promise<{ status: number; body: string }> {
+export async function getViaProxy(
+    proxyPort: number,
+    url: string,
+    timeoutMs = 5000,
+): Promise<{ status: number; body: string }> {
     const { status, body } = await requestViaProxy(proxyPort, url, {}, timeoutMs);
     return { status, body };
 }
 
 /** getViaProxy with request headers (e.g. Proxy-Authorization), answering the response headers too. */
-export function requestViaProxy(proxyPort: number, url: string, headers: Record<string, string> = {}, timeoutMs = 5000): Promise<{ status: number; body: string; headers: http.IncomingHttpHeaders }> {
+export function requestViaProxy(
+    proxyPort: number,
+    url: string,
+    headers: Record<string, string> = {},
+    timeoutMs = 5000,
+): Promise<{ status: number; body: string; headers: http.IncomingHttpHeaders }> {
     return new Promise((resolve, reject) => {
-        const req = http.request({ host: "127.0.0.1", port: proxyPort, method: "GET", path: url, headers: { host: new URL(url).host, ...headers }, timeout: timeoutMs }, (res) => {
-            let body = "";
-            res.setEncoding("utf8");
-            res.on("data", (c) => (body += c));
-            res.on("end", () => resolve({ status: res.statusCode ?? 0, body, headers: res.headers }));
-        });
+        const req = http.request(
+            {
+                host: "127.0.0.1",
+                port: proxyPort,
+                method: "GET",
+                path: url,
+                headers: { host: new URL(url).host, ...headers },
+                timeout: timeoutMs,
+            },
+            (res) => {
+                let body = "";
+                res.setEncoding("utf8");
+                res.on("data", (c) => (body += c));
+                res.on("end", () => resolve({ status: res.statusCode ?? 0, body, headers: res.headers }));
+            },
+        );
         req.on("timeout", () => req.destroy(new Error(`timeout via proxy ${proxyPort}`)));
         req.on("error", reject);
         req.end();
@@ -44,14 +69,27 @@ export function requestViaProxy(proxyPort: number, url: string, headers: Record<
 }
 
 /** Opens a CONNECT tunnel through the proxy and speaks HTTP/1.0 to the target inside it. */
-export function connectViaProxy(proxyPort: number, targetPort: number, path = "/tunnel", timeoutMs = 5000): Promise<{ connectStatus: number; body: string }> {
+export function connectViaProxy(
+    proxyPort: number,
+    targetPort: number,
+    path = "/tunnel",
+    timeoutMs = 5000,
+): Promise<{ connectStatus: number; body: string }> {
     return new Promise((resolve, reject) => {
-        const req = http.request({ host: "127.0.0.1", port: proxyPort, method: "CONNECT", path: `127.0.0.1:${targetPort}`, timeout: timeoutMs });
+        const req = http.request({
+            host: "127.0.0.1",
+            port: proxyPort,
+            method: "CONNECT",
+            path: `127.0.0.1:${targetPort}`,
+            timeout: timeoutMs,
+        });
         req.on("connect", (res, socket) => {
             let data = "";
             socket.setEncoding("utf8");
             socket.on("data", (c) => (data += c));
-            socket.on("end", () => resolve({ connectStatus: res.statusCode ?? 0, body: data.split("\r\n\r\n").slice(1).join("\r\n\r\n") }));
+            socket.on("end", () =>
+                resolve({ connectStatus: res.statusCode ?? 0, body: data.split("\r\n\r\n").slice(1).join("\r\n\r\n") }),
+            );
             socket.on("error", reject);
             socket.write(`GET ${path} HTTP/1.0\r\nHost: 127.0.0.1:${targetPort}\r\n\r\n`);
         });
@@ -66,7 +104,11 @@ export function connectViaProxy(proxyPort: number, targetPort: number, path = "/
  * server closes the connection (`closedByServer`), or after `waitMs` with whatever was answered by
  * then (a kept-alive connection). For requests node:http cannot or will not send.
  */
-export function rawHttp(port: number, request: string, waitMs = 5000): Promise<{ status: number; headers: Record<string, string>; body: string; closedByServer: boolean }> {
+export function rawHttp(
+    port: number,
+    request: string,
+    waitMs = 5000,
+): Promise<{ status: number; headers: Record<string, string>; body: string; closedByServer: boolean }> {
     return new Promise((resolve, reject) => {
         const socket = net.connect({ host: "127.0.0.1", port });
         let data = "";
@@ -74,7 +116,9 @@ export function rawHttp(port: number, request: string, waitMs = 5000): Promise<{
         const parse = () => {
             const [head, ...rest] = data.split("\r\n\r\n");
             const [statusLine, ...headerLines] = head.split("\r\n");
-            const headers = Object.fromEntries(headerLines.map((l) => [l.slice(0, l.indexOf(":")).toLowerCase(), l.slice(l.indexOf(":") + 1).trim()]));
+            const headers = Object.fromEntries(
+                headerLines.map((l) => [l.slice(0, l.indexOf(":")).toLowerCase(), l.slice(l.indexOf(":") + 1).trim()]),
+            );
             return { status: Number(statusLine.split(" ")[1]), headers, body: rest.join("\r\n\r\n"), closedByServer };
         };
         socket.setEncoding("utf8");
@@ -88,7 +132,8 @@ export function rawHttp(port: number, request: string, waitMs = 5000): Promise<{
         socket.setTimeout(waitMs, () => {
             socket.destroy();
             const r = parse();
-            if (r.status) resolve(r); // answered, connection kept open (keep-alive)
+            if (r.status)
+                resolve(r); // answered, connection kept open (keep-alive)
             else reject(new Error(`no answer within ${waitMs} ms`));
         });
         socket.write(request);

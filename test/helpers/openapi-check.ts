@@ -22,7 +22,8 @@ function resolve(doc: OpenApiDoc, s: Schema): Schema {
     return s;
 }
 
-const typeOf = (v: unknown) => (v === null ? "null" : Array.isArray(v) ? "array" : Number.isInteger(v) ? "integer" : typeof v);
+const typeOf = (v: unknown) =>
+    v === null ? "null" : Array.isArray(v) ? "array" : Number.isInteger(v) ? "integer" : typeof v;
 
 /** Problems of `value` against `schema`, each with its JSON path; empty when it validates. */
 export function validate(doc: OpenApiDoc, schema: Schema, value: unknown, at = "$"): string[] {
@@ -39,7 +40,8 @@ export function validate(doc: OpenApiDoc, schema: Schema, value: unknown, at = "
     if (s.type) {
         const types: string[] = Array.isArray(s.type) ? s.type : [s.type];
         const t = typeOf(value);
-        if (!types.includes(t) && !(t === "integer" && types.includes("number"))) return [`${at}: expected ${types.join("|")}, got ${t}`];
+        if (!types.includes(t) && !(t === "integer" && types.includes("number")))
+            return [`${at}: expected ${types.join("|")}, got ${t}`];
     }
     if (typeof value === "string") {
         if (s.minLength !== undefined && value.length < s.minLength) out.push(`${at}: shorter than ${s.minLength}`);
@@ -55,8 +57,13 @@ export function validate(doc: OpenApiDoc, schema: Schema, value: unknown, at = "
         for (const k of s.required ?? []) if (!(k in obj)) out.push(`${at}.${k}: required`);
         for (const [k, v] of Object.entries(obj)) {
             if (s.properties?.[k]) out.push(...validate(doc, s.properties[k], v, `${at}.${k}`));
-            else if (s.additionalProperties && typeof s.additionalProperties === "object") out.push(...validate(doc, s.additionalProperties, v, `${at}.${k}`));
-            else if (s.type === "object" && !(s.additionalProperties === true || (s.additionalProperties === undefined && !s.properties))) out.push(`${at}.${k}: not in the document`);
+            else if (s.additionalProperties && typeof s.additionalProperties === "object")
+                out.push(...validate(doc, s.additionalProperties, v, `${at}.${k}`));
+            else if (
+                s.type === "object" &&
+                !(s.additionalProperties === true || (s.additionalProperties === undefined && !s.properties))
+            )
+                out.push(`${at}.${k}: not in the document`);
         }
     }
     return out;
@@ -66,14 +73,26 @@ export function validate(doc: OpenApiDoc, schema: Schema, value: unknown, at = "
  * The response of `method path` with `status` as documented, or a problem: no such operation, an
  * undocumented status, or no schema for the content type.
  */
-export function responseSchema(doc: OpenApiDoc, method: string, path: string, status: number, contentType: string): { op: string; schema?: Schema; itemSchema?: Schema } | { problem: string } {
+export function responseSchema(
+    doc: OpenApiDoc,
+    method: string,
+    path: string,
+    status: number,
+    contentType: string,
+): { op: string; schema?: Schema; itemSchema?: Schema } | { problem: string } {
     const t = templateOf(doc, path);
     const op = t && doc.paths[t][method.toLowerCase()];
     if (!op) return { problem: `${method} ${path}: not in the document` };
     const res = op.responses[String(status)];
-    if (!res) return { problem: `${method} ${t}: status ${status} is not documented (documented: ${Object.keys(op.responses).join(", ")})` };
+    if (!res)
+        return {
+            problem: `${method} ${t}: status ${status} is not documented (documented: ${Object.keys(op.responses).join(", ")})`,
+        };
     const type = contentType.split(";")[0].trim();
     const media = res.content?.[type];
-    if (!media) return { problem: `${method} ${t} ${status}: content type ${type} is not documented (documented: ${Object.keys(res.content ?? {}).join(", ") || "none"})` };
+    if (!media)
+        return {
+            problem: `${method} ${t} ${status}: content type ${type} is not documented (documented: ${Object.keys(res.content ?? {}).join(", ") || "none"})`,
+        };
     return { op: op.operationId, schema: media.schema, itemSchema: media.itemSchema };
 }

@@ -31,7 +31,8 @@ export interface ProcProject {
 /** A project whose every egress process (service, CLI, engine) is isolated from the developer's. */
 export function procProject(stack: string, config: object, extraEnv: Record<string, string> = {}): ProcProject {
     const bin = engineHome().binDir;
-    for (const b of ["pulumi", "egress-supervise"]) if (!fs.existsSync(path.join(bin, b))) throw new Error(`${bin}/${b} is missing: run \`npm run setup\``);
+    for (const b of ["pulumi", "egress-supervise"])
+        if (!fs.existsSync(path.join(bin, b))) throw new Error(`${bin}/${b} is missing: run \`npm run setup\``);
     const dir = fs.mkdtempSync(path.join(os.tmpdir(), "egress-proc-"));
     const home = path.join(dir, ".egress");
     fs.mkdirSync(home);
@@ -55,7 +56,11 @@ export function procProject(stack: string, config: object, extraEnv: Record<stri
         ...extraEnv,
     };
     return {
-        dir, stack, home, backendDir, env,
+        dir,
+        stack,
+        home,
+        backendDir,
+        env,
         stateDir: path.join(home, "run", "local", stack),
         setReplicas(pool, n) {
             const doc = YAML.parse(fs.readFileSync(file, "utf8"));
@@ -67,8 +72,16 @@ export function procProject(stack: string, config: object, extraEnv: Record<stri
 }
 
 /** Runs `egress <args>` to completion. */
-export function cli(p: ProcProject, args: string[], timeoutMs = 120_000): { code: number; stdout: string; stderr: string } {
-    const r = cp.spawnSync(process.execPath, [CLI, ...args, "--stack", p.stack, "--cwd", p.dir], { env: p.env, encoding: "utf8", timeout: timeoutMs });
+export function cli(
+    p: ProcProject,
+    args: string[],
+    timeoutMs = 120_000,
+): { code: number; stdout: string; stderr: string } {
+    const r = cp.spawnSync(process.execPath, [CLI, ...args, "--stack", p.stack, "--cwd", p.dir], {
+        env: p.env,
+        encoding: "utf8",
+        timeout: timeoutMs,
+    });
     return { code: r.status ?? -1, stdout: r.stdout, stderr: r.stderr };
 }
 
@@ -76,7 +89,11 @@ export function cli(p: ProcProject, args: string[], timeoutMs = 120_000): { code
  * Runs `egress <args>` to completion without blocking this process: for tests whose own servers (an
  * image server, an SSH relay) the command talks to. Killed with SIGKILL after `timeoutMs`.
  */
-export async function cliAsync(p: ProcProject, args: string[], timeoutMs = 300_000): Promise<{ code: number; stdout: string; stderr: string }> {
+export async function cliAsync(
+    p: ProcProject,
+    args: string[],
+    timeoutMs = 300_000,
+): Promise<{ code: number; stdout: string; stderr: string }> {
     const c = spawnCli(p, args);
     let stdout = "";
     let stderr = "";
@@ -101,7 +118,12 @@ export interface ServeProcess {
     /** The same lines parsed: every one is a JSON object (a line that is not fails the test, see `jsonLines`). */
     entries: Record<string, any>[];
     /** An API call with the admin token of EGRESS_TOKENS, or `token`. */
-    call(method: string, route: string, body?: unknown, token?: string): Promise<{ status: number; body: any; headers: http.IncomingHttpHeaders }>;
+    call(
+        method: string,
+        route: string,
+        body?: unknown,
+        token?: string,
+    ): Promise<{ status: number; body: any; headers: http.IncomingHttpHeaders }>;
     /** Resolves when the process has exited and both its streams are read to the end. */
     exited: Promise<number | null>;
 }
@@ -119,7 +141,12 @@ export function killServices(): void {
  * service: it is reported to `onBadLine` (the caller fails), never skipped. A last line without its
  * newline still counts. Resolves when the stream ended.
  */
-export function jsonLines(stream: NodeJS.ReadableStream, name: string, onEntry: (entry: Record<string, any>, line: string) => void, onBadLine: (e: Error) => void): Promise<void> {
+export function jsonLines(
+    stream: NodeJS.ReadableStream,
+    name: string,
+    onEntry: (entry: Record<string, any>, line: string) => void,
+    onBadLine: (e: Error) => void,
+): Promise<void> {
     let buf = "";
     const take = (line: string) => {
         if (line === "") return onBadLine(new Error(`egress serve wrote an empty line on ${name}`));
@@ -129,7 +156,10 @@ export function jsonLines(stream: NodeJS.ReadableStream, name: string, onEntry: 
         } catch {
             /* judged below */
         }
-        if (o === null || typeof o !== "object" || Array.isArray(o)) return onBadLine(new Error(`egress serve wrote a line on ${name} that is not a JSON object: ${JSON.stringify(line)}`));
+        if (o === null || typeof o !== "object" || Array.isArray(o))
+            return onBadLine(
+                new Error(`egress serve wrote a line on ${name} that is not a JSON object: ${JSON.stringify(line)}`),
+            );
         onEntry(o as Record<string, any>, line);
     };
     stream.setEncoding("utf8");
@@ -141,10 +171,12 @@ export function jsonLines(stream: NodeJS.ReadableStream, name: string, onEntry: 
             buf = buf.slice(i + 1);
         }
     });
-    return new Promise((resolve) => stream.once("end", () => {
-        if (buf) take(buf);
-        resolve();
-    }));
+    return new Promise((resolve) =>
+        stream.once("end", () => {
+            if (buf) take(buf);
+            resolve();
+        }),
+    );
 }
 
 /**
@@ -155,7 +187,18 @@ export function jsonLines(stream: NodeJS.ReadableStream, name: string, onEntry: 
 export async function serve(p: ProcProject, extraArgs: string[] = []): Promise<ServeProcess> {
     // No self-healing unless a test asks for it: these tests kill things on purpose and check what follows.
     // No gateway either: its default port 8888 is one for the whole machine, and tests run side by side.
-    const child = spawnCli(p, ["serve", "--port", "0", "--probe-interval", "1", "--reconcile-interval", "0", "--gateway-port", "0", ...extraArgs]);
+    const child = spawnCli(p, [
+        "serve",
+        "--port",
+        "0",
+        "--probe-interval",
+        "1",
+        "--reconcile-interval",
+        "0",
+        "--gateway-port",
+        "0",
+        ...extraArgs,
+    ]);
     running.add(child);
     child.once("exit", () => running.delete(child));
     const logs: string[] = [];
@@ -173,30 +216,63 @@ export async function serve(p: ProcProject, extraArgs: string[] = []): Promise<S
         entries.push(o);
         if (o.msg === "egress service ready") ready?.(o.url);
     };
-    const streams = Promise.all([jsonLines(child.stdout, "stdout", onEntry, bad), jsonLines(child.stderr, "stderr", onEntry, bad)]);
+    const streams = Promise.all([
+        jsonLines(child.stdout, "stdout", onEntry, bad),
+        jsonLines(child.stderr, "stderr", onEntry, bad),
+    ]);
     const exited = new Promise<number | null>((r) => child.once("exit", (code) => void streams.then(() => r(code))));
     const url = await new Promise<string>((resolve, reject) => {
         ready = resolve;
         starting = reject;
-        exited.then((code) => reject(new Error(`egress serve exited with ${code} before it was ready:\n${logs.join("\n")}`)));
+        exited.then((code) =>
+            reject(new Error(`egress serve exited with ${code} before it was ready:\n${logs.join("\n")}`)),
+        );
     });
     starting = undefined;
     // A fresh connection per call: a kept-alive socket the server closes while idle (the test spends
     // seconds in CLI checks between calls) would fail the next request for reasons beside the point.
-    const call = (method: string, route: string, body?: unknown, token = ADMIN_TOKEN) => new Promise<{ status: number; body: any; headers: http.IncomingHttpHeaders }>((resolve, reject) => {
-        const data = body === undefined ? undefined : JSON.stringify(body);
-        const req = http.request(`${url}${route}`, { method, agent: false, headers: { authorization: `Bearer ${token}`, "content-type": "application/json" } }, (res) => {
-            let text = "";
-            res.setEncoding("utf8").on("data", (d) => (text += d)).on("end", () => resolve({ status: res.statusCode ?? 0, body: text ? JSON.parse(text) : undefined, headers: res.headers }));
+    const call = (method: string, route: string, body?: unknown, token = ADMIN_TOKEN) =>
+        new Promise<{ status: number; body: any; headers: http.IncomingHttpHeaders }>((resolve, reject) => {
+            const data = body === undefined ? undefined : JSON.stringify(body);
+            const req = http.request(
+                `${url}${route}`,
+                {
+                    method,
+                    agent: false,
+                    headers: { authorization: `Bearer ${token}`, "content-type": "application/json" },
+                },
+                (res) => {
+                    let text = "";
+                    res.setEncoding("utf8")
+                        .on("data", (d) => (text += d))
+                        .on("end", () =>
+                            resolve({
+                                status: res.statusCode ?? 0,
+                                body: text ? JSON.parse(text) : undefined,
+                                headers: res.headers,
+                            }),
+                        );
+                },
+            );
+            req.on("error", (e) =>
+                reject(
+                    new Error(
+                        `${method} ${route}: ${e.message}; service (exit ${child.exitCode}) logged:\n${logs.slice(-15).join("\n")}`,
+                    ),
+                ),
+            );
+            req.end(data);
         });
-        req.on("error", (e) => reject(new Error(`${method} ${route}: ${e.message}; service (exit ${child.exitCode}) logged:\n${logs.slice(-15).join("\n")}`)));
-        req.end(data);
-    });
     return { child, url, logs, entries, call, exited };
 }
 
 /** Polls until `fn` returns a truthy value (returned), or fails naming `what`. */
-export async function until<T>(what: string, fn: () => T | Promise<T>, timeoutMs = 60_000, everyMs = 25): Promise<NonNullable<T>> {
+export async function until<T>(
+    what: string,
+    fn: () => T | Promise<T>,
+    timeoutMs = 60_000,
+    everyMs = 25,
+): Promise<NonNullable<T>> {
     const deadline = Date.now() + timeoutMs;
     for (;;) {
         const v = await fn();
@@ -208,10 +284,15 @@ export async function until<T>(what: string, fn: () => T | Promise<T>, timeoutMs
 
 /** Waits until operation `id` settled and returns it. */
 export async function settledOp(svc: ServeProcess, id: string, timeoutMs = 120_000, token?: string): Promise<any> {
-    return until(`operation ${id} to settle`, async () => {
-        const op = (await svc.call("GET", `/v1/operations/${id}`, undefined, token)).body.operation;
-        return op.status !== "queued" && op.status !== "running" ? op : undefined;
-    }, timeoutMs, 100);
+    return until(
+        `operation ${id} to settle`,
+        async () => {
+            const op = (await svc.call("GET", `/v1/operations/${id}`, undefined, token)).body.operation;
+            return op.status !== "queued" && op.status !== "running" ? op : undefined;
+        },
+        timeoutMs,
+        100,
+    );
 }
 
 function readProc(pid: string, file: string): string | undefined {
@@ -242,5 +323,7 @@ export function engineProcessesOf(ownerPid: number): { pid: number; command: str
 export function backendLockFiles(p: ProcProject): string[] {
     const root = path.join(p.backendDir, ".pulumi", "locks");
     if (!fs.existsSync(root)) return [];
-    return (fs.readdirSync(root, { recursive: true }) as string[]).filter((f) => f.endsWith(".json") || f.endsWith(".attrs"));
+    return (fs.readdirSync(root, { recursive: true }) as string[]).filter(
+        (f) => f.endsWith(".json") || f.endsWith(".attrs"),
+    );
 }

@@ -16,16 +16,21 @@ export const OFFLINE_ENV = { PULUMI_DISABLE_AUTOMATIC_PLUGIN_ACQUISITION: "true"
  * local-proxy state dir, so tests never touch the developer's `dev` stack. Uses the real CLI that
  * `npm run setup` built into .egress/bin, and fails loudly when it is missing.
  */
-export function tempProject(stack: string, config: object): { dir: string; driver: StackDriver; env: Record<string, string>; writeConfig(c: object): void; cleanup(): void } {
+export function tempProject(
+    stack: string,
+    config: object,
+): { dir: string; driver: StackDriver; env: Record<string, string>; writeConfig(c: object): void; cleanup(): void } {
     const dir = fs.mkdtempSync(path.join(os.tmpdir(), "egress-test-"));
     const home = engineHome();
-    if (!fs.existsSync(path.join(home.binDir, "pulumi"))) throw new Error(`the Pulumi CLI is missing at ${home.binDir}/pulumi: run \`npm run setup\``);
+    if (!fs.existsSync(path.join(home.binDir, "pulumi")))
+        throw new Error(`the Pulumi CLI is missing at ${home.binDir}/pulumi: run \`npm run setup\``);
     // Same project as egress's own, minus `main` (the CLI checks it exists; inline runs don't use it).
     const settings = YAML.parse(fs.readFileSync(path.join(PACKAGE_ROOT, "Pulumi.yaml"), "utf8"));
     delete settings.main;
     fs.writeFileSync(path.join(dir, "Pulumi.yaml"), YAML.stringify(settings));
     fs.mkdirSync(path.join(dir, "stacks"));
-    const writeConfig = (c: object) => fs.writeFileSync(path.join(dir, "stacks", `Pulumi.${stack}.yaml`), YAML.stringify({ config: c }));
+    const writeConfig = (c: object) =>
+        fs.writeFileSync(path.join(dir, "stacks", `Pulumi.${stack}.yaml`), YAML.stringify({ config: c }));
     writeConfig(config);
     const env = {
         ...OFFLINE_ENV,
@@ -39,11 +44,15 @@ export function tempProject(stack: string, config: object): { dir: string; drive
 
 /** pids of processes whose argv mentions `text` (a run dir or state dir: how tests find their proxies). */
 export function pidsMentioning(text: string): number[] {
-    return fs.readdirSync("/proc").filter((d) => /^\d+$/.test(d)).filter((pid) => {
-        try {
-            return fs.readFileSync(`/proc/${pid}/cmdline`, "utf8").includes(text);
-        } catch {
-            return false;
-        }
-    }).map(Number);
+    return fs
+        .readdirSync("/proc")
+        .filter((d) => /^\d+$/.test(d))
+        .filter((pid) => {
+            try {
+                return fs.readFileSync(`/proc/${pid}/cmdline`, "utf8").includes(text);
+            } catch {
+                return false;
+            }
+        })
+        .map(Number);
 }

@@ -45,42 +45,75 @@ async function answersPing(port: number, password: string, timeoutMs: number): P
             s.on("connect", () => s.write(`AUTH ${password}\r\nPING\r\n`));
             s.on("data", (d) => {
                 got += d;
-                if (got.includes("+PONG")) { s.destroy(); resolve(true); }
+                if (got.includes("+PONG")) {
+                    s.destroy();
+                    resolve(true);
+                }
             });
             s.on("error", () => resolve(false));
-            s.setTimeout(500, () => { s.destroy(); resolve(false); });
+            s.setTimeout(500, () => {
+                s.destroy();
+                resolve(false);
+            });
         });
         if (ok) return;
-        if (Date.now() > deadline) throw new Error(`redis-server on 127.0.0.1:${port} did not answer PING within ${timeoutMs} ms`);
+        if (Date.now() > deadline)
+            throw new Error(`redis-server on 127.0.0.1:${port} did not answer PING within ${timeoutMs} ms`);
         await new Promise((r) => setTimeout(r, 50));
     }
 }
 
 export async function startRedis(opts: { aof?: boolean } = {}): Promise<TestRedis> {
     ensureTestPackages();
-    if (!fs.existsSync(BIN)) throw new Error(`${BIN} is missing: scripts/install-test-deps.sh installs Debian's redis-server`);
+    if (!fs.existsSync(BIN))
+        throw new Error(`${BIN} is missing: scripts/install-test-deps.sh installs Debian's redis-server`);
     const dir = fs.mkdtempSync(path.join(os.tmpdir(), "egress-redis-"));
     const port = await freePort();
     const password = `pw-${Math.random().toString(36).slice(2)}-secret`;
     const persistence = opts.aof ? ["--appendonly", "yes", "--appendfsync", "always"] : ["--appendonly", "no"];
-    const args = ["--port", String(port), "--bind", "127.0.0.1", "--save", "", ...persistence, "--dir", dir, "--requirepass", password, "--logfile", path.join(dir, "redis.log")];
+    const args = [
+        "--port",
+        String(port),
+        "--bind",
+        "127.0.0.1",
+        "--save",
+        "",
+        ...persistence,
+        "--dir",
+        dir,
+        "--requirepass",
+        password,
+        "--logfile",
+        path.join(dir, "redis.log"),
+    ];
     let child: cp.ChildProcess | undefined;
     const start = async () => {
         child = cp.spawn(BIN, args, { stdio: "ignore" });
         const c = child;
-        const exited = new Promise<never>((_, reject) => c.once("exit", (code) => reject(new Error(`redis-server exited with ${code} at start; its log:\n${readLog(dir)}`))));
+        const exited = new Promise<never>((_, reject) =>
+            c.once("exit", (code) =>
+                reject(new Error(`redis-server exited with ${code} at start; its log:\n${readLog(dir)}`)),
+            ),
+        );
         await Promise.race([answersPing(port, password, 10_000), exited]);
         c.removeAllListeners("exit");
     };
     const kill = async () => {
         const c = child;
         if (!c || c.exitCode !== null || c.signalCode !== null) return;
-        await new Promise((r) => { c.once("exit", r); c.kill("SIGKILL"); });
+        await new Promise((r) => {
+            c.once("exit", r);
+            c.kill("SIGKILL");
+        });
     };
     await start();
     return {
-        port, password, dir, url: `redis://:${password}@127.0.0.1:${port}`,
-        start, kill,
+        port,
+        password,
+        dir,
+        url: `redis://:${password}@127.0.0.1:${port}`,
+        start,
+        kill,
         async cleanup() {
             await kill();
             fs.rmSync(dir, { recursive: true, force: true });

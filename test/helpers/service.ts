@@ -18,7 +18,11 @@ export type TestService = RunningService & {
     runDir: string;
     logs: string[];
     /** fetch against the service with a token (default admin) and a JSON body. */
-    call(method: string, route: string, opts?: { token?: string | null; body?: unknown; raw?: string; headers?: Record<string, string> }): Promise<{ status: number; headers: Headers; body: any }>;
+    call(
+        method: string,
+        route: string,
+        opts?: { token?: string | null; body?: unknown; raw?: string; headers?: Record<string, string> },
+    ): Promise<{ status: number; headers: Headers; body: any }>;
     restart(extra?: Partial<ServeOptions>): Promise<void>;
     /** Stops the service only (the project, its state and proxies stay): a crash, as far as the next start can tell. */
     stop(): Promise<void>;
@@ -32,18 +36,49 @@ export async function startTestService(config: object, extra: Partial<ServeOptio
     const project = tempProject("svc", config);
     const runDir = path.join(project.dir, "run");
     const tokensFile = path.join(project.dir, "tokens.json");
-    const scopes: Record<keyof typeof TOKENS, string[]> = { admin: ["admin"], discover: ["discover"], lease: ["lease"], scale: ["scale"] };
-    fs.writeFileSync(tokensFile, JSON.stringify({ tokens: Object.entries(TOKENS).map(([name, t]) => ({ name, sha256: sha256(t).toString("hex"), scopes: scopes[name as keyof typeof TOKENS] })) }));
+    const scopes: Record<keyof typeof TOKENS, string[]> = {
+        admin: ["admin"],
+        discover: ["discover"],
+        lease: ["lease"],
+        scale: ["scale"],
+    };
+    fs.writeFileSync(
+        tokensFile,
+        JSON.stringify({
+            tokens: Object.entries(TOKENS).map(([name, t]) => ({
+                name,
+                sha256: sha256(t).toString("hex"),
+                scopes: scopes[name as keyof typeof TOKENS],
+            })),
+        }),
+    );
     const logs: string[] = [];
     const log = createLogger({ level: "debug", destination: { write: (s: string) => void logs.push(s) } });
-    const options: ServeOptions = { projectRoot: project.dir, stack: "svc", port: 0, tokensFile, engineEnv: project.env, runDir, log, probeIntervalMs: 300, providerCheckIntervalMs: 1000,
+    const options: ServeOptions = {
+        projectRoot: project.dir,
+        stack: "svc",
+        port: 0,
+        tokensFile,
+        engineEnv: project.env,
+        runDir,
+        log,
+        probeIntervalMs: 300,
+        providerCheckIntervalMs: 1000,
         // Self-healing off unless a test turns it on (test/service/heal.test.ts): tests that kill a proxy
         // to watch it turn unhealthy must not see it repaired under them.
-        reconcileIntervalMs: 0, ...extra };
+        reconcileIntervalMs: 0,
+        ...extra,
+    };
     let svc = await startService(options);
     const t: TestService = Object.assign(Object.create(null), {
-        project, runDir, logs,
-        async call(method: string, route: string, opts: { token?: string | null; body?: unknown; raw?: string; headers?: Record<string, string> } = {}) {
+        project,
+        runDir,
+        logs,
+        async call(
+            method: string,
+            route: string,
+            opts: { token?: string | null; body?: unknown; raw?: string; headers?: Record<string, string> } = {},
+        ) {
             const headers: Record<string, string> = { ...(opts.headers ?? {}) };
             const token = opts.token === undefined ? TOKENS.admin : opts.token;
             if (token) headers.authorization = `Bearer ${token}`;
@@ -84,7 +119,12 @@ export async function startTestService(config: object, extra: Partial<ServeOptio
 }
 
 /** Polls `fn` until it returns a truthy value or the deadline passes (then throws with `what`). */
-export async function waitFor<T>(what: string, fn: () => Promise<T | undefined | false>, timeoutMs = 60_000, everyMs = 100): Promise<T> {
+export async function waitFor<T>(
+    what: string,
+    fn: () => Promise<T | undefined | false>,
+    timeoutMs = 60_000,
+    everyMs = 100,
+): Promise<T> {
     const deadline = Date.now() + timeoutMs;
     let last: unknown;
     while (Date.now() < deadline) {
@@ -101,10 +141,17 @@ export async function waitFor<T>(what: string, fn: () => Promise<T | undefined |
 
 /** Waits until an operation settles and returns it. */
 export async function settled(svc: TestService, opId: string): Promise<any> {
-    return waitFor(`operation ${opId}`, async () => {
-        const r = await svc.call("GET", `/v1/operations/${opId}`);
-        return ["succeeded", "failed", "interrupted"].includes(r.body.operation?.status) ? r.body.operation : undefined;
-    }, 120_000, 200);
+    return waitFor(
+        `operation ${opId}`,
+        async () => {
+            const r = await svc.call("GET", `/v1/operations/${opId}`);
+            return ["succeeded", "failed", "interrupted"].includes(r.body.operation?.status)
+                ? r.body.operation
+                : undefined;
+        },
+        120_000,
+        200,
+    );
 }
 
 /** Waits for the `up` the service queues at start (converge) and returns it settled. */

@@ -37,7 +37,23 @@ export async function startLoopbackSshd(dir: string, authorizedKeys: string[]): 
     fs.writeFileSync(path.join(dir, "authorized_keys"), authorizedKeys.map((k) => `${k}\n`).join(""));
     const port = await closedPort();
     const config = path.join(dir, "sshd_config");
-    fs.writeFileSync(config, [`Port ${port}`, "ListenAddress 127.0.0.1", `HostKey ${hostKeyFile}`, "PidFile none", `AuthorizedKeysFile ${dir}/authorized_keys`, "PermitRootLogin prohibit-password", "PasswordAuthentication no", "KbdInteractiveAuthentication no", "UsePAM no", "StrictModes no", "LogLevel VERBOSE", ""].join("\n"));
+    fs.writeFileSync(
+        config,
+        [
+            `Port ${port}`,
+            "ListenAddress 127.0.0.1",
+            `HostKey ${hostKeyFile}`,
+            "PidFile none",
+            `AuthorizedKeysFile ${dir}/authorized_keys`,
+            "PermitRootLogin prohibit-password",
+            "PasswordAuthentication no",
+            "KbdInteractiveAuthentication no",
+            "UsePAM no",
+            "StrictModes no",
+            "LogLevel VERBOSE",
+            "",
+        ].join("\n"),
+    );
     const sshd = cp.spawn("/usr/sbin/sshd", ["-D", "-e", "-f", config], { stdio: ["ignore", "ignore", "pipe"] });
     let log = "";
     sshd.stderr!.on("data", (d) => (log += d));

@@ -9,7 +9,16 @@ import * as fs from "node:fs";
 import { startKubeCluster } from "../helpers/kube-cluster";
 import { waitFor } from "../helpers/service";
 
-const names = (pids: number[]) => pids.map((p) => { try { return fs.readFileSync(`/proc/${p}/comm`, "utf8").trim(); } catch { return "?"; } }).sort();
+const names = (pids: number[]) =>
+    pids
+        .map((p) => {
+            try {
+                return fs.readFileSync(`/proc/${p}/comm`, "utf8").trim();
+            } catch {
+                return "?";
+            }
+        })
+        .sort();
 
 test("the owner dies (SIGKILL): the guard stops every part, etcd included", { timeout: 120_000 }, async (t) => {
     // The owner is killed in every outcome: a cluster that cannot start must not leave this file
@@ -19,7 +28,14 @@ test("the owner dies (SIGKILL): the guard stops every part, etcd included", { ti
     try {
         cluster = startKubeCluster({ owner: owner.pid });
         t.diagnostic(`cluster start (binaries cached): ${cluster.startMs} ms`);
-        assert.deepEqual(names(cluster.pids()), ["bash", "etcd", "kube-apiserver", "kube-controller", "kube-scheduler", "kwok"]);
+        assert.deepEqual(names(cluster.pids()), [
+            "bash",
+            "etcd",
+            "kube-apiserver",
+            "kube-controller",
+            "kube-scheduler",
+            "kwok",
+        ]);
         owner.kill("SIGKILL");
         const at = Date.now();
         await waitFor("no process of the cluster left", async () => cluster!.pids().length === 0, 30_000, 100);

@@ -23,26 +23,59 @@ function loopbackClusterNames(): void {
     (dns as any).lookup = (host: string, opts: any, cb?: any) => {
         if (typeof opts === "function") [cb, opts] = [opts, {}];
         if (!/\.svc\.cluster\.local\.?$/.test(host)) return (realLookup as any)(host, opts, cb);
-        const o = typeof opts === "number" ? { family: opts } : opts ?? {};
-        return process.nextTick(() => (o.all ? cb(null, [{ address: "127.0.0.2", family: 4 }]) : cb(null, "127.0.0.2", 4)));
+        const o = typeof opts === "number" ? { family: opts } : (opts ?? {});
+        return process.nextTick(() =>
+            o.all ? cb(null, [{ address: "127.0.0.2", family: 4 }]) : cb(null, "127.0.0.2", 4),
+        );
     };
 }
 
 const memberSel = (m: string) => encodeURIComponent(`egress-stack=svc,egress-member=${m}`);
-const deploymentsOf = async (m: string) => (await cluster.api("GET", `/apis/apps/v1/namespaces/${NS}/deployments?labelSelector=${memberSel(m)}`)).body.items as any[];
-const runningPodsOf = async (m: string) => ((await cluster.api("GET", `/api/v1/namespaces/${NS}/pods?labelSelector=${memberSel(m)}`)).body.items as any[])
-    .filter((p) => p.status.phase === "Running" && !p.metadata.deletionTimestamp);
-const healOps = async () => ((await svc.call("GET", "/v1/operations", { token: TOKENS.scale })).body.operations as any[]).filter((o) => o.kind === "heal");
+const deploymentsOf = async (m: string) =>
+    (await cluster.api("GET", `/apis/apps/v1/namespaces/${NS}/deployments?labelSelector=${memberSel(m)}`)).body
+        .items as any[];
+const runningPodsOf = async (m: string) =>
+    (
+        (await cluster.api("GET", `/api/v1/namespaces/${NS}/pods?labelSelector=${memberSel(m)}`)).body.items as any[]
+    ).filter((p) => p.status.phase === "Running" && !p.metadata.deletionTimestamp);
+const healOps = async () =>
+    ((await svc.call("GET", "/v1/operations", { token: TOKENS.scale })).body.operations as any[]).filter(
+        (o) => o.kind === "heal",
+    );
 
 before(async () => {
     loopbackClusterNames();
     cluster = startKubeCluster();
     await cluster.createNamespace(NS);
-    svc = await startTestService({
-        "egress:providers": { k8s: { type: "kubernetes", kubeconfigPath: cluster.kubeconfig, context: "admin", namespace: NS } },
-        "egress:pools": [{ name: "web", provider: "k8s", replicas: 2, maxReplicas: 2, replaceUnhealthyAfterSeconds: 0, maxSurge: 1 }],
-    }, { probeIntervalMs: 1000, reconcileIntervalMs: 500, providerCheckIntervalMs: 1000, healBackoff: { baseMs: 2000, maxMs: 4000 } });
-    await waitFor("both members' pods running after converge", async () => (await runningPodsOf("web-0")).length === 1 && (await runningPodsOf("web-1")).length === 1, 240_000, 250);
+    svc = await startTestService(
+        {
+            "egress:providers": {
+                k8s: { type: "kubernetes", kubeconfigPath: cluster.kubeconfig, context: "admin", namespace: NS },
+            },
+            "egress:pools": [
+                {
+                    name: "web",
+                    provider: "k8s",
+                    replicas: 2,
+                    maxReplicas: 2,
+                    replaceUnhealthyAfterSeconds: 0,
+                    maxSurge: 1,
+                },
+            ],
+        },
+        {
+            probeIntervalMs: 1000,
+            reconcileIntervalMs: 500,
+            providerCheckIntervalMs: 1000,
+            healBackoff: { baseMs: 2000, maxMs: 4000 },
+        },
+    );
+    await waitFor(
+        "both members' pods running after converge",
+        async () => (await runningPodsOf("web-0")).length === 1 && (await runningPodsOf("web-1")).length === 1,
+        240_000,
+        250,
+    );
 });
 after(async () => {
     await svc?.close(); // destroys the stack
@@ -50,26 +83,51 @@ after(async () => {
     (dns as any).lookup = realLookup;
 });
 
-test("a member's Deployment deleted behind egress's back is found gone and brought back", { timeout: 240_000 }, async (t) => {
-    const [old] = await deploymentsOf("web-1");
-    assert.ok(old, "web-1 has a Deployment");
-    const deletedAt = Date.now();
-    const del = await cluster.api("DELETE", `/apis/apps/v1/namespaces/${NS}/deployments/${old.metadata.name}?propagationPolicy=Background`);
-    assert.equal(del.status, 200, JSON.stringify(del.body));
+test(
+    "a member's Deployment deleted behind egress's back is found gone and brought back",
+    { timeout: 240_000 },
+    async (t) => {
+        const [old] = await deploymentsOf("web-1");
+        assert.ok(old, "web-1 has a Deployment");
+        const deletedAt = Date.now();
+        const del = await cluster.api(
+            "DELETE",
+            `/apis/apps/v1/namespaces/${NS}/deployments/${old.metadata.name}?propagationPolicy=Background`,
+        );
+        assert.equal(del.status, 200, JSON.stringify(del.body));
 
-    const op = await waitFor("a settled heal of web-1", async () => (await healOps())
-        .find((o) => o.members.includes("web-1") && Date.parse(o.createdAt) >= deletedAt && ["succeeded", "failed"].includes(o.status)), 180_000, 250);
-    assert.equal(op.status, "succeeded", op.error);
-    assert.deepEqual(op.members, ["web-1"]);
-    assert.equal(op.reasons["web-1"].reason, "gone");
-    assert.match(op.reasons["web-1"].detail, /^no pod labelled egress-member=web-1 in namespace heal/);
+        const op = await waitFor(
+            "a settled heal of web-1",
+            async () =>
+                (await healOps()).find(
+                    (o) =>
+                        o.members.includes("web-1") &&
+                        Date.parse(o.createdAt) >= deletedAt &&
+                        ["succeeded", "failed"].includes(o.status),
+                ),
+            180_000,
+            250,
+        );
+        assert.equal(op.status, "succeeded", op.error);
+        assert.deepEqual(op.members, ["web-1"]);
+        assert.equal(op.reasons["web-1"].reason, "gone");
+        assert.match(op.reasons["web-1"].detail, /^no pod labelled egress-member=web-1 in namespace heal/);
 
-    const [fresh] = await waitFor("web-1's new Deployment", async () => { const d = await deploymentsOf("web-1"); return d.length === 1 ? d : undefined; }, 30_000, 250);
-    assert.notEqual(fresh.metadata.uid, old.metadata.uid, "a new Deployment");
-    await waitFor("web-1's new pod running", async () => (await runningPodsOf("web-1")).length === 1, 60_000, 250);
-    t.diagnostic(`delete → healed and running: ${Date.now() - deletedAt} ms`);
-    // The other member was not touched.
-    assert.equal((await healOps()).filter((o) => o.members.includes("web-0")).length, 0);
-    const proxies = (await svc.call("GET", "/v1/proxies", { token: TOKENS.discover })).body.proxies as any[];
-    assert.deepEqual(proxies.map((p) => p.id).sort(), ["web-0", "web-1"]);
-});
+        const [fresh] = await waitFor(
+            "web-1's new Deployment",
+            async () => {
+                const d = await deploymentsOf("web-1");
+                return d.length === 1 ? d : undefined;
+            },
+            30_000,
+            250,
+        );
+        assert.notEqual(fresh.metadata.uid, old.metadata.uid, "a new Deployment");
+        await waitFor("web-1's new pod running", async () => (await runningPodsOf("web-1")).length === 1, 60_000, 250);
+        t.diagnostic(`delete → healed and running: ${Date.now() - deletedAt} ms`);
+        // The other member was not touched.
+        assert.equal((await healOps()).filter((o) => o.members.includes("web-0")).length, 0);
+        const proxies = (await svc.call("GET", "/v1/proxies", { token: TOKENS.discover })).body.proxies as any[];
+        assert.deepEqual(proxies.map((p) => p.id).sort(), ["web-0", "web-1"]);
+    },
+);

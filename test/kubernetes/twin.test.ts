@@ -23,7 +23,9 @@ let a: ProcProject;
 let b: ProcProject;
 
 const config = (namespace = NS) => ({
-    "egress:providers": { k8s: { type: "kubernetes", kubeconfigPath: cluster.kubeconfig, context: "admin", namespace } },
+    "egress:providers": {
+        k8s: { type: "kubernetes", kubeconfigPath: cluster.kubeconfig, context: "admin", namespace },
+    },
     "egress:pools": [{ name: "web", provider: "k8s", replicas: 2, maxReplicas: 4 }],
 });
 const COLLECTIONS = {
@@ -34,7 +36,9 @@ const COLLECTIONS = {
 const PODS = `/api/v1/namespaces/${NS}/pods`;
 
 async function items(collection: string, selector: Record<string, string>): Promise<any[]> {
-    const sel = Object.entries(selector).map(([k, v]) => `${k}=${v}`).join(",");
+    const sel = Object.entries(selector)
+        .map(([k, v]) => `${k}=${v}`)
+        .join(",");
     const r = await cluster.api("GET", `${collection}?labelSelector=${encodeURIComponent(sel)}`);
     assert.equal(r.status, 200, JSON.stringify(r.body));
     return r.body.items;
@@ -46,8 +50,12 @@ async function snapshot(p: ProcProject) {
     assert.equal(source, "recorded");
     const mine = { "egress-installation": installation.id };
     const objects: Record<string, string> = {};
-    for (const [kind, c] of Object.entries(COLLECTIONS)) for (const o of await items(c, mine)) objects[`${kind}/${o.metadata.name}`] = o.metadata.uid;
-    const pods = (await items(PODS, mine)).filter((x) => x.status.phase === "Running" && !x.metadata.deletionTimestamp).map((x) => x.metadata.name).sort();
+    for (const [kind, c] of Object.entries(COLLECTIONS))
+        for (const o of await items(c, mine)) objects[`${kind}/${o.metadata.name}`] = o.metadata.uid;
+    const pods = (await items(PODS, mine))
+        .filter((x) => x.status.phase === "Running" && !x.metadata.deletionTimestamp)
+        .map((x) => x.metadata.name)
+        .sort();
     const out = cli(p, ["outputs", "--json"]);
     assert.equal(out.code, 0, out.stderr);
     return { id: installation.id, objects, pods, proxies: JSON.parse(out.stdout).proxies };
@@ -63,7 +71,11 @@ let aBefore: Awaited<ReturnType<typeof snapshot>>;
 /** A's members are exactly as they were: same objects (uids), pods running, outputs equal. */
 async function assertAUntouched(after: string): Promise<void> {
     const now = await snapshot(a);
-    assert.deepEqual(now.objects, aBefore.objects, `${after}: A's Deployments, Services and Secret are the same objects`);
+    assert.deepEqual(
+        now.objects,
+        aBefore.objects,
+        `${after}: A's Deployments, Services and Secret are the same objects`,
+    );
     assert.deepEqual(now.proxies, aBefore.proxies, `${after}: A's outputs are intact`);
     assert.equal(now.pods.length, 2, `${after}: A's 2 pods run (${now.pods.join(", ")})`);
 }
@@ -82,31 +94,46 @@ after(async () => {
     cluster?.stop();
 });
 
-test("two `twin` stacks come up side by side with different installations; B's Services select only B's pods", { timeout: 600_000 }, async (t) => {
-    let t0 = Date.now();
-    ok(a, ["up", "--quiet"]);
-    t.diagnostic(`A up (2 members): ${Date.now() - t0} ms; cluster start ${cluster.startMs} ms`);
-    aBefore = await snapshot(a);
-    assert.equal(Object.keys(aBefore.objects).length, 5, JSON.stringify(aBefore.objects)); // 2 Deployments, 2 Services, 1 Secret
-    t0 = Date.now();
-    ok(b, ["up", "--quiet"]);
-    t.diagnostic(`B up (2 members): ${Date.now() - t0} ms`);
-    const bNow = await snapshot(b);
-    assert.notEqual(bNow.id, aBefore.id, "two installations, two ids");
-    assert.equal(Object.keys(bNow.objects).length, 5);
-    assert.deepEqual(bNow.proxies.map((x: any) => x.id), aBefore.proxies.map((x: any) => x.id), "the same member ids");
-    assert.notDeepEqual(bNow.proxies.map((x: any) => x.host), aBefore.proxies.map((x: any) => x.host), "different Services");
-    await assertAUntouched("B's up");
-    for (const [p, id] of [[a, aBefore.id], [b, bNow.id]] as const) {
-        for (const s of await items(COLLECTIONS.service, { "egress-installation": id })) {
-            assert.equal(s.spec.selector["egress-installation"], id);
-            const selected = await items(PODS, s.spec.selector);
-            assert.equal(selected.length, 1, `${s.metadata.name} selects its own member's pod only`);
-            assert.equal(selected[0].metadata.labels["egress-installation"], id);
+test(
+    "two `twin` stacks come up side by side with different installations; B's Services select only B's pods",
+    { timeout: 600_000 },
+    async (t) => {
+        let t0 = Date.now();
+        ok(a, ["up", "--quiet"]);
+        t.diagnostic(`A up (2 members): ${Date.now() - t0} ms; cluster start ${cluster.startMs} ms`);
+        aBefore = await snapshot(a);
+        assert.equal(Object.keys(aBefore.objects).length, 5, JSON.stringify(aBefore.objects)); // 2 Deployments, 2 Services, 1 Secret
+        t0 = Date.now();
+        ok(b, ["up", "--quiet"]);
+        t.diagnostic(`B up (2 members): ${Date.now() - t0} ms`);
+        const bNow = await snapshot(b);
+        assert.notEqual(bNow.id, aBefore.id, "two installations, two ids");
+        assert.equal(Object.keys(bNow.objects).length, 5);
+        assert.deepEqual(
+            bNow.proxies.map((x: any) => x.id),
+            aBefore.proxies.map((x: any) => x.id),
+            "the same member ids",
+        );
+        assert.notDeepEqual(
+            bNow.proxies.map((x: any) => x.host),
+            aBefore.proxies.map((x: any) => x.host),
+            "different Services",
+        );
+        await assertAUntouched("B's up");
+        for (const [p, id] of [
+            [a, aBefore.id],
+            [b, bNow.id],
+        ] as const) {
+            for (const s of await items(COLLECTIONS.service, { "egress-installation": id })) {
+                assert.equal(s.spec.selector["egress-installation"], id);
+                const selected = await items(PODS, s.spec.selector);
+                assert.equal(selected.length, 1, `${s.metadata.name} selects its own member's pod only`);
+                assert.equal(selected[0].metadata.labels["egress-installation"], id);
+            }
+            assert.equal(installationOf(p).installation.id, id);
         }
-        assert.equal(installationOf(p).installation.id, id);
-    }
-});
+    },
+);
 
 test("B's scale 2 → 3 → 1 leaves A alone", { timeout: 600_000 }, async () => {
     ok(b, ["scale", "web", "3", "--quiet"]);
@@ -117,83 +144,136 @@ test("B's scale 2 → 3 → 1 leaves A alone", { timeout: 600_000 }, async () =>
     await assertAUntouched("B's scale to 1");
 });
 
-test("a SIGKILLed `up` in B, its recovery and B's `gc --delete` leave A alone; gc never lists A's objects", { timeout: 600_000 }, async (t) => {
-    const bId = installationOf(b).installation.id;
-    b.setReplicas("web", 3);
-    const child = spawnCli(b, ["up", "--quiet"]);
-    // Killed while its new members' Deployments are being created (the provider waits for their rollout).
-    await until("B's new Deployment to appear", async () => (await items(COLLECTIONS.deployment, { "egress-installation": bId, "egress-member": "web-2" })).length > 0, 120_000, 20);
-    child.kill("SIGKILL");
-    await new Promise((r) => child.once("exit", r));
-    const pending = checkpointPendingCount(b.backendDir, STACK) ?? 0;
-    assert.ok(pending > 0, "the kill left pending creates for recovery to finish");
-    t.diagnostic(`pending operations in B's state after the kill: ${pending}`);
-    await assertAUntouched("the kill of B's up");
+test(
+    "a SIGKILLed `up` in B, its recovery and B's `gc --delete` leave A alone; gc never lists A's objects",
+    { timeout: 600_000 },
+    async (t) => {
+        const bId = installationOf(b).installation.id;
+        b.setReplicas("web", 3);
+        const child = spawnCli(b, ["up", "--quiet"]);
+        // Killed while its new members' Deployments are being created (the provider waits for their rollout).
+        await until(
+            "B's new Deployment to appear",
+            async () =>
+                (await items(COLLECTIONS.deployment, { "egress-installation": bId, "egress-member": "web-2" })).length >
+                0,
+            120_000,
+            20,
+        );
+        child.kill("SIGKILL");
+        await new Promise((r) => child.once("exit", r));
+        const pending = checkpointPendingCount(b.backendDir, STACK) ?? 0;
+        assert.ok(pending > 0, "the kill left pending creates for recovery to finish");
+        t.diagnostic(`pending operations in B's state after the kill: ${pending}`);
+        await assertAUntouched("the kill of B's up");
 
-    b.setReplicas("web", 1);
-    ok(b, ["up", "--quiet"]); // recovers first: clears the dead run and its pending operations
-    assert.equal(checkpointPendingCount(b.backendDir, STACK), 0);
-    await assertAUntouched("B's recovery and up");
+        b.setReplicas("web", 1);
+        ok(b, ["up", "--quiet"]); // recovers first: clears the dead run and its pending operations
+        assert.equal(checkpointPendingCount(b.backendDir, STACK), 0);
+        await assertAUntouched("B's recovery and up");
 
-    const dry = JSON.parse(ok(b, ["gc", "--json"]));
-    const aNames = new Set(Object.keys(aBefore.objects).map((k) => k.split("/")[1]));
-    assert.deepEqual(dry.orphans.filter((o: any) => aNames.has(o.name)), [], "B's gc lists none of A's objects");
-    t.diagnostic(`B's gc found ${dry.orphans.length} orphan(s) of its own: ${dry.orphans.map((o: any) => `${o.type}/${o.name}`).join(", ") || "none"}`);
-    const del = JSON.parse(ok(b, ["gc", "--delete", "--json"]));
-    assert.equal(del.ok, true);
-    assert.deepEqual(JSON.parse(ok(b, ["gc", "--json"])).orphans, [], "B's gc removed its own orphans");
-    await assertAUntouched("B's gc --delete");
-    // And the other way round: A sees nothing of B's as its own.
-    assert.deepEqual(JSON.parse(ok(a, ["gc", "--json"])).orphans, [], "A's gc lists nothing (B's objects are not A's)");
-});
+        const dry = JSON.parse(ok(b, ["gc", "--json"]));
+        const aNames = new Set(Object.keys(aBefore.objects).map((k) => k.split("/")[1]));
+        assert.deepEqual(
+            dry.orphans.filter((o: any) => aNames.has(o.name)),
+            [],
+            "B's gc lists none of A's objects",
+        );
+        t.diagnostic(
+            `B's gc found ${dry.orphans.length} orphan(s) of its own: ${dry.orphans.map((o: any) => `${o.type}/${o.name}`).join(", ") || "none"}`,
+        );
+        const del = JSON.parse(ok(b, ["gc", "--delete", "--json"]));
+        assert.equal(del.ok, true);
+        assert.deepEqual(JSON.parse(ok(b, ["gc", "--json"])).orphans, [], "B's gc removed its own orphans");
+        await assertAUntouched("B's gc --delete");
+        // And the other way round: A sees nothing of B's as its own.
+        assert.deepEqual(
+            JSON.parse(ok(a, ["gc", "--json"])).orphans,
+            [],
+            "A's gc lists nothing (B's objects are not A's)",
+        );
+    },
+);
 
-test("`destroy` of B leaves A's members running; then A's destroy empties the namespace", { timeout: 600_000 }, async () => {
-    const bId = installationOf(b).installation.id;
-    ok(b, ["destroy", "--yes", "--quiet"]);
-    for (const c of Object.values(COLLECTIONS)) assert.deepEqual(await items(c, { "egress-installation": bId }), [], c);
-    await assertAUntouched("B's destroy");
-    ok(a, ["destroy", "--yes", "--quiet"]);
-    for (const c of Object.values(COLLECTIONS)) assert.deepEqual(await items(c, { "egress-stack": STACK }), [], c);
-});
+test(
+    "`destroy` of B leaves A's members running; then A's destroy empties the namespace",
+    { timeout: 600_000 },
+    async () => {
+        const bId = installationOf(b).installation.id;
+        ok(b, ["destroy", "--yes", "--quiet"]);
+        for (const c of Object.values(COLLECTIONS))
+            assert.deepEqual(await items(c, { "egress-installation": bId }), [], c);
+        await assertAUntouched("B's destroy");
+        ok(a, ["destroy", "--yes", "--quiet"]);
+        for (const c of Object.values(COLLECTIONS)) assert.deepEqual(await items(c, { "egress-stack": STACK }), [], c);
+    },
+);
 
-test("a stack made before installation ids upgrades in place: same Deployments, same pods, the label added", { timeout: 900_000 }, async (t) => {
-    const ns = "upgrade";
-    await cluster.createNamespace(ns);
-    const old = procProject("old", config(ns));
-    const col = (c: string) => c.replace(`/namespaces/${NS}/`, `/namespaces/${ns}/`);
-    const state = async () => {
-        const deployments = await items(col(COLLECTIONS.deployment), { "egress-stack": "old" });
-        const pods = (await items(col(PODS), { "egress-stack": "old" })).filter((x) => x.status.phase === "Running" && !x.metadata.deletionTimestamp);
-        return { deployments, uids: deployments.map((d) => `${d.metadata.name}=${d.metadata.uid}`).sort(), pods: pods.map((x) => x.metadata.name).sort() };
-    };
-    try {
-        let t0 = Date.now();
-        const made = legacyCli(old, ["up", "--quiet"]);
-        assert.equal(made.code, 0, made.stderr);
-        t.diagnostic(`legacy release up (2 members): ${Date.now() - t0} ms`);
-        const before = await state();
-        const outputs = JSON.parse(ok(old, ["outputs", "--json"])).proxies;
-        assert.equal(before.pods.length, 2);
-        assert.equal(before.deployments[0].metadata.labels["egress-installation"], undefined, "the old release labels no installation");
+test(
+    "a stack made before installation ids upgrades in place: same Deployments, same pods, the label added",
+    { timeout: 900_000 },
+    async (t) => {
+        const ns = "upgrade";
+        await cluster.createNamespace(ns);
+        const old = procProject("old", config(ns));
+        const col = (c: string) => c.replace(`/namespaces/${NS}/`, `/namespaces/${ns}/`);
+        const state = async () => {
+            const deployments = await items(col(COLLECTIONS.deployment), { "egress-stack": "old" });
+            const pods = (await items(col(PODS), { "egress-stack": "old" })).filter(
+                (x) => x.status.phase === "Running" && !x.metadata.deletionTimestamp,
+            );
+            return {
+                deployments,
+                uids: deployments.map((d) => `${d.metadata.name}=${d.metadata.uid}`).sort(),
+                pods: pods.map((x) => x.metadata.name).sort(),
+            };
+        };
+        try {
+            let t0 = Date.now();
+            const made = legacyCli(old, ["up", "--quiet"]);
+            assert.equal(made.code, 0, made.stderr);
+            t.diagnostic(`legacy release up (2 members): ${Date.now() - t0} ms`);
+            const before = await state();
+            const outputs = JSON.parse(ok(old, ["outputs", "--json"])).proxies;
+            assert.equal(before.pods.length, 2);
+            assert.equal(
+                before.deployments[0].metadata.labels["egress-installation"],
+                undefined,
+                "the old release labels no installation",
+            );
 
-        t0 = Date.now();
-        ok(old, ["up", "--quiet"]);
-        t.diagnostic(`first up after the upgrade: ${Date.now() - t0} ms`);
-        const id = legacyInstallationId("egress", "old");
-        assert.deepEqual(installationOf(old), { installation: { id, legacy: true }, source: "recorded" });
-        const after = await state();
-        assert.deepEqual(after.uids, before.uids, "no Deployment was replaced");
-        assert.deepEqual(after.pods, before.pods, "no pod was rolled");
-        for (const d of after.deployments) {
-            assert.equal(d.metadata.labels["egress-installation"], id, "the metadata carries the adopted id");
-            assert.equal(d.spec.selector.matchLabels["egress-installation"], undefined, "the immutable selector is as it was");
+            t0 = Date.now();
+            ok(old, ["up", "--quiet"]);
+            t.diagnostic(`first up after the upgrade: ${Date.now() - t0} ms`);
+            const id = legacyInstallationId("egress", "old");
+            assert.deepEqual(installationOf(old), { installation: { id, legacy: true }, source: "recorded" });
+            const after = await state();
+            assert.deepEqual(after.uids, before.uids, "no Deployment was replaced");
+            assert.deepEqual(after.pods, before.pods, "no pod was rolled");
+            for (const d of after.deployments) {
+                assert.equal(d.metadata.labels["egress-installation"], id, "the metadata carries the adopted id");
+                assert.equal(
+                    d.spec.selector.matchLabels["egress-installation"],
+                    undefined,
+                    "the immutable selector is as it was",
+                );
+            }
+            for (const c of [COLLECTIONS.service, COLLECTIONS.secret])
+                assert.equal(
+                    (await items(col(c), { "egress-installation": id })).length,
+                    c === COLLECTIONS.secret ? 1 : 2,
+                    c,
+                );
+            assert.deepEqual(JSON.parse(ok(old, ["outputs", "--json"])).proxies, outputs);
+            assert.deepEqual(JSON.parse(ok(old, ["gc", "--json"])).orphans, []);
+            assert.deepEqual(
+                Object.keys(JSON.parse(ok(old, ["up", "--json"])).changes),
+                ["same"],
+                "the next up has nothing to do",
+            );
+        } finally {
+            cli(old, ["destroy", "--yes", "--quiet"], 240_000);
+            old.cleanup();
         }
-        for (const c of [COLLECTIONS.service, COLLECTIONS.secret]) assert.equal((await items(col(c), { "egress-installation": id })).length, c === COLLECTIONS.secret ? 1 : 2, c);
-        assert.deepEqual(JSON.parse(ok(old, ["outputs", "--json"])).proxies, outputs);
-        assert.deepEqual(JSON.parse(ok(old, ["gc", "--json"])).orphans, []);
-        assert.deepEqual(Object.keys(JSON.parse(ok(old, ["up", "--json"])).changes), ["same"], "the next up has nothing to do");
-    } finally {
-        cli(old, ["destroy", "--yes", "--quiet"], 240_000);
-        old.cleanup();
-    }
-});
+    },
+);

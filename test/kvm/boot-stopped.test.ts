@@ -35,9 +35,19 @@ function domainInputs(name: string): DomainInputs {
     lv(["vol-create-as", sb.pool, `${name}-seed.iso`, "1M", "--format", "raw"]);
     const p = (v: string) => lv(["vol-path", "--pool", sb.pool, v]).trim();
     return {
-        conn: connection(sb), privateKey: sb.privateKey, name, domainType: "qemu", vcpu: 1, memoryMiB: 128, firmware: "bios",
-        overlayPath: p(`${name}.qcow2`), seedPath: p(`${name}-seed.iso`), bridge: sb.bridge,
-        metadata: { project: "egress", stack: "t", pool: "boot", member: name, provider: "lab" }, metadataNs: METADATA_NS, addressTimeoutSeconds: 300,
+        conn: connection(sb),
+        privateKey: sb.privateKey,
+        name,
+        domainType: "qemu",
+        vcpu: 1,
+        memoryMiB: 128,
+        firmware: "bios",
+        overlayPath: p(`${name}.qcow2`),
+        seedPath: p(`${name}-seed.iso`),
+        bridge: sb.bridge,
+        metadata: { project: "egress", stack: "t", pool: "boot", member: name, provider: "lab" },
+        metadataNs: METADATA_NS,
+        addressTimeoutSeconds: 300,
     };
 }
 
@@ -62,28 +72,54 @@ async function createFails(name: string, act: () => void): Promise<{ message: st
     const inputs = domainInputs(name);
     const t0 = Date.now();
     const acted = whenRunning(name, act);
-    const e = await domainProvider.create!(inputs).then(() => assert.fail("the create should have failed"), (x) => x);
+    const e = await domainProvider.create!(inputs).then(
+        () => assert.fail("the create should have failed"),
+        (x) => x,
+    );
     await acted;
     const ms = Date.now() - t0;
     console.log(`${name}: create failed after ${ms} ms: ${(e as Error).message.replace(/\n/g, " | ").slice(0, 400)}`);
     return { message: (e as Error).message, ms };
 }
 
-test("a guest paused while booting fails the create at once, with its state and console tail", { timeout: 180_000 }, async () => {
-    const { message, ms } = await createFails("t-boot-paused", () => lv(["suspend", "t-boot-paused"]));
-    assert.match(message, /^domain t-boot-paused on host sandbox stopped while booting, \d+ s after start: it is paused \(user\), so it will never get an address; not waiting out addressTimeoutSeconds \(300 s\)\. Last lines of its serial console:\n./);
-    assert.ok(ms < 100_000, `failed well before the 300 s address timeout (${ms} ms)`);
-    assert.ok(!lv(["list", "--all", "--name"]).split("\n").includes("t-boot-paused"), "the create removed the domain");
-});
+test(
+    "a guest paused while booting fails the create at once, with its state and console tail",
+    { timeout: 180_000 },
+    async () => {
+        const { message, ms } = await createFails("t-boot-paused", () => lv(["suspend", "t-boot-paused"]));
+        assert.match(
+            message,
+            /^domain t-boot-paused on host sandbox stopped while booting, \d+ s after start: it is paused \(user\), so it will never get an address; not waiting out addressTimeoutSeconds \(300 s\)\. Last lines of its serial console:\n./,
+        );
+        assert.ok(ms < 100_000, `failed well before the 300 s address timeout (${ms} ms)`);
+        assert.ok(
+            !lv(["list", "--all", "--name"]).split("\n").includes("t-boot-paused"),
+            "the create removed the domain",
+        );
+    },
+);
 
-test("a guest whose QEMU crashes while booting fails the create at once, with its state and console tail", { timeout: 180_000 }, async () => {
-    const { message, ms } = await createFails("t-boot-crash", () => {
-        // The one QEMU process of this domain (its command line names it), killed as a crash would.
-        const pid = cp.execFileSync("pgrep", ["-f", "guest=t-boot-crash,"], { encoding: "utf8" }).trim().split("\n");
-        assert.equal(pid.length, 1, `one QEMU for the domain (${pid.join(",")})`);
-        process.kill(Number(pid[0]), "SIGKILL");
-    });
-    assert.match(message, /^domain t-boot-crash on host sandbox stopped while booting, \d+ s after start: it is shut off \(crashed\), so it will never get an address; .*Last lines of its serial console:\n./s);
-    assert.ok(ms < 100_000, `failed well before the 300 s address timeout (${ms} ms)`);
-    assert.ok(!lv(["list", "--all", "--name"]).split("\n").includes("t-boot-crash"), "the create removed the domain");
-});
+test(
+    "a guest whose QEMU crashes while booting fails the create at once, with its state and console tail",
+    { timeout: 180_000 },
+    async () => {
+        const { message, ms } = await createFails("t-boot-crash", () => {
+            // The one QEMU process of this domain (its command line names it), killed as a crash would.
+            const pid = cp
+                .execFileSync("pgrep", ["-f", "guest=t-boot-crash,"], { encoding: "utf8" })
+                .trim()
+                .split("\n");
+            assert.equal(pid.length, 1, `one QEMU for the domain (${pid.join(",")})`);
+            process.kill(Number(pid[0]), "SIGKILL");
+        });
+        assert.match(
+            message,
+            /^domain t-boot-crash on host sandbox stopped while booting, \d+ s after start: it is shut off \(crashed\), so it will never get an address; .*Last lines of its serial console:\n./s,
+        );
+        assert.ok(ms < 100_000, `failed well before the 300 s address timeout (${ms} ms)`);
+        assert.ok(
+            !lv(["list", "--all", "--name"]).split("\n").includes("t-boot-crash"),
+            "the create removed the domain",
+        );
+    },
+);

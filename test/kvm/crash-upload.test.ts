@@ -26,8 +26,16 @@ let link: Relay;
 let p: ProcProject;
 const volume = baseVolumeName("lab", "cut", "raw");
 /** Our marker: it carries the installation the killed `up` recorded first (the identity has no dependencies). */
-const marker = () => uploadMarkerName(volume, { project: "egress", stack: STACK, installation: installationOf(p).installation.id });
-const ofUpload = () => (lv(["pool-refresh", sb.pool]), lv(["vol-list", "--pool", sb.pool]).split("\n").map((l) => l.trim().split(/\s+/)[0]).filter((v) => v.startsWith(volume)).sort());
+const marker = () =>
+    uploadMarkerName(volume, { project: "egress", stack: STACK, installation: installationOf(p).installation.id });
+const ofUpload = () => (
+    lv(["pool-refresh", sb.pool]),
+    lv(["vol-list", "--pool", sb.pool])
+        .split("\n")
+        .map((l) => l.trim().split(/\s+/)[0])
+        .filter((v) => v.startsWith(volume))
+        .sort()
+);
 
 /** `egress <args>` without blocking this process: the relay the engine talks through runs here. */
 const cliAsync = (args: string[]) => runCli(p, args);
@@ -46,11 +54,27 @@ before(async () => {
                 // A key path, not inline material: the stack file is YAML, where an inline key would have to be a secret.
                 ssh: { user: "root", privateKeyPath: sb.privateKeyPath, knownHosts: link.knownHosts },
                 hosts: [{ ...entry.hosts[0], port: link.port }],
-                images: { cut: { url, sha256: crypto.createHash("sha256").update(IMAGE).digest("hex"), format: "raw", firmware: "uefi" } },
+                images: {
+                    cut: {
+                        url,
+                        sha256: crypto.createHash("sha256").update(IMAGE).digest("hex"),
+                        format: "raw",
+                        firmware: "uefi",
+                    },
+                },
             },
         },
         // No members: the base image is made for the placement whatever the replicas.
-        "egress:pools": [{ name: "cu", provider: "lab", replicas: 0, maxReplicas: 2, port: 3128, placement: { zone: "lab", image: "cut", machineType: "small" } }],
+        "egress:pools": [
+            {
+                name: "cu",
+                provider: "lab",
+                replicas: 0,
+                maxReplicas: 2,
+                port: 3128,
+                placement: { zone: "lab", image: "cut", machineType: "small" },
+            },
+        ],
     });
 });
 after(async () => {
@@ -68,7 +92,12 @@ test("egress up SIGKILLed mid-vol-upload: the next up succeeds without help", { 
     child.stdout.on("data", (d) => (out += d));
     child.stderr.on("data", (d) => (out += d));
     const exited = new Promise((r) => child.once("exit", r));
-    await until(`the upload to be under way (${link.mostUp()} bytes up; output so far: ${out.slice(-500)})`, () => link.mostUp() > 3 * 1024 * 1024 || child.exitCode !== null, 300_000, 50);
+    await until(
+        `the upload to be under way (${link.mostUp()} bytes up; output so far: ${out.slice(-500)})`,
+        () => link.mostUp() > 3 * 1024 * 1024 || child.exitCode !== null,
+        300_000,
+        50,
+    );
     assert.equal(child.exitCode, null, `up was still running when killed: ${out.slice(-2000)}`);
     const pid = child.pid!;
     child.kill("SIGKILL");
@@ -81,7 +110,11 @@ test("egress up SIGKILLed mid-vol-upload: the next up succeeds without help", { 
     const ms = Date.now() - t0;
     console.log(`next up after the kill: exit ${next.code} in ${ms} ms`);
     assert.equal(next.code, 0, `the next up succeeds without help:\n${next.stdout}\n${next.stderr}`);
-    assert.match(next.stdout + next.stderr, new RegExp(`removed unverified base volume ${volume.replace(/\./g, "\\.")} \\(an interrupted upload of ours`), "recovery's undo removed it (not some other path)");
+    assert.match(
+        next.stdout + next.stderr,
+        new RegExp(`removed unverified base volume ${volume.replace(/\./g, "\\.")} \\(an interrupted upload of ours`),
+        "recovery's undo removed it (not some other path)",
+    );
     assert.deepEqual(ofUpload(), [volume], "a base and no marker");
     assert.ok(fs.readFileSync(path.join(sb.poolDir, volume)).equals(IMAGE), "the base holds the image's bytes");
 });

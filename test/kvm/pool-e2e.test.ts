@@ -14,7 +14,8 @@ import { GUEST_AGENT_SCRIPT } from "../../components/kvm/seed-iso";
 import { isoFile, isoLabel, kvmEntry, lv, Sandbox, serveTinyImage, startSandbox, teardown } from "./sandbox";
 
 const STACK = "kvm-e2e";
-const CLOUD_INIT = "#cloud-config\npackages: [squid]\nwrite_files:\n  - path: /etc/squid/conf.d/egress.conf\n    content: |\n      http_port 3128\n      visible_hostname egress\n";
+const CLOUD_INIT =
+    "#cloud-config\npackages: [squid]\nwrite_files:\n  - path: /etc/squid/conf.d/egress.conf\n    content: |\n      http_port 3128\n      visible_hostname egress\n";
 let sb: Sandbox;
 let image: Awaited<ReturnType<typeof serveTinyImage>>;
 let project: ReturnType<typeof tempProject>;
@@ -24,13 +25,27 @@ const config = (replicas: number, sha256 = image.sha256) => {
     const entry = kvmEntry(sb, { url: image.url, sha256 });
     return {
         "egress:providers": { lab: entry },
-        "egress:pools": [{ name: "kp", provider: "lab", replicas, maxReplicas: 4, port: 3128, placement: { zone: "lab", image: "tiny", machineType: "small" }, cloudInit: { file: "cloud-init/squid.yaml" } }],
+        "egress:pools": [
+            {
+                name: "kp",
+                provider: "lab",
+                replicas,
+                maxReplicas: 4,
+                port: 3128,
+                placement: { zone: "lab", image: "tiny", machineType: "small" },
+                cloudInit: { file: "cloud-init/squid.yaml" },
+            },
+        ],
     };
 };
 /** The stack's installation id (its names carry it), read after the first `up`. */
 let installation = "";
 let prefix = "";
-const ours = () => lv(["list", "--all", "--name"]).split("\n").map((s) => s.trim()).filter((n) => n.startsWith(prefix));
+const ours = () =>
+    lv(["list", "--all", "--name"])
+        .split("\n")
+        .map((s) => s.trim())
+        .filter((n) => n.startsWith(prefix));
 const memberVolumes = () => fs.readdirSync(sb.poolDir).filter((f) => f.startsWith(prefix));
 
 before(async () => {
@@ -50,7 +65,13 @@ test("pool of 2 → libvirt view → scale 1 → changed sha refused → destroy
     prefix = installationPrefix(installation);
     console.log(`up (2 members) ${Date.now() - t0} ms`);
     let proxies = await project.driver.proxies();
-    assert.deepEqual(proxies.map((p) => [p.id, p.kind, p.port, p.zone, p.host]), [["kp-0", "kvm", 3128, "lab", ""], ["kp-1", "kvm", 3128, "lab", ""]]);
+    assert.deepEqual(
+        proxies.map((p) => [p.id, p.kind, p.port, p.zone, p.host]),
+        [
+            ["kp-0", "kvm", 3128, "lab", ""],
+            ["kp-1", "kvm", 3128, "lab", ""],
+        ],
+    );
 
     const names = [0, 1].map((i) => memberObjectNames(installation, `kp-${i}`));
     assert.deepEqual(ours().sort(), names.map((n) => n.domain).sort());
@@ -58,7 +79,11 @@ test("pool of 2 → libvirt view → scale 1 → changed sha refused → destroy
     for (const n of names) {
         const inactive = lv(["dumpxml", "--inactive", n.domain]);
         assert.match(inactive, /<os firmware=['"]efi['"]>/);
-        const disks = [...inactive.matchAll(/<disk type=['"](\w+)['"] device=['"](\w+)['"]>[\s\S]*?<source file=['"]([^'"]+)['"]/g)];
+        const disks = [
+            ...inactive.matchAll(
+                /<disk type=['"](\w+)['"] device=['"](\w+)['"]>[\s\S]*?<source file=['"]([^'"]+)['"]/g,
+            ),
+        ];
         assert.equal(disks.length, 2);
         for (const [, type] of disks) assert.equal(type, "file");
         const overlay = disks.find((d) => d[2] === "disk")![3];
@@ -71,12 +96,18 @@ test("pool of 2 → libvirt view → scale 1 → changed sha refused → destroy
     }
     // Our resources only: this test's stack file carries the key in clear, and the engine hands the whole
     // stack config to the default provider resource (an operator's file has `{secure: ...}` there).
-    const checkpoint = JSON.parse(fs.readFileSync(path.join(project.dir, "backend", ".pulumi", "stacks", "egress", `${STACK}.json`), "utf8"));
-    checkpoint.checkpoint.latest.resources = checkpoint.checkpoint.latest.resources.filter((r: any) => !r.type.startsWith("pulumi:providers:"));
+    const checkpoint = JSON.parse(
+        fs.readFileSync(path.join(project.dir, "backend", ".pulumi", "stacks", "egress", `${STACK}.json`), "utf8"),
+    );
+    checkpoint.checkpoint.latest.resources = checkpoint.checkpoint.latest.resources.filter(
+        (r: any) => !r.type.startsWith("pulumi:providers:"),
+    );
     const state = JSON.stringify(checkpoint.checkpoint.latest.resources);
     for (const needle of ["PRIVATE KEY", "visible_hostname"]) {
         const at = state.indexOf(needle);
-        const where = (checkpoint.checkpoint.latest.resources as any[]).filter((r) => JSON.stringify(r).includes(needle)).map((r) => `${r.urn} ${Object.keys(r.inputs ?? {})} / ${Object.keys(r.outputs ?? {})}`);
+        const where = (checkpoint.checkpoint.latest.resources as any[])
+            .filter((r) => JSON.stringify(r).includes(needle))
+            .map((r) => `${r.urn} ${Object.keys(r.inputs ?? {})} / ${Object.keys(r.outputs ?? {})}`);
         assert.equal(at, -1, `plaintext ${needle} in state: ${where.join("; ")}`);
     }
 
@@ -85,15 +116,25 @@ test("pool of 2 → libvirt view → scale 1 → changed sha refused → destroy
     await project.driver.up();
     console.log(`scale 2 → 1 ${Date.now() - t0} ms`);
     proxies = await project.driver.proxies();
-    assert.deepEqual(proxies.map((p) => p.id), ["kp-0"]);
+    assert.deepEqual(
+        proxies.map((p) => p.id),
+        ["kp-0"],
+    );
     assert.deepEqual(ours(), [names[0].domain]);
-    assert.deepEqual(memberVolumes().filter((v) => v.includes("kp-1")), []);
+    assert.deepEqual(
+        memberVolumes().filter((v) => v.includes("kp-1")),
+        [],
+    );
 
     project.writeConfig(config(1, "b".repeat(64)));
     await assert.rejects(project.driver.up(), /sha256 changed .*add a new key/);
     assert.deepEqual(ours(), [names[0].domain], "nothing deleted");
     assert.ok(fs.existsSync(basePath), "base kept");
-    assert.deepEqual(memberVolumes().filter((v) => v.endsWith(".console.log")), [`${names[0].domain}.console.log`], "kp-0's serial console log");
+    assert.deepEqual(
+        memberVolumes().filter((v) => v.endsWith(".console.log")),
+        [`${names[0].domain}.console.log`],
+        "kp-0's serial console log",
+    );
     assert.equal(memberVolumes().filter((v) => !v.endsWith(".console.log")).length, 2, "overlay and seed of kp-0 kept");
 
     project.writeConfig(config(1));

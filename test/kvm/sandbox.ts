@@ -39,16 +39,29 @@ export const BRIDGE = "egbr0";
 
 function run(cmd: string, args: string[], env: Record<string, string> = {}, timeout = 180_000): string {
     const r = cp.spawnSync(cmd, args, { encoding: "utf8", timeout, env: { ...process.env, BASE, ...env } });
-    if (r.status !== 0) throw new Error(`${cmd} ${args.join(" ")} failed (${r.status ?? r.signal}): ${(r.stderr || r.stdout || "").trim().split("\n").slice(-8).join("\n")}`);
+    if (r.status !== 0)
+        throw new Error(
+            `${cmd} ${args.join(" ")} failed (${r.status ?? r.signal}): ${(r.stderr || r.stdout || "").trim().split("\n").slice(-8).join("\n")}`,
+        );
     return r.stdout;
 }
 
 /** Starts (or joins) the sandbox and makes a bridge for guest NICs inside its network namespace. */
 export function startSandbox(): Sandbox {
     const t0 = Date.now();
-    run("bash", [path.join(PACKAGE_ROOT, "scripts", "libvirt-sandbox-setup.sh")], { SANDBOX_USER: String(process.pid) }, 600_000);
+    run(
+        "bash",
+        [path.join(PACKAGE_ROOT, "scripts", "libvirt-sandbox-setup.sh")],
+        { SANDBOX_USER: String(process.pid) },
+        600_000,
+    );
     const env = Object.fromEntries(
-        fs.readFileSync(path.join(BASE, "env"), "utf8").split(/\s+/).map((w) => /^(\w+)='([^']*)'$/.exec(w.replace(/^export /, ""))).filter((m): m is RegExpExecArray => !!m).map((m) => [m[1], m[2]]),
+        fs
+            .readFileSync(path.join(BASE, "env"), "utf8")
+            .split(/\s+/)
+            .map((w) => /^(\w+)='([^']*)'$/.exec(w.replace(/^export /, "")))
+            .filter((m): m is RegExpExecArray => !!m)
+            .map((m) => [m[1], m[2]]),
     );
     const netns = env.SANDBOX_NETNS;
     const ns = (args: string[]) => (netns ? ["netns", "exec", netns, "ip", ...args] : args);
@@ -73,7 +86,9 @@ export function startSandbox(): Sandbox {
 
 export function stopSandbox(): number {
     const t0 = Date.now();
-    run("bash", [path.join(PACKAGE_ROOT, "scripts", "libvirt-sandbox-teardown.sh")], { SANDBOX_USER: String(process.pid) });
+    run("bash", [path.join(PACKAGE_ROOT, "scripts", "libvirt-sandbox-teardown.sh")], {
+        SANDBOX_USER: String(process.pid),
+    });
     return Date.now() - t0;
 }
 
@@ -81,7 +96,11 @@ export function stopSandbox(): number {
  * A test file's `after`: destroys its stack (errors ignored: the test may have destroyed it already),
  * stops its image server, removes its project and work dir, then leaves the sandbox (logging how long).
  */
-export async function teardown(parts: { project?: { driver: { destroy(): Promise<unknown> }; cleanup(): void }; image?: { close(): Promise<void> }; work?: string }): Promise<void> {
+export async function teardown(parts: {
+    project?: { driver: { destroy(): Promise<unknown> }; cleanup(): void };
+    image?: { close(): Promise<void> };
+    work?: string;
+}): Promise<void> {
     await parts.project?.driver.destroy().catch(() => undefined);
     await parts.image?.close();
     parts.project?.cleanup();
@@ -95,15 +114,36 @@ export function wrongKnownHosts(sb: Sandbox): string {
 }
 
 export function connection(sb: Sandbox, over: Partial<KvmConnection> = {}): KvmConnection {
-    return { host: "sandbox", user: "root", address: "127.0.0.1", port: sb.sshPort, knownHosts: sb.knownHosts, ...over };
+    return {
+        host: "sandbox",
+        user: "root",
+        address: "127.0.0.1",
+        port: sb.sshPort,
+        knownHosts: sb.knownHosts,
+        ...over,
+    };
 }
 
 /** A `type: kvm` entry pointing at the sandbox (TCG, bridge NIC, no address wait). */
-export function kvmEntry(sb: Sandbox, image: { url: string; sha256: string }, over: Partial<KvmProviderConfig> = {}): KvmProviderConfig {
+export function kvmEntry(
+    sb: Sandbox,
+    image: { url: string; sha256: string },
+    over: Partial<KvmProviderConfig> = {},
+): KvmProviderConfig {
     return {
         type: "kvm",
         ssh: { user: "root", privateKey: sb.privateKey, knownHosts: sb.knownHosts },
-        hosts: [{ name: "sandbox", address: "127.0.0.1", port: sb.sshPort, storagePool: sb.pool, bridge: sb.bridge, zone: "lab", domainType: "qemu" }],
+        hosts: [
+            {
+                name: "sandbox",
+                address: "127.0.0.1",
+                port: sb.sshPort,
+                storagePool: sb.pool,
+                bridge: sb.bridge,
+                zone: "lab",
+                domainType: "qemu",
+            },
+        ],
         images: { tiny: { url: image.url, sha256: image.sha256, format: "qcow2", firmware: "uefi" } },
         machineTypes: { small: { vcpu: 1, memoryMiB: 128 } },
         installGuestAgent: true,
@@ -118,7 +158,10 @@ export function lv(args: string[]): string {
 }
 
 /** A small qcow2 made by qemu-img (it need not boot), served by a loopback HTTP server. */
-export async function serveTinyImage(dir: string, sizeMiB = 16): Promise<{ url: string; sha256: string; file: string; close(): Promise<void> }> {
+export async function serveTinyImage(
+    dir: string,
+    sizeMiB = 16,
+): Promise<{ url: string; sha256: string; file: string; close(): Promise<void> }> {
     const crypto = await import("node:crypto");
     const file = path.join(dir, "tiny.qcow2");
     run("qemu-img", ["create", "-q", "-f", "qcow2", file, `${sizeMiB}M`]);
@@ -130,7 +173,16 @@ export async function serveTinyImage(dir: string, sizeMiB = 16): Promise<{ url: 
     });
     await new Promise<void>((r) => server.listen(0, "127.0.0.1", r));
     const port = (server.address() as net.AddressInfo).port;
-    return { url: `http://127.0.0.1:${port}/tiny.qcow2`, sha256, file, close: () => new Promise<void>((r) => { server.closeAllConnections(); server.close(() => r()); }) };
+    return {
+        url: `http://127.0.0.1:${port}/tiny.qcow2`,
+        sha256,
+        file,
+        close: () =>
+            new Promise<void>((r) => {
+                server.closeAllConnections();
+                server.close(() => r());
+            }),
+    };
 }
 
 /** Extracts one file from an ISO with xorriso (independent of how it was built). */

@@ -18,8 +18,18 @@ let image: Awaited<ReturnType<typeof serveTinyImage>>;
 let project: ReturnType<typeof tempProject>;
 const work = fs.mkdtempSync(path.join(os.tmpdir(), "egress-kvm-shared-"));
 
-const pool = (name: string, replicas: number) => ({ name, provider: "shr", replicas, maxReplicas: 4, port: 3128, placement: { zone: "lab", image: "tiny", machineType: "small" } });
-const config = (pools: object[]) => ({ "egress:providers": { shr: kvmEntry(sb, { url: image.url, sha256: image.sha256 }) }, "egress:pools": pools });
+const pool = (name: string, replicas: number) => ({
+    name,
+    provider: "shr",
+    replicas,
+    maxReplicas: 4,
+    port: 3128,
+    placement: { zone: "lab", image: "tiny", machineType: "small" },
+});
+const config = (pools: object[]) => ({
+    "egress:providers": { shr: kvmEntry(sb, { url: image.url, sha256: image.sha256 }) },
+    "egress:pools": pools,
+});
 const bases = () => fs.readdirSync(sb.poolDir).filter((f) => f.startsWith("base-shr-"));
 /** The members' names start with the installation prefix the first `up` made. */
 let prefix = "";
@@ -39,14 +49,28 @@ test("two pools sharing an entry and image: one BaseImage, one base volume", { t
     await project.driver.up();
     prefix = installationPrefix((await project.driver.installation()).installation.id);
     console.log(`up (2 pools, 3 members) ${Date.now() - t0} ms`);
-    assert.deepEqual((await project.driver.proxies()).map((p) => p.id), ["sa-0", "sa-1", "sb-0"]);
+    assert.deepEqual(
+        (await project.driver.proxies()).map((p) => p.id),
+        ["sa-0", "sa-1", "sb-0"],
+    );
     const names = (await project.driver.resources()).map((r) => r.name);
-    assert.deepEqual(names.filter((n) => n.includes("-base-")), ["shr-base-tiny-sandbox"], "one BaseImage for the program");
-    assert.ok((await project.driver.resources()).some((r) => r.type === "egress:kvm:KvmBaseImages" && r.name === "shr"));
+    assert.deepEqual(
+        names.filter((n) => n.includes("-base-")),
+        ["shr-base-tiny-sandbox"],
+        "one BaseImage for the program",
+    );
+    assert.ok(
+        (await project.driver.resources()).some((r) => r.type === "egress:kvm:KvmBaseImages" && r.name === "shr"),
+    );
     assert.deepEqual(bases(), ["base-shr-tiny.qcow2"]);
     const basePath = path.join(sb.poolDir, "base-shr-tiny.qcow2");
     assert.equal(overlays().length, 3);
-    for (const o of overlays()) assert.match(lv(["vol-dumpxml", "--pool", sb.pool, o]), new RegExp(`<backingStore>[\\s\\S]*<path>${basePath}</path>`), o);
+    for (const o of overlays())
+        assert.match(
+            lv(["vol-dumpxml", "--pool", sb.pool, o]),
+            new RegExp(`<backingStore>[\\s\\S]*<path>${basePath}</path>`),
+            o,
+        );
 
     // A second up with nothing changed (addresses still unknown: Domains look once, no waiting).
     t0 = Date.now();
@@ -55,7 +79,10 @@ test("two pools sharing an entry and image: one BaseImage, one base volume", { t
 
     project.writeConfig(config([pool("sa", 1)]));
     await project.driver.up();
-    assert.deepEqual((await project.driver.proxies()).map((p) => p.id), ["sa-0"]);
+    assert.deepEqual(
+        (await project.driver.proxies()).map((p) => p.id),
+        ["sa-0"],
+    );
     assert.deepEqual(bases(), ["base-shr-tiny.qcow2"], "base kept while a pool uses it");
 
     t0 = Date.now();

@@ -18,12 +18,19 @@ let origin: Awaited<ReturnType<typeof startTargetServer>>;
 let egress: EgressClient;
 before(async () => {
     origin = await startTargetServer();
-    svc = await startTestService({
-        "egress:providers": { local: { type: "local" } },
-        "egress:pools": [{ name: "web", provider: "local", replicas: 1, maxReplicas: 2, cooldownSeconds: 1 }],
-    }, { probeIntervalMs: 300 });
+    svc = await startTestService(
+        {
+            "egress:providers": { local: { type: "local" } },
+            "egress:pools": [{ name: "web", provider: "local", replicas: 1, maxReplicas: 2, cooldownSeconds: 1 }],
+        },
+        { probeIntervalMs: 300 },
+    );
     await settledConverge(svc);
-    await waitFor("1 healthy", async () => (await svc.call("GET", "/v1/proxies?state=healthy")).body.proxies.length === 1, 20_000);
+    await waitFor(
+        "1 healthy",
+        async () => (await svc.call("GET", "/v1/proxies?state=healthy")).body.proxies.length === 1,
+        20_000,
+    );
     egress = new EgressClient({ baseUrl: svc.url, token: TOKENS.lease });
 });
 after(async () => {
@@ -31,19 +38,30 @@ after(async () => {
     await origin?.close();
 });
 
-const releases = async (outcome: string) => Number(new RegExp(`^egress_lease_releases_total\\{outcome="${outcome}"\\} (\\d+)$`, "m").exec(String((await svc.call("GET", "/metrics", { token: null })).body))?.[1] ?? 0);
+const releases = async (outcome: string) =>
+    Number(
+        new RegExp(`^egress_lease_releases_total\\{outcome="${outcome}"\\} (\\d+)$`, "m").exec(
+            String((await svc.call("GET", "/metrics", { token: null })).body),
+        )?.[1] ?? 0,
+    );
 const sleep = (ms: number) => new Promise((r) => setTimeout(r, ms));
 
 test("the checked-in document and types are what the service's schemas generate today", async () => {
     for (const [name, text] of Object.entries(await generatedFiles()))
-        assert.ok(fs.readFileSync(path.join(CLIENT_DIR, name), "utf8") === text, `clients/typescript/${name} is stale: run \`npx tsc -p tsconfig.json && node dist/clients/typescript/generate.js\``);
+        assert.ok(
+            fs.readFileSync(path.join(CLIENT_DIR, name), "utf8") === text,
+            `clients/typescript/${name} is stale: run \`npx tsc -p tsconfig.json && node dist/clients/typescript/generate.js\``,
+        );
 });
 
 test("typed calls: data on success, the error body on failure", async () => {
     const discover = new EgressClient({ baseUrl: svc.url, token: TOKENS.discover });
     const { data } = await discover.api.GET("/v1/proxies", { params: { query: { pool: "web" } } });
     assert.equal(data?.proxies.length, 1);
-    const denied = await discover.api.PUT("/v1/pools/{pool}/replicas", { params: { path: { pool: "web" } }, body: { replicas: 2 } });
+    const denied = await discover.api.PUT("/v1/pools/{pool}/replicas", {
+        params: { path: { pool: "web" } },
+        body: { replicas: 2 },
+    });
     assert.equal(denied.response.status, 403);
     assert.equal(denied.error?.error.code, "forbidden");
 });
@@ -60,40 +78,95 @@ test("withProxy: a real request through the leased proxy, released ok", async ()
     });
     assert.equal(body, "hello /through-client");
     assert.equal(await releases("ok"), before + 1);
-    assert.equal((await svc.call("POST", `/v1/leases/${leaseId}/release`, { token: TOKENS.lease, body: { outcome: "ok" } })).status, 404, "released already");
+    assert.equal(
+        (await svc.call("POST", `/v1/leases/${leaseId}/release`, { token: TOKENS.lease, body: { outcome: "ok" } }))
+            .status,
+        404,
+        "released already",
+    );
 });
 
 test("withProxy: Blocked releases as blocked, any other throw as error; the callback's error is rethrown", async () => {
     await sleep(1100);
     const [blocked, errors] = [await releases("blocked"), await releases("error")];
-    await assert.rejects(egress.withProxy("web", undefined, async () => { throw new Blocked("captcha"); }, { maxWaitMs: 5000 }), Blocked);
+    await assert.rejects(
+        egress.withProxy(
+            "web",
+            undefined,
+            async () => {
+                throw new Blocked("captcha");
+            },
+            { maxWaitMs: 5000 },
+        ),
+        Blocked,
+    );
     assert.equal(await releases("blocked"), blocked + 1);
-    await assert.rejects(egress.withProxy("web", undefined, async () => { throw new Error("connection reset"); }, { maxWaitMs: 5000 }), /connection reset/);
+    await assert.rejects(
+        egress.withProxy(
+            "web",
+            undefined,
+            async () => {
+                throw new Error("connection reset");
+            },
+            { maxWaitMs: 5000 },
+        ),
+        /connection reset/,
+    );
     assert.equal(await releases("error"), errors + 1);
 });
 
-test("withProxy waits on 503 as Retry-After says, then gets the proxy; the wait is bounded", { timeout: 30_000 }, async () => {
-    await sleep(1100);
-    let release!: () => void;
-    const holding = egress.withProxy("web", undefined, () => new Promise<string>((r) => (release = () => r("first"))));
-    await waitFor("the first lease", async () => release !== undefined, 5000, 20);
-    // Bounded: the only proxy is held; a wait shorter than Retry-After gives up with the service's error.
-    await assert.rejects(egress.withProxy("web", undefined, async () => "never", { maxWaitMs: 200 }), (e: unknown) => e instanceof EgressError && e.status === 503 && e.code === "none_available");
-    const retries: { waitMs: number; code: string }[] = [];
-    const second = egress.withProxy("web", undefined, async (proxy) => (await getViaProxy(proxy.port, `http://127.0.0.1:${origin.port}/second`)).body, { maxWaitMs: 15_000, onRetry: (i) => retries.push(i) });
-    await sleep(300);
-    release();
-    assert.equal(await holding, "first");
-    assert.equal(await second, "hello /second");
-    assert.ok(retries.length >= 1 && retries.every((r) => r.code === "none_available" && r.waitMs >= 1000), JSON.stringify(retries));
-});
+test(
+    "withProxy waits on 503 as Retry-After says, then gets the proxy; the wait is bounded",
+    { timeout: 30_000 },
+    async () => {
+        await sleep(1100);
+        let release!: () => void;
+        const holding = egress.withProxy(
+            "web",
+            undefined,
+            () => new Promise<string>((r) => (release = () => r("first"))),
+        );
+        await waitFor("the first lease", async () => release !== undefined, 5000, 20);
+        // Bounded: the only proxy is held; a wait shorter than Retry-After gives up with the service's error.
+        await assert.rejects(
+            egress.withProxy("web", undefined, async () => "never", { maxWaitMs: 200 }),
+            (e: unknown) => e instanceof EgressError && e.status === 503 && e.code === "none_available",
+        );
+        const retries: { waitMs: number; code: string }[] = [];
+        const second = egress.withProxy(
+            "web",
+            undefined,
+            async (proxy) => (await getViaProxy(proxy.port, `http://127.0.0.1:${origin.port}/second`)).body,
+            { maxWaitMs: 15_000, onRetry: (i) => retries.push(i) },
+        );
+        await sleep(300);
+        release();
+        assert.equal(await holding, "first");
+        assert.equal(await second, "hello /second");
+        assert.ok(
+            retries.length >= 1 && retries.every((r) => r.code === "none_available" && r.waitMs >= 1000),
+            JSON.stringify(retries),
+        );
+    },
+);
 
 test("withProxy with a session: the same proxy back at once, though it cools for everyone else", async () => {
     await sleep(1100);
     const seen: { proxy: string; session?: string; rebound?: boolean }[] = [];
     for (let i = 0; i < 2; i++)
-        await egress.withProxy("web", undefined, async (proxy, lease) => void seen.push({ proxy: proxy.id, session: lease.session, rebound: lease.rebound }), { session: "cart.1", maxWaitMs: 200 });
-    assert.deepEqual(seen, [{ proxy: "web-0", session: "cart.1", rebound: false }, { proxy: "web-0", session: "cart.1", rebound: false }]);
+        await egress.withProxy(
+            "web",
+            undefined,
+            async (proxy, lease) => void seen.push({ proxy: proxy.id, session: lease.session, rebound: lease.rebound }),
+            { session: "cart.1", maxWaitMs: 200 },
+        );
+    assert.deepEqual(seen, [
+        { proxy: "web-0", session: "cart.1", rebound: false },
+        { proxy: "web-0", session: "cart.1", rebound: false },
+    ]);
     // Without the session the proxy rests its 1 s pool cooldown: a 200 ms wait gives up.
-    await assert.rejects(egress.withProxy("web", undefined, async () => "never", { maxWaitMs: 200 }), (e: unknown) => e instanceof EgressError && e.status === 503);
+    await assert.rejects(
+        egress.withProxy("web", undefined, async () => "never", { maxWaitMs: 200 }),
+        (e: unknown) => e instanceof EgressError && e.status === 503,
+    );
 });

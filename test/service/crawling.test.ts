@@ -38,12 +38,19 @@ before(async () => {
         sitePort = (server.address() as { port: number }).port;
         sites.push(server);
     }
-    svc = await startTestService({
-        "egress:providers": { local: { type: "local" } },
-        "egress:pools": [{ name: "web", provider: "local", replicas: 2, maxReplicas: 2, cooldownSeconds: 1 }],
-    }, { probeIntervalMs: 300 });
+    svc = await startTestService(
+        {
+            "egress:providers": { local: { type: "local" } },
+            "egress:pools": [{ name: "web", provider: "local", replicas: 2, maxReplicas: 2, cooldownSeconds: 1 }],
+        },
+        { probeIntervalMs: 300 },
+    );
     await settledConverge(svc);
-    await waitFor("2 healthy", async () => (await svc.call("GET", "/v1/proxies?state=healthy")).body.proxies.length === 2, 20_000);
+    await waitFor(
+        "2 healthy",
+        async () => (await svc.call("GET", "/v1/proxies?state=healthy")).body.proxies.length === 2,
+        20_000,
+    );
 });
 after(async () => {
     await svc?.close();
@@ -55,38 +62,61 @@ after(async () => {
 
 const releases = async () => {
     const text = String((await svc.call("GET", "/metrics", { token: null })).body);
-    const n = (o: string) => Number(new RegExp(`^egress_lease_releases_total\\{outcome="${o}"\\} (\\d+)$`, "m").exec(text)?.[1] ?? 0);
+    const n = (o: string) =>
+        Number(new RegExp(`^egress_lease_releases_total\\{outcome="${o}"\\} (\\d+)$`, "m").exec(text)?.[1] ?? 0);
     return { ok: n("ok"), blocked: n("blocked"), error: n("error") };
 };
 const sleep = (ms: number) => new Promise((r) => setTimeout(r, ms));
 
 test("docs/crawling.md shows the example files as they are", () => {
     const doc = fs.readFileSync(path.join(root, "docs/crawling.md"), "utf8");
-    for (const f of ["crawl.ts", "crawl.sh"]) assert.ok(doc.includes(fs.readFileSync(path.join(examples, f), "utf8")), `docs/crawling.md has ${f} verbatim`);
+    for (const f of ["crawl.ts", "crawl.sh"])
+        assert.ok(doc.includes(fs.readFileSync(path.join(examples, f), "utf8")), `docs/crawling.md has ${f} verbatim`);
 });
 
-test("the undici ProxyAgent loop: pages through leased proxies, blocked and ok releases", { timeout: 60_000 }, async () => {
-    const before = await releases();
-    const urls = [url(2, "/a"), url(3, "/b"), url(4, "/blocked"), url(5, "/c")];
-    const pages = await crawl(urls, { baseUrl: svc.url, token: TOKENS.lease, pool: "web" });
-    assert.deepEqual(pages.map((p) => p.status), [200, 200, "blocked", 200]);
-    assert.ok(pages.every((p) => /^http:\/\/127\.0\.0\.1:\d+$/.test(p.proxy ?? "")), JSON.stringify(pages));
-    assert.equal(pages[0].bytes, "page /a".length);
-    const now = await releases();
-    assert.deepEqual({ ok: now.ok - before.ok, blocked: now.blocked - before.blocked, error: now.error - before.error }, { ok: 3, blocked: 1, error: 0 });
-    for (const u of urls) assert.ok(hits.includes(u.replace("http://", "")), `the site saw ${u}`);
-});
+test(
+    "the undici ProxyAgent loop: pages through leased proxies, blocked and ok releases",
+    { timeout: 60_000 },
+    async () => {
+        const before = await releases();
+        const urls = [url(2, "/a"), url(3, "/b"), url(4, "/blocked"), url(5, "/c")];
+        const pages = await crawl(urls, { baseUrl: svc.url, token: TOKENS.lease, pool: "web" });
+        assert.deepEqual(
+            pages.map((p) => p.status),
+            [200, 200, "blocked", 200],
+        );
+        assert.ok(
+            pages.every((p) => /^http:\/\/127\.0\.0\.1:\d+$/.test(p.proxy ?? "")),
+            JSON.stringify(pages),
+        );
+        assert.equal(pages[0].bytes, "page /a".length);
+        const now = await releases();
+        assert.deepEqual(
+            { ok: now.ok - before.ok, blocked: now.blocked - before.blocked, error: now.error - before.error },
+            { ok: 3, blocked: 1, error: 0 },
+        );
+        for (const u of urls) assert.ok(hits.includes(u.replace("http://", "")), `the site saw ${u}`);
+    },
+);
 
 test("the curl + jq script: the same loop, releases with the outcome", { timeout: 60_000 }, async () => {
     ensureTestPackages(); // curl, jq
     await sleep(1100);
     const before = await releases();
     const urls = [url(6, "/d"), url(7, "/blocked"), url(8, "/e"), url(9, "/f")];
-    const env: Record<string, string> = { PATH: process.env.PATH ?? "/usr/bin:/bin", EGRESS_URL: svc.url, EGRESS_TOKEN: TOKENS.lease, EGRESS_POOL: "web" };
+    const env: Record<string, string> = {
+        PATH: process.env.PATH ?? "/usr/bin:/bin",
+        EGRESS_URL: svc.url,
+        EGRESS_TOKEN: TOKENS.lease,
+        EGRESS_POOL: "web",
+    };
     const { stdout } = await promisify(execFile)(path.join(examples, "crawl.sh"), urls, { env, timeout: 50_000 });
     const lines = stdout.trim().split("\n");
     assert.equal(lines.length, 4, stdout);
-    assert.match(lines[0], new RegExp(`^200 ${urls[0].replace(/\./g, "\\.")} via http://127\\.0\\.0\\.1:\\d+ \\(ok\\)$`));
+    assert.match(
+        lines[0],
+        new RegExp(`^200 ${urls[0].replace(/\./g, "\\.")} via http://127\\.0\\.0\\.1:\\d+ \\(ok\\)$`),
+    );
     assert.match(lines[1], /^403 .*\/blocked via .* \(blocked\)$/);
     assert.match(lines[3], /^200 .*\/f via .* \(ok\)$/);
     const now = await releases();

@@ -14,7 +14,13 @@ let svc: TestService;
 let browser: Browser;
 before(async () => {
     assert.ok(fs.existsSync(CHROMIUM), `${CHROMIUM} is missing: install Debian's chromium (or set EGRESS_CHROMIUM)`);
-    svc = await startTestService({ "egress:providers": { local: { type: "local" } }, "egress:pools": [{ name: "web", provider: "local", replicas: 0, maxReplicas: 2 }] }, { converge: false });
+    svc = await startTestService(
+        {
+            "egress:providers": { local: { type: "local" } },
+            "egress:pools": [{ name: "web", provider: "local", replicas: 0, maxReplicas: 2 }],
+        },
+        { converge: false },
+    );
     browser = await chromium.launch({ executablePath: CHROMIUM, args: ["--no-sandbox"] });
 });
 after(async () => {
@@ -22,15 +28,28 @@ after(async () => {
     await svc?.close();
 });
 
-test("swagger-ui at /docs shows every documented operation, served locally, without a token", { timeout: 60_000 }, async () => {
-    const page = await browser.newPage();
-    const requested: string[] = [];
-    page.on("request", (r) => requested.push(r.url()));
-    const res = await page.goto(`${svc.url}/docs`);
-    assert.equal(res?.status(), 200);
-    await page.waitForSelector(".opblock-summary-path", { timeout: 30_000 });
-    const shown = await page.$$eval(".opblock-summary", (els) => els.map((e) => `${e.querySelector(".opblock-summary-method")?.textContent} ${e.querySelector(".opblock-summary-path")?.textContent}`));
-    assert.deepEqual(shown.sort(), OPERATIONS.map((o) => `${o.method.toUpperCase()} ${o.path}`).sort());
-    assert.deepEqual(requested.filter((u) => !u.startsWith(`${svc.url}/`)), [], "nothing from a CDN or elsewhere");
-    assert.ok(requested.includes(`${svc.url}/v1/openapi.json`));
-});
+test(
+    "swagger-ui at /docs shows every documented operation, served locally, without a token",
+    { timeout: 60_000 },
+    async () => {
+        const page = await browser.newPage();
+        const requested: string[] = [];
+        page.on("request", (r) => requested.push(r.url()));
+        const res = await page.goto(`${svc.url}/docs`);
+        assert.equal(res?.status(), 200);
+        await page.waitForSelector(".opblock-summary-path", { timeout: 30_000 });
+        const shown = await page.$$eval(".opblock-summary", (els) =>
+            els.map(
+                (e) =>
+                    `${e.querySelector(".opblock-summary-method")?.textContent} ${e.querySelector(".opblock-summary-path")?.textContent}`,
+            ),
+        );
+        assert.deepEqual(shown.sort(), OPERATIONS.map((o) => `${o.method.toUpperCase()} ${o.path}`).sort());
+        assert.deepEqual(
+            requested.filter((u) => !u.startsWith(`${svc.url}/`)),
+            [],
+            "nothing from a CDN or elsewhere",
+        );
+        assert.ok(requested.includes(`${svc.url}/v1/openapi.json`));
+    },
+);

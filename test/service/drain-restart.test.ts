@@ -10,7 +10,18 @@ import assert from "node:assert/strict";
 import * as fs from "node:fs";
 import * as path from "node:path";
 import YAML from "yaml";
-import { backendLockFiles, cli, engineProcessesOf, killServices, procProject, ProcProject, proxyProcesses, serve, settledOp, until } from "../helpers/processes";
+import {
+    backendLockFiles,
+    cli,
+    engineProcessesOf,
+    killServices,
+    procProject,
+    ProcProject,
+    proxyProcesses,
+    serve,
+    settledOp,
+    until,
+} from "../helpers/processes";
 
 const config = {
     "egress:providers": { local: { type: "local" } },
@@ -26,58 +37,99 @@ after(async () => {
 });
 
 const converged = async (svc: Awaited<ReturnType<typeof serve>>) => {
-    const ops = (await svc.call("GET", "/v1/operations")).body.operations as { id: string; kind: string; createdAt: string; status: string }[];
+    const ops = (await svc.call("GET", "/v1/operations")).body.operations as {
+        id: string;
+        kind: string;
+        createdAt: string;
+        status: string;
+    }[];
     const up = ops.filter((o) => o.kind === "up").sort((a, b) => b.createdAt.localeCompare(a.createdAt))[0];
     assert.ok(up, "the start converges");
     return settledOp(svc, up.id);
 };
 
-test("kill -9 mid-drain, restart: the scale-down proceeds, nothing leaked, the desired count is reached", { timeout: 240_000 }, async () => {
-    const first = await serve(p);
-    assert.equal((await converged(first)).status, "succeeded");
-    await until("3 healthy proxies", async () => {
-        const px = (await first.call("GET", "/v1/proxies")).body.proxies as any[];
-        return px.length === 3 && px.every((x) => x.health === "healthy");
-    }, 30_000, 100);
-    // Lease every member, keep web-2's lease.
-    const leases = [];
-    for (let i = 0; i < 3; i++) leases.push((await first.call("POST", "/v1/leases", { pool: "web" })).body.lease);
-    for (const l of leases) if (l.proxy.id !== "web-2") assert.equal((await first.call("POST", `/v1/leases/${l.id}/release`, { outcome: "ok" })).status, 200);
+test(
+    "kill -9 mid-drain, restart: the scale-down proceeds, nothing leaked, the desired count is reached",
+    { timeout: 240_000 },
+    async () => {
+        const first = await serve(p);
+        assert.equal((await converged(first)).status, "succeeded");
+        await until(
+            "3 healthy proxies",
+            async () => {
+                const px = (await first.call("GET", "/v1/proxies")).body.proxies as any[];
+                return px.length === 3 && px.every((x) => x.health === "healthy");
+            },
+            30_000,
+            100,
+        );
+        // Lease every member, keep web-2's lease.
+        const leases = [];
+        for (let i = 0; i < 3; i++) leases.push((await first.call("POST", "/v1/leases", { pool: "web" })).body.lease);
+        for (const l of leases)
+            if (l.proxy.id !== "web-2")
+                assert.equal((await first.call("POST", `/v1/leases/${l.id}/release`, { outcome: "ok" })).status, 200);
 
-    const r = await first.call("PUT", "/v1/pools/web/replicas", { replicas: 2 });
-    assert.equal(r.status, 202);
-    const draining = await until("the scale-down draining web-2", async () => {
-        const op = (await first.call("GET", `/v1/operations/${r.body.operation.id}`)).body.operation;
-        return op.drain?.draining ? op : undefined;
-    }, 30_000, 50);
-    assert.deepEqual(draining.drain.members.map((m: any) => [m.member, m.state]), [["web-2", "waiting"]]);
-    assert.equal((await first.call("GET", "/v1/proxies")).body.proxies.find((x: any) => x.id === "web-2").lifecycle, "draining");
-    const file = YAML.parse(fs.readFileSync(path.join(p.dir, "stacks", "Pulumi.drk.yaml"), "utf8"));
-    assert.equal(file.config["egress:pools"][0].replicas, 2, "the new count is in the stack file before the drain ends");
+        const r = await first.call("PUT", "/v1/pools/web/replicas", { replicas: 2 });
+        assert.equal(r.status, 202);
+        const draining = await until(
+            "the scale-down draining web-2",
+            async () => {
+                const op = (await first.call("GET", `/v1/operations/${r.body.operation.id}`)).body.operation;
+                return op.drain?.draining ? op : undefined;
+            },
+            30_000,
+            50,
+        );
+        assert.deepEqual(
+            draining.drain.members.map((m: any) => [m.member, m.state]),
+            [["web-2", "waiting"]],
+        );
+        assert.equal(
+            (await first.call("GET", "/v1/proxies")).body.proxies.find((x: any) => x.id === "web-2").lifecycle,
+            "draining",
+        );
+        const file = YAML.parse(fs.readFileSync(path.join(p.dir, "stacks", "Pulumi.drk.yaml"), "utf8"));
+        assert.equal(
+            file.config["egress:pools"][0].replicas,
+            2,
+            "the new count is in the stack file before the drain ends",
+        );
 
-    first.child.kill("SIGKILL");
-    await first.exited;
-    assert.equal(proxyProcesses(p).size, 3, "the kill took nothing with it: web-2 still runs");
+        first.child.kill("SIGKILL");
+        await first.exited;
+        assert.equal(proxyProcesses(p).size, 3, "the kill took nothing with it: web-2 still runs");
 
-    const t0 = Date.now();
-    const second = await serve(p);
-    const interrupted = (await second.call("GET", `/v1/operations/${r.body.operation.id}`)).body.operation;
-    assert.equal(interrupted.status, "interrupted");
-    const up = await converged(second);
-    assert.equal(up.status, "succeeded", up.error);
-    assert.deepEqual(up.drain.members.map((m: any) => [m.member, m.state]), [["web-2", "idle"]], "no lease survived the restart: nothing to wait for");
-    process.stdout.write(`# restart → scale-down applied: ${Date.now() - t0} ms\n`);
+        const t0 = Date.now();
+        const second = await serve(p);
+        const interrupted = (await second.call("GET", `/v1/operations/${r.body.operation.id}`)).body.operation;
+        assert.equal(interrupted.status, "interrupted");
+        const up = await converged(second);
+        assert.equal(up.status, "succeeded", up.error);
+        assert.deepEqual(
+            up.drain.members.map((m: any) => [m.member, m.state]),
+            [["web-2", "idle"]],
+            "no lease survived the restart: nothing to wait for",
+        );
+        process.stdout.write(`# restart → scale-down applied: ${Date.now() - t0} ms\n`);
 
-    const state = ((await second.call("GET", "/v1/proxies")).body.proxies as any[]).map((x) => x.id).sort();
-    assert.deepEqual(state, ["web-0", "web-1"], "the desired count is reached");
-    assert.deepEqual([...proxyProcesses(p).keys()].sort(), state.map((id) => `drk-${id}`), "proxy processes = state");
-    const outputs = JSON.parse(cli(p, ["outputs", "--json"]).stdout).proxies as { id: string }[];
-    assert.deepEqual(outputs.map((o) => o.id).sort(), state, "stack outputs agree");
-    assert.deepEqual(engineProcessesOf(first.child.pid!), [], "no engine process of the dead service");
-    assert.deepEqual(backendLockFiles(p), [], "no backend lock left");
-    // The crawler's lease from the dead service is unknown to the new one, like every lease across a restart.
-    const late = await second.call("POST", `/v1/leases/${leases.find((l) => l.proxy.id === "web-2").id}/release`, { outcome: "ok" });
-    assert.equal(late.status, 404);
-    second.child.kill("SIGTERM");
-    await second.exited;
-});
+        const state = ((await second.call("GET", "/v1/proxies")).body.proxies as any[]).map((x) => x.id).sort();
+        assert.deepEqual(state, ["web-0", "web-1"], "the desired count is reached");
+        assert.deepEqual(
+            [...proxyProcesses(p).keys()].sort(),
+            state.map((id) => `drk-${id}`),
+            "proxy processes = state",
+        );
+        const outputs = JSON.parse(cli(p, ["outputs", "--json"]).stdout).proxies as { id: string }[];
+        assert.deepEqual(outputs.map((o) => o.id).sort(), state, "stack outputs agree");
+        assert.deepEqual(engineProcessesOf(first.child.pid!), [], "no engine process of the dead service");
+        assert.deepEqual(backendLockFiles(p), [], "no backend lock left");
+        // The crawler's lease from the dead service is unknown to the new one, like every lease across a restart.
+        const late = await second.call("POST", `/v1/leases/${leases.find((l) => l.proxy.id === "web-2").id}/release`, {
+            outcome: "ok",
+        });
+        assert.equal(late.status, 404);
+        second.child.kill("SIGTERM");
+        await second.exited;
+    },
+);

@@ -10,14 +10,25 @@ import { startTestService, TestService, TOKENS } from "../helpers/service";
 
 let svc: TestService;
 before(async () => {
-    svc = await startTestService({ "egress:providers": { local: { type: "local" } }, "egress:pools": [{ name: "web", provider: "local", replicas: 0, maxReplicas: 2 }] }, { converge: false });
+    svc = await startTestService(
+        {
+            "egress:providers": { local: { type: "local" } },
+            "egress:pools": [{ name: "web", provider: "local", replicas: 0, maxReplicas: 2 }],
+        },
+        { converge: false },
+    );
 });
 after(async () => {
     await svc?.close();
 });
 
 /** One POST; `chunked` omits Content-Length so Node sends Transfer-Encoding: chunked (the Express way). */
-function post(path: string, body: string, token: string | null, chunked: boolean): Promise<{ status: number; retryAfter?: string; body: unknown }> {
+function post(
+    path: string,
+    body: string,
+    token: string | null,
+    chunked: boolean,
+): Promise<{ status: number; retryAfter?: string; body: unknown }> {
     return new Promise((resolve, reject) => {
         const headers: Record<string, string> = { "content-type": "application/json" };
         if (token) headers.authorization = `Bearer ${token}`;
@@ -25,7 +36,13 @@ function post(path: string, body: string, token: string | null, chunked: boolean
         const req = http.request(`${svc.url}${path}`, { method: "POST", headers }, (res) => {
             let text = "";
             res.on("data", (c) => (text += c));
-            res.on("end", () => resolve({ status: res.statusCode!, retryAfter: res.headers["retry-after"] as string | undefined, body: JSON.parse(text) }));
+            res.on("end", () =>
+                resolve({
+                    status: res.statusCode!,
+                    retryAfter: res.headers["retry-after"] as string | undefined,
+                    body: JSON.parse(text),
+                }),
+            );
         });
         req.on("error", reject);
         if (chunked) req.write(body.slice(0, 1));
@@ -52,7 +69,7 @@ for (const [name, path, body, token] of cases) {
     test(`fast path and Express agree: ${name}`, async () => {
         const fast = await post(path, body, token, false);
         const slow = await post(path, body, token, true);
-        assert.ok(fast.status >= 400 && fast.status < 500 || fast.status === 503, `4xx/503, got ${fast.status}`);
+        assert.ok((fast.status >= 400 && fast.status < 500) || fast.status === 503, `4xx/503, got ${fast.status}`);
         assert.deepEqual(fast, slow);
     });
 }

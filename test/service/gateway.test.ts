@@ -24,22 +24,24 @@ let closedPort = 0;
 const hanging = new Set<http.ServerResponse>();
 
 before(async () => {
-    origin = await listenLoopback(http.createServer((req, res) => {
-        const p = new URL(req.url!, "http://x").pathname;
-        if (p === "/slow") {
-            // A head and one chunk, then nothing until the test lets go: a download in progress.
-            res.writeHead(200, { "content-type": "text/plain" });
-            res.write("first chunk\n");
-            hanging.add(res);
-            res.once("close", () => hanging.delete(res));
-            return;
-        }
-        const status = /^\/(\d{3})$/.exec(p)?.[1];
-        const headers: Record<string, string> = { "content-type": "text/plain" };
-        if (p === "/marker") headers["x-blocked-by"] = "a CDN challenge";
-        res.writeHead(status ? Number(status) : 200, headers);
-        res.end(`origin ${p}`);
-    }));
+    origin = await listenLoopback(
+        http.createServer((req, res) => {
+            const p = new URL(req.url!, "http://x").pathname;
+            if (p === "/slow") {
+                // A head and one chunk, then nothing until the test lets go: a download in progress.
+                res.writeHead(200, { "content-type": "text/plain" });
+                res.write("first chunk\n");
+                hanging.add(res);
+                res.once("close", () => hanging.delete(res));
+                return;
+            }
+            const status = /^\/(\d{3})$/.exec(p)?.[1];
+            const headers: Record<string, string> = { "content-type": "text/plain" };
+            if (p === "/marker") headers["x-blocked-by"] = "a CDN challenge";
+            res.writeHead(status ? Number(status) : 200, headers);
+            res.end(`origin ${p}`);
+        }),
+    );
     echo = net.createServer((s) => s.pipe(s));
     await new Promise<void>((r) => echo.listen(0, "127.0.0.1", r));
     echoPort = (echo.address() as net.AddressInfo).port;
@@ -51,17 +53,42 @@ before(async () => {
 
     const dir = fs.mkdtempSync(path.join(os.tmpdir(), "egress-gw-tokens-"));
     const tokensFile = path.join(dir, "tokens.json");
-    const scopes: Record<string, string[]> = { admin: ["admin"], discover: ["discover"], lease: ["lease"], scale: ["scale"] };
-    fs.writeFileSync(tokensFile, JSON.stringify({ tokens: [
-        ...Object.entries(TOKENS).map(([name, t]) => ({ name, sha256: sha256(t).toString("hex"), scopes: scopes[name] })),
-        { name: "limited", sha256: sha256(LIMITED).toString("hex"), scopes: ["lease"], gatewayConcurrency: 1 },
-    ] }));
-    svc = await startTestService({
-        "egress:providers": { local: { type: "local" } },
-        "egress:pools": [{ name: "web", provider: "local", replicas: 3, maxReplicas: 3 }],
-    }, { tokensFile, targetCooldownSeconds: 0, gateway: { port: 0, blockRules: { statuses: [403, 429], headers: [{ name: "x-blocked-by" }] } } });
+    const scopes: Record<string, string[]> = {
+        admin: ["admin"],
+        discover: ["discover"],
+        lease: ["lease"],
+        scale: ["scale"],
+    };
+    fs.writeFileSync(
+        tokensFile,
+        JSON.stringify({
+            tokens: [
+                ...Object.entries(TOKENS).map(([name, t]) => ({
+                    name,
+                    sha256: sha256(t).toString("hex"),
+                    scopes: scopes[name],
+                })),
+                { name: "limited", sha256: sha256(LIMITED).toString("hex"), scopes: ["lease"], gatewayConcurrency: 1 },
+            ],
+        }),
+    );
+    svc = await startTestService(
+        {
+            "egress:providers": { local: { type: "local" } },
+            "egress:pools": [{ name: "web", provider: "local", replicas: 3, maxReplicas: 3 }],
+        },
+        {
+            tokensFile,
+            targetCooldownSeconds: 0,
+            gateway: { port: 0, blockRules: { statuses: [403, 429], headers: [{ name: "x-blocked-by" }] } },
+        },
+    );
     await settledConverge(svc);
-    await waitFor("3 healthy", async () => (await svc.call("GET", "/v1/proxies?state=healthy")).body.proxies.length === 3, 30_000);
+    await waitFor(
+        "3 healthy",
+        async () => (await svc.call("GET", "/v1/proxies?state=healthy")).body.proxies.length === 3,
+        30_000,
+    );
 });
 
 after(async () => {
@@ -74,17 +101,26 @@ after(async () => {
 const basic = (user: string, pass: string) => `Basic ${Buffer.from(`${user}:${pass}`).toString("base64")}`;
 const o = (p: string) => `http://127.0.0.1:${origin.port}${p}`;
 
-interface Answer { status: number; headers: http.IncomingHttpHeaders; body: string }
+interface Answer {
+    status: number;
+    headers: http.IncomingHttpHeaders;
+    body: string;
+}
 
 /** One request through the gateway (absolute-form), on its own connection. */
 function viaGateway(url: string, auth: string | null = basic("web", TOKENS.lease), method = "GET"): Promise<Answer> {
     return new Promise((resolve, reject) => {
         const headers: Record<string, string> = { host: new URL(url).host };
         if (auth) headers["proxy-authorization"] = auth;
-        const req = http.request({ host: "127.0.0.1", port: svc.gatewayPort, method, path: url, headers, agent: false }, (res) => {
-            let body = "";
-            res.setEncoding("utf8").on("data", (c) => (body += c)).on("end", () => resolve({ status: res.statusCode!, headers: res.headers, body }));
-        });
+        const req = http.request(
+            { host: "127.0.0.1", port: svc.gatewayPort, method, path: url, headers, agent: false },
+            (res) => {
+                let body = "";
+                res.setEncoding("utf8")
+                    .on("data", (c) => (body += c))
+                    .on("end", () => resolve({ status: res.statusCode!, headers: res.headers, body }));
+            },
+        );
         req.on("error", reject).end();
     });
 }
@@ -92,10 +128,19 @@ function viaGateway(url: string, auth: string | null = basic("web", TOKENS.lease
 /** Opens a request whose answer never ends (/slow); resolves once its first chunk arrived. */
 function slow(auth = basic("web", TOKENS.lease)): Promise<{ res: http.IncomingMessage; req: http.ClientRequest }> {
     return new Promise((resolve, reject) => {
-        const req = http.request({ host: "127.0.0.1", port: svc.gatewayPort, path: o("/slow"), headers: { "proxy-authorization": auth }, agent: false }, (res) => {
-            if (res.statusCode !== 200) return reject(new Error(`slow: ${res.statusCode}`));
-            res.once("data", () => resolve({ res, req }));
-        });
+        const req = http.request(
+            {
+                host: "127.0.0.1",
+                port: svc.gatewayPort,
+                path: o("/slow"),
+                headers: { "proxy-authorization": auth },
+                agent: false,
+            },
+            (res) => {
+                if (res.statusCode !== 200) return reject(new Error(`slow: ${res.statusCode}`));
+                res.once("data", () => resolve({ res, req }));
+            },
+        );
         req.on("error", () => undefined).end();
     });
 }
@@ -105,12 +150,16 @@ function raw(text: string): Promise<string> {
     return new Promise((resolve, reject) => {
         const s = net.connect(svc.gatewayPort!, "127.0.0.1", () => s.write(text));
         let got = "";
-        s.setEncoding("utf8").on("data", (d) => (got += d)).on("end", () => resolve(got)).on("error", reject);
+        s.setEncoding("utf8")
+            .on("data", (d) => (got += d))
+            .on("end", () => resolve(got))
+            .on("error", reject);
     });
 }
 
 const samples = async () => parseSamples(String((await svc.call("GET", "/metrics", { token: null })).body));
-const count = async (labels: Record<string, string>) => find(await samples(), "egress_gateway_requests_total", { pool: "web", ...labels }).reduce((a, s) => a + s.value, 0);
+const count = async (labels: Record<string, string>) =>
+    find(await samples(), "egress_gateway_requests_total", { pool: "web", ...labels }).reduce((a, s) => a + s.value, 0);
 const activeLeases = async () => (await svc.call("GET", "/v1/leases")).body.leases as unknown[];
 const noLeases = () => waitFor("no active leases", async () => (await activeLeases()).length === 0, 10_000, 50);
 
@@ -130,10 +179,18 @@ test("rotation: consecutive requests go through the members in LRU order, each a
 });
 
 test("outcomes: 403/429/marker → blocked (that member rests for the host), origin 500 → ok, the member's own failure → error", async () => {
-    const before = { blocked: await count({ outcome: "blocked" }), error: await count({ outcome: "error" }), ok: await count({ outcome: "ok" }) };
+    const before = {
+        blocked: await count({ outcome: "blocked" }),
+        error: await count({ outcome: "error" }),
+        ok: await count({ outcome: "ok" }),
+    };
     // Each through its own target so the rests do not overlap: the target option sets it.
     const blockedBy: Record<string, string> = {};
-    for (const [p, target] of [["/403", "t403.test"], ["/429", "t429.test"], ["/marker", "tmark.test"]] as const) {
+    for (const [p, target] of [
+        ["/403", "t403.test"],
+        ["/429", "t429.test"],
+        ["/marker", "tmark.test"],
+    ] as const) {
         const a = await viaGateway(o(p), basic(`web_target_${target}`, TOKENS.lease));
         assert.equal(a.status, p === "/marker" ? 200 : Number(p.slice(1)), p);
         blockedBy[target] = String(a.headers["x-egress-proxy"]);
@@ -150,7 +207,11 @@ test("outcomes: 403/429/marker → blocked (that member rests for the host), ori
     for (let i = 0; i < 4; i++) {
         const a = await viaGateway(o("/again"), basic("web_target_t403.test", TOKENS.lease));
         assert.equal(a.status, 200);
-        assert.notEqual(a.headers["x-egress-proxy"], blockedBy["t403.test"], "the blocked member does not serve that target");
+        assert.notEqual(
+            a.headers["x-egress-proxy"],
+            blockedBy["t403.test"],
+            "the blocked member does not serve that target",
+        );
     }
     // Other targets still get it.
     const seen = new Set<string>();
@@ -159,7 +220,13 @@ test("outcomes: 403/429/marker → blocked (that member rests for the host), ori
 });
 
 test("407 with Proxy-Authenticate for missing, wrong or under-scoped credentials; a token in the URL is not credentials", async () => {
-    for (const auth of [null, basic("web", "not-a-token-0123456789"), basic("web", TOKENS.discover), basic("web", ""), "Basic " + Buffer.from(TOKENS.lease).toString("base64")]) {
+    for (const auth of [
+        null,
+        basic("web", "not-a-token-0123456789"),
+        basic("web", TOKENS.discover),
+        basic("web", ""),
+        "Basic " + Buffer.from(TOKENS.lease).toString("base64"),
+    ]) {
         const a = await viaGateway(o("/x"), auth);
         assert.equal(a.status, 407, String(auth));
         assert.match(String(a.headers["proxy-authenticate"]), /^Basic realm="egress gateway"/);
@@ -168,7 +235,10 @@ test("407 with Proxy-Authenticate for missing, wrong or under-scoped credentials
         assert.ok(["unauthenticated", "forbidden"].includes(body.error.code), a.body);
         assert.equal(a.headers["x-egress-error"], body.error.code);
     }
-    assert.match(JSON.parse((await viaGateway(o("/x"), basic("web", TOKENS.discover))).body).error.message, /lacks the `lease` scope/);
+    assert.match(
+        JSON.parse((await viaGateway(o("/x"), basic("web", TOKENS.discover))).body).error.message,
+        /lacks the `lease` scope/,
+    );
     // The origin URL's user part and query belong to the origin; they never authenticate at the gateway.
     const inUrl = await viaGateway(`http://web:${TOKENS.lease}@127.0.0.1:${origin.port}/x?token=${TOKENS.lease}`, null);
     assert.equal(inUrl.status, 407);
@@ -180,18 +250,31 @@ test("unknown pool → 404 unknown_pool; a malformed username → 400 naming the
     assert.deepEqual(JSON.parse(unknown.body).error, { code: "unknown_pool", message: 'no pool named "nope"' });
     const malformed = await viaGateway(o("/x"), basic("web_colour_red", TOKENS.lease));
     assert.equal(malformed.status, 400);
-    assert.match(JSON.parse(malformed.body).error.message, /unknown option "colour".*expected <pool>\[_session_<key>\]\[_target_<host>\]/);
-    const originForm = await raw(`GET /v1/proxies HTTP/1.1\r\nHost: x\r\nProxy-Authorization: ${basic("web", TOKENS.lease)}\r\n\r\n`);
+    assert.match(
+        JSON.parse(malformed.body).error.message,
+        /unknown option "colour".*expected <pool>\[_session_<key>\]\[_target_<host>\]/,
+    );
+    const originForm = await raw(
+        `GET /v1/proxies HTTP/1.1\r\nHost: x\r\nProxy-Authorization: ${basic("web", TOKENS.lease)}\r\n\r\n`,
+    );
     assert.match(originForm, /^HTTP\/1\.1 400 /);
     assert.match(originForm, /"code":"bad_request".*forward proxy/);
 });
 
 test("400 for a malformed CONNECT target, before any lease", async () => {
     for (const target of ["nohostport", "host:", "host:0", "host:99999", ":443", "a b:80", "host:80:90"]) {
-        const answer = await raw(`CONNECT ${target} HTTP/1.1\r\nHost: ${target}\r\nProxy-Authorization: ${basic("web", TOKENS.lease)}\r\n\r\n`);
+        const answer = await raw(
+            `CONNECT ${target} HTTP/1.1\r\nHost: ${target}\r\nProxy-Authorization: ${basic("web", TOKENS.lease)}\r\n\r\n`,
+        );
         assert.match(answer, /^HTTP\/1\.1 400 Bad Request\r\n/, target);
         assert.match(answer, /\r\ncontent-type: application\/json; charset=utf-8\r\n/i, target);
-        assert.match(answer, target === "a b:80" ? /"code":"bad_request","message":"not an HTTP request the gateway can read \(HPE_/ : /"code":"bad_request","message":"CONNECT needs host:port/, target);
+        assert.match(
+            answer,
+            target === "a b:80"
+                ? /"code":"bad_request","message":"not an HTTP request the gateway can read \(HPE_/
+                : /"code":"bad_request","message":"CONNECT needs host:port/,
+            target,
+        );
     }
     assert.equal((await activeLeases()).length, 0);
 });
@@ -199,7 +282,14 @@ test("400 for a malformed CONNECT target, before any lease", async () => {
 /** A CONNECT tunnel to the echo server; resolves with the socket once the gateway answered 200. */
 function tunnel(user: string): Promise<{ status: number; socket: net.Socket }> {
     return new Promise((resolve, reject) => {
-        const req = http.request({ host: "127.0.0.1", port: svc.gatewayPort, method: "CONNECT", path: `127.0.0.1:${echoPort}`, headers: { "proxy-authorization": basic(user, TOKENS.lease) }, agent: false });
+        const req = http.request({
+            host: "127.0.0.1",
+            port: svc.gatewayPort,
+            method: "CONNECT",
+            path: `127.0.0.1:${echoPort}`,
+            headers: { "proxy-authorization": basic(user, TOKENS.lease) },
+            agent: false,
+        });
         req.on("connect", (res, socket) => resolve({ status: res.statusCode!, socket }));
         req.on("error", reject).end();
     });
@@ -210,13 +300,19 @@ test("CONNECT: a tunnel through a member; closing it releases the lease with ok;
     const t = await tunnel("web_session_s1_target_shop.test");
     assert.equal(t.status, 200);
     assert.equal((await activeLeases()).length, 1, "the tunnel holds a lease");
-    const echoed = await new Promise<string>((r) => { t.socket.once("data", (d) => r(String(d))); t.socket.write("ping through the tunnel"); });
+    const echoed = await new Promise<string>((r) => {
+        t.socket.once("data", (d) => r(String(d)));
+        t.socket.write("ping through the tunnel");
+    });
     assert.equal(echoed, "ping through the tunnel");
     t.socket.end();
     await noLeases();
     assert.equal(await count({ kind: "connect", outcome: "ok" }), okBefore + 1);
     // The client saw a block inside TLS: it reports it; the member that served the session rests for the target.
-    const report = await svc.call("POST", "/v1/blocks", { token: TOKENS.lease, body: { pool: "web", target: "shop.test", session: "s1" } });
+    const report = await svc.call("POST", "/v1/blocks", {
+        token: TOKENS.lease,
+        body: { pool: "web", target: "shop.test", session: "s1" },
+    });
     assert.equal(report.status, 200, JSON.stringify(report.body));
     const benched = report.body.blocked.proxy as string;
     assert.match(benched, /^web-\d$/);
@@ -226,12 +322,18 @@ test("CONNECT: a tunnel through a member; closing it releases the lease with ok;
         assert.notEqual(a.headers["x-egress-proxy"], benched);
     }
     // Only what this token was served: another token, or another session, has nothing to report.
-    const other = await svc.call("POST", "/v1/blocks", { token: TOKENS.admin, body: { pool: "web", target: "shop.test", session: "s1" } });
+    const other = await svc.call("POST", "/v1/blocks", {
+        token: TOKENS.admin,
+        body: { pool: "web", target: "shop.test", session: "s1" },
+    });
     assert.equal(other.status, 404);
     assert.equal(other.body.error.code, "not_served");
     const bad = await svc.call("POST", "/v1/blocks", { token: TOKENS.lease, body: { pool: "web" } });
     assert.equal(bad.status, 400);
-    assert.equal((await svc.call("POST", "/v1/blocks", { token: TOKENS.discover, body: { pool: "web", target: "x" } })).status, 403);
+    assert.equal(
+        (await svc.call("POST", "/v1/blocks", { token: TOKENS.discover, body: { pool: "web", target: "x" } })).status,
+        403,
+    );
 });
 
 test("all members leased → 503 with Retry-After at once; a client that disconnects mid-stream releases its lease", async () => {
@@ -277,13 +379,16 @@ test("metrics: upstream latency histogram and bytes per pool; tokens never in th
     const logs = svc.logs.join("");
     assert.ok(logs.includes('"msg":"gateway request"'), "requests are logged at debug");
     for (const t of [TOKENS.lease, TOKENS.discover, LIMITED]) assert.ok(!logs.includes(t), "no token in the logs");
-    for (const t of [TOKENS.lease, LIMITED]) assert.ok(!logs.includes(Buffer.from(`web:${t}`).toString("base64")), "no credentials header in the logs");
+    for (const t of [TOKENS.lease, LIMITED])
+        assert.ok(!logs.includes(Buffer.from(`web:${t}`).toString("base64")), "no credentials header in the logs");
 });
 
 test("docs/crawling.md's curl forms: credentials in the proxy URL, any pool, a session, CONNECT (-p)", async () => {
     const { execFile } = await import("node:child_process");
-    const curl = (args: string[]) => new Promise<string>((resolve, reject) =>
-        execFile("curl", ["-s", "-i", "--max-time", "10", ...args], (e, out) => (e ? reject(e) : resolve(out))));
+    const curl = (args: string[]) =>
+        new Promise<string>((resolve, reject) =>
+            execFile("curl", ["-s", "-i", "--max-time", "10", ...args], (e, out) => (e ? reject(e) : resolve(out))),
+        );
     const gw = (user: string) => `http://${user}:${TOKENS.lease}@127.0.0.1:${svc.gatewayPort}`;
     for (const user of ["web", "", "web_session_cart42", "web_target_shop.example"]) {
         const out = await curl(["-x", gw(user), o("/curl")]);
@@ -294,22 +399,29 @@ test("docs/crawling.md's curl forms: credentials in the proxy URL, any pool, a s
     const tunnelled = await curl(["-p", "-x", gw("web"), o("/tunnelled")]);
     assert.match(tunnelled, /^HTTP\/1\.1 200 Connection Established\r\n\r\nHTTP\/1\.1 200 /, tunnelled.slice(0, 200));
     assert.ok(tunnelled.endsWith("origin /tunnelled"));
-    assert.match(await curl(["-x", `http://web:wrong-token-0123456789@127.0.0.1:${svc.gatewayPort}`, o("/x")]), /^HTTP\/1\.1 407 /);
+    assert.match(
+        await curl(["-x", `http://web:wrong-token-0123456789@127.0.0.1:${svc.gatewayPort}`, o("/x")]),
+        /^HTTP\/1\.1 407 /,
+    );
     await noLeases();
 });
 
-test("stopping the service: open answers and tunnels get the grace, then are cut, and their leases come back (last: it stops the service)", { timeout: 30_000 }, async () => {
-    const download = await slow();
-    const t = await tunnel("web");
-    assert.equal(t.status, 200);
-    assert.equal(svc.fleet.activeLeases().length, 2);
-    const closedDownload = new Promise<void>((r) => download.res.socket.once("close", () => r()));
-    const closedTunnel = new Promise<void>((r) => t.socket.once("close", () => r()));
-    t.socket.on("error", () => undefined);
-    const t0 = Date.now();
-    await svc.stop();
-    await Promise.all([closedDownload, closedTunnel]);
-    assert.ok(Date.now() - t0 < 10_000, `stopped in ${Date.now() - t0} ms`);
-    assert.deepEqual(svc.fleet.activeLeases(), [], "every lease was released");
-    await assert.rejects(viaGateway(o("/x")), /ECONNREFUSED/, "the gateway no longer listens");
-});
+test(
+    "stopping the service: open answers and tunnels get the grace, then are cut, and their leases come back (last: it stops the service)",
+    { timeout: 30_000 },
+    async () => {
+        const download = await slow();
+        const t = await tunnel("web");
+        assert.equal(t.status, 200);
+        assert.equal(svc.fleet.activeLeases().length, 2);
+        const closedDownload = new Promise<void>((r) => download.res.socket.once("close", () => r()));
+        const closedTunnel = new Promise<void>((r) => t.socket.once("close", () => r()));
+        t.socket.on("error", () => undefined);
+        const t0 = Date.now();
+        await svc.stop();
+        await Promise.all([closedDownload, closedTunnel]);
+        assert.ok(Date.now() - t0 < 10_000, `stopped in ${Date.now() - t0} ms`);
+        assert.deepEqual(svc.fleet.activeLeases(), [], "every lease was released");
+        await assert.rejects(viaGateway(o("/x")), /ECONNREFUSED/, "the gateway no longer listens");
+    },
+);

@@ -21,7 +21,11 @@ before(async () => {
     target = await startTargetServer();
     svc = await startTestService(config, { probeIntervalMs: PROBE_MS });
     await settledConverge(svc);
-    await waitFor("3 healthy", async () => (await svc.call("GET", "/v1/proxies?state=healthy")).body.proxies.length === 3, 20_000);
+    await waitFor(
+        "3 healthy",
+        async () => (await svc.call("GET", "/v1/proxies?state=healthy")).body.proxies.length === 3,
+        20_000,
+    );
 });
 after(async () => {
     await svc?.close();
@@ -29,7 +33,8 @@ after(async () => {
 });
 
 const lease = (body: object = {}) => svc.call("POST", "/v1/leases", { token: TOKENS.lease, body });
-const release = (id: string, outcome: string) => svc.call("POST", `/v1/leases/${id}/release`, { token: TOKENS.lease, body: { outcome } });
+const release = (id: string, outcome: string) =>
+    svc.call("POST", `/v1/leases/${id}/release`, { token: TOKENS.lease, body: { outcome } });
 const sleep = (ms: number) => new Promise((r) => setTimeout(r, ms));
 
 test("the egress_proxies gauge is current at scrape time", async () => {
@@ -127,7 +132,11 @@ test("a session gets the same proxy again, its pool cooldown notwithstanding", a
     assert.equal(released.body.lease.session, "cart.42");
     const second = await lease({ pool: "web", session: "cart.42" });
     assert.equal(second.status, 201, JSON.stringify(second.body));
-    assert.equal(second.body.lease.proxy.id, first.body.lease.proxy.id, "same proxy, though it cools for 1 s for everyone else");
+    assert.equal(
+        second.body.lease.proxy.id,
+        first.body.lease.proxy.id,
+        "same proxy, though it cools for 1 s for everyone else",
+    );
     assert.equal(second.body.lease.rebound, false);
     const plain = await lease({ pool: "web" });
     assert.equal(plain.status, 201);
@@ -138,10 +147,16 @@ test("a session gets the same proxy again, its pool cooldown notwithstanding", a
 
 test("a bad session key is a 400 naming the rule", async () => {
     for (const [session, rule] of [
-        ["a_b", "may contain only 1–128 letters, digits, '-', '.' or '~' (no '_': the gateway's proxy username separates options with it)"],
+        [
+            "a_b",
+            "may contain only 1–128 letters, digits, '-', '.' or '~' (no '_': the gateway's proxy username separates options with it)",
+        ],
         ["", "must not be empty"],
         ["x".repeat(129), "must be at most 128 characters"],
-        ["caf\u00e9", "may contain only 1–128 letters, digits, '-', '.' or '~' (no '_': the gateway's proxy username separates options with it)"],
+        [
+            "caf\u00e9",
+            "may contain only 1–128 letters, digits, '-', '.' or '~' (no '_': the gateway's proxy username separates options with it)",
+        ],
     ]) {
         const r = await lease({ pool: "web", session });
         assert.equal(r.status, 400, session);
@@ -161,7 +176,13 @@ test("a killed proxy turns unhealthy within two probe intervals and is never lea
     const victim = (await svc.call("GET", "/v1/proxies")).body.proxies.find((p: any) => p.id === "web-1");
     killMember("web-1");
     const killedAt = Date.now();
-    await waitFor("web-1 unhealthy", async () => (await svc.call("GET", "/v1/proxies?state=unhealthy")).body.proxies.some((p: any) => p.id === "web-1"), 10_000, 50);
+    await waitFor(
+        "web-1 unhealthy",
+        async () =>
+            (await svc.call("GET", "/v1/proxies?state=unhealthy")).body.proxies.some((p: any) => p.id === "web-1"),
+        10_000,
+        50,
+    );
     const took = Date.now() - killedAt;
     // Two intervals plus one probe timeout of slack for a probe already in flight.
     assert.ok(took <= 2 * PROBE_MS + 1500, `unhealthy after ${took} ms`);
@@ -179,7 +200,15 @@ test("a session moves when its proxy dies: rebound, then sticks to the new one",
     const first = (await lease({ pool: "web", session: "login.7" })).body.lease;
     await release(first.id, "ok");
     killMember(first.proxy.id);
-    await waitFor(`${first.proxy.id} unhealthy`, async () => (await svc.call("GET", "/v1/proxies?state=unhealthy")).body.proxies.some((p: any) => p.id === first.proxy.id), 10_000, 50);
+    await waitFor(
+        `${first.proxy.id} unhealthy`,
+        async () =>
+            (await svc.call("GET", "/v1/proxies?state=unhealthy")).body.proxies.some(
+                (p: any) => p.id === first.proxy.id,
+            ),
+        10_000,
+        50,
+    );
     const moved = await lease({ pool: "web", session: "login.7" });
     assert.equal(moved.status, 201, JSON.stringify(moved.body));
     assert.notEqual(moved.body.lease.proxy.id, first.proxy.id);
@@ -193,6 +222,14 @@ test("a session moves when its proxy dies: rebound, then sticks to the new one",
     await release(again.body.lease.id, "ok");
     // The session tests so far: cart.42 new then kept, the 128-character key new, login.7 new, rebound, kept.
     const metrics = String((await svc.call("GET", "/metrics", { token: null })).body);
-    for (const [result, n] of [["new", 3], ["kept", 2], ["rebound", 1]] as const)
-        assert.match(metrics, new RegExp(`^egress_lease_sessions_total\\{pool="web",result="${result}"\\} ${n}$`, "m"), result);
+    for (const [result, n] of [
+        ["new", 3],
+        ["kept", 2],
+        ["rebound", 1],
+    ] as const)
+        assert.match(
+            metrics,
+            new RegExp(`^egress_lease_sessions_total\\{pool="web",result="${result}"\\} ${n}$`, "m"),
+            result,
+        );
 });

@@ -27,7 +27,11 @@ const seen = new Map<string, Set<number>>();
 before(async () => {
     svc = await startTestService(config, { probeIntervalMs: 300, gateway: { port: 0 } });
     await settledConverge(svc);
-    await waitFor("2 healthy", async () => (await svc.call("GET", "/v1/proxies?state=healthy")).body.proxies.length === 2, 20_000);
+    await waitFor(
+        "2 healthy",
+        async () => (await svc.call("GET", "/v1/proxies?state=healthy")).body.proxies.length === 2,
+        20_000,
+    );
     doc = (await fetch(`${svc.url}/v1/openapi.json`).then((r) => r.json())) as OpenApiDoc;
 });
 after(async () => {
@@ -37,7 +41,11 @@ after(async () => {
 type Answer = { status: number; headers: Headers; text: string; body: any };
 
 /** A real request, then its answer checked against the document. */
-async function call(method: string, path: string, opts: { token?: string | null; body?: unknown; raw?: string | Buffer; headers?: Record<string, string> } = {}): Promise<Answer> {
+async function call(
+    method: string,
+    path: string,
+    opts: { token?: string | null; body?: unknown; raw?: string | Buffer; headers?: Record<string, string> } = {},
+): Promise<Answer> {
     const headers: Record<string, string> = { ...(opts.headers ?? {}) };
     const token = opts.token === undefined ? TOKENS.admin : opts.token;
     if (token) headers.authorization = `Bearer ${token}`;
@@ -51,10 +59,19 @@ async function call(method: string, path: string, opts: { token?: string | null;
     if (res.headers.get("content-type")?.startsWith("application/json")) {
         r.body = JSON.parse(text);
         const problems = validate(doc, found.schema!, r.body);
-        assert.deepEqual(problems, [], `${method} ${path} ${res.status} does not match the document: ${text.slice(0, 500)}`);
+        assert.deepEqual(
+            problems,
+            [],
+            `${method} ${path} ${res.status} does not match the document: ${text.slice(0, 500)}`,
+        );
     } else if (res.headers.get("content-type")?.startsWith("text/event-stream")) {
         const events = parseSse(text);
-        for (const e of events) assert.deepEqual(validate(doc, found.itemSchema!, e.data), [], `${e.type} event ${e.id} does not match the document`);
+        for (const e of events)
+            assert.deepEqual(
+                validate(doc, found.itemSchema!, e.data),
+                [],
+                `${e.type} event ${e.id} does not match the document`,
+            );
         r.body = events;
     }
     let statuses = seen.get(found.op);
@@ -64,22 +81,30 @@ async function call(method: string, path: string, opts: { token?: string | null;
 }
 
 function parseSse(text: string): { type: string; id: number; data: any }[] {
-    return text.split("\n\n").filter((b) => b.trim() && !b.startsWith(":")).map((b) => {
-        const field = (name: string) => new RegExp(`^${name}: (.*)$`, "m").exec(b)?.[1];
-        assert.ok(field("id"), `every event has an id: ${b}`);
-        return { type: field("event")!, id: Number(field("id")), data: JSON.parse(field("data")!) };
-    });
+    return text
+        .split("\n\n")
+        .filter((b) => b.trim() && !b.startsWith(":"))
+        .map((b) => {
+            const field = (name: string) => new RegExp(`^${name}: (.*)$`, "m").exec(b)?.[1];
+            assert.ok(field("id"), `every event has an id: ${b}`);
+            return { type: field("event")!, id: Number(field("id")), data: JSON.parse(field("data")!) };
+        });
 }
 
 test("every route Express serves is documented, and every documented route is served", () => {
     const silent = createLogger({ level: "silent" });
     // Routes are registered when the app is built, whatever the deps hold: only auth and log are called then.
-    const listener = createApp({ log: silent, auth: () => (_req: unknown, _res: unknown, next: () => void) => next() } as unknown as AppDeps);
+    const listener = createApp({
+        log: silent,
+        auth: () => (_req: unknown, _res: unknown, next: () => void) => next(),
+    } as unknown as AppDeps);
     const served = servedRoutes(listener).map((r) => `${r.method.toUpperCase()} ${r.path.replace(/:(\w+)/g, "{$1}")}`);
     const documented = new Set(OPERATIONS.map((o) => `${o.method.toUpperCase()} ${o.path}`));
     const undocumented = served.filter((r) => !documented.has(r));
     const unserved = [...documented].filter((d) => !served.includes(d));
-    console.log(`OpenAPI coverage: ${served.length - undocumented.length}/${served.length} routes served are documented (${documented.size} operations in the document)`);
+    console.log(
+        `OpenAPI coverage: ${served.length - undocumented.length}/${served.length} routes served are documented (${documented.size} operations in the document)`,
+    );
     assert.deepEqual(undocumented, [], "served but not in /v1/openapi.json");
     assert.deepEqual(unserved, [], "documented but not served");
     assert.ok(served.length >= 17, `the walk found the routes (${served.length})`);
@@ -88,11 +113,21 @@ test("every route Express serves is documented, and every documented route is se
 test("the document is OpenAPI 3.1 with a bearer scheme per scope and the error shape on every error", () => {
     const d = doc as any;
     assert.equal(d.openapi, "3.1.0");
-    assert.deepEqual(Object.keys(d.components.securitySchemes).sort(), ["adminToken", "discoverToken", "leaseToken", "scaleToken"]);
+    assert.deepEqual(Object.keys(d.components.securitySchemes).sort(), [
+        "adminToken",
+        "discoverToken",
+        "leaseToken",
+        "scaleToken",
+    ]);
     for (const [path, item] of Object.entries(doc.paths))
         for (const [method, op] of Object.entries(item)) {
             for (const [status, res] of Object.entries<any>(op.responses)) {
-                if (Number(status) >= 400) assert.equal(res.content?.["application/json"]?.schema?.$ref, "#/components/schemas/Error", `${method} ${path} ${status}`);
+                if (Number(status) >= 400)
+                    assert.equal(
+                        res.content?.["application/json"]?.schema?.$ref,
+                        "#/components/schemas/Error",
+                        `${method} ${path} ${status}`,
+                    );
                 assert.ok(res.content, `${method} ${path} ${status} documents its body`);
             }
             const scope = op["x-egress-scope"];
@@ -102,7 +137,10 @@ test("the document is OpenAPI 3.1 with a bearer scheme per scope and the error s
                 assert.equal(op.security.length, 4, `${method} ${path} accepts every scope's token`);
             } else if (scope) {
                 assert.ok(op.responses["401"] && op.responses["403"], `${method} ${path}: 401 and 403`);
-                assert.ok(op.security.some((s: object) => `${scope}Token` in s), `${method} ${path} needs ${scope}`);
+                assert.ok(
+                    op.security.some((s: object) => `${scope}Token` in s),
+                    `${method} ${path} needs ${scope}`,
+                );
             } else assert.deepEqual(op.security, [], `${method} ${path} is public`);
         }
 });
@@ -118,10 +156,32 @@ test("pools: list, scale (202), and its errors", { timeout: 120_000 }, async () 
     assert.equal((await call("PUT", "/v1/pools/web/replicas", { body: { replicas: "three" } })).status, 400);
     assert.equal((await call("PUT", "/v1/pools/web/replicas", { body: { replicas: 99 } })).status, 400);
     assert.equal((await call("PUT", "/v1/pools/nope/replicas", { body: { replicas: 1 } })).status, 404);
-    assert.equal((await call("PUT", "/v1/pools/web/replicas", { token: TOKENS.discover, body: { replicas: 1 } })).status, 403);
-    assert.equal((await call("PUT", "/v1/pools/web/replicas", { raw: `{"replicas":${" ".repeat(20_000)}1}` })).status, 413);
-    assert.equal((await call("PUT", "/v1/pools/web/replicas", { raw: "{\"replicas\":", headers: { "content-type": "application/json" } })).status, 400);
-    assert.equal((await call("PUT", "/v1/pools/web/replicas", { raw: zlib.gzipSync("{}"), headers: { "content-encoding": "compress" } })).status, 415);
+    assert.equal(
+        (await call("PUT", "/v1/pools/web/replicas", { token: TOKENS.discover, body: { replicas: 1 } })).status,
+        403,
+    );
+    assert.equal(
+        (await call("PUT", "/v1/pools/web/replicas", { raw: `{"replicas":${" ".repeat(20_000)}1}` })).status,
+        413,
+    );
+    assert.equal(
+        (
+            await call("PUT", "/v1/pools/web/replicas", {
+                raw: '{"replicas":',
+                headers: { "content-type": "application/json" },
+            })
+        ).status,
+        400,
+    );
+    assert.equal(
+        (
+            await call("PUT", "/v1/pools/web/replicas", {
+                raw: zlib.gzipSync("{}"),
+                headers: { "content-encoding": "compress" },
+            })
+        ).status,
+        415,
+    );
     const scaled = await call("PUT", "/v1/pools/web/replicas", { token: TOKENS.scale, body: { replicas: 3 } });
     assert.equal(scaled.status, 202);
     assert.equal(scaled.headers.get("location"), `/v1/operations/${scaled.body.operation.id}`);
@@ -140,68 +200,136 @@ test("operations: list, one, its event stream, 404s", { timeout: 60_000 }, async
     assert.equal(stream.status, 200);
     assert.ok(stream.body.length >= 2, "events replayed");
     assert.equal(stream.body.at(-1).type, "status");
-    assert.equal((await call("GET", `/v1/operations/${id}/events`, { headers: { "last-event-id": "x1" } })).status, 400);
+    assert.equal(
+        (await call("GET", `/v1/operations/${id}/events`, { headers: { "last-event-id": "x1" } })).status,
+        400,
+    );
 });
 
-test("discovery and leases: success and every typical error, on the fast path and through Express", { timeout: 60_000 }, async () => {
-    assert.equal((await call("GET", "/v1/proxies?state=healthy", { token: TOKENS.discover })).status, 200);
-    assert.equal((await call("GET", "/v1/proxies?state=sleepy")).status, 400);
-    assert.equal((await call("GET", "/v1/proxies?colour=red")).status, 400);
-    await waitFor("3 healthy", async () => (await svc.call("GET", "/v1/proxies?state=healthy")).body.proxies.length === 3, 20_000);
-    const held: string[] = [];
-    for (let i = 0; i < 3; i++) {
-        // Every other one as text/plain: Express answers it instead of the fast path.
-        const r = await call("POST", "/v1/leases", { token: TOKENS.lease, body: { pool: "web", ttlSeconds: 60 }, headers: i % 2 ? { "content-type": "text/plain" } : {} });
-        assert.equal(r.status, 201, r.text);
-        held.push(r.body.lease.id);
-    }
-    const none = await call("POST", "/v1/leases", { token: TOKENS.lease, body: { pool: "web" } });
-    assert.equal(none.status, 503);
-    assert.ok(Number(none.headers.get("retry-after")) >= 1);
-    assert.equal((await call("POST", "/v1/leases", { body: { pool: "nope" } })).status, 404);
-    assert.equal((await call("POST", "/v1/leases", { body: { ttlSeconds: 0 } })).status, 400);
-    assert.equal((await call("POST", "/v1/leases", { raw: "[1," })).status, 400);
-    assert.equal((await call("POST", "/v1/leases", { token: TOKENS.discover, body: {} })).status, 403);
-    assert.equal((await call("POST", "/v1/leases", { token: null, body: {} })).status, 401);
-    assert.equal((await call("POST", "/v1/leases", { raw: `{"pool":"${"w".repeat(17_000)}"}` })).status, 413);
-    assert.equal((await call("POST", `/v1/leases/${held[0]}/release`, { body: { outcome: "fine" } })).status, 400);
-    assert.equal((await call("POST", `/v1/leases/${held[0]}/release`, { token: TOKENS.lease, body: { outcome: "ok" } })).status, 200);
-    assert.equal((await call("POST", `/v1/leases/${held[1]}/release`, { body: { outcome: "blocked" }, headers: { "content-type": "text/plain" } })).status, 200);
-    assert.equal((await call("POST", `/v1/leases/${held[0]}/release`, { body: { outcome: "ok" } })).status, 404);
-    assert.equal((await call("POST", `/v1/leases/${held[2]}/release`, { body: { outcome: "ok" } })).status, 200);
-    await new Promise((r) => setTimeout(r, 1100)); // cooldowns
-    const short = await call("POST", "/v1/leases", { body: { ttlSeconds: 1 } });
-    assert.equal(short.status, 201, short.text);
-    await new Promise((r) => setTimeout(r, 1300));
-    const late = await call("POST", `/v1/leases/${short.body.lease.id}/release`, { body: { outcome: "ok" } });
-    assert.equal(late.status, 410);
-    assert.equal(late.body.error.code, "lease_expired");
-});
+test(
+    "discovery and leases: success and every typical error, on the fast path and through Express",
+    { timeout: 60_000 },
+    async () => {
+        assert.equal((await call("GET", "/v1/proxies?state=healthy", { token: TOKENS.discover })).status, 200);
+        assert.equal((await call("GET", "/v1/proxies?state=sleepy")).status, 400);
+        assert.equal((await call("GET", "/v1/proxies?colour=red")).status, 400);
+        await waitFor(
+            "3 healthy",
+            async () => (await svc.call("GET", "/v1/proxies?state=healthy")).body.proxies.length === 3,
+            20_000,
+        );
+        const held: string[] = [];
+        for (let i = 0; i < 3; i++) {
+            // Every other one as text/plain: Express answers it instead of the fast path.
+            const r = await call("POST", "/v1/leases", {
+                token: TOKENS.lease,
+                body: { pool: "web", ttlSeconds: 60 },
+                headers: i % 2 ? { "content-type": "text/plain" } : {},
+            });
+            assert.equal(r.status, 201, r.text);
+            held.push(r.body.lease.id);
+        }
+        const none = await call("POST", "/v1/leases", { token: TOKENS.lease, body: { pool: "web" } });
+        assert.equal(none.status, 503);
+        assert.ok(Number(none.headers.get("retry-after")) >= 1);
+        assert.equal((await call("POST", "/v1/leases", { body: { pool: "nope" } })).status, 404);
+        assert.equal((await call("POST", "/v1/leases", { body: { ttlSeconds: 0 } })).status, 400);
+        assert.equal((await call("POST", "/v1/leases", { raw: "[1," })).status, 400);
+        assert.equal((await call("POST", "/v1/leases", { token: TOKENS.discover, body: {} })).status, 403);
+        assert.equal((await call("POST", "/v1/leases", { token: null, body: {} })).status, 401);
+        assert.equal((await call("POST", "/v1/leases", { raw: `{"pool":"${"w".repeat(17_000)}"}` })).status, 413);
+        assert.equal((await call("POST", `/v1/leases/${held[0]}/release`, { body: { outcome: "fine" } })).status, 400);
+        assert.equal(
+            (await call("POST", `/v1/leases/${held[0]}/release`, { token: TOKENS.lease, body: { outcome: "ok" } }))
+                .status,
+            200,
+        );
+        assert.equal(
+            (
+                await call("POST", `/v1/leases/${held[1]}/release`, {
+                    body: { outcome: "blocked" },
+                    headers: { "content-type": "text/plain" },
+                })
+            ).status,
+            200,
+        );
+        assert.equal((await call("POST", `/v1/leases/${held[0]}/release`, { body: { outcome: "ok" } })).status, 404);
+        assert.equal((await call("POST", `/v1/leases/${held[2]}/release`, { body: { outcome: "ok" } })).status, 200);
+        await new Promise((r) => setTimeout(r, 1100)); // cooldowns
+        const short = await call("POST", "/v1/leases", { body: { ttlSeconds: 1 } });
+        assert.equal(short.status, 201, short.text);
+        await new Promise((r) => setTimeout(r, 1300));
+        const late = await call("POST", `/v1/leases/${short.body.lease.id}/release`, { body: { outcome: "ok" } });
+        assert.equal(late.status, 410);
+        assert.equal(late.body.error.code, "lease_expired");
+    },
+);
 
 /** A GET through the rotating gateway (the origin is this service's own /v1/echo, on loopback). */
 function viaGateway(user: string, token: string): Promise<number> {
     return new Promise((resolve, reject) => {
         const auth = `Basic ${Buffer.from(`${user}:${token}`).toString("base64")}`;
-        http.request({ host: "127.0.0.1", port: svc.gatewayPort, path: `${svc.url}/v1/echo`, headers: { "proxy-authorization": auth }, agent: false }, (res) => {
-            res.resume().on("end", () => resolve(res.statusCode!));
-        }).on("error", reject).end();
+        http.request(
+            {
+                host: "127.0.0.1",
+                port: svc.gatewayPort,
+                path: `${svc.url}/v1/echo`,
+                headers: { "proxy-authorization": auth },
+                agent: false,
+            },
+            (res) => {
+                res.resume().on("end", () => resolve(res.statusCode!));
+            },
+        )
+            .on("error", reject)
+            .end();
     });
 }
 
 test("blocks: a block reported for a gateway request (200), and its errors", { timeout: 60_000 }, async () => {
     // Pool cooldown is 1 s and the lease tests above just released members: retry until one is free.
-    await waitFor("a request through the gateway", async () => (await viaGateway("web_session_k1", TOKENS.lease)) === 200, 20_000, 200);
-    const r = await call("POST", "/v1/blocks", { token: TOKENS.lease, body: { pool: "web", target: "127.0.0.1", session: "k1" } });
+    await waitFor(
+        "a request through the gateway",
+        async () => (await viaGateway("web_session_k1", TOKENS.lease)) === 200,
+        20_000,
+        200,
+    );
+    const r = await call("POST", "/v1/blocks", {
+        token: TOKENS.lease,
+        body: { pool: "web", target: "127.0.0.1", session: "k1" },
+    });
     assert.equal(r.status, 200);
     assert.match(r.body.blocked.proxy, /^web-\d$/);
-    assert.equal((await call("POST", "/v1/blocks", { token: TOKENS.lease, body: { pool: "web", target: "127.0.0.1" } })).status, 404, "no session: another key");
-    assert.equal((await call("POST", "/v1/blocks", { body: { pool: "web", target: "127.0.0.1", session: "k1" } })).status, 404, "another token");
+    assert.equal(
+        (await call("POST", "/v1/blocks", { token: TOKENS.lease, body: { pool: "web", target: "127.0.0.1" } })).status,
+        404,
+        "no session: another key",
+    );
+    assert.equal(
+        (await call("POST", "/v1/blocks", { body: { pool: "web", target: "127.0.0.1", session: "k1" } })).status,
+        404,
+        "another token",
+    );
     assert.equal((await call("POST", "/v1/blocks", { body: { pool: "web" } })).status, 400);
-    assert.equal((await call("POST", "/v1/blocks", { token: TOKENS.discover, body: { pool: "web", target: "x" } })).status, 403);
+    assert.equal(
+        (await call("POST", "/v1/blocks", { token: TOKENS.discover, body: { pool: "web", target: "x" } })).status,
+        403,
+    );
 });
 
 test("system routes, the docs page and its assets (no token), and unknown docs files", async () => {
-    for (const [path, token] of [["/v1/whoami", TOKENS.lease], ["/v1/leases", TOKENS.discover], ["/v1/timeline", TOKENS.discover], ["/v1/providers/health", TOKENS.discover], ["/v1/heal", TOKENS.discover], ["/v1/echo", null], ["/v1/openapi.json", null], ["/healthz", null], ["/readyz", null], ["/metrics", null]] as const)
+    for (const [path, token] of [
+        ["/v1/whoami", TOKENS.lease],
+        ["/v1/leases", TOKENS.discover],
+        ["/v1/timeline", TOKENS.discover],
+        ["/v1/providers/health", TOKENS.discover],
+        ["/v1/heal", TOKENS.discover],
+        ["/v1/echo", null],
+        ["/v1/openapi.json", null],
+        ["/healthz", null],
+        ["/readyz", null],
+        ["/metrics", null],
+    ] as const)
         assert.equal((await call("GET", path, { token })).status, 200, path);
     assert.equal((await call("GET", "/v1/heal", { token: null })).status, 401);
     const page = await call("GET", "/docs", { token: null });
@@ -211,7 +339,10 @@ test("system routes, the docs page and its assets (no token), and unknown docs f
     for (const a of assets) {
         const r = await call("GET", a, { token: null });
         assert.equal(r.status, 200, a);
-        assert.ok(r.text.length > (a.endsWith("init.js") ? 20 : 10_000), `${a} is the real file (${r.text.length} bytes)`);
+        assert.ok(
+            r.text.length > (a.endsWith("init.js") ? 20 : 10_000),
+            `${a} is the real file (${r.text.length} bytes)`,
+        );
     }
     assert.match((await call("GET", "/docs/init.js", { token: null })).text, /\/v1\/openapi\.json/);
     assert.equal((await call("GET", "/docs/..%2Fpackage.json", { token: null })).status, 404);
@@ -219,9 +350,13 @@ test("system routes, the docs page and its assets (no token), and unknown docs f
 });
 
 test("bad input: every operation with a scope answers 401 without a token; /docs, its assets and the document need none", async () => {
-    const concrete = (p: string) => p.replace("{pool}", "web").replace("{id}", "x").replace("{asset}", "swagger-ui.css");
+    const concrete = (p: string) =>
+        p.replace("{pool}", "web").replace("{id}", "x").replace("{asset}", "swagger-ui.css");
     for (const op of OPERATIONS) {
-        const r = await call(op.method.toUpperCase(), concrete(op.path), { token: null, ...(op.method === "get" ? {} : { body: {} }) });
+        const r = await call(op.method.toUpperCase(), concrete(op.path), {
+            token: null,
+            ...(op.method === "get" ? {} : { body: {} }),
+        });
         if (op.scope) {
             assert.equal(r.status, 401, `${op.method} ${op.path}`);
             assert.equal(r.body.error.code, "unauthenticated");
@@ -230,30 +365,54 @@ test("bad input: every operation with a scope answers 401 without a token; /docs
 });
 
 test("every documented operation was answered for real with a 2xx and validated", () => {
-    const missing = OPERATIONS.filter((o) => ![...(seen.get(o.operationId) ?? [])].some((s) => s < 300)).map((o) => o.operationId);
+    const missing = OPERATIONS.filter((o) => ![...(seen.get(o.operationId) ?? [])].some((s) => s < 300)).map(
+        (o) => o.operationId,
+    );
     assert.deepEqual(missing, []);
     const statuses = [...seen.values()].reduce((n, s) => n + s.size, 0);
     console.log(`validated real answers: ${seen.size} operations, ${statuses} (operation, status) pairs`);
 });
 
-
-test("while the service stops, answers are the documented 503 not_ready (liveness and metrics stay 200)", { timeout: 120_000 }, async () => {
-    // A running operation keeps the stopping window open: close waits for it.
-    const op = await call("PUT", "/v1/pools/web/replicas", { body: { replicas: 2 } });
-    assert.equal(op.status, 202);
-    await waitFor("the operation runs", async () => (await svc.call("GET", `/v1/operations/${op.body.operation.id}`)).body.operation.status === "running", 30_000, 20);
-    const stopping = svc.stop();
-    try {
-        await waitFor("stopping", async () => (await fetch(`${svc.url}/v1/pools`, { headers: { authorization: `Bearer ${TOKENS.admin}` } })).status === 503, 10_000, 20);
-        for (const [method, path, body] of [["GET", "/v1/pools"], ["POST", "/v1/leases", {}], ["GET", "/v1/proxies"], ["GET", "/docs"], ["GET", "/v1/openapi.json"]] as const) {
-            const r = await call(method, path, body ? { body } : {});
-            assert.equal(r.status, 503, `${method} ${path}`);
-            assert.equal(r.body.error.code, "not_ready");
-            assert.ok(Number(r.headers.get("retry-after")) >= 1);
+test(
+    "while the service stops, answers are the documented 503 not_ready (liveness and metrics stay 200)",
+    { timeout: 120_000 },
+    async () => {
+        // A running operation keeps the stopping window open: close waits for it.
+        const op = await call("PUT", "/v1/pools/web/replicas", { body: { replicas: 2 } });
+        assert.equal(op.status, 202);
+        await waitFor(
+            "the operation runs",
+            async () =>
+                (await svc.call("GET", `/v1/operations/${op.body.operation.id}`)).body.operation.status === "running",
+            30_000,
+            20,
+        );
+        const stopping = svc.stop();
+        try {
+            await waitFor(
+                "stopping",
+                async () =>
+                    (await fetch(`${svc.url}/v1/pools`, { headers: { authorization: `Bearer ${TOKENS.admin}` } }))
+                        .status === 503,
+                10_000,
+                20,
+            );
+            for (const [method, path, body] of [
+                ["GET", "/v1/pools"],
+                ["POST", "/v1/leases", {}],
+                ["GET", "/v1/proxies"],
+                ["GET", "/docs"],
+                ["GET", "/v1/openapi.json"],
+            ] as const) {
+                const r = await call(method, path, body ? { body } : {});
+                assert.equal(r.status, 503, `${method} ${path}`);
+                assert.equal(r.body.error.code, "not_ready");
+                assert.ok(Number(r.headers.get("retry-after")) >= 1);
+            }
+            assert.equal((await call("GET", "/healthz", { token: null })).status, 200);
+            assert.equal((await call("GET", "/metrics", { token: null })).status, 200);
+        } finally {
+            await stopping;
         }
-        assert.equal((await call("GET", "/healthz", { token: null })).status, 200);
-        assert.equal((await call("GET", "/metrics", { token: null })).status, 200);
-    } finally {
-        await stopping;
-    }
-});
+    },
+);

@@ -11,7 +11,13 @@ import { startTestService, TestService, TOKENS } from "../helpers/service";
 
 let svc: TestService;
 before(async () => {
-    svc = await startTestService({ "egress:providers": { local: { type: "local" } }, "egress:pools": [{ name: "web", provider: "local", replicas: 0, maxReplicas: 2 }] }, { converge: false });
+    svc = await startTestService(
+        {
+            "egress:providers": { local: { type: "local" } },
+            "egress:pools": [{ name: "web", provider: "local", replicas: 0, maxReplicas: 2 }],
+        },
+        { converge: false },
+    );
 });
 after(async () => {
     await svc?.close();
@@ -19,13 +25,55 @@ after(async () => {
 
 const auth = `Authorization: Bearer ${TOKENS.lease}\r\n`;
 const cases: { name: string; request: string; status: number; code: string; says: RegExp }[] = [
-    { name: "unknown method", request: `FOO /v1/leases HTTP/1.1\r\nHost: x\r\n${auth}\r\n`, status: 400, code: "invalid_method", says: /HTTP method/ },
-    { name: "Content-Length with Transfer-Encoding", request: `POST /v1/leases HTTP/1.1\r\nHost: x\r\n${auth}Content-Length: 2\r\nTransfer-Encoding: chunked\r\n\r\n2\r\n{}\r\n0\r\n\r\n`, status: 400, code: "malformed_request", says: /Transfer-Encoding can't be present with Content-Length/ },
-    { name: "Expect: 100-foo", request: `POST /v1/leases HTTP/1.1\r\nHost: x\r\n${auth}Expect: 100-foo\r\nContent-Type: application/json\r\nContent-Length: 2\r\n\r\n{}`, status: 417, code: "expectation_failed", says: /100-continue/ },
-    { name: "oversized headers", request: `GET /v1/proxies HTTP/1.1\r\nHost: x\r\n${auth}X-Big: ${"a".repeat(20_000)}\r\n\r\n`, status: 431, code: "headers_too_large", says: /headers/ },
-    { name: "bad HTTP version", request: `GET /v1/proxies HTTP/7.3\r\nHost: x\r\n${auth}\r\n`, status: 400, code: "malformed_request", says: /version/i },
-    { name: "control character in the URL", request: `GET /v1/\x01proxies HTTP/1.1\r\nHost: x\r\n${auth}\r\n`, status: 400, code: "malformed_request", says: /url/i },
-    { name: "bad chunk size in a lease body", request: `POST /v1/leases HTTP/1.1\r\nHost: x\r\n${auth}Content-Type: application/json\r\nTransfer-Encoding: chunked\r\n\r\nzz\r\n{}\r\n0\r\n\r\n`, status: 400, code: "malformed_request", says: /chunk size/ },
+    {
+        name: "unknown method",
+        request: `FOO /v1/leases HTTP/1.1\r\nHost: x\r\n${auth}\r\n`,
+        status: 400,
+        code: "invalid_method",
+        says: /HTTP method/,
+    },
+    {
+        name: "Content-Length with Transfer-Encoding",
+        request: `POST /v1/leases HTTP/1.1\r\nHost: x\r\n${auth}Content-Length: 2\r\nTransfer-Encoding: chunked\r\n\r\n2\r\n{}\r\n0\r\n\r\n`,
+        status: 400,
+        code: "malformed_request",
+        says: /Transfer-Encoding can't be present with Content-Length/,
+    },
+    {
+        name: "Expect: 100-foo",
+        request: `POST /v1/leases HTTP/1.1\r\nHost: x\r\n${auth}Expect: 100-foo\r\nContent-Type: application/json\r\nContent-Length: 2\r\n\r\n{}`,
+        status: 417,
+        code: "expectation_failed",
+        says: /100-continue/,
+    },
+    {
+        name: "oversized headers",
+        request: `GET /v1/proxies HTTP/1.1\r\nHost: x\r\n${auth}X-Big: ${"a".repeat(20_000)}\r\n\r\n`,
+        status: 431,
+        code: "headers_too_large",
+        says: /headers/,
+    },
+    {
+        name: "bad HTTP version",
+        request: `GET /v1/proxies HTTP/7.3\r\nHost: x\r\n${auth}\r\n`,
+        status: 400,
+        code: "malformed_request",
+        says: /version/i,
+    },
+    {
+        name: "control character in the URL",
+        request: `GET /v1/\x01proxies HTTP/1.1\r\nHost: x\r\n${auth}\r\n`,
+        status: 400,
+        code: "malformed_request",
+        says: /url/i,
+    },
+    {
+        name: "bad chunk size in a lease body",
+        request: `POST /v1/leases HTTP/1.1\r\nHost: x\r\n${auth}Content-Type: application/json\r\nTransfer-Encoding: chunked\r\n\r\nzz\r\n{}\r\n0\r\n\r\n`,
+        status: 400,
+        code: "malformed_request",
+        says: /chunk size/,
+    },
 ];
 
 for (const c of cases) {
@@ -46,6 +94,12 @@ test("the service keeps serving after all that, and none of it is logged at erro
     assert.equal((await svc.call("GET", "/v1/proxies", { token: TOKENS.discover })).status, 200);
     const logs = svc.logs.join("");
     assert.ok(!logs.includes(TOKENS.lease), "the token in the rejected requests is not logged");
-    assert.ok(svc.logs.some((l) => l.includes("malformed HTTP request answered") && l.includes("HPE_INVALID_METHOD")), "rejections are logged with the parser's code");
-    assert.deepEqual(svc.logs.map((l) => JSON.parse(l)).filter((l) => l.level >= 50), []);
+    assert.ok(
+        svc.logs.some((l) => l.includes("malformed HTTP request answered") && l.includes("HPE_INVALID_METHOD")),
+        "rejections are logged with the parser's code",
+    );
+    assert.deepEqual(
+        svc.logs.map((l) => JSON.parse(l)).filter((l) => l.level >= 50),
+        [],
+    );
 });

@@ -25,7 +25,13 @@ function pulumi(args: string[]): string {
     const home = engineHome();
     return cp.execFileSync(path.join(home.binDir, "pulumi"), [...args, "--non-interactive"], {
         cwd: svc.project.dir,
-        env: { PATH: process.env.PATH ?? "/usr/bin:/bin", HOME: process.env.HOME ?? "/tmp", PULUMI_HOME: home.pulumiHome, PULUMI_SKIP_UPDATE_CHECK: "true", ...svc.project.env },
+        env: {
+            PATH: process.env.PATH ?? "/usr/bin:/bin",
+            HOME: process.env.HOME ?? "/tmp",
+            PULUMI_HOME: home.pulumiHome,
+            PULUMI_SKIP_UPDATE_CHECK: "true",
+            ...svc.project.env,
+        },
         encoding: "utf8",
         stdio: ["ignore", "pipe", "pipe"],
     });
@@ -33,12 +39,21 @@ function pulumi(args: string[]): string {
 
 before(async () => {
     target = await startTargetServer();
-    svc = await startTestService({ "egress:providers": { local: { type: "local" } }, "egress:pools": [{ name: "web", provider: "local", replicas: 0, maxReplicas: 2 }] }, { probeIntervalMs: 300, converge: false, targetCooldownSeconds: 0, gateway: { port: 0 } });
+    svc = await startTestService(
+        {
+            "egress:providers": { local: { type: "local" } },
+            "egress:pools": [{ name: "web", provider: "local", replicas: 0, maxReplicas: 2 }],
+        },
+        { probeIntervalMs: 300, converge: false, targetCooldownSeconds: 0, gateway: { port: 0 } },
+    );
     pulumi(["stack", "select", "svc", "--create"]);
     pulumi(["config", "set", "--path", "egress:pools[0].auth.username", USERNAME, "--stack", "svc"]);
     pulumi(["config", "set", "--secret", "--path", "egress:pools[0].auth.password", PASSWORD, "--stack", "svc"]);
     const stackText = fs.readFileSync(path.join(svc.project.dir, "stacks", "Pulumi.svc.yaml"), "utf8");
-    assert.ok(!stackText.includes(PASSWORD) && /secure:/.test(stackText), `the password is a secret in the stack file:\n${stackText}`);
+    assert.ok(
+        !stackText.includes(PASSWORD) && /secure:/.test(stackText),
+        `the password is a secret in the stack file:\n${stackText}`,
+    );
     const scale = await svc.call("PUT", "/v1/pools/web/replicas", { body: { replicas: 2 } });
     assert.equal(scale.status, 202, JSON.stringify(scale.body));
     const op = await settled(svc, scale.body.operation.id);
@@ -50,7 +65,11 @@ after(async () => {
 });
 
 test("health probes authenticate: the members turn healthy", async () => {
-    await waitFor("2 healthy", async () => (await svc.call("GET", "/v1/proxies?state=healthy")).body.proxies.length === 2, 20_000);
+    await waitFor(
+        "2 healthy",
+        async () => (await svc.call("GET", "/v1/proxies?state=healthy")).body.proxies.length === 2,
+        20_000,
+    );
 });
 
 test("a discover-only token sees `auth: true` and a bare URL; a token that may lease gets the URL with credentials", async () => {
@@ -64,7 +83,8 @@ test("a discover-only token sees `auth: true` and a bare URL; a token that may l
     // Discovery needs `discover`; a token that also may lease (here: admin) gets the URL to use.
     const admin = await svc.call("GET", "/v1/proxies", { token: TOKENS.admin });
     assert.equal(admin.body.proxies.length, 2);
-    for (const p of admin.body.proxies) assert.equal(p.url, `http://${USERNAME}:${encodeURIComponent(PASSWORD)}@127.0.0.1:${p.port}`);
+    for (const p of admin.body.proxies)
+        assert.equal(p.url, `http://${USERNAME}:${encodeURIComponent(PASSWORD)}@127.0.0.1:${p.port}`);
 });
 
 test("the proxies require the credentials; a lease's URL carries them and works as is", async () => {
@@ -73,12 +93,27 @@ test("the proxies require the credentials; a lease's URL carries them and works 
     const proxy = r.body.lease.proxy;
     assert.equal(proxy.auth, true);
     const u = new URL(proxy.url);
-    assert.deepEqual([decodeURIComponent(u.username), decodeURIComponent(u.password), u.hostname, Number(u.port)], [USERNAME, PASSWORD, "127.0.0.1", proxy.port]);
+    assert.deepEqual(
+        [decodeURIComponent(u.username), decodeURIComponent(u.password), u.hostname, Number(u.port)],
+        [USERNAME, PASSWORD, "127.0.0.1", proxy.port],
+    );
     const origin = `http://127.0.0.1:${target.port}/with-creds`;
     assert.equal((await requestViaProxy(proxy.port, origin)).status, 407, "no credentials → 407");
-    const ok = await requestViaProxy(proxy.port, origin, proxyBasicAuth(decodeURIComponent(u.username), decodeURIComponent(u.password)));
+    const ok = await requestViaProxy(
+        proxy.port,
+        origin,
+        proxyBasicAuth(decodeURIComponent(u.username), decodeURIComponent(u.password)),
+    );
     assert.deepEqual([ok.status, ok.body], [200, "hello /with-creds"]);
-    assert.equal((await svc.call("POST", `/v1/leases/${r.body.lease.id}/release`, { token: TOKENS.lease, body: { outcome: "ok" } })).status, 200);
+    assert.equal(
+        (
+            await svc.call("POST", `/v1/leases/${r.body.lease.id}/release`, {
+                token: TOKENS.lease,
+                body: { outcome: "ok" },
+            })
+        ).status,
+        200,
+    );
 });
 
 test("the rotating gateway chains through members that require credentials (the crawler never sees them)", async () => {
@@ -95,19 +130,36 @@ test("the rotating gateway chains through members that require credentials (the 
     assert.ok(!wrong.body.includes(PASSWORD));
 });
 
-test("docs/crawling.md's loops work unchanged against a pool with auth, and print no password", { timeout: 90_000 }, async () => {
-    const { crawl } = await import("../../clients/typescript/examples/crawl");
-    const site = `http://127.0.0.1:${target.port}`;
-    const pages = await crawl([`${site}/ts`], { baseUrl: svc.url, token: TOKENS.lease, pool: "web" });
-    assert.deepEqual(pages.map((p) => p.status), [200], JSON.stringify(pages));
-    assert.match(pages[0].proxy ?? "", /^http:\/\/127\.0\.0\.1:\d+$/, "shown without the credentials");
-    // Another target: the proxies rest 30 s per target after a release.
-    const env = { PATH: process.env.PATH ?? "/usr/bin:/bin", EGRESS_URL: svc.url, EGRESS_TOKEN: TOKENS.lease, EGRESS_POOL: "web" };
-    // Async: the service runs in this process, so a blocking spawn would starve it.
-    const r = await promisify(cp.execFile)(path.join(PACKAGE_ROOT, "clients/typescript/examples/crawl.sh"), [`http://localhost:${target.port}/sh`], { env, encoding: "utf8", timeout: 60_000 });
-    assert.match(r.stdout, /^200 http:\/\/localhost:\d+\/sh via http:\/\/127\.0\.0\.1:\d+ \(ok\)\n$/);
-    assert.ok(!(r.stdout + r.stderr).includes(PASSWORD));
-});
+test(
+    "docs/crawling.md's loops work unchanged against a pool with auth, and print no password",
+    { timeout: 90_000 },
+    async () => {
+        const { crawl } = await import("../../clients/typescript/examples/crawl");
+        const site = `http://127.0.0.1:${target.port}`;
+        const pages = await crawl([`${site}/ts`], { baseUrl: svc.url, token: TOKENS.lease, pool: "web" });
+        assert.deepEqual(
+            pages.map((p) => p.status),
+            [200],
+            JSON.stringify(pages),
+        );
+        assert.match(pages[0].proxy ?? "", /^http:\/\/127\.0\.0\.1:\d+$/, "shown without the credentials");
+        // Another target: the proxies rest 30 s per target after a release.
+        const env = {
+            PATH: process.env.PATH ?? "/usr/bin:/bin",
+            EGRESS_URL: svc.url,
+            EGRESS_TOKEN: TOKENS.lease,
+            EGRESS_POOL: "web",
+        };
+        // Async: the service runs in this process, so a blocking spawn would starve it.
+        const r = await promisify(cp.execFile)(
+            path.join(PACKAGE_ROOT, "clients/typescript/examples/crawl.sh"),
+            [`http://localhost:${target.port}/sh`],
+            { env, encoding: "utf8", timeout: 60_000 },
+        );
+        assert.match(r.stdout, /^200 http:\/\/localhost:\d+\/sh via http:\/\/127\.0\.0\.1:\d+ \(ok\)\n$/);
+        assert.ok(!(r.stdout + r.stderr).includes(PASSWORD));
+    },
+);
 
 test("the clear password is in no log line and no file of the state backend, stack file or run dir", async () => {
     const logs = svc.logs.join("");
@@ -129,20 +181,32 @@ test("the clear password is in no log line and no file of the state backend, sta
     }
     assert.ok(files > 3, "the walk saw the checkpoint and the proxies' files");
     assert.deepEqual(leaks, [], "no file holds the clear password");
-    const checkpoint = fs.readFileSync(path.join(svc.project.dir, "backend", ".pulumi", "stacks", "egress", "svc.json"), "utf8");
+    const checkpoint = fs.readFileSync(
+        path.join(svc.project.dir, "backend", ".pulumi", "stacks", "egress", "svc.json"),
+        "utf8",
+    );
     assert.match(checkpoint, /"credentials"/, "the stack output exists (as a secret)");
 });
 
 test("`egress outputs` marks the proxies `auth` and prints no password; `--show-secrets` prints the credentials", async () => {
     const cli = (...args: string[]) => {
-        const r = cp.spawnSync(process.execPath, [path.join(PACKAGE_ROOT, "dist", "src", "cli.js"), "--cwd", svc.project.dir, "--stack", "svc", ...args], { encoding: "utf8", timeout: 60_000, env: { ...process.env, ...svc.project.env } });
+        const r = cp.spawnSync(
+            process.execPath,
+            [path.join(PACKAGE_ROOT, "dist", "src", "cli.js"), "--cwd", svc.project.dir, "--stack", "svc", ...args],
+            { encoding: "utf8", timeout: 60_000, env: { ...process.env, ...svc.project.env } },
+        );
         assert.equal(r.status, 0, r.stderr);
         return r.stdout;
     };
     const plain = cli("--json", "outputs");
     assert.ok(!plain.includes(PASSWORD));
-    assert.deepEqual(JSON.parse(plain).proxies.map((p: any) => p.auth), [true, true]);
-    assert.deepEqual(JSON.parse(cli("--json", "outputs", "--show-secrets")).credentials, { web: { username: USERNAME, password: PASSWORD } });
+    assert.deepEqual(
+        JSON.parse(plain).proxies.map((p: any) => p.auth),
+        [true, true],
+    );
+    assert.deepEqual(JSON.parse(cli("--json", "outputs", "--show-secrets")).credentials, {
+        web: { username: USERNAME, password: PASSWORD },
+    });
     const text = cli("outputs");
     assert.match(text, /--show-secrets/);
     assert.ok(!text.includes(PASSWORD));

@@ -13,7 +13,13 @@ const lines: string[] = [];
 const log = createLogger({ level: "debug", destination: { write: (s: string) => void lines.push(s) } });
 let svc: TestService;
 before(async () => {
-    svc = await startTestService({ "egress:providers": { local: { type: "local" } }, "egress:pools": [{ name: "web", provider: "local", replicas: 0, maxReplicas: 2 }] }, { converge: false, log });
+    svc = await startTestService(
+        {
+            "egress:providers": { local: { type: "local" } },
+            "egress:pools": [{ name: "web", provider: "local", replicas: 0, maxReplicas: 2 }],
+        },
+        { converge: false, log },
+    );
 });
 after(async () => {
     await svc?.close();
@@ -55,7 +61,11 @@ for (const chunked of [false, true]) {
     });
 
     test(`${way}: 4xx answers are info lines with their code and no stack`, async () => {
-        for (const [tag, body, token, status, code] of [[`unauth-${chunked}`, "{}", null, 401, "unauthenticated"], [`bad-${chunked}`, '{"ttlSeconds":0}', TOKENS.lease, 400, "invalid_request"], [`json-${chunked}`, '{"pool":', TOKENS.lease, 400, "malformed_json"]] as const) {
+        for (const [tag, body, token, status, code] of [
+            [`unauth-${chunked}`, "{}", null, 401, "unauthenticated"],
+            [`bad-${chunked}`, '{"ttlSeconds":0}', TOKENS.lease, 400, "invalid_request"],
+            [`json-${chunked}`, '{"pool":', TOKENS.lease, 400, "malformed_json"],
+        ] as const) {
             assert.equal(await post(tag, "/v1/leases", body, token, chunked), status);
             const [line, ...more] = await linesOf(tag);
             assert.deepEqual(more, []);
@@ -93,7 +103,11 @@ test("a real fault is one error line carrying the thrown error's stack; the clie
             assert.equal(line.err.message, "injected fault 7f3a");
             assert.match(line.err.stack, /injected fault 7f3a\n\s+at /);
         }
-        assert.equal(lines.filter((l) => l.includes("injected fault 7f3a")).length, 2, "logged once per request, not twice");
+        assert.equal(
+            lines.filter((l) => l.includes("injected fault 7f3a")).length,
+            2,
+            "logged once per request, not twice",
+        );
     } finally {
         svc.fleet.acquire = acquire;
     }

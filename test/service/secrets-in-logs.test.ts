@@ -23,7 +23,13 @@ before(async () => {
     const saved = process.env.EGRESS_TOKENS;
     process.env.EGRESS_TOKENS = `canary:discover+lease+scale:${CANARY}`;
     try {
-        svc = await startTestService({ "egress:providers": { local: { type: "local" } }, "egress:pools": [{ name: "web", provider: "local", replicas: 0, maxReplicas: 2 }] }, { converge: false });
+        svc = await startTestService(
+            {
+                "egress:providers": { local: { type: "local" } },
+                "egress:pools": [{ name: "web", provider: "local", replicas: 0, maxReplicas: 2 }],
+            },
+            { converge: false },
+        );
     } finally {
         if (saved === undefined) delete process.env.EGRESS_TOKENS;
         else process.env.EGRESS_TOKENS = saved;
@@ -34,19 +40,47 @@ after(async () => {
 });
 
 const routes: [string, string, unknown?][] = [
-    ["GET", "/v1/proxies"], ["GET", "/v1/pools"], ["PUT", "/v1/pools/web/replicas", { replicas: 0 }], ["PUT", "/v1/pools/nope/replicas", { replicas: 1 }],
-    ["GET", "/v1/operations"], ["GET", "/v1/operations/op_none"], ["GET", "/v1/providers/health"],
-    ["POST", "/v1/leases", {}], ["POST", "/v1/leases", { pool: "web" }], ["POST", "/v1/leases/abc/release", { outcome: "ok" }], ["POST", "/v1/blocks", { pool: "web", target: "example.org" }],
-    ["GET", "/v1/echo"], ["GET", "/healthz"], ["GET", "/readyz"], ["GET", "/metrics"], ["GET", "/v1/openapi.json"], ["GET", "/nope"],
-    ["GET", "/v1/proxies?lifecycle=active"], ["GET", "/v1/operations/op_none/events"], ["GET", "/v1/heal"],
-    ["GET", "/v1/whoami"], ["GET", "/v1/leases"], ["GET", "/v1/timeline"], ["GET", "/docs"], ["GET", "/docs/swagger-ui.css"], ["GET", "/docs/nope.js"],
+    ["GET", "/v1/proxies"],
+    ["GET", "/v1/pools"],
+    ["PUT", "/v1/pools/web/replicas", { replicas: 0 }],
+    ["PUT", "/v1/pools/nope/replicas", { replicas: 1 }],
+    ["GET", "/v1/operations"],
+    ["GET", "/v1/operations/op_none"],
+    ["GET", "/v1/providers/health"],
+    ["POST", "/v1/leases", {}],
+    ["POST", "/v1/leases", { pool: "web" }],
+    ["POST", "/v1/leases/abc/release", { outcome: "ok" }],
+    ["POST", "/v1/blocks", { pool: "web", target: "example.org" }],
+    ["GET", "/v1/echo"],
+    ["GET", "/healthz"],
+    ["GET", "/readyz"],
+    ["GET", "/metrics"],
+    ["GET", "/v1/openapi.json"],
+    ["GET", "/nope"],
+    ["GET", "/v1/proxies?lifecycle=active"],
+    ["GET", "/v1/operations/op_none/events"],
+    ["GET", "/v1/heal"],
+    ["GET", "/v1/whoami"],
+    ["GET", "/v1/leases"],
+    ["GET", "/v1/timeline"],
+    ["GET", "/docs"],
+    ["GET", "/docs/swagger-ui.css"],
+    ["GET", "/docs/nope.js"],
 ];
 
 test("the routes above cover every route the service registers", () => {
     // Read from the route modules, so a route added later without a canary run fails here.
     const dir = path.join(PACKAGE_ROOT, "src", "service", "routes");
-    const served = fs.readdirSync(dir).filter((f) => f.endsWith(".ts")).flatMap((f) =>
-        [...fs.readFileSync(path.join(dir, f), "utf8").matchAll(/\br\.(get|post|put|delete|patch)\(\s*"([^"]+)"/g)].map((m) => `${m[1].toUpperCase()} ${m[2]}`));
+    const served = fs
+        .readdirSync(dir)
+        .filter((f) => f.endsWith(".ts"))
+        .flatMap((f) =>
+            [
+                ...fs
+                    .readFileSync(path.join(dir, f), "utf8")
+                    .matchAll(/\br\.(get|post|put|delete|patch)\(\s*"([^"]+)"/g),
+            ].map((m) => `${m[1].toUpperCase()} ${m[2]}`),
+        );
     assert.ok(served.length >= 10, `found the routes (${served.join(", ")})`);
     const pattern = (route: string) => new RegExp(`^${route.replace(/:[a-z]+/gi, "[^/]+")}$`);
     const missing = served.filter((r) => {
@@ -62,28 +96,80 @@ test("the canary token is valid (so the requests below exercise the authenticate
 });
 
 test("sent everywhere on every route, the canary reaches no log line", async () => {
-    const ways: { name: string; token?: string | null; headers?: Record<string, string>; query?: string; body?: (b: unknown) => unknown; raw?: string }[] = [
+    const ways: {
+        name: string;
+        token?: string | null;
+        headers?: Record<string, string>;
+        query?: string;
+        body?: (b: unknown) => unknown;
+        raw?: string;
+    }[] = [
         { name: "valid bearer", token: CANARY },
         { name: "malformed authorization", token: null, headers: { authorization: `Basic ${CANARY}` } },
         { name: "bearer with junk", token: null, headers: { authorization: `Bearer ${CANARY} extra` } },
-        { name: "other credential headers", token: CANARY, headers: { "x-api-key": CANARY, "proxy-authorization": `Bearer ${CANARY}`, cookie: `session=${CANARY}`, "x-auth-token": CANARY } },
+        {
+            name: "other credential headers",
+            token: CANARY,
+            headers: {
+                "x-api-key": CANARY,
+                "proxy-authorization": `Bearer ${CANARY}`,
+                cookie: `session=${CANARY}`,
+                "x-auth-token": CANARY,
+            },
+        },
         { name: "query", token: null, query: `token=${CANARY}` },
         { name: "query with a valid header", token: CANARY, query: `access_token=${CANARY}` },
-        { name: "body fields", token: CANARY, body: (b) => ({ ...(b as object), token: CANARY, password: CANARY, nested: { deep: { privateKey: CANARY } } }) },
         {
-            name: "secret names at any depth", token: CANARY,
-            body: (b) => ({ ...(b as object), a: [{ b: { c: [{ sshPrivateKey: CANARY, passphrase: CANARY, cloudInit: { inline: CANARY }, userData: CANARY, api_token: CANARY }] } }] }),
+            name: "body fields",
+            token: CANARY,
+            body: (b) => ({
+                ...(b as object),
+                token: CANARY,
+                password: CANARY,
+                nested: { deep: { privateKey: CANARY } },
+            }),
+        },
+        {
+            name: "secret names at any depth",
+            token: CANARY,
+            body: (b) => ({
+                ...(b as object),
+                a: [
+                    {
+                        b: {
+                            c: [
+                                {
+                                    sshPrivateKey: CANARY,
+                                    passphrase: CANARY,
+                                    cloudInit: { inline: CANARY },
+                                    userData: CANARY,
+                                    api_token: CANARY,
+                                },
+                            ],
+                        },
+                    },
+                ],
+            }),
         },
         { name: "malformed body quoting the canary", token: CANARY, raw: `{"token": "${CANARY}"` },
         // A crawler that sends its proxy credentials (pool `auth`) to the API by mistake.
-        { name: "proxy basic auth", token: CANARY, headers: { "proxy-authorization": `Basic ${Buffer.from(`crawler:${CANARY}`).toString("base64")}` } },
+        {
+            name: "proxy basic auth",
+            token: CANARY,
+            headers: { "proxy-authorization": `Basic ${Buffer.from(`crawler:${CANARY}`).toString("base64")}` },
+        },
     ];
     let sent = 0;
     for (const [method, route, body] of routes)
         for (const w of ways) {
             if ((w.body || w.raw !== undefined) && body === undefined) continue; // GET: no body to put it in
             const url = w.query ? `${route}${route.includes("?") ? "&" : "?"}${w.query}` : route;
-            const r = await svc.call(method, url, { token: w.token, headers: w.headers, body: w.raw !== undefined ? undefined : w.body ? w.body(body) : body, raw: w.raw });
+            const r = await svc.call(method, url, {
+                token: w.token,
+                headers: w.headers,
+                body: w.raw !== undefined ? undefined : w.body ? w.body(body) : body,
+                raw: w.raw,
+            });
             assert.ok(r.status > 0);
             sent++;
         }
@@ -98,7 +184,10 @@ test("sent everywhere on every route, the canary reaches no log line", async () 
 test("the service logs the token's name and scopes, not the token", () => {
     const loaded = svc.logs.map((l) => JSON.parse(l)).find((l) => l.msg === "loaded API tokens");
     assert.ok(loaded, "the token list is logged at start");
-    assert.deepEqual(loaded.tokens.find((t: any) => t.name === "canary"), { name: "canary", scopes: ["discover", "lease", "scale"] });
+    assert.deepEqual(
+        loaded.tokens.find((t: any) => t.name === "canary"),
+        { name: "canary", scopes: ["discover", "lease", "scale"] },
+    );
 });
 
 /** The example KVM stack with a private key and a cloud-init body that break its rules. */
@@ -114,41 +203,86 @@ function badConfig(): Record<string, any> {
     return c;
 }
 
-test("config errors with a private key and a cloud-init body: not in logs, error bodies, CLI output or messages", { timeout: 120_000 }, async () => {
-    const good = YAML.parse(fs.readFileSync(path.join(svc.project.dir, "stacks", "Pulumi.svc.yaml"), "utf8")).config;
-    svc.project.writeConfig(badConfig());
-    try {
-        const seen: string[] = [];
-        for (const [method, route, body] of routes) {
-            const r = await svc.call(method, route, { token: CANARY, body });
-            seen.push(`${method} ${route} → ${r.status} ${typeof r.body === "string" ? r.body.slice(0, 2000) : JSON.stringify(r.body)}`);
-        }
-        const scale = await svc.call("PUT", "/v1/pools/web/replicas", { token: CANARY, body: { replicas: 1 } });
-        assert.ok(scale.status >= 400, `the broken config is refused (${scale.status})`);
-        assert.match(JSON.stringify(scale.body), /ssh|cloudInit/, "the error names what is wrong");
-        assert.match(JSON.stringify(scale.body), /auth\.username/, "and the bad proxy credentials, by path");
-        assert.deepEqual(seen.filter((l) => l.includes(CANARY)), [], "no response carries it");
-        await new Promise((r) => setTimeout(r, 200));
-        assert.deepEqual(svc.logs.filter((l) => l.includes(CANARY)), [], "no log line carries it");
+test(
+    "config errors with a private key and a cloud-init body: not in logs, error bodies, CLI output or messages",
+    { timeout: 120_000 },
+    async () => {
+        const good = YAML.parse(
+            fs.readFileSync(path.join(svc.project.dir, "stacks", "Pulumi.svc.yaml"), "utf8"),
+        ).config;
+        svc.project.writeConfig(badConfig());
+        try {
+            const seen: string[] = [];
+            for (const [method, route, body] of routes) {
+                const r = await svc.call(method, route, { token: CANARY, body });
+                seen.push(
+                    `${method} ${route} → ${r.status} ${typeof r.body === "string" ? r.body.slice(0, 2000) : JSON.stringify(r.body)}`,
+                );
+            }
+            const scale = await svc.call("PUT", "/v1/pools/web/replicas", { token: CANARY, body: { replicas: 1 } });
+            assert.ok(scale.status >= 400, `the broken config is refused (${scale.status})`);
+            assert.match(JSON.stringify(scale.body), /ssh|cloudInit/, "the error names what is wrong");
+            assert.match(JSON.stringify(scale.body), /auth\.username/, "and the bad proxy credentials, by path");
+            assert.deepEqual(
+                seen.filter((l) => l.includes(CANARY)),
+                [],
+                "no response carries it",
+            );
+            await new Promise((r) => setTimeout(r, 200));
+            assert.deepEqual(
+                svc.logs.filter((l) => l.includes(CANARY)),
+                [],
+                "no log line carries it",
+            );
 
-        // A start on the broken config: the thrown error and the start-up log.
-        const logs: string[] = [];
-        const log = createLogger({ level: "debug", destination: { write: (l: string) => void logs.push(l) } });
-        const failed = await startService({ projectRoot: svc.project.dir, stack: "svc", port: 0, tokensFile: path.join(svc.project.dir, "tokens.json"), engineEnv: svc.project.env, runDir: path.join(svc.project.dir, "run-2"), log, converge: false }).then(
-            async (s) => { await s.close(); return undefined; }, (e: Error) => e);
-        assert.ok(failed, "the service refuses to start on it");
-        assert.match(failed.message, /invalid egress configuration/);
-        assert.ok(!failed.message.includes(CANARY), failed.message);
-        assert.deepEqual(logs.filter((l) => l.includes(CANARY)), []);
+            // A start on the broken config: the thrown error and the start-up log.
+            const logs: string[] = [];
+            const log = createLogger({ level: "debug", destination: { write: (l: string) => void logs.push(l) } });
+            const failed = await startService({
+                projectRoot: svc.project.dir,
+                stack: "svc",
+                port: 0,
+                tokensFile: path.join(svc.project.dir, "tokens.json"),
+                engineEnv: svc.project.env,
+                runDir: path.join(svc.project.dir, "run-2"),
+                log,
+                converge: false,
+            }).then(
+                async (s) => {
+                    await s.close();
+                    return undefined;
+                },
+                (e: Error) => e,
+            );
+            assert.ok(failed, "the service refuses to start on it");
+            assert.match(failed.message, /invalid egress configuration/);
+            assert.ok(!failed.message.includes(CANARY), failed.message);
+            assert.deepEqual(
+                logs.filter((l) => l.includes(CANARY)),
+                [],
+            );
 
-        // The CLI, as text and as --json.
-        for (const json of [[], ["--json"]]) {
-            const r = cp.spawnSync(process.execPath, [path.join(PACKAGE_ROOT, "dist", "src", "cli.js"), "--cwd", svc.project.dir, "--stack", "svc", ...json, "preview"], { encoding: "utf8", timeout: 60_000, env: { ...process.env, ...svc.project.env } });
-            assert.equal(r.status, 2, r.stderr);
-            assert.match(r.stdout + r.stderr, /egress:providers\.kvm-home\.ssh/);
-            assert.ok(!(r.stdout + r.stderr).includes(CANARY), r.stdout + r.stderr);
+            // The CLI, as text and as --json.
+            for (const json of [[], ["--json"]]) {
+                const r = cp.spawnSync(
+                    process.execPath,
+                    [
+                        path.join(PACKAGE_ROOT, "dist", "src", "cli.js"),
+                        "--cwd",
+                        svc.project.dir,
+                        "--stack",
+                        "svc",
+                        ...json,
+                        "preview",
+                    ],
+                    { encoding: "utf8", timeout: 60_000, env: { ...process.env, ...svc.project.env } },
+                );
+                assert.equal(r.status, 2, r.stderr);
+                assert.match(r.stdout + r.stderr, /egress:providers\.kvm-home\.ssh/);
+                assert.ok(!(r.stdout + r.stderr).includes(CANARY), r.stdout + r.stderr);
+            }
+        } finally {
+            svc.project.writeConfig(good);
         }
-    } finally {
-        svc.project.writeConfig(good);
-    }
-});
+    },
+);

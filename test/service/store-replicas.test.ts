@@ -22,7 +22,10 @@ const log = createLogger({ level: "warn" });
 async function replica(): Promise<RedisLeaseStore> {
     const s = new RedisLeaseStore({ url: redis.url, prefix: "egress:replicas:", log, targetCooldownSeconds: 0 });
     assert.equal(await s.connect(5000), true, "connects to the test's redis-server");
-    s.setMembers(MEMBERS.map((m) => ({ ...m, eligible: true })), POOLS);
+    s.setMembers(
+        MEMBERS.map((m) => ({ ...m, eligible: true })),
+        POOLS,
+    );
     return s;
 }
 

@@ -9,7 +9,17 @@
 import { after, before, test } from "node:test";
 import assert from "node:assert/strict";
 import * as fs from "node:fs";
-import { cli, engineProcessesOf, killServices, procProject, ProcProject, proxyProcesses, serve, ServeProcess, until } from "../helpers/processes";
+import {
+    cli,
+    engineProcessesOf,
+    killServices,
+    procProject,
+    ProcProject,
+    proxyProcesses,
+    serve,
+    ServeProcess,
+    until,
+} from "../helpers/processes";
 import { startRedis, TestRedis } from "../helpers/redis";
 
 const config = {
@@ -34,10 +44,16 @@ after(async () => {
     await redis?.cleanup();
 });
 
-const healthy = (svc: ServeProcess, n: number) => until(`${n} healthy proxies`, async () => {
-    const px = (await svc.call("GET", "/v1/proxies")).body.proxies as { health: string }[];
-    return px.length === n && px.every((x) => x.health === "healthy");
-}, 120_000, 100);
+const healthy = (svc: ServeProcess, n: number) =>
+    until(
+        `${n} healthy proxies`,
+        async () => {
+            const px = (await svc.call("GET", "/v1/proxies")).body.proxies as { health: string }[];
+            return px.length === n && px.every((x) => x.health === "healthy");
+        },
+        120_000,
+        100,
+    );
 
 const environ = (pid: number) => {
     try {
@@ -47,100 +63,139 @@ const environ = (pid: number) => {
     }
 };
 
-test("2 leases held, SIGTERM, restart: both releases answer 200 (the leases lived in Redis)", { timeout: 240_000 }, async () => {
-    const first = await serve(p, ["--store", redis.url]);
-    services.push(first);
-    // The start converges right after "ready": catch its engine processes' environments while they run.
-    const watch = setInterval(() => { for (const e of engineProcessesOf(first.child.pid!)) engineEnvs.push(environ(e.pid)); }, 20);
-    try {
-        await healthy(first, 3);
-    } finally {
-        clearInterval(watch);
-    }
-    const held = [];
-    for (let i = 0; i < 2; i++) {
-        const r = await first.call("POST", "/v1/leases", { pool: "web", ttlSeconds: 600 });
-        assert.equal(r.status, 201, JSON.stringify(r.body));
-        held.push(r.body.lease);
-    }
-    first.child.kill("SIGTERM");
-    assert.equal(await first.exited, 0);
-
-    const second = await serve(p, ["--store", redis.url, "--no-converge"]);
-    services.push(second);
-    const listed = (await second.call("GET", "/v1/leases")).body.leases as { proxy: string }[];
-    assert.deepEqual(listed.map((l) => l.proxy).sort(), held.map((l) => l.proxy.id).sort(), "the new process sees the held leases");
-    for (const l of held) {
-        const r = await second.call("POST", `/v1/leases/${l.id}/release`, { outcome: "ok" });
-        assert.equal(r.status, 200, JSON.stringify(r.body));
-        assert.equal(r.body.lease.proxyId, l.proxy.id);
-    }
-    second.child.kill("SIGTERM");
-    assert.equal(await second.exited, 0);
-});
-
-test("Redis killed under lease load: 503 store_unavailable with Retry-After, no other 5xx, /readyz false; back by itself", { timeout: 240_000 }, async () => {
-    const svc = await serve(p, ["--store", redis.url, "--no-converge"]);
-    services.push(svc);
-    await healthy(svc, 3);
-    const seen = new Map<string, number>();
-    const count = (k: string) => seen.set(k, (seen.get(k) ?? 0) + 1);
-    let slowest = 0;
-    let retryAfter: string | undefined;
-    let stop = false;
-    const timed = async (method: string, route: string, body: unknown) => {
-        const t0 = Date.now();
-        const r = await svc.call(method, route, body);
-        slowest = Math.max(slowest, Date.now() - t0);
-        const key = `${route === "/v1/leases" ? "lease" : "release"} ${r.status}${r.status >= 500 ? ` ${r.body?.error?.code}` : ""}`;
-        count(key);
-        if (r.status >= 500) assert.ok(r.body.error.code === "store_unavailable" || r.body.error.code === "none_available", `only deliberate 503s: ${JSON.stringify(r.body)}`);
-        if (r.body?.error?.code === "store_unavailable") retryAfter = r.headers["retry-after"] as string;
-        return r;
-    };
-    const client = async () => {
-        while (!stop) {
-            const l = await timed("POST", "/v1/leases", { pool: "web", ttlSeconds: 60 });
-            if (l.status !== 201) {
-                await new Promise((r) => setTimeout(r, 50));
-                continue;
-            }
-            // A release refused while Redis is away is retried: the lease is still there when it is back.
-            while ((await timed("POST", `/v1/leases/${l.body.lease.id}/release`, { outcome: "ok" })).status === 503) await new Promise((r) => setTimeout(r, 100));
+test(
+    "2 leases held, SIGTERM, restart: both releases answer 200 (the leases lived in Redis)",
+    { timeout: 240_000 },
+    async () => {
+        const first = await serve(p, ["--store", redis.url]);
+        services.push(first);
+        // The start converges right after "ready": catch its engine processes' environments while they run.
+        const watch = setInterval(() => {
+            for (const e of engineProcessesOf(first.child.pid!)) engineEnvs.push(environ(e.pid));
+        }, 20);
+        try {
+            await healthy(first, 3);
+        } finally {
+            clearInterval(watch);
         }
-    };
-    const clients = Array.from({ length: 4 }, client);
-    await until("leases granted before the outage", () => (seen.get("lease 201") ?? 0) >= 20, 30_000);
-    await redis.kill();
-    await until("a store_unavailable answer", () => (seen.get("lease 503 store_unavailable") ?? 0) > 0, 10_000);
-    const down = await svc.call("GET", "/readyz");
-    assert.equal(down.status, 503);
-    assert.equal(down.body.error.code, "store_unavailable");
-    assert.ok(!JSON.stringify(down.body).includes(redis.password), "the readiness answer does not show the password");
-    const grantedWhileDown = seen.get("lease 201") ?? 0;
-    await new Promise((r) => setTimeout(r, 1500)); // a while down under load: nothing hangs, nothing crashes
-    await redis.start();
-    await until("leasing resumes", () => (seen.get("lease 201") ?? 0) > grantedWhileDown + 10, 30_000);
-    await until("/readyz true again", async () => (await svc.call("GET", "/readyz")).status === 200, 10_000);
-    stop = true;
-    await Promise.all(clients);
-    process.stdout.write(`# answers during the outage test: ${JSON.stringify(Object.fromEntries(seen))}, slowest ${slowest} ms\n`);
-    assert.equal(retryAfter, "2");
-    assert.ok(slowest < 2000, `every answer within 2 s (slowest ${slowest} ms)`);
-    assert.equal(svc.child.exitCode, null, "the service is still running");
-    const fiveHundreds = [...seen.keys()].filter((k) => / 5\d\d/.test(k) && !/ 503 (store_unavailable|none_available)$/.test(k));
-    assert.deepEqual(fiveHundreds, [], `answers: ${JSON.stringify([...seen])}`);
-    assert.ok(svc.entries.some((e) => /lease store \(Redis\) is unreachable/.test(e.msg)) && svc.entries.some((e) => /lease store \(Redis\) is back/.test(e.msg)), "the outage and the recovery are logged");
-    svc.child.kill("SIGTERM");
-    assert.equal(await svc.exited, 0);
-});
+        const held = [];
+        for (let i = 0; i < 2; i++) {
+            const r = await first.call("POST", "/v1/leases", { pool: "web", ttlSeconds: 600 });
+            assert.equal(r.status, 201, JSON.stringify(r.body));
+            held.push(r.body.lease);
+        }
+        first.child.kill("SIGTERM");
+        assert.equal(await first.exited, 0);
+
+        const second = await serve(p, ["--store", redis.url, "--no-converge"]);
+        services.push(second);
+        const listed = (await second.call("GET", "/v1/leases")).body.leases as { proxy: string }[];
+        assert.deepEqual(
+            listed.map((l) => l.proxy).sort(),
+            held.map((l) => l.proxy.id).sort(),
+            "the new process sees the held leases",
+        );
+        for (const l of held) {
+            const r = await second.call("POST", `/v1/leases/${l.id}/release`, { outcome: "ok" });
+            assert.equal(r.status, 200, JSON.stringify(r.body));
+            assert.equal(r.body.lease.proxyId, l.proxy.id);
+        }
+        second.child.kill("SIGTERM");
+        assert.equal(await second.exited, 0);
+    },
+);
+
+test(
+    "Redis killed under lease load: 503 store_unavailable with Retry-After, no other 5xx, /readyz false; back by itself",
+    { timeout: 240_000 },
+    async () => {
+        const svc = await serve(p, ["--store", redis.url, "--no-converge"]);
+        services.push(svc);
+        await healthy(svc, 3);
+        const seen = new Map<string, number>();
+        const count = (k: string) => seen.set(k, (seen.get(k) ?? 0) + 1);
+        let slowest = 0;
+        let retryAfter: string | undefined;
+        let stop = false;
+        const timed = async (method: string, route: string, body: unknown) => {
+            const t0 = Date.now();
+            const r = await svc.call(method, route, body);
+            slowest = Math.max(slowest, Date.now() - t0);
+            const key = `${route === "/v1/leases" ? "lease" : "release"} ${r.status}${r.status >= 500 ? ` ${r.body?.error?.code}` : ""}`;
+            count(key);
+            if (r.status >= 500)
+                assert.ok(
+                    r.body.error.code === "store_unavailable" || r.body.error.code === "none_available",
+                    `only deliberate 503s: ${JSON.stringify(r.body)}`,
+                );
+            if (r.body?.error?.code === "store_unavailable") retryAfter = r.headers["retry-after"] as string;
+            return r;
+        };
+        const client = async () => {
+            while (!stop) {
+                const l = await timed("POST", "/v1/leases", { pool: "web", ttlSeconds: 60 });
+                if (l.status !== 201) {
+                    await new Promise((r) => setTimeout(r, 50));
+                    continue;
+                }
+                // A release refused while Redis is away is retried: the lease is still there when it is back.
+                while ((await timed("POST", `/v1/leases/${l.body.lease.id}/release`, { outcome: "ok" })).status === 503)
+                    await new Promise((r) => setTimeout(r, 100));
+            }
+        };
+        const clients = Array.from({ length: 4 }, client);
+        await until("leases granted before the outage", () => (seen.get("lease 201") ?? 0) >= 20, 30_000);
+        await redis.kill();
+        await until("a store_unavailable answer", () => (seen.get("lease 503 store_unavailable") ?? 0) > 0, 10_000);
+        const down = await svc.call("GET", "/readyz");
+        assert.equal(down.status, 503);
+        assert.equal(down.body.error.code, "store_unavailable");
+        assert.ok(
+            !JSON.stringify(down.body).includes(redis.password),
+            "the readiness answer does not show the password",
+        );
+        const grantedWhileDown = seen.get("lease 201") ?? 0;
+        await new Promise((r) => setTimeout(r, 1500)); // a while down under load: nothing hangs, nothing crashes
+        await redis.start();
+        await until("leasing resumes", () => (seen.get("lease 201") ?? 0) > grantedWhileDown + 10, 30_000);
+        await until("/readyz true again", async () => (await svc.call("GET", "/readyz")).status === 200, 10_000);
+        stop = true;
+        await Promise.all(clients);
+        process.stdout.write(
+            `# answers during the outage test: ${JSON.stringify(Object.fromEntries(seen))}, slowest ${slowest} ms\n`,
+        );
+        assert.equal(retryAfter, "2");
+        assert.ok(slowest < 2000, `every answer within 2 s (slowest ${slowest} ms)`);
+        assert.equal(svc.child.exitCode, null, "the service is still running");
+        const fiveHundreds = [...seen.keys()].filter(
+            (k) => / 5\d\d/.test(k) && !/ 503 (store_unavailable|none_available)$/.test(k),
+        );
+        assert.deepEqual(fiveHundreds, [], `answers: ${JSON.stringify([...seen])}`);
+        assert.ok(
+            svc.entries.some((e) => /lease store \(Redis\) is unreachable/.test(e.msg)) &&
+                svc.entries.some((e) => /lease store \(Redis\) is back/.test(e.msg)),
+            "the outage and the recovery are logged",
+        );
+        svc.child.kill("SIGTERM");
+        assert.equal(await svc.exited, 0);
+    },
+);
 
 test("the store URL's password is in no log line of serve and in no engine's or proxy's environment", () => {
     const lines = services.flatMap((s) => s.logs);
     assert.ok(lines.length > 20, "the services logged");
-    assert.deepEqual(lines.filter((l) => l.includes(redis.password)), []);
-    assert.ok(engineEnvs.some((e) => e.includes("PULUMI_BACKEND_URL")), "engine environments were read");
-    assert.deepEqual(engineEnvs.filter((e) => e.includes(redis.password) || e.includes("EGRESS_STORE")), []);
+    assert.deepEqual(
+        lines.filter((l) => l.includes(redis.password)),
+        [],
+    );
+    assert.ok(
+        engineEnvs.some((e) => e.includes("PULUMI_BACKEND_URL")),
+        "engine environments were read",
+    );
+    assert.deepEqual(
+        engineEnvs.filter((e) => e.includes(redis.password) || e.includes("EGRESS_STORE")),
+        [],
+    );
     const proxies = [...proxyProcesses(p).values()];
     assert.ok(proxies.length === 3, "three local proxies run");
     for (const pid of proxies) {

@@ -9,7 +9,13 @@ import { startTestService, TestService, TOKENS } from "../helpers/service";
 
 let svc: TestService;
 before(async () => {
-    svc = await startTestService({ "egress:providers": { local: { type: "local" } }, "egress:pools": [{ name: "web", provider: "local", replicas: 0, maxReplicas: 2 }] }, { converge: false });
+    svc = await startTestService(
+        {
+            "egress:providers": { local: { type: "local" } },
+            "egress:pools": [{ name: "web", provider: "local", replicas: 0, maxReplicas: 2 }],
+        },
+        { converge: false },
+    );
 });
 after(async () => {
     await svc?.close();
@@ -43,7 +49,10 @@ for (const c of cases) {
 }
 
 test("a valid token in the query is not used: the scale request starts no operation", async () => {
-    const r = await svc.call("PUT", `/v1/pools/web/replicas?token=${TOKENS.admin}`, { token: null, body: { replicas: 1 } });
+    const r = await svc.call("PUT", `/v1/pools/web/replicas?token=${TOKENS.admin}`, {
+        token: null,
+        body: { replicas: 1 },
+    });
     assert.equal(r.status, 400);
     assert.equal(r.body.error.code, "token_in_url");
     assert.deepEqual((await svc.call("GET", "/v1/operations")).body.operations, []);

@@ -10,9 +10,16 @@ export const CHROMIUM = process.env.EGRESS_CHROMIUM ?? "/usr/bin/chromium";
 
 export async function launchChromium(): Promise<Browser> {
     if (!process.env.EGRESS_CHROMIUM) ensureTestPackages();
-    if (!fs.existsSync(CHROMIUM)) throw new Error(`${CHROMIUM} is missing: install Debian's \`chromium\` package (scripts/install-test-deps.sh does, as root) or set EGRESS_CHROMIUM`);
+    if (!fs.existsSync(CHROMIUM))
+        throw new Error(
+            `${CHROMIUM} is missing: install Debian's \`chromium\` package (scripts/install-test-deps.sh does, as root) or set EGRESS_CHROMIUM`,
+        );
     // --no-sandbox: CI runs as root, where Chromium's sandbox refuses to start.
-    return chromium.launch({ executablePath: CHROMIUM, headless: true, args: ["--no-sandbox", "--disable-dev-shm-usage"] });
+    return chromium.launch({
+        executablePath: CHROMIUM,
+        headless: true,
+        args: ["--no-sandbox", "--disable-dev-shm-usage"],
+    });
 }
 
 /**
@@ -29,15 +36,24 @@ export function outline(page: Page): Promise<string[]> {
             const tag = el.tagName.toLowerCase();
             const label = el.getAttribute("aria-label");
             if (tag === "header" || tag === "main") out.push(tag);
-            else if (tag === "nav") out.push(`nav ${label ?? ""}: ${[...el.querySelectorAll("a")].map((a: any) => a.textContent).join(" | ")}`);
-            else if (/^h[1-3]$/.test(tag)) out.push(`${tag} ${(el.textContent ?? "").replace(/\s+/g, " ").trim().replace(/op_[0-9a-f]+/, "op_…").replace(/ (queued|running|succeeded|failed)$/, "")}`);
+            else if (tag === "nav")
+                out.push(
+                    `nav ${label ?? ""}: ${[...el.querySelectorAll("a")].map((a: any) => a.textContent).join(" | ")}`,
+                );
+            else if (/^h[1-3]$/.test(tag))
+                out.push(
+                    `${tag} ${(el.textContent ?? "")
+                        .replace(/\s+/g, " ")
+                        .trim()
+                        .replace(/op_[0-9a-f]+/, "op_…")
+                        .replace(/ (queued|running|succeeded|failed)$/, "")}`,
+                );
             else if (tag === "table") {
                 // Rows vary with the data; the columns, and whether rows carry forms (controls), do not.
                 out.push(`table: ${[...el.querySelectorAll("thead th")].map((th: any) => th.textContent).join(" | ")}`);
                 if (el.querySelector("tbody form")) out.push(`form ${el.querySelector("tbody form").className}`);
                 return;
-            }
-            else if (tag === "form") out.push(`form ${label ?? el.className}`);
+            } else if (tag === "form") out.push(`form ${label ?? el.className}`);
             else if (tag === "svg" && el.getAttribute("role") === "img") return void out.push("chart");
             for (const c of el.children) walk(c);
         };
@@ -61,7 +77,10 @@ export interface FirstLoad {
  * trips are not counted. Only loopback is reachable: anything else the page asks for is refused.
  */
 export async function firstLoad(context: BrowserContext, url: string, ready: string): Promise<FirstLoad> {
-    await context.route((u) => !/^http:\/\/127\.0\.0\.1[:/]/.test(u.toString()), (route) => route.abort());
+    await context.route(
+        (u) => !/^http:\/\/127\.0\.0\.1[:/]/.test(u.toString()),
+        (route) => route.abort(),
+    );
     await context.addInitScript((sel: string) => {
         const g = globalThis as any;
         const check = () => {
@@ -74,8 +93,15 @@ export async function firstLoad(context: BrowserContext, url: string, ready: str
     await page.locator(ready).first().waitFor({ timeout: 30_000 });
     const m = await page.evaluate(() => {
         const g = globalThis as any;
-        const entries = [...g.performance.getEntriesByType("navigation"), ...g.performance.getEntriesByType("resource")];
-        return { requests: entries.length, bytes: entries.reduce((s: number, e: any) => s + e.transferSize, 0), interactiveMs: Math.round(g.__egressReady) };
+        const entries = [
+            ...g.performance.getEntriesByType("navigation"),
+            ...g.performance.getEntriesByType("resource"),
+        ];
+        return {
+            requests: entries.length,
+            bytes: entries.reduce((s: number, e: any) => s + e.transferSize, 0),
+            interactiveMs: Math.round(g.__egressReady),
+        };
     });
     return { page, ...m };
 }

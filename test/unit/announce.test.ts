@@ -44,9 +44,22 @@ test("a second service for the stack is refused while the first lives; a dead on
     const other = cp.spawn("sleep", ["30"]);
     const file = announcementFile(runDir, "s");
     const sock = path.join(runDir, "service-s.sock");
-    fs.writeFileSync(file, JSON.stringify({ pid: other.pid, hostname: os.hostname(), stack: "s", socket: sock, url: "http://127.0.0.1:9", since: "t" }));
+    fs.writeFileSync(
+        file,
+        JSON.stringify({
+            pid: other.pid,
+            hostname: os.hostname(),
+            stack: "s",
+            socket: sock,
+            url: "http://127.0.0.1:9",
+            since: "t",
+        }),
+    );
     try {
-        assert.throws(() => assertNoOtherService(runDir, "s", () => undefined), new RegExp(`already runs: pid ${other.pid} \\(egress serve\\).*http://127\\.0\\.0\\.1:9; stop it first`));
+        assert.throws(
+            () => assertNoOtherService(runDir, "s", () => undefined),
+            new RegExp(`already runs: pid ${other.pid} \\(egress serve\\).*http://127\\.0\\.0\\.1:9; stop it first`),
+        );
     } finally {
         await killHard(other);
     }

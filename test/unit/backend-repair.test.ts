@@ -16,7 +16,7 @@ function backend(): { dir: string; stacks: string } {
     fs.writeFileSync(path.join(stacks, "s.json"), JSON.stringify({ version: 3, checkpoint: {} }));
     fs.writeFileSync(path.join(stacks, "s.json.attrs"), ""); // killed mid-rewrite
     fs.writeFileSync(path.join(stacks, "s.json.bak.attrs"), JSON.stringify({ "user.cache_control": "" }));
-    fs.writeFileSync(path.join(stacks, "s.json.18ecc8a3da11b490.tmp"), "{\"half");
+    fs.writeFileSync(path.join(stacks, "s.json.18ecc8a3da11b490.tmp"), '{"half');
     fs.writeFileSync(path.join(stacks, "other.json.attrs"), ""); // another stack's: not ours to touch
     return { dir, stacks };
 }

@@ -11,16 +11,24 @@ const cli = path.join(PACKAGE_ROOT, "dist", "src", "cli.js");
 const dir = fs.mkdtempSync(path.join(os.tmpdir(), "egress-cli-"));
 fs.mkdirSync(path.join(dir, "stacks"));
 fs.writeFileSync(path.join(dir, "Pulumi.yaml"), "name: egress\nruntime: nodejs\nstackConfigDir: stacks\n");
-const stackYaml = "# keep this comment\nconfig:\n  egress:providers:\n    local: { type: local }\n  egress:pools:\n    - name: web\n      provider: local\n      replicas: 2\n      maxReplicas: 4\n";
+const stackYaml =
+    "# keep this comment\nconfig:\n  egress:providers:\n    local: { type: local }\n  egress:pools:\n    - name: web\n      provider: local\n      replicas: 2\n      maxReplicas: 4\n";
 fs.writeFileSync(path.join(dir, "stacks", "Pulumi.t.yaml"), stackYaml);
-fs.writeFileSync(path.join(dir, "stacks", "Pulumi.bad.yaml"), "config:\n  egress:providers:\n    local: { type: local }\n  egress:pools:\n    - { name: web, provider: lokal, replicas: 2 }\n");
+fs.writeFileSync(
+    path.join(dir, "stacks", "Pulumi.bad.yaml"),
+    "config:\n  egress:providers:\n    local: { type: local }\n  egress:pools:\n    - { name: web, provider: lokal, replicas: 2 }\n",
+);
 
 function run(...args: string[]) {
     return runWith({}, ...args);
 }
 
 function runWith(env: Record<string, string>, ...args: string[]) {
-    const r = cp.spawnSync(process.execPath, [cli, "--cwd", dir, ...args], { encoding: "utf8", timeout: 30_000, env: { ...process.env, ...env } });
+    const r = cp.spawnSync(process.execPath, [cli, "--cwd", dir, ...args], {
+        encoding: "utf8",
+        timeout: 30_000,
+        env: { ...process.env, ...env },
+    });
     return { code: r.status, stdout: r.stdout, stderr: r.stderr };
 }
 
@@ -50,7 +58,9 @@ test("--json errors are machine-readable and list the problems", () => {
     assert.equal(r.code, 2);
     const body = JSON.parse(r.stdout);
     assert.equal(body.ok, false);
-    assert.deepEqual(body.error.problems, [{ path: "egress:pools[0].replicas", rule: "replicas must be 0 or more", value: -3 }]);
+    assert.deepEqual(body.error.problems, [
+        { path: "egress:pools[0].replicas", rule: "replicas must be 0 or more", value: -3 },
+    ]);
 });
 
 test("scale --no-up writes only the replicas, keeping comments", () => {
@@ -65,7 +75,10 @@ test("scale --no-up writes only the replicas, keeping comments", () => {
 test("up with an invalid config exits 2 naming the path, before the engine runs", () => {
     const r = run("--stack", "bad", "up");
     assert.equal(r.code, 2);
-    assert.match(r.stderr, /egress:pools\[0\]\.provider: must name an entry of egress:providers \(known: local\) \(got "lokal"\)/);
+    assert.match(
+        r.stderr,
+        /egress:pools\[0\]\.provider: must name an entry of egress:providers \(known: local\) \(got "lokal"\)/,
+    );
     assert.ok(!fs.existsSync(path.join(dir, ".pulumi")), "no engine state was created");
 });
 
@@ -79,16 +92,26 @@ test("unknown commands are usage errors; --help exits 0 and lists the commands",
     assert.equal(run("frobnicate").code, 2);
     const help = run("--help");
     assert.equal(help.code, 0);
-    for (const c of ["up", "preview", "refresh", "destroy", "outputs", "scale", "doctor"]) assert.match(help.stdout, new RegExp(`\\n  ${c}\\b`));
+    for (const c of ["up", "preview", "refresh", "destroy", "outputs", "scale", "doctor"])
+        assert.match(help.stdout, new RegExp(`\\n  ${c}\\b`));
 });
 
 test("up with a Kubernetes context missing from the kubeconfig exits 2 naming the path, before the engine runs", () => {
     const kubeconfig = path.join(dir, "kubeconfig.yaml");
-    fs.writeFileSync(kubeconfig, "apiVersion: v1\nkind: Config\nclusters: [{name: c, cluster: {server: 'https://127.0.0.1:6443'}}]\nusers: [{name: u, user: {token: t}}]\ncontexts: [{name: prod, context: {cluster: c, user: u}}]\ncurrent-context: prod\n");
-    fs.writeFileSync(path.join(dir, "stacks", "Pulumi.k8s.yaml"), `config:\n  egress:providers:\n    k8s: { type: kubernetes, context: staging, kubeconfigPath: ${kubeconfig} }\n  egress:pools:\n    - { name: web, provider: k8s, replicas: 1 }\n`);
+    fs.writeFileSync(
+        kubeconfig,
+        "apiVersion: v1\nkind: Config\nclusters: [{name: c, cluster: {server: 'https://127.0.0.1:6443'}}]\nusers: [{name: u, user: {token: t}}]\ncontexts: [{name: prod, context: {cluster: c, user: u}}]\ncurrent-context: prod\n",
+    );
+    fs.writeFileSync(
+        path.join(dir, "stacks", "Pulumi.k8s.yaml"),
+        `config:\n  egress:providers:\n    k8s: { type: kubernetes, context: staging, kubeconfigPath: ${kubeconfig} }\n  egress:pools:\n    - { name: web, provider: k8s, replicas: 1 }\n`,
+    );
     const r = run("--stack", "k8s", "up");
     assert.equal(r.code, 2, r.stderr);
-    assert.match(r.stderr, /egress:providers\.k8s\.context: context `staging` is not in .*kubeconfig\.yaml \(known: prod\) \(got "staging"\)/);
+    assert.match(
+        r.stderr,
+        /egress:providers\.k8s\.context: context `staging` is not in .*kubeconfig\.yaml \(known: prod\) \(got "staging"\)/,
+    );
 });
 
 test("a missing Pulumi CLI is a missing prerequisite: exit 3 and what to run", () => {
@@ -111,7 +134,12 @@ test("--version prints package.json's version, from dist/src/cli.js and from bin
 });
 
 test("bin/egress reports errors as src/cli.ts does: same message, same exit code, same --json envelope", () => {
-    for (const args of [["--stack", "bad", "up"], ["--stack", "bad", "--json", "up"], ["--stack", "t", "scale", "nope", "1"], ["frobnicate"]]) {
+    for (const args of [
+        ["--stack", "bad", "up"],
+        ["--stack", "bad", "--json", "up"],
+        ["--stack", "t", "scale", "nope", "1"],
+        ["frobnicate"],
+    ]) {
         const direct = run(...args);
         const viaBin = cp.spawnSync(bin, ["--cwd", dir, ...args], { encoding: "utf8", timeout: 30_000 });
         assert.notEqual(direct.code, 0);

@@ -22,7 +22,10 @@ export function problemLines(raw: unknown, root: string): string[] {
         parseEgressConfig(raw, root);
     } catch (e) {
         assert.ok(e instanceof ConfigError, `expected ConfigError, got ${e}`);
-        return e.message.split("\n").slice(1).map((l) => l.replace(/^\s+- /, ""));
+        return e.message
+            .split("\n")
+            .slice(1)
+            .map((l) => l.replace(/^\s+- /, ""));
     }
     assert.fail("config was accepted");
 }

@@ -15,19 +15,31 @@ import { errorHandler, notFound } from "../../src/service/errors";
 import { uiRoutes } from "../../src/service/routes/ui";
 import type { PoolCounts } from "../../src/service/fleet";
 
-const counts = (healthy: number): Record<string, PoolCounts> => ({ web: { actual: 3, healthy, unhealthy: 3 - healthy, unknown: 0, leased: 1, draining: 0 } });
+const counts = (healthy: number): Record<string, PoolCounts> => ({
+    web: { actual: 3, healthy, unhealthy: 3 - healthy, unknown: 0, leased: 1, draining: 0 },
+});
 
 test("the timeline keeps span/interval samples, oldest first, and drops the oldest when full", () => {
-    let now = Date.parse("2026-01-01T00:00:00Z"), healthy = 0;
+    let now = Date.parse("2026-01-01T00:00:00Z"),
+        healthy = 0;
     const t = new Timeline({ intervalMs: 30_000, spanMs: 90_000, counts: () => counts(healthy), now: () => now });
     assert.deepEqual(t.points(), []);
     for (healthy = 0; healthy < 5; healthy++, now += 30_000) t.sample();
     const pts = t.points();
     assert.equal(pts.length, 3, "90 s / 30 s = 3 samples kept");
-    assert.deepEqual(pts.map((p) => p.pools.web.healthy), [2, 3, 4]);
-    assert.deepEqual(pts.map((p) => p.at), ["2026-01-01T00:01:00.000Z", "2026-01-01T00:01:30.000Z", "2026-01-01T00:02:00.000Z"]);
+    assert.deepEqual(
+        pts.map((p) => p.pools.web.healthy),
+        [2, 3, 4],
+    );
+    assert.deepEqual(
+        pts.map((p) => p.at),
+        ["2026-01-01T00:01:00.000Z", "2026-01-01T00:01:30.000Z", "2026-01-01T00:02:00.000Z"],
+    );
     assert.deepEqual(pts[0].pools.web, { healthy: 2, leased: 1 });
-    assert.throws(() => new Timeline({ intervalMs: 0, counts: () => ({}) }), /timeline interval must be a whole number of ms/);
+    assert.throws(
+        () => new Timeline({ intervalMs: 0, counts: () => ({}) }),
+        /timeline interval must be a whole number of ms/,
+    );
 });
 
 async function listen(app: express.Express): Promise<{ url: string; close: () => void }> {
@@ -37,7 +49,9 @@ async function listen(app: express.Express): Promise<{ url: string; close: () =>
 }
 
 test("no scope admits any valid token (whoami); a bad token is still refused", async () => {
-    const auth = authenticate([{ name: "crawler", sha256: sha256("lease-only-token-0123456789").toString("hex"), scopes: ["lease"] }]);
+    const auth = authenticate([
+        { name: "crawler", sha256: sha256("lease-only-token-0123456789").toString("hex"), scopes: ["lease"] },
+    ]);
     const app = express();
     app.get("/who", auth(), (req, res) => res.json({ name: (req as any).tokenName, scopes: (req as any).tokenScopes }));
     app.get("/scale", auth("scale"), (_req, res) => res.json({}));
@@ -45,7 +59,10 @@ test("no scope admits any valid token (whoami); a bad token is still refused", a
     const s = await listen(app);
     try {
         const h = (t: string) => ({ headers: { authorization: `Bearer ${t}` } });
-        assert.deepEqual(await (await fetch(`${s.url}/who`, h("lease-only-token-0123456789"))).json(), { name: "crawler", scopes: ["lease"] });
+        assert.deepEqual(await (await fetch(`${s.url}/who`, h("lease-only-token-0123456789"))).json(), {
+            name: "crawler",
+            scopes: ["lease"],
+        });
         assert.equal((await fetch(`${s.url}/who`, h("wrong-token-0123456789abcdef"))).status, 401);
         assert.equal((await fetch(`${s.url}/scale`, h("lease-only-token-0123456789"))).status, 403);
     } finally {
@@ -75,7 +92,11 @@ test("static routes: a missing bundle answers 503 naming the build; a built one 
         assert.match((await fetch(`${s.url}/elsewhere`, html)).headers.get("content-type") ?? "", /text\/html/);
         const api = await fetch(`${s.url}/v1/anything`, html);
         assert.equal(api.status, 404);
-        assert.equal(((await api.json()) as any).error.code, "not_found", "under /v1 a 404 stays JSON, even for a browser");
+        assert.equal(
+            ((await api.json()) as any).error.code,
+            "not_found",
+            "under /v1 a 404 stays JSON, even for a browser",
+        );
         assert.equal((await fetch(`${s.url}/elsewhere`, { method: "POST" })).status, 404);
     } finally {
         s.close();

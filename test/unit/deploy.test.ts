@@ -18,7 +18,8 @@ const deploy = (f: string) => path.join(PACKAGE_ROOT, "deploy", f);
 
 function systemdAnalyze(args: string[]): cp.SpawnSyncReturns<string> {
     ensureTestPackages();
-    if (!fs.existsSync("/usr/bin/systemd-analyze")) throw new Error("systemd-analyze is missing: apt-get install systemd (scripts/install-test-deps.sh does)");
+    if (!fs.existsSync("/usr/bin/systemd-analyze"))
+        throw new Error("systemd-analyze is missing: apt-get install systemd (scripts/install-test-deps.sh does)");
     return cp.spawnSync("/usr/bin/systemd-analyze", args, { encoding: "utf8", timeout: 60_000 });
 }
 
@@ -44,10 +45,17 @@ test("systemd unit: systemd-analyze verify is clean, it is hardened, and its /op
     const unit = fs.readFileSync(deploy("egress.service"), "utf8");
     const s = serviceSection(unit);
     assert.ok(s.get("DynamicUser")?.[0] === "yes" || s.has("User"), "DynamicUser or a dedicated user");
-    for (const [k, v] of [["ProtectSystem", "strict"], ["NoNewPrivileges", "yes"], ["ProtectHome", "yes"], ["PrivateTmp", "yes"], ["CapabilityBoundingSet", ""]])
+    for (const [k, v] of [
+        ["ProtectSystem", "strict"],
+        ["NoNewPrivileges", "yes"],
+        ["ProtectHome", "yes"],
+        ["PrivateTmp", "yes"],
+        ["CapabilityBoundingSet", ""],
+    ])
         assert.deepEqual(s.get(k), [v], `${k}=${v}`);
     assert.ok(!s.has("MemoryDenyWriteExecute"), "V8's JIT needs W+X pages");
-    for (const m of unit.matchAll(/\/opt\/egress\/([\w./-]+)/g)) assert.ok(fs.existsSync(path.join(PACKAGE_ROOT, m[1])), `${m[1]} exists (built by npm run setup)`);
+    for (const m of unit.matchAll(/\/opt\/egress\/([\w./-]+)/g))
+        assert.ok(fs.existsSync(path.join(PACKAGE_ROOT, m[1])), `${m[1]} exists (built by npm run setup)`);
     const security = systemdAnalyze(["security", "--offline=true", deploy("egress.service")]);
     const exposure = /Overall exposure level for egress\.service: ([\d.]+)/.exec(security.stdout);
     assert.ok(exposure, security.stdout + security.stderr);
@@ -57,12 +65,23 @@ test("systemd unit: systemd-analyze verify is clean, it is hardened, and its /op
 test("alert rules: promtool check rules passes, and promtool test rules shows each alert firing when it should", () => {
     const check = promtool(["check", "rules", deploy("prometheus-alerts.yml")]);
     assert.equal(check.code, 0, check.out);
-    const names = (YAML.parse(fs.readFileSync(deploy("prometheus-alerts.yml"), "utf8")).groups[0].rules as { alert: string }[]).map((r) => r.alert);
-    for (const a of ["EgressPoolBelowDesired", "EgressNoHealthyProxy", "EgressHealsFailing", "EgressProviderDown"]) assert.ok(names.includes(a), a);
+    const names = (
+        YAML.parse(fs.readFileSync(deploy("prometheus-alerts.yml"), "utf8")).groups[0].rules as { alert: string }[]
+    ).map((r) => r.alert);
+    for (const a of ["EgressPoolBelowDesired", "EgressNoHealthyProxy", "EgressHealsFailing", "EgressProviderDown"])
+        assert.ok(names.includes(a), a);
     const tests = promtool(["test", "rules", deploy("prometheus-alerts.test.yml")]);
     assert.equal(tests.code, 0, tests.out);
-    const tested = new Set([...fs.readFileSync(deploy("prometheus-alerts.test.yml"), "utf8").matchAll(/alertname: (\w+)/g)].map((m) => m[1]));
-    assert.deepEqual(names.filter((n) => !tested.has(n)), [], "every alert has a promtool test");
+    const tested = new Set(
+        [...fs.readFileSync(deploy("prometheus-alerts.test.yml"), "utf8").matchAll(/alertname: (\w+)/g)].map(
+            (m) => m[1],
+        ),
+    );
+    assert.deepEqual(
+        names.filter((n) => !tested.has(n)),
+        [],
+        "every alert has a promtool test",
+    );
 });
 
 test("Grafana dashboard: valid JSON, every panel has a query, and every query is valid PromQL (promtool)", () => {
@@ -70,10 +89,16 @@ test("Grafana dashboard: valid JSON, every panel has a query, and every query is
     assert.equal(typeof doc.title, "string");
     assert.equal(typeof doc.uid, "string");
     assert.ok(doc.panels.length >= 10);
-    for (const p of doc.panels) assert.ok(p.targets?.length > 0 && p.targets.every((t: { expr: string }) => t.expr.trim()), `panel "${p.title}" queries something`);
+    for (const p of doc.panels)
+        assert.ok(
+            p.targets?.length > 0 && p.targets.every((t: { expr: string }) => t.expr.trim()),
+            `panel "${p.title}" queries something`,
+        );
     // promtool parses PromQL in rule files only: each expression becomes a recording rule.
     const exprs = dashboardExprs();
-    const rules = { groups: [{ name: "dashboard", rules: exprs.map((expr, i) => ({ record: `dashboard:query_${i}`, expr })) }] };
+    const rules = {
+        groups: [{ name: "dashboard", rules: exprs.map((expr, i) => ({ record: `dashboard:query_${i}`, expr })) }],
+    };
     const dir = fs.mkdtempSync(path.join(os.tmpdir(), "egress-dashboard-"));
     try {
         fs.writeFileSync(path.join(dir, "rules.yml"), YAML.stringify(rules));
@@ -87,18 +112,41 @@ test("Grafana dashboard: valid JSON, every panel has a query, and every query is
 
 test("Containerfile: every COPY source exists, the build runs setup, the image runs the built CLI unprivileged", () => {
     const text = fs.readFileSync(deploy("Containerfile"), "utf8");
-    const lines = text.replace(/\\\n/g, " ").split("\n").map((l) => l.trim()).filter((l) => l && !l.startsWith("#"));
+    const lines = text
+        .replace(/\\\n/g, " ")
+        .split("\n")
+        .map((l) => l.trim())
+        .filter((l) => l && !l.startsWith("#"));
     assert.ok(lines[0].startsWith("FROM "), "starts with FROM");
     const copies = lines.filter((l) => l.startsWith("COPY ") && !l.includes("--from="));
     assert.ok(copies.length >= 5);
     for (const c of copies) {
-        const parts = c.split(/\s+/).slice(1).filter((p) => !p.startsWith("--"));
-        for (const src of parts.slice(0, -1)) assert.ok(fs.existsSync(path.join(PACKAGE_ROOT, src)), `COPY source ${src} exists`);
+        const parts = c
+            .split(/\s+/)
+            .slice(1)
+            .filter((p) => !p.startsWith("--"));
+        for (const src of parts.slice(0, -1))
+            assert.ok(fs.existsSync(path.join(PACKAGE_ROOT, src)), `COPY source ${src} exists`);
     }
     // What the tsconfig compiles and setup needs must be copied (minus tests and benches).
-    for (const needed of ["package.json", "package-lock.json", "tsconfig.json", "Pulumi.yaml", "src", "components", "tools", "scripts"])
-        assert.ok(copies.some((c) => c.split(/\s+/).includes(needed) || c.split(/\s+/).includes(`./${needed}`)), `${needed} is copied`);
-    assert.ok(lines.some((l) => /^RUN .*scripts\/setup\.sh/.test(l)), "the build runs scripts/setup.sh");
+    for (const needed of [
+        "package.json",
+        "package-lock.json",
+        "tsconfig.json",
+        "Pulumi.yaml",
+        "src",
+        "components",
+        "tools",
+        "scripts",
+    ])
+        assert.ok(
+            copies.some((c) => c.split(/\s+/).includes(needed) || c.split(/\s+/).includes(`./${needed}`)),
+            `${needed} is copied`,
+        );
+    assert.ok(
+        lines.some((l) => /^RUN .*scripts\/setup\.sh/.test(l)),
+        "the build runs scripts/setup.sh",
+    );
     const user = lines.filter((l) => l.startsWith("USER ")).pop();
     assert.ok(user && user !== "USER root" && user !== "USER 0", "runs as an unprivileged user");
     assert.match(text, /\/opt\/egress\/dist\/src\/cli\.js serve/);

@@ -20,7 +20,11 @@ test("a pool, a session, a target, in either order", () => {
     assert.deepEqual(ok("web"), { pool: "web" });
     assert.deepEqual(ok("web_session_abc-1"), { pool: "web", session: "abc-1" });
     assert.deepEqual(ok("web_target_example.org"), { pool: "web", target: "example.org" });
-    assert.deepEqual(ok("web_session_s1_target_shop.example.org"), { pool: "web", session: "s1", target: "shop.example.org" });
+    assert.deepEqual(ok("web_session_s1_target_shop.example.org"), {
+        pool: "web",
+        session: "s1",
+        target: "shop.example.org",
+    });
     assert.deepEqual(ok("web_target_example.org_session_s1"), { pool: "web", session: "s1", target: "example.org" });
     assert.deepEqual(ok("web_target_127.0.0.2"), { pool: "web", target: "127.0.0.2" });
 });
@@ -38,7 +42,19 @@ test("pool names with '-session-' and '-target-' in them stay pool names", () =>
 
 test("targets are lower-cased host names", () => {
     assert.deepEqual(ok("web_target_Example.ORG"), { pool: "web", target: "example.org" });
-    for (const t of ["-a.org", "a-.org", "a..org", ".a.org", "a.org.", "a b", "a/b", "a%2eorg", "ex\u00e4mple.org", "a".repeat(64) + ".org"]) bad(`web_target_${t}`, /target that is not a host name/);
+    for (const t of [
+        "-a.org",
+        "a-.org",
+        "a..org",
+        ".a.org",
+        "a.org.",
+        "a b",
+        "a/b",
+        "a%2eorg",
+        "ex\u00e4mple.org",
+        "a".repeat(64) + ".org",
+    ])
+        bad(`web_target_${t}`, /target that is not a host name/);
     bad(`web_target_${"a.".repeat(127)}a`, /target that is not a host name/); // 255 characters
 });
 

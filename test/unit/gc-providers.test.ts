@@ -39,27 +39,59 @@ after(async () => {
     fs.rmSync(path.dirname(kubeconfig), { recursive: true, force: true });
 });
 
-const providers = () => parseEgressConfig({ providers: { local: { type: "local" }, k8s: { type: "kubernetes", kubeconfigPath: kubeconfig, context: "test" } } }, "/").providers;
+const providers = () =>
+    parseEgressConfig(
+        {
+            providers: {
+                local: { type: "local" },
+                k8s: { type: "kubernetes", kubeconfigPath: kubeconfig, context: "test" },
+            },
+        },
+        "/",
+    ).providers;
 
 async function proxy(stack: string, member: string) {
     const stateDir = path.join(runDir, "local", stack);
     const id = `${stack}-${member}-0badc0de`;
-    const p = await startProxy({ id, port: 0, stateDir, serverScript: path.join(PACKAGE_ROOT, "dist", "components", "local", "proxy-server.js"), nodePath: process.execPath, installation: TEST_INSTALLATION });
+    const p = await startProxy({
+        id,
+        port: 0,
+        stateDir,
+        serverScript: path.join(PACKAGE_ROOT, "dist", "components", "local", "proxy-server.js"),
+        nodePath: process.execPath,
+        installation: TEST_INSTALLATION,
+    });
     started.push({ pid: p.pid, id, stateDir });
     return { pid: p.pid, id };
 }
 
-const refused = () => new RegExp(`^\\[transient\\] GET /apis/apps/v1/namespaces/egress/deployments.*ECONNREFUSED 127\\.0\\.0\\.1:${closedPort}`);
+const refused = () =>
+    new RegExp(
+        `^\\[transient\\] GET /apis/apps/v1/namespaces/egress/deployments.*ECONNREFUSED 127\\.0\\.0\\.1:${closedPort}`,
+    );
 
 test("dry run: the local orphan is listed, the unreachable entry reports its cause, nothing is removed", async () => {
     const orphan = await proxy("gcdry", "web-0");
-    const report = await collectGarbage(providers(), { project: "egress", stack: "gcdry", installation: TEST_INSTALLATION.id, stateIds: new Set(), runDir, delete: false });
+    const report = await collectGarbage(providers(), {
+        project: "egress",
+        stack: "gcdry",
+        installation: TEST_INSTALLATION.id,
+        stateIds: new Set(),
+        runDir,
+        delete: false,
+    });
 
     assert.equal(report.ok, false);
     assert.equal(report.dryRun, true);
     const [local, k8s] = report.providers;
-    assert.deepEqual({ ...local, orphans: local.orphans.map((t) => t.name) }, { provider: "local", kind: "local", ok: true, found: 1, deleted: 0, orphans: [orphan.id] });
-    assert.deepEqual([k8s.provider, k8s.kind, k8s.ok, k8s.found, k8s.deleted, k8s.orphans], ["k8s", "kubernetes", false, 0, 0, []]);
+    assert.deepEqual(
+        { ...local, orphans: local.orphans.map((t) => t.name) },
+        { provider: "local", kind: "local", ok: true, found: 1, deleted: 0, orphans: [orphan.id] },
+    );
+    assert.deepEqual(
+        [k8s.provider, k8s.kind, k8s.ok, k8s.found, k8s.deleted, k8s.orphans],
+        ["k8s", "kubernetes", false, 0, 0, []],
+    );
     assert.match(k8s.error!, refused());
     assert.ok(isOurProcess(orphan.pid, orphan.id), "a dry run removes nothing");
 
@@ -67,7 +99,13 @@ test("dry run: the local orphan is listed, the unreachable entry reports its cau
     assert.match(text, new RegExp(`^orphan   local  process  ${orphan.id}  \\(`, "m"));
     assert.match(text, /^PROVIDER +KIND +FOUND +DELETED +RESULT$/m);
     assert.match(text, /^local +local +1 +- +ok$/m);
-    assert.match(text, new RegExp(`^k8s +kubernetes +- +- +FAILED: \\[transient\\] GET /apis/apps/v1/namespaces/egress/deployments.*ECONNREFUSED 127\\.0\\.0\\.1:${closedPort} \\(gave up after \\d+ tries in [\\d.]+ s\\)$`, "m"));
+    assert.match(
+        text,
+        new RegExp(
+            `^k8s +kubernetes +- +- +FAILED: \\[transient\\] GET /apis/apps/v1/namespaces/egress/deployments.*ECONNREFUSED 127\\.0\\.0\\.1:${closedPort} \\(gave up after \\d+ tries in [\\d.]+ s\\)$`,
+            "m",
+        ),
+    );
     assert.match(text, /^1 orphan\(s\); run again with --delete to remove them$/m);
     assert.match(text, /^failed: k8s \(the other entries were still collected\)$/m);
 });
@@ -75,11 +113,21 @@ test("dry run: the local orphan is listed, the unreachable entry reports its cau
 test("--delete: the local orphan is removed, what state knows stays, the unreachable entry still fails", async () => {
     const orphan = await proxy("gcdel", "web-0");
     const known = await proxy("gcdel", "web-1");
-    const report = await collectGarbage(providers(), { project: "egress", stack: "gcdel", installation: TEST_INSTALLATION.id, stateIds: new Set([known.id]), runDir, delete: true });
+    const report = await collectGarbage(providers(), {
+        project: "egress",
+        stack: "gcdel",
+        installation: TEST_INSTALLATION.id,
+        stateIds: new Set([known.id]),
+        runDir,
+        delete: true,
+    });
 
     assert.equal(report.ok, false);
     const [local, k8s] = report.providers;
-    assert.deepEqual([local.ok, local.found, local.deleted, local.orphans.map((t) => [t.name, t.removed])], [true, 1, 1, [[orphan.id, true]]]);
+    assert.deepEqual(
+        [local.ok, local.found, local.deleted, local.orphans.map((t) => [t.name, t.removed])],
+        [true, 1, 1, [[orphan.id, true]]],
+    );
     assert.equal(isOurProcess(orphan.pid, orphan.id), false, "the orphan is stopped");
     assert.equal(isOurProcess(known.pid, known.id), true, "what state knows is left alone");
     assert.match(k8s.error!, refused());
@@ -87,18 +135,44 @@ test("--delete: the local orphan is removed, what state knows stays, the unreach
 });
 
 test("every entry collected: the report is ok", async () => {
-    const report = await collectGarbage({ local: providers().local }, { project: "egress", stack: "gcnone", installation: TEST_INSTALLATION.id, stateIds: new Set(), runDir, delete: true });
-    assert.deepEqual(report, { ok: true, dryRun: false, providers: [{ provider: "local", kind: "local", ok: true, found: 0, deleted: 0, orphans: [] }] });
+    const report = await collectGarbage(
+        { local: providers().local },
+        {
+            project: "egress",
+            stack: "gcnone",
+            installation: TEST_INSTALLATION.id,
+            stateIds: new Set(),
+            runDir,
+            delete: true,
+        },
+    );
+    assert.deepEqual(report, {
+        ok: true,
+        dryRun: false,
+        providers: [{ provider: "local", kind: "local", ok: true, found: 0, deleted: 0, orphans: [] }],
+    });
     assert.match(gcText(report), /^nothing to collect: everything labelled for this stack is in state$/m);
 });
 
 test("the CLI prints per-entry results as JSON and exits 1 when an entry failed", async (t) => {
-    const project = tempProject("gccli", { "egress:providers": { local: { type: "local" }, k8s: { type: "kubernetes", kubeconfigPath: kubeconfig, context: "test" } }, "egress:pools": [] });
+    const project = tempProject("gccli", {
+        "egress:providers": {
+            local: { type: "local" },
+            k8s: { type: "kubernetes", kubeconfigPath: kubeconfig, context: "test" },
+        },
+        "egress:pools": [],
+    });
     t.after(() => project.cleanup());
     await project.driver.config(); // creates the stack: gc never does
-    const r = cp.spawnSync(process.execPath, [path.join(PACKAGE_ROOT, "dist", "src", "cli.js"), "--cwd", project.dir, "--stack", "gccli", "--json", "gc"], {
-        encoding: "utf8", timeout: 60_000, env: { ...process.env, ...project.env },
-    });
+    const r = cp.spawnSync(
+        process.execPath,
+        [path.join(PACKAGE_ROOT, "dist", "src", "cli.js"), "--cwd", project.dir, "--stack", "gccli", "--json", "gc"],
+        {
+            encoding: "utf8",
+            timeout: 60_000,
+            env: { ...process.env, ...project.env },
+        },
+    );
     assert.equal(r.status, 1, r.stderr);
     const body = JSON.parse(r.stdout);
     assert.equal(body.ok, false);

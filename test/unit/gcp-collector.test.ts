@@ -10,13 +10,41 @@ import { TEST_INSTALLATION } from "../helpers/installation";
 const TOKEN = "ya29.test-token";
 const P = "https://www.googleapis.com/compute/v1/projects/crawl-proxies";
 let fake: FakeCompute;
-const entry = parseEgressConfig({
-    providers: { "gcp-eu": { type: "gcp", project: "crawl-proxies", zones: ["europe-west1-b"], allowedSourceRanges: ["203.0.113.0/24"] } },
-}, "/").providers["gcp-eu"] as GcpProviderConfig;
-const ctx = (stack: string) => ({ project: "egress", stack, projectRoot: "/", stateDir: "/", installation: TEST_INSTALLATION });
-const labels = (stack: string, member: string, installation = TEST_INSTALLATION.id) => ({ "egress-project": "egress", "egress-stack": stack, "egress-installation": installation, "egress-pool": "web", "egress-member": member });
+const entry = parseEgressConfig(
+    {
+        providers: {
+            "gcp-eu": {
+                type: "gcp",
+                project: "crawl-proxies",
+                zones: ["europe-west1-b"],
+                allowedSourceRanges: ["203.0.113.0/24"],
+            },
+        },
+    },
+    "/",
+).providers["gcp-eu"] as GcpProviderConfig;
+const ctx = (stack: string) => ({
+    project: "egress",
+    stack,
+    projectRoot: "/",
+    stateDir: "/",
+    installation: TEST_INSTALLATION,
+});
+const labels = (stack: string, member: string, installation = TEST_INSTALLATION.id) => ({
+    "egress-project": "egress",
+    "egress-stack": stack,
+    "egress-installation": installation,
+    "egress-pool": "web",
+    "egress-member": member,
+});
 /** Another installation with a stack `prod` in the same GCP project: nothing of it is ever ours. */
-const twin = { project: "egress", stack: "prod", projectRoot: "/", stateDir: "/", installation: { id: "89abcdef", legacy: false } };
+const twin = {
+    project: "egress",
+    stack: "prod",
+    projectRoot: "/",
+    stateDir: "/",
+    installation: { id: "89abcdef", legacy: false },
+};
 
 before(async () => {
     fake = await startFakeCompute("crawl-proxies", TOKEN);
@@ -26,9 +54,17 @@ before(async () => {
         { name: "web-1-vm-bbbb", zone: `${P}/zones/us-central1-a`, labels: labels("prod", "web-1") },
         { name: "web-0-vm-cccc", zone: `${P}/zones/europe-west1-b`, labels: labels("staging", "web-0") },
         { name: "someone-elses", zone: `${P}/zones/europe-west1-b`, labels: { team: "x" } },
-        { name: "web-0-vm-eeee", zone: `${P}/zones/europe-west1-b`, labels: labels("prod", "web-0", twin.installation.id) },
+        {
+            name: "web-0-vm-eeee",
+            zone: `${P}/zones/europe-west1-b`,
+            labels: labels("prod", "web-0", twin.installation.id),
+        },
     );
-    fake.addresses.push({ name: "web-0-ip-dddd", region: `${P}/regions/europe-west1`, labels: labels("prod", "web-0") });
+    fake.addresses.push({
+        name: "web-0-ip-dddd",
+        region: `${P}/regions/europe-west1`,
+        labels: labels("prod", "web-0"),
+    });
     fake.firewalls.push(
         { name: poolResourceName(ctx("prod"), "web"), description: firewallDescription(ctx("prod"), "web") },
         { name: poolResourceName(ctx("staging"), "web"), description: firewallDescription(ctx("staging"), "web") },
@@ -40,7 +76,8 @@ before(async () => {
 });
 after(() => fake.close());
 
-const collector = () => gcpCollector("gcp-eu", entry, { endpoint: fake.url, accessToken: TOKEN, env: {}, homeDir: "/nonexistent" });
+const collector = () =>
+    gcpCollector("gcp-eu", entry, { endpoint: fake.url, accessToken: TOKEN, env: {}, homeDir: "/nonexistent" });
 
 describe("gcp collector", () => {
     it("lists this stack's instances, addresses and firewall rules, and nothing else", async () => {
@@ -56,7 +93,10 @@ describe("gcp collector", () => {
         );
         assert.ok(things.every((t) => t.kind === "gcp" && t.provider === "gcp-eu"));
         const agg = fake.requests.find((r) => r.path.endsWith("/aggregated/instances"))!;
-        assert.equal(agg.query.get("filter"), '(labels.egress-project = "egress") AND (labels.egress-stack = "prod") AND (labels.egress-installation = "0a1b2c3d")');
+        assert.equal(
+            agg.query.get("filter"),
+            '(labels.egress-project = "egress") AND (labels.egress-stack = "prod") AND (labels.egress-installation = "0a1b2c3d")',
+        );
     });
 
     it("removes each thing, waiting for the operation, and succeeds when it is already gone", async () => {
@@ -64,20 +104,52 @@ describe("gcp collector", () => {
         const things = await c.list({ project: "egress", stack: "prod", installation: TEST_INSTALLATION.id });
         for (const t of things) await c.remove(t);
         assert.deepEqual(await c.list({ project: "egress", stack: "prod", installation: TEST_INSTALLATION.id }), []);
-        assert.ok(fake.requests.some((r) => r.method === "POST" && /\/zones\/us-central1-a\/operations\/operation-\d+\/wait$/.test(r.path)));
-        assert.ok(fake.requests.some((r) => r.method === "DELETE" && r.path.endsWith("/regions/europe-west1/addresses/web-0-ip-dddd")));
+        assert.ok(
+            fake.requests.some(
+                (r) => r.method === "POST" && /\/zones\/us-central1-a\/operations\/operation-\d+\/wait$/.test(r.path),
+            ),
+        );
+        assert.ok(
+            fake.requests.some(
+                (r) => r.method === "DELETE" && r.path.endsWith("/regions/europe-west1/addresses/web-0-ip-dddd"),
+            ),
+        );
         // Again: everything answers 404 now, which counts as removed.
         for (const t of things) await c.remove(t);
-        assert.equal((await c.list({ project: "egress", stack: "staging", installation: TEST_INSTALLATION.id })).length, 2);
+        assert.equal(
+            (await c.list({ project: "egress", stack: "staging", installation: TEST_INSTALLATION.id })).length,
+            2,
+        );
         // The twin's instance and rule are still there, and its own gc finds exactly them.
-        assert.deepEqual((await c.list({ project: "egress", stack: "prod", installation: twin.installation.id })).map((t) => [t.type, t.name]),
-            [["instance", "web-0-vm-eeee"], ["firewall", poolResourceName(twin, "web")]]);
+        assert.deepEqual(
+            (await c.list({ project: "egress", stack: "prod", installation: twin.installation.id })).map((t) => [
+                t.type,
+                t.name,
+            ]),
+            [
+                ["instance", "web-0-vm-eeee"],
+                ["firewall", poolResourceName(twin, "web")],
+            ],
+        );
     });
 
     it("surfaces real failures with the API's message", async () => {
-        fake.fail = [{ match: /aggregated\/instances/, status: 403, reason: "forbidden", message: "Required 'compute.instances.list' permission for 'projects/crawl-proxies'" }];
-        await assert.rejects(collector().list({ project: "egress", stack: "prod", installation: TEST_INSTALLATION.id }), { name: "GcpApiError", stage: "permissions", message: /HTTP 403: Required 'compute\.instances\.list'/ });
+        fake.fail = [
+            {
+                match: /aggregated\/instances/,
+                status: 403,
+                reason: "forbidden",
+                message: "Required 'compute.instances.list' permission for 'projects/crawl-proxies'",
+            },
+        ];
+        await assert.rejects(
+            collector().list({ project: "egress", stack: "prod", installation: TEST_INSTALLATION.id }),
+            { name: "GcpApiError", stage: "permissions", message: /HTTP 403: Required 'compute\.instances\.list'/ },
+        );
         fake.fail = [];
-        await assert.rejects(collector().remove({ kind: "gcp", provider: "gcp-eu", type: "volume", name: "x", location: "y" }), /cannot remove a `volume`/);
+        await assert.rejects(
+            collector().remove({ kind: "gcp", provider: "gcp-eu", type: "volume", name: "x", location: "y" }),
+            /cannot remove a `volume`/,
+        );
     });
 });

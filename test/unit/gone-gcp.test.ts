@@ -16,19 +16,57 @@ const B = "europe-west1-b";
 const C = "europe-west1-c";
 let fake: FakeCompute;
 const home = fs.mkdtempSync(path.join(os.tmpdir(), "egress-gone-gcp-"));
-const entry = parseEgressConfig({
-    providers: { "gcp-eu": { type: "gcp", project: "crawl-proxies", zones: [B, C], allowedSourceRanges: ["203.0.113.0/24"] } },
-}, "/").providers["gcp-eu"] as GcpProviderConfig;
+const entry = parseEgressConfig(
+    {
+        providers: {
+            "gcp-eu": { type: "gcp", project: "crawl-proxies", zones: [B, C], allowedSourceRanges: ["203.0.113.0/24"] },
+        },
+    },
+    "/",
+).providers["gcp-eu"] as GcpProviderConfig;
 const ctx = { runDir: home, project: "egress", stack: "dev", installation: TEST_INSTALLATION, entry };
 /** Options that never read the developer's real credentials. */
-const opts = (extra: Record<string, unknown> = {}) => ({ endpoint: fake.url, env: {}, homeDir: home, accessToken: TOKEN, timeoutMs: 2000, ...extra });
+const opts = (extra: Record<string, unknown> = {}) => ({
+    endpoint: fake.url,
+    env: {},
+    homeDir: home,
+    accessToken: TOKEN,
+    timeoutMs: 2000,
+    ...extra,
+});
 
-const member = (index: number, zone: string): ProxyMember => ({ id: `web-${index}`, pool: "web", provider: "gcp-eu", kind: "gcp", index, host: `203.0.113.${10 + index}`, port: 3128, url: `http://203.0.113.${10 + index}:3128`, zone });
+const member = (index: number, zone: string): ProxyMember => ({
+    id: `web-${index}`,
+    pool: "web",
+    provider: "gcp-eu",
+    kind: "gcp",
+    index,
+    host: `203.0.113.${10 + index}`,
+    port: 3128,
+    url: `http://203.0.113.${10 + index}:3128`,
+    zone,
+});
 
 /** An instance as gcp-proxy.ts creates it: the member's labels, an autonamed `<name>-vm-…`. */
 function instance(id: string, zone: string, status: string, stack = "dev", installation = TEST_INSTALLATION.id) {
-    const labels = memberLabels({ project: "egress", stack, projectRoot: "/", stateDir: "/", installation: { id: installation, legacy: false } }, "web", id);
-    return { kind: "compute#instance", name: `${id}-vm-${Math.random().toString(16).slice(2, 9)}`, zone: `https://www.googleapis.com/compute/v1/projects/crawl-proxies/zones/${zone}`, labels, status };
+    const labels = memberLabels(
+        {
+            project: "egress",
+            stack,
+            projectRoot: "/",
+            stateDir: "/",
+            installation: { id: installation, legacy: false },
+        },
+        "web",
+        id,
+    );
+    return {
+        kind: "compute#instance",
+        name: `${id}-vm-${Math.random().toString(16).slice(2, 9)}`,
+        zone: `https://www.googleapis.com/compute/v1/projects/crawl-proxies/zones/${zone}`,
+        labels,
+        status,
+    };
 }
 
 before(async () => {
@@ -43,7 +81,8 @@ beforeEach(() => {
 });
 
 /** The map with instance names' random suffixes cut, so it can be compared exactly. */
-const plain = (gone: Map<string, string>) => Object.fromEntries([...gone].map(([k, v]) => [k, v.replace(/-vm-[0-9a-f]+/g, "-vm-*")]));
+const plain = (gone: Map<string, string>) =>
+    Object.fromEntries([...gone].map(([k, v]) => [k, v.replace(/-vm-[0-9a-f]+/g, "-vm-*")]));
 
 describe("gcp gone hook", () => {
     it("reports stopped, suspended and missing instances across zones, and nothing for running ones", async () => {
@@ -61,7 +100,15 @@ describe("gcp gone hook", () => {
             // ...nor does another installation's instance of a same-named stack.
             instance("web-2", C, "RUNNING", "dev", "89abcdef"),
         );
-        const members = [member(0, B), member(1, B), member(2, C), member(3, C), member(4, C), member(5, B), member(6, C)];
+        const members = [
+            member(0, B),
+            member(1, B),
+            member(2, C),
+            member(3, C),
+            member(4, C),
+            member(5, B),
+            member(6, C),
+        ];
         const gone = await gcpGoneCheck(ctx, opts())(members);
         assert.deepEqual(plain(gone), {
             "web-1": `instance web-1-vm-* is TERMINATED in zone ${B}`,
@@ -71,7 +118,10 @@ describe("gcp gone hook", () => {
         });
         // One list per zone, by the stack's labels, with the caller's token.
         const lists = fake.requests.filter((r) => r.path.endsWith("/instances"));
-        assert.deepEqual(lists.map((r) => r.path).sort(), [`/compute/v1/projects/crawl-proxies/zones/${B}/instances`, `/compute/v1/projects/crawl-proxies/zones/${C}/instances`]);
+        assert.deepEqual(lists.map((r) => r.path).sort(), [
+            `/compute/v1/projects/crawl-proxies/zones/${B}/instances`,
+            `/compute/v1/projects/crawl-proxies/zones/${C}/instances`,
+        ]);
         for (const r of lists) {
             assert.equal(r.query.get("filter"), '(labels.egress-project = "egress") AND (labels.egress-stack = "dev")');
             assert.equal(r.auth, `Bearer ${TOKEN}`);
@@ -79,7 +129,12 @@ describe("gcp gone hook", () => {
     });
 
     it("names every gone status (STOPPED, SUSPENDING, several instances)", async () => {
-        fake.instances.push(instance("web-0", B, "STOPPED"), instance("web-1", C, "SUSPENDING"), instance("web-2", B, "TERMINATED"), instance("web-2", B, "STOPPED"));
+        fake.instances.push(
+            instance("web-0", B, "STOPPED"),
+            instance("web-1", C, "SUSPENDING"),
+            instance("web-2", B, "TERMINATED"),
+            instance("web-2", B, "STOPPED"),
+        );
         const gone = await gcpGoneCheck(ctx, opts())([member(0, B), member(1, C), member(2, B)]);
         assert.deepEqual(plain(gone), {
             "web-0": `instance web-0-vm-* is STOPPED in zone ${B}`,
@@ -97,17 +152,35 @@ describe("gcp gone hook", () => {
             "web-3": `instance web-3-vm-* is TERMINATED in zone ${B}`,
             "web-5": `no instance labelled egress-member=web-5 in zone ${B} of project crawl-proxies`,
         });
-        const pagesOfB = fake.requests.filter((r) => r.path.endsWith(`/zones/${B}/instances`)).map((r) => r.query.get("pageToken"));
+        const pagesOfB = fake.requests
+            .filter((r) => r.path.endsWith(`/zones/${B}/instances`))
+            .map((r) => r.query.get("pageToken"));
         assert.deepEqual(pagesOfB, [null, "offset-2", "offset-4"]);
     });
 
     it("a later page that fails silences its zone: a partial list would call the members on the rest gone", async () => {
         fake.pageSize = 1;
-        fake.instances.push(instance("web-0", B, "RUNNING"), instance("web-1", B, "RUNNING"), instance("web-2", C, "RUNNING"));
-        fake.fail = [{ match: new RegExp(`/zones/${B}/`), query: (q) => q.has("pageToken"), status: 503, message: "Backend Error" }];
+        fake.instances.push(
+            instance("web-0", B, "RUNNING"),
+            instance("web-1", B, "RUNNING"),
+            instance("web-2", C, "RUNNING"),
+        );
+        fake.fail = [
+            {
+                match: new RegExp(`/zones/${B}/`),
+                query: (q) => q.has("pageToken"),
+                status: 503,
+                message: "Backend Error",
+            },
+        ];
         const gone = await gcpGoneCheck(ctx, opts())([member(0, B), member(1, B), member(2, C), member(3, C)]);
-        assert.deepEqual(plain(gone), { "web-3": `no instance labelled egress-member=web-3 in zone ${C} of project crawl-proxies` });
-        assert.deepEqual(fake.requests.filter((r) => r.path.endsWith(`/zones/${B}/instances`)).map((r) => r.query.get("pageToken")), [null, "offset-1"]);
+        assert.deepEqual(plain(gone), {
+            "web-3": `no instance labelled egress-member=web-3 in zone ${C} of project crawl-proxies`,
+        });
+        assert.deepEqual(
+            fake.requests.filter((r) => r.path.endsWith(`/zones/${B}/instances`)).map((r) => r.query.get("pageToken")),
+            [null, "offset-1"],
+        );
     });
 
     it("says nothing about members that could be in a zone that does not answer", async () => {
@@ -130,7 +203,9 @@ describe("gcp gone hook", () => {
 
     it("with every zone answering, a member of unknown zone is looked for in all of them", async () => {
         const gone = await gcpGoneCheck(ctx, opts())([member(4, "")]);
-        assert.deepEqual(plain(gone), { "web-4": `no instance labelled egress-member=web-4 in zones ${B}, ${C} of project crawl-proxies` });
+        assert.deepEqual(plain(gone), {
+            "web-4": `no instance labelled egress-member=web-4 in zones ${B}, ${C} of project crawl-proxies`,
+        });
     });
 
     it("API down, credentials refused or a hung zone: an empty map, no throw", async () => {

@@ -8,7 +8,15 @@ import type { ProxyMember } from "../../src/model";
 import { HealthMonitor, ProbeOptions, ProbeResult, Transition } from "../../src/health";
 
 const member = (i: number, port = 10_000 + i): ProxyMember => ({
-    id: `web-${i}`, pool: "web", provider: "local", kind: "local", index: i, host: "127.0.0.1", port, url: `http://127.0.0.1:${port}`, zone: "local",
+    id: `web-${i}`,
+    pool: "web",
+    provider: "local",
+    kind: "local",
+    index: i,
+    host: "127.0.0.1",
+    port,
+    url: `http://127.0.0.1:${port}`,
+    zone: "local",
 });
 const sleep = (ms: number) => new Promise((r) => setTimeout(r, ms));
 
@@ -28,24 +36,36 @@ test("a round probes every member with at most `concurrency` probes in flight", 
     mon.setMembers(Array.from({ length: 100 }, (_, i) => member(i)));
     await mon.probeAll();
     assert.equal(peak, 8);
-    assert.deepEqual(seen, Array.from({ length: 100 }, (_, i) => 10_000 + i), "each once, in member order");
+    assert.deepEqual(
+        seen,
+        Array.from({ length: 100 }, (_, i) => 10_000 + i),
+        "each once, in member order",
+    );
     assert.equal(mon.snapshot().filter((v) => v.state === "healthy").length, 100);
 });
 
 test("setMembers keeps survivors, drops the removed, adds new as unknown, resets a moved member", async () => {
     const transitions: Transition[] = [];
-    const mon = new HealthMonitor({ checkUrl: "http://127.0.0.1:1/", probe: async () => ({ ok: true, latencyMs: 1 }), now: () => 42, onTransition: (t) => transitions.push(t) });
+    const mon = new HealthMonitor({
+        checkUrl: "http://127.0.0.1:1/",
+        probe: async () => ({ ok: true, latencyMs: 1 }),
+        now: () => 42,
+        onTransition: (t) => transitions.push(t),
+    });
     mon.setMembers([member(0), member(1)]);
     await mon.probeAll();
     mon.setMembers([member(1, 20_001), member(2)]);
     assert.equal(mon.get("web-0"), undefined);
     assert.equal(mon.get("web-1")!.state, "unknown");
     assert.equal(mon.get("web-2")!.state, "unknown");
-    assert.deepEqual(transitions.map((t) => `${t.id}:${t.from}->${t.to}:${t.reason}`), [
-        "web-0:unknown->healthy:1 consecutive successful probe (1 ms)",
-        "web-1:unknown->healthy:1 consecutive successful probe (1 ms)",
-        "web-1:healthy->unknown:address changed to 127.0.0.1:20001",
-    ]);
+    assert.deepEqual(
+        transitions.map((t) => `${t.id}:${t.from}->${t.to}:${t.reason}`),
+        [
+            "web-0:unknown->healthy:1 consecutive successful probe (1 ms)",
+            "web-1:unknown->healthy:1 consecutive successful probe (1 ms)",
+            "web-1:healthy->unknown:address changed to 127.0.0.1:20001",
+        ],
+    );
     mon.setMembers([member(1, 20_001), member(2)]);
     assert.equal(transitions.length, 3, "same addresses: nothing happens");
 });
@@ -54,7 +74,11 @@ test("a result for a member removed while its probe was in flight is discarded",
     let release!: () => void;
     const gate = new Promise<void>((r) => (release = r));
     const probes: string[] = [];
-    const mon = new HealthMonitor({ checkUrl: "http://127.0.0.1:1/", probe: async () => (await gate, { ok: true, latencyMs: 1 }), onProbe: (p) => probes.push(p.id) });
+    const mon = new HealthMonitor({
+        checkUrl: "http://127.0.0.1:1/",
+        probe: async () => (await gate, { ok: true, latencyMs: 1 }),
+        onProbe: (p) => probes.push(p.id),
+    });
     mon.setMembers([member(0)]);
     const round = mon.probeAll();
     mon.setMembers([]);
@@ -68,7 +92,11 @@ test("a result for a member removed while its probe was in flight is discarded",
 test("start/stop: rounds repeat every intervalMs, new members are probed at once, stop waits", async () => {
     const calls: { id: number; at: number }[] = [];
     const t0 = Date.now();
-    const mon = new HealthMonitor({ checkUrl: "http://127.0.0.1:1/", intervalMs: 100, probe: async (o) => (calls.push({ id: o.proxyPort, at: Date.now() - t0 }), { ok: true, latencyMs: 0 }) });
+    const mon = new HealthMonitor({
+        checkUrl: "http://127.0.0.1:1/",
+        intervalMs: 100,
+        probe: async (o) => (calls.push({ id: o.proxyPort, at: Date.now() - t0 }), { ok: true, latencyMs: 0 }),
+    });
     mon.setMembers([member(0)]);
     mon.start();
     mon.start();
@@ -82,7 +110,11 @@ test("start/stop: rounds repeat every intervalMs, new members are probed at once
     const first = calls.filter((c) => c.id === 10_000).map((c) => c.at);
     assert.equal(first.length, 3, `rounds at ~0, 100, 200 ms: ${first}`);
     assert.ok(first[1] - first[0] >= 95 && first[2] - first[1] >= 95, `cadence: ${first}`);
-    assert.deepEqual(calls.filter((c) => c.id === 10_001).length, 1, "the new member was probed without waiting for the round");
+    assert.deepEqual(
+        calls.filter((c) => c.id === 10_001).length,
+        1,
+        "the new member was probed without waiting for the round",
+    );
 });
 
 test("lease errors, probe exceptions and throwing listeners", async () => {
@@ -91,9 +123,14 @@ test("lease errors, probe exceptions and throwing listeners", async () => {
     let fail = false;
     const mon = new HealthMonitor({
         checkUrl: "http://127.0.0.1:1/",
-        probe: async () => { if (fail) throw new Error("boom"); return { ok: true, latencyMs: 1 }; },
+        probe: async () => {
+            if (fail) throw new Error("boom");
+            return { ok: true, latencyMs: 1 };
+        },
         onTransition: (t) => transitions.push(`${t.id}:${t.to}:${t.reason}`),
-        onProbe: () => { throw new Error("metrics bug"); },
+        onProbe: () => {
+            throw new Error("metrics bug");
+        },
         onError: (e) => errors.push((e as Error).message),
     });
     mon.setMembers([member(0)]);
@@ -114,7 +151,14 @@ test("lease errors, probe exceptions and throwing listeners", async () => {
 });
 
 test("bad options fail at construction", () => {
-    assert.throws(() => new HealthMonitor({ checkUrl: "/v1/echo" }), { message: 'HealthMonitor option `checkUrl` must be an absolute http(s) URL, got "/v1/echo"' });
-    assert.throws(() => new HealthMonitor({ checkUrl: "http://x/", concurrency: 0 }), { message: "HealthMonitor option `concurrency` must be a whole number ≥ 1, got 0" });
-    assert.throws(() => new HealthMonitor({ checkUrl: "http://x/", thresholds: { failureThreshold: 0 } }), /failureThreshold/);
+    assert.throws(() => new HealthMonitor({ checkUrl: "/v1/echo" }), {
+        message: 'HealthMonitor option `checkUrl` must be an absolute http(s) URL, got "/v1/echo"',
+    });
+    assert.throws(() => new HealthMonitor({ checkUrl: "http://x/", concurrency: 0 }), {
+        message: "HealthMonitor option `concurrency` must be a whole number ≥ 1, got 0",
+    });
+    assert.throws(
+        () => new HealthMonitor({ checkUrl: "http://x/", thresholds: { failureThreshold: 0 } }),
+        /failureThreshold/,
+    );
 });

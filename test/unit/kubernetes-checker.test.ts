@@ -14,10 +14,14 @@ import type { KubernetesProviderConfig } from "../../components/kubernetes/confi
 let fake: FakeApiServer;
 let kubeconfig: string;
 const entry = (over: Record<string, unknown> = {}) =>
-    parseEgressConfig({ providers: { k8s: { type: "kubernetes", kubeconfigPath: kubeconfig, context: "test", ...over } } }, "/").providers.k8s as KubernetesProviderConfig;
+    parseEgressConfig(
+        { providers: { k8s: { type: "kubernetes", kubeconfigPath: kubeconfig, context: "test", ...over } } },
+        "/",
+    ).providers.k8s as KubernetesProviderConfig;
 /** Transient failures are tried twice, 10 ms apart, so failing cases stay fast. */
 const retry = { tries: 2, firstDelayMs: 10, maxDelayMs: 10, maxTotalMs: 5000 };
-const check = (over: Record<string, unknown> = {}, opts: Record<string, unknown> = {}) => kubernetesChecker("k8s", entry(over), { env: {}, timeoutMs: 2000, retry, ...opts }).check();
+const check = (over: Record<string, unknown> = {}, opts: Record<string, unknown> = {}) =>
+    kubernetesChecker("k8s", entry(over), { env: {}, timeoutMs: 2000, retry, ...opts }).check();
 
 before(async () => {
     fake = await startFakeApiServer();
@@ -27,7 +31,10 @@ after(() => fake.close());
 
 describe("kubernetes checker", () => {
     it("checks /version, then asks for at most one managed pod in the namespace", async () => {
-        fake.objects.set("/api/v1/namespaces/egress/pods", [{ metadata: { name: "web-0-abc", labels: { "egress-project": "egress" } } }, { metadata: { name: "web-1-def", labels: { "egress-project": "egress" } } }]);
+        fake.objects.set("/api/v1/namespaces/egress/pods", [
+            { metadata: { name: "web-0-abc", labels: { "egress-project": "egress" } } },
+            { metadata: { name: "web-1-def", labels: { "egress-project": "egress" } } },
+        ]);
         const [v] = await check();
         assert.equal(v.ok, true, v.message);
         assert.equal(v.target, "namespace/egress");
@@ -42,7 +49,10 @@ describe("kubernetes checker", () => {
         fake.fail = [{ match: /\/pods$/, status: 500 }];
         const [err] = await check();
         assert.deepEqual([err.ok, err.stage], [false, "api"]);
-        assert.match(err.message, /\[transient\] GET \/api\/v1\/namespaces\/[a-z-]+\/pods: HTTP 500: Internal error occurred.* \(gave up after 2 tries in /);
+        assert.match(
+            err.message,
+            /\[transient\] GET \/api\/v1\/namespaces\/[a-z-]+\/pods: HTTP 500: Internal error occurred.* \(gave up after 2 tries in /,
+        );
         fake.fail = [{ match: /^\/version$/, status: "hang" }];
         const [slow] = await check({}, { timeoutMs: 250 });
         assert.deepEqual([slow.stage, /timed out after 250ms/.test(slow.message)], ["api", true]);
@@ -55,9 +65,15 @@ describe("kubernetes checker", () => {
     it("names the entry field when the kubeconfig context does not exist", async () => {
         const [v] = await check({ context: "prod" });
         assert.deepEqual([v.ok, v.stage], [false, "kubeconfig"]);
-        assert.equal(v.message, `provider \`k8s\` (egress:providers.k8s.context): context \`prod\` is not in ${kubeconfig} (known: test, stale)`);
+        assert.equal(
+            v.message,
+            `provider \`k8s\` (egress:providers.k8s.context): context \`prod\` is not in ${kubeconfig} (known: test, stale)`,
+        );
         const [missing] = await check({ kubeconfigPath: "/nonexistent/kubeconfig" });
-        assert.equal(missing.message, "provider `k8s` (egress:providers.k8s.kubeconfigPath): kubeconfig /nonexistent/kubeconfig does not exist");
+        assert.equal(
+            missing.message,
+            "provider `k8s` (egress:providers.k8s.kubeconfigPath): kubeconfig /nonexistent/kubeconfig does not exist",
+        );
     });
 
     it("runs the exec plugin once per round, not once per request", async () => {
@@ -66,10 +82,19 @@ describe("kubernetes checker", () => {
         const dir = path.dirname(kubeconfig);
         const runs = path.join(dir, "plugin-runs");
         const plugin = path.join(dir, "counting-plugin.js");
-        fs.writeFileSync(plugin, `require("fs").appendFileSync(${JSON.stringify(runs)}, "x");process.stdout.write(JSON.stringify({kind:"ExecCredential",apiVersion:"client.authentication.k8s.io/v1",status:{token:"k8s-test-token"}}))`);
+        fs.writeFileSync(
+            plugin,
+            `require("fs").appendFileSync(${JSON.stringify(runs)}, "x");process.stdout.write(JSON.stringify({kind:"ExecCredential",apiVersion:"client.authentication.k8s.io/v1",status:{token:"k8s-test-token"}}))`,
+        );
         const file = path.join(dir, "counting-config");
-        fs.writeFileSync(file, `apiVersion: v1\nclusters: [{name: c, cluster: {server: "${fake.url}"}}]\nusers: [{name: u, user: {exec: {apiVersion: client.authentication.k8s.io/v1, command: "${process.execPath}", args: ["${plugin}"]}}}]\ncontexts: [{name: x, context: {cluster: c, user: u}}]\ncurrent-context: x\n`);
-        const checker = kubernetesChecker("k8s", entry({ kubeconfigPath: file, context: undefined }), { env: {}, timeoutMs: 2000 });
+        fs.writeFileSync(
+            file,
+            `apiVersion: v1\nclusters: [{name: c, cluster: {server: "${fake.url}"}}]\nusers: [{name: u, user: {exec: {apiVersion: client.authentication.k8s.io/v1, command: "${process.execPath}", args: ["${plugin}"]}}}]\ncontexts: [{name: x, context: {cluster: c, user: u}}]\ncurrent-context: x\n`,
+        );
+        const checker = kubernetesChecker("k8s", entry({ kubeconfigPath: file, context: undefined }), {
+            env: {},
+            timeoutMs: 2000,
+        });
         const [v] = await checker.check();
         assert.equal(v.ok, true, v.message);
         // Two requests (/version, then the pod list), one plugin run.

@@ -7,8 +7,15 @@ import type { StackContext } from "../../src/model";
 import { TEST_INSTALLATION } from "../helpers/installation";
 
 const root = path.resolve(__dirname, "..", "..", "..");
-const context: StackContext = { project: "egress", stack: "test", projectRoot: root, stateDir: "/tmp/egress-test", installation: TEST_INSTALLATION };
-const SQUID_3128 = "http_port 3128\nacl crawlers src 203.0.113.0/24\nhttp_access allow crawlers\nhttp_access deny all\n";
+const context: StackContext = {
+    project: "egress",
+    stack: "test",
+    projectRoot: root,
+    stateDir: "/tmp/egress-test",
+    installation: TEST_INSTALLATION,
+};
+const SQUID_3128 =
+    "http_port 3128\nacl crawlers src 203.0.113.0/24\nhttp_access allow crawlers\nhttp_access deny all\n";
 const SQUID_8080 = SQUID_3128.replace("3128", "8080");
 
 let pool: typeof import("../../components/pool");
@@ -21,11 +28,19 @@ before(async () => {
 });
 
 async function build(poolOver: Record<string, unknown>, entryOver: Record<string, unknown> = {}) {
-    const cfg = parseEgressConfig({
-        providers: { k8s: { type: "kubernetes", context: "prod", namespace: "proxies", ...entryOver } },
-        pools: [{ provider: "k8s", ...poolOver }],
-    }, root);
-    const p = new pool.ProxyPool(cfg.pools[0].name, { pool: cfg.pools[0], providerName: "k8s", entry: cfg.providers.k8s, context });
+    const cfg = parseEgressConfig(
+        {
+            providers: { k8s: { type: "kubernetes", context: "prod", namespace: "proxies", ...entryOver } },
+            pools: [{ provider: "k8s", ...poolOver }],
+        },
+        root,
+    );
+    const p = new pool.ProxyPool(cfg.pools[0].name, {
+        pool: cfg.pools[0],
+        providerName: "k8s",
+        entry: cfg.providers.k8s,
+        context,
+    });
     const members = await valueOf(p.members);
     await settle();
     return members;
@@ -46,12 +61,27 @@ describe("PodProxy under mocks", () => {
             name: "crawl",
             replicas: 3,
             cloudInit: { file: "test/fixtures/squid-3128.yaml" },
-            members: [{ index: 1, port: 8080, cloudInit: { file: "test/fixtures/squid-8080.yaml" } }, { index: 5, port: 8080, cloudInit: { file: "test/fixtures/squid-8080.yaml" } }],
+            members: [
+                { index: 1, port: 8080, cloudInit: { file: "test/fixtures/squid-8080.yaml" } },
+                { index: 5, port: 8080, cloudInit: { file: "test/fixtures/squid-8080.yaml" } },
+            ],
         });
-        assert.deepEqual(ofType(DEPLOY, "crawl-").map((r) => r.name), ["crawl-0", "crawl-1", "crawl-2"]);
-        assert.deepEqual(ofType(SERVICE, "crawl-").map((r) => r.name), ["crawl-0", "crawl-1", "crawl-2"]);
+        assert.deepEqual(
+            ofType(DEPLOY, "crawl-").map((r) => r.name),
+            ["crawl-0", "crawl-1", "crawl-2"],
+        );
+        assert.deepEqual(
+            ofType(SERVICE, "crawl-").map((r) => r.name),
+            ["crawl-0", "crawl-1", "crawl-2"],
+        );
         const d1 = one(DEPLOY, "crawl-1").inputs;
-        const labels = { "egress-project": "egress", "egress-stack": "test", "egress-installation": TEST_INSTALLATION.id, "egress-pool": "crawl", "egress-member": "crawl-1" };
+        const labels = {
+            "egress-project": "egress",
+            "egress-stack": "test",
+            "egress-installation": TEST_INSTALLATION.id,
+            "egress-pool": "crawl",
+            "egress-member": "crawl-1",
+        };
         assert.equal(d1.metadata.namespace, "proxies");
         assert.deepEqual(d1.metadata.labels, labels);
         assert.equal(d1.spec.replicas, 1);
@@ -61,17 +91,43 @@ describe("PodProxy under mocks", () => {
         assert.equal(c.image, "ubuntu/squid:latest");
         assert.deepEqual(c.ports, [{ name: "proxy", containerPort: 8080, protocol: "TCP" }]);
         assert.deepEqual(c.readinessProbe.tcpSocket, { port: 8080 });
-        assert.deepEqual(c.resources, { requests: { cpu: "50m", memory: "64Mi" }, limits: { cpu: "500m", memory: "256Mi" } });
-        assert.deepEqual(c.volumeMounts, [{ name: "config", mountPath: "/etc/squid/squid.conf", subPath: "squid.conf", readOnly: true }]);
-        assert.deepEqual(members.map((m) => [m.id, m.port]), [["crawl-0", 3128], ["crawl-1", 8080], ["crawl-2", 3128]]);
+        assert.deepEqual(c.resources, {
+            requests: { cpu: "50m", memory: "64Mi" },
+            limits: { cpu: "500m", memory: "256Mi" },
+        });
+        assert.deepEqual(c.volumeMounts, [
+            { name: "config", mountPath: "/etc/squid/squid.conf", subPath: "squid.conf", readOnly: true },
+        ]);
+        assert.deepEqual(
+            members.map((m) => [m.id, m.port]),
+            [
+                ["crawl-0", 3128],
+                ["crawl-1", 8080],
+                ["crawl-2", 3128],
+            ],
+        );
         assert.equal(members[1].host, "crawl-1-a1b2c3.proxies.svc.cluster.local");
         assert.equal(members[1].zone, "prod");
     });
 
     it("spreads a pool's members across nodes, softly", () => {
         const spec = one(DEPLOY, "crawl-0").inputs.spec.template.spec;
-        const poolSel = { matchLabels: { "egress-project": "egress", "egress-stack": "test", "egress-installation": TEST_INSTALLATION.id, "egress-pool": "crawl" } };
-        assert.deepEqual(spec.topologySpreadConstraints, [{ maxSkew: 1, topologyKey: "kubernetes.io/hostname", whenUnsatisfiable: "ScheduleAnyway", labelSelector: poolSel }]);
+        const poolSel = {
+            matchLabels: {
+                "egress-project": "egress",
+                "egress-stack": "test",
+                "egress-installation": TEST_INSTALLATION.id,
+                "egress-pool": "crawl",
+            },
+        };
+        assert.deepEqual(spec.topologySpreadConstraints, [
+            {
+                maxSkew: 1,
+                topologyKey: "kubernetes.io/hostname",
+                whenUnsatisfiable: "ScheduleAnyway",
+                labelSelector: poolSel,
+            },
+        ]);
         const pref = spec.affinity.podAntiAffinity.preferredDuringSchedulingIgnoredDuringExecution[0];
         assert.equal(pref.podAffinityTerm.topologyKey, "kubernetes.io/hostname");
         assert.deepEqual(pref.podAffinityTerm.labelSelector, poolSel);
@@ -79,15 +135,22 @@ describe("PodProxy under mocks", () => {
     });
 
     it("puts the squid.conf from cloud-init in one Secret per pool, with a key only for members that differ", () => {
-        assert.deepEqual(ofType(SECRET, "crawl").map((r) => r.name), ["crawl-config"]);
+        assert.deepEqual(
+            ofType(SECRET, "crawl").map((r) => r.name),
+            ["crawl-config"],
+        );
         const s = one(SECRET, "crawl-config");
         assert.deepEqual(s.inputs.stringData, { "squid.conf": SQUID_3128, "member-1.squid.conf": SQUID_8080 });
         assert.ok(isSecret(s.raw.stringData), "Secret data must reach state encrypted");
         assert.equal(s.inputs.metadata.labels["egress-member"], undefined);
         const vol = (n: string) => one(DEPLOY, n).inputs.spec.template.spec.volumes[0].secret;
-        assert.deepEqual(vol("crawl-0"), { secretName: "crawl-config-a1b2c3", items: [{ key: "squid.conf", path: "squid.conf" }] });
+        assert.deepEqual(vol("crawl-0"), {
+            secretName: "crawl-config-a1b2c3",
+            items: [{ key: "squid.conf", path: "squid.conf" }],
+        });
         assert.deepEqual(vol("crawl-1").items, [{ key: "member-1.squid.conf", path: "squid.conf" }]);
-        const hash = (n: string) => one(DEPLOY, n).inputs.spec.template.metadata.annotations[k8sMod.CONFIG_HASH_ANNOTATION];
+        const hash = (n: string) =>
+            one(DEPLOY, n).inputs.spec.template.metadata.annotations[k8sMod.CONFIG_HASH_ANNOTATION];
         assert.equal(hash("crawl-0"), hash("crawl-2"));
         assert.notEqual(hash("crawl-0"), hash("crawl-1"));
     });
@@ -106,7 +169,10 @@ describe("PodProxy under mocks", () => {
     });
 
     it("LoadBalancer members publish the ingress IP and admit only allowedSourceRanges, keeping client IPs", async () => {
-        const members = await build({ name: "edge", replicas: 1 }, { serviceType: "LoadBalancer", allowedSourceRanges: ["203.0.113.0/24"] });
+        const members = await build(
+            { name: "edge", replicas: 1 },
+            { serviceType: "LoadBalancer", allowedSourceRanges: ["203.0.113.0/24"] },
+        );
         const svc = one(SERVICE, "edge-0").inputs.spec;
         assert.equal(svc.type, "LoadBalancer");
         assert.deepEqual(svc.loadBalancerSourceRanges, ["203.0.113.0/24"]);
@@ -119,8 +185,18 @@ describe("PodProxy under mocks", () => {
     });
 
     it("scales down by dropping the highest members; a port override gets its own generated config", async () => {
-        await build({ name: "few", replicas: 2, members: [{ index: 1, port: 8081 }, { index: 2, port: 9000 }] });
-        assert.deepEqual(ofType(DEPLOY, "few-").map((r) => r.name), ["few-0", "few-1"]);
+        await build({
+            name: "few",
+            replicas: 2,
+            members: [
+                { index: 1, port: 8081 },
+                { index: 2, port: 9000 },
+            ],
+        });
+        assert.deepEqual(
+            ofType(DEPLOY, "few-").map((r) => r.name),
+            ["few-0", "few-1"],
+        );
         const data = one(SECRET, "few-config").inputs.stringData;
         assert.deepEqual(Object.keys(data).sort(), ["member-1.squid.conf", "squid.conf"]);
         assert.match(data["member-1.squid.conf"], /^http_port 8081$/m);
@@ -133,16 +209,35 @@ describe("PodProxy under mocks", () => {
         const data = one(SECRET, "authed-config").inputs.stringData;
         assert.deepEqual(Object.keys(data).sort(), ["egress.passwd", "squid.conf"]);
         assert.match(data["egress.passwd"], /^crawler:\$apr1\$/);
-        assert.match(data["squid.conf"], /^auth_param basic program \/usr\/lib\/squid\/basic_ncsa_auth \/etc\/squid\/egress.passwd$/m);
+        assert.match(
+            data["squid.conf"],
+            /^auth_param basic program \/usr\/lib\/squid\/basic_ncsa_auth \/etc\/squid\/egress.passwd$/m,
+        );
         assert.match(data["squid.conf"], /^http_access allow egress_users$/m);
-        assert.ok(!JSON.stringify(recorded.filter((r) => r.name.startsWith("authed"))).includes(password), "the clear password is in no input");
+        assert.ok(
+            !JSON.stringify(recorded.filter((r) => r.name.startsWith("authed"))).includes(password),
+            "the clear password is in no input",
+        );
         const spec = one(DEPLOY, "authed-0").inputs.spec.template.spec;
-        assert.deepEqual(spec.containers[0].volumeMounts.map((m: any) => [m.mountPath, m.subPath]), [["/etc/squid/squid.conf", "squid.conf"], ["/etc/squid/egress.passwd", "egress.passwd"]]);
-        assert.deepEqual(spec.volumes[0].secret.items, [{ key: "squid.conf", path: "squid.conf" }, { key: "egress.passwd", path: "egress.passwd" }]);
+        assert.deepEqual(
+            spec.containers[0].volumeMounts.map((m: any) => [m.mountPath, m.subPath]),
+            [
+                ["/etc/squid/squid.conf", "squid.conf"],
+                ["/etc/squid/egress.passwd", "egress.passwd"],
+            ],
+        );
+        assert.deepEqual(spec.volumes[0].secret.items, [
+            { key: "squid.conf", path: "squid.conf" },
+            { key: "egress.passwd", path: "egress.passwd" },
+        ]);
         // Same plans and squid.conf, another passwd file: another hash (a subPath mount never sees a Secret change, so the pod must roll).
         const plans = [{ name: "authed-0", index: 0, port: 3128, placement: {} }];
-        const hashOf = (passwd: string) => k8sMod.secretLayout(plans, data["squid.conf"], () => data["squid.conf"], passwd).mounts.get(0)!.hash;
-        assert.equal(hashOf(data["egress.passwd"]), one(DEPLOY, "authed-0").inputs.spec.template.metadata.annotations["egress.dev/config-sha256"]);
+        const hashOf = (passwd: string) =>
+            k8sMod.secretLayout(plans, data["squid.conf"], () => data["squid.conf"], passwd).mounts.get(0)!.hash;
+        assert.equal(
+            hashOf(data["egress.passwd"]),
+            one(DEPLOY, "authed-0").inputs.spec.template.metadata.annotations["egress.dev/config-sha256"],
+        );
         assert.notEqual(hashOf("crawler:$apr1$other$hash\n"), hashOf(data["egress.passwd"]));
     });
 });
@@ -150,8 +245,19 @@ describe("PodProxy under mocks", () => {
 describe("squid config from cloud-init", () => {
     it("reads plain and base64 write_files entries, and nothing else", () => {
         const b64 = Buffer.from("http_port 9999\n").toString("base64");
-        assert.equal(k8sMod.squidConfFromCloudInit(`#cloud-config\nwrite_files:\n  - path: /etc/squid/squid.conf\n    encoding: b64\n    content: ${b64}\n`), "http_port 9999\n");
-        assert.equal(k8sMod.squidConfFromCloudInit("#cloud-config\nwrite_files:\n  - path: /etc/motd\n    content: hi\n"), undefined);
-        assert.throws(() => k8sMod.squidConfFromCloudInit("#cloud-config\nwrite_files: [\n"), /cloud-init is not valid YAML/);
+        assert.equal(
+            k8sMod.squidConfFromCloudInit(
+                `#cloud-config\nwrite_files:\n  - path: /etc/squid/squid.conf\n    encoding: b64\n    content: ${b64}\n`,
+            ),
+            "http_port 9999\n",
+        );
+        assert.equal(
+            k8sMod.squidConfFromCloudInit("#cloud-config\nwrite_files:\n  - path: /etc/motd\n    content: hi\n"),
+            undefined,
+        );
+        assert.throws(
+            () => k8sMod.squidConfFromCloudInit("#cloud-config\nwrite_files: [\n"),
+            /cloud-init is not valid YAML/,
+        );
     });
 });

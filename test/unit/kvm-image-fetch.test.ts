@@ -49,11 +49,21 @@ test("429 then 503 are retried; the third answer's bytes arrive whole", async ()
 test("a missing image (404) fails at once as permanent; a refused server is transient after the schedule", async () => {
     statuses = [404];
     calls = 0;
-    await assert.rejects(downloadTo(`${base}/gone.qcow2`, path.join(dir, "b"), { retry }), { errorClass: "permanent", message: `[permanent] image url ${base}/gone.qcow2: HTTP 404 (no image there)` });
+    await assert.rejects(downloadTo(`${base}/gone.qcow2`, path.join(dir, "b"), { retry }), {
+        errorClass: "permanent",
+        message: `[permanent] image url ${base}/gone.qcow2: HTTP 404 (no image there)`,
+    });
     assert.equal(calls, 1);
-    await assert.rejects(downloadTo(`file://${dir}/nothing.qcow2`, path.join(dir, "c"), { retry }), { errorClass: "permanent", message: /^\[permanent\] image url file:.*does not exist$/ });
+    await assert.rejects(downloadTo(`file://${dir}/nothing.qcow2`, path.join(dir, "c"), { retry }), {
+        errorClass: "permanent",
+        message: /^\[permanent\] image url file:.*does not exist$/,
+    });
     const port = await closedPort();
-    await assert.rejects(downloadTo(`http://127.0.0.1:${port}/x.qcow2`, path.join(dir, "d"), { retry }), { errorClass: "transient", message: /^\[transient\] image url http:\/\/127\.0\.0\.1:\d+\/x\.qcow2: connect ECONNREFUSED .*\(gave up after 4 tries in / });
+    await assert.rejects(downloadTo(`http://127.0.0.1:${port}/x.qcow2`, path.join(dir, "d"), { retry }), {
+        errorClass: "transient",
+        message:
+            /^\[transient\] image url http:\/\/127\.0\.0\.1:\d+\/x\.qcow2: connect ECONNREFUSED .*\(gave up after 4 tries in /,
+    });
 });
 
 /**
@@ -92,28 +102,49 @@ const limits = { minKiBPerSecond: 64, graceSeconds: 1, idleSeconds: 2 };
 
 async function failsWith(url: string, file: string): Promise<{ e: Error & { errorClass?: string }; ms: number }> {
     const t0 = Date.now();
-    const e = await downloadTo(url, path.join(dir, file), { retry, limits, where }).then(() => assert.fail("the download should have failed"), (x) => x);
+    const e = await downloadTo(url, path.join(dir, file), { retry, limits, where }).then(
+        () => assert.fail("the download should have failed"),
+        (x) => x,
+    );
     return { e, ms: Date.now() - t0 };
 }
 
-test("a mirror that drips (Content-Length known) misses the total deadline, as a transient error naming it", { timeout: 30_000 }, async () => {
-    const { e, ms } = await failsWith(`${shapedBase}/drip.qcow2`, "drip");
-    assert.equal(e.errorClass, "transient");
-    assert.match(e.message, new RegExp(`^\\[transient\\] image url ${shapedBase}/drip\\.qcow2: the download: missed its total deadline of 5 s: 0\\.3 MiB at the minimum 64 KiB/s plus 1 s grace, 0\\.\\d MiB of 0\\.3 MiB moved in 5\\.\\d s; the next up tries again \\(a slower source needs \`${where.replace(/\./g, "\\.")}\\.minKiBPerSecond\`/\`graceSeconds\`\\)$`));
-    assert.ok(ms >= 4900 && ms < 12_000, `failed at about the 5 s deadline, well before the 25 s the drip needs (${ms} ms)`);
-});
+test(
+    "a mirror that drips (Content-Length known) misses the total deadline, as a transient error naming it",
+    { timeout: 30_000 },
+    async () => {
+        const { e, ms } = await failsWith(`${shapedBase}/drip.qcow2`, "drip");
+        assert.equal(e.errorClass, "transient");
+        assert.match(
+            e.message,
+            new RegExp(
+                `^\\[transient\\] image url ${shapedBase}/drip\\.qcow2: the download: missed its total deadline of 5 s: 0\\.3 MiB at the minimum 64 KiB/s plus 1 s grace, 0\\.\\d MiB of 0\\.3 MiB moved in 5\\.\\d s; the next up tries again \\(a slower source needs \`${where.replace(/\./g, "\\.")}\\.minKiBPerSecond\`/\`graceSeconds\`\\)$`,
+            ),
+        );
+        assert.ok(
+            ms >= 4900 && ms < 12_000,
+            `failed at about the 5 s deadline, well before the 25 s the drip needs (${ms} ms)`,
+        );
+    },
+);
 
 test("a mirror that drips without Content-Length misses the minimum-rate deadline", { timeout: 30_000 }, async () => {
     const { e, ms } = await failsWith(`${shapedBase}/drip-chunked.qcow2`, "chunked");
     assert.equal(e.errorClass, "transient");
-    assert.match(e.message, /: the download: missed its minimum-rate deadline: below 64 KiB\/s on average after 1 s grace, 0\.\d MiB moved in \d\.\d s; .*minKiBPerSecond/);
+    assert.match(
+        e.message,
+        /: the download: missed its minimum-rate deadline: below 64 KiB\/s on average after 1 s grace, 0\.\d MiB moved in \d\.\d s; .*minKiBPerSecond/,
+    );
     assert.ok(ms < 12_000, `well before the 25 s the drip needs (${ms} ms)`);
 });
 
 test("a mirror that stalls mid-body misses the idle deadline", { timeout: 30_000 }, async () => {
     const { e, ms } = await failsWith(`${shapedBase}/stall.qcow2`, "stall");
     assert.equal(e.errorClass, "transient");
-    assert.match(e.message, /^\[transient\] image url .*\/stall\.qcow2.*: missed its idle deadline: no byte for 2 s.*; the next up tries again \(a slower source needs `egress:providers\.lab\.images\.tiny\.transfer\.idleSeconds`\)$/);
+    assert.match(
+        e.message,
+        /^\[transient\] image url .*\/stall\.qcow2.*: missed its idle deadline: no byte for 2 s.*; the next up tries again \(a slower source needs `egress:providers\.lab\.images\.tiny\.transfer\.idleSeconds`\)$/,
+    );
     assert.ok(ms >= 1900 && ms < 5000, `at about the 2 s idle deadline, before the 5 s total one (${ms} ms)`);
     // Nothing keeps the stalled connection open.
     const t0 = Date.now();

@@ -10,7 +10,14 @@ import * as fs from "node:fs";
 import * as net from "node:net";
 import * as os from "node:os";
 import * as path from "node:path";
-import { classifyVirshFailure, KvmConnection, LibvirtError, libvirtError, virshRetryable, withLibvirt } from "../../components/kvm/libvirt";
+import {
+    classifyVirshFailure,
+    KvmConnection,
+    LibvirtError,
+    libvirtError,
+    virshRetryable,
+    withLibvirt,
+} from "../../components/kvm/libvirt";
 import type { RetrySchedule } from "../../components/shared/retry";
 import { closedPort } from "../fixtures/ports";
 import { startLoopbackSshd, type LoopbackSshd } from "../helpers/sshd";
@@ -29,7 +36,13 @@ ensureTestPackages(); // ssh-keygen, sshd, virsh
 const client = keygen("client");
 const other = keygen("other-host");
 
-const conn = (port: number, knownHosts = `[127.0.0.1]:${port} ${other.pub}\n`): KvmConnection => ({ host: "rack-1", user: "root", address: "127.0.0.1", port, knownHosts });
+const conn = (port: number, knownHosts = `[127.0.0.1]:${port} ${other.pub}\n`): KvmConnection => ({
+    host: "rack-1",
+    user: "root",
+    address: "127.0.0.1",
+    port,
+    knownHosts,
+});
 
 /** A listener that accepts and at once closes every connection (an sshd dying, a middlebox cutting), counting them. */
 async function dropping(): Promise<{ port: number; accepted: () => number; close: () => Promise<void> }> {
@@ -39,29 +52,49 @@ async function dropping(): Promise<{ port: number; accepted: () => number; close
         c.destroy();
     });
     await new Promise<void>((r) => s.listen(0, "127.0.0.1", r));
-    return { port: (s.address() as net.AddressInfo).port, accepted: () => n, close: () => new Promise((r) => s.close(() => r())) };
+    return {
+        port: (s.address() as net.AddressInfo).port,
+        accepted: () => n,
+        close: () => new Promise((r) => s.close(() => r())),
+    };
 }
 
 describe("transient SSH failures are retried", () => {
     it("a refused port: retried, then a transient failure naming host:port and member", async () => {
         const port = await closedPort();
-        await assert.rejects(withLibvirt(conn(port), client.key, (virsh) => virsh(["list"]), { retry, member: "web-0" }), (e: LibvirtError) => {
-            assert.deepEqual([e.errorClass, e.stage, e.transient], ["transient", "tcp", true]);
-            assert.ok(e.message.startsWith(`[transient] libvirt root@127.0.0.1:${port} (host rack-1, member web-0): \`virsh list\` failed (tcp): `), e.message);
-            assert.match(e.message, /Connection refused/);
-            assert.match(e.message, /\(gave up after 3 tries in \d+\.\d s\)$/);
-            return true;
-        });
+        await assert.rejects(
+            withLibvirt(conn(port), client.key, (virsh) => virsh(["list"]), { retry, member: "web-0" }),
+            (e: LibvirtError) => {
+                assert.deepEqual([e.errorClass, e.stage, e.transient], ["transient", "tcp", true]);
+                assert.ok(
+                    e.message.startsWith(
+                        `[transient] libvirt root@127.0.0.1:${port} (host rack-1, member web-0): \`virsh list\` failed (tcp): `,
+                    ),
+                    e.message,
+                );
+                assert.match(e.message, /Connection refused/);
+                assert.match(e.message, /\(gave up after 3 tries in \d+\.\d s\)$/);
+                return true;
+            },
+        );
     });
 
     it("a connection accepted then dropped: transient, retried (even for a command that writes: it never ran)", async () => {
         const srv = await dropping();
         try {
-            await assert.rejects(withLibvirt(conn(srv.port), client.key, (virsh) => virsh(["start", "egress-x"]), { retry }), (e: LibvirtError) => {
-                assert.deepEqual([e.errorClass, e.stage, e.mayHaveRun], ["transient", "tcp", false]);
-                assert.match(e.message, new RegExp(`^\\[transient\\] libvirt root@127\\.0\\.0\\.1:${srv.port} \\(host rack-1\\): \`virsh start\` failed \\(tcp\\): .*(Socket error|handshake failed)`));
-                return true;
-            });
+            await assert.rejects(
+                withLibvirt(conn(srv.port), client.key, (virsh) => virsh(["start", "egress-x"]), { retry }),
+                (e: LibvirtError) => {
+                    assert.deepEqual([e.errorClass, e.stage, e.mayHaveRun], ["transient", "tcp", false]);
+                    assert.match(
+                        e.message,
+                        new RegExp(
+                            `^\\[transient\\] libvirt root@127\\.0\\.0\\.1:${srv.port} \\(host rack-1\\): \`virsh start\` failed \\(tcp\\): .*(Socket error|handshake failed)`,
+                        ),
+                    );
+                    return true;
+                },
+            );
             assert.equal(srv.accepted(), 3, "one connection per try");
         } finally {
             await srv.close();
@@ -83,12 +116,20 @@ describe("permanent SSH failures fail at once", () => {
 
     it("a host key that does not match known_hosts: permanent, one connection", async () => {
         const before = connections();
-        await assert.rejects(withLibvirt(conn(port), client.key, (virsh) => virsh(["list"]), { retry, member: "web-1" }), (e: LibvirtError) => {
-            assert.deepEqual([e.errorClass, e.stage, e.transient], ["permanent", "host-key", false]);
-            assert.ok(e.message.startsWith(`[permanent] libvirt root@127.0.0.1:${port} (host rack-1, member web-1): \`virsh list\` failed (host-key): `), e.message);
-            assert.doesNotMatch(e.message, /gave up/);
-            return true;
-        });
+        await assert.rejects(
+            withLibvirt(conn(port), client.key, (virsh) => virsh(["list"]), { retry, member: "web-1" }),
+            (e: LibvirtError) => {
+                assert.deepEqual([e.errorClass, e.stage, e.transient], ["permanent", "host-key", false]);
+                assert.ok(
+                    e.message.startsWith(
+                        `[permanent] libvirt root@127.0.0.1:${port} (host rack-1, member web-1): \`virsh list\` failed (host-key): `,
+                    ),
+                    e.message,
+                );
+                assert.doesNotMatch(e.message, /gave up/);
+                return true;
+            },
+        );
         await new Promise((r) => setTimeout(r, 100)); // sshd logs the connection asynchronously
         assert.equal(connections() - before, 1, sshd.log());
     });
@@ -96,11 +137,19 @@ describe("permanent SSH failures fail at once", () => {
     it("a key the host does not accept: permanent (ssh-auth), one connection", async () => {
         const hostPub = fs.readFileSync(`${hostKeyFile}.pub`, "utf8").trim();
         const before = connections();
-        await assert.rejects(withLibvirt(conn(port, `[127.0.0.1]:${port} ${hostPub}\n`), client.key, (virsh) => virsh(["list"]), { retry }), (e: LibvirtError) => {
-            assert.deepEqual([e.errorClass, e.stage], ["permanent", "ssh-auth"]);
-            assert.match(e.message, /^\[permanent\] libvirt root@127\.0\.0\.1:\d+ \(host rack-1\): `virsh list` failed \(ssh-auth\): .* add the public key to the user's authorized_keys/);
-            return true;
-        });
+        await assert.rejects(
+            withLibvirt(conn(port, `[127.0.0.1]:${port} ${hostPub}\n`), client.key, (virsh) => virsh(["list"]), {
+                retry,
+            }),
+            (e: LibvirtError) => {
+                assert.deepEqual([e.errorClass, e.stage], ["permanent", "ssh-auth"]);
+                assert.match(
+                    e.message,
+                    /^\[permanent\] libvirt root@127\.0\.0\.1:\d+ \(host rack-1\): `virsh list` failed \(ssh-auth\): .* add the public key to the user's authorized_keys/,
+                );
+                return true;
+            },
+        );
         await new Promise((r) => setTimeout(r, 100));
         assert.equal(connections() - before, 1, sshd.log());
     });
@@ -112,7 +161,13 @@ describe("what is retried", () => {
 
     it("a drop mid-command retries reads only; a failed connect retries anything; permanent never", () => {
         assert.equal(virshRetryable(["domstate", "d"], dropped), true);
-        assert.equal(virshRetryable(["echo @@egress-item-0@@ ; domblklist 'a' ; echo @@egress-item-1@@ ; vol-info 'b'"], dropped), true);
+        assert.equal(
+            virshRetryable(
+                ["echo @@egress-item-0@@ ; domblklist 'a' ; echo @@egress-item-1@@ ; vol-info 'b'"],
+                dropped,
+            ),
+            true,
+        );
         assert.equal(virshRetryable(["start", "d"], dropped), false);
         assert.equal(virshRetryable(["metadata", "d", "--uri", "u", "--set", "<x/>"], dropped), false);
         assert.equal(virshRetryable(["start", "d"], notConnected), true);
@@ -120,10 +175,14 @@ describe("what is retried", () => {
     });
 
     it("bad XML and missing images are permanent; the message carries the class", () => {
-        const xml = classifyVirshFailure("error: Failed to define domain from /tmp/d.xml\nerror: XML error: Invalid value for attribute 'type' in element 'interface'");
+        const xml = classifyVirshFailure(
+            "error: Failed to define domain from /tmp/d.xml\nerror: XML error: Invalid value for attribute 'type' in element 'interface'",
+        );
         assert.deepEqual([xml.stage, xml.transient], ["libvirt", false]);
         assert.match(xml.hint, /refused the XML/);
-        const missing = classifyVirshFailure("error: failed to get vol 'base-debian.qcow2'\nerror: Storage volume not found: no storage vol with matching path 'base-debian.qcow2'");
+        const missing = classifyVirshFailure(
+            "error: failed to get vol 'base-debian.qcow2'\nerror: Storage volume not found: no storage vol with matching path 'base-debian.qcow2'",
+        );
         assert.deepEqual([missing.notFound, missing.transient], [true, false]);
         assert.equal(libvirtError("bad", "libvirt", false, false).message, "[permanent] bad");
     });

@@ -34,9 +34,16 @@ test("its only placeholder is the image sha256, and the file says so next to it"
     const text = fs.readFileSync(file, "utf8");
     const zeros = text.split("\n").findIndex((l) => /sha256: "0{64}"/.test(l));
     assert.ok(zeros > 0, "the sample's sha256 is the all-zero placeholder");
-    const before = text.split("\n").slice(Math.max(0, zeros - 5), zeros).join("\n");
+    const before = text
+        .split("\n")
+        .slice(Math.max(0, zeros - 5), zeros)
+        .join("\n");
     assert.match(before, /PLACEHOLDER/);
     assert.match(before, /sha256sum/);
     assert.match(text.split("\n").slice(0, 5).join("\n"), /placeholder: images\.debian-13\.sha256/);
-    assert.match(fs.readFileSync(path.join(PACKAGE_ROOT, "docs", "kvm.md"), "utf8"), /placeholder sha256/i, "docs/kvm.md explains it too");
+    assert.match(
+        fs.readFileSync(path.join(PACKAGE_ROOT, "docs", "kvm.md"), "utf8"),
+        /placeholder sha256/i,
+        "docs/kvm.md explains it too",
+    );
 });

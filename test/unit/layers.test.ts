@@ -46,13 +46,19 @@ function resolve(from: string, spec: string): string | undefined {
 /** Every import of `text` (the file `from`), with its line. */
 function importsOf(from: string, text: string): Edge[] {
     const info = ts.preProcessFile(text, true, true);
-    return info.importedFiles.map((f) => ({ from, line: text.slice(0, f.pos).split("\n").length, spec: f.fileName, to: resolve(from, f.fileName) }));
+    return info.importedFiles.map((f) => ({
+        from,
+        line: text.slice(0, f.pos).split("\n").length,
+        spec: f.fileName,
+        to: resolve(from, f.fileName),
+    }));
 }
 
 const FILES = [...sources("src"), ...sources("components")];
 const EDGES = FILES.flatMap((f) => importsOf(f, fs.readFileSync(path.join(PACKAGE_ROOT, f), "utf8")));
 const show = (e: Edge) => `${e.from}:${e.line}: ${e.spec} -> ${e.to}`;
-const under = (file: string | undefined, ...dirs: string[]) => file !== undefined && dirs.some((d) => file.startsWith(`${d}/`));
+const under = (file: string | undefined, ...dirs: string[]) =>
+    file !== undefined && dirs.some((d) => file.startsWith(`${d}/`));
 
 test("the scanner sees every form of import and nothing in comments or strings", () => {
     const text = [
@@ -65,14 +71,17 @@ test("the scanner sees every form of import and nothing in comments or strings",
         'import * as fs from "node:fs";',
     ].join("\n");
     const edges = importsOf("components/x.ts", text);
-    assert.deepEqual(edges.map((e) => [e.line, e.spec, e.to]), [
-        [1, "./kind", "components/kind.ts"],
-        [2, "./registry", "components/registry.ts"],
-        [3, "./pool", "components/pool.ts"],
-        [4, "./local", "components/local/index.ts"],
-        [4, "./kvm", "components/kvm/index.ts"],
-        [7, "node:fs", undefined],
-    ]);
+    assert.deepEqual(
+        edges.map((e) => [e.line, e.spec, e.to]),
+        [
+            [1, "./kind", "components/kind.ts"],
+            [2, "./registry", "components/registry.ts"],
+            [3, "./pool", "components/pool.ts"],
+            [4, "./local", "components/local/index.ts"],
+            [4, "./kvm", "components/kvm/index.ts"],
+            [7, "node:fs", undefined],
+        ],
+    );
 });
 
 test("every relative import resolves to a file (a stale lazy require would fail only at run time)", () => {
@@ -81,12 +90,16 @@ test("every relative import resolves to a file (a stale lazy require would fail 
 });
 
 test("src/model and src/log import nothing of egress outside themselves", () => {
-    const bad = EDGES.filter((e) => e.to !== undefined && ["src/model", "src/log"].some((d) => under(e.from, d) && !under(e.to, d)));
+    const bad = EDGES.filter(
+        (e) => e.to !== undefined && ["src/model", "src/log"].some((d) => under(e.from, d) && !under(e.to, d)),
+    );
     assert.deepEqual(bad.map(show), []);
 });
 
 test("components/ imports nothing of src/ but src/model and src/log", () => {
-    const bad = EDGES.filter((e) => under(e.from, "components") && e.to !== undefined && !under(e.to, "components", "src/model", "src/log"));
+    const bad = EDGES.filter(
+        (e) => under(e.from, "components") && e.to !== undefined && !under(e.to, "components", "src/model", "src/log"),
+    );
     assert.deepEqual(bad.map(show), []);
 });
 
@@ -101,17 +114,33 @@ test("src/ reaches components/ only through the registry, the kind contract, Pro
  * listed before it. Files at src/'s root belong to the layer they start: cli.ts is the CLI, program.ts and
  * installation-resource.ts are the program, program-main.ts (what `pulumi up` runs) starts engine and program.
  */
-const ORDER = [["model", "log"], ["components"], ["config"], ["program"], ["engine"], ["health", "providers-health", "gc", "program-main"], ["service"], ["cli"]];
-const ROOT_FILES: Record<string, string> = { "src/cli.ts": "cli", "src/program.ts": "program", "src/installation-resource.ts": "program", "src/program-main.ts": "program-main" };
+const ORDER = [
+    ["model", "log"],
+    ["components"],
+    ["config"],
+    ["program"],
+    ["engine"],
+    ["health", "providers-health", "gc", "program-main"],
+    ["service"],
+    ["cli"],
+];
+const ROOT_FILES: Record<string, string> = {
+    "src/cli.ts": "cli",
+    "src/program.ts": "program",
+    "src/installation-resource.ts": "program",
+    "src/program-main.ts": "program-main",
+};
 function layerOf(file: string): number {
-    const name = file.startsWith("components/") ? "components" : ROOT_FILES[file] ?? file.split("/")[1];
+    const name = file.startsWith("components/") ? "components" : (ROOT_FILES[file] ?? file.split("/")[1]);
     const rank = ORDER.findIndex((names) => names.includes(name));
     assert.ok(rank >= 0, `${file} is in no layer: add its folder to ORDER`);
     return rank;
 }
 
 test("inside src/, a folder imports only its own layer and those below it", () => {
-    const bad = EDGES.filter((e) => e.to && !e.to.startsWith("?") && under(e.to, "src", "components") && layerOf(e.to) > layerOf(e.from));
+    const bad = EDGES.filter(
+        (e) => e.to && !e.to.startsWith("?") && under(e.to, "src", "components") && layerOf(e.to) > layerOf(e.from),
+    );
     assert.deepEqual(bad.map(show), []);
 });
 
@@ -120,17 +149,30 @@ function circles(edges: Edge[]): string[][] {
     const next = new Map<string, string[]>();
     for (const e of edges) if (e.to && !e.to.startsWith("?")) next.set(e.from, [...(next.get(e.from) ?? []), e.to]);
     let counter = 0;
-    const index = new Map<string, number>(), low = new Map<string, number>(), stack: string[] = [], onStack = new Set<string>(), out: string[][] = [];
+    const index = new Map<string, number>(),
+        low = new Map<string, number>(),
+        stack: string[] = [],
+        onStack = new Set<string>(),
+        out: string[][] = [];
     const visit = (v: string): void => {
-        index.set(v, counter); low.set(v, counter++); stack.push(v); onStack.add(v);
+        index.set(v, counter);
+        low.set(v, counter++);
+        stack.push(v);
+        onStack.add(v);
         for (const w of next.get(v) ?? []) {
-            if (!index.has(w)) { visit(w); low.set(v, Math.min(low.get(v)!, low.get(w)!)); }
-            else if (onStack.has(w)) low.set(v, Math.min(low.get(v)!, index.get(w)!));
+            if (!index.has(w)) {
+                visit(w);
+                low.set(v, Math.min(low.get(v)!, low.get(w)!));
+            } else if (onStack.has(w)) low.set(v, Math.min(low.get(v)!, index.get(w)!));
         }
         if (low.get(v) !== index.get(v)) return;
         const scc: string[] = [];
         let w: string;
-        do { w = stack.pop()!; onStack.delete(w); scc.push(w); } while (w !== v);
+        do {
+            w = stack.pop()!;
+            onStack.delete(w);
+            scc.push(w);
+        } while (w !== v);
         if (scc.length > 1 || (next.get(v) ?? []).includes(v)) out.push(scc);
     };
     for (const f of new Set(edges.map((e) => e.from))) if (!index.has(f)) visit(f);
@@ -150,14 +192,20 @@ function cyclePath(scc: string[], edges: Edge[]): string {
                 for (let at = e.from; at !== start; at = came.get(at)!.from) hops.unshift(came.get(at)!);
                 return `${scc.length} files; ${hops.map((h) => `${h.from}:${h.line}`).join(" -> ")} -> ${start}`;
             }
-            if (!came.has(e.to!)) { came.set(e.to!, e); queue.push(e.to!); }
+            if (!came.has(e.to!)) {
+                came.set(e.to!, e);
+                queue.push(e.to!);
+            }
         }
     }
     return `${scc.length} files: ${scc.join(", ")}`;
 }
 
 test("no import circle between files", () => {
-    assert.deepEqual(circles(EDGES).map((scc) => cyclePath(scc, EDGES)), []);
+    assert.deepEqual(
+        circles(EDGES).map((scc) => cyclePath(scc, EDGES)),
+        [],
+    );
 });
 
 test("the circle finder reports a circle with one path around it", () => {
@@ -167,5 +215,8 @@ test("the circle finder reports a circle with one path around it", () => {
         { from: "src/c.ts", line: 2, spec: "./a", to: "src/a.ts" },
     ];
     const found = circles([...EDGES, ...edges]).filter((scc) => scc.includes("src/a.ts"));
-    assert.deepEqual(found.map((scc) => cyclePath(scc, edges)), ["3 files; src/a.ts:1 -> src/b.ts:3 -> src/c.ts:2 -> src/a.ts"]);
+    assert.deepEqual(
+        found.map((scc) => cyclePath(scc, edges)),
+        ["3 files; src/a.ts:1 -> src/b.ts:3 -> src/c.ts:2 -> src/a.ts"],
+    );
 });

@@ -12,7 +12,10 @@ import { LeaseManager } from "../../src/service/leases";
 
 test("runHttpBench drives acquire/release pairs over keep-alive connections", async () => {
     const leases = new LeaseManager({ initiallyEligible: true });
-    leases.setMembers(Array.from({ length: 50 }, (_, i) => ({ id: `web-${i}`, pool: "web" })), { web: { cooldownSeconds: 0 } });
+    leases.setMembers(
+        Array.from({ length: 50 }, (_, i) => ({ id: `web-${i}`, pool: "web" })),
+        { web: { cooldownSeconds: 0 } },
+    );
     const sockets = new Set<net.Socket>();
     const server = http.createServer((req, res) => {
         sockets.add(req.socket);
@@ -24,7 +27,9 @@ test("runHttpBench drives acquire/release pairs over keep-alive connections", as
             if (req.url === "/v1/leases") {
                 const r = leases.acquire(JSON.parse(body));
                 if (!r.ok) return void res.writeHead(503, { "retry-after": String(r.retryAfterSeconds) }).end("{}");
-                return void res.writeHead(201, { "content-type": "application/json" }).end(JSON.stringify({ lease: r.lease }));
+                return void res
+                    .writeHead(201, { "content-type": "application/json" })
+                    .end(JSON.stringify({ lease: r.lease }));
             }
             if (m && JSON.parse(body).outcome === "ok") {
                 const r = leases.release(decodeURIComponent(m[1]), "ok");
@@ -42,7 +47,10 @@ test("runHttpBench drives acquire/release pairs over keep-alive connections", as
         assert.ok(r.p50Ms > 0 && r.p50Ms <= r.p99Ms && r.p99Ms <= r.maxMs);
         assert.ok(sockets.size <= 4, `keep-alive: ${sockets.size} connections for 4 clients`);
         assert.equal(leases.activeLeases, 0);
-        await assert.rejects(runHttpBench({ url: `http://127.0.0.1:${port}`, token: "wrong", concurrency: 1, seconds: 0.2 }), { message: "POST /v1/leases answered 401: undefined" });
+        await assert.rejects(
+            runHttpBench({ url: `http://127.0.0.1:${port}`, token: "wrong", concurrency: 1, seconds: 0.2 }),
+            { message: "POST /v1/leases answered 401: undefined" },
+        );
     } finally {
         server.closeAllConnections();
         server.close();
@@ -50,7 +58,9 @@ test("runHttpBench drives acquire/release pairs over keep-alive connections", as
 });
 
 test("runHttpBench refuses anything but loopback http", async () => {
-    await assert.rejects(runHttpBench({ url: "http://10.0.0.1:8080", token: "x" }), { message: "runHttpBench: --url must be http:// on loopback (127.0.0.1), got http://10.0.0.1:8080" });
+    await assert.rejects(runHttpBench({ url: "http://10.0.0.1:8080", token: "x" }), {
+        message: "runHttpBench: --url must be http:// on loopback (127.0.0.1), got http://10.0.0.1:8080",
+    });
     await assert.rejects(runHttpBench({ url: "https://127.0.0.1:8080", token: "x" }), /loopback/);
 });
 
@@ -73,6 +83,9 @@ test("session bench: with nothing else held every known session gets its member 
     assert.equal(busy.hits + busy.rebound + busy.fresh, busy.sessionAcquires);
     const table = formatSessionTable([alone, busy]).split("\n");
     assert.equal(table.length, 4);
-    assert.match(table[0], /^members \/ sessions \/ held\s+churn\s+session acq\s+hit ratio\s+hits\s+rebound\s+new\s+503s\s+session p50 µs\s+session p99 µs\s+plain acq\s+plain p50 µs\s+plain p99 µs$/);
+    assert.match(
+        table[0],
+        /^members \/ sessions \/ held\s+churn\s+session acq\s+hit ratio\s+hits\s+rebound\s+new\s+503s\s+session p50 µs\s+session p99 µs\s+plain acq\s+plain p50 µs\s+plain p99 µs$/,
+    );
     assert.match(table[2], /^20 \/ 100 \/ 0 .* 100\.0% /);
 });

@@ -23,9 +23,31 @@ function rng(seed: number): () => number {
     };
 }
 
-interface M { id: string; pool: string; seq: number; eligible: boolean; lastUsedAt: number; present: boolean; errors: number }
-interface S { key: string; memberId: string; touchedAt: number; live: number; ttlMs: number }
-interface L { id: string; proxyId: string; expiresAt: number; target?: string; session?: S; state: "live" | "released" | "ttl" | "member-removed"; endedAt?: number }
+interface M {
+    id: string;
+    pool: string;
+    seq: number;
+    eligible: boolean;
+    lastUsedAt: number;
+    present: boolean;
+    errors: number;
+}
+interface S {
+    key: string;
+    memberId: string;
+    touchedAt: number;
+    live: number;
+    ttlMs: number;
+}
+interface L {
+    id: string;
+    proxyId: string;
+    expiresAt: number;
+    target?: string;
+    session?: S;
+    state: "live" | "released" | "ttl" | "member-removed";
+    endedAt?: number;
+}
 
 function run(seed: number, ops: number) {
     const r = rng(seed);
@@ -36,24 +58,46 @@ function run(seed: number, ops: number) {
     const cooldown: Record<string, number> = { a: 0, b: 2, c: 7 };
     // Session TTL per pool; `c` leaves it to the manager's option (8 s).
     const sessionTtl: Record<string, number> = { a: 4, b: 15, c: 8 };
-    const poolsCfg = () => Object.fromEntries(Object.entries(cooldown).map(([k, v]) => [k, k === "c" ? { cooldownSeconds: v } : { cooldownSeconds: v, sessionTtlSeconds: sessionTtl[k] }]));
+    const poolsCfg = () =>
+        Object.fromEntries(
+            Object.entries(cooldown).map(([k, v]) => [
+                k,
+                k === "c" ? { cooldownSeconds: v } : { cooldownSeconds: v, sessionTtlSeconds: sessionTtl[k] },
+            ]),
+        );
     const members = new Map<string, M>();
     const leases = new Map<string, L>();
     const tcd = new Map<string, { until: number; blocks: number }>();
     const sessions = new Map<string, S>();
-    const mgr = new LeaseManager({ now: () => now, newLeaseId: () => `L${++leaseNo}`, initiallyEligible: true, sessionTtlSeconds: 8 });
+    const mgr = new LeaseManager({
+        now: () => now,
+        newLeaseId: () => `L${++leaseNo}`,
+        initiallyEligible: true,
+        sessionTtlSeconds: 8,
+    });
 
     const all = ["a", "b", "c"].flatMap((p) => Array.from({ length: 12 }, (_, i) => ({ id: `${p}-${i}`, pool: p })));
     const apply = (list: { id: string; pool: string }[]) => {
-        for (const x of list) if (!members.get(x.id)?.present) members.set(x.id, { ...x, seq: seq++, eligible: true, lastUsedAt: -Infinity, present: true, errors: 0 });
+        for (const x of list)
+            if (!members.get(x.id)?.present)
+                members.set(x.id, {
+                    ...x,
+                    seq: seq++,
+                    eligible: true,
+                    lastUsedAt: -Infinity,
+                    present: true,
+                    errors: 0,
+                });
         const keep = new Set(list.map((x) => x.id));
-        for (const m of members.values()) if (m.present && !keep.has(m.id)) {
-            m.present = false;
-            for (const l of leases.values()) if (l.state === "live" && l.proxyId === m.id) {
-                Object.assign(l, { state: "member-removed", endedAt: now });
-                endSession(l, now);
+        for (const m of members.values())
+            if (m.present && !keep.has(m.id)) {
+                m.present = false;
+                for (const l of leases.values())
+                    if (l.state === "live" && l.proxyId === m.id) {
+                        Object.assign(l, { state: "member-removed", endedAt: now });
+                        endSession(l, now);
+                    }
             }
-        }
         mgr.setMembers(list, poolsCfg());
     };
     apply(all);
@@ -61,8 +105,13 @@ function run(seed: number, ops: number) {
     const recordTarget = (target: string, id: string, outcome: ReleaseOutcome | "expired", at: number) => {
         const k = `${target}|${id}`;
         const e = tcd.get(k) ?? { until: 0, blocks: 0 };
-        if (outcome === "blocked") { e.blocks++; e.until = at + Math.min(3_600_000, 60_000 * 2 ** (e.blocks - 1)); }
-        else { if (outcome !== "error") e.blocks = 0; e.until = Math.max(e.until, at + 30_000); }
+        if (outcome === "blocked") {
+            e.blocks++;
+            e.until = at + Math.min(3_600_000, 60_000 * 2 ** (e.blocks - 1));
+        } else {
+            if (outcome !== "error") e.blocks = 0;
+            e.until = Math.max(e.until, at + 30_000);
+        }
         tcd.set(k, e);
     };
     const endSession = (l: L, at: number) => {
@@ -87,10 +136,12 @@ function run(seed: number, ops: number) {
         if (l.target !== undefined) recordTarget(l.target, m.id, outcome, at);
     };
     const expireModel = () => {
-        for (const l of leases.values()) if (l.state === "live" && l.expiresAt <= now) endLive(l, "ttl", "expired", l.expiresAt);
+        for (const l of leases.values())
+            if (l.state === "live" && l.expiresAt <= now) endLive(l, "ttl", "expired", l.expiresAt);
     };
     const liveHolder = (id: string) => [...leases.values()].find((l) => l.state === "live" && l.proxyId === id);
-    const tUntil = (target: string | undefined, id: string) => (target === undefined ? 0 : tcd.get(`${target}|${id}`)?.until ?? 0);
+    const tUntil = (target: string | undefined, id: string) =>
+        target === undefined ? 0 : (tcd.get(`${target}|${id}`)?.until ?? 0);
 
     let granted = 0;
     let sessionsUsed = 0;
@@ -108,7 +159,8 @@ function run(seed: number, ops: number) {
             const bound = key === undefined ? undefined : sessionOf(key);
             const scope = [...members.values()].filter((m) => m.present && (pool === undefined || m.pool === pool));
             const idle = scope.filter((m) => m.eligible && !liveHolder(m.id));
-            const ready = idle.filter((m) => m.lastUsedAt + cooldown[m.pool] * 1000 <= now && tUntil(target, m.id) <= now)
+            const ready = idle
+                .filter((m) => m.lastUsedAt + cooldown[m.pool] * 1000 <= now && tUntil(target, m.id) <= now)
                 .sort((x, y) => x.lastUsedAt - y.lastUsedAt || x.seq - y.seq);
             // The session's member skips the pool cooldown and plain target rests, not a block.
             const stuck = bound && idle.find((m) => m.id === bound.memberId && !blocked(target, m.id));
@@ -131,15 +183,27 @@ function run(seed: number, ops: number) {
                     sessionsUsed++;
                     if (stuck) stuck_++;
                 }
-                leases.set(res.lease.id, { id: res.lease.id, proxyId: res.lease.proxyId, expiresAt: res.lease.expiresAt, target, session: s, state: "live" });
+                leases.set(res.lease.id, {
+                    id: res.lease.id,
+                    proxyId: res.lease.proxyId,
+                    expiresAt: res.lease.expiresAt,
+                    target,
+                    session: s,
+                    state: "live",
+                });
                 granted++;
             } else if (scope.length === 0) {
                 assert.deepEqual(res, { ok: false, reason: "no-members", retryAfterSeconds: 30 }, ctx);
             } else {
                 let earliest = Infinity;
-                for (const m of idle) earliest = Math.min(earliest, Math.max(m.lastUsedAt + cooldown[m.pool] * 1000, tUntil(target, m.id)));
+                for (const m of idle)
+                    earliest = Math.min(
+                        earliest,
+                        Math.max(m.lastUsedAt + cooldown[m.pool] * 1000, tUntil(target, m.id)),
+                    );
                 for (const p of new Set(scope.map((m) => m.pool)))
-                    if (scope.some((m) => m.pool === p && liveHolder(m.id))) earliest = Math.min(earliest, now + Math.max(1000, cooldown[p] * 1000));
+                    if (scope.some((m) => m.pool === p && liveHolder(m.id)))
+                        earliest = Math.min(earliest, now + Math.max(1000, cooldown[p] * 1000));
                 const want = earliest === Infinity ? 30 : Math.max(1, Math.ceil((earliest - now) / 1000));
                 assert.deepEqual(res, { ok: false, reason: "none-available", retryAfterSeconds: want }, ctx);
             }
@@ -163,7 +227,10 @@ function run(seed: number, ops: number) {
             now += Math.floor(r() * (r() < 0.05 ? 120_000 : 3_000));
         } else if (op < 0.96) {
             const m = pick([...members.values()].filter((x) => x.present));
-            if (m) { m.eligible = r() < 0.6; mgr.setEligible(m.id, m.eligible); }
+            if (m) {
+                m.eligible = r() < 0.6;
+                mgr.setEligible(m.id, m.eligible);
+            }
         } else if (op < 0.99) {
             if (r() < 0.3) cooldown[pick(["a", "b", "c"])] = pick([0, 1, 5, 10]);
             apply(all.filter(() => r() < 0.9));
@@ -176,11 +243,24 @@ function run(seed: number, ops: number) {
             const snap = mgr.snapshot();
             const live = [...leases.values()].filter((l) => l.state === "live" && l.expiresAt > now);
             assert.equal(mgr.activeLeases, live.length, ctx);
-            assert.deepEqual(snap.filter((s) => s.state === "leased").map((s) => s.leaseId).sort(), live.map((l) => l.id).sort(), ctx);
-            for (const s of snap) if (s.state !== "leased") assert.equal(s.state === "ineligible", !members.get(s.id)!.eligible, ctx);
+            assert.deepEqual(
+                snap
+                    .filter((s) => s.state === "leased")
+                    .map((s) => s.leaseId)
+                    .sort(),
+                live.map((l) => l.id).sort(),
+                ctx,
+            );
+            for (const s of snap)
+                if (s.state !== "leased") assert.equal(s.state === "ineligible", !members.get(s.id)!.eligible, ctx);
             expireModel(); // snapshot() ended the leases whose TTL ran out during this step
-            for (const p of [undefined, "a", "b", "c", "zz"]) for (const k of ["s1", "s2", "s3", "s4", "s5", "s6"])
-                assert.equal(mgr.sessionMember(k, p), sessionOf(`${p ?? "*"}|${k}`)?.memberId, `${ctx}: session ${p}/${k} ${JSON.stringify(sessions.get(`${p ?? "*"}|${k}`))} now ${now}`);
+            for (const p of [undefined, "a", "b", "c", "zz"])
+                for (const k of ["s1", "s2", "s3", "s4", "s5", "s6"])
+                    assert.equal(
+                        mgr.sessionMember(k, p),
+                        sessionOf(`${p ?? "*"}|${k}`)?.memberId,
+                        `${ctx}: session ${p}/${k} ${JSON.stringify(sessions.get(`${p ?? "*"}|${k}`))} now ${now}`,
+                    );
         }
     }
     return { granted, sessionsUsed, stuck: stuck_ };

@@ -12,11 +12,18 @@ import type { PoolConfig, ProxyMember } from "../../src/model";
 
 const T0 = 1_000_000_000;
 
-function setup(opts: LeaseManagerOptions = {}, pools: Record<string, { cooldownSeconds: number; sessionTtlSeconds?: number }> = { web: { cooldownSeconds: 0 } }, ids = ["web-0", "web-1", "web-2"]) {
+function setup(
+    opts: LeaseManagerOptions = {},
+    pools: Record<string, { cooldownSeconds: number; sessionTtlSeconds?: number }> = { web: { cooldownSeconds: 0 } },
+    ids = ["web-0", "web-1", "web-2"],
+) {
     const clock = { t: T0 };
     let n = 0;
     const m = new LeaseManager({ now: () => clock.t, newLeaseId: () => `L${++n}`, initiallyEligible: true, ...opts });
-    m.setMembers(ids.map((id) => ({ id, pool: id.replace(/-\d+$/, "") })), pools);
+    m.setMembers(
+        ids.map((id) => ({ id, pool: id.replace(/-\d+$/, "") })),
+        pools,
+    );
     return { m, clock, advance: (ms: number) => (clock.t += ms) };
 }
 
@@ -29,7 +36,11 @@ function granted(m: LeaseManager, req: AcquireRequest): Extract<AcquireResult, {
 test("a session gets the same member again, skipping the pool cooldown; the LRU order is untouched", () => {
     const { m, advance } = setup({}, { web: { cooldownSeconds: 60 } });
     const first = granted(m, { session: "s1" });
-    assert.deepEqual(first, { ok: true, rebound: false, lease: { id: "L1", proxyId: "web-0", pool: "web", session: "s1", leasedAt: T0, expiresAt: T0 + 300_000 } });
+    assert.deepEqual(first, {
+        ok: true,
+        rebound: false,
+        lease: { id: "L1", proxyId: "web-0", pool: "web", session: "s1", leasedAt: T0, expiresAt: T0 + 300_000 },
+    });
     advance(1000);
     m.release(first.lease.id, "ok");
     advance(1000);
@@ -38,7 +49,13 @@ test("a session gets the same member again, skipping the pool cooldown; the LRU 
     assert.equal(again.rebound, false);
     m.release(again.lease.id, "ok");
     // Without a session the cooling member is not leased, and the others go in LRU order.
-    assert.deepEqual([granted(m, {}), granted(m, {})].map((r) => [r.lease.proxyId, r.rebound]), [["web-1", undefined], ["web-2", undefined]]);
+    assert.deepEqual(
+        [granted(m, {}), granted(m, {})].map((r) => [r.lease.proxyId, r.rebound]),
+        [
+            ["web-1", undefined],
+            ["web-2", undefined],
+        ],
+    );
     assert.equal(m.acquire({}).ok, false, "web-0 still cools for leases without the session");
 });
 
@@ -52,7 +69,11 @@ test("a session moves off a member that turns ineligible, and says so once", () 
     m.release(b.lease.id, "ok");
     m.setEligible("web-0", true);
     const c = granted(m, { session: "s1" });
-    assert.deepEqual([c.lease.proxyId, c.rebound], ["web-1", false], "bound to web-1 now; web-0's return does not pull it back");
+    assert.deepEqual(
+        [c.lease.proxyId, c.rebound],
+        ["web-1", false],
+        "bound to web-1 now; web-0's return does not pull it back",
+    );
     assert.equal(m.sessionMember("s1"), "web-1");
 });
 
@@ -60,7 +81,17 @@ test("a draining member loses its sessions (Fleet marks it ineligible)", () => {
     const { m } = setup({ initiallyEligible: false });
     const healthy: HealthSource = { setMembers() {}, get: () => ({ state: "healthy" }) };
     const fleet = new Fleet(m, healthy);
-    const member = (i: number): ProxyMember => ({ id: `web-${i}`, pool: "web", provider: "local", kind: "local", index: i, host: "127.0.0.1", port: 4000 + i, url: `http://127.0.0.1:${4000 + i}`, zone: "local" });
+    const member = (i: number): ProxyMember => ({
+        id: `web-${i}`,
+        pool: "web",
+        provider: "local",
+        kind: "local",
+        index: i,
+        host: "127.0.0.1",
+        port: 4000 + i,
+        url: `http://127.0.0.1:${4000 + i}`,
+        zone: "local",
+    });
     fleet.sync([member(0), member(1)], [{ name: "web", cooldownSeconds: 0, sessionTtlSeconds: 600 } as PoolConfig]);
     const a = immediate(fleet.acquire({ pool: "web", session: "s1" }));
     assert.ok(a.ok);
@@ -112,7 +143,12 @@ test("with a target: the plain rest does not move a session, a block does", () =
 });
 
 test("sessions are scoped by pool: the same key in two pools is two sessions", () => {
-    const { m } = setup({}, { web: { cooldownSeconds: 0 }, api: { cooldownSeconds: 0 } }, ["web-0", "web-1", "api-0", "api-1"]);
+    const { m } = setup({}, { web: { cooldownSeconds: 0 }, api: { cooldownSeconds: 0 } }, [
+        "web-0",
+        "web-1",
+        "api-0",
+        "api-1",
+    ]);
     const w = granted(m, { pool: "web", session: "s1" });
     const a = granted(m, { pool: "api", session: "s1" });
     assert.deepEqual([w.lease.proxyId, w.rebound, a.lease.proxyId, a.rebound], ["web-0", false, "api-0", false]);
@@ -127,7 +163,11 @@ test("sessions are scoped by pool: the same key in two pools is two sessions", (
 });
 
 test("a session expires after its pool's sessionTtlSeconds idle; a live lease keeps it", () => {
-    const { m, advance } = setup({ sessionTtlSeconds: 100 }, { web: { cooldownSeconds: 0, sessionTtlSeconds: 10 }, api: { cooldownSeconds: 0 } }, ["web-0", "web-1", "api-0", "api-1"]);
+    const { m, advance } = setup(
+        { sessionTtlSeconds: 100 },
+        { web: { cooldownSeconds: 0, sessionTtlSeconds: 10 }, api: { cooldownSeconds: 0 } },
+        ["web-0", "web-1", "api-0", "api-1"],
+    );
     const w = granted(m, { pool: "web", session: "s", ttlSeconds: 60 });
     const a = granted(m, { pool: "api", session: "s" });
     advance(30_000);
@@ -190,6 +230,10 @@ test("maxSessions: the session idle the longest is dropped first, never the one 
 });
 
 test("option validation names the option", () => {
-    assert.throws(() => new LeaseManager({ sessionTtlSeconds: -1 }), { message: "LeaseManager option `sessionTtlSeconds` must be a finite number ≥ 0, got -1" });
-    assert.throws(() => new LeaseManager({ maxSessions: Number.NaN }), { message: "LeaseManager option `maxSessions` must be a finite number ≥ 0, got NaN" });
+    assert.throws(() => new LeaseManager({ sessionTtlSeconds: -1 }), {
+        message: "LeaseManager option `sessionTtlSeconds` must be a finite number ≥ 0, got -1",
+    });
+    assert.throws(() => new LeaseManager({ maxSessions: Number.NaN }), {
+        message: "LeaseManager option `maxSessions` must be a finite number ≥ 0, got NaN",
+    });
 });

@@ -8,11 +8,18 @@ import { AcquireRequest, Lease, LeaseManager, LeaseManagerOptions } from "../../
 
 const T0 = 1_000_000_000;
 
-function setup(opts: LeaseManagerOptions = {}, pools: Record<string, { cooldownSeconds: number }> = { web: { cooldownSeconds: 0 } }, ids = ["web-0", "web-1", "web-2"]) {
+function setup(
+    opts: LeaseManagerOptions = {},
+    pools: Record<string, { cooldownSeconds: number }> = { web: { cooldownSeconds: 0 } },
+    ids = ["web-0", "web-1", "web-2"],
+) {
     const clock = { t: T0 };
     let n = 0;
     const m = new LeaseManager({ now: () => clock.t, newLeaseId: () => `L${++n}`, initiallyEligible: true, ...opts });
-    m.setMembers(ids.map((id) => ({ id, pool: id.replace(/-\d+$/, "") })), pools);
+    m.setMembers(
+        ids.map((id) => ({ id, pool: id.replace(/-\d+$/, "") })),
+        pools,
+    );
     return { m, clock, advance: (ms: number) => (clock.t += ms) };
 }
 
@@ -33,11 +40,20 @@ test("never-used members go first in arrival order, then the oldest release", ()
     const [a, b, c] = [take(m), take(m), take(m)];
     assert.deepEqual([a.proxyId, b.proxyId, c.proxyId], ["web-0", "web-1", "web-2"]);
     assert.deepEqual(a, { id: "L1", proxyId: "web-0", pool: "web", leasedAt: T0, expiresAt: T0 + 300_000 });
-    advance(1); m.release(b.id, "ok");
-    advance(1); m.release(c.id, "ok");
-    advance(1); m.release(a.id, "ok");
-    m.setMembers(["web-0", "web-1", "web-2", "web-3"].map((id) => ({ id, pool: "web" })), { web: { cooldownSeconds: 0 } });
-    assert.deepEqual([take(m), take(m), take(m), take(m)].map((l) => l.proxyId), ["web-3", "web-1", "web-2", "web-0"]);
+    advance(1);
+    m.release(b.id, "ok");
+    advance(1);
+    m.release(c.id, "ok");
+    advance(1);
+    m.release(a.id, "ok");
+    m.setMembers(
+        ["web-0", "web-1", "web-2", "web-3"].map((id) => ({ id, pool: "web" })),
+        { web: { cooldownSeconds: 0 } },
+    );
+    assert.deepEqual(
+        [take(m), take(m), take(m), take(m)].map((l) => l.proxyId),
+        ["web-3", "web-1", "web-2", "web-0"],
+    );
 });
 
 test("without a pool, the least recently used member of any pool wins", () => {
@@ -45,8 +61,10 @@ test("without a pool, the least recently used member of any pool wins", () => {
     const x = take(m);
     const y = take(m);
     assert.deepEqual([x.proxyId, y.proxyId], ["a-0", "b-0"]);
-    advance(5); m.release(y.id, "ok");
-    advance(5); m.release(x.id, "ok");
+    advance(5);
+    m.release(y.id, "ok");
+    advance(5);
+    m.release(x.id, "ok");
     assert.equal(take(m).proxyId, "b-0");
     assert.equal(take(m, { pool: "a" }).proxyId, "a-0");
     assert.deepEqual(refused(m, { pool: "b" }), { ok: false, reason: "none-available", retryAfterSeconds: 1 });
@@ -58,12 +76,19 @@ test("pool cooldown: a released proxy rests cooldownSeconds; Retry-After counts 
     m.release(a.id, "ok");
     const b = take(m);
     assert.equal(b.proxyId, "web-1");
-    advance(1000); m.release(b.id, "ok");
+    advance(1000);
+    m.release(b.id, "ok");
     advance(1000);
     assert.deepEqual(refused(m), { ok: false, reason: "none-available", retryAfterSeconds: 8 });
     advance(7_999); // 1 ms before web-0 is rested
     assert.deepEqual(refused(m), { ok: false, reason: "none-available", retryAfterSeconds: 1 });
-    assert.deepEqual(m.snapshot().map((s) => [s.id, s.state, s.availableAt]), [["web-0", "cooldown", T0 + 10_000], ["web-1", "cooldown", T0 + 11_000]]);
+    assert.deepEqual(
+        m.snapshot().map((s) => [s.id, s.state, s.availableAt]),
+        [
+            ["web-0", "cooldown", T0 + 10_000],
+            ["web-1", "cooldown", T0 + 11_000],
+        ],
+    );
     advance(1);
     assert.equal(take(m).proxyId, "web-0");
     assert.deepEqual(refused(m).retryAfterSeconds, 1); // web-1 rested at T0+11 s, 1 s from now
@@ -89,8 +114,13 @@ test("per-target cooldown: a proxy used for a target rests for that target only"
     const b = take(m, { target: "shop.example" });
     assert.equal(b.proxyId, "web-1");
     assert.equal(m.targetCooldownUntil("shop.example", "web-0"), T0 + 30_000);
-    advance(4_999); m.release(b.id, "ok"); // web-1 rests for shop.example until T0+35 s
-    assert.deepEqual(refused(m, { target: "shop.example" }), { ok: false, reason: "none-available", retryAfterSeconds: 25 });
+    advance(4_999);
+    m.release(b.id, "ok"); // web-1 rests for shop.example until T0+35 s
+    assert.deepEqual(refused(m, { target: "shop.example" }), {
+        ok: false,
+        reason: "none-available",
+        retryAfterSeconds: 25,
+    });
     const news = take(m, { target: "news.example" });
     assert.equal(news.proxyId, "web-0");
     advance(25_000);
@@ -162,7 +192,15 @@ test("leases expire after their TTL; the proxy serves pool cooldown from expires
     assert.equal(m.get(l.id), undefined);
     assert.deepEqual(m.release(l.id, "ok"), { ok: false, reason: "expired", cause: "ttl", endedAt: T0 + 10_000 });
     assert.deepEqual(refused(m), { ok: false, reason: "none-available", retryAfterSeconds: 3 });
-    assert.deepEqual(m.snapshot()[0], { id: "web-0", pool: "web", eligible: true, errors: 0, state: "cooldown", lastUsedAt: T0 + 10_000, availableAt: T0 + 15_000 });
+    assert.deepEqual(m.snapshot()[0], {
+        id: "web-0",
+        pool: "web",
+        eligible: true,
+        errors: 0,
+        state: "cooldown",
+        lastUsedAt: T0 + 10_000,
+        availableAt: T0 + 15_000,
+    });
     advance(2_001);
     assert.equal(take(m).proxyId, "web-0");
 });
@@ -186,13 +224,26 @@ test("ineligible members are never leased; a lease in flight runs on; verdicts m
     m.setEligible("web-1", false);
     assert.equal(m.snapshot().find((s) => s.id === "web-1")!.state, "leased");
     m.release(a.id, "ok");
-    assert.deepEqual(m.snapshot().map((s) => s.state), ["ineligible", "ineligible", "leased"]);
+    assert.deepEqual(
+        m.snapshot().map((s) => s.state),
+        ["ineligible", "ineligible", "leased"],
+    );
     assert.deepEqual(refused(m), { ok: false, reason: "none-available", retryAfterSeconds: 1 }, "web-2 may come back");
     m.setEligible("web-2", false);
     m.release(m.snapshot()[2].leaseId!, "ok");
-    assert.deepEqual(refused(m), { ok: false, reason: "none-available", retryAfterSeconds: 30 }, "nothing will come back by itself");
+    assert.deepEqual(
+        refused(m),
+        { ok: false, reason: "none-available", retryAfterSeconds: 30 },
+        "nothing will come back by itself",
+    );
     assert.equal(m.setEligible("web-9", true), false);
-    m.setMembers([{ id: "web-0", pool: "web" }, { id: "web-9", pool: "web" }], { web: { cooldownSeconds: 0 } });
+    m.setMembers(
+        [
+            { id: "web-0", pool: "web" },
+            { id: "web-9", pool: "web" },
+        ],
+        { web: { cooldownSeconds: 0 } },
+    );
     assert.equal(take(m).proxyId, "web-9");
     m.setEligible("web-0", true);
     assert.equal(take(m).proxyId, "web-0");
@@ -200,7 +251,13 @@ test("ineligible members are never leased; a lease in flight runs on; verdicts m
 
 test("members start ineligible by default until the health engine (or setMembers) says otherwise", () => {
     const m = new LeaseManager({ now: () => T0 });
-    m.setMembers([{ id: "web-0", pool: "web" }, { id: "web-1", pool: "web", eligible: true }], { web: { cooldownSeconds: 0 } });
+    m.setMembers(
+        [
+            { id: "web-0", pool: "web" },
+            { id: "web-1", pool: "web", eligible: true },
+        ],
+        { web: { cooldownSeconds: 0 } },
+    );
     const r = m.acquire();
     assert.ok(r.ok);
     assert.equal(r.lease.proxyId, "web-1");
@@ -215,10 +272,16 @@ test("a member removed while leased ends its lease; empty and unknown pools answ
     m.setMembers([{ id: "web-1", pool: "web" }], { web: { cooldownSeconds: 0 }, spare: { cooldownSeconds: 0 } });
     assert.equal(m.activeLeases, 0);
     assert.deepEqual(m.release(l.id, "ok"), { ok: false, reason: "expired", cause: "member-removed", endedAt: T0 + 7 });
-    assert.deepEqual(m.snapshot().map((s) => s.id), ["web-1"]);
+    assert.deepEqual(
+        m.snapshot().map((s) => s.id),
+        ["web-1"],
+    );
     assert.deepEqual(refused(m, { pool: "spare" }), { ok: false, reason: "no-members", retryAfterSeconds: 30 });
     assert.deepEqual(refused(m, { pool: "nope" }), { ok: false, reason: "no-members", retryAfterSeconds: 30 });
-    assert.deepEqual(m.stats(), { web: { members: 1, available: 1, leased: 0, cooldown: 0, ineligible: 0 }, spare: { members: 0, available: 0, leased: 0, cooldown: 0, ineligible: 0 } });
+    assert.deepEqual(m.stats(), {
+        web: { members: 1, available: 1, leased: 0, cooldown: 0, ineligible: 0 },
+        spare: { members: 0, available: 0, leased: 0, cooldown: 0, ineligible: 0 },
+    });
     m.setMembers([], {});
     assert.deepEqual(m.stats(), {});
     assert.deepEqual(refused(m), { ok: false, reason: "no-members", retryAfterSeconds: 30 });
@@ -238,11 +301,22 @@ test("release: unknown and double releases are unknown-lease; error outcomes cou
     m.release(c.id, "blocked");
     m.release(take(m).id, "error"); // web-0 again: LRU
     assert.deepEqual(errors, ["web-0:L1", "web-0:L4"]);
-    assert.deepEqual(m.snapshot().map((s) => [s.id, s.errors]), [["web-0", 2], ["web-1", 0], ["web-2", 0]]);
+    assert.deepEqual(
+        m.snapshot().map((s) => [s.id, s.errors]),
+        [
+            ["web-0", 2],
+            ["web-1", 0],
+            ["web-2", 0],
+        ],
+    );
 });
 
 test("bad options fail at construction and name the option", () => {
-    assert.throws(() => new LeaseManager({ defaultTtlSeconds: -1 }), { message: "LeaseManager option `defaultTtlSeconds` must be a finite number ≥ 0, got -1" });
-    assert.throws(() => new LeaseManager({ maxTtlSeconds: 0 }), { message: "LeaseManager option `maxTtlSeconds` must be ≥ 1" });
+    assert.throws(() => new LeaseManager({ defaultTtlSeconds: -1 }), {
+        message: "LeaseManager option `defaultTtlSeconds` must be a finite number ≥ 0, got -1",
+    });
+    assert.throws(() => new LeaseManager({ maxTtlSeconds: 0 }), {
+        message: "LeaseManager option `maxTtlSeconds` must be ≥ 1",
+    });
     assert.doesNotThrow(() => new LeaseManager({ defaultTtlSeconds: undefined }));
 });

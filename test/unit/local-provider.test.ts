@@ -68,14 +68,28 @@ test("create → read → (proxy serves) → delete → read → diff → delete
 
 test("read does not mistake a foreign process on the old pid for the proxy", async () => {
     const text = await serializeProvider(localProcessProvider);
-    const [r] = runSerialized(text, [{ method: "read", args: ["unit-web-9-deadbeef", { ...inputs, pid: process.pid, port: target.port, host: "127.0.0.1", running: true }] }]) as any[];
+    const [r] = runSerialized(text, [
+        {
+            method: "read",
+            args: [
+                "unit-web-9-deadbeef",
+                { ...inputs, pid: process.pid, port: target.port, host: "127.0.0.1", running: true },
+            ],
+        },
+    ]) as any[];
     assert.equal(r.props.running, false);
 });
 
 test("create fails cleanly when the port is taken, leaving nothing behind", async () => {
     const text = await serializeProvider(localProcessProvider);
-    assert.throws(() => runSerialized(text, [{ method: "create", args: [{ ...inputs, requestedPort: target.port }] }]), /did not start listening on port \d+: exited with 1/);
-    assert.deepEqual(fs.readdirSync(stateDir).filter((f) => f.endsWith(".json")), []);
+    assert.throws(
+        () => runSerialized(text, [{ method: "create", args: [{ ...inputs, requestedPort: target.port }] }]),
+        /did not start listening on port \d+: exited with 1/,
+    );
+    assert.deepEqual(
+        fs.readdirSync(stateDir).filter((f) => f.endsWith(".json")),
+        [],
+    );
 });
 
 test("the proxy process gets an allow-listed environment: nothing of the engine's (tokens, Pulumi settings)", async () => {
@@ -87,7 +101,14 @@ test("the proxy process gets an allow-listed environment: nothing of the engine'
         const [created] = runSerialized(text, [{ method: "create", args: [inputs] }]) as any[];
         const environ = fs.readFileSync(`/proc/${created.outs.pid}/environ`, "utf8");
         assert.ok(!environ.includes(canary), "no secret reaches the proxy");
-        assert.deepEqual(environ.split("\0").filter(Boolean).map((kv) => kv.split("=")[0]).sort(), ["LANG", "PATH"]);
+        assert.deepEqual(
+            environ
+                .split("\0")
+                .filter(Boolean)
+                .map((kv) => kv.split("=")[0])
+                .sort(),
+            ["LANG", "PATH"],
+        );
         runSerialized(text, [{ method: "delete", args: [created.id, created.outs] }]);
     } finally {
         delete process.env.EGRESS_TOKENS;
@@ -119,15 +140,35 @@ test("a proxy with credentials: 407 without or with wrong ones, 200 with them; t
         const none = await requestViaProxy(created.outs.port, url);
         assert.equal(none.status, 407);
         assert.match(String(none.headers["proxy-authenticate"]), /^Basic realm="egress"/);
-        assert.equal((await requestViaProxy(created.outs.port, url, proxyBasicAuth("crawler", password + "x"))).status, 407);
+        assert.equal(
+            (await requestViaProxy(created.outs.port, url, proxyBasicAuth("crawler", password + "x"))).status,
+            407,
+        );
         assert.equal((await requestViaProxy(created.outs.port, url, proxyBasicAuth("other", password))).status, 407);
         const ok = await requestViaProxy(created.outs.port, url, proxyBasicAuth("crawler", password));
         assert.deepEqual([ok.status, ok.body], [200, "hello /auth"]);
-        for (const f of ["cmdline", "environ"]) assert.ok(!fs.readFileSync(`/proc/${created.outs.pid}/${f}`, "utf8").includes(password), `not in /proc/<pid>/${f}`);
+        for (const f of ["cmdline", "environ"])
+            assert.ok(
+                !fs.readFileSync(`/proc/${created.outs.pid}/${f}`, "utf8").includes(password),
+                `not in /proc/<pid>/${f}`,
+            );
         assert.ok(!fs.existsSync(path.join(stateDir, "unit-auth-0.auth")), "the credentials file is removed once read");
-        for (const f of fs.readdirSync(stateDir)) assert.ok(!fs.readFileSync(path.join(stateDir, f), "utf8").includes(password), `${f} holds no password (the log neither)`);
+        for (const f of fs.readdirSync(stateDir))
+            assert.ok(
+                !fs.readFileSync(path.join(stateDir, f), "utf8").includes(password),
+                `${f} holds no password (the log neither)`,
+            );
         // New credentials need a new process (it reads them once, at start).
-        const [diff] = runSerialized(text, [{ method: "diff", args: [created.id, created.outs, { ...withAuth, auth: { username: "crawler", password: password + "2" } }] }]) as any[];
+        const [diff] = runSerialized(text, [
+            {
+                method: "diff",
+                args: [
+                    created.id,
+                    created.outs,
+                    { ...withAuth, auth: { username: "crawler", password: password + "2" } },
+                ],
+            },
+        ]) as any[];
         assert.deepEqual(diff.replaces, ["auth"]);
     } finally {
         runSerialized(text, [{ method: "delete", args: [created.id, created.outs] }]);
@@ -141,14 +182,24 @@ test("a same-named proxy of another installation (a shared run dir) is never sto
     const ours = { ...theirs, installation: TEST_INSTALLATION };
     const [created] = runSerialized(text, [{ method: "create", args: [theirs] }]) as any[];
     try {
-        const message = `local proxy unit-twin-0 (pid ${created.outs.pid}) in ${stateDir} belongs to installation 89abcdef, not to this stack's installation ${TEST_INSTALLATION.id}: egress leaves it alone. ` +
+        const message =
+            `local proxy unit-twin-0 (pid ${created.outs.pid}) in ${stateDir} belongs to installation 89abcdef, not to this stack's installation ${TEST_INSTALLATION.id}: egress leaves it alone. ` +
             "Two installations use the same names here; give one of them another stack name, namespace or host, or remove the thing by hand if it is really garbage";
-        assert.throws(() => runSerialized(text, [{ method: "create", args: [ours] }]), (e: Error) => e.message.includes(message));
+        assert.throws(
+            () => runSerialized(text, [{ method: "create", args: [ours] }]),
+            (e: Error) => e.message.includes(message),
+        );
         await assert.rejects(undoLocalCreate(ours, TEST_INSTALLATION), { name: "ForeignInstallationError", message });
         assert.equal(isOurProcess(created.outs.pid, "unit-twin-0"), true, "the other installation's proxy still runs");
         // A legacy installation owns only unmarked processes, not another installation's.
-        await assert.rejects(undoLocalCreate(ours, { id: "0badc0de", legacy: true }), { name: "ForeignInstallationError" });
-        assert.deepEqual(JSON.parse(fs.readFileSync(path.join(stateDir, "unit-twin-0.json"), "utf8")).installation, "89abcdef", "the ready file names the installation");
+        await assert.rejects(undoLocalCreate(ours, { id: "0badc0de", legacy: true }), {
+            name: "ForeignInstallationError",
+        });
+        assert.deepEqual(
+            JSON.parse(fs.readFileSync(path.join(stateDir, "unit-twin-0.json"), "utf8")).installation,
+            "89abcdef",
+            "the ready file names the installation",
+        );
     } finally {
         runSerialized(text, [{ method: "delete", args: [created.id, created.outs] }]);
     }

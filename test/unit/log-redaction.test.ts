@@ -24,7 +24,23 @@ function nest(depth: number, leaf: object): object {
 }
 
 test("a canary 20 levels deep under each secret name is redacted; its siblings are kept", () => {
-    const names = ["token", "password", "privateKey", "private_key", "passphrase", "secret", "cloudInit", "userData", "authorization", "Authorization", "x-api-key", "githubToken", "clientSecret", "cookie", "credentials"];
+    const names = [
+        "token",
+        "password",
+        "privateKey",
+        "private_key",
+        "passphrase",
+        "secret",
+        "cloudInit",
+        "userData",
+        "authorization",
+        "Authorization",
+        "x-api-key",
+        "githubToken",
+        "clientSecret",
+        "cookie",
+        "credentials",
+    ];
     for (const name of names) {
         const { log, lines } = capture();
         log.info({ deep: nest(20, { [name]: CANARY, keep: "visible-1" }) }, "nested");
@@ -54,7 +70,10 @@ test("secret-named objects are replaced whole; arrays, bindings and the message 
 test("errors: own fields, nested fields, causes and aggregate errors are redacted; message and stack kept", () => {
     const { log, lines } = capture();
     const cause = Object.assign(new Error("engine failed"), { config: { provider: { privateKey: CANARY } } });
-    const err = Object.assign(new Error("outer", { cause }), { request: { headers: { Authorization: `Bearer ${CANARY}` } }, token: CANARY });
+    const err = Object.assign(new Error("outer", { cause }), {
+        request: { headers: { Authorization: `Bearer ${CANARY}` } },
+        token: CANARY,
+    });
     log.error({ err }, "failed");
     log.error(new AggregateError([Object.assign(new Error("inner"), { secret: CANARY })], "many failed"));
     log.warn({ error: Object.assign(new Error("under another key"), { details: { password: CANARY } }) }, "x");
@@ -85,18 +104,33 @@ test("the caller's object is not changed, and an object without secrets comes ba
 });
 
 test("token names and scopes stay readable: `tokens`, `tokenName`, `scopes` are not secret names", () => {
-    for (const n of ["tokens", "tokenName", "scopes", "name", "secretRef", "passwordFile", "keyName"]) assert.equal(isSecretName(n), false, n);
-    for (const n of ["token", "TOKEN", "access_token", "x-auth-token", "PrivateKey", "vmUserData", "set-cookie", "proxy-authorization"]) assert.equal(isSecretName(n), true, n);
+    for (const n of ["tokens", "tokenName", "scopes", "name", "secretRef", "passwordFile", "keyName"])
+        assert.equal(isSecretName(n), false, n);
+    for (const n of [
+        "token",
+        "TOKEN",
+        "access_token",
+        "x-auth-token",
+        "PrivateKey",
+        "vmUserData",
+        "set-cookie",
+        "proxy-authorization",
+    ])
+        assert.equal(isSecretName(n), true, n);
     const { log, lines } = capture();
     log.info({ tokens: [{ name: "ci", scopes: ["scale"] }] }, "loaded API tokens");
     assert.deepEqual(JSON.parse(lines[0]).tokens, [{ name: "ci", scopes: ["scale"] }]);
 });
 
 test("query parameters: names judged case-insensitively and percent-decoded; values redacted in URLs", () => {
-    for (const n of ["key", "KEY", "auth", "jwt", "api_key", "Access_Token"]) assert.equal(isSecretQueryName(n), true, n);
+    for (const n of ["key", "KEY", "auth", "jwt", "api_key", "Access_Token"])
+        assert.equal(isSecretQueryName(n), true, n);
     for (const n of ["pool", "state", "keys"]) assert.equal(isSecretQueryName(n), false, n);
     assert.equal(secretQueryParameter("/v1/proxies?pool=web&%54oken=x"), "Token");
     assert.equal(secretQueryParameter("/v1/proxies?pool=web"), undefined);
-    assert.equal(redactUrl(`/v1/x?pool=web&api_key=${CANARY}&Token=${CANARY}`), "/v1/x?pool=web&api_key=[redacted]&Token=[redacted]");
+    assert.equal(
+        redactUrl(`/v1/x?pool=web&api_key=${CANARY}&Token=${CANARY}`),
+        "/v1/x?pool=web&api_key=[redacted]&Token=[redacted]",
+    );
     assert.equal(redactUrl("/v1/x"), "/v1/x");
 });

@@ -11,8 +11,20 @@ import { memberComponents, type StateResource } from "../../src/engine/state";
 
 const S = "urn:pulumi:s::egress::";
 const POOL = `${S}egress:index:ProxyPool::web`;
-const comp = (id: string, extra: Partial<StateResource> = {}): StateResource => ({ urn: `${S}egress:index:ProxyPool$egress:local:LocalProxy::${id}`, type: "egress:local:LocalProxy", custom: false, parent: POOL, ...extra });
-const proc = (id: string): StateResource => ({ urn: `${S}egress:index:ProxyPool$egress:local:LocalProxy$pulumi-nodejs:dynamic:Resource::${id}-process`, type: "pulumi-nodejs:dynamic:Resource", custom: true, parent: comp(id).urn, id: `s-${id}` });
+const comp = (id: string, extra: Partial<StateResource> = {}): StateResource => ({
+    urn: `${S}egress:index:ProxyPool$egress:local:LocalProxy::${id}`,
+    type: "egress:local:LocalProxy",
+    custom: false,
+    parent: POOL,
+    ...extra,
+});
+const proc = (id: string): StateResource => ({
+    urn: `${S}egress:index:ProxyPool$egress:local:LocalProxy$pulumi-nodejs:dynamic:Resource::${id}-process`,
+    type: "pulumi-nodejs:dynamic:Resource",
+    custom: true,
+    parent: comp(id).urn,
+    id: `s-${id}`,
+});
 const state: StateResource[] = [
     { urn: `${S}pulumi:pulumi:Stack::egress-s`, type: "pulumi:pulumi:Stack", custom: false },
     { urn: POOL, type: "egress:index:ProxyPool", custom: false },
@@ -31,6 +43,12 @@ test("a member cut short before its output was recorded is a repair target, with
 });
 
 test("forget and the repair targets see the same members", () => {
-    assert.deepEqual(memberComponents(state).map((r) => r.urn), [comp("web-0").urn, comp("web-1").urn]);
-    assert.deepEqual(planForget(state, "web-1").subtree.map((r) => r.urn), [comp("web-1").urn, proc("web-1").urn]);
+    assert.deepEqual(
+        memberComponents(state).map((r) => r.urn),
+        [comp("web-0").urn, comp("web-1").urn],
+    );
+    assert.deepEqual(
+        planForget(state, "web-1").subtree.map((r) => r.urn),
+        [comp("web-1").urn, proc("web-1").urn],
+    );
 });

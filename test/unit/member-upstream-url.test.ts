@@ -10,7 +10,10 @@ test("a member requiring credentials gets them in its URL, escaped so the URL pa
     const url = memberUpstreamUrl(member, creds);
     assert.equal(url, "http://crawler:p%40ss%3Aw%2Frd%25%3F%23@10.0.0.7:3128");
     const u = new URL(url);
-    assert.deepEqual([decodeURIComponent(u.username), decodeURIComponent(u.password), u.host], ["crawler", creds.password, "10.0.0.7:3128"]);
+    assert.deepEqual(
+        [decodeURIComponent(u.username), decodeURIComponent(u.password), u.host],
+        ["crawler", creds.password, "10.0.0.7:3128"],
+    );
 });
 
 test("no credentials in the URL of a member that needs none, or whose credentials are unknown, or without an address", () => {

@@ -6,15 +6,23 @@ import { OperationLog, STREAM_BUFFER } from "../../src/service/operations";
 test("the stream buffer keeps the newest STREAM_BUFFER entries; ids keep counting", () => {
     const log = new OperationLog();
     const op = log.create("scale", { web: 2 });
-    for (let i = 0; i < STREAM_BUFFER + 5; i++) log.progress(op, { at: new Date(0).toISOString(), kind: "diagnostic", message: `m${i}` });
+    for (let i = 0; i < STREAM_BUFFER + 5; i++)
+        log.progress(op, { at: new Date(0).toISOString(), kind: "diagnostic", message: `m${i}` });
     log.update(op, { status: "succeeded" });
     const all = log.streamOf(op.id);
     assert.equal(all.length, STREAM_BUFFER);
     assert.equal(all.at(-1)!.id, STREAM_BUFFER + 7, "1 status at create + progress + 1 status");
     assert.equal(all[0].id, 8, "the oldest 7 were dropped");
-    assert.deepEqual(log.streamOf(op.id, STREAM_BUFFER + 5).map((e) => e.id), [STREAM_BUFFER + 6, STREAM_BUFFER + 7]);
+    assert.deepEqual(
+        log.streamOf(op.id, STREAM_BUFFER + 5).map((e) => e.id),
+        [STREAM_BUFFER + 6, STREAM_BUFFER + 7],
+    );
     assert.equal((all.at(-1)!.data as { status: string }).status, "succeeded");
-    assert.deepEqual(all.filter((e) => e.type === "status").map((e) => e.id), [STREAM_BUFFER + 7], "the create-time status fell out of the buffer");
+    assert.deepEqual(
+        all.filter((e) => e.type === "status").map((e) => e.id),
+        [STREAM_BUFFER + 7],
+        "the create-time status fell out of the buffer",
+    );
 });
 
 test("status entries are snapshots: later changes do not rewrite earlier events", () => {
@@ -22,5 +30,8 @@ test("status entries are snapshots: later changes do not rewrite earlier events"
     const op = log.create("scale", { web: 1 });
     log.update(op, { status: "running" });
     log.update(op, { status: "succeeded" });
-    assert.deepEqual(log.streamOf(op.id).map((e) => (e.data as { status: string }).status), ["queued", "running", "succeeded"]);
+    assert.deepEqual(
+        log.streamOf(op.id).map((e) => (e.data as { status: string }).status),
+        ["queued", "running", "succeeded"],
+    );
 });

@@ -5,7 +5,10 @@ import { memberName, planMembers, poolSchema } from "../../src/model";
 const pool = (o: object) => poolSchema.parse({ name: "home", provider: "kvm-home", replicas: 5, ...o });
 
 test("members are named <pool>-<index> with dense indices", () => {
-    assert.deepEqual(planMembers(pool({ replicas: 3 })).map((m) => m.name), ["home-0", "home-1", "home-2"]);
+    assert.deepEqual(
+        planMembers(pool({ replicas: 3 })).map((m) => m.name),
+        ["home-0", "home-1", "home-2"],
+    );
     assert.equal(memberName("home", 7), "home-7");
 });
 
@@ -16,14 +19,30 @@ test("scaling down drops the highest indices and keeps survivors identical", () 
 });
 
 test("per-member overrides replace the pool's values; placement merges", () => {
-    const plans = planMembers(pool({
+    const plans = planMembers(
+        pool({
+            port: 3128,
+            placement: { zone: "home-a", image: "debian-13" },
+            cloudInit: { file: "cloud-init/squid.yaml" },
+            members: [
+                { index: 4, port: 8080, cloudInit: { inline: "#cloud-config\n" }, placement: { zone: "home-b" } },
+            ],
+        }),
+    );
+    assert.deepEqual(plans[0], {
+        name: "home-0",
+        index: 0,
         port: 3128,
         placement: { zone: "home-a", image: "debian-13" },
         cloudInit: { file: "cloud-init/squid.yaml" },
-        members: [{ index: 4, port: 8080, cloudInit: { inline: "#cloud-config\n" }, placement: { zone: "home-b" } }],
-    }));
-    assert.deepEqual(plans[0], { name: "home-0", index: 0, port: 3128, placement: { zone: "home-a", image: "debian-13" }, cloudInit: { file: "cloud-init/squid.yaml" } });
-    assert.deepEqual(plans[4], { name: "home-4", index: 4, port: 8080, placement: { zone: "home-b", image: "debian-13" }, cloudInit: { inline: "#cloud-config\n" } });
+    });
+    assert.deepEqual(plans[4], {
+        name: "home-4",
+        index: 4,
+        port: 8080,
+        placement: { zone: "home-b", image: "debian-13" },
+        cloudInit: { inline: "#cloud-config\n" },
+    });
 });
 
 test("an override above the replica count plans nothing", () => {

@@ -25,29 +25,49 @@ test("egress does not set plugin acquisition itself: the caller's value reaches 
     assert.equal(engineProcessEnv({ PATH: "/usr/bin", [VAR]: "false" })[VAR], "false");
 });
 
-const sdk = (kind: string) => JSON.parse(fs.readFileSync(path.join(PACKAGE_ROOT, "node_modules", "@pulumi", kind, "package.json"), "utf8")).version as string;
-const pinned = JSON.parse(fs.readFileSync(path.join(PACKAGE_ROOT, "package.json"), "utf8")).dependencies as Record<string, string>;
+const sdk = (kind: string) =>
+    JSON.parse(fs.readFileSync(path.join(PACKAGE_ROOT, "node_modules", "@pulumi", kind, "package.json"), "utf8"))
+        .version as string;
+const pinned = JSON.parse(fs.readFileSync(path.join(PACKAGE_ROOT, "package.json"), "utf8")).dependencies as Record<
+    string,
+    string
+>;
 
 // A project with both remote kinds, so doctor checks both plugins.
 const dir = path.join(tmp, "project");
 fs.mkdirSync(path.join(dir, "stacks"), { recursive: true });
 fs.writeFileSync(path.join(dir, "Pulumi.yaml"), "name: egress\nruntime: nodejs\nstackConfigDir: stacks\n");
 const kubeconfig = path.join(dir, "kubeconfig.yaml");
-fs.writeFileSync(kubeconfig, "apiVersion: v1\nkind: Config\nclusters: [{name: c, cluster: {server: 'https://127.0.0.1:6443'}}]\nusers: [{name: u, user: {token: t}}]\ncontexts: [{name: kind, context: {cluster: c, user: u}}]\ncurrent-context: kind\n");
-fs.writeFileSync(path.join(dir, "stacks", "Pulumi.p.yaml"), `config:
+fs.writeFileSync(
+    kubeconfig,
+    "apiVersion: v1\nkind: Config\nclusters: [{name: c, cluster: {server: 'https://127.0.0.1:6443'}}]\nusers: [{name: u, user: {token: t}}]\ncontexts: [{name: kind, context: {cluster: c, user: u}}]\ncurrent-context: kind\n",
+);
+fs.writeFileSync(
+    path.join(dir, "stacks", "Pulumi.p.yaml"),
+    `config:
   egress:providers:
     gcp-eu: { type: gcp, project: crawl-proxies, zones: [europe-west1-b], allowedSourceRanges: [203.0.113.0/24] }
     k8s: { type: kubernetes, context: kind, kubeconfigPath: ${kubeconfig} }
   egress:pools:
     - { name: g, provider: gcp-eu, replicas: 1, auth: { username: crawler, password: doctor-test-password-0123 } }
     - { name: k, provider: k8s, replicas: 1 }
-`);
+`,
+);
 const pulumiHome = path.join(tmp, "pulumi-home");
 
 function doctor(env: Record<string, string>): Map<string, { ok: boolean; detail: string; fix?: string }> {
-    const base: NodeJS.ProcessEnv = { ...process.env, EGRESS_HOME: home.dir, PULUMI_HOME: pulumiHome, PULUMI_CONFIG_PASSPHRASE: "x" };
+    const base: NodeJS.ProcessEnv = {
+        ...process.env,
+        EGRESS_HOME: home.dir,
+        PULUMI_HOME: pulumiHome,
+        PULUMI_CONFIG_PASSPHRASE: "x",
+    };
     delete base[VAR];
-    const r = cp.spawnSync(process.execPath, [path.join(PACKAGE_ROOT, "dist", "src", "cli.js"), "--cwd", dir, "--stack", "p", "--json", "doctor"], { encoding: "utf8", env: { ...base, ...env }, timeout: 30_000 });
+    const r = cp.spawnSync(
+        process.execPath,
+        [path.join(PACKAGE_ROOT, "dist", "src", "cli.js"), "--cwd", dir, "--stack", "p", "--json", "doctor"],
+        { encoding: "utf8", env: { ...base, ...env }, timeout: 30_000 },
+    );
     const body = JSON.parse(r.stdout);
     return new Map(body.findings.map((f: { check: string }) => [f.check, f]));
 }
@@ -91,13 +111,22 @@ test("a plugin on PATH is what the engine uses; egress's test build there is ref
         return d;
     };
     const own = put(path.join(tmp, "opt", "bin"));
-    const mine = doctor({ [VAR]: "true", PATH: `${own}:${process.env.PATH}` }).get(`kubernetes: provider plugin ${sdk("kubernetes")}`)!;
+    const mine = doctor({ [VAR]: "true", PATH: `${own}:${process.env.PATH}` }).get(
+        `kubernetes: provider plugin ${sdk("kubernetes")}`,
+    )!;
     assert.deepEqual([mine.ok, mine.detail], [true, `the engine uses ${own}/pulumi-resource-kubernetes from PATH`]);
     const testBuild = put(path.join(tmp, "cache", "egress-k8s", "0123456789abcdef", "bin"));
-    const f = doctor({ [VAR]: "true", PATH: `${testBuild}:${process.env.PATH}` }).get(`kubernetes: provider plugin ${sdk("kubernetes")}`)!;
+    const f = doctor({ [VAR]: "true", PATH: `${testBuild}:${process.env.PATH}` }).get(
+        `kubernetes: provider plugin ${sdk("kubernetes")}`,
+    )!;
     assert.equal(f.ok, false);
     assert.match(f.detail, /egress's test build \(scripts\/build-k8s\.sh/);
-    assert.ok(f.fix?.startsWith(`for a real cluster, take ${testBuild} off PATH and install the released plugin: PULUMI_HOME=`), f.fix);
+    assert.ok(
+        f.fix?.startsWith(
+            `for a real cluster, take ${testBuild} off PATH and install the released plugin: PULUMI_HOME=`,
+        ),
+        f.fix,
+    );
     assert.ok(f.fix?.includes(`plugin install resource kubernetes ${sdk("kubernetes")}`), f.fix);
 });
 

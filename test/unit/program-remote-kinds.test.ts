@@ -15,45 +15,69 @@ before(async () => {
 
 describe("program with gcp and kubernetes pools", () => {
     it("builds the expected resource graph and exports every member as a proxy", async () => {
-        const config = parseEgressConfig({
-            providers: {
-                "gcp-eu": { type: "gcp", project: "crawl-proxies", zones: ["europe-west1-b"], allowedSourceRanges: ["203.0.113.0/24"] },
-                k8s: { type: "kubernetes", context: "prod", namespace: "egress" },
+        const config = parseEgressConfig(
+            {
+                providers: {
+                    "gcp-eu": {
+                        type: "gcp",
+                        project: "crawl-proxies",
+                        zones: ["europe-west1-b"],
+                        allowedSourceRanges: ["203.0.113.0/24"],
+                    },
+                    k8s: { type: "kubernetes", context: "prod", namespace: "egress" },
+                },
+                pools: [
+                    {
+                        name: "eu",
+                        provider: "gcp-eu",
+                        replicas: 2,
+                        auth: { username: "crawler", password: "test-password-0123" },
+                    },
+                    { name: "pods", provider: "k8s", replicas: 2, members: [{ index: 1, port: 8080 }] },
+                ],
             },
-            pools: [
-                { name: "eu", provider: "gcp-eu", replicas: 2, auth: { username: "crawler", password: "test-password-0123" } },
-                { name: "pods", provider: "k8s", replicas: 2, members: [{ index: 1, port: 8080 }] },
-            ],
-        }, root);
-        const outputs = await createProgram({ projectRoot: root, stateDir: "/tmp/egress-remote", config, installation: () => TEST_INSTALLATION })();
+            root,
+        );
+        const outputs = await createProgram({
+            projectRoot: root,
+            stateDir: "/tmp/egress-remote",
+            config,
+            installation: () => TEST_INSTALLATION,
+        })();
         const proxies = await valueOf(outputs.proxies);
         await settle();
         const graph = recorded.map((r) => `${r.type} ${r.name}`).sort();
-        assert.deepEqual(graph, [
-            "egress:gcp:GcpProxy eu-0",
-            "egress:gcp:GcpProxy eu-1",
-            "egress:index:ProxyPool eu",
-            "egress:index:ProxyPool pods",
-            "egress:kubernetes:PodProxy pods-0",
-            "egress:kubernetes:PodProxy pods-1",
-            "gcp:compute/firewall:Firewall eu-fw",
-            "gcp:compute/instance:Instance eu-0-vm",
-            "gcp:compute/instance:Instance eu-1-vm",
-            "kubernetes:apps/v1:Deployment pods-0",
-            "kubernetes:apps/v1:Deployment pods-1",
-            "kubernetes:core/v1:Secret pods-config",
-            "kubernetes:core/v1:Service pods-0",
-            "kubernetes:core/v1:Service pods-1",
-            "pulumi-nodejs:dynamic/egress:installation:Identity installation",
-            "pulumi:providers:gcp eu-gcp",
-            "pulumi:providers:kubernetes pods-k8s",
-        ].sort());
-        assert.deepEqual(proxies.map((p) => [p.id, p.pool, p.provider, p.kind, p.port]), [
-            ["eu-0", "eu", "gcp-eu", "gcp", 3128],
-            ["eu-1", "eu", "gcp-eu", "gcp", 3128],
-            ["pods-0", "pods", "k8s", "kubernetes", 3128],
-            ["pods-1", "pods", "k8s", "kubernetes", 8080],
-        ]);
+        assert.deepEqual(
+            graph,
+            [
+                "egress:gcp:GcpProxy eu-0",
+                "egress:gcp:GcpProxy eu-1",
+                "egress:index:ProxyPool eu",
+                "egress:index:ProxyPool pods",
+                "egress:kubernetes:PodProxy pods-0",
+                "egress:kubernetes:PodProxy pods-1",
+                "gcp:compute/firewall:Firewall eu-fw",
+                "gcp:compute/instance:Instance eu-0-vm",
+                "gcp:compute/instance:Instance eu-1-vm",
+                "kubernetes:apps/v1:Deployment pods-0",
+                "kubernetes:apps/v1:Deployment pods-1",
+                "kubernetes:core/v1:Secret pods-config",
+                "kubernetes:core/v1:Service pods-0",
+                "kubernetes:core/v1:Service pods-1",
+                "pulumi-nodejs:dynamic/egress:installation:Identity installation",
+                "pulumi:providers:gcp eu-gcp",
+                "pulumi:providers:kubernetes pods-k8s",
+            ].sort(),
+        );
+        assert.deepEqual(
+            proxies.map((p) => [p.id, p.pool, p.provider, p.kind, p.port]),
+            [
+                ["eu-0", "eu", "gcp-eu", "gcp", 3128],
+                ["eu-1", "eu", "gcp-eu", "gcp", 3128],
+                ["pods-0", "pods", "k8s", "kubernetes", 3128],
+                ["pods-1", "pods", "k8s", "kubernetes", 8080],
+            ],
+        );
         assert.equal(proxies[3].url, "http://pods-1-a1b2c3.egress.svc.cluster.local:8080");
         // Labels carry the stack the mocks run as, so `egress gc` for this stack finds them.
         const vm = recorded.find((r) => r.name === "eu-0-vm")!;
@@ -68,7 +92,10 @@ describe("program with gcp and kubernetes pools", () => {
     it("the example stacks validate", () => {
         const gcp = loadStackConfig(root, "example-gcp");
         assert.equal(gcp.providers["gcp-eu"].type, "gcp");
-        assert.deepEqual(gcp.pools.map((p) => [p.name, p.replicas]), [["eu", 2]]);
+        assert.deepEqual(
+            gcp.pools.map((p) => [p.name, p.replicas]),
+            [["eu", 2]],
+        );
         const k8s = loadStackConfig(root, "example-k8s");
         assert.equal(k8s.providers.k8s.type, "kubernetes");
         assert.deepEqual(k8s.pools[0].members, [{ index: 2, port: 8080 }]);

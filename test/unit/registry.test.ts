@@ -19,7 +19,11 @@ function sources(dir: string): string[] {
 const SRC = sources(path.join(PACKAGE_ROOT, "src"));
 
 test("the registry lists every folder under components/ (but shared/), each once", () => {
-    const folders = fs.readdirSync(path.join(PACKAGE_ROOT, "components"), { withFileTypes: true }).filter((d) => d.isDirectory() && d.name !== "shared").map((d) => d.name).sort();
+    const folders = fs
+        .readdirSync(path.join(PACKAGE_ROOT, "components"), { withFileTypes: true })
+        .filter((d) => d.isDirectory() && d.name !== "shared")
+        .map((d) => d.name)
+        .sort();
     assert.deepEqual([...KIND_NAMES].sort(), folders);
     assert.equal(new Set(KIND_NAMES).size, KINDS.length);
     for (const name of KIND_NAMES) assert.equal(kindOf({ type: name }).type, name);
@@ -32,7 +36,8 @@ test("no file under src/ names a kind in a string literal", () => {
         const lines = fs.readFileSync(file, "utf8").split("\n");
         lines.forEach((line, i) => {
             for (const name of KIND_NAMES)
-                if (new RegExp(`["'\`]${name}["'\`]`).test(line)) bad.push(`${path.relative(PACKAGE_ROOT, file)}:${i + 1}: ${line.trim()}`);
+                if (new RegExp(`["'\`]${name}["'\`]`).test(line))
+                    bad.push(`${path.relative(PACKAGE_ROOT, file)}:${i + 1}: ${line.trim()}`);
         });
     }
     assert.deepEqual(bad, []);

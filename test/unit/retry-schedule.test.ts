@@ -6,29 +6,61 @@ import { DEFAULT_RETRY_SCHEDULE, defaultRetrySchedule, retryDelays, withRetry } 
 
 test("the default schedule waits 1, 2, 4 s between 4 tries; waits are capped", () => {
     assert.deepEqual(retryDelays(DEFAULT_RETRY_SCHEDULE), [1000, 2000, 4000]);
-    assert.deepEqual(retryDelays({ tries: 6, firstDelayMs: 1000, maxDelayMs: 8000, maxTotalMs: 60000 }), [1000, 2000, 4000, 8000, 8000]);
+    assert.deepEqual(
+        retryDelays({ tries: 6, firstDelayMs: 1000, maxDelayMs: 8000, maxTotalMs: 60000 }),
+        [1000, 2000, 4000, 8000, 8000],
+    );
     assert.deepEqual(retryDelays({ tries: 1, firstDelayMs: 1000, maxDelayMs: 8000, maxTotalMs: 0 }), []);
 });
 
 test("EGRESS_RETRY_SCHEDULE overrides the default; a malformed one is refused", () => {
     assert.deepEqual(defaultRetrySchedule({}), DEFAULT_RETRY_SCHEDULE);
-    assert.deepEqual(defaultRetrySchedule({ EGRESS_RETRY_SCHEDULE: "3,10,40,1000" }), { tries: 3, firstDelayMs: 10, maxDelayMs: 40, maxTotalMs: 1000 });
-    assert.throws(() => defaultRetrySchedule({ EGRESS_RETRY_SCHEDULE: "0,10,40,1000" }), /EGRESS_RETRY_SCHEDULE must be/);
+    assert.deepEqual(defaultRetrySchedule({ EGRESS_RETRY_SCHEDULE: "3,10,40,1000" }), {
+        tries: 3,
+        firstDelayMs: 10,
+        maxDelayMs: 40,
+        maxTotalMs: 1000,
+    });
+    assert.throws(
+        () => defaultRetrySchedule({ EGRESS_RETRY_SCHEDULE: "0,10,40,1000" }),
+        /EGRESS_RETRY_SCHEDULE must be/,
+    );
     assert.throws(() => defaultRetrySchedule({ EGRESS_RETRY_SCHEDULE: "fast" }), /EGRESS_RETRY_SCHEDULE must be/);
 });
 
 test("withRetry retries only what is retryable, stops at the total cap, and says it gave up", async () => {
     let n = 0;
-    const ok = await withRetry(async () => (++n < 3 ? Promise.reject(new Error("blip")) : "done"), { schedule: { tries: 4, firstDelayMs: 1, maxDelayMs: 2, maxTotalMs: 1000 }, retryable: () => true });
+    const ok = await withRetry(async () => (++n < 3 ? Promise.reject(new Error("blip")) : "done"), {
+        schedule: { tries: 4, firstDelayMs: 1, maxDelayMs: 2, maxTotalMs: 1000 },
+        retryable: () => true,
+    });
     assert.deepEqual([ok, n], ["done", 3]);
 
     n = 0;
-    await assert.rejects(withRetry(async () => { n++; throw new Error("bad key"); }, { schedule: { tries: 4, firstDelayMs: 1, maxDelayMs: 1, maxTotalMs: 1000 }, retryable: () => false }), { message: "bad key" });
+    await assert.rejects(
+        withRetry(
+            async () => {
+                n++;
+                throw new Error("bad key");
+            },
+            { schedule: { tries: 4, firstDelayMs: 1, maxDelayMs: 1, maxTotalMs: 1000 }, retryable: () => false },
+        ),
+        { message: "bad key" },
+    );
     assert.equal(n, 1);
 
     // The cap: the second wait (40 ms) would pass 50 ms in all, so only two tries run.
     n = 0;
-    await assert.rejects(withRetry(async () => { n++; throw new Error("down"); }, { schedule: { tries: 5, firstDelayMs: 20, maxDelayMs: 100, maxTotalMs: 50 }, retryable: () => true }), { message: /^down \(gave up after 2 tries in \d+\.\d s\)$/ });
+    await assert.rejects(
+        withRetry(
+            async () => {
+                n++;
+                throw new Error("down");
+            },
+            { schedule: { tries: 5, firstDelayMs: 20, maxDelayMs: 100, maxTotalMs: 50 }, retryable: () => true },
+        ),
+        { message: /^down \(gave up after 2 tries in \d+\.\d s\)$/ },
+    );
     assert.equal(n, 2);
 });
 
@@ -36,7 +68,19 @@ test("an aborted signal ends the waiting at once", async () => {
     const ac = new AbortController();
     const started = Date.now();
     setTimeout(() => ac.abort(), 20);
-    await assert.rejects(withRetry(async () => { throw new Error("down"); }, { schedule: { tries: 3, firstDelayMs: 10_000, maxDelayMs: 10_000, maxTotalMs: 60_000 }, retryable: () => true, signal: ac.signal }), /down/);
+    await assert.rejects(
+        withRetry(
+            async () => {
+                throw new Error("down");
+            },
+            {
+                schedule: { tries: 3, firstDelayMs: 10_000, maxDelayMs: 10_000, maxTotalMs: 60_000 },
+                retryable: () => true,
+                signal: ac.signal,
+            },
+        ),
+        /down/,
+    );
     assert.ok(Date.now() - started < 5000, "did not wait out the 10 s delay");
 });
 

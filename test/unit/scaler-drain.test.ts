@@ -19,13 +19,17 @@ import { loadStackConfig } from "../../src/config";
 function setup() {
     const dir = fs.mkdtempSync(path.join(os.tmpdir(), "egress-scaler-drain-"));
     fs.mkdirSync(path.join(dir, "stacks"));
-    fs.writeFileSync(path.join(dir, "stacks", "Pulumi.s.yaml"), "config:\n  egress:providers:\n    local: { type: local }\n  egress:pools:\n    - { name: web, provider: local, replicas: 2, maxReplicas: 9, drainSeconds: 60 }\n");
+    fs.writeFileSync(
+        path.join(dir, "stacks", "Pulumi.s.yaml"),
+        "config:\n  egress:providers:\n    local: { type: local }\n  egress:pools:\n    - { name: web, provider: local, replicas: 2, maxReplicas: 9, drainSeconds: 60 }\n",
+    );
     const leased = new Set(["web-1"]);
     const draining = new Map<string, number>();
     const listeners = new Set<() => void>();
     const fleet = {
         isLeased: (id: string) => leased.has(id),
-        setDraining: (id: string, until: number | undefined) => void (until === undefined ? draining.delete(id) : draining.set(id, until)),
+        setDraining: (id: string, until: number | undefined) =>
+            void (until === undefined ? draining.delete(id) : draining.set(id, until)),
         revoke: (id: string) => leased.delete(id),
         onRelease: (fn: () => void) => (listeners.add(fn), () => void listeners.delete(fn)),
     };
@@ -34,7 +38,9 @@ function setup() {
         for (const fn of listeners) fn();
     };
     const ups: number[] = [];
-    const driver = { up: async () => (ups.push(Date.now()), { kind: "up", changes: { delete: 1 }, durationMs: 1 }) } as unknown as StackDriver;
+    const driver = {
+        up: async () => (ups.push(Date.now()), { kind: "up", changes: { delete: 1 }, durationMs: 1 }),
+    } as unknown as StackDriver;
     const log = pino({ level: "silent" });
     const drainer = new Drainer({ fleet, log, drainSeconds: () => 60, pollMs: 10_000 });
     const ops = new OperationLog();
@@ -61,7 +67,10 @@ test("scale-down: no engine run while the leased member drains; its release (not
     releaseLease("web-1");
     await waitUntil(() => op.status === "succeeded");
     assert.ok(ups[0] - t0 < 1000, "woken by the release, not the 10 s poll");
-    assert.deepEqual(op.drain, { draining: false, members: [{ member: "web-1", reason: "scaled-down", until: op.drain!.members[0].until, state: "idle" }] });
+    assert.deepEqual(op.drain, {
+        draining: false,
+        members: [{ member: "web-1", reason: "scaled-down", until: op.drain!.members[0].until, state: "idle" }],
+    });
     assert.deepEqual([...draining.keys()], [], "the mark is lifted once the operation settled");
 });
 

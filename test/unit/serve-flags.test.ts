@@ -14,20 +14,29 @@ const cli = path.join(PACKAGE_ROOT, "dist", "src", "cli.js");
 const dir = fs.mkdtempSync(path.join(os.tmpdir(), "egress-serve-flags-"));
 fs.mkdirSync(path.join(dir, "stacks"));
 fs.writeFileSync(path.join(dir, "Pulumi.yaml"), "name: egress\nruntime: nodejs\nstackConfigDir: stacks\n");
-fs.writeFileSync(path.join(dir, "stacks", "Pulumi.t.yaml"), "config:\n  egress:providers:\n    local: { type: local }\n  egress:pools:\n    - { name: web, provider: local, replicas: 1 }\n");
+fs.writeFileSync(
+    path.join(dir, "stacks", "Pulumi.t.yaml"),
+    "config:\n  egress:providers:\n    local: { type: local }\n  egress:pools:\n    - { name: web, provider: local, replicas: 1 }\n",
+);
 
 /** Each line of `text` parsed; a line that is not a JSON object fails the test. */
 function jsonLines(text: string, stream: string): Record<string, any>[] {
-    return text.split("\n").filter((l, i, all) => l !== "" || i < all.length - 1).map((l) => {
-        let o: unknown;
-        try {
-            o = JSON.parse(l);
-        } catch {
-            /* judged below */
-        }
-        assert.ok(o && typeof o === "object" && !Array.isArray(o), `serve wrote a line on ${stream} that is not a JSON object: ${JSON.stringify(l)}`);
-        return o as Record<string, any>;
-    });
+    return text
+        .split("\n")
+        .filter((l, i, all) => l !== "" || i < all.length - 1)
+        .map((l) => {
+            let o: unknown;
+            try {
+                o = JSON.parse(l);
+            } catch {
+                /* judged below */
+            }
+            assert.ok(
+                o && typeof o === "object" && !Array.isArray(o),
+                `serve wrote a line on ${stream} that is not a JSON object: ${JSON.stringify(l)}`,
+            );
+            return o as Record<string, any>;
+        });
 }
 
 /**
@@ -35,7 +44,10 @@ function jsonLines(text: string, stream: string): Record<string, any>[] {
  * times out). Returns its exit code and the one fatal line it must write to stderr; stdout stays empty.
  */
 function serve(stack: string, ...args: string[]) {
-    const r = cp.spawnSync(process.execPath, [cli, "--cwd", dir, "--stack", stack, "serve", "--port", "0", ...args], { encoding: "utf8", timeout: 20_000 });
+    const r = cp.spawnSync(process.execPath, [cli, "--cwd", dir, "--stack", stack, "serve", "--port", "0", ...args], {
+        encoding: "utf8",
+        timeout: 20_000,
+    });
     const out = jsonLines(r.stdout, "stdout");
     const err = jsonLines(r.stderr, "stderr");
     assert.deepEqual(out, [], "nothing on stdout");
@@ -47,26 +59,70 @@ function serve(stack: string, ...args: string[]) {
 }
 
 for (const [flag, value, message] of [
-    ["--reconcile-interval", "-1", `--reconcile-interval must be 0 (off) or a number of seconds from 1 to 86400 (got "-1")`],
-    ["--reconcile-interval", "abc", `--reconcile-interval must be 0 (off) or a number of seconds from 1 to 86400 (got "abc")`],
-    ["--reconcile-interval", "1e9", `--reconcile-interval must be 0 (off) or a number of seconds from 1 to 86400 (got "1e9")`],
-    ["--reconcile-interval", "Infinity", `--reconcile-interval must be 0 (off) or a number of seconds from 1 to 86400 (got "Infinity")`],
-    ["--reconcile-interval", "0.5", `--reconcile-interval must be 0 (off) or a number of seconds from 1 to 86400 (got "0.5")`],
-    ["--provider-check-interval", "-1", `--provider-check-interval must be 0 (off) or a number of seconds from 1 to 86400 (got "-1")`],
-    ["--provider-check-interval", "soon", `--provider-check-interval must be 0 (off) or a number of seconds from 1 to 86400 (got "soon")`],
-    ["--provider-check-interval", "1e9", `--provider-check-interval must be 0 (off) or a number of seconds from 1 to 86400 (got "1e9")`],
+    [
+        "--reconcile-interval",
+        "-1",
+        `--reconcile-interval must be 0 (off) or a number of seconds from 1 to 86400 (got "-1")`,
+    ],
+    [
+        "--reconcile-interval",
+        "abc",
+        `--reconcile-interval must be 0 (off) or a number of seconds from 1 to 86400 (got "abc")`,
+    ],
+    [
+        "--reconcile-interval",
+        "1e9",
+        `--reconcile-interval must be 0 (off) or a number of seconds from 1 to 86400 (got "1e9")`,
+    ],
+    [
+        "--reconcile-interval",
+        "Infinity",
+        `--reconcile-interval must be 0 (off) or a number of seconds from 1 to 86400 (got "Infinity")`,
+    ],
+    [
+        "--reconcile-interval",
+        "0.5",
+        `--reconcile-interval must be 0 (off) or a number of seconds from 1 to 86400 (got "0.5")`,
+    ],
+    [
+        "--provider-check-interval",
+        "-1",
+        `--provider-check-interval must be 0 (off) or a number of seconds from 1 to 86400 (got "-1")`,
+    ],
+    [
+        "--provider-check-interval",
+        "soon",
+        `--provider-check-interval must be 0 (off) or a number of seconds from 1 to 86400 (got "soon")`,
+    ],
+    [
+        "--provider-check-interval",
+        "1e9",
+        `--provider-check-interval must be 0 (off) or a number of seconds from 1 to 86400 (got "1e9")`,
+    ],
     ["--provider-check-timeout", "0", `--provider-check-timeout must be a number of seconds from 1 to 600 (got "0")`],
     ["--provider-check-timeout", "-3", `--provider-check-timeout must be a number of seconds from 1 to 600 (got "-3")`],
-    ["--provider-check-timeout", "3601", `--provider-check-timeout must be a number of seconds from 1 to 600 (got "3601")`],
+    [
+        "--provider-check-timeout",
+        "3601",
+        `--provider-check-timeout must be a number of seconds from 1 to 600 (got "3601")`,
+    ],
     ["--probe-interval", "0", `--probe-interval must be a number of seconds from 0.1 to 3600 (got "0")`],
     ["--probe-interval", "-5", `--probe-interval must be a number of seconds from 0.1 to 3600 (got "-5")`],
     ["--probe-interval", "86400", `--probe-interval must be a number of seconds from 0.1 to 3600 (got "86400")`],
     ["--gateway-port", "abc", `--gateway-port must be a port number, or 0 for no gateway (got "abc")`],
     ["--gateway-port", "70000", `--gateway-port must be a port number, or 0 for no gateway (got "70000")`],
-    ["--gateway-block-header", "bad header", `--gateway-block-header must be a header name, optionally =text (got "bad header")`],
+    [
+        "--gateway-block-header",
+        "bad header",
+        `--gateway-block-header must be a header name, optionally =text (got "bad header")`,
+    ],
     ["--gateway-block-header", "server=", `--gateway-block-header "server=": the text after = is empty`],
     ["--target-cooldown", "-1", `--target-cooldown must be a number of seconds from 0 to 3600 (got "-1")`],
-    ["--store", "http://u:hunter2@h:1", "--store http://u:***@h:1/ scheme http:// is not redis:// or rediss://: it must be `memory`, or redis://[user:pass@]host:port[/db]"],
+    [
+        "--store",
+        "http://u:hunter2@h:1",
+        "--store http://u:***@h:1/ scheme http:// is not redis:// or rediss://: it must be `memory`, or redis://[user:pass@]host:port[/db]",
+    ],
     ["--store", "redis://:hunter2@h", "--store redis://:***@h has no port: it must be"],
     ["--store", "redis://h:6379/16", `--store redis://h:6379/16 database "16" is not a number from 0 to 15`],
     ["--store", "memroy", "--store memroy is not a URL: it must be `memory`, or"],
@@ -80,23 +136,40 @@ for (const [flag, value, message] of [
 }
 
 test("a bad store URL never shows its password, from --store or EGRESS_STORE (which the message names)", () => {
-    for (const [args, env, names] of [[["--store", "rediss://user:hunter2@h:1/x"], {}, "--store"], [[], { EGRESS_STORE: "redis://user:hunter2@h" }, "EGRESS_STORE"]] as const) {
-        const r = cp.spawnSync(process.execPath, [cli, "--cwd", dir, "--stack", "t", "serve", "--port", "0", ...args], { encoding: "utf8", timeout: 20_000, env: { ...process.env, ...env } });
+    for (const [args, env, names] of [
+        [["--store", "rediss://user:hunter2@h:1/x"], {}, "--store"],
+        [[], { EGRESS_STORE: "redis://user:hunter2@h" }, "EGRESS_STORE"],
+    ] as const) {
+        const r = cp.spawnSync(process.execPath, [cli, "--cwd", dir, "--stack", "t", "serve", "--port", "0", ...args], {
+            encoding: "utf8",
+            timeout: 20_000,
+            env: { ...process.env, ...env },
+        });
         assert.equal(r.status, 2, r.stderr);
         assert.ok(r.stderr.includes(`${names} `), `names ${names}: ${r.stderr}`);
-        assert.ok(!r.stdout.includes("hunter2") && !r.stderr.includes("hunter2"), `the password stays out: ${r.stderr}`);
+        assert.ok(
+            !r.stdout.includes("hunter2") && !r.stderr.includes("hunter2"),
+            `the password stays out: ${r.stderr}`,
+        );
     }
 });
 
 for (const [field, value, message] of [
     ["replaceUnhealthyAfterSeconds", "-1", "egress:pools[0].replaceUnhealthyAfterSeconds: must be 0 (never) or more"],
     ["replaceUnhealthyAfterSeconds", "1.5", "egress:pools[0].replaceUnhealthyAfterSeconds: must be a whole number"],
-    ["replaceUnhealthyAfterSeconds", "99999999", "egress:pools[0].replaceUnhealthyAfterSeconds: must be at most 604800 (a week)"],
+    [
+        "replaceUnhealthyAfterSeconds",
+        "99999999",
+        "egress:pools[0].replaceUnhealthyAfterSeconds: must be at most 604800 (a week)",
+    ],
     ["maxSurge", "0", "egress:pools[0].maxSurge: must be 1 or more"],
 ] as const) {
     test(`pool ${field}: ${value} → exit 2 naming the field`, () => {
         const stack = `bad${field.length}${value.replace(/\W/g, "")}`;
-        fs.writeFileSync(path.join(dir, "stacks", `Pulumi.${stack}.yaml`), `config:\n  egress:providers:\n    local: { type: local }\n  egress:pools:\n    - { name: web, provider: local, replicas: 1, ${field}: ${value} }\n`);
+        fs.writeFileSync(
+            path.join(dir, "stacks", `Pulumi.${stack}.yaml`),
+            `config:\n  egress:providers:\n    local: { type: local }\n  egress:pools:\n    - { name: web, provider: local, replicas: 1, ${field}: ${value} }\n`,
+        );
         const r = serve(stack);
         assert.equal(r.code, 2, r.stderr);
         assert.ok(r.stderr.includes(message), r.stderr);
@@ -114,10 +187,17 @@ test("commander's own errors (an unknown option, a missing value) are JSON lines
 });
 
 test("a config error is one JSON line whose err carries the problems, exit 2", () => {
-    fs.writeFileSync(path.join(dir, "stacks", "Pulumi.badpool.yaml"), "config:\n  egress:providers:\n    local: { type: local }\n  egress:pools:\n    - { name: web, provider: nope, replicas: 1 }\n");
+    fs.writeFileSync(
+        path.join(dir, "stacks", "Pulumi.badpool.yaml"),
+        "config:\n  egress:providers:\n    local: { type: local }\n  egress:pools:\n    - { name: web, provider: nope, replicas: 1 }\n",
+    );
     const r = serve("badpool");
     assert.equal(r.code, 2);
     assert.match(r.stderr, /^invalid egress configuration/);
     assert.equal(r.line.err.type, "ConfigError");
-    assert.ok(Array.isArray(r.line.err.problems) && r.line.err.problems.some((p: { path: string }) => p.path.startsWith("egress:pools[0]")), JSON.stringify(r.line.err));
+    assert.ok(
+        Array.isArray(r.line.err.problems) &&
+            r.line.err.problems.some((p: { path: string }) => p.path.startsWith("egress:pools[0]")),
+        JSON.stringify(r.line.err),
+    );
 });

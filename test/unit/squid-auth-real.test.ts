@@ -27,7 +27,9 @@ async function runSquid(lines: string[], t: { after(fn: () => unknown): void }):
     const passwd = path.join(dir, "egress.passwd");
     fs.writeFileSync(passwd, squidPasswdFile({ username: "crawler", password: PASSWORD }, "test/pool"));
     const conf = [
-        ...lines.map((l) => l.replace(/^http_port \d+$/, `http_port 127.0.0.1:${port}`).replaceAll("/etc/squid/egress.passwd", passwd)),
+        ...lines.map((l) =>
+            l.replace(/^http_port \d+$/, `http_port 127.0.0.1:${port}`).replaceAll("/etc/squid/egress.passwd", passwd),
+        ),
         `pid_filename ${dir}/squid.pid`,
         `cache_log ${dir}/cache.log`,
         `access_log stdio:${dir}/access.log`,

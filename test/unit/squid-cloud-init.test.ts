@@ -41,7 +41,10 @@ for (const [kind, userData] of cases) {
 }
 
 test("gcp: the drop-in admits only the allowed ranges and reveals nothing about clients", () => {
-    const { write_files: [file], package_update } = parse(defaultCloudInit(8080, RANGES));
+    const {
+        write_files: [file],
+        package_update,
+    } = parse(defaultCloudInit(8080, RANGES));
     assert.equal(package_update, true);
     assert.deepEqual(file.content.trim().split("\n"), [
         "http_port 8080",
@@ -89,10 +92,16 @@ for (const [kind, userData] of authCases) {
         assert.equal(passwd.permissions, "0640");
         assert.equal(passwd.content, PASSWD);
         const lines: string[] = dropIn.content.trimEnd().split("\n");
-        assert.ok(lines.includes("auth_param basic program /usr/lib/squid/basic_ncsa_auth /etc/squid/egress.passwd"), dropIn.content);
+        assert.ok(
+            lines.includes("auth_param basic program /usr/lib/squid/basic_ncsa_auth /etc/squid/egress.passwd"),
+            dropIn.content,
+        );
         const deny = lines.findIndex((l) => /^http_access deny !(egress_clients|localnet)$/.test(l));
         const allow = lines.indexOf("http_access allow egress_users");
         assert.ok(deny >= 0 && allow > deny, `source range first, then credentials:\n${dropIn.content}`);
-        assert.ok(!lines.some((l) => /^http_access allow (egress_clients|localnet)$/.test(l)), "no allow by source range alone");
+        assert.ok(
+            !lines.some((l) => /^http_access allow (egress_clients|localnet)$/.test(l)),
+            "no allow by source range alone",
+        );
     });
 }

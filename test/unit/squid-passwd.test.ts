@@ -5,7 +5,10 @@ import { apr1, derivedSalt, squidPasswdFile } from "../../components/shared/squi
 // Expected values from `openssl passwd -apr1 -salt abcdefgh <password>` (OpenSSL 3).
 test("apr1 matches openssl passwd -apr1 (short, long, multi-byte, one-character passwords)", () => {
     assert.equal(apr1("password", "abcdefgh"), "$apr1$abcdefgh$FBwExRW4dCc8aL.OvjpIE1");
-    assert.equal(apr1("p@ss:w0rd with spaces and a long tail exceeding sixteen", "abcdefgh"), "$apr1$abcdefgh$VkY3d1kMIirD6q1nDv0K/1");
+    assert.equal(
+        apr1("p@ss:w0rd with spaces and a long tail exceeding sixteen", "abcdefgh"),
+        "$apr1$abcdefgh$VkY3d1kMIirD6q1nDv0K/1",
+    );
     assert.equal(apr1("ü", "abcdefgh"), "$apr1$abcdefgh$JNY9bj4hb5VHXHQxpSV.41");
     assert.equal(apr1("x", "abcdefgh"), "$apr1$abcdefgh$82JubPF2dQkt1tVfvLnXS.");
 });

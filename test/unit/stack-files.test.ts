@@ -19,7 +19,9 @@ const tmp = fs.mkdtempSync(path.join(os.tmpdir(), "egress-stack-files-"));
 after(() => fs.rmSync(tmp, { recursive: true, force: true }));
 
 describe("tracked stack files", () => {
-    const tracked = git("ls-files", "stacks").split("\n").filter((f) => f.endsWith(".yaml"));
+    const tracked = git("ls-files", "stacks")
+        .split("\n")
+        .filter((f) => f.endsWith(".yaml"));
 
     it("are found (this must run in a git checkout)", () => {
         assert.ok(tracked.includes("stacks/seeds/dev.yaml"), tracked.join(", "));
@@ -28,7 +30,11 @@ describe("tracked stack files", () => {
     it("carry no encryptionsalt, encryptedkey or secretsprovider (they belong to a machine's passphrase)", () => {
         for (const f of tracked) {
             const text = fs.readFileSync(path.join(PACKAGE_ROOT, f), "utf8");
-            assert.doesNotMatch(text, /^(encryptionsalt|encryptedkey|secretsprovider):/m, `${f} carries a machine's secrets-manager line`);
+            assert.doesNotMatch(
+                text,
+                /^(encryptionsalt|encryptedkey|secretsprovider):/m,
+                `${f} carries a machine's secrets-manager line`,
+            );
         }
     });
 
@@ -43,7 +49,10 @@ describe("tracked stack files", () => {
         assert.ok(m, "the README's quick start names the dev stack's provider and count");
         const doc = YAML.parse(fs.readFileSync(seedFile(PACKAGE_ROOT, "dev"), "utf8"));
         assert.deepEqual(doc.config["egress:providers"], { local: { type: "local" } });
-        assert.deepEqual(doc.config["egress:pools"].map((p: any) => [p.name, p.provider, p.replicas]), [["dev", "local", Number(m[1])]]);
+        assert.deepEqual(
+            doc.config["egress:pools"].map((p: any) => [p.name, p.provider, p.replicas]),
+            [["dev", "local", Number(m[1])]],
+        );
         assert.deepEqual(Object.keys(doc), ["config"], "nothing but config");
     });
 });
@@ -58,10 +67,17 @@ describe("seeding a stack file", () => {
 
     it("a missing file is made from its seed, byte for byte, and says so", () => {
         const dir = project("fresh");
-        assert.match(ensureStackFile(dir, "dev") ?? "", /^created stacks\/Pulumi\.dev\.yaml from stacks\/seeds\/dev\.yaml/);
+        assert.match(
+            ensureStackFile(dir, "dev") ?? "",
+            /^created stacks\/Pulumi\.dev\.yaml from stacks\/seeds\/dev\.yaml/,
+        );
         assert.deepEqual(fs.readFileSync(stackFile(dir, "dev")), fs.readFileSync(seedFile(dir, "dev")));
         assert.equal(loadStackConfig(dir, "dev").pools[0].replicas, 3);
-        assert.deepEqual(fs.readdirSync(path.join(dir, "stacks")).sort(), ["Pulumi.dev.yaml", "seeds"], "no temporary file left");
+        assert.deepEqual(
+            fs.readdirSync(path.join(dir, "stacks")).sort(),
+            ["Pulumi.dev.yaml", "seeds"],
+            "no temporary file left",
+        );
     });
 
     it("an existing file is never overwritten (a scaled or salted copy stays as it is)", () => {
@@ -75,7 +91,10 @@ describe("seeding a stack file", () => {
         const dir = project("noseed");
         assert.equal(ensureStackFile(dir, "prod"), undefined);
         assert.equal(fs.existsSync(stackFile(dir, "prod")), false);
-        assert.throws(() => loadStackConfig(dir, "prod"), /stack file not found; create it \(examples: stacks\/Pulumi\.example-\*\.yaml, stacks\/seeds\/dev\.yaml\)/);
+        assert.throws(
+            () => loadStackConfig(dir, "prod"),
+            /stack file not found; create it \(examples: stacks\/Pulumi\.example-\*\.yaml, stacks\/seeds\/dev\.yaml\)/,
+        );
     });
 });
 

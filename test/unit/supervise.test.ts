@@ -19,7 +19,8 @@ const TREE = path.join(FIXTURES, "tree.js");
 const PARENT = path.join(FIXTURES, "parent.js");
 
 function supervisor(): string {
-    if (!fs.existsSync(SUPERVISOR)) throw new Error(`egress-supervise is missing at ${SUPERVISOR}: run \`npm run setup\` (needs Go >= 1.21)`);
+    if (!fs.existsSync(SUPERVISOR))
+        throw new Error(`egress-supervise is missing at ${SUPERVISOR}: run \`npm run setup\` (needs Go >= 1.21)`);
     return SUPERVISOR;
 }
 
@@ -56,14 +57,24 @@ async function waitFor(what: string, cond: () => boolean, timeoutMs = 10000): Pr
 }
 
 /** Runs `egress-supervise -- node tree.js <dir> <mode>` with the test as its caller. */
-function superviseTree(dir: string, mode: string, env: NodeJS.ProcessEnv): ChildProcess & { closed: Promise<{ code: number | null; stdout: string; stderr: string }> } {
-    const child = spawn(supervisor(), ["--", process.execPath, TREE, dir, mode], { env, stdio: ["ignore", "pipe", "pipe"] });
+function superviseTree(
+    dir: string,
+    mode: string,
+    env: NodeJS.ProcessEnv,
+): ChildProcess & { closed: Promise<{ code: number | null; stdout: string; stderr: string }> } {
+    const child = spawn(supervisor(), ["--", process.execPath, TREE, dir, mode], {
+        env,
+        stdio: ["ignore", "pipe", "pipe"],
+    });
     fs.writeFileSync(path.join(dir, "supervisor.pid"), String(child.pid));
-    let stdout = "", stderr = "";
+    let stdout = "",
+        stderr = "";
     child.stdout.on("data", (d) => (stdout += d));
     child.stderr.on("data", (d) => (stderr += d));
     // "close", not "exit": stdout is shared with the marked grandchild, so it closes only once that is dead.
-    const closed = new Promise<{ code: number | null; stdout: string; stderr: string }>((resolve) => child.on("close", (code) => resolve({ code, stdout, stderr })));
+    const closed = new Promise<{ code: number | null; stdout: string; stderr: string }>((resolve) =>
+        child.on("close", (code) => resolve({ code, stdout, stderr })),
+    );
     return Object.assign(child, { closed });
 }
 
@@ -71,18 +82,36 @@ function superviseTree(dir: string, mode: string, env: NodeJS.ProcessEnv): Child
 const LIMIT = { timeout: 20000 };
 // Markers name this test process as their owner (as egress's do), so egress's own leftover sweep
 // (src/engine/leftovers.ts) leaves the fake engine processes alone while the test runs.
-const markerEnv = (extra: NodeJS.ProcessEnv = {}): NodeJS.ProcessEnv => ({ ...process.env, EGRESS_ENGINE_RUN: newRunMarker(), EGRESS_SUPERVISE_PARENT: String(process.pid), ...extra });
+const markerEnv = (extra: NodeJS.ProcessEnv = {}): NodeJS.ProcessEnv => ({
+    ...process.env,
+    EGRESS_ENGINE_RUN: newRunMarker(),
+    EGRESS_SUPERVISE_PARENT: String(process.pid),
+    ...extra,
+});
 
 test("the caller is SIGKILLed: the command and marked descendants die, unmarked ones live on", LIMIT, async (t) => {
     const dir = scratch(t);
-    const parent = spawn(process.execPath, [PARENT, supervisor(), dir, TREE], { env: markerEnv(), stdio: ["ignore", "ignore", "inherit"] });
+    const parent = spawn(process.execPath, [PARENT, supervisor(), dir, TREE], {
+        env: markerEnv(),
+        stdio: ["ignore", "ignore", "inherit"],
+    });
     fs.writeFileSync(path.join(dir, "parent.pid"), String(parent.pid));
-    await waitFor("the tree to start", () => fs.existsSync(path.join(dir, "ready")) && fs.existsSync(path.join(dir, "supervisor.pid")));
+    await waitFor(
+        "the tree to start",
+        () => fs.existsSync(path.join(dir, "ready")) && fs.existsSync(path.join(dir, "supervisor.pid")),
+    );
     const [sup, child, marked, unmarked] = ["supervisor", "child", "marked", "unmarked"].map((n) => pidOf(dir, n));
-    assert.ok([sup, child, marked, unmarked].every((p) => alive(p, dir)), "all running before the kill");
+    assert.ok(
+        [sup, child, marked, unmarked].every((p) => alive(p, dir)),
+        "all running before the kill",
+    );
 
     parent.kill("SIGKILL");
-    await waitFor("supervisor, command and marked grandchild to die", () => !alive(sup, dir) && !alive(child, dir) && !alive(marked, dir), 5000);
+    await waitFor(
+        "supervisor, command and marked grandchild to die",
+        () => !alive(sup, dir) && !alive(child, dir) && !alive(marked, dir),
+        5000,
+    );
     assert.ok(alive(unmarked, dir), "the unmarked grandchild (a proxy) survives");
 });
 
@@ -90,9 +119,15 @@ test("without a marker only the command dies with the caller (proxies are indist
     const dir = scratch(t);
     const env = markerEnv();
     delete env.EGRESS_ENGINE_RUN;
-    const parent = spawn(process.execPath, [PARENT, supervisor(), dir, TREE], { env, stdio: ["ignore", "ignore", "inherit"] });
+    const parent = spawn(process.execPath, [PARENT, supervisor(), dir, TREE], {
+        env,
+        stdio: ["ignore", "ignore", "inherit"],
+    });
     fs.writeFileSync(path.join(dir, "parent.pid"), String(parent.pid));
-    await waitFor("the tree to start", () => fs.existsSync(path.join(dir, "ready")) && fs.existsSync(path.join(dir, "supervisor.pid")));
+    await waitFor(
+        "the tree to start",
+        () => fs.existsSync(path.join(dir, "ready")) && fs.existsSync(path.join(dir, "supervisor.pid")),
+    );
     const [sup, child, marked] = ["supervisor", "child", "marked"].map((n) => pidOf(dir, n));
 
     parent.kill("SIGKILL");
@@ -106,12 +141,18 @@ test("the command exits: its code is passed on and marked leftovers are killed f
     const { code, stdout } = await run.closed;
     assert.equal(code, 7);
     assert.equal(stdout, "tree-ready\n", "the command's stdout reaches the caller unchanged");
-    assert.equal(alive(pidOf(dir, "marked"), dir), false, "the marked grandchild was killed before the supervisor exited");
+    assert.equal(
+        alive(pidOf(dir, "marked"), dir),
+        false,
+        "the marked grandchild was killed before the supervisor exited",
+    );
     assert.equal(alive(pidOf(dir, "unmarked"), dir), true, "the unmarked grandchild survives");
 });
 
 test("a command killed by a signal exits 128+signal", LIMIT, async () => {
-    const r = spawn(supervisor(), ["--", process.execPath, "-e", "process.kill(process.pid, 'SIGKILL')"], { stdio: "ignore" });
+    const r = spawn(supervisor(), ["--", process.execPath, "-e", "process.kill(process.pid, 'SIGKILL')"], {
+        stdio: "ignore",
+    });
     const code = await new Promise((resolve) => r.on("exit", resolve));
     assert.equal(code, 128 + 9);
 });
@@ -136,11 +177,15 @@ test("SIGTERM and SIGHUP are forwarded to the command, SIGINT is not", LIMIT, as
     assert.equal(alive(pidOf(dir, "marked"), dir), false);
 });
 
-test("a caller that is already gone (EGRESS_SUPERVISE_PARENT mismatch) gets 125 and nothing starts", LIMIT, async (t) => {
-    const dir = scratch(t);
-    const run = superviseTree(dir, "wait", markerEnv({ EGRESS_SUPERVISE_PARENT: String(process.pid + 1) }));
-    const { code, stderr } = await run.closed;
-    assert.equal(code, 125);
-    assert.match(stderr, /caller \d+ is gone/);
-    assert.equal(fs.existsSync(path.join(dir, "child.pid")), false, "the command never ran");
-});
+test(
+    "a caller that is already gone (EGRESS_SUPERVISE_PARENT mismatch) gets 125 and nothing starts",
+    LIMIT,
+    async (t) => {
+        const dir = scratch(t);
+        const run = superviseTree(dir, "wait", markerEnv({ EGRESS_SUPERVISE_PARENT: String(process.pid + 1) }));
+        const { code, stderr } = await run.closed;
+        assert.equal(code, 125);
+        assert.match(stderr, /caller \d+ is gone/);
+        assert.equal(fs.existsSync(path.join(dir, "child.pid")), false, "the command never ran");
+    },
+);

@@ -22,7 +22,8 @@ import { memberSquidConf } from "../../components/kubernetes/squid-config";
 import { TEST_INSTALLATION } from "../helpers/installation";
 
 const root = fs.mkdtempSync(path.join(os.tmpdir(), "egress-user-data-"));
-const TEXT = "#cloud-config\npackages: [squid]\nwrite_files:\n  - path: /etc/squid/squid.conf\n    content: |\n      http_port 8080\n      http_access allow localnet\n";
+const TEXT =
+    "#cloud-config\npackages: [squid]\nwrite_files:\n  - path: /etc/squid/squid.conf\n    content: |\n      http_port 8080\n      http_access allow localnet\n";
 // mtime 0 and no name: the gzip bytes are the same on every run.
 const GZIP = zlib.gzipSync(Buffer.from(TEXT), { level: 9 });
 let createProgram: typeof import("../../src/program").createProgram;
@@ -35,47 +36,93 @@ before(async () => {
 
 /** The shipped KVM sample, one pool member of it on the gzip file, plus a GCE pool on the same file. */
 function config() {
-    const sample = YAML.parse(fs.readFileSync(path.join(PACKAGE_ROOT, "stacks", "Pulumi.example-kvm.yaml"), "utf8")).config;
-    const kvmPool = { ...sample["egress:pools"][0], replicas: 2, members: [{ index: 1, port: 8080, cloudInit: { file: "squid.yaml.gz" } }] };
+    const sample = YAML.parse(
+        fs.readFileSync(path.join(PACKAGE_ROOT, "stacks", "Pulumi.example-kvm.yaml"), "utf8"),
+    ).config;
+    const kvmPool = {
+        ...sample["egress:pools"][0],
+        replicas: 2,
+        members: [{ index: 1, port: 8080, cloudInit: { file: "squid.yaml.gz" } }],
+    };
     // The sample's shared file lives in the package, this test's project root is a temp dir.
     fs.mkdirSync(path.join(root, "cloud-init"), { recursive: true });
     fs.copyFileSync(path.join(PACKAGE_ROOT, "cloud-init", "squid.yaml"), path.join(root, "cloud-init", "squid.yaml"));
-    return parseEgressConfig({
-        providers: {
-            ...sample["egress:providers"],
-            "gcp-eu": { type: "gcp", project: "crawl-proxies", zones: ["europe-west1-b"], allowedSourceRanges: ["203.0.113.0/24"] },
+    return parseEgressConfig(
+        {
+            providers: {
+                ...sample["egress:providers"],
+                "gcp-eu": {
+                    type: "gcp",
+                    project: "crawl-proxies",
+                    zones: ["europe-west1-b"],
+                    allowedSourceRanges: ["203.0.113.0/24"],
+                },
+            },
+            pools: [
+                kvmPool,
+                {
+                    name: "eu",
+                    provider: "gcp-eu",
+                    replicas: 1,
+                    port: 8080,
+                    cloudInit: { file: "squid.yaml.gz" },
+                    auth: { username: "crawler", password: "test-password-0123" },
+                },
+            ],
         },
-        pools: [kvmPool, { name: "eu", provider: "gcp-eu", replicas: 1, port: 8080, cloudInit: { file: "squid.yaml.gz" }, auth: { username: "crawler", password: "test-password-0123" } }],
-    }, root);
+        root,
+    );
 }
 
-test("a gzip user-data file goes into the KVM seed ISO byte for byte (built with xorriso, read back)", { timeout: 60_000 }, async () => {
-    ensureTestPackages(); // xorriso
-    const outputs = await createProgram({ projectRoot: root, stateDir: path.join(root, "run"), config: config(), installation: () => TEST_INSTALLATION })();
-    await valueOf(outputs.proxies);
-    await settle();
-    const seeds = ofType("pulumi-nodejs:dynamic/egress:kvm:SeedDisk");
-    assert.deepEqual(seeds.map((s) => s.name).sort(), ["home-0-seed", "home-1-seed"]);
-    const text = seeds.find((s) => s.name === "home-0-seed")!;
-    const gz = seeds.find((s) => s.name === "home-1-seed")!;
-    // Text user-data keeps the inputs it always had (no encoding key, so existing stacks see no diff).
-    assert.equal(text.inputs.userData, fs.readFileSync(path.join(PACKAGE_ROOT, "cloud-init", "squid.yaml"), "utf8"));
-    assert.equal(text.inputs.userDataEncoding, undefined);
-    assert.equal(gz.inputs.userDataEncoding, "base64");
-    assert.ok(isSecret(gz.raw.userData), "user-data stays a secret when binary");
-    assert.ok(!JSON.stringify(gz.raw).includes(TEXT.slice(0, 20)), "nothing of the document in clear");
+test(
+    "a gzip user-data file goes into the KVM seed ISO byte for byte (built with xorriso, read back)",
+    { timeout: 60_000 },
+    async () => {
+        ensureTestPackages(); // xorriso
+        const outputs = await createProgram({
+            projectRoot: root,
+            stateDir: path.join(root, "run"),
+            config: config(),
+            installation: () => TEST_INSTALLATION,
+        })();
+        await valueOf(outputs.proxies);
+        await settle();
+        const seeds = ofType("pulumi-nodejs:dynamic/egress:kvm:SeedDisk");
+        assert.deepEqual(seeds.map((s) => s.name).sort(), ["home-0-seed", "home-1-seed"]);
+        const text = seeds.find((s) => s.name === "home-0-seed")!;
+        const gz = seeds.find((s) => s.name === "home-1-seed")!;
+        // Text user-data keeps the inputs it always had (no encoding key, so existing stacks see no diff).
+        assert.equal(
+            text.inputs.userData,
+            fs.readFileSync(path.join(PACKAGE_ROOT, "cloud-init", "squid.yaml"), "utf8"),
+        );
+        assert.equal(text.inputs.userDataEncoding, undefined);
+        assert.equal(gz.inputs.userDataEncoding, "base64");
+        assert.ok(isSecret(gz.raw.userData), "user-data stays a secret when binary");
+        assert.ok(!JSON.stringify(gz.raw).includes(TEXT.slice(0, 20)), "nothing of the document in clear");
 
-    const work = fs.mkdtempSync(path.join(os.tmpdir(), "egress-seed-iso-"));
-    try {
-        const bytes = decodeUserData({ userData: gz.inputs.userData, encoding: gz.inputs.userDataEncoding });
-        const iso = await buildSeedIso({ userData: bytes, instanceId: gz.inputs.instanceId, hostname: gz.inputs.hostname, installGuestAgent: gz.inputs.installGuestAgent }, work);
-        const out = path.join(work, "user-data.read");
-        cp.execFileSync("xorriso", ["-osirrox", "on", "-indev", iso, "-extract", "/user-data", out], { stdio: "ignore" });
-        assert.deepEqual(fs.readFileSync(out), GZIP, "user-data in the ISO equals the gzip file byte for byte");
-    } finally {
-        fs.rmSync(work, { recursive: true, force: true });
-    }
-});
+        const work = fs.mkdtempSync(path.join(os.tmpdir(), "egress-seed-iso-"));
+        try {
+            const bytes = decodeUserData({ userData: gz.inputs.userData, encoding: gz.inputs.userDataEncoding });
+            const iso = await buildSeedIso(
+                {
+                    userData: bytes,
+                    instanceId: gz.inputs.instanceId,
+                    hostname: gz.inputs.hostname,
+                    installGuestAgent: gz.inputs.installGuestAgent,
+                },
+                work,
+            );
+            const out = path.join(work, "user-data.read");
+            cp.execFileSync("xorriso", ["-osirrox", "on", "-indev", iso, "-extract", "/user-data", out], {
+                stdio: "ignore",
+            });
+            assert.deepEqual(fs.readFileSync(out), GZIP, "user-data in the ISO equals the gzip file byte for byte");
+        } finally {
+            fs.rmSync(work, { recursive: true, force: true });
+        }
+    },
+);
 
 test("GCE metadata carries binary user-data as base64 with user-data-encoding (a metadata value is a string)", async () => {
     const vm = ofType("gcp:compute/instance:Instance", "eu-0")[0];
@@ -86,5 +133,8 @@ test("GCE metadata carries binary user-data as base64 with user-data-encoding (a
 });
 
 test("a pod's squid.conf is read from gzip cloud-init gunzipped", () => {
-    assert.equal(memberSquidConf({ port: 8080, cloudInit: { file: "squid.yaml.gz" } }, root), "http_port 8080\nhttp_access allow localnet\n");
+    assert.equal(
+        memberSquidConf({ port: 8080, cloudInit: { file: "squid.yaml.gz" } }, root),
+        "http_port 8080\nhttp_access allow localnet\n",
+    );
 });

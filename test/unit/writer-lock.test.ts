@@ -45,12 +45,30 @@ test("a live holder: the waiter is told who holds it, and after the bound fails 
         const waits: LockHolder[] = [];
         const t0 = Date.now();
         await assert.rejects(
-            acquireWriterLock({ runDir: dir, stack: "s", command: "egress up", waitMs: 400, pollMs: 50, onWait: (h) => waits.push(h) }),
-            (e: unknown) => e instanceof WriterLockBusyError && e.holder.pid === holder.pid && e.message.includes(`pid ${holder.pid} (egress scale web 5)`),
+            acquireWriterLock({
+                runDir: dir,
+                stack: "s",
+                command: "egress up",
+                waitMs: 400,
+                pollMs: 50,
+                onWait: (h) => waits.push(h),
+            }),
+            (e: unknown) =>
+                e instanceof WriterLockBusyError &&
+                e.holder.pid === holder.pid &&
+                e.message.includes(`pid ${holder.pid} (egress scale web 5)`),
         );
         assert.ok(Date.now() - t0 >= 400, "it waited the bound");
-        assert.deepEqual(waits.map((h) => h.pid), [holder.pid], "told once per holder");
-        assert.equal(JSON.parse(fs.readFileSync(writerLockFile(dir, "s"), "utf8")).pid, holder.pid, "a live holder's lock is never removed");
+        assert.deepEqual(
+            waits.map((h) => h.pid),
+            [holder.pid],
+            "told once per holder",
+        );
+        assert.equal(
+            JSON.parse(fs.readFileSync(writerLockFile(dir, "s"), "utf8")).pid,
+            holder.pid,
+            "a live holder's lock is never removed",
+        );
     } finally {
         await killHard(holder);
     }
@@ -62,8 +80,17 @@ test("a SIGKILLed holder leaves a lock that the next acquirer clears, reporting 
     await killHard(holder);
     assert.ok(fs.existsSync(writerLockFile(dir, "s")), "kill -9 leaves the lock file");
     const stale: LockHolder[] = [];
-    const lock = await acquireWriterLock({ runDir: dir, stack: "s", command: "egress scale", waitMs: 0, onStale: (h) => stale.push(h) });
-    assert.deepEqual(stale.map((h) => [h.pid, h.command]), [[holder.pid, "egress up"]]);
+    const lock = await acquireWriterLock({
+        runDir: dir,
+        stack: "s",
+        command: "egress scale",
+        waitMs: 0,
+        onStale: (h) => stale.push(h),
+    });
+    assert.deepEqual(
+        stale.map((h) => [h.pid, h.command]),
+        [[holder.pid, "egress up"]],
+    );
     assert.equal(lock.holder.pid, process.pid);
     lock.release();
 });
@@ -73,12 +100,25 @@ test("a reused pid (same pid, other start time) counts as dead; an unreadable lo
     const file = writerLockFile(dir, "s");
     fs.mkdirSync(path.dirname(file), { recursive: true });
     // Our own pid is alive, but this lock says it was taken by a process that started at another time.
-    fs.writeFileSync(file, JSON.stringify({ pid: process.pid, startTime: "1", hostname: os.hostname(), command: "egress up", since: "2020-01-01T00:00:00.000Z" }));
+    fs.writeFileSync(
+        file,
+        JSON.stringify({
+            pid: process.pid,
+            startTime: "1",
+            hostname: os.hostname(),
+            command: "egress up",
+            since: "2020-01-01T00:00:00.000Z",
+        }),
+    );
     const stale: LockHolder[] = [];
-    (await acquireWriterLock({ runDir: dir, stack: "s", command: "t", waitMs: 0, onStale: (h) => stale.push(h) })).release();
+    (
+        await acquireWriterLock({ runDir: dir, stack: "s", command: "t", waitMs: 0, onStale: (h) => stale.push(h) })
+    ).release();
     assert.equal(stale.length, 1);
     fs.writeFileSync(file, "{not json");
-    (await acquireWriterLock({ runDir: dir, stack: "s", command: "t", waitMs: 0, onStale: (h) => stale.push(h) })).release();
+    (
+        await acquireWriterLock({ runDir: dir, stack: "s", command: "t", waitMs: 0, onStale: (h) => stale.push(h) })
+    ).release();
     assert.equal(stale.length, 2);
     assert.match(stale[1].command, /unreadable lock file/);
 });
@@ -109,13 +149,19 @@ test("racing processes never hold the lock at the same time", { timeout: 60_000 
   fs.appendFileSync(${JSON.stringify(journal)}, "-" + process.pid + "\\n");
   l.release();
 } })().catch((e) => { console.error(e); process.exit(1); });`;
-    const workers = Array.from({ length: 3 }, () => cp.spawn(process.execPath, ["-e", script], { stdio: ["ignore", "ignore", "inherit"] }));
+    const workers = Array.from({ length: 3 }, () =>
+        cp.spawn(process.execPath, ["-e", script], { stdio: ["ignore", "ignore", "inherit"] }),
+    );
     const codes = await Promise.all(workers.map((w) => new Promise((r) => w.on("exit", r))));
     assert.deepEqual(codes, [0, 0, 0]);
     const lines = fs.readFileSync(journal, "utf8").trim().split("\n");
     assert.equal(lines.length, 3 * 15 * 2);
     for (let i = 0; i < lines.length; i += 2) {
         assert.equal(lines[i][0], "+", `line ${i}: ${lines[i]}`);
-        assert.equal(lines[i + 1], `-${lines[i].slice(1)}`, `the holder at line ${i} released before anyone else entered`);
+        assert.equal(
+            lines[i + 1],
+            `-${lines[i].slice(1)}`,
+            `the holder at line ${i} released before anyone else entered`,
+        );
     }
 });

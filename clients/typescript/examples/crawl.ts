@@ -20,19 +20,25 @@ export async function crawl(urls: string[], opts: { baseUrl: string; token: stri
         const target = new URL(url).hostname; // per-target cooldown: this site does not see the same proxy again soon
         let via: string | undefined;
         try {
-            const page = await egress.withProxy(opts.pool, target, async (proxy) => {
-                // proxy.url carries the credentials of a pool with `auth` (ProxyAgent sends them): never show them.
-                via = proxy.url.replace(/\/\/[^@/]*@/, "//");
-                const agent = new ProxyAgent(proxy.url);
-                try {
-                    const res = await fetch(url, { dispatcher: agent, signal: AbortSignal.timeout(15_000) });
-                    const body = await res.text();
-                    if (res.status === 403 || res.status === 429) throw new Blocked(`${url} answered ${res.status}`);
-                    return { url, status: res.status, proxy: via, bytes: body.length };
-                } finally {
-                    await agent.close();
-                }
-            }, { maxWaitMs: 60_000 });
+            const page = await egress.withProxy(
+                opts.pool,
+                target,
+                async (proxy) => {
+                    // proxy.url carries the credentials of a pool with `auth` (ProxyAgent sends them): never show them.
+                    via = proxy.url.replace(/\/\/[^@/]*@/, "//");
+                    const agent = new ProxyAgent(proxy.url);
+                    try {
+                        const res = await fetch(url, { dispatcher: agent, signal: AbortSignal.timeout(15_000) });
+                        const body = await res.text();
+                        if (res.status === 403 || res.status === 429)
+                            throw new Blocked(`${url} answered ${res.status}`);
+                        return { url, status: res.status, proxy: via, bytes: body.length };
+                    } finally {
+                        await agent.close();
+                    }
+                },
+                { maxWaitMs: 60_000 },
+            );
             pages.push(page);
         } catch (e) {
             // Released already (blocked or error); the next page gets another proxy.

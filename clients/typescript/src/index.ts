@@ -9,7 +9,12 @@ export type EgressApi = Client<paths>;
 
 /** An error answer of the service, with its status and `{code, message, details}`. */
 export class EgressError extends Error {
-    constructor(readonly status: number, readonly code: string, message: string, readonly details?: unknown) {
+    constructor(
+        readonly status: number,
+        readonly code: string,
+        message: string,
+        readonly details?: unknown,
+    ) {
         super(`${status} ${code}: ${message}`);
         this.name = "EgressError";
     }
@@ -36,7 +41,11 @@ export interface ClientOptions {
 
 /** A typed openapi-fetch client for every route of the service. */
 export function createEgressClient(opts: ClientOptions): EgressApi {
-    const client = createClient<paths>({ baseUrl: opts.baseUrl, fetch: opts.fetch, headers: { authorization: `Bearer ${opts.token}` } });
+    const client = createClient<paths>({
+        baseUrl: opts.baseUrl,
+        fetch: opts.fetch,
+        headers: { authorization: `Bearer ${opts.token}` },
+    });
     return client;
 }
 
@@ -67,10 +76,18 @@ function toError(status: number, body: unknown): EgressError {
 }
 
 /** Leases a proxy, waiting on 503 as Retry-After says, up to `maxWaitMs` in total. */
-export async function lease(api: EgressApi, pool: string | undefined, target: string | undefined, opts: WithProxyOptions = {}): Promise<Lease> {
+export async function lease(
+    api: EgressApi,
+    pool: string | undefined,
+    target: string | undefined,
+    opts: WithProxyOptions = {},
+): Promise<Lease> {
     const deadline = Date.now() + (opts.maxWaitMs ?? 30_000);
     for (let attempt = 1; ; attempt++) {
-        const { data, error, response } = await api.POST("/v1/leases", { body: { pool, target, ttlSeconds: opts.ttlSeconds, session: opts.session }, signal: opts.signal });
+        const { data, error, response } = await api.POST("/v1/leases", {
+            body: { pool, target, ttlSeconds: opts.ttlSeconds, session: opts.session },
+            signal: opts.signal,
+        });
         if (data) return data.lease;
         const err = toError(response.status, error);
         const retryAfter = Number(response.headers.get("retry-after"));
@@ -83,7 +100,10 @@ export async function lease(api: EgressApi, pool: string | undefined, target: st
 
 /** Releases a lease. A 410 (the lease already ended: expired, or its proxy was removed) is not an error here. */
 export async function release(api: EgressApi, leaseId: string, outcome: "ok" | "blocked" | "error"): Promise<void> {
-    const { error, response } = await api.POST("/v1/leases/{id}/release", { params: { path: { id: leaseId } }, body: { outcome } });
+    const { error, response } = await api.POST("/v1/leases/{id}/release", {
+        params: { path: { id: leaseId } },
+        body: { outcome },
+    });
     if (response.ok || response.status === 410) return;
     throw toError(response.status, error);
 }
@@ -93,7 +113,13 @@ export async function release(api: EgressApi, leaseId: string, outcome: "ok" | "
  * and releases it with the outcome: `ok` when `fn` resolves, `blocked` when it throws `Blocked`, `error`
  * for anything else (counts against the proxy's health). `fn`'s own error is rethrown after the release.
  */
-export async function withProxy<T>(api: EgressApi, pool: string | undefined, target: string | undefined, fn: (proxy: Proxy, lease: Lease) => Promise<T>, opts: WithProxyOptions = {}): Promise<T> {
+export async function withProxy<T>(
+    api: EgressApi,
+    pool: string | undefined,
+    target: string | undefined,
+    fn: (proxy: Proxy, lease: Lease) => Promise<T>,
+    opts: WithProxyOptions = {},
+): Promise<T> {
     const l = await lease(api, pool, target, opts);
     let result: T;
     try {
@@ -114,7 +140,12 @@ export class EgressClient {
         this.api = createEgressClient(opts);
     }
 
-    withProxy<T>(pool: string | undefined, target: string | undefined, fn: (proxy: Proxy, lease: Lease) => Promise<T>, opts?: WithProxyOptions): Promise<T> {
+    withProxy<T>(
+        pool: string | undefined,
+        target: string | undefined,
+        fn: (proxy: Proxy, lease: Lease) => Promise<T>,
+        opts?: WithProxyOptions,
+    ): Promise<T> {
         return withProxy(this.api, pool, target, fn, opts);
     }
 }

@@ -40,7 +40,13 @@ export interface DrainStep {
  * request folded in), `leased` says who holds a lease. A member keeps the deadline it got when it
  * started draining; one that comes back after being kept starts over.
  */
-export function stepDrain(prev: readonly DrainEntry[], targets: readonly DrainTarget[], leased: (id: string) => boolean, now: number, drainMs: (pool: string) => number): DrainStep {
+export function stepDrain(
+    prev: readonly DrainEntry[],
+    targets: readonly DrainTarget[],
+    leased: (id: string) => boolean,
+    now: number,
+    drainMs: (pool: string) => number,
+): DrainStep {
     const before = new Map(prev.map((e) => [e.member, e]));
     const wanted = new Set(targets.map((t) => t.member));
     const entries: DrainEntry[] = [];
@@ -71,27 +77,51 @@ export function stepDrain(prev: readonly DrainEntry[], targets: readonly DrainTa
  * Members an `up` with these pool counts deletes: a member `<pool>-<i>` exists for i < replicas, so
  * every member at or above its pool's count goes, and so do members of pools no longer configured.
  */
-export function scaleDownTargets(members: readonly { id: string; pool: string; index: number }[], counts: Readonly<Record<string, number>>): DrainTarget[] {
+export function scaleDownTargets(
+    members: readonly { id: string; pool: string; index: number }[],
+    counts: Readonly<Record<string, number>>,
+): DrainTarget[] {
     const out: DrainTarget[] = [];
     for (const m of members) {
         const n = counts[m.pool];
         if (n !== undefined && m.index < n) continue;
         const why = n === undefined ? `pool ${m.pool} was removed from the config` : `pool ${m.pool} scaled to ${n}`;
-        out.push({ member: m.id, pool: m.pool, reason: "scaled-down", message: `member ${m.id} was scaled away (${why})` });
+        out.push({
+            member: m.id,
+            pool: m.pool,
+            reason: "scaled-down",
+            message: `member ${m.id} was scaled away (${why})`,
+        });
     }
     return out;
 }
 
 /** The unhealthy members a heal replaces drain first (gone ones are replaced at once: they serve nothing). */
-export function healDrainTargets(members: readonly { id: string; pool: string }[], reasons: Readonly<Record<string, { reason: "gone" | "unhealthy"; detail: string }>>): DrainTarget[] {
-    return members.filter((m) => reasons[m.id]?.reason === "unhealthy").map((m) => ({
-        member: m.id, pool: m.pool, reason: "replaced", message: `member ${m.id} was replaced (${reasons[m.id].detail})`,
-    }));
+export function healDrainTargets(
+    members: readonly { id: string; pool: string }[],
+    reasons: Readonly<Record<string, { reason: "gone" | "unhealthy"; detail: string }>>,
+): DrainTarget[] {
+    return members
+        .filter((m) => reasons[m.id]?.reason === "unhealthy")
+        .map((m) => ({
+            member: m.id,
+            pool: m.pool,
+            reason: "replaced",
+            message: `member ${m.id} was replaced (${reasons[m.id].detail})`,
+        }));
 }
 
 /** Gone members a heal replaces: no drain, their leases end at once with reason `gone`. */
-export function healGoneTargets(members: readonly { id: string; pool: string }[], reasons: Readonly<Record<string, { reason: "gone" | "unhealthy"; detail: string }>>): DrainTarget[] {
-    return members.filter((m) => reasons[m.id]?.reason === "gone").map((m) => ({
-        member: m.id, pool: m.pool, reason: "gone", message: `member ${m.id} was gone (${reasons[m.id].detail}) and is being replaced`,
-    }));
+export function healGoneTargets(
+    members: readonly { id: string; pool: string }[],
+    reasons: Readonly<Record<string, { reason: "gone" | "unhealthy"; detail: string }>>,
+): DrainTarget[] {
+    return members
+        .filter((m) => reasons[m.id]?.reason === "gone")
+        .map((m) => ({
+            member: m.id,
+            pool: m.pool,
+            reason: "gone",
+            message: `member ${m.id} was gone (${reasons[m.id].detail}) and is being replaced`,
+        }));
 }

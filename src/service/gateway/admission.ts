@@ -43,17 +43,37 @@ export class Admission {
     /** In-flight requests per token name. */
     private readonly inFlight = new Map<string, number>();
 
-    constructor(tokens: StoredToken[], private readonly fleet: Fleet, private readonly ttlSeconds: number) {
+    constructor(
+        tokens: StoredToken[],
+        private readonly fleet: Fleet,
+        private readonly ttlSeconds: number,
+    ) {
         this.find = tokenMatcher(tokens);
     }
 
     admit(r: AdmissionRequest): MaybePromise<{ ok: true; admitted: Admitted } | { ok: false; refusal: Refusal }> {
-        const no = (status: number, code: Refusal["code"], message: string, headers?: Record<string, string>) => ({ ok: false as const, refusal: { status, code, message, headers } });
+        const no = (status: number, code: Refusal["code"], message: string, headers?: Record<string, string>) => ({
+            ok: false as const,
+            refusal: { status, code, message, headers },
+        });
         const challenge = { "Proxy-Authenticate": PROXY_AUTHENTICATE };
-        if (!r.password) return no(407, "unauthenticated", "proxy credentials required: use http://<pool>:<token>@<gateway> as the proxy URL (the token is the password)", challenge);
+        if (!r.password)
+            return no(
+                407,
+                "unauthenticated",
+                "proxy credentials required: use http://<pool>:<token>@<gateway> as the proxy URL (the token is the password)",
+                challenge,
+            );
         const token = this.find(r.password);
-        if (!token) return no(407, "unauthenticated", "invalid proxy credentials: the password must be an API token", challenge);
-        if (!hasScope(token, "lease")) return no(407, "forbidden", `token "${token.name}" lacks the \`lease\` scope the gateway needs`, challenge);
+        if (!token)
+            return no(
+                407,
+                "unauthenticated",
+                "invalid proxy credentials: the password must be an API token",
+                challenge,
+            );
+        if (!hasScope(token, "lease"))
+            return no(407, "forbidden", `token "${token.name}" lacks the \`lease\` scope the gateway needs`, challenge);
         const parsed = parseUsername(r.username);
         if (!parsed.ok) return no(400, "bad_username", parsed.message);
         const { pool, session } = parsed.user;
@@ -61,7 +81,11 @@ export class Admission {
         const limit = token.gatewayConcurrency;
         const now = this.inFlight.get(token.name) ?? 0;
         if (limit !== undefined && now >= limit)
-            return no(429, "over_limit", `token "${token.name}" has ${now} requests in flight through the gateway, its limit (gatewayConcurrency ${limit}); wait for one to finish`);
+            return no(
+                429,
+                "over_limit",
+                `token "${token.name}" has ${now} requests in flight through the gateway, its limit (gatewayConcurrency ${limit}); wait for one to finish`,
+            );
         const target = parsed.user.target ?? r.hostname.toLowerCase();
         this.inFlight.set(token.name, now + 1);
         let left = false;
@@ -78,13 +102,17 @@ export class Admission {
                 if (got.reason === "unknown-pool") return no(404, "unknown_pool", got.message);
                 return no(503, "none_available", got.message, { "Retry-After": String(got.retryAfterSeconds) });
             }
-            return { ok: true as const, admitted: { client: token.name, lease: got.lease, pool: got.lease.proxy.pool, session, target, leave } };
+            return {
+                ok: true as const,
+                admitted: { client: token.name, lease: got.lease, pool: got.lease.proxy.pool, session, target, leave },
+            };
         };
         const got = this.fleet.acquire({ pool, target, session, ttlSeconds: this.ttlSeconds });
         if (!(got instanceof Promise)) return done(got);
         return got.then(done, (e) => {
             leave();
-            if (e instanceof StoreUnavailableError) return no(503, "store_unavailable", e.message, { "Retry-After": String(e.retryAfterSeconds) });
+            if (e instanceof StoreUnavailableError)
+                return no(503, "store_unavailable", e.message, { "Retry-After": String(e.retryAfterSeconds) });
             throw e;
         });
     }

@@ -48,7 +48,8 @@ export function isBlocked(status: number, rawHeaders: readonly string[], rules: 
     if (rules.statuses.includes(status)) return true;
     for (const m of rules.headers) {
         const v = header(rawHeaders, m.name);
-        if (v !== undefined && (m.contains === undefined || v.toLowerCase().includes(m.contains.toLowerCase()))) return true;
+        if (v !== undefined && (m.contains === undefined || v.toLowerCase().includes(m.contains.toLowerCase())))
+            return true;
     }
     return false;
 }
@@ -71,6 +72,7 @@ export function tunnelOutcome(end: TunnelEnd): ReleaseOutcome {
 
 /** The first value of header `name` (lower-case) in a raw header list. */
 function header(raw: readonly string[], name: string): string | undefined {
-    for (let i = 0; i + 1 < raw.length; i += 2) if (raw[i].length === name.length && raw[i].toLowerCase() === name) return raw[i + 1];
+    for (let i = 0; i + 1 < raw.length; i += 2)
+        if (raw[i].length === name.length && raw[i].toLowerCase() === name) return raw[i + 1];
     return undefined;
 }

@@ -32,7 +32,8 @@ function localLiteral(host: string): boolean {
 /** This machine's interface addresses, read per check (interfaces come and go; the list is short). */
 function interfaceAddresses(): Set<string> {
     const out = new Set<string>();
-    for (const list of Object.values(os.networkInterfaces())) for (const a of list ?? []) out.add(a.address.toLowerCase());
+    for (const list of Object.values(os.networkInterfaces()))
+        for (const a of list ?? []) out.add(a.address.toLowerCase());
     return out;
 }
 
@@ -60,7 +61,7 @@ export class ProtectedTargets {
         const matches = this.endpoints.filter((e) => e.port === port);
         if (matches.length === 0) return undefined;
         const h = host.replace(/^\[|\]$/g, "").toLowerCase();
-        const hit = matches.find((e) => e.host === h) ?? (await this.isThisMachine(h) ? matches[0] : undefined);
+        const hit = matches.find((e) => e.host === h) ?? ((await this.isThisMachine(h)) ? matches[0] : undefined);
         return hit && `${host}:${port} is ${hit.what} (or this machine on its port): the gateway does not relay there`;
     }
 

@@ -20,7 +20,11 @@ export interface ServedKey {
 export class RecentServes {
     private readonly byKey = new Map<string, Served>();
 
-    constructor(private readonly windowMs = 10 * 60_000, private readonly max = 100_000, private readonly now: () => number = Date.now) {}
+    constructor(
+        private readonly windowMs = 10 * 60_000,
+        private readonly max = 100_000,
+        private readonly now: () => number = Date.now,
+    ) {}
 
     record(k: ServedKey, proxyId: string): void {
         const key = keyOf(k);

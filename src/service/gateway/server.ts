@@ -102,35 +102,68 @@ export class Gateway {
     async listen(): Promise<{ port: number; url: string }> {
         const { Server, RequestError } = require("proxy-chain") as typeof import("proxy-chain");
         const host = this.o.host ?? "127.0.0.1";
-        const refuse = (r: Refusal) => new RequestError(body(r.code, r.message), r.status, { ...r.headers, "Content-Type": "application/json; charset=utf-8", "X-Egress-Error": r.code });
+        const refuse = (r: Refusal) =>
+            new RequestError(body(r.code, r.message), r.status, {
+                ...r.headers,
+                "Content-Type": "application/json; charset=utf-8",
+                "X-Egress-Error": r.code,
+            });
         const server = new Server({
-            host, port: this.o.port, verbose: false, authRealm: "egress gateway",
+            host,
+            port: this.o.port,
+            verbose: false,
+            authRealm: "egress gateway",
             prepareRequestFunction: ({ request, username, password, hostname, isHttp }) => {
                 const ready = this.o.ready();
-                if (!ready.ok) throw refuse({ status: 503, code: "not_ready", message: ready.reason, headers: { "Retry-After": "5" } });
+                if (!ready.ok)
+                    throw refuse({
+                        status: 503,
+                        code: "not_ready",
+                        message: ready.reason,
+                        headers: { "Retry-After": "5" },
+                    });
                 const socket = request.socket as TaggedSocket;
-                if (socket.destroyed) throw refuse({ status: 400, code: "bad_request", message: "the client went away" });
+                if (socket.destroyed)
+                    throw refuse({ status: 400, code: "bad_request", message: "the client went away" });
                 return settle(this.admission.admit({ username, password, hostname }), (got) => {
-                if (!got.ok) {
-                    if (got.refusal.code === "none_available" || got.refusal.code === "store_unavailable") this.o.metrics.request(poolLabel(username), isHttp ? "http" : "connect", "unavailable");
-                    else this.o.metrics.refused(got.refusal.code as Exclude<Refusal["code"], "none_available" | "not_ready" | "store_unavailable">);
-                    throw refuse(got.refusal);
-                }
-                const f: Flight = {
-                    ...got.admitted, kind: isHttp ? "http" : "connect", startedAt: process.hrtime.bigint(), socket,
-                    read0: socket[MARK]?.read ?? 0, written0: socket[MARK]?.written ?? 0, tunnel: "none", ended: false,
-                };
-                (request as Tagged)[FLIGHT] = f;
-                f.cut = setTimeout(() => { f.cutByGateway = true; socket.destroy(); }, this.ttlSeconds * 1000).unref();
-                this.open.add(f);
-                if (isHttp) {
-                    const res = (request as Tagged)[RESPONSE]!;
-                    watchHead(res, f, () => this.o.metrics.upstreamLatency(f.pool, Number(process.hrtime.bigint() - f.startedAt) / 1e9));
-                    res.once("close", () => this.end(f));
-                } else {
-                    socket.once("close", () => this.end(f));
-                }
-                return { upstreamProxyUrl: f.lease.proxy.url, customTag: f, httpAgent: this.agent };
+                    if (!got.ok) {
+                        if (got.refusal.code === "none_available" || got.refusal.code === "store_unavailable")
+                            this.o.metrics.request(poolLabel(username), isHttp ? "http" : "connect", "unavailable");
+                        else
+                            this.o.metrics.refused(
+                                got.refusal.code as Exclude<
+                                    Refusal["code"],
+                                    "none_available" | "not_ready" | "store_unavailable"
+                                >,
+                            );
+                        throw refuse(got.refusal);
+                    }
+                    const f: Flight = {
+                        ...got.admitted,
+                        kind: isHttp ? "http" : "connect",
+                        startedAt: process.hrtime.bigint(),
+                        socket,
+                        read0: socket[MARK]?.read ?? 0,
+                        written0: socket[MARK]?.written ?? 0,
+                        tunnel: "none",
+                        ended: false,
+                    };
+                    (request as Tagged)[FLIGHT] = f;
+                    f.cut = setTimeout(() => {
+                        f.cutByGateway = true;
+                        socket.destroy();
+                    }, this.ttlSeconds * 1000).unref();
+                    this.open.add(f);
+                    if (isHttp) {
+                        const res = (request as Tagged)[RESPONSE]!;
+                        watchHead(res, f, () =>
+                            this.o.metrics.upstreamLatency(f.pool, Number(process.hrtime.bigint() - f.startedAt) / 1e9),
+                        );
+                        res.once("close", () => this.end(f));
+                    } else {
+                        socket.once("close", () => this.end(f));
+                    }
+                    return { upstreamProxyUrl: f.lease.proxy.url, customTag: f, httpAgent: this.agent };
                 });
             },
         });
@@ -144,33 +177,62 @@ export class Gateway {
         raw.on("clientError", (err: NodeJS.ErrnoException, socket: Socket) => {
             if (err.code === "ECONNRESET" || !socket.writable) return void socket.destroy();
             this.o.metrics.refused("bad_request");
-            rawAnswer(socket, 400, "bad_request", `not an HTTP request the gateway can read (${err.code ?? err.message})`);
+            rawAnswer(
+                socket,
+                400,
+                "bad_request",
+                `not an HTTP request the gateway can read (${err.code ?? err.message})`,
+            );
         });
         raw.on("connection", (s: TaggedSocket) => {
-            const gone = () => { s[CLIENT_GONE] = true; };
+            const gone = () => {
+                s[CLIENT_GONE] = true;
+            };
             s.once("end", gone);
             s.once("error", gone);
         });
         raw.on("request", (req: http.IncomingMessage, res: http.ServerResponse) => {
             if (!isAbsoluteHttp(req.url)) {
                 this.o.metrics.refused("bad_request");
-                return answer(res, 400, "bad_request", `the gateway is a forward proxy: send the absolute URL (GET http://host/path) for http://, CONNECT host:port for https:// (got ${JSON.stringify(cut(req.url ?? ""))})`);
+                return answer(
+                    res,
+                    400,
+                    "bad_request",
+                    `the gateway is a forward proxy: send the absolute URL (GET http://host/path) for http://, CONNECT host:port for https:// (got ${JSON.stringify(cut(req.url ?? ""))})`,
+                );
             }
             (req as Tagged)[RESPONSE] = res;
             const target = new URL(req.url!);
-            this.guard(target.hostname, Number(target.port || 80), (why) => answer(res, 403, "forbidden_target", why), () => void server.onRequest(req, res));
+            this.guard(
+                target.hostname,
+                Number(target.port || 80),
+                (why) => answer(res, 403, "forbidden_target", why),
+                () => void server.onRequest(req, res),
+            );
         });
         raw.on("connect", (req: http.IncomingMessage, socket: Socket, head: Buffer) => {
             const m = CONNECT_TARGET.exec(req.url ?? "");
             if (!m || Number(m[2]) < 1 || Number(m[2]) > 65535) {
                 this.o.metrics.refused("bad_request");
-                return rawAnswer(socket, 400, "bad_request", `CONNECT needs host:port with a port from 1 to 65535 (got ${JSON.stringify(cut(req.url ?? ""))})`);
+                return rawAnswer(
+                    socket,
+                    400,
+                    "bad_request",
+                    `CONNECT needs host:port with a port from 1 to 65535 (got ${JSON.stringify(cut(req.url ?? ""))})`,
+                );
             }
-            this.guard(m[1], Number(m[2]), (why) => rawAnswer(socket, 403, "forbidden_target", why), () => void server.onConnect(req, socket as never, head));
+            this.guard(
+                m[1],
+                Number(m[2]),
+                (why) => rawAnswer(socket, 403, "forbidden_target", why),
+                () => void server.onConnect(req, socket as never, head),
+            );
         });
         server.on("tunnelConnectResponded", ({ customTag }: { customTag: Flight }) => this.tunnel(customTag, "open"));
         server.on("tunnelConnectFailed", ({ customTag }: { customTag: Flight }) => this.tunnel(customTag, "refused"));
-        server.on("requestFailed", ({ error }: { error: Error }) => this.o.log.warn({ err: error }, "gateway request failed inside proxy-chain"));
+        server.on("requestFailed", ({ error }: { error: Error }) =>
+            this.o.log.warn({ err: error }, "gateway request failed inside proxy-chain"),
+        );
         await server.listen();
         this.server = server;
         this.guarded.add({ what: "the gateway itself", host, port: server.port });
@@ -190,7 +252,11 @@ export class Gateway {
         await closed;
         clearTimeout(cutAll);
         // The cut sockets' close events (which release the leases) come a tick or two later.
-        if (this.open.size > 0) await new Promise<void>((r) => { this.drained = r; setTimeout(r, 1000).unref(); });
+        if (this.open.size > 0)
+            await new Promise<void>((r) => {
+                this.drained = r;
+                setTimeout(r, 1000).unref();
+            });
         this.agent.destroy();
     }
 
@@ -199,13 +265,23 @@ export class Gateway {
      * gateway rests for the target as after a `blocked` release. For answers the gateway cannot read
      * (inside a CONNECT tunnel) or blocks only the client recognises (a captcha page with status 200).
      */
-    reportBlock(k: ServedKey): MaybePromise<{ ok: true; proxyId: string; until: number } | { ok: false; message: string }> {
+    reportBlock(
+        k: ServedKey,
+    ): MaybePromise<{ ok: true; proxyId: string; until: number } | { ok: false; message: string }> {
         const target = k.target.toLowerCase();
         const served = this.recent.get({ ...k, target });
         const what = `pool "${k.pool}", target "${target}"${k.session ? `, session "${k.session}"` : ""}`;
-        if (!served) return { ok: false, message: `the gateway served no request for ${what} with this token in the last ${this.recent.windowSeconds} s` };
+        if (!served)
+            return {
+                ok: false,
+                message: `the gateway served no request for ${what} with this token in the last ${this.recent.windowSeconds} s`,
+            };
         return settle(this.o.fleet.reportBlocked(served.proxyId, target), (until) => {
-            if (until === undefined) return { ok: false as const, message: `the member that served ${what} (${served.proxyId}) has left the stack` };
+            if (until === undefined)
+                return {
+                    ok: false as const,
+                    message: `the member that served ${what} (${served.proxyId}) has left the stack`,
+                };
             return { ok: true as const, proxyId: served.proxyId, until };
         });
     }
@@ -225,19 +301,42 @@ export class Gateway {
         this.open.delete(f);
         if (this.open.size === 0) this.drained?.();
         const clientGone = (f.socket as TaggedSocket)[CLIENT_GONE] === true || f.cutByGateway === true || this.closing;
-        const outcome: ReleaseOutcome = f.kind === "http"
-            ? httpOutcome({ status: f.status, rawHeaders: f.rawHeaders, complete: f.complete === true, clientGone }, this.rules)
-            : tunnelOutcome({ member: f.tunnel, clientGone });
+        const outcome: ReleaseOutcome =
+            f.kind === "http"
+                ? httpOutcome(
+                      { status: f.status, rawHeaders: f.rawHeaders, complete: f.complete === true, clientGone },
+                      this.rules,
+                  )
+                : tunnelOutcome({ member: f.tunnel, clientGone });
         const released = this.o.fleet.release(f.lease.id, outcome);
         // With a Redis store an outage fails the release: the member stays leased until the lease's TTL.
-        if (released instanceof Promise) released.catch((e) => this.o.log.warn({ proxy: f.lease.proxy.id, error: (e as Error).message }, "releasing a gateway lease failed; its member stays leased until the lease's TTL"));
+        if (released instanceof Promise)
+            released.catch((e) =>
+                this.o.log.warn(
+                    { proxy: f.lease.proxy.id, error: (e as Error).message },
+                    "releasing a gateway lease failed; its member stays leased until the lease's TTL",
+                ),
+            );
         this.o.metrics.request(f.pool, f.kind, outcome);
         const s = f.socket as TaggedSocket;
         this.o.metrics.bytes(f.pool, s.bytesRead - f.read0, s.bytesWritten - f.written0);
         s[MARK] = { read: s.bytesRead, written: s.bytesWritten };
         this.recent.record({ client: f.client, pool: f.pool, session: f.session, target: f.target }, f.lease.proxy.id);
         if (this.o.log.isLevelEnabled("debug"))
-            this.o.log.debug({ client: f.client, pool: f.pool, proxy: f.lease.proxy.id, target: f.target, kind: f.kind, status: f.status, outcome, released: released instanceof Promise ? "pending" : released.ok, ms: Number(process.hrtime.bigint() - f.startedAt) / 1e6 }, "gateway request");
+            this.o.log.debug(
+                {
+                    client: f.client,
+                    pool: f.pool,
+                    proxy: f.lease.proxy.id,
+                    target: f.target,
+                    kind: f.kind,
+                    status: f.status,
+                    outcome,
+                    released: released instanceof Promise ? "pending" : released.ok,
+                    ms: Number(process.hrtime.bigint() - f.startedAt) / 1e6,
+                },
+                "gateway request",
+            );
     }
 }
 
@@ -255,7 +354,9 @@ function watchHead(res: http.ServerResponse, f: Flight, onHead: () => void): voi
         }
         return (writeHead as (...a: unknown[]) => http.ServerResponse).apply(this, args);
     } as typeof res.writeHead;
-    res.once("finish", () => { f.complete = true; });
+    res.once("finish", () => {
+        f.complete = true;
+    });
 }
 
 function isAbsoluteHttp(url: string | undefined): boolean {
@@ -277,11 +378,18 @@ function poolLabel(username: string): string {
 
 function answer(res: http.ServerResponse, status: number, code: string, message: string): void {
     const text = body(code, message);
-    res.writeHead(status, { "Content-Type": "application/json; charset=utf-8", "Content-Length": Buffer.byteLength(text), "X-Egress-Error": code, Connection: "close" });
+    res.writeHead(status, {
+        "Content-Type": "application/json; charset=utf-8",
+        "Content-Length": Buffer.byteLength(text),
+        "X-Egress-Error": code,
+        Connection: "close",
+    });
     res.end(text);
 }
 
 function rawAnswer(socket: Socket, status: number, code: string, message: string): void {
     const text = body(code, message);
-    socket.end(`HTTP/1.1 ${status} ${http.STATUS_CODES[status]}\r\nContent-Type: application/json; charset=utf-8\r\nContent-Length: ${Buffer.byteLength(text)}\r\nX-Egress-Error: ${code}\r\nConnection: close\r\n\r\n${text}`);
+    socket.end(
+        `HTTP/1.1 ${status} ${http.STATUS_CODES[status]}\r\nContent-Type: application/json; charset=utf-8\r\nContent-Length: ${Buffer.byteLength(text)}\r\nX-Egress-Error: ${code}\r\nConnection: close\r\n\r\n${text}`,
+    );
 }

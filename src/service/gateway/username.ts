@@ -28,7 +28,8 @@ export const MAX_USERNAME = 400;
 const HOST_LABEL = /^[a-z0-9]([a-z0-9-]*[a-z0-9])?$/;
 
 /** The username grammar in one line, for error messages. */
-export const GRAMMAR = "<pool>[_session_<key>][_target_<host>] (pool may be empty for any pool; `_` separates, no part may contain it)";
+export const GRAMMAR =
+    "<pool>[_session_<key>][_target_<host>] (pool may be empty for any pool; `_` separates, no part may contain it)";
 
 /** True for a host name or IPv4 address the lease target accepts (lower-case, dot-separated labels). */
 export function isTargetHost(host: string): boolean {
@@ -37,13 +38,17 @@ export function isTargetHost(host: string): boolean {
 
 /** Parses a proxy username. Never throws; the message quotes at most the first 64 characters of bad input. */
 export function parseUsername(raw: string): ParsedUser {
-    const bad = (why: string): ParsedUser => ({ ok: false, message: `proxy username ${quote(raw)} ${why}; expected ${GRAMMAR}` });
+    const bad = (why: string): ParsedUser => ({
+        ok: false,
+        message: `proxy username ${quote(raw)} ${why}; expected ${GRAMMAR}`,
+    });
     if (raw.length > MAX_USERNAME) return bad(`is longer than ${MAX_USERNAME} characters`);
     const parts = raw.split("_");
     const pool = parts[0];
     const user: GatewayUser = {};
     if (pool !== "") {
-        if (!DNS1123_LABEL.test(pool)) return bad(`names pool ${quote(pool)}, which is not a pool name (lower-case letters, digits and '-')`);
+        if (!DNS1123_LABEL.test(pool))
+            return bad(`names pool ${quote(pool)}, which is not a pool name (lower-case letters, digits and '-')`);
         user.pool = pool;
     }
     if ((parts.length - 1) % 2 !== 0) return bad(`has an option without a value`);
@@ -51,7 +56,8 @@ export function parseUsername(raw: string): ParsedUser {
         const [name, value] = [parts[i], parts[i + 1]];
         if (name === "session") {
             if (user.session !== undefined) return bad("gives `session` twice");
-            if (!sessionKeySchema.safeParse(value).success) return bad(`has a session key that is not ${SESSION_KEY_RULE.text}`);
+            if (!sessionKeySchema.safeParse(value).success)
+                return bad(`has a session key that is not ${SESSION_KEY_RULE.text}`);
             user.session = value;
         } else if (name === "target") {
             if (user.target !== undefined) return bad("gives `target` twice");

@@ -51,7 +51,16 @@ export interface DecideInput {
 
 export type Decision =
     | { member: string; pool: string; reason: HealReason; detail: string; action: "repair" }
-    | { member: string; pool: string; reason: HealReason; detail: string; action: "skip"; skip: SkipReason; until?: number; why: string };
+    | {
+          member: string;
+          pool: string;
+          reason: HealReason;
+          detail: string;
+          action: "skip";
+          skip: SkipReason;
+          until?: number;
+          why: string;
+      };
 
 /**
  * Which members need a repair, and of those, which are repaired now. A member needs one when it is
@@ -73,9 +82,20 @@ export function decideRepairs(input: DecideInput): Decision[] {
         const since = Math.max(m.healthSince, input.history.get(m.id)?.repairedAt ?? 0);
         const forMs = input.now - since;
         if (forMs < policy.replaceUnhealthyAfterSeconds * 1000) continue;
-        candidates.push({ m, reason: "unhealthy", detail: `unhealthy for ${Math.round(forMs / 1000)} s (limit ${policy.replaceUnhealthyAfterSeconds} s)${m.lastError ? `; last: ${m.lastError}` : ""}`, since });
+        candidates.push({
+            m,
+            reason: "unhealthy",
+            detail: `unhealthy for ${Math.round(forMs / 1000)} s (limit ${policy.replaceUnhealthyAfterSeconds} s)${m.lastError ? `; last: ${m.lastError}` : ""}`,
+            since,
+        });
     }
-    candidates.sort((a, b) => (a.reason === b.reason ? 0 : a.reason === "gone" ? -1 : 1) || a.m.pool.localeCompare(b.m.pool) || a.since - b.since || a.m.index - b.m.index);
+    candidates.sort(
+        (a, b) =>
+            (a.reason === b.reason ? 0 : a.reason === "gone" ? -1 : 1) ||
+            a.m.pool.localeCompare(b.m.pool) ||
+            a.since - b.since ||
+            a.m.index - b.m.index,
+    );
 
     const repairing = new Map<string, number>();
     const out: Decision[] = [];
@@ -83,18 +103,34 @@ export function decideRepairs(input: DecideInput): Decision[] {
         const base = { member: m.id, pool: m.pool, reason, detail };
         const down = input.providerDown.get(m.provider);
         if (down) {
-            out.push({ ...base, action: "skip", skip: "provider-unhealthy", why: `provider \`${m.provider}\` is not healthy: ${down}` });
+            out.push({
+                ...base,
+                action: "skip",
+                skip: "provider-unhealthy",
+                why: `provider \`${m.provider}\` is not healthy: ${down}`,
+            });
             continue;
         }
         const h = input.history.get(m.id);
         if (h?.retryAt !== undefined && input.now < h.retryAt) {
-            out.push({ ...base, action: "skip", skip: "backoff", until: h.retryAt, why: `${h.failures} failed repair${h.failures > 1 ? "s" : ""}; next try in ${Math.ceil((h.retryAt - input.now) / 1000)} s` });
+            out.push({
+                ...base,
+                action: "skip",
+                skip: "backoff",
+                until: h.retryAt,
+                why: `${h.failures} failed repair${h.failures > 1 ? "s" : ""}; next try in ${Math.ceil((h.retryAt - input.now) / 1000)} s`,
+            });
             continue;
         }
         const n = repairing.get(m.pool) ?? 0;
         const surge = input.pools[m.pool].maxSurge;
         if (n >= surge) {
-            out.push({ ...base, action: "skip", skip: "max-surge", why: `pool \`${m.pool}\` repairs at most ${surge} member${surge > 1 ? "s" : ""} at once (maxSurge)` });
+            out.push({
+                ...base,
+                action: "skip",
+                skip: "max-surge",
+                why: `pool \`${m.pool}\` repairs at most ${surge} member${surge > 1 ? "s" : ""} at once (maxSurge)`,
+            });
             continue;
         }
         repairing.set(m.pool, n + 1);
@@ -107,7 +143,12 @@ export function decideRepairs(input: DecideInput): Decision[] {
 export const HEAL_BACKOFF = { baseMs: 60_000, maxMs: 30 * 60_000 };
 
 /** The history after a repair settled (`ok`), with the next allowed try after a failure. */
-export function afterRepair(h: MemberHistory | undefined, ok: boolean, now: number, backoff = HEAL_BACKOFF): MemberHistory {
+export function afterRepair(
+    h: MemberHistory | undefined,
+    ok: boolean,
+    now: number,
+    backoff = HEAL_BACKOFF,
+): MemberHistory {
     if (ok) return { failures: 0, repairedAt: now };
     const failures = (h?.failures ?? 0) + 1;
     return { ...h, failures, retryAt: now + backoffMs(failures, backoff) };

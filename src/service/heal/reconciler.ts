@@ -52,7 +52,10 @@ export class Reconciler {
     private readonly now: () => number;
 
     constructor(private readonly deps: ReconcilerDeps) {
-        if (!Number.isFinite(deps.intervalMs) || deps.intervalMs < 0) throw new RangeError(`reconcile interval must be 0 (off) or a positive number of milliseconds, got ${deps.intervalMs}`);
+        if (!Number.isFinite(deps.intervalMs) || deps.intervalMs < 0)
+            throw new RangeError(
+                `reconcile interval must be 0 (off) or a positive number of milliseconds, got ${deps.intervalMs}`,
+            );
         this.now = deps.now ?? Date.now;
     }
 
@@ -74,9 +77,18 @@ export class Reconciler {
         if (op.kind !== "heal" || (op.status !== "succeeded" && op.status !== "failed")) return;
         const at = this.now();
         for (const id of op.members ?? []) {
-            const h = afterRepair(this.history.get(id), op.status === "succeeded", at, this.deps.backoff ?? HEAL_BACKOFF);
+            const h = afterRepair(
+                this.history.get(id),
+                op.status === "succeeded",
+                at,
+                this.deps.backoff ?? HEAL_BACKOFF,
+            );
             this.history.set(id, h);
-            if (h.retryAt) this.deps.log.warn({ member: id, operation: op.id, failures: h.failures, retryAt: new Date(h.retryAt).toISOString() }, `repair of ${id} failed; backing off`);
+            if (h.retryAt)
+                this.deps.log.warn(
+                    { member: id, operation: op.id, failures: h.failures, retryAt: new Date(h.retryAt).toISOString() },
+                    `repair of ${id} failed; backing off`,
+                );
         }
     }
 
@@ -86,7 +98,9 @@ export class Reconciler {
             intervalSeconds: this.deps.intervalMs / 1000,
             lastRound: this.last,
             providersDown: this.down,
-            backoff: [...this.history].filter(([, h]) => h.retryAt !== undefined && h.retryAt > this.now()).map(([member, h]) => ({ member, failures: h.failures, retryAt: new Date(h.retryAt!).toISOString() })),
+            backoff: [...this.history]
+                .filter(([, h]) => h.retryAt !== undefined && h.retryAt > this.now())
+                .map(([member, h]) => ({ member, failures: h.failures, retryAt: new Date(h.retryAt!).toISOString() })),
         };
     }
 
@@ -96,7 +110,13 @@ export class Reconciler {
         const t0 = performance.now();
         const members = this.deps.members().filter((m) => m.host); // no address yet: still provisioning
         const finish = (decisions: Decision[], skipped?: string) => {
-            this.last = { at: new Date(started).toISOString(), durationMs: Math.round((performance.now() - t0) * 10) / 10, members: members.length, ...(skipped ? { skipped } : {}), decisions };
+            this.last = {
+                at: new Date(started).toISOString(),
+                durationMs: Math.round((performance.now() - t0) * 10) / 10,
+                members: members.length,
+                ...(skipped ? { skipped } : {}),
+                decisions,
+            };
             return decisions;
         };
         // The fleet view follows an operation only when it settles: deciding meanwhile would repair
@@ -109,21 +129,43 @@ export class Reconciler {
         const providerDown = this.providersDown();
         const facts: MemberFacts[] = members.map((m) => {
             const h = this.deps.health(m.id);
-            return { id: m.id, pool: m.pool, provider: m.provider, index: m.index, health: h?.state ?? "unknown", healthSince: h?.since ?? started, lastError: h?.lastError, gone: gone.get(m.id) };
+            return {
+                id: m.id,
+                pool: m.pool,
+                provider: m.provider,
+                index: m.index,
+                health: h?.state ?? "unknown",
+                healthSince: h?.since ?? started,
+                lastError: h?.lastError,
+                gone: gone.get(m.id),
+            };
         });
         // Nothing gone or unhealthy (the usual round): no need to read the pools' policies from the stack file.
         if (!facts.some((f) => f.gone || f.health === "unhealthy")) return finish([]);
-        const pools = Object.fromEntries(this.deps.pools().map((p) => [p.name, { replaceUnhealthyAfterSeconds: p.replaceUnhealthyAfterSeconds, maxSurge: p.maxSurge }]));
+        const pools = Object.fromEntries(
+            this.deps
+                .pools()
+                .map((p) => [
+                    p.name,
+                    { replaceUnhealthyAfterSeconds: p.replaceUnhealthyAfterSeconds, maxSurge: p.maxSurge },
+                ]),
+        );
         const decisions = decideRepairs({ now: started, members: facts, pools, history: this.history, providerDown });
         for (const d of decisions) {
             const fields = { member: d.member, pool: d.pool, reason: d.reason, detail: d.detail };
             if (d.action === "repair") this.deps.log.info(fields, `repairing ${d.member} (${d.reason})`);
-            else this.deps.log.warn({ ...fields, skip: d.skip, why: d.why }, `not repairing ${d.member} (${d.reason}): ${d.why}`);
+            else
+                this.deps.log.warn(
+                    { ...fields, skip: d.skip, why: d.why },
+                    `not repairing ${d.member} (${d.reason}): ${d.why}`,
+                );
         }
         const repairs = decisions.filter((d) => d.action === "repair");
         if (repairs.length) {
             try {
-                const op = this.deps.scaler.heal(Object.fromEntries(repairs.map((d) => [d.member, { reason: d.reason, detail: d.detail }])));
+                const op = this.deps.scaler.heal(
+                    Object.fromEntries(repairs.map((d) => [d.member, { reason: d.reason, detail: d.detail }])),
+                );
                 for (const d of repairs) this.deps.onRepair?.(d.pool, d.reason);
                 this.deps.log.info({ operation: op.id, members: op.members }, "heal operation queued");
             } catch (e) {
@@ -149,15 +191,20 @@ export class Reconciler {
     /** Each provider entry's hook over its members; a hook that throws says nothing (logged). */
     private async gone(members: ProxyMember[]): Promise<Map<string, string>> {
         const out = new Map<string, string>();
-        await Promise.all([...this.deps.goneChecks()].map(async ([provider, check]) => {
-            const mine = members.filter((m) => m.provider === provider);
-            if (!mine.length) return;
-            try {
-                for (const [id, why] of await check(mine, AbortSignal.timeout(30_000))) out.set(id, why);
-            } catch (e) {
-                this.deps.log.warn({ provider, err: e }, "liveness check failed; its members are judged by health probes alone this round");
-            }
-        }));
+        await Promise.all(
+            [...this.deps.goneChecks()].map(async ([provider, check]) => {
+                const mine = members.filter((m) => m.provider === provider);
+                if (!mine.length) return;
+                try {
+                    for (const [id, why] of await check(mine, AbortSignal.timeout(30_000))) out.set(id, why);
+                } catch (e) {
+                    this.deps.log.warn(
+                        { provider, err: e },
+                        "liveness check failed; its members are judged by health probes alone this round",
+                    );
+                }
+            }),
+        );
         return out;
     }
 
@@ -166,12 +213,21 @@ export class Reconciler {
         const down = new Map<string, string>();
         for (const r of this.deps.providers()) {
             if (r.ok) continue;
-            const failing = r.targets.filter((t) => !t.ok).map((t) => `${t.target}: ${t.stage ? `${t.stage}: ` : ""}${t.message}`);
+            const failing = r.targets
+                .filter((t) => !t.ok)
+                .map((t) => `${t.target}: ${t.stage ? `${t.stage}: ` : ""}${t.message}`);
             down.set(r.provider, failing.join("; ") || "not checked yet");
         }
         const before = new Set(this.down.map((d) => d.provider));
-        for (const [provider, reason] of down) if (!before.has(provider)) this.deps.log.warn({ provider, reason }, `provider ${provider} is not healthy: its members are not repaired until it is`);
-        for (const p of before) if (!down.has(p)) this.deps.log.info({ provider: p }, `provider ${p} is healthy again: its members are repaired again`);
+        for (const [provider, reason] of down)
+            if (!before.has(provider))
+                this.deps.log.warn(
+                    { provider, reason },
+                    `provider ${provider} is not healthy: its members are not repaired until it is`,
+                );
+        for (const p of before)
+            if (!down.has(p))
+                this.deps.log.info({ provider: p }, `provider ${p} is healthy again: its members are repaired again`);
         this.down = [...down].map(([provider, reason]) => ({ provider, reason }));
         return down;
     }

@@ -6,7 +6,15 @@ import { snapshotOf, statsOf } from "./snapshot";
 import { TargetCooldowns, TargetOutcome } from "./target-cooldowns";
 import { Tombstones } from "./tombstones";
 import {
-    AcquireRequest, AcquireResult, Lease, LeaseManagerOptions, MemberSnapshot, PoolStats, ReleaseOutcome, ReleaseResult, Removal,
+    AcquireRequest,
+    AcquireResult,
+    Lease,
+    LeaseManagerOptions,
+    MemberSnapshot,
+    PoolStats,
+    ReleaseOutcome,
+    ReleaseResult,
+    Removal,
 } from "./types";
 import { unavailable } from "./unavailable";
 
@@ -127,7 +135,8 @@ export class LeaseManager {
         const session = key === undefined ? undefined : this.sessions.get(key, now);
         if (session) {
             const m = this.members.get(session.memberId);
-            if (m && this.sticks(m, req, now)) return { ok: true, lease: this.grant(m, req, now, key, session), rebound: false };
+            if (m && this.sticks(m, req, now))
+                return { ok: true, lease: this.grant(m, req, now, key, session), rebound: false };
         }
         const scope = this.scope(req.pool);
         const target = req.target;
@@ -145,7 +154,8 @@ export class LeaseManager {
                         continue;
                     }
                 }
-                if (!best || m.lastUsedAt < best.lastUsedAt || (m.lastUsedAt === best.lastUsedAt && m.seq < best.seq)) best = m;
+                if (!best || m.lastUsedAt < best.lastUsedAt || (m.lastUsedAt === best.lastUsedAt && m.seq < best.seq))
+                    best = m;
                 break;
             }
         }
@@ -166,11 +176,22 @@ export class LeaseManager {
     }
 
     /** Leases `m` (chosen by acquire), binding the session `key` to it when there is one. */
-    private grant(m: MemberRec, req: AcquireRequest, now: number, key: string | undefined, session: SessionRec | undefined): Lease {
+    private grant(
+        m: MemberRec,
+        req: AcquireRequest,
+        now: number,
+        key: string | undefined,
+        session: SessionRec | undefined,
+    ): Lease {
         const ttl = Math.min(this.o.maxTtlSeconds, Math.max(1, Math.floor(req.ttlSeconds ?? this.o.defaultTtlSeconds)));
         const lease: Lease = {
-            id: this.o.newLeaseId(), proxyId: m.id, pool: m.pool.name, ...(req.target !== undefined && { target: req.target }),
-            ...(req.session !== undefined && { session: req.session }), leasedAt: now, expiresAt: now + ttl * 1000,
+            id: this.o.newLeaseId(),
+            proxyId: m.id,
+            pool: m.pool.name,
+            ...(req.target !== undefined && { target: req.target }),
+            ...(req.session !== undefined && { session: req.session }),
+            leasedAt: now,
+            expiresAt: now + ttl * 1000,
         };
         unplace(m);
         const rec: LeaseRec = { lease, member: m, heapIndex: -1 };
@@ -309,7 +330,13 @@ export class LeaseManager {
         return n;
     }
 
-    private end(rec: LeaseRec, cause: "released" | "ttl" | "member-removed", outcome: ReleaseOutcome, now: number, removal?: Removal): void {
+    private end(
+        rec: LeaseRec,
+        cause: "released" | "ttl" | "member-removed",
+        outcome: ReleaseOutcome,
+        now: number,
+        removal?: Removal,
+    ): void {
         const m = rec.member;
         // An expired lease ended at its expiresAt, however late we notice: cooldowns and LRU order do not
         // depend on when a sweep or a request happened to come by.
@@ -319,11 +346,13 @@ export class LeaseManager {
         m.lease = undefined;
         m.pool.leased--;
         if (rec.session) this.sessions.ended(rec.session, at);
-        if (cause !== "released") this.tombstones.add(rec.lease.id, removal ? { cause, endedAt: at, removal } : { cause, endedAt: at });
+        if (cause !== "released")
+            this.tombstones.add(rec.lease.id, removal ? { cause, endedAt: at, removal } : { cause, endedAt: at });
         if (cause === "member-removed") return;
         m.lastUsedAt = at;
         const target = rec.lease.target;
-        if (target !== undefined) this.targets.record(target, m.id, cause === "ttl" ? "expired" : (outcome as TargetOutcome), at);
+        if (target !== undefined)
+            this.targets.record(target, m.id, cause === "ttl" ? "expired" : (outcome as TargetOutcome), at);
         if (outcome === "error") m.errors++;
         place(m, now);
     }

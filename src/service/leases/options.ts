@@ -7,7 +7,13 @@ export type ResolvedOptions = Required<Omit<LeaseManagerOptions, "onError">> & P
 export function resolveOptions(options: LeaseManagerOptions): ResolvedOptions {
     // Fields explicitly set to undefined keep their default (callers pass optional config through).
     const given = Object.fromEntries(Object.entries(options).filter(([, v]) => v !== undefined));
-    const o: ResolvedOptions = { now: Date.now, newLeaseId: randomUUID, initiallyEligible: false, ...LEASE_DEFAULTS, ...given };
+    const o: ResolvedOptions = {
+        now: Date.now,
+        newLeaseId: randomUUID,
+        initiallyEligible: false,
+        ...LEASE_DEFAULTS,
+        ...given,
+    };
     for (const k of Object.keys(LEASE_DEFAULTS) as (keyof typeof LEASE_DEFAULTS)[]) {
         const v = o[k];
         if (typeof v !== "number" || !Number.isFinite(v) || v < 0)

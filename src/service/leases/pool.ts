@@ -43,12 +43,33 @@ export interface PoolRec {
 
 export function newPool(name: string, sessionTtlMs: number): PoolRec {
     // Same cooldown for the whole pool, so ordering by lastUsedAt is ordering by end of cooldown.
-    return { name, cooldownMs: 0, sessionTtlMs, configured: false, ready: new ReadyList<MemberRec>(), cooling: new MinHeap<MemberRec>((m) => m.lastUsedAt), members: 0, leased: 0 };
+    return {
+        name,
+        cooldownMs: 0,
+        sessionTtlMs,
+        configured: false,
+        ready: new ReadyList<MemberRec>(),
+        cooling: new MinHeap<MemberRec>((m) => m.lastUsedAt),
+        members: 0,
+        leased: 0,
+    };
 }
 
 /** A member new to the manager: never leased, so first in LRU order among its equals. */
 export function newMember(id: string, pool: PoolRec, seq: number, eligible: boolean): MemberRec {
-    return { id, pool, seq, eligible, lease: undefined, errors: 0, lastUsedAt: NEVER, prev: undefined, next: undefined, inList: false, heapIndex: -1 };
+    return {
+        id,
+        pool,
+        seq,
+        eligible,
+        lease: undefined,
+        errors: 0,
+        lastUsedAt: NEVER,
+        prev: undefined,
+        next: undefined,
+        inList: false,
+        heapIndex: -1,
+    };
 }
 
 /** Puts an unleased, eligible member where it belongs: cooling or ready. A no-op for anything else. */
@@ -74,7 +95,9 @@ export function promote(p: PoolRec, now: number): void {
 
 /** New pool cooldown: re-sort its idle members (rare, O(n log n)). */
 export function rebuild(p: PoolRec, cooldownMs: number, now: number): void {
-    const idle = [...p.ready.clear(), ...p.cooling.clear()].sort((a, b) => a.lastUsedAt - b.lastUsedAt || a.seq - b.seq);
+    const idle = [...p.ready.clear(), ...p.cooling.clear()].sort(
+        (a, b) => a.lastUsedAt - b.lastUsedAt || a.seq - b.seq,
+    );
     p.cooldownMs = cooldownMs;
     for (const m of idle) place(m, now);
 }

@@ -41,7 +41,8 @@ export class ReadyList<T extends ListNode> {
     insert(node: T): void {
         if (node.inList) return;
         let at = this.tail;
-        while (at && (at.lastUsedAt > node.lastUsedAt || (at.lastUsedAt === node.lastUsedAt && at.seq > node.seq))) at = at.prev as T | undefined;
+        while (at && (at.lastUsedAt > node.lastUsedAt || (at.lastUsedAt === node.lastUsedAt && at.seq > node.seq)))
+            at = at.prev as T | undefined;
         // Insert after `at` (or at the head when every member is newer).
         node.prev = at;
         node.next = at ? at.next : this.head;
@@ -68,7 +69,7 @@ export class ReadyList<T extends ListNode> {
     /** Removes everything and returns the former members in order. */
     clear(): T[] {
         const out: T[] = [];
-        for (let n = this.head; n; ) {
+        for (let n = this.head; n;) {
             const next = n.next as T | undefined;
             n.prev = n.next = undefined;
             n.inList = false;

@@ -7,7 +7,10 @@ export function snapshotOf(members: Iterable<MemberRec>, now: number): MemberSna
     for (const m of members) {
         const availableAt = m.lastUsedAt + m.pool.cooldownMs;
         const s: MemberSnapshot = {
-            id: m.id, pool: m.pool.name, eligible: m.eligible, errors: m.errors,
+            id: m.id,
+            pool: m.pool.name,
+            eligible: m.eligible,
+            errors: m.errors,
             state: m.lease ? "leased" : !m.eligible ? "ineligible" : availableAt > now ? "cooldown" : "available",
         };
         if (m.lastUsedAt !== NEVER) s.lastUsedAt = m.lastUsedAt;

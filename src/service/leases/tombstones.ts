@@ -14,7 +14,10 @@ export interface Tombstone {
 export class Tombstones {
     private readonly byId = new Map<string, Tombstone>();
 
-    constructor(private readonly keepMs: number, private readonly max: number) {}
+    constructor(
+        private readonly keepMs: number,
+        private readonly max: number,
+    ) {}
 
     add(id: string, t: Tombstone): void {
         this.byId.set(id, t);
@@ -25,7 +28,9 @@ export class Tombstones {
     answer(id: string): Extract<ReleaseResult, { ok: false }> {
         const t = this.byId.get(id);
         if (!t) return { ok: false, reason: "unknown-lease" };
-        return t.removal ? { ok: false, reason: "expired", cause: t.cause, endedAt: t.endedAt, removal: t.removal } : { ok: false, reason: "expired", cause: t.cause, endedAt: t.endedAt };
+        return t.removal
+            ? { ok: false, reason: "expired", cause: t.cause, endedAt: t.endedAt, removal: t.removal }
+            : { ok: false, reason: "expired", cause: t.cause, endedAt: t.endedAt };
     }
 
     prune(now: number): void {

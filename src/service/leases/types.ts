@@ -34,10 +34,12 @@ export interface AcquireRequest {
 export type AcquireResult =
     /** `rebound` (only with a session): true when the session moved off the member it was bound to. */
     | {
-        ok: true; lease: Lease; rebound?: boolean;
-        /** With a session, from a store that knows it in the same step (Redis): kept its member, moved, or new. */
-        session?: "kept" | "rebound" | "new";
-    }
+          ok: true;
+          lease: Lease;
+          rebound?: boolean;
+          /** With a session, from a store that knows it in the same step (Redis): kept its member, moved, or new. */
+          session?: "kept" | "rebound" | "new";
+      }
     /**
      * `no-members`: the pool (or the whole stack) has no members at all — scale it up (HTTP 503 too,
      * or 404 if the route knows the pool is not configured). `none-available`: members exist but every

@@ -12,10 +12,16 @@ export interface RetrySettings {
  * `total`: members in scope; `skippedUntil`: the earliest end of a target rest the acquire walked past.
  */
 export function unavailable(
-    scope: readonly PoolRec[], total: number, target: string | undefined, skippedUntil: number, now: number,
-    s: RetrySettings, targets: TargetCooldowns,
+    scope: readonly PoolRec[],
+    total: number,
+    target: string | undefined,
+    skippedUntil: number,
+    now: number,
+    s: RetrySettings,
+    targets: TargetCooldowns,
 ): Extract<AcquireResult, { ok: false }> {
-    if (total === 0) return { ok: false, reason: "no-members", retryAfterSeconds: Math.max(1, s.idleRetryAfterSeconds) };
+    if (total === 0)
+        return { ok: false, reason: "no-members", retryAfterSeconds: Math.max(1, s.idleRetryAfterSeconds) };
     let earliest = skippedUntil;
     for (const p of scope) {
         // A leased member may come back any moment; it then serves its pool cooldown first.
@@ -24,7 +30,8 @@ export function unavailable(
             const top = p.cooling.peek();
             if (top) earliest = Math.min(earliest, top.lastUsedAt + p.cooldownMs);
         } else {
-            for (const m of p.cooling.values()) earliest = Math.min(earliest, Math.max(m.lastUsedAt + p.cooldownMs, targets.until(target, m.id)));
+            for (const m of p.cooling.values())
+                earliest = Math.min(earliest, Math.max(m.lastUsedAt + p.cooldownMs, targets.until(target, m.id)));
         }
     }
     const seconds = earliest === Infinity ? s.idleRetryAfterSeconds : Math.ceil((earliest - now) / 1000);

@@ -16,10 +16,28 @@ export function blockRoutes(deps: AppDeps): Router {
     const r = Router();
     r.post("/v1/blocks", deps.auth("lease"), async (req, res) => {
         const body = parseOr400(blockBody, req.body, "block report");
-        if (!deps.gateway) throw new HttpError(404, "gateway_off", "the gateway is off (egress serve --gateway-port 0), so it served nothing to report a block about");
-        const got = await Promise.resolve(deps.gateway.reportBlock({ client: (req as AuthenticatedRequest).tokenName, pool: body.pool, session: body.session, target: body.target })).catch(storeFailure);
+        if (!deps.gateway)
+            throw new HttpError(
+                404,
+                "gateway_off",
+                "the gateway is off (egress serve --gateway-port 0), so it served nothing to report a block about",
+            );
+        const got = await Promise.resolve(
+            deps.gateway.reportBlock({
+                client: (req as AuthenticatedRequest).tokenName,
+                pool: body.pool,
+                session: body.session,
+                target: body.target,
+            }),
+        ).catch(storeFailure);
         if (!got.ok) throw new HttpError(404, "not_served", got.message);
-        const blocked = { proxy: got.proxyId, pool: body.pool, target: body.target.toLowerCase(), ...(body.session ? { session: body.session } : {}), until: new Date(got.until).toISOString() };
+        const blocked = {
+            proxy: got.proxyId,
+            pool: body.pool,
+            target: body.target.toLowerCase(),
+            ...(body.session ? { session: body.session } : {}),
+            until: new Date(got.until).toISOString(),
+        };
         res.json({ blocked } satisfies z.infer<typeof blockResponse>);
     });
     return r;

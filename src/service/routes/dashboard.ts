@@ -8,7 +8,11 @@ export function dashboardRoutes(deps: AppDeps): Router {
     r.get("/v1/whoami", deps.auth(), (req, res) => {
         const a = req as AuthenticatedRequest;
         // The CLI's unix socket admits without a token: its scope is the file permission, i.e. everything.
-        res.json(a.tokenName === undefined ? { name: "local socket", scopes: [...SCOPES] } : { name: a.tokenName, scopes: a.tokenScopes ?? [] });
+        res.json(
+            a.tokenName === undefined
+                ? { name: "local socket", scopes: [...SCOPES] }
+                : { name: a.tokenName, scopes: a.tokenScopes ?? [] },
+        );
     });
     r.get("/v1/leases", deps.auth("discover"), (_req, res) => {
         res.json({ leases: deps.fleet.activeLeases() });

@@ -3,7 +3,10 @@ import { Router } from "express";
 import { HttpError } from "../errors";
 
 /** swagger-ui's own files, served from node_modules (no CDN: the docs work on a host without internet). */
-const ASSETS: Record<string, string> = { "swagger-ui.css": "text/css; charset=utf-8", "swagger-ui-bundle.js": "application/javascript; charset=utf-8" };
+const ASSETS: Record<string, string> = {
+    "swagger-ui.css": "text/css; charset=utf-8",
+    "swagger-ui-bundle.js": "application/javascript; charset=utf-8",
+};
 const dist = path.dirname(require.resolve("swagger-ui-dist/package.json"));
 
 const PAGE = `<!doctype html>
@@ -29,7 +32,9 @@ export function docsRoutes(): Router {
         if (asset === "init.js") return void res.type("application/javascript; charset=utf-8").send(INIT);
         const type = ASSETS[asset];
         if (!type) throw new HttpError(404, "not_found", `no docs asset "${asset}"`);
-        res.sendFile(path.join(dist, asset), { headers: { "Content-Type": type, "Cache-Control": "public, max-age=3600" } });
+        res.sendFile(path.join(dist, asset), {
+            headers: { "Content-Type": type, "Cache-Control": "public, max-age=3600" },
+        });
     });
     return r;
 }

@@ -11,7 +11,13 @@ export const SSE_HEARTBEAT_MS = 15_000;
 /** `Last-Event-ID`: absent → 0 (replay everything buffered); anything but a whole number is a client mistake. */
 function lastEventId(header: string | undefined): number {
     if (header === undefined || header.trim() === "") return 0;
-    if (!/^\d{1,15}$/.test(header.trim())) throw new HttpError(400, "invalid_request", `Last-Event-ID: must be an event id this stream sent (a whole number), got "${header.slice(0, 40)}"`, [{ field: "Last-Event-ID", rule: "must be a whole number" }]);
+    if (!/^\d{1,15}$/.test(header.trim()))
+        throw new HttpError(
+            400,
+            "invalid_request",
+            `Last-Event-ID: must be an event id this stream sent (a whole number), got "${header.slice(0, 40)}"`,
+            [{ field: "Last-Event-ID", rule: "must be a whole number" }],
+        );
     return Number(header.trim());
 }
 
@@ -28,14 +34,22 @@ export function operationRoutes(deps: AppDeps): Router {
         res.json({ operations: deps.ops.list() } satisfies z.infer<typeof operationsResponse>);
     });
     r.get("/v1/operations/:id", deps.auth("scale"), (req, res) => {
-        res.json({ operation: find(req.params.id as string), events: deps.ops.eventsOf(req.params.id as string).length } satisfies z.infer<typeof operationResponse>);
+        res.json({
+            operation: find(req.params.id as string),
+            events: deps.ops.eventsOf(req.params.id as string).length,
+        } satisfies z.infer<typeof operationResponse>);
     });
     r.get("/v1/operations/:id/events", deps.auth("scale"), (req, res) => {
         const op = find(req.params.id as string);
         const after = lastEventId(req.get("last-event-id"));
-        res.writeHead(200, { "content-type": "text/event-stream", "cache-control": "no-cache", connection: "keep-alive" });
+        res.writeHead(200, {
+            "content-type": "text/event-stream",
+            "cache-control": "no-cache",
+            connection: "keep-alive",
+        });
         // `event:` first: existing readers pick blocks by their first line.
-        const send = (e: StreamEntry) => res.write(`event: ${e.type}\nid: ${e.id}\ndata: ${JSON.stringify(e.data)}\n\n`);
+        const send = (e: StreamEntry) =>
+            res.write(`event: ${e.type}\nid: ${e.id}\ndata: ${JSON.stringify(e.data)}\n\n`);
         // Replay what happened after the client's last event (everything for a new client), then follow live
         // until the operation settles. Replay and subscribe run in one tick, so nothing falls between them.
         for (const e of deps.ops.streamOf(op.id, after)) send(e);

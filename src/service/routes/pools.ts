@@ -30,20 +30,34 @@ export function poolRoutes(deps: AppDeps): Router {
         const pool = req.params.pool as string;
         const cfg = loadStackConfig(deps.projectRoot, deps.stack);
         const found = cfg.pools.find((p) => p.name === pool);
-        if (!found) throw new HttpError(404, "unknown_pool", `no pool named "${pool}" (known: ${cfg.pools.map((p) => p.name).join(", ") || "none"})`);
+        if (!found)
+            throw new HttpError(
+                404,
+                "unknown_pool",
+                `no pool named "${pool}" (known: ${cfg.pools.map((p) => p.name).join(", ") || "none"})`,
+            );
         const refused = scaleRefusal(cfg, found);
         if (refused) throw new HttpError(400, "not_scalable", refused);
         const { replicas } = parseOr400(scaleBody, req.body, "scale request");
-        if (replicas > found.maxReplicas) throw new HttpError(400, "invalid_request", `replicas: must not exceed maxReplicas (${found.maxReplicas}) for pool "${pool}"`, [{ field: "replicas", rule: `must not exceed ${found.maxReplicas}` }]);
+        if (replicas > found.maxReplicas)
+            throw new HttpError(
+                400,
+                "invalid_request",
+                `replicas: must not exceed maxReplicas (${found.maxReplicas}) for pool "${pool}"`,
+                [{ field: "replicas", rule: `must not exceed ${found.maxReplicas}` }],
+            );
         let op;
         try {
             op = deps.scaler.request(pool, replicas);
         } catch (e) {
-            if (e instanceof NotAcceptingError) throw new HttpError(503, "not_ready", e.message, { reason: e.reason }, { "Retry-After": "5" });
+            if (e instanceof NotAcceptingError)
+                throw new HttpError(503, "not_ready", e.message, { reason: e.reason }, { "Retry-After": "5" });
             throw e;
         }
         req.log.info({ pool, replicas, operation: op.id }, "scale requested");
-        res.status(202).location(`/v1/operations/${op.id}`).json({ operation: op } satisfies z.infer<typeof scaleResponse>);
+        res.status(202)
+            .location(`/v1/operations/${op.id}`)
+            .json({ operation: op } satisfies z.infer<typeof scaleResponse>);
     });
     return r;
 }

@@ -10,7 +10,9 @@ export function systemRoutes(deps: AppDeps): Router {
     const r = Router();
     // Public on purpose: it only tells the caller its own address, and probes through proxies carry no token.
     r.get("/v1/echo", (req, res) => {
-        res.json({ ip: (req.socket.remoteAddress ?? "").replace(/^::ffff:/, "") } satisfies z.infer<typeof echoResponse>);
+        res.json({ ip: (req.socket.remoteAddress ?? "").replace(/^::ffff:/, "") } satisfies z.infer<
+            typeof echoResponse
+        >);
     });
     r.get("/healthz", (_req, res) => {
         res.json({ ok: true } satisfies z.infer<typeof okResponse>);
@@ -19,7 +21,8 @@ export function systemRoutes(deps: AppDeps): Router {
         const ready = deps.ready();
         if (!ready.ok) throw new HttpError(503, "not_ready", ready.reason);
         const store = deps.storeReady?.();
-        if (store && !store.ok) throw new HttpError(503, "store_unavailable", store.reason, undefined, { "Retry-After": "2" });
+        if (store && !store.ok)
+            throw new HttpError(503, "store_unavailable", store.reason, undefined, { "Retry-After": "2" });
         res.json({ ok: true } satisfies z.infer<typeof okResponse>);
     });
     r.get("/metrics", async (_req, res) => {

@@ -2,12 +2,33 @@ import { randomUUID } from "node:crypto";
 import Redis, { ReplyError } from "ioredis";
 import type { Logger } from "pino";
 import type { LeaseMemberInput, PoolLeaseSettings } from "../leases";
-import { LEASE_DEFAULTS, type AcquireRequest, type AcquireResult, type Lease, type LeaseManagerOptions, type ReleaseOutcome, type ReleaseResult, type Removal } from "../leases/types";
+import {
+    LEASE_DEFAULTS,
+    type AcquireRequest,
+    type AcquireResult,
+    type Lease,
+    type LeaseManagerOptions,
+    type ReleaseOutcome,
+    type ReleaseResult,
+    type Removal,
+} from "../leases/types";
 import { ACQUIRE, BLOCK, PUBLISH, RELEASE, REVOKE, VIEW, withSettings } from "./scripts";
 import { type LeaseStore, StoreUnavailableError } from "./types";
 import { redactStoreUrl } from "./url";
 
-export interface RedisStoreOptions extends Pick<LeaseManagerOptions, "onError" | "defaultTtlSeconds" | "maxTtlSeconds" | "targetCooldownSeconds" | "blockedBaseSeconds" | "blockedMaxSeconds" | "busyRetryAfterSeconds" | "idleRetryAfterSeconds" | "tombstoneSeconds" | "sessionTtlSeconds"> {
+export interface RedisStoreOptions extends Pick<
+    LeaseManagerOptions,
+    | "onError"
+    | "defaultTtlSeconds"
+    | "maxTtlSeconds"
+    | "targetCooldownSeconds"
+    | "blockedBaseSeconds"
+    | "blockedMaxSeconds"
+    | "busyRetryAfterSeconds"
+    | "idleRetryAfterSeconds"
+    | "tombstoneSeconds"
+    | "sessionTtlSeconds"
+> {
     /** redis:// or rediss:// (checked by parseStoreSpec). A secret: never logged or echoed with its password. */
     url: string;
     /** Key prefix, one per stack: `egress:<stack>:`. */
@@ -23,7 +44,10 @@ export interface RedisStoreOptions extends Pick<LeaseManagerOptions, "onError" |
 
 type Reply = (string | number)[];
 /** The scripts as ioredis commands (defineCommand: EVALSHA, then EVAL once on NOSCRIPT, e.g. after a Redis restart). */
-type Scripts = Record<"egressAcquire" | "egressRelease" | "egressRevoke" | "egressBlock" | "egressPublish" | "egressView", (...args: (string | number)[]) => Promise<unknown>>;
+type Scripts = Record<
+    "egressAcquire" | "egressRelease" | "egressRevoke" | "egressBlock" | "egressPublish" | "egressView",
+    (...args: (string | number)[]) => Promise<unknown>
+>;
 
 /** Replies that mean "not now" rather than "a bug in a script": answered 503 like a lost connection. */
 const TRANSIENT_REPLY = /^(LOADING|BUSY|MASTERDOWN|READONLY|TRYAGAIN|CLUSTERDOWN)\b/;
@@ -52,10 +76,19 @@ export class RedisLeaseStore implements LeaseStore {
     private closed = false;
 
     constructor(private readonly o: RedisStoreOptions) {
-        const d = { ...LEASE_DEFAULTS, ...Object.fromEntries(Object.entries(o).filter(([, v]) => v !== undefined)) } as typeof LEASE_DEFAULTS;
+        const d = {
+            ...LEASE_DEFAULTS,
+            ...Object.fromEntries(Object.entries(o).filter(([, v]) => v !== undefined)),
+        } as typeof LEASE_DEFAULTS;
         const settings = {
-            targetCooldownMs: d.targetCooldownSeconds * 1000, blockedBaseMs: d.blockedBaseSeconds * 1000, blockedMaxMs: d.blockedMaxSeconds * 1000, tombstoneMs: d.tombstoneSeconds * 1000,
-            busyRetryMs: d.busyRetryAfterSeconds * 1000, idleRetrySeconds: d.idleRetryAfterSeconds, defaultTtlSeconds: d.defaultTtlSeconds, maxTtlSeconds: d.maxTtlSeconds,
+            targetCooldownMs: d.targetCooldownSeconds * 1000,
+            blockedBaseMs: d.blockedBaseSeconds * 1000,
+            blockedMaxMs: d.blockedMaxSeconds * 1000,
+            tombstoneMs: d.tombstoneSeconds * 1000,
+            busyRetryMs: d.busyRetryAfterSeconds * 1000,
+            idleRetrySeconds: d.idleRetryAfterSeconds,
+            defaultTtlSeconds: d.defaultTtlSeconds,
+            maxTtlSeconds: d.maxTtlSeconds,
         };
         this.retryAfterSeconds = o.retryAfterSeconds ?? 2;
         const timeout = o.commandTimeoutMs ?? 1500;
@@ -71,14 +104,24 @@ export class RedisLeaseStore implements LeaseStore {
             // Back-off: 100 ms doubling to 2 s, for ever; reconnecting is the only way back.
             retryStrategy: (times) => Math.min(100 * 2 ** Math.min(times - 1, 5), 2000),
         }) as Redis & Scripts;
-        for (const [name, lua] of Object.entries({ egressAcquire: ACQUIRE, egressRelease: RELEASE, egressRevoke: REVOKE, egressBlock: BLOCK, egressPublish: PUBLISH, egressView: VIEW }))
+        for (const [name, lua] of Object.entries({
+            egressAcquire: ACQUIRE,
+            egressRelease: RELEASE,
+            egressRevoke: REVOKE,
+            egressBlock: BLOCK,
+            egressPublish: PUBLISH,
+            egressView: VIEW,
+        }))
             this.redis.defineCommand(name, { numberOfKeys: 1, lua: withSettings(lua, settings) });
         const where = redactStoreUrl(o.url);
         // An `error` listener is required: without one ioredis writes to the console, which is not a JSON log line.
         this.redis.on("error", (e: Error) => {
             if (e.message === this.lastError) return; // once per distinct failure, not once per reconnect attempt
             this.lastError = e.message;
-            o.log.warn({ store: where, error: e.message }, "the lease store (Redis) is unreachable: leases answer 503 store_unavailable until it is back");
+            o.log.warn(
+                { store: where, error: e.message },
+                "the lease store (Redis) is unreachable: leases answer 503 store_unavailable until it is back",
+            );
         });
         this.redis.on("ready", () => {
             if (this.lastError !== undefined) o.log.info({ store: where }, "the lease store (Redis) is back");
@@ -103,12 +146,20 @@ export class RedisLeaseStore implements LeaseStore {
     /** For /readyz: false while Redis is unreachable. */
     ready(): { ok: true } | { ok: false; reason: string } {
         if (this.redis.status === "ready") return { ok: true };
-        return { ok: false, reason: `the lease store (Redis at ${redactStoreUrl(this.o.url)}) is unreachable${this.lastError ? `: ${this.lastError}` : ""}` };
+        return {
+            ok: false,
+            reason: `the lease store (Redis at ${redactStoreUrl(this.o.url)}) is unreachable${this.lastError ? `: ${this.lastError}` : ""}`,
+        };
     }
 
     setMembers(members: readonly LeaseMemberInput[], pools: Record<string, PoolLeaseSettings>): void {
         const sessionTtl = this.o.sessionTtlSeconds ?? LEASE_DEFAULTS.sessionTtlSeconds;
-        this.pools = Object.fromEntries(Object.entries(pools).map(([n, c]) => [n, [Math.max(0, c.cooldownSeconds) * 1000, Math.max(0, c.sessionTtlSeconds ?? sessionTtl) * 1000]]));
+        this.pools = Object.fromEntries(
+            Object.entries(pools).map(([n, c]) => [
+                n,
+                [Math.max(0, c.cooldownSeconds) * 1000, Math.max(0, c.sessionTtlSeconds ?? sessionTtl) * 1000],
+            ]),
+        );
         this.members = members.map((m) => ({ id: m.id, pool: m.pool }));
         for (const m of members) if (m.eligible !== undefined) this.eligible.set(m.id, m.eligible);
         const ids = new Set(members.map((m) => m.id));
@@ -124,15 +175,32 @@ export class RedisLeaseStore implements LeaseStore {
     }
 
     async acquire(req: AcquireRequest = {}): Promise<AcquireResult> {
-        const r = (await this.run(() => this.redis.egressAcquire(this.o.prefix, req.pool ?? "", req.target ?? "", req.session ?? "", req.ttlSeconds ?? 0, randomUUID()))) as Reply;
-        if (r[0] === 0) return { ok: false, reason: r[1] as "no-members" | "none-available", retryAfterSeconds: Number(r[2]) };
+        const r = (await this.run(() =>
+            this.redis.egressAcquire(
+                this.o.prefix,
+                req.pool ?? "",
+                req.target ?? "",
+                req.session ?? "",
+                req.ttlSeconds ?? 0,
+                randomUUID(),
+            ),
+        )) as Reply;
+        if (r[0] === 0)
+            return { ok: false, reason: r[1] as "no-members" | "none-available", retryAfterSeconds: Number(r[2]) };
         const lease: Lease = {
-            id: String(r[1]), proxyId: String(r[2]), pool: String(r[3]), ...(req.target !== undefined && { target: req.target }),
-            ...(req.session !== undefined && { session: req.session }), leasedAt: Number(r[4]), expiresAt: Number(r[5]),
+            id: String(r[1]),
+            proxyId: String(r[2]),
+            pool: String(r[3]),
+            ...(req.target !== undefined && { target: req.target }),
+            ...(req.session !== undefined && { session: req.session }),
+            leasedAt: Number(r[4]),
+            expiresAt: Number(r[5]),
         };
         this.remember(lease);
         const state = String(r[6]);
-        return state === "" ? { ok: true, lease } : { ok: true, lease, rebound: state === "rebound", session: state as "kept" | "rebound" | "new" };
+        return state === ""
+            ? { ok: true, lease }
+            : { ok: true, lease, rebound: state === "rebound", session: state as "kept" | "rebound" | "new" };
     }
 
     async release(leaseId: string, outcome: ReleaseOutcome): Promise<ReleaseResult> {
@@ -140,12 +208,27 @@ export class RedisLeaseStore implements LeaseStore {
         this.forget(leaseId);
         if (r[0] === 0) {
             if (r[1] === "unknown-lease") return { ok: false, reason: "unknown-lease" };
-            const t = JSON.parse(String(r[2])) as { cause: "ttl" | "member-removed"; endedAt: number; removal?: Removal };
-            return { ok: false, reason: "expired", cause: t.cause, endedAt: t.endedAt, ...(t.removal && { removal: t.removal }) };
+            const t = JSON.parse(String(r[2])) as {
+                cause: "ttl" | "member-removed";
+                endedAt: number;
+                removal?: Removal;
+            };
+            return {
+                ok: false,
+                reason: "expired",
+                cause: t.cause,
+                endedAt: t.endedAt,
+                ...(t.removal && { removal: t.removal }),
+            };
         }
         const lease: Lease = {
-            id: leaseId, proxyId: String(r[1]), pool: String(r[2]), ...(r[3] !== "" && { target: String(r[3]) }),
-            ...(r[4] !== "" && { session: String(r[4]) }), leasedAt: Number(r[5]), expiresAt: Number(r[6]),
+            id: leaseId,
+            proxyId: String(r[1]),
+            pool: String(r[2]),
+            ...(r[3] !== "" && { target: String(r[3]) }),
+            ...(r[4] !== "" && { session: String(r[4]) }),
+            leasedAt: Number(r[5]),
+            expiresAt: Number(r[6]),
         };
         if (outcome === "error") this.o.onError?.(lease.proxyId, lease);
         return { ok: true, lease, errors: Number(r[7]) };
@@ -157,7 +240,11 @@ export class RedisLeaseStore implements LeaseStore {
         const lease = leaseId === undefined ? undefined : this.leases.get(leaseId);
         this.run(() => this.redis.egressRevoke(this.o.prefix, id, JSON.stringify(removal))).then(
             () => leaseId !== undefined && this.forget(leaseId),
-            (e: unknown) => this.o.log.warn({ member: id, error: (e as Error).message }, "ending a removed member's lease in the store failed; it ends at its TTL"),
+            (e: unknown) =>
+                this.o.log.warn(
+                    { member: id, error: (e as Error).message },
+                    "ending a removed member's lease in the store failed; it ends at its TTL",
+                ),
         );
         return lease;
     }
@@ -198,7 +285,10 @@ export class RedisLeaseStore implements LeaseStore {
             return await fn();
         } catch (e) {
             if (e instanceof ReplyError && !TRANSIENT_REPLY.test((e as Error).message)) throw e; // a script bug is a 500, not an outage
-            throw new StoreUnavailableError(`the lease store is unavailable (${(e as Error).message}); retry in ${this.retryAfterSeconds}s`, this.retryAfterSeconds);
+            throw new StoreUnavailableError(
+                `the lease store is unavailable (${(e as Error).message}); retry in ${this.retryAfterSeconds}s`,
+                this.retryAfterSeconds,
+            );
         }
     }
 
@@ -218,14 +308,19 @@ export class RedisLeaseStore implements LeaseStore {
             return;
         }
         this.dirty = false;
-        const view = JSON.stringify({ pools: this.pools, members: (this.members ?? []).map((m) => [m.id, m.pool, this.eligible.get(m.id) ? 1 : 0]) });
-        this.publishing = this.run(() => this.redis.egressPublish(this.o.prefix, view)).then(
-            () => undefined,
-            () => void (this.dirty = true), // published again on reconnect ("ready") and by the sweep
-        ).finally(() => {
-            this.publishing = undefined;
-            if (this.dirty && this.redis.status === "ready") this.schedulePublish();
+        const view = JSON.stringify({
+            pools: this.pools,
+            members: (this.members ?? []).map((m) => [m.id, m.pool, this.eligible.get(m.id) ? 1 : 0]),
         });
+        this.publishing = this.run(() => this.redis.egressPublish(this.o.prefix, view))
+            .then(
+                () => undefined,
+                () => void (this.dirty = true), // published again on reconnect ("ready") and by the sweep
+            )
+            .finally(() => {
+                this.publishing = undefined;
+                if (this.dirty && this.redis.status === "ready") this.schedulePublish();
+            });
     }
 
     /** Re-reads the live leases (what other replicas granted or released) for isLeased and active. */
@@ -235,7 +330,15 @@ export class RedisLeaseStore implements LeaseStore {
             const rows = (await this.redis.egressView(this.o.prefix)) as string[][];
             const leases = new Map<string, Lease>();
             for (const [id, proxyId, pool, target, session, leasedAt, expiresAt] of rows)
-                leases.set(id, { id, proxyId, pool, ...(target !== "" && { target }), ...(session !== "" && { session }), leasedAt: Number(leasedAt), expiresAt: Number(expiresAt) });
+                leases.set(id, {
+                    id,
+                    proxyId,
+                    pool,
+                    ...(target !== "" && { target }),
+                    ...(session !== "" && { session }),
+                    leasedAt: Number(leasedAt),
+                    expiresAt: Number(expiresAt),
+                });
             this.leases = leases;
             this.byMember = new Map([...leases.values()].map((l) => [l.proxyId, l.id]));
         } catch {

@@ -26,7 +26,8 @@ export interface ScriptSettings {
 /** `lua` with the settings in place of its placeholder. */
 export function withSettings(lua: string, s: ScriptSettings): string {
     const n = (v: number) => {
-        if (!Number.isFinite(v) || v < 0) throw new RangeError(`lease store setting must be a finite number ≥ 0, got ${v}`);
+        if (!Number.isFinite(v) || v < 0)
+            throw new RangeError(`lease store setting must be a finite number ≥ 0, got ${v}`);
         return String(Math.round(v));
     };
     const table = `{ tcd = ${n(s.targetCooldownMs)}, bbase = ${n(s.blockedBaseMs)}, bmax = ${n(s.blockedMaxMs)}, tomb = ${n(s.tombstoneMs)}, busy = ${n(s.busyRetryMs)}, idle = ${n(s.idleRetrySeconds)}, dttl = ${n(s.defaultTtlSeconds)}, mttl = ${n(s.maxTtlSeconds)} }`;
@@ -113,7 +114,9 @@ expire()
 `;
 
 /** ARGV: pool, target, session ('' = none), ttlSeconds, lease id. */
-export const ACQUIRE = PRELUDE + `
+export const ACQUIRE =
+    PRELUDE +
+    `
 local pool, target, session, ttl, id = ARGV[A], ARGV[A + 1], ARGV[A + 2], tonumber(ARGV[A + 3]), ARGV[A + 4]
 if ttl == nil or ttl <= 0 then ttl = S.dttl end
 ttl = math.min(S.mttl, math.max(1, math.floor(ttl)))
@@ -210,7 +213,9 @@ return { 0, 'none-available', math.max(1, secs) }
 `;
 
 /** ARGV: lease id, outcome. */
-export const RELEASE = PRELUDE + `
+export const RELEASE =
+    PRELUDE +
+    `
 local id, outcome = ARGV[A], ARGV[A + 1]
 local k = P .. 'lease:' .. id
 local l = redis.call('HMGET', k, 'proxy', 'pool', 'target', 'session', 'leasedAt', 'expiresAt')
@@ -224,7 +229,9 @@ return { 1, l[1], l[2], l[3], l[4], l[5], l[6], tonumber(redis.call('HGET', P ..
 `;
 
 /** ARGV: member, removal (JSON). Ends the member's lease, if it has one. */
-export const REVOKE = PRELUDE + `
+export const REVOKE =
+    PRELUDE +
+    `
 local m, removal = ARGV[A], cjson.decode(ARGV[A + 1])
 local id = redis.call('HGET', P .. 'leased', m)
 if not id then return 0 end
@@ -233,7 +240,9 @@ return 1
 `;
 
 /** ARGV: member, target. A block reported after the fact: returns the rest-until time, or -1 for an unknown member. */
-export const BLOCK = PRELUDE + `
+export const BLOCK =
+    PRELUDE +
+    `
 local m, target = ARGV[A], ARGV[A + 1]
 local p = redis.call('HGET', P .. 'where', m)
 if not p then return -1 end
@@ -245,7 +254,9 @@ return tcrecord(target, m, 'blocked', now)
  * members: [[id, pool, eligible 0|1]]}. Replaces the published members: a member that left loses its
  * lease (a late release gets 410 proxy_removed); survivors keep their leases and history.
  */
-export const PUBLISH = PRELUDE + `
+export const PUBLISH =
+    PRELUDE +
+    `
 local view = cjson.decode(ARGV[A])
 local want = {}
 for _, e in ipairs(view.members) do
@@ -282,7 +293,9 @@ return 1
 `;
 
 /** No ARGV. The live leases (expired ones end first): [id, proxy, pool, target, session, leasedAt, expiresAt]... */
-export const VIEW = PRELUDE + `
+export const VIEW =
+    PRELUDE +
+    `
 local out = {}
 local ids = redis.call('ZRANGE', P .. 'exp', 0, -1)
 for _, id in ipairs(ids) do

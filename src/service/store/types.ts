@@ -33,7 +33,10 @@ export interface LeaseStore {
 
 /** The store could not be reached or answered too late: HTTP 503 `store_unavailable` with Retry-After. */
 export class StoreUnavailableError extends Error {
-    constructor(message: string, readonly retryAfterSeconds: number) {
+    constructor(
+        message: string,
+        readonly retryAfterSeconds: number,
+    ) {
         super(message);
     }
 }

@@ -21,21 +21,29 @@ export function redactStoreUrl(url: string): string {
 }
 
 /** One issue per broken part, so the message says which part is wrong; the URL is never echoed with its password. */
-const storeUrl = z.string().trim().superRefine((raw, ctx) => {
-    if (raw === "memory") return;
-    let u: URL;
-    try {
-        u = new URL(raw);
-    } catch {
-        return void ctx.addIssue({ code: "custom", message: "is not a URL" });
-    }
-    if (u.protocol !== "redis:" && u.protocol !== "rediss:") ctx.addIssue({ code: "custom", message: `scheme ${u.protocol}// is not redis:// or rediss://` });
-    if (!u.hostname) ctx.addIssue({ code: "custom", message: "has no host" });
-    // A port is required: "host:port" in the rule, and a silent 6379 hides a typo'd URL.
-    if (!u.port) ctx.addIssue({ code: "custom", message: "has no port" });
-    if (u.pathname !== "" && u.pathname !== "/" && !/^\/([0-9]|1[0-5])$/.test(u.pathname)) ctx.addIssue({ code: "custom", message: `database ${JSON.stringify(u.pathname.slice(1))} is not a number from 0 to 15` });
-    if (u.search || u.hash) ctx.addIssue({ code: "custom", message: "takes no ?query or #fragment" });
-});
+const storeUrl = z
+    .string()
+    .trim()
+    .superRefine((raw, ctx) => {
+        if (raw === "memory") return;
+        let u: URL;
+        try {
+            u = new URL(raw);
+        } catch {
+            return void ctx.addIssue({ code: "custom", message: "is not a URL" });
+        }
+        if (u.protocol !== "redis:" && u.protocol !== "rediss:")
+            ctx.addIssue({ code: "custom", message: `scheme ${u.protocol}// is not redis:// or rediss://` });
+        if (!u.hostname) ctx.addIssue({ code: "custom", message: "has no host" });
+        // A port is required: "host:port" in the rule, and a silent 6379 hides a typo'd URL.
+        if (!u.port) ctx.addIssue({ code: "custom", message: "has no port" });
+        if (u.pathname !== "" && u.pathname !== "/" && !/^\/([0-9]|1[0-5])$/.test(u.pathname))
+            ctx.addIssue({
+                code: "custom",
+                message: `database ${JSON.stringify(u.pathname.slice(1))} is not a number from 0 to 15`,
+            });
+        if (u.search || u.hash) ctx.addIssue({ code: "custom", message: "takes no ?query or #fragment" });
+    });
 
 /**
  * Parses `--store` (or `EGRESS_STORE`): throws an Error naming `flag`, what is wrong and the rule, with
@@ -44,7 +52,10 @@ const storeUrl = z.string().trim().superRefine((raw, ctx) => {
 export function parseStoreSpec(raw: string | undefined, flag = "--store"): StoreSpec {
     if (raw === undefined || raw.trim() === "") return { kind: "memory" };
     const r = storeUrl.safeParse(raw);
-    if (!r.success) throw new StoreSpecError(`${flag} ${redactStoreUrl(raw.trim())} ${r.error.issues.map((i) => i.message).join(", ")}: it must be ${STORE_RULE}`);
+    if (!r.success)
+        throw new StoreSpecError(
+            `${flag} ${redactStoreUrl(raw.trim())} ${r.error.issues.map((i) => i.message).join(", ")}: it must be ${STORE_RULE}`,
+        );
     if (r.data === "memory") return { kind: "memory" };
     const u = new URL(r.data);
     return { kind: "redis", url: r.data, tls: u.protocol === "rediss:", db: Number(u.pathname.slice(1) || 0) };
