@@ -15,7 +15,7 @@ import * as path from "node:path";
 import express from "express";
 import type { Browser } from "playwright-core";
 import { firstLoad, launchChromium } from "../test/ui/browser";
-import { openapiDocument } from "../src/service/openapi";
+import { openapiDocument } from "../src/service/api/openapi";
 import { randomToken, startSyntheticService } from "./synthetic-service";
 import { benchTable } from "./table";
 

@@ -46,11 +46,12 @@ function runOrigin(): void {
 /** The gateway over `urls` (one pool, "bench"), its token from IPC (never argv or env). */
 function runGateway(): void {
     process.once("message", async (m: { token: string; urls: string[] }) => {
-        const { Fleet } = require("../src/service/fleet") as typeof import("../src/service/fleet");
+        const { Fleet } = require("../src/service/fleet/fleet") as typeof import("../src/service/fleet/fleet");
         const { LeaseManager } = require("../src/service/leases") as typeof import("../src/service/leases");
         const { Gateway } = require("../src/service/gateway") as typeof import("../src/service/gateway");
-        const { createMetrics } = require("../src/service/metrics") as typeof import("../src/service/metrics");
-        const { sha256 } = require("../src/service/auth") as typeof import("../src/service/auth");
+        const { createMetrics } =
+            require("../src/service/observe/metrics") as typeof import("../src/service/observe/metrics");
+        const { sha256 } = require("../src/service/http/auth") as typeof import("../src/service/http/auth");
         const { createLogger } = require("../src/log/logger") as typeof import("../src/log/logger");
         const fleet = new Fleet(new LeaseManager({ targetCooldownSeconds: 0 }), {
             setMembers() {},
@@ -90,12 +91,12 @@ function runGateway(): void {
  * time), username, concurrency slot, lease and release. What the gateway adds beyond one more proxy hop.
  */
 function admissionMicros(seconds = 1): number {
-    const { Fleet } = require("../src/service/fleet") as typeof import("../src/service/fleet");
+    const { Fleet } = require("../src/service/fleet/fleet") as typeof import("../src/service/fleet/fleet");
     const { LeaseManager } = require("../src/service/leases") as typeof import("../src/service/leases");
     const { Admission } =
         require("../src/service/gateway/admission") as typeof import("../src/service/gateway/admission");
     const { immediate } = require("../src/service/store/types") as typeof import("../src/service/store/types");
-    const { sha256 } = require("../src/service/auth") as typeof import("../src/service/auth");
+    const { sha256 } = require("../src/service/http/auth") as typeof import("../src/service/http/auth");
     const fleet = new Fleet(new LeaseManager({ targetCooldownSeconds: 0 }), {
         setMembers() {},
         get: () => ({ state: "healthy" }),

@@ -19,10 +19,10 @@ import pino from "pino";
 import { benchTable } from "./table";
 import { startTestService, TOKENS, waitFor } from "../test/helpers/service";
 import { findProxyProcesses, proxyFiles } from "../components/local/process";
-import { Reconciler } from "../src/service/heal/reconciler";
+import { Reconciler } from "../src/service/control/heal/reconciler";
 import { localGoneCheck } from "../components/local/gone";
-import { Scaler } from "../src/service/scaler";
-import { OperationLog } from "../src/service/operations";
+import { Scaler } from "../src/service/control/scaler";
+import { OperationLog } from "../src/service/operations/journal";
 import type { StackDriver } from "../src/engine";
 import type { ProxyMember } from "../src/model";
 

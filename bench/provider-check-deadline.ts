@@ -13,9 +13,9 @@ import * as os from "node:os";
 import * as path from "node:path";
 import pino from "pino";
 import { benchTable } from "./table";
-import { checkerFor } from "../src/providers-health";
-import { ProviderHealth } from "../src/service/provider-health";
-import { createMetrics } from "../src/service/metrics";
+import { checkerFor } from "../src/provider-checks";
+import { ProviderHealth } from "../src/service/observe/provider-checks";
+import { createMetrics } from "../src/service/observe/metrics";
 import { kvmEntry, startSandbox, stopSandbox } from "../test/kvm/sandbox";
 import { startLoopbackSshd } from "../test/helpers/sshd";
 

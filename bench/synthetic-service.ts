@@ -13,17 +13,17 @@ import * as http from "node:http";
 import * as os from "node:os";
 import pino from "pino";
 import type { PoolConfig, ProxyMember } from "../src/model";
-import { Timeline } from "../src/service/timeline";
-import { createApp } from "../src/service/app";
-import { authenticate, sha256 } from "../src/service/auth";
-import { Fleet, HealthSource } from "../src/service/fleet";
+import { Timeline } from "../src/service/fleet/timeline";
+import { createApp } from "../src/service/api/app";
+import { authenticate, sha256 } from "../src/service/http/auth";
+import { Fleet, HealthSource } from "../src/service/fleet/fleet";
 import { LeaseManager } from "../src/service/leases";
 import { immediate } from "../src/service/store/types";
 import { RedisLeaseStore } from "../src/service/store";
 import { createLogger } from "../src/log/logger";
-import { createMetrics } from "../src/service/metrics";
-import { OperationLog } from "../src/service/operations";
-import { Scaler } from "../src/service/scaler";
+import { createMetrics } from "../src/service/observe/metrics";
+import { OperationLog } from "../src/service/operations/journal";
+import { Scaler } from "../src/service/control/scaler";
 
 export interface SyntheticOptions {
     token: string;

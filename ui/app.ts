@@ -1,6 +1,6 @@
 import { render } from "preact";
 import { useEffect, useRef, useState } from "preact/hooks";
-import { DASHBOARD_PAGES, isDashboardPage } from "../src/service/dashboard-pages";
+import { DASHBOARD_PAGES, isDashboardPage } from "../src/service/api/dashboard-pages";
 import { api, ApiError, setOnUnauthorized, token } from "./api";
 import { ErrorNote, html } from "./html";
 import { PoolsPage } from "./pages/pools";

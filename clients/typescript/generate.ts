@@ -6,7 +6,7 @@
  */
 import * as fs from "node:fs";
 import * as path from "node:path";
-import { openapiDocument } from "../../src/service/openapi";
+import { openapiDocument } from "../../src/service/api/openapi";
 
 /** Project root, from the source tree or from dist/. */
 const root = path.resolve(__dirname, __dirname.includes(`${path.sep}dist${path.sep}`) ? "../../.." : "../..");

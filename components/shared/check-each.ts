@@ -2,7 +2,7 @@ import type { CheckVerdict } from "../kind";
 
 /**
  * Checks every target concurrently (one slow target does not hide the others) and stamps each verdict
- * with how long its own check took, for the per-target duration gauge (src/service/provider-health.ts).
+ * with how long its own check took, for the per-target duration gauge (src/service/observe/provider-checks.ts).
  * A verdict that already carries `durationMs` keeps it.
  */
 export function checkEach<T>(

@@ -1,7 +1,7 @@
 import * as fs from "node:fs";
 import { describeHolder, engineHome, fileBackendDir, identityAlive, inspectWriterLock } from "../engine";
 import { stackLocks } from "../engine/locks";
-import { Announcement, announcementFile } from "../service/announce";
+import { Announcement, announcementFile } from "../service/start/announce";
 
 /** One doctor finding (doctor.ts prints them). */
 export interface LockFinding {

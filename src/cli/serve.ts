@@ -2,7 +2,7 @@ import type { Command } from "commander";
 import type { Logger } from "pino";
 import { UsageError, GlobalOptions, projectDir } from "./context";
 import { loadStackConfig } from "../config";
-import { startService } from "../service/server";
+import { startService } from "../service/start/server";
 import { parseStoreSpec, StoreSpecError } from "../service/store";
 import {
     jsonCommanderErrors,

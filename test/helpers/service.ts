@@ -1,9 +1,9 @@
 import * as fs from "node:fs";
 import * as path from "node:path";
 import { tempProject } from "./project";
-import { startService, RunningService, ServeOptions } from "../../src/service/server";
+import { startService, RunningService, ServeOptions } from "../../src/service/start/server";
 import { createLogger } from "../../src/log/logger";
-import { sha256 } from "../../src/service/auth";
+import { sha256 } from "../../src/service/http/auth";
 
 /** Tokens with different scopes, stored hashed in the project's tokens file. */
 export const TOKENS = {

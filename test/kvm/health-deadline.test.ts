@@ -11,9 +11,9 @@ import * as os from "node:os";
 import * as path from "node:path";
 import pino from "pino";
 import { kvmChecker } from "../../components/kvm/health";
-import { checkerFor, CheckVerdict } from "../../src/providers-health";
-import { ProviderHealth } from "../../src/service/provider-health";
-import { createMetrics } from "../../src/service/metrics";
+import { checkerFor, CheckVerdict } from "../../src/provider-checks";
+import { ProviderHealth } from "../../src/service/observe/provider-checks";
+import { createMetrics } from "../../src/service/observe/metrics";
 import { kvmEntry, Sandbox, startSandbox, teardown } from "./sandbox";
 
 let sb: Sandbox;

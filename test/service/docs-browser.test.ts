@@ -6,7 +6,7 @@ import { after, before, test } from "node:test";
 import assert from "node:assert/strict";
 import * as fs from "node:fs";
 import { chromium, type Browser } from "playwright-core";
-import { OPERATIONS } from "../../src/service/openapi";
+import { OPERATIONS } from "../../src/service/api/openapi";
 import { startTestService, TestService } from "../helpers/service";
 
 const CHROMIUM = process.env.EGRESS_CHROMIUM ?? "/usr/bin/chromium";

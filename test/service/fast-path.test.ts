@@ -1,5 +1,5 @@
 /**
- * The lease routes have a fast path in front of Express (src/service/fast-path.ts). A chunked body
+ * The lease routes have a fast path in front of Express (src/service/api/fast-path.ts). A chunked body
  * always goes through Express, so sending each request both ways must give the same status, headers
  * that matter, and body.
  */

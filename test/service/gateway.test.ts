@@ -13,7 +13,7 @@ import * as path from "node:path";
 import { listenLoopback } from "../helpers/net";
 import { find, parseSamples } from "../helpers/metrics";
 import { settledConverge, startTestService, TestService, TOKENS, waitFor } from "../helpers/service";
-import { sha256 } from "../../src/service/auth";
+import { sha256 } from "../../src/service/http/auth";
 
 const LIMITED = "tok-limited-0123456789abcdef";
 let svc: TestService;

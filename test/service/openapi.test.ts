@@ -8,10 +8,10 @@ import { after, before, test } from "node:test";
 import assert from "node:assert/strict";
 import * as http from "node:http";
 import * as zlib from "node:zlib";
-import { createApp, servedRoutes } from "../../src/service/app";
-import type { AppDeps } from "../../src/service/deps";
+import { createApp, servedRoutes } from "../../src/service/api/app";
+import type { AppDeps } from "../../src/service/api/deps";
 import { createLogger } from "../../src/log/logger";
-import { OPERATIONS } from "../../src/service/openapi";
+import { OPERATIONS } from "../../src/service/api/openapi";
 import { settled, settledConverge, startTestService, TestService, TOKENS, waitFor } from "../helpers/service";
 import { OpenApiDoc, responseSchema, validate } from "../helpers/openapi-check";
 

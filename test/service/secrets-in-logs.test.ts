@@ -13,7 +13,7 @@ import * as fs from "node:fs";
 import * as path from "node:path";
 import YAML from "yaml";
 import { startTestService, TestService } from "../helpers/service";
-import { startService } from "../../src/service/server";
+import { startService } from "../../src/service/start/server";
 import { createLogger } from "../../src/log/logger";
 import { PACKAGE_ROOT } from "../../src/engine/env";
 

@@ -23,7 +23,7 @@ import {
     ServeProcess,
     until,
 } from "../helpers/processes";
-import { activeLeasesSchema, poolSchema, timelineSchema, whoamiSchema } from "../../src/service/schemas";
+import { activeLeasesSchema, poolSchema, timelineSchema, whoamiSchema } from "../../src/service/api/schemas";
 import { firstLoad, launchChromium, outline } from "./browser";
 
 const VIEWER_TOKEN = "tok-ui-viewer-0123456789abcdef";

@@ -9,11 +9,11 @@ import * as http from "node:http";
 import * as os from "node:os";
 import * as path from "node:path";
 import express from "express";
-import { Timeline } from "../../src/service/timeline";
-import { authenticate, sha256 } from "../../src/service/auth";
-import { errorHandler, notFound } from "../../src/service/errors";
-import { uiRoutes } from "../../src/service/routes/ui";
-import type { PoolCounts } from "../../src/service/fleet";
+import { Timeline } from "../../src/service/fleet/timeline";
+import { authenticate, sha256 } from "../../src/service/http/auth";
+import { errorHandler, notFound } from "../../src/service/http/errors";
+import { uiRoutes } from "../../src/service/api/routes/ui";
+import type { PoolCounts } from "../../src/service/fleet/fleet";
 
 const counts = (healthy: number): Record<string, PoolCounts> => ({
     web: { actual: 3, healthy, unhealthy: 3 - healthy, unknown: 0, leased: 1, draining: 0 },

@@ -11,8 +11,8 @@ import {
     healGoneTargets,
     scaleDownTargets,
     stepDrain,
-} from "../../src/service/drain/plan";
-import { lifecycleOf, membersMentioned } from "../../src/service/lifecycle";
+} from "../../src/service/control/drain/plan";
+import { lifecycleOf, membersMentioned } from "../../src/service/fleet/lifecycle";
 import { LeaseManager } from "../../src/service/leases";
 
 const T0 = 1_700_000_000_000;

@@ -9,7 +9,7 @@ import {
     DecideInput,
     MemberFacts,
     MemberHistory,
-} from "../../src/service/heal/decide";
+} from "../../src/service/control/heal/decide";
 import { memberTargets } from "../../src/engine/member-urns";
 
 const NOW = 1_000_000_000;

@@ -5,7 +5,7 @@
 import { test } from "node:test";
 import assert from "node:assert/strict";
 import type { ProxyMember } from "../../src/model";
-import { HealthMonitor, ProbeOptions, ProbeResult, Transition } from "../../src/health";
+import { HealthMonitor, ProbeOptions, ProbeResult, Transition } from "../../src/probes";
 
 const member = (i: number, port = 10_000 + i): ProxyMember => ({
     id: `web-${i}`,

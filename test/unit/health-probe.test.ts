@@ -12,7 +12,7 @@ import * as net from "node:net";
 import * as os from "node:os";
 import * as path from "node:path";
 import type { ProxyMember } from "../../src/model";
-import { HealthMonitor, probeThroughProxy, Transition } from "../../src/health";
+import { HealthMonitor, probeThroughProxy, Transition } from "../../src/probes";
 
 const { Server: ProxyServer } = require("proxy-chain") as typeof import("proxy-chain");
 

@@ -1,7 +1,7 @@
 /** The per-member health state machine: thresholds, hysteresis, lease errors, what it records. */
 import { test } from "node:test";
 import assert from "node:assert/strict";
-import { MemberHealth } from "../../src/health";
+import { MemberHealth } from "../../src/probes";
 
 const ok = (latencyMs = 12, egressIp?: string) => ({ ok: true, latencyMs, status: 200, ...(egressIp && { egressIp }) });
 const bad = (error = "GET through proxy 127.0.0.1:1: ECONNREFUSED") => ({ ok: false, latencyMs: 1, error });

@@ -6,8 +6,8 @@
  * - components/ imports nothing of src/ but src/model and src/log;
  * - src/ reaches components/ only through the registry and the kind-independent modules (kind.ts,
  *   pool.ts, shared/): a kind's own files are the registry's business;
- * - inside src/, one-way layers: model and log < components < config < program < engine < health,
- *   providers-health, gc < service < cli;
+ * - inside src/, one-way layers: model and log < components < config < program < engine < probes,
+ *   provider-checks, gc < service < cli;
  * - no import circle between files, of any length.
  * Failures name the file, the line and the edge (and, for a circle, one path around it).
  */
@@ -120,7 +120,7 @@ const ORDER = [
     ["config"],
     ["program"],
     ["engine"],
-    ["health", "providers-health", "gc", "program-main"],
+    ["probes", "provider-checks", "gc", "program-main"],
     ["service"],
     ["cli"],
 ];
@@ -141,6 +141,41 @@ test("inside src/, a folder imports only its own layer and those below it", () =
     const bad = EDGES.filter(
         (e) => e.to && !e.to.startsWith("?") && under(e.to, "src", "components") && layerOf(e.to) > layerOf(e.from),
     );
+    assert.deepEqual(bad.map(show), []);
+});
+
+/**
+ * src/service in rooms (docs/architecture.md), bottom first: a room imports its own files and the rooms
+ * before it, never a room beside it or above it. http holds what every door shares (the error catalogue,
+ * auth, the request log); the lease book and its store; the operation journal; the fleet view; what is
+ * observed; then the two that act (the gateway, control: scale, drain, heal, the stack watch); the API;
+ * and the start-up that wires it all. A file at src/service's root (index.ts) is the start-up's.
+ */
+const ROOMS = [
+    ["http"],
+    ["leases"],
+    ["store"],
+    ["operations"],
+    ["fleet"],
+    ["observe"],
+    ["gateway", "control"],
+    ["api"],
+    ["start"],
+];
+function roomOf(file: string): { room: string; rank: number } {
+    const parts = file.split("/");
+    const room = parts.length === 3 ? "start" : parts[2];
+    const rank = ROOMS.findIndex((names) => names.includes(room));
+    assert.ok(rank >= 0, `${file} is in no room of src/service: add its folder to ROOMS`);
+    return { room, rank };
+}
+
+test("inside src/service, a room imports only itself and the rooms below it (none beside it)", () => {
+    const bad = EDGES.filter((e) => {
+        if (!under(e.from, "src/service") || !under(e.to, "src/service")) return false;
+        const [a, b] = [roomOf(e.from), roomOf(e.to!)];
+        return a.room !== b.room && b.rank >= a.rank;
+    });
     assert.deepEqual(bad.map(show), []);
 });
 

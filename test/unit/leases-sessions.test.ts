@@ -6,7 +6,7 @@
 import { test } from "node:test";
 import assert from "node:assert/strict";
 import { AcquireRequest, AcquireResult, LeaseManager, LeaseManagerOptions } from "../../src/service/leases";
-import { Fleet, HealthSource } from "../../src/service/fleet";
+import { Fleet, HealthSource } from "../../src/service/fleet/fleet";
 import { immediate } from "../../src/service/store/types";
 import type { PoolConfig, ProxyMember } from "../../src/model";
 

@@ -1,7 +1,7 @@
 import { test } from "node:test";
 import assert from "node:assert/strict";
-import { memberUpstreamUrl } from "../../src/service/credentials";
-import { proxyAuthorization } from "../../src/health/probe";
+import { memberUpstreamUrl } from "../../src/service/fleet/credentials";
+import { proxyAuthorization } from "../../src/probes/probe";
 
 const member = { url: "http://10.0.0.7:3128", auth: true };
 const creds = { username: "crawler", password: "p@ss:w/rd%?#" };

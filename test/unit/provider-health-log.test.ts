@@ -6,9 +6,9 @@
 import { test } from "node:test";
 import assert from "node:assert/strict";
 import { createLogger } from "../../src/log/logger";
-import { createMetrics } from "../../src/service/metrics";
-import { ProviderHealth } from "../../src/service/provider-health";
-import type { CheckVerdict } from "../../src/providers-health";
+import { createMetrics } from "../../src/service/observe/metrics";
+import { ProviderHealth } from "../../src/service/observe/provider-checks";
+import type { CheckVerdict } from "../../src/provider-checks";
 
 test("first verdicts, stage and reason changes and flips are logged; numbers alone are not", async () => {
     const lines: Record<string, any>[] = [];

@@ -5,9 +5,9 @@
 import { test } from "node:test";
 import assert from "node:assert/strict";
 import pino from "pino";
-import { createMetrics } from "../../src/service/metrics";
-import { ProviderHealth } from "../../src/service/provider-health";
-import type { Checker, CheckVerdict } from "../../src/providers-health";
+import { createMetrics } from "../../src/service/observe/metrics";
+import { ProviderHealth } from "../../src/service/observe/provider-checks";
+import type { Checker, CheckVerdict } from "../../src/provider-checks";
 import { checkEach } from "../../components/shared/check-each";
 
 const log = pino({ level: "silent" });

@@ -11,9 +11,9 @@ import * as os from "node:os";
 import * as path from "node:path";
 import pino from "pino";
 import type { StackDriver } from "../../src/engine";
-import { Scaler } from "../../src/service/scaler";
-import { OperationLog } from "../../src/service/operations";
-import { Drainer } from "../../src/service/drain/drainer";
+import { Scaler } from "../../src/service/control/scaler";
+import { OperationLog } from "../../src/service/operations/journal";
+import { Drainer } from "../../src/service/control/drain/drainer";
 import { loadStackConfig } from "../../src/config";
 
 function setup() {

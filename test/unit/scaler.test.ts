@@ -11,8 +11,8 @@ import * as path from "node:path";
 import pino from "pino";
 import { ConcurrentUpdateError } from "@pulumi/pulumi/automation";
 import { acquireWriterLock, EngineError, StackDriver } from "../../src/engine";
-import { NotAcceptingError, Scaler } from "../../src/service/scaler";
-import { OperationLog } from "../../src/service/operations";
+import { NotAcceptingError, Scaler } from "../../src/service/control/scaler";
+import { OperationLog } from "../../src/service/operations/journal";
 import { holdWriterLock, killHard } from "../helpers/cli";
 
 function project(): string {

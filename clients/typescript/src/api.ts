@@ -367,8 +367,11 @@ export interface components {
         };
         Error: {
             error: {
-                /** @description Machine-readable, e.g. invalid_request, unauthenticated, forbidden, unknown_pool, none_available, not_ready */
-                code: string;
+                /**
+                 * @description Machine-readable; docs/api.md lists when each is used
+                 * @enum {string}
+                 */
+                code: "invalid_request" | "malformed_json" | "malformed_request" | "invalid_method" | "bad_request" | "token_in_url" | "not_scalable" | "bad_username" | "unauthenticated" | "forbidden" | "forbidden_target" | "not_found" | "unknown_pool" | "unknown_lease" | "unknown_operation" | "not_served" | "gateway_off" | "request_timeout" | "lease_expired" | "proxy_removed" | "body_too_large" | "chunk_extensions_too_large" | "unsupported_encoding" | "expectation_failed" | "over_limit" | "headers_too_large" | "internal" | "none_available" | "not_ready" | "store_unavailable" | "dashboard_not_built";
                 details?: unknown;
                 message: string;
             };

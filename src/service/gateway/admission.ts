@@ -1,15 +1,21 @@
-import { hasScope, type StoredToken, tokenMatcher } from "../auth";
-import type { Fleet, FleetAcquire, LeaseView } from "../fleet";
+import { hasScope, type StoredToken, tokenMatcher } from "../http/auth";
+import type { Fleet, FleetAcquire, LeaseView } from "../fleet/fleet";
 import { type MaybePromise, StoreUnavailableError } from "../store/types";
-import type { GatewayRefusal } from "./metrics";
+import type { GatewayRefusal } from "../observe/gateway-metrics";
 import { parseUsername } from "./username";
+import { gatewayStatusOf } from "../http/catalogue";
 
-/** A refusal as the gateway answers it: status, error code, message and extra headers. */
+/** A refusal as the gateway answers it: status (the catalogue's gateway status), error code, message and extra headers. */
 export interface Refusal {
     status: number;
     code: GatewayRefusal | "none_available" | "not_ready" | "store_unavailable";
     message: string;
     headers?: Record<string, string>;
+}
+
+/** The refusal of `code`, with the status the catalogue gives the gateway for it. */
+export function refusal(code: Refusal["code"], message: string, headers?: Record<string, string>): Refusal {
+    return { status: gatewayStatusOf(code), code, message, headers };
 }
 
 export const PROXY_AUTHENTICATE = 'Basic realm="egress gateway", charset="UTF-8"';
@@ -52,37 +58,30 @@ export class Admission {
     }
 
     admit(r: AdmissionRequest): MaybePromise<{ ok: true; admitted: Admitted } | { ok: false; refusal: Refusal }> {
-        const no = (status: number, code: Refusal["code"], message: string, headers?: Record<string, string>) => ({
+        const no = (code: Refusal["code"], message: string, headers?: Record<string, string>) => ({
             ok: false as const,
-            refusal: { status, code, message, headers },
+            refusal: refusal(code, message, headers),
         });
         const challenge = { "Proxy-Authenticate": PROXY_AUTHENTICATE };
         if (!r.password)
             return no(
-                407,
                 "unauthenticated",
                 "proxy credentials required: use http://<pool>:<token>@<gateway> as the proxy URL (the token is the password)",
                 challenge,
             );
         const token = this.find(r.password);
         if (!token)
-            return no(
-                407,
-                "unauthenticated",
-                "invalid proxy credentials: the password must be an API token",
-                challenge,
-            );
+            return no("unauthenticated", "invalid proxy credentials: the password must be an API token", challenge);
         if (!hasScope(token, "lease"))
-            return no(407, "forbidden", `token "${token.name}" lacks the \`lease\` scope the gateway needs`, challenge);
+            return no("forbidden", `token "${token.name}" lacks the \`lease\` scope the gateway needs`, challenge);
         const parsed = parseUsername(r.username);
-        if (!parsed.ok) return no(400, "bad_username", parsed.message);
+        if (!parsed.ok) return no("bad_username", parsed.message);
         const { pool, session } = parsed.user;
-        if (pool !== undefined && !this.fleet.hasPool(pool)) return no(404, "unknown_pool", `no pool named "${pool}"`);
+        if (pool !== undefined && !this.fleet.hasPool(pool)) return no("unknown_pool", `no pool named "${pool}"`);
         const limit = token.gatewayConcurrency;
         const now = this.inFlight.get(token.name) ?? 0;
         if (limit !== undefined && now >= limit)
             return no(
-                429,
                 "over_limit",
                 `token "${token.name}" has ${now} requests in flight through the gateway, its limit (gatewayConcurrency ${limit}); wait for one to finish`,
             );
@@ -99,8 +98,8 @@ export class Admission {
         const done = (got: FleetAcquire) => {
             if (!got.ok) {
                 leave();
-                if (got.reason === "unknown-pool") return no(404, "unknown_pool", got.message);
-                return no(503, "none_available", got.message, { "Retry-After": String(got.retryAfterSeconds) });
+                if (got.reason === "unknown-pool") return no("unknown_pool", got.message);
+                return no("none_available", got.message, { "Retry-After": String(got.retryAfterSeconds) });
             }
             return {
                 ok: true as const,
@@ -112,7 +111,7 @@ export class Admission {
         return got.then(done, (e) => {
             leave();
             if (e instanceof StoreUnavailableError)
-                return no(503, "store_unavailable", e.message, { "Retry-After": String(e.retryAfterSeconds) });
+                return no("store_unavailable", e.message, { "Retry-After": String(e.retryAfterSeconds) });
             throw e;
         });
     }

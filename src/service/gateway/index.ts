@@ -3,6 +3,6 @@
  * request goes through the next member the lease manager picks.
  */
 export { Gateway, type GatewayOptions } from "./server";
-export { createGatewayMetrics, type GatewayMetrics } from "./metrics";
+export { createGatewayMetrics, type GatewayMetrics } from "../observe/gateway-metrics";
 export { type BlockRules, DEFAULT_BLOCK_RULES } from "./outcome";
 export { parseUsername, GRAMMAR as USERNAME_GRAMMAR } from "./username";

@@ -1,12 +1,13 @@
 import * as http from "node:http";
 import type { Socket } from "node:net";
 import type { Logger } from "pino";
-import type { StoredToken } from "../auth";
-import type { Fleet } from "../fleet";
+import type { StoredToken } from "../http/auth";
+import type { Fleet } from "../fleet/fleet";
 import type { ReleaseOutcome } from "../leases";
-import { Admission, type Admitted, type Refusal } from "./admission";
+import { Admission, type Admitted, type Refusal, refusal } from "./admission";
+import { type ErrorCode, gatewayStatusOf } from "../http/catalogue";
 import { type MaybePromise, settle } from "../store/types";
-import type { GatewayMetrics } from "./metrics";
+import type { GatewayMetrics } from "../observe/gateway-metrics";
 import { type BlockRules, DEFAULT_BLOCK_RULES, httpOutcome, tunnelOutcome } from "./outcome";
 import { RecentServes, type ServedKey } from "./recent";
 import { type ProtectedEndpoint, ProtectedTargets } from "./protected-targets";
@@ -115,16 +116,9 @@ export class Gateway {
             authRealm: "egress gateway",
             prepareRequestFunction: ({ request, username, password, hostname, isHttp }) => {
                 const ready = this.o.ready();
-                if (!ready.ok)
-                    throw refuse({
-                        status: 503,
-                        code: "not_ready",
-                        message: ready.reason,
-                        headers: { "Retry-After": "5" },
-                    });
+                if (!ready.ok) throw refuse(refusal("not_ready", ready.reason, { "Retry-After": "5" }));
                 const socket = request.socket as TaggedSocket;
-                if (socket.destroyed)
-                    throw refuse({ status: 400, code: "bad_request", message: "the client went away" });
+                if (socket.destroyed) throw refuse(refusal("bad_request", "the client went away"));
                 return settle(this.admission.admit({ username, password, hostname }), (got) => {
                     if (!got.ok) {
                         if (got.refusal.code === "none_available" || got.refusal.code === "store_unavailable")
@@ -177,12 +171,7 @@ export class Gateway {
         raw.on("clientError", (err: NodeJS.ErrnoException, socket: Socket) => {
             if (err.code === "ECONNRESET" || !socket.writable) return void socket.destroy();
             this.o.metrics.refused("bad_request");
-            rawAnswer(
-                socket,
-                400,
-                "bad_request",
-                `not an HTTP request the gateway can read (${err.code ?? err.message})`,
-            );
+            rawAnswer(socket, "bad_request", `not an HTTP request the gateway can read (${err.code ?? err.message})`);
         });
         raw.on("connection", (s: TaggedSocket) => {
             const gone = () => {
@@ -196,7 +185,6 @@ export class Gateway {
                 this.o.metrics.refused("bad_request");
                 return answer(
                     res,
-                    400,
                     "bad_request",
                     `the gateway is a forward proxy: send the absolute URL (GET http://host/path) for http://, CONNECT host:port for https:// (got ${JSON.stringify(cut(req.url ?? ""))})`,
                 );
@@ -206,7 +194,7 @@ export class Gateway {
             this.guard(
                 target.hostname,
                 Number(target.port || 80),
-                (why) => answer(res, 403, "forbidden_target", why),
+                (why) => answer(res, "forbidden_target", why),
                 () => void server.onRequest(req, res),
             );
         });
@@ -216,7 +204,6 @@ export class Gateway {
                 this.o.metrics.refused("bad_request");
                 return rawAnswer(
                     socket,
-                    400,
                     "bad_request",
                     `CONNECT needs host:port with a port from 1 to 65535 (got ${JSON.stringify(cut(req.url ?? ""))})`,
                 );
@@ -224,7 +211,7 @@ export class Gateway {
             this.guard(
                 m[1],
                 Number(m[2]),
-                (why) => rawAnswer(socket, 403, "forbidden_target", why),
+                (why) => rawAnswer(socket, "forbidden_target", why),
                 () => void server.onConnect(req, socket as never, head),
             );
         });
@@ -376,7 +363,8 @@ function poolLabel(username: string): string {
     return username.split("_")[0] || "*";
 }
 
-function answer(res: http.ServerResponse, status: number, code: string, message: string): void {
+function answer(res: http.ServerResponse, code: ErrorCode, message: string): void {
+    const status = gatewayStatusOf(code);
     const text = body(code, message);
     res.writeHead(status, {
         "Content-Type": "application/json; charset=utf-8",
@@ -387,7 +375,8 @@ function answer(res: http.ServerResponse, status: number, code: string, message:
     res.end(text);
 }
 
-function rawAnswer(socket: Socket, status: number, code: string, message: string): void {
+function rawAnswer(socket: Socket, code: ErrorCode, message: string): void {
+    const status = gatewayStatusOf(code);
     const text = body(code, message);
     socket.end(
         `HTTP/1.1 ${status} ${http.STATUS_CODES[status]}\r\nContent-Type: application/json; charset=utf-8\r\nContent-Length: ${Buffer.byteLength(text)}\r\nX-Egress-Error: ${code}\r\nConnection: close\r\n\r\n${text}`,

@@ -1,5 +1,5 @@
 import { DNS1123_LABEL } from "../../model/fields";
-import { sessionKeySchema, SESSION_KEY_RULE } from "../schemas";
+import { sessionKeySchema, SESSION_KEY_RULE } from "../leases/session-key";
 
 /**
  * The gateway's proxy username: which pool, and options, in a string any HTTP client can send as the

@@ -1,0 +1,42 @@
+/**
+ * What the HTTP layer is given (AppDeps): types only, so app.ts and the routes it mounts both import it
+ * and neither imports the other back.
+ */
+import type { Logger } from "pino";
+import type { Scope } from "../http/auth";
+import type { RequestHandler } from "express";
+import type { Scaler } from "../control/scaler";
+import type { OperationLog } from "../operations/journal";
+import type { Fleet } from "../fleet/fleet";
+import type { Metrics } from "../observe/metrics";
+import type { ProviderHealthReport } from "../observe/provider-checks";
+import type { ReconcileStatus } from "../control/heal/reconciler";
+import type { Timeline } from "../fleet/timeline";
+import type { Gateway } from "../gateway";
+
+/** Everything the HTTP layer needs, built by src/service/start/server.ts (or by tests with synthetic parts). */
+export interface AppDeps {
+    projectRoot: string;
+    stack: string;
+    version: string;
+    log: Logger;
+    /** No scope: any valid token. */
+    auth: (scope?: Scope) => RequestHandler;
+    scaler: Scaler;
+    ops: OperationLog;
+    fleet: Fleet;
+    metrics: Metrics;
+    providerHealth: () => ProviderHealthReport[];
+    /** GET /v1/heal. */
+    reconcile: () => ReconcileStatus;
+    /** GET /v1/timeline. */
+    timeline: Timeline;
+    /** `stopping`: the service is shutting down; every request but liveness and metrics is answered 503 not_ready. */
+    ready: () => { ok: true } | { ok: false; reason: string; stopping?: boolean };
+    /** Time between `: ping` comments on operation event streams. @default 15000 (routes/operations.ts) */
+    sseHeartbeatMs?: number;
+    /** Whether the lease store is reachable (a Redis store; the memory one always is): /readyz is false while it is not. */
+    storeReady?: () => { ok: true } | { ok: false; reason: string };
+    /** The rotating gateway, when it runs (POST /v1/blocks asks it which member served a request). */
+    gateway?: Gateway;
+}

@@ -1,0 +1,61 @@
+import { Router } from "express";
+import type { AppDeps } from "../deps";
+import { HttpError } from "../../http/errors";
+import { NotAcceptingError } from "../../control/scaler";
+import { parseOr400, scaleBody, type poolsResponse, type scaleResponse } from "../schemas";
+import type { z } from "zod";
+import { loadStackConfig, scaleRefusal } from "../../../config";
+
+/** GET /v1/pools and PUT /v1/pools/:pool/replicas (desired state; 202 with the applying operation). */
+export function poolRoutes(deps: AppDeps): Router {
+    const r = Router();
+    r.get("/v1/pools", deps.auth("discover"), (_req, res) => {
+        const cfg = loadStackConfig(deps.projectRoot, deps.stack);
+        const counts = deps.fleet.poolCounts();
+        res.json({
+            pools: cfg.pools.map((p) => ({
+                name: p.name,
+                provider: p.provider,
+                desired: deps.scaler.desired(p.name) ?? p.replicas,
+                maxReplicas: p.maxReplicas,
+                actual: counts[p.name]?.actual ?? 0,
+                healthy: counts[p.name]?.healthy ?? 0,
+                leased: counts[p.name]?.leased ?? 0,
+                draining: counts[p.name]?.draining ?? 0,
+                scalable: scaleRefusal(cfg, p) === undefined,
+            })),
+        } satisfies z.infer<typeof poolsResponse>);
+    });
+    r.put("/v1/pools/:pool/replicas", deps.auth("scale"), (req, res) => {
+        const pool = req.params.pool as string;
+        const cfg = loadStackConfig(deps.projectRoot, deps.stack);
+        const found = cfg.pools.find((p) => p.name === pool);
+        if (!found)
+            throw new HttpError(
+                "unknown_pool",
+                `no pool named "${pool}" (known: ${cfg.pools.map((p) => p.name).join(", ") || "none"})`,
+            );
+        const refused = scaleRefusal(cfg, found);
+        if (refused) throw new HttpError("not_scalable", refused);
+        const { replicas } = parseOr400(scaleBody, req.body, "scale request");
+        if (replicas > found.maxReplicas)
+            throw new HttpError(
+                "invalid_request",
+                `replicas: must not exceed maxReplicas (${found.maxReplicas}) for pool "${pool}"`,
+                [{ field: "replicas", rule: `must not exceed ${found.maxReplicas}` }],
+            );
+        let op;
+        try {
+            op = deps.scaler.request(pool, replicas);
+        } catch (e) {
+            if (e instanceof NotAcceptingError)
+                throw new HttpError("not_ready", e.message, { reason: e.reason }, { "Retry-After": "5" });
+            throw e;
+        }
+        req.log.info({ pool, replicas, operation: op.id }, "scale requested");
+        res.status(202)
+            .location(`/v1/operations/${op.id}`)
+            .json({ operation: op } satisfies z.infer<typeof scaleResponse>);
+    });
+    return r;
+}

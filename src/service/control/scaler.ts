@@ -1,0 +1,337 @@
+import type { Logger } from "pino";
+import { loadStackConfig, setPoolReplicas } from "../../config";
+import type { EngineError, ProgressEvent, StackDriver } from "../../engine";
+import type { ProxyMember } from "../../model";
+import type { HealTarget, Operation, OperationLog } from "../operations/journal";
+import type { Drainer } from "./drain/drainer";
+import { healDrainTargets, healGoneTargets, scaleDownTargets } from "./drain/plan";
+
+export interface ScalerDeps {
+    driver: StackDriver;
+    projectRoot: string;
+    stack: string;
+    ops: OperationLog;
+    log: Logger;
+    /**
+     * Called after every operation settles, with the stack output `proxies` when the update succeeded
+     * (the fleet refreshes from them; after a failure it re-reads the outputs itself).
+     */
+    onSettled?: (op: Operation, proxies?: ProxyMember[]) => Promise<void> | void;
+    /**
+     * Takes the stack's writer lock (src/engine/writer-lock.ts), waiting while another writer — a
+     * person's `egress up` or `scale` — holds it; aborted when the service stops. Held from writing the
+     * stack file to the end of the engine run.
+     */
+    lock?: (signal: AbortSignal) => Promise<{ release(): void }>;
+    /**
+     * Drain before removing members (src/service/control/drain): without it members are removed at once.
+     * `members` is the fleet as state lists it.
+     */
+    drain?: { drainer: Drainer; members: () => { id: string; pool: string; index: number }[] };
+}
+
+/** Scale requests are refused while the service starts (recovery) or stops; the route answers 503. */
+export class NotAcceptingError extends Error {
+    constructor(readonly reason: "starting" | "stopping") {
+        super(
+            reason === "starting"
+                ? "the service is still recovering the stack; retry shortly"
+                : "the service is shutting down; retry against the next instance",
+        );
+        this.name = "NotAcceptingError";
+    }
+}
+
+/** How often and how long an operation retries when another update (a person's `egress up`) holds the lock. */
+const LOCK_RETRIES = [2, 5, 10, 20, 30].map((s) => s * 1000);
+
+/**
+ * Desired-state scaling and member repair for one stack. At most one engine operation runs; requests
+ * that arrive meanwhile fold into the *queued* operation of their kind (scale/up: latest count per pool
+ * wins; heal: members are added), which start in the order they were first queued. Clients therefore
+ * never see a ConcurrentUpdate error, and after a burst the stack converges to the last request with at
+ * most two engine runs.
+ */
+export class Scaler {
+    private running?: Operation;
+    /** At most one scale/up operation and one heal operation, in the order they were created. */
+    private queue: Operation[] = [];
+    private idle: Promise<void> = Promise.resolve();
+    private accepting: "starting" | "yes" | "stopping" = "starting";
+    private applyingNow = false;
+    /** The running scale/up operation waits for its drain: requests fold into it (it has applied nothing yet). */
+    private drainingNow = false;
+    private readonly stopping = new AbortController();
+
+    constructor(private readonly deps: ScalerDeps) {}
+
+    /**
+     * Records a scale request the caller already validated (the HTTP route checks the pool, the count
+     * and maxReplicas); the operation re-checks against the stack file when it writes it.
+     */
+    request(pool: string, replicas: number): Operation {
+        if (this.accepting !== "yes") throw new NotAcceptingError(this.accepting);
+        return this.enqueue("scale", { [pool]: replicas });
+    }
+
+    /** Recovery is done: scale requests are accepted from now on. */
+    open(): void {
+        if (this.accepting === "starting") this.accepting = "yes";
+    }
+
+    /** Queues a plain `up` (start-up convergence); folds into a queued operation like any request. */
+    converge(): Operation {
+        return this.enqueue("up", {});
+    }
+
+    /**
+     * Queues a repair of these members (the reconcile loop, src/service/control/heal): a targeted refresh and
+     * `up` that replaces them and touches nothing else. Joins a queued heal operation.
+     */
+    heal(targets: Record<string, HealTarget>): Operation {
+        if (this.accepting !== "yes") throw new NotAcceptingError(this.accepting);
+        const queued = this.queue.find((o) => o.kind === "heal");
+        if (queued) {
+            Object.assign(queued.reasons!, targets);
+            queued.members = Object.keys(queued.reasons!);
+            queued.requests++;
+            return queued;
+        }
+        const op = this.deps.ops.create("heal", {});
+        Object.assign(op, { members: Object.keys(targets), reasons: { ...targets } });
+        this.queue.push(op);
+        this.kick();
+        return op;
+    }
+
+    /** The count a pool is heading to: queued beats running; undefined means "what the stack file says". */
+    desired(pool: string): number | undefined {
+        return this.queue.find((o) => o.kind !== "heal")?.desired[pool] ?? this.running?.desired[pool];
+    }
+
+    /** True while an operation runs or waits. */
+    busy(): boolean {
+        return !!this.running || this.queue.length > 0;
+    }
+
+    /**
+     * True while this service's own engine run changes the stack (writer lock held): checkpoint changes
+     * then are its own, and the fleet follows when the run settles. False while it waits for the lock.
+     */
+    applying(): boolean {
+        return this.applyingNow;
+    }
+
+    /**
+     * Graceful shutdown: stops accepting requests, records the queued operations as interrupted (their
+     * desired counts are not applied; the stack file still holds the last applied ones) and waits for
+     * the running one (after asking the engine to cancel it, with `cancel`).
+     */
+    async drain(opts: { cancel?: boolean } = {}): Promise<void> {
+        this.accepting = "stopping";
+        this.stopping.abort(new Error("the service stopped while this operation waited for the stack's writer lock"));
+        // Ctrl-C: the running operation is cancelled safely (the engine saves state) instead of awaited.
+        if (opts.cancel && this.running) this.deps.driver.cancel();
+        for (const op of this.queue.splice(0))
+            this.deps.ops.update(op, {
+                status: "interrupted",
+                finishedAt: new Date().toISOString(),
+                error: "the service stopped before this operation started",
+            });
+        while (this.running) await this.idle;
+    }
+
+    private enqueue(kind: "scale" | "up", desired: Record<string, number>): Operation {
+        // A scale-up during a scale-down's drain keeps the members it still drains (drainScaleDown re-plans).
+        const queued = this.queue.find((o) => o.kind !== "heal") ?? (this.drainingNow ? this.running : undefined);
+        if (queued) {
+            Object.assign(queued.desired, desired);
+            queued.requests++;
+            if (kind === "scale") queued.kind = "scale";
+            return queued;
+        }
+        const op = this.deps.ops.create(kind, desired);
+        this.queue.push(op);
+        this.kick();
+        return op;
+    }
+
+    private kick(): void {
+        if (this.running || !this.queue.length) return;
+        const op = this.queue.shift()!;
+        this.running = op;
+        this.idle = this.execute(op).finally(() => {
+            this.running = undefined;
+            this.kick();
+        });
+    }
+
+    private async execute(op: Operation): Promise<void> {
+        const { ops } = this.deps;
+        const log = this.deps.log.child({
+            operation: op.id,
+            kind: op.kind,
+            ...(op.kind === "heal" ? { members: op.members } : { desired: op.desired }),
+        });
+        ops.update(op, { status: "running", startedAt: new Date().toISOString() });
+        log.info("operation started");
+        let patch: Partial<Operation>;
+        let proxies: ProxyMember[] | undefined;
+        let lock: { release(): void } | undefined;
+        try {
+            lock = await this.deps.lock?.(this.stopping.signal);
+            this.applyingNow = true;
+            if (op.kind === "heal") {
+                const result = await this.repair(op, log);
+                patch = { status: "succeeded", changes: result.changes };
+                proxies = result.proxies;
+                log.info({ changes: result.changes, durationMs: result.durationMs }, "operation succeeded");
+            } else {
+                // Written at start, not at request time: the stack file always shows what the engine is
+                // applying, and a restart mid-drain still knows the count to reach.
+                await this.drainScaleDown(op, log);
+                const result = await this.withLockRetry(log, () =>
+                    this.deps.driver.up({ onProgress: (e) => this.deps.ops.progress(op, e) }),
+                );
+                patch = {
+                    status: "succeeded",
+                    changes: result.changes,
+                    ...(result.proxies ? { applied: appliedCounts(op, result.proxies) } : {}),
+                };
+                proxies = result.proxies;
+                log.info({ changes: result.changes, durationMs: result.durationMs }, "operation succeeded");
+            }
+        } catch (e) {
+            // Interrupted: cancelled on request (Ctrl-C), or stopped while waiting for the writer lock.
+            const interrupted = (e as EngineError).interrupted === true || (this.stopping.signal.aborted && !lock);
+            patch = { status: interrupted ? "interrupted" : "failed", error: (e as Error).message };
+            if (interrupted) log.warn({ error: (e as Error).message }, "operation interrupted");
+            else log.error({ error: (e as Error).message }, "operation failed");
+        }
+        // The fleet view is refreshed before the operation reads as settled, so a client that saw
+        // `succeeded` also sees the new members.
+        const done = { ...patch, finishedAt: new Date().toISOString() };
+        try {
+            await this.deps.onSettled?.({ ...op, ...done }, proxies);
+        } catch (e) {
+            log.error({ err: e }, "refreshing the fleet after the operation failed");
+        } finally {
+            this.deps.drain?.drainer.finish();
+            this.applyingNow = false;
+            lock?.release();
+        }
+        try {
+            ops.update(op, done);
+        } catch (e) {
+            log.error({ err: e }, "recording the operation's result failed"); // the journal write; the op itself is done
+        }
+    }
+
+    /**
+     * A heal: the members' resources from state, a refresh of those alone, then an `up` that targets
+     * their components (children come along as dependents) and replaces their custom resources. Two
+     * engine runs because `up --refresh --target` fails on the CLI egress pins ("unknown provider",
+     * docs/decisions.md). Members no longer in state (scaled away meanwhile) are skipped.
+     */
+    private async repair(
+        op: Operation,
+        log: Logger,
+    ): Promise<{ changes: Record<string, number>; durationMs: number; proxies?: ProxyMember[] }> {
+        const started = Date.now();
+        const d = this.deps.drain;
+        if (d) {
+            // Gone members serve nothing: their leases end now. Unhealthy ones drain first.
+            const members = d.members().filter((m) => op.members?.includes(m.id));
+            d.drainer.endLeases(healGoneTargets(members, op.reasons ?? {}));
+            await d.drainer.run(
+                () => healDrainTargets(members, op.reasons ?? {}),
+                this.stopping.signal,
+                (m, draining) => this.deps.ops.update(op, { drain: { draining, members: m } }),
+            );
+        }
+        const { found, missing } = await this.deps.driver.memberTargets(op.members ?? []);
+        if (missing.length) log.warn({ missing }, "members to repair are no longer in state; skipped");
+        if (!found.size) return { changes: {}, durationMs: Date.now() - started };
+        const components = [...found.values()].map((t) => t.component);
+        const replace = [...found.values()].flatMap((t) => t.replace);
+        const onProgress = (e: ProgressEvent) => this.deps.ops.progress(op, e);
+        let present = replace;
+        if (replace.length) {
+            await this.withLockRetry(log, () => this.deps.driver.refresh({ target: replace, onProgress }));
+            // The refresh drops resources deleted behind egress's back (a Kubernetes Deployment) from state, and
+            // `up --replace` of a URN no longer in the stack fails; the targeted up creates them again anyway.
+            const after = new Set(
+                [...(await this.deps.driver.memberTargets(op.members ?? [])).found.values()].flatMap((t) => t.replace),
+            );
+            present = replace.filter((u) => after.has(u));
+        }
+        const result = await this.withLockRetry(log, () =>
+            this.deps.driver.up({
+                target: components,
+                targetDependents: true,
+                replace: present,
+                refresh: false,
+                onProgress,
+            }),
+        );
+        return { changes: result.changes, durationMs: Date.now() - started, proxies: result.proxies };
+    }
+
+    /**
+     * Writes the operation's counts to the stack file, then waits out the drain of the members they
+     * remove. Requests folded in meanwhile change `op.desired`: the file is rewritten and the drain
+     * re-planned (members that now stay are leasable again at once).
+     */
+    private async drainScaleDown(op: Operation, log: Logger): Promise<void> {
+        const { projectRoot, stack } = this.deps;
+        let written = "";
+        let counts: Record<string, number> = {};
+        const write = () => {
+            if (JSON.stringify(op.desired) === written) return;
+            for (const [pool, n] of Object.entries(op.desired)) setPoolReplicas(projectRoot, stack, pool, n);
+            written = JSON.stringify(op.desired);
+            counts = Object.fromEntries(loadStackConfig(projectRoot, stack).pools.map((p) => [p.name, p.replicas]));
+        };
+        write();
+        const d = this.deps.drain;
+        if (!d) return;
+        this.drainingNow = true;
+        try {
+            await d.drainer.run(
+                () => {
+                    write();
+                    return scaleDownTargets(d.members(), counts);
+                },
+                this.stopping.signal,
+                (members, draining) => this.deps.ops.update(op, { drain: { draining, members } }),
+            );
+        } finally {
+            this.drainingNow = false;
+        }
+        write();
+        log.debug({ desired: op.desired }, "drain done; applying");
+    }
+
+    /** An engine run, retried with backoff while someone else's update holds the stack lock (never surfaced as 409). */
+    private async withLockRetry<T>(log: Logger, run: () => Promise<T>): Promise<T> {
+        for (let attempt = 0; ; attempt++) {
+            try {
+                return await run();
+            } catch (e) {
+                if (!(e as EngineError).locked || attempt >= LOCK_RETRIES.length) throw e;
+                log.warn(
+                    { attempt: attempt + 1, waitMs: LOCK_RETRIES[attempt] },
+                    "stack locked by another update; retrying",
+                );
+                await new Promise((r) => setTimeout(r, LOCK_RETRIES[attempt]));
+            }
+        }
+    }
+}
+
+/** Members per pool the update left, for the pools the operation set: what it really applied. */
+function appliedCounts(op: Operation, proxies: ProxyMember[]): Record<string, number> {
+    const out: Record<string, number> = {};
+    for (const pool of Object.keys(op.desired)) out[pool] = proxies.filter((p) => p.pool === pool).length;
+    return out;
+}

@@ -1,0 +1,328 @@
+import type { PoolConfig, ProxyCredentials, ProxyMember, StackCredentials } from "../../model";
+import type { AcquireResult } from "../leases";
+import { type LeaseStore, type MaybePromise, settle } from "../store/types";
+import type { AcquireRequest, ReleaseOutcome, Removal } from "../leases/types";
+import { type HealthState, Lifecycle, lifecycleOf, membersMentioned } from "./lifecycle";
+
+export type { HealthState } from "./lifecycle";
+import type { Operation } from "../operations/journal";
+import { memberUpstreamUrl } from "./credentials";
+
+/** What the fleet needs from the health engine (src/probes HealthMonitor fits). */
+export interface HealthSource {
+    setMembers(members: ProxyMember[]): void;
+    get(id: string):
+        | {
+              state: HealthState;
+              egressIp?: string;
+              lastLatencyMs?: number;
+              lastError?: string;
+              consecutiveFailures?: number;
+              lastProbeAt?: number;
+              lastOkAt?: number;
+          }
+        | undefined;
+}
+
+/** Members of one pool by state, for GET /v1/pools and the egress_proxies gauge. */
+export interface PoolCounts {
+    actual: number;
+    healthy: number;
+    unhealthy: number;
+    unknown: number;
+    leased: number;
+    /** Members an operation is taking away (never leased again). */
+    draining: number;
+}
+
+/** A member as discovery shows it. */
+export interface ProxyView extends ProxyMember {
+    health: HealthState;
+    egressIp?: string;
+    /** Round trip of the last probe through it (ms). */
+    probeLatencyMs?: number;
+    leased: boolean;
+    lifecycle: Lifecycle;
+    /** The last probe error (while probes fail) or failed operation's error naming this member. */
+    lastError?: string;
+    /** While draining: when a lease still running on it is ended and the member removed. */
+    drainingUntil?: string;
+}
+
+export interface LeaseView {
+    id: string;
+    /** `url` carries the member's credentials when it requires them (`auth`): the holder may use it as is. */
+    proxy: Pick<ProxyMember, "id" | "pool" | "provider" | "zone" | "host" | "port" | "url" | "auth">;
+    target?: string;
+    /** The sticky session it was taken through. */
+    session?: string;
+    /** With a session: true when the session moved to this member from another one. */
+    rebound?: boolean;
+    leasedAt: string;
+    expiresAt: string;
+}
+
+/** An active lease as the dashboard lists it: without its id, which is what releases it. */
+export interface ActiveLeaseView {
+    proxy: string;
+    pool: string;
+    target?: string;
+    leasedAt: string;
+    expiresAt: string;
+}
+
+export type FleetAcquire =
+    /** `session`: with a sticky session, whether it kept its proxy, moved, or is new (for metrics). */
+    | { ok: true; lease: LeaseView; session?: "kept" | "rebound" | "new" }
+    | {
+          ok: false;
+          reason: "unknown-pool" | "no-members" | "none-available";
+          message: string;
+          retryAfterSeconds: number;
+      };
+
+/**
+ * The service's view of live proxies: members from stack outputs, health from the monitor, leases
+ * from the lease manager. Stack outputs are the source of truth for who exists; health decides who may
+ * be leased.
+ */
+export class Fleet {
+    private members = new Map<string, ProxyMember>();
+    private pools = new Set<string>();
+    private configs: PoolConfig[] = [];
+    /** Members an operation is taking away (src/service/control/drain): never leased, whatever their health. */
+    private readonly draining = new Map<string, { until: number }>();
+    /** The last failed operation naming each member (for `lastError`/`failed`). */
+    private readonly opErrors = new Map<string, { message: string; at: number }>();
+    /** Credentials members require (the secret stack outputs `credentials` and `memberCredentials`). Never logged. */
+    private credentials: StackCredentials = { pools: {}, members: {} };
+    /** Called after every successful release (the drainer waits on it). */
+    private readonly releaseListeners = new Set<() => void>();
+
+    constructor(
+        private readonly leases: LeaseStore,
+        private readonly health: HealthSource,
+    ) {}
+
+    /** Replaces the member list (after every operation and at start). Survivors keep health and leases. */
+    sync(members: ProxyMember[], pools: PoolConfig[]): void {
+        this.members = new Map(members.map((m) => [m.id, m]));
+        this.pools = new Set(pools.map((p) => p.name));
+        this.configs = pools;
+        // Members without an address yet (still provisioning) are listed but never probed or leased.
+        const addressed = members.filter((m) => m.host);
+        this.health.setMembers(addressed);
+        for (const id of this.opErrors.keys()) if (!this.members.has(id)) this.opErrors.delete(id);
+        this.leases.setMembers(
+            addressed.map((m) => ({ id: m.id, pool: m.pool, eligible: this.leasable(m.id) })),
+            Object.fromEntries(
+                pools.map((p) => [
+                    p.name,
+                    { cooldownSeconds: p.cooldownSeconds, sessionTtlSeconds: p.sessionTtlSeconds },
+                ]),
+            ),
+        );
+    }
+
+    /** Replaces the pools' credentials (read from the stack after every sync that has members requiring them). */
+    setCredentials(credentials: StackCredentials): void {
+        this.credentials = credentials;
+    }
+
+    /**
+     * The credentials `member` requires: its own proxy's (a listed static proxy), else its pool's `auth`;
+     * undefined when it requires none (or they are not known yet).
+     */
+    credentialsOf(member: Pick<ProxyMember, "id" | "pool" | "auth">): ProxyCredentials | undefined {
+        return member.auth ? (this.credentials.members[member.id] ?? this.credentials.pools[member.pool]) : undefined;
+    }
+
+    /**
+     * The URL to send traffic through member `id`, with its credentials when it requires them
+     * (memberUpstreamUrl); undefined for an unknown member. For the gateway's upstream. Never log it.
+     */
+    upstreamUrl(id: string): string | undefined {
+        const m = this.members.get(id);
+        return m && memberUpstreamUrl(m, this.credentialsOf(m));
+    }
+
+    /**
+     * The health engine calls this on every transition: only healthy members are leasable. (A verdict for
+     * a member the lease manager has not seen yet is kept there until the member arrives.)
+     */
+    healthChanged(id: string, state: HealthState): void {
+        this.leases.setEligible(id, state === "healthy" && !this.draining.has(id));
+    }
+
+    /** Starts (`until` given) or ends a member's drain: a draining member is never leased; its lease runs on. */
+    setDraining(id: string, until: number | undefined): void {
+        if (until === undefined) this.draining.delete(id);
+        else this.draining.set(id, { until });
+        this.leases.setEligible(id, this.leasable(id));
+    }
+
+    /** Ends the lease on a member the service takes away; its holder's release then gets 410 with `removal`. */
+    revoke(id: string, removal: Removal): boolean {
+        return this.leases.revoke(id, removal) !== undefined;
+    }
+
+    isLeased(id: string): boolean {
+        return this.leases.isLeased(id);
+    }
+
+    /** Registers `fn` to run after every successful release; returns its removal. */
+    onRelease(fn: () => void): () => void {
+        this.releaseListeners.add(fn);
+        return () => this.releaseListeners.delete(fn);
+    }
+
+    /** A failed operation: remembers its error for the members it names (a heal's members always). */
+    operationSettled(op: Operation): void {
+        if (op.status !== "failed" || !op.error) return;
+        const at = Date.parse(op.finishedAt ?? "") || Date.now();
+        const named = new Set([...(op.members ?? []), ...membersMentioned(op.error, this.members.keys())]);
+        for (const id of named) this.opErrors.set(id, { message: op.error, at });
+    }
+
+    private leasable(id: string): boolean {
+        return this.health.get(id)?.state === "healthy" && !this.draining.has(id);
+    }
+
+    /**
+     * Members as discovery shows them. `withCredentials` (callers whose scope may lease: `lease`, `admin`)
+     * puts a member's credentials into its `url`; otherwise `url` is bare and `auth: true` says they are needed.
+     */
+    proxies(
+        filter: { pool?: string; state?: HealthState; lifecycle?: Lifecycle } = {},
+        opts: { withCredentials?: boolean } = {},
+    ): ProxyView[] {
+        const out: ProxyView[] = [];
+        for (const m of this.members.values()) {
+            if (filter.pool && m.pool !== filter.pool) continue;
+            const h = this.health.get(m.id);
+            const drain = this.draining.get(m.id);
+            const life = lifecycleOf({
+                hasAddress: !!m.host,
+                draining: !!drain,
+                health: h?.state ?? "unknown",
+                probe: h,
+                opError: this.opErrors.get(m.id),
+            });
+            const view: ProxyView = {
+                ...m,
+                url: opts.withCredentials ? memberUpstreamUrl(m, this.credentialsOf(m)) : m.url,
+                health: h?.state ?? "unknown",
+                egressIp: h?.egressIp,
+                probeLatencyMs: h?.lastLatencyMs,
+                leased: this.leases.isLeased(m.id),
+                ...life,
+            };
+            if (drain) view.drainingUntil = new Date(drain.until).toISOString();
+            if (filter.state && view.health !== filter.state) continue;
+            if (filter.lifecycle && view.lifecycle !== filter.lifecycle) continue;
+            out.push(view);
+        }
+        return out;
+    }
+
+    /** Member counts by health and lease state, per pool. */
+    poolCounts(): Record<string, PoolCounts> {
+        const counts: Record<string, PoolCounts> = {};
+        for (const m of this.members.values()) {
+            const c = (counts[m.pool] ??= { actual: 0, healthy: 0, unhealthy: 0, unknown: 0, leased: 0, draining: 0 });
+            c.actual++;
+            if (this.draining.has(m.id)) c.draining++;
+            c[this.health.get(m.id)?.state ?? "unknown"]++;
+            if (this.leases.isLeased(m.id)) c.leased++;
+        }
+        return counts;
+    }
+
+    /** Active leases, oldest first. */
+    activeLeases(): ActiveLeaseView[] {
+        const iso = (ms: number) => new Date(ms).toISOString();
+        return this.leases.active().map((l) => ({
+            proxy: l.proxyId,
+            pool: l.pool,
+            ...(l.target ? { target: l.target } : {}),
+            leasedAt: iso(l.leasedAt),
+            expiresAt: iso(l.expiresAt),
+        }));
+    }
+
+    /** Synchronous with the memory store; a promise with a store across the network (it may reject with StoreUnavailableError). */
+    acquire(req: AcquireRequest): MaybePromise<FleetAcquire> {
+        if (req.pool && !this.pools.has(req.pool))
+            return {
+                ok: false,
+                reason: "unknown-pool",
+                message: `no pool named "${req.pool}" (known: ${[...this.pools].join(", ") || "none"})`,
+                retryAfterSeconds: 0,
+            };
+        const known = req.session !== undefined && this.leases.sessionMember(req.session, req.pool) !== undefined;
+        return settle(this.leases.acquire(req), (r) => this.granted(req, known, r));
+    }
+
+    private granted(req: AcquireRequest, known: boolean, r: AcquireResult): FleetAcquire {
+        if (!r.ok) {
+            const where = req.pool ? `pool "${req.pool}"` : "any pool";
+            const message =
+                r.reason === "no-members"
+                    ? `${where} has no members; scale it up`
+                    : `no proxy in ${where} is healthy, unleased and out of cooldown${req.target ? ` for ${req.target}` : ""}; retry in ${r.retryAfterSeconds}s`;
+            return { ok: false, reason: r.reason, message, retryAfterSeconds: r.retryAfterSeconds };
+        }
+        const m = this.members.get(r.lease.proxyId)!;
+        return {
+            ok: true,
+            ...(req.session !== undefined && {
+                session:
+                    r.session ?? (!known ? ("new" as const) : r.rebound ? ("rebound" as const) : ("kept" as const)),
+            }),
+            lease: {
+                id: r.lease.id,
+                proxy: {
+                    id: m.id,
+                    pool: m.pool,
+                    provider: m.provider,
+                    zone: m.zone,
+                    host: m.host,
+                    port: m.port,
+                    url: memberUpstreamUrl(m, this.credentialsOf(m)),
+                    ...(m.auth ? { auth: true } : {}),
+                },
+                target: r.lease.target,
+                ...(r.lease.session !== undefined && { session: r.lease.session, rebound: r.rebound }),
+                leasedAt: new Date(r.lease.leasedAt).toISOString(),
+                expiresAt: new Date(r.lease.expiresAt).toISOString(),
+            },
+        };
+    }
+
+    release(leaseId: string, outcome: ReleaseOutcome) {
+        return settle(this.leases.release(leaseId, outcome), (r) => {
+            if (r.ok) for (const fn of this.releaseListeners) fn();
+            return r;
+        });
+    }
+
+    /** A block the client reports after the fact (POST /v1/blocks): `proxyId` rests for `target`. */
+    reportBlocked(proxyId: string, target: string): MaybePromise<number | undefined> {
+        return this.leases.reportBlocked(proxyId, target);
+    }
+
+    /** Whether `pool` is configured (the gateway refuses others before leasing). */
+    hasPool(pool: string): boolean {
+        return this.pools.has(pool);
+    }
+
+    /** The pools of the config the last sync saw (metrics: desired replicas). */
+    poolConfigs(): readonly PoolConfig[] {
+        return this.configs;
+    }
+
+    /** Members as stack state lists them (for the drainer's plans). */
+    list(): ProxyMember[] {
+        return [...this.members.values()];
+    }
+}

@@ -1,0 +1,89 @@
+import { Counter, Histogram, type Registry } from "prom-client";
+import type { ErrorCode } from "../http/catalogue";
+
+/** Per pool: how gateway requests ended. `unavailable`: answered 503 (nothing leasable), no member used. */
+export const GATEWAY_OUTCOMES = ["ok", "blocked", "error", "unavailable"] as const;
+export type GatewayOutcome = (typeof GATEWAY_OUTCOMES)[number];
+/** Requests refused before a pool was chosen (no pool label: the pool may be made up). */
+export const GATEWAY_REFUSALS = [
+    "unauthenticated",
+    "forbidden",
+    "bad_username",
+    "unknown_pool",
+    "over_limit",
+    "bad_request",
+    "forbidden_target",
+] as const satisfies readonly ErrorCode[];
+export type GatewayRefusal = (typeof GATEWAY_REFUSALS)[number];
+const DIRECTIONS = ["received", "sent"] as const;
+const KINDS = ["http", "connect"] as const;
+
+/**
+ * The gateway's metrics, on the service's registry (metrics.ts calls this). Pool-labelled series of a
+ * pool that is no longer configured are dropped at scrape time, like the lease counters'.
+ */
+export function createGatewayMetrics(registry: Registry, livePools?: () => Set<string>) {
+    /** Pools that have series (only pools a lease was asked of, so configured ones: a handful). */
+    const pools = new Set<string>();
+    const prune = (drop: (pool: string) => void) => {
+        if (!livePools) return;
+        const live = livePools();
+        for (const p of pools) if (!live.has(p)) drop(p);
+    };
+    const requests = new Counter({
+        name: "egress_gateway_requests_total",
+        help: "Gateway requests by pool, kind (http, connect) and outcome (ok, blocked, error; unavailable: 503, no member free)",
+        labelNames: ["pool", "kind", "outcome"],
+        registers: [registry],
+        collect() {
+            prune((pool) => {
+                for (const kind of KINDS) for (const outcome of GATEWAY_OUTCOMES) this.remove({ pool, kind, outcome });
+            });
+        },
+    });
+    const latency = new Histogram({
+        name: "egress_gateway_upstream_latency_seconds",
+        help: "From choosing a member to its response head (http) or tunnel answer (connect), by pool",
+        labelNames: ["pool"],
+        buckets: [0.0005, 0.001, 0.0025, 0.005, 0.01, 0.025, 0.05, 0.1, 0.25, 0.5, 1, 2.5, 5, 10],
+        registers: [registry],
+        collect() {
+            prune((pool) => this.remove({ pool }));
+        },
+    });
+    const bytes = new Counter({
+        name: "egress_gateway_bytes_total",
+        help: "Bytes between clients and the gateway by pool and direction (received from the client, sent to it), request and response heads included",
+        labelNames: ["pool", "direction"],
+        registers: [registry],
+        collect() {
+            prune((pool) => {
+                for (const direction of DIRECTIONS) this.remove({ pool, direction });
+            });
+        },
+    });
+    const refusals = new Counter({
+        name: "egress_gateway_refusals_total",
+        help: "Gateway requests refused before a member was chosen, by reason",
+        labelNames: ["reason"],
+        registers: [registry],
+    });
+    return {
+        request(pool: string, kind: (typeof KINDS)[number], outcome: GatewayOutcome): void {
+            pools.add(pool);
+            requests.inc({ pool, kind, outcome });
+        },
+        upstreamLatency(pool: string, seconds: number): void {
+            latency.observe({ pool }, seconds);
+        },
+        bytes(pool: string, received: number, sent: number): void {
+            if (received > 0) bytes.inc({ pool, direction: "received" }, received);
+            if (sent > 0) bytes.inc({ pool, direction: "sent" }, sent);
+        },
+        refused(reason: GatewayRefusal): void {
+            refusals.inc({ reason });
+        },
+    };
+}
+
+export type GatewayMetrics = ReturnType<typeof createGatewayMetrics>;

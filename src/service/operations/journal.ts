@@ -1,0 +1,173 @@
+import { EventEmitter } from "node:events";
+import * as crypto from "node:crypto";
+import * as fs from "node:fs";
+import * as path from "node:path";
+import type { ProgressEvent } from "../../engine";
+
+export type OperationStatus = "queued" | "running" | "succeeded" | "failed" | "interrupted";
+
+/** Why a heal operation repairs one member (src/service/control/heal). */
+export interface HealTarget {
+    reason: "gone" | "unhealthy";
+    /** In words: "no process of local proxy … is running", "unhealthy for 312 s (limit 300 s); last: …". */
+    detail: string;
+}
+
+/** One engine run as clients see it. Requests that arrive while it is queued join it (latest wins). */
+export interface Operation {
+    id: string;
+    /** `heal`: the reconcile loop replaces `members` (targeted refresh + replace), nothing else. */
+    kind: "scale" | "up" | "heal";
+    status: OperationStatus;
+    /** Desired replicas per pool this operation applies. */
+    desired: Record<string, number>;
+    /** How many client requests were folded into this operation. */
+    requests: number;
+    createdAt: string;
+    startedAt?: string;
+    finishedAt?: string;
+    changes?: Record<string, number>;
+    /** After success: members per pool of `desired` in the stack outputs the update produced. */
+    applied?: Record<string, number>;
+    error?: string;
+    /** `heal` only: the members it repairs, and why each. */
+    members?: string[];
+    reasons?: Record<string, HealTarget>;
+    /**
+     * Set once the operation takes members away (scale-down; repair of unhealthy members): who drains
+     * until when. `draining` is true while it waits for their leases, before the engine runs.
+     */
+    drain?: { draining: boolean; members: DrainView[] };
+}
+
+/** One member of an operation's drain (src/service/control/drain/plan.ts `DrainEntry`, times as ISO strings). */
+export interface DrainView {
+    member: string;
+    reason: "scaled-down" | "replaced" | "gone";
+    until: string;
+    state: "waiting" | "idle" | "timed-out" | "kept";
+}
+
+/** One message of an operation's event stream; `id` counts up from 1 per operation (the SSE `id:`). */
+export interface StreamEntry {
+    id: number;
+    type: "progress" | "status";
+    data: unknown;
+}
+
+/** Stream entries kept per operation for `Last-Event-ID` resume; older ones are dropped first. */
+export const STREAM_BUFFER = 1000;
+
+/**
+ * Operations of one stack: records, their progress events (for SSE), and a journal file so a restart
+ * can tell that an operation was interrupted by a crash.
+ */
+export class OperationLog {
+    private readonly ops = new Map<string, Operation>();
+    private readonly events = new Map<string, ProgressEvent[]>();
+    private readonly streams = new Map<string, { next: number; entries: StreamEntry[] }>();
+    readonly emitter = new EventEmitter();
+    private readonly keep = 200;
+
+    constructor(private readonly journal?: string) {
+        this.emitter.setMaxListeners(0);
+    }
+
+    create(kind: Operation["kind"], desired: Record<string, number>): Operation {
+        const op: Operation = {
+            id: `op_${crypto.randomBytes(8).toString("hex")}`,
+            kind,
+            status: "queued",
+            desired,
+            requests: 1,
+            createdAt: new Date().toISOString(),
+        };
+        this.ops.set(op.id, op);
+        this.events.set(op.id, []);
+        this.record(op, "status", op);
+        this.trim();
+        return op;
+    }
+
+    get(id: string): Operation | undefined {
+        return this.ops.get(id);
+    }
+
+    list(): Operation[] {
+        return [...this.ops.values()];
+    }
+
+    eventsOf(id: string): ProgressEvent[] {
+        return this.events.get(id) ?? [];
+    }
+
+    progress(op: Operation, e: ProgressEvent): void {
+        this.events.get(op.id)?.push(e);
+        this.emitter.emit(op.id, this.record(op, "progress", e));
+    }
+
+    update(op: Operation, patch: Partial<Operation>): void {
+        Object.assign(op, patch);
+        this.emitter.emit(op.id, this.record(op, "status", op));
+        this.writeJournal();
+    }
+
+    /** Operations a previous process left `running` or `queued`: mark them interrupted and return them. */
+    recoverInterrupted(): Operation[] {
+        if (!this.journal || !fs.existsSync(this.journal)) return [];
+        let previous: Operation[] = [];
+        try {
+            previous = JSON.parse(fs.readFileSync(this.journal, "utf8"));
+        } catch {
+            return [];
+        }
+        const interrupted: Operation[] = [];
+        for (const op of previous) {
+            if (op.status === "running" || op.status === "queued") {
+                op.status = "interrupted";
+                op.finishedAt = new Date().toISOString();
+                op.error = "the service stopped before this operation finished";
+                interrupted.push(op);
+            }
+            this.ops.set(op.id, op);
+            this.events.set(op.id, []);
+            this.record(op, "status", op);
+        }
+        this.writeJournal();
+        return interrupted;
+    }
+
+    /** Stream entries of `id` after `afterId` (all with 0), oldest first, as far as the buffer reaches back. */
+    streamOf(id: string, afterId = 0): StreamEntry[] {
+        return (this.streams.get(id)?.entries ?? []).filter((e) => e.id > afterId);
+    }
+
+    /** Numbers and buffers one stream message. Status data is a copy: the live record keeps changing. */
+    private record(op: Operation, type: StreamEntry["type"], data: unknown): StreamEntry {
+        let s = this.streams.get(op.id);
+        if (!s) this.streams.set(op.id, (s = { next: 1, entries: [] }));
+        const entry: StreamEntry = { id: s.next++, type, data: type === "status" ? structuredClone(data) : data };
+        s.entries.push(entry);
+        if (s.entries.length > STREAM_BUFFER) s.entries.splice(0, s.entries.length - STREAM_BUFFER);
+        return entry;
+    }
+
+    private trim(): void {
+        for (const id of this.ops.keys()) {
+            if (this.ops.size <= this.keep) break;
+            const op = this.ops.get(id)!;
+            if (op.status === "queued" || op.status === "running") continue;
+            this.ops.delete(id);
+            this.events.delete(id);
+            this.streams.delete(id);
+        }
+    }
+
+    private writeJournal(): void {
+        if (!this.journal) return;
+        fs.mkdirSync(path.dirname(this.journal), { recursive: true });
+        const tmp = `${this.journal}.tmp`;
+        fs.writeFileSync(tmp, JSON.stringify(this.list().slice(-50)));
+        fs.renameSync(tmp, this.journal);
+    }
+}
