@@ -13,7 +13,7 @@ import * as os from "node:os";
 import * as path from "node:path";
 import pino from "pino";
 import { benchTable } from "./table";
-import { checkerFor } from "../src/provider-checks";
+import { checkerFor } from "../components/registry";
 import { ProviderHealth } from "../src/service/observe/provider-checks";
 import { createMetrics } from "../src/service/observe/metrics";
 import { kvmEntry, startSandbox, stopSandbox } from "../test/kvm/sandbox";

@@ -92,7 +92,7 @@ export interface DoctorEnv {
     packageRoot: string;
 }
 
-// ---- The runtime hooks' shapes: provider checks (src/provider-checks), liveness (the reconcile
+// ---- The runtime hooks' shapes: provider checks (src/service/observe/provider-checks.ts), liveness (the reconcile
 // loop) and `egress gc`. Kinds implement them, src/ calls them: they are part of the contract.
 
 /** One verdict about one target of a provider entry (a KVM host, a GCE zone, a Kubernetes namespace). */

@@ -1,10 +1,19 @@
 /**
- * The one list of provider kinds. Config, program, health, gc, doctor and the service read it; nothing
+ * The one list of provider kinds, and the one way to a kind's hooks (checkerFor, goneCheckFor,
+ * collectorFor). Config, program, probes, gc, doctor and the service read it; nothing
  * outside components/ names a kind. Adding a kind: a folder components/<kind>/ whose index.ts exports its
  * KindDefinition (docs/architecture.md), and one line here.
  */
 import type { z } from "zod";
-import type { KindDefinition, PendingCreateUndo } from "./kind";
+import type {
+    Checker,
+    CheckerOptions,
+    Collector,
+    GoneCheck,
+    GoneCheckContext,
+    KindDefinition,
+    PendingCreateUndo,
+} from "./kind";
 import { localKind } from "./local";
 import { kvmKind } from "./kvm";
 import { gcpKind } from "./gcp";
@@ -35,4 +44,33 @@ export function kindOf(entry: { type: string }): KindDefinition<AnyEntry, any> {
 /** Every kind's pending-create undo, by resource type token (crash recovery in src/engine). */
 export function pendingCreateUndoers(): Record<string, PendingCreateUndo> {
     return Object.assign({}, ...KINDS.map((k: KindDefinition<any, any>) => k.pendingCreateUndo?.() ?? {}));
+}
+
+/**
+ * The Checker for one provider entry, by kind (the service's provider checks, `egress doctor`). `runDir`
+ * is where local proxies keep their files; `options.timeoutMs` is the per-target timeout
+ * (`--provider-check-timeout`), `options.log` gets its debug lines (KVM: each virsh call).
+ */
+export function checkerFor(
+    providerName: string,
+    entry: AnyEntry,
+    runDir: string,
+    stack: string,
+    options?: CheckerOptions,
+): Checker {
+    return kindOf(entry).checker(providerName, entry, { runDir, stack }, options);
+}
+
+/**
+ * The entry's liveness hook (its kind's `goneCheck`, built with default client options: credentials and
+ * endpoints from the entry and the environment, as the checkers). A kind without one is repaired only
+ * after staying unhealthy for its pool's `replaceUnhealthyAfterSeconds`.
+ */
+export function goneCheckFor(ctx: GoneCheckContext): GoneCheck | undefined {
+    return kindOf(ctx.entry).goneCheck?.(ctx as GoneCheckContext<any>);
+}
+
+/** The entry's garbage collector (`egress gc`); undefined for a kind that leaves nothing behind to collect. */
+export function collectorFor(providerName: string, entry: AnyEntry, runDir: string, stack = ""): Collector | undefined {
+    return kindOf(entry).collector?.(providerName, entry, { runDir, stack });
 }

@@ -1,6 +1,7 @@
 import type { ProviderConfig } from "../config";
 import { kindOf } from "../../components/registry";
-import { collectorFor, knownToState } from "./collectors";
+import { collectorFor } from "../../components/registry";
+import { knownToState } from "./known-to-state";
 import type { Collector, ManagedThing } from "../../components/kind";
 
 /** An orphan (labelled for the stack, unknown to state) and, with `--delete`, what removing it did. */

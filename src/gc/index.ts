@@ -1,4 +1,4 @@
 export type { Collector, ManagedThing } from "../../components/kind";
-export { collectorFor, knownToState } from "./collectors";
+export { knownToState } from "./known-to-state";
 export { collectGarbage } from "./collect";
 export type { GcOptions, GcReport, Orphan, ProviderResult } from "./collect";

@@ -77,6 +77,14 @@ export class HealthMonitor {
     private round: Promise<void> | undefined;
     private readonly pending = new Set<Promise<void>>();
 
+    /**
+     * Connects the listeners of parts built after the monitor (the fleet that takes its verdicts, the
+     * metrics): the service builds every part first, then subscribes them (src/service/start/parts.ts).
+     */
+    subscribe(hooks: Pick<HealthMonitorOptions, "credentials" | "onTransition" | "onProbe">): void {
+        Object.assign(this.o, Object.fromEntries(Object.entries(hooks).filter(([, v]) => v !== undefined)));
+    }
+
     constructor(options: HealthMonitorOptions) {
         const given = Object.fromEntries(
             Object.entries(options).filter(([, v]) => v !== undefined),

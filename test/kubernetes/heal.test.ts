@@ -1,7 +1,7 @@
 /**
  * Self-healing of the kubernetes kind on a real API server: `egress serve` (in-process, real engine, real
  * pulumi-resource-kubernetes) converges a 2-member pool; a member's Deployment deleted behind its back is
- * seen as gone by the kind's liveness hook (src/provider-checks/gone-kubernetes.ts: no Pending/Running pod
+ * seen as gone by the kind's liveness hook (components/kubernetes/gone.ts: no Pending/Running pod
  * with its label) and a heal operation brings it back with a new Deployment whose pod kwok runs to Ready.
  *
  * No pod runs squid (no kubelet), so members never pass health probes; the pool replaces only gone members

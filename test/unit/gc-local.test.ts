@@ -5,7 +5,8 @@ import * as fs from "node:fs";
 import * as os from "node:os";
 import * as path from "node:path";
 import { startProxy, isOurProcess } from "../../components/local/process";
-import { collectorFor, knownToState } from "../../src/gc";
+import { knownToState } from "../../src/gc";
+import { collectorFor } from "../../components/registry";
 import { PACKAGE_ROOT } from "../../src/engine/env";
 import { TEST_INSTALLATION } from "../helpers/installation";
 

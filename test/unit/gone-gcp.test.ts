@@ -5,7 +5,7 @@ import * as os from "node:os";
 import * as path from "node:path";
 import { FakeCompute, startFakeCompute } from "../fixtures/gcp/fake-compute";
 import { gcpGoneCheck } from "../../components/gcp/gone";
-import { goneCheckFor } from "../../src/provider-checks/gone";
+import { goneCheckFor } from "../../components/registry";
 import { parseEgressConfig } from "../../src/config";
 import type { GcpProviderConfig } from "../../components/gcp/config";
 import { memberLabels, ProxyMember } from "../../src/model";

@@ -2,7 +2,7 @@ import { after, before, beforeEach, describe, it } from "node:test";
 import * as assert from "node:assert/strict";
 import { FakeApiServer, startFakeApiServer, writeKubeconfig } from "../fixtures/kubernetes/fake-apiserver";
 import { kubernetesGoneCheck } from "../../components/kubernetes/gone";
-import { goneCheckFor } from "../../src/provider-checks/gone";
+import { goneCheckFor } from "../../components/registry";
 import { parseEgressConfig } from "../../src/config";
 import type { KubernetesProviderConfig } from "../../components/kubernetes/config";
 import { memberLabels, poolLabels, ProxyMember } from "../../src/model";

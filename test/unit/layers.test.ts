@@ -7,7 +7,7 @@
  * - src/ reaches components/ only through the registry and the kind-independent modules (kind.ts,
  *   pool.ts, shared/): a kind's own files are the registry's business;
  * - inside src/, one-way layers: model and log < components < config < program < engine < probes,
- *   provider-checks, gc < service < cli;
+ *   gc < service < cli;
  * - no import circle between files, of any length.
  * Failures name the file, the line and the edge (and, for a circle, one path around it).
  */
@@ -120,7 +120,7 @@ const ORDER = [
     ["config"],
     ["program"],
     ["engine"],
-    ["probes", "provider-checks", "gc", "program-main"],
+    ["probes", "gc", "program-main"],
     ["service"],
     ["cli"],
 ];

@@ -8,7 +8,7 @@ import assert from "node:assert/strict";
 import { createLogger } from "../../src/log/logger";
 import { createMetrics } from "../../src/service/observe/metrics";
 import { ProviderHealth } from "../../src/service/observe/provider-checks";
-import type { CheckVerdict } from "../../src/provider-checks";
+import type { CheckVerdict } from "../../components/kind";
 
 test("first verdicts, stage and reason changes and flips are logged; numbers alone are not", async () => {
     const lines: Record<string, any>[] = [];

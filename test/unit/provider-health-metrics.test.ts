@@ -7,7 +7,7 @@ import assert from "node:assert/strict";
 import pino from "pino";
 import { createMetrics } from "../../src/service/observe/metrics";
 import { ProviderHealth } from "../../src/service/observe/provider-checks";
-import type { Checker, CheckVerdict } from "../../src/provider-checks";
+import type { Checker, CheckVerdict } from "../../components/kind";
 import { checkEach } from "../../components/shared/check-each";
 
 const log = pino({ level: "silent" });

@@ -1,49 +1,13 @@
 import type { Logger } from "pino";
 import { loadStackConfig, setPoolReplicas } from "../../config";
-import type { EngineError, ProgressEvent, StackDriver } from "../../engine";
+import type { EngineError, ProgressEvent } from "../../engine";
 import type { ProxyMember } from "../../model";
-import type { HealTarget, Operation, OperationLog } from "../operations/journal";
-import type { Drainer } from "./drain/drainer";
+import type { HealTarget, Operation } from "../operations/journal";
 import { healDrainTargets, healGoneTargets, scaleDownTargets } from "./drain/plan";
+import { retryWhileLocked } from "./engine-retry";
+import { NotAcceptingError, type ScalerDeps } from "./scaler-deps";
 
-export interface ScalerDeps {
-    driver: StackDriver;
-    projectRoot: string;
-    stack: string;
-    ops: OperationLog;
-    log: Logger;
-    /**
-     * Called after every operation settles, with the stack output `proxies` when the update succeeded
-     * (the fleet refreshes from them; after a failure it re-reads the outputs itself).
-     */
-    onSettled?: (op: Operation, proxies?: ProxyMember[]) => Promise<void> | void;
-    /**
-     * Takes the stack's writer lock (src/engine/writer-lock.ts), waiting while another writer — a
-     * person's `egress up` or `scale` — holds it; aborted when the service stops. Held from writing the
-     * stack file to the end of the engine run.
-     */
-    lock?: (signal: AbortSignal) => Promise<{ release(): void }>;
-    /**
-     * Drain before removing members (src/service/control/drain): without it members are removed at once.
-     * `members` is the fleet as state lists it.
-     */
-    drain?: { drainer: Drainer; members: () => { id: string; pool: string; index: number }[] };
-}
-
-/** Scale requests are refused while the service starts (recovery) or stops; the route answers 503. */
-export class NotAcceptingError extends Error {
-    constructor(readonly reason: "starting" | "stopping") {
-        super(
-            reason === "starting"
-                ? "the service is still recovering the stack; retry shortly"
-                : "the service is shutting down; retry against the next instance",
-        );
-        this.name = "NotAcceptingError";
-    }
-}
-
-/** How often and how long an operation retries when another update (a person's `egress up`) holds the lock. */
-const LOCK_RETRIES = [2, 5, 10, 20, 30].map((s) => s * 1000);
+export { NotAcceptingError, type ScalerDeps } from "./scaler-deps";
 
 /**
  * Desired-state scaling and member repair for one stack. At most one engine operation runs; requests
@@ -64,6 +28,11 @@ export class Scaler {
     private readonly stopping = new AbortController();
 
     constructor(private readonly deps: ScalerDeps) {}
+
+    /** Sets what runs after every operation settles (ScalerDeps.onSettled), for a part built after the scaler. */
+    onSettled(fn: NonNullable<ScalerDeps["onSettled"]>): void {
+        this.deps.onSettled = fn;
+    }
 
     /**
      * Records a scale request the caller already validated (the HTTP route checks the pool, the count
@@ -190,7 +159,7 @@ export class Scaler {
                 // Written at start, not at request time: the stack file always shows what the engine is
                 // applying, and a restart mid-drain still knows the count to reach.
                 await this.drainScaleDown(op, log);
-                const result = await this.withLockRetry(log, () =>
+                const result = await retryWhileLocked(log, () =>
                     this.deps.driver.up({ onProgress: (e) => this.deps.ops.progress(op, e) }),
                 );
                 patch = {
@@ -257,7 +226,7 @@ export class Scaler {
         const onProgress = (e: ProgressEvent) => this.deps.ops.progress(op, e);
         let present = replace;
         if (replace.length) {
-            await this.withLockRetry(log, () => this.deps.driver.refresh({ target: replace, onProgress }));
+            await retryWhileLocked(log, () => this.deps.driver.refresh({ target: replace, onProgress }));
             // The refresh drops resources deleted behind egress's back (a Kubernetes Deployment) from state, and
             // `up --replace` of a URN no longer in the stack fails; the targeted up creates them again anyway.
             const after = new Set(
@@ -265,7 +234,7 @@ export class Scaler {
             );
             present = replace.filter((u) => after.has(u));
         }
-        const result = await this.withLockRetry(log, () =>
+        const result = await retryWhileLocked(log, () =>
             this.deps.driver.up({
                 target: components,
                 targetDependents: true,
@@ -310,22 +279,6 @@ export class Scaler {
         }
         write();
         log.debug({ desired: op.desired }, "drain done; applying");
-    }
-
-    /** An engine run, retried with backoff while someone else's update holds the stack lock (never surfaced as 409). */
-    private async withLockRetry<T>(log: Logger, run: () => Promise<T>): Promise<T> {
-        for (let attempt = 0; ; attempt++) {
-            try {
-                return await run();
-            } catch (e) {
-                if (!(e as EngineError).locked || attempt >= LOCK_RETRIES.length) throw e;
-                log.warn(
-                    { attempt: attempt + 1, waitMs: LOCK_RETRIES[attempt] },
-                    "stack locked by another update; retrying",
-                );
-                await new Promise((r) => setTimeout(r, LOCK_RETRIES[attempt]));
-            }
-        }
     }
 }
 

@@ -4,8 +4,9 @@ import type { Logger } from "pino";
 import type { StoredToken } from "../http/auth";
 import type { Fleet } from "../fleet/fleet";
 import type { ReleaseOutcome } from "../leases";
-import { Admission, type Admitted, type Refusal, refusal } from "./admission";
-import { type ErrorCode, gatewayStatusOf } from "../http/catalogue";
+import { Admission, type Refusal, refusal } from "./admission";
+import { answer, body, CONNECT_TARGET, cut, isAbsoluteHttp, poolLabel, rawAnswer } from "./answers";
+import { CLIENT_GONE, FLIGHT, type Flight, MARK, RESPONSE, type Tagged, type TaggedSocket, watchHead } from "./flight";
 import { type MaybePromise, settle } from "../store/types";
 import type { GatewayMetrics } from "../observe/gateway-metrics";
 import { type BlockRules, DEFAULT_BLOCK_RULES, httpOutcome, tunnelOutcome } from "./outcome";
@@ -32,35 +33,6 @@ export interface GatewayOptions {
     /** Never relayed to (protected-targets.ts): the lease store. The gateway adds its own port itself. */
     protectedTargets?: ProtectedEndpoint[];
 }
-
-/** Per-request state, hung on the request (and passed to proxy-chain as its customTag). */
-interface Flight extends Admitted {
-    kind: "http" | "connect";
-    startedAt: bigint;
-    socket: Socket;
-    read0: number;
-    written0: number;
-    status?: number;
-    rawHeaders?: string[];
-    /** The whole answer reached the client (http). */
-    complete?: boolean;
-    tunnel: "open" | "refused" | "none";
-    cut?: NodeJS.Timeout;
-    /** The gateway itself cut it (lease TTL, shutdown): not the member's fault. */
-    cutByGateway?: boolean;
-    ended: boolean;
-}
-
-const FLIGHT = Symbol("egress.gateway.flight");
-const RESPONSE = Symbol("egress.gateway.response");
-const CLIENT_GONE = Symbol("egress.gateway.clientGone");
-/** Byte counts of the connection where its previous request ended, so the next one counts its own head. */
-const MARK = Symbol("egress.gateway.mark");
-type Tagged = { [FLIGHT]?: Flight; [RESPONSE]?: http.ServerResponse };
-type TaggedSocket = Socket & { [CLIENT_GONE]?: boolean; [MARK]?: { read: number; written: number } };
-
-/** `host:port` with a port in 1..65535: anything else is refused 400 before proxy-chain sees it. */
-const CONNECT_TARGET = /^(\[[0-9A-Fa-f:.]+\]|[A-Za-z0-9._-]+):(\d{1,5})$/;
 
 /**
  * The rotating gateway: a forward proxy (plain HTTP and CONNECT) on proxy-chain whose every request
@@ -325,60 +297,4 @@ export class Gateway {
                 "gateway request",
             );
     }
-}
-
-/** Records the relayed status and headers (proxy-chain's forward writes them with writeHead) and completion. */
-function watchHead(res: http.ServerResponse, f: Flight, onHead: () => void): void {
-    const writeHead = res.writeHead;
-    res.writeHead = function (this: http.ServerResponse, ...args: unknown[]) {
-        // forward() relays with (status, message, rawHeaders); its own error answers set statusCode and end().
-        if (Array.isArray(args[2]) && f.status === undefined) {
-            f.status = args[0] as number;
-            f.rawHeaders = args[2] as string[];
-            // Which member served it: for logs and for a client that reports blocks by member.
-            args[2] = [...f.rawHeaders, "X-Egress-Proxy", f.lease.proxy.id];
-            onHead();
-        }
-        return (writeHead as (...a: unknown[]) => http.ServerResponse).apply(this, args);
-    } as typeof res.writeHead;
-    res.once("finish", () => {
-        f.complete = true;
-    });
-}
-
-function isAbsoluteHttp(url: string | undefined): boolean {
-    if (!url || !url.startsWith("http://")) return false;
-    try {
-        return new URL(url).hostname !== "";
-    } catch {
-        return false;
-    }
-}
-
-const cut = (s: string) => (s.length > 100 ? `${s.slice(0, 100)}…` : s);
-const body = (code: string, message: string) => JSON.stringify({ error: { code, message } });
-
-/** The pool label of an unavailable answer: the username's pool part (already validated by admission), else any pool. */
-function poolLabel(username: string): string {
-    return username.split("_")[0] || "*";
-}
-
-function answer(res: http.ServerResponse, code: ErrorCode, message: string): void {
-    const status = gatewayStatusOf(code);
-    const text = body(code, message);
-    res.writeHead(status, {
-        "Content-Type": "application/json; charset=utf-8",
-        "Content-Length": Buffer.byteLength(text),
-        "X-Egress-Error": code,
-        Connection: "close",
-    });
-    res.end(text);
-}
-
-function rawAnswer(socket: Socket, code: ErrorCode, message: string): void {
-    const status = gatewayStatusOf(code);
-    const text = body(code, message);
-    socket.end(
-        `HTTP/1.1 ${status} ${http.STATUS_CODES[status]}\r\nContent-Type: application/json; charset=utf-8\r\nContent-Length: ${Buffer.byteLength(text)}\r\nX-Egress-Error: ${code}\r\nConnection: close\r\n\r\n${text}`,
-    );
 }

@@ -11,5 +11,4 @@
  *   (`lease_expired` for a TTL, `proxy_removed` when its member was taken away: see `revoke`).
  */
 export { LeaseManager } from "./manager";
-export type { LeaseMemberInput, PoolLeaseSettings } from "./manager";
 export * from "./types";

@@ -1,6 +1,7 @@
 import { MinHeap } from "./heap";
 import { ResolvedOptions, resolveOptions } from "./options";
 import { LeaseRec, MemberRec, newMember, newPool, place, PoolRec, promote, rebuild, unplace } from "./pool";
+import { pickLeastRecentlyUsed, sessionSticks } from "./pick";
 import { SessionRec, sessionKey, SessionTable } from "./sessions";
 import { snapshotOf, statsOf } from "./snapshot";
 import { TargetCooldowns, TargetOutcome } from "./target-cooldowns";
@@ -10,28 +11,15 @@ import {
     AcquireResult,
     Lease,
     LeaseManagerOptions,
+    LeaseMemberInput,
     MemberSnapshot,
+    PoolLeaseSettings,
     PoolStats,
     ReleaseOutcome,
     ReleaseResult,
     Removal,
 } from "./types";
 import { unavailable } from "./unavailable";
-
-/** One entry of `setMembers`: stack-output members fit as they are (extra fields are ignored). */
-export interface LeaseMemberInput {
-    id: string;
-    pool: string;
-    /** Health verdict known at the time, e.g. `monitor.get(id)?.state === "healthy"`. */
-    eligible?: boolean;
-}
-
-/** Per-pool lease settings of `setMembers` (PoolConfig fits). */
-export interface PoolLeaseSettings {
-    cooldownSeconds: number;
-    /** Session idle TTL for this pool; the manager's `sessionTtlSeconds` when absent. */
-    sessionTtlSeconds?: number;
-}
 
 /**
  * Who holds which proxy. In memory, synchronous, no I/O: JavaScript runs one call at a time, so however
@@ -135,44 +123,14 @@ export class LeaseManager {
         const session = key === undefined ? undefined : this.sessions.get(key, now);
         if (session) {
             const m = this.members.get(session.memberId);
-            if (m && this.sticks(m, req, now))
+            if (m && sessionSticks(m, req, this.targets, now))
                 return { ok: true, lease: this.grant(m, req, now, key, session), rebound: false };
         }
         const scope = this.scope(req.pool);
-        const target = req.target;
-        let best: MemberRec | undefined;
-        let total = 0;
-        let skippedUntil = Infinity;
-        for (const pool of scope) {
-            total += pool.members;
-            promote(pool, now);
-            for (let m = pool.ready.first(); m; m = pool.ready.after(m)) {
-                if (target !== undefined) {
-                    const until = this.targets.until(target, m.id);
-                    if (until > now) {
-                        skippedUntil = Math.min(skippedUntil, until);
-                        continue;
-                    }
-                }
-                if (!best || m.lastUsedAt < best.lastUsedAt || (m.lastUsedAt === best.lastUsedAt && m.seq < best.seq))
-                    best = m;
-                break;
-            }
-        }
-        if (!best) return unavailable(scope, total, target, skippedUntil, now, this.o, this.targets);
+        const { best, total, skippedUntil } = pickLeastRecentlyUsed(scope, req.target, this.targets, now);
+        if (!best) return unavailable(scope, total, req.target, skippedUntil, now, this.o, this.targets);
         const lease = this.grant(best, req, now, key, session);
         return key === undefined ? { ok: true, lease } : { ok: true, lease, rebound: session !== undefined };
-    }
-
-    /**
-     * Whether a session's member takes its next lease: eligible (healthy, not draining), unleased, in
-     * the requested pool, and not resting because `target` blocked it. The pool cooldown and the plain
-     * target rest exist to rotate members, which is what a session asks not to do (docs/decisions.md).
-     */
-    private sticks(m: MemberRec, req: AcquireRequest, now: number): boolean {
-        if (!m.eligible || m.lease) return false;
-        if (req.pool !== undefined && m.pool.name !== req.pool) return false;
-        return req.target === undefined || this.targets.blockedUntil(req.target, m.id) <= now;
     }
 
     /** Leases `m` (chosen by acquire), binding the session `key` to it when there is one. */

@@ -143,3 +143,18 @@ export const LEASE_DEFAULTS = {
     sessionTtlSeconds: SESSION_TTL_DEFAULT_SECONDS,
     maxSessions: 100_000,
 } as const;
+
+/** One entry of `setMembers`: stack-output members fit as they are (extra fields are ignored). */
+export interface LeaseMemberInput {
+    id: string;
+    pool: string;
+    /** Health verdict known at the time, e.g. `monitor.get(id)?.state === "healthy"`. */
+    eligible?: boolean;
+}
+
+/** Per-pool lease settings of `setMembers` (PoolConfig fits). */
+export interface PoolLeaseSettings {
+    cooldownSeconds: number;
+    /** Session idle TTL for this pool; the manager's `sessionTtlSeconds` when absent. */
+    sessionTtlSeconds?: number;
+}

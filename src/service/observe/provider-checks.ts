@@ -1,5 +1,5 @@
 import type { Logger } from "pino";
-import type { Checker, CheckVerdict } from "../../provider-checks";
+import type { Checker, CheckVerdict } from "../../../components/kind";
 import type { Metrics } from "./metrics";
 
 /** A verdict plus when it last changed, as served at GET /v1/providers/health. */

@@ -1,6 +1,6 @@
 import type { Logger } from "pino";
 import type { PoolConfig, ProxyMember } from "../../../model";
-import type { GoneCheck } from "../../../provider-checks/gone";
+import type { GoneCheck } from "../../../../components/kind";
 import type { MemberHealthView } from "../../../probes";
 import type { Operation } from "../../operations/journal";
 import type { ProviderHealthReport } from "../../observe/provider-checks";

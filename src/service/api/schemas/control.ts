@@ -1,0 +1,166 @@
+/**
+ * Bodies of the routes that change or watch the fleet: pools and scale, operations and their events,
+ * the timeline, provider checks and heal.
+ */
+import { z } from "zod";
+import { isoTime } from "./common";
+
+export const scaleBody = z.strictObject({
+    replicas: z
+        .number()
+        .int({ message: "must be a whole number" })
+        .min(0, { message: "must be 0 or more" })
+        .describe("Desired member count (0..maxReplicas)"),
+});
+
+export const poolSchema = z
+    .object({
+        name: z.string(),
+        provider: z.string(),
+        desired: z
+            .number()
+            .int()
+            .describe("Desired members: the last accepted scale request, else the configured replicas"),
+        maxReplicas: z.number().int(),
+        actual: z.number().int(),
+        healthy: z.number().int(),
+        leased: z.number().int(),
+        draining: z.number().int().describe("Members an operation is taking away (never leased again)"),
+        scalable: z
+            .boolean()
+            .describe(
+                "false when the pool's members follow its provider entry (a list of bring-your-own proxies): PUT /v1/pools/{pool}/replicas answers 400 not_scalable",
+            ),
+    })
+    .meta({ id: "Pool" });
+
+/** GET /v1/pools */
+export const poolsResponse = z.object({ pools: z.array(poolSchema) });
+
+/** GET /v1/timeline: healthy and leased members per pool, sampled every `intervalSeconds`, oldest first. */
+export const timelineSchema = z
+    .object({
+        intervalSeconds: z.number(),
+        points: z.array(
+            z.object({
+                at: isoTime,
+                pools: z.record(z.string(), z.object({ healthy: z.number().int(), leased: z.number().int() })),
+            }),
+        ),
+    })
+    .meta({ id: "Timeline" });
+
+export const progressEventSchema = z
+    .object({
+        at: isoTime,
+        kind: z.enum(["resource-start", "resource-done", "resource-failed", "diagnostic", "summary"]),
+        op: z.string().optional(),
+        type: z.string().optional(),
+        name: z.string().optional(),
+        message: z.string().optional(),
+        severity: z.string().optional(),
+        changes: z.record(z.string(), z.number()).optional(),
+    })
+    .meta({ id: "ProgressEvent" });
+
+export const operationSchema = z
+    .object({
+        id: z.string(),
+        kind: z.enum(["scale", "up", "heal"]),
+        status: z.enum(["queued", "running", "succeeded", "failed", "interrupted"]),
+        desired: z.record(z.string(), z.number()).describe("Desired replicas per pool this operation applies"),
+        requests: z.number().int().describe("Client requests folded into this operation (latest wins)"),
+        createdAt: isoTime,
+        startedAt: isoTime.optional(),
+        finishedAt: isoTime.optional(),
+        changes: z.record(z.string(), z.number()).optional(),
+        applied: z.record(z.string(), z.number()).optional(),
+        error: z.string().optional(),
+        members: z.array(z.string()).optional(),
+        reasons: z
+            .record(z.string(), z.object({ reason: z.enum(["gone", "unhealthy"]), detail: z.string() }))
+            .optional(),
+        drain: z
+            .object({
+                draining: z.boolean(),
+                members: z.array(
+                    z.object({
+                        member: z.string(),
+                        reason: z.enum(["scaled-down", "replaced", "gone"]),
+                        until: isoTime,
+                        state: z.enum(["waiting", "idle", "timed-out", "kept"]),
+                    }),
+                ),
+            })
+            .optional(),
+    })
+    .meta({ id: "Operation" });
+
+/** GET /v1/operations */
+export const operationsResponse = z.object({ operations: z.array(operationSchema) });
+
+/** GET /v1/operations/{id} */
+export const operationResponse = z.object({
+    operation: operationSchema,
+    events: z.number().int().describe("Progress events so far (stream them from /events)"),
+});
+
+/** PUT /v1/pools/{pool}/replicas → 202 */
+export const scaleResponse = z.object({ operation: operationSchema });
+
+/** GET /v1/providers/health */
+export const providersHealthResponse = z.object({
+    providers: z.array(
+        z.object({
+            provider: z.string(),
+            kind: z.string(),
+            ok: z.boolean(),
+            targets: z.array(
+                z.object({
+                    target: z.string(),
+                    ok: z.boolean(),
+                    stage: z.string().optional(),
+                    message: z.string(),
+                    details: z.record(z.string(), z.unknown()).optional(),
+                    checkedAt: isoTime,
+                    since: isoTime,
+                }),
+            ),
+        }),
+    ),
+});
+
+const decisionBase = {
+    member: z.string(),
+    pool: z.string(),
+    reason: z.enum(["gone", "unhealthy"]),
+    detail: z.string(),
+};
+
+/** GET /v1/heal */
+export const healResponse = z.object({
+    enabled: z.boolean(),
+    intervalSeconds: z.number(),
+    lastRound: z
+        .object({
+            at: isoTime,
+            durationMs: z.number(),
+            members: z.number().int(),
+            skipped: z.string().optional(),
+            decisions: z.array(
+                z.union([
+                    z.object({ ...decisionBase, action: z.literal("repair") }),
+                    z.object({
+                        ...decisionBase,
+                        action: z.literal("skip"),
+                        skip: z.enum(["backoff", "provider-unhealthy", "max-surge"]),
+                        until: z.number().optional().describe("epoch ms"),
+                        why: z.string(),
+                    }),
+                ]),
+            ),
+        })
+        .optional(),
+    providersDown: z.array(z.object({ provider: z.string(), reason: z.string() })),
+    backoff: z.array(z.object({ member: z.string(), failures: z.number().int(), retryAt: isoTime })),
+});

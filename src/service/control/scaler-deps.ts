@@ -1,0 +1,41 @@
+import type { Logger } from "pino";
+import type { StackDriver } from "../../engine";
+import type { ProxyMember } from "../../model";
+import type { Operation, OperationLog } from "../operations/journal";
+import type { Drainer } from "./drain/drainer";
+
+export interface ScalerDeps {
+    driver: StackDriver;
+    projectRoot: string;
+    stack: string;
+    ops: OperationLog;
+    log: Logger;
+    /**
+     * Called after every operation settles, with the stack output `proxies` when the update succeeded
+     * (the fleet refreshes from them; after a failure it re-reads the outputs itself).
+     */
+    onSettled?: (op: Operation, proxies?: ProxyMember[]) => Promise<void> | void;
+    /**
+     * Takes the stack's writer lock (src/engine/writer-lock.ts), waiting while another writer — a
+     * person's `egress up` or `scale` — holds it; aborted when the service stops. Held from writing the
+     * stack file to the end of the engine run.
+     */
+    lock?: (signal: AbortSignal) => Promise<{ release(): void }>;
+    /**
+     * Drain before removing members (src/service/control/drain): without it members are removed at once.
+     * `members` is the fleet as state lists it.
+     */
+    drain?: { drainer: Drainer; members: () => { id: string; pool: string; index: number }[] };
+}
+
+/** Scale requests are refused while the service starts (recovery) or stops; the route answers 503. */
+export class NotAcceptingError extends Error {
+    constructor(readonly reason: "starting" | "stopping") {
+        super(
+            reason === "starting"
+                ? "the service is still recovering the stack; retry shortly"
+                : "the service is shutting down; retry against the next instance",
+        );
+        this.name = "NotAcceptingError";
+    }
+}

@@ -1,0 +1,87 @@
+import type { Logger } from "pino";
+import type { StackDriver } from "../../engine";
+import type { Fleet } from "../fleet/fleet";
+import type { Scaler } from "../control/scaler";
+import type { Reconciler } from "../control/heal/reconciler";
+import type { BlockRules } from "../gateway";
+import type { StoreSpec } from "../store";
+
+export interface ServeOptions {
+    projectRoot: string;
+    stack: string;
+    /** @default 127.0.0.1 — loopback unless the operator opens it deliberately. */
+    host?: string;
+    /** @default 8080; 0 picks a free port. */
+    port?: number;
+    /** Tokens file; @default .egress/tokens-<stack>.json. `EGRESS_TOKENS` adds more. */
+    tokensFile?: string;
+    /** Run `up` once at start so the stack matches its config. @default true */
+    converge?: boolean;
+    probeIntervalMs?: number;
+    /**
+     * URL probed through every proxy; must be reachable *from the proxies* (and admitted by their ACL).
+     * @default this service's loopback /v1/echo — right for local proxies only.
+     */
+    checkUrl?: string;
+    /** Provider-health checks: ms between rounds (0 = off; default 60 s) and per-check timeout (default 30 s). */
+    providerCheckIntervalMs?: number;
+    providerCheckTimeoutMs?: number;
+    /**
+     * How often stack outputs are re-read when no operation runs: the fallback for changes made by
+     * `egress up` elsewhere (a file backend's checkpoint is also watched, which sees them at once). @default 30000
+     */
+    outputsPollMs?: number;
+    /** How long an operation waits for the stack's writer lock while another writer holds it. @default 1800000 */
+    writerLockWaitMs?: number;
+    log?: Logger;
+    /** Extra CLI environment (tests: backend, passphrase). */
+    engineEnv?: Record<string, string>;
+    /** Local runtime state dir. @default engineHome().runDir */
+    runDir?: string;
+    /** Reconcile loop (self-healing, src/service/control/heal): time between rounds; 0 = off. @default 60000 */
+    reconcileIntervalMs?: number;
+    /** The dashboard timeline's sample interval (it keeps the last hour). @default 30000 */
+    timelineIntervalMs?: number;
+    /** Backoff after a failed repair. @default 1 min doubling to 30 min (tests shorten it) */
+    healBackoff?: { baseMs: number; maxMs: number };
+    /** Time between `: ping` comments on operation event streams. @default 15000 */
+    sseHeartbeatMs?: number;
+    /**
+     * The rotating gateway (src/service/gateway): a forward proxy whose every request leases a member.
+     * Off when undefined; `port` 0 picks a free port; `host` defaults to 127.0.0.1.
+     */
+    gateway?: { port: number; host?: string; blockRules?: BlockRules };
+    /** Rest per (proxy, target) after a lease against that target ends (leases and gateway alike). @default 30 */
+    targetCooldownSeconds?: number;
+    /**
+     * Where the serving state of leases lives (src/service/store): this process's memory, or Redis so a
+     * restart or another replica loses nothing. @default { kind: "memory" }
+     */
+    store?: StoreSpec;
+}
+
+export interface RunningService {
+    url: string;
+    port: number;
+    /** The gateway's proxy URL and port, when it runs. */
+    gatewayUrl?: string;
+    gatewayPort?: number;
+    driver: StackDriver;
+    scaler: Scaler;
+    fleet: Fleet;
+    reconciler: Reconciler;
+    /** Where the plain copy of the dev token is, when this start generated one (the token itself is never logged). */
+    devTokenFile?: string;
+    /**
+     * Graceful stop: no new requests, the in-flight operation finishes (or, with `cancel`, is cancelled
+     * safely and recorded as interrupted), probes stop.
+     */
+    close(opts?: { cancel?: boolean }): Promise<void>;
+}
+
+/** Checked before anything listens: a bad option must not leave a half-started service behind. */
+export function checkServeOptions(opts: ServeOptions): void {
+    const r = opts.reconcileIntervalMs;
+    if (r !== undefined && !(Number.isFinite(r) && r >= 0))
+        throw new RangeError(`reconcileIntervalMs must be 0 (off) or a positive number of milliseconds, got ${r}`);
+}

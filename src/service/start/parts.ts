@@ -1,0 +1,222 @@
+import * as path from "node:path";
+import type { Logger } from "pino";
+import { loadStackConfig, type ProviderConfig } from "../../config";
+import { acquireWriterLock, describeHolder, type EngineHome, PROJECT, StackDriver } from "../../engine";
+import { HealthMonitor } from "../../probes";
+import { goneCheckFor } from "../../../components/registry";
+import type { GoneCheck } from "../../../components/kind";
+import type { ProxyMember } from "../../model";
+import { LeaseManager } from "../leases";
+import { RedisLeaseStore, type LeaseStore } from "../store";
+import { OperationLog } from "../operations/journal";
+import { Fleet } from "../fleet/fleet";
+import { Timeline } from "../fleet/timeline";
+import { createMetrics } from "../observe/metrics";
+import { ProviderHealth } from "../observe/provider-checks";
+import { Drainer } from "../control/drain/drainer";
+import { Scaler } from "../control/scaler";
+import { Reconciler } from "../control/heal/reconciler";
+import type { ServeOptions } from "./options";
+
+/** Whether the service takes requests now; anything but `ok` is answered 503 not_ready with the reason. */
+export type Readiness = { ok: true } | { ok: false; reason: string; stopping?: true };
+
+/** Everything the service is made of, built once, in layer order (see `buildParts`). */
+export type Parts = ReturnType<typeof buildParts>;
+
+/**
+ * Builds every part of the service, each from the parts below it, and nothing else: no listener, no
+ * timer, no engine call (the caller listens first: the probes' default check URL is the API's own port). Parts that must call *up* (a probe verdict goes to the fleet, a settled
+ * operation to the reconciler) are connected afterwards by `subscribeParts`, so no part is ever used
+ * before it exists.
+ */
+export function buildParts(opts: ServeOptions, log: Logger, home: EngineHome, checkUrl: string) {
+    const { runDir } = home;
+    const pools = () => loadStackConfig(opts.projectRoot, opts.stack).pools;
+    const driver = new StackDriver({
+        workDir: opts.projectRoot,
+        stack: opts.stack,
+        home,
+        env: opts.engineEnv,
+        onNotice: (line) => log.warn({ stack: opts.stack }, line),
+    });
+    /** The stack's one writer lock (shared with CLI writers); a dead holder's lock is cleared and logged. */
+    const writerLock = (signal?: AbortSignal) =>
+        acquireWriterLock({
+            runDir,
+            stack: opts.stack,
+            command: "egress serve",
+            waitMs: opts.writerLockWaitMs ?? 30 * 60_000,
+            pollMs: 250,
+            signal,
+            onWait: (h) => log.warn({ holder: h }, `waiting for the stack's writer lock, held by ${describeHolder(h)}`),
+            onStale: (h) =>
+                log.warn(
+                    { holder: h },
+                    `removed a stale writer lock left by ${describeHolder(h)} (the process is gone)`,
+                ),
+        });
+    const ops = new OperationLog(path.join(runDir, `operations-${opts.stack}.json`));
+    const health = new HealthMonitor({ intervalMs: opts.probeIntervalMs ?? 10_000, checkUrl });
+    const leaseOptions = {
+        onError: (proxyId: string) => health.reportLeaseError(proxyId),
+        targetCooldownSeconds: opts.targetCooldownSeconds,
+    };
+    // One prefix per stack, so stacks can share a Redis; the URL itself is a secret (never logged whole).
+    const redisStore =
+        opts.store?.kind === "redis"
+            ? new RedisLeaseStore({
+                  ...leaseOptions,
+                  url: opts.store.url,
+                  prefix: `egress:${opts.stack}:`,
+                  log: log.child({ component: "store" }),
+              })
+            : undefined;
+    const leases: LeaseStore = redisStore ?? new LeaseManager(leaseOptions);
+    const fleet = new Fleet(leases, health);
+    const metrics = createMetrics({
+        pools: () => fleet.poolConfigs().map((p) => ({ name: p.name, desired: p.replicas })),
+        poolCounts: () => fleet.poolCounts(),
+        members: () =>
+            fleet.list().map((m) => ({ id: m.id, pool: m.pool, healthy: health.get(m.id)?.state === "healthy" })),
+    });
+    const providerHealth = new ProviderHealth({
+        log,
+        metrics,
+        intervalMs: opts.providerCheckIntervalMs ?? 60_000,
+        timeoutMs: opts.providerCheckTimeoutMs ?? 30_000,
+    });
+    const drainer = new Drainer({
+        fleet,
+        log: log.child({ component: "drain" }),
+        drainSeconds: (pool) => pools().find((p) => p.name === pool)?.drainSeconds ?? 0,
+    });
+    const scaler = new Scaler({
+        driver,
+        projectRoot: opts.projectRoot,
+        stack: opts.stack,
+        ops,
+        log,
+        lock: writerLock,
+        drain: { drainer, members: () => fleet.list() },
+    });
+    const gone = new GoneChecks(driver, runDir, opts.stack, log);
+    const reconciler = new Reconciler({
+        intervalMs: opts.reconcileIntervalMs ?? 60_000,
+        log: log.child({ component: "reconcile" }),
+        scaler,
+        backoff: opts.healBackoff,
+        members: () => fleet.proxies(),
+        health: (id) => health.get(id),
+        providers: () => providerHealth.snapshot(),
+        pools,
+        goneChecks: () => gone.checks,
+        onRepair: (pool, reason) => metrics.heal(pool, reason),
+    });
+    const timeline = new Timeline({ intervalMs: opts.timelineIntervalMs, counts: () => fleet.poolCounts() });
+
+    /**
+     * Re-syncs the fleet with the stack: from `proxies` an update just returned, else from the members
+     * state holds (after a failed or interrupted update the stack output still lists the previous run's
+     * members; the member components hold what really exists).
+     */
+    const refreshFleet = async (proxies?: ProxyMember[]) => {
+        proxies ??= await driver.membersInState();
+        // Credentials before the members, so a member requiring them is never probed or leased without.
+        // Only the engine decrypts them (one CLI call), so only stacks that have such members pay for it.
+        if (proxies.some((m) => m.auth)) {
+            try {
+                fleet.setCredentials(await driver.credentials());
+            } catch (e) {
+                log.warn(
+                    { err: e },
+                    "reading the proxy credentials (stack output `credentials`) failed; members requiring them keep the ones read before",
+                );
+            }
+        }
+        fleet.sync(proxies, pools());
+    };
+    return {
+        driver,
+        writerLock,
+        ops,
+        health,
+        redisStore,
+        leases,
+        fleet,
+        metrics,
+        providerHealth,
+        drainer,
+        scaler,
+        gone,
+        reconciler,
+        timeline,
+        refreshFleet,
+    };
+}
+
+/** Connects the calls that go up the layers, once every part exists. */
+export function subscribeParts(p: Parts, log: Logger): void {
+    p.health.subscribe({
+        credentials: (m) => p.fleet.credentialsOf(m),
+        onTransition: (t) => {
+            log[t.to === "unhealthy" ? "warn" : "info"](
+                { proxy: t.id, from: t.from, to: t.to, reason: t.reason },
+                "proxy health changed",
+            );
+            p.fleet.healthChanged(t.id, t.to);
+        },
+        onProbe: (r) => {
+            p.metrics.probes.inc({ result: r.ok ? "ok" : "fail" });
+            p.metrics.probeLatency.observe(r.latencyMs / 1000);
+        },
+    });
+    p.scaler.onSettled(async (op, proxies) => {
+        p.metrics.operations.inc({ kind: op.kind, result: op.status });
+        if (op.startedAt && op.finishedAt)
+            p.metrics.operationDuration.observe(
+                { kind: op.kind },
+                (Date.parse(op.finishedAt) - Date.parse(op.startedAt)) / 1000,
+            );
+        p.reconciler.settled(op);
+        await p.gone
+            .rebuild()
+            .catch((e) =>
+                log.warn({ err: e }, "reading the stack's installation failed; liveness hooks keep the previous one"),
+            );
+        await p.refreshFleet(proxies);
+        p.fleet.operationSettled(op);
+    });
+}
+
+/**
+ * The kinds' liveness hooks (is a member gone outside egress?), one per provider entry. They know the
+ * stack's installation, so they are rebuilt after every operation: a new stack's first `up` records it.
+ */
+export class GoneChecks {
+    checks = new Map<string, GoneCheck>();
+    private providers: Record<string, ProviderConfig> = {};
+
+    constructor(
+        private readonly driver: StackDriver,
+        private readonly runDir: string,
+        private readonly stack: string,
+        private readonly log: Logger,
+    ) {}
+
+    async setProviders(providers: Record<string, ProviderConfig>): Promise<void> {
+        this.providers = providers;
+        await this.rebuild();
+    }
+
+    async rebuild(): Promise<void> {
+        const { installation } = await this.driver.installation();
+        const { runDir, stack, log } = this;
+        this.checks = new Map(
+            Object.entries(this.providers).flatMap(([name, entry]) => {
+                const check = goneCheckFor({ runDir, project: PROJECT, stack, installation, entry, log });
+                return check ? [[name, check] as const] : [];
+            }),
+        );
+    }
+}
