@@ -144,3 +144,28 @@ export function rawHttp(
 export function proxyBasicAuth(username: string, password: string): Record<string, string> {
     return { "proxy-authorization": `Basic ${Buffer.from(`${username}:${password}`).toString("base64")}` };
 }
+
+/** An answer read whole. */
+export interface ProxiedAnswer {
+    status: number;
+    headers: http.IncomingHttpHeaders;
+    body: string;
+}
+
+/**
+ * One plain-HTTP request through a forward proxy on loopback `port` (absolute-form, its own connection),
+ * read whole. `auth` is the Proxy-Authorization value (`null`: none); see proxyBasicAuth.
+ */
+export function viaProxy(port: number, url: string, auth: string | null, method = "GET"): Promise<ProxiedAnswer> {
+    return new Promise((resolve, reject) => {
+        const headers: Record<string, string> = { host: new URL(url).host };
+        if (auth) headers["proxy-authorization"] = auth;
+        const req = http.request({ host: "127.0.0.1", port, method, path: url, headers, agent: false }, (res) => {
+            let body = "";
+            res.setEncoding("utf8")
+                .on("data", (c) => (body += c))
+                .on("end", () => resolve({ status: res.statusCode!, headers: res.headers, body }));
+        });
+        req.on("error", reject).end();
+    });
+}

@@ -13,6 +13,12 @@ export const TOKENS = {
     scale: "tok-scale-0123456789abcdef01",
 };
 
+/** One local pool with no members (0 of at most 2): a service with nothing to provision, for tests of its HTTP surface. */
+export const EMPTY_LOCAL_POOL = {
+    "egress:providers": { local: { type: "local" } },
+    "egress:pools": [{ name: "web", provider: "local", replicas: 0, maxReplicas: 2 }],
+};
+
 export type TestService = RunningService & {
     project: ReturnType<typeof tempProject>;
     runDir: string;

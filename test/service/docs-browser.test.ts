@@ -7,20 +7,14 @@ import assert from "node:assert/strict";
 import * as fs from "node:fs";
 import { chromium, type Browser } from "playwright-core";
 import { OPERATIONS } from "../../src/service/api/openapi";
-import { startTestService, TestService } from "../helpers/service";
+import { EMPTY_LOCAL_POOL, startTestService, TestService } from "../helpers/service";
 
 const CHROMIUM = process.env.EGRESS_CHROMIUM ?? "/usr/bin/chromium";
 let svc: TestService;
 let browser: Browser;
 before(async () => {
     assert.ok(fs.existsSync(CHROMIUM), `${CHROMIUM} is missing: install Debian's chromium (or set EGRESS_CHROMIUM)`);
-    svc = await startTestService(
-        {
-            "egress:providers": { local: { type: "local" } },
-            "egress:pools": [{ name: "web", provider: "local", replicas: 0, maxReplicas: 2 }],
-        },
-        { converge: false },
-    );
+    svc = await startTestService(EMPTY_LOCAL_POOL, { converge: false });
     browser = await chromium.launch({ executablePath: CHROMIUM, args: ["--no-sandbox"] });
 });
 after(async () => {

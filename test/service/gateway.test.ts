@@ -10,7 +10,7 @@ import * as http from "node:http";
 import * as net from "node:net";
 import * as os from "node:os";
 import * as path from "node:path";
-import { listenLoopback } from "../helpers/net";
+import { listenLoopback, type ProxiedAnswer, viaProxy } from "../helpers/net";
 import { find, parseSamples } from "../helpers/metrics";
 import { settledConverge, startTestService, TestService, TOKENS, waitFor } from "../helpers/service";
 import { sha256 } from "../../src/service/http/auth";
@@ -101,28 +101,11 @@ after(async () => {
 const basic = (user: string, pass: string) => `Basic ${Buffer.from(`${user}:${pass}`).toString("base64")}`;
 const o = (p: string) => `http://127.0.0.1:${origin.port}${p}`;
 
-interface Answer {
-    status: number;
-    headers: http.IncomingHttpHeaders;
-    body: string;
-}
+type Answer = ProxiedAnswer;
 
 /** One request through the gateway (absolute-form), on its own connection. */
 function viaGateway(url: string, auth: string | null = basic("web", TOKENS.lease), method = "GET"): Promise<Answer> {
-    return new Promise((resolve, reject) => {
-        const headers: Record<string, string> = { host: new URL(url).host };
-        if (auth) headers["proxy-authorization"] = auth;
-        const req = http.request(
-            { host: "127.0.0.1", port: svc.gatewayPort, method, path: url, headers, agent: false },
-            (res) => {
-                let body = "";
-                res.setEncoding("utf8")
-                    .on("data", (c) => (body += c))
-                    .on("end", () => resolve({ status: res.statusCode!, headers: res.headers, body }));
-            },
-        );
-        req.on("error", reject).end();
-    });
+    return viaProxy(svc.gatewayPort!, url, auth, method);
 }
 
 /** Opens a request whose answer never ends (/slow); resolves once its first chunk arrived. */

@@ -3,9 +3,9 @@
  * counters, and no series left behind for pools, members and provider targets that went away.
  */
 import { after, before, test } from "node:test";
-import * as http from "node:http";
 import assert from "node:assert/strict";
 import { settled, settledConverge, startTestService, TestService, TOKENS, waitFor } from "../helpers/service";
+import { proxyBasicAuth, viaProxy } from "../helpers/net";
 import {
     alertExprs,
     dashboardExprs,
@@ -33,24 +33,9 @@ before(async () => {
 after(() => svc?.close());
 
 /** A GET through the rotating gateway to this service's /v1/echo; resolves with the status. */
-const viaGateway = (pool: string) =>
-    new Promise<number>((resolve, reject) => {
-        const auth = `Basic ${Buffer.from(`${pool}:${TOKENS.lease}`).toString("base64")}`;
-        http.request(
-            {
-                host: "127.0.0.1",
-                port: svc.gatewayPort,
-                path: `${svc.url}/v1/echo`,
-                headers: { "proxy-authorization": auth },
-                agent: false,
-            },
-            (res) => {
-                res.resume().on("end", () => resolve(res.statusCode!));
-            },
-        )
-            .on("error", reject)
-            .end();
-    });
+const viaGateway = async (pool: string) =>
+    (await viaProxy(svc.gatewayPort!, `${svc.url}/v1/echo`, proxyBasicAuth(pool, TOKENS.lease)["proxy-authorization"]))
+        .status;
 
 const scrape = async () => {
     const r = await fetch(`${svc.url}/metrics`);

@@ -6,13 +6,13 @@
  */
 import { after, before, test } from "node:test";
 import assert from "node:assert/strict";
-import * as http from "node:http";
 import * as zlib from "node:zlib";
 import { createApp, servedRoutes } from "../../src/service/api/app";
 import type { AppDeps } from "../../src/service/api/deps";
 import { createLogger } from "../../src/log/logger";
 import { OPERATIONS } from "../../src/service/api/openapi";
 import { settled, settledConverge, startTestService, TestService, TOKENS, waitFor } from "../helpers/service";
+import { proxyBasicAuth, viaProxy } from "../helpers/net";
 import { OpenApiDoc, responseSchema, validate } from "../helpers/openapi-check";
 
 const config = {
@@ -266,24 +266,9 @@ test(
 );
 
 /** A GET through the rotating gateway (the origin is this service's own /v1/echo, on loopback). */
-function viaGateway(user: string, token: string): Promise<number> {
-    return new Promise((resolve, reject) => {
-        const auth = `Basic ${Buffer.from(`${user}:${token}`).toString("base64")}`;
-        http.request(
-            {
-                host: "127.0.0.1",
-                port: svc.gatewayPort,
-                path: `${svc.url}/v1/echo`,
-                headers: { "proxy-authorization": auth },
-                agent: false,
-            },
-            (res) => {
-                res.resume().on("end", () => resolve(res.statusCode!));
-            },
-        )
-            .on("error", reject)
-            .end();
-    });
+async function viaGateway(user: string, token: string): Promise<number> {
+    return (await viaProxy(svc.gatewayPort!, `${svc.url}/v1/echo`, proxyBasicAuth(user, token)["proxy-authorization"]))
+        .status;
 }
 
 test("blocks: a block reported for a gateway request (200), and its errors", { timeout: 60_000 }, async () => {

@@ -7,17 +7,11 @@
 import { after, before, test } from "node:test";
 import assert from "node:assert/strict";
 import { rawHttp } from "../helpers/net";
-import { startTestService, TestService, TOKENS } from "../helpers/service";
+import { EMPTY_LOCAL_POOL, startTestService, TestService, TOKENS } from "../helpers/service";
 
 let svc: TestService;
 before(async () => {
-    svc = await startTestService(
-        {
-            "egress:providers": { local: { type: "local" } },
-            "egress:pools": [{ name: "web", provider: "local", replicas: 0, maxReplicas: 2 }],
-        },
-        { converge: false },
-    );
+    svc = await startTestService(EMPTY_LOCAL_POOL, { converge: false });
 });
 after(async () => {
     await svc?.close();
