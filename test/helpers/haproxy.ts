@@ -28,7 +28,7 @@ export interface TestHaproxy {
     /** What HAProxy logged (stdout and stderr). */
     log(): string;
     /** `show stat` on the admin socket: one row per frontend, backend and server. */
-    stat(): Promise<{ pxname: string; svname: string; status: string }[]>;
+    stat(): Promise<{ pxname: string; svname: string; status: string; stot: number }[]>;
     /** Kills it and removes its dir. */
     cleanup(): Promise<void>;
 }
@@ -44,7 +44,8 @@ export function haproxyBin(): string {
 /**
  * deploy/haproxy.cfg for a test: frontends on `apiPort`/`gatewayPort`, `replicas` as the servers, the
  * admin socket in `dir`. The lines that only fit a system install (user, group, chroot) are dropped:
- * the test runs it as its own user.
+ * the test runs it as its own user; `maxconn` becomes 2000, since 20000 needs a file limit of 40000
+ * (systemd's default hard limit, 524288, has it; a test machine's may not).
  */
 export function renderHaproxyCfg(o: {
     apiPort: number;
@@ -62,7 +63,8 @@ export function renderHaproxyCfg(o: {
             servers = undefined;
         }
         if (/^(user|group|chroot) /.test(t)) continue;
-        if (t.startsWith("stats socket "))
+        if (t.startsWith("maxconn ") && section === "global") out.push(line.replace(/maxconn \d+/, "maxconn 2000"));
+        else if (t.startsWith("stats socket "))
             out.push(line.replace(/stats socket \S+/, `stats socket ${path.join(o.dir, "admin.sock")}`));
         else if (t.startsWith("bind ") && section === "frontend egress_api")
             out.push(line.replace(/127\.0\.0\.1:\d+/, `127.0.0.1:${o.apiPort}`));
@@ -150,7 +152,12 @@ export async function startHaproxy(o: {
             const at = (name: string) => cols.indexOf(name);
             return rows.map((r) => {
                 const f = r.split(",");
-                return { pxname: f[at("pxname")], svname: f[at("svname")], status: f[at("status")] };
+                return {
+                    pxname: f[at("pxname")],
+                    svname: f[at("svname")],
+                    status: f[at("status")],
+                    stot: Number(f[at("stot")]),
+                };
             });
         },
         async cleanup() {

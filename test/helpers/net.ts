@@ -83,6 +83,7 @@ export function connectViaProxy(
     targetPort: number,
     path = "/tunnel",
     timeoutMs = 5000,
+    headers: Record<string, string> = {},
 ): Promise<{ connectStatus: number; body: string }> {
     return new Promise((resolve, reject) => {
         const req = http.request({
@@ -90,6 +91,7 @@ export function connectViaProxy(
             port: proxyPort,
             method: "CONNECT",
             path: `127.0.0.1:${targetPort}`,
+            headers,
             timeout: timeoutMs,
         });
         req.on("connect", (res, socket) => {
