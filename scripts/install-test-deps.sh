@@ -17,6 +17,7 @@ PKGS=(
   systemd                                 # systemd-analyze verify of deploy/egress.service
   squid                                   # the generated squid.conf with basic auth, run for real (test/unit/squid-auth-real.test.ts)
   redis-server                            # the lease store the service tests start on loopback (test/helpers/redis.ts)
+  haproxy                                 # deploy/haproxy.cfg: haproxy -c, and run in front of serve processes (test/helpers/haproxy.ts)
 )
 missing=()
 for p in "${PKGS[@]}"; do

@@ -1,6 +1,15 @@
 import * as http from "node:http";
 import * as net from "node:net";
 
+/** A port free on 127.0.0.1 right now (for servers whose port must be known before they start: redis-server, HAProxy). */
+export async function freeLoopbackPort(): Promise<number> {
+    const s = net.createServer();
+    await new Promise<void>((r) => s.listen(0, "127.0.0.1", r));
+    const port = (s.address() as net.AddressInfo).port;
+    await new Promise((r) => s.close(r));
+    return port;
+}
+
 /** Starts `server` on a free port of 127.0.0.1; `close` also drops open (keep-alive, hanging) connections. */
 export async function listenLoopback(
     server: http.Server,
@@ -74,6 +83,7 @@ export function connectViaProxy(
     targetPort: number,
     path = "/tunnel",
     timeoutMs = 5000,
+    headers: Record<string, string> = {},
 ): Promise<{ connectStatus: number; body: string }> {
     return new Promise((resolve, reject) => {
         const req = http.request({
@@ -81,6 +91,7 @@ export function connectViaProxy(
             port: proxyPort,
             method: "CONNECT",
             path: `127.0.0.1:${targetPort}`,
+            headers,
             timeout: timeoutMs,
         });
         req.on("connect", (res, socket) => {

@@ -1,7 +1,7 @@
 /**
  * A throwaway redis-server for one test: on a free loopback port, in its own temp dir, with a password
- * (so tests can look for it where it must not be), no persistence unless `aof` asks for it. `stop` and
- * `start` again keep the port and the dir, so an AOF restart finds its keys. Fails loudly (never
+ * (so tests can look for it where it must not be), no persistence unless `aof` asks for it. `kill` (or
+ * `stop`) and `start` again keep the port and the dir, so an AOF restart finds its keys. Fails loudly (never
  * skips) when redis-server is missing or does not start.
  */
 import * as cp from "node:child_process";
@@ -10,6 +10,7 @@ import * as net from "node:net";
 import * as os from "node:os";
 import * as path from "node:path";
 import { ensureTestPackages } from "./deps";
+import { freeLoopbackPort } from "./net";
 
 export interface TestRedis {
     port: number;
@@ -21,19 +22,13 @@ export interface TestRedis {
     start(): Promise<void>;
     /** SIGKILL: the bad day, not a clean shutdown. */
     kill(): Promise<void>;
+    /** SIGTERM: Redis' own shutdown (it writes the AOF out), waited for. */
+    stop(): Promise<void>;
     /** Kills it and removes its dir. */
     cleanup(): Promise<void>;
 }
 
 const BIN = "/usr/bin/redis-server";
-
-async function freePort(): Promise<number> {
-    const s = net.createServer();
-    await new Promise<void>((r) => s.listen(0, "127.0.0.1", r));
-    const port = (s.address() as net.AddressInfo).port;
-    await new Promise((r) => s.close(r));
-    return port;
-}
 
 /** Resolves once the server answers PING on its port (redis' inline protocol: no client needed). */
 async function answersPing(port: number, password: string, timeoutMs: number): Promise<void> {
@@ -63,14 +58,22 @@ async function answersPing(port: number, password: string, timeoutMs: number): P
     }
 }
 
-export async function startRedis(opts: { aof?: boolean } = {}): Promise<TestRedis> {
+export async function startRedis(
+    opts: {
+        aof?: boolean;
+        /** appendfsync with `aof`: `always` (the default here: nothing lost to a SIGKILL) or production's `everysec`. */
+        fsync?: "always" | "everysec";
+    } = {},
+): Promise<TestRedis> {
     ensureTestPackages();
     if (!fs.existsSync(BIN))
         throw new Error(`${BIN} is missing: scripts/install-test-deps.sh installs Debian's redis-server`);
     const dir = fs.mkdtempSync(path.join(os.tmpdir(), "egress-redis-"));
-    const port = await freePort();
+    const port = await freeLoopbackPort();
     const password = `pw-${Math.random().toString(36).slice(2)}-secret`;
-    const persistence = opts.aof ? ["--appendonly", "yes", "--appendfsync", "always"] : ["--appendonly", "no"];
+    const persistence = opts.aof
+        ? ["--appendonly", "yes", "--appendfsync", opts.fsync ?? "always"]
+        : ["--appendonly", "no"];
     const args = [
         "--port",
         String(port),
@@ -98,14 +101,15 @@ export async function startRedis(opts: { aof?: boolean } = {}): Promise<TestRedi
         await Promise.race([answersPing(port, password, 10_000), exited]);
         c.removeAllListeners("exit");
     };
-    const kill = async () => {
+    const end = async (signal: NodeJS.Signals) => {
         const c = child;
         if (!c || c.exitCode !== null || c.signalCode !== null) return;
         await new Promise((r) => {
             c.once("exit", r);
-            c.kill("SIGKILL");
+            c.kill(signal);
         });
     };
+    const kill = () => end("SIGKILL");
     await start();
     return {
         port,
@@ -114,6 +118,7 @@ export async function startRedis(opts: { aof?: boolean } = {}): Promise<TestRedi
         url: `redis://:${password}@127.0.0.1:${port}`,
         start,
         kill,
+        stop: () => end("SIGTERM"),
         async cleanup() {
             await kill();
             fs.rmSync(dir, { recursive: true, force: true });

@@ -21,6 +21,7 @@ import {
     until,
 } from "../helpers/processes";
 import { startRedis, TestRedis } from "../helpers/redis";
+import { leaseLoad } from "../helpers/lease-load";
 
 const config = {
     "egress:providers": { local: { type: "local" } },
@@ -112,41 +113,10 @@ test(
         const svc = await serve(p, ["--store", redis.url, "--no-converge"]);
         services.push(svc);
         await healthy(svc, 3);
-        const seen = new Map<string, number>();
-        const count = (k: string) => seen.set(k, (seen.get(k) ?? 0) + 1);
-        let slowest = 0;
-        let retryAfter: string | undefined;
-        let stop = false;
-        const timed = async (method: string, route: string, body: unknown) => {
-            const t0 = Date.now();
-            const r = await svc.call(method, route, body);
-            slowest = Math.max(slowest, Date.now() - t0);
-            const key = `${route === "/v1/leases" ? "lease" : "release"} ${r.status}${r.status >= 500 ? ` ${r.body?.error?.code}` : ""}`;
-            count(key);
-            if (r.status >= 500)
-                assert.ok(
-                    r.body.error.code === "store_unavailable" || r.body.error.code === "none_available",
-                    `only deliberate 503s: ${JSON.stringify(r.body)}`,
-                );
-            if (r.body?.error?.code === "store_unavailable") retryAfter = r.headers["retry-after"] as string;
-            return r;
-        };
-        const client = async () => {
-            while (!stop) {
-                const l = await timed("POST", "/v1/leases", { pool: "web", ttlSeconds: 60 });
-                if (l.status !== 201) {
-                    await new Promise((r) => setTimeout(r, 50));
-                    continue;
-                }
-                // A release refused while Redis is away is retried: the lease is still there when it is back.
-                while ((await timed("POST", `/v1/leases/${l.body.lease.id}/release`, { outcome: "ok" })).status === 503)
-                    await new Promise((r) => setTimeout(r, 100));
-            }
-        };
-        const clients = Array.from({ length: 4 }, client);
-        await until("leases granted before the outage", () => (seen.get("lease 201") ?? 0) >= 20, 30_000);
+        const load = leaseLoad(svc, { clients: 4, pool: "web" });
+        await until("leases granted before the outage", () => load.count("lease 201") >= 20, 30_000);
         await redis.kill();
-        await until("a store_unavailable answer", () => (seen.get("lease 503 store_unavailable") ?? 0) > 0, 10_000);
+        await until("a store_unavailable answer", () => load.count("lease 503 store_unavailable") > 0, 10_000);
         const down = await svc.call("GET", "/readyz");
         assert.equal(down.status, 503);
         assert.equal(down.body.error.code, "store_unavailable");
@@ -154,23 +124,19 @@ test(
             !JSON.stringify(down.body).includes(redis.password),
             "the readiness answer does not show the password",
         );
-        const grantedWhileDown = seen.get("lease 201") ?? 0;
+        const grantedWhileDown = load.count("lease 201");
         await new Promise((r) => setTimeout(r, 1500)); // a while down under load: nothing hangs, nothing crashes
         await redis.start();
-        await until("leasing resumes", () => (seen.get("lease 201") ?? 0) > grantedWhileDown + 10, 30_000);
+        await until("leasing resumes", () => load.count("lease 201") > grantedWhileDown + 10, 30_000);
         await until("/readyz true again", async () => (await svc.call("GET", "/readyz")).status === 200, 10_000);
-        stop = true;
-        await Promise.all(clients);
+        await load.stop();
         process.stdout.write(
-            `# answers during the outage test: ${JSON.stringify(Object.fromEntries(seen))}, slowest ${slowest} ms\n`,
+            `# answers during the outage test: ${JSON.stringify(Object.fromEntries(load.seen))}, slowest ${load.slowest()} ms\n`,
         );
-        assert.equal(retryAfter, "2");
-        assert.ok(slowest < 2000, `every answer within 2 s (slowest ${slowest} ms)`);
+        assert.equal(load.retryAfter(), "2");
+        assert.ok(load.slowest() < 2000, `every answer within 2 s (slowest ${load.slowest()} ms)`);
         assert.equal(svc.child.exitCode, null, "the service is still running");
-        const fiveHundreds = [...seen.keys()].filter(
-            (k) => / 5\d\d/.test(k) && !/ 503 (store_unavailable|none_available)$/.test(k),
-        );
-        assert.deepEqual(fiveHundreds, [], `answers: ${JSON.stringify([...seen])}`);
+        assert.deepEqual(load.otherFiveHundreds(), [], `answers: ${JSON.stringify([...load.seen])}`);
         assert.ok(
             svc.entries.some((e) => /lease store \(Redis\) is unreachable/.test(e.msg)) &&
                 svc.entries.some((e) => /lease store \(Redis\) is back/.test(e.msg)),

@@ -5,38 +5,15 @@
  */
 import { test } from "node:test";
 import assert from "node:assert/strict";
-import * as cp from "node:child_process";
 import * as fs from "node:fs";
 import * as os from "node:os";
 import * as path from "node:path";
 import YAML from "yaml";
 import { PACKAGE_ROOT } from "../../src/engine/env";
 import { dashboardExprs, promtool } from "../helpers/metrics";
-import { ensureTestPackages } from "../helpers/deps";
+import { serviceSection, systemdAnalyze } from "../helpers/deploy";
 
 const deploy = (f: string) => path.join(PACKAGE_ROOT, "deploy", f);
-
-function systemdAnalyze(args: string[]): cp.SpawnSyncReturns<string> {
-    ensureTestPackages();
-    if (!fs.existsSync("/usr/bin/systemd-analyze"))
-        throw new Error("systemd-analyze is missing: apt-get install systemd (scripts/install-test-deps.sh does)");
-    return cp.spawnSync("/usr/bin/systemd-analyze", args, { encoding: "utf8", timeout: 60_000 });
-}
-
-/** `Key=value` lines of a unit file's [Service] section. */
-function serviceSection(unit: string): Map<string, string[]> {
-    const out = new Map<string, string[]>();
-    let inService = false;
-    for (const raw of unit.split("\n")) {
-        const line = raw.trim();
-        if (line.startsWith("[")) inService = line === "[Service]";
-        else if (inService && line && !line.startsWith("#")) {
-            const i = line.indexOf("=");
-            out.set(line.slice(0, i), [...(out.get(line.slice(0, i)) ?? []), line.slice(i + 1)]);
-        }
-    }
-    return out;
-}
 
 test("systemd unit: systemd-analyze verify is clean, it is hardened, and its /opt/egress paths exist in the repo", () => {
     const r = systemdAnalyze(["verify", deploy("egress.service")]);
