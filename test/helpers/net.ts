@@ -18,6 +18,15 @@ export async function listenLoopback(
     };
 }
 
+/** A loopback port nothing listens on right now (for a server a test starts as a child process). */
+export async function freePort(): Promise<number> {
+    const s = net.createServer();
+    await new Promise<void>((r) => s.listen(0, "127.0.0.1", r));
+    const port = (s.address() as net.AddressInfo).port;
+    await new Promise((r) => s.close(r));
+    return port;
+}
+
 /** A loopback HTTP server that answers `hello <path>`; the target behind every proxy in the tests. */
 export async function startTargetServer(): Promise<{ port: number; close(): Promise<void> }> {
     const server = http.createServer((req, res) => {

@@ -10,6 +10,7 @@ import * as net from "node:net";
 import * as os from "node:os";
 import * as path from "node:path";
 import { ensureTestPackages } from "./deps";
+import { freePort } from "./net";
 
 export interface TestRedis {
     port: number;
@@ -26,14 +27,6 @@ export interface TestRedis {
 }
 
 const BIN = "/usr/bin/redis-server";
-
-async function freePort(): Promise<number> {
-    const s = net.createServer();
-    await new Promise<void>((r) => s.listen(0, "127.0.0.1", r));
-    const port = (s.address() as net.AddressInfo).port;
-    await new Promise((r) => s.close(r));
-    return port;
-}
 
 /** Resolves once the server answers PING on its port (redis' inline protocol: no client needed). */
 async function answersPing(port: number, password: string, timeoutMs: number): Promise<void> {
