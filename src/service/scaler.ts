@@ -312,16 +312,18 @@ export class Scaler {
         log.debug({ desired: op.desired }, "drain done; applying");
     }
 
-    /** An engine run, retried with backoff while someone else's update holds the stack lock (never surfaced as 409). */
+    /** An engine run, retried with backoff while it fails transiently: someone else's update holds the stack lock (never surfaced as 409), or the backend is down. */
     private async withLockRetry<T>(log: Logger, run: () => Promise<T>): Promise<T> {
         for (let attempt = 0; ; attempt++) {
             try {
                 return await run();
             } catch (e) {
-                if (!(e as EngineError).locked || attempt >= LOCK_RETRIES.length) throw e;
+                if (!(e as EngineError).transient || attempt >= LOCK_RETRIES.length) throw e;
                 log.warn(
-                    { attempt: attempt + 1, waitMs: LOCK_RETRIES[attempt] },
-                    "stack locked by another update; retrying",
+                    { attempt: attempt + 1, waitMs: LOCK_RETRIES[attempt], error: (e as Error).message },
+                    (e as EngineError).locked
+                        ? "stack locked by another update; retrying"
+                        : "the Pulumi backend is unreachable; retrying",
                 );
                 await new Promise((r) => setTimeout(r, LOCK_RETRIES[attempt]));
             }

@@ -440,6 +440,7 @@ export async function startService(opts: ServeOptions): Promise<RunningService> 
     const checkpointWatch = watchStackCheckpoint({
         backendDir,
         stack: opts.stack,
+        version: () => driver.stateVersion(),
         log,
         onChange: followOutside("checkpoint changed"),
     });
