@@ -18,6 +18,7 @@ PKGS=(
   squid                                   # the generated squid.conf with basic auth, run for real (test/unit/squid-auth-real.test.ts)
   redis-server                            # the lease store the service tests start on loopback (test/helpers/redis.ts)
   haproxy                                 # deploy/haproxy.cfg: haproxy -c, and run in front of serve processes (test/helpers/haproxy.ts)
+  postgresql-15                           # Pulumi state on PostgreSQL, a throwaway cluster per test (test/helpers/postgres.ts); brings psql
 )
 missing=()
 for p in "${PKGS[@]}"; do

@@ -1,7 +1,7 @@
 #!/usr/bin/env node
 /**
  * `egress` — the command line. Every command takes `--stack` (default `dev`, or $EGRESS_STACK) and
- * `--json`. Exit codes: 0 ok, 1 operation failed, 2 invalid input or config, 3 missing prerequisite.
+ * `--json`. Exit codes: 0 ok, 1 operation failed, 2 invalid input or config, 3 missing prerequisite, 75 the Pulumi backend is unreachable (retry).
  */
 import { Command } from "commander";
 import { packageVersion } from "./engine";
@@ -26,6 +26,10 @@ export function buildCli(): Command {
         )
         .option("--json", "machine-readable output on stdout")
         .option(
+            "--backend <url>",
+            "Pulumi backend holding the stack's state: file://<dir>, postgres://user:pass@host/db, s3://, gs:// (default $PULUMI_BACKEND_URL, else .egress/backend)",
+        )
+        .option(
             "--lock-wait <seconds>",
             "how long to wait while another egress process changes the stack (default 120, or $EGRESS_LOCK_WAIT)",
         )
@@ -42,6 +46,8 @@ export function buildCli(): Command {
     // reads it. `serve` writes only JSON lines, so its note is one.
     program.hook("preAction", (_root, cmd) => {
         const opts = cmd.optsWithGlobals() as GlobalOptions;
+        // The engine, the state readers and `serve` all take the backend from here (src/engine/backend.ts).
+        if (opts.backend) process.env.PULUMI_BACKEND_URL = opts.backend;
         const note = ensureStackFile(projectDir(opts), opts.stack);
         if (!note) return;
         if (cmd.name() === "serve") createLogger().info({ stack: opts.stack }, note);

@@ -2,6 +2,7 @@ import * as fs from "node:fs";
 import * as path from "node:path";
 import { ConfigError } from "../config";
 import {
+    BackendUnreachableError,
     EngineError,
     EngineMissingError,
     MemberNotInStateError,
@@ -13,7 +14,7 @@ import type { ProxyMember } from "../model";
 import { proxyTable } from "./render";
 
 /** Exit codes: scripts can tell a bad request from a failed operation from a missing prerequisite. */
-export const EXIT = { ok: 0, failed: 1, invalid: 2, prerequisite: 3, interrupted: 130 } as const;
+export const EXIT = { ok: 0, failed: 1, invalid: 2, prerequisite: 3, unavailable: 75, interrupted: 130 } as const;
 
 /** Options every command accepts. */
 export interface GlobalOptions {
@@ -22,6 +23,8 @@ export interface GlobalOptions {
     json?: boolean;
     /** Seconds to wait for the stack's writer lock (src/cli/writer.ts). */
     lockWait?: string;
+    /** Pulumi backend URL (sets PULUMI_BACKEND_URL for the engine; src/cli.ts). */
+    backend?: string;
 }
 
 /** The Pulumi project: `--cwd`, else the current directory if it has Pulumi.yaml, else egress's own root. */
@@ -55,7 +58,10 @@ export function exitCodeOf(e: unknown): number {
           ? EXIT.prerequisite
           : e instanceof InterruptedError
             ? EXIT.interrupted
-            : EXIT.failed;
+            : // The backend is down for now (sysexits' EX_TEMPFAIL): the same command can be retried as it is.
+              e instanceof BackendUnreachableError || (e instanceof EngineError && e.backendUnreachable)
+              ? EXIT.unavailable
+              : EXIT.failed;
 }
 
 /** Prints an error the way the user needs it and returns the exit code that classifies it. */

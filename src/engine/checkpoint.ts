@@ -1,23 +1,10 @@
 import * as fs from "node:fs";
 import * as path from "node:path";
 import type { ProxyMember } from "../model";
-import type { EngineHome } from "./env";
 import type { StateResource } from "./state";
 
 /** Pulumi project name of every egress stack (Pulumi.yaml `name`). */
 export const PROJECT = "egress";
-
-/**
- * The directory of a file:// backend in effect for these settings (the same precedence engineEnv
- * applies: extra env, then the process's, then the home's default), or undefined for other backends.
- */
-export function fileBackendDir(
-    home: EngineHome,
-    extraEnv: Record<string, string | undefined> = {},
-): string | undefined {
-    const url = extraEnv.PULUMI_BACKEND_URL ?? process.env.PULUMI_BACKEND_URL ?? `file://${home.backendDir}`;
-    return url.startsWith("file://") ? url.slice("file://".length) : undefined;
-}
 
 /** Where a file backend keeps the checkpoints of egress stacks: `<backend>/.pulumi/stacks/egress/`. */
 export function checkpointDir(backendDir: string): string {
@@ -52,19 +39,39 @@ export function checkpointMembers(backendDir: string | undefined, stack: string)
     return resources && membersOf(resources);
 }
 
-/** The resources of the stack's checkpoint file; undefined when it cannot be read this way. */
-export function checkpointResources(backendDir: string, stack: string): StateResource[] | undefined {
+/** What egress reads of a stack's latest deployment, from a checkpoint file or an export alike. */
+export interface Deployment {
+    resources?: StateResource[];
+    pending_operations?: { type: string; resource: StateResource }[];
+}
+
+/**
+ * The stack's latest deployment from a file backend's checkpoint file: the fast path (no CLI start).
+ * `{}` when the stack has no checkpoint; undefined when it cannot be read this way (compressed by
+ * PULUMI_DIY_BACKEND_GZIP/ZSTD, or written while we read): the caller then asks the engine.
+ */
+export function fileCheckpoint(backendDir: string, stack: string): Deployment | undefined {
+    const base = path.join(checkpointDir(backendDir), `${stack}.json`);
     let text: string;
     try {
-        text = fs.readFileSync(path.join(checkpointDir(backendDir), `${stack}.json`), "utf8");
-    } catch {
-        return undefined;
+        text = fs.readFileSync(base, "utf8");
+    } catch (e) {
+        if ((e as NodeJS.ErrnoException).code !== "ENOENT") return undefined;
+        return fs.existsSync(`${base}.gz`) || fs.existsSync(`${base}.zst`) ? undefined : {};
     }
     try {
-        return JSON.parse(text)?.checkpoint?.latest?.resources ?? [];
+        return (JSON.parse(text)?.checkpoint?.latest ?? {}) as Deployment;
     } catch {
         return undefined; // written while we read (not atomic on every filesystem): the engine's answer is exact
     }
+}
+
+/** The resources of the stack's checkpoint file; undefined when it cannot be read this way (no file, compressed). */
+export function checkpointResources(backendDir: string, stack: string): StateResource[] | undefined {
+    const dep = fs.existsSync(path.join(checkpointDir(backendDir), `${stack}.json`))
+        ? fileCheckpoint(backendDir, stack)
+        : undefined;
+    return dep && (dep.resources ?? []);
 }
 
 /**
@@ -98,11 +105,6 @@ function fromIdentity(r: StateResource, children: StateResource[]): ProxyMember 
 
 /** Pending operations the stack's checkpoint file lists; undefined when it cannot tell (no file backend, unreadable). */
 export function checkpointPendingCount(backendDir: string | undefined, stack: string): number | undefined {
-    if (!backendDir) return undefined;
-    try {
-        const text = fs.readFileSync(path.join(checkpointDir(backendDir), `${stack}.json`), "utf8");
-        return (JSON.parse(text)?.checkpoint?.latest?.pending_operations ?? []).length;
-    } catch (e) {
-        return (e as NodeJS.ErrnoException).code === "ENOENT" ? 0 : undefined;
-    }
+    const dep = backendDir ? fileCheckpoint(backendDir, stack) : undefined;
+    return dep && (dep.pending_operations ?? []).length;
 }

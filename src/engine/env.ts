@@ -59,7 +59,19 @@ export function engineEnv(home: EngineHome, env: NodeJS.ProcessEnv = process.env
         // A stack file that lost its salt (re-made from its seed, or an old clone's tracked dev file
         // removed on pull) takes the salt its state holds instead of a new one that opens nothing there.
         PULUMI_FALLBACK_TO_STATE_SECRETS_MANAGER: env.PULUMI_FALLBACK_TO_STATE_SECRETS_MANAGER ?? "true",
+        // Bound the backend's growth (history-prune.ts prunes the rest): a backup is one more full
+        // checkpoint per update, and the stack's `.bak` already keeps the previous one.
+        PULUMI_DIY_BACKEND_DISABLE_CHECKPOINT_BACKUPS: env.PULUMI_DIY_BACKEND_DISABLE_CHECKPOINT_BACKUPS ?? "true",
     };
+    // Compressed checkpoints where egress reads state through the engine anyway (a database, an object
+    // store); a file backend stays plain JSON, which its fast path and people read (docs/decisions.md).
+    const url = out.PULUMI_BACKEND_URL;
+    if (
+        !url.startsWith("file://") &&
+        env.PULUMI_DIY_BACKEND_GZIP === undefined &&
+        env.PULUMI_DIY_BACKEND_ZSTD === undefined
+    )
+        out.PULUMI_DIY_BACKEND_GZIP = "true";
     if (!env.PULUMI_CONFIG_PASSPHRASE && !env.PULUMI_CONFIG_PASSPHRASE_FILE) {
         ensurePassphrase(home.passphraseFile);
         out.PULUMI_CONFIG_PASSPHRASE_FILE = home.passphraseFile;

@@ -1,4 +1,6 @@
 export * from "./driver";
+export * from "./driver-queries";
+export * from "./backend";
 export * from "./env";
 export * from "./progress";
 export * from "./writer-lock";

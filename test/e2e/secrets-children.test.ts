@@ -17,6 +17,7 @@ import {
     serve,
     settledOp,
     cli,
+    environOf,
     until,
 } from "../helpers/processes";
 
@@ -37,14 +38,6 @@ after(() => {
     cli(p, ["destroy", "--yes", "--quiet"]);
     p.cleanup();
 });
-
-function environOf(pid: number): string {
-    try {
-        return fs.readFileSync(`/proc/${pid}/environ`, "utf8");
-    } catch {
-        return ""; // exited between listing and reading
-    }
-}
 
 function filesUnder(dir: string): string[] {
     return (fs.readdirSync(dir, { recursive: true }) as string[])

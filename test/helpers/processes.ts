@@ -327,3 +327,12 @@ export function backendLockFiles(p: ProcProject): string[] {
         (f) => f.endsWith(".json") || f.endsWith(".attrs"),
     );
 }
+
+/** A process's environment as `NAME=value\0…` ("" once it exited). */
+export function environOf(pid: number): string {
+    try {
+        return fs.readFileSync(`/proc/${pid}/environ`, "utf8");
+    } catch {
+        return ""; // exited between listing and reading
+    }
+}

@@ -70,7 +70,7 @@ const routes: [string, string, unknown?][] = [
 
 test("the routes above cover every route the service registers", () => {
     // Read from the route modules, so a route added later without a canary run fails here.
-    const dir = path.join(PACKAGE_ROOT, "src", "service", "routes");
+    const dir = path.join(PACKAGE_ROOT, "src", "service", "api", "routes");
     const served = fs
         .readdirSync(dir)
         .filter((f) => f.endsWith(".ts"))

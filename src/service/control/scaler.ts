@@ -4,7 +4,7 @@ import type { EngineError, ProgressEvent } from "../../engine";
 import type { ProxyMember } from "../../model";
 import type { HealTarget, Operation } from "../operations/journal";
 import { healDrainTargets, healGoneTargets, scaleDownTargets } from "./drain/plan";
-import { retryWhileLocked } from "./engine-retry";
+import { retryTransient } from "./engine-retry";
 import { NotAcceptingError, type ScalerDeps } from "./scaler-deps";
 
 export { NotAcceptingError, type ScalerDeps } from "./scaler-deps";
@@ -159,7 +159,7 @@ export class Scaler {
                 // Written at start, not at request time: the stack file always shows what the engine is
                 // applying, and a restart mid-drain still knows the count to reach.
                 await this.drainScaleDown(op, log);
-                const result = await retryWhileLocked(log, () =>
+                const result = await retryTransient(log, () =>
                     this.deps.driver.up({ onProgress: (e) => this.deps.ops.progress(op, e) }),
                 );
                 patch = {
@@ -226,7 +226,7 @@ export class Scaler {
         const onProgress = (e: ProgressEvent) => this.deps.ops.progress(op, e);
         let present = replace;
         if (replace.length) {
-            await retryWhileLocked(log, () => this.deps.driver.refresh({ target: replace, onProgress }));
+            await retryTransient(log, () => this.deps.driver.refresh({ target: replace, onProgress }));
             // The refresh drops resources deleted behind egress's back (a Kubernetes Deployment) from state, and
             // `up --replace` of a URN no longer in the stack fails; the targeted up creates them again anyway.
             const after = new Set(
@@ -234,7 +234,7 @@ export class Scaler {
             );
             present = replace.filter((u) => after.has(u));
         }
-        const result = await retryWhileLocked(log, () =>
+        const result = await retryTransient(log, () =>
             this.deps.driver.up({
                 target: components,
                 targetDependents: true,

@@ -132,6 +132,7 @@ export async function startService(opts: ServeOptions): Promise<RunningService> 
     const checkpointWatch = watchStackCheckpoint({
         backendDir: fileBackendDir(home, opts.engineEnv),
         stack: opts.stack,
+        version: () => parts.driver.stateVersion(),
         log,
         onChange: followOutside("checkpoint changed"),
     });

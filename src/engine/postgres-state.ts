@@ -1,0 +1,80 @@
+/**
+ * The few things egress asks Pulumi's PostgreSQL DIY backend directly, with SQL, because the CLI has no
+ * command for them: when the stack's checkpoint row last changed (the stack watch's poll), and pruning
+ * the history and backup rows every update adds. The table is Pulumi's key/value store (`key`, `data`,
+ * `updated_at`; pkg/backend/diy/postgres/schema.sql); keys are the file backend's paths under the URL's
+ * database name (`<db>/.pulumi/stacks/egress/<stack>.json`).
+ */
+import { Client } from "pg";
+import { PROJECT } from "./checkpoint";
+
+interface Target {
+    connectionString: string;
+    table: string;
+    /** Key prefix: the URL's path (`<db>/`), as the backend's PrefixedBucket adds it. */
+    prefix: string;
+}
+
+/** Where the backend keeps its rows: the URL without Pulumi's own `table` parameter, the table, the key prefix. */
+export function postgresTarget(backendUrl: string): Target {
+    const u = new URL(backendUrl);
+    const table = u.searchParams.get("table") || "pulumi_state";
+    // Pulumi puts the name into its SQL unquoted; the same rule here keeps a hostile name out of ours.
+    if (!/^[A-Za-z_][A-Za-z0-9_]*(\.[A-Za-z_][A-Za-z0-9_]*)?$/.test(table))
+        throw new Error(`the backend URL's table parameter ${JSON.stringify(table)} is not a plain SQL name`);
+    u.searchParams.delete("table");
+    const sub = u.pathname.replace(/^\/+/, "");
+    return { connectionString: u.toString(), table, prefix: sub ? (sub.endsWith("/") ? sub : `${sub}/`) : "" };
+}
+
+async function withClient<T>(backendUrl: string, fn: (c: Client, t: Target) => Promise<T>): Promise<T> {
+    const t = postgresTarget(backendUrl);
+    const client = new Client({ connectionString: t.connectionString, connectionTimeoutMillis: 5_000 });
+    // A connection error after connect (the server going away) must not become an unhandled 'error' event.
+    client.on("error", () => undefined);
+    try {
+        await client.connect();
+        return await fn(client, t);
+    } finally {
+        await client.end().catch(() => undefined);
+    }
+}
+
+/** Keys of the stack's checkpoint, in each compression Pulumi may have written it with. */
+function checkpointKeys(t: Target, stack: string): string[] {
+    const base = `${t.prefix}.pulumi/stacks/${PROJECT}/${stack}.json`;
+    return [base, `${base}.gz`, `${base}.zst`];
+}
+
+/** The newest `updated_at` of the stack's checkpoint row (ISO time), undefined when it has none. */
+export async function checkpointVersion(backendUrl: string, stack: string): Promise<string | undefined> {
+    return withClient(backendUrl, async (c, t) => {
+        const r = await c.query<{ v: Date | null }>(`SELECT max(updated_at) AS v FROM ${t.table} WHERE key = ANY($1)`, [
+            checkpointKeys(t, stack),
+        ]);
+        return r.rows[0]?.v ? r.rows[0].v.toISOString() : undefined;
+    });
+}
+
+/**
+ * Deletes the stack's history and backup rows but the newest `keep` updates' (a history entry is two
+ * rows: `<stack>-<ns>.history.json` and `.checkpoint.json`; a backup one). Names carry a nanosecond
+ * timestamp of fixed width, so key order is age order. Returns the rows deleted.
+ */
+export async function prunePostgresHistory(backendUrl: string, stack: string, keep: number): Promise<number> {
+    return withClient(backendUrl, async (c, t) => {
+        let deleted = 0;
+        for (const [dir, perUpdate] of [
+            [`${t.prefix}.pulumi/history/${PROJECT}/${stack}/`, 2],
+            [`${t.prefix}.pulumi/backups/${PROJECT}/${stack}/`, 1],
+        ] as const) {
+            const like = dir.replace(/[\\%_]/g, (ch) => `\\${ch}`) + "%";
+            const r = await c.query(
+                `DELETE FROM ${t.table} WHERE key LIKE $1 AND key NOT IN (SELECT key FROM ${t.table} WHERE key LIKE $1 ORDER BY key DESC LIMIT $2)`,
+                [like, keep * perUpdate],
+            );
+            deleted += r.rowCount ?? 0;
+        }
+        return deleted;
+    });
+}

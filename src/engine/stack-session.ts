@@ -1,0 +1,159 @@
+/**
+ * What every use of one stack shares, reads and operations alike: the workspace (opened once, through
+ * egress-supervise), the order of calls, the backend, and the one place that reads the stack's state.
+ */
+import * as path from "node:path";
+import { LocalWorkspace, PulumiCommand, Stack, StackNotFoundError } from "@pulumi/pulumi/automation";
+import { createProgram } from "../program";
+import { engineEnv, engineHome, EngineHome } from "./env";
+import { stateBackend, StateBackend } from "./backend";
+import { Deployment, fileCheckpoint, PROJECT } from "./checkpoint";
+import { classifyBackendError, EngineMissingError, StackMissingError } from "./engine-errors";
+import { newRunMarker } from "./leftovers";
+import { clearDeadRuns } from "./recovery";
+import { supervise } from "./supervised";
+import { openRecoveringSalt } from "./salt";
+import { installationInState, ResolvedInstallation } from "./installation";
+
+export interface DriverOptions {
+    /** Directory with Pulumi.yaml and stacks/ (the Pulumi project). */
+    workDir: string;
+    stack: string;
+    /** Where the CLI, backend and passphrase live. @default engineHome() */
+    home?: EngineHome;
+    /** Extra environment for the CLI (tests point the backend elsewhere). */
+    env?: Record<string, string>;
+    /** Create the stack when missing. Off for commands that only read or remove. @default true */
+    create?: boolean;
+    /** Hears what the driver cleaned up on its own (a dead run's processes or locks): one line each, for the log. */
+    onNotice?: (line: string) => void;
+}
+
+export class StackSession {
+    readonly workDir: string;
+    readonly stackName: string;
+    /** Where this stack's state lives (its URL may carry a password: log `backend.shown`). */
+    readonly backend: StateBackend;
+    protected readonly home: EngineHome;
+    protected readonly extraEnv: Record<string, string>;
+    protected readonly onNotice: (line: string) => void;
+    /** Marks every engine process this driver starts (leftovers.ts). */
+    protected readonly marker = newRunMarker();
+    private readonly create: boolean;
+    private tail: Promise<unknown> = Promise.resolve();
+    private stack?: Promise<Stack>;
+    private deadRunsCleared = false;
+
+    constructor(opts: DriverOptions) {
+        this.workDir = path.resolve(opts.workDir);
+        this.stackName = opts.stack;
+        this.home = opts.home ?? engineHome();
+        this.extraEnv = opts.env ?? {};
+        this.create = opts.create ?? true;
+        this.onNotice = opts.onNotice ?? (() => undefined);
+        this.backend = stateBackend(this.home, this.extraEnv);
+    }
+
+    /** The file backend's directory; undefined for every other backend. */
+    protected backendDir(): string | undefined {
+        return this.backend.fileDir;
+    }
+
+    /**
+     * The stack's latest deployment (resources, pending operations). The one choice between the two
+     * ways to read it: a file backend's checkpoint file when it can be read (no CLI start, and no wait
+     * behind a running operation), else `pulumi stack export`, which every backend answers (PostgreSQL,
+     * object stores). Export takes no lock, so it is not queued behind an operation either.
+     */
+    protected async readDeployment(): Promise<Deployment> {
+        const dir = this.backendDir();
+        const fromFile = dir ? fileCheckpoint(dir, this.stackName) : undefined;
+        if (fromFile) return fromFile;
+        const stack = await this.open();
+        try {
+            return ((await stack.exportStack()).deployment ?? {}) as Deployment;
+        } catch (e) {
+            throw classifyBackendError(e, this.backend);
+        }
+    }
+
+    /** installationInState over the deployment readDeployment returns (or one the caller just read). */
+    protected async readInstallation(dep?: Deployment): Promise<ResolvedInstallation> {
+        return installationInState((dep ?? (await this.readDeployment())).resources ?? [], PROJECT, this.stackName);
+    }
+
+    /** clearDeadRuns, remembered so the `open()` that follows does not repeat it. */
+    protected clearDeadRuns(): string[] {
+        this.deadRunsCleared = true;
+        return clearDeadRuns(this.backendDir(), this.stackName);
+    }
+
+    /** The stack file (Pulumi.yaml's `stackConfigDir: stacks`), as the user would type it. */
+    protected stackFileForHumans(): string {
+        const file = path.join(this.workDir, "stacks", `Pulumi.${this.stackName}.yaml`);
+        const rel = path.relative(process.cwd(), file);
+        return rel && !rel.startsWith("..") ? rel : file;
+    }
+
+    /** Runs `fn` after every earlier call of this driver settled. */
+    protected serial<T>(fn: () => Promise<T>): Promise<T> {
+        const next = this.tail.then(fn, fn);
+        this.tail = next.catch(() => undefined);
+        return next;
+    }
+
+    /**
+     * The installation the program proposes when it runs (the driver reads it from state before every
+     * operation); the program is built once, so it asks through this.
+     */
+    protected proposedInstallation(): ResolvedInstallation {
+        throw new Error("internal: the program ran without the driver reading the stack's installation first");
+    }
+
+    protected open(): Promise<Stack> {
+        this.stack ??= (async () => {
+            // Before the CLI first loads the stack: a half-written backend file left by a crash would fail it
+            // (read-only callers get here without an operation's own clearing pass).
+            if (!this.deadRunsCleared) for (const line of this.clearDeadRuns()) this.onNotice(line);
+            const real = await PulumiCommand.get({ root: this.home.dir }).catch((e) => {
+                throw new EngineMissingError(
+                    `the Pulumi CLI is missing from ${this.home.binDir}: run \`npm run setup\` (${(e as Error).message})`,
+                );
+            });
+            let pulumiCommand: PulumiCommand;
+            try {
+                pulumiCommand = supervise(real, path.join(this.home.binDir, "egress-supervise"), this.marker);
+            } catch (e) {
+                throw new EngineMissingError((e as Error).message);
+            }
+            const program = createProgram({
+                projectRoot: this.workDir,
+                stateDir: this.home.runDir,
+                installation: () => this.proposedInstallation().installation,
+            });
+            const args = { stackName: this.stackName, projectName: PROJECT, program };
+            const ws = {
+                workDir: this.workDir,
+                pulumiCommand,
+                envVars: { ...engineEnv(this.home, { ...process.env, ...this.extraEnv }), ...this.extraEnv },
+            };
+            const select = () =>
+                this.create
+                    ? LocalWorkspace.createOrSelectStack(args, ws)
+                    : LocalWorkspace.selectStack(args, ws).catch((e) => {
+                          throw e instanceof StackNotFoundError ? new StackMissingError(this.stackName) : e;
+                      });
+            return openRecoveringSalt(select, {
+                stackFile: path.join(this.workDir, "stacks", `Pulumi.${this.stackName}.yaml`),
+                shownAs: this.stackFileForHumans(),
+                backendDir: this.backendDir(),
+                stack: this.stackName,
+                onNotice: this.onNotice,
+            }).catch((e) => {
+                throw classifyBackendError(e, this.backend);
+            });
+        })();
+        this.stack.catch(() => (this.stack = undefined));
+        return this.stack;
+    }
+}
