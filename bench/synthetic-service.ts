@@ -14,6 +14,7 @@ import * as os from "node:os";
 import pino from "pino";
 import type { PoolConfig, ProxyMember } from "../src/model";
 import { Timeline } from "../src/service/fleet/timeline";
+import { clusterView } from "../src/service/cluster/view";
 import { createApp } from "../src/service/api/app";
 import { authenticate, sha256 } from "../src/service/http/auth";
 import { Fleet, HealthSource } from "../src/service/fleet/fleet";
@@ -127,6 +128,8 @@ export async function startSyntheticService(
         ops,
         fleet,
         metrics: createMetrics(),
+        cluster: () =>
+            clusterView(undefined, { id: "bench", url: "", version: "bench", startedAt: new Date().toISOString() }),
         auth: authenticate([
             { name: "bench", sha256: sha256(opts.token).toString("hex"), scopes: ["lease", "discover"] },
         ]),

@@ -79,6 +79,11 @@ export function registerServe(program: Command): void {
             "where the serving state of leases lives: memory (default) or redis://[user:pass@]host:port[/db] (rediss:// for TLS), so a restart or another replica loses nothing; also $EGRESS_STORE",
         )
         .option(
+            "--advertise-url <url>",
+            "with --store redis://…: the URL other replicas reach this one's API at (they forward scale, operation and heal requests to the leader); default: its own listen URL",
+            process.env.EGRESS_ADVERTISE_URL,
+        )
+        .option(
             "--check-url <url>",
             "URL probed through every proxy; must be reachable from the proxies (default: this service's /v1/echo on loopback, right for local proxies only)",
             process.env.EGRESS_CHECK_URL,
@@ -124,6 +129,10 @@ async function run(o: Record<string, any>, opts: GlobalOptions, log: Logger): Pr
     if (o.checkUrl && !/^https?:\/\/[^/]+/.test(o.checkUrl))
         throw new UsageError(`--check-url must be an http:// or https:// URL (got "${o.checkUrl}")`);
     const store = storeSpec(o.store);
+    if (o.advertiseUrl && !/^https?:\/\/[^/]+/.test(o.advertiseUrl))
+        throw new UsageError(`--advertise-url must be an http:// or https:// URL (got "${o.advertiseUrl}")`);
+    if (o.advertiseUrl && store?.kind !== "redis")
+        throw new UsageError("--advertise-url needs --store redis://… (replicas share a stack only through a store)");
     const dir = projectDir(opts);
     loadStackConfig(dir, opts.stack); // config errors exit 2 before anything starts
     const svc = await startService({
@@ -142,6 +151,7 @@ async function run(o: Record<string, any>, opts: GlobalOptions, log: Logger): Pr
         gateway,
         targetCooldownSeconds: targetCooldown,
         store,
+        advertiseUrl: o.advertiseUrl,
         log,
     });
     if (svc.devTokenFile) {

@@ -309,6 +309,7 @@ test("system routes, the docs page and its assets (no token), and unknown docs f
         ["/v1/timeline", TOKENS.discover],
         ["/v1/providers/health", TOKENS.discover],
         ["/v1/heal", TOKENS.discover],
+        ["/v1/cluster", TOKENS.discover],
         ["/v1/echo", null],
         ["/v1/openapi.json", null],
         ["/healthz", null],

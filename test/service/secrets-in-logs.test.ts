@@ -60,6 +60,7 @@ const routes: [string, string, unknown?][] = [
     ["GET", "/v1/proxies?lifecycle=active"],
     ["GET", "/v1/operations/op_none/events"],
     ["GET", "/v1/heal"],
+    ["GET", "/v1/cluster"],
     ["GET", "/v1/whoami"],
     ["GET", "/v1/leases"],
     ["GET", "/v1/timeline"],

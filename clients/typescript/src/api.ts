@@ -108,6 +108,26 @@ export interface paths {
         patch?: never;
         trace?: never;
     };
+    "/v1/cluster": {
+        parameters: {
+            query?: never;
+            header?: never;
+            path?: never;
+            cookie?: never;
+        };
+        /**
+         * The replicas of this stack that are alive, and which one leads since when
+         * @description With `--store redis://…` several `egress serve` replicas share one stack: every one answers every route; one holds the leader lock and drives the engine (scale, heal, drain, probes that decide health). Followers forward scale, operation and heal requests to it. With the memory store there is one replica and it leads.
+         */
+        get: operations["getCluster"];
+        put?: never;
+        post?: never;
+        delete?: never;
+        options?: never;
+        head?: never;
+        patch?: never;
+        trace?: never;
+    };
     "/v1/echo": {
         parameters: {
             query?: never;
@@ -365,6 +385,25 @@ export interface components {
                 target?: string;
             }[];
         };
+        Cluster: {
+            /** @description null while no replica holds the leader lock (an election takes a few seconds) */
+            leader: {
+                id: string;
+                /** @description RFC 3339 time */
+                since: string;
+                /** @description Fencing token: grows with every change of leader */
+                token: number;
+            } | null;
+            /** @description The replicas with a heartbeat in the last few seconds */
+            replicas: components["schemas"]["Replica"][];
+            /** @description The id of the replica that answered */
+            self: string;
+            /**
+             * @description memory: one process, no replicas; redis: replicas share the store
+             * @enum {string}
+             */
+            store: "memory" | "redis";
+        };
         Error: {
             error: {
                 /**
@@ -503,6 +542,21 @@ export interface components {
             /** @description http://host:port, what a crawler sets as its proxy. When the proxy requires credentials (`auth`), it carries them (http://user:pass@host:port) for tokens with the `lease` or `admin` scope only */
             url: string;
             zone: string;
+        };
+        Replica: {
+            gatewayUrl?: string;
+            host: string;
+            /** @description host-pid-random, new on every start */
+            id: string;
+            /** @description Its own clock, when it last wrote its record */
+            lastHeartbeat: string;
+            leader: boolean;
+            pid: number;
+            /** @description RFC 3339 time */
+            startedAt: string;
+            /** @description Where its API answers (followers forward leader-only requests here) */
+            url: string;
+            version: string;
         };
         Timeline: {
             intervalSeconds: number;
@@ -814,6 +868,65 @@ export interface operations {
             };
             /** @description `unsupported_encoding`: only identity/gzip/deflate/br UTF-8 JSON bodies are read */
             415: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error"];
+                };
+            };
+            /** @description `not_ready`: the service is stopping (or not ready yet); try again after Retry-After */
+            503: {
+                headers: {
+                    /** @description Seconds to wait before trying again */
+                    "Retry-After": string;
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error"];
+                };
+            };
+        };
+    };
+    getCluster: {
+        parameters: {
+            query?: never;
+            header?: never;
+            path?: never;
+            cookie?: never;
+        };
+        requestBody?: never;
+        responses: {
+            /** @description The cluster */
+            200: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Cluster"];
+                };
+            };
+            /** @description Bad request: `token_in_url` (a credential-like query parameter; never use it), `malformed_json`, `invalid_request` (details list each field and rule) */
+            400: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error"];
+                };
+            };
+            /** @description `unauthenticated`: no or an unknown bearer token */
+            401: {
+                headers: {
+                    "WWW-Authenticate": string;
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error"];
+                };
+            };
+            /** @description `forbidden`: the token lacks this route's scope (admin implies every scope) */
+            403: {
                 headers: {
                     [name: string]: unknown;
                 };

@@ -68,6 +68,7 @@ export function createApp(deps: AppDeps): RequestListener {
         const ready = deps.ready();
         if (!ready.ok && ready.stopping && !ANSWERED_WHILE_STOPPING.has((req.url ?? "").split("?")[0]))
             return answerStopping(req, res, ready.reason, deps.log, logging);
+        if (deps.forward?.(req, res)) return;
         if (!fast(req, res)) app(req, res);
     };
     expressApps.set(listener, app);

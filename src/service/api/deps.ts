@@ -2,6 +2,7 @@
  * What the HTTP layer is given (AppDeps): types only, so app.ts and the routes it mounts both import it
  * and neither imports the other back.
  */
+import type { IncomingMessage, ServerResponse } from "node:http";
 import type { Logger } from "pino";
 import type { Scope } from "../http/auth";
 import type { RequestHandler } from "express";
@@ -13,6 +14,8 @@ import type { ProviderHealthReport } from "../observe/provider-checks";
 import type { ReconcileStatus } from "../control/heal/reconciler";
 import type { Timeline } from "../fleet/timeline";
 import type { Gateway } from "../gateway";
+import type { z } from "zod";
+import type { clusterResponse } from "./schemas";
 
 /** Everything the HTTP layer needs, built by src/service/start/server.ts (or by tests with synthetic parts). */
 export interface AppDeps {
@@ -37,6 +40,13 @@ export interface AppDeps {
     sseHeartbeatMs?: number;
     /** Whether the lease store is reachable (a Redis store; the memory one always is): /readyz is false while it is not. */
     storeReady?: () => { ok: true } | { ok: false; reason: string };
+    /** GET /v1/cluster: the replicas and the leader (one replica, leading, with the memory store). */
+    cluster: () => Promise<z.infer<typeof clusterResponse>>;
+    /**
+     * On a follower, hands a leader-only request (scale, operations, heal) to the leader and returns
+     * true; false when this replica answers it itself (api/forward.ts).
+     */
+    forward?: (req: IncomingMessage, res: ServerResponse) => boolean;
     /** The rotating gateway, when it runs (POST /v1/blocks asks it which member served a request). */
     gateway?: Gateway;
 }

@@ -26,6 +26,11 @@ export interface ScalerDeps {
      * `members` is the fleet as state lists it.
      */
     drain?: { drainer: Drainer; members: () => { id: string; pool: string; index: number }[] };
+    /**
+     * Checked before every operation starts: false means this replica no longer leads the stack (its
+     * leader lock is gone or taken over), so the operation is recorded interrupted and nothing runs.
+     */
+    fence?: () => Promise<boolean>;
 }
 
 /** Scale requests are refused while the service starts (recovery) or stops; the route answers 503. */

@@ -48,6 +48,21 @@ export class Scaler {
         if (this.accepting === "starting") this.accepting = "yes";
     }
 
+    /**
+     * This replica stopped leading: no new requests, queued operations are recorded interrupted (the
+     * fence would stop them anyway); a running one finishes, under the Pulumi lock that still guards it.
+     * `open` takes requests again once it leads again.
+     */
+    pause(): void {
+        if (this.accepting === "yes") this.accepting = "starting";
+        for (const op of this.queue.splice(0))
+            this.deps.ops.update(op, {
+                status: "interrupted",
+                finishedAt: new Date().toISOString(),
+                error: "this replica stopped leading the stack before this operation started",
+            });
+    }
+
     /** Queues a plain `up` (start-up convergence); folds into a queued operation like any request. */
     converge(): Operation {
         return this.enqueue("up", {});
@@ -137,6 +152,15 @@ export class Scaler {
 
     private async execute(op: Operation): Promise<void> {
         const { ops } = this.deps;
+        if (this.deps.fence && !(await this.deps.fence())) {
+            ops.update(op, {
+                status: "interrupted",
+                finishedAt: new Date().toISOString(),
+                error: "this replica no longer leads the stack; the leader applies the stack's desired state",
+            });
+            this.deps.log.warn({ operation: op.id, kind: op.kind }, "operation not started: no longer leading");
+            return;
+        }
         const log = this.deps.log.child({
             operation: op.id,
             kind: op.kind,

@@ -58,6 +58,13 @@ export interface ServeOptions {
      * restart or another replica loses nothing. @default { kind: "memory" }
      */
     store?: StoreSpec;
+    /**
+     * With a Redis store: the URL other replicas reach this one's API at (they forward scale, operation
+     * and heal requests to the leader). @default this replica's own listen URL
+     */
+    advertiseUrl?: string;
+    /** With a Redis store: the leader lock's TTL; a dead leader is replaced within about this. @default 5000 */
+    leaderTtlMs?: number;
 }
 
 export interface RunningService {

@@ -8,6 +8,7 @@ import type { GoneCheck } from "../../../components/kind";
 import type { ProxyMember } from "../../model";
 import { LeaseManager } from "../leases";
 import { RedisLeaseStore, type LeaseStore } from "../store";
+import { Cluster } from "../cluster/cluster";
 import { OperationLog } from "../operations/journal";
 import { Fleet } from "../fleet/fleet";
 import { Timeline } from "../fleet/timeline";
@@ -30,7 +31,13 @@ export type Parts = ReturnType<typeof buildParts>;
  * operation to the reconciler) are connected afterwards by `subscribeParts`, so no part is ever used
  * before it exists.
  */
-export function buildParts(opts: ServeOptions, log: Logger, home: EngineHome, checkUrl: string) {
+export function buildParts(
+    opts: ServeOptions,
+    log: Logger,
+    home: EngineHome,
+    at: { checkUrl: string; url: string; version: string },
+) {
+    const { checkUrl } = at;
     const { runDir } = home;
     const pools = () => loadStackConfig(opts.projectRoot, opts.stack).pools;
     const driver = new StackDriver({
@@ -73,6 +80,20 @@ export function buildParts(opts: ServeOptions, log: Logger, home: EngineHome, ch
               })
             : undefined;
     const leases: LeaseStore = redisStore ?? new LeaseManager(leaseOptions);
+    // Several replicas share a Redis store: one leads (cluster/). Until it knows it leads, a replica
+    // publishes nothing (two publishers would take each other's members away).
+    const cluster =
+        opts.store?.kind === "redis"
+            ? new Cluster({
+                  url: opts.store.url,
+                  prefix: `egress:${opts.stack}:`,
+                  self: { url: opts.advertiseUrl ?? at.url, version: at.version },
+                  log: log.child({ component: "cluster" }),
+                  ttlMs: opts.leaderTtlMs,
+                  onLeading: () => undefined, // subscribed by the start-up (server.ts)
+              })
+            : undefined;
+    if (cluster) redisStore?.setPublisher(false);
     const fleet = new Fleet(leases, health);
     const metrics = createMetrics({
         pools: () => fleet.poolConfigs().map((p) => ({ name: p.name, desired: p.replicas })),
@@ -99,6 +120,7 @@ export function buildParts(opts: ServeOptions, log: Logger, home: EngineHome, ch
         log,
         lock: writerLock,
         drain: { drainer, members: () => fleet.list() },
+        fence: cluster && (() => cluster.fence()),
     });
     const gone = new GoneChecks(driver, runDir, opts.stack, log);
     const reconciler = new Reconciler({
@@ -143,6 +165,7 @@ export function buildParts(opts: ServeOptions, log: Logger, home: EngineHome, ch
         health,
         redisStore,
         leases,
+        cluster,
         fleet,
         metrics,
         providerHealth,

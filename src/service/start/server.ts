@@ -1,3 +1,4 @@
+import * as os from "node:os";
 import * as http from "node:http";
 import { engineHome, fileBackendDir, packageVersion } from "../../engine";
 import { createLogger } from "../../log/logger";
@@ -8,10 +9,12 @@ import { authenticate } from "../http/auth";
 import { watchStackCheckpoint } from "../control/stack-watch";
 import { Gateway } from "../gateway";
 import type { StoreSpec } from "../store";
-import { announceService, assertNoOtherService } from "./announce";
+import { assertNoOtherService } from "./announce";
+import { leaderForwarder } from "../api/forward";
+import { clusterView } from "../cluster/view";
+import { StackLead } from "./leading";
 import { checkServeOptions, type RunningService, type ServeOptions } from "./options";
 import { buildParts, type Readiness, subscribeParts } from "./parts";
-import { recoverStack } from "./recover";
 import { readTokens } from "./tokens";
 
 export type { RunningService, ServeOptions } from "./options";
@@ -29,9 +32,12 @@ export async function startService(opts: ServeOptions): Promise<RunningService> 
     const log = opts.log ?? createLogger();
     const runDir = opts.runDir ?? engineHome().runDir;
     const home = { ...engineHome(), runDir };
-    assertNoOtherService(runDir, opts.stack, (a) =>
-        log.warn({ pid: a.pid, since: a.since }, "removed the announcement of a service that is no longer running"),
-    );
+    // Replicas of one stack share a Redis store and elect a leader (cluster/); alone, a second service
+    // of the stack is refused (two owners of desired state).
+    if (opts.store?.kind !== "redis")
+        assertNoOtherService(runDir, opts.stack, (a) =>
+            log.warn({ pid: a.pid, since: a.since }, "removed the announcement of a service that is no longer running"),
+        );
     const { tokens, devTokenFile } = readTokens(opts, runDir, log);
     let ready: Readiness = { ok: false, reason: "starting: recovering the stack" };
 
@@ -44,11 +50,13 @@ export async function startService(opts: ServeOptions): Promise<RunningService> 
     const port = (server.address() as { port: number }).port;
     const url = `http://${opts.host ?? "127.0.0.1"}:${port}`;
     const checkUrl = opts.checkUrl ?? `http://127.0.0.1:${port}/v1/echo`;
+    const startedAt = new Date().toISOString();
 
     // From here to `server.on("request")` nothing awaits, so no request arrives before the app is there.
-    const parts = buildParts(opts, log, home, checkUrl);
+    const version = packageVersion();
+    const parts = buildParts(opts, log, home, { checkUrl, url, version });
     subscribeParts(parts, log);
-    const { scaler, fleet, reconciler, redisStore, providerHealth, health, timeline, leases } = parts;
+    const { scaler, fleet, reconciler, redisStore, providerHealth, health, timeline, leases, cluster } = parts;
     for (const op of parts.ops.recoverInterrupted())
         log.warn(
             { operation: op.id, kind: op.kind, desired: op.desired },
@@ -72,7 +80,7 @@ export async function startService(opts: ServeOptions): Promise<RunningService> 
     const appDeps: AppDeps = {
         projectRoot: opts.projectRoot,
         stack: opts.stack,
-        version: packageVersion(),
+        version,
         log,
         auth: authenticate(tokens),
         scaler,
@@ -86,11 +94,21 @@ export async function startService(opts: ServeOptions): Promise<RunningService> 
         sseHeartbeatMs: opts.sseHeartbeatMs,
         gateway,
         storeReady: redisStore && (() => redisStore.ready()),
+        cluster: () => clusterView(cluster, { id: `${os.hostname()}-${process.pid}`, url, version, startedAt }),
+        forward: cluster && leaderForwarder(cluster, log.child({ component: "cluster" })),
     };
     server.on("request", createApp(appDeps));
+    const lead = new StackLead(parts, {
+        opts,
+        log,
+        runDir,
+        checkUrl,
+        url,
+        localListener: createApp({ ...appDeps, auth: () => (_req, _res, next) => next() }),
+        stillLeading: () => cluster?.isLeader() ?? true,
+    });
 
     let gatewayAt: { port: number; url: string } | undefined;
-    let local: Awaited<ReturnType<typeof announceService>>;
     try {
         if (redisStore && !(await redisStore.connect()))
             log.warn(
@@ -98,15 +116,10 @@ export async function startService(opts: ServeOptions): Promise<RunningService> 
                 "starting without the lease store: leases answer 503 store_unavailable until it is reachable",
             );
         if (gateway) gatewayAt = await listenGateway(gateway, opts.gateway!);
-        await recoverStack(parts, opts, { log, runDir, checkUrl });
-        // The CLI's way in: the same API on a 0600 unix socket, announced in the run dir; its scope is
-        // the file permission, so it takes no token. Removed when the TCP server closes.
-        local = await announceService({
-            runDir,
-            stack: opts.stack,
-            url,
-            listener: createApp({ ...appDeps, auth: () => (_req, _res, next) => next() }),
-        });
+        // Alone, this process leads from the start: recovery before anything is served. A replica serves
+        // from what state holds and takes the stack up when it wins the leader lock.
+        if (cluster) await parts.refreshFleet();
+        else await lead.lead();
     } catch (e) {
         // Nothing may keep the process alive after a failed start: the CLI must exit non-zero.
         server.closeAllConnections();
@@ -138,15 +151,24 @@ export async function startService(opts: ServeOptions): Promise<RunningService> 
     });
     const outputsPoll = setInterval(followOutside("poll"), opts.outputsPollMs ?? 30_000).unref();
     ready = { ok: true };
-    scaler.open();
     server.once("close", () => {
         checkpointWatch?.close();
-        local.close().catch((e) => log.warn({ err: e }, "closing the local socket failed"));
+        lead.close().catch((e) => log.warn({ err: e }, "closing the local socket failed"));
     });
-    if (opts.converge ?? true) scaler.converge();
+    if (cluster) {
+        cluster.subscribe((on) => lead.changed(on));
+        await cluster.start();
+    }
     reconciler.start();
     log.info(
-        { url, gateway: gatewayAt?.url, stack: opts.stack, members: fleet.proxies().length, checkUrl },
+        {
+            url,
+            gateway: gatewayAt?.url,
+            stack: opts.stack,
+            members: fleet.proxies().length,
+            checkUrl,
+            ...(cluster && { replica: cluster.id, leading: cluster.isLeader() }),
+        },
         "egress service ready",
     );
 
@@ -174,6 +196,7 @@ export async function startService(opts: ServeOptions): Promise<RunningService> 
             );
             await reconciler.stop();
             await scaler.drain(closeOpts);
+            await cluster?.stop(); // after the running operation: the lock guards it to the end
             clearInterval(sweeper);
             clearInterval(outputsPoll);
             timeline.stop();

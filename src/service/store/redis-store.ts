@@ -74,6 +74,8 @@ export class RedisLeaseStore implements LeaseStore {
     private lastError?: string;
     private readonly viewTimer: NodeJS.Timeout;
     private closed = false;
+    /** Whether this replica publishes the members (the leader does; followers only lease from what it published). */
+    private publisher = true;
 
     constructor(private readonly o: RedisStoreOptions) {
         const d = {
@@ -292,8 +294,18 @@ export class RedisLeaseStore implements LeaseStore {
         }
     }
 
+    /**
+     * Makes this replica the one that publishes the members and their verdicts, or not. With several
+     * replicas only the leader publishes (cluster/): two publishers with different views would take each
+     * other's members away.
+     */
+    setPublisher(on: boolean): void {
+        this.publisher = on;
+        if (on) this.schedulePublish();
+    }
+
     private schedulePublish(): void {
-        if (this.publishQueued || this.closed || !this.members) return;
+        if (!this.publisher || this.publishQueued || this.closed || !this.members) return;
         this.publishQueued = true;
         // Coalesced: a sync followed by a burst of health verdicts is one publication.
         queueMicrotask(() => {

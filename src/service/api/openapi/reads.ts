@@ -1,4 +1,4 @@
-/** What the dashboard reads: whoami, live leases, the timeline, provider checks and heal. */
+/** What the dashboard reads: whoami, live leases, the timeline, provider checks, the cluster and heal. */
 import * as s from "../schemas";
 import { type Op, json } from "./helpers";
 
@@ -47,5 +47,16 @@ export const READS_OPERATIONS: Op[] = [
         operationId: "healStatus",
         summary: "Reconcile loop: last round's decisions, providers blocking repairs, members in backoff",
         responses: { "200": json(s.healResponse, "Status") },
+    },
+    {
+        method: "get",
+        path: "/v1/cluster",
+        scope: "discover",
+        tags: ["system"],
+        operationId: "getCluster",
+        summary: "The replicas of this stack that are alive, and which one leads since when",
+        description:
+            "With `--store redis://…` several `egress serve` replicas share one stack: every one answers every route; one holds the leader lock and drives the engine (scale, heal, drain, probes that decide health). Followers forward scale, operation and heal requests to it. With the memory store there is one replica and it leads.",
+        responses: { "200": json(s.clusterResponse, "The cluster") },
     },
 ];

@@ -3,9 +3,9 @@ import type { AppDeps } from "../deps";
 import { openapiDocument } from "../openapi";
 import { HttpError } from "../../http/errors";
 import type { z } from "zod";
-import type { echoResponse, healResponse, okResponse, providersHealthResponse } from "../schemas";
+import type { clusterResponse, echoResponse, healResponse, okResponse, providersHealthResponse } from "../schemas";
 
-/** Echo (probe target), liveness, readiness, metrics, OpenAPI, provider health, the reconcile loop's status. */
+/** Echo (probe target), liveness, readiness, metrics, OpenAPI, provider health, the cluster, the reconcile loop's status. */
 export function systemRoutes(deps: AppDeps): Router {
     const r = Router();
     // Public on purpose: it only tells the caller its own address, and probes through proxies carry no token.
@@ -33,6 +33,9 @@ export function systemRoutes(deps: AppDeps): Router {
     });
     r.get("/v1/providers/health", deps.auth("discover"), (_req, res) => {
         res.json({ providers: deps.providerHealth() } satisfies z.infer<typeof providersHealthResponse>);
+    });
+    r.get("/v1/cluster", deps.auth("discover"), async (_req, res) => {
+        res.json((await deps.cluster()) satisfies z.infer<typeof clusterResponse>);
     });
     r.get("/v1/heal", deps.auth("discover"), (_req, res) => {
         res.json(deps.reconcile() satisfies z.infer<typeof healResponse>);

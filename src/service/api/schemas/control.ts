@@ -164,3 +164,35 @@ export const healResponse = z.object({
     providersDown: z.array(z.object({ provider: z.string(), reason: z.string() })),
     backoff: z.array(z.object({ member: z.string(), failures: z.number().int(), retryAt: isoTime })),
 });
+
+const replicaSchema = z
+    .object({
+        id: z.string().describe("host-pid-random, new on every start"),
+        url: z.string().describe("Where its API answers (followers forward leader-only requests here)"),
+        gatewayUrl: z.string().optional(),
+        version: z.string(),
+        pid: z.number().int(),
+        host: z.string(),
+        startedAt: isoTime,
+        lastHeartbeat: isoTime.describe("Its own clock, when it last wrote its record"),
+        leader: z.boolean(),
+    })
+    .meta({ id: "Replica" });
+
+export const clusterResponse = z
+    .object({
+        self: z.string().describe("The id of the replica that answered"),
+        store: z
+            .enum(["memory", "redis"])
+            .describe("memory: one process, no replicas; redis: replicas share the store"),
+        leader: z
+            .object({
+                id: z.string(),
+                token: z.number().int().describe("Fencing token: grows with every change of leader"),
+                since: isoTime,
+            })
+            .nullable()
+            .describe("null while no replica holds the leader lock (an election takes a few seconds)"),
+        replicas: z.array(replicaSchema).describe("The replicas with a heartbeat in the last few seconds"),
+    })
+    .meta({ id: "Cluster" });

@@ -1,0 +1,210 @@
+import * as os from "node:os";
+import { randomBytes } from "node:crypto";
+import Redis from "ioredis";
+import type { Logger } from "pino";
+import { CLAIM, FENCE, RESIGN } from "./scripts";
+
+/** One replica as the cluster sees it (GET /v1/cluster). */
+export interface ReplicaInfo {
+    id: string;
+    /** Where its API answers (`--advertise-url`, else its own listen URL): followers forward control requests here. */
+    url: string;
+    gatewayUrl?: string;
+    version: string;
+    pid: number;
+    host: string;
+    startedAt: string;
+    /** This replica's clock, when it last wrote its record. */
+    lastHeartbeat: string;
+}
+
+/** Who leads: the lock's holder, its fencing token (one more on every change of hands) and since when. */
+export interface LeaderInfo {
+    id: string;
+    token: number;
+    since: string;
+}
+
+export interface ClusterOptions {
+    /** The store's redis:// URL (a secret). */
+    url: string;
+    /** Key prefix of the stack: `egress:<stack>:`. */
+    prefix: string;
+    self: Omit<ReplicaInfo, "id" | "lastHeartbeat" | "pid" | "host" | "startedAt">;
+    log: Logger;
+    /** Lifetime of the leader lock; renewed every third of it. @default 5000 */
+    ttlMs?: number;
+    /** Called when this replica starts or stops leading (never twice in a row with the same value); see `subscribe`. */
+    onLeading: (leading: boolean) => void;
+}
+
+type Scripted = Redis &
+    Record<"egressClaim" | "egressFence" | "egressResign", (...a: (string | number)[]) => Promise<unknown>>;
+
+/**
+ * Several `egress serve` replicas of one stack, on one Redis. Each writes a heartbeat record; one of them
+ * holds the leader lock, a Redis key with a TTL of a few seconds that its holder renews every third of
+ * it. Taking the lock over increments a fencing token: the engine's operations check it (`fence`)
+ * before they start, so a leader that was cut off and lost its lock starts nothing more, even before it
+ * notices. A leader also stops counting itself leader once its last successful renewal is older than
+ * the TTL less a margin, without waiting for Redis: the lock may already be another's.
+ */
+export class Cluster {
+    readonly id = `${os.hostname()}-${process.pid}-${randomBytes(3).toString("hex")}`;
+    private readonly redis: Scripted;
+    private readonly ttlMs: number;
+    private readonly startedAt = new Date().toISOString();
+    private timer?: NodeJS.Timeout;
+    private leading = false;
+    private token = 0;
+    /** Local clock time until which this replica may act as leader without hearing from Redis again. */
+    private validUntil = 0;
+    private leaderSeen?: LeaderInfo;
+    private stopped = false;
+
+    constructor(private readonly o: ClusterOptions) {
+        this.ttlMs = o.ttlMs ?? 5000;
+        this.redis = new Redis(o.url, {
+            lazyConnect: true,
+            enableOfflineQueue: false,
+            maxRetriesPerRequest: 0,
+            commandTimeout: Math.min(1500, this.ttlMs / 3),
+            connectTimeout: 2000,
+            retryStrategy: (n) => Math.min(100 * 2 ** n, 2000),
+        }) as Scripted;
+        this.redis.on("error", () => undefined); // the lease store reports outages; here a failed tick is enough
+        this.redis.defineCommand("egressClaim", { numberOfKeys: 2, lua: CLAIM });
+        this.redis.defineCommand("egressFence", { numberOfKeys: 1, lua: FENCE });
+        this.redis.defineCommand("egressResign", { numberOfKeys: 1, lua: RESIGN });
+    }
+
+    private key(k: string): string {
+        return `${this.o.prefix}${k}`;
+    }
+
+    /** Connects the part that acts on leadership (start/leading.ts), built after the cluster. */
+    subscribe(onLeading: (leading: boolean) => void): void {
+        this.o.onLeading = onLeading;
+    }
+
+    /** Connects and starts the heartbeat and the claim loop; the first claim runs at once. */
+    async start(): Promise<void> {
+        await this.redis.connect().catch(() => undefined);
+        await this.tick();
+    }
+
+    /** This replica leads now (its lock was renewed within the TTL). */
+    isLeader(): boolean {
+        return this.leading && Date.now() < this.validUntil;
+    }
+
+    /** The lock's holder, as last read (by the claim loop, every third of the TTL). */
+    leader(): LeaderInfo | undefined {
+        return this.leaderSeen;
+    }
+
+    /** Checks with Redis that this replica still holds the lock with its token: call before an engine operation. */
+    async fence(): Promise<boolean> {
+        if (!this.isLeader()) return false;
+        try {
+            return (await this.redis.egressFence(this.key("leader"), this.id, this.token)) === 1;
+        } catch {
+            return false;
+        }
+    }
+
+    /** The live replicas (a heartbeat within three renewals), and the leader. */
+    async view(): Promise<{ replicas: (ReplicaInfo & { leader: boolean })[]; leader?: LeaderInfo }> {
+        const all = await this.redis.hgetall(this.key("replicas"));
+        const fresh = Date.now() - 3 * (this.ttlMs / 3) - 1000;
+        const leaderRaw = await this.redis.get(this.key("leader"));
+        const leader = leaderRaw ? (JSON.parse(leaderRaw) as LeaderInfo) : undefined;
+        const replicas = Object.values(all)
+            .map((v) => JSON.parse(v) as ReplicaInfo)
+            .filter((r) => Date.parse(r.lastHeartbeat) >= fresh)
+            .sort((a, b) => a.startedAt.localeCompare(b.startedAt))
+            .map((r) => ({ ...r, leader: r.id === leader?.id }));
+        return { replicas, leader };
+    }
+
+    /** A live replica's record (the leader's, to forward to). */
+    async replica(id: string): Promise<ReplicaInfo | undefined> {
+        const raw = await this.redis.hget(this.key("replicas"), id).catch(() => null);
+        return raw ? (JSON.parse(raw) as ReplicaInfo) : undefined;
+    }
+
+    /** Stops the loops; a leader gives its lock up at once, so another replica need not wait out the TTL. */
+    async stop(): Promise<void> {
+        this.stopped = true;
+        clearTimeout(this.timer);
+        this.setLeading(false);
+        try {
+            await this.redis.egressResign(this.key("leader"), this.id);
+            await this.redis.hdel(this.key("replicas"), this.id);
+        } catch {
+            /* Redis is down: the lock runs out by its TTL */
+        }
+        this.redis.disconnect();
+    }
+
+    private async tick(): Promise<void> {
+        if (this.stopped) return;
+        const sent = Date.now();
+        try {
+            const me: ReplicaInfo = {
+                ...this.o.self,
+                id: this.id,
+                pid: process.pid,
+                host: os.hostname(),
+                startedAt: this.startedAt,
+                lastHeartbeat: new Date().toISOString(),
+            };
+            await this.redis.hset(this.key("replicas"), this.id, JSON.stringify(me));
+            const holder = JSON.parse(
+                String(
+                    await this.redis.egressClaim(
+                        this.key("leader"),
+                        this.key("fence"),
+                        this.id,
+                        this.ttlMs,
+                        new Date().toISOString(),
+                    ),
+                ),
+            ) as LeaderInfo;
+            this.leaderSeen = holder;
+            if (holder.id === this.id) {
+                this.token = holder.token;
+                // The lock lives ttlMs from when Redis ran the script, which was after `sent`.
+                this.validUntil = sent + this.ttlMs - 500;
+                this.setLeading(true);
+            } else this.setLeading(false);
+            await this.prune();
+        } catch (e) {
+            if (this.leading && Date.now() >= this.validUntil) {
+                this.o.log.warn({ error: (e as Error).message }, "cannot renew the leader lock: stepping down");
+                this.setLeading(false);
+            }
+        }
+        if (this.stopped) return;
+        // Step down exactly when the lock may have run out, even if the next tick is late.
+        const next = Math.max(50, Math.min(this.ttlMs / 3, this.leading ? this.validUntil - Date.now() : Infinity));
+        this.timer = setTimeout(() => void this.tick(), next);
+        this.timer.unref();
+    }
+
+    /** Drops records of replicas not heard of for a minute (killed ones never remove their own). */
+    private async prune(): Promise<void> {
+        const all = await this.redis.hgetall(this.key("replicas"));
+        const old = Object.entries(all)
+            .filter(([, v]) => Date.parse((JSON.parse(v) as ReplicaInfo).lastHeartbeat) < Date.now() - 60_000)
+            .map(([k]) => k);
+        if (old.length) await this.redis.hdel(this.key("replicas"), ...old);
+    }
+
+    private setLeading(on: boolean): void {
+        if (on === this.leading) return;
+        this.leading = on;
+        this.o.log.info({ replica: this.id, token: this.token }, on ? "leading the stack" : "no longer leading");
+        this.o.onLeading(on);
+    }
+}

@@ -1,0 +1,74 @@
+import type { RequestListener } from "node:http";
+import type { Logger } from "pino";
+import { announceService } from "./announce";
+import type { ServeOptions } from "./options";
+import type { Parts } from "./parts";
+import { recoverStack } from "./recover";
+
+/**
+ * What leading the stack means for this replica, taken up and put down as leadership moves (one
+ * process alone leads from its start): recover the stack as after a restart (leftovers, locks, pending
+ * creates, under the writer lock), open the CLI's unix socket, publish the members to the lease store,
+ * accept scale and heal requests, and converge the stack to its file. Transitions run one at a time,
+ * in order, so a quick lose-and-win never interleaves a recovery with a step-down.
+ */
+export class StackLead {
+    private local?: Awaited<ReturnType<typeof announceService>>;
+    private chain: Promise<void> = Promise.resolve();
+    private leadingNow = false;
+
+    constructor(
+        private readonly p: Parts,
+        private readonly o: {
+            opts: ServeOptions;
+            log: Logger;
+            runDir: string;
+            checkUrl: string;
+            url: string;
+            /** The API without tokens, for the CLI's socket (its scope is the file permission). */
+            localListener: RequestListener;
+            /** Whether this replica still holds the lock (a transition queued behind another may be stale). */
+            stillLeading: () => boolean;
+        },
+    ) {}
+
+    /** Takes the stack now (the single process at start): a failure fails the start. */
+    async lead(): Promise<void> {
+        const { p, o } = this;
+        await recoverStack(p, o.opts, { log: o.log, runDir: o.runDir, checkUrl: o.checkUrl });
+        this.local = await announceService({
+            runDir: o.runDir,
+            stack: o.opts.stack,
+            url: o.url,
+            listener: o.localListener,
+        });
+        p.redisStore?.setPublisher(true);
+        p.scaler.open();
+        if (o.opts.converge ?? true) p.scaler.converge();
+        this.leadingNow = true;
+    }
+
+    /** Leadership changed (cluster.ts): lead or follow, after whatever transition runs now. */
+    changed(leading: boolean): void {
+        this.chain = this.chain
+            .then(async () => {
+                if (leading && this.o.stillLeading() && !this.leadingNow) await this.lead();
+                else if (!leading && this.leadingNow) await this.follow();
+            })
+            .catch((e) => this.o.log.error({ err: e }, `taking up the stack's leadership failed`));
+    }
+
+    /** Stops starting engine operations at once; the running one finishes under the Pulumi lock. */
+    private async follow(): Promise<void> {
+        this.leadingNow = false;
+        this.p.scaler.pause();
+        this.p.redisStore?.setPublisher(false);
+        await this.local?.close();
+        this.local = undefined;
+    }
+
+    async close(): Promise<void> {
+        await this.chain;
+        await this.local?.close();
+    }
+}

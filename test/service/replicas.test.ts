@@ -1,0 +1,193 @@
+/**
+ * Three `egress serve` replicas of one stack, sharing EGRESS_HOME as three instances of
+ * deploy/egress@.service would, on a real redis-server (`--store redis://…`):
+ * - one leader; GET /v1/cluster agrees on every replica; every replica lists the same members;
+ * - a scale request through a follower is forwarded to the leader (202, operation id) and converges;
+ *   its operation is readable through any replica;
+ * - leases taken on one replica are released on another, and no proxy is in two live leases;
+ * - `kill -9` of the leader in the middle of a scale: another replica leads within 10 s, leases go on
+ *   being granted by the survivors meanwhile, and the stack converges with processes = outputs.
+ */
+import { after, before, test } from "node:test";
+import assert from "node:assert/strict";
+import {
+    cli,
+    killServices,
+    procProject,
+    ProcProject,
+    proxyProcesses,
+    serve,
+    ServeProcess,
+    settledOp,
+    until,
+} from "../helpers/processes";
+import { startRedis, TestRedis } from "../helpers/redis";
+
+const config = {
+    "egress:providers": { local: { type: "local" } },
+    "egress:pools": [{ name: "web", provider: "local", replicas: 2, maxReplicas: 6, cooldownSeconds: 0 }],
+};
+let p: ProcProject;
+let redis: TestRedis;
+let replicas: ServeProcess[] = [];
+
+before(async () => {
+    redis = await startRedis();
+    p = procProject("rep", config);
+});
+after(async () => {
+    killServices();
+    cli(p, ["destroy", "--yes", "--quiet"]);
+    p.cleanup();
+    await redis?.cleanup();
+});
+
+const cluster = async (svc: ServeProcess) => (await svc.call("GET", "/v1/cluster")).body;
+const memberIds = async (svc: ServeProcess) =>
+    ((await svc.call("GET", "/v1/proxies")).body.proxies as { id: string }[]).map((x) => x.id).sort();
+
+/** The replica that leads (by its own /v1/cluster `self`), once all `live` agree on one. */
+async function leaderOf(live: ServeProcess[], timeoutMs = 15_000): Promise<ServeProcess> {
+    return until(
+        "one leader all replicas agree on",
+        async () => {
+            const views = await Promise.all(live.map(cluster));
+            const ids = new Set(views.map((v) => v.leader?.id));
+            if (ids.size !== 1 || !views[0].leader) return undefined;
+            if (!views.every((v) => v.replicas.length === live.length)) return undefined;
+            return live[views.findIndex((v) => v.self === views[0].leader.id)];
+        },
+        timeoutMs,
+        100,
+    );
+}
+
+test("three replicas: one leader, the same view everywhere, a scale through a follower converges", async () => {
+    const args = ["--store", redis.url, "--probe-interval", "0.5"];
+    replicas = [await serve(p, args), await serve(p, args), await serve(p, args)];
+    const leader = await leaderOf(replicas);
+    const views = await Promise.all(replicas.map(cluster));
+    assert.ok(
+        views.every((v) => v.store === "redis" && v.replicas.filter((r: any) => r.leader).length === 1),
+        JSON.stringify(views[0]),
+    );
+    assert.deepEqual(new Set(views.map((v) => v.self)).size, 3, "three distinct replica ids");
+
+    // The leader converged the stack (2 members); every replica lists the same members.
+    await until(
+        "2 members on every replica",
+        async () => (await Promise.all(replicas.map(memberIds))).every((ids) => ids.length === 2),
+        120_000,
+    );
+    const lists = await Promise.all(replicas.map(memberIds));
+    assert.deepEqual(lists[1], lists[0]);
+    assert.deepEqual(lists[2], lists[0]);
+
+    const follower = replicas.find((r) => r !== leader)!;
+    const r = await follower.call("PUT", "/v1/pools/web/replicas", { replicas: 3 });
+    assert.equal(r.status, 202, JSON.stringify(r.body));
+    assert.ok(r.headers["x-egress-leader"], "the follower forwarded it to the leader");
+    const id = r.body.operation.id;
+    const op = await until(
+        "the scale to settle, read through another follower",
+        async () => {
+            const other = replicas.find((x) => x !== leader && x !== follower)!;
+            const o = (await other.call("GET", `/v1/operations/${id}`)).body.operation;
+            return o && o.status !== "queued" && o.status !== "running" ? o : undefined;
+        },
+        120_000,
+        200,
+    );
+    assert.equal(op.status, "succeeded", JSON.stringify(op));
+    await until(
+        "3 members on every replica",
+        async () => (await Promise.all(replicas.map(memberIds))).every((ids) => ids.length === 3),
+        60_000,
+    );
+    assert.equal(proxyProcesses(p).size, 3);
+});
+
+test("leases across replicas: taken on one, released on another, never one proxy in two live leases", async () => {
+    await until(
+        "3 healthy members on every replica",
+        async () =>
+            (await Promise.all(replicas.map(async (s) => (await s.call("GET", "/v1/proxies")).body.proxies))).every(
+                (px: { health: string }[]) => px.length === 3 && px.every((x) => x.health === "healthy"),
+            ),
+        60_000,
+    );
+    const got = await Promise.all(
+        Array.from({ length: 30 }, (_, i) =>
+            replicas[i % 3].call("POST", "/v1/leases", { pool: "web", ttlSeconds: 60 }),
+        ),
+    );
+    const granted = got.filter((g) => g.status === 201).map((g) => g.body.lease);
+    assert.equal(granted.length, 3, `3 members, 3 leases: ${got.map((g) => g.status).join(",")}`);
+    assert.equal(new Set(granted.map((l) => l.proxy.id)).size, 3, "no proxy in two live leases");
+    assert.ok(
+        got.filter((g) => g.status !== 201).every((g) => g.status === 503 && g.body.error.code === "none_available"),
+    );
+    for (const [i, l] of granted.entries()) {
+        const rel = await replicas[(i + 1) % 3].call("POST", `/v1/leases/${l.id}/release`, { outcome: "ok" });
+        assert.equal(rel.status, 200, JSON.stringify(rel.body));
+    }
+});
+
+test("kill -9 of the leader mid-scale: another leads within 10 s, leasing goes on, the stack converges", async () => {
+    const leader = await leaderOf(replicas);
+    const survivors = replicas.filter((r) => r !== leader);
+    const r = await leader.call("PUT", "/v1/pools/web/replicas", { replicas: 5 });
+    assert.equal(r.status, 202);
+    await until(
+        "the scale to be running",
+        async () =>
+            (await leader.call("GET", `/v1/operations/${r.body.operation.id}`)).body.operation.status === "running",
+        30_000,
+        50,
+    );
+    // Leases go on through the failover: a lease+release loop on the survivors, every answer recorded.
+    let leasing = true;
+    const statuses: number[] = [];
+    const loop = (async () => {
+        for (let i = 0; leasing; i++) {
+            const s = survivors[i % 2];
+            const g = await s.call("POST", "/v1/leases", { pool: "web", ttlSeconds: 30 });
+            statuses.push(g.status);
+            if (g.status === 201) await s.call("POST", `/v1/leases/${g.body.lease.id}/release`, { outcome: "ok" });
+            await new Promise((res) => setTimeout(res, 50));
+        }
+    })();
+    const killedAt = Date.now();
+    leader.child.kill("SIGKILL");
+    await leader.exited;
+    replicas = survivors;
+    const next = await leaderOf(survivors, 15_000);
+    const failoverMs = Date.now() - killedAt;
+    console.log(`failover: leader kill -9 -> new leader agreed by both survivors in ${failoverMs} ms`);
+    assert.ok(failoverMs < 10_000, `a new leader within 10 s (took ${failoverMs} ms)`);
+    // The new leader recovers like a restart and converges to the stack file (5, written by the old leader).
+    await until(
+        "5 members, as many processes, on both survivors",
+        async () =>
+            (await Promise.all(survivors.map(memberIds))).every((ids) => ids.length === 5) &&
+            proxyProcesses(p).size === 5,
+        180_000,
+        250,
+    );
+    leasing = false;
+    await loop;
+    const granted = statuses.filter((s) => s === 201).length;
+    console.log(`leases during the failover: ${granted} granted of ${statuses.length} asked`);
+    assert.ok(granted > 0, "leases were granted during the failover");
+    assert.ok(
+        statuses.every((s) => s === 201 || s === 503),
+        `only 201 or 503: ${[...new Set(statuses)]}`,
+    );
+    const scaled = await next.call("PUT", "/v1/pools/web/replicas", { replicas: 5 });
+    assert.equal(scaled.status, 202, "the new leader takes scale requests");
+    assert.equal((await settledOp(next, scaled.body.operation.id)).status, "succeeded");
+    assert.equal(proxyProcesses(p).size, 5, "processes = outputs");
+    const gc = cli(p, ["gc", "--json"]);
+    assert.equal(gc.code, 0, gc.stderr);
+    assert.deepEqual(JSON.parse(gc.stdout).orphans, [], "gc finds nothing");
+});
