@@ -252,6 +252,8 @@ test(
             "main",
             "h2 Provider health",
             "table: Provider | Kind | Target | State | Since | Message",
+            "h2 Cluster",
+            "table: Replica | Role | Address | Version | Last heartbeat",
         ]);
         await page.getByRole("link", { name: "Operations" }).click();
         await page.locator("tbody tr").filter({ hasText: "web → 5" }).getByRole("button").click();

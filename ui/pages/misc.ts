@@ -3,6 +3,7 @@ import { api } from "../api";
 import { usePoll } from "../hooks";
 import { ago, Badge, ErrorNote, html } from "../html";
 import { OperationProgress } from "./operation-progress";
+import { ClusterPanel } from "./cluster";
 
 /** Recent engine operations; picking one follows its progress live. */
 export function OperationsPage() {
@@ -48,7 +49,7 @@ export function OperationsPage() {
         ${open && html`<${OperationProgress} key=${open} id=${open} />`}`;
 }
 
-/** Provider checks, target by target. */
+/** Provider checks, target by target, and the cluster of replicas serving the stack. */
 export function ProvidersPage() {
     const r = usePoll(() => api<{ providers: any[] }>("GET", "/v1/providers/health"), 5000);
     return html`<h2>Provider health</h2>
@@ -82,7 +83,8 @@ export function ProvidersPage() {
                     ),
                 )}
             </tbody>
-        </table>`;
+        </table>
+        <${ClusterPanel} />`;
 }
 
 /** Leases running now (their ids are not shown: an id is what releases a lease). */

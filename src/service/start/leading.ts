@@ -67,6 +67,11 @@ export class StackLead {
         this.local = undefined;
     }
 
+    /** Resolves once the transitions asked for so far are done (the start waits for its first one). */
+    async idle(): Promise<void> {
+        await this.chain;
+    }
+
     async close(): Promise<void> {
         await this.chain;
         await this.local?.close();

@@ -158,6 +158,7 @@ export async function startService(opts: ServeOptions): Promise<RunningService> 
     if (cluster) {
         cluster.subscribe((on) => lead.changed(on));
         await cluster.start();
+        await lead.idle(); // a replica that won the lock at once has recovered and converged by "ready"
     }
     reconciler.start();
     log.info(

@@ -1,13 +1,11 @@
 import { randomUUID } from "node:crypto";
 import Redis, { ReplyError } from "ioredis";
-import type { Logger } from "pino";
 import type { LeaseMemberInput, PoolLeaseSettings } from "../leases";
 import {
     LEASE_DEFAULTS,
     type AcquireRequest,
     type AcquireResult,
     type Lease,
-    type LeaseManagerOptions,
     type ReleaseOutcome,
     type ReleaseResult,
     type Removal,
@@ -15,42 +13,10 @@ import {
 import { ACQUIRE, BLOCK, PUBLISH, RELEASE, REVOKE, VIEW, withSettings } from "./scripts";
 import { type LeaseStore, StoreUnavailableError } from "./types";
 import { redactStoreUrl } from "./url";
+import { LiveLeases } from "./live-leases";
+import { type RedisStoreOptions, type Reply, type Scripts, TRANSIENT_REPLY } from "./redis-options";
 
-export interface RedisStoreOptions extends Pick<
-    LeaseManagerOptions,
-    | "onError"
-    | "defaultTtlSeconds"
-    | "maxTtlSeconds"
-    | "targetCooldownSeconds"
-    | "blockedBaseSeconds"
-    | "blockedMaxSeconds"
-    | "busyRetryAfterSeconds"
-    | "idleRetryAfterSeconds"
-    | "tombstoneSeconds"
-    | "sessionTtlSeconds"
-> {
-    /** redis:// or rediss:// (checked by parseStoreSpec). A secret: never logged or echoed with its password. */
-    url: string;
-    /** Key prefix, one per stack: `egress:<stack>:`. */
-    prefix: string;
-    log: Logger;
-    /** Longest a command may take before the request is answered 503 store_unavailable. @default 1500 */
-    commandTimeoutMs?: number;
-    /** Retry-After of a store_unavailable answer. @default 2 */
-    retryAfterSeconds?: number;
-    /** How often the local view of live leases (isLeased, active) is re-read. @default 1000 */
-    viewIntervalMs?: number;
-}
-
-type Reply = (string | number)[];
-/** The scripts as ioredis commands (defineCommand: EVALSHA, then EVAL once on NOSCRIPT, e.g. after a Redis restart). */
-type Scripts = Record<
-    "egressAcquire" | "egressRelease" | "egressRevoke" | "egressBlock" | "egressPublish" | "egressView",
-    (...args: (string | number)[]) => Promise<unknown>
->;
-
-/** Replies that mean "not now" rather than "a bug in a script": answered 503 like a lost connection. */
-const TRANSIENT_REPLY = /^(LOADING|BUSY|MASTERDOWN|READONLY|TRYAGAIN|CLUSTERDOWN)\b/;
+export type { RedisStoreOptions } from "./redis-options";
 
 /**
  * The lease store in Redis (see types.ts for the seam, scripts.ts for the atomic steps). This process
@@ -66,8 +32,8 @@ export class RedisLeaseStore implements LeaseStore {
     private members?: LeaseMemberInput[];
     private pools: Record<string, [number, number]> = {};
     private readonly eligible = new Map<string, boolean>();
-    private leases = new Map<string, Lease>();
-    private byMember = new Map<string, string>();
+    /** The live leases as last read (every `viewIntervalMs`), for the synchronous reads. */
+    private readonly view = new LiveLeases();
     private publishQueued = false;
     private publishing?: Promise<void>;
     private dirty = true;
@@ -198,7 +164,7 @@ export class RedisLeaseStore implements LeaseStore {
             leasedAt: Number(r[4]),
             expiresAt: Number(r[5]),
         };
-        this.remember(lease);
+        this.view.remember(lease);
         const state = String(r[6]);
         return state === ""
             ? { ok: true, lease }
@@ -207,7 +173,7 @@ export class RedisLeaseStore implements LeaseStore {
 
     async release(leaseId: string, outcome: ReleaseOutcome): Promise<ReleaseResult> {
         const r = (await this.run(() => this.redis.egressRelease(this.o.prefix, leaseId, outcome))) as Reply;
-        this.forget(leaseId);
+        this.view.forget(leaseId);
         if (r[0] === 0) {
             if (r[1] === "unknown-lease") return { ok: false, reason: "unknown-lease" };
             const t = JSON.parse(String(r[2])) as {
@@ -238,10 +204,10 @@ export class RedisLeaseStore implements LeaseStore {
 
     /** Ends the member's lease in Redis (in the background: the drainer's caller is synchronous); returns the lease this view knew. */
     revoke(id: string, removal: Removal): Lease | undefined {
-        const leaseId = this.byMember.get(id);
-        const lease = leaseId === undefined ? undefined : this.leases.get(leaseId);
+        const lease = this.view.ofMember(id);
+        const leaseId = lease?.id;
         this.run(() => this.redis.egressRevoke(this.o.prefix, id, JSON.stringify(removal))).then(
-            () => leaseId !== undefined && this.forget(leaseId),
+            () => leaseId !== undefined && this.view.forget(leaseId),
             (e: unknown) =>
                 this.o.log.warn(
                     { member: id, error: (e as Error).message },
@@ -257,11 +223,11 @@ export class RedisLeaseStore implements LeaseStore {
     }
 
     isLeased(id: string): boolean {
-        return this.byMember.has(id);
+        return this.view.ofMember(id) !== undefined;
     }
 
     active(): Lease[] {
-        return [...this.leases.values()].sort((a, b) => a.leasedAt - b.leasedAt);
+        return this.view.all();
     }
 
     /** Not known without a round trip; the acquire answer says whether the session was kept, moved or new. */
@@ -339,33 +305,9 @@ export class RedisLeaseStore implements LeaseStore {
     private async refreshView(): Promise<void> {
         if (this.redis.status !== "ready") return;
         try {
-            const rows = (await this.redis.egressView(this.o.prefix)) as string[][];
-            const leases = new Map<string, Lease>();
-            for (const [id, proxyId, pool, target, session, leasedAt, expiresAt] of rows)
-                leases.set(id, {
-                    id,
-                    proxyId,
-                    pool,
-                    ...(target !== "" && { target }),
-                    ...(session !== "" && { session }),
-                    leasedAt: Number(leasedAt),
-                    expiresAt: Number(expiresAt),
-                });
-            this.leases = leases;
-            this.byMember = new Map([...leases.values()].map((l) => [l.proxyId, l.id]));
+            this.view.replace((await this.redis.egressView(this.o.prefix)) as string[][]);
         } catch {
             /* the error listener reports the outage; the view keeps its last state */
         }
-    }
-
-    private remember(l: Lease): void {
-        this.leases.set(l.id, l);
-        this.byMember.set(l.proxyId, l.id);
-    }
-
-    private forget(leaseId: string): void {
-        const l = this.leases.get(leaseId);
-        this.leases.delete(leaseId);
-        if (l && this.byMember.get(l.proxyId) === leaseId) this.byMember.delete(l.proxyId);
     }
 }

@@ -1,11 +1,12 @@
 import * as fs from "node:fs";
 import * as path from "node:path";
+import { PACKAGE_ROOT } from "../../../engine";
 import express, { Router } from "express";
 import { isDashboardPage } from "../dashboard-pages";
 import { HttpError } from "../../http/errors";
 
-/** Where `npm run build` (scripts/build-ui.mjs) puts the bundle: dist/ui, beside dist/src. */
-export const UI_DIR = path.resolve(__dirname, "..", "..", "..", "ui");
+/** Where `npm run build` (scripts/build-ui.mjs) puts the bundle: dist/ui, from the package root. */
+export const UI_DIR = path.join(PACKAGE_ROOT, "dist", "ui");
 
 /** Paths that belong to the API or to operators' tools, never to the dashboard. */
 const NOT_UI = /^\/(v1|healthz|readyz|metrics)(\/|$)/;
