@@ -1,16 +1,19 @@
 /**
  * Lease+release pairs/s and p50/p99 for each lease store, in one run: the real service (createApp over
  * 1,000 synthetic members, bench/synthetic-service.ts) with the memory store, with the Redis store (one
- * process, a throwaway redis-server on loopback), and a bare node:http handler over the memory store as
+ * process, a throwaway redis-server on loopback), with the Redis store in three processes behind a real
+ * HAProxy (deploy/haproxy.cfg, as replicas run), and a bare node:http handler over the memory store as
  * the peer (the ceiling HTTP itself sets here). Printed as a table.
  *
  *   node dist/bench/lease-store.js [--seconds 5] [--concurrency 1,16,64] [--members 1000]
  *
- * Needs /usr/bin/redis-server (Debian's redis-server; scripts/install-test-deps.sh installs it).
+ * Needs redis-server and haproxy (Debian's; scripts/install-test-deps.sh installs them).
  */
 import * as os from "node:os";
 import { parseArgs } from "node:util";
 import { startRedis } from "../test/helpers/redis";
+import { startHaproxy } from "../test/helpers/haproxy";
+import { freeLoopbackPort } from "../test/helpers/net";
 import { BenchResult, formatTable, runHttpBench } from "./leases";
 import { forkSyntheticService, randomToken, SyntheticOptions } from "./synthetic-service";
 
@@ -40,23 +43,22 @@ async function main(): Promise<void> {
             ["redis store, 1 process", { store: redis.url }],
             ["bare node:http, memory (peer)", { bare: true }],
         ];
+        const measure = async (name: string, port: number) => {
+            for (const concurrency of concurrencies) {
+                const r = await runHttpBench({ url: `http://127.0.0.1:${port}`, token, concurrency, seconds });
+                r.mode = `${name}, ${r.mode}`;
+                rows.push(r);
+                process.stderr.write(".");
+            }
+        };
         for (const [name, extra] of setups) {
             const child = await forkSyntheticService({ token, members, pools: 4, logLevel: "warn", ...extra });
             try {
-                for (const concurrency of concurrencies) {
-                    const r = await runHttpBench({
-                        url: `http://127.0.0.1:${child.port}`,
-                        token,
-                        concurrency,
-                        seconds,
-                    });
-                    r.mode = `${name}, ${r.mode}`;
-                    rows.push(r);
-                    process.stderr.write(".");
-                }
+                await measure(name, child.port);
             } finally {
                 await child.stop();
             }
+            if (extra.store) await threeBehindHaproxy(redis.url, token, members, measure);
         }
     } finally {
         await redis.cleanup();
@@ -66,6 +68,41 @@ async function main(): Promise<void> {
         `\nnode ${process.version}, ${cpus.length} × ${cpus[0]?.model ?? "?"}; ${members} members in 4 pools; ${seconds}s per row\n`,
     );
     console.log(formatTable(rows));
+}
+
+/** The same Redis store in three service processes (one key prefix) behind HAProxy's API port. */
+async function threeBehindHaproxy(
+    store: string,
+    token: string,
+    members: number,
+    measure: (name: string, port: number) => Promise<void>,
+): Promise<void> {
+    const storePrefix = `egress:bench-three-${process.pid}:`;
+    const children = await Promise.all(
+        [0, 1, 2].map(() => forkSyntheticService({ token, members, pools: 4, logLevel: "warn", store, storePrefix })),
+    );
+    const lb = await startHaproxy({
+        apiPort: await freeLoopbackPort(),
+        gatewayPort: await freeLoopbackPort(),
+        replicas: await Promise.all(
+            children.map(async (c) => ({ apiPort: c.port, gatewayPort: await freeLoopbackPort() })),
+        ),
+    });
+    try {
+        // Its /readyz checks mark a server up after two passes, a second apart.
+        for (let i = 0; ; i++) {
+            const up = (await lb.stat()).filter(
+                (r) => r.pxname === "egress_api_replicas" && r.svname !== "BACKEND" && r.status === "UP",
+            );
+            if (up.length >= 3) break;
+            if (i > 100) throw new Error(`HAProxy did not mark the three replicas up:\n${lb.log()}`);
+            await new Promise((r) => setTimeout(r, 100));
+        }
+        await measure("redis store, 3 processes behind HAProxy", lb.apiPort);
+    } finally {
+        await lb.cleanup();
+        await Promise.all(children.map((c) => c.stop()));
+    }
 }
 
 main().catch((err) => {

@@ -43,6 +43,8 @@ export interface SyntheticOptions {
     bare?: boolean;
     /** A redis:// URL: leases live in Redis (RedisLeaseStore) instead of the in-memory LeaseManager. */
     store?: string;
+    /** The store's key prefix; replicas of one bench row share one. @default a fresh one per process */
+    storePrefix?: string;
 }
 
 /** The bare ceiling: the lease routes with nothing but JSON in and out (see SyntheticOptions.bare). */
@@ -106,7 +108,7 @@ export async function startSyntheticService(
     const redis = opts.store
         ? new RedisLeaseStore({
               url: opts.store,
-              prefix: `egress:bench-${crypto.randomBytes(4).toString("hex")}:`,
+              prefix: opts.storePrefix ?? `egress:bench-${crypto.randomBytes(4).toString("hex")}:`,
               log,
           })
         : undefined;

@@ -116,13 +116,14 @@ test("leases across replicas: taken on one, released on another, never one proxy
             ),
         60_000,
     );
+    // 1,000 at once, spread over the three: exactly the 3 members are leased, each once.
     const got = await Promise.all(
-        Array.from({ length: 30 }, (_, i) =>
+        Array.from({ length: 1000 }, (_, i) =>
             replicas[i % 3].call("POST", "/v1/leases", { pool: "web", ttlSeconds: 60 }),
         ),
     );
     const granted = got.filter((g) => g.status === 201).map((g) => g.body.lease);
-    assert.equal(granted.length, 3, `3 members, 3 leases: ${got.map((g) => g.status).join(",")}`);
+    assert.equal(granted.length, 3, `3 members, 3 leases: ${[...new Set(got.map((g) => g.status))]}`);
     assert.equal(new Set(granted.map((l) => l.proxy.id)).size, 3, "no proxy in two live leases");
     assert.ok(
         got.filter((g) => g.status !== 201).every((g) => g.status === 503 && g.body.error.code === "none_available"),
@@ -131,6 +132,36 @@ test("leases across replicas: taken on one, released on another, never one proxy
         const rel = await replicas[(i + 1) % 3].call("POST", `/v1/leases/${l.id}/release`, { outcome: "ok" });
         assert.equal(rel.status, 200, JSON.stringify(rel.body));
     }
+    // Churn against a model: 24 workers lease on one replica and release on the next, 600 leases in all.
+    // A proxy leaves the model before its release is sent, so a grant of a proxy still in the model
+    // means it was in two live leases at once.
+    const live = new Set<string>();
+    let leased = 0;
+    let worker = 0;
+    await Promise.all(
+        Array.from({ length: 24 }, async () => {
+            const me = worker++;
+            for (let i = 0; leased < 600; i++) {
+                const at = replicas[(me + i) % 3];
+                const g = await at.call("POST", "/v1/leases", { pool: "web", ttlSeconds: 60 });
+                if (g.status !== 201) {
+                    assert.equal(g.body.error.code, "none_available");
+                    continue;
+                }
+                leased++;
+                const proxy = g.body.lease.proxy.id;
+                assert.ok(!live.has(proxy), `${proxy} granted while another lease on it was live`);
+                live.add(proxy);
+                await new Promise((r) => setTimeout(r, 5)); // the crawler uses it
+                live.delete(proxy);
+                const rel = await replicas[(me + i + 1) % 3].call("POST", `/v1/leases/${g.body.lease.id}/release`, {
+                    outcome: "ok",
+                });
+                assert.equal(rel.status, 200, JSON.stringify(rel.body));
+            }
+        }),
+    );
+    assert.ok(leased >= 600, `${leased} leases`);
 });
 
 test("kill -9 of the leader mid-scale: another leads within 10 s, leasing goes on, the stack converges", async () => {

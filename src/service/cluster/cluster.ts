@@ -133,6 +133,19 @@ export class Cluster {
         return raw ? (JSON.parse(raw) as ReplicaInfo) : undefined;
     }
 
+    /**
+     * Gives the lock up (when taking up the leadership failed: recovery could not run). The claim loop
+     * goes on, so this or another replica tries again at its next tick, a third of the TTL later.
+     */
+    async resign(): Promise<void> {
+        this.setLeading(false);
+        try {
+            await this.redis.egressResign(this.key("leader"), this.id);
+        } catch {
+            /* Redis is down: the lock runs out by its TTL */
+        }
+    }
+
     /** Stops the loops; a leader gives its lock up at once, so another replica need not wait out the TTL. */
     async stop(): Promise<void> {
         this.stopped = true;

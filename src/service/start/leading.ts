@@ -29,6 +29,8 @@ export class StackLead {
             localListener: RequestListener;
             /** Whether this replica still holds the lock (a transition queued behind another may be stale). */
             stillLeading: () => boolean;
+            /** Gives the lock up after a failed take-over, so the claim is tried again (cluster.ts `resign`). */
+            resign: () => Promise<void>;
         },
     ) {}
 
@@ -55,7 +57,11 @@ export class StackLead {
                 if (leading && this.o.stillLeading() && !this.leadingNow) await this.lead();
                 else if (!leading && this.leadingNow) await this.follow();
             })
-            .catch((e) => this.o.log.error({ err: e }, `taking up the stack's leadership failed`));
+            .catch(async (e) => {
+                // A leader that cannot recover must not sit on the lock: give it up and let the claim loop retry.
+                this.o.log.error({ err: e }, "taking up the stack's leadership failed; giving the lock up to retry");
+                await this.o.resign();
+            });
     }
 
     /** Stops starting engine operations at once; the running one finishes under the Pulumi lock. */

@@ -106,6 +106,7 @@ export async function startService(opts: ServeOptions): Promise<RunningService> 
         url,
         localListener: createApp({ ...appDeps, auth: () => (_req, _res, next) => next() }),
         stillLeading: () => cluster?.isLeader() ?? true,
+        resign: async () => cluster?.resign(),
     });
 
     let gatewayAt: { port: number; url: string } | undefined;
