@@ -1,6 +1,5 @@
 import * as fs from "node:fs";
-import { describeHolder, engineHome, fileBackendDir, identityAlive, inspectWriterLock } from "../engine";
-import { stackLocks } from "../engine/locks";
+import { type BackendReport, describeHolder, engineHome, identityAlive, inspectWriterLock } from "../engine";
 import { Announcement, announcementFile } from "../service/start/announce";
 
 /** One doctor finding (doctor.ts prints them). */
@@ -12,11 +11,12 @@ export interface LockFinding {
 }
 
 /**
- * Who is changing the stack right now: the writer lock egress processes take, the file backend's own
- * Pulumi locks, and the service that owns desired state. A live holder is fine (it is working); a dead
+ * Who is changing the stack right now: the writer lock egress processes take, the backend's own Pulumi
+ * locks (files, or a PostgreSQL backend's lock rows: `backend`, from inspectBackend), and the service that
+ * owns desired state. A live holder is fine (it is working); a dead
  * one's lock is a finding. Read-only: doctor reports, the next writer clears.
  */
-export function lockFindings(stack: string): LockFinding[] {
+export function lockFindings(stack: string, backend: BackendReport): LockFinding[] {
     const home = engineHome();
     const out: LockFinding[] = [];
     const w = inspectWriterLock(home.runDir, stack);
@@ -31,21 +31,31 @@ export function lockFindings(stack: string): LockFinding[] {
             fix: "the next `egress up`, `scale`, `refresh`, `destroy` or `serve` clears it",
         });
 
-    for (const l of stackLocks(fileBackendDir(home), stack)) {
+    const holder = (l: { pid?: number; hostname?: string }) => `pid ${l.pid ?? "?"}@${l.hostname ?? "?"}`;
+    for (const l of backend.locks ?? []) {
         if (l.alive)
             out.push({
                 check: "pulumi lock",
                 ok: true,
-                detail: `held by pid ${l.pid}@${l.hostname}: an update is running (${l.file})`,
+                detail: `held by ${holder(l)}: an update is running (${l.where})`,
             });
         else
             out.push({
                 check: "pulumi lock",
                 ok: false,
-                detail: `stale: pid ${l.pid}@${l.hostname} is gone (${l.file})`,
-                fix: "`egress serve` removes it at start; or delete the file once no update runs",
+                detail: `stale: ${holder(l)} is gone (${l.where} in the ${backend.kind} backend)`,
+                fix:
+                    backend.kind === "file"
+                        ? "`egress serve` removes it at start; or delete the file once no update runs"
+                        : "the next `egress up`, `scale`, `refresh`, `destroy` or `serve` removes it (`pulumi cancel`)",
             });
     }
+    if (backend.reachable && !backend.locks)
+        out.push({
+            check: "pulumi lock",
+            ok: true,
+            detail: `not listed: egress cannot list an object store's locks; the next operation removes one a dead process of this host left`,
+        });
 
     const file = announcementFile(home.runDir, stack);
     if (fs.existsSync(file)) {

@@ -3,16 +3,17 @@ import * as fs from "node:fs";
 import * as path from "node:path";
 import type { Command } from "commander";
 import { loadStackConfig } from "../config";
-import { engineEnv, engineHome, PACKAGE_ROOT } from "../engine";
+import { engineEnv, engineHome, inspectBackend, PACKAGE_ROOT } from "../engine";
 import { action, EXIT, GlobalOptions, projectDir } from "./context";
 import { kindOf } from "../../components/registry";
 import type { DoctorFinding } from "../../components/kind";
 import { lockFindings } from "./doctor-locks";
+import { storeFindings } from "./doctor-store";
 
 type Finding = DoctorFinding;
 
 /** Each check is independent: doctor reports everything wrong at once instead of stopping at the first. */
-export function runDoctor(opts: GlobalOptions): Finding[] {
+export async function runDoctor(opts: GlobalOptions & { store?: string }): Promise<Finding[]> {
     const out: Finding[] = [];
     const home = engineHome();
     const [major, minor] = process.versions.node.split(".").map(Number);
@@ -45,15 +46,26 @@ export function runDoctor(opts: GlobalOptions): Finding[] {
     let env: Record<string, string> | undefined;
     try {
         env = engineEnv(home);
-        out.push({ check: "backend", ok: true, detail: env.PULUMI_BACKEND_URL });
     } catch (e) {
         out.push({
-            check: "backend",
+            check: "engine home",
             ok: false,
             detail: (e as Error).message,
             fix: `make ${home.dir} writable or set PULUMI_BACKEND_URL`,
         });
     }
+    // Which backend, with its password masked, and whether it answers; its locks are judged with the others.
+    const backend = await inspectBackend(home, opts.stack);
+    const kindName = { file: "file", postgres: "PostgreSQL", other: "object store / cloud" }[backend.kind];
+    out.push({
+        check: "backend",
+        ok: backend.reachable,
+        detail: `${kindName} ${backend.shown}: ${backend.reachable ? backend.detail : `cannot be reached (${backend.detail})`}`,
+        fix:
+            backend.kind === "file"
+                ? `make the directory writable or set PULUMI_BACKEND_URL`
+                : "start the backend or fix PULUMI_BACKEND_URL / --backend (host, port, credentials); commands exit 75 until it answers",
+    });
     const pass = process.env.PULUMI_CONFIG_PASSPHRASE
         ? "PULUMI_CONFIG_PASSPHRASE"
         : (env?.PULUMI_CONFIG_PASSPHRASE_FILE ?? process.env.PULUMI_CONFIG_PASSPHRASE_FILE);
@@ -98,7 +110,8 @@ export function runDoctor(opts: GlobalOptions): Finding[] {
             fix: "fix the paths named above in stacks/Pulumi.<stack>.yaml",
         });
     }
-    out.push(...lockFindings(opts.stack));
+    out.push(...lockFindings(opts.stack, backend));
+    out.push(...(await storeFindings(opts.store)));
     return out;
 }
 
@@ -106,12 +119,14 @@ export function registerDoctor(program: Command): void {
     program
         .command("doctor")
         .description(
-            "check Node, the engine, backend, passphrase, stack config and provider prerequisites, and say how to fix each",
+            "check Node, the engine, the backend (reachable, stale locks), passphrase, stack config, provider prerequisites and the lease store, and say how to fix each",
         )
+        // No default shown from EGRESS_STORE: --help would print the URL, password and all.
+        .option("--store <url>", "also check the lease store `egress serve` would use (redis://…); also $EGRESS_STORE")
         .action(
             action(async (_o, cmd) => {
-                const opts = cmd.optsWithGlobals() as GlobalOptions;
-                const findings = runDoctor(opts);
+                const opts = cmd.optsWithGlobals() as GlobalOptions & { store?: string };
+                const findings = await runDoctor(opts);
                 if (opts.json)
                     process.stdout.write(JSON.stringify({ ok: findings.every((f) => f.ok), findings }) + "\n");
                 else

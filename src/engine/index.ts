@@ -11,3 +11,4 @@ export * from "./member-urns";
 export * from "./salt";
 export * from "./installation";
 export * from "./state";
+export * from "./backend-check";

@@ -78,3 +78,47 @@ export async function prunePostgresHistory(backendUrl: string, stack: string, ke
         return deleted;
     });
 }
+
+/** One lock row of the stack (`<db>/.pulumi/locks/egress/<stack>/<id>.json`) and who its holder says it is. */
+export interface PostgresLockRow {
+    key: string;
+    pid?: number;
+    hostname?: string;
+}
+
+/**
+ * Connects (5 s at most), and lists the stack's Pulumi lock rows with the holder each names (the lock's JSON:
+ * `{pid, username, hostname, timestamp}`). Throws what the connection or query threw: the caller says the
+ * backend is unreachable.
+ */
+export async function postgresLockRows(backendUrl: string, stack: string): Promise<PostgresLockRow[]> {
+    return withClient(backendUrl, async (c, t) => {
+        const like = `${t.prefix}.pulumi/locks/${PROJECT}/${stack}/`.replace(/[\\%_]/g, (ch) => `\\${ch}`) + "%";
+        // The table appears on the backend's first use: before that there is nothing to lock.
+        const exists = await c.query<{ t: string | null }>(`SELECT to_regclass($1) AS t`, [t.table]);
+        if (!exists.rows[0]?.t) return [];
+        // `data` is json in Pulumi's schema (pg parses it); text or bytea in an older table.
+        const r = await c.query<{ key: string; data: unknown }>(
+            `SELECT key, data FROM ${t.table} WHERE key LIKE $1 ORDER BY key`,
+            [like],
+        );
+        return r.rows.map((row) => {
+            try {
+                const d = row.data;
+                const l = (
+                    Buffer.isBuffer(d) ? JSON.parse(d.toString("utf8")) : typeof d === "string" ? JSON.parse(d) : d
+                ) as {
+                    pid?: unknown;
+                    hostname?: unknown;
+                };
+                return {
+                    key: row.key,
+                    pid: Number(l.pid) || undefined,
+                    hostname: String(l.hostname ?? "") || undefined,
+                };
+            } catch {
+                return { key: row.key };
+            }
+        });
+    });
+}

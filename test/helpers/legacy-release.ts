@@ -11,7 +11,7 @@ import * as fs from "node:fs";
 import * as os from "node:os";
 import * as path from "node:path";
 import { PACKAGE_ROOT } from "../../src/engine";
-import type { ProcProject } from "./processes";
+import { cliAsync, type ProcProject } from "./processes";
 
 /** The last commit before installation ids. */
 export const LEGACY_COMMIT = "528a80a";
@@ -72,10 +72,28 @@ export function legacyCli(
     timeoutMs = 240_000,
     commit = LEGACY_COMMIT,
 ): { code: number; stdout: string; stderr: string } {
-    const r = cp.spawnSync(
-        process.execPath,
-        [path.join(releaseAt(commit), "dist", "src", "cli.js"), ...args, "--stack", p.stack, "--cwd", p.dir],
-        { env: p.env, encoding: "utf8", timeout: timeoutMs },
-    );
+    const r = cp.spawnSync(process.execPath, [legacyEntry(commit), ...args, "--stack", p.stack, "--cwd", p.dir], {
+        env: p.env,
+        encoding: "utf8",
+        timeout: timeoutMs,
+    });
     return { code: r.status ?? -1, stdout: r.stdout, stderr: r.stderr };
+}
+
+/** The release's `egress` entry point (dist/src/cli.js), built on first use. */
+function legacyEntry(commit: string): string {
+    return path.join(releaseAt(commit), "dist", "src", "cli.js");
+}
+
+/**
+ * legacyCli without blocking this process, for tests whose own servers (an image server) the command talks
+ * to. The release is built first (synchronously, ~1 min on a cold checkout).
+ */
+export function legacyCliAsync(
+    p: ProcProject,
+    args: string[],
+    timeoutMs = 300_000,
+    commit = LEGACY_COMMIT,
+): Promise<{ code: number; stdout: string; stderr: string }> {
+    return cliAsync(p, args, timeoutMs, legacyEntry(commit));
 }

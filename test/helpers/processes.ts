@@ -93,8 +93,9 @@ export async function cliAsync(
     p: ProcProject,
     args: string[],
     timeoutMs = 300_000,
+    entry = CLI,
 ): Promise<{ code: number; stdout: string; stderr: string }> {
-    const c = spawnCli(p, args);
+    const c = spawnCli(p, args, entry);
     let stdout = "";
     let stderr = "";
     c.stdout.on("data", (d) => (stdout += d));
@@ -105,9 +106,9 @@ export async function cliAsync(
     return { code: code ?? -1, stdout, stderr };
 }
 
-/** Starts `egress <args>` without waiting. */
-export function spawnCli(p: ProcProject, args: string[]): cp.ChildProcessWithoutNullStreams {
-    return cp.spawn(process.execPath, [CLI, ...args, "--stack", p.stack, "--cwd", p.dir], { env: p.env });
+/** Starts `egress <args>` without waiting (`entry`: another release's cli.js, test/helpers/legacy-release.ts). */
+export function spawnCli(p: ProcProject, args: string[], entry = CLI): cp.ChildProcessWithoutNullStreams {
+    return cp.spawn(process.execPath, [entry, ...args, "--stack", p.stack, "--cwd", p.dir], { env: p.env });
 }
 
 export interface ServeProcess {
