@@ -1,12 +1,14 @@
 import Redis from "ioredis";
 import { parseStoreSpec, redactStoreUrl } from "../service/store";
+import { CLUSTER_KEYS, stackPrefix, type LeaderInfo, type ReplicaInfo } from "../service/cluster/cluster";
 import type { LockFinding } from "./doctor-locks";
 
 /**
  * The lease store `egress serve` would use (`--store`, else $EGRESS_STORE): memory needs nothing; Redis must
  * answer PING within 3 s. The URL is shown with its password masked, and so is any error that quotes it.
+ * With Redis, the stack's replicas and leader (src/service/cluster) are reported too.
  */
-export async function storeFindings(flag: string | undefined): Promise<LockFinding[]> {
+export async function storeFindings(flag: string | undefined, stack: string): Promise<LockFinding[]> {
     const from = flag !== undefined ? "--store" : "EGRESS_STORE";
     const raw = flag ?? process.env.EGRESS_STORE;
     if (raw === undefined || raw.trim() === "") return [];
@@ -35,7 +37,10 @@ export async function storeFindings(flag: string | undefined): Promise<LockFindi
                 setTimeout(() => reject(new Error("no answer to PING within 3 s")), 3_000).unref(),
             ),
         ]);
-        return [{ check: "store", ok: pong === "PONG", detail: `redis ${shown} answers (${from})` }];
+        return [
+            { check: "store", ok: pong === "PONG", detail: `redis ${shown} answers (${from})` },
+            await leaderFinding(redis, stack),
+        ];
     } catch (e) {
         const why = (cause ?? (e as Error)).message.split(spec.url).join(shown);
         return [
@@ -49,4 +54,31 @@ export async function storeFindings(flag: string | undefined): Promise<LockFindi
     } finally {
         redis.disconnect();
     }
+}
+
+/** Who leads the stack's replicas, from the leader lock and the heartbeat records (informational). */
+async function leaderFinding(redis: Redis, stack: string): Promise<LockFinding> {
+    const prefix = stackPrefix(stack);
+    const [raw, records] = await Promise.all([
+        redis.get(prefix + CLUSTER_KEYS.leader),
+        redis.hgetall(prefix + CLUSTER_KEYS.replicas),
+    ]);
+    const fresh = Object.values(records)
+        .map((v) => JSON.parse(v) as ReplicaInfo)
+        .filter((r) => Date.parse(r.lastHeartbeat) > Date.now() - 10_000);
+    if (!raw)
+        return {
+            check: "leader",
+            ok: true,
+            detail: fresh.length
+                ? `no replica of stack ${stack} holds the leader lock right now (${fresh.length} alive; an election takes a few seconds)`
+                : `no egress serve of stack ${stack} runs on this store`,
+        };
+    const l = JSON.parse(raw) as LeaderInfo;
+    const at = fresh.find((r) => r.id === l.id);
+    return {
+        check: "leader",
+        ok: true,
+        detail: `${l.id}${at ? ` (${at.url})` : ""} leads stack ${stack} since ${l.since}, fencing token ${l.token}; ${fresh.length} replica(s) alive`,
+    };
 }

@@ -111,7 +111,7 @@ export async function runDoctor(opts: GlobalOptions & { store?: string }): Promi
         });
     }
     out.push(...lockFindings(opts.stack, backend));
-    out.push(...(await storeFindings(opts.store)));
+    out.push(...(await storeFindings(opts.store, opts.stack)));
     return out;
 }
 

@@ -5,6 +5,8 @@
  * on loopback (test/helpers/postgres.ts, redis.ts); `--json` and the table alike.
  */
 import { after, before, test } from "node:test";
+import Redis from "ioredis";
+import { CLUSTER_KEYS, stackPrefix } from "../../src/service/cluster/cluster";
 import assert from "node:assert/strict";
 import * as cp from "node:child_process";
 import * as os from "node:os";
@@ -144,6 +146,28 @@ test("the Redis store, by --store and by EGRESS_STORE: answers; stopped, it fail
             ),
         );
         assert.equal(d.code, 0, JSON.stringify(d.body));
+        const [l] = d.one("leader");
+        assert.match(l.detail, /^no egress serve of stack \S+ runs on this store$/, "no replica, no leader");
+    }
+    // A leader lock and a heartbeat as a replica writes them (src/service/cluster): doctor names it.
+    const client = new Redis(redis.url);
+    try {
+        const prefix = stackPrefix(STACK);
+        const since = new Date().toISOString();
+        await client.set(prefix + CLUSTER_KEYS.leader, JSON.stringify({ id: "r-1", token: 7, since }), "PX", 60_000);
+        await client.hset(
+            prefix + CLUSTER_KEYS.replicas,
+            "r-1",
+            JSON.stringify({ id: "r-1", url: "http://127.0.0.1:8081", lastHeartbeat: since }),
+        );
+        const [l] = doctor(["--store", redis.url]).one("leader");
+        assert.equal(
+            l.detail,
+            `r-1 (http://127.0.0.1:8081) leads stack ${STACK} since ${since}, fencing token 7; 1 replica(s) alive`,
+        );
+        await client.del(prefix + CLUSTER_KEYS.leader, prefix + CLUSTER_KEYS.replicas);
+    } finally {
+        client.disconnect();
     }
     assert.equal(doctor(["--store", "memory"]).one("store")[0].ok, true);
     const bad = doctor(["--store", "redis://127.0.0.1"]).one("store")[0];

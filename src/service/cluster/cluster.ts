@@ -4,6 +4,11 @@ import Redis from "ioredis";
 import type { Logger } from "pino";
 import { CLAIM, FENCE, RESIGN } from "./scripts";
 
+/** The key prefix of a stack in the store: its leases (store/), its leader and replicas (here). */
+export const stackPrefix = (stack: string) => `egress:${stack}:`;
+/** Under the prefix: the leader lock, the fencing counter, the replicas' heartbeat records. */
+export const CLUSTER_KEYS = { leader: "leader", fence: "fence", replicas: "replicas" } as const;
+
 /** One replica as the cluster sees it (GET /v1/cluster). */
 export interface ReplicaInfo {
     id: string;
@@ -107,7 +112,7 @@ export class Cluster {
     async fence(): Promise<boolean> {
         if (!this.isLeader()) return false;
         try {
-            return (await this.redis.egressFence(this.key("leader"), this.id, this.token)) === 1;
+            return (await this.redis.egressFence(this.key(CLUSTER_KEYS.leader), this.id, this.token)) === 1;
         } catch {
             return false;
         }
@@ -115,9 +120,9 @@ export class Cluster {
 
     /** The live replicas (a heartbeat within three renewals), and the leader. */
     async view(): Promise<{ replicas: (ReplicaInfo & { leader: boolean })[]; leader?: LeaderInfo }> {
-        const all = await this.redis.hgetall(this.key("replicas"));
+        const all = await this.redis.hgetall(this.key(CLUSTER_KEYS.replicas));
         const fresh = Date.now() - 3 * (this.ttlMs / 3) - 1000;
-        const leaderRaw = await this.redis.get(this.key("leader"));
+        const leaderRaw = await this.redis.get(this.key(CLUSTER_KEYS.leader));
         const leader = leaderRaw ? (JSON.parse(leaderRaw) as LeaderInfo) : undefined;
         const replicas = Object.values(all)
             .map((v) => JSON.parse(v) as ReplicaInfo)
@@ -129,7 +134,7 @@ export class Cluster {
 
     /** A live replica's record (the leader's, to forward to). */
     async replica(id: string): Promise<ReplicaInfo | undefined> {
-        const raw = await this.redis.hget(this.key("replicas"), id).catch(() => null);
+        const raw = await this.redis.hget(this.key(CLUSTER_KEYS.replicas), id).catch(() => null);
         return raw ? (JSON.parse(raw) as ReplicaInfo) : undefined;
     }
 
@@ -140,7 +145,7 @@ export class Cluster {
     async resign(): Promise<void> {
         this.setLeading(false);
         try {
-            await this.redis.egressResign(this.key("leader"), this.id);
+            await this.redis.egressResign(this.key(CLUSTER_KEYS.leader), this.id);
         } catch {
             /* Redis is down: the lock runs out by its TTL */
         }
@@ -152,8 +157,8 @@ export class Cluster {
         clearTimeout(this.timer);
         this.setLeading(false);
         try {
-            await this.redis.egressResign(this.key("leader"), this.id);
-            await this.redis.hdel(this.key("replicas"), this.id);
+            await this.redis.egressResign(this.key(CLUSTER_KEYS.leader), this.id);
+            await this.redis.hdel(this.key(CLUSTER_KEYS.replicas), this.id);
         } catch {
             /* Redis is down: the lock runs out by its TTL */
         }
@@ -172,12 +177,12 @@ export class Cluster {
                 startedAt: this.startedAt,
                 lastHeartbeat: new Date().toISOString(),
             };
-            await this.redis.hset(this.key("replicas"), this.id, JSON.stringify(me));
+            await this.redis.hset(this.key(CLUSTER_KEYS.replicas), this.id, JSON.stringify(me));
             const holder = JSON.parse(
                 String(
                     await this.redis.egressClaim(
-                        this.key("leader"),
-                        this.key("fence"),
+                        this.key(CLUSTER_KEYS.leader),
+                        this.key(CLUSTER_KEYS.fence),
                         this.id,
                         this.ttlMs,
                         new Date().toISOString(),
@@ -207,11 +212,11 @@ export class Cluster {
 
     /** Drops records of replicas not heard of for a minute (killed ones never remove their own). */
     private async prune(): Promise<void> {
-        const all = await this.redis.hgetall(this.key("replicas"));
+        const all = await this.redis.hgetall(this.key(CLUSTER_KEYS.replicas));
         const old = Object.entries(all)
             .filter(([, v]) => Date.parse((JSON.parse(v) as ReplicaInfo).lastHeartbeat) < Date.now() - 60_000)
             .map(([k]) => k);
-        if (old.length) await this.redis.hdel(this.key("replicas"), ...old);
+        if (old.length) await this.redis.hdel(this.key(CLUSTER_KEYS.replicas), ...old);
     }
 
     private setLeading(on: boolean): void {

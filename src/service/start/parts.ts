@@ -8,7 +8,7 @@ import type { GoneCheck } from "../../../components/kind";
 import type { ProxyMember } from "../../model";
 import { LeaseManager } from "../leases";
 import { RedisLeaseStore, type LeaseStore } from "../store";
-import { Cluster } from "../cluster/cluster";
+import { Cluster, stackPrefix } from "../cluster/cluster";
 import { OperationLog } from "../operations/journal";
 import { Fleet } from "../fleet/fleet";
 import { Timeline } from "../fleet/timeline";
@@ -75,7 +75,7 @@ export function buildParts(
             ? new RedisLeaseStore({
                   ...leaseOptions,
                   url: opts.store.url,
-                  prefix: `egress:${opts.stack}:`,
+                  prefix: stackPrefix(opts.stack),
                   log: log.child({ component: "store" }),
               })
             : undefined;
@@ -86,7 +86,7 @@ export function buildParts(
         opts.store?.kind === "redis"
             ? new Cluster({
                   url: opts.store.url,
-                  prefix: `egress:${opts.stack}:`,
+                  prefix: stackPrefix(opts.stack),
                   self: { url: opts.advertiseUrl ?? at.url, version: at.version },
                   log: log.child({ component: "cluster" }),
                   ttlMs: opts.leaderTtlMs,
