@@ -1,6 +1,6 @@
 import Redis from "ioredis";
 import { parseStoreSpec, redactStoreUrl } from "../service/store";
-import { CLUSTER_KEYS, stackPrefix, type LeaderInfo, type ReplicaInfo } from "../service/cluster/cluster";
+import { readCluster, stackPrefix } from "../service/cluster/cluster";
 import type { LockFinding } from "./doctor-locks";
 
 /**
@@ -58,15 +58,8 @@ export async function storeFindings(flag: string | undefined, stack: string): Pr
 
 /** Who leads the stack's replicas, from the leader lock and the heartbeat records (informational). */
 async function leaderFinding(redis: Redis, stack: string): Promise<LockFinding> {
-    const prefix = stackPrefix(stack);
-    const [raw, records] = await Promise.all([
-        redis.get(prefix + CLUSTER_KEYS.leader),
-        redis.hgetall(prefix + CLUSTER_KEYS.replicas),
-    ]);
-    const fresh = Object.values(records)
-        .map((v) => JSON.parse(v) as ReplicaInfo)
-        .filter((r) => Date.parse(r.lastHeartbeat) > Date.now() - 10_000);
-    if (!raw)
+    const { leader: l, replicas: fresh } = await readCluster(redis, stackPrefix(stack), 10_000);
+    if (!l)
         return {
             check: "leader",
             ok: true,
@@ -74,7 +67,6 @@ async function leaderFinding(redis: Redis, stack: string): Promise<LockFinding> 
                 ? `no replica of stack ${stack} holds the leader lock right now (${fresh.length} alive; an election takes a few seconds)`
                 : `no egress serve of stack ${stack} runs on this store`,
         };
-    const l = JSON.parse(raw) as LeaderInfo;
     const at = fresh.find((r) => r.id === l.id);
     return {
         check: "leader",

@@ -40,7 +40,31 @@ export interface ClusterOptions {
     /** Lifetime of the leader lock; renewed every third of it. @default 5000 */
     ttlMs?: number;
     /** Called when this replica starts or stops leading (never twice in a row with the same value); see `subscribe`. */
-    onLeading: (leading: boolean) => void;
+    onLeading?: (leading: boolean) => void;
+}
+
+/** The replicas with a heartbeat within `freshMs` (each marked leader or not), and the lock's holder. */
+export interface ClusterRecords {
+    replicas: (ReplicaInfo & { leader: boolean })[];
+    leader?: LeaderInfo;
+}
+
+/**
+ * Reads a stack's cluster from the store as it is written here: the one reader, for GET /v1/cluster and
+ * for `egress doctor` (which has only a plain connection, no Cluster).
+ */
+export async function readCluster(redis: Redis, prefix: string, freshMs: number): Promise<ClusterRecords> {
+    const [all, leaderRaw] = await Promise.all([
+        redis.hgetall(prefix + CLUSTER_KEYS.replicas),
+        redis.get(prefix + CLUSTER_KEYS.leader),
+    ]);
+    const leader = leaderRaw ? (JSON.parse(leaderRaw) as LeaderInfo) : undefined;
+    const replicas = Object.values(all)
+        .map((v) => JSON.parse(v) as ReplicaInfo)
+        .filter((r) => Date.parse(r.lastHeartbeat) >= Date.now() - freshMs)
+        .sort((a, b) => String(a.startedAt).localeCompare(String(b.startedAt)))
+        .map((r) => ({ ...r, leader: r.id === leader?.id }));
+    return { replicas, leader };
 }
 
 type Scripted = Redis &
@@ -66,6 +90,7 @@ export class Cluster {
     private validUntil = 0;
     private leaderSeen?: LeaderInfo;
     private stopped = false;
+    private prunedAt = 0;
 
     constructor(private readonly o: ClusterOptions) {
         this.ttlMs = o.ttlMs ?? 5000;
@@ -118,18 +143,9 @@ export class Cluster {
         }
     }
 
-    /** The live replicas (a heartbeat within three renewals), and the leader. */
-    async view(): Promise<{ replicas: (ReplicaInfo & { leader: boolean })[]; leader?: LeaderInfo }> {
-        const all = await this.redis.hgetall(this.key(CLUSTER_KEYS.replicas));
-        const fresh = Date.now() - 3 * (this.ttlMs / 3) - 1000;
-        const leaderRaw = await this.redis.get(this.key(CLUSTER_KEYS.leader));
-        const leader = leaderRaw ? (JSON.parse(leaderRaw) as LeaderInfo) : undefined;
-        const replicas = Object.values(all)
-            .map((v) => JSON.parse(v) as ReplicaInfo)
-            .filter((r) => Date.parse(r.lastHeartbeat) >= fresh)
-            .sort((a, b) => a.startedAt.localeCompare(b.startedAt))
-            .map((r) => ({ ...r, leader: r.id === leader?.id }));
-        return { replicas, leader };
+    /** The live replicas and the leader. */
+    view(): Promise<ClusterRecords> {
+        return readCluster(this.redis, this.o.prefix, this.ttlMs + 1000);
     }
 
     /** A live replica's record (the leader's, to forward to). */
@@ -196,7 +212,7 @@ export class Cluster {
                 this.validUntil = sent + this.ttlMs - 500;
                 this.setLeading(true);
             } else this.setLeading(false);
-            await this.prune();
+            if (Date.now() - this.prunedAt > 60_000) await this.prune();
         } catch (e) {
             if (this.leading && Date.now() >= this.validUntil) {
                 this.o.log.warn({ error: (e as Error).message }, "cannot renew the leader lock: stepping down");
@@ -212,6 +228,7 @@ export class Cluster {
 
     /** Drops records of replicas not heard of for a minute (killed ones never remove their own). */
     private async prune(): Promise<void> {
+        this.prunedAt = Date.now();
         const all = await this.redis.hgetall(this.key(CLUSTER_KEYS.replicas));
         const old = Object.entries(all)
             .filter(([, v]) => Date.parse((JSON.parse(v) as ReplicaInfo).lastHeartbeat) < Date.now() - 60_000)
@@ -223,6 +240,6 @@ export class Cluster {
         if (on === this.leading) return;
         this.leading = on;
         this.o.log.info({ replica: this.id, token: this.token }, on ? "leading the stack" : "no longer leading");
-        this.o.onLeading(on);
+        this.o.onLeading?.(on);
     }
 }

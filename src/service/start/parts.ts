@@ -89,8 +89,7 @@ export function buildParts(
                   prefix: stackPrefix(opts.stack),
                   self: { url: opts.advertiseUrl ?? at.url, version: at.version },
                   log: log.child({ component: "cluster" }),
-                  ttlMs: opts.leaderTtlMs,
-                  onLeading: () => undefined, // subscribed by the start-up (server.ts)
+                  ttlMs: opts.leaderTtlMs, // what leading means is subscribed by the start-up (start/leading.ts)
               })
             : undefined;
     if (cluster) redisStore?.setPublisher(false);
