@@ -4,6 +4,8 @@ import { BaseOwner, isOurUpload, uploadMarkerName, uploadMarkers } from "./base-
 import { volumeXml } from "./xml";
 import { downloadTo } from "./fetch";
 import { TransferLimits, transferLimits } from "./transfer";
+import type { LibvirtError } from "./libvirt-errors";
+import { withRetry, type RetrySchedule } from "../shared/retry";
 import {
     createVolume,
     deleteVolume,
@@ -96,6 +98,14 @@ export async function clearOurUnfinishedUpload(
     return done;
 }
 
+/** One more whole upload after a lost connection; each try is bounded by its own transfer deadline. */
+const UPLOAD_RETRY: RetrySchedule = {
+    tries: 2,
+    firstDelayMs: 2000,
+    maxDelayMs: 2000,
+    maxTotalMs: Number.MAX_SAFE_INTEGER,
+};
+
 export const baseImageProvider: pulumi.dynamic.ResourceProvider<BaseImageInputs, BaseImageOutputs> = {
     async create(inputs) {
         const path = require("node:path") as typeof import("node:path");
@@ -155,28 +165,35 @@ export const baseImageProvider: pulumi.dynamic.ResourceProvider<BaseImageInputs,
                     // 3. create + upload, 4. verify what the host stored before anything may use it. libvirt
                     // cannot rename volumes, so a failed upload or verification deletes the volume again; a
                     // volume someone else created meanwhile makes vol-create fail and is left alone.
-                    return await withNewVolume(
-                        virsh,
-                        inputs.storagePool,
-                        inputs.volume,
-                        uploadTargetXml(inputs.volume, got.file),
-                        async (p) => {
-                            await uploadInto(virsh, inputs.storagePool, inputs.volume, got.file, deadline);
-                            const stored = await remoteDigest(virsh, inputs.storagePool, inputs.volume, {
-                                ...deadline,
-                                bytes: got.bytes,
-                            });
-                            if (stored.sha256 !== inputs.sha256)
-                                throw new Error(
-                                    `${where}: the uploaded volume ${inputs.volume} has sha256 ${stored.sha256}, expected ${inputs.sha256} (upload corrupted?)`,
-                                );
-                            const capacityBytes = await volumeCapacity(virsh, inputs.storagePool, inputs.volume);
-                            return {
-                                id: volumeId(inputs.conn.host, inputs.storagePool, inputs.volume),
-                                outs: { ...inputs, path: p, capacityBytes, adopted: false },
-                            };
-                        },
-                    );
+                    // A connection lost mid-upload (libvirt's keepalive on a slow or busy link) is worth one
+                    // more whole try: withNewVolume has deleted the partial volume by then.
+                    const upload = () =>
+                        withNewVolume(
+                            virsh,
+                            inputs.storagePool,
+                            inputs.volume,
+                            uploadTargetXml(inputs.volume, got.file),
+                            async (p) => {
+                                await uploadInto(virsh, inputs.storagePool, inputs.volume, got.file, deadline);
+                                const stored = await remoteDigest(virsh, inputs.storagePool, inputs.volume, {
+                                    ...deadline,
+                                    bytes: got.bytes,
+                                });
+                                if (stored.sha256 !== inputs.sha256)
+                                    throw new Error(
+                                        `${where}: the uploaded volume ${inputs.volume} has sha256 ${stored.sha256}, expected ${inputs.sha256} (upload corrupted?)`,
+                                    );
+                                const capacityBytes = await volumeCapacity(virsh, inputs.storagePool, inputs.volume);
+                                return {
+                                    id: volumeId(inputs.conn.host, inputs.storagePool, inputs.volume),
+                                    outs: { ...inputs, path: p, capacityBytes, adopted: false },
+                                };
+                            },
+                        );
+                    return await withRetry(upload, {
+                        schedule: UPLOAD_RETRY,
+                        retryable: (e) => (e as Partial<LibvirtError>)?.errorClass === "transient",
+                    });
                 } finally {
                     // Verified or removed: either way the upload is over. (If this fails, the next create clears it.)
                     if (marker) await deleteVolume(virsh, inputs.storagePool, marker).catch(() => undefined);

@@ -22,8 +22,12 @@ export interface LibvirtError extends Error {
     mayHaveRun?: boolean;
 }
 
-/** virsh commands that change nothing: safe to run again after a connection dropped mid-command. */
-const READ_ONLY_VIRSH = new Set([
+/**
+ * virsh commands that change nothing: safe to run again after a connection dropped mid-command. An
+ * array, not a Set: Pulumi's closure serializer copies a Set's fields into a plain object, and `.has`
+ * on it throws inside the dynamic provider (test/unit/serialized-errors.test.ts).
+ */
+const READ_ONLY_VIRSH: readonly string[] = [
     "domstate",
     "dominfo",
     "domblklist",
@@ -44,7 +48,7 @@ const READ_ONLY_VIRSH = new Set([
     "vol-path",
     "vol-pool",
     "vol-dumpxml",
-]);
+];
 
 /**
  * True when a failed virsh call may be tried again: transient, and either it never reached libvirtd or
@@ -55,7 +59,7 @@ export function virshRetryable(args: string[], e: unknown): boolean {
     if (le?.errorClass !== "transient") return false;
     if (le.mayHaveRun === false) return true;
     const commands = args.length === 1 ? args[0].split(";").map((c) => c.trim()) : [args.join(" ")];
-    return commands.every((c) => READ_ONLY_VIRSH.has(c.split(/\s+/)[0]) && !/(^|\s)--(set|remove)\b/.test(c));
+    return commands.every((c) => READ_ONLY_VIRSH.includes(c.split(/\s+/)[0]) && !/(^|\s)--(set|remove)\b/.test(c));
 }
 
 /** Classifies virsh's stderr into a stage and a hint the operator can act on. */
@@ -110,7 +114,7 @@ export function classifyVirshFailure(stderr: string): {
             hint: "the host's SSH port does not answer; check `hosts[].address` and `port`, and that sshd runs",
         };
     if (
-        /Failed to connect socket to '.*libvirt|cannot connect to daemon|End of file while reading data|Cannot recv data|Broken pipe/i.test(
+        /Failed to connect socket to '.*libvirt|cannot connect to daemon|End of file while reading data|Cannot recv data|Broken pipe|keepalive timeout/i.test(
             s,
         )
     )

@@ -49,8 +49,12 @@ export function mentionsQuota(text: string | undefined): boolean {
     return /QUOTA_EXCEEDED|quotaExceeded|exceeded quota/i.test(text ?? "");
 }
 
-/** Google's reasons for "too many requests right now" (sent as 403 by older APIs): transient, not quota. */
-const RATE_LIMIT_REASONS = new Set(["rateLimitExceeded", "userRateLimitExceeded", "RATE_LIMIT_EXCEEDED"]);
+/**
+ * Google's reasons for "too many requests right now" (sent as 403 by older APIs): transient, not quota.
+ * An array, not a Set: this travels with serialized dynamic providers, and the closure serializer does
+ * not carry a Set.
+ */
+const RATE_LIMIT_REASONS: readonly string[] = ["rateLimitExceeded", "userRateLimitExceeded", "RATE_LIMIT_EXCEEDED"];
 
 /**
  * The class of a failed HTTP call. `status` 0 means no answer (refused, reset, timed out): transient.
@@ -60,6 +64,6 @@ const RATE_LIMIT_REASONS = new Set(["rateLimitExceeded", "userRateLimitExceeded"
 export function classifyHttp(status: number, reason?: string, text?: string): ErrorClass {
     if (mentionsQuota(reason) || mentionsQuota(text)) return "quota";
     if (status === 0 || status === 408 || status === 429 || status >= 500) return "transient";
-    if (reason && RATE_LIMIT_REASONS.has(reason)) return "transient";
+    if (reason && RATE_LIMIT_REASONS.includes(reason)) return "transient";
     return "permanent";
 }
