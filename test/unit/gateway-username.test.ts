@@ -29,6 +29,15 @@ test("a pool, a session, a target, in either order", () => {
     assert.deepEqual(ok("web_target_127.0.0.2"), { pool: "web", target: "127.0.0.2" });
 });
 
+test("a zone, alone or with the other options; a bad or repeated one is refused", () => {
+    assert.deepEqual(ok("web_zone_europe-west1-b"), { pool: "web", zone: "europe-west1-b" });
+    assert.deepEqual(ok("_zone_rack-2_session_s1"), { zone: "rack-2", session: "s1" });
+    assert.deepEqual(ok("web_target_a.example_zone_Rack.2:x"), { pool: "web", target: "a.example", zone: "Rack.2:x" });
+    bad("web_zone_rack/1", /zone that is not/);
+    bad(`web_zone_${"z".repeat(64)}`, /zone that is not/);
+    bad("web_zone_a_zone_b", /gives `zone` twice/);
+});
+
 test("an empty pool part means any pool", () => {
     assert.deepEqual(ok(""), {});
     assert.deepEqual(ok("_session_k"), { session: "k" });
@@ -71,7 +80,7 @@ test("bad pools, keys, options and repeats are refused with the reason", () => {
     bad(`web_session_${"k".repeat(129)}`, /session key that is not/);
     bad("web_session_a_session_b", /gives `session` twice/);
     bad("web_target_a.org_target_b.org", /gives `target` twice/);
-    bad("web_country_us", /unknown option "country" \(known: session, target\)/);
+    bad("web_country_us", /unknown option "country" \(known: session, target, zone\)/);
     bad("web_Session_a", /unknown option "Session"/);
 });
 

@@ -410,7 +410,7 @@ export interface components {
                  * @description Machine-readable; docs/api.md lists when each is used
                  * @enum {string}
                  */
-                code: "invalid_request" | "malformed_json" | "malformed_request" | "invalid_method" | "bad_request" | "token_in_url" | "not_scalable" | "bad_username" | "unauthenticated" | "forbidden" | "forbidden_target" | "not_found" | "unknown_pool" | "unknown_lease" | "unknown_operation" | "not_served" | "gateway_off" | "request_timeout" | "lease_expired" | "proxy_removed" | "body_too_large" | "chunk_extensions_too_large" | "unsupported_encoding" | "expectation_failed" | "over_limit" | "headers_too_large" | "internal" | "none_available" | "not_ready" | "store_unavailable" | "dashboard_not_built";
+                code: "invalid_request" | "malformed_json" | "malformed_request" | "invalid_method" | "bad_request" | "token_in_url" | "not_scalable" | "bad_username" | "unauthenticated" | "forbidden" | "forbidden_target" | "not_found" | "unknown_pool" | "unknown_zone" | "unknown_lease" | "unknown_operation" | "not_served" | "gateway_off" | "request_timeout" | "lease_expired" | "proxy_removed" | "body_too_large" | "chunk_extensions_too_large" | "unsupported_encoding" | "expectation_failed" | "over_limit" | "headers_too_large" | "internal" | "none_available" | "not_ready" | "store_unavailable" | "dashboard_not_built";
                 details?: unknown;
                 message: string;
             };
@@ -1168,6 +1168,8 @@ export interface operations {
                     target?: string;
                     /** @description Lease lifetime; default 300 */
                     ttlSeconds?: number;
+                    /** @description Only a proxy in this zone (the `zone` of GET /v1/proxies). A zone no member of the pool has is a 400 naming the zones there are; a known zone with nothing free is a 503 */
+                    zone?: string;
                 };
             };
         };
@@ -1871,6 +1873,8 @@ export interface operations {
                 /** @description Only this pool */
                 pool?: string;
                 state?: "healthy" | "unhealthy" | "unknown";
+                /** @description Only this zone */
+                zone?: string;
             };
             header?: never;
             path?: never;

@@ -25,6 +25,7 @@ export function acquireLease(deps: Pick<AppDeps, "fleet" | "metrics">, body: unk
             // A pool name nobody configured is the caller's mistake (404), not a series: it would let any
             // caller mint label values.
             if (result.reason === "unknown-pool") throw new HttpError("unknown_pool", result.message);
+            if (result.reason === "unknown-zone") throw new HttpError("unknown_zone", result.message);
             deps.metrics.lease(req.pool ?? "*", "unavailable");
             throw new HttpError("none_available", result.message, undefined, {
                 "Retry-After": String(result.retryAfterSeconds),

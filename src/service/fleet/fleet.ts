@@ -44,7 +44,7 @@ export class Fleet {
         this.health.setMembers(addressed);
         for (const id of this.opErrors.keys()) if (!this.members.has(id)) this.opErrors.delete(id);
         this.leases.setMembers(
-            addressed.map((m) => ({ id: m.id, pool: m.pool, eligible: this.leasable(m.id) })),
+            addressed.map((m) => ({ id: m.id, pool: m.pool, zone: m.zone, eligible: this.leasable(m.id) })),
             Object.fromEntries(
                 pools.map((p) => [
                     p.name,
@@ -123,12 +123,13 @@ export class Fleet {
      * puts a member's credentials into its `url`; otherwise `url` is bare and `auth: true` says they are needed.
      */
     proxies(
-        filter: { pool?: string; state?: HealthState; lifecycle?: Lifecycle } = {},
+        filter: { pool?: string; zone?: string; state?: HealthState; lifecycle?: Lifecycle } = {},
         opts: { withCredentials?: boolean } = {},
     ): ProxyView[] {
         const out: ProxyView[] = [];
         for (const m of this.members.values()) {
             if (filter.pool && m.pool !== filter.pool) continue;
+            if (filter.zone && m.zone !== filter.zone) continue;
             const h = this.health.get(m.id);
             const drain = this.draining.get(m.id);
             const life = lifecycleOf({
@@ -189,13 +190,35 @@ export class Fleet {
                 message: `no pool named "${req.pool}" (known: ${[...this.pools].join(", ") || "none"})`,
                 retryAfterSeconds: 0,
             };
+        if (req.zone !== undefined) {
+            const unknown = this.unknownZone(req.zone, req.pool);
+            if (unknown) return unknown;
+        }
         const known = req.session !== undefined && this.leases.sessionMember(req.session, req.pool) !== undefined;
         return settle(this.leases.acquire(req), (r) => this.granted(req, known, r));
     }
 
+    /**
+     * The refusal of a zone no member in scope has (a typo, or a zone of another pool), naming the zones
+     * there are. A scope without members has no zones to check against: its acquire answers `no-members`
+     * (503), so a pool scaled to zero is asked for, not refused.
+     */
+    private unknownZone(zone: string, pool: string | undefined): FleetAcquire | undefined {
+        const zones = new Set<string>();
+        for (const m of this.members.values()) if (pool === undefined || m.pool === pool) zones.add(m.zone);
+        if (zones.size === 0 || zones.has(zone)) return undefined;
+        const where = pool ? `pool "${pool}"` : "any pool";
+        return {
+            ok: false,
+            reason: "unknown-zone",
+            message: `no member of ${where} is in zone "${zone}" (zones: ${[...zones].sort().join(", ")})`,
+            retryAfterSeconds: 0,
+        };
+    }
+
     private granted(req: AcquireRequest, known: boolean, r: AcquireResult): FleetAcquire {
         if (!r.ok) {
-            const where = req.pool ? `pool "${req.pool}"` : "any pool";
+            const where = (req.pool ? `pool "${req.pool}"` : "any pool") + (req.zone ? ` (zone "${req.zone}")` : "");
             const message =
                 r.reason === "no-members"
                     ? `${where} has no members; scale it up`

@@ -69,7 +69,7 @@ export type FleetAcquire =
     | { ok: true; lease: LeaseView; session?: "kept" | "rebound" | "new" }
     | {
           ok: false;
-          reason: "unknown-pool" | "no-members" | "none-available";
+          reason: "unknown-pool" | "unknown-zone" | "no-members" | "none-available";
           message: string;
           retryAfterSeconds: number;
       };

@@ -76,7 +76,7 @@ export class Admission {
             return no("forbidden", `token "${token.name}" lacks the \`lease\` scope the gateway needs`, challenge);
         const parsed = parseUsername(r.username);
         if (!parsed.ok) return no("bad_username", parsed.message);
-        const { pool, session } = parsed.user;
+        const { pool, session, zone } = parsed.user;
         if (pool !== undefined && !this.fleet.hasPool(pool)) return no("unknown_pool", `no pool named "${pool}"`);
         const limit = token.gatewayConcurrency;
         const now = this.inFlight.get(token.name) ?? 0;
@@ -99,6 +99,7 @@ export class Admission {
             if (!got.ok) {
                 leave();
                 if (got.reason === "unknown-pool") return no("unknown_pool", got.message);
+                if (got.reason === "unknown-zone") return no("unknown_zone", got.message);
                 return no("none_available", got.message, { "Retry-After": String(got.retryAfterSeconds) });
             }
             return {
@@ -106,7 +107,7 @@ export class Admission {
                 admitted: { client: token.name, lease: got.lease, pool: got.lease.proxy.pool, session, target, leave },
             };
         };
-        const got = this.fleet.acquire({ pool, target, session, ttlSeconds: this.ttlSeconds });
+        const got = this.fleet.acquire({ pool, target, session, zone, ttlSeconds: this.ttlSeconds });
         if (!(got instanceof Promise)) return done(got);
         return got.then(done, (e) => {
             leave();

@@ -6,10 +6,11 @@ import { sessionKeySchema, SESSION_KEY_RULE } from "../leases/session-key";
  * user part of its proxy URL (`http://<username>:<token>@127.0.0.1:8888`).
  *
  *   username := [ pool ] ( "_" option )*
- *   option   := "session_" key | "target_" host      (each at most once, in any order)
+ *   option   := "session_" key | "target_" host | "zone_" zone   (each at most once, in any order)
  *   pool     := a DNS-1123 label (what pool names are, src/model/fields.ts); empty = any pool
  *   key      := 1–64 of [A-Za-z0-9-]
  *   host     := 1–253 of [a-z0-9.-] (lower-cased), no empty or edge-dashed label
+ *   zone     := 1–63 of [A-Za-z0-9.:-], as the member's `zone` (a zone with `_` in it cannot be named here)
  *
  * `_` is the separator because no pool name, session key or host name may contain it: a pool called
  * `a-session-b` reads `a-session-b_session_k1` unambiguously, where a `-session-` grammar could not.
@@ -19,6 +20,7 @@ export interface GatewayUser {
     pool?: string;
     session?: string;
     target?: string;
+    zone?: string;
 }
 
 export type ParsedUser = { ok: true; user: GatewayUser } | { ok: false; message: string };
@@ -26,10 +28,11 @@ export type ParsedUser = { ok: true; user: GatewayUser } | { ok: false; message:
 /** Longest username read; longer ones are refused before any splitting. */
 export const MAX_USERNAME = 400;
 const HOST_LABEL = /^[a-z0-9]([a-z0-9-]*[a-z0-9])?$/;
+const ZONE = /^[A-Za-z0-9.:-]{1,63}$/;
 
 /** The username grammar in one line, for error messages. */
 export const GRAMMAR =
-    "<pool>[_session_<key>][_target_<host>] (pool may be empty for any pool; `_` separates, no part may contain it)";
+    "<pool>[_session_<key>][_target_<host>][_zone_<zone>] (empty pool: any pool; `_` separates, no part may hold it)";
 
 /** True for a host name or IPv4 address the lease target accepts (lower-case, dot-separated labels). */
 export function isTargetHost(host: string): boolean {
@@ -64,8 +67,12 @@ export function parseUsername(raw: string): ParsedUser {
             const host = value.toLowerCase();
             if (!isTargetHost(host)) return bad("has a target that is not a host name");
             user.target = host;
+        } else if (name === "zone") {
+            if (user.zone !== undefined) return bad("gives `zone` twice");
+            if (!ZONE.test(value)) return bad("has a zone that is not 1–63 of letters, digits, '.', ':' and '-'");
+            user.zone = value;
         } else {
-            return bad(`has an unknown option ${quote(name)} (known: session, target)`);
+            return bad(`has an unknown option ${quote(name)} (known: session, target, zone)`);
         }
     }
     return { ok: true, user };

@@ -22,13 +22,17 @@ export const ERRORS = {
     not_scalable: { status: 400, when: "the pool's kind cannot be scaled (a static list)" },
     bad_username: {
         status: 400,
-        when: "(gateway) the proxy username does not follow `<pool>[_session_<key>][_target_<host>]`",
+        when: "(gateway) the proxy username does not follow `<pool>[_session_<key>][_target_<host>][_zone_<zone>]`",
     },
     unauthenticated: { status: 401, gateway: 407, when: "no token, or one that matches none" },
     forbidden: { status: 403, gateway: 407, when: "the token lacks the scope the route needs" },
     forbidden_target: { status: 403, when: "(gateway) the target is the lease store or the service itself" },
     not_found: { status: 404, when: "no such route or asset" },
     unknown_pool: { status: 404, when: "no pool by that name" },
+    unknown_zone: {
+        status: 400,
+        when: "a lease or gateway request for a zone no member of its pool has; the message names the zones",
+    },
     unknown_lease: { status: 404, when: "no lease by that id" },
     unknown_operation: { status: 404, when: "no operation by that id" },
     not_served: {

@@ -86,11 +86,18 @@ export class LeaseManager {
                 rec = undefined;
             }
             if (!rec) {
-                rec = newMember(m.id, this.pool(m.pool), this.seq++, this.hints.get(m.id) ?? this.o.initiallyEligible);
+                rec = newMember(
+                    m.id,
+                    this.pool(m.pool),
+                    this.seq++,
+                    this.hints.get(m.id) ?? this.o.initiallyEligible,
+                    m.zone ?? "",
+                );
                 this.members.set(m.id, rec);
                 rec.pool.members++;
                 place(rec, now);
             }
+            rec.zone = m.zone ?? "";
             if (m.eligible !== undefined) this.setEligible(m.id, m.eligible);
         }
         this.hints.clear();
@@ -127,8 +134,8 @@ export class LeaseManager {
                 return { ok: true, lease: this.grant(m, req, now, key, session), rebound: false };
         }
         const scope = this.scope(req.pool);
-        const { best, total, skippedUntil } = pickLeastRecentlyUsed(scope, req.target, this.targets, now);
-        if (!best) return unavailable(scope, total, req.target, skippedUntil, now, this.o, this.targets);
+        const { best, total, skippedUntil } = pickLeastRecentlyUsed(scope, req.target, this.targets, now, req.zone);
+        if (!best) return unavailable(scope, total, req, skippedUntil, now, this.o, this.targets);
         const lease = this.grant(best, req, now, key, session);
         return key === undefined ? { ok: true, lease } : { ok: true, lease, rebound: session !== undefined };
     }

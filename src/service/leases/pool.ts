@@ -11,6 +11,8 @@ export interface MemberRec extends ListNode, HeapItem {
     id: string;
     pool: PoolRec;
     eligible: boolean;
+    /** For zone-scoped acquires ("" when the member has none). */
+    zone: string;
     lease: LeaseRec | undefined;
     errors: number;
 }
@@ -56,12 +58,13 @@ export function newPool(name: string, sessionTtlMs: number): PoolRec {
 }
 
 /** A member new to the manager: never leased, so first in LRU order among its equals. */
-export function newMember(id: string, pool: PoolRec, seq: number, eligible: boolean): MemberRec {
+export function newMember(id: string, pool: PoolRec, seq: number, eligible: boolean, zone = ""): MemberRec {
     return {
         id,
         pool,
         seq,
         eligible,
+        zone,
         lease: undefined,
         errors: 0,
         lastUsedAt: NEVER,

@@ -29,6 +29,12 @@ export interface AcquireRequest {
      * `target`; otherwise the session moves to the member an ordinary acquire would pick.
      */
     session?: string;
+    /**
+     * Only members in this zone (the member's `zone`, e.g. a GCE zone or a KVM host's). Checked against
+     * the pools' zones by the fleet first (an unknown zone is the caller's mistake); here a member of
+     * another zone is simply passed over, and a session bound to one moves.
+     */
+    zone?: string;
 }
 
 export type AcquireResult =
@@ -150,6 +156,8 @@ export interface LeaseMemberInput {
     pool: string;
     /** Health verdict known at the time, e.g. `monitor.get(id)?.state === "healthy"`. */
     eligible?: boolean;
+    /** The member's zone, for `AcquireRequest.zone`; "" or absent when its kind has none. */
+    zone?: string;
 }
 
 /** Per-pool lease settings of `setMembers` (PoolConfig fits). */

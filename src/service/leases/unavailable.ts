@@ -1,6 +1,6 @@
 import type { PoolRec } from "./pool";
 import type { TargetCooldowns } from "./target-cooldowns";
-import type { AcquireResult } from "./types";
+import type { AcquireRequest, AcquireResult } from "./types";
 
 export interface RetrySettings {
     busyRetryAfterSeconds: number;
@@ -14,7 +14,7 @@ export interface RetrySettings {
 export function unavailable(
     scope: readonly PoolRec[],
     total: number,
-    target: string | undefined,
+    req: Pick<AcquireRequest, "target" | "zone">,
     skippedUntil: number,
     now: number,
     s: RetrySettings,
@@ -22,16 +22,23 @@ export function unavailable(
 ): Extract<AcquireResult, { ok: false }> {
     if (total === 0)
         return { ok: false, reason: "no-members", retryAfterSeconds: Math.max(1, s.idleRetryAfterSeconds) };
+    const { target, zone } = req;
     let earliest = skippedUntil;
     for (const p of scope) {
         // A leased member may come back any moment; it then serves its pool cooldown first.
         if (p.leased > 0) earliest = Math.min(earliest, now + Math.max(s.busyRetryAfterSeconds * 1000, p.cooldownMs));
-        if (target === undefined) {
+        if (target === undefined && zone === undefined) {
             const top = p.cooling.peek();
             if (top) earliest = Math.min(earliest, top.lastUsedAt + p.cooldownMs);
         } else {
-            for (const m of p.cooling.values())
-                earliest = Math.min(earliest, Math.max(m.lastUsedAt + p.cooldownMs, targets.until(target, m.id)));
+            for (const m of p.cooling.values()) {
+                if (zone !== undefined && m.zone !== zone) continue;
+                const rested = m.lastUsedAt + p.cooldownMs;
+                earliest = Math.min(
+                    earliest,
+                    target === undefined ? rested : Math.max(rested, targets.until(target, m.id)),
+                );
+            }
         }
     }
     const seconds = earliest === Infinity ? s.idleRetryAfterSeconds : Math.ceil((earliest - now) / 1000);

@@ -10,6 +10,7 @@ export const GATEWAY_REFUSALS = [
     "forbidden",
     "bad_username",
     "unknown_pool",
+    "unknown_zone",
     "over_limit",
     "bad_request",
     "forbidden_target",

@@ -128,7 +128,7 @@ export class RedisLeaseStore implements LeaseStore {
                 [Math.max(0, c.cooldownSeconds) * 1000, Math.max(0, c.sessionTtlSeconds ?? sessionTtl) * 1000],
             ]),
         );
-        this.members = members.map((m) => ({ id: m.id, pool: m.pool }));
+        this.members = members.map((m) => ({ id: m.id, pool: m.pool, zone: m.zone ?? "" }));
         for (const m of members) if (m.eligible !== undefined) this.eligible.set(m.id, m.eligible);
         const ids = new Set(members.map((m) => m.id));
         for (const id of this.eligible.keys()) if (!ids.has(id)) this.eligible.delete(id);
@@ -151,6 +151,7 @@ export class RedisLeaseStore implements LeaseStore {
                 req.session ?? "",
                 req.ttlSeconds ?? 0,
                 randomUUID(),
+                req.zone ?? "",
             ),
         )) as Reply;
         if (r[0] === 0)
@@ -288,7 +289,7 @@ export class RedisLeaseStore implements LeaseStore {
         this.dirty = false;
         const view = JSON.stringify({
             pools: this.pools,
-            members: (this.members ?? []).map((m) => [m.id, m.pool, this.eligible.get(m.id) ? 1 : 0]),
+            members: (this.members ?? []).map((m) => [m.id, m.pool, this.eligible.get(m.id) ? 1 : 0, m.zone ?? ""]),
         });
         this.publishing = this.run(() => this.redis.egressPublish(this.o.prefix, view))
             .then(

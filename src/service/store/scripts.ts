@@ -113,11 +113,12 @@ end
 expire()
 `;
 
-/** ARGV: pool, target, session ('' = none), ttlSeconds, lease id. */
+/** ARGV: pool, target, session ('' = none), ttlSeconds, lease id, zone ('' = any). */
 export const ACQUIRE =
     PRELUDE +
     `
-local pool, target, session, ttl, id = ARGV[A], ARGV[A + 1], ARGV[A + 2], tonumber(ARGV[A + 3]), ARGV[A + 4]
+local pool, target, session, ttl, id, zone = ARGV[A], ARGV[A + 1], ARGV[A + 2], tonumber(ARGV[A + 3]), ARGV[A + 4], ARGV[A + 5]
+local function inzone(m) return zone == '' or (redis.call('HGET', P .. 'zone', m) or '') == zone end
 if ttl == nil or ttl <= 0 then ttl = S.dttl end
 ttl = math.min(S.mttl, math.max(1, math.floor(ttl)))
 local skey = session ~= '' and (pool .. '\\n' .. session) or ''
@@ -150,7 +151,7 @@ if smember then
     local u, b = tcget(target, smember)
     blocked = b > 0 and u > now
   end
-  if eligible(spool, smember) and redis.call('HEXISTS', P .. 'leased', smember) == 0 and (pool == '' or pool == spool) and not blocked then
+  if eligible(spool, smember) and redis.call('HEXISTS', P .. 'leased', smember) == 0 and (pool == '' or pool == spool) and inzone(smember) and not blocked then
     return grant(smember, spool, 'kept')
   end
 end
@@ -172,7 +173,7 @@ for _, p in ipairs(scope) do
       if #batch == 0 then break end
       for i = 1, #batch, 2 do
         local m, score = batch[i], tonumber(batch[i + 1])
-        if eligible(p, m) then
+        if eligible(p, m) and inzone(m) then
           local u = target ~= '' and tcget(target, m) or 0
           if u > now then skipped = math.min(skipped, u)
           else
@@ -199,7 +200,7 @@ for _, p in ipairs(scope) do
     local cooling = redis.call('ZRANGEBYSCORE', P .. 'ready:' .. p, '(' .. (now - c.cd), '+inf', 'WITHSCORES')
     for i = 1, #cooling, 2 do
       local m, score = cooling[i], tonumber(cooling[i + 1])
-      if eligible(p, m) then
+      if eligible(p, m) and inzone(m) then
         local at = score + c.cd
         if target ~= '' then at = math.max(at, tcget(target, m)) end
         earliest = math.min(earliest, at)
@@ -251,7 +252,7 @@ return tcrecord(target, m, 'blocked', now)
 
 /**
  * ARGV: this replica's view as JSON {pools: {name: [cooldownMs, sessionTtlMs]},
- * members: [[id, pool, eligible 0|1]]}. Replaces the published members: a member that left loses its
+ * members: [[id, pool, eligible 0|1, zone]]}. Replaces the published members: a member that left loses its
  * lease (a late release gets 410 proxy_removed); survivors keep their leases and history.
  */
 export const PUBLISH =
@@ -262,6 +263,8 @@ local want = {}
 for _, e in ipairs(view.members) do
   want[e[2]] = want[e[2]] or {}
   want[e[2]][e[1]] = e[3]
+  -- Zones beside the members (one hash): read only by zone-scoped acquires.
+  if e[4] and e[4] ~= '' then redis.call('HSET', P .. 'zone', e[1], e[4]) else redis.call('HDEL', P .. 'zone', e[1]) end
 end
 local old = redis.call('HKEYS', P .. 'pools')
 for _, p in ipairs(old) do
@@ -272,7 +275,10 @@ for _, p in ipairs(old) do
       local id = redis.call('HGET', P .. 'leased', m)
       redis.call('HDEL', P .. 'mem:' .. p, m)
       redis.call('ZREM', P .. 'ready:' .. p, m)
-      if redis.call('HGET', P .. 'where', m) == p then redis.call('HDEL', P .. 'where', m) end
+      if redis.call('HGET', P .. 'where', m) == p then
+        redis.call('HDEL', P .. 'where', m)
+        redis.call('HDEL', P .. 'zone', m)
+      end
       if id then endlease(id, 'member-removed', 'ok', nil) end
     end
   end

@@ -14,6 +14,14 @@ export const leaseBody = z.strictObject({
         .max(3600)
         .optional()
         .describe("Lease lifetime; default 300"),
+    zone: z
+        .string()
+        .min(1)
+        .max(63)
+        .optional()
+        .describe(
+            "Only a proxy in this zone (the `zone` of GET /v1/proxies). A zone no member of the pool has is a 400 naming the zones there are; a known zone with nothing free is a 503",
+        ),
     session: sessionKeySchema
         .optional()
         .describe(
@@ -53,6 +61,7 @@ export const proxiesQuery = z.strictObject({
     pool: z.string().min(1).optional().describe("Only this pool"),
     state: z.enum(["healthy", "unhealthy", "unknown"]).optional(),
     lifecycle: z.enum(["provisioning", "ready", "draining", "failed"]).optional(),
+    zone: z.string().min(1).optional().describe("Only this zone"),
 });
 
 export const proxySchema = z
