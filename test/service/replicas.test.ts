@@ -214,6 +214,11 @@ test("kill -9 of the leader mid-scale: another leads within 10 s, leasing goes o
         statuses.every((s) => s === 201 || s === 503),
         `only 201 or 503: ${[...new Set(statuses)]}`,
     );
+    // The killed leader's scale is in the new leader's journal, interrupted (read through either survivor).
+    for (const s of survivors) {
+        const old = (await s.call("GET", `/v1/operations/${r.body.operation.id}`)).body.operation;
+        assert.equal(old?.status, "interrupted", JSON.stringify(old));
+    }
     const scaled = await next.call("PUT", "/v1/pools/web/replicas", { replicas: 5 });
     assert.equal(scaled.status, 202, "the new leader takes scale requests");
     assert.equal((await settledOp(next, scaled.body.operation.id)).status, "succeeded");

@@ -112,7 +112,12 @@ export class OperationLog {
         this.writeJournal();
     }
 
-    /** Operations a previous process left `running` or `queued`: mark them interrupted and return them. */
+    /**
+     * Takes the journal over (at start, or when this replica becomes the stack's leader): operations the
+     * previous process or leader left `running` or `queued` are marked interrupted and returned. The file
+     * is the truth for every operation but the ones still running here (a replica that leads again while
+     * its own last operation finishes).
+     */
     recoverInterrupted(): Operation[] {
         if (!this.journal || !fs.existsSync(this.journal)) return [];
         let previous: Operation[] = [];
@@ -123,6 +128,8 @@ export class OperationLog {
         }
         const interrupted: Operation[] = [];
         for (const op of previous) {
+            const here = this.ops.get(op.id);
+            if (here && (here.status === "running" || here.status === "queued")) continue;
             if (op.status === "running" || op.status === "queued") {
                 op.status = "interrupted";
                 op.finishedAt = new Date().toISOString();

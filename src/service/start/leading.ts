@@ -7,7 +7,8 @@ import { recoverStack } from "./recover";
 
 /**
  * What leading the stack means for this replica, taken up and put down as leadership moves (one
- * process alone leads from its start): recover the stack as after a restart (leftovers, locks, pending
+ * process alone leads from its start): take over the operation journal (what was running is marked
+ * interrupted), recover the stack as after a restart (leftovers, locks, pending
  * creates, under the writer lock), open the CLI's unix socket, publish the members to the lease store,
  * accept scale and heal requests, and converge the stack to its file. Transitions run one at a time,
  * in order, so a quick lose-and-win never interleaves a recovery with a step-down.
@@ -37,6 +38,14 @@ export class StackLead {
     /** Takes the stack now (the single process at start): a failure fails the start. */
     async lead(): Promise<void> {
         const { p, o } = this;
+        // The journal as the previous leader (or the previous process) left it: its running operation was
+        // cut off. Read now, not at start: a follower's copy from its start is stale, and marking it then
+        // would call a live leader's operation interrupted.
+        for (const op of p.ops.recoverInterrupted())
+            o.log.warn(
+                { operation: op.id, kind: op.kind, desired: op.desired },
+                "operation was interrupted by a previous stop",
+            );
         await recoverStack(p, o.opts, { log: o.log, runDir: o.runDir, checkUrl: o.checkUrl });
         this.local = await announceService({
             runDir: o.runDir,

@@ -57,11 +57,6 @@ export async function startService(opts: ServeOptions): Promise<RunningService> 
     const parts = buildParts(opts, log, home, { checkUrl, url, version });
     subscribeParts(parts, log);
     const { scaler, fleet, reconciler, redisStore, providerHealth, health, timeline, leases, cluster } = parts;
-    for (const op of parts.ops.recoverInterrupted())
-        log.warn(
-            { operation: op.id, kind: op.kind, desired: op.desired },
-            "operation was interrupted by a previous stop",
-        );
     if (!providerHealth.enabled)
         log.warn(
             "provider health checks are off (--provider-check-interval 0): no provider is reported down, and self-healing is not held back by one",
