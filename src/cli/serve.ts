@@ -69,9 +69,14 @@ export function registerServe(program: Command): void {
             [],
         )
         .option(
+            "--gateway-wait <seconds>",
+            "how long a gateway request waits, first come first served, for a member when every one it could use is busy; then 503 with Retry-After (0 = at once, up to 60)",
+            process.env.EGRESS_GATEWAY_WAIT ?? "5",
+        )
+        .option(
             "--target-cooldown <seconds>",
             "how long a proxy rests for a target after a lease or gateway request against it (0 to 3600)",
-            process.env.EGRESS_TARGET_COOLDOWN ?? "30",
+            process.env.EGRESS_TARGET_COOLDOWN ?? "0",
         )
         // No default shown from EGRESS_STORE: --help would print the URL, password and all.
         .option(
@@ -117,12 +122,14 @@ async function run(o: Record<string, any>, opts: GlobalOptions, log: Logger): Pr
     const gatewayPort = Number(o.gatewayPort);
     if (!Number.isInteger(gatewayPort) || gatewayPort < 0 || gatewayPort > 65535)
         throw new UsageError(`--gateway-port must be a port number, or 0 for no gateway (got "${o.gatewayPort}")`);
+    const gatewayWait = seconds("--gateway-wait", o.gatewayWait, { min: 0, max: 60 });
     const gateway =
         gatewayPort === 0
             ? undefined
             : {
                   port: gatewayPort,
                   host: o.gatewayHost,
+                  waitMs: gatewayWait * 1000,
                   blockRules: { statuses: [403, 429], headers: (o.gatewayBlockHeader as string[]).map(blockHeader) },
               };
     const targetCooldown = seconds("--target-cooldown", o.targetCooldown, { min: 0, max: 3600 });

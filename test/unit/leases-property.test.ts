@@ -74,6 +74,7 @@ function run(seed: number, ops: number) {
         newLeaseId: () => `L${++leaseNo}`,
         initiallyEligible: true,
         sessionTtlSeconds: 8,
+        targetCooldownSeconds: 30, // the model's rest after ok/error (the default is 0)
     });
 
     const all = ["a", "b", "c"].flatMap((p) => Array.from({ length: 12 }, (_, i) => ({ id: `${p}-${i}`, pool: p })));

@@ -19,7 +19,14 @@ function setup(
 ) {
     const clock = { t: T0 };
     let n = 0;
-    const m = new LeaseManager({ now: () => clock.t, newLeaseId: () => `L${++n}`, initiallyEligible: true, ...opts });
+    // A 30 s rest after ok/error (not the default, 0): these tests are about what the rest does.
+    const m = new LeaseManager({
+        now: () => clock.t,
+        newLeaseId: () => `L${++n}`,
+        initiallyEligible: true,
+        targetCooldownSeconds: 30,
+        ...opts,
+    });
     m.setMembers(
         ids.map((id) => ({ id, pool: id.replace(/-\d+$/, "") })),
         pools,

@@ -8,6 +8,22 @@ import { AcquireRequest, Lease, LeaseManager, LeaseManagerOptions } from "../../
 
 const T0 = 1_000_000_000;
 
+test("by default an ok or error release rests nothing for the target; a block still does", () => {
+    const clock = { t: T0 };
+    const m = new LeaseManager({ now: () => clock.t, initiallyEligible: true });
+    m.setMembers([{ id: "web-0", pool: "web" }], { web: { cooldownSeconds: 0 } });
+    for (const outcome of ["ok", "error"] as const) {
+        const l = m.acquire({ target: "shop.example" });
+        assert.ok(l.ok);
+        m.release(l.lease.id, outcome);
+        assert.equal(m.targetCooldownUntil("shop.example", "web-0"), 0, `no rest after ${outcome}`);
+    }
+    const b = m.acquire({ target: "shop.example" });
+    assert.ok(b.ok, "the same member again at once");
+    m.release(b.lease.id, "blocked");
+    assert.equal(m.targetCooldownUntil("shop.example", "web-0"), T0 + 60_000, "60 s after a block");
+});
+
 function setup(
     opts: LeaseManagerOptions = {},
     pools: Record<string, { cooldownSeconds: number }> = { web: { cooldownSeconds: 0 } },
@@ -15,7 +31,14 @@ function setup(
 ) {
     const clock = { t: T0 };
     let n = 0;
-    const m = new LeaseManager({ now: () => clock.t, newLeaseId: () => `L${++n}`, initiallyEligible: true, ...opts });
+    // A 30 s rest after ok/error (not the default, 0): these tests are about what the rest does.
+    const m = new LeaseManager({
+        now: () => clock.t,
+        newLeaseId: () => `L${++n}`,
+        initiallyEligible: true,
+        targetCooldownSeconds: 30,
+        ...opts,
+    });
     m.setMembers(
         ids.map((id) => ({ id, pool: id.replace(/-\d+$/, "") })),
         pools,

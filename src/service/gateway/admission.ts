@@ -3,6 +3,7 @@ import type { Fleet, FleetAcquire, LeaseView } from "../fleet/fleet";
 import { type MaybePromise, StoreUnavailableError } from "../store/types";
 import type { GatewayRefusal } from "../observe/gateway-metrics";
 import { parseUsername } from "./username";
+import { worthWaiting, type WaitingRoom } from "./waiting";
 import { gatewayStatusOf } from "../http/catalogue";
 
 /** A refusal as the gateway answers it: status (the catalogue's gateway status), error code, message and extra headers. */
@@ -36,6 +37,8 @@ export interface AdmissionRequest {
     password: string;
     /** The request's host (CONNECT target or absolute URL), used as the lease target unless `_target_` overrides it. */
     hostname: string;
+    /** Registers what to do when the client goes away while the request waits for a member. */
+    onGone?: (leave: () => void) => () => void;
 }
 
 /**
@@ -53,6 +56,8 @@ export class Admission {
         tokens: StoredToken[],
         private readonly fleet: Fleet,
         private readonly ttlSeconds: number,
+        /** Where requests wait for a busy pool (waiting.ts); without one, nothing free is an instant 503. */
+        private readonly room?: WaitingRoom,
     ) {
         this.find = tokenMatcher(tokens);
     }
@@ -107,7 +112,14 @@ export class Admission {
                 admitted: { client: token.name, lease: got.lease, pool: got.lease.proxy.pool, session, target, leave },
             };
         };
-        const got = this.fleet.acquire({ pool, target, session, zone, ttlSeconds: this.ttlSeconds });
+        const attempt = () => this.fleet.acquire({ pool, target, session, zone, ttlSeconds: this.ttlSeconds });
+        // Nothing free: wait in line for the pool's members (the same pool, zone and target) if waiting is on.
+        const waitOr = (g: FleetAcquire): MaybePromise<FleetAcquire> =>
+            this.room?.enabled && worthWaiting(g)
+                ? this.room.wait(`${pool ?? "*"}|${zone ?? "*"}|${target}`, attempt, g, r.onGone)
+                : g;
+        const first = attempt();
+        const got = first instanceof Promise ? first.then(waitOr) : waitOr(first);
         if (!(got instanceof Promise)) return done(got);
         return got.then(done, (e) => {
             leave();

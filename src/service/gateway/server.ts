@@ -12,6 +12,10 @@ import type { GatewayMetrics } from "../observe/gateway-metrics";
 import { type BlockRules, DEFAULT_BLOCK_RULES, httpOutcome, tunnelOutcome } from "./outcome";
 import { RecentServes, type ServedKey } from "./recent";
 import { type ProtectedEndpoint, ProtectedTargets } from "./protected-targets";
+import { gatewayWaitingRoom, type WaitingRoom } from "./waiting";
+
+/** How long a gateway request waits for a busy pool by default: a few seconds, then 503 + Retry-After. */
+export const DEFAULT_GATEWAY_WAIT_MS = 5000;
 
 export interface GatewayOptions {
     /** @default 127.0.0.1 */
@@ -32,6 +36,13 @@ export interface GatewayOptions {
     leaseTtlSeconds?: number;
     /** Never relayed to (protected-targets.ts): the lease store. The gateway adds its own port itself. */
     protectedTargets?: ProtectedEndpoint[];
+    /**
+     * How long a request waits for a member when every one it could use is busy, first come first
+     * served (waiting.ts); then 503 with Retry-After. 0 = answer 503 at once. @default 5000
+     */
+    waitMs?: number;
+    /** Most requests waiting at once. @default 1000 */
+    maxWaiting?: number;
 }
 
 /**
@@ -42,6 +53,8 @@ export interface GatewayOptions {
 export class Gateway {
     readonly recent = new RecentServes();
     private readonly admission: Admission;
+    private readonly room: WaitingRoom;
+    private readonly stopKicking: () => void;
     private readonly rules: BlockRules;
     private readonly ttlSeconds: number;
     private readonly agent = new http.Agent({ keepAlive: true });
@@ -54,7 +67,9 @@ export class Gateway {
 
     constructor(private readonly o: GatewayOptions) {
         this.ttlSeconds = o.leaseTtlSeconds ?? 3600;
-        this.admission = new Admission(o.tokens, o.fleet, this.ttlSeconds);
+        this.room = gatewayWaitingRoom(o.fleet, o.metrics, o.waitMs ?? DEFAULT_GATEWAY_WAIT_MS, o.maxWaiting);
+        this.stopKicking = o.fleet.onRelease(() => this.room.kick());
+        this.admission = new Admission(o.tokens, o.fleet, this.ttlSeconds, this.room);
         this.rules = o.blockRules ?? DEFAULT_BLOCK_RULES;
         this.guarded = new ProtectedTargets(o.protectedTargets);
     }
@@ -91,7 +106,11 @@ export class Gateway {
                 if (!ready.ok) throw refuse(refusal("not_ready", ready.reason, { "Retry-After": "5" }));
                 const socket = request.socket as TaggedSocket;
                 if (socket.destroyed) throw refuse(refusal("bad_request", "the client went away"));
-                return settle(this.admission.admit({ username, password, hostname }), (got) => {
+                const onGone = (leave: () => void) => {
+                    socket.once("close", leave);
+                    return () => void socket.off("close", leave);
+                };
+                return settle(this.admission.admit({ username, password, hostname, onGone }), (got) => {
                     if (!got.ok) {
                         if (got.refusal.code === "none_available" || got.refusal.code === "store_unavailable")
                             this.o.metrics.request(poolLabel(username), isHttp ? "http" : "connect", "unavailable");
@@ -128,6 +147,12 @@ export class Gateway {
                         res.once("close", () => this.end(f));
                     } else {
                         socket.once("close", () => this.end(f));
+                    }
+                    // The client left while the request waited for a member (or for the store): no close
+                    // event is coming, so the lease goes back now and proxy-chain is told to stop.
+                    if (socket.destroyed) {
+                        this.end(f);
+                        throw refuse(refusal("bad_request", "the client went away"));
                     }
                     return { upstreamProxyUrl: f.lease.proxy.url, customTag: f, httpAgent: this.agent };
                 });
@@ -204,6 +229,8 @@ export class Gateway {
         if (!server) return;
         this.server = undefined;
         this.closing = true;
+        this.room.close();
+        this.stopKicking();
         const cutAll = setTimeout(() => server.closeConnections(), graceMs);
         const raw = server.server;
         const closed = server.close(false);

@@ -3,7 +3,7 @@
  * use it at once). Stored as target → (proxyId → entry), so the check during acquire is two map lookups.
  *
  * Numbers (all overridable through LeaseManagerOptions):
- * - `ok` / expired lease: P rests `targetCooldownMs` for T (default 30 s), and its block count resets.
+ * - `ok` / expired lease: P rests `targetCooldownMs` for T (default 0: no rest), and its block count resets.
  * - `blocked`: block count n += 1; P rests min(blockedMaxMs, blockedBaseMs · 2^(n-1)) for T:
  *   60 s, 120 s, 240 s, 480 s, 960 s, 1920 s, then 3600 s (the cap) by default.
  * - `error`: the proxy failed, not the target: plain `targetCooldownMs`, block count unchanged.

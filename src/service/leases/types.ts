@@ -107,7 +107,11 @@ export interface LeaseManagerOptions {
     defaultTtlSeconds?: number;
     /** Longer requests are clamped to it (the HTTP schema already refuses them). @default 3600 */
     maxTtlSeconds?: number;
-    /** Rest per (proxy, target) after an `ok`/`error` release or expiry. @default 30 */
+    /**
+     * Rest per (proxy, target) after an `ok`/`error` release or expiry. @default 0: least-recently-used
+     * already spreads a site over the members, and a rest after every answer capped one site at N
+     * requests per rest through N members (docs/decisions.md). Rests after `blocked` are separate.
+     */
     targetCooldownSeconds?: number;
     /** First `blocked` cooldown; doubles per consecutive block. @default 60 */
     blockedBaseSeconds?: number;
@@ -138,7 +142,7 @@ export interface LeaseManagerOptions {
 export const LEASE_DEFAULTS = {
     defaultTtlSeconds: 300,
     maxTtlSeconds: 3600,
-    targetCooldownSeconds: 30,
+    targetCooldownSeconds: 0,
     blockedBaseSeconds: 60,
     blockedMaxSeconds: 3600,
     busyRetryAfterSeconds: 1,

@@ -1,4 +1,4 @@
-import { Counter, Histogram, type Registry } from "prom-client";
+import { Counter, Gauge, Histogram, type Registry } from "prom-client";
 import type { ErrorCode } from "../http/catalogue";
 
 /** Per pool: how gateway requests ended. `unavailable`: answered 503 (nothing leasable), no member used. */
@@ -69,7 +69,28 @@ export function createGatewayMetrics(registry: Registry, livePools?: () => Set<s
         labelNames: ["reason"],
         registers: [registry],
     });
+    const waiting = new Gauge({
+        name: "egress_gateway_waiting_requests",
+        help: "Gateway requests waiting now for a busy pool's member (--gateway-wait-ms)",
+        registers: [registry],
+    });
+    const waits = new Histogram({
+        name: "egress_gateway_wait_seconds",
+        help: "How long gateway requests that waited for a member waited before they got one, by pool (* = any pool)",
+        labelNames: ["pool"],
+        buckets: [0.001, 0.005, 0.01, 0.05, 0.1, 0.25, 0.5, 1, 2.5, 5, 10, 30],
+        registers: [registry],
+        collect() {
+            prune((pool) => this.remove({ pool }));
+        },
+    });
     return {
+        waited(pool: string, seconds: number): void {
+            waits.observe({ pool }, seconds);
+        },
+        waitingNow(n: number): void {
+            waiting.set(n);
+        },
         request(pool: string, kind: (typeof KINDS)[number], outcome: GatewayOutcome): void {
             pools.add(pool);
             requests.inc({ pool, kind, outcome });

@@ -50,8 +50,8 @@ export interface ServeOptions {
      * The rotating gateway (src/service/gateway): a forward proxy whose every request leases a member.
      * Off when undefined; `port` 0 picks a free port; `host` defaults to 127.0.0.1.
      */
-    gateway?: { port: number; host?: string; blockRules?: BlockRules };
-    /** Rest per (proxy, target) after a lease against that target ends (leases and gateway alike). @default 30 */
+    gateway?: { port: number; host?: string; blockRules?: BlockRules; waitMs?: number };
+    /** Rest per (proxy, target) after a lease against that target ends (leases and gateway alike). @default 0 */
     targetCooldownSeconds?: number;
     /**
      * Where the serving state of leases lives (src/service/store): this process's memory, or Redis so a
