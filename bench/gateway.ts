@@ -4,6 +4,8 @@
  *   2. through one member (a real `local` kind proxy process, proxy-chain),
  *   3. through the gateway (src/service/gateway: auth, a lease per request, chained through the member
  *      the lease picked, release with its outcome), over `--members` such member processes,
+ *   4. the gateway with the Redis lease store, one process, and
+ *   5. three such gateways on one Redis store behind HAProxy (bench/gateway-replicas.ts),
  * side by side in one run, at each `--concurrency` (keep-alive clients). A gateway request holds its
  * member alone (a lease), so c clients need c members: at concurrency c the gateway has c members
  * (`--members` adds more, to see rotation over a larger pool). Members that rotate are each less
@@ -17,7 +19,7 @@
  * an event loop. The gateway's lease manager has no per-target rest (--target-cooldown 0): with the
  * default 30 s, one origin host would allow `members` requests per 30 s, which measures the policy, not
  * the gateway. Every member is healthy (a stub health source); nothing else differs from `egress serve`.
- * Loopback only.
+ * Loopback only. Needs redis-server and haproxy (Debian's; scripts/install-test-deps.sh installs them).
  */
 import { ChildProcess, fork, spawn } from "node:child_process";
 import * as crypto from "node:crypto";
@@ -27,6 +29,17 @@ import * as os from "node:os";
 import * as path from "node:path";
 import { parseArgs } from "node:util";
 import pino from "pino";
+import { startRedis, TestRedis } from "../test/helpers/redis";
+import {
+    BenchGateway,
+    listenReadyz,
+    ONE_REPLICA,
+    openStore,
+    replicaLine,
+    replicaRows,
+    StoreSpec,
+    THREE_REPLICAS,
+} from "./gateway-replicas";
 import { benchTable } from "./table";
 
 const ROLE = process.argv[2];
@@ -43,9 +56,9 @@ function runOrigin(): void {
     server.listen(0, "127.0.0.1", () => process.send!({ port: (server.address() as { port: number }).port }));
 }
 
-/** The gateway over `urls` (one pool, "bench"), its token from IPC (never argv or env). */
+/** The gateway over `urls` (one pool, "bench"), its token from IPC (never argv or env); `store`: leases in Redis. */
 function runGateway(): void {
-    process.once("message", async (m: { token: string; urls: string[] }) => {
+    process.once("message", async (m: { token: string; urls: string[]; store?: StoreSpec }) => {
         const { Fleet } = require("../src/service/fleet/fleet") as typeof import("../src/service/fleet/fleet");
         const { LeaseManager } = require("../src/service/leases") as typeof import("../src/service/leases");
         const { Gateway } = require("../src/service/gateway") as typeof import("../src/service/gateway");
@@ -53,7 +66,9 @@ function runGateway(): void {
             require("../src/service/observe/metrics") as typeof import("../src/service/observe/metrics");
         const { sha256 } = require("../src/service/http/auth") as typeof import("../src/service/http/auth");
         const { createLogger } = require("../src/log/logger") as typeof import("../src/log/logger");
-        const fleet = new Fleet(new LeaseManager({ targetCooldownSeconds: 0 }), {
+        const log = createLogger({ level: "info", destination: pino.destination({ dest: 2, sync: false }) });
+        const store = m.store && (await openStore(m.store, log));
+        const fleet = new Fleet(store || new LeaseManager({ targetCooldownSeconds: 0 }), {
             setMembers() {},
             get: () => ({ state: "healthy" }),
         });
@@ -72,17 +87,20 @@ function runGateway(): void {
             };
         });
         fleet.sync(members, [{ name: "bench", cooldownSeconds: 0 } as never]);
+        // The publication is one script run after the next microtask (bench/synthetic-service.ts waits the same).
+        if (store) await new Promise((r) => setTimeout(r, 500));
+        const ready = () => (store ? store.ready() : ({ ok: true } as const));
         const gateway = new Gateway({
             port: 0,
             fleet,
             tokens: [{ name: "bench", sha256: sha256(m.token).toString("hex"), scopes: ["lease"] }],
             metrics: createMetrics().gateway,
-            log: createLogger({ level: "info", destination: pino.destination({ dest: 2, sync: false }) }),
-            ready: () => ({ ok: true }),
+            log,
+            ready,
         });
         const { port } = await gateway.listen();
         process.once("SIGINT", () => process.exit(0)); // a normal exit, so --cpu-prof writes its profile
-        process.send!({ port });
+        process.send!({ port, readyPort: store ? await listenReadyz(ready) : 0 });
     });
 }
 
@@ -221,6 +239,29 @@ function forkRole(role: string): Promise<{ child: ChildProcess; port: number; se
     });
 }
 
+/** Forks a gateway over `urls` (with `store`: leases in Redis) and waits for its ports; `stop` ends it normally. */
+async function startGateway(
+    children: ChildProcess[],
+    token: string,
+    urls: string[],
+    store?: StoreSpec,
+): Promise<BenchGateway> {
+    const gw = await forkRole("gateway");
+    children.push(gw.child);
+    const ports = await new Promise<{ port: number; readyPort: number }>((resolve, reject) => {
+        gw.child.once("message", resolve);
+        gw.child.once("exit", (code) => reject(new Error(`a gateway exited with ${code} before listening`)));
+        gw.send({ token, urls, store });
+    });
+    const stop = () =>
+        new Promise<void>((r) => {
+            if (gw.child.exitCode !== null || gw.child.signalCode !== null) return r();
+            gw.child.once("exit", () => r());
+            gw.child.kill("SIGINT");
+        });
+    return { ...ports, stop };
+}
+
 /** One local-kind member process (components/local/proxy-server.js), as the provider starts it. */
 async function startMember(dir: string, i: number): Promise<{ child: ChildProcess; url: string }> {
     const ready = path.join(dir, `m${i}.ready`);
@@ -253,7 +294,9 @@ async function main(): Promise<void> {
     const members = fixed ?? Math.max(...levels);
     const dir = fs.mkdtempSync(path.join(os.tmpdir(), "egress-bench-gw-"));
     const children: ChildProcess[] = [];
+    let redis: TestRedis | undefined;
     try {
+        redis = await startRedis(); // no persistence, its own port and dir
         const origin = await forkRole("origin");
         children.push(origin.child);
         const ms = await Promise.all(Array.from({ length: members }, (_, i) => startMember(dir, i)));
@@ -261,15 +304,11 @@ async function main(): Promise<void> {
         const token = `bench_${crypto.randomBytes(18).toString("base64url")}`;
         const auth = `Basic ${Buffer.from(`bench:${token}`).toString("base64")}`;
         const rows: Row[] = [];
+        const spreads = new Map<number, number[]>();
         for (const c of levels) {
             // A gateway per level over the members it needs (all of them with --members).
-            const used = ms.slice(0, fixed ?? c);
-            const gw = await forkRole("gateway");
-            children.push(gw.child);
-            const gwPort = await new Promise<number>((resolve) => {
-                gw.child.once("message", (m: { port: number }) => resolve(m.port));
-                gw.send({ token, urls: used.map((m) => m.url) });
-            });
+            const urls = ms.slice(0, fixed ?? c).map((m) => m.url);
+            const gw = await startGateway(children, token, urls);
             rows.push(await drive("origin directly (ceiling)", { originPort: origin.port, concurrency: c, seconds }));
             rows.push(
                 await drive("through one member", {
@@ -280,18 +319,24 @@ async function main(): Promise<void> {
                 }),
             );
             rows.push(
-                await drive(`through the gateway (${used.length} member${used.length > 1 ? "s" : ""})`, {
+                await drive(`through the gateway (${urls.length} member${urls.length > 1 ? "s" : ""})`, {
                     originPort: origin.port,
-                    proxyPort: gwPort,
+                    proxyPort: gw.port,
                     auth,
                     concurrency: c,
                     seconds,
                 }),
             );
-            await new Promise<void>((r) => {
-                gw.child.once("exit", () => r());
-                gw.child.kill("SIGINT");
+            await gw.stop();
+            const r = await replicaRows({
+                redisUrl: redis.url,
+                prefix: `egress:bench-gw-${process.pid}-${c}-`,
+                startGateway: (store) => startGateway(children, token, urls, store),
+                drive: (mode, proxyPort) =>
+                    drive(mode, { originPort: origin.port, proxyPort, auth, concurrency: c, seconds }),
             });
+            rows.push(r.one, r.three);
+            spreads.set(c, r.spread);
         }
         const f = (n: number, d = 2) => (Number.isFinite(n) ? n.toFixed(d) : "-");
         console.log(
@@ -326,8 +371,11 @@ async function main(): Promise<void> {
                 `${c} client(s): the gateway adds ${f(viaGw.p50 - direct.p50, 3)} ms at p50 (target < 1 ms) and reaches ${f((100 * viaGw.rps) / direct.rps, 0)}% of the direct throughput (target ≥ 50%)`,
             );
         }
+        const at = (c: number, mode: string) => rows.find((r) => r.concurrency === c && r.mode === mode)!;
+        for (const c of levels) console.log(replicaLine(c, at(c, ONE_REPLICA), at(c, THREE_REPLICAS), spreads.get(c)!));
     } finally {
         for (const c of children) c.kill("SIGTERM");
+        await redis?.cleanup();
         fs.rmSync(dir, { recursive: true, force: true });
     }
 }

@@ -90,14 +90,7 @@ async function threeBehindHaproxy(
     });
     try {
         // Its /readyz checks mark a server up after two passes, a second apart.
-        for (let i = 0; ; i++) {
-            const up = (await lb.stat()).filter(
-                (r) => r.pxname === "egress_api_replicas" && r.svname !== "BACKEND" && r.status === "UP",
-            );
-            if (up.length >= 3) break;
-            if (i > 100) throw new Error(`HAProxy did not mark the three replicas up:\n${lb.log()}`);
-            await new Promise((r) => setTimeout(r, 100));
-        }
+        await lb.untilUp("egress_api_replicas", 3);
         await measure("redis store, 3 processes behind HAProxy", lb.apiPort);
     } finally {
         await lb.cleanup();

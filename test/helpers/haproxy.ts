@@ -29,6 +29,8 @@ export interface TestHaproxy {
     log(): string;
     /** `show stat` on the admin socket: one row per frontend, backend and server. */
     stat(): Promise<{ pxname: string; svname: string; status: string; stot: number }[]>;
+    /** Resolves once `count` servers of `backend` are UP (its checks pass); throws with HAProxy's log after `timeoutMs`. */
+    untilUp(backend: string, count: number, timeoutMs?: number): Promise<void>;
     /** Kills it and removes its dir. */
     cleanup(): Promise<void>;
 }
@@ -140,25 +142,38 @@ export async function startHaproxy(o: {
             : undefined;
     await accepting(o.apiPort, 10_000, exitedWith);
     await accepting(o.gatewayPort, 10_000, exitedWith);
+    const stat: TestHaproxy["stat"] = async () => {
+        const csv = await adminCommand(path.join(dir, "admin.sock"), "show stat");
+        const [head, ...rows] = csv.trim().split("\n");
+        const cols = head.replace(/^# /, "").split(",");
+        const at = (name: string) => cols.indexOf(name);
+        return rows.map((r) => {
+            const f = r.split(",");
+            return {
+                pxname: f[at("pxname")],
+                svname: f[at("svname")],
+                status: f[at("status")],
+                stot: Number(f[at("stot")]),
+            };
+        });
+    };
     return {
         apiPort: o.apiPort,
         gatewayPort: o.gatewayPort,
         dir,
         log: () => log,
-        async stat() {
-            const csv = await adminCommand(path.join(dir, "admin.sock"), "show stat");
-            const [head, ...rows] = csv.trim().split("\n");
-            const cols = head.replace(/^# /, "").split(",");
-            const at = (name: string) => cols.indexOf(name);
-            return rows.map((r) => {
-                const f = r.split(",");
-                return {
-                    pxname: f[at("pxname")],
-                    svname: f[at("svname")],
-                    status: f[at("status")],
-                    stot: Number(f[at("stot")]),
-                };
-            });
+        stat,
+        async untilUp(backend, count, timeoutMs = 10_000) {
+            const deadline = Date.now() + timeoutMs;
+            for (;;) {
+                const up = (await stat()).filter(
+                    (r) => r.pxname === backend && r.svname !== "BACKEND" && r.status === "UP",
+                );
+                if (up.length >= count) return;
+                if (Date.now() > deadline)
+                    throw new Error(`HAProxy did not mark ${count} servers of ${backend} up:\n${log}`);
+                await new Promise((r) => setTimeout(r, 100));
+            }
         },
         async cleanup() {
             process.removeListener("exit", killNow);
