@@ -1,5 +1,5 @@
 /**
- * Stale Pulumi stack locks in a backend egress cannot list itself (PostgreSQL, object stores). A
+ * Stale Pulumi stack locks in a backend whose locks are not files (PostgreSQL, object stores). A
  * killed `up` leaves its lock blob behind, and every later update then fails with "the stack is
  * currently locked by 1 lock(s)", which names each holder: `created by user@host (pid N)`. When every
  * holder it names is a process of this host that is gone, the locks are dead and `pulumi cancel` (which
@@ -7,6 +7,9 @@
  * cannot see it, and it may be running.
  */
 import { ConcurrentUpdateError, type Stack } from "@pulumi/pulumi/automation";
+import type { StateBackend } from "./backend";
+import { stackLocks } from "./locks";
+import { postgresLockRows } from "./postgres-state";
 import { identityAlive } from "./process-identity";
 
 const HOLDER = /created by \S*?@(\S+) \(pid (\d+)\)/g;
@@ -14,6 +17,23 @@ const HOLDER = /created by \S*?@(\S+) \(pid (\d+)\)/g;
 /** The holders a ConcurrentUpdateError's text names. */
 export function lockHoldersIn(text: string): { hostname: string; pid: number }[] {
     return [...text.matchAll(HOLDER)].map((m) => ({ hostname: m[1], pid: Number(m[2]) }));
+}
+
+/**
+ * The holders of the stack's locks that may be running, in the backends egress can list: lock files, and
+ * a PostgreSQL backend's lock rows (one query). A row that names no holder counts as live (nothing
+ * proves it dead). An object store's locks cannot be listed: none are known, and the engine's own lock
+ * check (clearingDeadLocks) is all there is. Recovery asks this before it undoes anything: a live holder
+ * (another replica's `up`, on another host) is making those pending creates right now.
+ */
+export async function liveLockHolders(
+    backend: StateBackend,
+    stack: string,
+): Promise<{ pid?: number; hostname?: string }[]> {
+    if (backend.kind === "file") return stackLocks(backend.fileDir, stack).filter((l) => l.alive);
+    if (backend.kind !== "postgres") return [];
+    const rows = await postgresLockRows(backend.url, stack);
+    return rows.filter((r) => !r.pid || !r.hostname || identityAlive({ pid: r.pid, hostname: r.hostname }));
 }
 
 /**

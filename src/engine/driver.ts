@@ -120,12 +120,10 @@ export class StackDriver extends StackQueries {
         return this.proposed ?? super.proposedInstallation();
     }
 
-    /** finishPendingOperations, clearing the backend's dead locks first when they are in the way. */
+    /** finishPendingOperations (which clears a dead run's backend lock in the way of its refresh itself). */
     private async finishPending(stack: Stack, onNotice: (line: string) => void, dep?: Deployment): Promise<string[]> {
         const installation = (await this.readInstallation(dep)).installation;
-        return clearingDeadLocks(stack, onNotice, () =>
-            finishPendingOperations(stack, this.backendDir(), this.stackName, installation),
-        );
+        return finishPendingOperations(stack, this.backend, this.stackName, installation, onNotice);
     }
 
     private operation(

@@ -79,7 +79,10 @@ export async function prunePostgresHistory(backendUrl: string, stack: string, ke
     });
 }
 
-/** One lock row of the stack (`<db>/.pulumi/locks/egress/<stack>/<id>.json`) and who its holder says it is. */
+/**
+ * One lock row of the stack (`<db>/.pulumi/locks/organization/egress/<stack>/<id>.json`: the DIY backend's
+ * lock path is the stack's fully qualified name) and who its holder says it is.
+ */
 export interface PostgresLockRow {
     key: string;
     pid?: number;
@@ -93,24 +96,19 @@ export interface PostgresLockRow {
  */
 export async function postgresLockRows(backendUrl: string, stack: string): Promise<PostgresLockRow[]> {
     return withClient(backendUrl, async (c, t) => {
-        const like = `${t.prefix}.pulumi/locks/${PROJECT}/${stack}/`.replace(/[\\%_]/g, (ch) => `\\${ch}`) + "%";
+        const esc = (s: string) => s.replace(/[\\%_]/g, (ch) => `\\${ch}`);
+        // Any organization segment (`organization` for a DIY backend); the project and stack are exact.
+        const like = `${esc(`${t.prefix}.pulumi/locks/`)}%/${esc(`${PROJECT}/${stack}/`)}%`;
         // The table appears on the backend's first use: before that there is nothing to lock.
         const exists = await c.query<{ t: string | null }>(`SELECT to_regclass($1) AS t`, [t.table]);
         if (!exists.rows[0]?.t) return [];
-        // `data` is json in Pulumi's schema (pg parses it); text or bytea in an older table.
         const r = await c.query<{ key: string; data: unknown }>(
             `SELECT key, data FROM ${t.table} WHERE key LIKE $1 ORDER BY key`,
             [like],
         );
         return r.rows.map((row) => {
             try {
-                const d = row.data;
-                const l = (
-                    Buffer.isBuffer(d) ? JSON.parse(d.toString("utf8")) : typeof d === "string" ? JSON.parse(d) : d
-                ) as {
-                    pid?: unknown;
-                    hostname?: unknown;
-                };
+                const l = lockContent(row.data) as { pid?: unknown; hostname?: unknown };
                 return {
                     key: row.key,
                     pid: Number(l.pid) || undefined,
@@ -121,4 +119,16 @@ export async function postgresLockRows(backendUrl: string, stack: string): Promi
             }
         });
     });
+}
+
+/**
+ * The lock's own JSON from a row's `data`. Pulumi's schema has `data` json holding the blob base64-encoded
+ * (`{"data": "<base64>"}`, a Go []byte), which pg parses; text or bytea (another table) is parsed first.
+ */
+function lockContent(d: unknown): unknown {
+    if (Buffer.isBuffer(d)) return lockContent(d.toString("utf8"));
+    if (typeof d === "string") return lockContent(JSON.parse(d));
+    const wrapped = (d as { data?: unknown } | null)?.data;
+    if (typeof wrapped === "string") return JSON.parse(Buffer.from(wrapped, "base64").toString("utf8"));
+    return d;
 }

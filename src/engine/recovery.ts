@@ -7,6 +7,8 @@ import { IDENTITY_TYPE } from "./installation";
 import { repairFileBackend } from "./backend-repair";
 import { killLeftovers } from "./leftovers";
 import { removeStaleLocks, stackLocks } from "./locks";
+import type { StateBackend } from "./backend";
+import { clearingDeadLocks, liveLockHolders } from "./backend-locks";
 
 interface Deployment {
     resources?: StateResource[];
@@ -39,18 +41,24 @@ export function clearDeadRuns(backendDir: string | undefined, stack: string): st
  * made but the engine never recorded: each kind's undo finds it by its deterministic name and removes it
  * (the next `up` creates it again, cleanly). Then one refresh clears the pending operations and notices
  * members that died. Kinds without an undo are reported: `egress gc` is the safety net for those.
+ *
+ * Each undo runs once. The refresh alone goes through clearingDeadLocks: a dead run's lock row in a
+ * PostgreSQL backend fails it once, and a retry of the whole pass would find every proxy already
+ * stopped and report "nothing was started" for each, losing the lines of what the first pass stopped.
  */
 export async function finishPendingOperations(
     stack: Stack,
-    backendDir: string | undefined,
+    backend: StateBackend,
     stackName: string,
     installation: Installation,
+    onNotice: (line: string) => void,
 ): Promise<string[]> {
     const done: string[] = [];
-    const live = stackLocks(backendDir, stackName).filter((l) => l.alive);
+    // Before any undo: a live holder (another replica's `up` on a shared backend) is making these now.
+    const live = await liveLockHolders(backend, stackName);
     if (live.length)
         return [
-            `stack is locked by live pid(s) ${live.map((l) => `${l.pid}@${l.hostname}`).join(", ")}; leaving it alone`,
+            `stack is locked by live pid(s) ${live.map((l) => `${l.pid ?? "?"}@${l.hostname ?? "?"}`).join(", ")}; leaving it alone`,
         ];
     const dep = (await stack.exportStack()).deployment as Deployment | undefined;
     const pending = dep?.pending_operations ?? [];
@@ -93,7 +101,7 @@ export async function finishPendingOperations(
             );
         }
     }
-    await stack.refresh({ clearPendingCreates: true });
+    await clearingDeadLocks(stack, onNotice, () => stack.refresh({ clearPendingCreates: true }));
     done.push(
         `cleared ${pending.length} pending operation(s) (${[...new Set(pending.map((p) => p.type))].join(", ")}) with a refresh`,
     );

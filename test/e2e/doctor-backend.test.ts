@@ -55,15 +55,19 @@ function doctor(args: string[] = [], env: Record<string, string> = {}) {
     return { code: r.code, body, one };
 }
 
-/** A Pulumi lock row for the stack, as a holder `{pid, hostname}` would leave it (Pulumi's lock JSON). */
+/**
+ * A Pulumi lock row for the stack, as a holder `{pid, hostname}` would leave it: where the DIY backend puts
+ * it (the stack's fully qualified name) and how (`{"data": <the lock JSON, base64>}`), as a killed `up`'s is.
+ */
 function lockRow(name: string, pid: number): string {
-    const key = `postgres/.pulumi/locks/egress/${STACK}/${name}.json`;
-    const data = JSON.stringify({
+    const key = `postgres/.pulumi/locks/organization/egress/${STACK}/${name}.json`;
+    const lock = JSON.stringify({
         pid,
         username: "root",
         hostname: os.hostname(),
         timestamp: new Date().toISOString(),
     });
+    const data = JSON.stringify({ data: Buffer.from(lock).toString("base64") });
     pg.sql(`INSERT INTO pulumi_state (key, data) VALUES ('${key}', '${data}'::json)`);
     return key;
 }

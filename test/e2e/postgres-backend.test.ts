@@ -128,13 +128,36 @@ test(
         await new Promise((r) => up.once("exit", r));
         await until("the dead run's engine to end", () => engineProcessesOf(up.pid!).length === 0, 10_000);
         assert.equal(keys("locks").length, 1, "the killed up left its lock row");
+        const left = proxyProcesses(p);
+        // The same row naming a live holder (this test runner: as another replica's running `up` would
+        // look): recovery must undo nothing, since that holder is making these creates right now. The row
+        // is Pulumi's: `{"data": <the lock JSON, base64>}`.
+        const [lock] = keys("locks");
+        const original = pg.sql(`SELECT data::text FROM pulumi_state WHERE key = '${lock}'`).trim();
+        const held = JSON.parse(Buffer.from(JSON.parse(original).data, "base64").toString("utf8"));
+        const live = JSON.stringify({
+            data: Buffer.from(JSON.stringify({ ...held, pid: process.pid })).toString("base64"),
+        });
+        pg.sql(`UPDATE pulumi_state SET data = '${live}'::json WHERE key = '${lock}'`);
+        const blocked = cli(p, ["up"]);
+        assert.notEqual(blocked.code, 0, "an up under a live holder's lock does not go ahead");
+        assert.match(blocked.stderr, /stack is locked by live pid\(s\) \d+@\S+; leaving it alone/);
+        assert.doesNotMatch(blocked.stderr, /pending create of/);
+        assert.deepEqual(proxyProcesses(p), left, "recovery stopped nothing under a live holder's lock");
+        pg.sql(`UPDATE pulumi_state SET data = '${original}'::json WHERE key = '${lock}'`);
         const again = cli(p, ["up"]);
         assert.equal(again.code, 0, again.stderr);
         assert.match(again.stderr, /removed 1 stale lock\(s\) of the stack in the backend, left by dead pid/);
-        assert.match(
-            again.stderr,
-            /pending create of .*: (stopped local proxy|nothing was started|created and recorded)/,
-        );
+        // Each pending create's line says what was actually done: a proxy that ran unrecorded was stopped
+        // (a second, silent undo once reported "nothing was started" for every one).
+        const lines = [...again.stderr.matchAll(/pending create of \S+::(\S+)-process: (.*)/g)];
+        assert.ok(lines.length, again.stderr);
+        for (const [, id, what] of lines) {
+            const pid = left.get(`${p.stack}-${id}`);
+            if (what.startsWith("created and recorded")) continue;
+            if (pid === undefined) assert.equal(what, "nothing was started", `${id} was not running`);
+            else assert.equal(what, `stopped local proxy ${p.stack}-${id} (pid ${pid})`, `${id} ran: ${what}`);
+        }
         assertConsistent(8, "after kill -9");
     },
 );

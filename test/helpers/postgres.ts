@@ -20,6 +20,8 @@ export interface TestPostgres {
     dir: string;
     /** Runs SQL with psql (as the cluster's superuser) and returns its unaligned output. */
     sql(query: string): string;
+    /** Keys of Pulumi's state rows under `.pulumi/<what>/` (`locks`, `stacks`, `history`, …), sorted. */
+    keys(what: string): string[];
     /** Starts it again on the same port and data (after `kill`). */
     start(): Promise<void>;
     /** SIGKILL of the postmaster: the bad day, not a clean shutdown. */
@@ -132,20 +134,22 @@ export async function startPostgres(): Promise<TestPostgres> {
     };
     process.once("exit", onExit);
     await start();
+    const sql = (query: string) =>
+        run("psql", ["-h", dir, "-p", String(port), "-U", USER, "-d", "postgres", "-XAtq", "-v", "ON_ERROR_STOP=1"], {
+            input: query,
+            password,
+        });
     return {
         port,
         password,
         dir,
         url: `postgres://${USER}:${password}@127.0.0.1:${port}/postgres?sslmode=disable`,
-        sql: (query) =>
-            run(
-                "psql",
-                ["-h", dir, "-p", String(port), "-U", USER, "-d", "postgres", "-XAtq", "-v", "ON_ERROR_STOP=1"],
-                {
-                    input: query,
-                    password,
-                },
-            ),
+        sql,
+        // Rows are keyed by the file backend's paths under the database name (docs/engine.md).
+        keys: (what) =>
+            sql(`SELECT key FROM pulumi_state WHERE key LIKE 'postgres/.pulumi/${what}/%' ORDER BY key`)
+                .split("\n")
+                .filter(Boolean),
         start,
         kill,
         async cleanup() {
