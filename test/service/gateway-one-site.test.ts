@@ -93,6 +93,8 @@ test("with every member leased: a waiting request gets 503 + Retry-After after i
         const waited = Date.now() - t0;
         assert.equal(a.status, 503, a.body);
         assert.equal(JSON.parse(a.body).error.code, "none_available");
+        // RFC 9209: the gateway answered for itself, no member was tried.
+        assert.equal(a.headers["proxy-status"], 'egress; error=proxy_internal_response; details="none_available"');
         assert.ok(Number(a.headers["retry-after"]) >= 1);
         assert.ok(waited >= 4500 && waited < 9000, `waited about the 5 s bound (${waited} ms)`);
     } finally {

@@ -80,7 +80,8 @@ before(async () => {
         {
             tokensFile,
             targetCooldownSeconds: 0,
-            gateway: { port: 0, blockRules: { statuses: [403, 429], headers: [{ name: "x-blocked-by" }] } },
+            // waitMs 0: these tests check the answers at once (the wait is test/service/gateway-one-site.test.ts's).
+            gateway: { port: 0, waitMs: 0, blockRules: { statuses: [403, 429], headers: [{ name: "x-blocked-by" }] } },
         },
     );
     await settledConverge(svc);

@@ -138,6 +138,7 @@ describe("the service", () => {
         const unknown = await viaProxy(svc.gatewayPort!, url, basic("byo_zone_rack-9"));
         assert.equal(unknown.status, 400);
         assert.equal(JSON.parse(unknown.body).error.code, "unknown_zone");
+        assert.equal(unknown.headers["proxy-status"], 'egress; error=http_request_error; details="unknown_zone"');
         const bad = await viaProxy(svc.gatewayPort!, url, basic("byo_zone_rack/1"));
         assert.equal(bad.status, 400);
         assert.equal(JSON.parse(bad.body).error.code, "bad_username");

@@ -5,7 +5,7 @@ import type { StoredToken } from "../http/auth";
 import type { Fleet } from "../fleet/fleet";
 import type { ReleaseOutcome } from "../leases";
 import { Admission, type Refusal, refusal } from "./admission";
-import { answer, body, CONNECT_TARGET, cut, isAbsoluteHttp, poolLabel, rawAnswer } from "./answers";
+import { answer, body, CONNECT_TARGET, cut, isAbsoluteHttp, poolLabel, proxyStatus, rawAnswer } from "./answers";
 import { CLIENT_GONE, FLIGHT, type Flight, MARK, RESPONSE, type Tagged, type TaggedSocket, watchHead } from "./flight";
 import { type MaybePromise, settle } from "../store/types";
 import type { GatewayMetrics } from "../observe/gateway-metrics";
@@ -95,6 +95,7 @@ export class Gateway {
                 ...r.headers,
                 "Content-Type": "application/json; charset=utf-8",
                 "X-Egress-Error": r.code,
+                "Proxy-Status": proxyStatus(r.code),
             });
         const server = new Server({
             host,
