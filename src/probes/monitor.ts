@@ -147,6 +147,25 @@ export class HealthMonitor {
         if (this.running) for (const e of fresh) this.track(this.probeEntry(e));
     }
 
+    /**
+     * Takes up verdicts decided elsewhere (the previous leader's, src/service/cluster/verdicts.ts) for the
+     * members it names, without transitions: the caller already acts on them. Call before `start()`; a
+     * member whose address is not the one the verdict was made for (`address`: "host:port") starts over.
+     */
+    seed(views: readonly (MemberHealthView & { address?: string })[]): void {
+        for (const v of views) {
+            const e = this.entries.get(v.id);
+            if (!e || e.inFlight || (v.address !== undefined && v.address !== `${e.member.host}:${e.member.port}`))
+                continue;
+            e.health.restore(v);
+        }
+    }
+
+    /** Whether rounds are scheduled (between `start()` and `stop()`). */
+    get probing(): boolean {
+        return this.running;
+    }
+
     /** Starts probing: a round now, then one every `intervalMs`. Idempotent. */
     start(): void {
         if (this.running) return;

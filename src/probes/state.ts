@@ -84,6 +84,14 @@ export class MemberHealth {
         return this.view.state;
     }
 
+    /**
+     * Carries on from `view` (another replica's verdict, published by the leader): a new leader starts
+     * where the old one stopped instead of at `unknown`, so a failover does not flap health.
+     */
+    restore(view: MemberHealthView): void {
+        this.view = { ...view, id: this.view.id, transitions: view.transitions.slice(-KEPT_TRANSITIONS) };
+    }
+
     /** A copy, safe to hand out. */
     snapshot(): MemberHealthView {
         return { ...this.view, transitions: [...this.view.transitions] };

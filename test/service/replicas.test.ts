@@ -1,7 +1,8 @@
 /**
  * Three `egress serve` replicas of one stack, sharing EGRESS_HOME as three instances of
  * deploy/egress@.service would, on a real redis-server (`--store redis://…`):
- * - one leader; GET /v1/cluster agrees on every replica; every replica lists the same members;
+ * - one leader; GET /v1/cluster agrees on every replica; every replica lists the same members with the
+ *   same health: the leader's verdicts (only the leader probes: the followers' probe counters stay at 0);
  * - a scale request through a follower is forwarded to the leader (202, operation id) and converges;
  *   its operation is readable through any replica;
  * - leases taken on one replica are released on another, and no proxy is in two live leases;
@@ -45,6 +46,21 @@ after(async () => {
 const cluster = async (svc: ServeProcess) => (await svc.call("GET", "/v1/cluster")).body;
 const memberIds = async (svc: ServeProcess) =>
     ((await svc.call("GET", "/v1/proxies")).body.proxies as { id: string }[]).map((x) => x.id).sort();
+
+/** Each member's id and health as `svc` lists them, with whose verdicts they are. */
+async function healthView(svc: ServeProcess) {
+    const body = (await svc.call("GET", "/v1/proxies")).body;
+    const health = (body.proxies as { id: string; health: string }[])
+        .map((x) => [x.id, x.health] as const)
+        .sort(([a], [b]) => a.localeCompare(b));
+    return { health, verdicts: body.verdicts };
+}
+
+/** egress_probes_total of `svc`, both results together (GET /metrics). */
+async function probesOf(svc: ServeProcess): Promise<number> {
+    const text = await (await fetch(`${svc.url}/metrics`)).text();
+    return [...text.matchAll(/^egress_probes_total\{[^}]*\} (\d+)$/gm)].reduce((n, m) => n + Number(m[1]), 0);
+}
 
 /** The replica that leads (by its own /v1/cluster `self`), once all `live` agree on one. */
 async function leaderOf(live: ServeProcess[], timeoutMs = 15_000): Promise<ServeProcess> {
@@ -105,6 +121,33 @@ test("three replicas: one leader, the same view everywhere, a scale through a fo
         60_000,
     );
     assert.equal(proxyProcesses(p).size, 3);
+
+    // The same health everywhere, and it is the leader's: wait for the three to agree on 3 healthy members.
+    const seen = await until(
+        "the three replicas to list the same 3 healthy members",
+        async () => {
+            const v = await Promise.all(replicas.map(healthView));
+            const same = v.every((x) => JSON.stringify(x.health) === JSON.stringify(v[0].health));
+            return same && v[0].health.length === 3 && v[0].health.every(([, h]) => h === "healthy") ? v : undefined;
+        },
+        60_000,
+        100,
+    );
+    assert.deepEqual(seen[1].health, seen[0].health);
+    assert.deepEqual(seen[2].health, seen[0].health);
+    const leaderId = (await cluster(leader)).self;
+    for (const [i, v] of seen.entries()) {
+        const leads = replicas[i] === leader;
+        assert.equal(v.verdicts.decidedBy, leaderId, `replica ${i} shows the leader's verdicts`);
+        assert.equal(v.verdicts.self, leads);
+        assert.equal(v.verdicts.stale, undefined, JSON.stringify(v.verdicts));
+        if (!leads) assert.ok(v.verdicts.publishedAt, "a follower says when the leader published");
+    }
+    // Only the leader probes (--probe-interval 0.5 s: it has probed many times by now).
+    const probes = await Promise.all(replicas.map(probesOf));
+    for (const [i, n] of probes.entries())
+        if (replicas[i] === leader) assert.ok(n > 0, `the leader probes (${n})`);
+        else assert.equal(n, 0, `follower ${i} probed ${n} times: only the leader may`);
 });
 
 test("leases across replicas: taken on one, released on another, never one proxy in two live leases", async () => {

@@ -1890,6 +1890,17 @@ export interface operations {
                 content: {
                     "application/json": {
                         proxies: components["schemas"]["Proxy"][];
+                        /** @description With several replicas (`--store redis://…`): only the leader probes; every replica shows its verdicts. Absent with the memory store */
+                        verdicts?: {
+                            /** @description The replica whose probes decided the health shown (the leader); absent before the first read */
+                            decidedBy?: string;
+                            /** @description On a follower: when the leader last published its verdicts (the store's clock) */
+                            publishedAt?: string;
+                            /** @description Whether that is the replica answering (it leads) */
+                            self: boolean;
+                            /** @description Why the health shown may be old (the store cannot be read, the leader stopped publishing); the last verdicts read are shown */
+                            stale?: string;
+                        };
                     };
                 };
             };

@@ -16,6 +16,7 @@ import type { Timeline } from "../fleet/timeline";
 import type { Gateway } from "../gateway";
 import type { z } from "zod";
 import type { clusterResponse } from "./schemas";
+import type { VerdictsStatus } from "../cluster/verdicts";
 
 /** Everything the HTTP layer needs, built by src/service/start/server.ts (or by tests with synthetic parts). */
 export interface AppDeps {
@@ -40,6 +41,8 @@ export interface AppDeps {
     sseHeartbeatMs?: number;
     /** Whether the lease store is reachable (a Redis store; the memory one always is): /readyz is false while it is not. */
     storeReady?: () => { ok: true } | { ok: false; reason: string };
+    /** With replicas: whose health verdicts this replica shows (GET /v1/proxies `verdicts`); absent alone. */
+    verdicts?: () => VerdictsStatus;
     /** GET /v1/cluster: the replicas and the leader (one replica, leading, with the memory store). */
     cluster: () => Promise<z.infer<typeof clusterResponse>>;
     /**

@@ -6,8 +6,11 @@ import { CLAIM, FENCE, RESIGN } from "./scripts";
 
 /** The key prefix of a stack in the store: its leases (store/), its leader and replicas (here). */
 export const stackPrefix = (stack: string) => `egress:${stack}:`;
-/** Under the prefix: the leader lock, the fencing counter, the replicas' heartbeat records. */
-export const CLUSTER_KEYS = { leader: "leader", fence: "fence", replicas: "replicas" } as const;
+/**
+ * Under the prefix: the leader lock, the fencing counter, the replicas' heartbeat records, and the
+ * leader's health verdicts (verdicts.ts), which every replica shows.
+ */
+export const CLUSTER_KEYS = { leader: "leader", fence: "fence", replicas: "replicas", health: "health" } as const;
 
 /** One replica as the cluster sees it (GET /v1/cluster). */
 export interface ReplicaInfo {

@@ -32,3 +32,23 @@ local v = redis.call('GET', KEYS[1])
 if v and cjson.decode(v).id == ARGV[1] then redis.call('DEL', KEYS[1]) return 1 end
 return 0
 `;
+
+/**
+ * KEYS: lock, verdicts hash. ARGV: replica id, members (JSON). Writes the health verdicts only while that
+ * replica holds the lock (a leader cut off from Redis must not overwrite its successor's), stamped with
+ * Redis' clock so followers on skewed hosts agree on their age. Returns 1 when written.
+ */
+export const PUBLISH_VERDICTS = `
+local v = redis.call('GET', KEYS[1])
+if not v or cjson.decode(v).id ~= ARGV[1] then return 0 end
+local t = redis.call('TIME')
+redis.call('HSET', KEYS[2], 'by', ARGV[1], 'at', tonumber(t[1]) * 1000 + math.floor(tonumber(t[2]) / 1000), 'members', ARGV[2])
+return 1
+`;
+
+/** KEYS: verdicts hash. The publisher, when (ms, Redis' clock), the members (JSON), and Redis' now (ms). */
+export const READ_VERDICTS = `
+local t = redis.call('TIME')
+local v = redis.call('HMGET', KEYS[1], 'by', 'at', 'members')
+return { v[1] or '', v[2] or '0', v[3] or '', tostring(tonumber(t[1]) * 1000 + math.floor(tonumber(t[2]) / 1000)) }
+`;

@@ -9,7 +9,8 @@ import { recoverStack } from "./recover";
  * What leading the stack means for this replica, taken up and put down as leadership moves (one
  * process alone leads from its start): take over the operation journal (what was running is marked
  * interrupted), recover the stack as after a restart (leftovers, locks, pending
- * creates, under the writer lock), open the CLI's unix socket, publish the members to the lease store,
+ * creates, under the writer lock), open the CLI's unix socket, probe and decide health (replicas show the
+ * leader's verdicts, cluster/verdicts.ts), publish the members to the lease store,
  * accept scale and heal requests, and converge the stack to its file. Transitions run one at a time,
  * in order, so a quick lose-and-win never interleaves a recovery with a step-down.
  */
@@ -53,6 +54,8 @@ export class StackLead {
             url: o.url,
             listener: o.localListener,
         });
+        // Deciding health before publishing: the eligibility published is then the verdicts it carries on from.
+        await p.verdicts?.lead();
         p.redisStore?.setPublisher(true);
         p.scaler.open();
         if (o.opts.converge ?? true) p.scaler.converge();
@@ -78,6 +81,7 @@ export class StackLead {
         this.leadingNow = false;
         this.p.scaler.pause();
         this.p.redisStore?.setPublisher(false);
+        await this.p.verdicts?.follow();
         await this.local?.close();
         this.local = undefined;
     }

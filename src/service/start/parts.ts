@@ -9,6 +9,7 @@ import type { ProxyMember } from "../../model";
 import { LeaseManager } from "../leases";
 import { RedisLeaseStore, type LeaseStore } from "../store";
 import { Cluster, stackPrefix } from "../cluster/cluster";
+import { ClusterVerdicts } from "../cluster/verdicts";
 import { OperationLog } from "../operations/journal";
 import { Fleet } from "../fleet/fleet";
 import { Timeline } from "../fleet/timeline";
@@ -66,7 +67,12 @@ export function buildParts(
     const ops = new OperationLog(path.join(runDir, `operations-${opts.stack}.json`));
     const health = new HealthMonitor({ intervalMs: opts.probeIntervalMs ?? 10_000, checkUrl });
     const leaseOptions = {
-        onError: (proxyId: string) => health.reportLeaseError(proxyId),
+        // With replicas, lease errors reach the deciding monitor through the store's counters (the
+        // leader's ClusterVerdicts), wherever the lease was released; counted here too, the leader's
+        // own releases would count twice.
+        onError: (proxyId: string) => {
+            if (opts.store?.kind !== "redis") health.reportLeaseError(proxyId);
+        },
         targetCooldownSeconds: opts.targetCooldownSeconds,
     };
     // One prefix per stack, so stacks can share a Redis; the URL itself is a secret (never logged whole).
@@ -93,12 +99,24 @@ export function buildParts(
               })
             : undefined;
     if (cluster) redisStore?.setPublisher(false);
-    const fleet = new Fleet(leases, health);
+    // With replicas only the leader probes and decides; every replica shows its verdicts (cluster/verdicts.ts).
+    const verdicts =
+        cluster && opts.store?.kind === "redis"
+            ? new ClusterVerdicts({
+                  url: opts.store.url,
+                  prefix: stackPrefix(opts.stack),
+                  self: cluster.id,
+                  monitor: health,
+                  log: log.child({ component: "cluster" }),
+              })
+            : undefined;
+    const shown = verdicts ?? health;
+    const fleet = new Fleet(leases, shown);
     const metrics = createMetrics({
         pools: () => fleet.poolConfigs().map((p) => ({ name: p.name, desired: p.replicas })),
         poolCounts: () => fleet.poolCounts(),
         members: () =>
-            fleet.list().map((m) => ({ id: m.id, pool: m.pool, healthy: health.get(m.id)?.state === "healthy" })),
+            fleet.list().map((m) => ({ id: m.id, pool: m.pool, healthy: shown.get(m.id)?.state === "healthy" })),
     });
     const providerHealth = new ProviderHealth({
         log,
@@ -128,7 +146,7 @@ export function buildParts(
         scaler,
         backoff: opts.healBackoff,
         members: () => fleet.proxies(),
-        health: (id) => health.get(id),
+        health: (id) => shown.get(id),
         providers: () => providerHealth.snapshot(),
         pools,
         goneChecks: () => gone.checks,
@@ -165,6 +183,7 @@ export function buildParts(
         redisStore,
         leases,
         cluster,
+        verdicts,
         fleet,
         metrics,
         providerHealth,
@@ -187,12 +206,15 @@ export function subscribeParts(p: Parts, log: Logger): void {
                 "proxy health changed",
             );
             p.fleet.healthChanged(t.id, t.to);
+            p.verdicts?.changed();
         },
         onProbe: (r) => {
             p.metrics.probes.inc({ result: r.ok ? "ok" : "fail" });
             p.metrics.probeLatency.observe(r.latencyMs / 1000);
         },
     });
+    // A follower's fleet takes the leader's verdicts (its lease eligibility is the leader's when it takes over).
+    p.verdicts?.subscribe((id, state) => p.fleet.healthChanged(id, state));
     p.scaler.onSettled(async (op, proxies) => {
         p.metrics.operations.inc({ kind: op.kind, result: op.status });
         if (op.startedAt && op.finishedAt)

@@ -56,7 +56,8 @@ export async function startService(opts: ServeOptions): Promise<RunningService> 
     const version = packageVersion();
     const parts = buildParts(opts, log, home, { checkUrl, url, version });
     subscribeParts(parts, log);
-    const { scaler, fleet, reconciler, redisStore, providerHealth, health, timeline, leases, cluster } = parts;
+    const { scaler, fleet, reconciler, redisStore, providerHealth, health, timeline, leases, cluster, verdicts } =
+        parts;
     if (!providerHealth.enabled)
         log.warn(
             "provider health checks are off (--provider-check-interval 0): no provider is reported down, and self-healing is not held back by one",
@@ -89,6 +90,7 @@ export async function startService(opts: ServeOptions): Promise<RunningService> 
         sseHeartbeatMs: opts.sseHeartbeatMs,
         gateway,
         storeReady: redisStore && (() => redisStore.ready()),
+        verdicts: verdicts && (() => verdicts.status()),
         cluster: () => clusterView(cluster, { id: `${os.hostname()}-${process.pid}`, url, version, startedAt }),
         forward: cluster && leaderForwarder(cluster, log.child({ component: "cluster" })),
     };
@@ -125,7 +127,10 @@ export async function startService(opts: ServeOptions): Promise<RunningService> 
         throw e;
     }
     providerHealth.start();
-    health.start();
+    // Alone, this process probes from now on; a replica probes only while it leads (StackLead) and
+    // otherwise shows the leader's verdicts, read from now on.
+    if (verdicts) await verdicts.start();
+    else health.start();
     timeline.start();
     // Leases expire lazily on every call; the sweep also drops old target cooldowns and ended-lease records.
     const sweeper = setInterval(() => leases.sweep(), 5_000).unref();
@@ -198,6 +203,7 @@ export async function startService(opts: ServeOptions): Promise<RunningService> 
             clearInterval(outputsPoll);
             timeline.stop();
             await health.stop();
+            await verdicts?.close();
             await providerHealth.stop();
             const closed = new Promise<void>((r) => server.close(() => r()));
             const gatewayClosed = gateway?.close(CLOSE_GRACE_MS);

@@ -34,6 +34,9 @@ export function withSettings(lua: string, s: ScriptSettings): string {
     return lua.replace("__SETTINGS__", table);
 }
 
+/** Under the prefix: lease errors per member, counted by every replica's releases (the leader's health reads it). */
+export const LEASE_ERRORS_KEY = "err";
+
 const PRELUDE = `
 local P = KEYS[1]
 local S = __SETTINGS__

@@ -17,7 +17,10 @@ export function discoveryRoutes(deps: AppDeps): Router {
         // Credentials go only to tokens that may lease (`lease`, `admin`); a discover-only token sees `auth: true`.
         const scopes = (req as AuthenticatedRequest).tokenScopes ?? [];
         const withCredentials = scopes.includes("lease") || scopes.includes("admin");
-        res.json({ proxies: deps.fleet.proxies(q, { withCredentials }) } satisfies z.infer<typeof proxiesResponse>);
+        res.json({
+            proxies: deps.fleet.proxies(q, { withCredentials }),
+            ...(deps.verdicts && { verdicts: deps.verdicts() }),
+        } satisfies z.infer<typeof proxiesResponse>);
     });
     r.post("/v1/leases", deps.auth("lease"), async (req, res) => {
         const out = await acquireLease(deps, req.body);

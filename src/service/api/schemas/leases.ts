@@ -111,7 +111,33 @@ export const proxySchema = z
     .meta({ id: "Proxy" });
 
 /** GET /v1/proxies */
-export const proxiesResponse = z.object({ proxies: z.array(proxySchema) });
+export const proxiesResponse = z.object({
+    proxies: z.array(proxySchema),
+    verdicts: z
+        .object({
+            decidedBy: z
+                .string()
+                .optional()
+                .describe(
+                    "The replica whose probes decided the health shown (the leader); absent before the first read",
+                ),
+            self: z.boolean().describe("Whether that is the replica answering (it leads)"),
+            publishedAt: z
+                .string()
+                .optional()
+                .describe("On a follower: when the leader last published its verdicts (the store's clock)"),
+            stale: z
+                .string()
+                .optional()
+                .describe(
+                    "Why the health shown may be old (the store cannot be read, the leader stopped publishing); the last verdicts read are shown",
+                ),
+        })
+        .optional()
+        .describe(
+            "With several replicas (`--store redis://…`): only the leader probes; every replica shows its verdicts. Absent with the memory store",
+        ),
+});
 
 /** The proxy part of a lease: where to send traffic. */
 export const leaseViewSchema = z

@@ -1,0 +1,159 @@
+/**
+ * The cluster's health verdicts (src/service/cluster/verdicts.ts) on a real redis-server, two replicas'
+ * worth in one process: the leader's probes decide and it publishes; the follower shows what it
+ * published and mirrors each change into its fleet; only the lock's holder may publish; a follower that
+ * cannot read keeps its last copy and says so; lease errors released anywhere count at the leader; a
+ * follower that takes the lead carries on from the published verdicts without a transition. The probe
+ * function is the monitor's test seam (which members answer is the test's to say); Redis is real.
+ */
+import { after, before, test } from "node:test";
+import assert from "node:assert/strict";
+import Redis from "ioredis";
+import { createLogger } from "../../src/log/logger";
+import type { ProxyMember } from "../../src/model";
+import { HealthMonitor, type ProbeFn, type Transition } from "../../src/probes";
+import { CLUSTER_KEYS } from "../../src/service/cluster/cluster";
+import { ClusterVerdicts } from "../../src/service/cluster/verdicts";
+import { startRedis, TestRedis } from "../helpers/redis";
+import { until } from "../helpers/processes";
+
+const PREFIX = "egress:verdicts:";
+const log = createLogger({ level: "silent" });
+const member = (i: number): ProxyMember => ({
+    id: `web-${i}`,
+    pool: "web",
+    provider: "local",
+    kind: "local",
+    index: i,
+    host: "127.0.0.1",
+    port: 20_000 + i,
+    url: `http://127.0.0.1:${20_000 + i}`,
+    zone: "local",
+});
+const MEMBERS = [member(0), member(1)];
+/** Ports whose probes fail. */
+const down = new Set<number>();
+let probes = 0;
+const probe: ProbeFn = async (o) => {
+    probes++;
+    return down.has(o.proxyPort) ? { ok: false, latencyMs: 1, error: "ECONNREFUSED" } : { ok: true, latencyMs: 2 };
+};
+
+let redis: TestRedis;
+let raw: Redis;
+const parts: { v: ClusterVerdicts; monitor: HealthMonitor; changes: [string, string][]; transitions: Transition[] }[] =
+    [];
+
+function replica(self: string, intervalMs = 100) {
+    const transitions: Transition[] = [];
+    const monitor = new HealthMonitor({
+        checkUrl: "http://127.0.0.1:1/v1/echo",
+        intervalMs,
+        probe,
+    });
+    const v = new ClusterVerdicts({ url: redis.url, prefix: PREFIX, self, monitor, log, intervalMs: 100 });
+    const changes: [string, string][] = [];
+    v.subscribe((id, state) => changes.push([id, state]));
+    monitor.subscribe({ onTransition: (t) => (transitions.push(t), v.changed()) });
+    v.setMembers(MEMBERS);
+    const part = { v, monitor, changes, transitions };
+    parts.push(part);
+    return part;
+}
+const holdLock = (id: string) =>
+    raw.set(PREFIX + CLUSTER_KEYS.leader, JSON.stringify({ id, token: 1, since: new Date().toISOString() }));
+
+before(async () => {
+    redis = await startRedis();
+    raw = new Redis(redis.url);
+    raw.on("error", () => undefined); // Redis is killed on purpose in the second test
+});
+after(async () => {
+    for (const p of parts) {
+        await p.monitor.stop();
+        await p.v.close();
+    }
+    raw?.disconnect();
+    await redis?.cleanup();
+});
+
+test("the follower shows the leader's verdicts and never probes; only the lock's holder publishes", async () => {
+    const leader = replica("replica-a");
+    const follower = replica("replica-b");
+    await Promise.all([leader.v.start(), follower.v.start()]);
+    assert.equal(follower.v.get("web-0"), undefined, "nothing published yet: unknown");
+    assert.equal(follower.v.status().stale, "no leader has published health verdicts yet");
+
+    await holdLock("replica-a");
+    await leader.v.lead();
+    await until("the follower to show web-0 and web-1 healthy", () =>
+        MEMBERS.every((m) => follower.v.get(m.id)?.state === "healthy"),
+    );
+    assert.deepEqual(follower.v.status().decidedBy, "replica-a");
+    assert.equal(follower.v.status().self, false);
+    assert.deepEqual(leader.v.status(), { decidedBy: "replica-a", self: true });
+    assert.deepEqual(follower.changes.sort(), [
+        ["web-0", "healthy"],
+        ["web-1", "healthy"],
+    ]);
+    assert.equal(follower.monitor.probing, false);
+    assert.equal(follower.transitions.length, 0, "the follower decided nothing");
+
+    // The leader marks web-1 unhealthy; the follower shows it, with the leader's error, and tells its fleet.
+    const started = Date.now();
+    down.add(MEMBERS[1].port);
+    await until("the follower to show web-1 unhealthy", () => follower.v.get("web-1")?.state === "unhealthy");
+    assert.ok(Date.now() - started < 2_000, `within 2 s (${Date.now() - started} ms)`);
+    assert.equal(follower.v.get("web-1")?.lastError, "ECONNREFUSED");
+    assert.deepEqual(follower.changes.at(-1), ["web-1", "unhealthy"]);
+
+    // A replica that does not hold the lock cannot overwrite what the leader published.
+    const impostor = replica("replica-c");
+    await impostor.v.start();
+    await impostor.v.lead(); // it believes it leads; Redis says otherwise
+    await new Promise((r) => setTimeout(r, 400));
+    const by = await raw.hget(PREFIX + CLUSTER_KEYS.health, "by");
+    assert.equal(by, "replica-a");
+    await impostor.v.follow();
+});
+
+test("a follower that cannot read keeps its last view and says why; it reads again when Redis is back", async () => {
+    const [, follower] = parts;
+    assert.equal(follower.v.get("web-0")?.state, "healthy");
+    await redis.kill();
+    await until("the follower to say it cannot read", () => follower.v.status().stale?.startsWith("cannot read"));
+    assert.equal(follower.v.get("web-0")?.state, "healthy", "the last view is kept");
+    assert.equal(follower.v.get("web-1")?.state, "unhealthy");
+    await redis.start();
+    await holdLock("replica-a"); // no persistence in this Redis: the lock (and every key) went with it
+    await until("the follower to read again", () => follower.v.status().stale === undefined, 15_000, 50);
+});
+
+test("lease errors released on any replica count at the leader; a new leader carries on from the verdicts", async () => {
+    const [leader, follower] = parts;
+    down.clear();
+    await until("web-1 healthy again on the follower", () => follower.v.get("web-1")?.state === "healthy", 10_000);
+    // Two lease errors with no probe between them mark a member unhealthy (failure threshold 2): slow
+    // the leader's rounds so none comes between, then count errors as the release script does.
+    await leader.monitor.stop(); // stands for a long probe interval; the leader still leads and publishes
+    await raw.hincrby(PREFIX + "err", "web-0", 2);
+    await until("the leader to count the lease errors", () => leader.v.get("web-0")?.state === "unhealthy", 5_000);
+    await until("the follower to show it", () => follower.v.get("web-0")?.state === "unhealthy", 5_000);
+
+    // The leader steps down; the follower takes the lock and leads from the published verdicts.
+    await leader.v.follow();
+    const probesBefore = probes;
+    const transitionsBefore = follower.transitions.length;
+    await holdLock("replica-b");
+    await follower.v.lead();
+    assert.equal(follower.v.get("web-0")?.state, "unhealthy", "carried on, not back to unknown");
+    assert.equal(follower.v.get("web-1")?.state, "healthy");
+    assert.equal(follower.monitor.probing, true);
+    await until("the new leader to probe", () => probes > probesBefore);
+    // web-1 stays healthy (no transition); web-0 recovers through two good probes, as it would have at the old leader.
+    await until("web-0 healthy under the new leader", () => follower.v.get("web-0")?.state === "healthy", 5_000);
+    const moved = follower.transitions.slice(transitionsBefore).map((t) => `${t.id}:${t.from}->${t.to}`);
+    assert.deepEqual(moved, ["web-0:unhealthy->healthy"]);
+    assert.equal(leader.monitor.probing, false, "the old leader stopped probing");
+    await until("the old leader to show the new leader's verdicts", () => leader.v.status().decidedBy === "replica-b");
+});
