@@ -38,6 +38,16 @@ export function registerServe(program: Command): void {
             process.env.EGRESS_RECONCILE_INTERVAL ?? "60",
         )
         .option(
+            "--autoscale-interval <seconds>",
+            "autoscaling (pools with `autoscale`): seconds between samples and decisions (0 = off, at most 3600)",
+            process.env.EGRESS_AUTOSCALE_INTERVAL ?? "5",
+        )
+        .option(
+            "--autoscale-window <seconds>",
+            "autoscaling: seconds the demand signals are averaged over; a scale-up waits one window above target (1 to 3600)",
+            process.env.EGRESS_AUTOSCALE_WINDOW ?? "30",
+        )
+        .option(
             "--timeline-interval <seconds>",
             "how often the dashboard's last-hour timeline samples healthy and leased counts (1 to 3600)",
             "30",
@@ -113,6 +123,8 @@ async function run(o: Record<string, any>, opts: GlobalOptions, log: Logger): Pr
     const interval = seconds("--probe-interval", o.probeInterval, { min: 0.1, max: 3600 });
     const reconcile = seconds("--reconcile-interval", o.reconcileInterval, { min: 1, max: 86_400, off: true });
     const timeline = seconds("--timeline-interval", o.timelineInterval, { min: 1, max: 3600 });
+    const autoscale = seconds("--autoscale-interval", o.autoscaleInterval, { min: 0.1, max: 3600, off: true });
+    const autoscaleWindow = seconds("--autoscale-window", o.autoscaleWindow, { min: 1, max: 3600 });
     const providerInterval = seconds("--provider-check-interval", o.providerCheckInterval, {
         min: 1,
         max: 86_400,
@@ -152,6 +164,8 @@ async function run(o: Record<string, any>, opts: GlobalOptions, log: Logger): Pr
         probeIntervalMs: Math.round(interval * 1000),
         reconcileIntervalMs: Math.round(reconcile * 1000),
         timelineIntervalMs: Math.round(timeline * 1000),
+        autoscaleIntervalMs: Math.round(autoscale * 1000),
+        autoscaleWindowMs: Math.round(autoscaleWindow * 1000),
         providerCheckIntervalMs: Math.round(providerInterval * 1000),
         providerCheckTimeoutMs: Math.round(providerTimeout * 1000),
         checkUrl: o.checkUrl,

@@ -125,6 +125,11 @@ export function crossCheck(cfg: EgressConfig, projectRoot: string): ConfigProble
                 rule: `must be ${fixed}: the members of a \`${entry.type}\` provider follow its entry (${pool.provider}), not a count`,
                 value: pool.replicas,
             });
+        if (fixed !== undefined && pool.autoscale)
+            problems.push({
+                path: at("autoscale"),
+                rule: `must be unset: the members of a \`${entry.type}\` provider follow its entry (${pool.provider}), not demand`,
+            });
         problems.push(...checkPorts(pool, projectRoot, at));
     });
     return problems;

@@ -42,6 +42,42 @@ export const proxyAuthSchema = z.strictObject({
     password: proxyPasswordSchema(),
 });
 
+/**
+ * Autoscaling of a pool by `egress serve` (src/service/control/autoscale): the replica count follows
+ * demand within [min, max]. While set, the service owns `replicas` (it writes it) and refuses manual
+ * scale requests (409 `autoscaled`); change these bounds instead.
+ */
+export const autoscaleSchema = z
+    .strictObject({
+        /** Fewest members; 0 lets an idle pool empty out (its first request then starts a scale-up). @default 1 */
+        min: z.number().int({ message: "must be a whole number" }).min(0, { message: "must be 0 or more" }).default(1),
+        /** Most members; at most the pool's maxReplicas. */
+        max: z.number().int({ message: "must be a whole number" }).min(1, { message: "must be 1 or more" }),
+        /** Leased share of the members to aim for: 0.5 keeps one free member per leased one. @default 0.7 */
+        targetUtilization: z
+            .number()
+            .gt(0, { message: "must be above 0 and at most 1" })
+            .max(1, { message: "must be above 0 and at most 1" })
+            .default(0.7),
+        /** Seconds demand must stay below target before the pool shrinks (drained, like any scale-down). @default 300 */
+        scaleDownAfterSeconds: z
+            .number()
+            .int({ message: "must be a whole number" })
+            .min(0, { message: "must be 0 or more" })
+            .max(86400, { message: "must be at most 86400 (a day)" })
+            .default(300),
+        /** Seconds between two decisions of this pool, so one engine run's effect is seen before the next. @default 60 */
+        cooldownSeconds: z
+            .number()
+            .int({ message: "must be a whole number" })
+            .min(0, { message: "must be 0 or more" })
+            .max(86400, { message: "must be at most 86400 (a day)" })
+            .default(60),
+    })
+    .superRefine((a, ctx) => {
+        if (a.min > a.max) ctx.addIssue({ code: "custom", path: ["min"], message: `must not exceed max (${a.max})` });
+    });
+
 export const poolSchema = z
     .strictObject({
         name: dnsLabel(),
@@ -101,8 +137,16 @@ export const poolSchema = z
             .min(0, { message: "must be 0 (no drain) or more" })
             .max(3600, { message: "must be at most 3600 (an hour, the longest lease)" })
             .default(60),
+        /** Follow demand instead of a fixed `replicas` (see autoscaleSchema); unset = the count is set by hand. */
+        autoscale: autoscaleSchema.optional(),
     })
     .superRefine((p, ctx) => {
+        if (p.autoscale && p.autoscale.max > p.maxReplicas)
+            ctx.addIssue({
+                code: "custom",
+                path: ["autoscale", "max"],
+                message: `must not exceed maxReplicas (${p.maxReplicas})`,
+            });
         if (p.replicas > p.maxReplicas)
             ctx.addIssue({
                 code: "custom",
@@ -132,3 +176,4 @@ export type CloudInit = z.infer<typeof cloudInitSchema>;
 export type Placement = z.infer<typeof placementSchema>;
 export type MemberOverride = z.infer<typeof memberOverrideSchema>;
 export type PoolConfig = z.infer<typeof poolSchema>;
+export type AutoscaleConfig = z.infer<typeof autoscaleSchema>;

@@ -221,7 +221,7 @@ export interface paths {
             path?: never;
             cookie?: never;
         };
-        /** Recent engine operations (scale, up, heal) */
+        /** Recent engine operations (scale, up, heal, autoscale) */
         get: operations["listOperations"];
         put?: never;
         post?: never;
@@ -385,6 +385,30 @@ export interface components {
                 target?: string;
             }[];
         };
+        AutoscaleDecision: {
+            /** @description RFC 3339 time */
+            at: string;
+            /** @description Members' worth of work: leased members plus refused requests per sample */
+            demand: number;
+            from: number;
+            reasons: string[];
+            signals: {
+                /** @description Mean healthy members per sample over the window */
+                healthy: number;
+                /** @description Mean leased members per sample over the window */
+                leased: number;
+                /** @description Gateway requests that found no member in the window */
+                refusedGateway: number;
+                /** @description Lease requests answered 503 none_available in the window */
+                refusedLeases: number;
+                samples: number;
+                /** @description Mean of leased / healthy per sample */
+                utilization: number;
+            };
+            to: number;
+            /** @description ceil(demand / targetUtilization) clamped to [min, max] */
+            wanted: number;
+        };
         Cluster: {
             /** @description null while no replica holds the leader lock (an election takes a few seconds) */
             leader: {
@@ -410,7 +434,7 @@ export interface components {
                  * @description Machine-readable; docs/api.md lists when each is used
                  * @enum {string}
                  */
-                code: "invalid_request" | "malformed_json" | "malformed_request" | "invalid_method" | "bad_request" | "token_in_url" | "not_scalable" | "bad_username" | "unauthenticated" | "forbidden" | "forbidden_target" | "not_found" | "unknown_pool" | "unknown_zone" | "unknown_lease" | "unknown_operation" | "not_served" | "gateway_off" | "request_timeout" | "lease_expired" | "proxy_removed" | "body_too_large" | "chunk_extensions_too_large" | "unsupported_encoding" | "expectation_failed" | "over_limit" | "headers_too_large" | "internal" | "none_available" | "not_ready" | "store_unavailable" | "dashboard_not_built";
+                code: "invalid_request" | "malformed_json" | "malformed_request" | "invalid_method" | "bad_request" | "token_in_url" | "not_scalable" | "bad_username" | "unauthenticated" | "forbidden" | "forbidden_target" | "not_found" | "unknown_pool" | "unknown_zone" | "unknown_lease" | "unknown_operation" | "not_served" | "gateway_off" | "autoscaled" | "request_timeout" | "lease_expired" | "proxy_removed" | "body_too_large" | "chunk_extensions_too_large" | "unsupported_encoding" | "expectation_failed" | "over_limit" | "headers_too_large" | "internal" | "none_available" | "not_ready" | "store_unavailable" | "dashboard_not_built";
                 details?: unknown;
                 message: string;
             };
@@ -444,6 +468,10 @@ export interface components {
             applied?: {
                 [key: string]: number;
             };
+            /** @description The autoscale decisions this operation applies, per pool */
+            autoscale?: {
+                [key: string]: components["schemas"]["AutoscaleDecision"];
+            };
             changes?: {
                 [key: string]: number;
             };
@@ -469,8 +497,11 @@ export interface components {
             /** @description RFC 3339 time */
             finishedAt?: string;
             id: string;
-            /** @enum {string} */
-            kind: "scale" | "up" | "heal";
+            /**
+             * @description autoscale: the autoscaler decided `desired` (see `autoscale` for why)
+             * @enum {string}
+             */
+            kind: "scale" | "up" | "heal" | "autoscale";
             members?: string[];
             reasons?: {
                 [key: string]: {
@@ -488,6 +519,58 @@ export interface components {
         };
         Pool: {
             actual: number;
+            /** @description Set when the pool follows demand (its stack config's `autoscale`) */
+            autoscale?: {
+                cooldownSeconds: number;
+                /** @description The last scale decision this replica made, and its operation */
+                lastDecision?: {
+                    /** @description RFC 3339 time */
+                    at: string;
+                    /** @description Members' worth of work: leased members plus refused requests per sample */
+                    demand: number;
+                    from: number;
+                    operation: string;
+                    reasons: string[];
+                    signals: {
+                        /** @description Mean healthy members per sample over the window */
+                        healthy: number;
+                        /** @description Mean leased members per sample over the window */
+                        leased: number;
+                        /** @description Gateway requests that found no member in the window */
+                        refusedGateway: number;
+                        /** @description Lease requests answered 503 none_available in the window */
+                        refusedLeases: number;
+                        samples: number;
+                        /** @description Mean of leased / healthy per sample */
+                        utilization: number;
+                    };
+                    to: number;
+                    /** @description ceil(demand / targetUtilization) clamped to [min, max] */
+                    wanted: number;
+                };
+                max: number;
+                min: number;
+                scaleDownAfterSeconds: number;
+                /** @description The last round's signals (absent before the first round, and on replicas that do not lead) */
+                signals?: {
+                    demand: number;
+                    /** @description Mean healthy members per sample over the window */
+                    healthy: number;
+                    /** @description Why the last round changed nothing */
+                    holding?: string;
+                    /** @description Mean leased members per sample over the window */
+                    leased: number;
+                    /** @description Gateway requests that found no member in the window */
+                    refusedGateway: number;
+                    /** @description Lease requests answered 503 none_available in the window */
+                    refusedLeases: number;
+                    samples: number;
+                    /** @description Mean of leased / healthy per sample */
+                    utilization: number;
+                    wanted: number;
+                };
+                targetUtilization: number;
+            };
             /** @description Desired members: the last accepted scale request, else the configured replicas */
             desired: number;
             /** @description Members an operation is taking away (never leased again) */
@@ -497,7 +580,7 @@ export interface components {
             maxReplicas: number;
             name: string;
             provider: string;
-            /** @description false when the pool's members follow its provider entry (a list of bring-your-own proxies): PUT /v1/pools/{pool}/replicas answers 400 not_scalable */
+            /** @description false when the pool's members follow its provider entry (a list of bring-your-own proxies): PUT /v1/pools/{pool}/replicas answers 400 not_scalable; or when it is autoscaled (409 autoscaled) */
             scalable: boolean;
         };
         ProgressEvent: {
@@ -1750,6 +1833,15 @@ export interface operations {
             };
             /** @description `unknown_pool` */
             404: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error"];
+                };
+            };
+            /** @description `autoscaled`: the pool follows demand (its `autoscale` in the stack config); change those bounds instead */
+            409: {
                 headers: {
                     [name: string]: unknown;
                 };

@@ -2,7 +2,7 @@ import type { Logger } from "pino";
 import { loadStackConfig, setPoolReplicas } from "../../config";
 import type { EngineError, ProgressEvent } from "../../engine";
 import type { ProxyMember } from "../../model";
-import type { HealTarget, Operation } from "../operations/journal";
+import type { AutoscaleRecord, HealTarget, Operation } from "../operations/journal";
 import { healDrainTargets, healGoneTargets, scaleDownTargets } from "./drain/plan";
 import { retryTransient } from "./engine-retry";
 import { NotAcceptingError, type ScalerDeps } from "./scaler-deps";
@@ -41,6 +41,23 @@ export class Scaler {
     request(pool: string, replicas: number): Operation {
         if (this.accepting !== "yes") throw new NotAcceptingError(this.accepting);
         return this.enqueue("scale", { [pool]: replicas });
+    }
+
+    /**
+     * An autoscale decision (src/service/control/autoscale): a scale request that records why. Folds
+     * like any request; the operation reads `autoscale` unless a person's scale request is folded in too.
+     */
+    autoscale(pool: string, replicas: number, why: AutoscaleRecord): Operation {
+        if (this.accepting !== "yes") throw new NotAcceptingError(this.accepting);
+        const op = this.enqueue("autoscale", { [pool]: replicas });
+        op.autoscale = { ...op.autoscale, [pool]: why };
+        this.deps.ops.update(op, {});
+        return op;
+    }
+
+    /** Whether requests are taken now: recovery done and this replica leads (the autoscaler decides only then). */
+    accepts(): boolean {
+        return this.accepting === "yes";
     }
 
     /** Recovery is done: scale requests are accepted from now on. */
@@ -125,13 +142,14 @@ export class Scaler {
         while (this.running) await this.idle;
     }
 
-    private enqueue(kind: "scale" | "up", desired: Record<string, number>): Operation {
+    private enqueue(kind: "scale" | "up" | "autoscale", desired: Record<string, number>): Operation {
         // A scale-up during a scale-down's drain keeps the members it still drains (drainScaleDown re-plans).
         const queued = this.queue.find((o) => o.kind !== "heal") ?? (this.drainingNow ? this.running : undefined);
         if (queued) {
             Object.assign(queued.desired, desired);
             queued.requests++;
-            if (kind === "scale") queued.kind = "scale";
+            // A person's request names the operation over the autoscaler's, and either over a plain `up`.
+            if (kind === "scale" || (kind === "autoscale" && queued.kind === "up")) queued.kind = kind;
             return queued;
         }
         const op = this.deps.ops.create(kind, desired);

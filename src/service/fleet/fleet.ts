@@ -28,6 +28,8 @@ export class Fleet {
     private credentials: StackCredentials = { pools: {}, members: {} };
     /** Called after every successful release (the drainer waits on it). */
     private readonly releaseListeners = new Set<() => void>();
+    /** Told of every request refused for want of a member, by pool and door (the autoscaler's demand signal). */
+    private refusedListener?: (pool: string, via: "lease" | "gateway") => void;
 
     constructor(
         private readonly leases: LeaseStore,
@@ -181,8 +183,17 @@ export class Fleet {
         }));
     }
 
-    /** Synchronous with the memory store; a promise with a store across the network (it may reject with StoreUnavailableError). */
-    acquire(req: AcquireRequest): MaybePromise<FleetAcquire> {
+    /** Sets who hears of refused acquires (one listener: the autoscaler, connected by the start-up). */
+    onRefused(fn: (pool: string, via: "lease" | "gateway") => void): void {
+        this.refusedListener = fn;
+    }
+
+    /**
+     * Synchronous with the memory store; a promise with a store across the network (it may reject with
+     * StoreUnavailableError). `via` says which door asked (POST /v1/leases or the gateway), for the
+     * refusal signal; null for a retry of a request already counted (the gateway's waiting room).
+     */
+    acquire(req: AcquireRequest, via: "lease" | "gateway" | null = "lease"): MaybePromise<FleetAcquire> {
         if (req.pool && !this.pools.has(req.pool))
             return {
                 ok: false,
@@ -195,7 +206,11 @@ export class Fleet {
             if (unknown) return unknown;
         }
         const known = req.session !== undefined && this.leases.sessionMember(req.session, req.pool) !== undefined;
-        return settle(this.leases.acquire(req), (r) => this.granted(req, known, r));
+        return settle(this.leases.acquire(req), (r) => {
+            // Only a named pool's refusals are demand of that pool; "any pool" names none to grow.
+            if (!r.ok && req.pool !== undefined && via) this.refusedListener?.(req.pool, via);
+            return this.granted(req, known, r);
+        });
     }
 
     /**

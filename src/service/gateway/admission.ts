@@ -112,13 +112,16 @@ export class Admission {
                 admitted: { client: token.name, lease: got.lease, pool: got.lease.proxy.pool, session, target, leave },
             };
         };
-        const attempt = () => this.fleet.acquire({ pool, target, session, zone, ttlSeconds: this.ttlSeconds });
+        // The first attempt is the request's one refusal the autoscaler hears of; a waiter's retries are not new demand.
+        const acquire = (via: "gateway" | null) =>
+            this.fleet.acquire({ pool, target, session, zone, ttlSeconds: this.ttlSeconds }, via);
+        const attempt = () => acquire(null);
         // Nothing free: wait in line for the pool's members (the same pool, zone and target) if waiting is on.
         const waitOr = (g: FleetAcquire): MaybePromise<FleetAcquire> =>
             this.room?.enabled && worthWaiting(g)
                 ? this.room.wait(`${pool ?? "*"}|${zone ?? "*"}|${target}`, attempt, g, r.onGone)
                 : g;
-        const first = attempt();
+        const first = acquire("gateway");
         const got = first instanceof Promise ? first.then(waitOr) : waitOr(first);
         if (!(got instanceof Promise)) return done(got);
         return got.then(done, (e) => {

@@ -40,6 +40,10 @@ export const ERRORS = {
         when: "a block report about nothing the gateway served this token in the last 10 minutes",
     },
     gateway_off: { status: 404, when: "a block report while the gateway is off" },
+    autoscaled: {
+        status: 409,
+        when: "a scale request for an autoscaled pool: change its `autoscale` bounds in the stack config instead",
+    },
     request_timeout: { status: 408, when: "the request did not arrive in time" },
     lease_expired: { status: 410, when: "the lease ended by its TTL; its proxy went back to the pool" },
     proxy_removed: {

@@ -14,6 +14,7 @@ const LEASE_RESULTS = ["granted", "unavailable"] as const;
 export const SESSION_RESULTS = ["kept", "rebound", "new"] as const;
 export type SessionResult = (typeof SESSION_RESULTS)[number];
 const HEAL_REASONS = ["gone", "unhealthy"] as const;
+const AUTOSCALE_DIRECTIONS = ["up", "down"] as const;
 
 /**
  * Every metric the service exports at /metrics, on one registry (one per app: tests run several).
@@ -39,6 +40,7 @@ export function createMetrics(source?: MetricsSource) {
     const leasePools = new Set<string>();
     const healPools = new Set<string>();
     const sessionPools = new Set<string>();
+    const autoscalePools = new Set<string>();
     const leases = new Counter({
         name: "egress_leases_total",
         help: 'Lease requests by pool and result (granted, unavailable); pool "*" is any pool',
@@ -66,6 +68,15 @@ export function createMetrics(source?: MetricsSource) {
             prunePools(this, healPools, "reason", HEAL_REASONS);
         },
     });
+    const autoscales = new Counter({
+        name: "egress_autoscale_decisions_total",
+        help: 'Scale decisions of the autoscaler, by pool and direction (up, down); their runs are egress_operations_total{kind="autoscale"}',
+        labelNames: ["pool", "direction"],
+        registers: [registry],
+        collect() {
+            prunePools(this, autoscalePools, "direction", AUTOSCALE_DIRECTIONS);
+        },
+    });
     return {
         registry,
         /** Counts a lease request (remembering the pool so its series can be dropped with it). */
@@ -81,6 +92,10 @@ export function createMetrics(source?: MetricsSource) {
         heal(pool: string, reason: (typeof HEAL_REASONS)[number]): void {
             healPools.add(pool);
             heals.inc({ pool, reason });
+        },
+        autoscale(pool: string, direction: (typeof AUTOSCALE_DIRECTIONS)[number]): void {
+            autoscalePools.add(pool);
+            autoscales.inc({ pool, direction });
         },
         releases: new Counter({
             name: "egress_lease_releases_total",

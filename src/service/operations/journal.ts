@@ -16,8 +16,11 @@ export interface HealTarget {
 /** One engine run as clients see it. Requests that arrive while it is queued join it (latest wins). */
 export interface Operation {
     id: string;
-    /** `heal`: the reconcile loop replaces `members` (targeted refresh + replace), nothing else. */
-    kind: "scale" | "up" | "heal";
+    /**
+     * `heal`: the reconcile loop replaces `members` (targeted refresh + replace), nothing else.
+     * `autoscale`: the autoscaler (src/service/control/autoscale) set `desired`; `autoscale` says why.
+     */
+    kind: "scale" | "up" | "heal" | "autoscale";
     status: OperationStatus;
     /** Desired replicas per pool this operation applies. */
     desired: Record<string, number>;
@@ -33,11 +36,33 @@ export interface Operation {
     /** `heal` only: the members it repairs, and why each. */
     members?: string[];
     reasons?: Record<string, HealTarget>;
+    /** `autoscale` decisions folded into this operation, per pool: the signals behind each. */
+    autoscale?: Record<string, AutoscaleRecord>;
     /**
      * Set once the operation takes members away (scale-down; repair of unhealthy members): who drains
      * until when. `draining` is true while it waits for their leases, before the engine runs.
      */
     drain?: { draining: boolean; members: DrainView[] };
+}
+
+/** One autoscale decision as its operation records it (src/service/control/autoscale/decide.ts). */
+export interface AutoscaleRecord {
+    at: string;
+    from: number;
+    to: number;
+    /** Members' worth of work behind it, and what the pool would have undamped. */
+    demand: number;
+    wanted: number;
+    reasons: string[];
+    /** The window's means: leased, healthy, utilization; refused requests summed. */
+    signals: {
+        leased: number;
+        healthy: number;
+        utilization: number;
+        refusedLeases: number;
+        refusedGateway: number;
+        samples: number;
+    };
 }
 
 /** One member of an operation's drain (src/service/control/drain/plan.ts `DrainEntry`, times as ISO strings). */

@@ -40,6 +40,12 @@ export interface ServeOptions {
     runDir?: string;
     /** Reconcile loop (self-healing, src/service/control/heal): time between rounds; 0 = off. @default 60000 */
     reconcileIntervalMs?: number;
+    /**
+     * Autoscaling (src/service/control/autoscale, pools with `autoscale`): time between samples and
+     * decisions (0 = off; default 5 s), and the window signals are averaged over (default 30 s; a scale-up waits for one full window above target).
+     */
+    autoscaleIntervalMs?: number;
+    autoscaleWindowMs?: number;
     /** The dashboard timeline's sample interval (it keeps the last hour). @default 30000 */
     timelineIntervalMs?: number;
     /** Backoff after a failed repair. @default 1 min doubling to 30 min (tests shorten it) */
@@ -91,4 +97,10 @@ export function checkServeOptions(opts: ServeOptions): void {
     const r = opts.reconcileIntervalMs;
     if (r !== undefined && !(Number.isFinite(r) && r >= 0))
         throw new RangeError(`reconcileIntervalMs must be 0 (off) or a positive number of milliseconds, got ${r}`);
+    for (const [name, v] of [
+        ["autoscaleIntervalMs", opts.autoscaleIntervalMs],
+        ["autoscaleWindowMs", opts.autoscaleWindowMs],
+    ] as const)
+        if (v !== undefined && !(Number.isFinite(v) && v >= 0))
+            throw new RangeError(`${name} must be 0 (off) or a positive number of milliseconds, got ${v}`);
 }

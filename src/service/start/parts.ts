@@ -18,6 +18,7 @@ import { ProviderHealth } from "../observe/provider-checks";
 import { Drainer } from "../control/drain/drainer";
 import { Scaler } from "../control/scaler";
 import { Reconciler } from "../control/heal/reconciler";
+import { Autoscaler } from "../control/autoscale/autoscaler";
 import type { ServeOptions } from "./options";
 
 /** Whether the service takes requests now; anything but `ok` is answered 503 not_ready with the reason. */
@@ -152,6 +153,15 @@ export function buildParts(
         goneChecks: () => gone.checks,
         onRepair: (pool, reason) => metrics.heal(pool, reason),
     });
+    const autoscaler = new Autoscaler({
+        intervalMs: opts.autoscaleIntervalMs ?? 5_000,
+        windowMs: opts.autoscaleWindowMs ?? 30_000,
+        log: log.child({ component: "autoscale" }),
+        scaler,
+        pools,
+        counts: () => fleet.poolCounts(),
+        onDecision: (pool, direction) => metrics.autoscale(pool, direction),
+    });
     const timeline = new Timeline({ intervalMs: opts.timelineIntervalMs, counts: () => fleet.poolCounts() });
 
     /**
@@ -191,6 +201,7 @@ export function buildParts(
         scaler,
         gone,
         reconciler,
+        autoscaler,
         timeline,
         refreshFleet,
     };
@@ -215,6 +226,7 @@ export function subscribeParts(p: Parts, log: Logger): void {
     });
     // A follower's fleet takes the leader's verdicts (its lease eligibility is the leader's when it takes over).
     p.verdicts?.subscribe((id, state) => p.fleet.healthChanged(id, state));
+    p.fleet.onRefused((pool, via) => p.autoscaler.refusal(pool, via));
     p.scaler.onSettled(async (op, proxies) => {
         p.metrics.operations.inc({ kind: op.kind, result: op.status });
         if (op.startedAt && op.finishedAt)
@@ -223,6 +235,7 @@ export function subscribeParts(p: Parts, log: Logger): void {
                 (Date.parse(op.finishedAt) - Date.parse(op.startedAt)) / 1000,
             );
         p.reconciler.settled(op);
+        p.autoscaler.settled(op);
         await p.gone
             .rebuild()
             .catch((e) =>

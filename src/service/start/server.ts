@@ -85,6 +85,7 @@ export async function startService(opts: ServeOptions): Promise<RunningService> 
         metrics: parts.metrics,
         providerHealth: () => providerHealth.snapshot(),
         reconcile: () => reconciler.status(),
+        autoscaler: parts.autoscaler,
         timeline,
         ready: () => ready,
         sseHeartbeatMs: opts.sseHeartbeatMs,
@@ -162,6 +163,7 @@ export async function startService(opts: ServeOptions): Promise<RunningService> 
         await lead.idle(); // a replica that won the lock at once has recovered and converged by "ready"
     }
     reconciler.start();
+    parts.autoscaler.start();
     log.info(
         {
             url,
@@ -197,6 +199,7 @@ export async function startService(opts: ServeOptions): Promise<RunningService> 
                 "stopping: answering 503 not_ready until the running operation has finished",
             );
             await reconciler.stop();
+            parts.autoscaler.stop();
             await scaler.drain(closeOpts);
             await cluster?.stop(); // after the running operation: the lock guards it to the end
             clearInterval(sweeper);

@@ -33,6 +33,9 @@ export const CONTROL_OPERATIONS: Op[] = [
                 "Bad request: `invalid_request` (details list each field and rule), `not_scalable` (the pool's provider fixes its members, e.g. a list of existing proxies), `token_in_url`, `malformed_json`",
             ),
             "404": error("`unknown_pool`"),
+            "409": error(
+                "`autoscaled`: the pool follows demand (its `autoscale` in the stack config); change those bounds instead",
+            ),
             ...withBody,
         },
     },
@@ -42,7 +45,7 @@ export const CONTROL_OPERATIONS: Op[] = [
         scope: "scale",
         tags: ["operations"],
         operationId: "listOperations",
-        summary: "Recent engine operations (scale, up, heal)",
+        summary: "Recent engine operations (scale, up, heal, autoscale)",
         responses: { "200": json(s.operationsResponse, "Operations") },
     },
     {

@@ -22,7 +22,8 @@ export function poolRoutes(deps: AppDeps): Router {
                 healthy: counts[p.name]?.healthy ?? 0,
                 leased: counts[p.name]?.leased ?? 0,
                 draining: counts[p.name]?.draining ?? 0,
-                scalable: scaleRefusal(cfg, p) === undefined,
+                scalable: scaleRefusal(cfg, p) === undefined && !p.autoscale,
+                ...(p.autoscale ? { autoscale: { ...p.autoscale, ...deps.autoscaler?.view(p.name) } } : {}),
             })),
         } satisfies z.infer<typeof poolsResponse>);
     });
@@ -35,6 +36,14 @@ export function poolRoutes(deps: AppDeps): Router {
                 "unknown_pool",
                 `no pool named "${pool}" (known: ${cfg.pools.map((p) => p.name).join(", ") || "none"})`,
             );
+        if (found.autoscale) {
+            const { min, max } = found.autoscale;
+            throw new HttpError(
+                "autoscaled",
+                `pool "${pool}" is autoscaled (min ${min}, max ${max}): the service sets its replicas; change the bounds at egress:pools[${cfg.pools.indexOf(found)}].autoscale in stacks/Pulumi.${deps.stack}.yaml (or remove it to scale by hand)`,
+                { min, max, path: `egress:pools[${cfg.pools.indexOf(found)}].autoscale` },
+            );
+        }
         const refused = scaleRefusal(cfg, found);
         if (refused) throw new HttpError("not_scalable", refused);
         const { replicas } = parseOr400(scaleBody, req.body, "scale request");

@@ -13,6 +13,51 @@ export const scaleBody = z.strictObject({
         .describe("Desired member count (0..maxReplicas)"),
 });
 
+const autoscaleSignals = {
+    leased: z.number().describe("Mean leased members per sample over the window"),
+    healthy: z.number().describe("Mean healthy members per sample over the window"),
+    utilization: z.number().describe("Mean of leased / healthy per sample"),
+    refusedLeases: z.number().int().describe("Lease requests answered 503 none_available in the window"),
+    refusedGateway: z.number().int().describe("Gateway requests that found no member in the window"),
+    samples: z.number().int(),
+};
+
+/** One autoscale decision with the signals behind it (src/service/control/autoscale/decide.ts). */
+export const autoscaleRecordSchema = z
+    .object({
+        at: isoTime,
+        from: z.number().int(),
+        to: z.number().int(),
+        demand: z.number().describe("Members' worth of work: leased members plus refused requests per sample"),
+        wanted: z.number().int().describe("ceil(demand / targetUtilization) clamped to [min, max]"),
+        reasons: z.array(z.string()),
+        signals: z.object(autoscaleSignals),
+    })
+    .meta({ id: "AutoscaleDecision" });
+
+const poolAutoscaleSchema = z
+    .object({
+        min: z.number().int(),
+        max: z.number().int(),
+        targetUtilization: z.number(),
+        scaleDownAfterSeconds: z.number().int(),
+        cooldownSeconds: z.number().int(),
+        signals: z
+            .object({
+                ...autoscaleSignals,
+                demand: z.number(),
+                wanted: z.number().int(),
+                holding: z.string().optional().describe("Why the last round changed nothing"),
+            })
+            .optional()
+            .describe("The last round's signals (absent before the first round, and on replicas that do not lead)"),
+        lastDecision: autoscaleRecordSchema
+            .extend({ operation: z.string() })
+            .optional()
+            .describe("The last scale decision this replica made, and its operation"),
+    })
+    .describe("Set when the pool follows demand (its stack config's `autoscale`)");
+
 export const poolSchema = z
     .object({
         name: z.string(),
@@ -29,8 +74,9 @@ export const poolSchema = z
         scalable: z
             .boolean()
             .describe(
-                "false when the pool's members follow its provider entry (a list of bring-your-own proxies): PUT /v1/pools/{pool}/replicas answers 400 not_scalable",
+                "false when the pool's members follow its provider entry (a list of bring-your-own proxies): PUT /v1/pools/{pool}/replicas answers 400 not_scalable; or when it is autoscaled (409 autoscaled)",
             ),
+        autoscale: poolAutoscaleSchema.optional(),
     })
     .meta({ id: "Pool" });
 
@@ -66,7 +112,9 @@ export const progressEventSchema = z
 export const operationSchema = z
     .object({
         id: z.string(),
-        kind: z.enum(["scale", "up", "heal"]),
+        kind: z
+            .enum(["scale", "up", "heal", "autoscale"])
+            .describe("autoscale: the autoscaler decided `desired` (see `autoscale` for why)"),
         status: z.enum(["queued", "running", "succeeded", "failed", "interrupted"]),
         desired: z.record(z.string(), z.number()).describe("Desired replicas per pool this operation applies"),
         requests: z.number().int().describe("Client requests folded into this operation (latest wins)"),
@@ -80,6 +128,10 @@ export const operationSchema = z
         reasons: z
             .record(z.string(), z.object({ reason: z.enum(["gone", "unhealthy"]), detail: z.string() }))
             .optional(),
+        autoscale: z
+            .record(z.string(), autoscaleRecordSchema)
+            .optional()
+            .describe("The autoscale decisions this operation applies, per pool"),
         drain: z
             .object({
                 draining: z.boolean(),
