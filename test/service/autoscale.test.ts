@@ -7,6 +7,7 @@
 import { after, before, test } from "node:test";
 import assert from "node:assert/strict";
 import { settled, settledConverge, startTestService, TestService, TOKENS, waitFor } from "../helpers/service";
+import { proxyBasicAuth, viaProxy } from "../helpers/net";
 
 const WEB = { min: 1, max: 6, targetUtilization: 0.5, scaleDownAfterSeconds: 8, cooldownSeconds: 4 };
 let svc: TestService;
@@ -23,9 +24,16 @@ before(async () => {
                     maxReplicas: 2,
                     autoscale: { min: 0, max: 2, targetUtilization: 1, scaleDownAfterSeconds: 600, cooldownSeconds: 4 },
                 },
+                {
+                    name: "edge",
+                    provider: "local",
+                    replicas: 0,
+                    maxReplicas: 1,
+                    autoscale: { min: 0, max: 1, targetUtilization: 1, scaleDownAfterSeconds: 600, cooldownSeconds: 4 },
+                },
             ],
         },
-        { autoscaleIntervalMs: 500, autoscaleWindowMs: 2000 },
+        { autoscaleIntervalMs: 500, autoscaleWindowMs: 2000, gateway: { port: 0 } },
     );
     assert.equal((await settledConverge(svc)).status, "succeeded");
     await waitFor("web-0 healthy", async () => (await pool("web")).healthy === 1, 30_000);
@@ -172,4 +180,23 @@ test("min 0: the first request gets 503 + Retry-After and wakes the pool; a leas
     assert.equal(got.lease.proxy.id, "idle-0");
     assert.equal((await autoscaleOps("idle")).length, 1, "later refusals while it woke added no decision");
     assert.equal((await release(got.lease.id)).status, 200);
+});
+
+test("min 0 behind the gateway: a request that found no member wakes the pool, counted as a gateway refusal", async () => {
+    const auth = proxyBasicAuth("edge", TOKENS.lease)["proxy-authorization"];
+    const echo = `${svc.url}/v1/echo`;
+    const first = await viaProxy(svc.gatewayPort!, echo, auth);
+    assert.equal(first.status, 503);
+    assert.equal(first.headers["x-egress-error"], "none_available");
+    assert.ok(Number(first.headers["retry-after"]) >= 1);
+    const [wake] = await autoscaleOps("edge");
+    assert.ok(wake, "the gateway's refusal queued a scale-up at once");
+    assert.equal(wake.desired.edge, 1);
+    assert.equal(wake.autoscale.edge.signals.refusedGateway, 1);
+    assert.equal(wake.autoscale.edge.signals.refusedLeases, 0);
+    assert.equal((await settled(svc, wake.id)).status, "succeeded");
+    await waitFor("a request served through the woken pool", async () => {
+        const r = await viaProxy(svc.gatewayPort!, echo, auth);
+        return r.status === 200;
+    });
 });
