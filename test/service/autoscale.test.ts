@@ -33,7 +33,9 @@ before(async () => {
                 },
             ],
         },
-        { autoscaleIntervalMs: 500, autoscaleWindowMs: 2000, gateway: { port: 0 } },
+        // waitMs 0: the gateway answers a busy or empty pool at once (its waiting room would hold the request
+        // while the pool wakes, which is the better answer for crawlers but hides the 503 this test checks).
+        { autoscaleIntervalMs: 500, autoscaleWindowMs: 2000, gateway: { port: 0, waitMs: 0 } },
     );
     assert.equal((await settledConverge(svc)).status, "succeeded");
     await waitFor("web-0 healthy", async () => (await pool("web")).healthy === 1, 30_000);
