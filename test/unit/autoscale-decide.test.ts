@@ -103,6 +103,18 @@ test("scale-down only after scaleDownAfterSeconds below target, to the most want
     assert.match(d.reasons[1], /below target for 60s/);
 });
 
+test("a scale-down never goes below what the leases held right now need, whatever the window's mean", () => {
+    const quiet: AutoscaleState = { belowSince: NOW - 60_000, belowPeak: 1 };
+    // The window's mean is 1 leased, but 3 leases arrived in the last sample: 3 at 0.5 needs 6 members.
+    let d = decide(input(6, { leased: 1, healthy: 6 }, { state: quiet, leasedNow: 3 }));
+    assert.equal(d.action, "hold");
+    assert.match(d.reasons[1], /3 members are leased now/);
+    // With 2 leased now it may go to 4, not to the mean's 2.
+    d = decide(input(6, { leased: 1, healthy: 6 }, { state: quiet, leasedNow: 2 }));
+    assert.equal(d.action, "scale");
+    assert.equal(d.to, 4);
+});
+
 test("the quiet period's peak counts only once the window holds nothing older than it", () => {
     // Just after 3 leases were released the window's mean still reads 2.5: not a peak of the quiet period.
     let d = decide(input(6, { leased: 2.5, healthy: 6 }, { windowMs: 2_000 }));

@@ -208,7 +208,7 @@ export class Fleet {
         const known = req.session !== undefined && this.leases.sessionMember(req.session, req.pool) !== undefined;
         return settle(this.leases.acquire(req), (r) => {
             // Only a named pool's refusals are demand of that pool; "any pool" names none to grow.
-            if (!r.ok && req.pool !== undefined && via) this.refusedListener?.(req.pool, via);
+            if (!r.ok && req.pool !== undefined && via) this.refused(req.pool, via);
             return this.granted(req, known, r);
         });
     }
@@ -229,6 +229,15 @@ export class Fleet {
             message: `no member of ${where} is in zone "${zone}" (zones: ${[...zones].sort().join(", ")})`,
             retryAfterSeconds: 0,
         };
+    }
+
+    /** A request of `pool` found no member (also one that queued behind waiting ones without trying). */
+    refused(pool: string, via: "lease" | "gateway"): void {
+        try {
+            this.refusedListener?.(pool, via);
+        } catch {
+            /* the autoscaler's trouble (a journal write) must not fail the request or leak its slot */
+        }
     }
 
     private granted(req: AcquireRequest, known: boolean, r: AcquireResult): FleetAcquire {

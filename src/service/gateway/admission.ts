@@ -117,11 +117,14 @@ export class Admission {
             this.fleet.acquire({ pool, target, session, zone, ttlSeconds: this.ttlSeconds }, via);
         const attempt = () => acquire(null);
         // Nothing free: wait in line for the pool's members (the same pool, zone and target) if waiting is on.
+        const line = `${pool ?? "*"}|${zone ?? "*"}|${target}`;
         const waitOr = (g: FleetAcquire): MaybePromise<FleetAcquire> =>
-            this.room?.enabled && worthWaiting(g)
-                ? this.room.wait(`${pool ?? "*"}|${zone ?? "*"}|${target}`, attempt, g, r.onGone)
-                : g;
-        const first = acquire("gateway");
+            this.room?.enabled && worthWaiting(g) ? this.room.wait(line, attempt, g, r.onGone) : g;
+        // First come first served: behind others already waiting, a newcomer queues without trying (and
+        // is the pool's demand all the same).
+        const queueBehind = this.room?.enabled === true && this.room.hasLine(line);
+        if (queueBehind && pool !== undefined) this.fleet.refused(pool, "gateway");
+        const first = queueBehind ? behind(pool) : acquire("gateway");
         const got = first instanceof Promise ? first.then(waitOr) : waitOr(first);
         if (!(got instanceof Promise)) return done(got);
         return got.then(done, (e) => {
@@ -131,4 +134,14 @@ export class Admission {
             throw e;
         });
     }
+}
+
+/** The answer of a request that queued behind others without trying: what it gets if its wait runs out. */
+function behind(pool: string | undefined): FleetAcquire {
+    return {
+        ok: false,
+        reason: "none-available",
+        message: `every member of ${pool ? `pool "${pool}"` : "any pool"} this request could use is busy and others were waiting first; retry in 1s`,
+        retryAfterSeconds: 1,
+    };
 }

@@ -108,6 +108,11 @@ export class Gateway {
                 const socket = request.socket as TaggedSocket;
                 if (socket.destroyed) throw refuse(refusal("bad_request", "the client went away"));
                 const onGone = (leave: () => void) => {
+                    // Gone already (during a first attempt on the store): its close event came and went.
+                    if (socket.destroyed) {
+                        queueMicrotask(leave);
+                        return () => undefined;
+                    }
                     socket.once("close", leave);
                     return () => void socket.off("close", leave);
                 };

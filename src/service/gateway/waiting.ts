@@ -36,6 +36,7 @@ interface Waiter {
     since: number;
     last: FleetAcquire;
     resolve: (r: FleetAcquire) => void;
+    reject: (e: unknown) => void;
     timer: NodeJS.Timeout;
     /** Stops watching for the client going away. */
     unwatch?: () => void;
@@ -81,27 +82,33 @@ export class WaitingRoom {
         gone?: (leave: () => void) => () => void,
     ): Promise<FleetAcquire> {
         if (this.waiting >= (this.o.maxWaiting ?? 1000)) return Promise.resolve(first);
-        return new Promise((resolve) => {
+        return new Promise((resolve, reject) => {
             const w: Waiter = {
                 attempt,
                 since: Date.now(),
                 last: first,
                 resolve,
+                reject,
                 timer: setTimeout(() => this.leave(line, w, w.last), this.o.waitMs),
             };
             w.timer.unref();
             let q = this.lines.get(line);
             if (!q) this.lines.set(line, (q = []));
             q.push(w);
-            this.o.onCount?.(++this.waiting);
+            this.waiting++; // not inside `onCount?.(…)`: an absent hook would skip the count with its argument
+            this.o.onCount?.(this.waiting);
             this.startPolling();
             w.unwatch = gone?.(() => this.leave(line, w, w.last));
         });
     }
 
-    /** A lease was released here: its members may serve a waiting line now. */
+    /**
+     * A lease was released here: its members may serve a waiting line now. Lines whose head has waited
+     * longest go first, so a line that never empties (one busy site) cannot take every freed member.
+     */
     kick(): void {
-        for (const line of this.lines.keys()) void this.pump(line);
+        const order = [...this.lines].sort((a, b) => a[1][0].since - b[1][0].since).map(([line]) => line);
+        for (const line of order) void this.pump(line);
     }
 
     /** Answers every waiter with its last answer (the gateway is closing). */
@@ -111,19 +118,21 @@ export class WaitingRoom {
         this.poll = undefined;
     }
 
-    private leave(line: string, w: Waiter, answer: FleetAcquire): void {
+    private leave(line: string, w: Waiter, answer: FleetAcquire | { error: unknown }): void {
         const q = this.lines.get(line);
         const i = q?.indexOf(w) ?? -1;
         if (i < 0) return;
         q!.splice(i, 1);
         if (q!.length === 0) this.lines.delete(line);
-        this.o.onCount?.(--this.waiting);
+        this.waiting--;
+        this.o.onCount?.(this.waiting);
         clearTimeout(w.timer);
         w.unwatch?.();
         if (this.waiting === 0) {
             clearInterval(this.poll);
             this.poll = undefined;
         }
+        if ("error" in answer) return w.reject(answer.error);
         if (answer.ok) this.o.onWaited?.(line, (Date.now() - w.since) / 1000);
         w.resolve(answer);
     }
@@ -138,8 +147,10 @@ export class WaitingRoom {
                 try {
                     r = await w.attempt();
                 } catch (e) {
-                    // A store outage: the waiter keeps its place and its last answer; the poll tries again.
-                    void e;
+                    // A store outage or a slow store: the waiter gets that answer (503 store_unavailable)
+                    // now. Retrying every poll would send acquires that time out here yet still run in
+                    // Redis, each leaving a lease nobody releases.
+                    if (this.lines.get(line)?.includes(w)) this.leave(line, w, { error: e });
                     return;
                 }
                 if (!this.lines.get(line)?.includes(w)) {

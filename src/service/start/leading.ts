@@ -56,10 +56,15 @@ export class StackLead {
         });
         // Deciding health before publishing: the eligibility published is then the verdicts it carries on from.
         await p.verdicts?.lead();
+        this.leadingNow = true;
+        // The lock lost during the recovery: stop here. The step-down queued behind this undoes the rest.
+        if (!o.stillLeading()) {
+            o.log.warn("lost the stack's leadership while taking it up; not opening the scaler");
+            return;
+        }
         p.redisStore?.setPublisher(true);
         p.scaler.open();
         if (o.opts.converge ?? true) p.scaler.converge();
-        this.leadingNow = true;
     }
 
     /** Leadership changed (cluster.ts): lead or follow, after whatever transition runs now. */

@@ -135,7 +135,7 @@ export class Autoscaler {
                 this.hold(p.name, "members are still provisioning or not probed yet");
                 continue;
             }
-            this.decideFor(p, now);
+            this.decideFor(p, now, counts[p.name]?.leased ?? 0);
         }
     }
 
@@ -162,11 +162,12 @@ export class Autoscaler {
         };
     }
 
-    private decideFor(p: PoolConfig & { autoscale: AutoscaleConfig }, now: number): void {
+    private decideFor(p: PoolConfig & { autoscale: AutoscaleConfig }, now: number, leasedNow?: number): void {
         const signals = this.signals(p.name);
         const d = decide({
             now,
             current: this.current(p),
+            leasedNow,
             config: p.autoscale,
             signals,
             windowMs: this.deps.windowMs,

@@ -37,6 +37,11 @@ export interface AutoscaleInput {
     now: number;
     /** Members the pool is heading to (a queued or running request, else the stack file's replicas). */
     current: number;
+    /**
+     * Members leased at decision time (not the window's mean): a scale-down never goes below what they
+     * need at target, so leases that just arrived are not drained away by a mean that missed them.
+     */
+    leasedNow?: number;
     config: AutoscaleConfig;
     signals: AutoscaleSignals;
     /**
@@ -138,8 +143,15 @@ export function decide(input: AutoscaleInput): AutoscaleDecision {
         if (waited < c.scaleDownAfterSeconds * 1000)
             return hold(`below target for ${secs(waited)} of ${c.scaleDownAfterSeconds}s before scaling down`, next);
         if (coolingFor > 0) return hold(`below target; cooling down for ${secs(coolingFor)}`, next);
-        const to = Math.max(belowPeak ?? wanted, wanted);
-        if (to >= current) return hold(`below target, but ${to} members were wanted meanwhile`, next);
+        const forLeasesNow = Math.ceil((input.leasedNow ?? 0) / c.targetUtilization - 1e-9);
+        const to = Math.max(belowPeak ?? wanted, wanted, forLeasesNow);
+        if (to >= current)
+            return hold(
+                forLeasesNow >= current
+                    ? `below target over the window, but ${input.leasedNow} members are leased now`
+                    : `below target, but ${to} members were wanted meanwhile`,
+                next,
+            );
         return scale(to, `below target for ${secs(waited)} (${pct(ratio)} of target)`);
     }
     const why = wanted === current ? "on target" : `within ${TOLERANCE * 100}% of target (${pct(ratio)})`;
