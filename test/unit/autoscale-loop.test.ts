@@ -36,7 +36,9 @@ function rig(over: { replicas?: number; min?: number } = {}) {
             cooldownSeconds: 5,
         },
     } as PoolConfig;
-    const counts = { web: { healthy: 1, leased: 0, unknown: 0 } };
+    const counts: Record<string, { healthy: number; leased: number; unknown: number; actual?: number }> = {
+        web: { healthy: 1, leased: 0, unknown: 0 },
+    };
     const a = new Autoscaler({
         intervalMs: 1000,
         windowMs: 2000,
@@ -52,7 +54,7 @@ function rig(over: { replicas?: number; min?: number } = {}) {
             a.runOnce();
         }
     };
-    return { a, asked, queue, counts, tick };
+    return { a, asked, queue, counts, tick, pool };
 }
 
 test("refusals between samples count as demand; one decision after a window above target", () => {
@@ -124,4 +126,20 @@ test("a settled operation starts the cooldown over and empties the window", () =
     assert.equal(r.asked.length, 2);
     assert.equal(r.asked[1].to, 4);
     assert.equal(r.asked[1].why.signals.samples, 2, "the window started over at the settle: 2 s of samples");
+});
+
+test("after a failed decision the pool is sized from its members, so the next decision (after the cooldown) asks again", () => {
+    const r = rig({ replicas: 2 });
+    r.counts.web = { healthy: 2, leased: 2, unknown: 0, actual: 2 };
+    r.tick(3);
+    assert.equal(r.asked.length, 1);
+    assert.equal(r.asked[0].to, 4);
+    // The operation failed: the stack file says 4 (the scaler wrote it), 2 members exist, nothing queued.
+    r.queue.desired = undefined;
+    r.pool.replicas = 4;
+    r.a.settled({ status: "failed", autoscale: { web: r.asked[0].why } } as unknown as Operation);
+    r.tick(6);
+    assert.equal(r.asked.length, 2, "asked again once the cooldown from the failure passed");
+    assert.equal(r.asked[1].to, 4);
+    assert.equal(r.asked[1].why.signals.samples > 0, true);
 });

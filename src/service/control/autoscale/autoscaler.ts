@@ -14,7 +14,7 @@ export interface AutoscalerDeps {
     /** The stack file's pools (re-read every round: bounds changed there apply at the next one). */
     pools: () => PoolConfig[];
     /** Healthy, leased and not-yet-probed members per pool now (fleet.poolCounts). */
-    counts: () => Record<string, { healthy: number; leased: number; unknown: number }>;
+    counts: () => Record<string, { healthy: number; leased: number; unknown: number; actual?: number }>;
     /** Counts every scale decision (egress_autoscale_decisions_total). */
     onDecision?: (pool: string, direction: "up" | "down") => void;
     now?: () => number;
@@ -47,6 +47,8 @@ export class Autoscaler {
     /** Refusals since the last sample, per pool. */
     private readonly refused = new Map<string, { lease: number; gateway: number }>();
     private readonly state = new Map<string, AutoscaleState>();
+    /** Pools whose last autoscale operation failed: sized from their members until one succeeds. */
+    private readonly failed = new Set<string>();
     private readonly views = new Map<string, AutoscaleView>();
     /** The autoscaled pools as the last round read them: a refusal is checked against these, not the file. */
     private configs = new Map<string, PoolConfig & { autoscale: AutoscaleConfig }>();
@@ -95,6 +97,10 @@ export class Autoscaler {
     settled(op: Operation): void {
         const now = this.now();
         for (const pool of Object.keys(op.autoscale ?? {})) {
+            // A failed one left the stack file at the count it asked for while fewer members exist: the
+            // pool is then sized from its members, so the next decision (after the cooldown) asks again.
+            if (op.status === "failed") this.failed.add(pool);
+            else this.failed.delete(pool);
             this.samples.delete(pool);
             const st = this.state.get(pool);
             if (st?.lastDecisionAt !== undefined) this.state.set(pool, { ...st, lastDecisionAt: now });
@@ -139,9 +145,12 @@ export class Autoscaler {
         }
     }
 
-    /** The count the pool heads to: a request the scaler holds, else the stack file's. */
+    /** The count the pool heads to: a request the scaler holds, else the stack file's (its members after a failed decision). */
     private current(p: PoolConfig): number {
-        return this.deps.scaler.desired(p.name) ?? p.replicas;
+        const asked = this.deps.scaler.desired(p.name);
+        if (asked !== undefined) return asked;
+        if (this.failed.has(p.name)) return this.deps.counts()[p.name]?.actual ?? 0;
+        return p.replicas;
     }
 
     private signals(pool: string): AutoscaleSignals {
