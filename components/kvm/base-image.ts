@@ -190,7 +190,13 @@ export const baseImageProvider: pulumi.dynamic.ResourceProvider<BaseImageInputs,
                                 };
                             },
                         );
-                    return await withRetry(upload, {
+                    // A retry first removes what the lost try left: its own cleanup ran over the same lost
+                    // connection. Only ours can be there (the marker says so; vol-create refused any other).
+                    const again = async (n: number) => {
+                        if (n > 1) await deleteVolume(virsh, inputs.storagePool, inputs.volume).catch(() => undefined);
+                        return upload();
+                    };
+                    return await withRetry(again, {
                         schedule: UPLOAD_RETRY,
                         retryable: (e) => (e as Partial<LibvirtError>)?.errorClass === "transient",
                     });
