@@ -198,7 +198,12 @@ export const baseImageProvider: pulumi.dynamic.ResourceProvider<BaseImageInputs,
                     };
                     return await withRetry(again, {
                         schedule: UPLOAD_RETRY,
-                        retryable: (e) => (e as Partial<LibvirtError>)?.errorClass === "transient",
+                        // A dropped connection only: a missed transfer deadline ends this create (its
+                        // message says the next up tries again), so the deadline bounds the whole create.
+                        retryable: (e) => {
+                            const le = e as Partial<LibvirtError>;
+                            return le?.errorClass === "transient" && le.stage !== undefined && le.stage !== "timeout";
+                        },
                     });
                 } finally {
                     // Verified or removed: either way the upload is over. (If this fails, the next create clears it.)
