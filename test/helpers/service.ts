@@ -165,3 +165,12 @@ export async function settledConverge(svc: TestService): Promise<any> {
     const first = (await svc.call("GET", "/v1/operations", { token: TOKENS.scale })).body.operations[0];
     return settled(svc, first.id);
 }
+
+/** Waits until the service lists `n` healthy proxies (its probes have run), at most 30 s. */
+export async function waitHealthy(svc: TestService, n: number): Promise<void> {
+    await waitFor(
+        `${n} healthy`,
+        async () => (await svc.call("GET", "/v1/proxies?state=healthy")).body.proxies.length === n,
+        30_000,
+    );
+}

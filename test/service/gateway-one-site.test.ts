@@ -11,7 +11,7 @@ import assert from "node:assert/strict";
 import * as http from "node:http";
 import * as net from "node:net";
 import { listenLoopback, viaProxy } from "../helpers/net";
-import { settledConverge, startTestService, TestService, TOKENS, waitFor } from "../helpers/service";
+import { settledConverge, startTestService, TestService, TOKENS, waitFor, waitHealthy } from "../helpers/service";
 import { find, parseSamples } from "../helpers/metrics";
 
 let svc: TestService;
@@ -47,11 +47,7 @@ before(async () => {
         { gateway: { port: 0 } }, // every other gateway and lease setting at its default
     );
     await settledConverge(svc);
-    await waitFor(
-        "4 healthy",
-        async () => (await svc.call("GET", "/v1/proxies?state=healthy")).body.proxies.length === 4,
-        30_000,
-    );
+    await waitHealthy(svc, 4);
 });
 after(async () => {
     await svc?.close();

@@ -10,7 +10,7 @@ import { after, before, describe, test } from "node:test";
 import assert from "node:assert/strict";
 import { Server } from "proxy-chain";
 import { startTargetServer, viaProxy } from "../helpers/net";
-import { settledConverge, startTestService, TestService, TOKENS, waitFor } from "../helpers/service";
+import { settledConverge, startTestService, TestService, TOKENS, waitHealthy } from "../helpers/service";
 import { startRedis, TestRedis } from "../helpers/redis";
 import { createLogger } from "../../src/log/logger";
 import { RedisLeaseStore } from "../../src/service/store";
@@ -45,11 +45,7 @@ before(async () => {
         { targetCooldownSeconds: 0, gateway: { port: 0, blockRules: { statuses: [403, 429], headers: [] } } },
     );
     await settledConverge(svc);
-    await waitFor(
-        "4 healthy",
-        async () => (await svc.call("GET", "/v1/proxies?state=healthy")).body.proxies.length === 4,
-        30_000,
-    );
+    await waitHealthy(svc, 4);
 });
 after(async () => {
     await svc?.close();

@@ -19,6 +19,8 @@ export type { HealthSource, PoolCounts, ProxyView, LeaseView, ActiveLeaseView, F
 export class Fleet {
     private members = new Map<string, ProxyMember>();
     private pools = new Set<string>();
+    /** Zones of the members, per pool and ("*") for all: derived once per sync for zone-scoped acquires. */
+    private zones = new Map<string, Set<string>>();
     private configs: PoolConfig[] = [];
     /** Members an operation is taking away (src/service/control/drain): never leased, whatever their health. */
     private readonly draining = new Map<string, { until: number }>();
@@ -41,6 +43,12 @@ export class Fleet {
         this.members = new Map(members.map((m) => [m.id, m]));
         this.pools = new Set(pools.map((p) => p.name));
         this.configs = pools;
+        this.zones = new Map([["*", new Set<string>()]]);
+        for (const m of members) {
+            this.zones.get("*")!.add(m.zone);
+            if (!this.zones.has(m.pool)) this.zones.set(m.pool, new Set());
+            this.zones.get(m.pool)!.add(m.zone);
+        }
         // Members without an address yet (still provisioning) are listed but never probed or leased.
         const addressed = members.filter((m) => m.host);
         this.health.setMembers(addressed);
@@ -219,9 +227,8 @@ export class Fleet {
      * (503), so a pool scaled to zero is asked for, not refused.
      */
     private unknownZone(zone: string, pool: string | undefined): FleetAcquire | undefined {
-        const zones = new Set<string>();
-        for (const m of this.members.values()) if (pool === undefined || m.pool === pool) zones.add(m.zone);
-        if (zones.size === 0 || zones.has(zone)) return undefined;
+        const zones = this.zones.get(pool ?? "*");
+        if (!zones || zones.size === 0 || zones.has(zone)) return undefined;
         const where = pool ? `pool "${pool}"` : "any pool";
         return {
             ok: false,
