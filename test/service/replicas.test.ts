@@ -3,8 +3,9 @@
  * deploy/egress@.service would, on a real redis-server (`--store redis://…`):
  * - one leader; GET /v1/cluster agrees on every replica; every replica lists the same members with the
  *   same health: the leader's verdicts (only the leader probes: the followers' probe counters stay at 0);
- * - a scale request through a follower is forwarded to the leader (202, operation id) and converges;
- *   its operation is readable through any replica;
+ * - a scale request through a follower is queued for the leader in the store (202, operation id) and
+ *   converges; its operation is readable through any replica; one sent while no replica leads (the
+ *   failover below) is accepted the same way and applied by the next leader;
  * - leases taken on one replica are released on another, and no proxy is in two live leases;
  * - `kill -9` of the leader in the middle of a scale: another replica leads within 10 s, leases go on
  *   being granted by the survivors meanwhile, and the stack converges with processes = outputs.
@@ -102,7 +103,8 @@ test("three replicas: one leader, the same view everywhere, a scale through a fo
     const follower = replicas.find((r) => r !== leader)!;
     const r = await follower.call("PUT", "/v1/pools/web/replicas", { replicas: 3 });
     assert.equal(r.status, 202, JSON.stringify(r.body));
-    assert.ok(r.headers["x-egress-leader"], "the follower forwarded it to the leader");
+    assert.equal(r.body.operation.status, "queued", JSON.stringify(r.body));
+    assert.equal(r.headers["x-egress-leader"], undefined, "answered by the follower itself, which queued it");
     const id = r.body.operation.id;
     const op = await until(
         "the scale to settle, read through another follower",
@@ -235,6 +237,9 @@ test("kill -9 of the leader mid-scale: another leads within 10 s, leasing goes o
     leader.child.kill("SIGKILL");
     await leader.exited;
     replicas = survivors;
+    // A scale request while the dead leader's lock has not run out: queued for the next leader (202 at once).
+    const queued = await survivors[0].call("PUT", "/v1/pools/web/replicas", { replicas: 5 });
+    assert.equal(queued.status, 202, JSON.stringify(queued.body));
     const next = await leaderOf(survivors, 15_000);
     const failoverMs = Date.now() - killedAt;
     console.log(`failover: leader kill -9 -> new leader agreed by both survivors in ${failoverMs} ms`);
@@ -262,6 +267,8 @@ test("kill -9 of the leader mid-scale: another leads within 10 s, leasing goes o
         const old = (await s.call("GET", `/v1/operations/${r.body.operation.id}`)).body.operation;
         assert.equal(old?.status, "interrupted", JSON.stringify(old));
     }
+    const applied = await settledOp(survivors[1], queued.body.operation.id);
+    assert.equal(applied.status, "succeeded", `the request queued during the failover: ${JSON.stringify(applied)}`);
     const scaled = await next.call("PUT", "/v1/pools/web/replicas", { replicas: 5 });
     assert.equal(scaled.status, 202, "the new leader takes scale requests");
     assert.equal((await settledOp(next, scaled.body.operation.id)).status, "succeeded");

@@ -510,6 +510,8 @@ export interface components {
                     reason: "gone" | "unhealthy";
                 };
             };
+            /** @description Ids followers answered scale requests with that were folded into this operation: each finds it */
+            requestIds?: string[];
             /** @description Client requests folded into this operation (latest wins) */
             requests: number;
             /** @description RFC 3339 time */

@@ -18,6 +18,7 @@ import type { Gateway } from "../gateway";
 import type { z } from "zod";
 import type { clusterResponse } from "./schemas";
 import type { VerdictsStatus } from "../cluster/verdicts";
+import type { ScaleQueue } from "../cluster/scale-queue";
 
 /** Everything the HTTP layer needs, built by src/service/start/server.ts (or by tests with synthetic parts). */
 export interface AppDeps {
@@ -53,6 +54,12 @@ export interface AppDeps {
      * true; false when this replica answers it itself (api/forward.ts).
      */
     forward?: (req: IncomingMessage, res: ServerResponse) => boolean;
+    /**
+     * With replicas: a follower queues the scale requests it takes for the leader (cluster/scale-queue.ts)
+     * instead of forwarding them, so they are accepted while no replica leads; the leader answers for a
+     * request it has not taken yet.
+     */
+    scaleQueue?: Pick<ScaleQueue, "enqueue" | "peek"> & { following: () => boolean };
     /** The rotating gateway, when it runs (POST /v1/blocks asks it which member served a request). */
     gateway?: Gateway;
 }

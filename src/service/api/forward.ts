@@ -9,10 +9,10 @@ export const FORWARDED_BY = "x-egress-forwarded-by";
 
 /**
  * The routes only the leader can answer: it runs the engine, the operation journal and the heal loop.
- * Every other route (leases, the gateway, discovery, blocks, the dashboard's reads) any replica answers.
+ * Every other route (leases, the gateway, discovery, blocks, the dashboard's reads) any replica answers;
+ * a scale request too: a follower queues it for the leader (cluster/scale-queue.ts).
  */
 function leaderOnly(method: string, path: string): boolean {
-    if (method === "PUT") return /^\/v1\/pools\/[^/]+\/replicas$/.test(path);
     if (method !== "GET") return false;
     return path === "/v1/operations" || path.startsWith("/v1/operations/") || path === "/v1/heal";
 }

@@ -8,9 +8,16 @@ import { CLAIM, FENCE, RESIGN } from "./scripts";
 export const stackPrefix = (stack: string) => `egress:${stack}:`;
 /**
  * Under the prefix: the leader lock, the fencing counter, the replicas' heartbeat records, and the
- * leader's health verdicts (verdicts.ts), which every replica shows.
+ * leader's health verdicts (verdicts.ts), which every replica shows, and the scale requests followers
+ * queued for the leader (scale-queue.ts).
  */
-export const CLUSTER_KEYS = { leader: "leader", fence: "fence", replicas: "replicas", health: "health" } as const;
+export const CLUSTER_KEYS = {
+    leader: "leader",
+    fence: "fence",
+    replicas: "replicas",
+    health: "health",
+    scaleRequests: "scale-requests",
+} as const;
 
 /** One replica as the cluster sees it (GET /v1/cluster). */
 export interface ReplicaInfo {

@@ -52,3 +52,16 @@ local t = redis.call('TIME')
 local v = redis.call('HMGET', KEYS[1], 'by', 'at', 'members')
 return { v[1] or '', v[2] or '0', v[3] or '', tostring(tonumber(t[1]) * 1000 + math.floor(tonumber(t[2]) / 1000)) }
 `;
+
+/**
+ * KEYS: lock, scale-request list. ARGV: replica id. Takes every queued scale request (cluster/scale-queue.ts),
+ * in the order they were queued, and empties the queue, only while that replica holds the lock: a leader cut off from Redis must not
+ * take what its successor applies. Returns the requests as JSON strings.
+ */
+export const TAKE_SCALE_REQUESTS = `
+local v = redis.call('GET', KEYS[1])
+if not v or cjson.decode(v).id ~= ARGV[1] then return {} end
+local all = redis.call('LRANGE', KEYS[2], 0, -1)
+redis.call('DEL', KEYS[2])
+return all
+`;

@@ -36,11 +36,13 @@ export class Scaler {
 
     /**
      * Records a scale request the caller already validated (the HTTP route checks the pool, the count
-     * and maxReplicas); the operation re-checks against the stack file when it writes it.
+     * and maxReplicas); the operation re-checks against the stack file when it writes it. `id`: the id a
+     * follower already answered with (cluster/scale-queue.ts): the new operation's, or, folded into a
+     * queued one, one that finds it (Operation.requestIds).
      */
-    request(pool: string, replicas: number): Operation {
+    request(pool: string, replicas: number, id?: string): Operation {
         if (this.accepting !== "yes") throw new NotAcceptingError(this.accepting);
-        return this.enqueue("scale", { [pool]: replicas });
+        return this.enqueue("scale", { [pool]: replicas }, id);
     }
 
     /**
@@ -142,7 +144,7 @@ export class Scaler {
         while (this.running) await this.idle;
     }
 
-    private enqueue(kind: "scale" | "up" | "autoscale", desired: Record<string, number>): Operation {
+    private enqueue(kind: "scale" | "up" | "autoscale", desired: Record<string, number>, id?: string): Operation {
         // A scale-up during a scale-down's drain keeps the members it still drains (drainScaleDown re-plans).
         const queued = this.queue.find((o) => o.kind !== "heal") ?? (this.drainingNow ? this.running : undefined);
         if (queued) {
@@ -150,9 +152,10 @@ export class Scaler {
             queued.requests++;
             // A person's request names the operation over the autoscaler's, and either over a plain `up`.
             if (kind === "scale" || (kind === "autoscale" && queued.kind === "up")) queued.kind = kind;
+            if (id) this.deps.ops.update(queued, { requestIds: [...(queued.requestIds ?? []), id] });
             return queued;
         }
-        const op = this.deps.ops.create(kind, desired);
+        const op = this.deps.ops.create(kind, desired, id);
         this.queue.push(op);
         this.kick();
         return op;

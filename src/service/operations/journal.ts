@@ -26,6 +26,11 @@ export interface Operation {
     desired: Record<string, number>;
     /** How many client requests were folded into this operation. */
     requests: number;
+    /**
+     * Ids that followers answered scale requests with (cluster/scale-queue.ts) and that were folded into
+     * this operation: GET /v1/operations/<any of them> finds it.
+     */
+    requestIds?: string[];
     createdAt: string;
     startedAt?: string;
     finishedAt?: string;
@@ -98,9 +103,10 @@ export class OperationLog {
         this.emitter.setMaxListeners(0);
     }
 
-    create(kind: Operation["kind"], desired: Record<string, number>): Operation {
+    /** A new queued operation; `id` when a follower already answered with one (cluster/scale-queue.ts). */
+    create(kind: Operation["kind"], desired: Record<string, number>, id?: string): Operation {
         const op: Operation = {
-            id: `op_${crypto.randomBytes(8).toString("hex")}`,
+            id: id ?? `op_${crypto.randomBytes(8).toString("hex")}`,
             kind,
             status: "queued",
             desired,
@@ -114,8 +120,9 @@ export class OperationLog {
         return op;
     }
 
+    /** By its id, or by the id of a follower's request folded into it. */
     get(id: string): Operation | undefined {
-        return this.ops.get(id);
+        return this.ops.get(id) ?? [...this.ops.values()].find((o) => o.requestIds?.includes(id));
     }
 
     list(): Operation[] {

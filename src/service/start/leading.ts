@@ -64,6 +64,14 @@ export class StackLead {
         }
         p.redisStore?.setPublisher(true);
         p.scaler.open();
+        // Scale requests followers queued (also while none led) apply as if they had reached this replica.
+        p.scaleQueue?.lead((q) => {
+            p.scaler.request(q.pool, q.replicas, q.id);
+            o.log.info(
+                { pool: q.pool, replicas: q.replicas, operation: q.id, via: q.via },
+                "scale requested (queued by a replica)",
+            );
+        });
         if (o.opts.converge ?? true) p.scaler.converge();
     }
 
@@ -84,6 +92,7 @@ export class StackLead {
     /** Stops starting engine operations at once; the running one finishes under the Pulumi lock. */
     private async follow(): Promise<void> {
         this.leadingNow = false;
+        await this.p.scaleQueue?.follow();
         this.p.scaler.pause();
         this.p.redisStore?.setPublisher(false);
         await this.p.verdicts?.follow();

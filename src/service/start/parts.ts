@@ -10,6 +10,7 @@ import { LeaseManager } from "../leases";
 import { RedisLeaseStore, type LeaseStore } from "../store";
 import { Cluster, stackPrefix } from "../cluster/cluster";
 import { ClusterVerdicts } from "../cluster/verdicts";
+import { ScaleQueue } from "../cluster/scale-queue";
 import { OperationLog } from "../operations/journal";
 import { Fleet } from "../fleet/fleet";
 import { Timeline } from "../fleet/timeline";
@@ -111,6 +112,16 @@ export function buildParts(
                   log: log.child({ component: "cluster" }),
               })
             : undefined;
+    // A follower queues the scale requests it takes; the leader takes them (cluster/scale-queue.ts).
+    const scaleQueue =
+        cluster && opts.store?.kind === "redis"
+            ? new ScaleQueue({
+                  url: opts.store.url,
+                  prefix: stackPrefix(opts.stack),
+                  self: cluster.id,
+                  log: log.child({ component: "cluster" }),
+              })
+            : undefined;
     const shown = verdicts ?? health;
     const fleet = new Fleet(leases, shown);
     const metrics = createMetrics({
@@ -194,6 +205,7 @@ export function buildParts(
         leases,
         cluster,
         verdicts,
+        scaleQueue,
         fleet,
         metrics,
         providerHealth,

@@ -56,8 +56,19 @@ export async function startService(opts: ServeOptions): Promise<RunningService> 
     const version = packageVersion();
     const parts = buildParts(opts, log, home, { checkUrl, url, version });
     subscribeParts(parts, log);
-    const { scaler, fleet, reconciler, redisStore, providerHealth, health, timeline, leases, cluster, verdicts } =
-        parts;
+    const {
+        scaler,
+        fleet,
+        reconciler,
+        redisStore,
+        providerHealth,
+        health,
+        timeline,
+        leases,
+        cluster,
+        verdicts,
+        scaleQueue,
+    } = parts;
     if (!providerHealth.enabled)
         log.warn(
             "provider health checks are off (--provider-check-interval 0): no provider is reported down, and self-healing is not held back by one",
@@ -94,6 +105,11 @@ export async function startService(opts: ServeOptions): Promise<RunningService> 
         verdicts: verdicts && (() => verdicts.status()),
         cluster: () => clusterView(cluster, { id: `${os.hostname()}-${process.pid}`, url, version, startedAt }),
         forward: cluster && leaderForwarder(cluster, log.child({ component: "cluster" })),
+        scaleQueue: scaleQueue && {
+            following: () => !scaler.accepts(),
+            enqueue: (pool, replicas) => scaleQueue.enqueue(pool, replicas),
+            peek: (id) => scaleQueue.peek(id),
+        },
     };
     server.on("request", createApp(appDeps));
     const lead = new StackLead(parts, {
@@ -132,6 +148,7 @@ export async function startService(opts: ServeOptions): Promise<RunningService> 
     // otherwise shows the leader's verdicts, read from now on.
     if (verdicts) await verdicts.start();
     else health.start();
+    await scaleQueue?.start();
     timeline.start();
     // Leases expire lazily on every call; the sweep also drops old target cooldowns and ended-lease records.
     const sweeper = setInterval(() => leases.sweep(), 5_000).unref();
@@ -200,6 +217,7 @@ export async function startService(opts: ServeOptions): Promise<RunningService> 
             );
             await reconciler.stop();
             parts.autoscaler.stop();
+            await scaleQueue?.follow(); // what followers queue from now on waits for the next leader
             await scaler.drain(closeOpts);
             await cluster?.stop(); // after the running operation: the lock guards it to the end
             clearInterval(sweeper);
@@ -207,6 +225,7 @@ export async function startService(opts: ServeOptions): Promise<RunningService> 
             timeline.stop();
             await health.stop();
             await verdicts?.close();
+            await scaleQueue?.close();
             await providerHealth.stop();
             const closed = new Promise<void>((r) => server.close(() => r()));
             const gatewayClosed = gateway?.close(CLOSE_GRACE_MS);

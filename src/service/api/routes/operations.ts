@@ -3,7 +3,8 @@ import type { AppDeps } from "../deps";
 import { HttpError } from "../../http/errors";
 import type { z } from "zod";
 import type { operationResponse, operationsResponse } from "../schemas";
-import type { StreamEntry } from "../../operations/journal";
+import type { Operation, StreamEntry } from "../../operations/journal";
+import type { QueuedScale } from "../../cluster/scale-queue";
 
 /** Default time between `: ping` comments on an idle event stream (proxies and browsers drop silent connections). */
 export const SSE_HEARTBEAT_MS = 15_000;
@@ -20,26 +21,61 @@ function lastEventId(header: string | undefined): number {
     return Number(header.trim());
 }
 
+/** A follower's scale request the leader has not taken yet, shown as the queued operation it becomes. */
+type QueuedOperation = Operation & { status: "queued" };
+
+/**
+ * An id a follower answered with a moment ago (cluster/scale-queue.ts): the leader takes its queue every
+ * 250 ms, so wait a little for the operation; still not taken (this replica stops, or it is a follower
+ * that will forward nothing), the queued request as an operation.
+ */
+async function takenSoon(deps: AppDeps, id: string): Promise<Operation | QueuedOperation | undefined> {
+    const q = await deps.scaleQueue?.peek(id);
+    if (!q) return deps.ops.get(id);
+    for (let waited = 0; waited < 2000 && !deps.ops.get(id); waited += 50) await new Promise((r) => setTimeout(r, 50));
+    return deps.ops.get(id) ?? queuedOperation(q);
+}
+
+/** What a follower answers (202) for a request it queued: the operation as it starts on the leader. */
+export function queuedOperation(q: QueuedScale): QueuedOperation {
+    return {
+        id: q.id,
+        kind: "scale",
+        status: "queued",
+        desired: { [q.pool]: q.replicas },
+        requests: 1,
+        createdAt: q.at,
+    };
+}
+
 /** GET /v1/operations, /v1/operations/:id and its Server-Sent Events stream of engine progress. */
 export function operationRoutes(deps: AppDeps): Router {
     const r = Router();
     const heartbeatMs = deps.sseHeartbeatMs ?? SSE_HEARTBEAT_MS;
-    const find = (id: string) => {
-        const op = deps.ops.get(id);
+    const find = async (id: string): Promise<Operation | QueuedOperation> => {
+        const op = deps.ops.get(id) ?? (await takenSoon(deps, id));
         if (!op) throw new HttpError("unknown_operation", `no operation "${id}"`);
         return op;
     };
     r.get("/v1/operations", deps.auth("scale"), (_req, res) => {
         res.json({ operations: deps.ops.list() } satisfies z.infer<typeof operationsResponse>);
     });
-    r.get("/v1/operations/:id", deps.auth("scale"), (req, res) => {
-        res.json({
-            operation: find(req.params.id as string),
-            events: deps.ops.eventsOf(req.params.id as string).length,
-        } satisfies z.infer<typeof operationResponse>);
+    r.get("/v1/operations/:id", deps.auth("scale"), async (req, res) => {
+        const op = await find(req.params.id as string);
+        res.json({ operation: op, events: deps.ops.eventsOf(op.id).length } satisfies z.infer<
+            typeof operationResponse
+        >);
     });
-    r.get("/v1/operations/:id/events", deps.auth("scale"), (req, res) => {
-        const op = find(req.params.id as string);
+    r.get("/v1/operations/:id/events", deps.auth("scale"), async (req, res) => {
+        const found = await find(req.params.id as string);
+        const op = deps.ops.get(found.id);
+        if (!op)
+            throw new HttpError(
+                "not_ready",
+                `operation "${found.id}" is queued for the leader, which has not taken it yet; retry shortly`,
+                undefined,
+                { "Retry-After": "1" },
+            );
         const after = lastEventId(req.get("last-event-id"));
         res.writeHead(200, {
             "content-type": "text/event-stream",

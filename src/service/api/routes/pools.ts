@@ -2,6 +2,8 @@ import { Router } from "express";
 import type { AppDeps } from "../deps";
 import { HttpError } from "../../http/errors";
 import { NotAcceptingError } from "../../control/scaler";
+import { queuedOperation } from "./operations";
+import { storeFailure } from "../lease-api";
 import { parseOr400, scaleBody, type poolsResponse, type scaleResponse } from "../schemas";
 import type { z } from "zod";
 import { loadStackConfig, scaleRefusal } from "../../../config";
@@ -27,7 +29,7 @@ export function poolRoutes(deps: AppDeps): Router {
             })),
         } satisfies z.infer<typeof poolsResponse>);
     });
-    r.put("/v1/pools/:pool/replicas", deps.auth("scale"), (req, res) => {
+    r.put("/v1/pools/:pool/replicas", deps.auth("scale"), async (req, res) => {
         const pool = req.params.pool as string;
         const cfg = loadStackConfig(deps.projectRoot, deps.stack);
         const found = cfg.pools.find((p) => p.name === pool);
@@ -55,7 +57,10 @@ export function poolRoutes(deps: AppDeps): Router {
             );
         let op;
         try {
-            op = deps.scaler.request(pool, replicas);
+            // A follower queues it for the leader (cluster/scale-queue.ts): accepted even while none leads.
+            op = deps.scaleQueue?.following()
+                ? queuedOperation(await deps.scaleQueue.enqueue(pool, replicas).catch(storeFailure))
+                : deps.scaler.request(pool, replicas);
         } catch (e) {
             if (e instanceof NotAcceptingError)
                 throw new HttpError("not_ready", e.message, { reason: e.reason }, { "Retry-After": "5" });

@@ -118,6 +118,10 @@ export const operationSchema = z
         status: z.enum(["queued", "running", "succeeded", "failed", "interrupted"]),
         desired: z.record(z.string(), z.number()).describe("Desired replicas per pool this operation applies"),
         requests: z.number().int().describe("Client requests folded into this operation (latest wins)"),
+        requestIds: z
+            .array(z.string())
+            .optional()
+            .describe("Ids followers answered scale requests with that were folded into this operation: each finds it"),
         createdAt: isoTime,
         startedAt: isoTime.optional(),
         finishedAt: isoTime.optional(),

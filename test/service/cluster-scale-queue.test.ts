@@ -1,0 +1,109 @@
+/**
+ * The scale requests followers queue for the leader (src/service/cluster/scale-queue.ts) on a real
+ * redis-server: only the lock's holder takes them, oldest first, each once; a request the leader cannot
+ * accept goes back for the next one; a follower whose store is down gets a StoreUnavailableError (the
+ * route's 503 store_unavailable), never a hang.
+ */
+import { after, before, test } from "node:test";
+import assert from "node:assert/strict";
+import Redis from "ioredis";
+import { createLogger } from "../../src/log/logger";
+import { CLUSTER_KEYS } from "../../src/service/cluster/cluster";
+import { type QueuedScale, ScaleQueue } from "../../src/service/cluster/scale-queue";
+import { StoreUnavailableError } from "../../src/service/store/types";
+import { startRedis, TestRedis } from "../helpers/redis";
+import { until } from "../helpers/processes";
+
+const PREFIX = "egress:scaleq:";
+const log = createLogger({ level: "silent" });
+let redis: TestRedis;
+let raw: Redis;
+const queues: ScaleQueue[] = [];
+
+async function queue(self: string): Promise<ScaleQueue> {
+    const q = new ScaleQueue({ url: redis.url, prefix: PREFIX, self, log, intervalMs: 50 });
+    queues.push(q);
+    await q.start();
+    return q;
+}
+const holdLock = (id: string) => raw.set(PREFIX + CLUSTER_KEYS.leader, JSON.stringify({ id, token: 1, since: "" }));
+
+before(async () => {
+    redis = await startRedis();
+    raw = new Redis(redis.url);
+});
+after(async () => {
+    for (const q of queues) await q.close();
+    raw.disconnect();
+    await redis?.cleanup();
+});
+
+test("only the lock's holder takes the queue: oldest first, each request once, under the id answered", async () => {
+    const follower = await queue("f");
+    const other = await queue("o");
+    const leader = await queue("l");
+    await holdLock("l");
+    const a = await follower.enqueue("web", 3);
+    const b = await follower.enqueue("web", 5);
+    assert.notEqual(a.id, b.id);
+    assert.deepEqual(await leader.peek(a.id), a, "visible before it is taken");
+
+    const takenByOther: QueuedScale[] = [];
+    other.lead((q) => takenByOther.push(q)); // not the lock's holder
+    await new Promise((r) => setTimeout(r, 300));
+    assert.deepEqual(takenByOther, [], "a replica without the lock takes nothing");
+    await other.follow();
+
+    const taken: QueuedScale[] = [];
+    leader.lead((q) => taken.push(q));
+    await until("both requests taken", () => taken.length === 2, 5000, 20);
+    assert.deepEqual(
+        taken.map((q) => [q.id, q.replicas, q.via]),
+        [
+            [a.id, 3, "f"],
+            [b.id, 5, "f"],
+        ],
+    );
+    await new Promise((r) => setTimeout(r, 200));
+    assert.equal(taken.length, 2, "each request once");
+    assert.equal(await leader.peek(a.id), undefined, "gone from the queue once taken");
+    await leader.follow();
+});
+
+test("a request the leader cannot accept goes back to the queue for the next leader", async () => {
+    const follower = await queue("f2");
+    const stopping = await queue("s");
+    await holdLock("s");
+    const q = await follower.enqueue("web", 2);
+    let tries = 0;
+    stopping.lead(() => {
+        tries++;
+        throw new Error("the service is stopping");
+    });
+    await until("a try", () => tries > 0, 5000, 20);
+    await stopping.follow();
+    assert.deepEqual(await follower.peek(q.id), q, "back in the queue, unchanged");
+
+    const next = await queue("n");
+    await holdLock("n");
+    const taken: string[] = [];
+    next.lead((x) => taken.push(x.id));
+    await until("the next leader takes it", () => taken.includes(q.id), 5000, 20);
+    await next.follow();
+});
+
+test("a follower whose store is down: StoreUnavailableError at once, and queuing works again after", async () => {
+    const follower = await queue("f3");
+    await redis.kill();
+    const t0 = Date.now();
+    await assert.rejects(follower.enqueue("web", 4), StoreUnavailableError);
+    assert.ok(Date.now() - t0 < 2500, `answered within the command timeout (${Date.now() - t0} ms)`);
+    await redis.start();
+    const q = await until(
+        "the follower to queue again",
+        () => follower.enqueue("web", 4).catch(() => undefined),
+        15_000,
+        200,
+    );
+    assert.equal((await follower.peek(q.id))?.replicas, 4);
+});
