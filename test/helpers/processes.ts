@@ -10,7 +10,7 @@ import * as path from "node:path";
 import YAML from "yaml";
 import { engineHome, PACKAGE_ROOT } from "../../src/engine";
 import { MARKER_VAR } from "../../src/engine/leftovers";
-import { OFFLINE_ENV } from "./project";
+import { OFFLINE_ENV, pidsMentioning } from "./project";
 import { runningProxies } from "../../components/local/process";
 
 export const ADMIN_TOKEN = "tok-crash-admin-0123456789abcdef";
@@ -67,7 +67,19 @@ export function procProject(stack: string, config: object, extraEnv: Record<stri
             doc.config["egress:pools"].find((p: { name: string }) => p.name === pool).replicas = n;
             fs.writeFileSync(file, YAML.stringify(doc));
         },
-        cleanup: () => fs.rmSync(dir, { recursive: true, force: true }),
+        cleanup: () => {
+            // A test that failed before its destroy (or whose destroy failed) must not leave its proxies,
+            // services or engines running on the machine for the next test file: they are said and killed.
+            const left = pidsMentioning(dir).filter((pid) => pid !== process.pid);
+            if (left.length) process.stderr.write(`cleanup of ${dir}: killing ${left.length} leftover process(es)\n`);
+            for (const pid of left)
+                try {
+                    process.kill(pid, "SIGKILL");
+                } catch {
+                    // already gone
+                }
+            fs.rmSync(dir, { recursive: true, force: true });
+        },
     };
 }
 
