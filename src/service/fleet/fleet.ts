@@ -19,7 +19,11 @@ export type { HealthSource, PoolCounts, ProxyView, LeaseView, ActiveLeaseView, F
 export class Fleet {
     private members = new Map<string, ProxyMember>();
     private pools = new Set<string>();
-    /** Zones of the members, per pool and ("*") for all: derived once per sync for zone-scoped acquires. */
+    /**
+     * Zones members had, per pool and ("*") for all, since this process started: grown on every sync for
+     * zone-scoped acquires. Remembered after a zone's last member goes, so a request for it is a 503 (the
+     * zone is empty now; a scale-up or repair may bring one back), not a 400 calling a real zone a typo.
+     */
     private zones = new Map<string, Set<string>>();
     private configs: PoolConfig[] = [];
     /** Members an operation is taking away (src/service/control/drain): never leased, whatever their health. */
@@ -43,7 +47,7 @@ export class Fleet {
         this.members = new Map(members.map((m) => [m.id, m]));
         this.pools = new Set(pools.map((p) => p.name));
         this.configs = pools;
-        this.zones = new Map([["*", new Set<string>()]]);
+        if (!this.zones.has("*")) this.zones.set("*", new Set<string>());
         for (const m of members) {
             this.zones.get("*")!.add(m.zone);
             if (!this.zones.has(m.pool)) this.zones.set(m.pool, new Set());
@@ -222,8 +226,8 @@ export class Fleet {
     }
 
     /**
-     * The refusal of a zone no member in scope has (a typo, or a zone of another pool), naming the zones
-     * there are. A scope without members has no zones to check against: its acquire answers `no-members`
+     * The refusal of a zone no member in scope has had since this process started (a typo, or a zone of
+     * another pool), naming the zones there are. A scope without members has no zones to check against: its acquire answers `no-members`
      * (503), so a pool scaled to zero is asked for, not refused.
      */
     private unknownZone(zone: string, pool: string | undefined): FleetAcquire | undefined {
@@ -233,7 +237,7 @@ export class Fleet {
         return {
             ok: false,
             reason: "unknown-zone",
-            message: `no member of ${where} is in zone "${zone}" (zones: ${[...zones].sort().join(", ")})`,
+            message: `no member of ${where} is or was in zone "${zone}" (zones: ${[...zones].sort().join(", ")})`,
             retryAfterSeconds: 0,
         };
     }
