@@ -31,7 +31,7 @@ export const ERRORS = {
     unknown_pool: { status: 404, when: "no pool by that name" },
     unknown_zone: {
         status: 400,
-        when: "a lease or gateway request for a zone no member of its pool has; the message names the zones",
+        when: "a lease or gateway request for a zone no member of its pool has had since the service started; the message names the zones",
     },
     unknown_lease: { status: 404, when: "no lease by that id" },
     unknown_operation: { status: 404, when: "no operation by that id" },
