@@ -16,6 +16,11 @@ export interface Flight extends Admitted {
     complete?: boolean;
     tunnel: "open" | "refused" | "none";
     cut?: NodeJS.Timeout;
+    /**
+     * The member failed it before answering (refused, reset, timed out): the gateway answered 502/504,
+     * so the client closing afterwards is not what ended it.
+     */
+    memberFailed?: boolean;
     /** The gateway itself cut it (lease TTL, shutdown): not the member's fault. */
     cutByGateway?: boolean;
     ended: boolean;

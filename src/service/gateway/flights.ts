@@ -58,7 +58,9 @@ export class Flights {
         f.leave();
         this.open.delete(f);
         if (this.open.size === 0) this.drained?.();
-        const clientGone = (f.socket as TaggedSocket)[CLIENT_GONE] === true || f.cutByGateway === true || this.closing;
+        const clientGone =
+            f.memberFailed !== true &&
+            ((f.socket as TaggedSocket)[CLIENT_GONE] === true || f.cutByGateway === true || this.closing);
         const outcome: ReleaseOutcome =
             f.kind === "http"
                 ? httpOutcome(

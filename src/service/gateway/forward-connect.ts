@@ -51,6 +51,7 @@ export function forwardConnect(
     const fail = (failure: MemberFailure) => {
         if (settled) return;
         settled = true;
+        f.memberFailed = true;
         clearTimeout(answerTimer);
         member.destroy();
         if (!client.writable) return void client.destroy();

@@ -99,6 +99,7 @@ export function forwardHttp(
     }
     const fail = (failure: MemberFailure) => {
         if (res.headersSent || res.destroyed) return void res.destroy();
+        f.memberFailed = true;
         const a = memberFailureAnswer(failure, memberId);
         res.writeHead(a.status, a.headers).end(a.text);
     };
