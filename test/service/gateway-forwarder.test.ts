@@ -27,6 +27,9 @@ let gatewayPort = 0;
 let origin: Awaited<ReturnType<typeof listenLoopback>>;
 let good: ProxyChainServer;
 let reset: net.Server;
+let eager: net.Server;
+/** What the `eager` member received after the CONNECT head. */
+let eagerGot = "";
 const released: { proxy: string; outcome: ReleaseOutcome }[] = [];
 /** The origin's /big download: bytes handed to its socket so far, and whether all were. */
 const big = { written: 0, finished: false };
@@ -71,10 +74,26 @@ before(async () => {
         s.on("error", () => undefined);
     });
     await new Promise<void>((r) => reset.listen(0, "127.0.0.1", r));
+    // A member that sends tunnel bytes in the same packet as its 200, then echoes what comes after the head.
+    eager = net.createServer((s) => {
+        let head = "";
+        const onData = (c: Buffer) => {
+            head += c.toString("latin1");
+            const end = head.indexOf("\r\n\r\n");
+            if (end < 0) return;
+            s.off("data", onData);
+            s.write("HTTP/1.1 200 OK\r\n\r\nhello from the member|");
+            eagerGot = head.slice(end + 4);
+            s.on("data", (d: Buffer) => (eagerGot += d.toString("latin1")));
+        };
+        s.on("data", onData).on("error", () => undefined);
+    });
+    await new Promise<void>((r) => eager.listen(0, "127.0.0.1", r));
     const urls: Record<string, string> = {
         good: `http://member:member-secret@127.0.0.1:${good.port}`,
         refuse: `http://127.0.0.1:${await freeLoopbackPort()}`,
         reset: `http://127.0.0.1:${(reset.address() as net.AddressInfo).port}`,
+        eager: `http://127.0.0.1:${(eager.address() as net.AddressInfo).port}`,
     };
     const fleet = new Fleet(new LeaseManager({ targetCooldownSeconds: 0 }), {
         setMembers() {},
@@ -124,6 +143,7 @@ after(async () => {
     await origin?.close();
     await good?.close(true);
     await new Promise((r) => reset?.close(r));
+    await new Promise((r) => eager?.close(r));
 });
 
 const auth = (pool: string) => `Basic ${Buffer.from(`${pool}:${TOKEN}`).toString("base64")}`;
@@ -264,4 +284,20 @@ test("a client that stops reading holds the origin's 50 MB answer back (backpres
     });
     socket.destroy();
     assert.ok(big.finished);
+});
+
+test("CONNECT: bytes the client sent with its CONNECT and bytes the member sent with its 200 both go through", async () => {
+    const socket = net.connect(gatewayPort, "127.0.0.1");
+    let got = "";
+    socket.setEncoding("latin1").on("data", (c) => (got += c));
+    // The CONNECT and the first tunnel bytes in one write: they reach the gateway as the head buffer.
+    socket.write(
+        `CONNECT 127.0.0.1:1 HTTP/1.1\r\nHost: 127.0.0.1:1\r\nProxy-Authorization: ${auth("eager")}\r\n\r\nearly bytes|`,
+    );
+    for (let i = 0; i < 100 && !got.includes("member|"); i++) await new Promise((r) => setTimeout(r, 20));
+    socket.write("later bytes");
+    for (let i = 0; i < 100 && !eagerGot.endsWith("later bytes"); i++) await new Promise((r) => setTimeout(r, 20));
+    socket.destroy();
+    assert.equal(got, "HTTP/1.1 200 Connection Established\r\n\r\nhello from the member|");
+    assert.equal(eagerGot, "early bytes|later bytes");
 });
