@@ -434,7 +434,7 @@ export interface components {
                  * @description Machine-readable; docs/api.md lists when each is used
                  * @enum {string}
                  */
-                code: "invalid_request" | "malformed_json" | "malformed_request" | "invalid_method" | "bad_request" | "token_in_url" | "not_scalable" | "bad_username" | "unauthenticated" | "forbidden" | "forbidden_target" | "not_found" | "unknown_pool" | "unknown_zone" | "unknown_lease" | "unknown_operation" | "not_served" | "gateway_off" | "autoscaled" | "request_timeout" | "lease_expired" | "proxy_removed" | "body_too_large" | "chunk_extensions_too_large" | "unsupported_encoding" | "expectation_failed" | "over_limit" | "headers_too_large" | "internal" | "none_available" | "not_ready" | "store_unavailable" | "dashboard_not_built";
+                code: "invalid_request" | "malformed_json" | "malformed_request" | "invalid_method" | "bad_request" | "token_in_url" | "not_scalable" | "bad_username" | "unauthenticated" | "forbidden" | "forbidden_target" | "not_found" | "unknown_pool" | "unknown_zone" | "unknown_lease" | "unknown_operation" | "not_served" | "gateway_off" | "autoscaled" | "request_timeout" | "lease_expired" | "proxy_removed" | "body_too_large" | "chunk_extensions_too_large" | "unsupported_encoding" | "expectation_failed" | "over_limit" | "headers_too_large" | "internal" | "member_unreachable" | "none_available" | "not_ready" | "store_unavailable" | "dashboard_not_built" | "member_timeout";
                 details?: unknown;
                 message: string;
             };

@@ -4,7 +4,7 @@ import { type ErrorCode, gatewayStatusOf } from "../http/catalogue";
 
 /** The gateway's own answers (its refusals, as JSON with `X-Egress-Error`) and the request checks before them. */
 
-/** `host:port` with a port in 1..65535: anything else is refused 400 before proxy-chain sees it. */
+/** `host:port` with a port in 1..65535: anything else is refused 400 before a lease is taken. */
 export const CONNECT_TARGET = /^(\[[0-9A-Fa-f:.]+\]|[A-Za-z0-9._-]+):(\d{1,5})$/;
 
 export function isAbsoluteHttp(url: string | undefined): boolean {
@@ -40,15 +40,72 @@ export function proxyStatus(code: ErrorCode): string {
     return `egress; error=${PROXY_STATUS_TYPES[code] ?? "proxy_internal_response"}; details="${code}"`;
 }
 
+/** An RFC 8941 sf-string: printable ASCII only (anything else becomes `?`), `"` and `\` escaped. */
+export function sfString(s: string): string {
+    return `"${s.replace(/[^\x20-\x7e]/g, "?").replace(/[\\"]/g, "\\$&")}"`;
+}
+
+/**
+ * How a leased member failed a request, as the gateway answers it: the catalogue code (its status),
+ * the RFC 9209 error type and what happened, for `Proxy-Status` with the member as `next-hop`.
+ */
+export interface MemberFailure {
+    code: "member_unreachable" | "member_timeout";
+    /** An RFC 9209 error type: connection_refused, connection_timeout, connection_terminated, … */
+    type: string;
+    details: string;
+}
+
+/** The `Proxy-Status` of a member's failure: `egress; error=…; next-hop="<member id>"; details="…"`. */
+export function memberProxyStatus(failure: MemberFailure, memberId: string): string {
+    return `egress; error=${failure.type}; next-hop=${sfString(memberId)}; details=${sfString(failure.details)}`;
+}
+
+/** The failure a socket error stands for: refused, timed out, or broken off (reset, closed, unparsable). */
+export function memberFailure(err: NodeJS.ErrnoException, what: string): MemberFailure {
+    const details = `${what}: ${err.code ?? err.message}`;
+    if (err.code === "ECONNREFUSED") return { code: "member_unreachable", type: "connection_refused", details };
+    if (err.code === "ETIMEDOUT") return { code: "member_timeout", type: "connection_timeout", details };
+    if (err.code?.startsWith("HPE_")) return { code: "member_unreachable", type: "http_protocol_error", details };
+    return { code: "member_unreachable", type: "connection_terminated", details };
+}
+
+/** The answer to a member's failure: the catalogue's status, a JSON body, `X-Egress-Error` and `Proxy-Status`. */
+export function memberFailureAnswer(
+    failure: MemberFailure,
+    memberId: string,
+): { status: number; headers: Record<string, string>; text: string } {
+    const text = body(failure.code, `member ${memberId} failed the request before answering (${failure.details})`);
+    return {
+        status: gatewayStatusOf(failure.code),
+        headers: {
+            "Content-Type": "application/json; charset=utf-8",
+            "Content-Length": String(Buffer.byteLength(text)),
+            "X-Egress-Error": failure.code,
+            "X-Egress-Proxy": memberId,
+            "Proxy-Status": memberProxyStatus(failure, memberId),
+            Connection: "close",
+        },
+        text,
+    };
+}
+
 /** The pool label of an unavailable answer: the username's pool part (already validated by admission), else any pool. */
 export function poolLabel(username: string): string {
     return username.split("_")[0] || "*";
 }
 
-export function answer(res: http.ServerResponse, code: ErrorCode, message: string): void {
+/** A refusal on a request the server parsed: JSON, `X-Egress-Error`, `Proxy-Status`, and the connection closes. */
+export function answer(
+    res: http.ServerResponse,
+    code: ErrorCode,
+    message: string,
+    extra?: Record<string, string>,
+): void {
     const status = gatewayStatusOf(code);
     const text = body(code, message);
     res.writeHead(status, {
+        ...extra,
         "Content-Type": "application/json; charset=utf-8",
         "Content-Length": Buffer.byteLength(text),
         "X-Egress-Error": code,
@@ -58,10 +115,23 @@ export function answer(res: http.ServerResponse, code: ErrorCode, message: strin
     res.end(text);
 }
 
-export function rawAnswer(socket: Socket, code: ErrorCode, message: string): void {
-    const status = gatewayStatusOf(code);
+/** The same on a socket the server no longer speaks HTTP on (CONNECT, a parse error). */
+export function rawAnswer(socket: Socket, code: ErrorCode, message: string, extra?: Record<string, string>): void {
     const text = body(code, message);
-    socket.end(
-        `HTTP/1.1 ${status} ${http.STATUS_CODES[status]}\r\nContent-Type: application/json; charset=utf-8\r\nContent-Length: ${Buffer.byteLength(text)}\r\nX-Egress-Error: ${code}\r\nProxy-Status: ${proxyStatus(code)}\r\nConnection: close\r\n\r\n${text}`,
-    );
+    rawHead(socket, gatewayStatusOf(code), {
+        ...extra,
+        "Content-Type": "application/json; charset=utf-8",
+        "Content-Length": String(Buffer.byteLength(text)),
+        "X-Egress-Error": code,
+        "Proxy-Status": proxyStatus(code),
+        Connection: "close",
+    });
+    socket.end(text);
+}
+
+/** Writes a status line and headers on a raw socket (`reason` defaults to the standard one). */
+export function rawHead(socket: Socket, status: number, headers: Record<string, string>, reason?: string): void {
+    let head = `HTTP/1.1 ${status} ${reason ?? http.STATUS_CODES[status] ?? "Unknown"}\r\n`;
+    for (const [k, v] of Object.entries(headers)) head += `${k}: ${v}\r\n`;
+    socket.write(`${head}\r\n`);
 }

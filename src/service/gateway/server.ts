@@ -1,15 +1,20 @@
 import * as http from "node:http";
 import type { Socket } from "node:net";
+import type { EventEmitter } from "node:events";
 import type { Logger } from "pino";
 import type { StoredToken } from "../http/auth";
 import type { Fleet } from "../fleet/fleet";
-import type { ReleaseOutcome } from "../leases";
 import { Admission, type Refusal, refusal } from "./admission";
-import { answer, body, CONNECT_TARGET, cut, isAbsoluteHttp, poolLabel, proxyStatus, rawAnswer } from "./answers";
-import { CLIENT_GONE, FLIGHT, type Flight, MARK, RESPONSE, type Tagged, type TaggedSocket, watchHead } from "./flight";
+import { answer, CONNECT_TARGET, cut, isAbsoluteHttp, poolLabel, rawAnswer } from "./answers";
+import { CLIENT_GONE, type Flight, MARK, type TaggedSocket } from "./flight";
+import { Flights } from "./flights";
+import { forwardConnect } from "./forward-connect";
+import { forwardHttp } from "./forward-http";
+import { MemberHops } from "./member-hop";
+import { proxyCredentials } from "./proxy-auth";
 import { type MaybePromise, settle } from "../store/types";
 import type { GatewayMetrics } from "../observe/gateway-metrics";
-import { type BlockRules, DEFAULT_BLOCK_RULES, httpOutcome, tunnelOutcome } from "./outcome";
+import { type BlockRules, DEFAULT_BLOCK_RULES } from "./outcome";
 import { RecentServes, type ServedKey } from "./recent";
 import { type ProtectedEndpoint, ProtectedTargets } from "./protected-targets";
 import { gatewayWaitingRoom, type WaitingRoom } from "./waiting";
@@ -46,23 +51,24 @@ export interface GatewayOptions {
 }
 
 /**
- * The rotating gateway: a forward proxy (plain HTTP and CONNECT) on proxy-chain whose every request
- * leases one member (src/service/leases chooses it, as for POST /v1/leases), is chained through that
- * member, and releases it with the outcome (outcome.ts) when the answer or tunnel ends, however it ends.
+ * The rotating gateway: a forward proxy (plain HTTP and CONNECT) whose every request leases one member
+ * (src/service/leases chooses it, as for POST /v1/leases), is relayed through that member
+ * (forward-http.ts, forward-connect.ts), and releases it with the outcome (outcome.ts) when the answer
+ * or tunnel ends, however it ends.
  */
 export class Gateway {
     readonly recent = new RecentServes();
     private readonly admission: Admission;
     private readonly room: WaitingRoom;
     private readonly stopKicking: () => void;
-    private readonly rules: BlockRules;
     private readonly ttlSeconds: number;
-    private readonly agent = new http.Agent({ keepAlive: true });
-    private server?: import("proxy-chain").Server;
+    /** Each member's address, credentials and keep-alive agent (member-hop.ts). */
+    private readonly hops = new MemberHops();
+    private server?: http.Server;
+    /** Every client connection, so shutdown can cut the ones still open after the grace (tunnels included). */
+    private readonly sockets = new Set<Socket>();
     /** Requests and tunnels whose lease is not released yet; `close` waits for them. */
-    private readonly open = new Set<Flight>();
-    private drained?: () => void;
-    private closing = false;
+    private readonly flights: Flights;
     private readonly guarded: ProtectedTargets;
 
     constructor(private readonly o: GatewayOptions) {
@@ -70,7 +76,7 @@ export class Gateway {
         this.room = gatewayWaitingRoom(o.fleet, o.metrics, o.waitMs ?? DEFAULT_GATEWAY_WAIT_MS, o.maxWaiting);
         this.stopKicking = o.fleet.onRelease(() => this.room.kick());
         this.admission = new Admission(o.tokens, o.fleet, this.ttlSeconds, this.room);
-        this.rules = o.blockRules ?? DEFAULT_BLOCK_RULES;
+        this.flights = new Flights({ ...o, rules: o.blockRules ?? DEFAULT_BLOCK_RULES, recent: this.recent });
         this.guarded = new ProtectedTargets(o.protectedTargets);
     }
 
@@ -88,102 +94,25 @@ export class Gateway {
     }
 
     async listen(): Promise<{ port: number; url: string }> {
-        const { Server, RequestError } = require("proxy-chain") as typeof import("proxy-chain");
         const host = this.o.host ?? "127.0.0.1";
-        const refuse = (r: Refusal) =>
-            new RequestError(body(r.code, r.message), r.status, {
-                ...r.headers,
-                "Content-Type": "application/json; charset=utf-8",
-                "X-Egress-Error": r.code,
-                "Proxy-Status": proxyStatus(r.code),
-            });
-        const server = new Server({
-            host,
-            port: this.o.port,
-            verbose: false,
-            authRealm: "egress gateway",
-            prepareRequestFunction: ({ request, username, password, hostname, isHttp }) => {
-                const ready = this.o.ready();
-                if (!ready.ok) throw refuse(refusal("not_ready", ready.reason, { "Retry-After": "5" }));
-                const socket = request.socket as TaggedSocket;
-                if (socket.destroyed) throw refuse(refusal("bad_request", "the client went away"));
-                const onGone = (leave: () => void) => {
-                    // Gone already (during a first attempt on the store): its close event came and went.
-                    if (socket.destroyed) {
-                        queueMicrotask(leave);
-                        return () => undefined;
-                    }
-                    socket.once("close", leave);
-                    return () => void socket.off("close", leave);
-                };
-                return settle(this.admission.admit({ username, password, hostname, onGone }), (got) => {
-                    if (!got.ok) {
-                        if (got.refusal.code === "none_available" || got.refusal.code === "store_unavailable")
-                            this.o.metrics.request(poolLabel(username), isHttp ? "http" : "connect", "unavailable");
-                        else
-                            this.o.metrics.refused(
-                                got.refusal.code as Exclude<
-                                    Refusal["code"],
-                                    "none_available" | "not_ready" | "store_unavailable"
-                                >,
-                            );
-                        throw refuse(got.refusal);
-                    }
-                    const f: Flight = {
-                        ...got.admitted,
-                        kind: isHttp ? "http" : "connect",
-                        startedAt: process.hrtime.bigint(),
-                        socket,
-                        read0: socket[MARK]?.read ?? 0,
-                        written0: socket[MARK]?.written ?? 0,
-                        tunnel: "none",
-                        ended: false,
-                    };
-                    (request as Tagged)[FLIGHT] = f;
-                    f.cut = setTimeout(() => {
-                        f.cutByGateway = true;
-                        socket.destroy();
-                    }, this.ttlSeconds * 1000).unref();
-                    this.open.add(f);
-                    if (isHttp) {
-                        const res = (request as Tagged)[RESPONSE]!;
-                        watchHead(res, f, () =>
-                            this.o.metrics.upstreamLatency(f.pool, Number(process.hrtime.bigint() - f.startedAt) / 1e9),
-                        );
-                        res.once("close", () => this.end(f));
-                    } else {
-                        socket.once("close", () => this.end(f));
-                    }
-                    // The client left while the request waited for a member (or for the store): no close
-                    // event is coming, so the lease goes back now and proxy-chain is told to stop.
-                    if (socket.destroyed) {
-                        this.end(f);
-                        throw refuse(refusal("bad_request", "the client went away"));
-                    }
-                    return { upstreamProxyUrl: f.lease.proxy.url, customTag: f, httpAgent: this.agent };
-                });
-            },
-        });
-        // proxy-chain's own listeners are replaced by ones that check the request first and then hand it
-        // on: malformed requests get a JSON 400 (proxy-chain's would be plain text), and the response
-        // object is kept for prepareRequestFunction, which proxy-chain does not give it.
-        const raw = server.server;
-        raw.removeAllListeners("request");
-        raw.removeAllListeners("connect");
-        raw.removeAllListeners("clientError");
-        raw.on("clientError", (err: NodeJS.ErrnoException, socket: Socket) => {
+        const server = http.createServer();
+        server.on("clientError", (err: NodeJS.ErrnoException, socket: Socket) => {
             if (err.code === "ECONNRESET" || !socket.writable) return void socket.destroy();
             this.o.metrics.refused("bad_request");
             rawAnswer(socket, "bad_request", `not an HTTP request the gateway can read (${err.code ?? err.message})`);
         });
-        raw.on("connection", (s: TaggedSocket) => {
+        server.on("connection", (s: TaggedSocket) => {
+            this.sockets.add(s);
+            s.once("close", () => this.sockets.delete(s));
             const gone = () => {
                 s[CLIENT_GONE] = true;
             };
             s.once("end", gone);
             s.once("error", gone);
+            // A tunnel's socket is no longer node's HTTP server's: its errors must not go unheard.
+            s.on("error", () => undefined);
         });
-        raw.on("request", (req: http.IncomingMessage, res: http.ServerResponse) => {
+        server.on("request", (req: http.IncomingMessage, res: http.ServerResponse) => {
             if (!isAbsoluteHttp(req.url)) {
                 this.o.metrics.refused("bad_request");
                 return answer(
@@ -192,16 +121,20 @@ export class Gateway {
                     `the gateway is a forward proxy: send the absolute URL (GET http://host/path) for http://, CONNECT host:port for https:// (got ${JSON.stringify(cut(req.url ?? ""))})`,
                 );
             }
-            (req as Tagged)[RESPONSE] = res;
             const target = new URL(req.url!);
             this.guard(
                 target.hostname,
                 Number(target.port || 80),
                 (why) => answer(res, "forbidden_target", why),
-                () => void server.onRequest(req, res),
+                () =>
+                    this.enter(req, "http", target.hostname, res, {
+                        refuse: (r) => answer(res, r.code, r.message, r.headers),
+                        go: (f) =>
+                            forwardHttp(req, res, f, this.hops.of(f.lease.proxy.url), () => this.flights.answered(f)),
+                    }),
             );
         });
-        raw.on("connect", (req: http.IncomingMessage, socket: Socket, head: Buffer) => {
+        server.on("connect", (req: http.IncomingMessage, socket: Socket, head: Buffer) => {
             const m = CONNECT_TARGET.exec(req.url ?? "");
             if (!m || Number(m[2]) < 1 || Number(m[2]) > 65535) {
                 this.o.metrics.refused("bad_request");
@@ -215,18 +148,107 @@ export class Gateway {
                 m[1],
                 Number(m[2]),
                 (why) => rawAnswer(socket, "forbidden_target", why),
-                () => void server.onConnect(req, socket as never, head),
+                () =>
+                    this.enter(req, "connect", m[1], socket, {
+                        refuse: (r) => rawAnswer(socket, r.code, r.message, r.headers),
+                        go: (f) =>
+                            forwardConnect(req, socket, head, f, this.hops.of(f.lease.proxy.url), {
+                                opened: () => this.flights.tunnel(f, "open"),
+                                refused: () => this.flights.tunnel(f, "refused"),
+                            }),
+                    }),
             );
         });
-        server.on("tunnelConnectResponded", ({ customTag }: { customTag: Flight }) => this.tunnel(customTag, "open"));
-        server.on("tunnelConnectFailed", ({ customTag }: { customTag: Flight }) => this.tunnel(customTag, "refused"));
-        server.on("requestFailed", ({ error }: { error: Error }) =>
-            this.o.log.warn({ err: error }, "gateway request failed inside proxy-chain"),
-        );
-        await server.listen();
+        await new Promise<void>((resolve, reject) => {
+            server.once("error", reject);
+            server.listen(this.o.port, host, () => {
+                server.off("error", reject);
+                resolve();
+            });
+        });
         this.server = server;
-        this.guarded.add({ what: "the gateway itself", host, port: server.port });
-        return { port: server.port, url: `http://${host}:${server.port}` };
+        const port = (server.address() as { port: number }).port;
+        this.guarded.add({ what: "the gateway itself", host, port });
+        return { port, url: `http://${host}:${port}` };
+    }
+
+    /**
+     * Admits one request or tunnel (readiness, credentials, a lease: admission.ts) and hands its Flight
+     * to `go`, or answers the refusal. The lease is released when `closes` (the answer, or the tunnel's
+     * socket) closes, however that comes about.
+     */
+    private enter(
+        req: http.IncomingMessage,
+        kind: Flight["kind"],
+        hostname: string,
+        closes: EventEmitter,
+        to: { refuse(r: Refusal): void; go(f: Flight): void },
+    ): void {
+        const ready = this.o.ready();
+        if (!ready.ok) return to.refuse(refusal("not_ready", ready.reason, { "Retry-After": "5" }));
+        const socket = req.socket as TaggedSocket;
+        if (socket.destroyed) return to.refuse(refusal("bad_request", "the client went away"));
+        const credentials = proxyCredentials(req.headers["proxy-authorization"]);
+        if (!credentials.ok) {
+            this.o.metrics.refused("bad_request");
+            return to.refuse(refusal("bad_request", credentials.message));
+        }
+        const { username, password } = credentials;
+        const onGone = (leave: () => void) => {
+            // Gone already (during a first attempt on the store): its close event came and went.
+            if (socket.destroyed) {
+                queueMicrotask(leave);
+                return () => undefined;
+            }
+            socket.once("close", leave);
+            return () => void socket.off("close", leave);
+        };
+        const admitted = settle(this.admission.admit({ username, password, hostname, onGone }), (got) => {
+            if (!got.ok) {
+                if (got.refusal.code === "none_available" || got.refusal.code === "store_unavailable")
+                    this.o.metrics.request(poolLabel(username), kind, "unavailable");
+                else
+                    this.o.metrics.refused(
+                        got.refusal.code as Exclude<
+                            Refusal["code"],
+                            "none_available" | "not_ready" | "store_unavailable"
+                        >,
+                    );
+                return to.refuse(got.refusal);
+            }
+            const f: Flight = {
+                ...got.admitted,
+                kind,
+                startedAt: process.hrtime.bigint(),
+                socket,
+                read0: socket[MARK]?.read ?? 0,
+                written0: socket[MARK]?.written ?? 0,
+                tunnel: "none",
+                ended: false,
+            };
+            f.cut = setTimeout(() => {
+                f.cutByGateway = true;
+                socket.destroy();
+            }, this.ttlSeconds * 1000).unref();
+            this.flights.add(f);
+            closes.once("close", () => this.flights.end(f));
+            // The client left while the request waited for a member (or for the store): no close
+            // event is coming, so the lease goes back now.
+            if (socket.destroyed) {
+                this.flights.end(f);
+                return to.refuse(refusal("bad_request", "the client went away"));
+            }
+            to.go(f);
+        });
+        if (admitted instanceof Promise) admitted.catch((e: Error) => this.failed(socket, e));
+    }
+
+    /** A bug on the way to a member: the client gets a 500, the log the stack. */
+    private failed(socket: Socket, error: Error): void {
+        this.o.log.warn({ err: error }, "gateway request failed");
+        if (socket.writable)
+            rawAnswer(socket, "internal", "the gateway failed on this request; its log has the details");
+        else socket.destroy();
     }
 
     /** Stops accepting; open requests and tunnels get `graceMs`, then are cut (their leases are released as they close). */
@@ -234,22 +256,19 @@ export class Gateway {
         const server = this.server;
         if (!server) return;
         this.server = undefined;
-        this.closing = true;
+        this.flights.closing = true;
         this.room.close();
         this.stopKicking();
-        const cutAll = setTimeout(() => server.closeConnections(), graceMs);
-        const raw = server.server;
-        const closed = server.close(false);
-        raw.closeIdleConnections(); // keep-alive connections between requests; tunnels and answers in flight get the grace
+        const cutAll = setTimeout(() => {
+            for (const s of this.sockets) s.destroy();
+        }, graceMs);
+        const closed = new Promise<void>((r) => server.close(() => r()));
+        server.closeIdleConnections(); // keep-alive connections between requests; tunnels and answers in flight get the grace
         await closed;
         clearTimeout(cutAll);
         // The cut sockets' close events (which release the leases) come a tick or two later.
-        if (this.open.size > 0)
-            await new Promise<void>((r) => {
-                this.drained = r;
-                setTimeout(r, 1000).unref();
-            });
-        this.agent.destroy();
+        await this.flights.drain(1000);
+        this.hops.destroy();
     }
 
     /**
@@ -276,58 +295,5 @@ export class Gateway {
                 };
             return { ok: true as const, proxyId: served.proxyId, until };
         });
-    }
-
-    private tunnel(f: Flight | undefined, state: "open" | "refused"): void {
-        if (!f || f.ended) return;
-        f.tunnel = state;
-        this.o.metrics.upstreamLatency(f.pool, Number(process.hrtime.bigint() - f.startedAt) / 1e9);
-    }
-
-    /** Releases the lease with the outcome; runs once per request, whichever close comes first. */
-    private end(f: Flight): void {
-        if (f.ended) return;
-        f.ended = true;
-        clearTimeout(f.cut);
-        f.leave();
-        this.open.delete(f);
-        if (this.open.size === 0) this.drained?.();
-        const clientGone = (f.socket as TaggedSocket)[CLIENT_GONE] === true || f.cutByGateway === true || this.closing;
-        const outcome: ReleaseOutcome =
-            f.kind === "http"
-                ? httpOutcome(
-                      { status: f.status, rawHeaders: f.rawHeaders, complete: f.complete === true, clientGone },
-                      this.rules,
-                  )
-                : tunnelOutcome({ member: f.tunnel, clientGone });
-        const released = this.o.fleet.release(f.lease.id, outcome);
-        // With a Redis store an outage fails the release: the member stays leased until the lease's TTL.
-        if (released instanceof Promise)
-            released.catch((e) =>
-                this.o.log.warn(
-                    { proxy: f.lease.proxy.id, error: (e as Error).message },
-                    "releasing a gateway lease failed; its member stays leased until the lease's TTL",
-                ),
-            );
-        this.o.metrics.request(f.pool, f.kind, outcome);
-        const s = f.socket as TaggedSocket;
-        this.o.metrics.bytes(f.pool, s.bytesRead - f.read0, s.bytesWritten - f.written0);
-        s[MARK] = { read: s.bytesRead, written: s.bytesWritten };
-        this.recent.record({ client: f.client, pool: f.pool, session: f.session, target: f.target }, f.lease.proxy.id);
-        if (this.o.log.isLevelEnabled("debug"))
-            this.o.log.debug(
-                {
-                    client: f.client,
-                    pool: f.pool,
-                    proxy: f.lease.proxy.id,
-                    target: f.target,
-                    kind: f.kind,
-                    status: f.status,
-                    outcome,
-                    released: released instanceof Promise ? "pending" : released.ok,
-                    ms: Number(process.hrtime.bigint() - f.startedAt) / 1e6,
-                },
-                "gateway request",
-            );
     }
 }

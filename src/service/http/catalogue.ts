@@ -57,10 +57,15 @@ export const ERRORS = {
     over_limit: { status: 429, when: "(gateway) the token has its gatewayConcurrency requests in flight" },
     headers_too_large: { status: 431, when: "request headers larger than the server accepts" },
     internal: { status: 500, when: "a bug: the service log has the stack" },
+    member_unreachable: {
+        status: 502,
+        when: "(gateway) the leased member refused or broke the connection before answering; Proxy-Status names it",
+    },
     none_available: { status: 503, when: "no proxy can be leased now; Retry-After says when to try again" },
     not_ready: { status: 503, when: "the service is starting, recovering the stack, or shutting down; Retry-After" },
     store_unavailable: { status: 503, when: "the lease store (--store redis://…) is unreachable; Retry-After: 2" },
     dashboard_not_built: { status: 503, when: "the dashboard bundle is missing: run `npm run build`" },
+    member_timeout: { status: 504, when: "(gateway) the leased member did not accept the connection in time" },
 } as const satisfies Record<string, { status: number; gateway?: number; when: string }>;
 
 export type ErrorCode = keyof typeof ERRORS;

@@ -1,0 +1,104 @@
+import type { Logger } from "pino";
+import type { Fleet } from "../fleet/fleet";
+import type { ReleaseOutcome } from "../leases";
+import type { GatewayMetrics } from "../observe/gateway-metrics";
+import { CLIENT_GONE, type Flight, MARK, type TaggedSocket } from "./flight";
+import { type BlockRules, httpOutcome, tunnelOutcome } from "./outcome";
+import type { RecentServes } from "./recent";
+
+/**
+ * The gateway's requests and tunnels in flight, and the one place each is released: with its outcome
+ * (outcome.ts), its metrics, its byte counts and its log line, exactly once however it ended.
+ */
+export class Flights {
+    private readonly open = new Set<Flight>();
+    private drained?: () => void;
+    /** Shutting down: what is cut from now on is not the members' fault. */
+    closing = false;
+
+    constructor(
+        private readonly o: {
+            fleet: Fleet;
+            metrics: GatewayMetrics;
+            log: Logger;
+            rules: BlockRules;
+            recent: RecentServes;
+        },
+    ) {}
+
+    add(f: Flight): void {
+        this.open.add(f);
+    }
+
+    /** Resolves once every open flight was released, or after `ms` (a close event that never comes). */
+    async drain(ms: number): Promise<void> {
+        if (this.open.size === 0) return;
+        await new Promise<void>((r) => {
+            this.drained = r;
+            setTimeout(r, ms).unref();
+        });
+    }
+
+    /** The member's head arrived (an answer, or its answer to the CONNECT): the upstream latency. */
+    answered(f: Flight): void {
+        this.o.metrics.upstreamLatency(f.pool, Number(process.hrtime.bigint() - f.startedAt) / 1e9);
+    }
+
+    tunnel(f: Flight, state: "open" | "refused"): void {
+        if (f.ended) return;
+        f.tunnel = state;
+        this.answered(f);
+    }
+
+    /** Releases the lease with the outcome; runs once per request, whichever close comes first. */
+    end(f: Flight): void {
+        if (f.ended) return;
+        f.ended = true;
+        clearTimeout(f.cut);
+        f.leave();
+        this.open.delete(f);
+        if (this.open.size === 0) this.drained?.();
+        const clientGone =
+            f.memberFailed !== true &&
+            ((f.socket as TaggedSocket)[CLIENT_GONE] === true || f.cutByGateway === true || this.closing);
+        const outcome: ReleaseOutcome =
+            f.kind === "http"
+                ? httpOutcome(
+                      { status: f.status, rawHeaders: f.rawHeaders, complete: f.complete === true, clientGone },
+                      this.o.rules,
+                  )
+                : tunnelOutcome({ member: f.tunnel, clientGone });
+        const released = this.o.fleet.release(f.lease.id, outcome);
+        // With a Redis store an outage fails the release: the member stays leased until the lease's TTL.
+        if (released instanceof Promise)
+            released.catch((e) =>
+                this.o.log.warn(
+                    { proxy: f.lease.proxy.id, error: (e as Error).message },
+                    "releasing a gateway lease failed; its member stays leased until the lease's TTL",
+                ),
+            );
+        this.o.metrics.request(f.pool, f.kind, outcome);
+        const s = f.socket as TaggedSocket;
+        this.o.metrics.bytes(f.pool, s.bytesRead - f.read0, s.bytesWritten - f.written0);
+        s[MARK] = { read: s.bytesRead, written: s.bytesWritten };
+        this.o.recent.record(
+            { client: f.client, pool: f.pool, session: f.session, target: f.target },
+            f.lease.proxy.id,
+        );
+        if (this.o.log.isLevelEnabled("debug"))
+            this.o.log.debug(
+                {
+                    client: f.client,
+                    pool: f.pool,
+                    proxy: f.lease.proxy.id,
+                    target: f.target,
+                    kind: f.kind,
+                    status: f.status,
+                    outcome,
+                    released: released instanceof Promise ? "pending" : released.ok,
+                    ms: Number(process.hrtime.bigint() - f.startedAt) / 1e6,
+                },
+                "gateway request",
+            );
+    }
+}

@@ -1,0 +1,151 @@
+import type * as http from "node:http";
+import * as net from "node:net";
+import { memberFailure, memberFailureAnswer, type MemberFailure, memberProxyStatus, rawHead } from "./answers";
+import type { Flight } from "./flight";
+import { timeConnect } from "./forward-http";
+import type { MemberHop } from "./member-hop";
+
+/**
+ * A CONNECT tunnel through its leased member: a TCP connection to the member, `CONNECT host:port` with
+ * the member's credentials, the member's answer head read here; on 200 the client is told
+ * `200 Connection Established` and the two sockets are piped both ways. Before the tunnel opens, a
+ * member failure is answered with a standard status (502/504) and `Proxy-Status`, never a private code.
+ */
+
+/** How long a member may take to answer the CONNECT (it connects to the target first). */
+export const MEMBER_CONNECT_ANSWER_MS = 30_000;
+/** The most a member's CONNECT answer head may hold; a bigger one is not a proxy's answer. */
+const MAX_ANSWER_HEAD = 16 * 1024;
+const HEAD_END = Buffer.from("\r\n\r\n");
+
+export interface TunnelEvents {
+    /** The member answered 200: the tunnel is open. */
+    opened(): void;
+    /** The member answered the CONNECT with another status. */
+    refused(): void;
+}
+
+/** The status relayed for a member's non-200 answer: its own, unless a client could not act on it. */
+export function relayedConnectStatus(status: number): number {
+    // 401/407: the member refused the gateway's credentials (the client's are fine); 590–599 are
+    // proxy-chain's private codes; anything outside 200–599 is no status a client understands.
+    if (status === 401 || status === 407 || status < 200 || status >= 590) return 502;
+    return status;
+}
+
+export function forwardConnect(
+    req: http.IncomingMessage,
+    client: net.Socket,
+    head: Buffer,
+    f: Flight,
+    hop: MemberHop,
+    events: TunnelEvents,
+): void {
+    const memberId = f.lease.proxy.id;
+    const member = net.connect({ host: hop.host, port: hop.port });
+    member.setNoDelay(true);
+    let open = false;
+    let settled = false;
+    let answerTimer: NodeJS.Timeout | undefined;
+    /** Ends the attempt before the tunnel opened: the client gets `failure`'s answer (if it is still there). */
+    const fail = (failure: MemberFailure) => {
+        if (settled) return;
+        settled = true;
+        f.memberFailed = true;
+        clearTimeout(answerTimer);
+        member.destroy();
+        if (!client.writable) return void client.destroy();
+        const a = memberFailureAnswer(failure, memberId);
+        rawHead(client, a.status, a.headers);
+        client.end(a.text);
+    };
+    timeConnect(member, (err) => fail(memberFailure(err, "connecting to the member")));
+    member.once("connect", () => {
+        answerTimer = setTimeout(
+            () => fail({ code: "member_timeout", type: "connection_timeout", details: "no answer to the CONNECT" }),
+            MEMBER_CONNECT_ANSWER_MS,
+        ).unref();
+        const auth = hop.authorization ? `Proxy-Authorization: ${hop.authorization}\r\n` : "";
+        member.write(`CONNECT ${req.url} HTTP/1.1\r\nHost: ${req.url}\r\n${auth}\r\n`);
+    });
+    let got: Buffer = Buffer.alloc(0);
+    const onData = (chunk: Buffer) => {
+        got = got.length === 0 ? chunk : Buffer.concat([got, chunk]);
+        const end = got.indexOf(HEAD_END);
+        if (end < 0) {
+            if (got.length > MAX_ANSWER_HEAD)
+                fail({
+                    code: "member_unreachable",
+                    type: "http_response_header_section_size",
+                    details: "CONNECT answer",
+                });
+            return;
+        }
+        member.off("data", onData);
+        member.pause();
+        clearTimeout(answerTimer);
+        const status = /^HTTP\/1\.[01] (\d{3})(?: ([^\r\n]*))?\r\n/.exec(got.subarray(0, end + 2).toString("latin1"));
+        if (!status)
+            return fail({
+                code: "member_unreachable",
+                type: "http_protocol_error",
+                details: "unreadable CONNECT answer",
+            });
+        const code = Number(status[1]);
+        if (code !== 200) return refuse(code, status[2] ?? "");
+        settled = true;
+        open = true;
+        events.opened();
+        client.write("HTTP/1.1 200 Connection Established\r\n\r\n");
+        // Bytes either side sent past its head belong to the tunnel.
+        if (got.length > end + 4) client.write(got.subarray(end + 4));
+        if (head.length > 0) member.write(head);
+        member.pipe(client);
+        client.pipe(member);
+    };
+    /** The member answered the CONNECT with a status of its own: relayed (or 502), with Proxy-Status. */
+    const refuse = (code: number, reason: string) => {
+        events.refused();
+        const details = `the member answered the CONNECT with ${code}${reason ? ` ${reason}` : ""}`;
+        const status = relayedConnectStatus(code);
+        if (status === 502) return fail({ code: "member_unreachable", type: "destination_unavailable", details });
+        settled = true;
+        member.destroy();
+        if (!client.writable) return void client.destroy();
+        const type = status === 504 ? "connection_timeout" : "destination_unavailable";
+        rawHead(
+            client,
+            status,
+            {
+                "Content-Length": "0",
+                "X-Egress-Proxy": memberId,
+                "Proxy-Status": memberProxyStatus({ code: "member_unreachable", type, details }, memberId),
+                Connection: "close",
+            },
+            status === code && reason ? reason : undefined,
+        );
+        client.end();
+    };
+    member.on("data", onData);
+    member.on("error", (err: NodeJS.ErrnoException) => {
+        if (!open) fail(memberFailure(err, "the CONNECT to the member"));
+        else client.destroy();
+    });
+    member.once("close", () => {
+        if (!open)
+            return fail({
+                code: "member_unreachable",
+                type: "connection_terminated",
+                details: "closed before answering",
+            });
+        // The member's side ended: the client gets what is still buffered, then the end.
+        if (client.writable) client.end();
+    });
+    client.on("error", () => member.destroy());
+    client.once("close", () => {
+        clearTimeout(answerTimer);
+        settled = true;
+        if (!open || member.writableLength === 0) member.destroy();
+        else member.end();
+    });
+}
