@@ -9,9 +9,9 @@ import * as os from "node:os";
 import * as path from "node:path";
 import YAML from "yaml";
 import { engineHome, PACKAGE_ROOT } from "../../src/engine";
-import { MARKER_VAR } from "../../src/engine/leftovers";
 import { OFFLINE_ENV, pidsMentioning } from "./project";
-import { runningProxies } from "../../components/local/process";
+
+export { backendLockFiles, engineProcessesOf, environOf, proxyProcesses } from "./proc-scan";
 
 export const ADMIN_TOKEN = "tok-crash-admin-0123456789abcdef";
 const CLI = path.join(PACKAGE_ROOT, "dist", "src", "cli.js");
@@ -306,46 +306,4 @@ export async function settledOp(svc: ServeProcess, id: string, timeoutMs = 120_0
         timeoutMs,
         100,
     );
-}
-
-function readProc(pid: string, file: string): string | undefined {
-    try {
-        return fs.readFileSync(`/proc/${pid}/${file}`, "utf8");
-    } catch {
-        return undefined;
-    }
-}
-
-/** Local proxy processes of `p`, as member id (argv `--id`) → pid (the same scan recovery and the reconcile loop use). */
-export function proxyProcesses(p: ProcProject): Map<string, number> {
-    return new Map([...runningProxies(p.stateDir)].map(([id, pids]) => [id, pids[0]]));
-}
-
-/** Engine processes (pulumi, its plugins) started by the egress process `ownerPid`: found by our run marker. */
-export function engineProcessesOf(ownerPid: number): { pid: number; command: string }[] {
-    const out: { pid: number; command: string }[] = [];
-    for (const pid of fs.readdirSync("/proc").filter((d) => /^\d+$/.test(d))) {
-        const env = readProc(pid, "environ");
-        if (!env?.split("\0").some((kv) => kv.startsWith(`${MARKER_VAR}=${ownerPid}.`))) continue;
-        out.push({ pid: Number(pid), command: (readProc(pid, "cmdline") ?? "").split("\0").slice(0, 2).join(" ") });
-    }
-    return out;
-}
-
-/** Lock files (and their .attrs sidecars) in the project's file backend. */
-export function backendLockFiles(p: ProcProject): string[] {
-    const root = path.join(p.backendDir, ".pulumi", "locks");
-    if (!fs.existsSync(root)) return [];
-    return (fs.readdirSync(root, { recursive: true }) as string[]).filter(
-        (f) => f.endsWith(".json") || f.endsWith(".attrs"),
-    );
-}
-
-/** A process's environment as `NAME=value\0…` ("" once it exited). */
-export function environOf(pid: number): string {
-    try {
-        return fs.readFileSync(`/proc/${pid}/environ`, "utf8");
-    } catch {
-        return ""; // exited between listing and reading
-    }
 }
