@@ -86,6 +86,7 @@ export async function startService(opts: ServeOptions): Promise<RunningService> 
         providerHealth: () => providerHealth.snapshot(),
         reconcile: () => reconciler.status(),
         autoscaler: parts.autoscaler,
+        rotator: parts.rotator,
         timeline,
         ready: () => ready,
         sseHeartbeatMs: opts.sseHeartbeatMs,
@@ -164,6 +165,7 @@ export async function startService(opts: ServeOptions): Promise<RunningService> 
     }
     reconciler.start();
     parts.autoscaler.start();
+    parts.rotator.start();
     log.info(
         {
             url,
@@ -200,6 +202,7 @@ export async function startService(opts: ServeOptions): Promise<RunningService> 
             );
             await reconciler.stop();
             parts.autoscaler.stop();
+            await parts.rotator.stop();
             await scaler.drain(closeOpts);
             await cluster?.stop(); // after the running operation: the lock guards it to the end
             clearInterval(sweeper);

@@ -1,0 +1,94 @@
+import type { Logger } from "pino";
+import { loadStackConfig } from "../../../config";
+import { memberName, type ProxyMember } from "../../../model";
+import type { Operation } from "../../operations/journal";
+import { addChanges, type ReplaceResult } from "../replace";
+import type { ScalerDeps } from "../scaler-deps";
+
+/** The scaler's two paths a rotation is made of (scaler.ts passes them in; neither is copied here). */
+export interface RotationSteps {
+    /** The scale path: writes these counts to the stack file, drains the members they remove, runs `up`. */
+    applyCounts(counts: Record<string, number>): Promise<{ changes: Record<string, number>; proxies?: ProxyMember[] }>;
+    /** The heal path (replace.ts) over `op.members`: drain, targeted refresh, `up --replace`. */
+    replace(): Promise<ReplaceResult>;
+}
+
+/** How long a surge member or a replacement may take to pass its health check before the rotation fails. */
+export const HEALTHY_TIMEOUT_MS = 10 * 60_000;
+
+/**
+ * One `rotate` operation: replaces `op.members` (one pool) without the pool's healthy count ever going
+ * below its replicas N, whatever a kind's replace does. Some kinds replace delete-first (local: the
+ * process id is the member's name, ports may be fixed; kvm: the domain's name), so the member itself
+ * cannot simply be replaced create-first. Instead, and the same for every kind:
+ *   1. surge: the pool grows to N + k (k = members rotated, ≤ maxSurge); the new members must be healthy;
+ *   2. the old members drain (their leases run until released or the pool's drainSeconds) and are
+ *      replaced through the heal path; each replacement must be healthy;
+ *   3. the pool goes back to N: the surge members drain and go (the scale-down path).
+ * Indices stay dense (components/pool.ts), so step 3 always removes the surge members. Step 3 runs even
+ * when 1 or 2 failed, so a failed rotation never leaves the pool grown. docs/decisions.md has the why.
+ */
+export async function runRotation(
+    op: Operation,
+    deps: ScalerDeps,
+    steps: RotationSteps,
+    log: Logger,
+    signal: AbortSignal,
+): Promise<{ changes: Record<string, number>; proxies?: ProxyMember[] }> {
+    const records = op.rotations ?? [];
+    const pool = records[0]?.pool;
+    if (!pool || records.some((r) => r.pool !== pool))
+        throw new Error("a rotate operation replaces members of one pool");
+    const n = loadStackConfig(deps.projectRoot, deps.stack).pools.find((p) => p.name === pool)?.replicas;
+    if (n === undefined) throw new Error(`pool ${pool} is no longer in the stack config; nothing rotated`);
+    const env = deps.rotation;
+    const ipOf = (id: string) => env?.health(id)?.egressIp;
+    records.forEach((r, j) => {
+        r.surge = memberName(pool, n + j);
+        r.oldEgressIp = ipOf(r.member);
+    });
+    deps.ops.update(op, { rotations: records });
+    const surge = records.map((r) => r.surge!);
+    const changes: Record<string, number>[] = [];
+    let proxies: ProxyMember[] | undefined;
+    try {
+        const grown = await steps.applyCounts({ [pool]: n + records.length });
+        changes.push(grown.changes);
+        await env?.refresh(grown.proxies);
+        await waitHealthy(deps, surge, 0, signal);
+        log.info({ pool, surge }, "surge members healthy; replacing the aged members");
+        const replaced = await steps.replace();
+        changes.push(replaced.changes);
+        const at = Date.now();
+        await env?.refresh(replaced.proxies);
+        // A probe from before the replace may still read healthy: only one after it counts.
+        await waitHealthy(deps, op.members ?? [], at, signal);
+        for (const r of records)
+            Object.assign(r, { newEgressIp: ipOf(r.member), replacedAt: new Date().toISOString() });
+        deps.ops.update(op, { rotations: records });
+    } finally {
+        const back = await steps.applyCounts({ [pool]: n });
+        changes.push(back.changes);
+        proxies = back.proxies;
+    }
+    return { changes: addChanges(...changes), proxies };
+}
+
+/** Waits until every member passed a health probe after `after` (epoch ms) and reads healthy. */
+async function waitHealthy(deps: ScalerDeps, ids: readonly string[], after: number, signal: AbortSignal) {
+    const env = deps.rotation;
+    if (!env || !ids.length) return;
+    const deadline = Date.now() + (env.healthyTimeoutMs ?? HEALTHY_TIMEOUT_MS);
+    const ok = (id: string) => {
+        const h = env.health(id);
+        return h?.state === "healthy" && (h.lastOkAt ?? 0) > after;
+    };
+    while (!ids.every(ok)) {
+        if (signal.aborted) throw signal.reason as Error;
+        if (Date.now() > deadline)
+            throw new Error(
+                `${ids.filter((id) => !ok(id)).join(", ")} did not pass a health check within ${Math.round((env.healthyTimeoutMs ?? HEALTHY_TIMEOUT_MS) / 1000)} s; the rotation stops and the pool goes back to its replicas`,
+            );
+        await new Promise((r) => setTimeout(r, 250));
+    }
+}
