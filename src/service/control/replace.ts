@@ -17,13 +17,15 @@ export interface ReplaceResult {
  * the others drain; then the members' resources from state, a refresh of those alone, and an `up` that
  * targets their components (children come along as dependents) and replaces their custom resources. Two
  * engine runs because `up --refresh --target` fails on the CLI egress pins ("unknown provider",
- * docs/decisions.md). Members no longer in state (scaled away meanwhile) are skipped.
+ * docs/decisions.md). Members no longer in state (scaled away meanwhile) are skipped. `refresh: false`
+ * skips the refresh run for members just seen healthy (a rotation): state is right about them.
  */
 export async function replaceMembers(
     deps: ScalerDeps,
     op: Operation,
     log: Logger,
     signal: AbortSignal,
+    opts: { refresh?: boolean } = {},
 ): Promise<ReplaceResult> {
     const started = Date.now();
     const d = deps.drain;
@@ -44,7 +46,7 @@ export async function replaceMembers(
     const replace = [...found.values()].flatMap((t) => t.replace);
     const onProgress = (e: ProgressEvent) => deps.ops.progress(op, e);
     let present = replace;
-    if (replace.length) {
+    if (replace.length && opts.refresh !== false) {
         await retryTransient(log, () => deps.driver.refresh({ target: replace, onProgress }));
         // The refresh drops resources deleted behind egress's back (a Kubernetes Deployment) from state, and
         // `up --replace` of a URN no longer in the stack fails; the targeted up creates them again anyway.

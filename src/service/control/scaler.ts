@@ -6,7 +6,7 @@ import type { AutoscaleRecord, HealTarget, Operation, RotationRecord } from "../
 import { scaleDownTargets } from "./drain/plan";
 import { retryTransient } from "./engine-retry";
 import { replaceMembers } from "./replace";
-import { runRotation } from "./rotate/run";
+import { ageDetail, type MoreDue, runRotation } from "./rotate/run";
 import { NotAcceptingError, type ScalerDeps } from "./scaler-deps";
 
 export { NotAcceptingError, type ScalerDeps } from "./scaler-deps";
@@ -28,6 +28,8 @@ export class Scaler {
     /** The running scale/up operation waits for its drain: requests fold into it (it has applied nothing yet). */
     private drainingNow = false;
     private readonly stopping = new AbortController();
+    /** A queued or running rotation's way to ask for members that came due meanwhile (rotate/run.ts). */
+    private readonly moreDue = new Map<string, MoreDue>();
 
     constructor(private readonly deps: ScalerDeps) {}
 
@@ -74,6 +76,7 @@ export class Scaler {
      */
     pause(): void {
         if (this.accepting === "yes") this.accepting = "starting";
+        this.moreDue.clear();
         for (const op of this.queue.splice(0))
             this.deps.ops.update(op, {
                 status: "interrupted",
@@ -112,18 +115,16 @@ export class Scaler {
      * then the heal path's replace, then back to the pool's count (rotate/run.ts). One rotation waits at
      * most; while one is queued, another request is refused (undefined): the rotator asks again later.
      */
-    rotate(records: RotationRecord[]): Operation | undefined {
+    rotate(records: RotationRecord[], more?: MoreDue): Operation | undefined {
         if (this.accepting !== "yes") throw new NotAcceptingError(this.accepting);
         if (!records.length || this.queue.some((o) => o.kind === "rotate")) return undefined;
         const op = this.deps.ops.create("rotate", {});
         const members = records.map((r) => r.member);
         const reasons = Object.fromEntries(
-            records.map((r) => [
-                r.member,
-                { reason: "age" as const, detail: `created ${r.createdAt}, due ${r.dueAt}` },
-            ]),
+            records.map((r) => [r.member, { reason: "age" as const, detail: ageDetail(r) }]),
         );
         Object.assign(op, { members, reasons, rotations: records });
+        if (more) this.moreDue.set(op.id, more);
         this.deps.ops.update(op, {});
         this.queue.push(op);
         this.kick();
@@ -159,6 +160,7 @@ export class Scaler {
         this.stopping.abort(new Error("the service stopped while this operation waited for the stack's writer lock"));
         // Ctrl-C: the running operation is cancelled safely (the engine saves state) instead of awaited.
         if (opts.cancel && this.running) this.deps.driver.cancel();
+        this.moreDue.clear();
         for (const op of this.queue.splice(0))
             this.deps.ops.update(op, {
                 status: "interrupted",
@@ -224,7 +226,10 @@ export class Scaler {
                 proxies = result.proxies;
                 log.info({ changes: result.changes, durationMs: result.durationMs }, "operation succeeded");
             } else if (op.kind === "rotate") {
-                const result = await runRotation(op, this.deps, this.rotationSteps(op, log), log, this.stopping.signal);
+                const more = this.moreDue.get(op.id);
+                this.moreDue.delete(op.id);
+                const steps = this.rotationSteps(op, log);
+                const result = await runRotation(op, this.deps, steps, log, this.stopping.signal, more);
                 patch = { status: "succeeded", changes: result.changes, rotations: op.rotations };
                 proxies = result.proxies;
                 log.info({ changes: result.changes, rotations: op.rotations }, "operation succeeded");
@@ -279,7 +284,8 @@ export class Scaler {
                 );
                 return { changes: result.changes, proxies: result.proxies };
             },
-            replace: () => replaceMembers(this.deps, op, log, this.stopping.signal),
+            // Rotated members were healthy when chosen: no refresh run is needed to learn what exists.
+            replace: () => replaceMembers(this.deps, op, log, this.stopping.signal, { refresh: false }),
         };
     }
 

@@ -97,31 +97,7 @@ export class Rotator {
         }
         // The fleet view follows an operation only when it settles; one operation at a time.
         if (!this.deps.scaler.accepts() || this.deps.scaler.busy()) return [];
-        const now = this.now();
-        const members = this.deps.members().filter((m) => m.host); // no address yet: still provisioning
-        const ages = await this.agesOf(members);
-        const policies: Record<string, PoolRotatePolicy> = Object.fromEntries(
-            pools.map((p) => [
-                p.name,
-                {
-                    rotateAfterSeconds: p.rotateAfterSeconds!,
-                    maxSurge: p.maxSurge,
-                    replicas: this.deps.scaler.desired(p.name) ?? p.replicas,
-                    maxReplicas: p.maxReplicas,
-                },
-            ]),
-        );
-        const plans = decideRotations({
-            now,
-            pools: policies,
-            members: members.map((m) => ({
-                id: m.id,
-                pool: m.pool,
-                index: m.index,
-                createdAt: ages.get(m.id),
-                health: this.deps.health(m.id)?.state ?? "unknown",
-            })),
-        });
+        const plans = await this.decide(pools, (p) => this.deps.scaler.desired(p.name) ?? p.replicas);
         for (const plan of plans) {
             const v = this.views.get(plan.pool)!;
             v.nextDueAt = plan.nextDueAt !== undefined ? new Date(plan.nextDueAt).toISOString() : undefined;
@@ -132,16 +108,50 @@ export class Rotator {
         return plans;
     }
 
+    /** decide.ts over the fleet now, for these pools at these counts. */
+    private async decide(pools: PoolConfig[], replicas: (p: PoolConfig) => number): Promise<RotatePlan[]> {
+        const members = this.deps.members().filter((m) => m.host); // no address yet: still provisioning
+        const ages = await this.agesOf(members);
+        const policies: Record<string, PoolRotatePolicy> = Object.fromEntries(
+            pools.map((p) => [
+                p.name,
+                {
+                    rotateAfterSeconds: p.rotateAfterSeconds!,
+                    maxSurge: p.maxSurge,
+                    replicas: replicas(p),
+                    maxReplicas: p.maxReplicas,
+                },
+            ]),
+        );
+        return decideRotations({
+            now: this.now(),
+            pools: policies,
+            members: members.map((m) => ({
+                id: m.id,
+                pool: m.pool,
+                index: m.index,
+                createdAt: ages.get(m.id),
+                health: this.deps.health(m.id)?.state ?? "unknown",
+            })),
+        });
+    }
+
+    /**
+     * Asked by a running rotation of `pool` (rotate/run.ts) once its batch is replaced: members due now,
+     * with the pool at `replicas` (its surge members stand above them, so no room check applies).
+     */
+    private async moreDue(pool: string, replicas: number): Promise<RotationRecord[]> {
+        const p = this.deps.pools().find((c) => c.name === pool);
+        if (!p || p.rotateAfterSeconds === undefined || !this.deps.scaler.accepts()) return [];
+        const [plan] = await this.decide([{ ...p, maxReplicas: Infinity }], () => replicas);
+        for (const _ of plan.rotate) this.deps.onRotate?.(pool, "age");
+        return recordsOf(plan);
+    }
+
     private queue(plan: RotatePlan): void {
-        const records: RotationRecord[] = plan.rotate.map((d) => ({
-            member: d.member,
-            pool: plan.pool,
-            reason: "age",
-            createdAt: new Date(d.createdAt).toISOString(),
-            dueAt: new Date(d.dueAt).toISOString(),
-        }));
+        const records = recordsOf(plan);
         try {
-            const op = this.deps.scaler.rotate(records);
+            const op = this.deps.scaler.rotate(records, (n) => this.moreDue(plan.pool, n));
             if (!op) return;
             for (const _ of records) this.deps.onRotate?.(plan.pool, "age");
             this.deps.log.info(
@@ -171,4 +181,14 @@ export class Rotator {
         }, this.deps.intervalMs);
         this.timer.unref();
     }
+}
+
+function recordsOf(plan: RotatePlan): RotationRecord[] {
+    return plan.rotate.map((d) => ({
+        member: d.member,
+        pool: plan.pool,
+        reason: "age",
+        createdAt: new Date(d.createdAt).toISOString(),
+        dueAt: new Date(d.dueAt).toISOString(),
+    }));
 }

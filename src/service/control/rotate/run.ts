@@ -1,7 +1,7 @@
 import type { Logger } from "pino";
 import { loadStackConfig } from "../../../config";
 import { memberName, type ProxyMember } from "../../../model";
-import type { Operation } from "../../operations/journal";
+import type { Operation, RotationRecord } from "../../operations/journal";
 import { addChanges, type ReplaceResult } from "../replace";
 import type { ScalerDeps } from "../scaler-deps";
 
@@ -12,6 +12,12 @@ export interface RotationSteps {
     /** The heal path (replace.ts) over `op.members`: drain, targeted refresh, `up --replace`. */
     replace(): Promise<ReplaceResult>;
 }
+
+/**
+ * Members of the pool (of `replicas` members) due now, asked again while the surge members stand: the
+ * rotator's decision (rotator.ts), so members that came due during the operation go behind the same surge.
+ */
+export type MoreDue = (replicas: number) => Promise<RotationRecord[]>;
 
 /** How long a surge member or a replacement may take to pass its health check before the rotation fails. */
 export const HEALTHY_TIMEOUT_MS = 10 * 60_000;
@@ -24,6 +30,7 @@ export const HEALTHY_TIMEOUT_MS = 10 * 60_000;
  *   1. surge: the pool grows to N + k (k = members rotated, ≤ maxSurge); the new members must be healthy;
  *   2. the old members drain (their leases run until released or the pool's drainSeconds) and are
  *      replaced through the heal path; each replacement must be healthy;
+ *   2b. members that came due meanwhile (`more`) are replaced the same way, behind the same surge members;
  *   3. the pool goes back to N: the surge members drain and go (the scale-down path).
  * Indices stay dense (components/pool.ts), so step 3 always removes the surge members. Step 3 runs even
  * when 1 or 2 failed, so a failed rotation never leaves the pool grown. docs/decisions.md has the why.
@@ -34,6 +41,7 @@ export async function runRotation(
     steps: RotationSteps,
     log: Logger,
     signal: AbortSignal,
+    more?: MoreDue,
 ): Promise<{ changes: Record<string, number>; proxies?: ProxyMember[] }> {
     const records = op.rotations ?? [];
     const pool = records[0]?.pool;
@@ -41,14 +49,19 @@ export async function runRotation(
         throw new Error("a rotate operation replaces members of one pool");
     const n = loadStackConfig(deps.projectRoot, deps.stack).pools.find((p) => p.name === pool)?.replicas;
     if (n === undefined) throw new Error(`pool ${pool} is no longer in the stack config; nothing rotated`);
+    // The count the pool keeps (GET /v1/pools' `desired`, the autoscaler's current size), while the stack file says N + k.
+    op.desired = { [pool]: n };
     const env = deps.rotation;
     const ipOf = (id: string) => env?.health(id)?.egressIp;
-    records.forEach((r, j) => {
-        r.surge = memberName(pool, n + j);
-        r.oldEgressIp = ipOf(r.member);
-    });
-    deps.ops.update(op, { rotations: records });
-    const surge = records.map((r) => r.surge!);
+    const k = records.length;
+    const surge = records.map((_, j) => memberName(pool, n + j));
+    const begin = (batch: RotationRecord[]) => {
+        batch.forEach((r, j) => Object.assign(r, { surge: surge[j], oldEgressIp: ipOf(r.member) }));
+        // The heal path replaces op.members, with op.reasons saying why (its drain's message).
+        op.members = batch.map((r) => r.member);
+        deps.ops.update(op, { rotations: records });
+    };
+    begin(records);
     const changes: Record<string, number>[] = [];
     let proxies: ProxyMember[] | undefined;
     try {
@@ -57,21 +70,37 @@ export async function runRotation(
         await env?.refresh(grown.proxies);
         await waitHealthy(deps, surge, 0, signal);
         log.info({ pool, surge }, "surge members healthy; replacing the aged members");
-        const replaced = await steps.replace();
-        changes.push(replaced.changes);
-        const at = Date.now();
-        await env?.refresh(replaced.proxies);
-        // A probe from before the replace may still read healthy: only one after it counts.
-        await waitHealthy(deps, op.members ?? [], at, signal);
-        for (const r of records)
-            Object.assign(r, { newEgressIp: ipOf(r.member), replacedAt: new Date().toISOString() });
-        deps.ops.update(op, { rotations: records });
+        for (let batch = records; batch.length;) {
+            const replaced = await steps.replace();
+            changes.push(replaced.changes);
+            const at = Date.now();
+            await env?.refresh(replaced.proxies);
+            // A probe from before the replace may still read healthy: only one after it counts.
+            await waitHealthy(deps, op.members ?? [], at, signal);
+            for (const r of batch)
+                Object.assign(r, { newEgressIp: ipOf(r.member), replacedAt: new Date().toISOString() });
+            deps.ops.update(op, { rotations: records });
+            const done = new Set(records.map((r) => r.member));
+            batch = ((await more?.(n)) ?? []).filter((r) => !done.has(r.member)).slice(0, k);
+            if (batch.length) {
+                records.push(...batch);
+                for (const r of batch) op.reasons![r.member] = { reason: "age", detail: ageDetail(r) };
+                begin(batch);
+                log.info({ pool, members: op.members }, "more members came due; replacing them behind the same surge");
+            }
+        }
     } finally {
+        op.members = records.map((r) => r.member);
         const back = await steps.applyCounts({ [pool]: n });
         changes.push(back.changes);
         proxies = back.proxies;
     }
     return { changes: addChanges(...changes), proxies };
+}
+
+/** Why a member is rotated, in words (the drain's message to its lease holder). */
+export function ageDetail(r: RotationRecord): string {
+    return `created ${r.createdAt}, due ${r.dueAt}`;
 }
 
 /** Waits until every member passed a health probe after `after` (epoch ms) and reads healthy. */
