@@ -67,8 +67,10 @@ export async function runRotation(
     try {
         const grown = await steps.applyCounts({ [pool]: n + records.length });
         changes.push(grown.changes);
+        const grownAt = Date.now();
         await env?.refresh(grown.proxies);
-        await waitHealthy(deps, surge, 0, signal);
+        // A previous rotation's surge member of the same name may have left a verdict behind.
+        await waitHealthy(deps, surge, grownAt, signal);
         log.info({ pool, surge }, "surge members healthy; replacing the aged members");
         for (let batch = records; batch.length;) {
             const replaced = await steps.replace();
