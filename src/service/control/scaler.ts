@@ -85,9 +85,12 @@ export class Scaler {
             });
     }
 
-    /** Queues a plain `up` (start-up convergence); folds into a queued operation like any request. */
-    converge(): Operation {
-        return this.enqueue("up", {});
+    /**
+     * Queues a plain `up` (start-up convergence), with counts to restore (an interrupted rotation's pool
+     * count); folds into a queued operation like any request.
+     */
+    converge(desired: Record<string, number> = {}): Operation {
+        return this.enqueue("up", desired);
     }
 
     /**

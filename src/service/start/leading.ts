@@ -42,11 +42,16 @@ export class StackLead {
         // The journal as the previous leader (or the previous process) left it: its running operation was
         // cut off. Read now, not at start: a follower's copy from its start is stale, and marking it then
         // would call a live leader's operation interrupted.
-        for (const op of p.ops.recoverInterrupted())
+        // A rotation cut off between its surge and its shrink left the stack file at replicas + surge; its
+        // `desired` is the pool's own count, which the start-up convergence restores (drained, as any scale-down).
+        const restore: Record<string, number> = {};
+        for (const op of p.ops.recoverInterrupted()) {
             o.log.warn(
                 { operation: op.id, kind: op.kind, desired: op.desired },
                 "operation was interrupted by a previous stop",
             );
+            if (op.kind === "rotate") Object.assign(restore, op.desired);
+        }
         await recoverStack(p, o.opts, { log: o.log, runDir: o.runDir, checkUrl: o.checkUrl });
         this.local = await announceService({
             runDir: o.runDir,
@@ -64,7 +69,12 @@ export class StackLead {
         }
         p.redisStore?.setPublisher(true);
         p.scaler.open();
-        if (o.opts.converge ?? true) p.scaler.converge();
+        if (o.opts.converge ?? true) p.scaler.converge(restore);
+        else if (Object.keys(restore).length)
+            o.log.warn(
+                { desired: restore },
+                "an interrupted rotation may have left surge members; convergence is off, so scale the pool back by hand",
+            );
     }
 
     /** Leadership changed (cluster.ts): lead or follow, after whatever transition runs now. */
