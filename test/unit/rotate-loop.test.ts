@@ -9,7 +9,7 @@ import assert from "node:assert/strict";
 import pino from "pino";
 import { Rotator } from "../../src/service/control/rotate/rotator";
 import { dueAtOf } from "../../src/service/control/rotate/decide";
-import type { MoreDue } from "../../src/service/control/rotate/run";
+import { countsToRestore, type MoreDue } from "../../src/service/control/rotate/run";
 import type { Scaler } from "../../src/service/control/scaler";
 import type { Operation, RotationRecord } from "../../src/service/operations/journal";
 import type { PoolConfig, ProxyMember } from "../../src/model";
@@ -114,4 +114,23 @@ test("a running rotation asks for members that came due meanwhile (none once thi
     );
     queue.accepts = false;
     assert.deepEqual(await asked[0].more!(3), []);
+});
+
+test("after a stop: the last unfinished rotation's pool count is restored, unless the file moved on", () => {
+    const op = (kind: Operation["kind"], status: Operation["status"], desired: Record<string, number>, surge = 0) =>
+        ({
+            kind,
+            status,
+            desired,
+            rotations: Array.from({ length: surge }, (_, j) => ({ surge: `web-${3 + j}` })),
+        }) as unknown as Operation;
+    const file = (n: number) => (pool: string) => (pool === "web" ? n : undefined);
+    const cut = op("rotate", "interrupted", { web: 3 }, 1);
+    assert.deepEqual(countsToRestore([cut], file(4)), { web: 3 }, "grown by its surge: back to 3");
+    assert.deepEqual(countsToRestore([cut], file(3)), {}, "its shrink ran: nothing to do");
+    assert.deepEqual(countsToRestore([cut], file(6)), {}, "someone set a count meanwhile: left alone");
+    assert.deepEqual(countsToRestore([cut, op("scale", "succeeded", { web: 4 })], file(4)), {}, "a later scale wins");
+    assert.deepEqual(countsToRestore([cut, op("heal", "succeeded", {})], file(4)), { web: 3 }, "a heal sets no count");
+    assert.deepEqual(countsToRestore([op("rotate", "succeeded", { web: 3 }, 1)], file(4)), {});
+    assert.deepEqual(countsToRestore([op("rotate", "failed", { web: 3 }, 2)], file(5)), { web: 3 });
 });

@@ -3,6 +3,8 @@ import type { Logger } from "pino";
 import { announceService } from "./announce";
 import type { ServeOptions } from "./options";
 import type { Parts } from "./parts";
+import { loadStackConfig } from "../../config";
+import { countsToRestore } from "../control/rotate/run";
 import { recoverStack } from "./recover";
 
 /**
@@ -42,16 +44,22 @@ export class StackLead {
         // The journal as the previous leader (or the previous process) left it: its running operation was
         // cut off. Read now, not at start: a follower's copy from its start is stale, and marking it then
         // would call a live leader's operation interrupted.
-        // A rotation cut off between its surge and its shrink left the stack file at replicas + surge; its
-        // `desired` is the pool's own count, which the start-up convergence restores (drained, as any scale-down).
-        const restore: Record<string, number> = {};
-        for (const op of p.ops.recoverInterrupted()) {
+        for (const op of p.ops.recoverInterrupted())
             o.log.warn(
                 { operation: op.id, kind: op.kind, desired: op.desired },
                 "operation was interrupted by a previous stop",
             );
-            if (op.kind === "rotate") Object.assign(restore, op.desired);
-        }
+        // A rotation cut off before its shrink left the stack file at replicas + surge; the start-up
+        // convergence writes the pool's own count back (drained, as any scale-down).
+        // An unreadable stack file is recoverStack's to report; there is nothing to restore against then.
+        const file = (() => {
+            try {
+                return loadStackConfig(o.opts.projectRoot, o.opts.stack).pools;
+            } catch {
+                return [];
+            }
+        })();
+        const restore = countsToRestore(p.ops.list(), (pool) => file.find((c) => c.name === pool)?.replicas);
         await recoverStack(p, o.opts, { log: o.log, runDir: o.runDir, checkUrl: o.checkUrl });
         this.local = await announceService({
             runDir: o.runDir,

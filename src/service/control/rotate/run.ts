@@ -100,6 +100,31 @@ export async function runRotation(
     return { changes: addChanges(...changes), proxies };
 }
 
+/**
+ * Pool counts a stopped service must write back: per pool, the count of the last rotation that did not
+ * succeed (interrupted, failed — its shrink may not have run), unless a later operation succeeded in
+ * setting that pool's count or rotating it; and only while the stack file still holds that rotation's
+ * grown count (`replicas` read now), so a count someone set meanwhile is never undone. `ops` in creation
+ * order (the journal's).
+ */
+export function countsToRestore(
+    ops: readonly Operation[],
+    replicas: (pool: string) => number | undefined,
+): Record<string, number> {
+    const out = new Map<string, { n: number; grown: number }>();
+    for (const op of ops) {
+        const rotate = op.kind === "rotate";
+        for (const [pool, n] of Object.entries(op.desired)) {
+            if (rotate && op.status !== "succeeded")
+                out.set(pool, { n, grown: n + new Set(op.rotations?.map((r) => r.surge)).size });
+            else if (op.status === "succeeded") out.delete(pool);
+        }
+    }
+    return Object.fromEntries(
+        [...out].filter(([pool, c]) => c.grown > c.n && replicas(pool) === c.grown).map(([pool, c]) => [pool, c.n]),
+    );
+}
+
 /** Why a member is rotated, in words (the drain's message to its lease holder). */
 export function ageDetail(r: RotationRecord): string {
     return `created ${r.createdAt}, due ${r.dueAt}`;
