@@ -43,6 +43,11 @@ export function registerServe(program: Command): void {
             process.env.EGRESS_AUTOSCALE_INTERVAL ?? "5",
         )
         .option(
+            "--rotate-interval <seconds>",
+            "rotation by age (pools with `rotateAfterSeconds`): seconds between rounds (0 = off, at most 3600)",
+            process.env.EGRESS_ROTATE_INTERVAL ?? "10",
+        )
+        .option(
             "--autoscale-window <seconds>",
             "autoscaling: seconds the demand signals are averaged over; a scale-up waits one window above target (1 to 3600)",
             process.env.EGRESS_AUTOSCALE_WINDOW ?? "30",
@@ -124,6 +129,7 @@ async function run(o: Record<string, any>, opts: GlobalOptions, log: Logger): Pr
     const reconcile = seconds("--reconcile-interval", o.reconcileInterval, { min: 1, max: 86_400, off: true });
     const timeline = seconds("--timeline-interval", o.timelineInterval, { min: 1, max: 3600 });
     const autoscale = seconds("--autoscale-interval", o.autoscaleInterval, { min: 0.1, max: 3600, off: true });
+    const rotate = seconds("--rotate-interval", o.rotateInterval, { min: 0.1, max: 3600, off: true });
     const autoscaleWindow = seconds("--autoscale-window", o.autoscaleWindow, { min: 1, max: 3600 });
     const providerInterval = seconds("--provider-check-interval", o.providerCheckInterval, {
         min: 1,
@@ -166,6 +172,7 @@ async function run(o: Record<string, any>, opts: GlobalOptions, log: Logger): Pr
         timelineIntervalMs: Math.round(timeline * 1000),
         autoscaleIntervalMs: Math.round(autoscale * 1000),
         autoscaleWindowMs: Math.round(autoscaleWindow * 1000),
+        rotateIntervalMs: Math.round(rotate * 1000),
         providerCheckIntervalMs: Math.round(providerInterval * 1000),
         providerCheckTimeoutMs: Math.round(providerTimeout * 1000),
         checkUrl: o.checkUrl,

@@ -50,7 +50,7 @@ export function parseEgressConfig(raw: unknown, projectRoot: string, source?: st
     const parsed = egressConfigSchema.safeParse(raw);
     if (!parsed.success) throw new ConfigError(problemsFromZod(parsed.error, raw, KIND_NAMES), source);
     const problems = crossCheck(parsed.data, projectRoot);
-    problems.push(...fixMembers(parsed.data, raw));
+    problems.push(...fixMembers(parsed.data, raw), ...checkRotation(parsed.data));
     if (problems.length) throw new ConfigError(problems, source);
     return parsed.data;
 }
@@ -86,6 +86,44 @@ function fixMembers(cfg: EgressConfig, raw: unknown): ConfigProblem[] {
                 value: given,
             });
         pool.replaceUnhealthyAfterSeconds = 0;
+    });
+    return out;
+}
+
+/** The lowest `rotateAfterSeconds` accepted outside tests: a shorter age churns members faster than they pay back their start. */
+export const MIN_ROTATE_SECONDS = 60;
+
+/**
+ * The floor in force: MIN_ROTATE_SECONDS, or what EGRESS_TEST_MIN_ROTATE_SECONDS says (tests rotate within
+ * seconds; docs/decisions.md). Read here, at config load, by the service and the engine's program alike
+ * (src/engine/child-env.ts passes it through), so both accept the same stack file.
+ */
+export function rotateFloorSeconds(env: NodeJS.ProcessEnv = process.env): number {
+    const raw = env.EGRESS_TEST_MIN_ROTATE_SECONDS;
+    const n = raw === undefined || raw === "" ? NaN : Number(raw);
+    return Number.isInteger(n) && n >= 1 ? n : MIN_ROTATE_SECONDS;
+}
+
+/** `rotateAfterSeconds` is at least the floor, and unset on pools whose members are never replaced (fixed members). */
+function checkRotation(cfg: EgressConfig): ConfigProblem[] {
+    const floor = rotateFloorSeconds();
+    const out: ConfigProblem[] = [];
+    cfg.pools.forEach((pool, i) => {
+        const value = pool.rotateAfterSeconds;
+        if (value === undefined) return;
+        const path = configPath(["pools", i, "rotateAfterSeconds"]);
+        if (fixedReplicas(cfg, pool) !== undefined)
+            out.push({
+                path,
+                rule: `must be unset: members of a \`${cfg.providers[pool.provider].type}\` provider are never replaced`,
+                value,
+            });
+        else if (value < floor)
+            out.push({
+                path,
+                rule: `must be at least ${floor} (seconds${floor === MIN_ROTATE_SECONDS ? "; tests may lower it with EGRESS_TEST_MIN_ROTATE_SECONDS" : ", EGRESS_TEST_MIN_ROTATE_SECONDS"})`,
+                value,
+            });
     });
     return out;
 }

@@ -34,6 +34,8 @@ const NAMES = new Set([
     "GOMAXPROCS",
     // The providers' retry schedule (components/shared/retry.ts): dynamic providers run in the engine's plugin.
     "EGRESS_RETRY_SCHEDULE",
+    // The program validates the stack config too: a test's lowered rotation floor must hold there (src/config/load.ts).
+    "EGRESS_TEST_MIN_ROTATE_SECONDS",
 ]);
 
 /**

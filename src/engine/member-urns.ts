@@ -39,3 +39,23 @@ export function memberTargets(resources: readonly StateResource[], ids: readonly
     }
     return { found, missing };
 }
+
+/**
+ * Member id → epoch ms it was created, for rotation by age (src/service/control/rotate). No kind records a
+ * creation time in its outputs, but the engine stamps every resource with `created` when it creates it,
+ * and a replace creates the custom resources anew. A member's age is that of its oldest custom resource:
+ * once a replace has renewed them all it reads new, while an update of one child (which keeps its stamp)
+ * never makes it look younger. Members without stamps (state from older engines) are left out.
+ */
+export function memberCreatedAt(resources: readonly StateResource[]): Map<string, number> {
+    const live = resources.filter((r) => !r.delete);
+    const ids = memberComponents(live).map((r) => urnName(r.urn));
+    const out = new Map<string, number>();
+    for (const [id, t] of memberTargets(live, ids).found) {
+        const stamps = live
+            .filter((r) => t.replace.includes(r.urn))
+            .map((r) => (r.created ? Date.parse(r.created) : NaN));
+        if (stamps.length && stamps.every(Number.isFinite)) out.set(id, Math.min(...stamps));
+    }
+    return out;
+}

@@ -18,6 +18,8 @@ export interface StateResource {
     deletedWith?: string;
     inputs?: Record<string, unknown>;
     outputs?: Record<string, unknown>;
+    /** When the engine created the resource (RFC 3339; state v3 from engines since 3.9x, absent in older state). */
+    created?: string;
 }
 
 /** The pool component's type token (components/pool.ts); its direct children are the members. */

@@ -119,7 +119,7 @@ export const poolSchema = z
             .min(0, { message: "must be 0 (never) or more" })
             .max(7 * 86400, { message: "must be at most 604800 (a week)" })
             .default(300),
-        /** Members of this pool `egress serve` repairs at once (one engine operation replaces at most this many). @default 1 */
+        /** Members of this pool `egress serve` repairs or rotates at once (one engine operation replaces at most this many). @default 1 */
         maxSurge: z
             .number()
             .int({ message: "must be a whole number" })
@@ -137,6 +137,18 @@ export const poolSchema = z
             .min(0, { message: "must be 0 (no drain) or more" })
             .max(3600, { message: "must be at most 3600 (an hour, the longest lease)" })
             .default(60),
+        /**
+         * Seconds after which `egress serve` replaces a member by age (src/service/control/rotate), each
+         * member's deadline moved by a jitter of up to ±10% so members do not all go at once. A replacement is
+         * created and healthy before the old member drains (`maxSurge` at a time). At least 60 (config load,
+         * src/config/load.ts; tests lower the floor with EGRESS_TEST_MIN_ROTATE_SECONDS). Unset = never.
+         */
+        rotateAfterSeconds: z
+            .number()
+            .int({ message: "must be a whole number" })
+            .min(1, { message: "must be 1 or more" })
+            .max(365 * 86400, { message: "must be at most 31536000 (a year)" })
+            .optional(),
         /** Follow demand instead of a fixed `replicas` (see autoscaleSchema); unset = the count is set by hand. */
         autoscale: autoscaleSchema.optional(),
     })

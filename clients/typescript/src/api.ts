@@ -498,22 +498,24 @@ export interface components {
             finishedAt?: string;
             id: string;
             /**
-             * @description autoscale: the autoscaler decided `desired` (see `autoscale` for why)
+             * @description autoscale: the autoscaler decided `desired` (see `autoscale` for why); rotate: members replaced by age (see `rotations`)
              * @enum {string}
              */
-            kind: "scale" | "up" | "heal" | "autoscale";
+            kind: "scale" | "up" | "heal" | "autoscale" | "rotate";
             members?: string[];
             reasons?: {
                 [key: string]: {
                     detail: string;
                     /** @enum {string} */
-                    reason: "gone" | "unhealthy";
+                    reason: "gone" | "unhealthy" | "age";
                 };
             };
             /** @description Ids followers answered scale requests with that were folded into this operation: each finds it */
             requestIds?: string[];
             /** @description Client requests folded into this operation (latest wins) */
             requests: number;
+            /** @description rotate: each member replaced, the surge member that stood in, and the egress IPs seen */
+            rotations?: components["schemas"]["RotationRecord"][];
             /** @description RFC 3339 time */
             startedAt?: string;
             /** @enum {string} */
@@ -582,6 +584,24 @@ export interface components {
             maxReplicas: number;
             name: string;
             provider: string;
+            /** @description Set when the pool rotates its members by age (its stack config's `rotateAfterSeconds`) */
+            rotation?: {
+                /** @description Why members that are due wait */
+                holding?: string;
+                /** @description The last rotation this replica ran */
+                lastRotation?: {
+                    /** @description RFC 3339 time */
+                    at: string;
+                    operation: string;
+                    rotations: components["schemas"]["RotationRecord"][];
+                    /** @enum {string} */
+                    status: "queued" | "running" | "succeeded" | "failed" | "interrupted";
+                };
+                maxSurge: number;
+                /** @description The earliest deadline among the pool's members (past while one waits) */
+                nextDueAt?: string;
+                rotateAfterSeconds: number;
+            };
             /** @description false when the pool's members follow its provider entry (a list of bring-your-own proxies): PUT /v1/pools/{pool}/replicas answers 400 not_scalable; or when it is autoscaled (409 autoscaled) */
             scalable: boolean;
         };
@@ -642,6 +662,24 @@ export interface components {
             /** @description Where its API answers (followers forward leader-only requests here) */
             url: string;
             version: string;
+        };
+        RotationRecord: {
+            /** @description When the member being replaced was created (state's creation stamp) */
+            createdAt: string;
+            /** @description When it was due: created + rotateAfterSeconds, moved by its jitter (±10%) */
+            dueAt: string;
+            member: string;
+            /** @description Egress IP the health probes saw after the replacement */
+            newEgressIp?: string;
+            /** @description Egress IP the health probes saw before (absent when unknown) */
+            oldEgressIp?: string;
+            pool: string;
+            /** @enum {string} */
+            reason: "age";
+            /** @description When the replacement passed its health check */
+            replacedAt?: string;
+            /** @description The member added first, and removed once the replacement was healthy */
+            surge?: string;
         };
         Timeline: {
             intervalSeconds: number;

@@ -13,6 +13,7 @@ import type { Metrics } from "../observe/metrics";
 import type { ProviderHealthReport } from "../observe/provider-checks";
 import type { ReconcileStatus } from "../control/heal/reconciler";
 import type { Autoscaler } from "../control/autoscale/autoscaler";
+import type { Rotator } from "../control/rotate/rotator";
 import type { Timeline } from "../fleet/timeline";
 import type { Gateway } from "../gateway";
 import type { z } from "zod";
@@ -37,6 +38,8 @@ export interface AppDeps {
     reconcile: () => ReconcileStatus;
     /** GET /v1/pools shows each autoscaled pool's signals and last decision (absent in tests without one). */
     autoscaler?: Pick<Autoscaler, "view">;
+    /** GET /v1/pools shows each rotated pool's next deadline and last rotation (absent in tests without one). */
+    rotator?: Pick<Rotator, "view">;
     /** GET /v1/timeline. */
     timeline: Timeline;
     /** `stopping`: the service is shutting down; every request but liveness and metrics is answered 503 not_ready. */

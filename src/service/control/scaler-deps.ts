@@ -1,6 +1,7 @@
 import type { Logger } from "pino";
 import type { StackDriver } from "../../engine";
 import type { ProxyMember } from "../../model";
+import type { MemberHealthView } from "../../probes";
 import type { Operation, OperationLog } from "../operations/journal";
 import type { Drainer } from "./drain/drainer";
 
@@ -26,6 +27,17 @@ export interface ScalerDeps {
      * `members` is the fleet as state lists it.
      */
     drain?: { drainer: Drainer; members: () => { id: string; pool: string; index: number }[] };
+    /**
+     * What a rotation (rotate/run.ts) needs between its engine runs: the fleet re-synced with the members
+     * an update left (so new ones are probed and leasable before the old ones drain), and their health.
+     * Without it a rotation does not wait for health.
+     */
+    rotation?: {
+        refresh: (proxies?: ProxyMember[]) => Promise<void>;
+        health: (id: string) => MemberHealthView | undefined;
+        /** @default rotate/run.ts HEALTHY_TIMEOUT_MS (10 min) */
+        healthyTimeoutMs?: number;
+    };
     /**
      * Checked before every operation starts: false means this replica no longer leads the stack (its
      * leader lock is gone or taken over), so the operation is recorded interrupted and nothing runs.

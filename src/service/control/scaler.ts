@@ -1,10 +1,12 @@
 import type { Logger } from "pino";
 import { loadStackConfig, setPoolReplicas } from "../../config";
-import type { EngineError, ProgressEvent } from "../../engine";
+import type { EngineError } from "../../engine";
 import type { ProxyMember } from "../../model";
-import type { AutoscaleRecord, HealTarget, Operation } from "../operations/journal";
-import { healDrainTargets, healGoneTargets, scaleDownTargets } from "./drain/plan";
+import type { AutoscaleRecord, HealTarget, Operation, RotationRecord } from "../operations/journal";
+import { scaleDownTargets } from "./drain/plan";
 import { retryTransient } from "./engine-retry";
+import { replaceMembers } from "./replace";
+import { ageDetail, type MoreDue, runRotation } from "./rotate/run";
 import { NotAcceptingError, type ScalerDeps } from "./scaler-deps";
 
 export { NotAcceptingError, type ScalerDeps } from "./scaler-deps";
@@ -18,7 +20,7 @@ export { NotAcceptingError, type ScalerDeps } from "./scaler-deps";
  */
 export class Scaler {
     private running?: Operation;
-    /** At most one scale/up operation and one heal operation, in the order they were created. */
+    /** At most one scale/up operation, one heal and one rotate operation, in the order they were created. */
     private queue: Operation[] = [];
     private idle: Promise<void> = Promise.resolve();
     private accepting: "starting" | "yes" | "stopping" = "starting";
@@ -26,6 +28,8 @@ export class Scaler {
     /** The running scale/up operation waits for its drain: requests fold into it (it has applied nothing yet). */
     private drainingNow = false;
     private readonly stopping = new AbortController();
+    /** A queued or running rotation's way to ask for members that came due meanwhile (rotate/run.ts). */
+    private readonly moreDue = new Map<string, MoreDue>();
 
     constructor(private readonly deps: ScalerDeps) {}
 
@@ -74,6 +78,7 @@ export class Scaler {
      */
     pause(): void {
         if (this.accepting === "yes") this.accepting = "starting";
+        this.moreDue.clear();
         for (const op of this.queue.splice(0))
             this.deps.ops.update(op, {
                 status: "interrupted",
@@ -82,9 +87,12 @@ export class Scaler {
             });
     }
 
-    /** Queues a plain `up` (start-up convergence); folds into a queued operation like any request. */
-    converge(): Operation {
-        return this.enqueue("up", {});
+    /**
+     * Queues a plain `up` (start-up convergence), with counts to restore (an interrupted rotation's pool
+     * count); folds into a queued operation like any request.
+     */
+    converge(desired: Record<string, number> = {}): Operation {
+        return this.enqueue("up", desired);
     }
 
     /**
@@ -107,9 +115,31 @@ export class Scaler {
         return op;
     }
 
+    /**
+     * Queues a rotation by age (src/service/control/rotate) of members of one pool: surge members first,
+     * then the heal path's replace, then back to the pool's count (rotate/run.ts). One rotation waits at
+     * most; while one is queued, another request is refused (undefined): the rotator asks again later.
+     */
+    rotate(records: RotationRecord[], more?: MoreDue): Operation | undefined {
+        if (this.accepting !== "yes") throw new NotAcceptingError(this.accepting);
+        if (!records.length || this.queue.some((o) => o.kind === "rotate")) return undefined;
+        const op = this.deps.ops.create("rotate", {});
+        const members = records.map((r) => r.member);
+        const reasons = Object.fromEntries(
+            records.map((r) => [r.member, { reason: "age" as const, detail: ageDetail(r) }]),
+        );
+        Object.assign(op, { members, reasons, rotations: records });
+        if (more) this.moreDue.set(op.id, more);
+        this.deps.ops.update(op, {});
+        this.queue.push(op);
+        this.kick();
+        return op;
+    }
+
     /** The count a pool is heading to: queued beats running; undefined means "what the stack file says". */
     desired(pool: string): number | undefined {
-        return this.queue.find((o) => o.kind !== "heal")?.desired[pool] ?? this.running?.desired[pool];
+        // A rotation's surge is not a new count: the pool goes back to its replicas when it ends.
+        return this.queue.find(setsCounts)?.desired[pool] ?? this.running?.desired[pool];
     }
 
     /** True while an operation runs or waits. */
@@ -135,6 +165,7 @@ export class Scaler {
         this.stopping.abort(new Error("the service stopped while this operation waited for the stack's writer lock"));
         // Ctrl-C: the running operation is cancelled safely (the engine saves state) instead of awaited.
         if (opts.cancel && this.running) this.deps.driver.cancel();
+        this.moreDue.clear();
         for (const op of this.queue.splice(0))
             this.deps.ops.update(op, {
                 status: "interrupted",
@@ -146,7 +177,7 @@ export class Scaler {
 
     private enqueue(kind: "scale" | "up" | "autoscale", desired: Record<string, number>, id?: string): Operation {
         // A scale-up during a scale-down's drain keeps the members it still drains (drainScaleDown re-plans).
-        const queued = this.queue.find((o) => o.kind !== "heal") ?? (this.drainingNow ? this.running : undefined);
+        const queued = this.queue.find(setsCounts) ?? (this.drainingNow ? this.running : undefined);
         if (queued) {
             Object.assign(queued.desired, desired);
             queued.requests++;
@@ -185,7 +216,7 @@ export class Scaler {
         const log = this.deps.log.child({
             operation: op.id,
             kind: op.kind,
-            ...(op.kind === "heal" ? { members: op.members } : { desired: op.desired }),
+            ...(setsCounts(op) ? { desired: op.desired } : { members: op.members }),
         });
         ops.update(op, { status: "running", startedAt: new Date().toISOString() });
         log.info("operation started");
@@ -196,10 +227,18 @@ export class Scaler {
             lock = await this.deps.lock?.(this.stopping.signal);
             this.applyingNow = true;
             if (op.kind === "heal") {
-                const result = await this.repair(op, log);
+                const result = await replaceMembers(this.deps, op, log, this.stopping.signal);
                 patch = { status: "succeeded", changes: result.changes };
                 proxies = result.proxies;
                 log.info({ changes: result.changes, durationMs: result.durationMs }, "operation succeeded");
+            } else if (op.kind === "rotate") {
+                const more = this.moreDue.get(op.id);
+                this.moreDue.delete(op.id);
+                const steps = this.rotationSteps(op, log);
+                const result = await runRotation(op, this.deps, steps, log, this.stopping.signal, more);
+                patch = { status: "succeeded", changes: result.changes, rotations: op.rotations };
+                proxies = result.proxies;
+                log.info({ changes: result.changes, rotations: op.rotations }, "operation succeeded");
             } else {
                 // Written at start, not at request time: the stack file always shows what the engine is
                 // applying, and a restart mid-drain still knows the count to reach.
@@ -241,75 +280,41 @@ export class Scaler {
         }
     }
 
-    /**
-     * A heal: the members' resources from state, a refresh of those alone, then an `up` that targets
-     * their components (children come along as dependents) and replaces their custom resources. Two
-     * engine runs because `up --refresh --target` fails on the CLI egress pins ("unknown provider",
-     * docs/decisions.md). Members no longer in state (scaled away meanwhile) are skipped.
-     */
-    private async repair(
-        op: Operation,
-        log: Logger,
-    ): Promise<{ changes: Record<string, number>; durationMs: number; proxies?: ProxyMember[] }> {
-        const started = Date.now();
-        const d = this.deps.drain;
-        if (d) {
-            // Gone members serve nothing: their leases end now. Unhealthy ones drain first.
-            const members = d.members().filter((m) => op.members?.includes(m.id));
-            d.drainer.endLeases(healGoneTargets(members, op.reasons ?? {}));
-            await d.drainer.run(
-                () => healDrainTargets(members, op.reasons ?? {}),
-                this.stopping.signal,
-                (m, draining) => this.deps.ops.update(op, { drain: { draining, members: m } }),
-            );
-        }
-        const { found, missing } = await this.deps.driver.memberTargets(op.members ?? []);
-        if (missing.length) log.warn({ missing }, "members to repair are no longer in state; skipped");
-        if (!found.size) return { changes: {}, durationMs: Date.now() - started };
-        const components = [...found.values()].map((t) => t.component);
-        const replace = [...found.values()].flatMap((t) => t.replace);
-        const onProgress = (e: ProgressEvent) => this.deps.ops.progress(op, e);
-        let present = replace;
-        if (replace.length) {
-            await retryTransient(log, () => this.deps.driver.refresh({ target: replace, onProgress }));
-            // The refresh drops resources deleted behind egress's back (a Kubernetes Deployment) from state, and
-            // `up --replace` of a URN no longer in the stack fails; the targeted up creates them again anyway.
-            const after = new Set(
-                [...(await this.deps.driver.memberTargets(op.members ?? [])).found.values()].flatMap((t) => t.replace),
-            );
-            present = replace.filter((u) => after.has(u));
-        }
-        const result = await retryTransient(log, () =>
-            this.deps.driver.up({
-                target: components,
-                targetDependents: true,
-                replace: present,
-                refresh: false,
-                onProgress,
-            }),
-        );
-        return { changes: result.changes, durationMs: Date.now() - started, proxies: result.proxies };
+    /** The scale path and the heal path, as a rotation (rotate/run.ts) runs them inside its one operation. */
+    private rotationSteps(op: Operation, log: Logger): Parameters<typeof runRotation>[2] {
+        return {
+            applyCounts: async (counts) => {
+                await this.drainScaleDown(op, log, counts);
+                const result = await retryTransient(log, () =>
+                    this.deps.driver.up({ onProgress: (e) => this.deps.ops.progress(op, e) }),
+                );
+                return { changes: result.changes, proxies: result.proxies };
+            },
+            // Rotated members were healthy when chosen: no refresh run is needed to learn what exists.
+            replace: () => replaceMembers(this.deps, op, log, this.stopping.signal, { refresh: false }),
+        };
     }
 
     /**
      * Writes the operation's counts to the stack file, then waits out the drain of the members they
      * remove. Requests folded in meanwhile change `op.desired`: the file is rewritten and the drain
-     * re-planned (members that now stay are leasable again at once).
+     * re-planned (members that now stay are leasable again at once). A rotation passes its own counts
+     * (`desired`): requests never fold into it.
      */
-    private async drainScaleDown(op: Operation, log: Logger): Promise<void> {
+    private async drainScaleDown(op: Operation, log: Logger, desired = op.desired): Promise<void> {
         const { projectRoot, stack } = this.deps;
         let written = "";
         let counts: Record<string, number> = {};
         const write = () => {
-            if (JSON.stringify(op.desired) === written) return;
-            for (const [pool, n] of Object.entries(op.desired)) setPoolReplicas(projectRoot, stack, pool, n);
-            written = JSON.stringify(op.desired);
+            if (JSON.stringify(desired) === written) return;
+            for (const [pool, n] of Object.entries(desired)) setPoolReplicas(projectRoot, stack, pool, n);
+            written = JSON.stringify(desired);
             counts = Object.fromEntries(loadStackConfig(projectRoot, stack).pools.map((p) => [p.name, p.replicas]));
         };
         write();
         const d = this.deps.drain;
         if (!d) return;
-        this.drainingNow = true;
+        this.drainingNow = desired === op.desired;
         try {
             await d.drainer.run(
                 () => {
@@ -323,7 +328,7 @@ export class Scaler {
             this.drainingNow = false;
         }
         write();
-        log.debug({ desired: op.desired }, "drain done; applying");
+        log.debug({ desired }, "drain done; applying");
     }
 }
 
@@ -332,4 +337,9 @@ function appliedCounts(op: Operation, proxies: ProxyMember[]): Record<string, nu
     const out: Record<string, number> = {};
     for (const pool of Object.keys(op.desired)) out[pool] = proxies.filter((p) => p.pool === pool).length;
     return out;
+}
+
+/** Operations that set pool counts, into which scale requests fold (heal and rotate replace members instead). */
+function setsCounts(op: Operation): boolean {
+    return op.kind !== "heal" && op.kind !== "rotate";
 }

@@ -15,6 +15,7 @@ export const SESSION_RESULTS = ["kept", "rebound", "new"] as const;
 export type SessionResult = (typeof SESSION_RESULTS)[number];
 const HEAL_REASONS = ["gone", "unhealthy"] as const;
 const AUTOSCALE_DIRECTIONS = ["up", "down"] as const;
+const ROTATION_REASONS = ["age"] as const;
 
 /**
  * Every metric the service exports at /metrics, on one registry (one per app: tests run several).
@@ -41,6 +42,7 @@ export function createMetrics(source?: MetricsSource) {
     const healPools = new Set<string>();
     const sessionPools = new Set<string>();
     const autoscalePools = new Set<string>();
+    const rotationPools = new Set<string>();
     const leases = new Counter({
         name: "egress_leases_total",
         help: 'Lease requests by pool and result (granted, unavailable); pool "*" is any pool',
@@ -77,6 +79,15 @@ export function createMetrics(source?: MetricsSource) {
             prunePools(this, autoscalePools, "direction", AUTOSCALE_DIRECTIONS);
         },
     });
+    const rotations = new Counter({
+        name: "egress_rotations_total",
+        help: 'Members queued for rotation, by pool and reason (age); their runs are egress_operations_total{kind="rotate"}',
+        labelNames: ["pool", "reason"],
+        registers: [registry],
+        collect() {
+            prunePools(this, rotationPools, "reason", ROTATION_REASONS);
+        },
+    });
     return {
         registry,
         /** Counts a lease request (remembering the pool so its series can be dropped with it). */
@@ -96,6 +107,10 @@ export function createMetrics(source?: MetricsSource) {
         autoscale(pool: string, direction: (typeof AUTOSCALE_DIRECTIONS)[number]): void {
             autoscalePools.add(pool);
             autoscales.inc({ pool, direction });
+        },
+        rotation(pool: string, reason: (typeof ROTATION_REASONS)[number]): void {
+            rotationPools.add(pool);
+            rotations.inc({ pool, reason });
         },
         releases: new Counter({
             name: "egress_lease_releases_total",

@@ -6,9 +6,9 @@ import type { ProgressEvent } from "../../engine";
 
 export type OperationStatus = "queued" | "running" | "succeeded" | "failed" | "interrupted";
 
-/** Why a heal operation repairs one member (src/service/control/heal). */
+/** Why a heal (src/service/control/heal) or rotate (src/service/control/rotate) operation replaces one member. */
 export interface HealTarget {
-    reason: "gone" | "unhealthy";
+    reason: "gone" | "unhealthy" | "age";
     /** In words: "no process of local proxy … is running", "unhealthy for 312 s (limit 300 s); last: …". */
     detail: string;
 }
@@ -19,8 +19,9 @@ export interface Operation {
     /**
      * `heal`: the reconcile loop replaces `members` (targeted refresh + replace), nothing else.
      * `autoscale`: the autoscaler (src/service/control/autoscale) set `desired`; `autoscale` says why.
+     * `rotate`: the rotator (src/service/control/rotate) replaces `members` by age, behind surge members.
      */
-    kind: "scale" | "up" | "heal" | "autoscale";
+    kind: "scale" | "up" | "heal" | "autoscale" | "rotate";
     status: OperationStatus;
     /** Desired replicas per pool this operation applies. */
     desired: Record<string, number>;
@@ -38,11 +39,13 @@ export interface Operation {
     /** After success: members per pool of `desired` in the stack outputs the update produced. */
     applied?: Record<string, number>;
     error?: string;
-    /** `heal` only: the members it repairs, and why each. */
+    /** `heal` and `rotate`: the members it replaces, and why each. */
     members?: string[];
     reasons?: Record<string, HealTarget>;
     /** `autoscale` decisions folded into this operation, per pool: the signals behind each. */
     autoscale?: Record<string, AutoscaleRecord>;
+    /** `rotate` only: each member replaced, with the surge member that stood in and the egress IPs seen. */
+    rotations?: RotationRecord[];
     /**
      * Set once the operation takes members away (scale-down; repair of unhealthy members): who drains
      * until when. `draining` is true while it waits for their leases, before the engine runs.
@@ -68,6 +71,23 @@ export interface AutoscaleRecord {
         refusedGateway: number;
         samples: number;
     };
+}
+
+/** One member a `rotate` operation replaces (src/service/control/rotate/run.ts fills it in as it goes). */
+export interface RotationRecord {
+    member: string;
+    pool: string;
+    reason: "age";
+    /** When the member being replaced was created, and when it was due (with its jitter). */
+    createdAt: string;
+    dueAt: string;
+    /** The member added before the old one drained, and removed once its replacement was healthy. */
+    surge?: string;
+    /** Egress IPs the health probes saw (absent when no probe reported one): before and after the replace. */
+    oldEgressIp?: string;
+    newEgressIp?: string;
+    /** Set once the replacement passed its health check. */
+    replacedAt?: string;
 }
 
 /** One member of an operation's drain (src/service/control/drain/plan.ts `DrainEntry`, times as ISO strings). */

@@ -3,6 +3,8 @@ import type { Logger } from "pino";
 import { announceService } from "./announce";
 import type { ServeOptions } from "./options";
 import type { Parts } from "./parts";
+import { loadStackConfig } from "../../config";
+import { countsToRestore } from "../control/rotate/run";
 import { recoverStack } from "./recover";
 
 /**
@@ -47,6 +49,17 @@ export class StackLead {
                 { operation: op.id, kind: op.kind, desired: op.desired },
                 "operation was interrupted by a previous stop",
             );
+        // A rotation cut off before its shrink left the stack file at replicas + surge; the start-up
+        // convergence writes the pool's own count back (drained, as any scale-down).
+        // An unreadable stack file is recoverStack's to report; there is nothing to restore against then.
+        const file = (() => {
+            try {
+                return loadStackConfig(o.opts.projectRoot, o.opts.stack).pools;
+            } catch {
+                return [];
+            }
+        })();
+        const restore = countsToRestore(p.ops.list(), (pool) => file.find((c) => c.name === pool)?.replicas);
         await recoverStack(p, o.opts, { log: o.log, runDir: o.runDir, checkUrl: o.checkUrl });
         this.local = await announceService({
             runDir: o.runDir,
@@ -72,7 +85,12 @@ export class StackLead {
                 "scale requested (queued by a replica)",
             );
         });
-        if (o.opts.converge ?? true) p.scaler.converge();
+        if (o.opts.converge ?? true) p.scaler.converge(restore);
+        else if (Object.keys(restore).length)
+            o.log.warn(
+                { desired: restore },
+                "an interrupted rotation may have left surge members; convergence is off, so scale the pool back by hand",
+            );
     }
 
     /** Leadership changed (cluster.ts): lead or follow, after whatever transition runs now. */

@@ -46,6 +46,8 @@ export interface ServeOptions {
      */
     autoscaleIntervalMs?: number;
     autoscaleWindowMs?: number;
+    /** Rotation by age (src/service/control/rotate, pools with `rotateAfterSeconds`): time between rounds; 0 = off. @default 10000 */
+    rotateIntervalMs?: number;
     /** The dashboard timeline's sample interval (it keeps the last hour). @default 30000 */
     timelineIntervalMs?: number;
     /** Backoff after a failed repair. @default 1 min doubling to 30 min (tests shorten it) */
@@ -100,6 +102,7 @@ export function checkServeOptions(opts: ServeOptions): void {
     for (const [name, v] of [
         ["autoscaleIntervalMs", opts.autoscaleIntervalMs],
         ["autoscaleWindowMs", opts.autoscaleWindowMs],
+        ["rotateIntervalMs", opts.rotateIntervalMs],
     ] as const)
         if (v !== undefined && !(Number.isFinite(v) && v >= 0))
             throw new RangeError(`${name} must be 0 (off) or a positive number of milliseconds, got ${v}`);

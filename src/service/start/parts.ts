@@ -20,6 +20,7 @@ import { Drainer } from "../control/drain/drainer";
 import { Scaler } from "../control/scaler";
 import { Reconciler } from "../control/heal/reconciler";
 import { Autoscaler } from "../control/autoscale/autoscaler";
+import { Rotator } from "../control/rotate/rotator";
 import type { ServeOptions } from "./options";
 
 /** Whether the service takes requests now; anything but `ok` is answered 503 not_ready with the reason. */
@@ -150,6 +151,8 @@ export function buildParts(
         lock: writerLock,
         drain: { drainer, members: () => fleet.list() },
         fence: cluster && (() => cluster.fence()),
+        // Called only inside an operation, long after refreshFleet below exists.
+        rotation: { refresh: (proxies) => refreshFleet(proxies), health: (id) => shown.get(id) },
     });
     const gone = new GoneChecks(driver, runDir, opts.stack, log);
     const reconciler = new Reconciler({
@@ -172,6 +175,16 @@ export function buildParts(
         pools,
         counts: () => fleet.poolCounts(),
         onDecision: (pool, direction) => metrics.autoscale(pool, direction),
+    });
+    const rotator = new Rotator({
+        intervalMs: opts.rotateIntervalMs ?? 10_000,
+        log: log.child({ component: "rotate" }),
+        scaler,
+        members: () => fleet.proxies(),
+        health: (id) => shown.get(id),
+        pools,
+        createdAt: () => driver.memberCreatedAt(),
+        onRotate: (pool, reason) => metrics.rotation(pool, reason),
     });
     const timeline = new Timeline({ intervalMs: opts.timelineIntervalMs, counts: () => fleet.poolCounts() });
 
@@ -214,6 +227,7 @@ export function buildParts(
         gone,
         reconciler,
         autoscaler,
+        rotator,
         timeline,
         refreshFleet,
     };
@@ -248,6 +262,7 @@ export function subscribeParts(p: Parts, log: Logger): void {
             );
         p.reconciler.settled(op);
         p.autoscaler.settled(op);
+        p.rotator.settled(op);
         await p.gone
             .rebuild()
             .catch((e) =>

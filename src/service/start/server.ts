@@ -97,6 +97,7 @@ export async function startService(opts: ServeOptions): Promise<RunningService> 
         providerHealth: () => providerHealth.snapshot(),
         reconcile: () => reconciler.status(),
         autoscaler: parts.autoscaler,
+        rotator: parts.rotator,
         timeline,
         ready: () => ready,
         sseHeartbeatMs: opts.sseHeartbeatMs,
@@ -181,6 +182,7 @@ export async function startService(opts: ServeOptions): Promise<RunningService> 
     }
     reconciler.start();
     parts.autoscaler.start();
+    parts.rotator.start();
     log.info(
         {
             url,
@@ -217,6 +219,7 @@ export async function startService(opts: ServeOptions): Promise<RunningService> 
             );
             await reconciler.stop();
             parts.autoscaler.stop();
+            await parts.rotator.stop();
             await scaleQueue?.follow(); // what followers queue from now on waits for the next leader
             await scaler.drain(closeOpts);
             await cluster?.stop(); // after the running operation: the lock guards it to the end

@@ -26,6 +26,15 @@ export function poolRoutes(deps: AppDeps): Router {
                 draining: counts[p.name]?.draining ?? 0,
                 scalable: scaleRefusal(cfg, p) === undefined && !p.autoscale,
                 ...(p.autoscale ? { autoscale: { ...p.autoscale, ...deps.autoscaler?.view(p.name) } } : {}),
+                ...(p.rotateAfterSeconds !== undefined
+                    ? {
+                          rotation: {
+                              rotateAfterSeconds: p.rotateAfterSeconds,
+                              maxSurge: p.maxSurge,
+                              ...deps.rotator?.view(p.name),
+                          },
+                      }
+                    : {}),
             })),
         } satisfies z.infer<typeof poolsResponse>);
     });

@@ -58,6 +58,39 @@ const poolAutoscaleSchema = z
     })
     .describe("Set when the pool follows demand (its stack config's `autoscale`)");
 
+/** One member a rotate operation replaces (src/service/operations/journal.ts RotationRecord). */
+export const rotationRecordSchema = z
+    .object({
+        member: z.string(),
+        pool: z.string(),
+        reason: z.enum(["age"]),
+        createdAt: isoTime.describe("When the member being replaced was created (state's creation stamp)"),
+        dueAt: isoTime.describe("When it was due: created + rotateAfterSeconds, moved by its jitter (±10%)"),
+        surge: z.string().optional().describe("The member added first, and removed once the replacement was healthy"),
+        oldEgressIp: z.string().optional().describe("Egress IP the health probes saw before (absent when unknown)"),
+        newEgressIp: z.string().optional().describe("Egress IP the health probes saw after the replacement"),
+        replacedAt: isoTime.optional().describe("When the replacement passed its health check"),
+    })
+    .meta({ id: "RotationRecord" });
+
+const poolRotationSchema = z
+    .object({
+        rotateAfterSeconds: z.number().int(),
+        maxSurge: z.number().int(),
+        nextDueAt: isoTime.optional().describe("The earliest deadline among the pool's members (past while one waits)"),
+        holding: z.string().optional().describe("Why members that are due wait"),
+        lastRotation: z
+            .object({
+                operation: z.string(),
+                status: z.enum(["queued", "running", "succeeded", "failed", "interrupted"]),
+                at: isoTime,
+                rotations: z.array(rotationRecordSchema),
+            })
+            .optional()
+            .describe("The last rotation this replica ran"),
+    })
+    .describe("Set when the pool rotates its members by age (its stack config's `rotateAfterSeconds`)");
+
 export const poolSchema = z
     .object({
         name: z.string(),
@@ -77,6 +110,7 @@ export const poolSchema = z
                 "false when the pool's members follow its provider entry (a list of bring-your-own proxies): PUT /v1/pools/{pool}/replicas answers 400 not_scalable; or when it is autoscaled (409 autoscaled)",
             ),
         autoscale: poolAutoscaleSchema.optional(),
+        rotation: poolRotationSchema.optional(),
     })
     .meta({ id: "Pool" });
 
@@ -113,8 +147,10 @@ export const operationSchema = z
     .object({
         id: z.string(),
         kind: z
-            .enum(["scale", "up", "heal", "autoscale"])
-            .describe("autoscale: the autoscaler decided `desired` (see `autoscale` for why)"),
+            .enum(["scale", "up", "heal", "autoscale", "rotate"])
+            .describe(
+                "autoscale: the autoscaler decided `desired` (see `autoscale` for why); rotate: members replaced by age (see `rotations`)",
+            ),
         status: z.enum(["queued", "running", "succeeded", "failed", "interrupted"]),
         desired: z.record(z.string(), z.number()).describe("Desired replicas per pool this operation applies"),
         requests: z.number().int().describe("Client requests folded into this operation (latest wins)"),
@@ -130,12 +166,16 @@ export const operationSchema = z
         error: z.string().optional(),
         members: z.array(z.string()).optional(),
         reasons: z
-            .record(z.string(), z.object({ reason: z.enum(["gone", "unhealthy"]), detail: z.string() }))
+            .record(z.string(), z.object({ reason: z.enum(["gone", "unhealthy", "age"]), detail: z.string() }))
             .optional(),
         autoscale: z
             .record(z.string(), autoscaleRecordSchema)
             .optional()
             .describe("The autoscale decisions this operation applies, per pool"),
+        rotations: z
+            .array(rotationRecordSchema)
+            .optional()
+            .describe("rotate: each member replaced, the surge member that stood in, and the egress IPs seen"),
         drain: z
             .object({
                 draining: z.boolean(),

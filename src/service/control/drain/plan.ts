@@ -96,13 +96,16 @@ export function scaleDownTargets(
     return out;
 }
 
-/** The unhealthy members a heal replaces drain first (gone ones are replaced at once: they serve nothing). */
+/**
+ * The members a heal or rotation replaces that still serve drain first: unhealthy ones and those rotated by
+ * age (gone ones are replaced at once: they serve nothing).
+ */
 export function healDrainTargets(
     members: readonly { id: string; pool: string }[],
-    reasons: Readonly<Record<string, { reason: "gone" | "unhealthy"; detail: string }>>,
+    reasons: Readonly<Record<string, { reason: "gone" | "unhealthy" | "age"; detail: string }>>,
 ): DrainTarget[] {
     return members
-        .filter((m) => reasons[m.id]?.reason === "unhealthy")
+        .filter((m) => reasons[m.id] && reasons[m.id].reason !== "gone")
         .map((m) => ({
             member: m.id,
             pool: m.pool,
@@ -114,7 +117,7 @@ export function healDrainTargets(
 /** Gone members a heal replaces: no drain, their leases end at once with reason `gone`. */
 export function healGoneTargets(
     members: readonly { id: string; pool: string }[],
-    reasons: Readonly<Record<string, { reason: "gone" | "unhealthy"; detail: string }>>,
+    reasons: Readonly<Record<string, { reason: "gone" | "unhealthy" | "age"; detail: string }>>,
 ): DrainTarget[] {
     return members
         .filter((m) => reasons[m.id]?.reason === "gone")

@@ -1,0 +1,150 @@
+import type { Logger } from "pino";
+import { loadStackConfig } from "../../../config";
+import { memberName, type ProxyMember } from "../../../model";
+import type { Operation, RotationRecord } from "../../operations/journal";
+import { addChanges, type ReplaceResult } from "../replace";
+import type { ScalerDeps } from "../scaler-deps";
+
+/** The scaler's two paths a rotation is made of (scaler.ts passes them in; neither is copied here). */
+export interface RotationSteps {
+    /** The scale path: writes these counts to the stack file, drains the members they remove, runs `up`. */
+    applyCounts(counts: Record<string, number>): Promise<{ changes: Record<string, number>; proxies?: ProxyMember[] }>;
+    /** The heal path (replace.ts) over `op.members`: drain, targeted refresh, `up --replace`. */
+    replace(): Promise<ReplaceResult>;
+}
+
+/**
+ * Members of the pool (of `replicas` members) due now, asked again while the surge members stand: the
+ * rotator's decision (rotator.ts), so members that came due during the operation go behind the same surge.
+ */
+export type MoreDue = (replicas: number) => Promise<RotationRecord[]>;
+
+/** How long a surge member or a replacement may take to pass its health check before the rotation fails. */
+export const HEALTHY_TIMEOUT_MS = 10 * 60_000;
+
+/**
+ * One `rotate` operation: replaces `op.members` (one pool) without the pool's healthy count ever going
+ * below its replicas N, whatever a kind's replace does. Some kinds replace delete-first (local: the
+ * process id is the member's name, ports may be fixed; kvm: the domain's name), so the member itself
+ * cannot simply be replaced create-first. Instead, and the same for every kind:
+ *   1. surge: the pool grows to N + k (k = members rotated, ≤ maxSurge); the new members must be healthy;
+ *   2. the old members drain (their leases run until released or the pool's drainSeconds) and are
+ *      replaced through the heal path; each replacement must be healthy;
+ *   2b. members that came due meanwhile (`more`) are replaced the same way, behind the same surge members;
+ *   3. the pool goes back to N: the surge members drain and go (the scale-down path).
+ * Indices stay dense (components/pool.ts), so step 3 always removes the surge members. Step 3 runs even
+ * when 1 or 2 failed, so a failed rotation never leaves the pool grown. docs/decisions.md has the why.
+ */
+export async function runRotation(
+    op: Operation,
+    deps: ScalerDeps,
+    steps: RotationSteps,
+    log: Logger,
+    signal: AbortSignal,
+    more?: MoreDue,
+): Promise<{ changes: Record<string, number>; proxies?: ProxyMember[] }> {
+    const records = op.rotations ?? [];
+    const pool = records[0]?.pool;
+    if (!pool || records.some((r) => r.pool !== pool))
+        throw new Error("a rotate operation replaces members of one pool");
+    const n = loadStackConfig(deps.projectRoot, deps.stack).pools.find((p) => p.name === pool)?.replicas;
+    if (n === undefined) throw new Error(`pool ${pool} is no longer in the stack config; nothing rotated`);
+    // The count the pool keeps (GET /v1/pools' `desired`, the autoscaler's current size), while the stack file says N + k.
+    op.desired = { [pool]: n };
+    const env = deps.rotation;
+    const ipOf = (id: string) => env?.health(id)?.egressIp;
+    const k = records.length;
+    const surge = records.map((_, j) => memberName(pool, n + j));
+    const begin = (batch: RotationRecord[]) => {
+        batch.forEach((r, j) => Object.assign(r, { surge: surge[j], oldEgressIp: ipOf(r.member) }));
+        // The heal path replaces op.members, with op.reasons saying why (its drain's message).
+        op.members = batch.map((r) => r.member);
+        deps.ops.update(op, { rotations: records });
+    };
+    begin(records);
+    const changes: Record<string, number>[] = [];
+    let proxies: ProxyMember[] | undefined;
+    try {
+        const grown = await steps.applyCounts({ [pool]: n + records.length });
+        changes.push(grown.changes);
+        const grownAt = Date.now();
+        await env?.refresh(grown.proxies);
+        // A previous rotation's surge member of the same name may have left a verdict behind.
+        await waitHealthy(deps, surge, grownAt, signal);
+        log.info({ pool, surge }, "surge members healthy; replacing the aged members");
+        for (let batch = records; batch.length;) {
+            const replaced = await steps.replace();
+            changes.push(replaced.changes);
+            const at = Date.now();
+            await env?.refresh(replaced.proxies);
+            // A probe from before the replace may still read healthy: only one after it counts.
+            await waitHealthy(deps, op.members ?? [], at, signal);
+            for (const r of batch)
+                Object.assign(r, { newEgressIp: ipOf(r.member), replacedAt: new Date().toISOString() });
+            deps.ops.update(op, { rotations: records });
+            const done = new Set(records.map((r) => r.member));
+            batch = ((await more?.(n)) ?? []).filter((r) => !done.has(r.member)).slice(0, k);
+            if (batch.length) {
+                records.push(...batch);
+                for (const r of batch) op.reasons![r.member] = { reason: "age", detail: ageDetail(r) };
+                begin(batch);
+                log.info({ pool, members: op.members }, "more members came due; replacing them behind the same surge");
+            }
+        }
+    } finally {
+        op.members = records.map((r) => r.member);
+        const back = await steps.applyCounts({ [pool]: n });
+        changes.push(back.changes);
+        proxies = back.proxies;
+    }
+    return { changes: addChanges(...changes), proxies };
+}
+
+/**
+ * Pool counts a stopped service must write back: per pool, the count of the last rotation that did not
+ * succeed (interrupted, failed — its shrink may not have run), unless a later operation succeeded in
+ * setting that pool's count or rotating it; and only while the stack file still holds that rotation's
+ * grown count (`replicas` read now), so a count someone set meanwhile is never undone. `ops` in creation
+ * order (the journal's).
+ */
+export function countsToRestore(
+    ops: readonly Operation[],
+    replicas: (pool: string) => number | undefined,
+): Record<string, number> {
+    const out = new Map<string, { n: number; grown: number }>();
+    for (const op of ops) {
+        const rotate = op.kind === "rotate";
+        for (const [pool, n] of Object.entries(op.desired)) {
+            if (rotate && op.status !== "succeeded")
+                out.set(pool, { n, grown: n + new Set(op.rotations?.map((r) => r.surge)).size });
+            else if (op.status === "succeeded") out.delete(pool);
+        }
+    }
+    return Object.fromEntries(
+        [...out].filter(([pool, c]) => c.grown > c.n && replicas(pool) === c.grown).map(([pool, c]) => [pool, c.n]),
+    );
+}
+
+/** Why a member is rotated, in words (the drain's message to its lease holder). */
+export function ageDetail(r: RotationRecord): string {
+    return `created ${r.createdAt}, due ${r.dueAt}`;
+}
+
+/** Waits until every member passed a health probe after `after` (epoch ms) and reads healthy. */
+async function waitHealthy(deps: ScalerDeps, ids: readonly string[], after: number, signal: AbortSignal) {
+    const env = deps.rotation;
+    if (!env || !ids.length) return;
+    const deadline = Date.now() + (env.healthyTimeoutMs ?? HEALTHY_TIMEOUT_MS);
+    const ok = (id: string) => {
+        const h = env.health(id);
+        return h?.state === "healthy" && (h.lastOkAt ?? 0) > after;
+    };
+    while (!ids.every(ok)) {
+        if (signal.aborted) throw signal.reason as Error;
+        if (Date.now() > deadline)
+            throw new Error(
+                `${ids.filter((id) => !ok(id)).join(", ")} did not pass a health check within ${Math.round((env.healthyTimeoutMs ?? HEALTHY_TIMEOUT_MS) / 1000)} s; the rotation stops and the pool goes back to its replicas`,
+            );
+        await new Promise((r) => setTimeout(r, 250));
+    }
+}
