@@ -120,6 +120,9 @@ test("rotateAfterSeconds 20 on a pool of 3: all replaced within two periods, hea
         assert.deepEqual(failed, [], "no rotation failed");
         for (const [id, r] of done) {
             const took = Date.parse(r.replacedAt) - Date.parse(r.createdAt);
+            console.log(
+                `${id}: due ${Date.parse(r.dueAt) - Date.parse(r.createdAt)} ms, replaced ${took} ms after its creation`,
+            );
             assert.ok(
                 took <= 2 * PERIOD_S * 1000,
                 `${id} replaced ${took} ms after its creation: ${JSON.stringify(r)}`,
