@@ -9,9 +9,13 @@
  * - scale from zero: a `min 0` pool's first lease request (503) to the first granted lease, beside a
  *   person's `PUT replicas 0 → 1` followed by a lease;
  * - one autoscale round over 200 members in 10 pools, nothing due: CPU per round and the engine
- *   operations it starts (0), beside the round interval.
+ *   operations it starts (0), beside the round interval;
+ * - rotation by age: a pool of 3 with `rotateAfterSeconds` 15 (below the production floor, through
+ *   EGRESS_TEST_MIN_ROTATE_SECONDS) and `maxSurge` 1 for `--rotate` seconds: members replaced per hour
+ *   beside the rate if each were replaced the moment it came due, and the lowest healthy count seen
+ *   every 250 ms beside the pool's count.
  *
- *   node dist/bench/fleet-policy.js [--steady 20] [--rounds 2000]
+ *   node dist/bench/fleet-policy.js [--steady 20] [--rounds 2000] [--rotate 90]
  */
 import { parseArgs } from "node:util";
 import { createLogger } from "../src/log/logger";
@@ -30,12 +34,17 @@ const secs = (ms: number) => `${(ms / 1000).toFixed(1)} s`;
 
 async function main(): Promise<void> {
     const { values } = parseArgs({
-        options: { steady: { type: "string", default: "20" }, rounds: { type: "string", default: "2000" } },
+        options: {
+            steady: { type: "string", default: "20" },
+            rounds: { type: "string", default: "2000" },
+            rotate: { type: "string", default: "90" },
+        },
     });
     const steadyS = Number(values.steady);
     const rounds = Number(values.rounds);
-    if (!(steadyS > 0) || !(Number.isInteger(rounds) && rounds > 0))
-        throw new Error("--steady (seconds) and --rounds must be positive numbers");
+    const rotateS = Number(values.rotate);
+    if (!(steadyS > 0) || !(Number.isInteger(rounds) && rounds > 0) || !(rotateS > 0))
+        throw new Error("--steady and --rotate (seconds) and --rounds must be positive numbers");
     const svc = await startTestService(
         {
             "egress:providers": { local: { type: "local" } },
@@ -61,6 +70,7 @@ async function main(): Promise<void> {
         await svc.close();
     }
     rows.push(roundCost(rounds));
+    rows.push(...(await rotation(rotateS)));
     console.log(`\nfleet policy: local kind, autoscale interval ${INTERVAL_MS} ms, window 2 s\n`);
     console.log(benchTable(["measure", "result", "peer or ceiling", "peer or ceiling value"], rows));
 }
@@ -161,6 +171,51 @@ async function fromZero(svc: TestService): Promise<string[][]> {
             secs(manualMs),
         ],
     ];
+}
+
+const ROTATE_S = 15;
+
+/** Rotation by age on its own service (one operation at a time: it would hold the autoscaler's back). */
+async function rotation(seconds: number): Promise<string[][]> {
+    process.env.EGRESS_TEST_MIN_ROTATE_SECONDS = "5"; // read by the config load and the engine's program
+    const svc = await startTestService(
+        {
+            "egress:providers": { local: { type: "local" } },
+            "egress:pools": [
+                { name: "rot", provider: "local", replicas: 3, maxReplicas: 6, rotateAfterSeconds: ROTATE_S },
+            ],
+        },
+        { rotateIntervalMs: 500 },
+    );
+    try {
+        await waitFor("3 healthy members of rot", async () => (await pool(svc, "rot"))?.healthy === 3, 120_000);
+        const t0 = Date.now();
+        let lowest = Infinity;
+        while (Date.now() - t0 < seconds * 1000) {
+            lowest = Math.min(lowest, (await pool(svc, "rot")).healthy);
+            await sleep(250);
+        }
+        const ops = (await svc.call("GET", "/v1/operations", { token: TOKENS.scale })).body.operations as {
+            kind: string;
+            rotations?: { replacedAt?: string }[];
+        }[];
+        const replaced = ops
+            .filter((o) => o.kind === "rotate")
+            .flatMap((o) => o.rotations ?? [])
+            .filter((r) => r.replacedAt && Date.parse(r.replacedAt) >= t0).length;
+        const perHour = Math.round((replaced * 3600) / seconds);
+        return [
+            [
+                `rotation: members replaced per hour (3 members, every ${ROTATE_S} s, maxSurge 1, ${seconds} s)`,
+                `${replaced} (${perHour}/h)`,
+                "each replaced the moment it is due",
+                `${Math.round((3 * 3600) / ROTATE_S)}/h`,
+            ],
+            ["rotation: lowest healthy count seen (every 250 ms)", String(lowest), "the pool's count", "3"],
+        ];
+    } finally {
+        await svc.close();
+    }
 }
 
 /** One autoscale round over 200 members in 10 pools at their wanted size: CPU per round, operations started. */
