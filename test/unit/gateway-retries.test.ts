@@ -89,3 +89,46 @@ test("the bound: the pool's `gateway.retries` (default 1), lowered by the userna
     assert.equal(retries.budget({ pool: "zero", retries: 5 }), 0);
     assert.equal(retries.budget({ pool: "gone" }), 1, "a pool the config no longer has: the default");
 });
+
+test("a retry through a store across the network: the next lease comes later; a store failure gives the failure back", async () => {
+    const lease = { id: "l2", proxy: { id: "m-2", pool: "p" } };
+    const asked: unknown[] = [];
+    let answer: Promise<unknown> = Promise.resolve({ ok: true, lease });
+    const fleet = {
+        poolConfigs: () => [{ name: "p" }],
+        acquire: (req: unknown) => {
+            asked.push(req);
+            return answer;
+        },
+        release: () => ({ ok: true }),
+    };
+    const started: unknown[] = [];
+    const retries = new Retries({
+        fleet: fleet as unknown as Fleet,
+        next: (_f, a) => {
+            started.push(a);
+            return { ...a, attempt: 2 } as never;
+        },
+    });
+    const flight = () =>
+        ({
+            pool: "p",
+            attempt: 1,
+            replayable: true,
+            ended: false,
+            tried: ["m-1"],
+            ask: { pool: "p", target: "example.org", ttlSeconds: 60 },
+            socket: { destroyed: false },
+            leave: () => undefined,
+        }) as never;
+    const decided = (f: never) =>
+        new Promise<boolean>((resolve) => retries.failed(f, "connection_refused", resolve, () => undefined));
+    assert.equal(await decided(flight()), true);
+    assert.deepEqual(asked[0], { pool: "p", target: "example.org", ttlSeconds: 60, exclude: ["m-1"] });
+    assert.equal((started[0] as { lease: unknown }).lease, lease);
+    answer = Promise.reject(new Error("store down"));
+    assert.equal(await decided(flight()), false);
+    answer = Promise.resolve({ ok: false, reason: "none-available", message: "", retryAfterSeconds: 1 });
+    assert.equal(await decided(flight()), false);
+    assert.equal(started.length, 1);
+});

@@ -16,7 +16,9 @@ import type { Flight } from "./flight";
 export class Retries {
     constructor(
         private readonly o: {
-            fleet: Fleet;
+            fleet: Pick<Fleet, "acquire" | "release" | "poolConfigs">;
+            /** The gateway is shutting down: no new attempts, the failure is answered. */
+            closing?: () => boolean;
             /** Ends the failed attempt (flights.ts) and starts the next one on `a`'s lease. */
             next(f: Flight, a: Admitted): Flight;
         },
@@ -34,7 +36,7 @@ export class Retries {
      * then `run` gets the new attempt's flight) or `then(false)`: the caller answers the failure.
      */
     failed(f: Flight, reason: string, then: (retrying: boolean) => void, run: (next: Flight) => void): void {
-        if (!f.replayable || f.ended || f.attempt > this.budget(f)) return then(false);
+        if (!f.replayable || f.ended || this.o.closing?.() || f.attempt > this.budget(f)) return then(false);
         let got;
         try {
             got = this.o.fleet.acquire({ ...f.ask, exclude: f.tried }, null);

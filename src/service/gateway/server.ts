@@ -92,6 +92,7 @@ export class Gateway {
         this.answerMs = o.memberAnswerMs ?? MEMBER_ANSWER_MS;
         this.retries = new Retries({
             fleet: o.fleet,
+            closing: () => this.flights.closing,
             next: (f, a) => {
                 this.flights.end(f);
                 return this.flights.launch(a, { ...f, ttlSeconds: this.ttlSeconds }, f);
