@@ -80,7 +80,11 @@ test("the bound: the pool's `gateway.retries` (default 1), lowered by the userna
         { name: "three", gateway: { retries: 3 } },
         { name: "plain" },
     ];
-    const retries = new Retries({ fleet: { poolConfigs: () => pools } as unknown as Fleet, next: () => assert.fail() });
+    const retries = new Retries({
+        fleet: { poolConfigs: () => pools } as unknown as Fleet,
+        flights: { closing: false, end: () => assert.fail(), launch: () => assert.fail() },
+        ttlSeconds: 60,
+    });
     assert.equal(retries.budget({ pool: "plain" }), 1);
     assert.equal(retries.budget({ pool: "plain", retries: 4 }), 1);
     assert.equal(retries.budget({ pool: "three" }), 3);
@@ -105,10 +109,15 @@ test("a retry through a store across the network: the next lease comes later; a 
     const started: unknown[] = [];
     const retries = new Retries({
         fleet: fleet as unknown as Fleet,
-        next: (_f, a) => {
-            started.push(a);
-            return { ...a, attempt: 2 } as never;
+        flights: {
+            closing: false,
+            end: () => undefined,
+            launch: (a) => {
+                started.push(a);
+                return { ...a, attempt: 2 } as never;
+            },
         },
+        ttlSeconds: 60,
     });
     const flight = () =>
         ({

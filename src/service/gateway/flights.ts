@@ -120,15 +120,17 @@ export class Flights {
             );
         this.o.metrics.attempt(f.pool, f.kind, outcome);
         // A retried attempt is one step of its request: the request's outcome, bytes and member are its last attempt's.
-        if (f.retriedFor !== undefined) return this.o.metrics.retried(f.pool, f.retriedFor);
-        this.o.metrics.request(f.pool, f.kind, outcome);
-        const s = f.socket as TaggedSocket;
-        this.o.metrics.bytes(f.pool, s.bytesRead - f.read0, s.bytesWritten - f.written0);
-        s[MARK] = { read: s.bytesRead, written: s.bytesWritten };
-        this.o.recent.record(
-            { client: f.client, pool: f.pool, session: f.session, target: f.target },
-            f.lease.proxy.id,
-        );
+        if (f.retriedFor !== undefined) this.o.metrics.retried(f.pool, f.retriedFor);
+        else {
+            this.o.metrics.request(f.pool, f.kind, outcome);
+            const s = f.socket as TaggedSocket;
+            this.o.metrics.bytes(f.pool, s.bytesRead - f.read0, s.bytesWritten - f.written0);
+            s[MARK] = { read: s.bytesRead, written: s.bytesWritten };
+            this.o.recent.record(
+                { client: f.client, pool: f.pool, session: f.session, target: f.target },
+                f.lease.proxy.id,
+            );
+        }
         if (this.o.log.isLevelEnabled("debug"))
             this.o.log.debug(
                 {
@@ -139,11 +141,12 @@ export class Flights {
                     kind: f.kind,
                     status: f.status,
                     outcome,
-                    attempts: f.attempt,
+                    attempt: f.attempt,
+                    ...(f.retriedFor !== undefined && { retriedFor: f.retriedFor }),
                     released: released instanceof Promise ? "pending" : released.ok,
                     ms: Number(process.hrtime.bigint() - f.startedAt) / 1e6,
                 },
-                "gateway request",
+                f.retriedFor === undefined ? "gateway request" : "gateway attempt retried on another member",
             );
     }
 }

@@ -19,8 +19,6 @@ import type { MemberHop } from "./member-hop";
  * member failure is answered with a standard status (502/504) and `Proxy-Status`, never a private code.
  */
 
-/** How long a member may take to answer the CONNECT (it connects to the target first). */
-export const MEMBER_CONNECT_ANSWER_MS = 30_000;
 /** The most a member's CONNECT answer head may hold; a bigger one is not a proxy's answer. */
 const MAX_ANSWER_HEAD = 16 * 1024;
 const HEAD_END = Buffer.from("\r\n\r\n");
@@ -35,7 +33,7 @@ export interface TunnelEvents {
      * whether another member takes the tunnel over, given to `then` (forward-http.ts' AttemptEvents).
      */
     failed(reason: string, then: (retrying: boolean) => void): void;
-    /** How long the member may take to answer the CONNECT. */
+    /** How long the member may take to answer the CONNECT (it connects to the target first): forward-http.ts' MEMBER_ANSWER_MS unless set. */
     answerMs: number;
 }
 

@@ -77,7 +77,7 @@ export interface AttemptEvents {
     answerMs: number;
 }
 
-/** How long a member may take by default to send its answer's head (it connects to the origin first). */
+/** How long a member may take by default to send its answer's head or answer a CONNECT (it connects to the origin first). */
 export const MEMBER_ANSWER_MS = 30_000;
 
 /**

@@ -2,6 +2,7 @@ import { GATEWAY_RETRIES_DEFAULT } from "../../model";
 import type { Fleet, FleetAcquire } from "../fleet/fleet";
 import type { Admitted } from "./admission";
 import type { Flight } from "./flight";
+import type { Flights } from "./flights";
 
 /**
  * Retries on another member (issue 21): an attempt whose member failed it before answering hands its
@@ -17,10 +18,10 @@ export class Retries {
     constructor(
         private readonly o: {
             fleet: Pick<Fleet, "acquire" | "release" | "poolConfigs">;
-            /** The gateway is shutting down: no new attempts, the failure is answered. */
-            closing?: () => boolean;
-            /** Ends the failed attempt (flights.ts) and starts the next one on `a`'s lease. */
-            next(f: Flight, a: Admitted): Flight;
+            /** Where the failed attempt ends and the next one starts; `closing` (shutdown): no new attempts. */
+            flights: Pick<Flights, "end" | "launch" | "closing">;
+            /** The lease TTL of a gateway request (server.ts). */
+            ttlSeconds: number;
         },
     ) {}
 
@@ -36,7 +37,7 @@ export class Retries {
      * then `run` gets the new attempt's flight) or `then(false)`: the caller answers the failure.
      */
     failed(f: Flight, reason: string, then: (retrying: boolean) => void, run: (next: Flight) => void): void {
-        if (!f.replayable || f.ended || this.o.closing?.() || f.attempt > this.budget(f)) return then(false);
+        if (!f.replayable || f.ended || this.o.flights.closing || f.attempt > this.budget(f)) return then(false);
         let got;
         try {
             got = this.o.fleet.acquire({ ...f.ask, exclude: f.tried }, null);
@@ -55,7 +56,8 @@ export class Retries {
             const leave = f.leave;
             f.leave = () => undefined;
             const { client, session, target, ask, retries } = f;
-            const next = this.o.next(f, {
+            this.o.flights.end(f);
+            const a: Admitted = {
                 client,
                 session,
                 target,
@@ -64,7 +66,8 @@ export class Retries {
                 lease: g.lease,
                 pool: g.lease.proxy.pool,
                 leave,
-            });
+            };
+            const next = this.o.flights.launch(a, { ...f, ttlSeconds: this.o.ttlSeconds }, f);
             then(true);
             run(next);
         };

@@ -90,14 +90,7 @@ export class Gateway {
         this.admission = new Admission(o.tokens, o.fleet, this.ttlSeconds, this.room);
         this.flights = new Flights({ ...o, rules: o.blockRules ?? DEFAULT_BLOCK_RULES, recent: this.recent });
         this.answerMs = o.memberAnswerMs ?? MEMBER_ANSWER_MS;
-        this.retries = new Retries({
-            fleet: o.fleet,
-            closing: () => this.flights.closing,
-            next: (f, a) => {
-                this.flights.end(f);
-                return this.flights.launch(a, { ...f, ttlSeconds: this.ttlSeconds }, f);
-            },
-        });
+        this.retries = new Retries({ fleet: o.fleet, flights: this.flights, ttlSeconds: this.ttlSeconds });
         this.guarded = new ProtectedTargets(o.protectedTargets);
     }
 
