@@ -6,6 +6,8 @@
  *      the lease picked, release with its outcome), over `--members` such member processes,
  *   4. the gateway with the Redis lease store, one process, and
  *   5. three such gateways on one Redis store behind HAProxy (bench/gateway-replicas.ts),
+ * and then the share of requests that succeed when 1 of 5 members refuses, with retries 0 and 1
+ * (bench/gateway-retries.ts),
  * side by side in one run, at each `--concurrency` (keep-alive clients). A gateway request holds its
  * member alone (a lease), so c clients need c members: at concurrency c the gateway has c members
  * (`--members` adds more, to see rotation over a larger pool). Members that rotate are each less
@@ -41,6 +43,7 @@ import {
     THREE_REPLICAS,
 } from "./gateway-replicas";
 import { benchTable } from "./table";
+import { retryRows, retryTable } from "./gateway-retries";
 
 const ROLE = process.argv[2];
 
@@ -373,6 +376,8 @@ async function main(): Promise<void> {
         }
         const at = (c: number, mode: string) => rows.find((r) => r.concurrency === c && r.mode === mode)!;
         for (const c of levels) console.log(replicaLine(c, at(c, ONE_REPLICA), at(c, THREE_REPLICAS), spreads.get(c)!));
+        // Retries on another member: outcomes, not speed (bench/gateway-retries.ts).
+        console.log(`\n${retryTable(await retryRows())}`);
     } finally {
         for (const c of children) c.kill("SIGTERM");
         await redis?.cleanup();

@@ -78,6 +78,26 @@ export const autoscaleSchema = z
         if (a.min > a.max) ctx.addIssue({ code: "custom", path: ["min"], message: `must not exceed max (${a.max})` });
     });
 
+/** Retries of a gateway request on another member when the pool's config does not say (`gateway.retries`). */
+export const GATEWAY_RETRIES_DEFAULT = 1;
+/** The most retries a pool may ask for: each one is a member's connect timeout more a crawler may wait. */
+export const GATEWAY_RETRIES_MAX = 5;
+
+/** How the rotating gateway (`egress serve --gateway-port`) treats this pool's requests. */
+export const poolGatewaySchema = z.strictObject({
+    /**
+     * How many times a replayable request is retried on another member after its member failed it
+     * before answering (refused, reset, timed out, or the member's own proxy error); 0 = never.
+     * A request may lower it (`_retries_<n>` in the proxy username), never raise it. @default 1
+     */
+    retries: z
+        .number()
+        .int({ message: "must be a whole number" })
+        .min(0, { message: "must be 0 (no retries) or more" })
+        .max(GATEWAY_RETRIES_MAX, { message: `must be at most ${GATEWAY_RETRIES_MAX}` })
+        .default(GATEWAY_RETRIES_DEFAULT),
+});
+
 export const poolSchema = z
     .strictObject({
         name: dnsLabel(),
@@ -151,6 +171,8 @@ export const poolSchema = z
             .optional(),
         /** Follow demand instead of a fixed `replicas` (see autoscaleSchema); unset = the count is set by hand. */
         autoscale: autoscaleSchema.optional(),
+        /** The gateway's per-pool settings (poolGatewaySchema); unset = its defaults, applied where they are used. */
+        gateway: poolGatewaySchema.optional(),
     })
     .superRefine((p, ctx) => {
         if (p.autoscale && p.autoscale.max > p.maxReplicas)
@@ -189,3 +211,4 @@ export type Placement = z.infer<typeof placementSchema>;
 export type MemberOverride = z.infer<typeof memberOverrideSchema>;
 export type PoolConfig = z.infer<typeof poolSchema>;
 export type AutoscaleConfig = z.infer<typeof autoscaleSchema>;
+export type PoolGatewayConfig = z.infer<typeof poolGatewaySchema>;

@@ -9,16 +9,17 @@ import assert from "node:assert/strict";
 import * as crypto from "node:crypto";
 import * as http from "node:http";
 import * as net from "node:net";
-import pino from "pino";
 import { Server as ProxyChainServer } from "proxy-chain";
 import { freeLoopbackPort, listenLoopback } from "../helpers/net";
-import { parseItem } from "../helpers/structured-field";
-import { Fleet } from "../../src/service/fleet/fleet";
-import { LeaseManager, type ReleaseOutcome } from "../../src/service/leases";
-import { Gateway } from "../../src/service/gateway";
-import { createMetrics } from "../../src/service/observe/metrics";
-import { sha256 } from "../../src/service/http/auth";
-import { immediate } from "../../src/service/store/types";
+import {
+    assertProxyStatus,
+    fakeMember,
+    gatewayClient,
+    type RecordedRelease,
+    startGatewayFleet,
+    waitReleased as waitReleasedOf,
+} from "../helpers/gateway-fleet";
+import type { Gateway } from "../../src/service/gateway";
 
 const TOKEN = "tok-forwarder-0123456789abcdef";
 const BIG = 50 * 1024 * 1024;
@@ -26,13 +27,14 @@ let gateway: Gateway;
 let gatewayPort = 0;
 let origin: Awaited<ReturnType<typeof listenLoopback>>;
 let good: ProxyChainServer;
-let reset: net.Server;
+let reset: Awaited<ReturnType<typeof fakeMember>>;
 let eager: net.Server;
 /** What the `eager` member received after the CONNECT head. */
 let eagerGot = "";
-const released: { proxy: string; outcome: ReleaseOutcome }[] = [];
+let released: RecordedRelease[] = [];
 /** The origin's /big download: bytes handed to its socket so far, and whether all were. */
 const big = { written: 0, finished: false };
+let client: ReturnType<typeof gatewayClient>;
 
 before(async () => {
     origin = await listenLoopback(
@@ -66,14 +68,7 @@ before(async () => {
     });
     await good.listen();
     // A member that answers the head and a little of a body, then resets the connection.
-    reset = net.createServer((s) => {
-        s.once("data", () => {
-            s.write("HTTP/1.1 200 OK\r\nContent-Length: 100000\r\n\r\npartial");
-            setTimeout(() => s.resetAndDestroy(), 50);
-        });
-        s.on("error", () => undefined);
-    });
-    await new Promise<void>((r) => reset.listen(0, "127.0.0.1", r));
+    reset = await fakeMember("HTTP/1.1 200 OK\r\nContent-Length: 100000\r\n\r\npartial", 50);
     // A member that sends tunnel bytes in the same packet as its 200, then echoes what comes after the head.
     eager = net.createServer((s) => {
         let head = "";
@@ -92,97 +87,32 @@ before(async () => {
     const urls: Record<string, string> = {
         good: `http://member:member-secret@127.0.0.1:${good.port}`,
         refuse: `http://127.0.0.1:${await freeLoopbackPort()}`,
-        reset: `http://127.0.0.1:${(reset.address() as net.AddressInfo).port}`,
+        reset: reset.url,
         eager: `http://127.0.0.1:${(eager.address() as net.AddressInfo).port}`,
     };
-    const fleet = new Fleet(new LeaseManager({ targetCooldownSeconds: 0 }), {
-        setMembers() {},
-        get: () => ({ state: "healthy" }),
+    const g = await startGatewayFleet({
+        token: TOKEN,
+        members: Object.entries(urls).map(([pool, url]) => ({ id: `${pool}-0`, pool, url })),
+        pools: Object.keys(urls).map((name) => ({ name })),
     });
-    fleet.sync(
-        Object.entries(urls).map(([pool, url], index) => ({
-            id: `${pool}-0`,
-            pool,
-            provider: "local",
-            kind: "local" as const,
-            index,
-            host: "127.0.0.1",
-            port: Number(new URL(url).port),
-            url,
-            zone: "local",
-        })),
-        Object.keys(urls).map((name) => ({ name, cooldownSeconds: 0 }) as never),
-    );
-    // Which member each lease went to, and every release's outcome (the memory store answers at once).
-    const members = new Map<string, string>();
-    const acquire = fleet.acquire.bind(fleet);
-    fleet.acquire = (...args) => {
-        const got = immediate(acquire(...args));
-        if (got.ok) members.set(got.lease.id, got.lease.proxy.id);
-        return got;
-    };
-    const release = fleet.release.bind(fleet);
-    fleet.release = (id, outcome) => {
-        released.push({ proxy: members.get(id) ?? "?", outcome });
-        return release(id, outcome);
-    };
-    gateway = new Gateway({
-        port: 0,
-        fleet,
-        tokens: [{ name: "t", sha256: sha256(TOKEN).toString("hex"), scopes: ["lease"] }],
-        metrics: createMetrics().gateway,
-        log: pino({ level: "silent" }),
-        ready: () => ({ ok: true }),
-        waitMs: 0,
-    });
-    gatewayPort = (await gateway.listen()).port;
+    ({ gateway, released, port: gatewayPort } = g);
+    client = gatewayClient(gatewayPort, TOKEN);
 });
 
 after(async () => {
     await gateway?.close(100);
     await origin?.close();
     await good?.close(true);
-    await new Promise((r) => reset?.close(r));
+    await reset?.close();
     await new Promise((r) => eager?.close(r));
 });
 
-const auth = (pool: string) => `Basic ${Buffer.from(`${pool}:${TOKEN}`).toString("base64")}`;
+const auth = (pool: string) => client.auth(pool);
 const target = (p: string) => `http://127.0.0.1:${origin.port}${p}`;
-const waitReleased = async (n: number) => {
-    for (let i = 0; i < 100 && released.length < n; i++) await new Promise((r) => setTimeout(r, 20));
-    assert.equal(released.length, n, `released: ${JSON.stringify(released)}`);
-};
+const waitReleased = (n: number) => waitReleasedOf(released, n);
 
 /** A CONNECT through the gateway: the status line and headers of its answer (the tunnel is never used). */
-function connect(pool: string): Promise<{ status: number; headers: http.IncomingHttpHeaders; body: string }> {
-    return new Promise((resolve, reject) => {
-        const req = http.request({
-            host: "127.0.0.1",
-            port: gatewayPort,
-            method: "CONNECT",
-            path: `127.0.0.1:${origin.port}`,
-            headers: { "proxy-authorization": auth(pool) },
-            agent: false,
-        });
-        req.on("connect", (res, socket, head) => {
-            let body = head.toString("utf8"); // what came with the head
-            socket.setEncoding("utf8").on("data", (c) => (body += c));
-            socket.on("end", () => resolve({ status: res.statusCode!, headers: res.headers, body }));
-            if (res.statusCode === 200) socket.end();
-        });
-        req.on("error", reject).end();
-    });
-}
-
-/** Checks a member failure's `Proxy-Status`, read as an RFC 8941 Item: `egress; error=…; next-hop="…"; details="…"`. */
-function assertProxyStatus(field: string | string[] | undefined, error: string, member: string): void {
-    assert.equal(typeof field, "string", "one Proxy-Status field");
-    const item = parseItem(field as string);
-    assert.deepEqual(item.value, { token: "egress" }, field as string);
-    assert.deepEqual(item.params.error, { token: error }, field as string);
-    assert.equal(item.params["next-hop"], member, field as string);
-    assert.equal(typeof item.params.details, "string", field as string);
-}
+const connect = (pool: string) => client.connect(pool, `127.0.0.1:${origin.port}`);
 
 test("CONNECT through a member that refuses connections: 502 with Proxy-Status connection_refused, no 59x", async () => {
     const before = released.length;
@@ -229,33 +159,7 @@ test("CONNECT through a working member opens the tunnel (member credentials sent
 });
 
 /** A request through the gateway with `body` streamed in chunks (no Content-Length: chunked). */
-function fetchVia(
-    pool: string,
-    url: string,
-    body?: Buffer,
-): Promise<{ status: number; headers: http.IncomingHttpHeaders; body: string }> {
-    return new Promise((resolve, reject) => {
-        const req = http.request(
-            {
-                host: "127.0.0.1",
-                port: gatewayPort,
-                method: body ? "POST" : "GET",
-                path: url,
-                headers: { "proxy-authorization": auth(pool) },
-                agent: false,
-            },
-            (res) => {
-                let text = "";
-                res.setEncoding("utf8")
-                    .on("data", (c) => (text += c))
-                    .on("end", () => resolve({ status: res.statusCode!, headers: res.headers, body: text }));
-            },
-        );
-        req.on("error", reject);
-        for (let i = 0; body && i < body.length; i += 64 * 1024) req.write(body.subarray(i, i + 64 * 1024));
-        req.end();
-    });
-}
+const fetchVia = (pool: string, url: string, body?: Buffer) => client.fetch(pool, url, body);
 
 test("a 1 MB request body streams through the gateway and the member intact", async () => {
     const body = crypto.randomBytes(1024 * 1024);

@@ -30,7 +30,14 @@ export interface Admitted {
     target: string;
     /** Ends the client's in-flight slot; call exactly once when the request or tunnel ends. */
     leave(): void;
+    /** What the lease was asked for: a retry asks the same, less the members already tried. */
+    ask: FleetAcquireRequest;
+    /** The username's `_retries_<n>`: lowers the pool's `gateway.retries` for this request. */
+    retries?: number;
 }
+
+/** A gateway acquire: the lease request (AcquireRequest) as the gateway fills it in. */
+export type FleetAcquireRequest = Parameters<Fleet["acquire"]>[0];
 
 export interface AdmissionRequest {
     username: string;
@@ -81,7 +88,7 @@ export class Admission {
             return no("forbidden", `token "${token.name}" lacks the \`lease\` scope the gateway needs`, challenge);
         const parsed = parseUsername(r.username);
         if (!parsed.ok) return no("bad_username", parsed.message);
-        const { pool, session, zone } = parsed.user;
+        const { pool, session, zone, retries } = parsed.user;
         if (pool !== undefined && !this.fleet.hasPool(pool)) return no("unknown_pool", `no pool named "${pool}"`);
         const limit = token.gatewayConcurrency;
         const now = this.inFlight.get(token.name) ?? 0;
@@ -109,12 +116,21 @@ export class Admission {
             }
             return {
                 ok: true as const,
-                admitted: { client: token.name, lease: got.lease, pool: got.lease.proxy.pool, session, target, leave },
+                admitted: {
+                    client: token.name,
+                    lease: got.lease,
+                    pool: got.lease.proxy.pool,
+                    session,
+                    target,
+                    leave,
+                    ask,
+                    retries,
+                },
             };
         };
+        const ask: FleetAcquireRequest = { pool, target, session, zone, ttlSeconds: this.ttlSeconds };
         // The first attempt is the request's one refusal the autoscaler hears of; a waiter's retries are not new demand.
-        const acquire = (via: "gateway" | null) =>
-            this.fleet.acquire({ pool, target, session, zone, ttlSeconds: this.ttlSeconds }, via);
+        const acquire = (via: "gateway" | null) => this.fleet.acquire(ask, via);
         const attempt = () => acquire(null);
         // Nothing free: wait in line for the pool's members (the same pool, zone and target) if waiting is on.
         const line = `${pool ?? "*"}|${zone ?? "*"}|${target}`;

@@ -74,6 +74,7 @@ export function memberFailure(err: NodeJS.ErrnoException, what: string): MemberF
 export function memberFailureAnswer(
     failure: MemberFailure,
     memberId: string,
+    attempts: number,
 ): { status: number; headers: Record<string, string>; text: string } {
     const text = body(failure.code, `member ${memberId} failed the request before answering (${failure.details})`);
     return {
@@ -84,11 +85,15 @@ export function memberFailureAnswer(
             "X-Egress-Error": failure.code,
             "X-Egress-Proxy": memberId,
             "Proxy-Status": memberProxyStatus(failure, memberId),
+            [ATTEMPTS]: String(attempts),
             Connection: "close",
         },
         text,
     };
 }
+
+/** How many members the request went to (retries.ts): on every answer that came from or through one. */
+export const ATTEMPTS = "X-Egress-Attempts";
 
 /** The pool label of an unavailable answer: the username's pool part (already validated by admission), else any pool. */
 export function poolLabel(username: string): string {

@@ -1,3 +1,4 @@
+import type { EventEmitter } from "node:events";
 import type { Socket } from "node:net";
 import type { Admitted } from "./admission";
 
@@ -7,6 +8,8 @@ import type { Admitted } from "./admission";
 export interface Flight extends Admitted {
     kind: "http" | "connect";
     startedAt: bigint;
+    /** What closes when the request or tunnel is over (the answer, or the tunnel's socket): its lease then goes back. */
+    closes: EventEmitter;
     socket: Socket;
     read0: number;
     written0: number;
@@ -24,6 +27,16 @@ export interface Flight extends Admitted {
     /** The gateway itself cut it (lease TTL, shutdown): not the member's fault. */
     cutByGateway?: boolean;
     ended: boolean;
+    /** Which attempt of its request this is (1 = the first; retries.ts makes the others). */
+    attempt: number;
+    /** The members of this attempt and the ones before it: the next attempt leases none of them. */
+    tried: string[];
+    /** The request can go to another member if this attempt fails before its answer (replay.ts; CONNECT: until open). */
+    replayable: boolean;
+    /** A replayable plain request's body, sent whole to each member; undefined = stream the client's. */
+    body?: Buffer;
+    /** Ended because another member took the request over, for this reason (retries.ts). */
+    retriedFor?: string;
 }
 
 export const CLIENT_GONE = Symbol("egress.gateway.clientGone");

@@ -1,4 +1,7 @@
+import type { EventEmitter } from "node:events";
+import type { Socket } from "node:net";
 import type { Logger } from "pino";
+import type { Admitted } from "./admission";
 import type { Fleet } from "../fleet/fleet";
 import type { ReleaseOutcome } from "../leases";
 import type { GatewayMetrics } from "../observe/gateway-metrics";
@@ -26,8 +29,46 @@ export class Flights {
         },
     ) {}
 
-    add(f: Flight): void {
+    /**
+     * The flight of one attempt: `a`'s lease, released when `closes` closes (or earlier, when another
+     * member takes the request over). A retry's attempt continues `prev`: its byte marks (the request's
+     * bytes are counted once, at its last attempt), its tried members and its body.
+     */
+    launch(
+        a: Admitted,
+        how: {
+            kind: Flight["kind"];
+            socket: Socket;
+            closes: EventEmitter;
+            ttlSeconds: number;
+            replayable: boolean;
+            body?: Buffer;
+        },
+        prev?: Flight,
+    ): Flight {
+        const socket = how.socket as TaggedSocket;
+        const f: Flight = {
+            ...a,
+            kind: how.kind,
+            closes: how.closes,
+            startedAt: process.hrtime.bigint(),
+            socket,
+            read0: prev?.read0 ?? socket[MARK]?.read ?? 0,
+            written0: prev?.written0 ?? socket[MARK]?.written ?? 0,
+            tunnel: "none",
+            ended: false,
+            attempt: (prev?.attempt ?? 0) + 1,
+            tried: [...(prev?.tried ?? []), a.lease.proxy.id],
+            replayable: how.replayable,
+            body: how.body,
+        };
+        f.cut = setTimeout(() => {
+            f.cutByGateway = true;
+            socket.destroy();
+        }, how.ttlSeconds * 1000).unref();
         this.open.add(f);
+        how.closes.once("close", () => this.end(f));
+        return f;
     }
 
     /** Resolves once every open flight was released, or after `ms` (a close event that never comes). */
@@ -77,14 +118,19 @@ export class Flights {
                     "releasing a gateway lease failed; its member stays leased until the lease's TTL",
                 ),
             );
-        this.o.metrics.request(f.pool, f.kind, outcome);
-        const s = f.socket as TaggedSocket;
-        this.o.metrics.bytes(f.pool, s.bytesRead - f.read0, s.bytesWritten - f.written0);
-        s[MARK] = { read: s.bytesRead, written: s.bytesWritten };
-        this.o.recent.record(
-            { client: f.client, pool: f.pool, session: f.session, target: f.target },
-            f.lease.proxy.id,
-        );
+        this.o.metrics.attempt(f.pool, f.kind, outcome);
+        // A retried attempt is one step of its request: the request's outcome, bytes and member are its last attempt's.
+        if (f.retriedFor !== undefined) this.o.metrics.retried(f.pool, f.retriedFor);
+        else {
+            this.o.metrics.request(f.pool, f.kind, outcome);
+            const s = f.socket as TaggedSocket;
+            this.o.metrics.bytes(f.pool, s.bytesRead - f.read0, s.bytesWritten - f.written0);
+            s[MARK] = { read: s.bytesRead, written: s.bytesWritten };
+            this.o.recent.record(
+                { client: f.client, pool: f.pool, session: f.session, target: f.target },
+                f.lease.proxy.id,
+            );
+        }
         if (this.o.log.isLevelEnabled("debug"))
             this.o.log.debug(
                 {
@@ -95,10 +141,12 @@ export class Flights {
                     kind: f.kind,
                     status: f.status,
                     outcome,
+                    attempt: f.attempt,
+                    ...(f.retriedFor !== undefined && { retriedFor: f.retriedFor }),
                     released: released instanceof Promise ? "pending" : released.ok,
                     ms: Number(process.hrtime.bigint() - f.startedAt) / 1e6,
                 },
-                "gateway request",
+                f.retriedFor === undefined ? "gateway request" : "gateway attempt retried on another member",
             );
     }
 }

@@ -1,6 +1,13 @@
 import type * as http from "node:http";
 import * as net from "node:net";
-import { memberFailure, memberFailureAnswer, type MemberFailure, memberProxyStatus, rawHead } from "./answers";
+import {
+    ATTEMPTS,
+    memberFailure,
+    memberFailureAnswer,
+    type MemberFailure,
+    memberProxyStatus,
+    rawHead,
+} from "./answers";
 import type { Flight } from "./flight";
 import { timeConnect } from "./forward-http";
 import type { MemberHop } from "./member-hop";
@@ -12,8 +19,6 @@ import type { MemberHop } from "./member-hop";
  * member failure is answered with a standard status (502/504) and `Proxy-Status`, never a private code.
  */
 
-/** How long a member may take to answer the CONNECT (it connects to the target first). */
-export const MEMBER_CONNECT_ANSWER_MS = 30_000;
 /** The most a member's CONNECT answer head may hold; a bigger one is not a proxy's answer. */
 const MAX_ANSWER_HEAD = 16 * 1024;
 const HEAD_END = Buffer.from("\r\n\r\n");
@@ -23,6 +28,13 @@ export interface TunnelEvents {
     opened(): void;
     /** The member answered the CONNECT with another status. */
     refused(): void;
+    /**
+     * The member failed the CONNECT before the tunnel opened (or answered it with a 5xx of its own):
+     * whether another member takes the tunnel over, given to `then` (forward-http.ts' AttemptEvents).
+     */
+    failed(reason: string, then: (retrying: boolean) => void): void;
+    /** How long the member may take to answer the CONNECT (it connects to the target first): forward-http.ts' MEMBER_ANSWER_MS unless set. */
+    answerMs: number;
 }
 
 /** The status relayed for a member's non-200 answer: its own, unless a client could not act on it. */
@@ -54,16 +66,19 @@ export function forwardConnect(
         f.memberFailed = true;
         clearTimeout(answerTimer);
         member.destroy();
-        if (!client.writable) return void client.destroy();
-        const a = memberFailureAnswer(failure, memberId);
-        rawHead(client, a.status, a.headers);
-        client.end(a.text);
+        events.failed(failure.type, (retrying) => {
+            if (retrying) return;
+            if (!client.writable) return void client.destroy();
+            const a = memberFailureAnswer(failure, memberId, f.attempt);
+            rawHead(client, a.status, a.headers);
+            client.end(a.text);
+        });
     };
     timeConnect(member, (err) => fail(memberFailure(err, "connecting to the member")));
     member.once("connect", () => {
         answerTimer = setTimeout(
             () => fail({ code: "member_timeout", type: "connection_timeout", details: "no answer to the CONNECT" }),
-            MEMBER_CONNECT_ANSWER_MS,
+            events.answerMs,
         ).unref();
         const auth = hop.authorization ? `Proxy-Authorization: ${hop.authorization}\r\n` : "";
         member.write(`CONNECT ${req.url} HTTP/1.1\r\nHost: ${req.url}\r\n${auth}\r\n`);
@@ -96,7 +111,9 @@ export function forwardConnect(
         settled = true;
         open = true;
         events.opened();
-        client.write("HTTP/1.1 200 Connection Established\r\n\r\n");
+        // The tunnel's head stays as it always was unless a retry happened: clients parse it minimally.
+        const attempts = f.attempt > 1 ? `${ATTEMPTS}: ${f.attempt}\r\n` : "";
+        client.write(`HTTP/1.1 200 Connection Established\r\n${attempts}\r\n`);
         // Bytes either side sent past its head belong to the tunnel.
         if (got.length > end + 4) client.write(got.subarray(end + 4));
         if (head.length > 0) member.write(head);
@@ -111,20 +128,28 @@ export function forwardConnect(
         if (status === 502) return fail({ code: "member_unreachable", type: "destination_unavailable", details });
         settled = true;
         member.destroy();
-        if (!client.writable) return void client.destroy();
         const type = status === 504 ? "connection_timeout" : "destination_unavailable";
-        rawHead(
-            client,
-            status,
-            {
-                "Content-Length": "0",
-                "X-Egress-Proxy": memberId,
-                "Proxy-Status": memberProxyStatus({ code: "member_unreachable", type, details }, memberId),
-                Connection: "close",
-            },
-            status === code && reason ? reason : undefined,
-        );
-        client.end();
+        const relay = () => {
+            if (!client.writable) return void client.destroy();
+            rawHead(
+                client,
+                status,
+                {
+                    "Content-Length": "0",
+                    "X-Egress-Proxy": memberId,
+                    "Proxy-Status": memberProxyStatus({ code: "member_unreachable", type, details }, memberId),
+                    [ATTEMPTS]: String(f.attempt),
+                    Connection: "close",
+                },
+                status === code && reason ? reason : undefined,
+            );
+            client.end();
+        };
+        // A 5xx is the member's trouble reaching the target: another member may reach it. A 4xx (a
+        // target the member's rules forbid, a bad request) would be the same anywhere: relayed.
+        if (status < 500) return relay();
+        f.memberFailed = true;
+        events.failed(type, (retrying) => retrying || relay());
     };
     member.on("data", onData);
     member.on("error", (err: NodeJS.ErrnoException) => {

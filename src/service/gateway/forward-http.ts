@@ -1,6 +1,7 @@
 import * as http from "node:http";
 import type { Socket } from "node:net";
-import { answer, memberFailure, memberFailureAnswer, type MemberFailure } from "./answers";
+import { answer, ATTEMPTS, memberFailure, memberFailureAnswer, type MemberFailure } from "./answers";
+import { isMemberError } from "./outcome";
 import type { Flight } from "./flight";
 import type { MemberHop } from "./member-hop";
 
@@ -65,17 +66,33 @@ export function timeConnect(socket: Socket, fail: (err: NodeJS.ErrnoException) =
 }
 
 /**
+ * What an attempt tells its request (server.ts, retries.ts): the member's head arrived, or the member
+ * failed before it. `failed` decides whether another member takes the request over and calls `then`
+ * with that decision (maybe later: the next lease may come from a store across the network).
+ */
+export interface AttemptEvents {
+    head(): void;
+    failed(reason: string, then: (retrying: boolean) => void): void;
+    /** How long the member may take to send its answer's head. */
+    answerMs: number;
+}
+
+/** How long a member may take by default to send its answer's head or answer a CONNECT (it connects to the origin first). */
+export const MEMBER_ANSWER_MS = 30_000;
+
+/**
  * Relays `req` through `hop` into `res`. `f` gets the relayed status and headers (the outcome reads
- * them) and `complete` once the whole answer reached the client; `onHead` runs when the member's head
- * arrives. A member failing before its head is answered 502/504 with `Proxy-Status`; after it, the
- * client's connection is cut (the answer cannot be completed honestly).
+ * them) and `complete` once the whole answer reached the client. A member failing before its head (or
+ * answering with its own proxy error, outcome.ts) is reported to `on.failed`; unless another member
+ * takes over, the client gets 502/504 with `Proxy-Status` (or the member's own error answer). After the
+ * head, the client's connection is cut (the answer cannot be completed honestly).
  */
 export function forwardHttp(
     req: http.IncomingMessage,
     res: http.ServerResponse,
     f: Flight,
     hop: MemberHop,
-    onHead: () => void,
+    on: AttemptEvents,
 ): void {
     const memberId = f.lease.proxy.id;
     const headers = endToEnd(req.rawHeaders);
@@ -97,15 +114,30 @@ export function forwardHttp(
         // Node refuses a header value the lenient parser let in: the client's mistake, no member tried.
         return answer(res, "bad_request", `a request header cannot be relayed: ${(e as Error).message}`);
     }
+    const headTimer = setTimeout(() => {
+        const err: NodeJS.ErrnoException = new Error(`no answer in ${on.answerMs} ms`);
+        err.code = "ETIMEDOUT";
+        up.destroy(err);
+    }, on.answerMs).unref();
+    let failed = false;
     const fail = (failure: MemberFailure) => {
+        clearTimeout(headTimer);
+        // Once per attempt: a late error of an attempt another member took over must not touch its answer.
+        if (failed) return;
         if (res.headersSent || res.destroyed) return void res.destroy();
+        failed = true;
         f.memberFailed = true;
-        const a = memberFailureAnswer(failure, memberId);
-        res.writeHead(a.status, a.headers).end(a.text);
+        on.failed(failure.type, (retrying) => {
+            if (retrying || res.headersSent) return;
+            if (res.destroyed) return;
+            const a = memberFailureAnswer(failure, memberId, f.attempt);
+            res.writeHead(a.status, a.headers).end(a.text);
+        });
     };
     up.once("socket", (s: Socket) => timeConnect(s, (err) => up.destroy(err)));
     up.on("error", (err: NodeJS.ErrnoException) => fail(memberFailure(err, "relaying the request")));
     up.once("response", (answer: http.IncomingMessage) => {
+        clearTimeout(headTimer);
         if (answer.statusCode === 407) {
             // The member refused the gateway's own credentials: a configuration error, not the client's to fix.
             answer.resume();
@@ -118,24 +150,44 @@ export function forwardHttp(
         const relayed = endToEnd(answer.rawHeaders);
         f.status = answer.statusCode;
         f.rawHeaders = relayed;
-        onHead();
+        if (!isMemberError(answer.statusCode!, relayed)) return relay(answer, relayed);
+        // The member's own error (it could not reach the origin, …): another member may do better; the
+        // answer waits, unread, for that decision.
+        failed = true;
+        on.failed("member_error", (retrying) => {
+            if (retrying) return void up.destroy();
+            if (res.destroyed) return void up.destroy();
+            relay(answer, relayed);
+        });
+    });
+    const relay = (answer: http.IncomingMessage, relayed: string[]) => {
+        on.head();
         // Which member served it: for logs and for a client that reports blocks by member.
-        res.writeHead(answer.statusCode!, answer.statusMessage, [...relayed, "X-Egress-Proxy", memberId]);
+        res.writeHead(answer.statusCode!, answer.statusMessage, [
+            ...relayed,
+            "X-Egress-Proxy",
+            memberId,
+            ATTEMPTS,
+            String(f.attempt),
+        ]);
         answer.on("error", () => res.destroy());
         answer.pipe(res);
         // A member that breaks off mid-answer: the client must see the answer end early, not wait.
         answer.once("close", () => {
             if (!answer.complete) res.destroy();
         });
-    });
+    };
     res.once("finish", () => {
         f.complete = true;
     });
     // The client left (or the gateway cut it) before the whole answer: stop the member's side too. A
     // finished answer leaves the member's connection to its agent, for the next request.
     res.once("close", () => {
+        clearTimeout(headTimer);
         if (!res.writableFinished) up.destroy();
     });
+    // A replayable request's body is the gateway's (read whole, or none): each attempt sends all of it.
+    if (f.body !== undefined) return void up.end(f.body);
     req.on("error", () => up.destroy());
     req.pipe(up);
 }

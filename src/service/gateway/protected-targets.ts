@@ -65,6 +65,15 @@ export class ProtectedTargets {
         return hit && `${host}:${port} is ${hit.what} (or this machine on its port): the gateway does not relay there`;
     }
 
+    /**
+     * Hands a request on (`go`) unless its target is protected (`refuse` with why). Ordinary targets are
+     * handed on at once; a target on a protected port waits for the check.
+     */
+    guard(host: string, port: number, refuse: (reason: string) => void, go: () => void): void {
+        if (!this.guards(port)) return go();
+        void this.refusal(host, port).then((reason) => (reason ? refuse(reason) : go()));
+    }
+
     private async isThisMachine(host: string): Promise<boolean> {
         if (localLiteral(host)) return true;
         const mine = interfaceAddresses();

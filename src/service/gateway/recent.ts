@@ -1,3 +1,6 @@
+import type { Fleet } from "../fleet/fleet";
+import { type MaybePromise, settle } from "../store/types";
+
 /**
  * Which member last served a client's (pool, session, target), so a client can report a block the
  * gateway could not see (inside a CONNECT tunnel) without knowing member ids: POST /v1/blocks.
@@ -46,3 +49,31 @@ export class RecentServes {
 
 /** JSON of the parts: unambiguous whatever a token name holds. */
 const keyOf = (k: ServedKey) => JSON.stringify([k.client ?? null, k.pool, k.session ?? null, k.target]);
+
+/**
+ * POST /v1/blocks: the member that last served this client's (pool, session, target) through the
+ * gateway rests for the target as after a `blocked` release. For answers the gateway cannot read
+ * (inside a CONNECT tunnel) or blocks only the client recognises (a captcha page with status 200).
+ */
+export function reportServedBlock(
+    recent: RecentServes,
+    fleet: Pick<Fleet, "reportBlocked">,
+    k: ServedKey,
+): MaybePromise<{ ok: true; proxyId: string; until: number } | { ok: false; message: string }> {
+    const target = k.target.toLowerCase();
+    const served = recent.get({ ...k, target });
+    const what = `pool "${k.pool}", target "${target}"${k.session ? `, session "${k.session}"` : ""}`;
+    if (!served)
+        return {
+            ok: false,
+            message: `the gateway served no request for ${what} with this token in the last ${recent.windowSeconds} s`,
+        };
+    return settle(fleet.reportBlocked(served.proxyId, target), (until) => {
+        if (until === undefined)
+            return {
+                ok: false as const,
+                message: `the member that served ${what} (${served.proxyId}) has left the stack`,
+            };
+        return { ok: true as const, proxyId: served.proxyId, until };
+    });
+}

@@ -6,18 +6,23 @@ import type { StoredToken } from "../http/auth";
 import type { Fleet } from "../fleet/fleet";
 import { Admission, type Refusal, refusal } from "./admission";
 import { answer, CONNECT_TARGET, cut, isAbsoluteHttp, poolLabel, rawAnswer } from "./answers";
-import { CLIENT_GONE, type Flight, MARK, type TaggedSocket } from "./flight";
+import { CLIENT_GONE, type Flight, type TaggedSocket } from "./flight";
 import { Flights } from "./flights";
 import { forwardConnect } from "./forward-connect";
-import { forwardHttp } from "./forward-http";
+import { forwardHttp, MEMBER_ANSWER_MS } from "./forward-http";
+import { readBody, replayOf } from "./replay";
+import { Retries } from "./retries";
 import { MemberHops } from "./member-hop";
 import { proxyCredentials } from "./proxy-auth";
-import { type MaybePromise, settle } from "../store/types";
+import { settle } from "../store/types";
 import type { GatewayMetrics } from "../observe/gateway-metrics";
 import { type BlockRules, DEFAULT_BLOCK_RULES } from "./outcome";
-import { RecentServes, type ServedKey } from "./recent";
+import { RecentServes, reportServedBlock, type ServedKey } from "./recent";
 import { type ProtectedEndpoint, ProtectedTargets } from "./protected-targets";
 import { gatewayWaitingRoom, type WaitingRoom } from "./waiting";
+
+/** The body of a request that has none: replayable as it is. */
+const NO_BODY = Buffer.alloc(0);
 
 /** How long a gateway request waits for a busy pool by default: a few seconds, then 503 + Retry-After. */
 export const DEFAULT_GATEWAY_WAIT_MS = 5000;
@@ -48,6 +53,11 @@ export interface GatewayOptions {
     waitMs?: number;
     /** Most requests waiting at once. @default 1000 */
     maxWaiting?: number;
+    /**
+     * How long a member may take to send its answer's head (plain HTTP) or answer a CONNECT before the
+     * attempt fails 504 `member_timeout` (and may be retried on another member). @default 30000
+     */
+    memberAnswerMs?: number;
 }
 
 /**
@@ -70,6 +80,8 @@ export class Gateway {
     /** Requests and tunnels whose lease is not released yet; `close` waits for them. */
     private readonly flights: Flights;
     private readonly guarded: ProtectedTargets;
+    private readonly retries: Retries;
+    private readonly answerMs: number;
 
     constructor(private readonly o: GatewayOptions) {
         this.ttlSeconds = o.leaseTtlSeconds ?? 3600;
@@ -77,20 +89,18 @@ export class Gateway {
         this.stopKicking = o.fleet.onRelease(() => this.room.kick());
         this.admission = new Admission(o.tokens, o.fleet, this.ttlSeconds, this.room);
         this.flights = new Flights({ ...o, rules: o.blockRules ?? DEFAULT_BLOCK_RULES, recent: this.recent });
+        this.answerMs = o.memberAnswerMs ?? MEMBER_ANSWER_MS;
+        this.retries = new Retries({ fleet: o.fleet, flights: this.flights, ttlSeconds: this.ttlSeconds });
         this.guarded = new ProtectedTargets(o.protectedTargets);
     }
 
-    /**
-     * Hands the request on unless its target is protected (403 `forbidden_target`). Ordinary targets are
-     * handed on at once; a target on a protected port waits for the check.
-     */
+    /** Hands the request on unless its target is protected (403 `forbidden_target`: protected-targets.ts). */
     private guard(host: string, port: number, refuse: (reason: string) => void, go: () => void): void {
-        if (!this.guarded.guards(port)) return go();
-        void this.guarded.refusal(host, port).then((reason) => {
-            if (!reason) return go();
+        const refused = (why: string) => {
             this.o.metrics.refused("forbidden_target");
-            refuse(reason);
-        });
+            refuse(why);
+        };
+        this.guarded.guard(host, port, refused, go);
     }
 
     async listen(): Promise<{ port: number; url: string }> {
@@ -122,17 +132,21 @@ export class Gateway {
                 );
             }
             const target = new URL(req.url!);
-            this.guard(
-                target.hostname,
-                Number(target.port || 80),
-                (why) => answer(res, "forbidden_target", why),
-                () =>
-                    this.enter(req, "http", target.hostname, res, {
-                        refuse: (r) => answer(res, r.code, r.message, r.headers),
-                        go: (f) =>
-                            forwardHttp(req, res, f, this.hops.of(f.lease.proxy.url), () => this.flights.answered(f)),
-                    }),
-            );
+            const admit = (body: Buffer | undefined) =>
+                this.guard(
+                    target.hostname,
+                    Number(target.port || 80),
+                    (why) => answer(res, "forbidden_target", why),
+                    () =>
+                        this.enter(req, "http", target.hostname, res, body, {
+                            refuse: (r) => answer(res, r.code, r.message, r.headers),
+                            go: (f) => this.forwardHttp(req, res, f),
+                        }),
+                );
+            // A small body of an idempotent request is read whole first, so a retry can send it again.
+            const replay = replayOf(req.method, req.headers);
+            if (replay === "buffer") return readBody(req, (b) => b && admit(b));
+            admit(replay === "empty" ? NO_BODY : undefined);
         });
         server.on("connect", (req: http.IncomingMessage, socket: Socket, head: Buffer) => {
             const m = CONNECT_TARGET.exec(req.url ?? "");
@@ -149,13 +163,10 @@ export class Gateway {
                 Number(m[2]),
                 (why) => rawAnswer(socket, "forbidden_target", why),
                 () =>
-                    this.enter(req, "connect", m[1], socket, {
+                    // Until the tunnel opens, nothing of the client's went anywhere: a CONNECT is replayable.
+                    this.enter(req, "connect", m[1], socket, NO_BODY, {
                         refuse: (r) => rawAnswer(socket, r.code, r.message, r.headers),
-                        go: (f) =>
-                            forwardConnect(req, socket, head, f, this.hops.of(f.lease.proxy.url), {
-                                opened: () => this.flights.tunnel(f, "open"),
-                                refused: () => this.flights.tunnel(f, "refused"),
-                            }),
+                        go: (f) => this.forwardConnect(req, socket, head, f),
                     }),
             );
         });
@@ -172,16 +183,38 @@ export class Gateway {
         return { port, url: `http://${host}:${port}` };
     }
 
+    /** One attempt of a plain request; a failed one may hand the request to another member (retries.ts). */
+    private forwardHttp(req: http.IncomingMessage, res: http.ServerResponse, f: Flight): void {
+        forwardHttp(req, res, f, this.hops.of(f.lease.proxy.url), {
+            head: () => this.flights.answered(f),
+            failed: (why, then) => this.retries.failed(f, why, then, (next) => this.forwardHttp(req, res, next)),
+            answerMs: this.answerMs,
+        });
+    }
+
+    /** One attempt of a tunnel: retried on another member only while it has not opened. */
+    private forwardConnect(req: http.IncomingMessage, socket: Socket, head: Buffer, f: Flight): void {
+        forwardConnect(req, socket, head, f, this.hops.of(f.lease.proxy.url), {
+            opened: () => this.flights.tunnel(f, "open"),
+            refused: () => this.flights.tunnel(f, "refused"),
+            failed: (why, then) =>
+                this.retries.failed(f, why, then, (next) => this.forwardConnect(req, socket, head, next)),
+            answerMs: this.answerMs,
+        });
+    }
+
     /**
      * Admits one request or tunnel (readiness, credentials, a lease: admission.ts) and hands its Flight
      * to `go`, or answers the refusal. The lease is released when `closes` (the answer, or the tunnel's
-     * socket) closes, however that comes about.
+     * socket) closes, however that comes about. `body`: what a retry would send again (undefined: the
+     * request streams its body and is never replayed).
      */
     private enter(
         req: http.IncomingMessage,
         kind: Flight["kind"],
         hostname: string,
         closes: EventEmitter,
+        body: Buffer | undefined,
         to: { refuse(r: Refusal): void; go(f: Flight): void },
     ): void {
         const ready = this.o.ready();
@@ -216,22 +249,15 @@ export class Gateway {
                     );
                 return to.refuse(got.refusal);
             }
-            const f: Flight = {
-                ...got.admitted,
+            const replayable = body !== undefined;
+            const f = this.flights.launch(got.admitted, {
                 kind,
-                startedAt: process.hrtime.bigint(),
                 socket,
-                read0: socket[MARK]?.read ?? 0,
-                written0: socket[MARK]?.written ?? 0,
-                tunnel: "none",
-                ended: false,
-            };
-            f.cut = setTimeout(() => {
-                f.cutByGateway = true;
-                socket.destroy();
-            }, this.ttlSeconds * 1000).unref();
-            this.flights.add(f);
-            closes.once("close", () => this.flights.end(f));
+                closes,
+                ttlSeconds: this.ttlSeconds,
+                replayable,
+                body: kind === "http" ? body : undefined,
+            });
             // The client left while the request waited for a member (or for the store): no close
             // event is coming, so the lease goes back now.
             if (socket.destroyed) {
@@ -273,27 +299,9 @@ export class Gateway {
 
     /**
      * POST /v1/blocks: the member that last served this client's (pool, session, target) through the
-     * gateway rests for the target as after a `blocked` release. For answers the gateway cannot read
-     * (inside a CONNECT tunnel) or blocks only the client recognises (a captcha page with status 200).
+     * gateway rests for the target as after a `blocked` release (recent.ts).
      */
-    reportBlock(
-        k: ServedKey,
-    ): MaybePromise<{ ok: true; proxyId: string; until: number } | { ok: false; message: string }> {
-        const target = k.target.toLowerCase();
-        const served = this.recent.get({ ...k, target });
-        const what = `pool "${k.pool}", target "${target}"${k.session ? `, session "${k.session}"` : ""}`;
-        if (!served)
-            return {
-                ok: false,
-                message: `the gateway served no request for ${what} with this token in the last ${this.recent.windowSeconds} s`,
-            };
-        return settle(this.o.fleet.reportBlocked(served.proxyId, target), (until) => {
-            if (until === undefined)
-                return {
-                    ok: false as const,
-                    message: `the member that served ${what} (${served.proxyId}) has left the stack`,
-                };
-            return { ok: true as const, proxyId: served.proxyId, until };
-        });
+    reportBlock(k: ServedKey): ReturnType<typeof reportServedBlock> {
+        return reportServedBlock(this.recent, this.o.fleet, k);
     }
 }

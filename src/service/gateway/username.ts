@@ -6,11 +6,13 @@ import { sessionKeySchema, SESSION_KEY_RULE } from "../leases/session-key";
  * user part of its proxy URL (`http://<username>:<token>@127.0.0.1:8888`).
  *
  *   username := [ pool ] ( "_" option )*
- *   option   := "session_" key | "target_" host | "zone_" zone   (each at most once, in any order)
+ *   option   := "session_" key | "target_" host | "zone_" zone | "retries_" n   (each at most once, in any order)
  *   pool     := a DNS-1123 label (what pool names are, src/model/fields.ts); empty = any pool
  *   key      := 1–64 of [A-Za-z0-9-]
  *   host     := 1–253 of [a-z0-9.-] (lower-cased), no empty or edge-dashed label
  *   zone     := 1–63 of [A-Za-z0-9.:-], as the member's `zone` (a zone with `_` in it cannot be named here)
+ *   n        := 0–5, the most retries on another member for this request: it lowers the pool's
+ *               `gateway.retries`, never raises it (the pool's bound protects its members)
  *
  * `_` is the separator because no pool name, session key or host name may contain it: a pool called
  * `a-session-b` reads `a-session-b_session_k1` unambiguously, where a `-session-` grammar could not.
@@ -21,6 +23,8 @@ export interface GatewayUser {
     session?: string;
     target?: string;
     zone?: string;
+    /** At most this many retries (the pool's `gateway.retries` still caps it). */
+    retries?: number;
 }
 
 export type ParsedUser = { ok: true; user: GatewayUser } | { ok: false; message: string };
@@ -29,10 +33,11 @@ export type ParsedUser = { ok: true; user: GatewayUser } | { ok: false; message:
 export const MAX_USERNAME = 400;
 const HOST_LABEL = /^[a-z0-9]([a-z0-9-]*[a-z0-9])?$/;
 const ZONE = /^[A-Za-z0-9.:-]{1,63}$/;
+const RETRIES = /^[0-5]$/;
 
 /** The username grammar in one line, for error messages. */
 export const GRAMMAR =
-    "<pool>[_session_<key>][_target_<host>][_zone_<zone>] (empty pool: any pool; `_` separates, no part may hold it)";
+    "<pool>[_session_<key>][_target_<host>][_zone_<zone>][_retries_<n>] (empty pool: any pool; `_` separates the parts)";
 
 /** True for a host name or IPv4 address the lease target accepts (lower-case, dot-separated labels). */
 export function isTargetHost(host: string): boolean {
@@ -71,8 +76,13 @@ export function parseUsername(raw: string): ParsedUser {
             if (user.zone !== undefined) return bad("gives `zone` twice");
             if (!ZONE.test(value)) return bad("has a zone that is not 1–63 of letters, digits, '.', ':' and '-'");
             user.zone = value;
+        } else if (name === "retries") {
+            if (user.retries !== undefined) return bad("gives `retries` twice");
+            if (!RETRIES.test(value)) return bad("has a retries count that is not a whole number from 0 to 5");
+            user.retries = Number(value);
         } else {
-            return bad(`has an unknown option ${quote(name)} (known: session, target, zone)`);
+            // "(known: …)" names the options with a text value; `retries` is the one numeric flag.
+            return bad(`has an unknown option ${quote(name)} (known: session, target, zone), and it is not retries`);
         }
     }
     return { ok: true, user };

@@ -22,7 +22,7 @@ export const ERRORS = {
     not_scalable: { status: 400, when: "the pool's kind cannot be scaled (a static list)" },
     bad_username: {
         status: 400,
-        when: "(gateway) the proxy username does not follow `<pool>[_session_<key>][_target_<host>][_zone_<zone>]`",
+        when: "(gateway) the proxy username does not follow `<pool>[_session_<key>][_target_<host>][_zone_<zone>][_retries_<n>]`",
     },
     unauthenticated: { status: 401, gateway: 407, when: "no token, or one that matches none" },
     forbidden: { status: 403, gateway: 407, when: "the token lacks the scope the route needs" },

@@ -134,7 +134,14 @@ export class LeaseManager {
                 return { ok: true, lease: this.grant(m, req, now, key, session), rebound: false };
         }
         const scope = this.scope(req.pool);
-        const { best, total, skippedUntil } = pickLeastRecentlyUsed(scope, req.target, this.targets, now, req.zone);
+        const { best, total, skippedUntil } = pickLeastRecentlyUsed(
+            scope,
+            req.target,
+            this.targets,
+            now,
+            req.zone,
+            req.exclude,
+        );
         if (!best) return unavailable(scope, total, req, skippedUntil, now, this.o, this.targets);
         const lease = this.grant(best, req, now, key, session);
         return key === undefined ? { ok: true, lease } : { ok: true, lease, rebound: session !== undefined };

@@ -7,7 +7,7 @@ import type { AcquireRequest } from "./types";
  * eligible, unleased and rested (pool cooldown over, not resting for `target`). Each pool's ready list
  * is in LRU order, so its first rested member is its candidate; ties between pools go to the member that
  * joined first. Members whose pool cooldown ended are promoted first (paid once per release). With a
- * `zone`, only that zone's members count.
+ * `zone`, only that zone's members count; members in `exclude` never do.
  * `skippedUntil` is the earliest end of a target rest that was skipped (for an exact Retry-After).
  */
 export function pickLeastRecentlyUsed(
@@ -16,6 +16,7 @@ export function pickLeastRecentlyUsed(
     targets: TargetCooldowns,
     now: number,
     zone?: string,
+    exclude?: readonly string[],
 ): { best?: MemberRec; total: number; skippedUntil: number } {
     let best: MemberRec | undefined;
     let total = 0;
@@ -26,6 +27,8 @@ export function pickLeastRecentlyUsed(
         for (let m = pool.ready.first(); m; m = pool.ready.after(m)) {
             // Another zone's member: walked past (a zone-scoped acquire costs the members ahead of it).
             if (zone !== undefined && m.zone !== zone) continue;
+            // A member that already failed this request (a gateway retry): walked past like another zone's.
+            if (exclude !== undefined && exclude.includes(m.id)) continue;
             if (target !== undefined) {
                 const until = targets.until(target, m.id);
                 if (until > now) {
@@ -50,5 +53,6 @@ export function sessionSticks(m: MemberRec, req: AcquireRequest, targets: Target
     if (!m.eligible || m.lease) return false;
     if (req.pool !== undefined && m.pool.name !== req.pool) return false;
     if (req.zone !== undefined && m.zone !== req.zone) return false;
+    if (req.exclude?.includes(m.id)) return false;
     return req.target === undefined || targets.blockedUntil(req.target, m.id) <= now;
 }

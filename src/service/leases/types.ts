@@ -35,6 +35,11 @@ export interface AcquireRequest {
      * another zone is simply passed over, and a session bound to one moves.
      */
     zone?: string;
+    /**
+     * Members (ids) not to lease now: the gateway's retry asks for a member other than the ones that
+     * already failed this request. A session bound to one of them moves, as if its member were busy.
+     */
+    exclude?: readonly string[];
 }
 
 export type AcquireResult =

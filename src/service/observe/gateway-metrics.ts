@@ -26,6 +26,8 @@ const KINDS = ["http", "connect"] as const;
 export function createGatewayMetrics(registry: Registry, livePools?: () => Set<string>) {
     /** Pools that have series (only pools a lease was asked of, so configured ones: a handful). */
     const pools = new Set<string>();
+    /** Reasons retries were counted under (a handful of RFC 9209 types), for pruning a gone pool's series. */
+    const retryReasons = new Set<string>();
     const prune = (drop: (pool: string) => void) => {
         if (!livePools) return;
         const live = livePools();
@@ -39,6 +41,28 @@ export function createGatewayMetrics(registry: Registry, livePools?: () => Set<s
         collect() {
             prune((pool) => {
                 for (const kind of KINDS) for (const outcome of GATEWAY_OUTCOMES) this.remove({ pool, kind, outcome });
+            });
+        },
+    });
+    const attempts = new Counter({
+        name: "egress_gateway_attempts_total",
+        help: "Gateway attempts (one member each; a retried request has several) by pool, kind and the attempt's release outcome",
+        labelNames: ["pool", "kind", "outcome"],
+        registers: [registry],
+        collect() {
+            prune((pool) => {
+                for (const kind of KINDS) for (const outcome of GATEWAY_OUTCOMES) this.remove({ pool, kind, outcome });
+            });
+        },
+    });
+    const retries = new Counter({
+        name: "egress_gateway_retries_total",
+        help: "Gateway requests sent again to another member, by pool and why the member before failed (an RFC 9209 error type, or member_error: its own proxy error answer)",
+        labelNames: ["pool", "reason"],
+        registers: [registry],
+        collect() {
+            prune((pool) => {
+                for (const reason of retryReasons) this.remove({ pool, reason });
             });
         },
     });
@@ -94,6 +118,15 @@ export function createGatewayMetrics(registry: Registry, livePools?: () => Set<s
         request(pool: string, kind: (typeof KINDS)[number], outcome: GatewayOutcome): void {
             pools.add(pool);
             requests.inc({ pool, kind, outcome });
+        },
+        attempt(pool: string, kind: (typeof KINDS)[number], outcome: GatewayOutcome): void {
+            pools.add(pool);
+            attempts.inc({ pool, kind, outcome });
+        },
+        retried(pool: string, reason: string): void {
+            pools.add(pool);
+            retryReasons.add(reason);
+            retries.inc({ pool, reason });
         },
         upstreamLatency(pool: string, seconds: number): void {
             latency.observe({ pool }, seconds);

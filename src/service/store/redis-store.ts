@@ -152,6 +152,7 @@ export class RedisLeaseStore implements LeaseStore {
                 req.ttlSeconds ?? 0,
                 randomUUID(),
                 req.zone ?? "",
+                ...(req.exclude ?? []),
             ),
         )) as Reply;
         if (r[0] === 0)

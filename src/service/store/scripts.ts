@@ -116,12 +116,15 @@ end
 expire()
 `;
 
-/** ARGV: pool, target, session ('' = none), ttlSeconds, lease id, zone ('' = any). */
+/** ARGV: pool, target, session ('' = none), ttlSeconds, lease id, zone ('' = any), then members to exclude (any number). */
 export const ACQUIRE =
     PRELUDE +
     `
 local pool, target, session, ttl, id, zone = ARGV[A], ARGV[A + 1], ARGV[A + 2], tonumber(ARGV[A + 3]), ARGV[A + 4], ARGV[A + 5]
-local function inzone(m) return zone == '' or (redis.call('HGET', P .. 'zone', m) or '') == zone end
+-- Members that already failed this request (a gateway retry): passed over like another zone's.
+local excluded = {}
+for i = A + 6, #ARGV do excluded[ARGV[i]] = true end
+local function inzone(m) return not excluded[m] and (zone == '' or (redis.call('HGET', P .. 'zone', m) or '') == zone) end
 if ttl == nil or ttl <= 0 then ttl = S.dttl end
 ttl = math.min(S.mttl, math.max(1, math.floor(ttl)))
 local skey = session ~= '' and (pool .. '\\n' .. session) or ''

@@ -1,0 +1,78 @@
+import { GATEWAY_RETRIES_DEFAULT } from "../../model";
+import type { Fleet, FleetAcquire } from "../fleet/fleet";
+import type { Admitted } from "./admission";
+import type { Flight } from "./flight";
+import type { Flights } from "./flights";
+
+/**
+ * Retries on another member (issue 21): an attempt whose member failed it before answering hands its
+ * request to a member not tried yet, while the request is replayable (replay.ts; a CONNECT until its
+ * tunnel opens) and the pool's `gateway.retries` (lowered by the username's `_retries_<n>`) allows.
+ * The next lease is taken before the failed one is released, so the failed member cannot be picked
+ * again by this request nor, in between, handed a busy member's place; `exclude` keeps the members
+ * tried before it out too. Every attempt is released with its own outcome (the failed one `error`).
+ * When no other member is free now, the failure is given back at once: the wait for a busy pool
+ * (waiting.ts) is for a request's first member, and a crawler told "member failed" retries by itself.
+ */
+export class Retries {
+    constructor(
+        private readonly o: {
+            fleet: Pick<Fleet, "acquire" | "release" | "poolConfigs">;
+            /** Where the failed attempt ends and the next one starts; `closing` (shutdown): no new attempts. */
+            flights: Pick<Flights, "end" | "launch" | "closing">;
+            /** The lease TTL of a gateway request (server.ts). */
+            ttlSeconds: number;
+        },
+    ) {}
+
+    /** How many retries `f`'s request may have: the pool's bound, lowered by the username's. */
+    budget(f: Pick<Flight, "pool" | "retries">): number {
+        const pool = this.o.fleet.poolConfigs().find((p) => p.name === f.pool);
+        const bound = pool?.gateway?.retries ?? GATEWAY_RETRIES_DEFAULT;
+        return f.retries === undefined ? bound : Math.min(bound, f.retries);
+    }
+
+    /**
+     * `f` failed for `reason` before its answer. Either another member takes the request over (`then(true)`,
+     * then `run` gets the new attempt's flight) or `then(false)`: the caller answers the failure.
+     */
+    failed(f: Flight, reason: string, then: (retrying: boolean) => void, run: (next: Flight) => void): void {
+        if (!f.replayable || f.ended || this.o.flights.closing || f.attempt > this.budget(f)) return then(false);
+        let got;
+        try {
+            got = this.o.fleet.acquire({ ...f.ask, exclude: f.tried }, null);
+        } catch {
+            return then(false);
+        }
+        const take = (g: FleetAcquire) => {
+            if (!g.ok) return then(false);
+            // The client left, or its request ended meanwhile: nobody to serve; the unused lease goes back.
+            if (f.ended || f.socket.destroyed) {
+                void Promise.resolve(this.o.fleet.release(g.lease.id, "ok")).catch(() => undefined);
+                return then(false);
+            }
+            f.retriedFor = reason;
+            // The client's in-flight slot moves to the next attempt: it is still the same request.
+            const leave = f.leave;
+            f.leave = () => undefined;
+            const { client, session, target, ask, retries } = f;
+            this.o.flights.end(f);
+            const a: Admitted = {
+                client,
+                session,
+                target,
+                ask,
+                retries,
+                lease: g.lease,
+                pool: g.lease.proxy.pool,
+                leave,
+            };
+            const next = this.o.flights.launch(a, { ...f, ttlSeconds: this.o.ttlSeconds }, f);
+            then(true);
+            run(next);
+        };
+        // A store across the network that fails now: the failure is given back, as when no member is free.
+        if (got instanceof Promise) got.then(take, () => then(false));
+        else take(got);
+    }
+}
