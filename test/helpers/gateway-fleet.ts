@@ -68,6 +68,7 @@ export async function startGatewayFleet(o: {
     const release = fleet.release.bind(fleet);
     fleet.release = (id, outcome) => {
         released.push({ proxy: members.get(id) ?? "?", outcome });
+        members.delete(id); // a long run (gateway-soak) must not see the test's own record as a leak
         return release(id, outcome);
     };
     const metrics = createMetrics();
