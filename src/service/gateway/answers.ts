@@ -30,6 +30,8 @@ const PROXY_STATUS_TYPES: Partial<Record<ErrorCode, string>> = {
     forbidden_target: "destination_ip_prohibited",
     over_limit: "connection_limit_reached",
     bad_request: "http_request_error",
+    headers_too_large: "http_request_error",
+    request_timeout: "http_request_error",
     bad_username: "http_request_error",
     unknown_pool: "http_request_error",
     unknown_zone: "http_request_error",
@@ -132,6 +134,22 @@ export function rawAnswer(socket: Socket, code: ErrorCode, message: string, extr
         Connection: "close",
     });
     socket.end(text);
+}
+
+/**
+ * What the gateway answers a request Node's parser gave up on (`clientError`): headers over Node's limit
+ * are a 431 and a head that did not arrive in time (`headersTimeout`) a 408, both standard codes a
+ * client can act on; anything else unreadable is a 400.
+ */
+export function clientErrorAnswer(err: NodeJS.ErrnoException): {
+    code: "bad_request" | "headers_too_large" | "request_timeout";
+    message: string;
+} {
+    if (err.code === "HPE_HEADER_OVERFLOW")
+        return { code: "headers_too_large", message: `the request's headers are over ${http.maxHeaderSize} bytes` };
+    if (err.code === "ERR_HTTP_REQUEST_TIMEOUT")
+        return { code: "request_timeout", message: "the request's head did not arrive in time" };
+    return { code: "bad_request", message: `not an HTTP request the gateway can read (${err.code ?? err.message})` };
 }
 
 /** Writes a status line and headers on a raw socket (`reason` defaults to the standard one). */

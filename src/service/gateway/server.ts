@@ -5,7 +5,7 @@ import type { Logger } from "pino";
 import type { StoredToken } from "../http/auth";
 import type { Fleet } from "../fleet/fleet";
 import { Admission, type Refusal, refusal } from "./admission";
-import { answer, CONNECT_TARGET, cut, isAbsoluteHttp, poolLabel, rawAnswer } from "./answers";
+import { answer, clientErrorAnswer, CONNECT_TARGET, cut, isAbsoluteHttp, poolLabel, rawAnswer } from "./answers";
 import { CLIENT_GONE, type Flight, type TaggedSocket } from "./flight";
 import { Flights } from "./flights";
 import { forwardConnect } from "./forward-connect";
@@ -53,6 +53,8 @@ export interface GatewayOptions {
     waitMs?: number;
     /** Most requests waiting at once. @default 1000 */
     maxWaiting?: number;
+    /** How long a client has to send its request head; then 408 request_timeout. @default 10000 */
+    headersTimeoutMs?: number;
     /**
      * How long a member may take to send its answer's head (plain HTTP) or answer a CONNECT before the
      * attempt fails 504 `member_timeout` (and may be retried on another member). @default 30000
@@ -105,11 +107,15 @@ export class Gateway {
 
     async listen(): Promise<{ port: number; url: string }> {
         const host = this.o.host ?? "127.0.0.1";
-        const server = http.createServer();
+        // A client gets headersTimeout for its head (then 408); its body and a tunnel may take as long as
+        // they need (requestTimeout off), as through any forward proxy. Heads are checked every second.
+        const server = http.createServer({ connectionsCheckingInterval: 1000, requestTimeout: 0 });
+        server.headersTimeout = this.o.headersTimeoutMs ?? 10_000;
         server.on("clientError", (err: NodeJS.ErrnoException, socket: Socket) => {
             if (err.code === "ECONNRESET" || !socket.writable) return void socket.destroy();
-            this.o.metrics.refused("bad_request");
-            rawAnswer(socket, "bad_request", `not an HTTP request the gateway can read (${err.code ?? err.message})`);
+            const { code, message } = clientErrorAnswer(err);
+            this.o.metrics.refused(code);
+            rawAnswer(socket, code, message);
         });
         server.on("connection", (s: TaggedSocket) => {
             this.sockets.add(s);

@@ -13,6 +13,8 @@ export const GATEWAY_REFUSALS = [
     "unknown_zone",
     "over_limit",
     "bad_request",
+    "headers_too_large",
+    "request_timeout",
     "forbidden_target",
 ] as const satisfies readonly ErrorCode[];
 export type GatewayRefusal = (typeof GATEWAY_REFUSALS)[number];
