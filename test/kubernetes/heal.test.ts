@@ -76,6 +76,19 @@ before(async () => {
         240_000,
         250,
     );
+    // And the converge itself ended: its `up` waits for each Deployment's rollout, so a Deployment deleted
+    // while it still waits would hold that run (and the heal queued behind it) until the provider's await
+    // times out — a different story from the one this test tells.
+    const converge = await waitFor(
+        "the converge operation to settle",
+        async () => {
+            const [op] = (await svc.call("GET", "/v1/operations", { token: TOKENS.scale })).body.operations as any[];
+            return op && !["queued", "running"].includes(op.status) ? op : undefined;
+        },
+        240_000,
+        250,
+    );
+    assert.equal(converge.status, "succeeded", JSON.stringify(converge));
 });
 after(async () => {
     await svc?.close(); // destroys the stack
@@ -96,6 +109,17 @@ test(
         );
         assert.equal(del.status, 200, JSON.stringify(del.body));
 
+        // On a timeout, what the service and the cluster said: the reason is then in the failure itself.
+        const explain = async (e: Error) => {
+            const heal = (await svc.call("GET", "/v1/heal", { token: TOKENS.scale })).body;
+            const ops = (await svc.call("GET", "/v1/operations", { token: TOKENS.scale })).body.operations;
+            const pods = (await cluster.api("GET", `/api/v1/namespaces/${NS}/pods?labelSelector=${memberSel("web-1")}`))
+                .body.items;
+            const podView = (pods as any[]).map((p) => [p.metadata.name, p.status.phase, p.metadata.deletionTimestamp]);
+            throw new Error(
+                `${e.message}; heal: ${JSON.stringify(heal)}; operations: ${JSON.stringify(ops)}; web-1 pods: ${JSON.stringify(podView)}`,
+            );
+        };
         const op = await waitFor(
             "a settled heal of web-1",
             async () =>
@@ -107,7 +131,7 @@ test(
                 ),
             180_000,
             250,
-        );
+        ).catch(explain);
         assert.equal(op.status, "succeeded", op.error);
         assert.deepEqual(op.members, ["web-1"]);
         assert.equal(op.reasons["web-1"].reason, "gone");
