@@ -124,6 +124,15 @@ export function classifyVirshFailure(stderr: string): {
             transient: true,
             hint: "libvirtd on the host does not answer; is libvirtd running and may this user use qemu:///system?",
         };
+    // A pool refuses a refresh while one of its volumes is mid-transfer (another member's base image
+    // upload, in the same `up`): busy, not broken, and gone once that transfer ends.
+    if (/has asynchronous jobs running/i.test(s))
+        return {
+            stage: "libvirt",
+            notFound: false,
+            transient: true,
+            hint: "the storage pool is busy with a volume transfer (an upload in progress); tried again",
+        };
     const notFound = /not found|no storage vol|no domain with matching|failed to get (domain|vol|pool)/i.test(s);
     return { stage: "libvirt", notFound, transient: false, hint: "" };
 }

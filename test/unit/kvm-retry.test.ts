@@ -174,6 +174,16 @@ describe("what is retried", () => {
         assert.equal(virshRetryable(["list"], libvirtError("x: host key", "host-key", false, false, false)), false);
     });
 
+    it("a pool busy with a transfer is transient, and its refresh (a read) is tried again", () => {
+        const busy = classifyVirshFailure(
+            "error: Failed to refresh pool egress-test\nerror: internal error: pool 'egress-test' has asynchronous jobs running.",
+        );
+        assert.deepEqual([busy.stage, busy.transient, busy.notFound], ["libvirt", true, false]);
+        const e = libvirtError("pool busy", busy.stage, busy.notFound, busy.transient, true);
+        assert.equal(virshRetryable(["pool-refresh egress-test"], e), true);
+        assert.equal(virshRetryable(["vol-create-as egress-test v 1G"], e), false, "a write is never retried blind");
+    });
+
     it("bad XML and missing images are permanent; the message carries the class", () => {
         const xml = classifyVirshFailure(
             "error: Failed to define domain from /tmp/d.xml\nerror: XML error: Invalid value for attribute 'type' in element 'interface'",
