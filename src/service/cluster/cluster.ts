@@ -1,6 +1,7 @@
 import * as os from "node:os";
 import { randomBytes } from "node:crypto";
-import Redis from "ioredis";
+import type Redis from "ioredis";
+import { clusterConnection } from "./connection";
 import type { Logger } from "pino";
 import { CLAIM, FENCE, RESIGN } from "./scripts";
 
@@ -104,15 +105,7 @@ export class Cluster {
 
     constructor(private readonly o: ClusterOptions) {
         this.ttlMs = o.ttlMs ?? 5000;
-        this.redis = new Redis(o.url, {
-            lazyConnect: true,
-            enableOfflineQueue: false,
-            maxRetriesPerRequest: 0,
-            commandTimeout: Math.min(1500, this.ttlMs / 3),
-            connectTimeout: 2000,
-            retryStrategy: (n) => Math.min(100 * 2 ** n, 2000),
-        }) as Scripted;
-        this.redis.on("error", () => undefined); // the lease store reports outages; here a failed tick is enough
+        this.redis = clusterConnection(o.url, Math.min(1500, this.ttlMs / 3)) as Scripted; // a failed tick is enough
         this.redis.defineCommand("egressClaim", { numberOfKeys: 2, lua: CLAIM });
         this.redis.defineCommand("egressFence", { numberOfKeys: 1, lua: FENCE });
         this.redis.defineCommand("egressResign", { numberOfKeys: 1, lua: RESIGN });

@@ -1,5 +1,6 @@
 import { randomBytes } from "node:crypto";
-import Redis from "ioredis";
+import type Redis from "ioredis";
+import { clusterConnection } from "./connection";
 import type { Logger } from "pino";
 import { StoreUnavailableError } from "../store/types";
 import { CLUSTER_KEYS } from "./cluster";
@@ -46,15 +47,7 @@ export class ScaleQueue {
     private taking?: Promise<void>;
 
     constructor(private readonly o: ScaleQueueOptions) {
-        this.redis = new Redis(o.url, {
-            lazyConnect: true,
-            enableOfflineQueue: false,
-            maxRetriesPerRequest: 0,
-            commandTimeout: 1500,
-            connectTimeout: 2000,
-            retryStrategy: (n) => Math.min(100 * 2 ** n, 2000),
-        }) as Scripted;
-        this.redis.on("error", () => undefined); // the lease store reports outages; enqueue answers 503
+        this.redis = clusterConnection(o.url) as Scripted; // a failed enqueue answers 503
         this.redis.defineCommand("egressTakeScales", { numberOfKeys: 2, lua: TAKE_SCALE_REQUESTS });
     }
 

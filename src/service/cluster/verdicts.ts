@@ -1,4 +1,5 @@
-import Redis from "ioredis";
+import type Redis from "ioredis";
+import { clusterConnection } from "./connection";
 import type { Logger } from "pino";
 import type { ProxyMember } from "../../model";
 import type { HealthMonitor, HealthState, MemberHealthView } from "../../probes";
@@ -70,15 +71,7 @@ export class ClusterVerdicts {
     constructor(private readonly o: ClusterVerdictsOptions) {
         this.intervalMs = o.intervalMs ?? 1000;
         this.staleAfterMs = o.staleAfterMs ?? Math.max(5000, 5 * this.intervalMs);
-        this.redis = new Redis(o.url, {
-            lazyConnect: true,
-            enableOfflineQueue: false,
-            maxRetriesPerRequest: 0,
-            commandTimeout: 1500,
-            connectTimeout: 2000,
-            retryStrategy: (n) => Math.min(100 * 2 ** n, 2000),
-        }) as Scripted;
-        this.redis.on("error", () => undefined); // the lease store reports outages; a failed read sets `stale`
+        this.redis = clusterConnection(o.url) as Scripted; // a failed read sets `stale`
         this.redis.defineCommand("egressVerdicts", { numberOfKeys: 2, lua: PUBLISH_VERDICTS });
         this.redis.defineCommand("egressReadVerdicts", { numberOfKeys: 1, lua: READ_VERDICTS });
     }

@@ -1,0 +1,20 @@
+import Redis from "ioredis";
+
+/**
+ * A connection of the cluster's parts (cluster.ts, verdicts.ts, scale-queue.ts) to the store: connected
+ * by `start`, failing at once while Redis is away (no offline queue, no per-command retries: each part's
+ * next tick tries again), reconnecting with back-off from 100 ms to 2 s. Errors are left to the lease
+ * store's log line about the outage; a part sees them as failed commands.
+ */
+export function clusterConnection(url: string, commandTimeoutMs = 1500): Redis {
+    const redis = new Redis(url, {
+        lazyConnect: true,
+        enableOfflineQueue: false,
+        maxRetriesPerRequest: 0,
+        commandTimeout: commandTimeoutMs,
+        connectTimeout: 2000,
+        retryStrategy: (n) => Math.min(100 * 2 ** n, 2000),
+    });
+    redis.on("error", () => undefined);
+    return redis;
+}
