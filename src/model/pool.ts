@@ -96,6 +96,19 @@ export const poolGatewaySchema = z.strictObject({
         .min(0, { message: "must be 0 (no retries) or more" })
         .max(GATEWAY_RETRIES_MAX, { message: `must be at most ${GATEWAY_RETRIES_MAX}` })
         .default(GATEWAY_RETRIES_DEFAULT),
+    /**
+     * How many times an idempotent, replayable plain request is retried on another member when the
+     * origin answered it with a block (the service's block rules: 403/429 or a block header); 0 = the
+     * block is relayed as it came. Each blocked attempt is released `blocked` (its member rests for that
+     * site). CONNECT tunnels carry TLS the gateway cannot read, so they are never retried on a block.
+     * `_retries_<n>` in the username lowers it too. @default 0
+     */
+    retryOnBlock: z
+        .number()
+        .int({ message: "must be a whole number" })
+        .min(0, { message: "must be 0 (relay blocks) or more" })
+        .max(GATEWAY_RETRIES_MAX, { message: `must be at most ${GATEWAY_RETRIES_MAX}` })
+        .optional(),
 });
 
 export const poolSchema = z

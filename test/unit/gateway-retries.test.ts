@@ -74,6 +74,28 @@ test("`gateway.retries` is validated at load, errors naming the path", () => {
     assert.equal(parseEgressConfig(config(undefined), root).pools[0].gateway, undefined, "unset: defaults where used");
 });
 
+test("`gateway.retryOnBlock` is validated at load the same way; unset means 0 (blocks are relayed)", () => {
+    assert.deepEqual(problemLines(config({ retryOnBlock: 9 }), root), [
+        "egress:pools[0].gateway.retryOnBlock: must be at most 5 (got 9)",
+    ]);
+    assert.deepEqual(problemLines(config({ retryOnBlock: -2 }), root), [
+        "egress:pools[0].gateway.retryOnBlock: must be 0 (relay blocks) or more (got -2)",
+    ]);
+    assert.deepEqual(parseEgressConfig(config({ retryOnBlock: 2 }), root).pools[0].gateway, {
+        retries: 1,
+        retryOnBlock: 2,
+    });
+    const retries = new Retries({
+        fleet: { poolConfigs: () => [{ name: "b", gateway: { retries: 0, retryOnBlock: 3 } }, { name: "p" }] } as never,
+        flights: { closing: false, end: () => assert.fail(), launch: () => assert.fail() },
+        ttlSeconds: 60,
+    });
+    assert.equal(retries.budget({ pool: "b" }, "block"), 3);
+    assert.equal(retries.budget({ pool: "b" }, "error"), 0, "its own budget, beside the member-failure one");
+    assert.equal(retries.budget({ pool: "b", retries: 1 }, "block"), 1, "the username lowers it");
+    assert.equal(retries.budget({ pool: "p" }, "block"), 0);
+});
+
 test("the bound: the pool's `gateway.retries` (default 1), lowered by the username, never raised", () => {
     const pools = [
         { name: "zero", gateway: { retries: 0 } },

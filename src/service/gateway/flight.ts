@@ -35,9 +35,14 @@ export interface Flight extends Admitted {
     replayable: boolean;
     /** A replayable plain request's body, sent whole to each member; undefined = stream the client's. */
     body?: Buffer;
+    /** How many of the attempts before this one were retried because the origin blocked them (`gateway.retryOnBlock`). */
+    blockRetries: number;
     /** Ended because another member took the request over, for this reason (retries.ts). */
     retriedFor?: string;
 }
+
+/** The retry reason of an attempt the origin blocked (`gateway.retryOnBlock`); the others are member failures. */
+export const BLOCKED = "blocked";
 
 export const CLIENT_GONE = Symbol("egress.gateway.clientGone");
 /** Byte counts of the connection where its previous request ended, so the next one counts its own head. */

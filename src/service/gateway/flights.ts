@@ -5,7 +5,7 @@ import type { Admitted } from "./admission";
 import type { Fleet } from "../fleet/fleet";
 import type { ReleaseOutcome } from "../leases";
 import type { GatewayMetrics } from "../observe/gateway-metrics";
-import { CLIENT_GONE, type Flight, MARK, type TaggedSocket } from "./flight";
+import { BLOCKED, CLIENT_GONE, type Flight, MARK, type TaggedSocket } from "./flight";
 import { type BlockRules, httpOutcome, tunnelOutcome } from "./outcome";
 import type { RecentServes } from "./recent";
 
@@ -59,6 +59,7 @@ export class Flights {
             ended: false,
             attempt: (prev?.attempt ?? 0) + 1,
             tried: [...(prev?.tried ?? []), a.lease.proxy.id],
+            blockRetries: (prev?.blockRetries ?? 0) + (prev?.retriedFor === BLOCKED ? 1 : 0),
             replayable: how.replayable,
             body: how.body,
         };

@@ -2,7 +2,7 @@ import * as http from "node:http";
 import type { Socket } from "node:net";
 import { answer, ATTEMPTS, memberFailure, memberFailureAnswer, type MemberFailure } from "./answers";
 import { isMemberError } from "./outcome";
-import type { Flight } from "./flight";
+import { BLOCKED, type Flight } from "./flight";
 import type { MemberHop } from "./member-hop";
 
 /**
@@ -73,6 +73,8 @@ export function timeConnect(socket: Socket, fail: (err: NodeJS.ErrnoException) =
 export interface AttemptEvents {
     head(): void;
     failed(reason: string, then: (retrying: boolean) => void): void;
+    /** Whether the relayed answer is an origin's block that another member should be asked instead (`gateway.retryOnBlock`). */
+    retryBlock(status: number, rawHeaders: readonly string[]): boolean;
     /** How long the member may take to send its answer's head. */
     answerMs: number;
 }
@@ -150,11 +152,12 @@ export function forwardHttp(
         const relayed = endToEnd(answer.rawHeaders);
         f.status = answer.statusCode;
         f.rawHeaders = relayed;
-        if (!isMemberError(answer.statusCode!, relayed)) return relay(answer, relayed);
-        // The member's own error (it could not reach the origin, …): another member may do better; the
-        // answer waits, unread, for that decision.
+        const memberError = isMemberError(answer.statusCode!, relayed);
+        if (!memberError && !on.retryBlock(answer.statusCode!, relayed)) return relay(answer, relayed);
+        // The member's own error (it could not reach the origin, …), or the origin blocked this member's
+        // address: another member may do better; the answer waits, unread, for that decision.
         failed = true;
-        on.failed("member_error", (retrying) => {
+        on.failed(memberError ? "member_error" : BLOCKED, (retrying) => {
             if (retrying) return void up.destroy();
             if (res.destroyed) return void up.destroy();
             relay(answer, relayed);

@@ -19,6 +19,11 @@ const IDEMPOTENT = new Set(["GET", "HEAD", "OPTIONS", "TRACE", "PUT", "DELETE"])
  * member that failed before answering sent nothing to act on. `buffer`: an idempotent method with a
  * Content-Length of at most MAX_REPLAY_BODY, read whole first. `stream`: anything else, never replayed.
  */
+/** Whether `method` is idempotent: only such a request is sent again after an origin saw it (a block retry). */
+export function isIdempotent(method: string | undefined): boolean {
+    return IDEMPOTENT.has((method ?? "").toUpperCase());
+}
+
 export type Replay = "empty" | "buffer" | "stream";
 
 export function replayOf(method: string | undefined, headers: http.IncomingHttpHeaders): Replay {
@@ -27,7 +32,7 @@ export function replayOf(method: string | undefined, headers: http.IncomingHttpH
     const length = headers["content-length"];
     if (length === undefined || /^0+$/.test(length)) return "empty";
     if (!/^\d{1,6}$/.test(length) || Number(length) > MAX_REPLAY_BODY) return "stream";
-    return IDEMPOTENT.has((method ?? "").toUpperCase()) ? "buffer" : "stream";
+    return isIdempotent(method) ? "buffer" : "stream";
 }
 
 /** Reads a `buffer` request's body whole (node's parser holds it to its Content-Length); undefined if the client left. */

@@ -1,7 +1,7 @@
 import { GATEWAY_RETRIES_DEFAULT } from "../../model";
 import type { Fleet, FleetAcquire } from "../fleet/fleet";
 import type { Admitted } from "./admission";
-import type { Flight } from "./flight";
+import { BLOCKED, type Flight } from "./flight";
 import type { Flights } from "./flights";
 
 /**
@@ -13,6 +13,8 @@ import type { Flights } from "./flights";
  * tried before it out too. Every attempt is released with its own outcome (the failed one `error`).
  * When no other member is free now, the failure is given back at once: the wait for a busy pool
  * (waiting.ts) is for a request's first member, and a crawler told "member failed" retries by itself.
+ * An origin's block (reason BLOCKED, `gateway.retryOnBlock`) has its own budget: a member failure
+ * and a block are different bad luck, and a pool may want one retried and not the other.
  */
 export class Retries {
     constructor(
@@ -25,11 +27,20 @@ export class Retries {
         },
     ) {}
 
-    /** How many retries `f`'s request may have: the pool's bound, lowered by the username's. */
-    budget(f: Pick<Flight, "pool" | "retries">): number {
+    /**
+     * How many retries `f`'s request may have for member failures (`error`) or for blocks: the pool's
+     * bound, lowered by the username's `_retries_<n>`.
+     */
+    budget(f: Pick<Flight, "pool" | "retries">, kind: "error" | "block" = "error"): number {
         const pool = this.o.fleet.poolConfigs().find((p) => p.name === f.pool);
-        const bound = pool?.gateway?.retries ?? GATEWAY_RETRIES_DEFAULT;
+        const bound =
+            kind === "block" ? (pool?.gateway?.retryOnBlock ?? 0) : (pool?.gateway?.retries ?? GATEWAY_RETRIES_DEFAULT);
         return f.retries === undefined ? bound : Math.min(bound, f.retries);
+    }
+
+    /** Whether a block of `f`'s answer would be retried (its block budget is not used up): checked before the answer is read. */
+    mayRetryBlock(f: Flight): boolean {
+        return f.replayable && !f.ended && !this.o.flights.closing && f.blockRetries < this.budget(f, "block");
     }
 
     /**
@@ -37,7 +48,10 @@ export class Retries {
      * then `run` gets the new attempt's flight) or `then(false)`: the caller answers the failure.
      */
     failed(f: Flight, reason: string, then: (retrying: boolean) => void, run: (next: Flight) => void): void {
-        if (!f.replayable || f.ended || this.o.flights.closing || f.attempt > this.budget(f)) return then(false);
+        const blocked = reason === BLOCKED;
+        const used = blocked ? f.blockRetries : f.attempt - 1 - f.blockRetries;
+        if (!f.replayable || f.ended || this.o.flights.closing || used >= this.budget(f, blocked ? "block" : "error"))
+            return then(false);
         let got;
         try {
             got = this.o.fleet.acquire({ ...f.ask, exclude: f.tried }, null);

@@ -10,13 +10,13 @@ import { CLIENT_GONE, type Flight, type TaggedSocket } from "./flight";
 import { Flights } from "./flights";
 import { forwardConnect } from "./forward-connect";
 import { forwardHttp, MEMBER_ANSWER_MS } from "./forward-http";
-import { readBody, replayOf } from "./replay";
+import { isIdempotent, readBody, replayOf } from "./replay";
 import { Retries } from "./retries";
 import { MemberHops } from "./member-hop";
 import { proxyCredentials } from "./proxy-auth";
 import { settle } from "../store/types";
 import type { GatewayMetrics } from "../observe/gateway-metrics";
-import { type BlockRules, DEFAULT_BLOCK_RULES } from "./outcome";
+import { type BlockRules, DEFAULT_BLOCK_RULES, isBlocked } from "./outcome";
 import { RecentServes, reportServedBlock, type ServedKey } from "./recent";
 import { type ProtectedEndpoint, ProtectedTargets } from "./protected-targets";
 import { gatewayWaitingRoom, type WaitingRoom } from "./waiting";
@@ -84,13 +84,15 @@ export class Gateway {
     private readonly guarded: ProtectedTargets;
     private readonly retries: Retries;
     private readonly answerMs: number;
+    private readonly rules: BlockRules;
 
     constructor(private readonly o: GatewayOptions) {
         this.ttlSeconds = o.leaseTtlSeconds ?? 3600;
         this.room = gatewayWaitingRoom(o.fleet, o.metrics, o.waitMs ?? DEFAULT_GATEWAY_WAIT_MS, o.maxWaiting);
         this.stopKicking = o.fleet.onRelease(() => this.room.kick());
         this.admission = new Admission(o.tokens, o.fleet, this.ttlSeconds, this.room);
-        this.flights = new Flights({ ...o, rules: o.blockRules ?? DEFAULT_BLOCK_RULES, recent: this.recent });
+        this.rules = o.blockRules ?? DEFAULT_BLOCK_RULES;
+        this.flights = new Flights({ ...o, rules: this.rules, recent: this.recent });
         this.answerMs = o.memberAnswerMs ?? MEMBER_ANSWER_MS;
         this.retries = new Retries({ fleet: o.fleet, flights: this.flights, ttlSeconds: this.ttlSeconds });
         this.guarded = new ProtectedTargets(o.protectedTargets);
@@ -194,6 +196,9 @@ export class Gateway {
         forwardHttp(req, res, f, this.hops.of(f.lease.proxy.url), {
             head: () => this.flights.answered(f),
             failed: (why, then) => this.retries.failed(f, why, then, (next) => this.forwardHttp(req, res, next)),
+            // A block is retried only for a method the origin may see twice: this one it already saw.
+            retryBlock: (status, raw) =>
+                this.retries.mayRetryBlock(f) && isIdempotent(req.method) && isBlocked(status, raw, this.rules),
             answerMs: this.answerMs,
         });
     }
