@@ -13,8 +13,8 @@ export interface ProcessIdentity {
     hostname: string;
 }
 
-/** Field 22 (starttime) of /proc/<pid>/stat, or undefined when the process or /proc is missing. */
-export function processStartTime(pid: number): string | undefined {
+/** The fields of /proc/<pid>/stat after field 2 (comm), from field 3 on; undefined when the process or /proc is missing. */
+function statFields(pid: number): string[] | undefined {
     let stat: string;
     try {
         stat = fs.readFileSync(`/proc/${pid}/stat`, "utf8");
@@ -22,8 +22,23 @@ export function processStartTime(pid: number): string | undefined {
         return undefined;
     }
     // Field 2 (comm) is in parentheses and may hold spaces: count fields after the last ')'.
-    const rest = stat.slice(stat.lastIndexOf(")") + 2).split(" ");
-    return rest[22 - 3];
+    return stat.slice(stat.lastIndexOf(")") + 2).split(" ");
+}
+
+/** Field 22 (starttime) of /proc/<pid>/stat, or undefined when the process or /proc is missing. */
+export function processStartTime(pid: number): string | undefined {
+    return statFields(pid)?.[22 - 3];
+}
+
+/**
+ * True for a process that has exited but whose parent has not reaped it yet (state Z, or X while it
+ * goes): its pid and start time are still there, but it holds no file and will never run again. A
+ * parent that does not wait (a test runner blocked in spawnSync, a careless supervisor) must not make
+ * its killed child look like the live holder of a lock.
+ */
+function exited(pid: number): boolean {
+    const state = statFields(pid)?.[0];
+    return state === "Z" || state === "X";
 }
 
 export function selfIdentity(): ProcessIdentity {
@@ -32,8 +47,9 @@ export function selfIdentity(): ProcessIdentity {
 
 /**
  * The one liveness rule of the engine layer (locks, writer lock, leftover engines).
- * False only when the process is provably gone: same host, and the pid is free or now belongs to a
- * process that started at another time. A holder on another host cannot be checked and counts as alive.
+ * False only when the process is provably gone: same host, and the pid is free, belongs to a process
+ * that exited and awaits its parent's wait (a zombie), or now belongs to a process that started at
+ * another time. A holder on another host cannot be checked and counts as alive.
  */
 export function identityAlive(id: ProcessIdentity): boolean {
     if (id.hostname !== os.hostname()) return true;
@@ -42,6 +58,7 @@ export function identityAlive(id: ProcessIdentity): boolean {
     } catch (e) {
         if ((e as NodeJS.ErrnoException).code !== "EPERM") return false;
     }
+    if (exited(id.pid)) return false;
     const now = processStartTime(id.pid);
     return !(id.startTime && now && now !== id.startTime);
 }

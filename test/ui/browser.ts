@@ -105,3 +105,10 @@ export async function firstLoad(context: BrowserContext, url: string, ready: str
     });
     return { page, ...m };
 }
+
+/** Logs in on the dashboard's login form with `tokenValue` and waits for the pages' navigation. */
+export async function login(page: Page, tokenValue: string): Promise<void> {
+    await page.getByLabel("API token").fill(tokenValue);
+    await page.getByRole("button", { name: "Log in" }).click();
+    await page.getByRole("navigation", { name: "Pages" }).waitFor();
+}

@@ -24,7 +24,7 @@ import {
     until,
 } from "../helpers/processes";
 import { activeLeasesSchema, poolSchema, timelineSchema, whoamiSchema } from "../../src/service/api/schemas";
-import { firstLoad, launchChromium, outline } from "./browser";
+import { firstLoad, launchChromium, login, outline } from "./browser";
 
 const VIEWER_TOKEN = "tok-ui-viewer-0123456789abcdef";
 const config = {
@@ -52,12 +52,6 @@ after(async () => {
 });
 
 const get = (route: string, headers: Record<string, string> = {}) => fetch(`${svc.url}${route}`, { headers });
-
-async function login(page: Page, tokenValue: string): Promise<void> {
-    await page.getByLabel("API token").fill(tokenValue);
-    await page.getByRole("button", { name: "Log in" }).click();
-    await page.getByRole("navigation", { name: "Pages" }).waitFor();
-}
 
 async function shot(page: Page, name: string, expected: string[]): Promise<void> {
     await page.screenshot({ path: path.join(shots, `${name}.png`), fullPage: true });

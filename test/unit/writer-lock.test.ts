@@ -165,3 +165,47 @@ test("racing processes never hold the lock at the same time", { timeout: 60_000 
         );
     }
 });
+
+test("a holder that was killed but not yet reaped by its parent (a zombie) holds nothing: its lock is cleared", async () => {
+    const dir = runDir();
+    // `sleep 0.3` exits after its parent `sh` became `sleep 5` by exec, which never waits for it: the
+    // child stays a zombie, /proc entry and start time intact, for the rest of those 5 s.
+    const parent = cp.spawn("sh", ["-c", "sleep 0.3 & echo $!; exec sleep 5"], { stdio: ["ignore", "pipe", "ignore"] });
+    try {
+        const pid = Number((await new Promise<Buffer>((r) => parent.stdout!.once("data", r))).toString().trim());
+        let state = "";
+        for (let i = 0; i < 150 && state !== "Z"; i++) {
+            await new Promise((r) => setTimeout(r, 20));
+            const stat = fs.readFileSync(`/proc/${pid}/stat`, "utf8");
+            state = stat.slice(stat.lastIndexOf(")") + 2).split(" ")[0];
+        }
+        assert.equal(state, "Z", "the child is a zombie");
+        const file = writerLockFile(dir, "s");
+        fs.mkdirSync(path.dirname(file), { recursive: true });
+        const zombie: LockHolder = {
+            pid,
+            startTime: processStartTime(pid),
+            hostname: os.hostname(),
+            command: "egress serve",
+            since: new Date().toISOString(),
+        };
+        assert.match(zombie.startTime ?? "", /^\d+$/, "a zombie still has its start time");
+        fs.writeFileSync(file, JSON.stringify(zombie));
+        const stale: LockHolder[] = [];
+        const lock = await acquireWriterLock({
+            runDir: dir,
+            stack: "s",
+            command: "t",
+            waitMs: 0,
+            onStale: (h) => stale.push(h),
+        });
+        assert.equal(lock.holder.pid, process.pid);
+        assert.deepEqual(
+            stale.map((h) => h.pid),
+            [pid],
+        );
+        lock.release();
+    } finally {
+        parent.kill("SIGKILL");
+    }
+});

@@ -4,6 +4,7 @@ import { usePoll } from "../hooks";
 import { ErrorNote, html } from "../html";
 import { Timeline, TimelinePoint } from "../timeline";
 import { OperationProgress } from "./operation-progress";
+import { PolicyPanel } from "./policy";
 import type { components } from "../../clients/typescript/src/api";
 
 type Pool = components["schemas"]["Pool"];
@@ -98,6 +99,7 @@ export function PoolsPage({ canScale }: { canScale: boolean }) {
             </tbody>
         </table>
         ${opId && html`<${OperationProgress} id=${opId} />`}
+        <${PolicyPanel} pools=${list} />
         <h2>Last hour</h2>
         <${ErrorNote} error=${timeline.error} />
         ${list.map((p) => html`<${Timeline} pool=${p.name} points=${timeline.data?.points ?? []} />`)}`;
