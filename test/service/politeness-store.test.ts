@@ -25,7 +25,7 @@ interface Store {
 
 const members = (pool: string, n: number) =>
     Array.from({ length: n }, (_, i) => ({ id: `${pool}-${i}`, pool, eligible: true }));
-const MEMBERS = [...members("cap", 4), ...members("gap", 2), ...members("rest", 1)];
+const MEMBERS = [...members("cap", 4), ...members("gap", 2), ...members("rest", 1), ...members("sess", 2)];
 const POOLS: Record<string, PoolLeaseSettings> = {
     cap: {
         cooldownSeconds: 0,
@@ -36,6 +36,7 @@ const POOLS: Record<string, PoolLeaseSettings> = {
     },
     gap: { cooldownSeconds: 0, targets: [{ host: "slow.example", minIntervalMs: 1500 }] },
     rest: { cooldownSeconds: 0, restAfterOkSeconds: 60 },
+    sess: { cooldownSeconds: 0, targets: [{ host: "t.example", minIntervalMs: 60_000 }] },
 };
 const sleep = (ms: number) => new Promise((r) => setTimeout(r, ms));
 
@@ -101,12 +102,26 @@ async function checkRestAfterOk(store: Store): Promise<void> {
     await granted(store, { pool: "rest", target: "y.example" }).then((l) => store.release(l.id, "ok"));
 }
 
+async function checkSession(store: Store): Promise<void> {
+    const req = { pool: "sess", target: "t.example", session: "s1" };
+    const a = await granted(store, req);
+    await store.release(a.id, "ok");
+    // Its member is inside its spacing for the site: the session moves, as for a busy member.
+    const b = await store.acquire(req);
+    assert.ok(b.ok, JSON.stringify(b));
+    assert.notEqual(b.lease.proxyId, a.proxyId);
+    assert.equal(b.rebound, true);
+    await store.release(b.lease.id, "ok");
+    await busy(store, req, "t.example");
+}
+
 describe("the memory lease manager", () => {
     const leases = new LeaseManager({ targetCooldownSeconds: 0, initiallyEligible: true });
     leases.setMembers(MEMBERS, POOLS);
     test("caps a site's leases in flight per rule", () => checkMaxConcurrency(leases));
     test("spaces a member's grants for a site", () => checkMinInterval(leases));
     test("rests a member after ok as its pool says", () => checkRestAfterOk(leases));
+    test("moves a session off a member inside its spacing", () => checkSession(leases));
 });
 
 describe("the Redis lease store (the rules in Lua)", () => {
@@ -131,4 +146,5 @@ describe("the Redis lease store (the rules in Lua)", () => {
     test("caps a site's leases in flight per rule", () => checkMaxConcurrency(store));
     test("spaces a member's grants for a site", () => checkMinInterval(store));
     test("rests a member after ok as its pool says", () => checkRestAfterOk(store));
+    test("moves a session off a member inside its spacing", () => checkSession(store));
 });
