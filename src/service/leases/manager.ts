@@ -2,7 +2,7 @@ import { MinHeap } from "./heap";
 import { ResolvedOptions, resolveOptions } from "./options";
 import { LeaseRec, MemberRec, newMember, newPool, place, PoolRec, promote, rebuild, unplace } from "./pool";
 import { pickLeastRecentlyUsed, sessionSticks } from "./pick";
-import { SitePoliteness } from "./politeness";
+import { SitePoliteness, targetBusy } from "./politeness";
 import { orderRules } from "../../model/politeness";
 import { SessionRec, sessionKey, SessionTable } from "./sessions";
 import { snapshotOf, statsOf } from "./snapshot";
@@ -149,10 +149,7 @@ export class LeaseManager {
             req.zone,
             req.exclude,
         );
-        if (!best && held) {
-            const retryAfterSeconds = Math.max(1, Math.ceil((held.until - now) / 1000));
-            return { ok: false, reason: "target-busy", retryAfterSeconds, pool: held.pool, rule: held.rule };
-        }
+        if (!best && held) return targetBusy(held, now);
         if (!best) return unavailable(scope, total, req, skippedUntil, now, this.o, this.targets);
         const lease = this.grant(best, req, now, key, session);
         return key === undefined ? { ok: true, lease } : { ok: true, lease, rebound: session !== undefined };
@@ -337,14 +334,8 @@ export class LeaseManager {
         if (cause === "member-removed") return;
         m.lastUsedAt = at;
         const target = rec.lease.target;
-        if (target !== undefined)
-            this.targets.record(
-                target,
-                m.id,
-                cause === "ttl" ? "expired" : (outcome as TargetOutcome),
-                at,
-                m.pool.restAfterOkMs,
-            );
+        const how: TargetOutcome = cause === "ttl" ? "expired" : outcome;
+        if (target !== undefined) this.targets.record(target, m.id, how, at, m.pool.restAfterOkMs);
         if (outcome === "error") m.errors++;
         place(m, now);
     }

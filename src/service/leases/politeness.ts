@@ -1,4 +1,5 @@
 import { orderRules, politenessRuleFor, type PolitenessRule } from "../../model/politeness";
+import type { AcquireResult } from "./types";
 
 /**
  * Per-site politeness in the memory store (the pool's `targets`, src/model/politeness.ts): leases in
@@ -82,4 +83,10 @@ export function earlierHold(a: PoliteHold | undefined, b: PoliteHold | undefined
     if (!a) return b;
     if (!b) return a;
     return b.until < a.until ? b : a;
+}
+
+/** The answer when only politeness held a grant back: 429 target_busy, Retry-After until the hold ends. */
+export function targetBusy(held: PoliteHold, now: number): AcquireResult {
+    const retryAfterSeconds = Math.max(1, Math.ceil((held.until - now) / 1000));
+    return { ok: false, reason: "target-busy", retryAfterSeconds, pool: held.pool, rule: held.rule };
 }
