@@ -21,11 +21,18 @@ import { createLogger } from "../../src/log/logger";
 interface Store {
     acquire(req: AcquireRequest): AcquireResult | Promise<AcquireResult>;
     release(id: string, outcome: ReleaseOutcome): unknown;
+    setMembers(members: typeof MEMBERS, pools: Record<string, PoolLeaseSettings>): void;
 }
 
 const members = (pool: string, n: number) =>
     Array.from({ length: n }, (_, i) => ({ id: `${pool}-${i}`, pool, eligible: true }));
-const MEMBERS = [...members("cap", 4), ...members("gap", 2), ...members("rest", 1), ...members("sess", 2)];
+const MEMBERS = [
+    ...members("cap", 4),
+    ...members("gap", 2),
+    ...members("rest", 1),
+    ...members("sess", 2),
+    ...members("drop", 2),
+];
 const POOLS: Record<string, PoolLeaseSettings> = {
     cap: {
         cooldownSeconds: 0,
@@ -37,6 +44,7 @@ const POOLS: Record<string, PoolLeaseSettings> = {
     gap: { cooldownSeconds: 0, targets: [{ host: "slow.example", minIntervalMs: 1500 }] },
     rest: { cooldownSeconds: 0, restAfterOkSeconds: 60 },
     sess: { cooldownSeconds: 0, targets: [{ host: "t.example", minIntervalMs: 60_000 }] },
+    drop: { cooldownSeconds: 0, targets: [{ host: "d.example", maxConcurrency: 1 }] },
 };
 const sleep = (ms: number) => new Promise((r) => setTimeout(r, ms));
 
@@ -115,6 +123,21 @@ async function checkSession(store: Store): Promise<void> {
     await busy(store, req, "t.example");
 }
 
+async function checkMemberRemoved(store: Store, settle: () => Promise<unknown>): Promise<void> {
+    const req = { pool: "drop", target: "d.example" };
+    const a = await granted(store, req);
+    await busy(store, req, "d.example");
+    // Its member leaves the stack: the lease ends, and so does its count for the site.
+    store.setMembers(
+        MEMBERS.filter((m) => m.id !== a.proxyId),
+        POOLS,
+    );
+    await settle();
+    const b = await granted(store, req);
+    assert.notEqual(b.proxyId, a.proxyId);
+    await store.release(b.id, "ok");
+}
+
 describe("the memory lease manager", () => {
     const leases = new LeaseManager({ targetCooldownSeconds: 0, initiallyEligible: true });
     leases.setMembers(MEMBERS, POOLS);
@@ -122,6 +145,7 @@ describe("the memory lease manager", () => {
     test("spaces a member's grants for a site", () => checkMinInterval(leases));
     test("rests a member after ok as its pool says", () => checkRestAfterOk(leases));
     test("moves a session off a member inside its spacing", () => checkSession(leases));
+    test("ends a removed member's count for the site", () => checkMemberRemoved(leases, async () => undefined));
 });
 
 describe("the Redis lease store (the rules in Lua)", () => {
@@ -147,4 +171,5 @@ describe("the Redis lease store (the rules in Lua)", () => {
     test("spaces a member's grants for a site", () => checkMinInterval(store));
     test("rests a member after ok as its pool says", () => checkRestAfterOk(store));
     test("moves a session off a member inside its spacing", () => checkSession(store));
+    test("ends a removed member's count for the site", () => checkMemberRemoved(store, () => sleep(300)));
 });
