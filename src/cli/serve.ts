@@ -90,7 +90,7 @@ export function registerServe(program: Command): void {
         )
         .option(
             "--target-cooldown <seconds>",
-            "how long a proxy rests for a target after a lease or gateway request against it (0 to 3600)",
+            "how long a proxy rests for a target after a lease or gateway request against it (0 to 3600); a pool's restAfterOkSeconds overrides it",
             process.env.EGRESS_TARGET_COOLDOWN ?? "0",
         )
         // No default shown from EGRESS_STORE: --help would print the URL, password and all.

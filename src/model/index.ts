@@ -6,3 +6,4 @@ export * from "./pool";
 export * from "./plan";
 export * from "./cloud-init";
 export * from "./problems";
+export * from "./politeness";

@@ -5,6 +5,7 @@
  */
 import { z } from "zod";
 import { dnsLabel, identifier, port, proxyPasswordSchema, PROXY_USERNAME } from "./fields";
+import { politenessSchema } from "./politeness";
 
 /** Cloud-init user-data: a file (path relative to the project root) or an inline document. */
 export const cloudInitSchema = z
@@ -132,6 +133,18 @@ export const poolSchema = z
         auth: proxyAuthSchema.optional(),
         /** Seconds a proxy rests after a lease before it is leased again. @default 0 */
         cooldownSeconds: z.number().int().min(0).default(0),
+        /**
+         * Seconds a member rests for a target after an `ok` (or `error`) lease with that target; unset =
+         * the service's `--target-cooldown` (default 0). Rests after `blocked` are separate (60 s, doubling).
+         */
+        restAfterOkSeconds: z
+            .number()
+            .int({ message: "must be a whole number" })
+            .min(0, { message: "must be 0 or more" })
+            .max(3600, { message: "must be at most 3600 (an hour)" })
+            .optional(),
+        /** Per-site politeness (src/model/politeness.ts): `[{host, maxConcurrency?, minIntervalMs?}]`. */
+        targets: politenessSchema.optional(),
         /**
          * Seconds a sticky session (`session` in POST /v1/leases) may stay idle — no live lease —
          * before it is forgotten and its next request starts a new one. @default 1800

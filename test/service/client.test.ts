@@ -21,7 +21,16 @@ before(async () => {
     svc = await startTestService(
         {
             "egress:providers": { local: { type: "local" } },
-            "egress:pools": [{ name: "web", provider: "local", replicas: 1, maxReplicas: 2, cooldownSeconds: 1 }],
+            "egress:pools": [
+                {
+                    name: "web",
+                    provider: "local",
+                    replicas: 1,
+                    maxReplicas: 2,
+                    cooldownSeconds: 1,
+                    targets: [{ host: "busy.example", maxConcurrency: 1 }],
+                },
+            ],
         },
         { probeIntervalMs: 300 },
     );
@@ -149,6 +158,31 @@ test(
         );
     },
 );
+
+test("withProxy waits on 429 target_busy (the site's politeness limit) as on a 503", { timeout: 30_000 }, async () => {
+    await sleep(1100);
+    let release!: () => void;
+    const holding = egress.withProxy(
+        "web",
+        "busy.example",
+        () => new Promise<string>((r) => (release = () => r("first"))),
+    );
+    await waitFor("the first lease", async () => release !== undefined, 5000, 20);
+    await assert.rejects(
+        egress.withProxy("web", "busy.example", async () => "never", { maxWaitMs: 200 }),
+        (e: unknown) => e instanceof EgressError && e.status === 429 && e.code === "target_busy",
+    );
+    const retries: { waitMs: number; code: string }[] = [];
+    const second = egress.withProxy("web", "busy.example", async () => "second", {
+        maxWaitMs: 15_000,
+        onRetry: (i) => retries.push(i),
+    });
+    await sleep(300);
+    release();
+    assert.equal(await holding, "first");
+    assert.equal(await second, "second");
+    assert.equal(retries[0]?.code, "target_busy", JSON.stringify(retries));
+});
 
 test("withProxy with a session: the same proxy back at once, though it cools for everyone else", async () => {
     await sleep(1100);

@@ -434,7 +434,7 @@ export interface components {
                  * @description Machine-readable; docs/api.md lists when each is used
                  * @enum {string}
                  */
-                code: "invalid_request" | "malformed_json" | "malformed_request" | "invalid_method" | "bad_request" | "token_in_url" | "not_scalable" | "bad_username" | "unauthenticated" | "forbidden" | "forbidden_target" | "not_found" | "unknown_pool" | "unknown_zone" | "unknown_lease" | "unknown_operation" | "not_served" | "gateway_off" | "autoscaled" | "request_timeout" | "lease_expired" | "proxy_removed" | "body_too_large" | "chunk_extensions_too_large" | "unsupported_encoding" | "expectation_failed" | "over_limit" | "headers_too_large" | "internal" | "member_unreachable" | "none_available" | "not_ready" | "store_unavailable" | "dashboard_not_built" | "member_timeout";
+                code: "invalid_request" | "malformed_json" | "malformed_request" | "invalid_method" | "bad_request" | "token_in_url" | "not_scalable" | "bad_username" | "unauthenticated" | "forbidden" | "forbidden_target" | "not_found" | "unknown_pool" | "unknown_zone" | "unknown_lease" | "unknown_operation" | "not_served" | "gateway_off" | "autoscaled" | "request_timeout" | "lease_expired" | "proxy_removed" | "body_too_large" | "chunk_extensions_too_large" | "unsupported_encoding" | "expectation_failed" | "over_limit" | "target_busy" | "headers_too_large" | "internal" | "member_unreachable" | "none_available" | "not_ready" | "store_unavailable" | "dashboard_not_built" | "member_timeout";
                 details?: unknown;
                 message: string;
             };
@@ -1357,6 +1357,17 @@ export interface operations {
             /** @description `unsupported_encoding`: only identity/gzip/deflate/br UTF-8 JSON bodies are read */
             415: {
                 headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error"];
+                };
+            };
+            /** @description `target_busy`: the pool's per-site politeness (`targets`: maxConcurrency, minIntervalMs) is all that stops a lease for this target; Retry-After says when to try again */
+            429: {
+                headers: {
+                    /** @description Seconds to wait before trying again */
+                    "Retry-After": string;
                     [name: string]: unknown;
                 };
                 content: {

@@ -57,9 +57,9 @@ export interface WithProxyOptions {
      * `rebound` says when the session had to move to another one.
      */
     session?: string;
-    /** Longest total wait for a free proxy across 503s; each wait honours Retry-After. @default 30000 */
+    /** Longest total wait for a free proxy across 503s and 429 target_busy; each wait honours Retry-After. @default 30000 */
     maxWaitMs?: number;
-    /** Called before each wait on a 503 (for logs and tests). */
+    /** Called before each wait on a 503 or a 429 target_busy (for logs and tests). */
     onRetry?: (info: { attempt: number; waitMs: number; code: string }) => void;
     signal?: AbortSignal;
 }
@@ -75,7 +75,7 @@ function toError(status: number, body: unknown): EgressError {
     return new EgressError(status, e?.code ?? "unexpected", e?.message ?? `unexpected answer ${status}`, e?.details);
 }
 
-/** Leases a proxy, waiting on 503 as Retry-After says, up to `maxWaitMs` in total. */
+/** Leases a proxy, waiting on 503 (and 429 target_busy) as Retry-After says, up to `maxWaitMs` in total. */
 export async function lease(
     api: EgressApi,
     pool: string | undefined,
@@ -92,7 +92,9 @@ export async function lease(
         const err = toError(response.status, error);
         const retryAfter = Number(response.headers.get("retry-after"));
         const waitMs = Math.max(1, Number.isFinite(retryAfter) ? retryAfter : 1) * 1000;
-        if (response.status !== 503 || Date.now() + waitMs > deadline) throw err;
+        // 503: nothing free now; 429 target_busy: the pool's politeness limit for this site. Both pass.
+        const passing = response.status === 503 || (response.status === 429 && err.code === "target_busy");
+        if (!passing || Date.now() + waitMs > deadline) throw err;
         opts.onRetry?.({ attempt, waitMs, code: err.code });
         await sleep(waitMs, opts.signal);
     }

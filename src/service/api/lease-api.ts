@@ -26,6 +26,12 @@ export function acquireLease(deps: Pick<AppDeps, "fleet" | "metrics">, body: unk
             // caller mint label values.
             if (result.reason === "unknown-pool") throw new HttpError("unknown_pool", result.message);
             if (result.reason === "unknown-zone") throw new HttpError("unknown_zone", result.message);
+            if (result.reason === "target-busy") {
+                deps.metrics.politeness.held(result.pool, result.rule, "lease", "refused");
+                throw new HttpError("target_busy", result.message, undefined, {
+                    "Retry-After": String(result.retryAfterSeconds),
+                });
+            }
             deps.metrics.lease(req.pool ?? "*", "unavailable");
             throw new HttpError("none_available", result.message, undefined, {
                 "Retry-After": String(result.retryAfterSeconds),

@@ -62,7 +62,12 @@ export class Fleet {
             Object.fromEntries(
                 pools.map((p) => [
                     p.name,
-                    { cooldownSeconds: p.cooldownSeconds, sessionTtlSeconds: p.sessionTtlSeconds },
+                    {
+                        cooldownSeconds: p.cooldownSeconds,
+                        sessionTtlSeconds: p.sessionTtlSeconds,
+                        restAfterOkSeconds: p.restAfterOkSeconds,
+                        targets: p.targets,
+                    },
                 ]),
             ),
         );
@@ -219,8 +224,9 @@ export class Fleet {
         }
         const known = req.session !== undefined && this.leases.sessionMember(req.session, req.pool) !== undefined;
         return settle(this.leases.acquire(req), (r) => {
-            // Only a named pool's refusals are demand of that pool; "any pool" names none to grow.
-            if (!r.ok && req.pool !== undefined && via) this.refused(req.pool, via);
+            // Only a named pool's refusals are demand of that pool; "any pool" names none to grow. A site
+            // at its politeness limit is not demand: more members would not be let at it.
+            if (!r.ok && r.reason !== "target-busy" && req.pool !== undefined && via) this.refused(req.pool, via);
             return this.granted(req, known, r);
         });
     }
@@ -252,6 +258,10 @@ export class Fleet {
     }
 
     private granted(req: AcquireRequest, known: boolean, r: AcquireResult): FleetAcquire {
+        if (!r.ok && r.reason === "target-busy") {
+            const message = `pool "${r.pool}" is at its politeness limit for ${req.target} (rule "${r.rule}" in its \`targets\`); retry in ${r.retryAfterSeconds}s`;
+            return { ...r, message };
+        }
         if (!r.ok) {
             const where = (req.pool ? `pool "${req.pool}"` : "any pool") + (req.zone ? ` (zone "${req.zone}")` : "");
             const message =

@@ -72,4 +72,6 @@ export type FleetAcquire =
           reason: "unknown-pool" | "unknown-zone" | "no-members" | "none-available";
           message: string;
           retryAfterSeconds: number;
-      };
+      }
+    /** Only the pool's per-site politeness stops a grant (leases/types.ts): 429 target_busy. */
+    | { ok: false; reason: "target-busy"; message: string; retryAfterSeconds: number; pool: string; rule: string };

@@ -5,11 +5,12 @@ import type { GatewayRefusal } from "../observe/gateway-metrics";
 import { parseUsername } from "./username";
 import { worthWaiting, type WaitingRoom } from "./waiting";
 import { gatewayStatusOf } from "../http/catalogue";
+import type { PolitenessMetrics } from "../observe/politeness-metrics";
 
 /** A refusal as the gateway answers it: status (the catalogue's gateway status), error code, message and extra headers. */
 export interface Refusal {
     status: number;
-    code: GatewayRefusal | "none_available" | "not_ready" | "store_unavailable";
+    code: GatewayRefusal | "none_available" | "not_ready" | "store_unavailable" | "target_busy";
     message: string;
     headers?: Record<string, string>;
 }
@@ -65,6 +66,8 @@ export class Admission {
         private readonly ttlSeconds: number,
         /** Where requests wait for a busy pool (waiting.ts); without one, nothing free is an instant 503. */
         private readonly room?: WaitingRoom,
+        /** Counts requests per-site politeness held back (waited, refused 429 target_busy). */
+        private readonly politeness?: PolitenessMetrics,
     ) {
         this.find = tokenMatcher(tokens);
     }
@@ -112,6 +115,10 @@ export class Admission {
                 leave();
                 if (got.reason === "unknown-pool") return no("unknown_pool", got.message);
                 if (got.reason === "unknown-zone") return no("unknown_zone", got.message);
+                if (got.reason === "target-busy") {
+                    this.politeness?.held(got.pool, got.rule, "gateway", "refused");
+                    return no("target_busy", got.message, { "Retry-After": String(got.retryAfterSeconds) });
+                }
                 return no("none_available", got.message, { "Retry-After": String(got.retryAfterSeconds) });
             }
             return {
@@ -134,8 +141,11 @@ export class Admission {
         const attempt = () => acquire(null);
         // Nothing free: wait in line for the pool's members (the same pool, zone and target) if waiting is on.
         const line = `${pool ?? "*"}|${zone ?? "*"}|${target}`;
-        const waitOr = (g: FleetAcquire): MaybePromise<FleetAcquire> =>
-            this.room?.enabled && worthWaiting(g) ? this.room.wait(line, attempt, g, r.onGone) : g;
+        const waitOr = (g: FleetAcquire): MaybePromise<FleetAcquire> => {
+            if (!this.room?.enabled || !worthWaiting(g)) return g;
+            if (!g.ok && g.reason === "target-busy") this.politeness?.held(g.pool, g.rule, "gateway", "waited");
+            return this.room.wait(line, attempt, g, r.onGone);
+        };
         // First come first served: behind others already waiting, a newcomer queues without trying (and
         // is the pool's demand all the same).
         const queueBehind = this.room?.enabled === true && this.room.hasLine(line);

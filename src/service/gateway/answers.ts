@@ -29,6 +29,7 @@ const PROXY_STATUS_TYPES: Partial<Record<ErrorCode, string>> = {
     forbidden: "http_request_denied",
     forbidden_target: "destination_ip_prohibited",
     over_limit: "connection_limit_reached",
+    target_busy: "connection_limit_reached",
     bad_request: "http_request_error",
     headers_too_large: "http_request_error",
     request_timeout: "http_request_error",

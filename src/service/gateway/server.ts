@@ -90,7 +90,7 @@ export class Gateway {
         this.ttlSeconds = o.leaseTtlSeconds ?? 3600;
         this.room = gatewayWaitingRoom(o.fleet, o.metrics, o.waitMs ?? DEFAULT_GATEWAY_WAIT_MS, o.maxWaiting);
         this.stopKicking = o.fleet.onRelease(() => this.room.kick());
-        this.admission = new Admission(o.tokens, o.fleet, this.ttlSeconds, this.room);
+        this.admission = new Admission(o.tokens, o.fleet, this.ttlSeconds, this.room, o.metrics.politeness);
         this.rules = o.blockRules ?? DEFAULT_BLOCK_RULES;
         this.flights = new Flights({ ...o, rules: this.rules, recent: this.recent });
         this.answerMs = o.memberAnswerMs ?? MEMBER_ANSWER_MS;

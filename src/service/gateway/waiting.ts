@@ -42,9 +42,12 @@ interface Waiter {
     unwatch?: () => void;
 }
 
-/** True for the answers waiting can change: nothing free now, or no member yet. */
+/**
+ * True for the answers waiting can change: nothing free now, no member yet, or the site at its
+ * politeness limit (a lease for it ends, or a member's spacing runs out).
+ */
 export function worthWaiting(r: FleetAcquire): boolean {
-    return !r.ok && (r.reason === "none-available" || r.reason === "no-members");
+    return !r.ok && (r.reason === "none-available" || r.reason === "no-members" || r.reason === "target-busy");
 }
 
 export class WaitingRoom {

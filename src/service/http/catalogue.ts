@@ -55,6 +55,10 @@ export const ERRORS = {
     unsupported_encoding: { status: 415, when: "a body encoding or charset the server does not read" },
     expectation_failed: { status: 417, when: "an Expect header other than 100-continue" },
     over_limit: { status: 429, when: "(gateway) the token has its gatewayConcurrency requests in flight" },
+    target_busy: {
+        status: 429,
+        when: "the pool's per-site politeness (`targets`: maxConcurrency, minIntervalMs) holds the lease back for this target; Retry-After says when to try again",
+    },
     headers_too_large: { status: 431, when: "request headers larger than the server accepts" },
     internal: { status: 500, when: "a bug: the service log has the stack" },
     member_unreachable: {

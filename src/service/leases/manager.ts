@@ -2,6 +2,8 @@ import { MinHeap } from "./heap";
 import { ResolvedOptions, resolveOptions } from "./options";
 import { LeaseRec, MemberRec, newMember, newPool, place, PoolRec, promote, rebuild, unplace } from "./pool";
 import { pickLeastRecentlyUsed, sessionSticks } from "./pick";
+import { SitePoliteness, targetBusy } from "./politeness";
+import { orderRules } from "../../model/politeness";
 import { SessionRec, sessionKey, SessionTable } from "./sessions";
 import { snapshotOf, statsOf } from "./snapshot";
 import { TargetCooldowns, TargetOutcome } from "./target-cooldowns";
@@ -48,6 +50,7 @@ export class LeaseManager {
     /** Health verdicts that arrived before the member did. */
     private readonly hints = new Map<string, boolean>();
     private readonly targets: TargetCooldowns;
+    private readonly polite: SitePoliteness;
     private seq = 0;
 
     constructor(options: LeaseManagerOptions = {}) {
@@ -57,6 +60,7 @@ export class LeaseManager {
             blockedBaseMs: this.o.blockedBaseSeconds * 1000,
             blockedMaxMs: this.o.blockedMaxSeconds * 1000,
         });
+        this.polite = new SitePoliteness(this.o.busyRetryAfterSeconds * 1000);
         this.tombstones = new Tombstones(this.o.tombstoneSeconds * 1000, this.o.maxTombstones);
         this.sessions = new SessionTable(this.o.maxSessions);
     }
@@ -74,6 +78,8 @@ export class LeaseManager {
             const p = this.pool(name);
             p.configured = true;
             p.sessionTtlMs = Math.max(0, cfg.sessionTtlSeconds ?? this.o.sessionTtlSeconds) * 1000;
+            p.restAfterOkMs = cfg.restAfterOkSeconds === undefined ? undefined : cfg.restAfterOkSeconds * 1000;
+            p.polite.rules = orderRules(cfg.targets ?? []); // in-flight counts carry over: those leases still run
             const cooldownMs = Math.max(0, cfg.cooldownSeconds) * 1000;
             if (cooldownMs !== p.cooldownMs) rebuild(p, cooldownMs, now);
         }
@@ -130,18 +136,20 @@ export class LeaseManager {
         const session = key === undefined ? undefined : this.sessions.get(key, now);
         if (session) {
             const m = this.members.get(session.memberId);
-            if (m && sessionSticks(m, req, this.targets, now))
+            if (m && sessionSticks(m, req, this.targets, this.polite, now))
                 return { ok: true, lease: this.grant(m, req, now, key, session), rebound: false };
         }
         const scope = this.scope(req.pool);
-        const { best, total, skippedUntil } = pickLeastRecentlyUsed(
+        const { best, total, skippedUntil, held } = pickLeastRecentlyUsed(
             scope,
             req.target,
             this.targets,
             now,
+            this.polite,
             req.zone,
             req.exclude,
         );
+        if (!best && held) return targetBusy(held, now);
         if (!best) return unavailable(scope, total, req, skippedUntil, now, this.o, this.targets);
         const lease = this.grant(best, req, now, key, session);
         return key === undefined ? { ok: true, lease } : { ok: true, lease, rebound: session !== undefined };
@@ -167,6 +175,7 @@ export class LeaseManager {
         };
         unplace(m);
         const rec: LeaseRec = { lease, member: m, heapIndex: -1 };
+        rec.rule = this.polite.granted(m.pool, this.polite.rule(m.pool, req.target), m.id, now);
         if (key !== undefined) rec.session = this.sessions.acquired(key, session, m.id, m.pool.sessionTtlMs, now);
         m.lease = rec;
         m.pool.leased++;
@@ -214,6 +223,7 @@ export class LeaseManager {
         const expired = this.expire(now);
         for (const p of this.pools.values()) promote(p, now);
         this.targets.prune(now);
+        this.polite.prune(now);
         this.tombstones.prune(now);
         return { expired, sessionsDropped: this.sessions.prune(now) };
     }
@@ -317,14 +327,15 @@ export class LeaseManager {
         this.expiry.remove(rec);
         m.lease = undefined;
         m.pool.leased--;
+        this.polite.ended(m.pool, rec.rule);
         if (rec.session) this.sessions.ended(rec.session, at);
         if (cause !== "released")
             this.tombstones.add(rec.lease.id, removal ? { cause, endedAt: at, removal } : { cause, endedAt: at });
         if (cause === "member-removed") return;
         m.lastUsedAt = at;
         const target = rec.lease.target;
-        if (target !== undefined)
-            this.targets.record(target, m.id, cause === "ttl" ? "expired" : (outcome as TargetOutcome), at);
+        const how: TargetOutcome = cause === "ttl" ? "expired" : outcome;
+        if (target !== undefined) this.targets.record(target, m.id, how, at, m.pool.restAfterOkMs);
         if (outcome === "error") m.errors++;
         place(m, now);
     }

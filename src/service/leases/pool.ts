@@ -1,5 +1,6 @@
 import { HeapItem, MinHeap } from "./heap";
 import { ListNode, ReadyList } from "./ready-list";
+import { newPoolPoliteness, type PoolPoliteness } from "./politeness";
 import type { SessionRec } from "./sessions";
 import type { Lease } from "./types";
 
@@ -23,6 +24,8 @@ export interface LeaseRec extends HeapItem {
     member: MemberRec;
     /** The sticky session it was taken through, if any. */
     session?: SessionRec;
+    /** The politeness rule (host) it counts under in its pool, if its target matched one. */
+    rule?: string;
 }
 
 /**
@@ -41,6 +44,10 @@ export interface PoolRec {
     cooling: MinHeap<MemberRec>;
     members: number;
     leased: number;
+    /** Per-site politeness (the pool's `targets`). */
+    polite: PoolPoliteness;
+    /** The pool's `restAfterOkSeconds` in ms; undefined = the manager's targetCooldownSeconds. */
+    restAfterOkMs?: number;
 }
 
 export function newPool(name: string, sessionTtlMs: number): PoolRec {
@@ -54,6 +61,7 @@ export function newPool(name: string, sessionTtlMs: number): PoolRec {
         cooling: new MinHeap<MemberRec>((m) => m.lastUsedAt),
         members: 0,
         leased: 0,
+        polite: newPoolPoliteness(),
     };
 }
 

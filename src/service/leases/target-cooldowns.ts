@@ -42,8 +42,11 @@ export class TargetCooldowns {
         return e && e.blocks > 0 ? e.until : 0;
     }
 
-    /** Records how a lease against `target` ended. Returns the new rest-until time. */
-    record(target: string, proxyId: string, outcome: TargetOutcome, now: number): number {
+    /**
+     * Records how a lease against `target` ended. `restMs` replaces `targetCooldownMs` (a pool's
+     * `restAfterOkSeconds`). Returns the new rest-until time.
+     */
+    record(target: string, proxyId: string, outcome: TargetOutcome, now: number, restMs?: number): number {
         let perProxy = this.byTarget.get(target);
         if (!perProxy) this.byTarget.set(target, (perProxy = new Map()));
         const e = perProxy.get(proxyId) ?? { until: 0, blocks: 0 };
@@ -53,7 +56,7 @@ export class TargetCooldowns {
             e.until = now + Math.min(this.s.blockedMaxMs, this.s.blockedBaseMs * 2 ** (e.blocks - 1));
         } else {
             if (outcome !== "error") e.blocks = 0;
-            e.until = Math.max(e.until, now + this.s.targetCooldownMs);
+            e.until = Math.max(e.until, now + (restMs ?? this.s.targetCooldownMs));
         }
         if (e.until <= now && e.blocks === 0) perProxy.delete(proxyId);
         else perProxy.set(proxyId, e);

@@ -1,5 +1,5 @@
 /** Public shapes of the lease manager. Times are epoch milliseconds from the injected clock. */
-import { SESSION_TTL_DEFAULT_SECONDS } from "../../model";
+import { SESSION_TTL_DEFAULT_SECONDS, type PolitenessRule } from "../../model";
 
 export type ReleaseOutcome = "ok" | "blocked" | "error";
 
@@ -57,7 +57,13 @@ export type AcquireResult =
      * one is leased, cooling, unhealthy or resting for this target. Either way Retry-After =
      * `retryAfterSeconds` (whole seconds, ≥ 1).
      */
-    | { ok: false; reason: "no-members" | "none-available"; retryAfterSeconds: number };
+    | { ok: false; reason: "no-members" | "none-available"; retryAfterSeconds: number }
+    /**
+     * Only the pool's per-site politeness (`targets`) stops a grant: the site `rule` (the matching rule's
+     * host) has its `maxConcurrency` leases in flight in `pool`, or the free members were granted for it
+     * less than `minIntervalMs` ago. HTTP 429 `target_busy` with Retry-After.
+     */
+    | { ok: false; reason: "target-busy"; retryAfterSeconds: number; pool: string; rule: string };
 
 export type ReleaseResult =
     /** `errors`: the member's lease-error count so far (the health engine gets each via `onError`). */
@@ -172,6 +178,10 @@ export interface LeaseMemberInput {
 /** Per-pool lease settings of `setMembers` (PoolConfig fits). */
 export interface PoolLeaseSettings {
     cooldownSeconds: number;
+    /** Rest per (member, target) after an `ok`/`error` lease in this pool; the store's targetCooldownSeconds when absent. */
+    restAfterOkSeconds?: number;
+    /** Per-site politeness rules (src/model/politeness.ts). */
+    targets?: readonly PolitenessRule[];
     /** Session idle TTL for this pool; the manager's `sessionTtlSeconds` when absent. */
     sessionTtlSeconds?: number;
 }

@@ -1,5 +1,6 @@
 import { Counter, Gauge, Histogram, type Registry } from "prom-client";
 import type { ErrorCode } from "../http/catalogue";
+import { createPolitenessMetrics, type PolitenessMetrics } from "./politeness-metrics";
 
 /** Per pool: how gateway requests ended. `unavailable`: answered 503 (nothing leasable), no member used. */
 export const GATEWAY_OUTCOMES = ["ok", "blocked", "error", "unavailable"] as const;
@@ -16,6 +17,7 @@ export const GATEWAY_REFUSALS = [
     "headers_too_large",
     "request_timeout",
     "forbidden_target",
+    "target_busy",
 ] as const satisfies readonly ErrorCode[];
 export type GatewayRefusal = (typeof GATEWAY_REFUSALS)[number];
 const DIRECTIONS = ["received", "sent"] as const;
@@ -25,7 +27,12 @@ const KINDS = ["http", "connect"] as const;
  * The gateway's metrics, on the service's registry (metrics.ts calls this). Pool-labelled series of a
  * pool that is no longer configured are dropped at scrape time, like the lease counters'.
  */
-export function createGatewayMetrics(registry: Registry, livePools?: () => Set<string>) {
+export function createGatewayMetrics(
+    registry: Registry,
+    livePools?: () => Set<string>,
+    /** The service's politeness counter (metrics.ts shares it with the lease API); its own otherwise. */
+    politeness: PolitenessMetrics = createPolitenessMetrics(registry, livePools),
+) {
     /** Pools that have series (only pools a lease was asked of, so configured ones: a handful). */
     const pools = new Set<string>();
     /** Reasons retries were counted under (a handful of RFC 9209 types), for pruning a gone pool's series. */
@@ -111,6 +118,7 @@ export function createGatewayMetrics(registry: Registry, livePools?: () => Set<s
         },
     });
     return {
+        politeness,
         waited(pool: string, seconds: number): void {
             waits.observe({ pool }, seconds);
         },

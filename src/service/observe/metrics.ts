@@ -1,6 +1,7 @@
 import { Counter, Gauge, Histogram, Registry, collectDefaultMetrics } from "prom-client";
 import type { PoolCounts } from "../fleet/fleet";
 import { createGatewayMetrics } from "./gateway-metrics";
+import { createPolitenessMetrics } from "./politeness-metrics";
 
 /** What the scrape-time gauges read: the fleet as it is now, so a series never outlives its pool or member. */
 export interface MetricsSource {
@@ -28,6 +29,8 @@ export function createMetrics(source?: MetricsSource) {
     const registry = new Registry();
     collectDefaultMetrics({ register: registry, prefix: "egress_process_" });
     gaugesWithoutTotal(registry);
+    const livePools = source && (() => new Set(source.pools().map((p) => p.name)));
+    const politeness = createPolitenessMetrics(registry, livePools);
     /** Drops the series of pools no longer configured (scrape time; a pool scaled to 0 keeps its series). */
     const prunePools = (counter: Counter<string>, pools: Set<string>, other: string, values: readonly string[]) => {
         if (!source) return;
@@ -199,7 +202,8 @@ export function createMetrics(source?: MetricsSource) {
             registers: [registry],
         }),
         /** The rotating gateway's requests, upstream latency and bytes per pool (gateway/metrics.ts). */
-        gateway: createGatewayMetrics(registry, source && (() => new Set(source.pools().map((p) => p.name)))),
+        gateway: createGatewayMetrics(registry, livePools, politeness),
+        politeness,
         providerLastCheck: new Gauge({
             name: "egress_provider_last_check_timestamp_seconds",
             help: "When the provider's last check finished, in unix seconds",

@@ -10,6 +10,7 @@ import {
     type ReleaseResult,
     type Removal,
 } from "../leases/types";
+import { orderRules } from "../../model/politeness";
 import { ACQUIRE, BLOCK, PUBLISH, RELEASE, REVOKE, VIEW, withSettings } from "./scripts";
 import { type LeaseStore, StoreUnavailableError } from "./types";
 import { redactStoreUrl } from "./url";
@@ -30,7 +31,7 @@ export class RedisLeaseStore implements LeaseStore {
     private readonly retryAfterSeconds: number;
     /** Undefined until the first setMembers: publishing nothing would take every member (and its lease) away. */
     private members?: LeaseMemberInput[];
-    private pools: Record<string, [number, number]> = {};
+    private pools: Record<string, [number, number, number, [string, number, number][]]> = {};
     private readonly eligible = new Map<string, boolean>();
     /** The live leases as last read (every `viewIntervalMs`), for the synchronous reads. */
     private readonly view = new LiveLeases();
@@ -125,7 +126,12 @@ export class RedisLeaseStore implements LeaseStore {
         this.pools = Object.fromEntries(
             Object.entries(pools).map(([n, c]) => [
                 n,
-                [Math.max(0, c.cooldownSeconds) * 1000, Math.max(0, c.sessionTtlSeconds ?? sessionTtl) * 1000],
+                [
+                    Math.max(0, c.cooldownSeconds) * 1000,
+                    Math.max(0, c.sessionTtlSeconds ?? sessionTtl) * 1000,
+                    c.restAfterOkSeconds === undefined ? -1 : c.restAfterOkSeconds * 1000,
+                    orderRules(c.targets ?? []).map((r) => [r.host, r.maxConcurrency ?? 0, r.minIntervalMs ?? 0]),
+                ],
             ]),
         );
         this.members = members.map((m) => ({ id: m.id, pool: m.pool, zone: m.zone ?? "" }));
@@ -155,6 +161,14 @@ export class RedisLeaseStore implements LeaseStore {
                 ...(req.exclude ?? []),
             ),
         )) as Reply;
+        if (r[0] === 0 && r[1] === "target-busy")
+            return {
+                ok: false,
+                reason: "target-busy",
+                retryAfterSeconds: Number(r[2]),
+                pool: String(r[3]),
+                rule: String(r[4]),
+            };
         if (r[0] === 0)
             return { ok: false, reason: r[1] as "no-members" | "none-available", retryAfterSeconds: Number(r[2]) };
         const lease: Lease = {

@@ -23,6 +23,8 @@ export interface ScriptSettings {
     maxTtlSeconds: number;
 }
 
+import { PRELUDE } from "./prelude";
+
 /** `lua` with the settings in place of its placeholder. */
 export function withSettings(lua: string, s: ScriptSettings): string {
     const n = (v: number) => {
@@ -36,85 +38,6 @@ export function withSettings(lua: string, s: ScriptSettings): string {
 
 /** Under the prefix: lease errors per member, counted by every replica's releases (the leader's health reads it). */
 export const LEASE_ERRORS_KEY = "err";
-
-const PRELUDE = `
-local P = KEYS[1]
-local S = __SETTINGS__
-local A = 1
-local t = redis.call('TIME')
-local now = tonumber(t[1]) * 1000 + math.floor(tonumber(t[2]) / 1000)
-
-local function poolcfg(p)
-  local c = redis.call('HGET', P .. 'pools', p)
-  if not c then return nil end
-  local cd, st = string.match(c, '^(%d+):(%d+)$')
-  return { cd = tonumber(cd), st = tonumber(st) }
-end
-
--- Target cooldowns: "until:blocks" per member in a hash per target (target-cooldowns.ts' rules).
-local function tcget(target, m)
-  local v = redis.call('HGET', P .. 'tc:' .. target, m)
-  if not v then return 0, 0 end
-  local u, b = string.match(v, '^(%d+):(%d+)$')
-  return tonumber(u), tonumber(b)
-end
-local function tcrecord(target, m, outcome, at)
-  local u, b = tcget(target, m)
-  if outcome == 'blocked' then
-    b = b + 1
-    u = at + math.min(S.bmax, S.bbase * 2 ^ (b - 1))
-  else
-    if outcome ~= 'error' then b = 0 end
-    u = math.max(u, at + S.tcd)
-  end
-  local k = P .. 'tc:' .. target
-  if u <= now and b == 0 then redis.call('HDEL', k, m) else redis.call('HSET', k, m, string.format('%d:%d', u, b)) end
-  -- The hash lives as long as its longest-kept entry (a block count is kept bmax past its rest).
-  local keep = u - now + (b > 0 and S.bmax or 0)
-  if keep > 0 and redis.call('PTTL', k) < keep then redis.call('PEXPIRE', k, keep) end
-  return u
-end
-
--- Ends lease id (cause released | ttl | member-removed). Returns the member and pool it was on.
-local function endlease(id, cause, outcome, removal)
-  local k = P .. 'lease:' .. id
-  local l = redis.call('HMGET', k, 'proxy', 'pool', 'target', 'skey', 'expiresAt', 'prev')
-  local m, p, target, skey = l[1], l[2], l[3], l[4]
-  if not m then return nil end
-  local at = cause == 'ttl' and tonumber(l[5]) or now
-  redis.call('DEL', k)
-  redis.call('ZREM', P .. 'exp', id)
-  if redis.call('HGET', P .. 'leased', m) == id then
-    redis.call('HDEL', P .. 'leased', m)
-    redis.call('HINCRBY', P .. 'nleased', p, -1)
-  end
-  if skey and skey ~= '' then
-    local sk = P .. 'sess:' .. skey
-    if redis.call('EXISTS', sk) == 1 then
-      local live = redis.call('HINCRBY', sk, 'live', -1)
-      if live <= 0 then redis.call('PEXPIRE', sk, math.max(1, tonumber(redis.call('HGET', sk, 'ttl')) - (now - at))) end
-    end
-  end
-  if cause ~= 'released' then redis.call('SET', P .. 'tomb:' .. id, cjson.encode({ cause = cause, endedAt = at, removal = removal }), 'PX', S.tomb) end
-  local present = redis.call('HEXISTS', P .. 'mem:' .. p, m) == 1
-  if cause == 'member-removed' then
-    -- Taken away on purpose: back in the list with the history it had (whoever revoked keeps it ineligible).
-    if present then redis.call('ZADD', P .. 'ready:' .. p, tonumber(l[6]) or 0, m) end
-    return m, p
-  end
-  if present then redis.call('ZADD', P .. 'ready:' .. p, at, m) end
-  if target and target ~= '' then tcrecord(target, m, cause == 'ttl' and 'expired' or outcome, at) end
-  if outcome == 'error' then redis.call('HINCRBY', P .. 'err', m, 1) end
-  return m, p
-end
-
--- Lazy expiry, as the memory manager does on every call.
-local function expire()
-  local due = redis.call('ZRANGEBYSCORE', P .. 'exp', '-inf', now)
-  for _, id in ipairs(due) do endlease(id, 'ttl', 'ok', nil) end
-end
-expire()
-`;
 
 /** ARGV: pool, target, session ('' = none), ttlSeconds, lease id, zone ('' = any), then members to exclude (any number). */
 export const ACQUIRE =
@@ -130,13 +53,13 @@ ttl = math.min(S.mttl, math.max(1, math.floor(ttl)))
 local skey = session ~= '' and (pool .. '\\n' .. session) or ''
 local function eligible(p, m) return redis.call('HGET', P .. 'mem:' .. p, m) == '1' end
 
-local function grant(m, p, state)
+local function grant(m, p, state, rule)
   local prev = redis.call('ZSCORE', P .. 'ready:' .. p, m) or '0'
   redis.call('ZREM', P .. 'ready:' .. p, m)
   redis.call('HSET', P .. 'leased', m, id)
   redis.call('HINCRBY', P .. 'nleased', p, 1)
   local exp = now + ttl * 1000
-  redis.call('HSET', P .. 'lease:' .. id, 'proxy', m, 'pool', p, 'target', target, 'session', session, 'skey', skey, 'leasedAt', now, 'expiresAt', exp, 'prev', prev)
+  redis.call('HSET', P .. 'lease:' .. id, 'proxy', m, 'pool', p, 'target', target, 'session', session, 'skey', skey, 'leasedAt', now, 'expiresAt', exp, 'prev', prev, 'rule', sitegranted(p, rule, m))
   redis.call('ZADD', P .. 'exp', exp, id)
   if skey ~= '' then
     local sk = P .. 'sess:' .. skey
@@ -157,16 +80,30 @@ if smember then
     local u, b = tcget(target, smember)
     blocked = b > 0 and u > now
   end
-  if eligible(spool, smember) and redis.call('HEXISTS', P .. 'leased', smember) == 0 and (pool == '' or pool == spool) and inzone(smember) and not blocked then
-    return grant(smember, spool, 'kept')
+  -- Politeness binds sessions too (pick.ts sessionSticks): a full site or a spaced member does not stick.
+  local srule = rulefor(spool, target)
+  local polite = not sitefull(spool, srule) and spaceduntil(spool, srule, smember) <= now
+  if eligible(spool, smember) and redis.call('HEXISTS', P .. 'leased', smember) == 0 and (pool == '' or pool == spool) and inzone(smember) and not blocked and polite then
+    return grant(smember, spool, 'kept', srule)
   end
 end
 local state = smember and 'rebound' or (skey ~= '' and 'new' or '')
 
 local scope = pool ~= '' and { pool } or redis.call('HKEYS', P .. 'pools')
 local best, bestScore, total, skipped = nil, nil, 0, math.huge
+-- The earliest politeness hold (pick.ts' held): { until, pool, rule host }.
+local held = nil
+local function hold(untilms, p, host)
+  if not held or untilms < held[1] then held = { untilms, p, host } end
+end
 for _, p in ipairs(scope) do
   local c = poolcfg(p)
+  local rule = c and rulefor(p, target)
+  if c and sitefull(p, rule) then
+    total = total + redis.call('HLEN', P .. 'mem:' .. p)
+    hold(now + S.busy, p, rule.host)
+    c = nil -- passed over whole: the site has its maxConcurrency in flight through this pool
+  end
   if c then
     total = total + redis.call('HLEN', P .. 'mem:' .. p)
     -- Rested members in least-recently-used order (ties: by name); the first eligible one not resting
@@ -181,9 +118,11 @@ for _, p in ipairs(scope) do
         local m, score = batch[i], tonumber(batch[i + 1])
         if eligible(p, m) and inzone(m) then
           local u = target ~= '' and tcget(target, m) or 0
+          local gap = u > now and 0 or spaceduntil(p, rule, m)
           if u > now then skipped = math.min(skipped, u)
+          elseif gap > now then hold(gap, p, rule.host)
           else
-            if not best or score < bestScore or (score == bestScore and m < best[1]) then best, bestScore = { m, p }, score end
+            if not best or score < bestScore or (score == bestScore and m < best[1]) then best, bestScore = { m, p, rule }, score end
             done = true
             break
           end
@@ -194,7 +133,8 @@ for _, p in ipairs(scope) do
     end
   end
 end
-if best then return grant(best[1], best[2], state) end
+if best then return grant(best[1], best[2], state, best[3]) end
+if held then return { 0, 'target-busy', math.max(1, math.ceil((held[1] - now) / 1000)), held[2], held[3] } end
 
 -- Nothing to lease: the earliest moment something in scope could be (unavailable.ts).
 if total == 0 then return { 0, 'no-members', math.max(1, S.idle) } end
@@ -256,63 +196,4 @@ if not p then return -1 end
 return tcrecord(target, m, 'blocked', now)
 `;
 
-/**
- * ARGV: this replica's view as JSON {pools: {name: [cooldownMs, sessionTtlMs]},
- * members: [[id, pool, eligible 0|1, zone]]}. Replaces the published members: a member that left loses its
- * lease (a late release gets 410 proxy_removed); survivors keep their leases and history.
- */
-export const PUBLISH =
-    PRELUDE +
-    `
-local view = cjson.decode(ARGV[A])
-local want = {}
-for _, e in ipairs(view.members) do
-  want[e[2]] = want[e[2]] or {}
-  want[e[2]][e[1]] = e[3]
-  -- Zones beside the members (one hash): read only by zone-scoped acquires.
-  if e[4] and e[4] ~= '' then redis.call('HSET', P .. 'zone', e[1], e[4]) else redis.call('HDEL', P .. 'zone', e[1]) end
-end
-local old = redis.call('HKEYS', P .. 'pools')
-for _, p in ipairs(old) do
-  local keep = want[p] or {}
-  local mems = redis.call('HKEYS', P .. 'mem:' .. p)
-  for _, m in ipairs(mems) do
-    if keep[m] == nil then
-      local id = redis.call('HGET', P .. 'leased', m)
-      redis.call('HDEL', P .. 'mem:' .. p, m)
-      redis.call('ZREM', P .. 'ready:' .. p, m)
-      if redis.call('HGET', P .. 'where', m) == p then
-        redis.call('HDEL', P .. 'where', m)
-        redis.call('HDEL', P .. 'zone', m)
-      end
-      if id then endlease(id, 'member-removed', 'ok', nil) end
-    end
-  end
-  if view.pools[p] == nil then redis.call('HDEL', P .. 'pools', p) end
-end
-for p, c in pairs(view.pools) do redis.call('HSET', P .. 'pools', p, string.format('%d:%d', c[1], c[2])) end
-for p, mems in pairs(want) do
-  for m, e in pairs(mems) do
-    if redis.call('HSETNX', P .. 'mem:' .. p, m, e) == 1 then
-      redis.call('HSET', P .. 'where', m, p)
-      if redis.call('HEXISTS', P .. 'leased', m) == 0 then redis.call('ZADD', P .. 'ready:' .. p, 'NX', 0, m) end
-    else
-      redis.call('HSET', P .. 'mem:' .. p, m, e)
-    end
-  end
-end
-return 1
-`;
-
-/** No ARGV. The live leases (expired ones end first): [id, proxy, pool, target, session, leasedAt, expiresAt]... */
-export const VIEW =
-    PRELUDE +
-    `
-local out = {}
-local ids = redis.call('ZRANGE', P .. 'exp', 0, -1)
-for _, id in ipairs(ids) do
-  local l = redis.call('HMGET', P .. 'lease:' .. id, 'proxy', 'pool', 'target', 'session', 'leasedAt', 'expiresAt')
-  if l[1] then table.insert(out, { id, l[1], l[2], l[3], l[4], l[5], l[6] }) end
-end
-return out
-`;
+export { PUBLISH, VIEW } from "./publish-scripts";

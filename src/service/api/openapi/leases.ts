@@ -25,6 +25,10 @@ export const LEASES_OPERATIONS: Op[] = [
         responses: {
             "201": json(s.leaseResponse, "The lease"),
             "404": error("`unknown_pool`: the requested pool is not configured"),
+            "429": error(
+                "`target_busy`: the pool's per-site politeness (`targets`: maxConcurrency, minIntervalMs) is all that stops a lease for this target; Retry-After says when to try again",
+                retryAfter,
+            ),
             "503": error(
                 "`none_available` (every member leased, cooling, unhealthy or resting for this target; or no members) or `not_ready`; Retry-After says when to try again",
                 retryAfter,

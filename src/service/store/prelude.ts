@@ -1,0 +1,85 @@
+/**
+ * What every lease-store script starts with (scripts.ts, publish-scripts.ts): the prefix, the settings,
+ * Redis' clock, the pool, target-cooldown and politeness helpers, ending a lease, and the lazy expiry.
+ */
+import { POLITE_LUA } from "./politeness-lua";
+
+export const PRELUDE = `
+local P = KEYS[1]
+local S = __SETTINGS__
+local A = 1
+local t = redis.call('TIME')
+local now = tonumber(t[1]) * 1000 + math.floor(tonumber(t[2]) / 1000)
+
+local function poolcfg(p)
+  local c = redis.call('HGET', P .. 'pools', p)
+  if not c then return nil end
+  local cd, st = string.match(c, '^(%d+):(%d+)$')
+  return { cd = tonumber(cd), st = tonumber(st) }
+end
+${POLITE_LUA}
+-- Target cooldowns: "until:blocks" per member in a hash per target (target-cooldowns.ts' rules).
+local function tcget(target, m)
+  local v = redis.call('HGET', P .. 'tc:' .. target, m)
+  if not v then return 0, 0 end
+  local u, b = string.match(v, '^(%d+):(%d+)$')
+  return tonumber(u), tonumber(b)
+end
+local function tcrecord(target, m, outcome, at, restok)
+  local u, b = tcget(target, m)
+  if outcome == 'blocked' then
+    b = b + 1
+    u = at + math.min(S.bmax, S.bbase * 2 ^ (b - 1))
+  else
+    if outcome ~= 'error' then b = 0 end
+    u = math.max(u, at + (restok or S.tcd))
+  end
+  local k = P .. 'tc:' .. target
+  if u <= now and b == 0 then redis.call('HDEL', k, m) else redis.call('HSET', k, m, string.format('%d:%d', u, b)) end
+  -- The hash lives as long as its longest-kept entry (a block count is kept bmax past its rest).
+  local keep = u - now + (b > 0 and S.bmax or 0)
+  if keep > 0 and redis.call('PTTL', k) < keep then redis.call('PEXPIRE', k, keep) end
+  return u
+end
+
+-- Ends lease id (cause released | ttl | member-removed). Returns the member and pool it was on.
+local function endlease(id, cause, outcome, removal)
+  local k = P .. 'lease:' .. id
+  local l = redis.call('HMGET', k, 'proxy', 'pool', 'target', 'skey', 'expiresAt', 'prev', 'rule')
+  local m, p, target, skey = l[1], l[2], l[3], l[4]
+  if not m then return nil end
+  local at = cause == 'ttl' and tonumber(l[5]) or now
+  redis.call('DEL', k)
+  redis.call('ZREM', P .. 'exp', id)
+  if redis.call('HGET', P .. 'leased', m) == id then
+    redis.call('HDEL', P .. 'leased', m)
+    redis.call('HINCRBY', P .. 'nleased', p, -1)
+  end
+  siteended(p, l[7])
+  if skey and skey ~= '' then
+    local sk = P .. 'sess:' .. skey
+    if redis.call('EXISTS', sk) == 1 then
+      local live = redis.call('HINCRBY', sk, 'live', -1)
+      if live <= 0 then redis.call('PEXPIRE', sk, math.max(1, tonumber(redis.call('HGET', sk, 'ttl')) - (now - at))) end
+    end
+  end
+  if cause ~= 'released' then redis.call('SET', P .. 'tomb:' .. id, cjson.encode({ cause = cause, endedAt = at, removal = removal }), 'PX', S.tomb) end
+  local present = redis.call('HEXISTS', P .. 'mem:' .. p, m) == 1
+  if cause == 'member-removed' then
+    -- Taken away on purpose: back in the list with the history it had (whoever revoked keeps it ineligible).
+    if present then redis.call('ZADD', P .. 'ready:' .. p, tonumber(l[6]) or 0, m) end
+    return m, p
+  end
+  if present then redis.call('ZADD', P .. 'ready:' .. p, at, m) end
+  if target and target ~= '' then tcrecord(target, m, cause == 'ttl' and 'expired' or outcome, at, restms(p)) end
+  if outcome == 'error' then redis.call('HINCRBY', P .. 'err', m, 1) end
+  return m, p
+end
+
+-- Lazy expiry, as the memory manager does on every call.
+local function expire()
+  local due = redis.call('ZRANGEBYSCORE', P .. 'exp', '-inf', now)
+  for _, id in ipairs(due) do endlease(id, 'ttl', 'ok', nil) end
+end
+expire()
+`;

@@ -1,0 +1,71 @@
+/**
+ * The lease store's scripts that publish the members and read the live leases (the acquire, release
+ * and block scripts are scripts.ts'): the same prelude, so every one of them ends due leases first.
+ */
+import { PRELUDE } from "./prelude";
+
+/**
+ * ARGV: this replica's view as JSON {pools: {name: [cooldownMs, sessionTtlMs, restAfterOkMs (-1 = unset), rules]},
+ * members: [[id, pool, eligible 0|1, zone]]}. Replaces the published members: a member that left loses its
+ * lease (a late release gets 410 proxy_removed); survivors keep their leases and history.
+ */
+export const PUBLISH =
+    PRELUDE +
+    `
+local view = cjson.decode(ARGV[A])
+local want = {}
+for _, e in ipairs(view.members) do
+  want[e[2]] = want[e[2]] or {}
+  want[e[2]][e[1]] = e[3]
+  -- Zones beside the members (one hash): read only by zone-scoped acquires.
+  if e[4] and e[4] ~= '' then redis.call('HSET', P .. 'zone', e[1], e[4]) else redis.call('HDEL', P .. 'zone', e[1]) end
+end
+local old = redis.call('HKEYS', P .. 'pools')
+for _, p in ipairs(old) do
+  local keep = want[p] or {}
+  local mems = redis.call('HKEYS', P .. 'mem:' .. p)
+  for _, m in ipairs(mems) do
+    if keep[m] == nil then
+      local id = redis.call('HGET', P .. 'leased', m)
+      redis.call('HDEL', P .. 'mem:' .. p, m)
+      redis.call('ZREM', P .. 'ready:' .. p, m)
+      if redis.call('HGET', P .. 'where', m) == p then
+        redis.call('HDEL', P .. 'where', m)
+        redis.call('HDEL', P .. 'zone', m)
+      end
+      if id then endlease(id, 'member-removed', 'ok', nil) end
+    end
+  end
+  if view.pools[p] == nil then redis.call('HDEL', P .. 'pools', p); redis.call('HDEL', P .. 'rok', p); redis.call('HDEL', P .. 'rules', p) end
+end
+for p, c in pairs(view.pools) do
+  redis.call('HSET', P .. 'pools', p, string.format('%d:%d', c[1], c[2]))
+  -- Politeness (politeness-lua.ts): c[3] the pool's restAfterOk ms (-1 = the store's), c[4] its rules.
+  if c[3] and c[3] >= 0 then redis.call('HSET', P .. 'rok', p, c[3]) else redis.call('HDEL', P .. 'rok', p) end
+  if c[4] and #c[4] > 0 then redis.call('HSET', P .. 'rules', p, cjson.encode(c[4])) else redis.call('HDEL', P .. 'rules', p) end
+end
+for p, mems in pairs(want) do
+  for m, e in pairs(mems) do
+    if redis.call('HSETNX', P .. 'mem:' .. p, m, e) == 1 then
+      redis.call('HSET', P .. 'where', m, p)
+      if redis.call('HEXISTS', P .. 'leased', m) == 0 then redis.call('ZADD', P .. 'ready:' .. p, 'NX', 0, m) end
+    else
+      redis.call('HSET', P .. 'mem:' .. p, m, e)
+    end
+  end
+end
+return 1
+`;
+
+/** No ARGV. The live leases (expired ones end first): [id, proxy, pool, target, session, leasedAt, expiresAt]... */
+export const VIEW =
+    PRELUDE +
+    `
+local out = {}
+local ids = redis.call('ZRANGE', P .. 'exp', 0, -1)
+for _, id in ipairs(ids) do
+  local l = redis.call('HMGET', P .. 'lease:' .. id, 'proxy', 'pool', 'target', 'session', 'leasedAt', 'expiresAt')
+  if l[1] then table.insert(out, { id, l[1], l[2], l[3], l[4], l[5], l[6] }) end
+end
+return out
+`;
