@@ -36,6 +36,12 @@ export function withSettings(lua: string, s: ScriptSettings): string {
 
 /** Under the prefix: lease errors per member, counted by every replica's releases (the leader's health reads it). */
 export const LEASE_ERRORS_KEY = "err";
+/**
+ * Under the prefix: outcomes per member, counted by every replica's releases and block reports, fields
+ * `<member>|t` (all) and `<member>|b` (blocked). The leader turns their growth into its rotation's outcome
+ * window (cluster/verdicts.ts), as it does with LEASE_ERRORS_KEY.
+ */
+export const LEASE_OUTCOMES_KEY = "out";
 
 const PRELUDE = `
 local P = KEYS[1]
@@ -105,6 +111,10 @@ local function endlease(id, cause, outcome, removal)
   if present then redis.call('ZADD', P .. 'ready:' .. p, at, m) end
   if target and target ~= '' then tcrecord(target, m, cause == 'ttl' and 'expired' or outcome, at) end
   if outcome == 'error' then redis.call('HINCRBY', P .. 'err', m, 1) end
+  if cause == 'released' then
+    redis.call('HINCRBY', P .. 'out', m .. '|t', 1)
+    if outcome == 'blocked' then redis.call('HINCRBY', P .. 'out', m .. '|b', 1) end
+  end
   return m, p
 end
 
@@ -253,6 +263,8 @@ export const BLOCK =
 local m, target = ARGV[A], ARGV[A + 1]
 local p = redis.call('HGET', P .. 'where', m)
 if not p then return -1 end
+redis.call('HINCRBY', P .. 'out', m .. '|t', 1)
+redis.call('HINCRBY', P .. 'out', m .. '|b', 1)
 return tcrecord(target, m, 'blocked', now)
 `;
 
