@@ -33,9 +33,10 @@ export interface RotatorDeps {
 
 /**
  * The rotation loop of `egress serve`: every round it reads each member's age (state's creation stamps,
- * re-read only when the fleet changed) and outcome counts (`outcome`, fed by the fleet), asks decide.ts
- * which members are due or blocked and queues one `rotate` operation for the first pool that has some. Like the autoscaler it decides only while the scaler
- * accepts requests (recovery done and, with replicas, this one leads) and no operation runs or waits.
+ * re-read only when the fleet changed) and outcome counts (`outcome`, fed by the fleet or the store's
+ * counters), asks decide.ts which members are due or blocked and queues one `rotate` operation for the
+ * first pool that has some. Like the autoscaler it decides only while the scaler accepts requests
+ * (recovery done and, with replicas, this one leads) and no operation runs or waits.
  */
 export class Rotator {
     private readonly views = new Map<string, RotationView>();
@@ -64,7 +65,7 @@ export class Rotator {
         this.outcomes.record(member, outcome);
     }
 
-    /** `total` outcomes of `member`, `blocked` of them blocked, counted elsewhere (the store's counters, read by the leader). */
+    /** `total` outcomes of `member`, `blocked` of them blocked, counted by the store (cluster/verdicts.ts, leader only). */
     outcomesCounted(member: string, blocked: number, total: number): void {
         for (let i = 0; i < total; i++) this.outcomes.record(member, i < blocked ? "blocked" : "ok");
     }
