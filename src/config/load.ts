@@ -104,11 +104,17 @@ export function rotateFloorSeconds(env: NodeJS.ProcessEnv = process.env): number
     return Number.isInteger(n) && n >= 1 ? n : MIN_ROTATE_SECONDS;
 }
 
-/** `rotateAfterSeconds` is at least the floor, and unset on pools whose members are never replaced (fixed members). */
+/** `rotateAfterSeconds` is at least the floor; it and `rotateOnBlocks` are unset on pools whose members are never replaced (fixed members). */
 function checkRotation(cfg: EgressConfig): ConfigProblem[] {
     const floor = rotateFloorSeconds();
     const out: ConfigProblem[] = [];
     cfg.pools.forEach((pool, i) => {
+        if (pool.rotateOnBlocks && fixedReplicas(cfg, pool) !== undefined)
+            out.push({
+                path: configPath(["pools", i, "rotateOnBlocks"]),
+                rule: `must be unset: members of a \`${cfg.providers[pool.provider].type}\` provider are never replaced`,
+                value: pool.rotateOnBlocks,
+            });
         const value = pool.rotateAfterSeconds;
         if (value === undefined) return;
         const path = configPath(["pools", i, "rotateAfterSeconds"]);

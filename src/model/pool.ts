@@ -112,6 +112,30 @@ export const poolGatewaySchema = z.strictObject({
         .optional(),
 });
 
+/** How long a pool remembers its members' egress IPs (rotation flags a replacement that brings one back). @default 3600 */
+export const IP_MEMORY_DEFAULT_SECONDS = 3600;
+
+/**
+ * Rotation by blocks (src/service/control/rotate/blocks.ts): a member whose share of `blocked` outcomes
+ * among its outcomes in the last `windowSeconds` reaches `ratio` (with at least `minOutcomes` of them) is
+ * replaced like a member due by age. When more than half of a pool's members trip at once, none is
+ * replaced: the site blocks the pool (GET /v1/pools shows `rotation.poolWideBlock`).
+ */
+export const rotateOnBlocksSchema = z.strictObject({
+    /** Share of blocked outcomes that trips a member: 0.5 = half of its outcomes. */
+    ratio: z
+        .number()
+        .gt(0, { message: "must be above 0 and at most 1" })
+        .max(1, { message: "must be above 0 and at most 1" }),
+    /** Fewest outcomes in the window before the share counts (one block of one request is no signal). */
+    minOutcomes: z.number().int({ message: "must be a whole number" }).min(1, { message: "must be 1 or more" }),
+    /** The window's length, seconds: outcomes older than this no longer count. */
+    windowSeconds: z
+        .number()
+        .gt(0, { message: "must be above 0" })
+        .max(86400, { message: "must be at most 86400 (a day)" }),
+});
+
 export const poolSchema = z
     .strictObject({
         name: dnsLabel(),
@@ -195,6 +219,19 @@ export const poolSchema = z
             .min(1, { message: "must be 1 or more" })
             .max(365 * 86400, { message: "must be at most 31536000 (a year)" })
             .optional(),
+        /** Replace members a site blocks (rotateOnBlocksSchema); unset = never by blocks. */
+        rotateOnBlocks: rotateOnBlocksSchema.optional(),
+        /**
+         * Seconds the pool remembers the egress IPs its members had: a rotation whose replacement comes back
+         * with one of them is flagged (`reusedIp` in its record, a warn line, egress_rotation_reused_ips_total).
+         * 0 = off. @default 3600
+         */
+        ipMemorySeconds: z
+            .number()
+            .int({ message: "must be a whole number" })
+            .min(0, { message: "must be 0 (off) or more" })
+            .max(7 * 86400, { message: "must be at most 604800 (a week)" })
+            .default(IP_MEMORY_DEFAULT_SECONDS),
         /** Follow demand instead of a fixed `replicas` (see autoscaleSchema); unset = the count is set by hand. */
         autoscale: autoscaleSchema.optional(),
         /** The gateway's per-pool settings (poolGatewaySchema); unset = its defaults, applied where they are used. */
@@ -237,4 +274,5 @@ export type Placement = z.infer<typeof placementSchema>;
 export type MemberOverride = z.infer<typeof memberOverrideSchema>;
 export type PoolConfig = z.infer<typeof poolSchema>;
 export type AutoscaleConfig = z.infer<typeof autoscaleSchema>;
+export type RotateOnBlocksConfig = z.infer<typeof rotateOnBlocksSchema>;
 export type PoolGatewayConfig = z.infer<typeof poolGatewaySchema>;

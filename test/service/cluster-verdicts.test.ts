@@ -3,7 +3,8 @@
  * worth in one process: the leader's probes decide and it publishes; the follower shows what it
  * published and mirrors each change into its fleet; only the lock's holder may publish; a follower that
  * cannot read keeps its last copy and says so; lease errors released anywhere count at the leader; a
- * follower that takes the lead carries on from the published verdicts without a transition. The probe
+ * follower that takes the lead carries on from the published verdicts without a transition; lease
+ * outcomes (releases and block reports) on any replica reach the leader's rotation. The probe
  * function is the monitor's test seam (which members answer is the test's to say); Redis is real.
  */
 import { after, before, test } from "node:test";
@@ -14,6 +15,7 @@ import type { ProxyMember } from "../../src/model";
 import { HealthMonitor, type ProbeFn, type Transition } from "../../src/probes";
 import { CLUSTER_KEYS } from "../../src/service/cluster/cluster";
 import { ClusterVerdicts } from "../../src/service/cluster/verdicts";
+import { RedisLeaseStore } from "../../src/service/store/redis-store";
 import { startRedis, TestRedis } from "../helpers/redis";
 import { until } from "../helpers/processes";
 
@@ -41,8 +43,13 @@ const probe: ProbeFn = async (o) => {
 
 let redis: TestRedis;
 let raw: Redis;
-const parts: { v: ClusterVerdicts; monitor: HealthMonitor; changes: [string, string][]; transitions: Transition[] }[] =
-    [];
+const parts: {
+    v: ClusterVerdicts;
+    monitor: HealthMonitor;
+    changes: [string, string][];
+    transitions: Transition[];
+    outcomes: Map<string, { blocked: number; total: number }>;
+}[] = [];
 
 function replica(self: string, intervalMs = 100) {
     const transitions: Transition[] = [];
@@ -51,12 +58,17 @@ function replica(self: string, intervalMs = 100) {
         intervalMs,
         probe,
     });
-    const v = new ClusterVerdicts({ url: redis.url, prefix: PREFIX, self, monitor, log, intervalMs: 100 });
+    const outcomes = new Map<string, { blocked: number; total: number }>();
+    const onOutcomes = (id: string, blocked: number, total: number) => {
+        const was = outcomes.get(id) ?? { blocked: 0, total: 0 };
+        outcomes.set(id, { blocked: was.blocked + blocked, total: was.total + total });
+    };
+    const v = new ClusterVerdicts({ url: redis.url, prefix: PREFIX, self, monitor, log, intervalMs: 100, onOutcomes });
     const changes: [string, string][] = [];
     v.subscribe((id, state) => changes.push([id, state]));
     monitor.subscribe({ onTransition: (t) => (transitions.push(t), v.changed()) });
     v.setMembers(MEMBERS);
-    const part = { v, monitor, changes, transitions };
+    const part = { v, monitor, changes, transitions, outcomes };
     parts.push(part);
     return part;
 }
@@ -156,4 +168,34 @@ test("lease errors released on any replica count at the leader; a new leader car
     assert.deepEqual(moved, ["web-0:unhealthy->healthy"]);
     assert.equal(leader.monitor.probing, false, "the old leader stopped probing");
     await until("the old leader to show the new leader's verdicts", () => leader.v.status().decidedBy === "replica-b");
+});
+
+test("outcomes released or reported on any replica's store reach the leader's rotation, counted once", async () => {
+    const [, leader] = parts; // replica-b leads since the test before
+    const store = new RedisLeaseStore({ url: redis.url, prefix: PREFIX, log, targetCooldownSeconds: 0 });
+    try {
+        assert.equal(await store.connect(5000), true);
+        store.setMembers(
+            MEMBERS.map((m) => ({ id: m.id, pool: m.pool, zone: m.zone, eligible: true })),
+            { web: { cooldownSeconds: 0 } },
+        );
+        await new Promise((r) => setTimeout(r, 200)); // the publication is one round trip after a microtask
+        const before = leader.outcomes.get("web-0") ?? { blocked: 0, total: 0 };
+        for (const outcome of ["blocked", "ok", "blocked"] as const) {
+            const got = await store.acquire({ pool: "web", exclude: ["web-1"] });
+            assert.ok(got.ok, JSON.stringify(got));
+            assert.equal((await store.release(got.lease.id, outcome)).ok, true);
+        }
+        assert.ok((await store.reportBlocked("web-0", "example.com")) !== undefined);
+        await until(
+            "the leader to count web-0's outcomes",
+            () => (leader.outcomes.get("web-0")?.total ?? 0) >= before.total + 4,
+            5_000,
+        );
+        await new Promise((r) => setTimeout(r, 300)); // a few more rounds: nothing counted twice
+        assert.deepEqual(leader.outcomes.get("web-0"), { blocked: before.blocked + 3, total: before.total + 4 });
+        assert.equal(parts[0].outcomes.size, 0, "the follower counts nothing");
+    } finally {
+        await store.close();
+    }
 });

@@ -24,6 +24,7 @@ import {
     until,
 } from "../helpers/processes";
 import { startRedis, TestRedis } from "../helpers/redis";
+import { clusterOf, leaderOf } from "../helpers/replicas";
 
 const config = {
     "egress:providers": { local: { type: "local" } },
@@ -44,7 +45,7 @@ after(async () => {
     await redis?.cleanup();
 });
 
-const cluster = async (svc: ServeProcess) => (await svc.call("GET", "/v1/cluster")).body;
+const cluster = clusterOf;
 const memberIds = async (svc: ServeProcess) =>
     ((await svc.call("GET", "/v1/proxies")).body.proxies as { id: string }[]).map((x) => x.id).sort();
 
@@ -61,22 +62,6 @@ async function healthView(svc: ServeProcess) {
 async function probesOf(svc: ServeProcess): Promise<number> {
     const text = await (await fetch(`${svc.url}/metrics`)).text();
     return [...text.matchAll(/^egress_probes_total\{[^}]*\} (\d+)$/gm)].reduce((n, m) => n + Number(m[1]), 0);
-}
-
-/** The replica that leads (by its own /v1/cluster `self`), once all `live` agree on one. */
-async function leaderOf(live: ServeProcess[], timeoutMs = 15_000): Promise<ServeProcess> {
-    return until(
-        "one leader all replicas agree on",
-        async () => {
-            const views = await Promise.all(live.map(cluster));
-            const ids = new Set(views.map((v) => v.leader?.id));
-            if (ids.size !== 1 || !views[0].leader) return undefined;
-            if (!views.every((v) => v.replicas.length === live.length)) return undefined;
-            return live[views.findIndex((v) => v.self === views[0].leader.id)];
-        },
-        timeoutMs,
-        100,
-    );
 }
 
 test("three replicas: one leader, the same view everywhere, a scale through a follower converges", async () => {

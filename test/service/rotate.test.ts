@@ -7,13 +7,13 @@
 import { after, before, test } from "node:test";
 import assert from "node:assert/strict";
 import { settledConverge, startTestService, TestService, TOKENS, waitFor } from "../helpers/service";
+import { lowerRotateFloor, rotationReads, sampleCapacity, sleep } from "../helpers/rotation";
 
 const PERIOD_S = 20;
 let svc: TestService;
-const floorBefore = process.env.EGRESS_TEST_MIN_ROTATE_SECONDS;
+let restoreFloor: () => void;
 before(async () => {
-    // Read by the service's config load and, through the engine's allow-listed env, by the program's.
-    process.env.EGRESS_TEST_MIN_ROTATE_SECONDS = "5";
+    restoreFloor = lowerRotateFloor(5);
     svc = await startTestService(
         {
             "egress:providers": { local: { type: "local" } },
@@ -35,24 +35,12 @@ before(async () => {
 });
 after(async () => {
     await svc?.close();
-    if (floorBefore === undefined) delete process.env.EGRESS_TEST_MIN_ROTATE_SECONDS;
-    else process.env.EGRESS_TEST_MIN_ROTATE_SECONDS = floorBefore;
+    restoreFloor?.();
 });
 
-const pool = async () =>
-    (await svc.call("GET", "/v1/pools", { token: TOKENS.discover })).body.pools.find((p: any) => p.name === "web");
-const rotateOps = async () =>
-    ((await svc.call("GET", "/v1/operations", { token: TOKENS.scale })).body.operations as any[]).filter(
-        (o) => o.kind === "rotate",
-    );
-const urls = async () =>
-    new Map<string, string>(
-        ((await svc.call("GET", "/v1/proxies", { token: TOKENS.discover })).body.proxies as any[]).map((p) => [
-            p.id,
-            p.url,
-        ]),
-    );
-const sleep = (ms: number) => new Promise((r) => setTimeout(r, ms));
+const pool = async () => rotationReads(svc).pool("web");
+const rotateOps = async () => rotationReads(svc).rotateOps();
+const urls = async () => rotationReads(svc).urls();
 
 test("rotateAfterSeconds 20 on a pool of 3: all replaced within two periods, healthy ≥ 3 throughout, a leased member drains first", async () => {
     const original = await urls();
@@ -62,18 +50,11 @@ test("rotateAfterSeconds 20 on a pool of 3: all replaced within two periods, hea
     assert.equal(view.maxSurge, 1, "the default");
 
     // Capacity, every 250 ms, for the whole test.
-    const samples: number[] = [];
-    const sizes: number[] = [];
-    let sampling = true;
-    const sampler = (async () => {
-        while (sampling) {
-            const p = await pool();
-            samples.push(p.healthy);
-            sizes.push(p.actual);
-            assert.equal(p.desired, 3, "a rotation's surge is not a new desired count");
-            await sleep(250);
-        }
-    })();
+    const sampler = sampleCapacity(svc, "web", (p) =>
+        assert.equal(p.desired, 3, "a rotation's surge is not a new desired count"),
+    );
+    let samples: number[] = [];
+    let sizes: number[] = [];
 
     const lease = await svc.call("POST", "/v1/leases", { token: TOKENS.lease, body: { pool: "web" } });
     assert.equal(lease.status, 201);
@@ -131,6 +112,7 @@ test("rotateAfterSeconds 20 on a pool of 3: all replaced within two periods, hea
             assert.match(r.surge, /^web-[3-5]$/);
             assert.equal(r.oldEgressIp, "127.0.0.1", "local members never change their exit IP");
             assert.equal(r.newEgressIp, "127.0.0.1");
+            assert.equal(r.reusedIp, true, "ipMemorySeconds (default 3600) flags the exit IP the pool had");
         }
         const now = await waitFor("the pool back at 3 members", async () => {
             const u = await urls();
@@ -138,8 +120,7 @@ test("rotateAfterSeconds 20 on a pool of 3: all replaced within two periods, hea
         });
         for (const id of original.keys()) assert.notEqual(now.get(id), original.get(id), `${id} was replaced`);
     } finally {
-        sampling = false;
-        await sampler;
+        ({ healthy: samples, actual: sizes } = await sampler.stop());
     }
     assert.ok(samples.length > 40, `sampled ${samples.length} times`);
     assert.ok(Math.min(...samples) >= 3, `healthy never below 3: ${samples.join(" ")}`);
@@ -149,7 +130,9 @@ test("rotateAfterSeconds 20 on a pool of 3: all replaced within two periods, hea
     assert.equal(p.desired, 3);
     assert.ok(p.rotation.nextDueAt, "the next deadline is shown");
     assert.ok(p.rotation.lastRotation.operation, "the last rotation is shown");
-    const metrics = (await svc.call("GET", "/metrics", { token: TOKENS.admin })).body as string;
+    const metrics = await rotationReads(svc).metrics();
     const counted = Number(/egress_rotations_total\{pool="web",reason="age"\} (\d+)/.exec(metrics)?.[1]);
     assert.ok(counted >= 3, `egress_rotations_total counts the rotated members: ${counted}`);
+    const reused = Number(/egress_rotation_reused_ips_total\{pool="web"\} (\d+)/.exec(metrics)?.[1]);
+    assert.ok(reused >= 3, `egress_rotation_reused_ips_total counts them: ${reused}`);
 });

@@ -83,3 +83,43 @@ test("a pool of fixed members (static) may not rotate: its members are never rep
         ],
     );
 });
+
+test("rotateOnBlocks: unset by default; ipMemorySeconds defaults to 3600; bad values refused at their paths", () => {
+    const p = withFloor(undefined, () => parseEgressConfig(local({}), root)).pools[0];
+    assert.equal(p.rotateOnBlocks, undefined);
+    assert.equal(p.ipMemorySeconds, 3600);
+    const ok = { ratio: 0.5, minOutcomes: 10, windowSeconds: 300 };
+    assert.deepEqual(
+        parseEgressConfig(local({ rotateOnBlocks: ok, ipMemorySeconds: 0 }), root).pools[0].rotateOnBlocks,
+        ok,
+    );
+    assert.deepEqual(problems(local({ rotateOnBlocks: { ratio: 0, minOutcomes: 0.5, windowSeconds: 0 } })), [
+        "egress:pools[0].rotateOnBlocks.ratio: must be above 0 and at most 1 (got 0)",
+        "egress:pools[0].rotateOnBlocks.minOutcomes: must be a whole number (got 0.5)",
+        "egress:pools[0].rotateOnBlocks.windowSeconds: must be above 0 (got 0)",
+    ]);
+    assert.deepEqual(problems(local({ rotateOnBlocks: { ...ok, ratio: 1.5, minOutcomes: 0 } })), [
+        "egress:pools[0].rotateOnBlocks.ratio: must be above 0 and at most 1 (got 1.5)",
+        "egress:pools[0].rotateOnBlocks.minOutcomes: must be 1 or more (got 0)",
+    ]);
+    assert.deepEqual(problems(local({ ipMemorySeconds: -1 })), [
+        "egress:pools[0].ipMemorySeconds: must be 0 (off) or more (got -1)",
+    ]);
+});
+
+test("a pool of fixed members (static) may not rotate by blocks either", () => {
+    const raw = {
+        providers: { byo: { type: "static", proxies: ["http://127.0.0.1:3128"] } },
+        pools: [
+            {
+                name: "byo",
+                provider: "byo",
+                replicas: 1,
+                rotateOnBlocks: { ratio: 0.5, minOutcomes: 5, windowSeconds: 60 },
+            },
+        ],
+    };
+    assert.deepEqual(problems(raw), [
+        'egress:pools[0].rotateOnBlocks: must be unset: members of a `static` provider are never replaced (got {"ratio":0.5,"minOutcomes":5,"windowSeconds":60})',
+    ]);
+});

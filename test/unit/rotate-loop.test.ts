@@ -16,7 +16,7 @@ import type { PoolConfig, ProxyMember } from "../../src/model";
 
 const T0 = 1_000_000_000_000;
 
-function rig() {
+function rig(over: Partial<PoolConfig> = {}) {
     let now = T0;
     const asked: { records: RotationRecord[]; more?: MoreDue }[] = [];
     const queue = { busy: false, accepts: true };
@@ -30,7 +30,18 @@ function rig() {
             return { id: `op_${asked.length}`, members: records.map((r) => r.member) } as unknown as Operation;
         },
     } as unknown as Scaler;
-    const pool = { name: "web", replicas: 3, maxReplicas: 6, maxSurge: 1, rotateAfterSeconds: 60 } as PoolConfig;
+    const pool = {
+        name: "web",
+        replicas: 3,
+        maxReplicas: 6,
+        maxSurge: 1,
+        rotateAfterSeconds: 60,
+        ipMemorySeconds: 3600,
+        ...over,
+    } as PoolConfig;
+    const logged: string[] = [];
+    const wideBlocks: string[] = [];
+    const reusedIps: string[] = [];
     const created = new Map([
         ["web-0", T0],
         ["web-1", T0 + 10_000],
@@ -49,7 +60,7 @@ function rig() {
     const rotated: string[] = [];
     const r = new Rotator({
         intervalMs: 1000,
-        log: pino({ level: "silent" }),
+        log: pino({ level: "info" }, { write: (line: string) => void logged.push(JSON.parse(line).msg) }),
         scaler,
         members: () => members,
         health: () => ({ state: "healthy" }) as never,
@@ -58,10 +69,24 @@ function rig() {
             reads++;
             return created;
         },
-        onRotate: (p) => rotated.push(p),
+        onRotate: (p, reason) => rotated.push(reason === "age" ? p : `${p}:${reason}`),
+        onPoolWideBlock: (p) => wideBlocks.push(p),
+        onReusedIp: (p) => reusedIps.push(p),
         now: () => now,
     });
-    return { r, asked, queue, created, members, rotated, reads: () => reads, at: (t: number) => (now = t) };
+    return {
+        r,
+        asked,
+        queue,
+        created,
+        members,
+        rotated,
+        logged,
+        wideBlocks,
+        reusedIps,
+        reads: () => reads,
+        at: (t: number) => (now = t),
+    };
 }
 
 test("nothing due: no rotation, the next deadline shown, ages read once while the fleet stays the same", async () => {
@@ -133,4 +158,52 @@ test("after a stop: the last unfinished rotation's pool count is restored, unles
     assert.deepEqual(countsToRestore([cut, op("heal", "succeeded", {})], file(4)), { web: 3 }, "a heal sets no count");
     assert.deepEqual(countsToRestore([op("rotate", "succeeded", { web: 3 }, 1)], file(4)), {});
     assert.deepEqual(countsToRestore([op("rotate", "failed", { web: 3 }, 2)], file(5)), { web: 3 });
+});
+
+test("rotation by blocks in the loop: a tripped member is handed over with reason blocked; a pool-wide block begins, stays and clears", async () => {
+    const { r, asked, at, rotated, logged, wideBlocks } = rig({
+        rotateAfterSeconds: undefined,
+        rotateOnBlocks: { ratio: 0.5, minOutcomes: 2, windowSeconds: 30 },
+    });
+    await r.runOnce();
+    assert.deepEqual(r.view("web")?.rotateOnBlocks, { ratio: 0.5, minOutcomes: 2, windowSeconds: 30 });
+    assert.equal(r.view("web")?.rotateAfterSeconds, undefined);
+    // Everyone blocked: a pool-wide block, nobody handed over.
+    for (const id of ["web-0", "web-1", "web-2"]) r.outcomesCounted(id, 2, 2);
+    await r.runOnce();
+    const wide = r.view("web")!.poolWideBlock!;
+    assert.deepEqual(wide.members, ["web-0", "web-1", "web-2"]);
+    assert.equal(wide.since, new Date(T0).toISOString());
+    at(T0 + 10_000);
+    await r.runOnce();
+    assert.equal(r.view("web")!.poolWideBlock!.since, wide.since, "the same block goes on");
+    assert.deepEqual(wideBlocks, ["web"], "counted once, as it began");
+    assert.equal(logged.filter((l) => l.startsWith("pool-wide block on pool web")).length, 1, "one warn line");
+    assert.equal(asked.length, 0);
+    // The blocks age out of the 30 s window; then one member blocked alone is rotated.
+    at(T0 + 31_000);
+    await r.runOnce();
+    assert.equal(r.view("web")!.poolWideBlock, undefined);
+    assert.ok(logged.some((l) => l.includes("no longer blocked as a whole")));
+    r.outcome("web-1", "blocked");
+    r.outcome("web-1", "ok");
+    await r.runOnce();
+    assert.deepEqual(
+        asked.map((a) => a.records.map((x) => [x.member, x.reason, x.detail])),
+        [[["web-1", "blocked", "1 of 2 outcomes blocked in the last 30 s (ratio 0.5)"]]],
+    );
+    assert.deepEqual(rotated, ["web:blocked"]);
+});
+
+test("a replacement that comes back with an IP the pool had is flagged; its outcomes start afresh", async () => {
+    const { r, asked, reusedIps, logged } = rig({ rotateOnBlocks: { ratio: 0.5, minOutcomes: 1, windowSeconds: 30 } });
+    // health() reads no egressIp in this rig: the IP is learnt from the first replacement.
+    const rec = { member: "web-0", pool: "web", reason: "blocked" as const, newEgressIp: "203.0.113.7" };
+    assert.equal(r.replaced(rec), false, "a first sighting is no reuse");
+    r.outcome("web-1", "blocked");
+    assert.equal(r.replaced({ ...rec, member: "web-1" }), true, "the same IP again");
+    assert.deepEqual(reusedIps, ["web"]);
+    assert.ok(logged.some((l) => l.includes("an IP pool web used within its ipMemorySeconds (3600 s)")));
+    await r.runOnce();
+    assert.equal(asked.length, 0, "web-1's old block was forgotten with its replacement: nothing to rotate");
 });

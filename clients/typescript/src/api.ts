@@ -498,7 +498,7 @@ export interface components {
             finishedAt?: string;
             id: string;
             /**
-             * @description autoscale: the autoscaler decided `desired` (see `autoscale` for why); rotate: members replaced by age (see `rotations`)
+             * @description autoscale: the autoscaler decided `desired` (see `autoscale` for why); rotate: members replaced by age or blocks (see `rotations`)
              * @enum {string}
              */
             kind: "scale" | "up" | "heal" | "autoscale" | "rotate";
@@ -507,7 +507,7 @@ export interface components {
                 [key: string]: {
                     detail: string;
                     /** @enum {string} */
-                    reason: "gone" | "unhealthy" | "age";
+                    reason: "gone" | "unhealthy" | "age" | "blocked";
                 };
             };
             /** @description Ids followers answered scale requests with that were folded into this operation: each finds it */
@@ -584,10 +584,11 @@ export interface components {
             maxReplicas: number;
             name: string;
             provider: string;
-            /** @description Set when the pool rotates its members by age (its stack config's `rotateAfterSeconds`) */
+            /** @description Set when the pool rotates its members by age or blocks (its stack config's `rotateAfterSeconds`, `rotateOnBlocks`) */
             rotation?: {
                 /** @description Why members that are due wait */
                 holding?: string;
+                ipMemorySeconds: number;
                 /** @description The last rotation this replica ran */
                 lastRotation?: {
                     /** @description RFC 3339 time */
@@ -600,7 +601,19 @@ export interface components {
                 maxSurge: number;
                 /** @description The earliest deadline among the pool's members (past while one waits) */
                 nextDueAt?: string;
-                rotateAfterSeconds: number;
+                /** @description Set while more than half of the pool's members trip rotateOnBlocks at once: the site blocks the pool, so none is replaced for blocks until it clears */
+                poolWideBlock?: {
+                    detail: string;
+                    members: string[];
+                    /** @description RFC 3339 time */
+                    since: string;
+                };
+                rotateAfterSeconds?: number;
+                rotateOnBlocks?: {
+                    minOutcomes: number;
+                    ratio: number;
+                    windowSeconds: number;
+                };
             };
             /** @description false when the pool's members follow its provider entry (a list of bring-your-own proxies): PUT /v1/pools/{pool}/replicas answers 400 not_scalable; or when it is autoscaled (409 autoscaled) */
             scalable: boolean;
@@ -664,20 +677,27 @@ export interface components {
             version: string;
         };
         RotationRecord: {
-            /** @description When the member being replaced was created (state's creation stamp) */
-            createdAt: string;
-            /** @description When it was due: created + rotateAfterSeconds, moved by its jitter (±10%) */
-            dueAt: string;
+            /** @description When the member being replaced was created (state's creation stamp; always set for age) */
+            createdAt?: string;
+            /** @description blocked: "7 of 10 outcomes blocked in the last 300 s (ratio 0.5)" */
+            detail?: string;
+            /** @description age: when it was due: created + rotateAfterSeconds, moved by its jitter (±10%) */
+            dueAt?: string;
             member: string;
             /** @description Egress IP the health probes saw after the replacement */
             newEgressIp?: string;
             /** @description Egress IP the health probes saw before (absent when unknown) */
             oldEgressIp?: string;
             pool: string;
-            /** @enum {string} */
-            reason: "age";
+            /**
+             * @description age: past rotateAfterSeconds; blocked: its rotateOnBlocks window tripped (see `detail`)
+             * @enum {string}
+             */
+            reason: "age" | "blocked";
             /** @description When the replacement passed its health check */
             replacedAt?: string;
+            /** @description True when newEgressIp is one the pool's members had within its ipMemorySeconds */
+            reusedIp?: boolean;
             /** @description The member added first, and removed once the replacement was healthy */
             surge?: string;
         };

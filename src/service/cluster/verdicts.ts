@@ -3,7 +3,7 @@ import { clusterConnection } from "./connection";
 import type { Logger } from "pino";
 import type { ProxyMember } from "../../model";
 import type { HealthMonitor, HealthState, MemberHealthView } from "../../probes";
-import { LEASE_ERRORS_KEY } from "../store/scripts";
+import { LEASE_ERRORS_KEY, LEASE_OUTCOMES_KEY } from "../store/scripts";
 import { CLUSTER_KEYS } from "./cluster";
 import { PUBLISH_VERDICTS, READ_VERDICTS } from "./scripts";
 
@@ -34,6 +34,11 @@ export interface ClusterVerdictsOptions {
     log: Logger;
     /** How often the leader publishes and followers re-read: the lease store's view cadence. @default 1000 */
     intervalMs?: number;
+    /**
+     * Told (while leading) of outcomes released on any replica since the last round: per member, how many,
+     * and how many of them blocked (the rotation's outcome window).
+     */
+    onOutcomes?: (member: string, blocked: number, total: number) => void;
     /** A publication older than this is reported stale (its leader may be gone). @default 5 × intervalMs, at least 5000 */
     staleAfterMs?: number;
 }
@@ -65,6 +70,8 @@ export class ClusterVerdicts {
     private ticking?: Promise<void>;
     /** The store's lease-error counters as last seen by this leader (undefined: take the next read as the baseline). */
     private errorsSeen?: Map<string, number>;
+    /** The same for the store's outcome counters (`<member>|t`, `<member>|b`). */
+    private outcomesSeen?: Map<string, number>;
     private onChange?: (id: string, state: HealthState) => void;
     private closed = false;
 
@@ -125,6 +132,7 @@ export class ClusterVerdicts {
         await this.refresh(true);
         if (this.read) this.o.monitor.seed([...this.read.members.values()]);
         this.errorsSeen = undefined;
+        this.outcomesSeen = undefined;
         this.leading = true;
         this.stale = undefined;
         this.o.monitor.start();
@@ -174,6 +182,7 @@ export class ClusterVerdicts {
     private async publish(): Promise<void> {
         try {
             await this.countLeaseErrors();
+            await this.countOutcomes();
             const members = this.o.monitor.snapshot().flatMap((v) => {
                 const m = this.members.get(v.id);
                 return m ? [{ ...v, address: addressOf(m) }] : [];
@@ -196,15 +205,35 @@ export class ClusterVerdicts {
 
     /** Releases with outcome `error` on any replica: one failure signal each to this leader's monitor. */
     private async countLeaseErrors(): Promise<void> {
-        const now = new Map(
-            Object.entries(await this.redis.hgetall(this.key(LEASE_ERRORS_KEY))).map(([k, v]) => [k, Number(v)]),
-        );
-        const seen = this.errorsSeen;
-        this.errorsSeen = now;
-        if (!seen) return; // the baseline: errors from before this replica led were the previous leader's to count
-        for (const [id, n] of now)
-            for (let i = seen.get(id) ?? 0; i < n; i++)
-                this.o.monitor.reportLeaseError(id, "a lease was released with outcome error");
+        const grown = await this.growth(LEASE_ERRORS_KEY, this.errorsSeen, (now) => (this.errorsSeen = now));
+        for (const [id, n] of grown)
+            for (let i = 0; i < n; i++) this.o.monitor.reportLeaseError(id, "a lease was released with outcome error");
+    }
+
+    /** Outcomes released or reported on any replica since the last round, to the rotation's window. */
+    private async countOutcomes(): Promise<void> {
+        if (!this.o.onOutcomes) return;
+        const grown = await this.growth(LEASE_OUTCOMES_KEY, this.outcomesSeen, (now) => (this.outcomesSeen = now));
+        for (const [field, total] of grown) {
+            if (!field.endsWith("|t")) continue;
+            const id = field.slice(0, -2);
+            this.o.onOutcomes(id, grown.get(`${id}|b`) ?? 0, total);
+        }
+    }
+
+    /**
+     * How much each counter of a store hash grew since `seen`; the first read is the baseline (counts from
+     * before this replica led were the previous leader's to count).
+     */
+    private async growth(
+        hash: string,
+        seen: Map<string, number> | undefined,
+        keep: (now: Map<string, number>) => void,
+    ): Promise<Map<string, number>> {
+        const now = new Map(Object.entries(await this.redis.hgetall(this.key(hash))).map(([k, v]) => [k, Number(v)]));
+        keep(now);
+        if (!seen) return new Map();
+        return new Map([...now].map(([k, n]) => [k, n - (seen.get(k) ?? 0)] as const).filter(([, d]) => d > 0));
     }
 
     /**

@@ -2,7 +2,7 @@ import type { Logger } from "pino";
 import type { StackDriver } from "../../engine";
 import type { ProxyMember } from "../../model";
 import type { MemberHealthView } from "../../probes";
-import type { Operation, OperationLog } from "../operations/journal";
+import type { Operation, OperationLog, RotationRecord } from "../operations/journal";
 import type { Drainer } from "./drain/drainer";
 
 export interface ScalerDeps {
@@ -37,6 +37,11 @@ export interface ScalerDeps {
         health: (id: string) => MemberHealthView | undefined;
         /** @default rotate/run.ts HEALTHY_TIMEOUT_MS (10 min) */
         healthyTimeoutMs?: number;
+        /**
+         * A member's replacement passed its health check (`newEgressIp` set): true when that IP is one the
+         * pool had lately (the rotator's IpMemory; it also logs and counts it).
+         */
+        replaced?: (r: RotationRecord) => boolean;
     };
     /**
      * Checked before every operation starts: false means this replica no longer leads the stack (its

@@ -6,7 +6,7 @@ import type { AutoscaleRecord, HealTarget, Operation, RotationRecord } from "../
 import { scaleDownTargets } from "./drain/plan";
 import { retryTransient } from "./engine-retry";
 import { replaceMembers } from "./replace";
-import { ageDetail, type MoreDue, runRotation } from "./rotate/run";
+import { reasonOf, type MoreDue, runRotation } from "./rotate/run";
 import { NotAcceptingError, type ScalerDeps } from "./scaler-deps";
 
 export { NotAcceptingError, type ScalerDeps } from "./scaler-deps";
@@ -116,7 +116,7 @@ export class Scaler {
     }
 
     /**
-     * Queues a rotation by age (src/service/control/rotate) of members of one pool: surge members first,
+     * Queues a rotation by age or blocks (src/service/control/rotate) of members of one pool: surge members first,
      * then the heal path's replace, then back to the pool's count (rotate/run.ts). One rotation waits at
      * most; while one is queued, another request is refused (undefined): the rotator asks again later.
      */
@@ -125,9 +125,7 @@ export class Scaler {
         if (!records.length || this.queue.some((o) => o.kind === "rotate")) return undefined;
         const op = this.deps.ops.create("rotate", {});
         const members = records.map((r) => r.member);
-        const reasons = Object.fromEntries(
-            records.map((r) => [r.member, { reason: "age" as const, detail: ageDetail(r) }]),
-        );
+        const reasons = Object.fromEntries(records.map((r) => [r.member, reasonOf(r)]));
         Object.assign(op, { members, reasons, rotations: records });
         if (more) this.moreDue.set(op.id, more);
         this.deps.ops.update(op, {});

@@ -34,6 +34,8 @@ export class Fleet {
     private credentials: StackCredentials = { pools: {}, members: {} };
     /** Called after every successful release (the drainer waits on it). */
     private readonly releaseListeners = new Set<() => void>();
+    /** Told of every release's outcome and every block reported after it (rotation by blocks counts them). */
+    private outcomeListener?: (member: string, outcome: ReleaseOutcome) => void;
     /** Told of every request refused for want of a member, by pool and door (the autoscaler's demand signal). */
     private refusedListener?: (pool: string, via: "lease" | "gateway") => void;
 
@@ -299,14 +301,24 @@ export class Fleet {
 
     release(leaseId: string, outcome: ReleaseOutcome) {
         return settle(this.leases.release(leaseId, outcome), (r) => {
-            if (r.ok) for (const fn of this.releaseListeners) fn();
+            if (!r.ok) return r;
+            for (const fn of this.releaseListeners) fn();
+            this.outcomeListener?.(r.lease.proxyId, outcome);
             return r;
         });
     }
 
     /** A block the client reports after the fact (POST /v1/blocks): `proxyId` rests for `target`. */
     reportBlocked(proxyId: string, target: string): MaybePromise<number | undefined> {
-        return this.leases.reportBlocked(proxyId, target);
+        return settle(this.leases.reportBlocked(proxyId, target), (until) => {
+            if (until !== undefined) this.outcomeListener?.(proxyId, "blocked");
+            return until;
+        });
+    }
+
+    /** Registers the one listener told of every outcome (the rotator's outcome window). */
+    onOutcome(fn: (member: string, outcome: ReleaseOutcome) => void): void {
+        this.outcomeListener = fn;
     }
 
     /** Whether `pool` is configured (the gateway refuses others before leasing). */

@@ -16,7 +16,7 @@ export const SESSION_RESULTS = ["kept", "rebound", "new"] as const;
 export type SessionResult = (typeof SESSION_RESULTS)[number];
 const HEAL_REASONS = ["gone", "unhealthy"] as const;
 const AUTOSCALE_DIRECTIONS = ["up", "down"] as const;
-const ROTATION_REASONS = ["age"] as const;
+const ROTATION_REASONS = ["age", "blocked"] as const;
 
 /**
  * Every metric the service exports at /metrics, on one registry (one per app: tests run several).
@@ -84,12 +84,24 @@ export function createMetrics(source?: MetricsSource) {
     });
     const rotations = new Counter({
         name: "egress_rotations_total",
-        help: 'Members queued for rotation, by pool and reason (age); their runs are egress_operations_total{kind="rotate"}',
+        help: 'Members queued for rotation, by pool and reason (age, blocked); their runs are egress_operations_total{kind="rotate"}',
         labelNames: ["pool", "reason"],
         registers: [registry],
         collect() {
             prunePools(this, rotationPools, "reason", ROTATION_REASONS);
         },
+    });
+    const poolWideBlocks = new Counter({
+        name: "egress_rotation_pool_wide_blocks_total",
+        help: "Pool-wide blocks that began: more than half of a pool's members tripped rotateOnBlocks at once, so none was replaced (GET /v1/pools rotation.poolWideBlock)",
+        labelNames: ["pool"],
+        registers: [registry],
+    });
+    const reusedIps = new Counter({
+        name: "egress_rotation_reused_ips_total",
+        help: "Rotated members whose replacement exits through an IP the pool had within its ipMemorySeconds",
+        labelNames: ["pool"],
+        registers: [registry],
     });
     return {
         registry,
@@ -114,6 +126,14 @@ export function createMetrics(source?: MetricsSource) {
         rotation(pool: string, reason: (typeof ROTATION_REASONS)[number]): void {
             rotationPools.add(pool);
             rotations.inc({ pool, reason });
+        },
+        /** A pool-wide block began (rotate/view.ts): more than half of the pool's members tripped rotateOnBlocks. */
+        poolWideBlock(pool: string): void {
+            poolWideBlocks.inc({ pool });
+        },
+        /** A rotation's replacement came back with an IP the pool had within its ipMemorySeconds. */
+        reusedIp(pool: string): void {
+            reusedIps.inc({ pool });
         },
         releases: new Counter({
             name: "egress_lease_releases_total",

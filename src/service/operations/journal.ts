@@ -8,7 +8,7 @@ export type OperationStatus = "queued" | "running" | "succeeded" | "failed" | "i
 
 /** Why a heal (src/service/control/heal) or rotate (src/service/control/rotate) operation replaces one member. */
 export interface HealTarget {
-    reason: "gone" | "unhealthy" | "age";
+    reason: "gone" | "unhealthy" | "age" | "blocked";
     /** In words: "no process of local proxy … is running", "unhealthy for 312 s (limit 300 s); last: …". */
     detail: string;
 }
@@ -19,7 +19,7 @@ export interface Operation {
     /**
      * `heal`: the reconcile loop replaces `members` (targeted refresh + replace), nothing else.
      * `autoscale`: the autoscaler (src/service/control/autoscale) set `desired`; `autoscale` says why.
-     * `rotate`: the rotator (src/service/control/rotate) replaces `members` by age, behind surge members.
+     * `rotate`: the rotator (src/service/control/rotate) replaces `members` by age or blocks, behind surge members.
      */
     kind: "scale" | "up" | "heal" | "autoscale" | "rotate";
     status: OperationStatus;
@@ -77,10 +77,13 @@ export interface AutoscaleRecord {
 export interface RotationRecord {
     member: string;
     pool: string;
-    reason: "age";
-    /** When the member being replaced was created, and when it was due (with its jitter). */
-    createdAt: string;
-    dueAt: string;
+    /** `age`: past its rotateAfterSeconds; `blocked`: its rotateOnBlocks window tripped (`detail` says how). */
+    reason: "age" | "blocked";
+    /** When the member being replaced was created (when state knows; always for `age`), and when it was due (`age`, with its jitter). */
+    createdAt?: string;
+    dueAt?: string;
+    /** `blocked`: "7 of 10 outcomes blocked in the last 300 s (ratio 0.5)". */
+    detail?: string;
     /** The member added before the old one drained, and removed once its replacement was healthy. */
     surge?: string;
     /** Egress IPs the health probes saw (absent when no probe reported one): before and after the replace. */
@@ -88,6 +91,8 @@ export interface RotationRecord {
     newEgressIp?: string;
     /** Set once the replacement passed its health check. */
     replacedAt?: string;
+    /** True when `newEgressIp` is one the pool's members had within its `ipMemorySeconds` (no fresh exit IP). */
+    reusedIp?: boolean;
 }
 
 /** One member of an operation's drain (src/service/control/drain/plan.ts `DrainEntry`, times as ISO strings). */

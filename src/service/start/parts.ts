@@ -111,6 +111,9 @@ export function buildParts(
                   self: cluster.id,
                   monitor: health,
                   log: log.child({ component: "cluster" }),
+                  // With replicas the store counts every replica's outcomes; the leader's rotator reads them here.
+                  onOutcomes: (member: string, blocked: number, total: number) =>
+                      rotator.outcomesCounted(member, blocked, total),
               })
             : undefined;
     // A follower queues the scale requests it takes; the leader takes them (cluster/scale-queue.ts).
@@ -152,7 +155,11 @@ export function buildParts(
         drain: { drainer, members: () => fleet.list() },
         fence: cluster && (() => cluster.fence()),
         // Called only inside an operation, long after refreshFleet below exists.
-        rotation: { refresh: (proxies) => refreshFleet(proxies), health: (id) => shown.get(id) },
+        rotation: {
+            refresh: (proxies) => refreshFleet(proxies),
+            health: (id) => shown.get(id),
+            replaced: (r): boolean => rotator.replaced(r),
+        },
     });
     const gone = new GoneChecks(driver, runDir, opts.stack, log);
     const reconciler = new Reconciler({
@@ -185,6 +192,8 @@ export function buildParts(
         pools,
         createdAt: () => driver.memberCreatedAt(),
         onRotate: (pool, reason) => metrics.rotation(pool, reason),
+        onPoolWideBlock: (pool) => metrics.poolWideBlock(pool),
+        onReusedIp: (pool) => metrics.reusedIp(pool),
     });
     const timeline = new Timeline({ intervalMs: opts.timelineIntervalMs, counts: () => fleet.poolCounts() });
 
@@ -253,6 +262,9 @@ export function subscribeParts(p: Parts, log: Logger): void {
     // A follower's fleet takes the leader's verdicts (its lease eligibility is the leader's when it takes over).
     p.verdicts?.subscribe((id, state) => p.fleet.healthChanged(id, state));
     p.fleet.onRefused((pool, via) => p.autoscaler.refusal(pool, via));
+    // With Redis every replica's outcomes reach the leader through the store (verdicts' onOutcomes); counted
+    // here too, the leader's own would count twice.
+    if (!p.verdicts) p.fleet.onOutcome((member, outcome) => p.rotator.outcome(member, outcome));
     p.scaler.onSettled(async (op, proxies) => {
         p.metrics.operations.inc({ kind: op.kind, result: op.status });
         if (op.startedAt && op.finishedAt)

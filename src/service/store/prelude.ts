@@ -73,6 +73,10 @@ local function endlease(id, cause, outcome, removal)
   if present then redis.call('ZADD', P .. 'ready:' .. p, at, m) end
   if target and target ~= '' then tcrecord(target, m, cause == 'ttl' and 'expired' or outcome, at, restms(p)) end
   if outcome == 'error' then redis.call('HINCRBY', P .. 'err', m, 1) end
+  if cause == 'released' then
+    redis.call('HINCRBY', P .. 'out', m .. '|t', 1)
+    if outcome == 'blocked' then redis.call('HINCRBY', P .. 'out', m .. '|b', 1) end
+  end
   return m, p
 end
 

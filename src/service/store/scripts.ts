@@ -38,6 +38,12 @@ export function withSettings(lua: string, s: ScriptSettings): string {
 
 /** Under the prefix: lease errors per member, counted by every replica's releases (the leader's health reads it). */
 export const LEASE_ERRORS_KEY = "err";
+/**
+ * Under the prefix: outcomes per member, counted by every replica's releases and block reports, fields
+ * `<member>|t` (all) and `<member>|b` (blocked). The leader turns their growth into its rotation's outcome
+ * window (cluster/verdicts.ts), as it does with LEASE_ERRORS_KEY.
+ */
+export const LEASE_OUTCOMES_KEY = "out";
 
 /** ARGV: pool, target, session ('' = none), ttlSeconds, lease id, zone ('' = any), then members to exclude (any number). */
 export const ACQUIRE =
@@ -193,6 +199,8 @@ export const BLOCK =
 local m, target = ARGV[A], ARGV[A + 1]
 local p = redis.call('HGET', P .. 'where', m)
 if not p then return -1 end
+redis.call('HINCRBY', P .. 'out', m .. '|t', 1)
+redis.call('HINCRBY', P .. 'out', m .. '|b', 1)
 return tcrecord(target, m, 'blocked', now)
 `;
 

@@ -7,6 +7,7 @@ import { storeFailure } from "../lease-api";
 import { parseOr400, scaleBody, type poolsResponse, type scaleResponse } from "../schemas";
 import type { z } from "zod";
 import { loadStackConfig, scaleRefusal } from "../../../config";
+import { policyView, rotates } from "../../control/rotate/view";
 
 /** GET /v1/pools and PUT /v1/pools/:pool/replicas (desired state; 202 with the applying operation). */
 export function poolRoutes(deps: AppDeps): Router {
@@ -26,15 +27,7 @@ export function poolRoutes(deps: AppDeps): Router {
                 draining: counts[p.name]?.draining ?? 0,
                 scalable: scaleRefusal(cfg, p) === undefined && !p.autoscale,
                 ...(p.autoscale ? { autoscale: { ...p.autoscale, ...deps.autoscaler?.view(p.name) } } : {}),
-                ...(p.rotateAfterSeconds !== undefined
-                    ? {
-                          rotation: {
-                              rotateAfterSeconds: p.rotateAfterSeconds,
-                              maxSurge: p.maxSurge,
-                              ...deps.rotator?.view(p.name),
-                          },
-                      }
-                    : {}),
+                ...(rotates(p) ? { rotation: { ...policyView(p), ...deps.rotator?.view(p.name) } } : {}),
             })),
         } satisfies z.infer<typeof poolsResponse>);
     });

@@ -63,22 +63,43 @@ export const rotationRecordSchema = z
     .object({
         member: z.string(),
         pool: z.string(),
-        reason: z.enum(["age"]),
-        createdAt: isoTime.describe("When the member being replaced was created (state's creation stamp)"),
-        dueAt: isoTime.describe("When it was due: created + rotateAfterSeconds, moved by its jitter (±10%)"),
+        reason: z
+            .enum(["age", "blocked"])
+            .describe("age: past rotateAfterSeconds; blocked: its rotateOnBlocks window tripped (see `detail`)"),
+        createdAt: isoTime
+            .optional()
+            .describe("When the member being replaced was created (state's creation stamp; always set for age)"),
+        dueAt: isoTime
+            .optional()
+            .describe("age: when it was due: created + rotateAfterSeconds, moved by its jitter (±10%)"),
+        detail: z.string().optional().describe('blocked: "7 of 10 outcomes blocked in the last 300 s (ratio 0.5)"'),
         surge: z.string().optional().describe("The member added first, and removed once the replacement was healthy"),
         oldEgressIp: z.string().optional().describe("Egress IP the health probes saw before (absent when unknown)"),
         newEgressIp: z.string().optional().describe("Egress IP the health probes saw after the replacement"),
         replacedAt: isoTime.optional().describe("When the replacement passed its health check"),
+        reusedIp: z
+            .boolean()
+            .optional()
+            .describe("True when newEgressIp is one the pool's members had within its ipMemorySeconds"),
     })
     .meta({ id: "RotationRecord" });
 
 const poolRotationSchema = z
     .object({
-        rotateAfterSeconds: z.number().int(),
+        rotateAfterSeconds: z.number().int().optional(),
+        rotateOnBlocks: z
+            .object({ ratio: z.number(), minOutcomes: z.number().int(), windowSeconds: z.number() })
+            .optional(),
         maxSurge: z.number().int(),
+        ipMemorySeconds: z.number().int(),
         nextDueAt: isoTime.optional().describe("The earliest deadline among the pool's members (past while one waits)"),
         holding: z.string().optional().describe("Why members that are due wait"),
+        poolWideBlock: z
+            .object({ since: isoTime, members: z.array(z.string()), detail: z.string() })
+            .optional()
+            .describe(
+                "Set while more than half of the pool's members trip rotateOnBlocks at once: the site blocks the pool, so none is replaced for blocks until it clears",
+            ),
         lastRotation: z
             .object({
                 operation: z.string(),
@@ -89,7 +110,9 @@ const poolRotationSchema = z
             .optional()
             .describe("The last rotation this replica ran"),
     })
-    .describe("Set when the pool rotates its members by age (its stack config's `rotateAfterSeconds`)");
+    .describe(
+        "Set when the pool rotates its members by age or blocks (its stack config's `rotateAfterSeconds`, `rotateOnBlocks`)",
+    );
 
 export const poolSchema = z
     .object({
@@ -149,7 +172,7 @@ export const operationSchema = z
         kind: z
             .enum(["scale", "up", "heal", "autoscale", "rotate"])
             .describe(
-                "autoscale: the autoscaler decided `desired` (see `autoscale` for why); rotate: members replaced by age (see `rotations`)",
+                "autoscale: the autoscaler decided `desired` (see `autoscale` for why); rotate: members replaced by age or blocks (see `rotations`)",
             ),
         status: z.enum(["queued", "running", "succeeded", "failed", "interrupted"]),
         desired: z.record(z.string(), z.number()).describe("Desired replicas per pool this operation applies"),
@@ -166,7 +189,10 @@ export const operationSchema = z
         error: z.string().optional(),
         members: z.array(z.string()).optional(),
         reasons: z
-            .record(z.string(), z.object({ reason: z.enum(["gone", "unhealthy", "age"]), detail: z.string() }))
+            .record(
+                z.string(),
+                z.object({ reason: z.enum(["gone", "unhealthy", "age", "blocked"]), detail: z.string() }),
+            )
             .optional(),
         autoscale: z
             .record(z.string(), autoscaleRecordSchema)

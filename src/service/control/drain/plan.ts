@@ -4,6 +4,7 @@
  * drainer (drainer.ts) does the waiting and the side effects; tests drive these directly.
  */
 import type { Removal } from "../../leases";
+import type { HealTarget } from "../../operations/journal";
 
 /** A member an operation is about to remove (scale-down) or replace (repair of an unhealthy member). */
 export interface DrainTarget {
@@ -102,7 +103,7 @@ export function scaleDownTargets(
  */
 export function healDrainTargets(
     members: readonly { id: string; pool: string }[],
-    reasons: Readonly<Record<string, { reason: "gone" | "unhealthy" | "age"; detail: string }>>,
+    reasons: Readonly<Record<string, { reason: HealTarget["reason"]; detail: string }>>,
 ): DrainTarget[] {
     return members
         .filter((m) => reasons[m.id] && reasons[m.id].reason !== "gone")
@@ -117,7 +118,7 @@ export function healDrainTargets(
 /** Gone members a heal replaces: no drain, their leases end at once with reason `gone`. */
 export function healGoneTargets(
     members: readonly { id: string; pool: string }[],
-    reasons: Readonly<Record<string, { reason: "gone" | "unhealthy" | "age"; detail: string }>>,
+    reasons: Readonly<Record<string, { reason: HealTarget["reason"]; detail: string }>>,
 ): DrainTarget[] {
     return members
         .filter((m) => reasons[m.id]?.reason === "gone")

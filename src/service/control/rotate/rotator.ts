@@ -4,6 +4,11 @@ import type { MemberHealthView } from "../../../probes";
 import type { Operation, RotationRecord } from "../../operations/journal";
 import { NotAcceptingError, type Scaler } from "../scaler";
 import { decideRotations, type PoolRotatePolicy, type RotatePlan } from "./decide";
+import { IpMemory } from "./ip-memory";
+import { type CountedOutcome, OutcomeWindow } from "./outcome-window";
+import { policyView, rotates, type RotationView, trackPoolWideBlock } from "./view";
+
+export type { RotationView } from "./view";
 
 export interface RotatorDeps {
     /** Time between rounds; 0 = the loop is off. */
@@ -18,26 +23,20 @@ export interface RotatorDeps {
     /** Member id → epoch ms created, from state (driver.memberCreatedAt); read only when the fleet changed. */
     createdAt: () => Promise<Map<string, number>>;
     /** Counts every member a rotation is queued for (egress_rotations_total). */
-    onRotate?: (pool: string, reason: "age") => void;
+    onRotate?: (pool: string, reason: RotationRecord["reason"]) => void;
+    /** Counts a pool-wide block as it begins (egress_rotation_pool_wide_blocks_total). */
+    onPoolWideBlock?: (pool: string) => void;
+    /** Counts a replacement that came back with an IP the pool had lately (egress_rotation_reused_ips_total). */
+    onReusedIp?: (pool: string) => void;
     now?: () => number;
-}
-
-/** What GET /v1/pools shows of a pool with `rotateAfterSeconds`. */
-export interface RotationView {
-    rotateAfterSeconds: number;
-    maxSurge: number;
-    /** The earliest deadline among its members (past while one waits), ISO. */
-    nextDueAt?: string;
-    /** Why members that are due wait. */
-    holding?: string;
-    lastRotation?: { operation: string; status: Operation["status"]; at: string; rotations: RotationRecord[] };
 }
 
 /**
  * The rotation loop of `egress serve`: every round it reads each member's age (state's creation stamps,
- * re-read only when the fleet changed), asks decide.ts which members are due and queues one `rotate`
- * operation for the first pool that has some. Like the autoscaler it decides only while the scaler
- * accepts requests (recovery done and, with replicas, this one leads) and no operation runs or waits.
+ * re-read only when the fleet changed) and outcome counts (`outcome`, fed by the fleet or the store's
+ * counters), asks decide.ts which members are due or blocked and queues one `rotate` operation for the
+ * first pool that has some. Like the autoscaler it decides only while the scaler accepts requests
+ * (recovery done and, with replicas, this one leads) and no operation runs or waits.
  */
 export class Rotator {
     private readonly views = new Map<string, RotationView>();
@@ -46,6 +45,10 @@ export class Rotator {
     private round?: Promise<unknown>;
     private stopped = true;
     private readonly now: () => number;
+    /** Per-member outcomes for rotation by blocks; kept as long as the longest pool's window. */
+    private readonly outcomes: OutcomeWindow;
+    /** Egress IPs each pool's members had lately (`ipMemorySeconds`). */
+    private readonly ips: IpMemory;
 
     constructor(private readonly deps: RotatorDeps) {
         if (!Number.isFinite(deps.intervalMs) || deps.intervalMs < 0)
@@ -53,6 +56,36 @@ export class Rotator {
                 `rotation interval must be 0 (off) or a positive number of milliseconds, got ${deps.intervalMs}`,
             );
         this.now = deps.now ?? Date.now;
+        this.outcomes = new OutcomeWindow(keepMsOf(deps.pools()), this.now);
+        this.ips = new IpMemory(this.now);
+    }
+
+    /** A lease release's outcome, or a block reported after it (Fleet.onOutcome): one outcome of `member`. */
+    outcome(member: string, outcome: CountedOutcome): void {
+        this.outcomes.record(member, outcome);
+    }
+
+    /** `total` outcomes of `member`, `blocked` of them blocked, counted by the store (cluster/verdicts.ts, leader only). */
+    outcomesCounted(member: string, blocked: number, total: number): void {
+        for (let i = 0; i < total; i++) this.outcomes.record(member, i < blocked ? "blocked" : "ok");
+    }
+
+    /**
+     * A rotation's replacement passed its health check (rotate/run.ts): whether it came back with an IP the
+     * pool had within `ipMemorySeconds` (logged and counted). Its outcomes start afresh under the same name.
+     */
+    replaced(r: RotationRecord): boolean {
+        this.outcomes.reset(r.member);
+        const seconds = this.deps.pools().find((p) => p.name === r.pool)?.ipMemorySeconds ?? 0;
+        const reused = this.ips.usedWithin(r.pool, r.newEgressIp, seconds);
+        this.ips.seen(r.pool, r.newEgressIp);
+        if (!reused) return false;
+        this.deps.log.warn(
+            { pool: r.pool, member: r.member, ip: r.newEgressIp },
+            `${r.member}'s replacement exits through ${r.newEgressIp}, an IP pool ${r.pool} used within its ipMemorySeconds (${seconds} s): the rotation brought no fresh exit IP`,
+        );
+        this.deps.onReusedIp?.(r.pool);
+        return true;
     }
 
     start(): void {
@@ -88,20 +121,23 @@ export class Rotator {
 
     /** One round; returns the plans (empty when nothing is decided). Exposed for tests. */
     async runOnce(): Promise<RotatePlan[]> {
-        const pools = this.deps.pools().filter((p) => p.rotateAfterSeconds !== undefined);
+        const all = this.deps.pools();
+        const pools = all.filter(rotates);
         for (const name of [...this.views.keys()]) if (!pools.some((p) => p.name === name)) this.views.delete(name);
+        this.outcomes.setKeep(keepMsOf(all));
+        this.outcomes.prune(new Set(this.deps.members().map((m) => m.id)));
         if (!pools.length) return [];
-        for (const p of pools) {
-            const v = this.views.get(p.name);
-            this.views.set(p.name, { ...v, rotateAfterSeconds: p.rotateAfterSeconds!, maxSurge: p.maxSurge });
-        }
+        for (const p of pools) this.views.set(p.name, policyView(p, this.views.get(p.name)));
         // The fleet view follows an operation only when it settles; one operation at a time.
         if (!this.deps.scaler.accepts() || this.deps.scaler.busy()) return [];
+        // Only while no rotation runs: a replacement's own IP must not count as one the pool had before it.
+        this.rememberIps(pools);
         const plans = await this.decide(pools, (p) => this.deps.scaler.desired(p.name) ?? p.replicas);
         for (const plan of plans) {
             const v = this.views.get(plan.pool)!;
             v.nextDueAt = plan.nextDueAt !== undefined ? new Date(plan.nextDueAt).toISOString() : undefined;
             v.holding = plan.holding;
+            trackPoolWideBlock(plan.pool, v, plan.poolWideBlock, this.now(), this.deps.log, this.deps.onPoolWideBlock);
         }
         const next = plans.find((p) => p.rotate.length);
         if (next) this.queue(next);
@@ -116,7 +152,8 @@ export class Rotator {
             pools.map((p) => [
                 p.name,
                 {
-                    rotateAfterSeconds: p.rotateAfterSeconds!,
+                    rotateAfterSeconds: p.rotateAfterSeconds,
+                    rotateOnBlocks: p.rotateOnBlocks,
                     maxSurge: p.maxSurge,
                     replicas: replicas(p),
                     maxReplicas: p.maxReplicas,
@@ -126,6 +163,7 @@ export class Rotator {
         return decideRotations({
             now: this.now(),
             pools: policies,
+            outcomes: (id, windowSeconds) => this.outcomes.counts(id, windowSeconds),
             members: members.map((m) => ({
                 id: m.id,
                 pool: m.pool,
@@ -142,9 +180,9 @@ export class Rotator {
      */
     private async moreDue(pool: string, replicas: number): Promise<RotationRecord[]> {
         const p = this.deps.pools().find((c) => c.name === pool);
-        if (!p || p.rotateAfterSeconds === undefined || !this.deps.scaler.accepts()) return [];
+        if (!p || !rotates(p) || !this.deps.scaler.accepts()) return [];
         const [plan] = await this.decide([{ ...p, maxReplicas: Infinity }], () => replicas);
-        for (const _ of plan.rotate) this.deps.onRotate?.(pool, "age");
+        for (const d of plan.rotate) this.deps.onRotate?.(pool, d.reason);
         return recordsOf(plan);
     }
 
@@ -153,10 +191,10 @@ export class Rotator {
         try {
             const op = this.deps.scaler.rotate(records, (n) => this.moreDue(plan.pool, n));
             if (!op) return;
-            for (const _ of records) this.deps.onRotate?.(plan.pool, "age");
+            for (const r of records) this.deps.onRotate?.(plan.pool, r.reason);
             this.deps.log.info(
                 { operation: op.id, pool: plan.pool, members: op.members },
-                `rotating ${op.members?.join(", ")} of pool ${plan.pool} (age)`,
+                `rotating ${records.map((r) => `${r.member} (${r.reason === "blocked" ? r.detail : "age"})`).join(", ")} of pool ${plan.pool}`,
             );
         } catch (e) {
             if (!(e instanceof NotAcceptingError)) throw e; // stopped leading or stopping: the next leader decides
@@ -168,6 +206,14 @@ export class Rotator {
         const key = members.map((m) => `${m.id}=${m.url}`).join(" ");
         if (this.ages?.key !== key) this.ages = { key, at: await this.deps.createdAt() };
         return this.ages.at;
+    }
+
+    /** The egress IPs the health probes see on the rotating pools' members now. */
+    private rememberIps(pools: PoolConfig[]): void {
+        const memory = new Map(pools.map((p) => [p.name, p.ipMemorySeconds]));
+        this.ips.prune(memory);
+        for (const m of this.deps.members())
+            if (memory.get(m.pool)) this.ips.seen(m.pool, this.deps.health(m.id)?.egressIp);
     }
 
     private schedule(): void {
@@ -184,11 +230,18 @@ export class Rotator {
 }
 
 function recordsOf(plan: RotatePlan): RotationRecord[] {
+    const iso = (t: number | undefined) => (t === undefined ? undefined : new Date(t).toISOString());
     return plan.rotate.map((d) => ({
         member: d.member,
         pool: plan.pool,
-        reason: "age",
-        createdAt: new Date(d.createdAt).toISOString(),
-        dueAt: new Date(d.dueAt).toISOString(),
+        reason: d.reason,
+        ...(d.createdAt !== undefined ? { createdAt: iso(d.createdAt) } : {}),
+        ...(d.dueAt !== undefined ? { dueAt: iso(d.dueAt) } : {}),
+        ...(d.detail !== undefined ? { detail: d.detail } : {}),
     }));
+}
+
+/** Outcomes are kept as long as the longest window of a pool that rotates by blocks (0: none is kept). */
+function keepMsOf(pools: readonly PoolConfig[]): number {
+    return Math.max(0, ...pools.map((p) => (p.rotateOnBlocks?.windowSeconds ?? 0) * 1000));
 }

@@ -71,7 +71,7 @@ export async function runRotation(
         await env?.refresh(grown.proxies);
         // A previous rotation's surge member of the same name may have left a verdict behind.
         await waitHealthy(deps, surge, grownAt, signal);
-        log.info({ pool, surge }, "surge members healthy; replacing the aged members");
+        log.info({ pool, surge }, "surge members healthy; replacing the rotated members");
         for (let batch = records; batch.length;) {
             const replaced = await steps.replace();
             changes.push(replaced.changes);
@@ -79,14 +79,16 @@ export async function runRotation(
             await env?.refresh(replaced.proxies);
             // A probe from before the replace may still read healthy: only one after it counts.
             await waitHealthy(deps, op.members ?? [], at, signal);
-            for (const r of batch)
+            for (const r of batch) {
                 Object.assign(r, { newEgressIp: ipOf(r.member), replacedAt: new Date().toISOString() });
+                if (env?.replaced?.(r)) r.reusedIp = true;
+            }
             deps.ops.update(op, { rotations: records });
             const done = new Set(records.map((r) => r.member));
             batch = ((await more?.(n)) ?? []).filter((r) => !done.has(r.member)).slice(0, k);
             if (batch.length) {
                 records.push(...batch);
-                for (const r of batch) op.reasons![r.member] = { reason: "age", detail: ageDetail(r) };
+                for (const r of batch) op.reasons![r.member] = reasonOf(r);
                 begin(batch);
                 log.info({ pool, members: op.members }, "more members came due; replacing them behind the same surge");
             }
@@ -125,9 +127,12 @@ export function countsToRestore(
     );
 }
 
-/** Why a member is rotated, in words (the drain's message to its lease holder). */
-export function ageDetail(r: RotationRecord): string {
-    return `created ${r.createdAt}, due ${r.dueAt}`;
+/** Why a member is rotated, as its operation's `reasons` entry (its detail is the drain's message to its lease holder). */
+export function reasonOf(r: RotationRecord): { reason: RotationRecord["reason"]; detail: string } {
+    return {
+        reason: r.reason,
+        detail: r.reason === "blocked" ? (r.detail ?? "blocked") : `created ${r.createdAt}, due ${r.dueAt}`,
+    };
 }
 
 /** Waits until every member passed a health probe after `after` (epoch ms) and reads healthy. */
