@@ -6,7 +6,16 @@
  */
 import { after, before, test } from "node:test";
 import assert from "node:assert/strict";
-import { settledConverge, startTestService, TestService, TOKENS, waitFor } from "../helpers/service";
+import {
+    poolView,
+    proxyUrls,
+    samplePool,
+    settledConverge,
+    startTestService,
+    TestService,
+    TOKENS,
+    waitFor,
+} from "../helpers/service";
 
 const PERIOD_S = 20;
 let svc: TestService;
@@ -39,19 +48,12 @@ after(async () => {
     else process.env.EGRESS_TEST_MIN_ROTATE_SECONDS = floorBefore;
 });
 
-const pool = async () =>
-    (await svc.call("GET", "/v1/pools", { token: TOKENS.discover })).body.pools.find((p: any) => p.name === "web");
+const pool = () => poolView(svc, "web");
 const rotateOps = async () =>
     ((await svc.call("GET", "/v1/operations", { token: TOKENS.scale })).body.operations as any[]).filter(
         (o) => o.kind === "rotate",
     );
-const urls = async () =>
-    new Map<string, string>(
-        ((await svc.call("GET", "/v1/proxies", { token: TOKENS.discover })).body.proxies as any[]).map((p) => [
-            p.id,
-            p.url,
-        ]),
-    );
+const urls = () => proxyUrls(svc);
 const sleep = (ms: number) => new Promise((r) => setTimeout(r, ms));
 
 test("rotateAfterSeconds 20 on a pool of 3: all replaced within two periods, healthy ≥ 3 throughout, a leased member drains first", async () => {
@@ -62,18 +64,11 @@ test("rotateAfterSeconds 20 on a pool of 3: all replaced within two periods, hea
     assert.equal(view.maxSurge, 1, "the default");
 
     // Capacity, every 250 ms, for the whole test.
-    const samples: number[] = [];
-    const sizes: number[] = [];
-    let sampling = true;
-    const sampler = (async () => {
-        while (sampling) {
-            const p = await pool();
-            samples.push(p.healthy);
-            sizes.push(p.actual);
-            assert.equal(p.desired, 3, "a rotation's surge is not a new desired count");
-            await sleep(250);
-        }
-    })();
+    const sampler = samplePool(svc, "web", {
+        check: (p) => assert.equal(p.desired, 3, "a rotation's surge is not a new desired count"),
+    });
+    let samples: number[] = [];
+    let sizes: number[] = [];
 
     const lease = await svc.call("POST", "/v1/leases", { token: TOKENS.lease, body: { pool: "web" } });
     assert.equal(lease.status, 201);
@@ -138,8 +133,7 @@ test("rotateAfterSeconds 20 on a pool of 3: all replaced within two periods, hea
         });
         for (const id of original.keys()) assert.notEqual(now.get(id), original.get(id), `${id} was replaced`);
     } finally {
-        sampling = false;
-        await sampler;
+        ({ healthy: samples, actual: sizes } = await sampler.stop());
     }
     assert.ok(samples.length > 40, `sampled ${samples.length} times`);
     assert.ok(Math.min(...samples) >= 3, `healthy never below 3: ${samples.join(" ")}`);

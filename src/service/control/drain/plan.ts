@@ -102,7 +102,7 @@ export function scaleDownTargets(
  */
 export function healDrainTargets(
     members: readonly { id: string; pool: string }[],
-    reasons: Readonly<Record<string, { reason: "gone" | "unhealthy" | "age"; detail: string }>>,
+    reasons: Readonly<Record<string, { reason: "gone" | "unhealthy" | "age" | "changed"; detail: string }>>,
 ): DrainTarget[] {
     return members
         .filter((m) => reasons[m.id] && reasons[m.id].reason !== "gone")
@@ -117,7 +117,7 @@ export function healDrainTargets(
 /** Gone members a heal replaces: no drain, their leases end at once with reason `gone`. */
 export function healGoneTargets(
     members: readonly { id: string; pool: string }[],
-    reasons: Readonly<Record<string, { reason: "gone" | "unhealthy" | "age"; detail: string }>>,
+    reasons: Readonly<Record<string, { reason: "gone" | "unhealthy" | "age" | "changed"; detail: string }>>,
 ): DrainTarget[] {
     return members
         .filter((m) => reasons[m.id]?.reason === "gone")

@@ -3,7 +3,10 @@ import { loadStackConfig } from "../../../config";
 import { memberName, type ProxyMember } from "../../../model";
 import type { Operation, RotationRecord } from "../../operations/journal";
 import { addChanges, type ReplaceResult } from "../replace";
+import { waitHealthy } from "../healthy";
 import type { ScalerDeps } from "../scaler-deps";
+
+export { HEALTHY_TIMEOUT_MS } from "../healthy";
 
 /** The scaler's two paths a rotation is made of (scaler.ts passes them in; neither is copied here). */
 export interface RotationSteps {
@@ -18,9 +21,6 @@ export interface RotationSteps {
  * rotator's decision (rotator.ts), so members that came due during the operation go behind the same surge.
  */
 export type MoreDue = (replicas: number) => Promise<RotationRecord[]>;
-
-/** How long a surge member or a replacement may take to pass its health check before the rotation fails. */
-export const HEALTHY_TIMEOUT_MS = 10 * 60_000;
 
 /**
  * One `rotate` operation: replaces `op.members` (one pool) without the pool's healthy count ever going
@@ -128,23 +128,4 @@ export function countsToRestore(
 /** Why a member is rotated, in words (the drain's message to its lease holder). */
 export function ageDetail(r: RotationRecord): string {
     return `created ${r.createdAt}, due ${r.dueAt}`;
-}
-
-/** Waits until every member passed a health probe after `after` (epoch ms) and reads healthy. */
-async function waitHealthy(deps: ScalerDeps, ids: readonly string[], after: number, signal: AbortSignal) {
-    const env = deps.rotation;
-    if (!env || !ids.length) return;
-    const deadline = Date.now() + (env.healthyTimeoutMs ?? HEALTHY_TIMEOUT_MS);
-    const ok = (id: string) => {
-        const h = env.health(id);
-        return h?.state === "healthy" && (h.lastOkAt ?? 0) > after;
-    };
-    while (!ids.every(ok)) {
-        if (signal.aborted) throw signal.reason as Error;
-        if (Date.now() > deadline)
-            throw new Error(
-                `${ids.filter((id) => !ok(id)).join(", ")} did not pass a health check within ${Math.round((env.healthyTimeoutMs ?? HEALTHY_TIMEOUT_MS) / 1000)} s; the rotation stops and the pool goes back to its replicas`,
-            );
-        await new Promise((r) => setTimeout(r, 250));
-    }
 }
