@@ -4,10 +4,11 @@ import { loadStackConfig } from "../config";
 import { EngineError, OperationKind, OperationResult, ProgressEvent, StackDriver } from "../engine";
 import { action, EXIT, GlobalOptions, InterruptedError, projectDir, UsageError } from "./context";
 import { preflight } from "./preflight";
+import { refuseAllAtOnce } from "./rolling-guard";
 import { credentialsTable, progressPrinter, proxyTable, summaryLine } from "./render";
 import { withWriterLock } from "./writer";
 
-export type EngineRunOptions = GlobalOptions & { refresh?: boolean; quiet?: boolean };
+export type EngineRunOptions = GlobalOptions & { refresh?: boolean; quiet?: boolean; allAtOnce?: boolean };
 
 /** `create: false` for commands that only read or remove: a mistyped --stack must not create a stack. */
 function driverFor(opts: GlobalOptions, create = true): StackDriver {
@@ -74,7 +75,10 @@ export async function runEngine(
 
 /** An engine operation as a command: under the writer lock unless it only reads (preview), then printed. */
 async function runOperation(kind: OperationKind, opts: EngineRunOptions): Promise<void> {
-    const run = () => runEngine(kind, opts);
+    const run = async () => {
+        if (kind === "up" && !opts.allAtOnce) await refuseAllAtOnce(driverFor(opts), projectDir(opts), opts.stack);
+        return runEngine(kind, opts);
+    };
     const { result, proxies } = kind === "preview" ? await run() : await withWriterLock(opts, `egress ${kind}`, run);
     if (opts.json)
         process.stdout.write(JSON.stringify({ ok: true, ...result, ...(proxies ? { proxies } : {}) }) + "\n");
@@ -91,6 +95,10 @@ export function registerOperations(program: Command): void {
             "create or update the stack's proxies to match its config (refreshes first, so dead proxies come back)",
         )
         .option("--no-refresh", "skip the refresh before the update")
+        .option(
+            "--all-at-once",
+            "replace members whose config changed together (refused otherwise; the service rolls them)",
+        )
         .option("-q, --quiet", "no progress output")
         .action(action(async (o, cmd) => runOperation("up", { ...cmd.optsWithGlobals(), ...o })));
     program

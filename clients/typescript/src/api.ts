@@ -525,6 +525,8 @@ export interface components {
                 pool: string;
                 /** @description Members replaced so far (all pools) */
                 replaced: string[];
+                /** @description The pool's count, kept throughout (the surge stands above it) */
+                replicas: number;
                 /** @description Members standing in above the pool's replicas */
                 surge: string[];
             };

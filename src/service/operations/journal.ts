@@ -61,6 +61,8 @@ export interface Operation {
 /** Where a rolling change is: batch `batch` of `of` replaces `members` of `pool`, behind `surge`. */
 export interface RollingRecord {
     pool: string;
+    /** The pool's count, kept throughout: a stop mid-roll restores it (rotate/run.ts countsToRestore). */
+    replicas: number;
     batch: number;
     of: number;
     members: string[];

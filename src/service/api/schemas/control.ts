@@ -182,6 +182,7 @@ export const operationSchema = z
         rolling: z
             .object({
                 pool: z.string(),
+                replicas: z.number().int().describe("The pool's count, kept throughout (the surge stands above it)"),
                 batch: z.number().int().describe("The batch running now, from 1"),
                 of: z.number().int().describe("Batches of this pool"),
                 members: z.array(z.string()).describe("The members this batch replaces"),

@@ -20,6 +20,18 @@ export interface RollingSteps {
 type Applied = { changes: Record<string, number>; proxies?: ProxyMember[] };
 
 /**
+ * Per scaler, the stack config (counts left out) a preview last found replacing nothing, or a rolling
+ * change applied: a count change alone replaces no member, so scale requests pay no preview run.
+ */
+const settledConfig = new WeakMap<ScalerDeps, string>();
+
+/** The stack config with every pool's count left out: what decides whether an update replaces members. */
+function configKey(deps: ScalerDeps): string {
+    const c = loadStackConfig(deps.projectRoot, deps.stack);
+    return JSON.stringify({ ...c, pools: c.pools.map((p) => ({ ...p, replicas: undefined })) });
+}
+
+/**
  * A count operation (scale/up/autoscale) whose plain `up` would replace members (the stack file
  * changed their port, image, cloud-init …): instead of one update that replaces them all together, per
  * pool of N members (rolling/plan.ts):
@@ -40,11 +52,15 @@ export async function runRolling(
     signal: AbortSignal,
 ): Promise<Applied | undefined> {
     const onProgress = (e: Parameters<ScalerDeps["ops"]["progress"]>[1]) => deps.ops.progress(op, e);
+    const key = configKey(deps);
+    if (settledConfig.get(deps) === key) return undefined;
     const replaced = await retryTransient(log, () => deps.driver.previewReplaced());
-    if (!replaced.length) return undefined;
     const pools = loadStackConfig(deps.projectRoot, deps.stack).pools;
     const rollouts = planRollouts(replaced, Object.fromEntries(pools.map((p) => [p.name, p])));
-    if (!rollouts.length) return undefined;
+    if (!rollouts.length) {
+        settledConfig.set(deps, key);
+        return undefined;
+    }
     const counts = Object.fromEntries(rollouts.map((r) => [r.pool, r.replicas]));
     const note = (message: string) => {
         log.info(message);
@@ -65,6 +81,7 @@ export async function runRolling(
             const surge = Array.from({ length: r.surge }, (_, j) => memberName(r.pool, r.replicas + j));
             const record = (i: number): RollingRecord => ({
                 pool: r.pool,
+                replicas: r.replicas,
                 batch: i + 1,
                 of: r.batches.length,
                 members: r.batches[i],
@@ -109,5 +126,6 @@ export async function runRolling(
     }
     note(`rolling done: ${done.length} members replaced; applying the rest`);
     const rest = await retryTransient(log, () => deps.driver.up({ onProgress }));
+    settledConfig.set(deps, key);
     return { changes: addChanges(...changes, rest.changes), proxies: rest.proxies };
 }

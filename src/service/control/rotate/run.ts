@@ -101,8 +101,8 @@ export async function runRotation(
 }
 
 /**
- * Pool counts a stopped service must write back: per pool, the count of the last rotation that did not
- * succeed (interrupted, failed — its shrink may not have run), unless a later operation succeeded in
+ * Pool counts a stopped service must write back: per pool, the count of the last rotation (or rolling
+ * change) that did not succeed (interrupted, failed — its shrink may not have run), unless a later operation succeeded in
  * setting that pool's count or rotating it; and only while the stack file still holds that rotation's
  * grown count (`replicas` read now), so a count someone set meanwhile is never undone. `ops` in creation
  * order (the journal's).
@@ -119,6 +119,9 @@ export function countsToRestore(
                 out.set(pool, { n, grown: n + new Set(op.rotations?.map((r) => r.surge)).size });
             else if (op.status === "succeeded") out.delete(pool);
         }
+        // A rolling change (rolling/run.ts) grows a pool by its surge the same way; its `desired` may not name it.
+        const r = op.rolling;
+        if (r && op.status !== "succeeded") out.set(r.pool, { n: r.replicas, grown: r.replicas + r.surge.length });
     }
     return Object.fromEntries(
         [...out].filter(([pool, c]) => c.grown > c.n && replicas(pool) === c.grown).map(([pool, c]) => [pool, c.n]),
