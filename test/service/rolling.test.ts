@@ -84,6 +84,15 @@ test(
             samples = await sampler.stop();
         }
         assert.equal(op.status, "succeeded", op.error);
+        const after = await waitFor("4 members on the new ports", async () => {
+            const u = await proxyUrls(svc);
+            return u.size === 4 && [...u.values()].every((url) => port(url) >= newBase && port(url) < newBase + 4) && u;
+        });
+        assert.deepEqual([...after.keys()].sort(), ["web-0", "web-1", "web-2", "web-3"]);
+        assert.ok(Math.min(...samples.healthy) >= 4, `healthy never below 4: ${samples.healthy.join(" ")}`);
+        assert.ok(samples.healthy.length > 20, `sampled ${samples.healthy.length} times`);
+        assert.ok(Math.max(...samples.actual) <= 5, `at most 5 members listed: ${samples.actual.join(" ")}`);
+        assert.ok(Math.max(...processes) <= 5, `at most 5 proxy processes: ${processes.join(" ")}`);
         assert.deepEqual(op.rolling.surge, ["web-4"]);
         assert.deepEqual([...op.rolling.replaced].sort(), ["web-0", "web-1", "web-2", "web-3"]);
         assert.ok(batches.has("1/4:web-0") && batches.has("4/4:web-3"), `batches seen: ${[...batches].join(" ")}`);
@@ -93,15 +102,6 @@ test(
             "the progress names the batch",
         );
 
-        const after = await waitFor("4 members on the new ports", async () => {
-            const u = await proxyUrls(svc);
-            return u.size === 4 && [...u.values()].every((url) => port(url) >= newBase && port(url) < newBase + 4) && u;
-        });
-        assert.deepEqual([...after.keys()].sort(), ["web-0", "web-1", "web-2", "web-3"]);
-        assert.ok(samples.healthy.length > 20, `sampled ${samples.healthy.length} times`);
-        assert.ok(Math.min(...samples.healthy) >= 4, `healthy never below 4: ${samples.healthy.join(" ")}`);
-        assert.ok(Math.max(...samples.actual) <= 5, `at most 5 members listed: ${samples.actual.join(" ")}`);
-        assert.ok(Math.max(...processes) <= 5, `at most 5 proxy processes: ${processes.join(" ")}`);
         assert.ok(Math.max(...processes) === 5, "the surge member stood in");
         assert.equal(proxyProcesses({ stateDir }).size, 4);
     },

@@ -107,7 +107,11 @@ export async function runRolling(
                 note(`rolling ${r.pool}: batch ${i + 1} of ${r.batches.length} replaces ${batch.join(", ")}`);
                 const detail = `the stack's config replaces it (rolling batch ${i + 1} of ${r.batches.length})`;
                 op.members = batch;
-                op.reasons = Object.fromEntries(batch.map((m) => [m, { reason: "changed" as const, detail }]));
+                // Kept for every batch: the operation ends naming each member it replaced and why.
+                op.reasons = {
+                    ...op.reasons,
+                    ...Object.fromEntries(batch.map((m) => [m, { reason: "changed" as const, detail }])),
+                };
                 deps.ops.update(op, { rolling: record(i) });
                 const result = await steps.replace();
                 changes.push(result.changes);
