@@ -2,17 +2,16 @@ import { loadStackConfig } from "../config";
 import type { StackDriver } from "../engine";
 import { planRollouts } from "../service/control/rolling/plan";
 import { UsageError } from "./context";
-import { preflight } from "./preflight";
 
 /**
  * `egress up` without `--all-at-once`: refuses an update that would replace members (their port, image,
  * cloud-init … changed), because the CLI does not roll changes in batches (the service does:
  * src/service/control/rolling) and replacing them together drops the pool to zero for a moment. A
- * stack without members yet has nothing to replace and pays no preview. docs/operations.md.
+ * stack without members yet has nothing to replace and pays no preview. Called by runEngine after its
+ * preflight, under the writer lock and Ctrl-C's safe cancel. docs/operations.md.
  */
 export async function refuseAllAtOnce(driver: StackDriver, projectRoot: string, stack: string): Promise<void> {
     const config = loadStackConfig(projectRoot, stack);
-    preflight(config); // a config error names its path, not the preview's program failure
     if (!(await driver.membersInState()).length) return;
     const replaced = await driver.previewReplaced();
     if (!replaced.length) return;
