@@ -4,10 +4,17 @@ import { loadStackConfig } from "../config";
 import { EngineError, OperationKind, OperationResult, ProgressEvent, StackDriver } from "../engine";
 import { action, EXIT, GlobalOptions, InterruptedError, projectDir, UsageError } from "./context";
 import { preflight } from "./preflight";
+import { refuseAllAtOnce } from "./rolling-guard";
 import { credentialsTable, progressPrinter, proxyTable, summaryLine } from "./render";
 import { withWriterLock } from "./writer";
 
-export type EngineRunOptions = GlobalOptions & { refresh?: boolean; quiet?: boolean };
+export type EngineRunOptions = GlobalOptions & {
+    refresh?: boolean;
+    quiet?: boolean;
+    allAtOnce?: boolean;
+    /** `up` only: refuse an update that replaces members all at once (rolling-guard.ts). */
+    refuseReplacing?: boolean;
+};
 
 /** `create: false` for commands that only read or remove: a mistyped --stack must not create a stack. */
 function driverFor(opts: GlobalOptions, create = true): StackDriver {
@@ -59,9 +66,11 @@ export async function runEngine(
     if (!opts.quiet) process.stderr.write(`${kind} stack ${opts.stack} (${projectDir(opts)})\n`);
     let result: OperationResult;
     try {
-        result = await cancellable(driver, () =>
-            driver[kind]({ onProgress: (e) => (observe?.(e), print?.(e)), refresh: opts.refresh }),
-        );
+        result = await cancellable(driver, async () => {
+            // Under Ctrl-C's safe cancel too: the guard's preview is an engine run.
+            if (kind === "up" && opts.refuseReplacing) await refuseAllAtOnce(driver, projectDir(opts), opts.stack);
+            return driver[kind]({ onProgress: (e) => (observe?.(e), print?.(e)), refresh: opts.refresh });
+        });
     } catch (e) {
         // Interrupted: what runs now is what state says (not the previous run's stack output).
         if (e instanceof EngineError && e.interrupted && kind !== "preview")
@@ -74,7 +83,7 @@ export async function runEngine(
 
 /** An engine operation as a command: under the writer lock unless it only reads (preview), then printed. */
 async function runOperation(kind: OperationKind, opts: EngineRunOptions): Promise<void> {
-    const run = () => runEngine(kind, opts);
+    const run = () => runEngine(kind, { ...opts, refuseReplacing: kind === "up" && !opts.allAtOnce });
     const { result, proxies } = kind === "preview" ? await run() : await withWriterLock(opts, `egress ${kind}`, run);
     if (opts.json)
         process.stdout.write(JSON.stringify({ ok: true, ...result, ...(proxies ? { proxies } : {}) }) + "\n");
@@ -91,6 +100,10 @@ export function registerOperations(program: Command): void {
             "create or update the stack's proxies to match its config (refreshes first, so dead proxies come back)",
         )
         .option("--no-refresh", "skip the refresh before the update")
+        .option(
+            "--all-at-once",
+            "replace members whose config changed together (refused otherwise; the service rolls them)",
+        )
         .option("-q, --quiet", "no progress output")
         .action(action(async (o, cmd) => runOperation("up", { ...cmd.optsWithGlobals(), ...o })));
     program

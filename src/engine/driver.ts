@@ -16,6 +16,10 @@ import { BackendUnreachableError, classifyBackendError, EngineError, OperationKi
 import { clearingDeadLocks } from "./backend-locks";
 import { pruneHistory } from "./history-prune";
 import { StackQueries } from "./driver-queries";
+import { membersOfUrns } from "./member-urns";
+
+/** Preview steps that mean a resource is replaced. */
+const REPLACING = new Set<string>(["replace", "create-replacement", "delete-replaced"]);
 
 export type { DriverOptions } from "./stack-session";
 export {
@@ -75,6 +79,26 @@ export class StackDriver extends StackQueries {
     }
     preview(opts: OperationOptions = {}): Promise<OperationResult> {
         return this.operation("preview", opts, (s, onEvent, signal) => s.preview({ onEvent, signal }));
+    }
+    /**
+     * A preview of a plain `up`, answering which members it would replace (any of their resources
+     * replaced: `replace`, `create-replacement`, `delete-replaced`): a rolling change (src/service/control/rolling,
+     * the CLI's `up`) replaces those in batches instead of all at once.
+     */
+    async previewReplaced(opts: OperationOptions = {}): Promise<string[]> {
+        const urns = new Set<string>();
+        await this.operation("preview", opts, (s, onEvent, signal) =>
+            s.preview({
+                onEvent: (e) => {
+                    const m = e.resourcePreEvent?.metadata;
+                    if (m && REPLACING.has(m.op)) urns.add(m.urn);
+                    onEvent(e);
+                },
+                signal,
+            }),
+        );
+        if (!urns.size) return [];
+        return this.serial(async () => membersOfUrns((await this.readDeployment()).resources ?? [], [...urns]));
     }
     refresh(opts: OperationOptions = {}): Promise<OperationResult> {
         return this.operation("refresh", opts, (s, onEvent, signal) =>

@@ -59,3 +59,28 @@ export function memberCreatedAt(resources: readonly StateResource[]): Map<string
     }
     return out;
 }
+
+/**
+ * Members whose resources these URNs are (custom resources below a member component, or the component
+ * itself): what a preview's replace steps mean for the fleet (driver.previewReplaced). URNs of no member
+ * (a new member's, the pool's own) are left out. Sorted, each member once.
+ */
+export function membersOfUrns(resources: readonly StateResource[], urns: readonly string[]): string[] {
+    const live = resources.filter((r) => !r.delete);
+    const ids = memberComponents(live).map((r) => urnName(r.urn));
+    const wanted = new Set(urns);
+    const out: string[] = [];
+    for (const [id, t] of memberTargets(live, ids).found)
+        if (wanted.has(t.component) || t.replace.some((u) => wanted.has(u))) out.push(id);
+    return out.sort();
+}
+
+/**
+ * The component URNs members `ids` of the pool of `sibling` get (a sibling member's component URN with
+ * its name swapped): a targeted `up` of new members (a rolling change's surge) names them before they
+ * exist. Members of a pool share their parent chain, so only the last name part differs.
+ */
+export function siblingUrns(sibling: string, ids: readonly string[]): string[] {
+    const cut = sibling.lastIndexOf("::");
+    return ids.map((id) => `${sibling.slice(0, cut)}::${id}`);
+}

@@ -189,13 +189,27 @@ export const poolSchema = z
             .min(0, { message: "must be 0 (never) or more" })
             .max(7 * 86400, { message: "must be at most 604800 (a week)" })
             .default(300),
-        /** Members of this pool `egress serve` repairs or rotates at once (one engine operation replaces at most this many). @default 1 */
+        /**
+         * Members of this pool `egress serve` repairs or rotates at once (one engine operation replaces at
+         * most this many), and the members an `up` that replaces members creates above `replicas` before it
+         * replaces as many old ones (src/service/control/rolling). 0 only with `maxUnavailable` ≥ 1. @default 1
+         */
         maxSurge: z
             .number()
             .int({ message: "must be a whole number" })
-            .min(1, { message: "must be 1 or more" })
+            .min(0, { message: "must be 0 or more" })
             .max(100)
             .default(1),
+        /**
+         * Members below `replicas` a rolling `up` may take out of service at once (replaced without a surge
+         * member standing in): healthy stays ≥ replicas − maxUnavailable. @default 0
+         */
+        maxUnavailable: z
+            .number()
+            .int({ message: "must be a whole number" })
+            .min(0, { message: "must be 0 or more" })
+            .max(100)
+            .default(0),
         /**
          * Seconds `egress serve` lets leases on a member it is about to remove (scale-down, repair of an
          * unhealthy member) run before it ends them and deletes the member; no new lease goes to it
@@ -238,6 +252,16 @@ export const poolSchema = z
         gateway: poolGatewaySchema.optional(),
     })
     .superRefine((p, ctx) => {
+        // A rolling change needs room: a surge member, or a member it may take out of service.
+        if (p.maxSurge === 0 && p.maxUnavailable === 0)
+            ctx.addIssue({
+                code: "custom",
+                path: ["maxSurge"],
+                message: "must be 1 or more while maxUnavailable is 0",
+            });
+        // Rotation by age creates the replacement first, always.
+        else if (p.maxSurge === 0 && p.rotateAfterSeconds !== undefined)
+            ctx.addIssue({ code: "custom", path: ["maxSurge"], message: "must be 1 or more with rotateAfterSeconds" });
         if (p.autoscale && p.autoscale.max > p.maxReplicas)
             ctx.addIssue({
                 code: "custom",

@@ -10,6 +10,30 @@ export async function freeLoopbackPort(): Promise<number> {
     return port;
 }
 
+/** `n` consecutive ports free on 127.0.0.1 right now (a local pool with `basePort` pins member i to basePort+i). */
+export async function freePortRange(n: number): Promise<number> {
+    for (let attempt = 0; attempt < 50; attempt++) {
+        const base = 20_000 + Math.floor(Math.random() * 30_000);
+        const held: net.Server[] = [];
+        try {
+            for (let i = 0; i < n; i++)
+                held.push(
+                    await new Promise<net.Server>((resolve, reject) => {
+                        const s = net.createServer();
+                        s.once("error", reject);
+                        s.listen(base + i, "127.0.0.1", () => resolve(s));
+                    }),
+                );
+            return base;
+        } catch {
+            /* taken: try another range */
+        } finally {
+            await Promise.all(held.map((s) => new Promise((r) => s.close(r))));
+        }
+    }
+    throw new Error("no free port range on 127.0.0.1");
+}
+
 /** Starts `server` on a free port of 127.0.0.1; `close` also drops open (keep-alive, hanging) connections. */
 export async function listenLoopback(
     server: http.Server,

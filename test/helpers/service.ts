@@ -145,8 +145,8 @@ export async function waitFor<T>(
     throw new Error(`timed out waiting for ${what}${last ? `: ${(last as Error).message}` : ""}`);
 }
 
-/** Waits until an operation settles and returns it. */
-export async function settled(svc: TestService, opId: string): Promise<any> {
+/** Waits until an operation settles (at most `timeoutMs`) and returns it. */
+export async function settled(svc: TestService, opId: string, timeoutMs = 120_000): Promise<any> {
     return waitFor(
         `operation ${opId}`,
         async () => {
@@ -155,7 +155,7 @@ export async function settled(svc: TestService, opId: string): Promise<any> {
                 ? r.body.operation
                 : undefined;
         },
-        120_000,
+        timeoutMs,
         200,
     );
 }
@@ -173,4 +173,47 @@ export async function waitHealthy(svc: TestService, n: number): Promise<void> {
         async () => (await svc.call("GET", "/v1/proxies?state=healthy")).body.proxies.length === n,
         30_000,
     );
+}
+
+/** GET /v1/pools' entry for pool `name`. */
+export async function poolView(svc: TestService, name: string): Promise<any> {
+    return (await svc.call("GET", "/v1/pools", { token: TOKENS.discover })).body.pools.find(
+        (p: any) => p.name === name,
+    );
+}
+
+/** Member id → proxy URL, as GET /v1/proxies lists them (a replaced local member has a new port). */
+export async function proxyUrls(svc: TestService, pool?: string): Promise<Map<string, string>> {
+    const route = `/v1/proxies${pool ? `?pool=${encodeURIComponent(pool)}` : ""}`;
+    const proxies = (await svc.call("GET", route, { token: TOKENS.discover })).body.proxies as any[];
+    return new Map(proxies.map((p) => [p.id, p.url]));
+}
+
+/**
+ * Samples pool `name` every `everyMs` until `stop()`: its healthy and actual counts (a rotation's or a
+ * rolling change's capacity), `check` run on each view (its assertion failures reject `stop()`).
+ */
+export function samplePool(
+    svc: TestService,
+    name: string,
+    o: { everyMs?: number; check?: (pool: any) => void } = {},
+): { stop(): Promise<{ healthy: number[]; actual: number[] }> } {
+    const out = { healthy: [] as number[], actual: [] as number[] };
+    let sampling = true;
+    const loop = (async () => {
+        while (sampling) {
+            const p = await poolView(svc, name);
+            out.healthy.push(p.healthy);
+            out.actual.push(p.actual);
+            o.check?.(p);
+            await new Promise((r) => setTimeout(r, o.everyMs ?? 250));
+        }
+    })();
+    return {
+        async stop() {
+            sampling = false;
+            await loop;
+            return out;
+        },
+    };
 }

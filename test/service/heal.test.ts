@@ -9,6 +9,7 @@ import assert from "node:assert/strict";
 import * as fs from "node:fs";
 import * as net from "node:net";
 import * as path from "node:path";
+import { freePortRange } from "../helpers/net";
 import { startTestService, TestService, TOKENS, waitFor } from "../helpers/service";
 import { findProxyProcesses } from "../../components/local/process";
 
@@ -17,23 +18,6 @@ const ROUND_MS = 500;
 let svc: TestService;
 let basePort: number;
 const stopped: number[] = [];
-
-/** Three consecutive free loopback ports (the pool pins member i to basePort+i). */
-async function freePortRange(n: number): Promise<number> {
-    for (let attempt = 0; attempt < 50; attempt++) {
-        const base = 20_000 + Math.floor(Math.random() * 30_000);
-        const held: net.Server[] = [];
-        try {
-            for (let i = 0; i < n; i++) held.push(await listen(base + i));
-            return base;
-        } catch {
-            /* taken: try another range */
-        } finally {
-            await Promise.all(held.map((s) => new Promise((r) => s.close(r))));
-        }
-    }
-    throw new Error("no free port range on 127.0.0.1");
-}
 
 const holderConnections = new Set<net.Socket>();
 function listen(port: number): Promise<net.Server> {

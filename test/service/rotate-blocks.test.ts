@@ -6,8 +6,8 @@
  */
 import { after, before, test } from "node:test";
 import assert from "node:assert/strict";
-import { settledConverge, startTestService, TestService, TOKENS, waitFor } from "../helpers/service";
-import { rotationReads, sampleCapacity, sleep } from "../helpers/rotation";
+import { samplePool, settledConverge, startTestService, TestService, TOKENS, waitFor } from "../helpers/service";
+import { rotationReads, sleep } from "../helpers/rotation";
 
 const pool = (name: string, rotateOnBlocks: object) => ({
     name,
@@ -101,7 +101,7 @@ test("one member blocked past the ratio in a pool of 3 is rotated (reason blocke
     assert.equal(view.rotateAfterSeconds, undefined, "no rotation by age");
     assert.equal(view.ipMemorySeconds, 3600, "the default");
 
-    const sampler = sampleCapacity(svc, "web", (p) => assert.equal(p.desired, 3));
+    const sampler = samplePool(svc, "web", { check: (p) => assert.equal(p.desired, 3) });
     let samples: number[] = [];
     let sizes: number[] = [];
     let target: string | undefined;

@@ -6,8 +6,8 @@
  */
 import { after, before, test } from "node:test";
 import assert from "node:assert/strict";
-import { settledConverge, startTestService, TestService, TOKENS, waitFor } from "../helpers/service";
-import { lowerRotateFloor, rotationReads, sampleCapacity, sleep } from "../helpers/rotation";
+import { samplePool, settledConverge, startTestService, TestService, TOKENS, waitFor } from "../helpers/service";
+import { lowerRotateFloor, rotationReads, sleep } from "../helpers/rotation";
 
 const PERIOD_S = 20;
 let svc: TestService;
@@ -50,9 +50,9 @@ test("rotateAfterSeconds 20 on a pool of 3: all replaced within two periods, hea
     assert.equal(view.maxSurge, 1, "the default");
 
     // Capacity, every 250 ms, for the whole test.
-    const sampler = sampleCapacity(svc, "web", (p) =>
-        assert.equal(p.desired, 3, "a rotation's surge is not a new desired count"),
-    );
+    const sampler = samplePool(svc, "web", {
+        check: (p) => assert.equal(p.desired, 3, "a rotation's surge is not a new desired count"),
+    });
     let samples: number[] = [];
     let sizes: number[] = [];
 

@@ -1,4 +1,4 @@
-/** A pool's `rotateAfterSeconds` and `maxSurge`: defaults, and bad values refused at config load naming the path and the rule. */
+/** A pool's `rotateAfterSeconds`, `maxSurge` and `maxUnavailable`: defaults, and bad values refused at config load naming the path and the rule. */
 import { test } from "node:test";
 import assert from "node:assert/strict";
 import * as fs from "node:fs";
@@ -64,10 +64,33 @@ test("EGRESS_TEST_MIN_ROTATE_SECONDS lowers the floor; a value that is not a who
     assert.equal(rotateFloorSeconds({}), 60);
 });
 
-test("maxSurge 0 is refused (a rotation needs room for one replacement; there is no maxUnavailable to trade against)", () => {
+test("maxSurge 0 is refused while maxUnavailable is 0 (a rolling change needs room) and with rotation by age", () => {
     assert.deepEqual(
-        withFloor(undefined, () => problems(local({ rotateAfterSeconds: 600, maxSurge: 0 }))),
-        ["egress:pools[0].maxSurge: must be 1 or more (got 0)"],
+        withFloor(undefined, () => problems(local({ maxSurge: 0 }))),
+        ["egress:pools[0].maxSurge: must be 1 or more while maxUnavailable is 0 (got 0)"],
+    );
+    assert.deepEqual(
+        withFloor(undefined, () => problems(local({ rotateAfterSeconds: 600, maxSurge: 0, maxUnavailable: 1 }))),
+        ["egress:pools[0].maxSurge: must be 1 or more with rotateAfterSeconds (got 0)"],
+    );
+});
+
+test("maxUnavailable defaults to 0; with it ≥ 1, maxSurge 0 is allowed; negative or fractional values are refused", () => {
+    const p = withFloor(undefined, () => parseEgressConfig(local({}), root)).pools[0];
+    assert.equal(p.maxUnavailable, 0);
+    const q = withFloor(undefined, () => parseEgressConfig(local({ maxSurge: 0, maxUnavailable: 2 }), root)).pools[0];
+    assert.deepEqual([q.maxSurge, q.maxUnavailable], [0, 2]);
+    assert.deepEqual(
+        withFloor(undefined, () => problems(local({ maxUnavailable: -1 }))),
+        ["egress:pools[0].maxUnavailable: must be 0 or more (got -1)"],
+    );
+    assert.deepEqual(
+        withFloor(undefined, () => problems(local({ maxUnavailable: 1.5 }))),
+        ["egress:pools[0].maxUnavailable: must be a whole number (got 1.5)"],
+    );
+    assert.deepEqual(
+        withFloor(undefined, () => problems(local({ maxSurge: -1 }))),
+        ["egress:pools[0].maxSurge: must be 0 or more (got -1)"],
     );
 });
 

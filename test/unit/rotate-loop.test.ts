@@ -158,6 +158,18 @@ test("after a stop: the last unfinished rotation's pool count is restored, unles
     assert.deepEqual(countsToRestore([cut, op("heal", "succeeded", {})], file(4)), { web: 3 }, "a heal sets no count");
     assert.deepEqual(countsToRestore([op("rotate", "succeeded", { web: 3 }, 1)], file(4)), {});
     assert.deepEqual(countsToRestore([op("rotate", "failed", { web: 3 }, 2)], file(5)), { web: 3 });
+    // A rolling change cut mid-roll (its `desired` may not name the pool: a start-up convergence).
+    const rolling = (status: Operation["status"]) =>
+        ({
+            kind: "up",
+            status,
+            desired: {},
+            rolling: { pool: "web", replicas: 3, batch: 2, of: 3, members: ["web-1"], surge: ["web-3"], replaced: [] },
+        }) as unknown as Operation;
+    assert.deepEqual(countsToRestore([rolling("interrupted")], file(4)), { web: 3 });
+    assert.deepEqual(countsToRestore([rolling("failed")], file(3)), {}, "its shrink ran");
+    assert.deepEqual(countsToRestore([rolling("succeeded")], file(4)), {});
+    assert.deepEqual(countsToRestore([rolling("interrupted"), op("scale", "succeeded", { web: 5 })], file(4)), {});
 });
 
 test("rotation by blocks in the loop: a tripped member is handed over with reason blocked; a pool-wide block begins, stays and clears", async () => {

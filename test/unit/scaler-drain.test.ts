@@ -39,6 +39,8 @@ function setup() {
     };
     const ups: number[] = [];
     const driver = {
+        // A count change replaces nothing (rolling changes: test/service/rolling.test.ts).
+        previewReplaced: async () => [],
         up: async () => (ups.push(Date.now()), { kind: "up", changes: { delete: 1 }, durationMs: 1 }),
     } as unknown as StackDriver;
     const log = pino({ level: "silent" });

@@ -29,6 +29,8 @@ function project(): string {
 function scriptedDriver() {
     const calls: { resolve: () => void; reject: (e: unknown) => void }[] = [];
     const driver = {
+        // A count change replaces nothing (rolling changes: test/service/rolling.test.ts).
+        previewReplaced: async () => [],
         up: () =>
             new Promise((resolve, reject) =>
                 calls.push({ resolve: () => resolve({ kind: "up", changes: { same: 1 }, durationMs: 1 }), reject }),

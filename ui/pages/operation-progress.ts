@@ -45,6 +45,14 @@ export function OperationProgress({ id }: { id: string }) {
                     .join(", ")}
             </p>`
         }
+        ${
+            status?.rolling &&
+            html`<p>
+                Rolling ${status.rolling.pool}: batch ${status.rolling.batch} of ${status.rolling.of} replaces
+                ${status.rolling.members.join(", ")}${status.rolling.surge.length ? ` (surge: ${status.rolling.surge.join(", ")})` : ""};
+                ${status.rolling.replaced.length} replaced so far
+            </p>`
+        }
         ${status?.error && html`<p class="error">${status.error}</p>`}
         <${ErrorNote} error=${error} />
         <table>

@@ -507,13 +507,29 @@ export interface components {
                 [key: string]: {
                     detail: string;
                     /** @enum {string} */
-                    reason: "gone" | "unhealthy" | "age" | "blocked";
+                    reason: "gone" | "unhealthy" | "age" | "blocked" | "changed";
                 };
             };
             /** @description Ids followers answered scale requests with that were folded into this operation: each finds it */
             requestIds?: string[];
             /** @description Client requests folded into this operation (latest wins) */
             requests: number;
+            /** @description scale/up/autoscale whose update replaces members: the rolling change's batch (docs/operations.md) */
+            rolling?: {
+                /** @description The batch running now, from 1 */
+                batch: number;
+                /** @description The members this batch replaces */
+                members: string[];
+                /** @description Batches of this pool */
+                of: number;
+                pool: string;
+                /** @description Members replaced so far (all pools) */
+                replaced: string[];
+                /** @description The pool's count, kept throughout (the surge stands above it) */
+                replicas: number;
+                /** @description Members standing in above the pool's replicas */
+                surge: string[];
+            };
             /** @description rotate: each member replaced, the surge member that stood in, and the egress IPs seen */
             rotations?: components["schemas"]["RotationRecord"][];
             /** @description RFC 3339 time */

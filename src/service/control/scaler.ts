@@ -6,6 +6,7 @@ import type { AutoscaleRecord, HealTarget, Operation, RotationRecord } from "../
 import { scaleDownTargets } from "./drain/plan";
 import { retryTransient } from "./engine-retry";
 import { replaceMembers } from "./replace";
+import { type RollingSteps, runRolling } from "./rolling/run";
 import { reasonOf, type MoreDue, runRotation } from "./rotate/run";
 import { NotAcceptingError, type ScalerDeps } from "./scaler-deps";
 
@@ -134,9 +135,8 @@ export class Scaler {
         return op;
     }
 
-    /** The count a pool is heading to: queued beats running; undefined means "what the stack file says". */
+    /** The count a pool is heading to: queued beats running; undefined = the stack file's. Never a surge. */
     desired(pool: string): number | undefined {
-        // A rotation's surge is not a new count: the pool goes back to its replicas when it ends.
         return this.queue.find(setsCounts)?.desired[pool] ?? this.running?.desired[pool];
     }
 
@@ -238,19 +238,19 @@ export class Scaler {
                 proxies = result.proxies;
                 log.info({ changes: result.changes, rotations: op.rotations }, "operation succeeded");
             } else {
-                // Written at start, not at request time: the stack file always shows what the engine is
-                // applying, and a restart mid-drain still knows the count to reach.
+                // Counts written at start (the stack file shows what runs; a restart mid-drain knows the target),
+                // then members the update would replace roll in batches (rolling/run.ts), else one plain `up`.
                 await this.drainScaleDown(op, log);
-                const result = await retryTransient(log, () =>
-                    this.deps.driver.up({ onProgress: (e) => this.deps.ops.progress(op, e) }),
-                );
+                const result =
+                    (await runRolling(op, this.deps, this.rotationSteps(op, log), log, this.stopping.signal)) ??
+                    (await retryTransient(log, () => this.deps.driver.up({ onProgress: (e) => ops.progress(op, e) })));
                 patch = {
                     status: "succeeded",
                     changes: result.changes,
                     ...(result.proxies ? { applied: appliedCounts(op, result.proxies) } : {}),
                 };
                 proxies = result.proxies;
-                log.info({ changes: result.changes, durationMs: result.durationMs }, "operation succeeded");
+                log.info({ changes: result.changes, rolling: op.rolling }, "operation succeeded");
             }
         } catch (e) {
             // Interrupted: cancelled on request (Ctrl-C), or stopped while waiting for the writer lock.
@@ -278,9 +278,10 @@ export class Scaler {
         }
     }
 
-    /** The scale path and the heal path, as a rotation (rotate/run.ts) runs them inside its one operation. */
-    private rotationSteps(op: Operation, log: Logger): Parameters<typeof runRotation>[2] {
+    /** The scale path and the heal path, as a rotation (rotate/run.ts) or a rolling change (rolling/run.ts) runs them. */
+    private rotationSteps(op: Operation, log: Logger): Parameters<typeof runRotation>[2] & RollingSteps {
         return {
+            drainTo: (counts) => this.drainScaleDown(op, log, counts),
             applyCounts: async (counts) => {
                 await this.drainScaleDown(op, log, counts);
                 const result = await retryTransient(log, () =>
@@ -288,7 +289,7 @@ export class Scaler {
                 );
                 return { changes: result.changes, proxies: result.proxies };
             },
-            // Rotated members were healthy when chosen: no refresh run is needed to learn what exists.
+            // Rotated (changed) members were healthy when chosen: no refresh run needed to learn what exists.
             replace: () => replaceMembers(this.deps, op, log, this.stopping.signal, { refresh: false }),
         };
     }

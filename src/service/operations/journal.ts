@@ -8,7 +8,7 @@ export type OperationStatus = "queued" | "running" | "succeeded" | "failed" | "i
 
 /** Why a heal (src/service/control/heal) or rotate (src/service/control/rotate) operation replaces one member. */
 export interface HealTarget {
-    reason: "gone" | "unhealthy" | "age" | "blocked";
+    reason: "gone" | "unhealthy" | "age" | "blocked" | "changed";
     /** In words: "no process of local proxy … is running", "unhealthy for 312 s (limit 300 s); last: …". */
     detail: string;
 }
@@ -47,10 +47,28 @@ export interface Operation {
     /** `rotate` only: each member replaced, with the surge member that stood in and the egress IPs seen. */
     rotations?: RotationRecord[];
     /**
+     * scale/up/autoscale whose update replaces members (a changed port, image, cloud-init): the rolling
+     * change (src/service/control/rolling), the batch running now (1-based) of how many, in which pool.
+     */
+    rolling?: RollingRecord;
+    /**
      * Set once the operation takes members away (scale-down; repair of unhealthy members): who drains
      * until when. `draining` is true while it waits for their leases, before the engine runs.
      */
     drain?: { draining: boolean; members: DrainView[] };
+}
+
+/** Where a rolling change is: batch `batch` of `of` replaces `members` of `pool`, behind `surge`. */
+export interface RollingRecord {
+    pool: string;
+    /** The pool's count, kept throughout: a stop mid-roll restores it (rotate/run.ts countsToRestore). */
+    replicas: number;
+    batch: number;
+    of: number;
+    members: string[];
+    surge: string[];
+    /** Members replaced so far, all pools. */
+    replaced: string[];
 }
 
 /** One autoscale decision as its operation records it (src/service/control/autoscale/decide.ts). */

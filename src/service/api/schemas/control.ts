@@ -191,7 +191,7 @@ export const operationSchema = z
         reasons: z
             .record(
                 z.string(),
-                z.object({ reason: z.enum(["gone", "unhealthy", "age", "blocked"]), detail: z.string() }),
+                z.object({ reason: z.enum(["gone", "unhealthy", "age", "blocked", "changed"]), detail: z.string() }),
             )
             .optional(),
         autoscale: z
@@ -202,6 +202,20 @@ export const operationSchema = z
             .array(rotationRecordSchema)
             .optional()
             .describe("rotate: each member replaced, the surge member that stood in, and the egress IPs seen"),
+        rolling: z
+            .object({
+                pool: z.string(),
+                replicas: z.number().int().describe("The pool's count, kept throughout (the surge stands above it)"),
+                batch: z.number().int().describe("The batch running now, from 1"),
+                of: z.number().int().describe("Batches of this pool"),
+                members: z.array(z.string()).describe("The members this batch replaces"),
+                surge: z.array(z.string()).describe("Members standing in above the pool's replicas"),
+                replaced: z.array(z.string()).describe("Members replaced so far (all pools)"),
+            })
+            .optional()
+            .describe(
+                "scale/up/autoscale whose update replaces members: the rolling change's batch (docs/operations.md)",
+            ),
         drain: z
             .object({
                 draining: z.boolean(),

@@ -143,12 +143,11 @@ export class Reconciler {
         // Nothing gone or unhealthy (the usual round): no need to read the pools' policies from the stack file.
         if (!facts.some((f) => f.gone || f.health === "unhealthy")) return finish([]);
         const pools = Object.fromEntries(
-            this.deps
-                .pools()
-                .map((p) => [
-                    p.name,
-                    { replaceUnhealthyAfterSeconds: p.replaceUnhealthyAfterSeconds, maxSurge: p.maxSurge },
-                ]),
+            this.deps.pools().map((p) => [
+                p.name,
+                // maxSurge 0 (with maxUnavailable): a repair of a member that serves nothing costs no capacity.
+                { replaceUnhealthyAfterSeconds: p.replaceUnhealthyAfterSeconds, maxSurge: Math.max(p.maxSurge, 1) },
+            ]),
         );
         const decisions = decideRepairs({ now: started, members: facts, pools, history: this.history, providerDown });
         for (const d of decisions) {

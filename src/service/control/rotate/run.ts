@@ -3,7 +3,10 @@ import { loadStackConfig } from "../../../config";
 import { memberName, type ProxyMember } from "../../../model";
 import type { Operation, RotationRecord } from "../../operations/journal";
 import { addChanges, type ReplaceResult } from "../replace";
+import { waitHealthy } from "../healthy";
 import type { ScalerDeps } from "../scaler-deps";
+
+export { HEALTHY_TIMEOUT_MS } from "../healthy";
 
 /** The scaler's two paths a rotation is made of (scaler.ts passes them in; neither is copied here). */
 export interface RotationSteps {
@@ -18,9 +21,6 @@ export interface RotationSteps {
  * rotator's decision (rotator.ts), so members that came due during the operation go behind the same surge.
  */
 export type MoreDue = (replicas: number) => Promise<RotationRecord[]>;
-
-/** How long a surge member or a replacement may take to pass its health check before the rotation fails. */
-export const HEALTHY_TIMEOUT_MS = 10 * 60_000;
 
 /**
  * One `rotate` operation: replaces `op.members` (one pool) without the pool's healthy count ever going
@@ -103,8 +103,8 @@ export async function runRotation(
 }
 
 /**
- * Pool counts a stopped service must write back: per pool, the count of the last rotation that did not
- * succeed (interrupted, failed — its shrink may not have run), unless a later operation succeeded in
+ * Pool counts a stopped service must write back: per pool, the count of the last rotation (or rolling
+ * change) that did not succeed (interrupted, failed — its shrink may not have run), unless a later operation succeeded in
  * setting that pool's count or rotating it; and only while the stack file still holds that rotation's
  * grown count (`replicas` read now), so a count someone set meanwhile is never undone. `ops` in creation
  * order (the journal's).
@@ -121,6 +121,9 @@ export function countsToRestore(
                 out.set(pool, { n, grown: n + new Set(op.rotations?.map((r) => r.surge)).size });
             else if (op.status === "succeeded") out.delete(pool);
         }
+        // A rolling change (rolling/run.ts) grows a pool by its surge the same way; its `desired` may not name it.
+        const r = op.rolling;
+        if (r && op.status !== "succeeded") out.set(r.pool, { n: r.replicas, grown: r.replicas + r.surge.length });
     }
     return Object.fromEntries(
         [...out].filter(([pool, c]) => c.grown > c.n && replicas(pool) === c.grown).map(([pool, c]) => [pool, c.n]),
@@ -133,23 +136,4 @@ export function reasonOf(r: RotationRecord): { reason: RotationRecord["reason"];
         reason: r.reason,
         detail: r.reason === "blocked" ? (r.detail ?? "blocked") : `created ${r.createdAt}, due ${r.dueAt}`,
     };
-}
-
-/** Waits until every member passed a health probe after `after` (epoch ms) and reads healthy. */
-async function waitHealthy(deps: ScalerDeps, ids: readonly string[], after: number, signal: AbortSignal) {
-    const env = deps.rotation;
-    if (!env || !ids.length) return;
-    const deadline = Date.now() + (env.healthyTimeoutMs ?? HEALTHY_TIMEOUT_MS);
-    const ok = (id: string) => {
-        const h = env.health(id);
-        return h?.state === "healthy" && (h.lastOkAt ?? 0) > after;
-    };
-    while (!ids.every(ok)) {
-        if (signal.aborted) throw signal.reason as Error;
-        if (Date.now() > deadline)
-            throw new Error(
-                `${ids.filter((id) => !ok(id)).join(", ")} did not pass a health check within ${Math.round((env.healthyTimeoutMs ?? HEALTHY_TIMEOUT_MS) / 1000)} s; the rotation stops and the pool goes back to its replicas`,
-            );
-        await new Promise((r) => setTimeout(r, 250));
-    }
 }

@@ -1,0 +1,59 @@
+/**
+ * `egress up` and a change that replaces members (the real engine, local proxies): the CLI does not roll
+ * changes in batches, so it refuses the update naming the members and `--all-at-once`, touches nothing,
+ * and replaces them together only when asked (the service rolls it: test/service/rolling.test.ts).
+ */
+import { after, test } from "node:test";
+import assert from "node:assert/strict";
+import * as fs from "node:fs";
+import * as path from "node:path";
+import * as YAML from "yaml";
+import { freePortRange } from "../helpers/net";
+import { cli, procProject, proxyProcesses } from "../helpers/processes";
+
+const p = procProject("roll", {
+    "egress:providers": { local: { type: "local" } },
+    "egress:pools": [{ name: "web", provider: "local", replicas: 2 }],
+});
+after(() => {
+    cli(p, ["destroy", "--yes", "--quiet"]);
+    p.cleanup();
+});
+
+const setBasePort = (basePort: number) => {
+    const file = path.join(p.dir, "stacks", `Pulumi.${p.stack}.yaml`);
+    const doc = YAML.parse(fs.readFileSync(file, "utf8"));
+    doc.config["egress:providers"].local.basePort = basePort;
+    fs.writeFileSync(file, YAML.stringify(doc));
+};
+
+test(
+    "up refuses to replace members all at once unless --all-at-once; a plain count change still applies",
+    { timeout: 300_000 },
+    async () => {
+        const first = cli(p, ["up", "--quiet"]);
+        assert.equal(first.code, 0, first.stderr);
+        const before = proxyProcesses(p);
+        assert.equal(before.size, 2);
+
+        p.setReplicas("web", 3);
+        const grown = cli(p, ["up", "--quiet"]);
+        assert.equal(grown.code, 0, `a count change replaces nothing: ${grown.stderr}`);
+        assert.equal(proxyProcesses(p).size, 3);
+
+        const base = await freePortRange(3);
+        setBasePort(base);
+        const refused = cli(p, ["up", "--quiet"]);
+        assert.equal(refused.code, 2, refused.stderr);
+        assert.match(refused.stderr, /replaces web-0, web-1, web-2 all at once/);
+        assert.match(refused.stderr, /--all-at-once/);
+        assert.match(refused.stderr, /web: 3 batches/);
+        const after = proxyProcesses(p);
+        for (const id of before.keys()) assert.equal(after.get(id), before.get(id), `${id} untouched`);
+
+        const forced = cli(p, ["up", "--all-at-once", "--json"]);
+        assert.equal(forced.code, 0, forced.stderr);
+        const ports = (JSON.parse(forced.stdout).proxies as { port: number }[]).map((x) => x.port).sort();
+        assert.deepEqual(ports, [base, base + 1, base + 2]);
+    },
+);
