@@ -26,6 +26,8 @@ test("a minimal local config gets its defaults", () => {
         sessionTtlSeconds: 1800,
         replaceUnhealthyAfterSeconds: 300,
         maxSurge: 1,
+        maxUnavailable: 0,
+        ipMemorySeconds: 3600,
         drainSeconds: 60,
     });
 });
