@@ -104,7 +104,7 @@ export async function replicaRows<R>(o: {
 }
 
 /** The closing line for one concurrency. */
-export function replicaLine(c: number, one: { rps: number }, three: { rps: number }, spread: number[]): string {
-    const pct = one.rps > 0 ? `${((100 * three.rps) / one.rps).toFixed(0)}%` : "-";
+export function replicaLine(c: number, one: { rate: number }, three: { rate: number }, spread: number[]): string {
+    const pct = one.rate > 0 ? `${((100 * three.rate) / one.rate).toFixed(0)}%` : "-";
     return `${c} client(s): three gateway replicas behind HAProxy reach ${pct} of one replica direct (redis store; HAProxy's connections per replica ${spread.join("/")})`;
 }
