@@ -13,8 +13,8 @@
  * part of serve's /readyz) and that port stands in for the API port. The row waits until HAProxy has
  * marked all three UP.
  *
- * The child side (openStore, listenReadyz) runs in bench/gateway.ts's gateway role; the parent side
- * (replicaRows) is handed that file's gateway start and load driver, so nothing is duplicated.
+ * The child side (openStore, listenReadyz) runs in bench/gateway's gateway role (roles.ts); the parent side
+ * (replicaRows) is handed procs.ts' gateway start and load.ts' driver, so nothing is duplicated.
  */
 import * as http from "node:http";
 import type { Logger } from "pino";
