@@ -13,8 +13,8 @@
  * part of serve's /readyz) and that port stands in for the API port. The row waits until HAProxy has
  * marked all three UP.
  *
- * The child side (openStore, listenReadyz) runs in bench/gateway.ts's gateway role; the parent side
- * (replicaRows) is handed that file's gateway start and load driver, so nothing is duplicated.
+ * The child side (openStore, listenReadyz) runs in bench/gateway's gateway role (roles.ts); the parent side
+ * (replicaRows) is handed procs.ts' gateway start and load.ts' driver, so nothing is duplicated.
  */
 import * as http from "node:http";
 import type { Logger } from "pino";
@@ -104,7 +104,7 @@ export async function replicaRows<R>(o: {
 }
 
 /** The closing line for one concurrency. */
-export function replicaLine(c: number, one: { rps: number }, three: { rps: number }, spread: number[]): string {
-    const pct = one.rps > 0 ? `${((100 * three.rps) / one.rps).toFixed(0)}%` : "-";
+export function replicaLine(c: number, one: { rate: number }, three: { rate: number }, spread: number[]): string {
+    const pct = one.rate > 0 ? `${((100 * three.rate) / one.rate).toFixed(0)}%` : "-";
     return `${c} client(s): three gateway replicas behind HAProxy reach ${pct} of one replica direct (redis store; HAProxy's connections per replica ${spread.join("/")})`;
 }

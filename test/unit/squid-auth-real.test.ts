@@ -5,7 +5,6 @@
  */
 import { test } from "node:test";
 import * as assert from "node:assert/strict";
-import * as cp from "node:child_process";
 import * as fs from "node:fs";
 import * as os from "node:os";
 import * as path from "node:path";
@@ -13,15 +12,14 @@ import { squidBaseConf } from "../../components/shared/squid";
 import { squidPasswdFile } from "../../components/shared/squid-passwd";
 import { closedPort } from "../fixtures/ports";
 import { ensureTestPackages } from "../helpers/deps";
+import { squidStateLines, startSquidIn } from "../helpers/squid";
 import { getViaProxy, proxyBasicAuth, requestViaProxy, startTargetServer } from "../helpers/net";
 
-const SQUID = "/usr/sbin/squid";
 const PASSWORD = "squid-canary-Zq8vR2pLx";
 
 /** Runs squid in the foreground on 127.0.0.1 with the generated lines; resolves once it accepts requests. */
 async function runSquid(lines: string[], t: { after(fn: () => unknown): void }): Promise<number> {
     ensureTestPackages();
-    assert.ok(fs.existsSync(SQUID), `${SQUID} is missing: run scripts/install-test-deps.sh (it installs squid)`);
     const dir = fs.mkdtempSync(path.join(os.tmpdir(), "egress-squid-"));
     const port = await closedPort();
     const passwd = path.join(dir, "egress.passwd");
@@ -30,41 +28,13 @@ async function runSquid(lines: string[], t: { after(fn: () => unknown): void }):
         ...lines.map((l) =>
             l.replace(/^http_port \d+$/, `http_port 127.0.0.1:${port}`).replaceAll("/etc/squid/egress.passwd", passwd),
         ),
-        `pid_filename ${dir}/squid.pid`,
-        `cache_log ${dir}/cache.log`,
-        `access_log stdio:${dir}/access.log`,
-        `coredump_dir ${dir}`,
-        "visible_hostname egress-test",
-        "shutdown_lifetime 0 seconds",
+        ...squidStateLines(dir),
     ].join("\n");
     fs.writeFileSync(path.join(dir, "squid.conf"), conf + "\n");
-    // As root squid drops to `proxy`, which must read the passwd file and write the logs.
-    if (process.getuid?.() === 0) {
-        fs.chmodSync(dir, 0o755);
-        for (const f of fs.readdirSync(dir)) fs.chownSync(path.join(dir, f), 13, 13);
-        fs.chownSync(dir, 13, 13);
-    }
-    const child = cp.spawn(SQUID, ["-N", "-f", path.join(dir, "squid.conf")], { stdio: ["ignore", "pipe", "pipe"] });
-    let out = "";
-    child.stdout.on("data", (c) => (out += c));
-    child.stderr.on("data", (c) => (out += c));
-    t.after(async () => {
-        child.kill("SIGKILL");
-        await new Promise((r) => (child.exitCode !== null ? r(null) : child.once("exit", r)));
-        fs.rmSync(dir, { recursive: true, force: true });
-    });
-    const deadline = Date.now() + 20_000;
-    while (Date.now() < deadline) {
-        if (child.exitCode !== null) break;
-        try {
-            await getViaProxy(port, "http://127.0.0.1:9/", 1000);
-            return port;
-        } catch {
-            await new Promise((r) => setTimeout(r, 100));
-        }
-    }
-    const log = fs.existsSync(path.join(dir, "cache.log")) ? fs.readFileSync(path.join(dir, "cache.log"), "utf8") : "";
-    assert.fail(`squid did not start (exit ${child.exitCode}): ${out}\n${log.split("\n").slice(-15).join("\n")}`);
+    // Any answer (407, 403, 503) means it serves.
+    const squid = await startSquidIn(dir, () => getViaProxy(port, "http://127.0.0.1:9/", 1000).then(() => true));
+    t.after(() => squid.stop());
+    return port;
 }
 
 test("squid with the generated auth config: 407 without or with wrong credentials, 200 with them, passwd file has no clear password", async (t) => {
