@@ -67,6 +67,7 @@ export class Fleet {
                         sessionTtlSeconds: p.sessionTtlSeconds,
                         restAfterOkSeconds: p.restAfterOkSeconds,
                         targets: p.targets,
+                        memberConcurrency: p.gateway?.memberConcurrency,
                     },
                 ]),
             ),
