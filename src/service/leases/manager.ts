@@ -2,7 +2,7 @@ import { MinHeap } from "./heap";
 import { ResolvedOptions, resolveOptions } from "./options";
 import { inUse, LeaseRec, MemberRec, newMember, newPool, place, PoolRec, promote, rebuild, unplace } from "./pool";
 import { pickLeastRecentlyUsed, sessionSticks } from "./pick";
-import { orLeastLoaded } from "./shared";
+import { memberConcurrencyOf, orLeastLoaded } from "./shared";
 import { SitePoliteness, targetBusy } from "./politeness";
 import { orderRules } from "../../model/politeness";
 import { SessionRec, sessionKey, SessionTable } from "./sessions";
@@ -81,7 +81,7 @@ export class LeaseManager {
             p.sessionTtlMs = Math.max(0, cfg.sessionTtlSeconds ?? this.o.sessionTtlSeconds) * 1000;
             p.restAfterOkMs = cfg.restAfterOkSeconds === undefined ? undefined : cfg.restAfterOkSeconds * 1000;
             p.polite.rules = orderRules(cfg.targets ?? []); // in-flight counts carry over: those leases still run
-            p.memberConcurrency = Math.max(1, Math.floor(cfg.memberConcurrency ?? 1));
+            p.memberConcurrency = memberConcurrencyOf(cfg);
             const cooldownMs = Math.max(0, cfg.cooldownSeconds) * 1000;
             if (cooldownMs !== p.cooldownMs) rebuild(p, cooldownMs, now);
         }

@@ -1,3 +1,4 @@
+import { GATEWAY_MEMBER_CONCURRENCY_DEFAULT } from "../../model/pool";
 import type { MemberRec, PoolRec } from "./pool";
 import type { pickLeastRecentlyUsed } from "./pick";
 import { earlierHold, type PoliteHold, type SitePoliteness } from "./politeness";
@@ -76,4 +77,9 @@ export function orLeastLoaded(
     if (loaded.best) return { best: loaded.best, total: idle.total, skippedUntil: idle.skippedUntil };
     const skippedUntil = Math.min(idle.skippedUntil, loaded.skippedUntil);
     return { total: idle.total, skippedUntil, held: earlierHold(idle.held, loaded.held) };
+}
+
+/** A pool's `gateway.memberConcurrency` as both stores use it: the default when unset, a whole number ≥ 1. */
+export function memberConcurrencyOf(c: { memberConcurrency?: number }): number {
+    return Math.max(1, Math.floor(c.memberConcurrency ?? GATEWAY_MEMBER_CONCURRENCY_DEFAULT));
 }

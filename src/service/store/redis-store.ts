@@ -11,6 +11,7 @@ import {
     type Removal,
 } from "../leases/types";
 import { orderRules } from "../../model/politeness";
+import { memberConcurrencyOf } from "../leases/shared";
 import { ACQUIRE, BLOCK, PUBLISH, RELEASE, REVOKE, VIEW, withSettings } from "./scripts";
 import { type LeaseStore, StoreUnavailableError } from "./types";
 import { redactStoreUrl } from "./url";
@@ -131,7 +132,7 @@ export class RedisLeaseStore implements LeaseStore {
                     Math.max(0, c.sessionTtlSeconds ?? sessionTtl) * 1000,
                     c.restAfterOkSeconds === undefined ? -1 : c.restAfterOkSeconds * 1000,
                     orderRules(c.targets ?? []).map((r) => [r.host, r.maxConcurrency ?? 0, r.minIntervalMs ?? 0]),
-                    Math.max(1, Math.floor(c.memberConcurrency ?? 1)),
+                    memberConcurrencyOf(c),
                 ],
             ]),
         );
