@@ -121,11 +121,34 @@ async function checkRevoke(store: Store & Pick<LeaseManager, "revoke">): Promise
     for (const l of six) await store.release(l.id, "ok");
 }
 
+/** A member that leaves the stack loses every shared lease it carries (410); back, it carries 3 again. */
+async function checkRemoval(store: Store & Pick<LeaseManager, "setMembers">, published: () => Promise<void>) {
+    const three = [await granted(store, SHARED), await granted(store, SHARED), await granted(store, SHARED)];
+    const m = three[0].proxyId;
+    store.setMembers(
+        MEMBERS.filter((x) => x.id !== m),
+        POOLS,
+    );
+    await published();
+    for (const l of three.filter((x) => x.proxyId === m)) {
+        const r = (await store.release(l.id, "ok")) as ReleaseResult;
+        assert.equal(!r.ok && r.reason, "expired", "a removed member's shared lease answers 410");
+    }
+    for (const l of three.filter((x) => x.proxyId !== m)) await store.release(l.id, "ok");
+    store.setMembers(MEMBERS, POOLS);
+    await published();
+    const six: Lease[] = [];
+    for (let i = 0; i < 6; i++) six.push(await granted(store, SHARED));
+    assert.deepEqual(perMember(six), { "m-0": 3, "m-1": 3 }, "the returned member carries 3 again");
+    for (const l of six) await store.release(l.id, "ok");
+}
+
 test("the memory lease manager shares members between gateway leases up to memberConcurrency", async () => {
     const leases = new LeaseManager({ targetCooldownSeconds: 0 });
     leases.setMembers(MEMBERS, POOLS);
     await checkSharing(leases);
     await checkRevoke(leases);
+    await checkRemoval(leases, async () => undefined);
     // memberConcurrency absent: one shared lease per member, as an exclusive one.
     leases.setMembers(MEMBERS, { p: { cooldownSeconds: 0 } });
     await granted(leases, SHARED);
@@ -159,5 +182,9 @@ describe("the Redis lease store (shared leases in Lua)", () => {
 
     test("revoking a member ends every shared lease it carries", async () => {
         await checkRevoke(store);
+    });
+
+    test("a member leaving the stack loses every shared lease it carries", async () => {
+        await checkRemoval(store, () => new Promise((r) => setTimeout(r, 200)));
     });
 });
