@@ -83,6 +83,14 @@ export const autoscaleSchema = z
 export const GATEWAY_RETRIES_DEFAULT = 1;
 /** The most retries a pool may ask for: each one is a member's connect timeout more a crawler may wait. */
 export const GATEWAY_RETRIES_MAX = 5;
+/**
+ * Gateway requests one member carries at once when the pool's config does not say
+ * (`gateway.memberConcurrency`): 1, today's behaviour, so one site never sees one IP carry several of
+ * this service's requests at once unless the pool asks for it (docs/decisions.md).
+ */
+export const GATEWAY_MEMBER_CONCURRENCY_DEFAULT = 1;
+/** The most gateway requests one member may carry at once. */
+export const GATEWAY_MEMBER_CONCURRENCY_MAX = 64;
 
 /** How the rotating gateway (`egress serve --gateway-port`) treats this pool's requests. */
 export const poolGatewaySchema = z.strictObject({
@@ -109,6 +117,18 @@ export const poolGatewaySchema = z.strictObject({
         .int({ message: "must be a whole number" })
         .min(0, { message: "must be 0 (relay blocks) or more" })
         .max(GATEWAY_RETRIES_MAX, { message: `must be at most ${GATEWAY_RETRIES_MAX}` })
+        .optional(),
+    /**
+     * How many gateway requests one member carries at once. Gateway requests share a member up to this;
+     * an exclusive lease (POST /v1/leases) is never granted on a member carrying one, and a member under
+     * an exclusive lease carries none. Per-site politeness (`targets`) still counts every request.
+     * @default 1 (one request per member, as before; see docs/decisions.md)
+     */
+    memberConcurrency: z
+        .number()
+        .int({ message: "must be a whole number" })
+        .min(1, { message: "must be 1 (one request per member) or more" })
+        .max(GATEWAY_MEMBER_CONCURRENCY_MAX, { message: `must be at most ${GATEWAY_MEMBER_CONCURRENCY_MAX}` })
         .optional(),
 });
 

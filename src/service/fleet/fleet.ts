@@ -69,6 +69,7 @@ export class Fleet {
                         sessionTtlSeconds: p.sessionTtlSeconds,
                         restAfterOkSeconds: p.restAfterOkSeconds,
                         targets: p.targets,
+                        memberConcurrency: p.gateway?.memberConcurrency,
                     },
                 ]),
             ),

@@ -135,7 +135,8 @@ export class Admission {
                 },
             };
         };
-        const ask: FleetAcquireRequest = { pool, target, session, zone, ttlSeconds: this.ttlSeconds };
+        // Shared: gateway requests share a member up to its pool's gateway.memberConcurrency.
+        const ask: FleetAcquireRequest = { pool, target, session, zone, ttlSeconds: this.ttlSeconds, shared: true };
         // The first attempt is the request's one refusal the autoscaler hears of; a waiter's retries are not new demand.
         const acquire = (via: "gateway" | null) => this.fleet.acquire(ask, via);
         const attempt = () => acquire(null);

@@ -1,7 +1,8 @@
 import { MinHeap } from "./heap";
 import { ResolvedOptions, resolveOptions } from "./options";
-import { LeaseRec, MemberRec, newMember, newPool, place, PoolRec, promote, rebuild, unplace } from "./pool";
+import { inUse, LeaseRec, MemberRec, newMember, newPool, place, PoolRec, promote, rebuild, unplace } from "./pool";
 import { pickLeastRecentlyUsed, sessionSticks } from "./pick";
+import { memberConcurrencyOf, orLeastLoaded } from "./shared";
 import { SitePoliteness, targetBusy } from "./politeness";
 import { orderRules } from "../../model/politeness";
 import { SessionRec, sessionKey, SessionTable } from "./sessions";
@@ -80,6 +81,7 @@ export class LeaseManager {
             p.sessionTtlMs = Math.max(0, cfg.sessionTtlSeconds ?? this.o.sessionTtlSeconds) * 1000;
             p.restAfterOkMs = cfg.restAfterOkSeconds === undefined ? undefined : cfg.restAfterOkSeconds * 1000;
             p.polite.rules = orderRules(cfg.targets ?? []); // in-flight counts carry over: those leases still run
+            p.memberConcurrency = memberConcurrencyOf(cfg);
             const cooldownMs = Math.max(0, cfg.cooldownSeconds) * 1000;
             if (cooldownMs !== p.cooldownMs) rebuild(p, cooldownMs, now);
         }
@@ -107,6 +109,8 @@ export class LeaseManager {
             if (m.eligible !== undefined) this.setEligible(m.id, m.eligible);
         }
         this.hints.clear();
+        // A changed memberConcurrency moves members carrying shared leases into or out of `sharing`.
+        for (const rec of this.members.values()) if (rec.shared.size > 0) place(rec, now);
         for (const rec of [...this.members.values()]) if (!seen.has(rec.id)) this.drop(rec, now);
         for (const p of this.pools.values()) if (p.members === 0 && !p.configured) this.pools.delete(p.name);
     }
@@ -140,15 +144,9 @@ export class LeaseManager {
                 return { ok: true, lease: this.grant(m, req, now, key, session), rebound: false };
         }
         const scope = this.scope(req.pool);
-        const { best, total, skippedUntil, held } = pickLeastRecentlyUsed(
-            scope,
-            req.target,
-            this.targets,
-            now,
-            this.polite,
-            req.zone,
-            req.exclude,
-        );
+        const idle = pickLeastRecentlyUsed(scope, req.target, this.targets, now, this.polite, req.zone, req.exclude);
+        const { best, total, skippedUntil, held } =
+            req.shared && !idle.best ? orLeastLoaded(idle, scope, req, this.targets, now, this.polite) : idle;
         if (!best && held) return targetBusy(held, now);
         if (!best) return unavailable(scope, total, req, skippedUntil, now, this.o, this.targets);
         const lease = this.grant(best, req, now, key, session);
@@ -174,10 +172,12 @@ export class LeaseManager {
             expiresAt: now + ttl * 1000,
         };
         unplace(m);
-        const rec: LeaseRec = { lease, member: m, heapIndex: -1 };
+        const rec: LeaseRec = { lease, member: m, heapIndex: -1, ...(req.shared && { shared: true }) };
         rec.rule = this.polite.granted(m.pool, this.polite.rule(m.pool, req.target), m.id, now);
         if (key !== undefined) rec.session = this.sessions.acquired(key, session, m.id, m.pool.sessionTtlMs, now);
-        m.lease = rec;
+        if (rec.shared) m.shared.add(rec);
+        else m.lease = rec;
+        place(m, now); // a shared lease leaves room for more: back in `sharing`
         m.pool.leased++;
         this.leases.set(lease.id, rec);
         this.expiry.push(rec);
@@ -204,11 +204,11 @@ export class LeaseManager {
     revoke(id: string, removal: Removal): Lease | undefined {
         const now = this.o.now();
         this.expire(now);
-        const rec = this.members.get(id)?.lease;
-        if (!rec) return undefined;
-        this.end(rec, "member-removed", "ok", now, removal);
-        place(rec.member, now);
-        return rec.lease;
+        const m = this.members.get(id);
+        const recs = m ? [...(m.lease ? [m.lease] : []), ...m.shared] : [];
+        for (const rec of recs) this.end(rec, "member-removed", "ok", now, removal);
+        if (m) place(m, now);
+        return recs[0]?.lease;
     }
 
     /** The active lease with this id, if any. */
@@ -237,7 +237,8 @@ export class LeaseManager {
     /** Whether a member holds a live lease (expired ones end first). O(1) apart from due expiries. */
     isLeased(id: string): boolean {
         this.expire(this.o.now());
-        return this.members.get(id)?.lease !== undefined;
+        const m = this.members.get(id);
+        return m !== undefined && inUse(m);
     }
 
     /** Per-member lease state, in arrival order (for discovery). */
@@ -298,6 +299,7 @@ export class LeaseManager {
 
     private drop(m: MemberRec, now: number): void {
         if (m.lease) this.end(m.lease, "member-removed", "ok", now);
+        for (const rec of [...m.shared]) this.end(rec, "member-removed", "ok", now);
         unplace(m);
         m.pool.members--;
         this.members.delete(m.id);
@@ -325,7 +327,8 @@ export class LeaseManager {
         const at = cause === "ttl" ? rec.lease.expiresAt : now;
         this.leases.delete(rec.lease.id);
         this.expiry.remove(rec);
-        m.lease = undefined;
+        if (rec.shared) m.shared.delete(rec);
+        else m.lease = undefined;
         m.pool.leased--;
         this.polite.ended(m.pool, rec.rule);
         if (rec.session) this.sessions.ended(rec.session, at);

@@ -1,4 +1,4 @@
-import { type MemberRec, type PoolRec, promote } from "./pool";
+import { hasRoom, type MemberRec, type PoolRec, promote } from "./pool";
 import { earlierHold, type PoliteHold, type SitePoliteness } from "./politeness";
 import type { TargetCooldowns } from "./target-cooldowns";
 import type { AcquireRequest } from "./types";
@@ -62,7 +62,8 @@ export function pickLeastRecentlyUsed(
 }
 
 /**
- * Whether a session's member takes its next lease: eligible (healthy, not draining), unleased, in the
+ * Whether a session's member takes its next lease: eligible (healthy, not draining), with room (unleased, or
+ * for a shared acquire below memberConcurrency of shared leases), in the
  * requested pool (and zone), and not resting because `target` blocked it. The pool cooldown and the plain target
  * rest exist to rotate members, which is what a session asks not to do (docs/decisions.md). Politeness
  * binds sessions too: a site at its cap, or a member inside its spacing for the site, does not stick
@@ -75,7 +76,7 @@ export function sessionSticks(
     polite: SitePoliteness,
     now: number,
 ): boolean {
-    if (!m.eligible || m.lease) return false;
+    if (!m.eligible || !hasRoom(m, req.shared)) return false;
     const rule = polite.rule(m.pool, req.target);
     if (polite.full(m.pool, rule, now) || polite.spacedUntil(m.pool, rule, m.id) > now) return false;
     if (req.pool !== undefined && m.pool.name !== req.pool) return false;

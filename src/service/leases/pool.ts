@@ -14,7 +14,10 @@ export interface MemberRec extends ListNode, HeapItem {
     eligible: boolean;
     /** For zone-scoped acquires ("" when the member has none). */
     zone: string;
+    /** Its exclusive lease (POST /v1/leases), if any. */
     lease: LeaseRec | undefined;
+    /** Its shared (gateway) leases: at most the pool's memberConcurrency, none while `lease` is set. */
+    shared: Set<LeaseRec>;
     errors: number;
 }
 
@@ -26,12 +29,15 @@ export interface LeaseRec extends HeapItem {
     session?: SessionRec;
     /** The politeness rule (host) it counts under in its pool, if its target matched one. */
     rule?: string;
+    /** A gateway lease: one of its member's `shared`, not its `lease`. */
+    shared?: boolean;
 }
 
 /**
  * Each eligible, unleased member of a pool is in exactly one of `ready` (LRU list) or `cooling` (min-heap
  * on `lastUsedAt`; with one cooldown per pool that is also the order they become available in).
- * Leased and ineligible members are in neither: they cost nothing on the acquire path.
+ * An eligible member carrying shared leases with room for more is in `sharing` (shared.ts); leased,
+ * full and ineligible members are in none: they cost nothing on the acquire path.
  */
 export interface PoolRec {
     name: string;
@@ -42,7 +48,12 @@ export interface PoolRec {
     configured: boolean;
     ready: ReadyList<MemberRec>;
     cooling: MinHeap<MemberRec>;
+    /** Members carrying shared leases with room for another (fewer than memberConcurrency). */
+    sharing: Set<MemberRec>;
+    /** Shared leases one member carries at once (`gateway.memberConcurrency`). */
+    memberConcurrency: number;
     members: number;
+    /** Live leases in the pool, exclusive and shared. */
     leased: number;
     /** Per-site politeness (the pool's `targets`). */
     polite: PoolPoliteness;
@@ -59,6 +70,8 @@ export function newPool(name: string, sessionTtlMs: number): PoolRec {
         configured: false,
         ready: new ReadyList<MemberRec>(),
         cooling: new MinHeap<MemberRec>((m) => m.lastUsedAt),
+        sharing: new Set<MemberRec>(),
+        memberConcurrency: 1,
         members: 0,
         leased: 0,
         polite: newPoolPoliteness(),
@@ -74,6 +87,7 @@ export function newMember(id: string, pool: PoolRec, seq: number, eligible: bool
         eligible,
         zone,
         lease: undefined,
+        shared: new Set<LeaseRec>(),
         errors: 0,
         lastUsedAt: NEVER,
         prev: undefined,
@@ -83,9 +97,19 @@ export function newMember(id: string, pool: PoolRec, seq: number, eligible: bool
     };
 }
 
-/** Puts an unleased, eligible member where it belongs: cooling or ready. A no-op for anything else. */
+/**
+ * Puts an unleased, eligible member where it belongs: cooling or ready — or, carrying shared leases,
+ * `sharing` while it has room for another. A no-op for anything else.
+ */
 export function place(m: MemberRec, now: number): void {
-    if (m.lease || !m.eligible || m.inList || m.heapIndex >= 0) return;
+    if (m.lease || !m.eligible) return;
+    if (m.shared.size > 0) {
+        if (m.shared.size < m.pool.memberConcurrency) m.pool.sharing.add(m);
+        else m.pool.sharing.delete(m);
+        return;
+    }
+    m.pool.sharing.delete(m);
+    if (m.inList || m.heapIndex >= 0) return;
     if (m.lastUsedAt + m.pool.cooldownMs > now) m.pool.cooling.push(m);
     else m.pool.ready.insert(m);
 }
@@ -94,6 +118,12 @@ export function place(m: MemberRec, now: number): void {
 export function unplace(m: MemberRec): void {
     m.pool.ready.remove(m);
     m.pool.cooling.remove(m);
+    m.pool.sharing.delete(m);
+}
+
+/** Whether the member carries any lease, exclusive or shared ("leased" in stats and discovery). */
+export function inUse(m: MemberRec): boolean {
+    return m.lease !== undefined || m.shared.size > 0;
 }
 
 /** Moves members whose pool cooldown has ended to the ready list. Amortized O(log n) per release. */
@@ -111,4 +141,14 @@ export function rebuild(p: PoolRec, cooldownMs: number, now: number): void {
     );
     p.cooldownMs = cooldownMs;
     for (const m of idle) place(m, now);
+}
+
+/**
+ * Whether member `m` has room for this acquire, apart from the session's other rules (pick.ts
+ * sessionSticks): an exclusive acquire needs it free of any lease; a shared one needs it free of an
+ * exclusive lease and below the pool's memberConcurrency.
+ */
+export function hasRoom(m: MemberRec, shared: boolean | undefined): boolean {
+    if (m.lease) return false;
+    return shared ? m.shared.size < m.pool.memberConcurrency : m.shared.size === 0;
 }

@@ -1,4 +1,4 @@
-import { MemberRec, NEVER, PoolRec } from "./pool";
+import { inUse, MemberRec, NEVER, PoolRec } from "./pool";
 import type { MemberSnapshot, PoolStats } from "./types";
 
 /** Per-member lease state, in the order given (the manager passes arrival order). */
@@ -11,10 +11,12 @@ export function snapshotOf(members: Iterable<MemberRec>, now: number): MemberSna
             pool: m.pool.name,
             eligible: m.eligible,
             errors: m.errors,
-            state: m.lease ? "leased" : !m.eligible ? "ineligible" : availableAt > now ? "cooldown" : "available",
+            // A member carrying any lease, exclusive or shared, is in use (utilization counts it whole).
+            state: inUse(m) ? "leased" : !m.eligible ? "ineligible" : availableAt > now ? "cooldown" : "available",
         };
         if (m.lastUsedAt !== NEVER) s.lastUsedAt = m.lastUsedAt;
-        if (m.lease) s.leaseId = m.lease.lease.id;
+        const first = m.lease ?? m.shared.values().next().value;
+        if (first) s.leaseId = first.lease.id;
         if (s.state === "cooldown") s.availableAt = availableAt;
         out.push(s);
     }

@@ -40,6 +40,12 @@ export interface AcquireRequest {
      * already failed this request. A session bound to one of them moves, as if its member were busy.
      */
     exclude?: readonly string[];
+    /**
+     * A gateway request: it shares its member with the pool's other gateway requests, up to the pool's
+     * `memberConcurrency` (least-loaded member first). A plain acquire (POST /v1/leases) is exclusive:
+     * it never goes to a member carrying shared leases, and a member under it carries none.
+     */
+    shared?: boolean;
 }
 
 export type AcquireResult =
@@ -184,4 +190,6 @@ export interface PoolLeaseSettings {
     targets?: readonly PolitenessRule[];
     /** Session idle TTL for this pool; the manager's `sessionTtlSeconds` when absent. */
     sessionTtlSeconds?: number;
+    /** Shared (gateway) leases one member carries at once (`gateway.memberConcurrency`); 1 when absent. */
+    memberConcurrency?: number;
 }

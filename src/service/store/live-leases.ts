@@ -7,7 +7,8 @@ import type { Lease } from "../leases/types";
  */
 export class LiveLeases {
     private leases = new Map<string, Lease>();
-    private byMember = new Map<string, string>();
+    /** Lease ids per member: one exclusive lease, or up to memberConcurrency shared (gateway) ones. */
+    private byMember = new Map<string, Set<string>>();
 
     /** Replaces the copy with the rows of the VIEW script: id, proxy, pool, target, session, leasedAt, expiresAt. */
     replace(rows: string[][]): void {
@@ -22,24 +23,38 @@ export class LiveLeases {
                 leasedAt: Number(leasedAt),
                 expiresAt: Number(expiresAt),
             });
-        this.leases = leases;
-        this.byMember = new Map([...leases.values()].map((l) => [l.proxyId, l.id]));
+        this.leases = new Map();
+        this.byMember = new Map();
+        for (const l of leases.values()) this.remember(l);
     }
 
     remember(l: Lease): void {
         this.leases.set(l.id, l);
-        this.byMember.set(l.proxyId, l.id);
+        let ids = this.byMember.get(l.proxyId);
+        if (!ids) this.byMember.set(l.proxyId, (ids = new Set()));
+        ids.add(l.id);
     }
 
     forget(leaseId: string): void {
         const l = this.leases.get(leaseId);
         this.leases.delete(leaseId);
-        if (l && this.byMember.get(l.proxyId) === leaseId) this.byMember.delete(l.proxyId);
+        const ids = l && this.byMember.get(l.proxyId);
+        if (!ids) return;
+        ids.delete(leaseId);
+        if (ids.size === 0) this.byMember.delete(l.proxyId);
     }
 
+    /** Drops every lease of a member (after a revoke ended them all). */
+    forgetMember(proxyId: string): void {
+        for (const id of this.byMember.get(proxyId) ?? []) this.leases.delete(id);
+        this.byMember.delete(proxyId);
+    }
+
+    /** One of the member's live leases (the oldest remembered), if it has any. */
     ofMember(proxyId: string): Lease | undefined {
-        const id = this.byMember.get(proxyId);
-        return id === undefined ? undefined : this.leases.get(id);
+        const ids = this.byMember.get(proxyId);
+        const first = ids?.values().next().value;
+        return first === undefined ? undefined : this.leases.get(first);
     }
 
     all(): Lease[] {

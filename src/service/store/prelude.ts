@@ -1,8 +1,9 @@
 /**
  * What every lease-store script starts with (scripts.ts, publish-scripts.ts): the prefix, the settings,
- * Redis' clock, the pool, target-cooldown and politeness helpers, ending a lease, and the lazy expiry.
+ * Redis' clock, the pool, target-cooldown, politeness and shared-lease helpers, ending a lease, and the lazy expiry.
  */
 import { POLITE_LUA } from "./politeness-lua";
+import { SHARED_LUA } from "./shared-lua";
 
 export const PRELUDE = `
 local P = KEYS[1]
@@ -14,10 +15,12 @@ local now = tonumber(t[1]) * 1000 + math.floor(tonumber(t[2]) / 1000)
 local function poolcfg(p)
   local c = redis.call('HGET', P .. 'pools', p)
   if not c then return nil end
-  local cd, st = string.match(c, '^(%d+):(%d+)$')
-  return { cd = tonumber(cd), st = tonumber(st) }
+  -- cooldown ms : session ttl ms : memberConcurrency (absent in what older replicas published: 1)
+  local cd, st, mc = string.match(c, '^(%d+):(%d+):?(%d*)$')
+  return { cd = tonumber(cd), st = tonumber(st), mc = tonumber(mc) or 1 }
 end
 ${POLITE_LUA}
+${SHARED_LUA}
 -- Target cooldowns: "until:blocks" per member in a hash per target (target-cooldowns.ts' rules).
 local function tcget(target, m)
   local v = redis.call('HGET', P .. 'tc:' .. target, m)
@@ -45,13 +48,16 @@ end
 -- Ends lease id (cause released | ttl | member-removed). Returns the member and pool it was on.
 local function endlease(id, cause, outcome, removal)
   local k = P .. 'lease:' .. id
-  local l = redis.call('HMGET', k, 'proxy', 'pool', 'target', 'skey', 'expiresAt', 'prev', 'rule')
+  local l = redis.call('HMGET', k, 'proxy', 'pool', 'target', 'skey', 'expiresAt', 'prev', 'rule', 'shared')
   local m, p, target, skey = l[1], l[2], l[3], l[4]
   if not m then return nil end
   local at = cause == 'ttl' and tonumber(l[5]) or now
   redis.call('DEL', k)
   redis.call('ZREM', P .. 'exp', id)
-  if redis.call('HGET', P .. 'leased', m) == id then
+  local shared = l[8] == '1'
+  if shared then
+    redis.call('HINCRBY', P .. 'nleased', p, -1)
+  elseif redis.call('HGET', P .. 'leased', m) == id then
     redis.call('HDEL', P .. 'leased', m)
     redis.call('HINCRBY', P .. 'nleased', p, -1)
   end
@@ -65,12 +71,16 @@ local function endlease(id, cause, outcome, removal)
   end
   if cause ~= 'released' then redis.call('SET', P .. 'tomb:' .. id, cjson.encode({ cause = cause, endedAt = at, removal = removal }), 'PX', S.tomb) end
   local present = redis.call('HEXISTS', P .. 'mem:' .. p, m) == 1
+  -- A member still carrying other shared leases stays out of ready:<p> (in part:<p> while it has room).
+  local left, lu = 0, nil
+  if shared then left, lu = sharedended(p, m, id, cause ~= 'member-removed' and at or nil) end
   if cause == 'member-removed' then
+    if left > 0 then return m, p end
     -- Taken away on purpose: back in the list with the history it had (whoever revoked keeps it ineligible).
-    if present then redis.call('ZADD', P .. 'ready:' .. p, tonumber(l[6]) or 0, m) end
+    if present then redis.call('ZADD', P .. 'ready:' .. p, lu or tonumber(l[6]) or 0, m) end
     return m, p
   end
-  if present then redis.call('ZADD', P .. 'ready:' .. p, at, m) end
+  if present and left == 0 then redis.call('ZADD', P .. 'ready:' .. p, at, m) end
   if target and target ~= '' then tcrecord(target, m, cause == 'ttl' and 'expired' or outcome, at, restms(p)) end
   if outcome == 'error' then redis.call('HINCRBY', P .. 'err', m, 1) end
   if cause == 'released' then

@@ -5,7 +5,7 @@
 import { PRELUDE } from "./prelude";
 
 /**
- * ARGV: this replica's view as JSON {pools: {name: [cooldownMs, sessionTtlMs, restAfterOkMs (-1 = unset), rules]},
+ * ARGV: this replica's view as JSON {pools: {name: [cooldownMs, sessionTtlMs, restAfterOkMs (-1 = unset), rules, memberConcurrency]},
  * members: [[id, pool, eligible 0|1, zone]]}. Replaces the published members: a member that left loses its
  * lease (a late release gets 410 proxy_removed); survivors keep their leases and history.
  */
@@ -26,20 +26,28 @@ for _, p in ipairs(old) do
   local mems = redis.call('HKEYS', P .. 'mem:' .. p)
   for _, m in ipairs(mems) do
     if keep[m] == nil then
-      local id = redis.call('HGET', P .. 'leased', m)
+      local ids = leasesof(m)
       redis.call('HDEL', P .. 'mem:' .. p, m)
       redis.call('ZREM', P .. 'ready:' .. p, m)
       if redis.call('HGET', P .. 'where', m) == p then
         redis.call('HDEL', P .. 'where', m)
         redis.call('HDEL', P .. 'zone', m)
       end
-      if id then endlease(id, 'member-removed', 'ok', nil) end
+      for _, id in ipairs(ids) do endlease(id, 'member-removed', 'ok', nil) end
     end
   end
   if view.pools[p] == nil then redis.call('HDEL', P .. 'pools', p); redis.call('HDEL', P .. 'rok', p); redis.call('HDEL', P .. 'rules', p) end
 end
 for p, c in pairs(view.pools) do
-  redis.call('HSET', P .. 'pools', p, string.format('%d:%d', c[1], c[2]))
+  local was = poolcfg(p)
+  redis.call('HSET', P .. 'pools', p, string.format('%d:%d:%d', c[1], c[2], c[5] or 1))
+  -- A changed memberConcurrency moves members carrying shared leases into or out of part:<p>.
+  if was and was.mc ~= (c[5] or 1) then
+    for _, m in ipairs(redis.call('HKEYS', P .. 'mem:' .. p)) do
+      local n = sharedcount(m)
+      if n > 0 then sharedplace(p, m, n, tonumber(redis.call('HGET', P .. 'slu', m) or '0')) end
+    end
+  end
   -- Politeness (politeness-lua.ts): c[3] the pool's restAfterOk ms (-1 = the store's), c[4] its rules.
   if c[3] and c[3] >= 0 then redis.call('HSET', P .. 'rok', p, c[3]) else redis.call('HDEL', P .. 'rok', p) end
   if c[4] and #c[4] > 0 then redis.call('HSET', P .. 'rules', p, cjson.encode(c[4])) else redis.call('HDEL', P .. 'rules', p) end
@@ -48,7 +56,7 @@ for p, mems in pairs(want) do
   for m, e in pairs(mems) do
     if redis.call('HSETNX', P .. 'mem:' .. p, m, e) == 1 then
       redis.call('HSET', P .. 'where', m, p)
-      if redis.call('HEXISTS', P .. 'leased', m) == 0 then redis.call('ZADD', P .. 'ready:' .. p, 'NX', 0, m) end
+      if redis.call('HEXISTS', P .. 'leased', m) == 0 and sharedcount(m) == 0 then redis.call('ZADD', P .. 'ready:' .. p, 'NX', 0, m) end
     else
       redis.call('HSET', P .. 'mem:' .. p, m, e)
     end

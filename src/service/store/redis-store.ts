@@ -11,6 +11,7 @@ import {
     type Removal,
 } from "../leases/types";
 import { orderRules } from "../../model/politeness";
+import { memberConcurrencyOf } from "../leases/shared";
 import { ACQUIRE, BLOCK, PUBLISH, RELEASE, REVOKE, VIEW, withSettings } from "./scripts";
 import { type LeaseStore, StoreUnavailableError } from "./types";
 import { redactStoreUrl } from "./url";
@@ -31,7 +32,7 @@ export class RedisLeaseStore implements LeaseStore {
     private readonly retryAfterSeconds: number;
     /** Undefined until the first setMembers: publishing nothing would take every member (and its lease) away. */
     private members?: LeaseMemberInput[];
-    private pools: Record<string, [number, number, number, [string, number, number][]]> = {};
+    private pools: Record<string, [number, number, number, [string, number, number][], number]> = {};
     private readonly eligible = new Map<string, boolean>();
     /** The live leases as last read (every `viewIntervalMs`), for the synchronous reads. */
     private readonly view = new LiveLeases();
@@ -131,6 +132,7 @@ export class RedisLeaseStore implements LeaseStore {
                     Math.max(0, c.sessionTtlSeconds ?? sessionTtl) * 1000,
                     c.restAfterOkSeconds === undefined ? -1 : c.restAfterOkSeconds * 1000,
                     orderRules(c.targets ?? []).map((r) => [r.host, r.maxConcurrency ?? 0, r.minIntervalMs ?? 0]),
+                    memberConcurrencyOf(c),
                 ],
             ]),
         );
@@ -158,6 +160,7 @@ export class RedisLeaseStore implements LeaseStore {
                 req.ttlSeconds ?? 0,
                 randomUUID(),
                 req.zone ?? "",
+                req.shared ? "1" : "0",
                 ...(req.exclude ?? []),
             ),
         )) as Reply;
@@ -221,9 +224,8 @@ export class RedisLeaseStore implements LeaseStore {
     /** Ends the member's lease in Redis (in the background: the drainer's caller is synchronous); returns the lease this view knew. */
     revoke(id: string, removal: Removal): Lease | undefined {
         const lease = this.view.ofMember(id);
-        const leaseId = lease?.id;
         this.run(() => this.redis.egressRevoke(this.o.prefix, id, JSON.stringify(removal))).then(
-            () => leaseId !== undefined && this.view.forget(leaseId),
+            () => this.view.forgetMember(id),
             (e: unknown) =>
                 this.o.log.warn(
                     { member: id, error: (e as Error).message },

@@ -45,14 +45,18 @@ export const LEASE_ERRORS_KEY = "err";
  */
 export const LEASE_OUTCOMES_KEY = "out";
 
-/** ARGV: pool, target, session ('' = none), ttlSeconds, lease id, zone ('' = any), then members to exclude (any number). */
+/**
+ * ARGV: pool, target, session ('' = none), ttlSeconds, lease id, zone ('' = any), shared ('1' = a gateway
+ * lease, shared-lua.ts), then members to exclude (any number).
+ */
 export const ACQUIRE =
     PRELUDE +
     `
 local pool, target, session, ttl, id, zone = ARGV[A], ARGV[A + 1], ARGV[A + 2], tonumber(ARGV[A + 3]), ARGV[A + 4], ARGV[A + 5]
+local shared = ARGV[A + 6] == '1'
 -- Members that already failed this request (a gateway retry): passed over like another zone's.
 local excluded = {}
-for i = A + 6, #ARGV do excluded[ARGV[i]] = true end
+for i = A + 7, #ARGV do excluded[ARGV[i]] = true end
 local function inzone(m) return not excluded[m] and (zone == '' or (redis.call('HGET', P .. 'zone', m) or '') == zone) end
 if ttl == nil or ttl <= 0 then ttl = S.dttl end
 ttl = math.min(S.mttl, math.max(1, math.floor(ttl)))
@@ -60,12 +64,17 @@ local skey = session ~= '' and (pool .. '\\n' .. session) or ''
 local function eligible(p, m) return redis.call('HGET', P .. 'mem:' .. p, m) == '1' end
 
 local function grant(m, p, state, rule)
-  local prev = redis.call('ZSCORE', P .. 'ready:' .. p, m) or '0'
-  redis.call('ZREM', P .. 'ready:' .. p, m)
-  redis.call('HSET', P .. 'leased', m, id)
+  local prev
+  if shared then
+    prev = sharedgranted(p, m, id)
+  else
+    prev = redis.call('ZSCORE', P .. 'ready:' .. p, m) or '0'
+    redis.call('ZREM', P .. 'ready:' .. p, m)
+    redis.call('HSET', P .. 'leased', m, id)
+  end
   redis.call('HINCRBY', P .. 'nleased', p, 1)
   local exp = now + ttl * 1000
-  redis.call('HSET', P .. 'lease:' .. id, 'proxy', m, 'pool', p, 'target', target, 'session', session, 'skey', skey, 'leasedAt', now, 'expiresAt', exp, 'prev', prev, 'rule', sitegranted(p, rule, m))
+  redis.call('HSET', P .. 'lease:' .. id, 'proxy', m, 'pool', p, 'target', target, 'session', session, 'skey', skey, 'leasedAt', now, 'expiresAt', exp, 'prev', prev, 'rule', sitegranted(p, rule, m), 'shared', shared and '1' or '0')
   redis.call('ZADD', P .. 'exp', exp, id)
   if skey ~= '' then
     local sk = P .. 'sess:' .. skey
@@ -89,7 +98,7 @@ if smember then
   -- Politeness binds sessions too (pick.ts sessionSticks): a full site or a spaced member does not stick.
   local srule = rulefor(spool, target)
   local polite = not sitefull(spool, srule) and spaceduntil(spool, srule, smember) <= now
-  if eligible(spool, smember) and redis.call('HEXISTS', P .. 'leased', smember) == 0 and (pool == '' or pool == spool) and inzone(smember) and not blocked and polite then
+  if eligible(spool, smember) and hasroom(spool, smember, shared) and (pool == '' or pool == spool) and inzone(smember) and not blocked and polite then
     return grant(smember, spool, 'kept', srule)
   end
 end
@@ -139,6 +148,25 @@ for _, p in ipairs(scope) do
     end
   end
 end
+-- A shared acquire no idle member could take: a member carrying shared leases with room, least loaded
+-- first (shared.ts pickLeastLoaded), under the same filters.
+if shared and not best then
+  for _, p in ipairs(scope) do
+    local rule = poolcfg(p) and rulefor(p, target)
+    if poolcfg(p) and sitefull(p, rule) then hold(now + S.busy, p, rule.host)
+    elseif poolcfg(p) then
+      local m, score = pickloaded(p, function(m)
+        if not eligible(p, m) or not inzone(m) then return false end
+        local u = target ~= '' and tcget(target, m) or 0
+        if u > now then skipped = math.min(skipped, u); return false end
+        local gap = spaceduntil(p, rule, m)
+        if gap > now then hold(gap, p, rule.host); return false end
+        return true
+      end)
+      if m and (not best or score < bestScore) then best, bestScore = { m, p, rule }, score end
+    end
+  end
+end
 if best then return grant(best[1], best[2], state, best[3]) end
 if held then return { 0, 'target-busy', math.max(1, math.ceil((held[1] - now) / 1000)), held[2], held[3] } end
 
@@ -181,15 +209,14 @@ endlease(id, 'released', outcome, nil)
 return { 1, l[1], l[2], l[3], l[4], l[5], l[6], tonumber(redis.call('HGET', P .. 'err', l[1]) or '0') }
 `;
 
-/** ARGV: member, removal (JSON). Ends the member's lease, if it has one. */
+/** ARGV: member, removal (JSON). Ends the member's leases (its exclusive one, or its shared ones), if it has any. */
 export const REVOKE =
     PRELUDE +
     `
 local m, removal = ARGV[A], cjson.decode(ARGV[A + 1])
-local id = redis.call('HGET', P .. 'leased', m)
-if not id then return 0 end
-endlease(id, 'member-removed', 'ok', removal)
-return 1
+local ids = leasesof(m)
+for _, id in ipairs(ids) do endlease(id, 'member-removed', 'ok', removal) end
+return #ids > 0 and 1 or 0
 `;
 
 /** ARGV: member, target. A block reported after the fact: returns the rest-until time, or -1 for an unknown member. */
