@@ -1,7 +1,7 @@
 /**
  * Per-site politeness through the service (issue 21), with each lease store (memory; Redis, a real
  * redis-server) and 4 real `local` members. The pool's `targets` caps the loopback origin at 2 requests
- * in flight and spaces each member's requests to it 300 ms apart:
+ * in flight and spaces each member's requests to it 500 ms apart:
  * - 20 concurrent gateway requests all succeed within the gateway's wait bound; the origin (which
  *   counts the requests it has at once, and records when each arrived) never sees more than 2, and no
  *   member (`X-Egress-Proxy` on each answer) brought two requests closer together than the spacing;
@@ -18,7 +18,13 @@ import { find, parseSamples } from "../helpers/metrics";
 import { startRedis, type TestRedis } from "../helpers/redis";
 import type { StoreSpec } from "../../src/service/store/url";
 
-const MIN_INTERVAL_MS = 300;
+const MIN_INTERVAL_MS = 500;
+/**
+ * Spacing holds from grant to grant; what the origin sees also carries each request's hop through the
+ * gateway and its member, which on a loaded 2-core machine varies by up to ~100 ms. Without spacing,
+ * one member's requests arrive a few ms apart, so this slack still tells the two apart.
+ */
+const ARRIVAL_SLACK_MS = 150;
 const auth = `Basic ${Buffer.from(`web:${TOKENS.lease}`).toString("base64")}`;
 
 for (const kind of ["memory", "redis"] as const) {
@@ -88,9 +94,9 @@ for (const kind of ["memory", "redis"] as const) {
             for (const [m, times] of byMember) {
                 times.sort((a, b) => a - b);
                 for (let i = 1; i < times.length; i++)
-                    // Spacing holds from grant to grant; the hop to the origin may shift an arrival a little.
+                    // Spacing holds from grant to grant; the hop to the origin may shift an arrival (ARRIVAL_SLACK_MS).
                     assert.ok(
-                        times[i] - times[i - 1] >= MIN_INTERVAL_MS - 60,
+                        times[i] - times[i - 1] >= MIN_INTERVAL_MS - ARRIVAL_SLACK_MS,
                         `${m}: requests ${times[i] - times[i - 1]} ms apart (${times.join(", ")})`,
                     );
             }
