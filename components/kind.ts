@@ -17,6 +17,15 @@ import type {
 } from "../src/model";
 import type { MemberArgs, ProxyMemberComponent } from "./shared/member";
 
+/**
+ * The replace key a member resource's `diff` gives when its `read` found it no longer running (a local
+ * process gone, a KVM domain shut off): the next `up` replaces it to repair it, not because its config
+ * changed. Rolling changes (src/service/control/rolling, `egress up`'s refusal) count only the other
+ * keys: a dead member has no capacity to keep while it is replaced. The providers spell it out
+ * (local/provider.ts, kvm/domain.ts): they are serialized by value and capture no module.
+ */
+export const REPAIR_REPLACE_KEY = "running";
+
 /** Every kind's entry has a `type` (the kind's name) and the common fields (components/shared/config.ts). */
 export interface EntryBase {
     type: string;

@@ -17,9 +17,18 @@ import { clearingDeadLocks } from "./backend-locks";
 import { pruneHistory } from "./history-prune";
 import { StackQueries } from "./driver-queries";
 import { membersOfUrns } from "./member-urns";
+import { REPAIR_REPLACE_KEY } from "../../components/kind";
 
 /** Preview steps that mean a resource is replaced. */
 const REPLACING = new Set<string>(["replace", "create-replacement", "delete-replaced"]);
+/** Why a replace step replaces (its `keys`), ranked: no keys given < only a repair < a config change. */
+const UNKNOWN = 1;
+const REPAIR = 2;
+const CHANGE = 3;
+function replaceReason(keys: readonly string[] | undefined): number {
+    if (!keys?.length) return UNKNOWN;
+    return keys.every((k) => k === REPAIR_REPLACE_KEY) ? REPAIR : CHANGE;
+}
 
 export type { DriverOptions } from "./stack-session";
 export {
@@ -83,22 +92,26 @@ export class StackDriver extends StackQueries {
     /**
      * A preview of a plain `up`, answering which members it would replace (any of their resources
      * replaced: `replace`, `create-replacement`, `delete-replaced`): a rolling change (src/service/control/rolling,
-     * the CLI's `up`) replaces those in batches instead of all at once.
+     * the CLI's `up`) replaces those in batches instead of all at once. A member replaced only because
+     * it no longer runs (a refresh found it gone) is a repair, not a change: nothing to keep serving.
      */
     async previewReplaced(opts: OperationOptions = {}): Promise<string[]> {
-        const urns = new Set<string>();
+        // Per resource, the strongest reason any of its replace steps gives: a change of its config, only
+        // a repair (REPAIR_REPLACE_KEY: it no longer runs), or none given (counted as a change).
+        const why = new Map<string, number>();
         await this.operation("preview", opts, (s, onEvent, signal) =>
             s.preview({
                 onEvent: (e) => {
                     const m = e.resourcePreEvent?.metadata;
-                    if (m && REPLACING.has(m.op)) urns.add(m.urn);
+                    if (m && REPLACING.has(m.op)) why.set(m.urn, Math.max(why.get(m.urn) ?? 0, replaceReason(m.keys)));
                     onEvent(e);
                 },
                 signal,
             }),
         );
-        if (!urns.size) return [];
-        return this.serial(async () => membersOfUrns((await this.readDeployment()).resources ?? [], [...urns]));
+        const urns = [...why].filter(([, r]) => r !== REPAIR).map(([urn]) => urn);
+        if (!urns.length) return [];
+        return this.serial(async () => membersOfUrns((await this.readDeployment()).resources ?? [], urns));
     }
     refresh(opts: OperationOptions = {}): Promise<OperationResult> {
         return this.operation("refresh", opts, (s, onEvent, signal) =>

@@ -1,7 +1,8 @@
 /**
  * `egress up` and a change that replaces members (the real engine, local proxies): the CLI does not roll
  * changes in batches, so it refuses the update naming the members and `--all-at-once`, touches nothing,
- * and replaces them together only when asked (the service rolls it: test/service/rolling.test.ts).
+ * and replaces them together only when asked (the service rolls it: test/service/rolling.test.ts). A
+ * member only brought back because it died is a repair, which a plain `up` does.
  */
 import { after, test } from "node:test";
 import assert from "node:assert/strict";
@@ -55,5 +56,16 @@ test(
         assert.equal(forced.code, 0, forced.stderr);
         const ports = (JSON.parse(forced.stdout).proxies as { port: number }[]).map((x) => x.port).sort();
         assert.deepEqual(ports, [base, base + 1, base + 2]);
+
+        // A member that died behind egress's back is a repair, not a change: once a refresh has seen it
+        // gone, a plain `up` brings it back without --all-at-once.
+        const [deadId, dead] = [...proxyProcesses(p)].find(([id]) => id.endsWith("web-1"))!;
+        process.kill(dead, "SIGKILL");
+        const refresh = cli(p, ["refresh", "--quiet"]);
+        assert.equal(refresh.code, 0, refresh.stderr);
+        const repaired = cli(p, ["up", "--quiet"]);
+        assert.equal(repaired.code, 0, `a dead member is repaired by a plain up: ${repaired.stderr}`);
+        assert.equal(proxyProcesses(p).size, 3);
+        assert.notEqual(proxyProcesses(p).get(deadId), dead, "web-1 runs again, as a new process");
     },
 );
