@@ -54,8 +54,16 @@ export async function startService(opts: ServeOptions): Promise<RunningService> 
 
     // From here to `server.on("request")` nothing awaits, so no request arrives before the app is there.
     const version = packageVersion();
-    const parts = buildParts(opts, log, home, { checkUrl, url, version });
-    subscribeParts(parts, log);
+    let parts: ReturnType<typeof buildParts>;
+    try {
+        parts = buildParts(opts, log, home, { checkUrl, url, version });
+        subscribeParts(parts, log);
+    } catch (e) {
+        // A stack config the parts refuse (they read its pools): the listening server must not keep the
+        // process alive, or the CLI would hang instead of exiting non-zero.
+        await new Promise<void>((r) => server.close(() => r()));
+        throw e;
+    }
     const {
         scaler,
         fleet,
