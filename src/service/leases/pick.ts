@@ -23,42 +23,71 @@ export function pickLeastRecentlyUsed(
     zone?: string,
     exclude?: readonly string[],
 ): { best?: MemberRec; total: number; skippedUntil: number; held?: PoliteHold } {
+    const walk = new CandidateWalk({ target, zone, exclude }, targets, polite, now);
     let best: MemberRec | undefined;
     let total = 0;
-    let skippedUntil = Infinity;
-    let held: PoliteHold | undefined;
     for (const pool of scope) {
         total += pool.members;
-        const rule = polite.rule(pool, target);
-        const full = polite.full(pool, rule, now);
-        if (full) {
-            held = earlierHold(held, full);
-            continue;
-        }
+        const site = walk.pool(pool);
+        if (!site) continue;
         promote(pool, now);
         for (let m = pool.ready.first(); m; m = pool.ready.after(m)) {
-            // Another zone's member: walked past (a zone-scoped acquire costs the members ahead of it).
-            if (zone !== undefined && m.zone !== zone) continue;
-            // A member that already failed this request (a gateway retry): walked past like another zone's.
-            if (exclude !== undefined && exclude.includes(m.id)) continue;
-            if (target !== undefined) {
-                const until = targets.until(target, m.id);
-                if (until > now) {
-                    skippedUntil = Math.min(skippedUntil, until);
-                    continue;
-                }
-                const spaced = polite.spacedUntil(pool, rule, m.id);
-                if (spaced > now) {
-                    held = earlierHold(held, { pool: pool.name, rule: rule!.host, until: spaced });
-                    continue;
-                }
-            }
+            // Walked past: another zone's (a zone-scoped acquire costs the members ahead of it), one that
+            // failed this request already (a gateway retry), or one resting for the target.
+            if (!walk.takes(pool, site.rule, m)) continue;
             if (!best || m.lastUsedAt < best.lastUsedAt || (m.lastUsedAt === best.lastUsedAt && m.seq < best.seq))
                 best = m;
             break;
         }
     }
-    return { best, total, skippedUntil, held };
+    return { best, total, skippedUntil: walk.skippedUntil, held: walk.held };
+}
+
+/**
+ * The filters every pick walks its candidates through — the pool's site at its cap (per-site
+ * politeness), then per member: zone, `exclude`, a target rest, the member's spacing for the site —
+ * and what they held back: the earliest end of a skipped target rest (`skippedUntil`, for an exact
+ * Retry-After) and the earliest politeness hold (`held`, the `target-busy` answer). The idle pick
+ * (above) and the shared one (shared.ts) differ only in which members they walk and how they rank them.
+ */
+export class CandidateWalk {
+    skippedUntil = Infinity;
+    held?: PoliteHold;
+
+    constructor(
+        private readonly req: Pick<AcquireRequest, "target" | "zone" | "exclude">,
+        private readonly targets: TargetCooldowns,
+        private readonly polite: SitePoliteness,
+        private readonly now: number,
+    ) {}
+
+    /** The pool's site rule, or undefined when the site is at its cap there (the pool is passed over whole). */
+    pool(pool: PoolRec): { rule: ReturnType<SitePoliteness["rule"]> } | undefined {
+        const rule = this.polite.rule(pool, this.req.target);
+        const full = this.polite.full(pool, rule, this.now);
+        if (!full) return { rule };
+        this.held = earlierHold(this.held, full);
+        return undefined;
+    }
+
+    /** Whether member `m` of `pool` may be taken; a member held back by a rest or a spacing is recorded. */
+    takes(pool: PoolRec, rule: ReturnType<SitePoliteness["rule"]>, m: MemberRec): boolean {
+        const { target, zone, exclude } = this.req;
+        if (zone !== undefined && m.zone !== zone) return false;
+        if (exclude !== undefined && exclude.includes(m.id)) return false;
+        if (target === undefined) return true;
+        const until = this.targets.until(target, m.id);
+        if (until > this.now) {
+            this.skippedUntil = Math.min(this.skippedUntil, until);
+            return false;
+        }
+        const spaced = this.polite.spacedUntil(pool, rule, m.id);
+        if (spaced > this.now) {
+            this.held = earlierHold(this.held, { pool: pool.name, rule: rule!.host, until: spaced });
+            return false;
+        }
+        return true;
+    }
 }
 
 /**

@@ -1,6 +1,6 @@
 import { GATEWAY_MEMBER_CONCURRENCY_DEFAULT } from "../../model/pool";
 import type { MemberRec, PoolRec } from "./pool";
-import type { pickLeastRecentlyUsed } from "./pick";
+import { CandidateWalk, type pickLeastRecentlyUsed } from "./pick";
 import { earlierHold, type PoliteHold, type SitePoliteness } from "./politeness";
 import type { TargetCooldowns } from "./target-cooldowns";
 import type { AcquireRequest } from "./types";
@@ -21,36 +21,15 @@ export function pickLeastLoaded(
     now: number,
     polite: SitePoliteness,
 ): { best?: MemberRec; skippedUntil: number; held?: PoliteHold } {
+    const walk = new CandidateWalk(req, targets, polite, now);
     let best: MemberRec | undefined;
-    let skippedUntil = Infinity;
-    let held: PoliteHold | undefined;
     for (const pool of scope) {
         if (pool.sharing.size === 0) continue;
-        const rule = polite.rule(pool, req.target);
-        const full = polite.full(pool, rule, now);
-        if (full) {
-            held = earlierHold(held, full);
-            continue;
-        }
-        for (const m of pool.sharing) {
-            if (req.zone !== undefined && m.zone !== req.zone) continue;
-            if (req.exclude?.includes(m.id)) continue;
-            if (req.target !== undefined) {
-                const until = targets.until(req.target, m.id);
-                if (until > now) {
-                    skippedUntil = Math.min(skippedUntil, until);
-                    continue;
-                }
-                const spaced = polite.spacedUntil(pool, rule, m.id);
-                if (spaced > now) {
-                    held = earlierHold(held, { pool: pool.name, rule: rule!.host, until: spaced });
-                    continue;
-                }
-            }
-            if (!best || lighter(m, best)) best = m;
-        }
+        const site = walk.pool(pool);
+        if (!site) continue;
+        for (const m of pool.sharing) if (walk.takes(pool, site.rule, m) && (!best || lighter(m, best))) best = m;
     }
-    return { best, skippedUntil, held };
+    return { best, skippedUntil: walk.skippedUntil, held: walk.held };
 }
 
 function lighter(a: MemberRec, b: MemberRec): boolean {
