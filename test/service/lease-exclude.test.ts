@@ -6,10 +6,9 @@
  */
 import { after, before, describe, test } from "node:test";
 import assert from "node:assert/strict";
-import { startRedis, type TestRedis } from "../helpers/redis";
-import { RedisLeaseStore } from "../../src/service/store";
+import { publishedRedisStore } from "../helpers/redis-lease-store";
+import type { RedisLeaseStore } from "../../src/service/store";
 import { LeaseManager, type AcquireRequest, type AcquireResult, type ReleaseOutcome } from "../../src/service/leases";
-import { createLogger } from "../../src/log/logger";
 
 interface Store {
     acquire(req: AcquireRequest): AcquireResult | Promise<AcquireResult>;
@@ -50,23 +49,14 @@ test("the memory lease manager passes over excluded members", async () => {
 });
 
 describe("the Redis lease store (the pick in Lua)", () => {
-    let redis: TestRedis;
+    let redis: Awaited<ReturnType<typeof publishedRedisStore>>;
     let store: RedisLeaseStore;
     before(async () => {
-        redis = await startRedis();
-        store = new RedisLeaseStore({
-            url: redis.url,
-            prefix: "egress:exclude:",
-            log: createLogger({ level: "warn" }),
-            targetCooldownSeconds: 0,
-        });
-        assert.equal(await store.connect(5000), true);
-        store.setMembers(MEMBERS, { p: { cooldownSeconds: 0 } });
-        await new Promise((r) => setTimeout(r, 200)); // the publication is one round trip after a microtask
+        redis = await publishedRedisStore("egress:exclude:", MEMBERS, { p: { cooldownSeconds: 0 } });
+        store = redis.store;
     });
     after(async () => {
-        await store?.close();
-        await redis?.cleanup();
+        await redis?.close();
     });
 
     test("passes over excluded members", async () => {

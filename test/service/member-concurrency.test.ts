@@ -7,8 +7,8 @@
  */
 import { after, before, describe, test } from "node:test";
 import assert from "node:assert/strict";
-import { startRedis, type TestRedis } from "../helpers/redis";
-import { RedisLeaseStore } from "../../src/service/store";
+import { publishedRedisStore } from "../helpers/redis-lease-store";
+import type { RedisLeaseStore } from "../../src/service/store";
 import {
     LeaseManager,
     type AcquireRequest,
@@ -17,7 +17,6 @@ import {
     type ReleaseOutcome,
     type ReleaseResult,
 } from "../../src/service/leases";
-import { createLogger } from "../../src/log/logger";
 
 interface Store {
     acquire(req: AcquireRequest): AcquireResult | Promise<AcquireResult>;
@@ -157,23 +156,14 @@ test("the memory lease manager shares members between gateway leases up to membe
 });
 
 describe("the Redis lease store (shared leases in Lua)", () => {
-    let redis: TestRedis;
+    let redis: Awaited<ReturnType<typeof publishedRedisStore>>;
     let store: RedisLeaseStore;
     before(async () => {
-        redis = await startRedis();
-        store = new RedisLeaseStore({
-            url: redis.url,
-            prefix: "egress:member-conc:",
-            log: createLogger({ level: "warn" }),
-            targetCooldownSeconds: 0,
-        });
-        assert.equal(await store.connect(5000), true);
-        store.setMembers(MEMBERS, POOLS);
-        await new Promise((r) => setTimeout(r, 200)); // the publication is one round trip after a microtask
+        redis = await publishedRedisStore("egress:member-conc:", MEMBERS, POOLS);
+        store = redis.store;
     });
     after(async () => {
-        await store?.close();
-        await redis?.cleanup();
+        await redis?.close();
     });
 
     test("shares members between gateway leases up to memberConcurrency", async () => {

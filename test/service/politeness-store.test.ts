@@ -7,8 +7,8 @@
  */
 import { after, before, describe, test } from "node:test";
 import assert from "node:assert/strict";
-import { startRedis, type TestRedis } from "../helpers/redis";
-import { RedisLeaseStore } from "../../src/service/store";
+import { publishedRedisStore } from "../helpers/redis-lease-store";
+import type { RedisLeaseStore } from "../../src/service/store";
 import {
     LeaseManager,
     type AcquireRequest,
@@ -16,7 +16,6 @@ import {
     type PoolLeaseSettings,
     type ReleaseOutcome,
 } from "../../src/service/leases";
-import { createLogger } from "../../src/log/logger";
 
 interface Store {
     acquire(req: AcquireRequest): AcquireResult | Promise<AcquireResult>;
@@ -149,23 +148,14 @@ describe("the memory lease manager", () => {
 });
 
 describe("the Redis lease store (the rules in Lua)", () => {
-    let redis: TestRedis;
+    let redis: Awaited<ReturnType<typeof publishedRedisStore>>;
     let store: RedisLeaseStore;
     before(async () => {
-        redis = await startRedis();
-        store = new RedisLeaseStore({
-            url: redis.url,
-            prefix: "egress:polite:",
-            log: createLogger({ level: "warn" }),
-            targetCooldownSeconds: 0,
-        });
-        assert.equal(await store.connect(5000), true);
-        store.setMembers(MEMBERS, POOLS);
-        await sleep(200); // the publication is one round trip after a microtask
+        redis = await publishedRedisStore("egress:polite:", MEMBERS, POOLS);
+        store = redis.store;
     });
     after(async () => {
-        await store?.close();
-        await redis?.cleanup();
+        await redis?.close();
     });
     test("caps a site's leases in flight per rule", () => checkMaxConcurrency(store));
     test("spaces a member's grants for a site", () => checkMinInterval(store));

@@ -11,9 +11,8 @@ import assert from "node:assert/strict";
 import { Server } from "proxy-chain";
 import { startTargetServer, viaProxy } from "../helpers/net";
 import { settledConverge, startTestService, TestService, TOKENS, waitHealthy } from "../helpers/service";
-import { startRedis, TestRedis } from "../helpers/redis";
-import { createLogger } from "../../src/log/logger";
-import { RedisLeaseStore } from "../../src/service/store";
+import { publishedRedisStore } from "../helpers/redis-lease-store";
+import type { RedisLeaseStore } from "../../src/service/store";
 
 const ZONE_OF = ["rack-1", "rack-1", "rack-2", "rack-2"];
 const proxies: Server[] = [];
@@ -142,26 +141,18 @@ describe("the service", () => {
 });
 
 describe("the Redis lease store (the pick in Lua)", () => {
-    let redis: TestRedis;
+    let redis: Awaited<ReturnType<typeof publishedRedisStore>>;
     let store: RedisLeaseStore;
     before(async () => {
-        redis = await startRedis();
-        store = new RedisLeaseStore({
-            url: redis.url,
-            prefix: "egress:zones:",
-            log: createLogger({ level: "warn" }),
-            targetCooldownSeconds: 0,
-        });
-        assert.equal(await store.connect(5000), true);
-        store.setMembers(
+        redis = await publishedRedisStore(
+            "egress:zones:",
             ZONE_OF.map((zone, i) => ({ id: `byo-${i}`, pool: "byo", zone, eligible: true })),
             { byo: { cooldownSeconds: 0 } },
         );
-        await new Promise((r) => setTimeout(r, 200)); // the publication is one round trip after a microtask
+        store = redis.store;
     });
     after(async () => {
-        await store?.close();
-        await redis?.cleanup();
+        await redis?.close();
     });
 
     test("zone-scoped acquires, a full zone, a session moving zones", async () => {
