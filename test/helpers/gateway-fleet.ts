@@ -92,6 +92,12 @@ export async function waitReleased(released: readonly RecordedRelease[], n: numb
     assert.equal(released.length, n, `released: ${JSON.stringify(released)}`);
 }
 
+/** The `n` releases after the first `from` (waited for as waitReleased does), as `member:outcome`. */
+export async function releasesSince(released: readonly RecordedRelease[], from: number, n: number): Promise<string[]> {
+    await waitReleased(released, from + n);
+    return released.slice(from).map((r) => `${r.proxy}:${r.outcome}`);
+}
+
 export interface GatewayAnswer {
     status: number;
     headers: http.IncomingHttpHeaders;
