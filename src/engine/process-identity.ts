@@ -30,17 +30,6 @@ export function processStartTime(pid: number): string | undefined {
     return statFields(pid)?.[22 - 3];
 }
 
-/**
- * True for a process that has exited but whose parent has not reaped it yet (state Z, or X while it
- * goes): its pid and start time are still there, but it holds no file and will never run again. A
- * parent that does not wait (a test runner blocked in spawnSync, a careless supervisor) must not make
- * its killed child look like the live holder of a lock.
- */
-function exited(pid: number): boolean {
-    const state = statFields(pid)?.[0];
-    return state === "Z" || state === "X";
-}
-
 export function selfIdentity(): ProcessIdentity {
     return { pid: process.pid, startTime: processStartTime(process.pid), hostname: os.hostname() };
 }
@@ -58,8 +47,12 @@ export function identityAlive(id: ProcessIdentity): boolean {
     } catch (e) {
         if ((e as NodeJS.ErrnoException).code !== "EPERM") return false;
     }
-    if (exited(id.pid)) return false;
-    const now = processStartTime(id.pid);
+    const stat = statFields(id.pid);
+    // Exited but not reaped by its parent yet (state Z, or X while it goes): pid and start time are still
+    // there, but it holds no file and never runs again. A parent that does not wait (a test runner blocked
+    // in spawnSync, a careless supervisor) must not make its killed child look like a lock's live holder.
+    if (stat?.[0] === "Z" || stat?.[0] === "X") return false;
+    const now = stat?.[22 - 3];
     return !(id.startTime && now && now !== id.startTime);
 }
 
