@@ -25,6 +25,10 @@ export interface ProcProject {
     backendDir: string;
     env: Record<string, string>;
     setReplicas(pool: string, n: number): void;
+    /** The count the stack file holds for `pool` now. */
+    replicas(pool: string): number;
+    /** Replaces the stack file's config (a stack file edit: a new port, image …). */
+    writeConfig(config: object): void;
     cleanup(): void;
 }
 
@@ -67,6 +71,11 @@ export function procProject(stack: string, config: object, extraEnv: Record<stri
             doc.config["egress:pools"].find((p: { name: string }) => p.name === pool).replicas = n;
             fs.writeFileSync(file, YAML.stringify(doc));
         },
+        replicas: (pool) =>
+            YAML.parse(fs.readFileSync(file, "utf8")).config["egress:pools"].find(
+                (p: { name: string }) => p.name === pool,
+            ).replicas,
+        writeConfig: (config) => fs.writeFileSync(file, YAML.stringify({ config })),
         cleanup: () => {
             // A test that failed before its destroy (or whose destroy failed) must not leave its proxies,
             // services or engines running on the machine for the next test file: they are said and killed.

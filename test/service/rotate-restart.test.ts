@@ -8,13 +8,8 @@
  */
 import { after, before, test } from "node:test";
 import assert from "node:assert/strict";
-import * as fs from "node:fs";
-import * as path from "node:path";
-import YAML from "yaml";
 import {
-    backendLockFiles,
     cli,
-    engineProcessesOf,
     killServices,
     procProject,
     ProcProject,
@@ -23,6 +18,7 @@ import {
     ServeProcess,
     until,
 } from "../helpers/processes";
+import { assertNothingLeaked } from "../helpers/restart-checks";
 
 const config = {
     "egress:providers": { local: { type: "local" } },
@@ -41,9 +37,7 @@ after(async () => {
 const pool = async (svc: ServeProcess) =>
     ((await svc.call("GET", "/v1/pools")).body.pools as any[]).find((x) => x.name === "web");
 const operations = async (svc: ServeProcess) => (await svc.call("GET", "/v1/operations")).body.operations as any[];
-const stackReplicas = () =>
-    YAML.parse(fs.readFileSync(path.join(p.dir, "stacks", "Pulumi.rrs.yaml"), "utf8")).config["egress:pools"][0]
-        .replicas as number;
+const stackReplicas = () => p.replicas("web");
 
 test(
     "kill -9 mid-rotation (surge member up), restart: the pool's count is written back, the surge goes, nothing leaks, rotation goes on",
@@ -91,20 +85,7 @@ test(
             "the start's convergence wrote the count back",
         );
 
-        const state = ((await second.call("GET", "/v1/proxies")).body.proxies as any[]).map((x) => x.id).sort();
-        assert.deepEqual(state, ["web-0", "web-1"]);
-        assert.deepEqual(
-            [...proxyProcesses(p).keys()].sort(),
-            state.map((id) => `rrs-${id}`),
-            "processes = state",
-        );
-        const outputs = JSON.parse(cli(p, ["outputs", "--json"]).stdout).proxies as { id: string }[];
-        assert.deepEqual(outputs.map((o) => o.id).sort(), state, "stack outputs agree");
-        assert.deepEqual(engineProcessesOf(first.child.pid!), [], "no engine process of the dead service");
-        assert.deepEqual(backendLockFiles(p), [], "no backend lock left");
-        const gc = cli(p, ["gc", "--json"]);
-        assert.equal(gc.code, 0, gc.stderr);
-        assert.deepEqual(JSON.parse(gc.stdout).orphans, [], "gc finds nothing");
+        assert.deepEqual(await assertNothingLeaked(p, second, first.child.pid!), ["web-0", "web-1"]);
 
         second.child.kill("SIGTERM");
         await second.exited;
