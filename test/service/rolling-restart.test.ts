@@ -62,8 +62,17 @@ async function startRoll(svc: ServeProcess, to: number): Promise<string> {
     return r.body.operation.id;
 }
 
-/** SIGKILLs `svc` and restarts it; asserts what the restart leaves once converged. */
-async function killAndRestart(svc: ServeProcess, cut: string, to: number, label: string): Promise<ServeProcess> {
+/**
+ * SIGKILLs `svc` and restarts it; asserts what the restart leaves once converged. `rerolls`: members were
+ * left on the old ports, so the start's convergence rolls them behind a surge member again.
+ */
+async function killAndRestart(
+    svc: ServeProcess,
+    cut: string,
+    to: number,
+    label: string,
+    rerolls: boolean,
+): Promise<ServeProcess> {
     const dead = svc.child.pid!;
     svc.child.kill("SIGKILL");
     await svc.exited;
@@ -72,6 +81,9 @@ async function killAndRestart(svc: ServeProcess, cut: string, to: number, label:
     assert.equal((await operation(next, cut)).status, "interrupted", `${label}: the cut roll is reported, not lost`);
     const up = await converged(next);
     assert.equal(up.status, "succeeded", up.error);
+    process.stdout.write(`# ${label}: the convergence's rolling record: ${JSON.stringify(up.rolling)}\n`);
+    if (rerolls) assert.deepEqual(up.rolling?.surge, ["web-4"], `${label}: the rest rolls behind a surge member`);
+    else assert.equal(up.rolling, undefined, `${label}: nothing was left to roll`);
     await until(
         `${label}: 4 members, all healthy, on the new ports`,
         async () => {
@@ -106,7 +118,7 @@ test(
         assert.deepEqual(op.rolling.surge, ["web-4"]);
         await until("the engine replacing web-0", () => engineRunning(svc.child.pid!), 60_000, 5);
         assert.equal(p.replicas("web"), 5, "the surge is in the stack file while the roll runs");
-        svc = await killAndRestart(svc, id, second, "cut in batch 1");
+        svc = await killAndRestart(svc, id, second, "cut in batch 1", true);
 
         // 2. Every member replaced; the final plain `up` (which removes the surge member) is under way.
         const third = await rollingPortRange([base, second]);
@@ -123,7 +135,7 @@ test(
         );
         assert.equal((await operation(svc, id)).status, "running");
         assert.equal(p.replicas("web"), 4, "the count is written back before the final up");
-        svc = await killAndRestart(svc, id, third, "cut in the final up");
+        svc = await killAndRestart(svc, id, third, "cut in the final up", false);
 
         svc.child.kill("SIGTERM");
         await svc.exited;
