@@ -21,6 +21,11 @@ export interface ProgramOptions {
      * fresh one. Called once per run. What state records always wins (installation-resource.ts).
      */
     installation: (project: string, stack: string) => Installation | Promise<Installation>;
+    /**
+     * Pool → count to use instead of the config's `replicas`, read once per run (a CLI rolling change's
+     * surge: src/cli/rolling.ts). Unset or `{}`: the config's counts.
+     */
+    poolCounts?: () => Record<string, number>;
 }
 
 /** Stack outputs of the program. */
@@ -53,7 +58,7 @@ export function readStackConfig(projectRoot: string): EgressConfig {
  */
 export function createProgram(opts: ProgramOptions): () => Promise<ProgramOutputs> {
     return async () => {
-        const config = opts.config ?? readStackConfig(opts.projectRoot);
+        const config = withPoolCounts(opts.config ?? readStackConfig(opts.projectRoot), opts.poolCounts?.() ?? {});
         const installation = await recordInstallation(await opts.installation(pulumi.getProject(), pulumi.getStack()));
         const context = {
             project: pulumi.getProject(),
@@ -109,6 +114,12 @@ export function createProgram(opts: ProgramOptions): () => Promise<ProgramOutput
         );
         return { proxies, credentials, memberCredentials, installation: installation.id };
     };
+}
+
+/** `config` with these pools' counts in place of their `replicas` (the count only decides how many members run). */
+function withPoolCounts(config: EgressConfig, counts: Record<string, number>): EgressConfig {
+    if (!Object.keys(counts).length) return config;
+    return { ...config, pools: config.pools.map((p) => (p.name in counts ? { ...p, replicas: counts[p.name] } : p)) };
 }
 
 /**

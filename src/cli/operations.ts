@@ -3,8 +3,9 @@ import type { ProxyMember } from "../model";
 import { loadStackConfig } from "../config";
 import { EngineError, OperationKind, OperationResult, ProgressEvent, StackDriver } from "../engine";
 import { action, EXIT, GlobalOptions, InterruptedError, projectDir, UsageError } from "./context";
+import { HEALTHY_TIMEOUT_MS } from "../service/control/healthy";
 import { preflight } from "./preflight";
-import { refuseAllAtOnce } from "./rolling-guard";
+import { type RolledPool, rollUp } from "./rolling";
 import { credentialsTable, progressPrinter, proxyTable, summaryLine } from "./render";
 import { withWriterLock } from "./writer";
 
@@ -12,8 +13,12 @@ export type EngineRunOptions = GlobalOptions & {
     refresh?: boolean;
     quiet?: boolean;
     allAtOnce?: boolean;
-    /** `up` only: refuse an update that replaces members all at once (rolling-guard.ts). */
-    refuseReplacing?: boolean;
+    /** `up` only: roll an update that replaces members, maxSurge at a time (rolling.ts). */
+    roll?: boolean;
+    /** `up --check-url`: probed through new members during a roll (default: a loopback echo). */
+    checkUrl?: string;
+    /** `up --health-timeout` (seconds) */
+    healthTimeout?: string;
 };
 
 /** `create: false` for commands that only read or remove: a mistyped --stack must not create a stack. */
@@ -28,23 +33,39 @@ function driverFor(opts: GlobalOptions, create = true): StackDriver {
 
 /**
  * Runs `fn` with Ctrl-C meaning "cancel the engine operation safely": the first SIGINT asks the engine to
- * stop (it finishes the steps in flight and saves state), a second one exits at once (the engine dies with
- * us; the next command recovers the stack).
+ * stop (it finishes the steps in flight and saves state) and aborts `stop`, a second one exits at once
+ * (the engine dies with us; the next command recovers the stack). Once `fn` called `rolling()`, a first
+ * Ctrl-C between engine runs does not exit either: the roll starts no new step and removes its surge.
  */
-async function cancellable<T>(driver: StackDriver, fn: () => Promise<T>): Promise<T> {
+async function cancellable<T>(
+    driver: StackDriver,
+    fn: (stop: AbortSignal, rolling: () => void) => Promise<T>,
+): Promise<T> {
     let asked = false;
+    let roll = false;
+    const stop = new AbortController();
     const onSigint = () => {
         if (asked) process.exit(EXIT.interrupted);
         asked = true;
+        stop.abort(
+            new EngineError(
+                "up",
+                "cancelled on request (Ctrl-C); a rolling change removed its surge, members not yet replaced keep their old config",
+                undefined,
+                true,
+            ),
+        );
         // Nothing runs yet (still opening the stack): nothing to save, so stop right away.
-        if (!driver.cancel()) process.exit(EXIT.interrupted);
+        if (!driver.cancel() && !roll) process.exit(EXIT.interrupted);
         process.stderr.write(
-            "\ncancelling: the engine finishes what is in flight and saves state (Ctrl-C again to quit now)\n",
+            roll
+                ? "\ncancelling: the roll stops after the step in flight and removes its surge (Ctrl-C again to quit now)\n"
+                : "\ncancelling: the engine finishes what is in flight and saves state (Ctrl-C again to quit now)\n",
         );
     };
     process.on("SIGINT", onSigint);
     try {
-        return await fn();
+        return await fn(stop.signal, () => (roll = true));
     } finally {
         process.off("SIGINT", onSigint);
     }
@@ -58,18 +79,32 @@ export async function runEngine(
     kind: OperationKind,
     opts: EngineRunOptions,
     observe?: (e: ProgressEvent) => void,
-): Promise<{ result: OperationResult; proxies?: ProxyMember[] }> {
+): Promise<{ result: OperationResult; proxies?: ProxyMember[]; rolling?: RolledPool[] }> {
     // Validate before the engine starts: a config error names its path and nothing is touched.
     if (kind === "up" || kind === "preview") preflight(loadStackConfig(projectDir(opts), opts.stack));
     const driver = driverFor(opts, kind === "up" || kind === "preview");
     const print = opts.quiet ? undefined : progressPrinter();
     if (!opts.quiet) process.stderr.write(`${kind} stack ${opts.stack} (${projectDir(opts)})\n`);
-    let result: OperationResult;
+    const onProgress = (e: ProgressEvent) => (observe?.(e), print?.(e));
+    let result: OperationResult & { rolling?: RolledPool[] };
     try {
-        result = await cancellable(driver, async () => {
-            // Under Ctrl-C's safe cancel too: the guard's preview is an engine run.
-            if (kind === "up" && opts.refuseReplacing) await refuseAllAtOnce(driver, projectDir(opts), opts.stack);
-            return driver[kind]({ onProgress: (e) => (observe?.(e), print?.(e)), refresh: opts.refresh });
+        result = await cancellable(driver, async (stop, rolling) => {
+            // Under Ctrl-C's safe cancel too: the roll's preview and steps are engine runs.
+            if (kind === "up" && opts.roll) {
+                rolling();
+                const rolled = await rollUp(driver, {
+                    projectRoot: projectDir(opts),
+                    stack: opts.stack,
+                    checkUrl: checkUrlOf(opts.checkUrl),
+                    healthTimeoutMs: healthTimeoutMs(opts.healthTimeout),
+                    refresh: opts.refresh,
+                    onProgress,
+                    signal: stop,
+                });
+                if (rolled) return rolled;
+                if (stop.aborted) throw stop.reason as Error; // Ctrl-C while it found nothing to roll
+            }
+            return driver[kind]({ onProgress, refresh: opts.refresh });
         });
     } catch (e) {
         // Interrupted: what runs now is what state says (not the previous run's stack output).
@@ -78,15 +113,36 @@ export async function runEngine(
         throw e;
     }
     const proxies = kind === "up" ? result.proxies : kind === "refresh" ? await driver.proxies() : undefined;
-    return { result, proxies };
+    const { rolling, ...plain } = result;
+    return { result: plain, proxies, ...(rolling ? { rolling } : {}) };
+}
+
+/** `--check-url`, checked before anything runs. */
+function checkUrlOf(url: string | undefined): string | undefined {
+    if (url !== undefined && !/^https?:\/\/[^/]+/.test(url))
+        throw new UsageError(`--check-url must be an http:// or https:// URL (got "${url}")`);
+    return url;
+}
+
+/** `--health-timeout <seconds>` in ms (undefined: the default). */
+function healthTimeoutMs(seconds: string | undefined): number | undefined {
+    if (seconds === undefined) return undefined;
+    const n = Number(seconds);
+    if (!Number.isFinite(n) || n <= 0 || n > 86_400)
+        throw new UsageError(`--health-timeout must be a number of seconds between 0 and 86400 (got "${seconds}")`);
+    return Math.round(n * 1000);
 }
 
 /** An engine operation as a command: under the writer lock unless it only reads (preview), then printed. */
 async function runOperation(kind: OperationKind, opts: EngineRunOptions): Promise<void> {
-    const run = () => runEngine(kind, { ...opts, refuseReplacing: kind === "up" && !opts.allAtOnce });
-    const { result, proxies } = kind === "preview" ? await run() : await withWriterLock(opts, `egress ${kind}`, run);
+    const run = () => runEngine(kind, { ...opts, roll: kind === "up" && !opts.allAtOnce });
+    const { result, proxies, rolling } =
+        kind === "preview" ? await run() : await withWriterLock(opts, `egress ${kind}`, run);
     if (opts.json)
-        process.stdout.write(JSON.stringify({ ok: true, ...result, ...(proxies ? { proxies } : {}) }) + "\n");
+        process.stdout.write(
+            JSON.stringify({ ok: true, ...result, ...(rolling ? { rolling } : {}), ...(proxies ? { proxies } : {}) }) +
+                "\n",
+        );
     else {
         process.stderr.write(summaryLine(result) + "\n");
         if (proxies) process.stdout.write(proxyTable(proxies));
@@ -102,7 +158,16 @@ export function registerOperations(program: Command): void {
         .option("--no-refresh", "skip the refresh before the update")
         .option(
             "--all-at-once",
-            "replace members whose config changed together (refused otherwise; the service rolls them)",
+            "replace members whose config changed all together (by default they roll: maxSurge at a time, each healthy before the next batch)",
+        )
+        .option(
+            "--check-url <url>",
+            "URL probed through new members while rolling; must be reachable from the proxies (default: a loopback echo, right for local proxies only)",
+            process.env.EGRESS_CHECK_URL,
+        )
+        .option(
+            "--health-timeout <seconds>",
+            `how long a new member may take to pass a probe while rolling (default ${HEALTHY_TIMEOUT_MS / 1000})`,
         )
         .option("-q, --quiet", "no progress output")
         .action(action(async (o, cmd) => runOperation("up", { ...cmd.optsWithGlobals(), ...o })));

@@ -43,6 +43,8 @@ export class StackSession {
     private tail: Promise<unknown> = Promise.resolve();
     private stack?: Promise<Stack>;
     private deadRunsCleared = false;
+    /** Pool → count the program uses instead of the stack file's (setPoolCounts). */
+    private poolCounts: Record<string, number> = {};
 
     constructor(opts: DriverOptions) {
         this.workDir = path.resolve(opts.workDir);
@@ -52,6 +54,15 @@ export class StackSession {
         this.create = opts.create ?? true;
         this.onNotice = opts.onNotice ?? (() => undefined);
         this.backend = stateBackend(this.home, this.extraEnv);
+    }
+
+    /**
+     * Makes the following runs of the program see these pools at these counts, whatever the stack file
+     * says; `{}` goes back to the file. The CLI's rolling change (src/cli/rolling.ts) surges this way
+     * rather than by editing the stack file, which a person owns (the service writes its file instead).
+     */
+    setPoolCounts(counts: Record<string, number>): void {
+        this.poolCounts = { ...counts };
     }
 
     /** The file backend's directory; undefined for every other backend. */
@@ -130,6 +141,7 @@ export class StackSession {
                 projectRoot: this.workDir,
                 stateDir: this.home.runDir,
                 installation: () => this.proposedInstallation().installation,
+                poolCounts: () => this.poolCounts,
             });
             const args = { stackName: this.stackName, projectName: PROJECT, program };
             const ws = {

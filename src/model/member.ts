@@ -42,6 +42,17 @@ export interface StackCredentials {
     members: Record<string, ProxyCredentials>;
 }
 
+/**
+ * The credentials `member` requires: its own proxy's (a listed static proxy), else its pool's `auth`;
+ * undefined when it requires none (or they are not known yet).
+ */
+export function credentialsOf(
+    credentials: StackCredentials,
+    member: Pick<ProxyMember, "id" | "pool" | "auth">,
+): ProxyCredentials | undefined {
+    return member.auth ? (credentials.members[member.id] ?? credentials.pools[member.pool]) : undefined;
+}
+
 /** Whose things these are: what every managed thing's labels name, and what `egress gc` and liveness hooks list by. */
 export interface OwnerScope {
     project: string;

@@ -8,3 +8,4 @@ export { DEFAULT_THRESHOLDS, MemberHealth } from "./state";
 export type { HealthState, HealthThresholds, MemberHealthView, Transition } from "./state";
 export { HealthMonitor } from "./monitor";
 export type { HealthMonitorOptions } from "./monitor";
+export { startLoopbackEcho } from "./echo";

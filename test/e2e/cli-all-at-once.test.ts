@@ -1,8 +1,8 @@
 /**
- * `egress up` and a change that replaces members (the real engine, local proxies): the CLI does not roll
- * changes in batches, so it refuses the update naming the members and `--all-at-once`, touches nothing,
- * and replaces them together only when asked (the service rolls it: test/service/rolling.test.ts). A
- * member only brought back because it died is a repair, which a plain `up` does.
+ * `egress up --all-at-once` and a change that replaces members (the real engine, local proxies): it opts
+ * out of the roll (a plain `up` rolls: test/e2e/cli-rolling.test.ts) and replaces them together in one
+ * update, with no surge member and no batches. A member only brought back because it died is a repair,
+ * which a plain `up` does without rolling.
  */
 import { after, test } from "node:test";
 import assert from "node:assert/strict";
@@ -29,7 +29,7 @@ const setBasePort = (basePort: number) => {
 };
 
 test(
-    "up refuses to replace members all at once unless --all-at-once; a plain count change still applies",
+    "up --all-at-once replaces members together, without surge or batches; a plain count change applies",
     { timeout: 300_000 },
     async () => {
         const first = cli(p, ["up", "--quiet"]);
@@ -44,18 +44,21 @@ test(
 
         const base = await freePortRange(3);
         setBasePort(base);
-        const refused = cli(p, ["up", "--quiet"]);
-        assert.equal(refused.code, 2, refused.stderr);
-        assert.match(refused.stderr, /replaces web-0, web-1, web-2 all at once/);
-        assert.match(refused.stderr, /--all-at-once/);
-        assert.match(refused.stderr, /web: 3 batches/);
-        const after = proxyProcesses(p);
-        for (const id of before.keys()) assert.equal(after.get(id), before.get(id), `${id} untouched`);
-
+        const replacedPids = proxyProcesses(p);
         const forced = cli(p, ["up", "--all-at-once", "--json"]);
         assert.equal(forced.code, 0, forced.stderr);
-        const ports = (JSON.parse(forced.stdout).proxies as { port: number }[]).map((x) => x.port).sort();
+        assert.doesNotMatch(forced.stderr, /rolling/, "no batches, no surge");
+        const out = JSON.parse(forced.stdout);
+        assert.equal(out.rolling, undefined, "not rolled");
+        const ports = (out.proxies as { id: string; port: number }[]).map((x) => x.port).sort();
         assert.deepEqual(ports, [base, base + 1, base + 2]);
+        assert.deepEqual(
+            (out.proxies as { id: string }[]).map((x) => x.id).sort(),
+            ["web-0", "web-1", "web-2"],
+            "no surge member was made",
+        );
+        const now = proxyProcesses(p);
+        for (const [id, pid] of replacedPids) assert.notEqual(now.get(id), pid, `${id} replaced`);
 
         // A member that died behind egress's back is a repair, not a change: once a refresh has seen it
         // gone, a plain `up` brings it back without --all-at-once.

@@ -1,5 +1,5 @@
 import type { Logger } from "pino";
-import type { ProgressEvent } from "../../engine";
+import type { ProgressEvent, StackDriver } from "../../engine";
 import type { ProxyMember } from "../../model";
 import type { Operation } from "../operations/journal";
 import { healDrainTargets, healGoneTargets } from "./drain/plan";
@@ -39,24 +39,39 @@ export async function replaceMembers(
             (m, draining) => deps.ops.update(op, { drain: { draining, members: m } }),
         );
     }
-    const { found, missing } = await deps.driver.memberTargets(op.members ?? []);
+    const onProgress = (e: ProgressEvent) => deps.ops.progress(op, e);
+    const result = await replaceTargeted(deps.driver, op.members ?? [], log, { ...opts, onProgress });
+    return { ...result, durationMs: Date.now() - started };
+}
+
+/**
+ * The engine side of replaceMembers, for a runner without drain (the CLI's rolling change): `ids`'
+ * resources from state, a refresh of those alone unless `refresh: false`, and the targeted
+ * `up --replace` of their components.
+ */
+export async function replaceTargeted(
+    driver: Pick<StackDriver, "memberTargets" | "refresh" | "up">,
+    ids: readonly string[],
+    log: Logger,
+    opts: { refresh?: boolean; onProgress?: (e: ProgressEvent) => void } = {},
+): Promise<ReplaceResult> {
+    const started = Date.now();
+    const { onProgress } = opts;
+    const { found, missing } = await driver.memberTargets(ids);
     if (missing.length) log.warn({ missing }, "members to replace are no longer in state; skipped");
     if (!found.size) return { changes: {}, durationMs: Date.now() - started };
     const components = [...found.values()].map((t) => t.component);
     const replace = [...found.values()].flatMap((t) => t.replace);
-    const onProgress = (e: ProgressEvent) => deps.ops.progress(op, e);
     let present = replace;
     if (replace.length && opts.refresh !== false) {
-        await retryTransient(log, () => deps.driver.refresh({ target: replace, onProgress }));
+        await retryTransient(log, () => driver.refresh({ target: replace, onProgress }));
         // The refresh drops resources deleted behind egress's back (a Kubernetes Deployment) from state, and
         // `up --replace` of a URN no longer in the stack fails; the targeted up creates them again anyway.
-        const after = new Set(
-            [...(await deps.driver.memberTargets(op.members ?? [])).found.values()].flatMap((t) => t.replace),
-        );
+        const after = new Set([...(await driver.memberTargets(ids)).found.values()].flatMap((t) => t.replace));
         present = replace.filter((u) => after.has(u));
     }
     const result = await retryTransient(log, () =>
-        deps.driver.up({
+        driver.up({
             target: components,
             targetDependents: true,
             replace: present,

@@ -6,7 +6,8 @@ import type { AutoscaleRecord, HealTarget, Operation, RotationRecord } from "../
 import { scaleDownTargets } from "./drain/plan";
 import { retryTransient } from "./engine-retry";
 import { replaceMembers } from "./replace";
-import { type RollingSteps, runRolling } from "./rolling/run";
+import { type RollingSteps, scalerRollingDeps } from "./rolling/for-scaler";
+import { runRolling } from "./rolling/run";
 import { reasonOf, type MoreDue, runRotation } from "./rotate/run";
 import { NotAcceptingError, type ScalerDeps } from "./scaler-deps";
 
@@ -242,7 +243,10 @@ export class Scaler {
                 // then members the update would replace roll in batches (rolling/run.ts), else one plain `up`.
                 await this.drainScaleDown(op, log);
                 const result =
-                    (await runRolling(op, this.deps, this.rotationSteps(op, log), log, this.stopping.signal)) ??
+                    (await runRolling(
+                        scalerRollingDeps(op, this.deps, this.rotationSteps(op, log), log),
+                        this.stopping.signal,
+                    )) ??
                     (await retryTransient(log, () => this.deps.driver.up({ onProgress: (e) => ops.progress(op, e) })));
                 patch = {
                     status: "succeeded",

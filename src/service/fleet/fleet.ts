@@ -1,4 +1,10 @@
-import type { PoolConfig, ProxyCredentials, ProxyMember, StackCredentials } from "../../model";
+import {
+    credentialsOf,
+    type PoolConfig,
+    type ProxyCredentials,
+    type ProxyMember,
+    type StackCredentials,
+} from "../../model";
 import type { AcquireResult } from "../leases";
 import { type LeaseStore, type MaybePromise, settle } from "../store/types";
 import type { AcquireRequest, ReleaseOutcome, Removal } from "../leases/types";
@@ -86,7 +92,7 @@ export class Fleet {
      * undefined when it requires none (or they are not known yet).
      */
     credentialsOf(member: Pick<ProxyMember, "id" | "pool" | "auth">): ProxyCredentials | undefined {
-        return member.auth ? (this.credentials.members[member.id] ?? this.credentials.pools[member.pool]) : undefined;
+        return credentialsOf(this.credentials, member);
     }
 
     /**

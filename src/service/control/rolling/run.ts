@@ -1,64 +1,76 @@
 import type { Logger } from "pino";
-import { loadStackConfig, setPoolReplicas } from "../../../config";
-import { siblingUrns } from "../../../engine";
+import { loadStackConfig } from "../../../config";
+import { siblingUrns, type ProgressEvent, type StackDriver } from "../../../engine";
 import { memberName, type ProxyMember } from "../../../model";
-import type { Operation, RollingRecord } from "../../operations/journal";
+import type { RollingRecord } from "../../operations/journal";
 import { retryTransient } from "../engine-retry";
-import { waitHealthy } from "../healthy";
 import { addChanges, type ReplaceResult } from "../replace";
-import type { ScalerDeps } from "../scaler-deps";
 import { planRollouts } from "./plan";
 
-/** The scaler's paths a rolling change is made of (scaler.ts passes them in, as to a rotation). */
-export interface RollingSteps {
-    /** Writes these counts to the stack file and waits out the drain of the members they remove. */
+/**
+ * What a rolling change needs from whoever runs it: the service's scaler (rolling/for-scaler.ts) or
+ * the CLI's `egress up` (src/cli/rolling.ts). The steps are the same; drain, health and the stack
+ * file's count are each runner's own.
+ */
+export interface RollingDeps {
+    driver: Pick<StackDriver, "previewReplaced" | "memberTargets" | "up">;
+    projectRoot: string;
+    stack: string;
+    log: Logger;
+    /** Every engine run's progress, and the roll's own lines ("rolling web: batch 2 of 4 replaces web-1"). */
+    progress(e: ProgressEvent): void;
+    /** Where the roll is, after every step: the batch that runs and what was replaced so far. */
+    record(r: RollingRecord): void;
+    /** Makes the program see `pool` at `count` members (the surge): the service writes the stack file. */
+    surgeTo(pool: string, count: number): Promise<void> | void;
+    /** Waits until every one of `ids` passed a health probe after `after` (epoch ms); throws past its timeout. */
+    waitHealthy(ids: readonly string[], after: number, signal: AbortSignal): Promise<void>;
+    /** A targeted `up --replace` of `batch` (they come back with the new config); `detail` says why. */
+    replace(batch: string[], detail: string): Promise<ReplaceResult>;
+    /** Back to the pools' counts (the surge goes): the service drains the surge members first. */
     drainTo(counts: Record<string, number>): Promise<void>;
-    /** The heal path (replace.ts) over `op.members`: drain, targeted `up --replace`. */
-    replace(): Promise<ReplaceResult>;
+    /** The final plain `up`'s refresh (the CLI's `--no-refresh`). @default true */
+    refresh?: boolean;
 }
 
 type Applied = { changes: Record<string, number>; proxies?: ProxyMember[] };
 
 /**
- * Per scaler, the stack config (counts left out) a preview last found replacing nothing, or a rolling
- * change applied: a count change alone replaces no member, so scale requests pay no preview run.
+ * Per stack driver (one per scaler), the stack config (counts left out) a preview last found replacing
+ * nothing, or a rolling change applied: a count change alone replaces no member, so scale requests pay
+ * no preview run.
  */
-const settledConfig = new WeakMap<ScalerDeps, string>();
+const settledConfig = new WeakMap<object, string>();
 
 /** The stack config with every pool's count left out: what decides whether an update replaces members. */
-function configKey(deps: ScalerDeps): string {
+function configKey(deps: RollingDeps): string {
     const c = loadStackConfig(deps.projectRoot, deps.stack);
     return JSON.stringify({ ...c, pools: c.pools.map((p) => ({ ...p, replicas: undefined })) });
 }
 
 /**
- * A count operation (scale/up/autoscale) whose plain `up` would replace members (the stack file
- * changed their port, image, cloud-init …): instead of one update that replaces them all together, per
- * pool of N members (rolling/plan.ts):
+ * An update whose plain `up` would replace members (the stack file changed their port, image,
+ * cloud-init …): instead of one update that replaces them all together, per pool of N members
+ * (rolling/plan.ts):
  *   1. surge: the pool grows to N + s (s ≤ maxSurge) through an `up` that targets the new members alone,
  *      so nothing else changes yet; they are created with the new config and must be healthy;
- *   2. batch by batch (≤ s + maxUnavailable members), the old members drain and are replaced through the
- *      heal path (a targeted replace: they come back with the new config); each must be healthy;
- *   3. after every pool, one plain `up` at the counts N: the surge members drain and go, and whatever
- *      else changed is applied. A failed step shrinks the surge back with a targeted `up` instead, so
- *      the members not yet replaced keep running the old config (the operation fails).
+ *   2. batch by batch (≤ s + maxUnavailable members), the old members are replaced through a targeted
+ *      replace (they come back with the new config; the service drains them first); each must be healthy;
+ *   3. after every pool, one plain `up` at the counts N: the surge members go, and whatever else changed
+ *      is applied. A failed step shrinks the surge back with a targeted `up` instead, so the members not
+ *      yet replaced keep running the old config (the roll throws).
  * Returns undefined when nothing is replaced (the caller runs its plain `up`). docs/decisions.md has the why.
  */
-export async function runRolling(
-    op: Operation,
-    deps: ScalerDeps,
-    steps: RollingSteps,
-    log: Logger,
-    signal: AbortSignal,
-): Promise<Applied | undefined> {
-    const onProgress = (e: Parameters<ScalerDeps["ops"]["progress"]>[1]) => deps.ops.progress(op, e);
+export async function runRolling(deps: RollingDeps, signal: AbortSignal): Promise<Applied | undefined> {
+    const { log } = deps;
+    const onProgress = (e: ProgressEvent) => deps.progress(e);
     const key = configKey(deps);
-    if (settledConfig.get(deps) === key) return undefined;
+    if (settledConfig.get(deps.driver) === key) return undefined;
     const replaced = await retryTransient(log, () => deps.driver.previewReplaced());
     const pools = loadStackConfig(deps.projectRoot, deps.stack).pools;
     const rollouts = planRollouts(replaced, Object.fromEntries(pools.map((p) => [p.name, p])));
     if (!rollouts.length) {
-        settledConfig.set(deps, key);
+        settledConfig.set(deps.driver, key);
         return undefined;
     }
     const counts = Object.fromEntries(rollouts.map((r) => [r.pool, r.replicas]));
@@ -75,6 +87,10 @@ export async function runRolling(
                 deps.driver.up({ target, targetDependents: true, refresh: false, onProgress }),
             )
         ).changes;
+    const healthy = async (ids: string[]) => {
+        const at = Date.now();
+        await deps.waitHealthy(ids, at, signal);
+    };
     let ok = false;
     try {
         for (const r of rollouts) {
@@ -88,7 +104,7 @@ export async function runRolling(
                 surge,
                 replaced: [...done],
             });
-            deps.ops.update(op, { rolling: record(0) });
+            deps.record(record(0));
             if (surge.length) {
                 note(
                     `rolling ${r.pool}: ${surge.join(", ")} stand in while ${r.batches.flat().length} members are replaced`,
@@ -96,40 +112,35 @@ export async function runRolling(
                 const { found } = await deps.driver.memberTargets([r.batches[0][0]]);
                 const sibling = [...found.values()][0]?.component;
                 if (!sibling) throw new Error(`${r.batches[0][0]} is no longer in state; nothing rolled`);
-                setPoolReplicas(deps.projectRoot, deps.stack, r.pool, r.replicas + surge.length);
+                await deps.surgeTo(r.pool, r.replicas + surge.length);
                 surgeUrns.push(...siblingUrns(sibling, surge));
                 changes.push(await targeted(siblingUrns(sibling, surge)));
-                const at = Date.now();
-                await deps.rotation?.refresh(); // a targeted update leaves the stack output behind: state says
-                await waitHealthy(deps, surge, at, signal);
+                await healthy(surge);
             }
             for (const [i, batch] of r.batches.entries()) {
+                if (signal.aborted) throw signal.reason as Error; // stopped (Ctrl-C, a service stop): no new batch
                 note(`rolling ${r.pool}: batch ${i + 1} of ${r.batches.length} replaces ${batch.join(", ")}`);
-                const detail = `the stack's config replaces it (rolling batch ${i + 1} of ${r.batches.length})`;
-                op.members = batch;
-                // Kept for every batch: the operation ends naming each member it replaced and why.
-                op.reasons = {
-                    ...op.reasons,
-                    ...Object.fromEntries(batch.map((m) => [m, { reason: "changed" as const, detail }])),
-                };
-                deps.ops.update(op, { rolling: record(i) });
-                const result = await steps.replace();
+                deps.record(record(i));
+                const result = await deps.replace(
+                    batch,
+                    `the stack's config replaces it (rolling batch ${i + 1} of ${r.batches.length})`,
+                );
                 changes.push(result.changes);
-                const at = Date.now();
-                await deps.rotation?.refresh();
-                await waitHealthy(deps, batch, at, signal);
+                await healthy(batch);
                 done.push(...batch);
-                deps.ops.update(op, { rolling: { ...record(i), replaced: [...done] } });
+                deps.record({ ...record(i), replaced: [...done] });
             }
         }
         ok = true;
     } finally {
-        op.members = done;
-        await steps.drainTo(counts);
-        if (!ok && surgeUrns.length) changes.push(await targeted(surgeUrns));
+        await deps.drainTo(counts);
+        if (!ok && surgeUrns.length) {
+            note(`rolling stopped after ${done.length} members replaced; the surge goes again`);
+            changes.push(await targeted(surgeUrns));
+        }
     }
     note(`rolling done: ${done.length} members replaced; applying the rest`);
-    const rest = await retryTransient(log, () => deps.driver.up({ onProgress }));
-    settledConfig.set(deps, key);
+    const rest = await retryTransient(log, () => deps.driver.up({ onProgress, refresh: deps.refresh }));
+    settledConfig.set(deps.driver, key);
     return { changes: addChanges(...changes, rest.changes), proxies: rest.proxies };
 }
