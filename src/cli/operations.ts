@@ -6,7 +6,8 @@ import { action, EXIT, GlobalOptions, InterruptedError, projectDir, UsageError }
 import { preflight } from "./preflight";
 import { refuseAllAtOnce } from "./rolling-guard";
 import { credentialsTable, progressPrinter, proxyTable, summaryLine } from "./render";
-import { withWriterLock } from "./writer";
+import { exitReleasing, withWriterLock } from "./writer";
+import { storeOption } from "./store-lock";
 
 export type EngineRunOptions = GlobalOptions & {
     refresh?: boolean;
@@ -34,10 +35,11 @@ function driverFor(opts: GlobalOptions, create = true): StackDriver {
 async function cancellable<T>(driver: StackDriver, fn: () => Promise<T>): Promise<T> {
     let asked = false;
     const onSigint = () => {
-        if (asked) process.exit(EXIT.interrupted);
+        // Either way the stack's lock in the store is given up first, so a replica need not wait out its TTL.
+        if (asked) return void exitReleasing(EXIT.interrupted);
         asked = true;
         // Nothing runs yet (still opening the stack): nothing to save, so stop right away.
-        if (!driver.cancel()) process.exit(EXIT.interrupted);
+        if (!driver.cancel()) return void exitReleasing(EXIT.interrupted);
         process.stderr.write(
             "\ncancelling: the engine finishes what is in flight and saves state (Ctrl-C again to quit now)\n",
         );
@@ -94,8 +96,7 @@ async function runOperation(kind: OperationKind, opts: EngineRunOptions): Promis
 }
 
 export function registerOperations(program: Command): void {
-    program
-        .command("up")
+    storeOption(program.command("up"))
         .description(
             "create or update the stack's proxies to match its config (refreshes first, so dead proxies come back)",
         )
@@ -111,13 +112,11 @@ export function registerOperations(program: Command): void {
         .description("show what `up` would change, without changing anything")
         .option("-q, --quiet", "no progress output")
         .action(action(async (o, cmd) => runOperation("preview", { ...cmd.optsWithGlobals(), ...o })));
-    program
-        .command("refresh")
+    storeOption(program.command("refresh"))
         .description("reconcile state with what actually runs (marks dead proxies for recreation)")
         .option("-q, --quiet", "no progress output")
         .action(action(async (o, cmd) => runOperation("refresh", { ...cmd.optsWithGlobals(), ...o })));
-    program
-        .command("destroy")
+    storeOption(program.command("destroy"))
         .description("remove every proxy of the stack")
         .option("-y, --yes", "confirm: destroy without asking")
         .option("-q, --quiet", "no progress output")
