@@ -81,6 +81,10 @@ test("a replica started while `egress up --store` runs does not lead until the c
         const still = await clusterOf(svc);
         assert.equal(still.leader?.id, held.leader.id, JSON.stringify(still));
         assert.ok(!still.replicas.some((r: any) => r.leader), JSON.stringify(still));
+        // Nothing to forward leader-only reads to: a command has no API.
+        const ops = await svc.call("GET", "/v1/operations");
+        assert.equal(ops.status, 503, JSON.stringify(ops.body));
+        assert.ok(JSON.stringify(ops.body).includes(held.leader.id), JSON.stringify(ops.body));
         const doctor = await cliAsync(p, ["doctor", "--store", redis.url]);
         assert.match(doctor.stdout + doctor.stderr, /`egress up` \(cli:.*\) .*holds stack clilock's lock in the store/);
     } finally {
