@@ -1,5 +1,5 @@
 import { acquireWriterLock, describeHolder, engineHome } from "../engine";
-import { GlobalOptions, UsageError } from "./context";
+import { EXIT, GlobalOptions, UsageError } from "./context";
 import { holdStoreLock, storeUrlOf } from "./store-lock";
 
 /** Default for `--lock-wait`: long enough for a typical scale of local or cloud members to finish. */
@@ -43,6 +43,13 @@ export async function withWriterLock<T>(opts: GlobalOptions, command: string, fn
     const url = storeUrlOf(opts);
     const store = url ? await holdStoreLock(url, opts, command, waitMs) : undefined;
     if (store) held.add(store.release);
+    // Ctrl-C while waiting for the file lock, or outside an engine run (which cancels safely on its own,
+    // operations.ts `cancellable`): give the store's lock up before exiting rather than leave it to its TTL.
+    const onSignal = (sig: NodeJS.Signals) => {
+        if (sig === "SIGINT" && process.listenerCount("SIGINT") > 1) return;
+        void exitReleasing(sig === "SIGINT" ? EXIT.interrupted : 143);
+    };
+    if (store) for (const sig of ["SIGINT", "SIGTERM"] as const) process.on(sig, onSignal);
     try {
         const lock = await acquireWriterLock({
             runDir: engineHome().runDir,
@@ -63,6 +70,7 @@ export async function withWriterLock<T>(opts: GlobalOptions, command: string, fn
         }
     } finally {
         if (store) {
+            for (const sig of ["SIGINT", "SIGTERM"] as const) process.off(sig, onSignal);
             held.delete(store.release);
             await store.release();
         }

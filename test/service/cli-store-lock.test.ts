@@ -14,6 +14,7 @@ import { after, before, test } from "node:test";
 import assert from "node:assert/strict";
 import * as fs from "node:fs";
 import * as path from "node:path";
+import Redis from "ioredis";
 import { holdWriterLock, killHard } from "../helpers/cli";
 import { freeLoopbackPort } from "../helpers/net";
 import {
@@ -98,6 +99,38 @@ test("a replica started while `egress up --store` runs does not lead until the c
     });
     assert.ok(led.leader.token > held.leader.token, JSON.stringify(led));
     assert.ok(!upErr.includes(redis.url), "the store's URL is never printed");
+});
+
+test("Ctrl-C while a command holds the store's lock gives it up at once (no waiting out its TTL)", async () => {
+    const holder = await holdWriterLock(path.join(other.home, "run"), p.stack);
+    const redisClient = new Redis(redis.url, { lazyConnect: true });
+    try {
+        await redisClient.connect();
+        await until("the replica to lead again", async () => {
+            const c = await clusterOf(svc);
+            return c.leader?.id === c.self;
+        });
+        // Nobody leads once it stopped (and its lock is gone): the command can take the lock.
+        svc.child.kill("SIGTERM");
+        await svc.exited;
+        const key = `egress:${p.stack}:leader`;
+        await until("the stopped replica's lock to be gone", async () => (await redisClient.get(key)) === null, 10_000);
+        const up = spawnCli(other, ["up", "--quiet", "--store", redis.url]);
+        let err = "";
+        up.stderr.on("data", (d) => (err += d));
+        const done = new Promise<number | null>((r) => up.once("exit", r));
+        await until("the command to wait for the file lock", () => err.includes("holds its writer lock"), 60_000);
+        assert.match(String(await redisClient.get(key)), /"id":"cli:/);
+        const t0 = Date.now();
+        up.kill("SIGINT");
+        assert.equal(await done, 130, err);
+        assert.equal(await redisClient.get(key), null, "resigned, not left to run out");
+        assert.ok(Date.now() - t0 < 3_000, `took ${Date.now() - t0} ms`);
+    } finally {
+        redisClient.disconnect();
+        await killHard(holder);
+    }
+    svc = await serve(p, ["--store", redis.url]);
 });
 
 test("with a replica leading, `up` from another machine is refused naming it and `scale` is queued for it", async () => {
