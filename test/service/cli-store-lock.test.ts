@@ -4,6 +4,8 @@
  * machine's.
  * - while `egress up --store` runs, a replica started meanwhile does not lead (GET /v1/cluster shows the
  *   command holding the lock) until the command ended; then it leads;
+ * - Ctrl-C while a command holds the lock (waiting for the file lock) resigns it at once; a command whose
+ *   lock another took says so on stderr at once, and does not resign the other's lock;
  * - with a replica leading, `egress up` from another machine (another EGRESS_HOME: no shared file lock,
  *   no socket; the same backend and project) is refused naming the leader, and `egress scale` from there
  *   is queued for the leader, which applies it;
@@ -126,6 +128,22 @@ test("Ctrl-C while a command holds the store's lock gives it up at once (no wait
         assert.equal(await done, 130, err);
         assert.equal(await redisClient.get(key), null, "resigned, not left to run out");
         assert.ok(Date.now() - t0 < 3_000, `took ${Date.now() - t0} ms`);
+
+        // Its lock taken from it (as after the store was away past the TTL): it says so at once, loudly.
+        const again = spawnCli(other, ["up", "--quiet", "--store", redis.url]);
+        let err2 = "";
+        again.stderr.on("data", (d) => (err2 += d));
+        const done2 = new Promise<number | null>((r) => again.once("exit", r));
+        await until("the command to wait for the file lock", () => err2.includes("holds its writer lock"), 60_000);
+        const intruder = { id: "vm-1-intruder", token: 999, since: new Date().toISOString() };
+        await redisClient.set(key, JSON.stringify(intruder), "PX", 60_000);
+        await until("the command to say it lost the lock", () => err2.includes("WARNING: lost stack"), 5_000);
+        assert.ok(err2.includes("replica vm-1-intruder holds it now"), err2);
+        again.kill("SIGINT");
+        assert.equal(await done2, 130, err2);
+        assert.equal(await redisClient.get(key), JSON.stringify(intruder), "another's lock is not resigned");
+        assert.match(err2, /WARNING: `egress up` finished, but it had lost/, err2);
+        await redisClient.del(key);
     } finally {
         redisClient.disconnect();
         await killHard(holder);
