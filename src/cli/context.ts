@@ -11,6 +11,7 @@ import {
     StackMissingError,
 } from "../engine";
 import type { ProxyMember } from "../model";
+import { StoreUnavailableError } from "../service/store";
 import { proxyTable } from "./render";
 
 /** Exit codes: scripts can tell a bad request from a failed operation from a missing prerequisite. */
@@ -25,6 +26,8 @@ export interface GlobalOptions {
     lockWait?: string;
     /** Pulumi backend URL (sets PULUMI_BACKEND_URL for the engine; src/cli.ts). */
     backend?: string;
+    /** The store replicas share (`--store` of serve, doctor and the writers; else $EGRESS_STORE): a secret. */
+    store?: string;
 }
 
 /** The Pulumi project: `--cwd`, else the current directory if it has Pulumi.yaml, else egress's own root. */
@@ -58,8 +61,10 @@ export function exitCodeOf(e: unknown): number {
           ? EXIT.prerequisite
           : e instanceof InterruptedError
             ? EXIT.interrupted
-            : // The backend is down for now (sysexits' EX_TEMPFAIL): the same command can be retried as it is.
-              e instanceof BackendUnreachableError || (e instanceof EngineError && e.backendUnreachable)
+            : // The backend or the store is down for now (sysexits' EX_TEMPFAIL): the same command can be retried as it is.
+              e instanceof BackendUnreachableError ||
+                (e instanceof EngineError && e.backendUnreachable) ||
+                e instanceof StoreUnavailableError
               ? EXIT.unavailable
               : EXIT.failed;
 }

@@ -1,6 +1,6 @@
 import Redis from "ioredis";
 import { parseStoreSpec, redactStoreUrl } from "../service/store";
-import { readCluster, stackPrefix } from "../service/cluster/cluster";
+import { describeCommandHolder, heldByCommand, readCluster, stackPrefix } from "../service/cluster/cluster";
 import type { LockFinding } from "./doctor-locks";
 
 /**
@@ -66,6 +66,12 @@ async function leaderFinding(redis: Redis, stack: string): Promise<LockFinding> 
             detail: fresh.length
                 ? `no replica of stack ${stack} holds the leader lock right now (${fresh.length} alive; an election takes a few seconds)`
                 : `no egress serve of stack ${stack} runs on this store`,
+        };
+    if (heldByCommand(l))
+        return {
+            check: "leader",
+            ok: true,
+            detail: `${describeCommandHolder(l)} on ${l.host ?? "?"} holds stack ${stack}'s lock in the store (fencing token ${l.token}): no replica leads until it ends; ${fresh.length} replica(s) alive`,
         };
     const at = fresh.find((r) => r.id === l.id);
     return {

@@ -7,7 +7,8 @@ import { HEALTHY_TIMEOUT_MS } from "../service/control/healthy";
 import { preflight } from "./preflight";
 import { type RolledPool, rollUp } from "./rolling";
 import { credentialsTable, progressPrinter, proxyTable, summaryLine } from "./render";
-import { withWriterLock } from "./writer";
+import { exitReleasing, withWriterLock } from "./writer";
+import { storeOption } from "./store-lock";
 
 export type EngineRunOptions = GlobalOptions & {
     refresh?: boolean;
@@ -45,7 +46,8 @@ async function cancellable<T>(
     let roll = false;
     const stop = new AbortController();
     const onSigint = () => {
-        if (asked) process.exit(EXIT.interrupted);
+        // Either way the stack's lock in the store is given up first, so a replica need not wait out its TTL.
+        if (asked) return void exitReleasing(EXIT.interrupted);
         asked = true;
         stop.abort(
             new EngineError(
@@ -56,7 +58,7 @@ async function cancellable<T>(
             ),
         );
         // Nothing runs yet (still opening the stack): nothing to save, so stop right away.
-        if (!driver.cancel() && !roll) process.exit(EXIT.interrupted);
+        if (!driver.cancel() && !roll) return void exitReleasing(EXIT.interrupted);
         process.stderr.write(
             roll
                 ? "\ncancelling: the roll stops after the step in flight and removes its surge (Ctrl-C again to quit now)\n"
@@ -150,8 +152,7 @@ async function runOperation(kind: OperationKind, opts: EngineRunOptions): Promis
 }
 
 export function registerOperations(program: Command): void {
-    program
-        .command("up")
+    storeOption(program.command("up"))
         .description(
             "create or update the stack's proxies to match its config (refreshes first, so dead proxies come back)",
         )
@@ -176,13 +177,11 @@ export function registerOperations(program: Command): void {
         .description("show what `up` would change, without changing anything")
         .option("-q, --quiet", "no progress output")
         .action(action(async (o, cmd) => runOperation("preview", { ...cmd.optsWithGlobals(), ...o })));
-    program
-        .command("refresh")
+    storeOption(program.command("refresh"))
         .description("reconcile state with what actually runs (marks dead proxies for recreation)")
         .option("-q, --quiet", "no progress output")
         .action(action(async (o, cmd) => runOperation("refresh", { ...cmd.optsWithGlobals(), ...o })));
-    program
-        .command("destroy")
+    storeOption(program.command("destroy"))
         .description("remove every proxy of the stack")
         .option("-y, --yes", "confirm: destroy without asking")
         .option("-q, --quiet", "no progress output")

@@ -9,6 +9,8 @@ import { EngineRunOptions, runEngine } from "./operations";
 import { progressPrinter, proxyTable, summaryLine } from "./render";
 import { ServiceClient } from "./service-client";
 import { lockWaitMs, withWriterLock } from "./writer";
+import { leaderOf, queueForLeader } from "./scale-queued";
+import { ReplicaLeadsError, storeOption, storeUrlOf } from "./store-lock";
 
 type ScaleOptions = EngineRunOptions & { up: boolean };
 
@@ -18,13 +20,16 @@ const CHANGING = new Set(["create", "update", "delete", "replace", "create-repla
 /**
  * `egress scale <pool> <n>`. The stack's desired state has one owner at a time: while `egress serve` runs
  * for the stack, the request goes to it (over its unix socket) and joins its queue like any API request;
- * otherwise this process takes the writer lock, writes the stack file and runs `up` itself. Either way it
+ * with a store (`--store`), while a replica leads the stack, the request is queued for it there
+ * (scale-queued.ts); otherwise this process takes the writer lock (and the store's), writes the stack
+ * file and runs `up` itself. Either way it
  * reports only a count that was applied: a request that a later one overrode fails (exit 1) and says so.
  */
 export function registerScale(program: Command): void {
-    program
-        .command("scale <pool> <replicas>")
-        .description("set a pool's desired replicas and apply them (through `egress serve` when it runs for the stack)")
+    storeOption(program.command("scale <pool> <replicas>"))
+        .description(
+            "set a pool's desired replicas and apply them (through `egress serve` when it runs for the stack; with --store, queued for the replica that leads it)",
+        )
         .option("--no-up", "only write the stack file (refused while a service owns the stack)")
         .option("-q, --quiet", "no progress output")
         .action(
@@ -45,7 +50,18 @@ export function registerScale(program: Command): void {
                         );
                     if ((await viaService(svc, pool, n, opts)) === "applied") return;
                 }
-                await viaFile(dir, pool, n, opts);
+                // With a store, a replica that leads the stack (on any machine) owns its desired state.
+                const url = storeUrlOf(opts);
+                const leading = url && (await leaderOf(url, opts.stack));
+                if (url && leading) return queueForLeader(url, leading, dir, pool, n, opts);
+                try {
+                    await viaFile(dir, pool, n, opts);
+                } catch (e) {
+                    // A replica took the lead between the look and the claim: nothing was written, so queue.
+                    if (url && e instanceof ReplicaLeadsError)
+                        return queueForLeader(url, e.leading, dir, pool, n, opts);
+                    throw e;
+                }
             }),
         );
 }

@@ -3,7 +3,7 @@ import type { Logger } from "pino";
 import { UsageError, GlobalOptions, projectDir } from "./context";
 import { loadStackConfig } from "../config";
 import { startService } from "../service/start/server";
-import { parseStoreSpec, StoreSpecError } from "../service/store";
+import { storeSpecOf } from "./store-lock";
 import {
     jsonCommanderErrors,
     jsonProcessOutput,
@@ -153,7 +153,7 @@ async function run(o: Record<string, any>, opts: GlobalOptions, log: Logger): Pr
     const targetCooldown = seconds("--target-cooldown", o.targetCooldown, { min: 0, max: 3600 });
     if (o.checkUrl && !/^https?:\/\/[^/]+/.test(o.checkUrl))
         throw new UsageError(`--check-url must be an http:// or https:// URL (got "${o.checkUrl}")`);
-    const store = storeSpec(o.store);
+    const store = storeSpecOf(o.store);
     if (o.advertiseUrl && !/^https?:\/\/[^/]+/.test(o.advertiseUrl))
         throw new UsageError(`--advertise-url must be an http:// or https:// URL (got "${o.advertiseUrl}")`);
     if (o.advertiseUrl && store?.kind !== "redis")
@@ -227,18 +227,6 @@ async function run(o: Record<string, any>, opts: GlobalOptions, log: Logger): Pr
 }
 
 const collect = (v: string, all: string[]) => [...all, v];
-
-/** `--store`, else $EGRESS_STORE, else memory; a bad one exits 2 naming where it came from (password masked). */
-function storeSpec(flag: string | undefined) {
-    try {
-        return flag !== undefined
-            ? parseStoreSpec(flag, "--store")
-            : parseStoreSpec(process.env.EGRESS_STORE, "EGRESS_STORE");
-    } catch (e) {
-        if (e instanceof StoreSpecError) throw new UsageError(e.message);
-        throw e;
-    }
-}
 
 /** `--gateway-block-header name` or `name=text` (a header token name; matched case-insensitively). */
 function blockHeader(raw: string): { name: string; contains?: string } {

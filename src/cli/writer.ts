@@ -1,5 +1,6 @@
 import { acquireWriterLock, describeHolder, engineHome } from "../engine";
-import { GlobalOptions, UsageError } from "./context";
+import { EXIT, GlobalOptions, UsageError } from "./context";
+import { holdStoreLock, storeUrlOf } from "./store-lock";
 
 /** Default for `--lock-wait`: long enough for a typical scale of local or cloud members to finish. */
 export const DEFAULT_LOCK_WAIT_SECONDS = 120;
@@ -13,27 +14,65 @@ export function lockWaitMs(opts: GlobalOptions): number {
     return s * 1000;
 }
 
+/** Releases of the locks held now, for an exit that cannot unwind (a second Ctrl-C): see `exitReleasing`. */
+const held = new Set<() => Promise<void>>();
+
+/**
+ * Exits with `code` after giving up the locks held in the store (at most 1 s: the store may be away,
+ * and then the lock runs out by its TTL). The file lock needs nothing: a dead holder's is cleared.
+ */
+export async function exitReleasing(code: number): Promise<never> {
+    const cap = new Promise((r) => setTimeout(r, 1000).unref());
+    await Promise.race([Promise.allSettled([...held].map((r) => r())), cap]);
+    process.exit(code);
+}
+
 /**
  * Runs `fn` holding the stack's writer lock (src/engine/writer-lock.ts), the one every writer takes: CLI
  * up/scale/refresh/destroy and the service's operations. Says on stderr whom it waits for and which dead
  * holder's lock it cleared; releases on success and on every error.
+ *
+ * With a store (`--store` / $EGRESS_STORE) the stack's lock in the store is taken first (store-lock.ts):
+ * the replicas' leader lock, which machines share where the file lock is one machine's. The same order
+ * as a replica (leader lock, then the file lock per operation), so the two never wait on each other
+ * crosswise. An unreachable store fails the command (exit 75): it never falls back to the file lock alone.
  */
 export async function withWriterLock<T>(opts: GlobalOptions, command: string, fn: () => Promise<T>): Promise<T> {
-    const lock = await acquireWriterLock({
-        runDir: engineHome().runDir,
-        stack: opts.stack,
-        command,
-        waitMs: lockWaitMs(opts),
-        onWait: (h) =>
-            process.stderr.write(`waiting for stack ${opts.stack}: ${describeHolder(h)} holds its writer lock\n`),
-        onStale: (h) =>
-            process.stderr.write(
-                `cleared a stale writer lock of stack ${opts.stack}: ${describeHolder(h)} is no longer running\n`,
-            ),
-    });
+    const waitMs = lockWaitMs(opts);
+    const started = Date.now();
+    const url = storeUrlOf(opts);
+    const store = url ? await holdStoreLock(url, opts, command, waitMs) : undefined;
+    if (store) held.add(store.release);
+    // Ctrl-C while waiting for the file lock, or outside an engine run (which cancels safely on its own,
+    // operations.ts `cancellable`): give the store's lock up before exiting rather than leave it to its TTL.
+    const onSignal = (sig: NodeJS.Signals) => {
+        if (sig === "SIGINT" && process.listenerCount("SIGINT") > 1) return;
+        void exitReleasing(sig === "SIGINT" ? EXIT.interrupted : 143);
+    };
+    if (store) for (const sig of ["SIGINT", "SIGTERM"] as const) process.on(sig, onSignal);
     try {
-        return await fn();
+        const lock = await acquireWriterLock({
+            runDir: engineHome().runDir,
+            stack: opts.stack,
+            command,
+            waitMs: Math.max(0, waitMs - (Date.now() - started)),
+            onWait: (h) =>
+                process.stderr.write(`waiting for stack ${opts.stack}: ${describeHolder(h)} holds its writer lock\n`),
+            onStale: (h) =>
+                process.stderr.write(
+                    `cleared a stale writer lock of stack ${opts.stack}: ${describeHolder(h)} is no longer running\n`,
+                ),
+        });
+        try {
+            return await fn();
+        } finally {
+            lock.release();
+        }
     } finally {
-        lock.release();
+        if (store) {
+            for (const sig of ["SIGINT", "SIGTERM"] as const) process.off(sig, onSignal);
+            held.delete(store.release);
+            await store.release();
+        }
     }
 }

@@ -72,6 +72,27 @@ export function scaleRefusal(cfg: EgressConfig, pool: PoolConfig): string | unde
     return `pool "${pool.name}" cannot be scaled: its ${fixed} member(s) follow provider "${pool.provider}" (kind \`${cfg.providers[pool.provider].type}\`); change that entry instead`;
 }
 
+/**
+ * Why a scale request for an autoscaled pool is refused (the service sets its replicas), with the
+ * bounds and where to change them; undefined when the pool is not autoscaled. The API's refusal and
+ * the one `egress scale` gives before queueing a request for the replicas' leader.
+ */
+export function autoscaleRefusal(
+    cfg: EgressConfig,
+    pool: PoolConfig,
+    stack: string,
+): { message: string; path: string; min: number; max: number } | undefined {
+    if (!pool.autoscale) return undefined;
+    const { min, max } = pool.autoscale;
+    const path = `egress:pools[${cfg.pools.indexOf(pool)}].autoscale`;
+    return {
+        message: `pool "${pool.name}" is autoscaled (min ${min}, max ${max}): the service sets its replicas; change the bounds at ${path} in stacks/Pulumi.${stack}.yaml (or remove it to scale by hand)`,
+        path,
+        min,
+        max,
+    };
+}
+
 /** Pools of fixed members never have members replaced: `replaceUnhealthyAfterSeconds` is 0 for them (set otherwise: a problem). */
 function fixMembers(cfg: EgressConfig, raw: unknown): ConfigProblem[] {
     const out: ConfigProblem[] = [];

@@ -412,7 +412,13 @@ export interface components {
         Cluster: {
             /** @description null while no replica holds the leader lock (an election takes a few seconds) */
             leader: {
+                /** @description Set when an egress command (CLI `egress up` etc.) holds the lock, not a replica */
+                command?: string;
+                /** @description The machine of the command holding the lock */
+                host?: string;
                 id: string;
+                /** @description The process of the command holding the lock */
+                pid?: number;
                 /** @description RFC 3339 time */
                 since: string;
                 /** @description Fencing token: grows with every change of leader */

@@ -1,6 +1,6 @@
 import * as http from "node:http";
 import type { Logger } from "pino";
-import type { Cluster } from "../cluster/cluster";
+import { describeCommandHolder, heldByCommand, type Cluster } from "../cluster/cluster";
 import { errorBody, HttpError } from "../http/errors";
 import { writeJson } from "./fast-path";
 
@@ -35,6 +35,13 @@ export function leaderForwarder(cluster: Cluster, log: Logger) {
         const leader = cluster.leader();
         if (!leader || leader.id === cluster.id) {
             refuse("no replica leads the stack right now (an election takes a few seconds); retry shortly");
+            return true;
+        }
+        // An egress command (CLI `up` etc.) holds the lock: no replica leads, and a command has no API.
+        if (heldByCommand(leader)) {
+            refuse(
+                `no replica leads the stack while ${describeCommandHolder(leader)} holds its lock; retry once it ends`,
+            );
             return true;
         }
         void cluster.replica(leader.id).then((to) => {

@@ -34,11 +34,34 @@ export interface ReplicaInfo {
     lastHeartbeat: string;
 }
 
-/** Who leads: the lock's holder, its fencing token (one more on every change of hands) and since when. */
+/**
+ * Who leads: the lock's holder, its fencing token (one more on every change of hands) and since when.
+ * The holder is a replica, or an egress command (`egress up` on some machine: id `cli:<host>:<pid>`,
+ * with `command`, `host` and `pid`; cluster/command-lock.ts): then no replica leads until it ends.
+ */
 export interface LeaderInfo {
     id: string;
     token: number;
     since: string;
+    command?: string;
+    host?: string;
+    pid?: number;
+}
+
+/** The lock's lifetime unless told otherwise; its holder renews it every third of it. */
+export const LEADER_TTL_MS = 5000;
+
+/** A command's holder ids start with this; a replica's never do (`<host>-<pid>-<random>`). */
+export const COMMAND_HOLDER_PREFIX = "cli:";
+
+/** True when an egress command (not a replica) holds the lock: no replica leads, nothing to forward to. */
+export function heldByCommand(l: LeaderInfo | undefined): l is LeaderInfo & { command: string } {
+    return !!l && l.id.startsWith(COMMAND_HOLDER_PREFIX);
+}
+
+/** A command holding the lock, for messages: "`egress up` (cli:host:pid)". */
+export function describeCommandHolder(l: LeaderInfo): string {
+    return `\`${l.command ?? "an egress command"}\` (${l.id}, since ${l.since})`;
 }
 
 export interface ClusterOptions {
@@ -104,7 +127,7 @@ export class Cluster {
     private prunedAt = 0;
 
     constructor(private readonly o: ClusterOptions) {
-        this.ttlMs = o.ttlMs ?? 5000;
+        this.ttlMs = o.ttlMs ?? LEADER_TTL_MS;
         this.redis = clusterConnection(o.url, Math.min(1500, this.ttlMs / 3)) as Scripted; // a failed tick is enough
         this.redis.defineCommand("egressClaim", { numberOfKeys: 2, lua: CLAIM });
         this.redis.defineCommand("egressFence", { numberOfKeys: 1, lua: FENCE });
@@ -208,6 +231,11 @@ export class Cluster {
                     ),
                 ),
             ) as LeaderInfo;
+            if (heldByCommand(holder) && holder.id !== this.leaderSeen?.id)
+                this.o.log.info(
+                    { holder },
+                    `the stack's lock is held by ${describeCommandHolder(holder)}: no replica leads until it ends`,
+                );
             this.leaderSeen = holder;
             if (holder.id === this.id) {
                 this.token = holder.token;

@@ -3,7 +3,11 @@
  * with a TTL; the fencing token comes from a counter that only ever grows.
  */
 
-/** KEYS: lock, counter. ARGV: replica id, TTL ms, now (ISO). Renews our lock, or takes a free one; returns the holder. */
+/**
+ * KEYS: lock, counter. ARGV: holder id, TTL ms, now (ISO), and optionally more fields of the holder
+ * (JSON: an egress command says which one, cluster/command-lock.ts). Renews our lock, or takes a free
+ * one; returns the holder.
+ */
 export const CLAIM = `
 local v = redis.call('GET', KEYS[1])
 if v then
@@ -12,7 +16,13 @@ if v then
   return v
 end
 local t = redis.call('INCR', KEYS[2])
-local n = cjson.encode({id = ARGV[1], token = t, since = ARGV[3]})
+local d = {id = ARGV[1], token = t, since = ARGV[3]}
+if ARGV[4] then
+  for k, x in pairs(cjson.decode(ARGV[4])) do
+    if d[k] == nil then d[k] = x end
+  end
+end
+local n = cjson.encode(d)
 redis.call('SET', KEYS[1], n, 'PX', ARGV[2])
 return n
 `;

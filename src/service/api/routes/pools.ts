@@ -6,7 +6,7 @@ import { queuedOperation } from "./operations";
 import { storeFailure } from "../lease-api";
 import { parseOr400, scaleBody, type poolsResponse, type scaleResponse } from "../schemas";
 import type { z } from "zod";
-import { loadStackConfig, scaleRefusal } from "../../../config";
+import { autoscaleRefusal, loadStackConfig, scaleRefusal } from "../../../config";
 import { policyView, rotates } from "../../control/rotate/view";
 
 /** GET /v1/pools and PUT /v1/pools/:pool/replicas (desired state; 202 with the applying operation). */
@@ -40,13 +40,10 @@ export function poolRoutes(deps: AppDeps): Router {
                 "unknown_pool",
                 `no pool named "${pool}" (known: ${cfg.pools.map((p) => p.name).join(", ") || "none"})`,
             );
-        if (found.autoscale) {
-            const { min, max } = found.autoscale;
-            throw new HttpError(
-                "autoscaled",
-                `pool "${pool}" is autoscaled (min ${min}, max ${max}): the service sets its replicas; change the bounds at egress:pools[${cfg.pools.indexOf(found)}].autoscale in stacks/Pulumi.${deps.stack}.yaml (or remove it to scale by hand)`,
-                { min, max, path: `egress:pools[${cfg.pools.indexOf(found)}].autoscale` },
-            );
+        const autoscaled = autoscaleRefusal(cfg, found, deps.stack);
+        if (autoscaled) {
+            const { message, min, max, path } = autoscaled;
+            throw new HttpError("autoscaled", message, { min, max, path });
         }
         const refused = scaleRefusal(cfg, found);
         if (refused) throw new HttpError("not_scalable", refused);

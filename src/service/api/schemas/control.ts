@@ -326,6 +326,12 @@ export const clusterResponse = z
                 id: z.string(),
                 token: z.number().int().describe("Fencing token: grows with every change of leader"),
                 since: isoTime,
+                command: z
+                    .string()
+                    .optional()
+                    .describe("Set when an egress command (CLI `egress up` etc.) holds the lock, not a replica"),
+                host: z.string().optional().describe("The machine of the command holding the lock"),
+                pid: z.number().int().optional().describe("The process of the command holding the lock"),
             })
             .nullable()
             .describe("null while no replica holds the leader lock (an election takes a few seconds)"),

@@ -1,0 +1,75 @@
+import { autoscaleRefusal, ConfigError, loadStackConfig } from "../config";
+import { createLogger } from "../log/logger";
+import { stackPrefix } from "../service/cluster/cluster";
+import { ScaleQueue } from "../service/cluster/scale-queue";
+import { UsageError, type GlobalOptions } from "./context";
+import { describeReplicaLeader, openStoreLock, replicaLeader, type ReplicaLeader } from "./store-lock";
+
+type QueueOptions = GlobalOptions & { up: boolean; quiet?: boolean };
+
+/** The replica leading `stack` through the store at `url`, if one does (an unreachable store fails: exit 75). */
+export async function leaderOf(url: string, stack: string): Promise<ReplicaLeader | undefined> {
+    const lock = await openStoreLock(url, stack);
+    try {
+        return await replicaLeader(lock);
+    } finally {
+        lock.close();
+    }
+}
+
+/**
+ * `egress scale` while a replica leads the stack: the request goes where a follower puts the ones it
+ * takes (cluster/scale-queue.ts), after the checks a follower makes (`checkReplicas` ran already; an
+ * autoscaled pool is refused as the API refuses it), and the leader applies it under the id printed
+ * here. Exits 0 once queued. The command does not follow the operation: that takes an API token, and
+ * the leader's address comes from the store; it prints where to follow it instead.
+ */
+export async function queueForLeader(
+    url: string,
+    leading: ReplicaLeader,
+    dir: string,
+    pool: string,
+    n: number,
+    opts: QueueOptions,
+): Promise<void> {
+    const who = describeReplicaLeader(leading);
+    if (!opts.up)
+        throw new UsageError(
+            `${who} owns the desired state of stack ${opts.stack}; drop --no-up to queue the request for it`,
+        );
+    const cfg = loadStackConfig(dir, opts.stack);
+    const found = cfg.pools.find((p) => p.name === pool)!; // checkReplicas found it
+    const autoscaled = autoscaleRefusal(cfg, found, opts.stack);
+    if (autoscaled) throw new ConfigError([{ path: autoscaled.path, rule: autoscaled.message }]);
+    const self = `cli:${process.pid}`;
+    const queue = new ScaleQueue({
+        url,
+        prefix: stackPrefix(opts.stack),
+        self,
+        log: createLogger({ level: "silent" }),
+    });
+    await queue.start();
+    let q;
+    try {
+        q = await queue.enqueue(pool, n);
+    } finally {
+        await queue.close();
+    }
+    const at = leading.replica?.url;
+    const follow = at
+        ? `curl -H "Authorization: Bearer $TOKEN" ${at}/v1/operations/${q.id}`
+        : `GET /v1/operations/${q.id} on any replica`;
+    const report = {
+        pool,
+        requested: n,
+        via: "store",
+        leader: { id: leading.leader.id, host: leading.replica?.host ?? null, url: at ?? null },
+        operation: { id: q.id, status: "queued", desired: { [pool]: n } },
+        follow,
+    };
+    if (opts.json) process.stdout.write(JSON.stringify({ ok: true, ...report }) + "\n");
+    else if (!opts.quiet)
+        process.stderr.write(
+            `pool ${pool}: ${n} queued for ${who}; operation ${q.id}\nfollow it: ${follow}  (or GET /v1/operations/${q.id} on any replica)\n`,
+        );
+}
