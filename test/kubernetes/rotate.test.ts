@@ -138,6 +138,7 @@ test(
     async (t) => {
         const original = new Map((await deployments()).map((d) => [memberOf(d), d]));
         assert.deepEqual([...original.keys()].sort(), ["web-0", "web-1"]);
+        const originalUrls = new Map((await svc.project.driver.proxies()).map((p) => [p.id, p.url]));
         const originalPods = new Set((await pods()).map((p) => p.metadata.uid));
         assert.equal((await rotationReads(svc).pool("web")).rotation.rotateAfterSeconds, PERIOD_S);
 
@@ -217,6 +218,8 @@ test(
             "GET /v1/proxies lists the stack outputs",
         );
         assert.deepEqual(outputs.map((p) => p.id).sort(), ["web-0", "web-1"]);
+        // The replacement's Service is a new object with a new name, so the member's host changes too.
+        for (const p of outputs) assert.notEqual(p.url, originalUrls.get(p.id), `${p.id} has a new URL`);
 
         // The cluster holds exactly those members' Deployments, each new; their pods are new too.
         const now = view.deployments;
