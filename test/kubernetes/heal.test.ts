@@ -10,25 +10,15 @@
  */
 import { after, before, test } from "node:test";
 import assert from "node:assert/strict";
-import dns = require("node:dns"); // the module object itself (not an import wrapper), so lookup can be replaced
 import { startKubeCluster, KubeCluster } from "../helpers/kube-cluster";
 import { startTestService, TestService, TOKENS, waitFor } from "../helpers/service";
+import { clusterNamesToLoopback } from "../helpers/kube-dns";
 
 const NS = "heal";
 let cluster: KubeCluster;
 let svc: TestService;
 
-const realLookup = dns.lookup;
-function loopbackClusterNames(): void {
-    (dns as any).lookup = (host: string, opts: any, cb?: any) => {
-        if (typeof opts === "function") [cb, opts] = [opts, {}];
-        if (!/\.svc\.cluster\.local\.?$/.test(host)) return (realLookup as any)(host, opts, cb);
-        const o = typeof opts === "number" ? { family: opts } : (opts ?? {});
-        return process.nextTick(() =>
-            o.all ? cb(null, [{ address: "127.0.0.2", family: 4 }]) : cb(null, "127.0.0.2", 4),
-        );
-    };
-}
+let restoreLookup: (() => void) | undefined;
 
 const memberSel = (m: string) => encodeURIComponent(`egress-stack=svc,egress-member=${m}`);
 const deploymentsOf = async (m: string) =>
@@ -44,7 +34,7 @@ const healOps = async () =>
     );
 
 before(async () => {
-    loopbackClusterNames();
+    restoreLookup = clusterNamesToLoopback();
     cluster = startKubeCluster();
     await cluster.createNamespace(NS);
     svc = await startTestService(
@@ -93,7 +83,7 @@ before(async () => {
 after(async () => {
     await svc?.close(); // destroys the stack
     cluster?.stop();
-    (dns as any).lookup = realLookup;
+    restoreLookup?.();
 });
 
 test(
