@@ -6,6 +6,7 @@ import { credentialsOf, type StackCredentials } from "../model";
 import { probeThroughProxy, startLoopbackEcho } from "../probes";
 import { HEALTHY_TIMEOUT_MS } from "../service/control/healthy";
 import { replaceTargeted } from "../service/control/replace";
+import { NoRoomToRollError } from "../service/control/rolling/plan";
 import { runRolling } from "../service/control/rolling/run";
 import { UsageError } from "./context";
 
@@ -100,8 +101,11 @@ export async function rollUp(
         };
     } catch (e) {
         if (e instanceof EngineError) throw e; // its own exit code (interrupted, backend down); the surge went
-        // Before anything was touched: the plan refused (a pool with no room to roll).
-        if (!rolled.size) throw new UsageError((e as Error).message);
+        // The plan refused (a pool with no room to roll): nothing touched, the person must change the config.
+        if (e instanceof NoRoomToRollError) throw new UsageError(e.message);
+        // Failed before the roll began (its preview: a passphrase that cannot open the salt, a backend
+        // error …): nothing touched, and the error keeps its own type and exit code.
+        if (!rolled.size) throw e;
         throw new Error(
             `the rolling change stopped: ${(e as Error).message}. Replaced: ${replaced.join(", ") || "none"}; ` +
                 "the surge members are gone again and the other members keep their old config; fix the cause and run `egress up` again (or `--all-at-once`)",

@@ -5,15 +5,17 @@
  * 4 answer and never more than 5 run — the progress names each batch, `--json` is one document that
  * lists them, and the stack file is exactly as the person left it. A roll whose new members never pass
  * a probe stops, removes its surge and exits 1; Ctrl-C mid-roll exits 130; in both the stack file is
- * untouched, what runs is what state says, and the next `egress up` finishes the job.
+ * untouched, what runs is what state says, and the next `egress up` finishes the job. A pool with no room
+ * to roll exits 2 and touches nothing.
  */
 import { after, before, test } from "node:test";
 import assert from "node:assert/strict";
 import * as fs from "node:fs";
 import * as path from "node:path";
 import * as YAML from "yaml";
-import { freeLoopbackPort, freePortRange, getViaProxy, startTargetServer } from "../helpers/net";
+import { freeLoopbackPort, getViaProxy, startTargetServer } from "../helpers/net";
 import { cli, cliAsync, procProject, ProcProject, proxyProcesses, spawnCli, until } from "../helpers/processes";
+import { rollingPortRange } from "../helpers/rolling";
 
 let p: ProcProject;
 let target: { port: number; close(): Promise<void> };
@@ -31,11 +33,8 @@ const moveTo = (basePort: number) => {
 };
 
 before(async () => {
-    // Three port ranges of 5 (4 members and a surge member) that do not overlap.
-    while (bases.length < 3) {
-        const b = await freePortRange(5);
-        if (bases.every((o) => Math.abs(o - b) >= 5)) bases.push(b);
-    }
+    // Port ranges of 5 (4 members and a surge member) that do not overlap.
+    while (bases.length < 4) bases.push(await rollingPortRange(bases));
     p = procProject("roll", config(bases[0]));
     target = await startTargetServer();
     const first = cli(p, ["up", "--quiet"]);
@@ -199,3 +198,25 @@ test(
         assert.deepEqual([...outputsPorts().values()].sort(), range(bases[2]));
     },
 );
+
+test("a pool with no room to roll (at maxReplicas, maxUnavailable 0): exit 2 naming the ways out, nothing touched", async () => {
+    const before = proxyProcesses(p);
+    const good = fs.readFileSync(file(), "utf8");
+    const doc = YAML.parse(good);
+    doc.config["egress:providers"].local.basePort = bases[3];
+    doc.config["egress:pools"][0].maxReplicas = 4;
+    fs.writeFileSync(file(), YAML.stringify(doc));
+    const edited = fs.readFileSync(file(), "utf8");
+    try {
+        const r = await cliAsync(p, ["up", "--json", "--quiet"], 120_000);
+        assert.equal(r.code, 2, r.stderr);
+        const out = JSON.parse(r.stdout);
+        assert.equal(out.ok, false);
+        assert.match(out.error.message, /pool web cannot roll its change: it is at maxReplicas \(4\).*--all-at-once/);
+        assert.deepEqual(proxyProcesses(p), before, "the same processes run");
+        assert.deepEqual([...outputsPorts().values()].sort(), range(bases[2]), "the members keep their config");
+        assert.equal(fs.readFileSync(file(), "utf8"), edited, "the stack file is as the person left it");
+    } finally {
+        fs.writeFileSync(file(), good);
+    }
+});

@@ -188,7 +188,9 @@ test("a store that does not answer fails quickly and clearly, and nothing runs",
     assert.ok(took < 5_000, `took ${took} ms`);
     assert.match(r.stderr, /store .* cannot be reached/, r.stderr);
     assert.ok(!r.stderr.includes("sekret-password"), r.stderr);
-    const s = await cliAsync(other, ["scale", "web", "3", "--store", url], 30_000);
+    const s = await cliAsync(other, ["scale", "web", "3", "--json", "--store", url], 30_000);
     assert.equal(s.code, 75, s.stderr);
-    assert.ok(!s.stderr.includes("sekret-password"), s.stderr);
+    assert.ok(!s.stderr.includes("sekret-password") && !s.stdout.includes("sekret-password"), s.stdout + s.stderr);
+    // --json names the error as every other: its type, not a bare "Error".
+    assert.equal(JSON.parse(s.stdout.trim().split("\n").pop()!).error.type, "StoreUnavailableError", s.stdout);
 });

@@ -38,6 +38,7 @@ export class StoreUnavailableError extends Error {
         readonly retryAfterSeconds: number,
     ) {
         super(message);
+        this.name = "StoreUnavailableError"; // the CLI's --json `error.type`, as every other named error
     }
 }
 

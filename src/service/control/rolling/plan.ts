@@ -22,6 +22,14 @@ export interface PoolRollout {
     batches: string[][];
 }
 
+/** A pool with no room to roll its change (at maxReplicas, maxUnavailable 0): the person must change something. */
+export class NoRoomToRollError extends Error {
+    constructor(message: string) {
+        super(message);
+        this.name = "NoRoomToRollError";
+    }
+}
+
 /**
  * The rollout per pool for these replaced members (ids `<pool>-<index>`): only members below the pool's
  * count (others are being removed anyway). Throws when a pool has no room to roll: at maxReplicas with
@@ -41,7 +49,7 @@ export function planRollouts(replaced: readonly string[], pools: Record<string, 
         const surge = Math.min(p.maxSurge, Math.max(0, p.maxReplicas - p.replicas), ids.length);
         const size = surge + p.maxUnavailable;
         if (size === 0)
-            throw new Error(
+            throw new NoRoomToRollError(
                 `pool ${pool} cannot roll its change: it is at maxReplicas (${p.maxReplicas}) and maxUnavailable is 0; raise maxReplicas or maxUnavailable, or apply it with \`egress up --all-at-once\``,
             );
         const batches: string[][] = [];
