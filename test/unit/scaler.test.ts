@@ -1,7 +1,8 @@
 /**
  * Scaler coordination with a scripted driver (the real engine runs in test/service): gating before
- * recovery and during shutdown, folding of queued requests, interrupted queued work on drain, and
- * retry while another update holds the stack lock.
+ * recovery and during shutdown, folding of queued requests, queued scale requests kept on drain and
+ * carried over by the next start (OperationLog.recover, Scaler.carry), and retry while another update
+ * holds the stack lock.
  */
 import { test } from "node:test";
 import assert from "node:assert/strict";
@@ -58,10 +59,11 @@ test("requests are refused until recovery opens the scaler, and after drain star
     assert.equal(scaler.request("web", 2).desired.web, 2);
 });
 
-test("while one operation runs, requests fold into one queued operation; drain interrupts it and waits for the running one", async () => {
+test("while one operation runs, requests fold into one queued operation; drain keeps it for the next start and waits for the running one", async () => {
     const { driver, calls } = scriptedDriver();
-    const ops = new OperationLog();
     const dir = project();
+    const journal = path.join(dir, "operations.json");
+    const ops = new OperationLog(journal);
     const scaler = new Scaler({ driver, projectRoot: dir, stack: "s", ops, log: pino({ level: "silent" }) });
     scaler.open();
     const first = scaler.request("web", 2);
@@ -78,12 +80,97 @@ test("while one operation runs, requests fold into one queued operation; drain i
         () => scaler.request("web", 4),
         (e: unknown) => e instanceof NotAcceptingError && e.reason === "stopping",
     );
-    assert.equal(b.status, "interrupted");
+    assert.equal(b.status, "queued", "answered 202 and not started: kept, not interrupted");
     calls[0].resolve();
     await drained;
     assert.equal(first.status, "succeeded");
-    assert.equal(calls.length, 1, "the interrupted operation never ran");
+    assert.equal(calls.length, 1, "the kept operation did not run in the stopping process");
     assert.match(fs.readFileSync(path.join(dir, "stacks", "Pulumi.s.yaml"), "utf8"), /replicas: 2/);
+
+    // The next start (a new process on the same journal) applies it under the id the client was given.
+    const next = new OperationLog(journal);
+    const { carried, interrupted } = next.recover();
+    assert.deepEqual(
+        carried.map((o) => [o.id, o.desired.web, o.requests]),
+        [[b.id, 5, 2]],
+    );
+    assert.deepEqual(interrupted, []);
+    const again = scriptedDriver();
+    const scaler2 = new Scaler({
+        driver: again.driver,
+        projectRoot: dir,
+        stack: "s",
+        ops: next,
+        log: pino({ level: "silent" }),
+    });
+    scaler2.open();
+    const op = scaler2.carry(carried[0]);
+    assert.equal(op.id, b.id);
+    await tick();
+    assert.equal(next.get(b.id)!.status, "running");
+    again.calls[0].resolve();
+    await scaler2.drain();
+    assert.equal(next.get(b.id)!.status, "succeeded");
+    assert.equal(next.get(b.id)!.createdAt, b.createdAt, "still the request the client made");
+    assert.match(fs.readFileSync(path.join(dir, "stacks", "Pulumi.s.yaml"), "utf8"), /replicas: 5/);
+    assert.deepEqual(new OperationLog(journal).recover().carried, [], "carried once, not again");
+});
+
+test("recovery: carried requests queue behind the start-up convergence and fold; stale requests and queued repairs are interrupted", async () => {
+    const dir = project();
+    const journal = path.join(dir, "operations.json");
+    const at = (s: number) => new Date(Date.UTC(2026, 0, 1, 0, 0, s)).toISOString();
+    const rec = (id: string, kind: string, status: string, s: number, desired = {}) => ({
+        id,
+        kind,
+        status,
+        desired,
+        requests: 1,
+        createdAt: at(s),
+    });
+    fs.writeFileSync(
+        journal,
+        JSON.stringify([
+            rec("op_old", "scale", "queued", 1, { web: 7 }), // a later count-setting operation started: stale
+            rec("op_ran", "scale", "running", 2, { web: 3 }),
+            rec("op_heal", "heal", "queued", 3),
+            rec("op_a", "scale", "queued", 4, { web: 4 }), // queued by one leader
+            rec("op_b", "scale", "queued", 5, { web: 6 }), // and a later one by the next
+        ]),
+    );
+    const ops = new OperationLog(journal);
+    const { carried, interrupted } = ops.recover();
+    assert.deepEqual(
+        carried.map((o) => o.id),
+        ["op_a", "op_b"],
+    );
+    assert.deepEqual(interrupted.map((o) => o.id).sort(), ["op_heal", "op_old", "op_ran"]);
+    const { driver, calls } = scriptedDriver();
+    const scaler = new Scaler({ driver, projectRoot: dir, stack: "s", ops, log: pino({ level: "silent" }) });
+    scaler.open();
+    const up = scaler.converge({ web: 2 }); // a rotation's count to restore: it starts at once
+    await tick();
+    assert.equal(up.status, "running");
+    const a = scaler.carry(carried[0]);
+    const b = scaler.carry(carried[1]);
+    assert.equal(a.id, "op_a", "queued behind the convergence under the id the client was given");
+    assert.equal(b.id, "op_a", "the later request folds into it");
+    assert.equal(a.desired.web, 6, "latest wins");
+    assert.equal(ops.get("op_b")!.id, "op_a", "the later request's id finds the operation it joined");
+    assert.deepEqual(
+        ops
+            .list()
+            .filter((o) => o.status === "queued")
+            .map((o) => o.id),
+        ["op_a"],
+        "no queued record left behind that never runs",
+    );
+    calls[0].resolve();
+    while (calls.length < 2) await tick();
+    calls[1].resolve();
+    await scaler.drain();
+    assert.equal(ops.get("op_b")!.status, "succeeded");
+    assert.match(fs.readFileSync(path.join(dir, "stacks", "Pulumi.s.yaml"), "utf8"), /replicas: 6/);
 });
 
 test("an operation retries while another update holds the lock, then succeeds", { timeout: 20_000 }, async () => {
@@ -106,7 +193,7 @@ test("an operation retries while another update holds the lock, then succeeds", 
 });
 
 test(
-    "an operation waits for the writer lock another process holds, without touching the stack file; drain interrupts the wait",
+    "an operation waits for the writer lock another process holds, without touching the stack file; drain ends the wait and keeps the request",
     { timeout: 20_000 },
     async () => {
         const { driver, calls } = scriptedDriver();
@@ -150,8 +237,8 @@ test(
                 "nothing written without the lock",
             );
             await scaler.drain();
-            assert.equal(op.status, "interrupted");
-            assert.match(op.error ?? "", /stopped while this operation waited for the stack's writer lock/);
+            assert.equal(op.status, "queued", "applied nothing: kept for the next start, as if never started");
+            assert.equal(op.startedAt, undefined);
             assert.equal(calls.length, 0, "the engine never ran");
             assert.equal(fs.readFileSync(path.join(dir, "stacks", "Pulumi.s.yaml"), "utf8"), before);
         } finally {

@@ -74,19 +74,32 @@ export class Scaler {
     }
 
     /**
-     * This replica stopped leading: no new requests, queued operations are recorded interrupted (the
-     * fence would stop them anyway); a running one finishes, under the Pulumi lock that still guards it.
-     * `open` takes requests again once it leads again.
+     * This replica stopped leading: no new requests; queued operations leave this scaler (scale requests
+     * for the next leader to carry over, the rest recorded interrupted: the fence would stop them anyway);
+     * a running one finishes, under the Pulumi lock that still guards it. `open` takes requests again once
+     * it leads again.
      */
     pause(): void {
         if (this.accepting === "yes") this.accepting = "starting";
         this.moreDue.clear();
         for (const op of this.queue.splice(0))
-            this.deps.ops.update(op, {
-                status: "interrupted",
-                finishedAt: new Date().toISOString(),
-                error: "this replica stopped leading the stack before this operation started",
-            });
+            this.setAside(op, "this replica stopped leading the stack before this operation started");
+    }
+
+    /**
+     * A scale request a previous leader, or this process before a restart, answered but never started
+     * (OperationLog.recover): queued again under its id, or folded into the queued operation (the
+     * start-up convergence), whose id then also answers to it. Latest wins per pool, as ever.
+     */
+    carry(rec: Operation): Operation {
+        const op = this.enqueue("scale", { ...rec.desired }, rec.id);
+        if (op.id !== rec.id) this.deps.ops.fold(rec, op);
+        else this.deps.ops.update(op, { createdAt: rec.createdAt, requests: rec.requests, requestIds: rec.requestIds });
+        this.deps.log.info(
+            { operation: op.id, carried: rec.id, desired: rec.desired },
+            "a scale request queued before the stop is applied now",
+        );
+        return op;
     }
 
     /**
@@ -165,13 +178,25 @@ export class Scaler {
         // Ctrl-C: the running operation is cancelled safely (the engine saves state) instead of awaited.
         if (opts.cancel && this.running) this.deps.driver.cancel();
         this.moreDue.clear();
-        for (const op of this.queue.splice(0))
-            this.deps.ops.update(op, {
-                status: "interrupted",
-                finishedAt: new Date().toISOString(),
-                error: "the service stopped before this operation started",
-            });
+        for (const op of this.queue.splice(0)) this.setAside(op, "the service stopped before this operation started");
         while (this.running) await this.idle;
+    }
+
+    /**
+     * A queued operation this scaler will not start (a stop, a step-down). A scale request stays `queued`
+     * in the journal: a client was answered 202 with its id, and the next start or leader applies it
+     * (carry). Anything else is interrupted: the loops behind heal, rotate and autoscale decide again.
+     */
+    private setAside(op: Operation, why: string): void {
+        if (op.kind === "scale") {
+            this.deps.log.info(
+                { operation: op.id, desired: op.desired },
+                "scale request kept: the next start or leader applies it",
+            );
+            this.deps.ops.update(op, { status: "queued", startedAt: undefined });
+            return;
+        }
+        this.deps.ops.update(op, { status: "interrupted", finishedAt: new Date().toISOString(), error: why });
     }
 
     private enqueue(kind: "scale" | "up" | "autoscale", desired: Record<string, number>, id?: string): Operation {
@@ -204,11 +229,7 @@ export class Scaler {
     private async execute(op: Operation): Promise<void> {
         const { ops } = this.deps;
         if (this.deps.fence && !(await this.deps.fence())) {
-            ops.update(op, {
-                status: "interrupted",
-                finishedAt: new Date().toISOString(),
-                error: "this replica no longer leads the stack; the leader applies the stack's desired state",
-            });
+            this.setAside(op, "this replica no longer leads the stack; the leader applies the stack's desired state");
             this.deps.log.warn({ operation: op.id, kind: op.kind }, "operation not started: no longer leading");
             return;
         }
@@ -222,8 +243,10 @@ export class Scaler {
         let patch: Partial<Operation>;
         let proxies: ProxyMember[] | undefined;
         let lock: { release(): void } | undefined;
+        let locked = false;
         try {
             lock = await this.deps.lock?.(this.stopping.signal);
+            locked = true;
             this.applyingNow = true;
             if (op.kind === "heal") {
                 const result = await replaceMembers(this.deps, op, log, this.stopping.signal);
@@ -258,14 +281,17 @@ export class Scaler {
             }
         } catch (e) {
             // Interrupted: cancelled on request (Ctrl-C), or stopped while waiting for the writer lock.
-            const interrupted = (e as EngineError).interrupted === true || (this.stopping.signal.aborted && !lock);
+            const waited = this.stopping.signal.aborted && !locked;
+            const interrupted = (e as EngineError).interrupted === true || waited;
             patch = { status: interrupted ? "interrupted" : "failed", error: (e as Error).message };
+            // A scale request that stopped before the lock applied nothing: kept for the next start (setAside).
+            if (waited && op.kind === "scale") patch = { status: "queued", startedAt: undefined };
             if (interrupted) log.warn({ error: (e as Error).message }, "operation interrupted");
             else log.error({ error: (e as Error).message }, "operation failed");
         }
         // The fleet view is refreshed before the operation reads as settled, so a client that saw
         // `succeeded` also sees the new members.
-        const done = { ...patch, finishedAt: new Date().toISOString() };
+        const done = patch.status === "queued" ? patch : { ...patch, finishedAt: new Date().toISOString() };
         try {
             await this.deps.onSettled?.({ ...op, ...done }, proxies);
         } catch (e) {

@@ -128,6 +128,17 @@ export interface StreamEntry {
     data: unknown;
 }
 
+/** What a leader takes over from the journal (OperationLog.recover). */
+export interface Recovered {
+    /** Cut off by the stop: they ran (or were queued work the loops decide again: heal, rotate, autoscale). */
+    interrupted: Operation[];
+    /**
+     * Scale requests answered 202 that never started: still `queued`, for the new leader to apply under
+     * their ids (Scaler.carry), so a stop between the answer and the start loses no request.
+     */
+    carried: Operation[];
+}
+
 /** Stream entries kept per operation for `Last-Event-ID` resume; older ones are dropped first. */
 export const STREAM_BUFFER = 1000;
 
@@ -141,6 +152,8 @@ export class OperationLog {
     private readonly streams = new Map<string, { next: number; entries: StreamEntry[] }>();
     readonly emitter = new EventEmitter();
     private readonly keep = 200;
+    /** Only the stack's leader writes the journal: a follower's view is stale (setWriter). */
+    private writer = true;
 
     constructor(private readonly journal?: string) {
         this.emitter.setMaxListeners(0);
@@ -160,7 +173,31 @@ export class OperationLog {
         this.events.set(op.id, []);
         this.record(op, "status", op);
         this.trim();
+        // On disk at once: a request answered 202 and cut off before it started is carried over (recover).
+        this.writeJournal();
         return op;
+    }
+
+    /**
+     * Whether this process writes the journal: a replica that stops leading stops writing, so an operation
+     * of its own that settles later cannot overwrite what the new leader recorded (a stale `queued` there
+     * would be carried over again by the leader after that).
+     */
+    setWriter(on: boolean): void {
+        this.writer = on;
+    }
+
+    /**
+     * `from` (a carried request) joined the queued operation `into` (Scaler.carry): its ids now find
+     * `into`, and its own record is gone, so no `queued` record is left behind that never runs.
+     */
+    fold(from: Operation, into: Operation): void {
+        if (from.id === into.id) return;
+        const ids = new Set([...(into.requestIds ?? []), from.id, ...(from.requestIds ?? [])]);
+        this.ops.delete(from.id);
+        this.events.delete(from.id);
+        this.streams.delete(from.id);
+        this.update(into, { requests: into.requests + from.requests, requestIds: [...ids] });
     }
 
     /** By its id, or by the id of a follower's request folded into it. */
@@ -188,35 +225,44 @@ export class OperationLog {
     }
 
     /**
-     * Takes the journal over (at start, or when this replica becomes the stack's leader): operations the
-     * previous process or leader left `running` or `queued` are marked interrupted and returned. The file
-     * is the truth for every operation but the ones still running here (a replica that leads again while
-     * its own last operation finishes).
+     * Takes the journal over (at start, or when this replica becomes the stack's leader). Of what the
+     * previous process or leader left unfinished, scale requests that never started are carried (they stay
+     * `queued`), unless an operation created after them started: then they are stale, since operations
+     * start in the order they were created. Everything else unfinished is marked interrupted. The file is
+     * the truth for every operation but the ones still running here (a replica that leads again while its
+     * own last operation finishes).
      */
-    recoverInterrupted(): Operation[] {
-        if (!this.journal || !fs.existsSync(this.journal)) return [];
+    recover(): Recovered {
+        const out: Recovered = { interrupted: [], carried: [] };
+        if (!this.journal || !fs.existsSync(this.journal)) return out;
         let previous: Operation[] = [];
         try {
             previous = JSON.parse(fs.readFileSync(this.journal, "utf8"));
         } catch {
-            return [];
+            return out;
         }
-        const interrupted: Operation[] = [];
+        const setsCounts = (o: Operation) => o.kind === "scale" || o.kind === "up" || o.kind === "autoscale";
+        const startedAfter = (op: Operation) =>
+            previous.some((o) => setsCounts(o) && o.createdAt > op.createdAt && o.status !== "queued");
         for (const op of previous) {
-            const here = this.ops.get(op.id);
-            if (here && (here.status === "running" || here.status === "queued")) continue;
-            if (op.status === "running" || op.status === "queued") {
+            if (this.ops.get(op.id)?.status === "running") continue;
+            if (op.status === "queued" && op.kind === "scale" && !startedAfter(op)) out.carried.push(op);
+            else if (op.status === "running" || op.status === "queued") {
                 op.status = "interrupted";
                 op.finishedAt = new Date().toISOString();
                 op.error = "the service stopped before this operation finished";
-                interrupted.push(op);
+                out.interrupted.push(op);
             }
             this.ops.set(op.id, op);
             this.events.set(op.id, []);
             this.record(op, "status", op);
         }
+        // Requests this replica set aside when it last stepped down, which another leader has since applied
+        // or folded (they are gone from the file): the file's records answer for them now.
+        const inFile = new Set(previous.map((o) => o.id));
+        for (const [id, op] of this.ops) if (op.status === "queued" && !inFile.has(id)) this.ops.delete(id);
         this.writeJournal();
-        return interrupted;
+        return out;
     }
 
     /** Stream entries of `id` after `afterId` (all with 0), oldest first, as far as the buffer reaches back. */
@@ -246,7 +292,7 @@ export class OperationLog {
     }
 
     private writeJournal(): void {
-        if (!this.journal) return;
+        if (!this.journal || !this.writer) return;
         fs.mkdirSync(path.dirname(this.journal), { recursive: true });
         const tmp = `${this.journal}.tmp`;
         fs.writeFileSync(tmp, JSON.stringify(this.list().slice(-50)));

@@ -44,7 +44,9 @@ export class StackLead {
         // The journal as the previous leader (or the previous process) left it: its running operation was
         // cut off. Read now, not at start: a follower's copy from its start is stale, and marking it then
         // would call a live leader's operation interrupted.
-        for (const op of p.ops.recoverInterrupted())
+        p.ops.setWriter(true);
+        const { interrupted, carried } = p.ops.recover();
+        for (const op of interrupted)
             o.log.warn(
                 { operation: op.id, kind: op.kind, desired: op.desired },
                 "operation was interrupted by a previous stop",
@@ -77,6 +79,14 @@ export class StackLead {
         }
         p.redisStore?.setPublisher(true);
         p.scaler.open();
+        if (o.opts.converge ?? true) p.scaler.converge(restore);
+        else if (Object.keys(restore).length)
+            o.log.warn(
+                { desired: restore },
+                "an interrupted rotation may have left surge members; convergence is off, so scale the pool back by hand",
+            );
+        // After the convergence, so a request answered before the stop wins over a rotation's old count.
+        for (const op of carried) p.scaler.carry(op);
         // Scale requests followers queued (also while none led) apply as if they had reached this replica.
         p.scaleQueue?.lead((q) => {
             p.scaler.request(q.pool, q.replicas, q.id);
@@ -85,12 +95,6 @@ export class StackLead {
                 "scale requested (queued by a replica)",
             );
         });
-        if (o.opts.converge ?? true) p.scaler.converge(restore);
-        else if (Object.keys(restore).length)
-            o.log.warn(
-                { desired: restore },
-                "an interrupted rotation may have left surge members; convergence is off, so scale the pool back by hand",
-            );
     }
 
     /** Leadership changed (cluster.ts): lead or follow, after whatever transition runs now. */
@@ -110,6 +114,8 @@ export class StackLead {
     /** Stops starting engine operations at once; the running one finishes under the Pulumi lock. */
     private async follow(): Promise<void> {
         this.leadingNow = false;
+        // The journal is the leader's from now on: nothing this replica still settles overwrites it.
+        this.p.ops.setWriter(false);
         await this.p.scaleQueue?.follow();
         this.p.scaler.pause();
         this.p.redisStore?.setPublisher(false);

@@ -68,6 +68,8 @@ export function buildParts(
                 ),
         });
     const ops = new OperationLog(path.join(runDir, `operations-${opts.stack}.json`));
+    // A replica writes the journal only while it leads (leading.ts); a single process always leads.
+    if (opts.store?.kind === "redis") ops.setWriter(false);
     const health = new HealthMonitor({ intervalMs: opts.probeIntervalMs ?? 10_000, checkUrl });
     const leaseOptions = {
         // With replicas, lease errors reach the deciding monitor through the store's counters (the
