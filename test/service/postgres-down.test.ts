@@ -1,0 +1,117 @@
+/**
+ * Issue 19's bad day for the Pulumi backend: `egress serve` on a real PostgreSQL 15 (Pulumi's postgres://
+ * backend) whose server is SIGKILLed and comes back. While it is down:
+ * - a scale request is answered 202 as ever, and its engine run fails as transient and is retried (the
+ *   service says so in its log) instead of failing the operation;
+ * - leasing goes on: every lease and release answers as usual (serving state is not in the backend);
+ * - the service stays up and ready.
+ * Once the server is back, the retried operation succeeds, and nothing leaked: processes = outputs,
+ * no lock row, `gc` finds nothing.
+ */
+import { after, before, test } from "node:test";
+import assert from "node:assert/strict";
+import { startPostgres, TestPostgres } from "../helpers/postgres";
+import { cli, killServices, procProject, ProcProject, serve, settledOp, until } from "../helpers/processes";
+import { assertNothingLeaked } from "../helpers/restart-checks";
+
+const config = {
+    "egress:providers": { local: { type: "local" } },
+    "egress:pools": [{ name: "web", provider: "local", replicas: 2, maxReplicas: 6, cooldownSeconds: 0 }],
+};
+let pg: TestPostgres;
+let p: ProcProject;
+
+before(async () => {
+    pg = await startPostgres();
+    p = procProject("pgd", config, { PULUMI_BACKEND_URL: pg.url });
+});
+after(async () => {
+    killServices();
+    await pg.start().catch(() => undefined); // a failed test may have left it down: destroy needs it
+    cli(p, ["destroy", "--yes", "--quiet"]);
+    p.cleanup();
+    await pg.cleanup();
+});
+
+test(
+    "PostgreSQL down: the scale is retried, not failed, leasing goes on; back up, it succeeds",
+    { timeout: 300_000 },
+    async () => {
+        const svc = await serve(p);
+        try {
+            const members = async () => ((await svc.call("GET", "/v1/proxies")).body.proxies as unknown[]).length;
+            await until("the start-up convergence to 2", async () => (await members()) === 2, 120_000);
+            // Both healthy before the loop begins: a member the probes have not judged yet is not leased.
+            await until("2 healthy members", async () => {
+                const proxies = (await svc.call("GET", "/v1/proxies")).body.proxies as { health: string }[];
+                return proxies.filter((x) => x.health === "healthy").length === 2;
+            });
+
+            // Leases go on throughout: a lease+release loop, every answer recorded.
+            let leasing = true;
+            const statuses: number[] = [];
+            const odd: unknown[] = [];
+            const loop = (async () => {
+                while (leasing) {
+                    const g = await svc.call("POST", "/v1/leases", { pool: "web", ttlSeconds: 30 });
+                    statuses.push(g.status);
+                    if (g.status !== 201) odd.push(g.body);
+                    if (g.status === 201) {
+                        const r = await svc.call("POST", `/v1/leases/${g.body.lease.id}/release`, { outcome: "ok" });
+                        statuses.push(r.status);
+                        if (r.status !== 200) odd.push(r.body);
+                    }
+                    await new Promise((res) => setTimeout(res, 50));
+                }
+            })();
+
+            await pg.kill();
+            const downAt = Date.now();
+            const r = await svc.call("PUT", "/v1/pools/web/replicas", { replicas: 3 });
+            assert.equal(r.status, 202, JSON.stringify(r.body));
+            const id = r.body.operation.id;
+            // Twice: the first retry fails too while the server is still down (2 s, then 5 s of back-off).
+            await until(
+                "the service to retry the engine run twice",
+                () =>
+                    svc.entries.some(
+                        (e) =>
+                            e.msg === "the Pulumi backend is unreachable; retrying" &&
+                            e.operation === id &&
+                            e.attempt === 2,
+                    ),
+                60_000,
+                100,
+            );
+            const during = (await svc.call("GET", `/v1/operations/${id}`)).body.operation;
+            assert.equal(during.status, "running", "retried, not failed");
+            assert.equal(
+                (await fetch(`${svc.url}/readyz`)).status,
+                200,
+                "still ready: leasing does not need the backend",
+            );
+            const leasedWhileDown = statuses.length;
+
+            await pg.start();
+            console.log(`PostgreSQL was down ${Date.now() - downAt} ms`);
+            const op = await settledOp(svc, id, 180_000);
+            assert.equal(op.status, "succeeded", JSON.stringify(op));
+            leasing = false;
+            await loop;
+            assert.ok(leasedWhileDown > 0, "leases were asked for while the backend was down");
+            assert.deepEqual(
+                [...new Set(statuses)].sort(),
+                [200, 201],
+                `every lease (201) and release (200) answered as usual: ${statuses.length} calls; others: ${JSON.stringify(odd.slice(0, 3))}`,
+            );
+            console.log(`lease and release calls across the outage: ${statuses.length}, all answered`);
+
+            assert.equal(await members(), 3);
+            await assertNothingLeaked(p, svc, svc.child.pid!);
+            assert.deepEqual(pg.keys("locks"), [], "no lock row left");
+        } finally {
+            svc.child.kill("SIGTERM");
+            await svc.exited;
+        }
+    },
+);
