@@ -7,17 +7,7 @@
  * Each of these leaves a dead lock row in the way of recovery's refresh, the step that differs from the
  * file backend (whose lock files go before the CLI starts): the reports must still name what was stopped.
  */
+import { postgresBackend } from "../helpers/backends";
 import { crashMatrix } from "../helpers/crash-matrix";
-import { startPostgres, TestPostgres } from "../helpers/postgres";
 
-let pg: TestPostgres;
-crashMatrix({
-    name: "postgres",
-    async start() {
-        pg = await startPostgres();
-        return { env: { PULUMI_BACKEND_URL: pg.url }, stop: () => pg.cleanup() };
-    },
-    locks: () => pg.keys("locks"),
-    serviceMoments: [0, 2],
-    cliMoments: [1],
-});
+crashMatrix({ ...postgresBackend(), serviceMoments: [0, 2], cliMoments: [1] });

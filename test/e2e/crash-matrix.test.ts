@@ -1,5 +1,5 @@
 /** The crash matrix (test/helpers/crash-matrix.ts) on the file backend: every case. */
+import { fileBackend } from "../helpers/backends";
 import { crashMatrix } from "../helpers/crash-matrix";
-import { backendLockFiles } from "../helpers/processes";
 
-crashMatrix({ name: "file", start: async () => ({ env: {}, stop: async () => undefined }), locks: backendLockFiles });
+crashMatrix(fileBackend);

@@ -12,6 +12,7 @@ import {
     killServices,
     cli,
     engineProcessesOf,
+    engineUpdating,
     procProject,
     ProcProject,
     proxyProcesses,
@@ -21,15 +22,10 @@ import {
     spawnCli,
     until,
 } from "./processes";
+import type { StateBackend } from "./backends";
 
-/** Where the matrix's stack keeps its Pulumi state. */
-export interface MatrixBackend {
-    /** In the table and the test names: "file", "postgres". */
-    name: string;
-    /** Starts what the backend needs; `env` goes to every egress process (PULUMI_BACKEND_URL). */
-    start(): Promise<{ env: Record<string, string>; stop(): Promise<void> }>;
-    /** The backend's Pulumi locks of the project `p` (lock files, lock rows): none may be left. */
-    locks(p: ProcProject): string[];
+/** Where the matrix's stack keeps its Pulumi state (backends.ts), and which of its cases run there. */
+export interface MatrixBackend extends StateBackend {
     /** Which of the six service moments (0–5, each both ways) and of the three CLI moments (0–2) run; default all. */
     serviceMoments?: number[];
     cliMoments?: number[];
@@ -144,10 +140,6 @@ export function crashMatrix(backend: MatrixBackend): void {
         await stopGracefully(svc);
     }
 
-    /** The engine of `ownerPid` has started its dynamic-provider plugin (the update is under way). */
-    const engineStarted = (ownerPid: number) =>
-        engineProcessesOf(ownerPid).some((e) => e.command.includes("pulumi-resource-pulumi-nodejs"));
-
     test(
         `${backend.name} backend: SIGKILL of the service at ${serviceMoments.length} moments of a 0→15 up and of a 15→3 up`,
         { timeout: 30 * 60_000 },
@@ -156,7 +148,7 @@ export function crashMatrix(backend: MatrixBackend): void {
             const atMost = (k: number) => () => proxyProcesses(p).size <= k;
             const started = (what: string): Moment => ({
                 name: `engine started, nothing ${what}`,
-                reached: engineStarted,
+                reached: engineUpdating,
             });
             const upMoments = [
                 started("created"),

@@ -32,6 +32,14 @@ export function engineProcessesOf(ownerPid: number): { pid: number; command: str
     return out;
 }
 
+/**
+ * The engine of the egress process `ownerPid` is inside an update: it has started its dynamic-provider
+ * plugin, which it does once it runs the program, after it took the stack's lock in the backend.
+ */
+export function engineUpdating(ownerPid: number): boolean {
+    return engineProcessesOf(ownerPid).some((e) => e.command.includes("pulumi-resource-pulumi-nodejs"));
+}
+
 /** Lock files (and their .attrs sidecars) in the project's file backend. */
 export function backendLockFiles(p: Pick<ProcProject, "backendDir">): string[] {
     const root = path.join(p.backendDir, ".pulumi", "locks");

@@ -11,7 +11,7 @@ import YAML from "yaml";
 import { engineHome, PACKAGE_ROOT } from "../../src/engine";
 import { OFFLINE_ENV, pidsMentioning } from "./project";
 
-export { backendLockFiles, engineProcessesOf, environOf, proxyProcesses } from "./proc-scan";
+export { backendLockFiles, engineProcessesOf, engineUpdating, environOf, proxyProcesses } from "./proc-scan";
 
 export const ADMIN_TOKEN = "tok-crash-admin-0123456789abcdef";
 const CLI = path.join(PACKAGE_ROOT, "dist", "src", "cli.js");
