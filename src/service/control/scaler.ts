@@ -1,14 +1,8 @@
-import type { Logger } from "pino";
-import { loadStackConfig, setPoolReplicas } from "../../config";
 import type { EngineError } from "../../engine";
 import type { ProxyMember } from "../../model";
 import type { AutoscaleRecord, HealTarget, Operation, RotationRecord } from "../operations/journal";
-import { scaleDownTargets } from "./drain/plan";
-import { retryTransient } from "./engine-retry";
-import { replaceMembers } from "./replace";
-import { type RollingSteps, scalerRollingDeps } from "./rolling/for-scaler";
-import { runRolling } from "./rolling/run";
-import { reasonOf, type MoreDue, runRotation } from "./rotate/run";
+import { type MoreDue, reasonOf } from "./rotate/run";
+import { runOperation, setsCounts } from "./run-operation";
 import { NotAcceptingError, type ScalerDeps } from "./scaler-deps";
 
 export { NotAcceptingError, type ScalerDeps } from "./scaler-deps";
@@ -248,37 +242,14 @@ export class Scaler {
             lock = await this.deps.lock?.(this.stopping.signal);
             locked = true;
             this.applyingNow = true;
-            if (op.kind === "heal") {
-                const result = await replaceMembers(this.deps, op, log, this.stopping.signal);
-                patch = { status: "succeeded", changes: result.changes };
-                proxies = result.proxies;
-                log.info({ changes: result.changes, durationMs: result.durationMs }, "operation succeeded");
-            } else if (op.kind === "rotate") {
-                const more = this.moreDue.get(op.id);
-                this.moreDue.delete(op.id);
-                const steps = this.rotationSteps(op, log);
-                const result = await runRotation(op, this.deps, steps, log, this.stopping.signal, more);
-                patch = { status: "succeeded", changes: result.changes, rotations: op.rotations };
-                proxies = result.proxies;
-                log.info({ changes: result.changes, rotations: op.rotations }, "operation succeeded");
-            } else {
-                // Counts written at start (the stack file shows what runs; a restart mid-drain knows the target),
-                // then members the update would replace roll in batches (rolling/run.ts), else one plain `up`.
-                await this.drainScaleDown(op, log);
-                const result =
-                    (await runRolling(
-                        scalerRollingDeps(op, this.deps, this.rotationSteps(op, log), log),
-                        this.stopping.signal,
-                    )) ??
-                    (await retryTransient(log, () => this.deps.driver.up({ onProgress: (e) => ops.progress(op, e) })));
-                patch = {
-                    status: "succeeded",
-                    changes: result.changes,
-                    ...(result.proxies ? { applied: appliedCounts(op, result.proxies) } : {}),
-                };
-                proxies = result.proxies;
-                log.info({ changes: result.changes, rolling: op.rolling }, "operation succeeded");
-            }
+            const more = this.moreDue.get(op.id);
+            this.moreDue.delete(op.id);
+            ({ patch, proxies } = await runOperation(op, log, {
+                deps: this.deps,
+                signal: this.stopping.signal,
+                more,
+                setDraining: (on) => (this.drainingNow = on),
+            }));
         } catch (e) {
             // Interrupted: cancelled on request (Ctrl-C), or stopped while waiting for the writer lock.
             const waited = this.stopping.signal.aborted && !locked;
@@ -307,68 +278,4 @@ export class Scaler {
             log.error({ err: e }, "recording the operation's result failed"); // the journal write; the op itself is done
         }
     }
-
-    /** The scale path and the heal path, as a rotation (rotate/run.ts) or a rolling change (rolling/run.ts) runs them. */
-    private rotationSteps(op: Operation, log: Logger): Parameters<typeof runRotation>[2] & RollingSteps {
-        return {
-            drainTo: (counts) => this.drainScaleDown(op, log, counts),
-            applyCounts: async (counts) => {
-                await this.drainScaleDown(op, log, counts);
-                const result = await retryTransient(log, () =>
-                    this.deps.driver.up({ onProgress: (e) => this.deps.ops.progress(op, e) }),
-                );
-                return { changes: result.changes, proxies: result.proxies };
-            },
-            // Rotated (changed) members were healthy when chosen: no refresh run needed to learn what exists.
-            replace: () => replaceMembers(this.deps, op, log, this.stopping.signal, { refresh: false }),
-        };
-    }
-
-    /**
-     * Writes the operation's counts to the stack file, then waits out the drain of the members they
-     * remove. Requests folded in meanwhile change `op.desired`: the file is rewritten and the drain
-     * re-planned (members that now stay are leasable again at once). A rotation passes its own counts
-     * (`desired`): requests never fold into it.
-     */
-    private async drainScaleDown(op: Operation, log: Logger, desired = op.desired): Promise<void> {
-        const { projectRoot, stack } = this.deps;
-        let written = "";
-        let counts: Record<string, number> = {};
-        const write = () => {
-            if (JSON.stringify(desired) === written) return;
-            for (const [pool, n] of Object.entries(desired)) setPoolReplicas(projectRoot, stack, pool, n);
-            written = JSON.stringify(desired);
-            counts = Object.fromEntries(loadStackConfig(projectRoot, stack).pools.map((p) => [p.name, p.replicas]));
-        };
-        write();
-        const d = this.deps.drain;
-        if (!d) return;
-        this.drainingNow = desired === op.desired;
-        try {
-            await d.drainer.run(
-                () => {
-                    write();
-                    return scaleDownTargets(d.members(), counts);
-                },
-                this.stopping.signal,
-                (members, draining) => this.deps.ops.update(op, { drain: { draining, members } }),
-            );
-        } finally {
-            this.drainingNow = false;
-        }
-        write();
-        log.debug({ desired }, "drain done; applying");
-    }
-}
-
-/** Members per pool the update left, for the pools the operation set: what it really applied. */
-function appliedCounts(op: Operation, proxies: ProxyMember[]): Record<string, number> {
-    const out: Record<string, number> = {};
-    for (const pool of Object.keys(op.desired)) out[pool] = proxies.filter((p) => p.pool === pool).length;
-    return out;
-}
-
-/** Operations that set pool counts, into which scale requests fold (heal and rotate replace members instead). */
-function setsCounts(op: Operation): boolean {
-    return op.kind !== "heal" && op.kind !== "rotate";
 }

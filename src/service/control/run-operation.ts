@@ -1,0 +1,130 @@
+import type { Logger } from "pino";
+import { loadStackConfig, setPoolReplicas } from "../../config";
+import type { ProxyMember } from "../../model";
+import type { Operation } from "../operations/journal";
+import { scaleDownTargets } from "./drain/plan";
+import { retryTransient } from "./engine-retry";
+import { replaceMembers } from "./replace";
+import { type RollingSteps, scalerRollingDeps } from "./rolling/for-scaler";
+import { runRolling } from "./rolling/run";
+import { type MoreDue, runRotation } from "./rotate/run";
+import type { ScalerDeps } from "./scaler-deps";
+
+/** What one operation's work needs from the Scaler (scaler.ts), which queues, locks and records it. */
+export interface RunContext {
+    deps: ScalerDeps;
+    /** Aborted when the service stops: drains and health waits end early. */
+    signal: AbortSignal;
+    /** A rotation's way to ask for members that came due while it was queued (rotate/run.ts). */
+    more?: MoreDue;
+    /** True while a scale/up operation waits for its drain: the Scaler folds requests into it meanwhile. */
+    setDraining(on: boolean): void;
+}
+
+/** The result of one operation's work: what to record, and the stack output members when it succeeded. */
+export interface RunResult {
+    patch: Partial<Operation>;
+    proxies?: ProxyMember[];
+}
+
+/**
+ * The work of one operation once the stack's writer lock is held: a heal replaces its members, a
+ * rotation its members behind surge members, and scale/up/autoscale write their counts, drain what they
+ * remove and apply (rolling the members the update would replace, in batches). Throws what failed.
+ */
+export async function runOperation(op: Operation, log: Logger, ctx: RunContext): Promise<RunResult> {
+    const { deps, signal } = ctx;
+    if (op.kind === "heal") {
+        const result = await replaceMembers(deps, op, log, signal);
+        log.info({ changes: result.changes, durationMs: result.durationMs }, "operation succeeded");
+        return { patch: { status: "succeeded", changes: result.changes }, proxies: result.proxies };
+    }
+    if (op.kind === "rotate") {
+        const result = await runRotation(op, deps, rotationSteps(op, log, ctx), log, signal, ctx.more);
+        log.info({ changes: result.changes, rotations: op.rotations }, "operation succeeded");
+        return {
+            patch: { status: "succeeded", changes: result.changes, rotations: op.rotations },
+            proxies: result.proxies,
+        };
+    }
+    // Counts written at start (the stack file shows what runs; a restart mid-drain knows the target),
+    // then members the update would replace roll in batches (rolling/run.ts), else one plain `up`.
+    await drainScaleDown(op, log, ctx);
+    const result =
+        (await runRolling(scalerRollingDeps(op, deps, rotationSteps(op, log, ctx), log), signal)) ??
+        (await retryTransient(log, () => deps.driver.up({ onProgress: (e) => deps.ops.progress(op, e) })));
+    log.info({ changes: result.changes, rolling: op.rolling }, "operation succeeded");
+    return {
+        patch: {
+            status: "succeeded",
+            changes: result.changes,
+            ...(result.proxies ? { applied: appliedCounts(op, result.proxies) } : {}),
+        },
+        proxies: result.proxies,
+    };
+}
+
+/** The scale path and the heal path, as a rotation (rotate/run.ts) or a rolling change (rolling/run.ts) runs them. */
+function rotationSteps(op: Operation, log: Logger, ctx: RunContext): Parameters<typeof runRotation>[2] & RollingSteps {
+    const { deps, signal } = ctx;
+    return {
+        drainTo: (counts) => drainScaleDown(op, log, ctx, counts),
+        applyCounts: async (counts) => {
+            await drainScaleDown(op, log, ctx, counts);
+            const result = await retryTransient(log, () =>
+                deps.driver.up({ onProgress: (e) => deps.ops.progress(op, e) }),
+            );
+            return { changes: result.changes, proxies: result.proxies };
+        },
+        // Rotated (changed) members were healthy when chosen: no refresh run needed to learn what exists.
+        replace: () => replaceMembers(deps, op, log, signal, { refresh: false }),
+    };
+}
+
+/**
+ * Writes the operation's counts to the stack file, then waits out the drain of the members they
+ * remove. Requests folded in meanwhile change `op.desired`: the file is rewritten and the drain
+ * re-planned (members that now stay are leasable again at once). A rotation passes its own counts
+ * (`desired`): requests never fold into it.
+ */
+async function drainScaleDown(op: Operation, log: Logger, ctx: RunContext, desired = op.desired): Promise<void> {
+    const { projectRoot, stack } = ctx.deps;
+    let written = "";
+    let counts: Record<string, number> = {};
+    const write = () => {
+        if (JSON.stringify(desired) === written) return;
+        for (const [pool, n] of Object.entries(desired)) setPoolReplicas(projectRoot, stack, pool, n);
+        written = JSON.stringify(desired);
+        counts = Object.fromEntries(loadStackConfig(projectRoot, stack).pools.map((p) => [p.name, p.replicas]));
+    };
+    write();
+    const d = ctx.deps.drain;
+    if (!d) return;
+    ctx.setDraining(desired === op.desired);
+    try {
+        await d.drainer.run(
+            () => {
+                write();
+                return scaleDownTargets(d.members(), counts);
+            },
+            ctx.signal,
+            (members, draining) => ctx.deps.ops.update(op, { drain: { draining, members } }),
+        );
+    } finally {
+        ctx.setDraining(false);
+    }
+    write();
+    log.debug({ desired }, "drain done; applying");
+}
+
+/** Members per pool the update left, for the pools the operation set: what it really applied. */
+function appliedCounts(op: Operation, proxies: ProxyMember[]): Record<string, number> {
+    const out: Record<string, number> = {};
+    for (const pool of Object.keys(op.desired)) out[pool] = proxies.filter((p) => p.pool === pool).length;
+    return out;
+}
+
+/** Operations that set pool counts, into which scale requests fold (heal and rotate replace members instead). */
+export function setsCounts(op: Operation): boolean {
+    return op.kind !== "heal" && op.kind !== "rotate";
+}
