@@ -128,9 +128,9 @@ for _, p in ipairs(scope) do
     local off, size = 0, 2
     local done = false
     local rested = c.cd == 0 and NOW or now - c.cd
-    -- With a pick from an earlier pool, only members that could beat it (a lower score, or the same
-    -- and a smaller name) are worth reading: the others lose to it, and once something is picked the
-    -- held and skipped ones no longer matter. Mostly an empty answer, or no eligibility check.
+    -- With a pick from an earlier pool, only members that could beat it (a score up to its own; a tie
+    -- goes by name below) are worth reading: the others lose to it, and once something is picked the
+    -- held and skipped ones no longer matter. Mostly an empty answer, and no eligibility check.
     if best and bestScore < now - c.cd then rested = bestRaw end
     while not done do
       -- The first batch's numbers as strings (the prelude's NOW says why).
@@ -138,10 +138,6 @@ for _, p in ipairs(scope) do
       if #batch == 0 then break end
       for i = 1, #batch, 2 do
         local m, score = batch[i], tonumber(batch[i + 1])
-        if best and not (score < bestScore or (score == bestScore and m < best[1])) then
-          done = true -- in (score, name) order: nothing after it in this pool wins either
-          break
-        end
         if eligible(p, m) and inzone(m) then
           local u = target ~= '' and tcget(target, m) or 0
           local gap = u > now and 0 or spaceduntil(p, rule, m)
