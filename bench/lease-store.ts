@@ -5,7 +5,10 @@
  * HAProxy (deploy/haproxy.cfg, as replicas run), and a bare node:http handler over the memory store as
  * the peer (the ceiling HTTP itself sets here). Printed as a table.
  *
- *   node dist/bench/lease-store.js [--seconds 5] [--concurrency 1,16,64] [--members 1000]
+ *   node dist/bench/lease-store.js [--seconds 5] [--concurrency 1,16,64] [--members 1000] [--commandstats]
+ *
+ * --commandstats: after the table, Redis' INFO commandstats for each Redis row (reset before it, so
+ * its 0.5 s warm-up is in): EVALSHA calls and µs per call, and the commands the scripts ran per EVALSHA.
  *
  * Needs redis-server and haproxy (Debian's; scripts/install-test-deps.sh installs them).
  */
@@ -15,6 +18,7 @@ import { startRedis } from "../test/helpers/redis";
 import { startHaproxy } from "../test/helpers/haproxy";
 import { freeLoopbackPort } from "../test/helpers/net";
 import { BenchResult, formatTable, runHttpBench } from "./leases";
+import { RedisCommandStats } from "./redis-commandstats";
 import { forkSyntheticService, randomToken, SyntheticOptions } from "./synthetic-service";
 
 async function main(): Promise<void> {
@@ -23,6 +27,7 @@ async function main(): Promise<void> {
             seconds: { type: "string", default: "5" },
             concurrency: { type: "string", default: "1,16,64" },
             members: { type: "string", default: "1000" },
+            commandstats: { type: "boolean", default: false },
         },
     });
     const seconds = Math.min(10, Number(values.seconds));
@@ -37,6 +42,7 @@ async function main(): Promise<void> {
     const redis = await startRedis();
     const token = randomToken();
     const rows: BenchResult[] = [];
+    const stats = values.commandstats ? new RedisCommandStats(redis.url) : undefined;
     try {
         const setups: [string, Partial<SyntheticOptions>][] = [
             ["memory store", {}],
@@ -45,9 +51,12 @@ async function main(): Promise<void> {
         ];
         const measure = async (name: string, port: number) => {
             for (const concurrency of concurrencies) {
+                const redisRow = stats && name.startsWith("redis");
+                if (redisRow) await stats.reset();
                 const r = await runHttpBench({ url: `http://127.0.0.1:${port}`, token, concurrency, seconds });
                 r.mode = `${name}, ${r.mode}`;
                 rows.push(r);
+                if (redisRow) await stats.take(r.mode);
                 process.stderr.write(".");
             }
         };
@@ -61,6 +70,7 @@ async function main(): Promise<void> {
             if (extra.store) await threeBehindHaproxy(redis.url, token, members, measure);
         }
     } finally {
+        await stats?.close();
         await redis.cleanup();
     }
     const cpus = os.cpus();
@@ -68,6 +78,7 @@ async function main(): Promise<void> {
         `\nnode ${process.version}, ${cpus.length} × ${cpus[0]?.model ?? "?"}; ${members} members in 4 pools; ${seconds}s per row\n`,
     );
     console.log(formatTable(rows));
+    if (stats) console.log(`\n${stats.report()}`);
 }
 
 /** The same Redis store in three service processes (one key prefix) behind HAProxy's API port. */

@@ -16,13 +16,20 @@ local function ruletarget(target)
   if string.sub(t, -1) == '.' then t = string.sub(t, 1, -2) end
   return t
 end
+-- Each pool's rules, read and decoded once per run (false: none); PUBLISH forgets them (poolchanged).
+local rcache = {}
 -- The pool's rule for target (politenessRuleFor): { host, max, gap } or nil.
 local function rulefor(p, target)
   if target == '' then return nil end
-  local raw = redis.call('HGET', P .. 'rules', p)
-  if not raw then return nil end
+  local rules = rcache[p]
+  if rules == nil then
+    local raw = redis.call('HGET', P .. 'rules', p)
+    rules = raw and cjson.decode(raw) or false
+    rcache[p] = rules
+  end
+  if not rules then return nil end
   local t = ruletarget(target)
-  for _, r in ipairs(cjson.decode(raw)) do
+  for _, r in ipairs(rules) do
     local h = r[1]
     local hit
     if string.sub(h, 1, 1) == '.' then
@@ -49,14 +56,14 @@ local function spaceduntil(p, rule, m)
 end
 local function sitegranted(p, rule, m)
   if not rule then return '' end
-  redis.call('HINCRBY', P .. 'site:' .. p, rule.host, 1)
+  redis.call('HINCRBY', P .. 'site:' .. p, rule.host, '1')
   if rule.gap > 0 then redis.call('SET', gapkey(p, rule, m), '1', 'PX', rule.gap) end
   return rule.host
 end
 local function siteended(p, host)
   if not host or host == '' then return end
   local k = P .. 'site:' .. p
-  if redis.call('HINCRBY', k, host, -1) <= 0 then redis.call('HDEL', k, host) end
+  if redis.call('HINCRBY', k, host, '-1') <= 0 then redis.call('HDEL', k, host) end
 end
 -- The rest after an ok/error lease in pool p: its restAfterOkSeconds, or the store's setting.
 local function restms(p)

@@ -36,11 +36,12 @@ for _, p in ipairs(old) do
       for _, id in ipairs(ids) do endlease(id, 'member-removed', 'ok', nil) end
     end
   end
-  if view.pools[p] == nil then redis.call('HDEL', P .. 'pools', p); redis.call('HDEL', P .. 'rok', p); redis.call('HDEL', P .. 'rules', p) end
+  if view.pools[p] == nil then redis.call('HDEL', P .. 'pools', p); redis.call('HDEL', P .. 'rok', p); redis.call('HDEL', P .. 'rules', p); poolchanged(p) end
 end
 for p, c in pairs(view.pools) do
   local was = poolcfg(p)
   redis.call('HSET', P .. 'pools', p, string.format('%d:%d:%d', c[1], c[2], c[5] or 1))
+  poolchanged(p)
   -- A changed memberConcurrency moves members carrying shared leases into or out of part:<p>.
   if was and was.mc ~= (c[5] or 1) then
     for _, m in ipairs(redis.call('HKEYS', P .. 'mem:' .. p)) do
@@ -51,6 +52,7 @@ for p, c in pairs(view.pools) do
   -- Politeness (politeness-lua.ts): c[3] the pool's restAfterOk ms (-1 = the store's), c[4] its rules.
   if c[3] and c[3] >= 0 then redis.call('HSET', P .. 'rok', p, c[3]) else redis.call('HDEL', P .. 'rok', p) end
   if c[4] and #c[4] > 0 then redis.call('HSET', P .. 'rules', p, cjson.encode(c[4])) else redis.call('HDEL', P .. 'rules', p) end
+  poolchanged(p)
 end
 for p, mems in pairs(want) do
   for m, e in pairs(mems) do

@@ -63,24 +63,26 @@ ttl = math.min(S.mttl, math.max(1, math.floor(ttl)))
 local skey = session ~= '' and (pool .. '\\n' .. session) or ''
 local function eligible(p, m) return redis.call('HGET', P .. 'mem:' .. p, m) == '1' end
 
-local function grant(m, p, state, rule)
+-- score: m's in ready:<p> when the caller read it already (the LRU scan), else read here.
+local function grant(m, p, state, rule, score)
   local prev
   if shared then
     prev = sharedgranted(p, m, id)
   else
-    prev = redis.call('ZSCORE', P .. 'ready:' .. p, m) or '0'
+    prev = score or redis.call('ZSCORE', P .. 'ready:' .. p, m) or '0'
     redis.call('ZREM', P .. 'ready:' .. p, m)
     redis.call('HSET', P .. 'leased', m, id)
   end
-  redis.call('HINCRBY', P .. 'nleased', p, 1)
+  redis.call('HINCRBY', P .. 'nleased', p, '1')
   local exp = now + ttl * 1000
-  redis.call('HSET', P .. 'lease:' .. id, 'proxy', m, 'pool', p, 'target', target, 'session', session, 'skey', skey, 'leasedAt', now, 'expiresAt', exp, 'prev', prev, 'rule', sitegranted(p, rule, m), 'shared', shared and '1' or '0')
-  redis.call('ZADD', P .. 'exp', exp, id)
+  local exps = string.format('%d', exp) -- formatted once for both calls (NOW: the prelude's)
+  redis.call('HSET', P .. 'lease:' .. id, 'proxy', m, 'pool', p, 'target', target, 'session', session, 'skey', skey, 'leasedAt', NOW, 'expiresAt', exps, 'prev', prev, 'rule', sitegranted(p, rule, m), 'shared', shared and '1' or '0')
+  redis.call('ZADD', P .. 'exp', exps, id)
   if skey ~= '' then
     local sk = P .. 'sess:' .. skey
     local c = poolcfg(p)
     redis.call('HSET', sk, 'member', m, 'pool', p, 'ttl', c and c.st or 0)
-    redis.call('HINCRBY', sk, 'live', 1)
+    redis.call('HINCRBY', sk, 'live', '1')
     redis.call('PERSIST', sk) -- never forgotten while one of its leases runs
   end
   return { 1, id, m, p, now, exp, state }
@@ -104,8 +106,9 @@ if smember then
 end
 local state = smember and 'rebound' or (skey ~= '' and 'new' or '')
 
-local scope = pool ~= '' and { pool } or redis.call('HKEYS', P .. 'pools')
-local best, bestScore, total, skipped = nil, nil, 0, math.huge
+local scope = pool ~= '' and { pool } or allpools()
+-- bestRaw: bestScore as Redis wrote it, what grant stores as the lease's prev (as ZSCORE would answer).
+local best, bestScore, bestRaw, skipped = nil, nil, nil, math.huge
 -- The earliest politeness hold (pick.ts' held): { until, pool, rule host }.
 local held = nil
 local function hold(untilms, p, host)
@@ -115,19 +118,23 @@ for _, p in ipairs(scope) do
   local c = poolcfg(p)
   local rule = c and rulefor(p, target)
   if c and sitefull(p, rule) then
-    total = total + redis.call('HLEN', P .. 'mem:' .. p)
     hold(now + S.busy, p, rule.host)
     c = nil -- passed over whole: the site has its maxConcurrency in flight through this pool
   end
   if c then
-    total = total + redis.call('HLEN', P .. 'mem:' .. p)
     -- Rested members in least-recently-used order (ties: by name); the first eligible one not resting
     -- for the target is this pool's pick.
     -- Small batches first: the head is nearly always eligible, and every fetched entry costs.
     local off, size = 0, 2
     local done = false
+    local rested = c.cd == 0 and NOW or now - c.cd
+    -- With a pick from an earlier pool, only members that could beat it (a score up to its own; a tie
+    -- goes by name below) are worth reading: the others lose to it, and once something is picked the
+    -- held and skipped ones no longer matter. Mostly an empty answer, and no eligibility check.
+    if best and bestScore < now - c.cd then rested = bestRaw end
     while not done do
-      local batch = redis.call('ZRANGEBYSCORE', P .. 'ready:' .. p, '-inf', now - c.cd, 'WITHSCORES', 'LIMIT', off, size)
+      -- The first batch's numbers as strings (the prelude's NOW says why).
+      local batch = redis.call('ZRANGEBYSCORE', P .. 'ready:' .. p, '-inf', rested, 'WITHSCORES', 'LIMIT', off == 0 and '0' or off, size == 2 and '2' or size)
       if #batch == 0 then break end
       for i = 1, #batch, 2 do
         local m, score = batch[i], tonumber(batch[i + 1])
@@ -137,7 +144,7 @@ for _, p in ipairs(scope) do
           if u > now then skipped = math.min(skipped, u)
           elseif gap > now then hold(gap, p, rule.host)
           else
-            if not best or score < bestScore or (score == bestScore and m < best[1]) then best, bestScore = { m, p, rule }, score end
+            if not best or score < bestScore or (score == bestScore and m < best[1]) then best, bestScore, bestRaw = { m, p, rule }, score, batch[i + 1] end
             done = true
             break
           end
@@ -163,15 +170,22 @@ if shared and not best then
         if gap > now then hold(gap, p, rule.host); return false end
         return true
       end)
-      if m and (not best or score < bestScore) then best, bestScore = { m, p, rule }, score end
+      if m and (not best or score < bestScore) then best, bestScore, bestRaw = { m, p, rule }, score, nil end
     end
   end
 end
-if best then return grant(best[1], best[2], state, best[3]) end
+if best then return grant(best[1], best[2], state, best[3], bestRaw) end
 if held then return { 0, 'target-busy', math.max(1, math.ceil((held[1] - now) / 1000)), held[2], held[3] } end
 
--- Nothing to lease: the earliest moment something in scope could be (unavailable.ts).
-if total == 0 then return { 0, 'no-members', math.max(1, S.idle) } end
+-- Nothing to lease: the earliest moment something in scope could be (unavailable.ts). Whether the
+-- scope has members at all is asked only now (it is not needed when something was found).
+local function nomembers()
+  for _, p in ipairs(scope) do
+    if poolcfg(p) and redis.call('HLEN', P .. 'mem:' .. p) > 0 then return false end
+  end
+  return true
+end
+if nomembers() then return { 0, 'no-members', math.max(1, S.idle) } end
 local earliest = skipped
 for _, p in ipairs(scope) do
   local c = poolcfg(p)
@@ -199,14 +213,15 @@ export const RELEASE =
     `
 local id, outcome = ARGV[A], ARGV[A + 1]
 local k = P .. 'lease:' .. id
-local l = redis.call('HMGET', k, 'proxy', 'pool', 'target', 'session', 'leasedAt', 'expiresAt')
+-- endlease's fields first (it reads none again), then the two only the answer needs.
+local l = redis.call('HMGET', k, 'proxy', 'pool', 'target', 'skey', 'expiresAt', 'prev', 'rule', 'shared', 'session', 'leasedAt')
 if not l[1] then
   local tomb = redis.call('GET', P .. 'tomb:' .. id)
   if tomb then return { 0, 'expired', tomb } end
   return { 0, 'unknown-lease' }
 end
-endlease(id, 'released', outcome, nil)
-return { 1, l[1], l[2], l[3], l[4], l[5], l[6], tonumber(redis.call('HGET', P .. 'err', l[1]) or '0') }
+endlease(id, 'released', outcome, nil, l)
+return { 1, l[1], l[2], l[3], l[9], l[10], l[5], tonumber(redis.call('HGET', P .. 'err', l[1]) or '0') }
 `;
 
 /** ARGV: member, removal (JSON). Ends the member's leases (its exclusive one, or its shared ones), if it has any. */
@@ -226,8 +241,8 @@ export const BLOCK =
 local m, target = ARGV[A], ARGV[A + 1]
 local p = redis.call('HGET', P .. 'where', m)
 if not p then return -1 end
-redis.call('HINCRBY', P .. 'out', m .. '|t', 1)
-redis.call('HINCRBY', P .. 'out', m .. '|b', 1)
+redis.call('HINCRBY', P .. 'out', m .. '|t', '1')
+redis.call('HINCRBY', P .. 'out', m .. '|b', '1')
 return tcrecord(target, m, 'blocked', now)
 `;
 

@@ -31,7 +31,7 @@ local function sharedplace(p, m, c, lu)
 end
 -- A shared lease id granted on m (taken out of ready:<p> with its first one). Returns its LRU score.
 local function sharedgranted(p, m, id)
-  local c = redis.call('HINCRBY', P .. 'shared', m, 1)
+  local c = redis.call('HINCRBY', P .. 'shared', m, '1')
   local lu
   if c == 1 then
     lu = tonumber(redis.call('ZSCORE', P .. 'ready:' .. p, m) or '0')
@@ -48,7 +48,7 @@ end
 -- carries and its LRU score (the caller puts a member left with none back in ready:<p>).
 local function sharedended(p, m, id, at)
   redis.call('SREM', P .. 'sl:' .. m, id)
-  local c = redis.call('HINCRBY', P .. 'shared', m, -1)
+  local c = redis.call('HINCRBY', P .. 'shared', m, '-1')
   local lu = at or tonumber(redis.call('HGET', P .. 'slu', m) or '0')
   if c <= 0 then
     redis.call('HDEL', P .. 'shared', m)
