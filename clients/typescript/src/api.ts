@@ -685,6 +685,8 @@ export interface components {
         };
         Replica: {
             gatewayUrl?: string;
+            /** @description The id of the EGRESS_HOME it runs from: replicas of one stack share one (one host) */
+            home?: string;
             host: string;
             /** @description host-pid-random, new on every start */
             id: string;

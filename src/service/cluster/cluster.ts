@@ -32,6 +32,8 @@ export interface ReplicaInfo {
     startedAt: string;
     /** This replica's clock, when it last wrote its record. */
     lastHeartbeat: string;
+    /** The id of the EGRESS_HOME it runs from (home.ts); absent in records of older releases. */
+    home?: string;
 }
 
 /**
@@ -145,8 +147,25 @@ export class Cluster {
 
     /** Connects and starts the heartbeat and the claim loop; the first claim runs at once. */
     async start(): Promise<void> {
-        await this.redis.connect().catch(() => undefined);
+        if (this.redis.status === "wait") await this.redis.connect().catch(() => undefined);
         await this.tick();
+    }
+
+    /**
+     * Refuses to join replicas of the stack that run from another EGRESS_HOME (another host, or another
+     * directory): the next leader takes the operation journal, the stack file and the writer lock over
+     * from its own home, so a leader from another one would apply a different desired state. Call before
+     * `start`; a store that does not answer yet is not a refusal (the lease store reports it).
+     */
+    async assertOneHome(): Promise<void> {
+        const mine = this.o.self.home;
+        if (!mine) return;
+        await this.redis.connect().catch(() => undefined);
+        const view = await this.view().catch(() => undefined);
+        const others = (view?.replicas ?? []).filter((r) => r.home && r.home !== mine);
+        if (!others.length) return;
+        this.redis.disconnect();
+        throw new ForeignHomeError(others);
     }
 
     /** This replica leads now (its lock was renewed within the TTL). */
@@ -272,5 +291,15 @@ export class Cluster {
         this.leading = on;
         this.o.log.info({ replica: this.id, token: this.token }, on ? "leading the stack" : "no longer leading");
         this.o.onLeading?.(on);
+    }
+}
+
+/** Replicas of the stack already run from another EGRESS_HOME (Cluster.assertOneHome). */
+export class ForeignHomeError extends Error {
+    constructor(readonly others: ReplicaInfo[]) {
+        super(
+            `replicas of this stack already run from another EGRESS_HOME: ${others.map((r) => `${r.id} on ${r.host} (${r.url})`).join(", ")}. Replicas of one stack share one EGRESS_HOME on one host for now: the operation journal, the stack file and the writer lock a new leader takes over are there (docs/operations.md, "Running replicas"). Start this one with their EGRESS_HOME, on their host, or stop them first`,
+        );
+        this.name = "ForeignHomeError";
     }
 }

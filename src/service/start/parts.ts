@@ -10,6 +10,7 @@ import { LeaseManager } from "../leases";
 import { RedisLeaseStore, type LeaseStore } from "../store";
 import { Cluster, stackPrefix } from "../cluster/cluster";
 import { ClusterVerdicts } from "../cluster/verdicts";
+import { homeId } from "../cluster/home";
 import { ScaleQueue } from "../cluster/scale-queue";
 import { OperationLog } from "../operations/journal";
 import { Fleet } from "../fleet/fleet";
@@ -98,7 +99,7 @@ export function buildParts(
             ? new Cluster({
                   url: opts.store.url,
                   prefix: stackPrefix(opts.stack),
-                  self: { url: opts.advertiseUrl ?? at.url, version: at.version },
+                  self: { url: opts.advertiseUrl ?? at.url, version: at.version, home: homeId(runDir) },
                   log: log.child({ component: "cluster" }),
                   ttlMs: opts.leaderTtlMs, // what leading means is subscribed by the start-up (start/leading.ts)
               })

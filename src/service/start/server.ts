@@ -142,8 +142,10 @@ export async function startService(opts: ServeOptions): Promise<RunningService> 
         if (gateway) gatewayAt = await listenGateway(gateway, opts.gateway!);
         // Alone, this process leads from the start: recovery before anything is served. A replica serves
         // from what state holds and takes the stack up when it wins the leader lock.
-        if (cluster) await parts.refreshFleet();
-        else await lead.lead();
+        if (cluster) {
+            await cluster.assertOneHome();
+            await parts.refreshFleet();
+        } else await lead.lead();
     } catch (e) {
         // Nothing may keep the process alive after a failed start: the CLI must exit non-zero.
         server.closeAllConnections();

@@ -311,6 +311,10 @@ const replicaSchema = z
         host: z.string(),
         startedAt: isoTime,
         lastHeartbeat: isoTime.describe("Its own clock, when it last wrote its record"),
+        home: z
+            .string()
+            .optional()
+            .describe("The id of the EGRESS_HOME it runs from: replicas of one stack share one (one host)"),
         leader: z.boolean(),
     })
     .meta({ id: "Replica" });
