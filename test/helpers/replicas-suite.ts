@@ -233,11 +233,15 @@ export function replicasSuite(backend: StateBackend): void {
         // Leases go on through the failover: a lease+release loop on the survivors, every answer recorded.
         let leasing = true;
         const statuses: number[] = [];
+        const odd: unknown[] = [];
         const loop = (async () => {
             for (let i = 0; leasing; i++) {
                 const s = survivors[i % 2];
                 const g = await s.call("POST", "/v1/leases", { pool: "web", ttlSeconds: 30 });
                 statuses.push(g.status);
+                // Anything but 201/503 fails below: keep what it said, and the replica's error lines.
+                if (g.status !== 201 && g.status !== 503)
+                    odd.push({ status: g.status, body: g.body, errors: s.entries.filter((e) => e.level >= 50) });
                 if (g.status === 201) await s.call("POST", `/v1/leases/${g.body.lease.id}/release`, { outcome: "ok" });
                 await new Promise((res) => setTimeout(res, 50));
             }
@@ -270,7 +274,7 @@ export function replicasSuite(backend: StateBackend): void {
         assert.ok(granted > 0, "leases were granted during the failover");
         assert.ok(
             statuses.every((s) => s === 201 || s === 503),
-            `only 201 or 503: ${[...new Set(statuses)]}`,
+            `only 201 or 503: ${[...new Set(statuses)]}; others: ${JSON.stringify(odd)}`,
         );
         // The killed leader's scale is in the new leader's journal, interrupted (read through either survivor).
         for (const s of survivors) {

@@ -15,6 +15,9 @@ import type { Operation } from "../operations/journal";
 import { memberUpstreamUrl } from "./credentials";
 import type { HealthSource, PoolCounts, ProxyView, ActiveLeaseView, FleetAcquire } from "./views";
 
+/** How many members a replica passes over, unknown to it yet, before it answers "retry" (Fleet.notKnownHere). */
+const MAX_PASSED_OVER = 8;
+
 export type { HealthSource, PoolCounts, ProxyView, LeaseView, ActiveLeaseView, FleetAcquire } from "./views";
 
 /**
@@ -219,7 +222,11 @@ export class Fleet {
      * StoreUnavailableError). `via` says which door asked (POST /v1/leases or the gateway), for the
      * refusal signal; null for a retry of a request already counted (the gateway's waiting room).
      */
-    acquire(req: AcquireRequest, via: "lease" | "gateway" | null = "lease"): MaybePromise<FleetAcquire> {
+    acquire(
+        req: AcquireRequest,
+        via: "lease" | "gateway" | null = "lease",
+        passedOver = 0,
+    ): MaybePromise<FleetAcquire> {
         if (req.pool && !this.pools.has(req.pool))
             return {
                 ok: false,
@@ -232,12 +239,41 @@ export class Fleet {
             if (unknown) return unknown;
         }
         const known = req.session !== undefined && this.leases.sessionMember(req.session, req.pool) !== undefined;
-        return settle(this.leases.acquire(req), (r) => {
+        // A promise the callback returns is flattened by the store's own promise (settle's `then`).
+        return settle(this.leases.acquire(req), (r): MaybePromise<FleetAcquire> => {
+            if (r.ok && !this.members.has(r.lease.proxyId)) return this.notKnownHere(req, via, r, passedOver);
             // Only a named pool's refusals are demand of that pool; "any pool" names none to grow. A site
             // at its politeness limit is not demand: more members would not be let at it.
             if (!r.ok && r.reason !== "target-busy" && req.pool !== undefined && via) this.refused(req.pool, via);
             return this.granted(req, known, r);
-        });
+        }) as MaybePromise<FleetAcquire>;
+    }
+
+    /**
+     * The shared store granted a member this replica has not read from the stack yet: the leader
+     * published it (a scale-up, a failover's convergence) a moment before this replica's fleet caught up,
+     * so this replica cannot say where the member is. Answering anyway was a 500 that left the lease held
+     * until its TTL. The lease goes straight back (an unused `ok` release, straight to the store, so no
+     * outcome listener counts it here) and the acquire is asked again without that member. After
+     * MAX_PASSED_OVER such members the answer is "none available", retry in 1 s: by then the next fleet
+     * refresh knows them.
+     */
+    private async notKnownHere(
+        req: AcquireRequest,
+        via: "lease" | "gateway" | null,
+        r: Extract<AcquireResult, { ok: true }>,
+        passedOver: number,
+    ): Promise<FleetAcquire> {
+        await this.leases.release(r.lease.id, "ok");
+        if (passedOver + 1 >= MAX_PASSED_OVER)
+            return {
+                ok: false,
+                reason: "none-available",
+                message: `the proxies free in ${req.pool ? `pool "${req.pool}"` : "any pool"} were added a moment ago and this replica has not read them yet; retry in 1s`,
+                retryAfterSeconds: 1,
+            };
+        const exclude = [...(req.exclude ?? []), r.lease.proxyId];
+        return this.acquire({ ...req, exclude }, via, passedOver + 1);
     }
 
     /**
