@@ -16,21 +16,28 @@ before(() => {
     sb = startSandbox();
 });
 after(async () => {
-    for (const n of ["t-boot-paused", "t-boot-crash"]) {
-        for (const v of [`${n}.qcow2`, `${n}-seed.iso`]) {
-            try {
-                lv(["vol-delete", "--pool", sb.pool, v]);
-            } catch {
-                // already gone
-            }
-        }
-    }
+    for (const n of ["t-boot-paused", "t-boot-crash"]) removeLeftovers(n);
     await teardown({});
 });
+
+/** The domain and disks of `name`, if a run killed before its cleanup (or this one) left them. */
+function removeLeftovers(name: string): void {
+    const quietly = (args: string[]) => {
+        try {
+            lv(args);
+        } catch {
+            // already gone
+        }
+    };
+    quietly(["destroy", name]);
+    quietly(["undefine", name]);
+    for (const v of [`${name}.qcow2`, `${name}-seed.iso`]) quietly(["vol-delete", "--pool", sb.pool, v]);
+}
 
 /** Disks for a domain made with libvirt directly (a blank qcow2 never boots: the firmware keeps trying). */
 function domainInputs(name: string): DomainInputs {
     lv(["pool-refresh", sb.pool]);
+    removeLeftovers(name); // each file passes on its own, also after a run that was killed mid-way
     lv(["vol-create-as", sb.pool, `${name}.qcow2`, "16M", "--format", "qcow2"]);
     lv(["vol-create-as", sb.pool, `${name}-seed.iso`, "1M", "--format", "raw"]);
     const p = (v: string) => lv(["vol-path", "--pool", sb.pool, v]).trim();
