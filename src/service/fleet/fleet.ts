@@ -14,6 +14,7 @@ export type { HealthState } from "./lifecycle";
 import type { Operation } from "../operations/journal";
 import { memberUpstreamUrl } from "./credentials";
 import type { HealthSource, PoolCounts, ProxyView, ActiveLeaseView, FleetAcquire } from "./views";
+import { grantAnswer, notReadYet, refusal } from "./acquire-answer";
 
 /** How many members a replica passes over, unknown to it yet, before it answers "retry" (Fleet.notKnownHere). */
 const MAX_PASSED_OVER = 8;
@@ -265,13 +266,7 @@ export class Fleet {
         passedOver: number,
     ): Promise<FleetAcquire> {
         await this.leases.release(r.lease.id, "ok");
-        if (passedOver + 1 >= MAX_PASSED_OVER)
-            return {
-                ok: false,
-                reason: "none-available",
-                message: `the proxies free in ${req.pool ? `pool "${req.pool}"` : "any pool"} were added a moment ago and this replica has not read them yet; retry in 1s`,
-                retryAfterSeconds: 1,
-            };
+        if (passedOver + 1 >= MAX_PASSED_OVER) return notReadYet(req);
         const exclude = [...(req.exclude ?? []), r.lease.proxyId];
         return this.acquire({ ...req, exclude }, via, passedOver + 1);
     }
@@ -303,43 +298,9 @@ export class Fleet {
     }
 
     private granted(req: AcquireRequest, known: boolean, r: AcquireResult): FleetAcquire {
-        if (!r.ok && r.reason === "target-busy") {
-            const message = `pool "${r.pool}" is at its politeness limit for ${req.target} (rule "${r.rule}" in its \`targets\`); retry in ${r.retryAfterSeconds}s`;
-            return { ...r, message };
-        }
-        if (!r.ok) {
-            const where = (req.pool ? `pool "${req.pool}"` : "any pool") + (req.zone ? ` (zone "${req.zone}")` : "");
-            const message =
-                r.reason === "no-members"
-                    ? `${where} has no members; scale it up`
-                    : `no proxy in ${where} is healthy, unleased and out of cooldown${req.target ? ` for ${req.target}` : ""}; retry in ${r.retryAfterSeconds}s`;
-            return { ok: false, reason: r.reason, message, retryAfterSeconds: r.retryAfterSeconds };
-        }
-        const m = this.members.get(r.lease.proxyId)!;
-        return {
-            ok: true,
-            ...(req.session !== undefined && {
-                session:
-                    r.session ?? (!known ? ("new" as const) : r.rebound ? ("rebound" as const) : ("kept" as const)),
-            }),
-            lease: {
-                id: r.lease.id,
-                proxy: {
-                    id: m.id,
-                    pool: m.pool,
-                    provider: m.provider,
-                    zone: m.zone,
-                    host: m.host,
-                    port: m.port,
-                    url: memberUpstreamUrl(m, this.credentialsOf(m)),
-                    ...(m.auth ? { auth: true } : {}),
-                },
-                target: r.lease.target,
-                ...(r.lease.session !== undefined && { session: r.lease.session, rebound: r.rebound }),
-                leasedAt: new Date(r.lease.leasedAt).toISOString(),
-                expiresAt: new Date(r.lease.expiresAt).toISOString(),
-            },
-        };
+        if (!r.ok) return refusal(req, r);
+        const m = this.members.get(r.lease.proxyId)!; // acquire passed over members not known here
+        return grantAnswer(req, known, r, m, memberUpstreamUrl(m, this.credentialsOf(m)));
     }
 
     release(leaseId: string, outcome: ReleaseOutcome) {

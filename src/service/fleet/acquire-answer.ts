@@ -1,0 +1,68 @@
+/**
+ * What an acquire answers (Fleet.acquire, for POST /v1/leases and the gateway): the lease with the
+ * member's address, or a refusal in words. Pure: the fleet passes the request, the store's result and,
+ * for a grant, the member and its upstream URL.
+ */
+import type { ProxyMember } from "../../model";
+import type { AcquireResult } from "../leases";
+import type { AcquireRequest } from "../leases/types";
+import type { FleetAcquire } from "./views";
+
+const scopeOf = (req: AcquireRequest) => (req.pool ? `pool "${req.pool}"` : "any pool");
+
+/** The store's refusal, with a message naming the scope and when to retry. */
+export function refusal(req: AcquireRequest, r: Extract<AcquireResult, { ok: false }>): FleetAcquire {
+    if (r.reason === "target-busy") {
+        const message = `pool "${r.pool}" is at its politeness limit for ${req.target} (rule "${r.rule}" in its \`targets\`); retry in ${r.retryAfterSeconds}s`;
+        return { ...r, message };
+    }
+    const where = scopeOf(req) + (req.zone ? ` (zone "${req.zone}")` : "");
+    const message =
+        r.reason === "no-members"
+            ? `${where} has no members; scale it up`
+            : `no proxy in ${where} is healthy, unleased and out of cooldown${req.target ? ` for ${req.target}` : ""}; retry in ${r.retryAfterSeconds}s`;
+    return { ok: false, reason: r.reason, message, retryAfterSeconds: r.retryAfterSeconds };
+}
+
+/** The free members are ones this replica has not read from the stack yet (Fleet.notKnownHere). */
+export function notReadYet(req: AcquireRequest): FleetAcquire {
+    return {
+        ok: false,
+        reason: "none-available",
+        message: `the proxies free in ${scopeOf(req)} were added a moment ago and this replica has not read them yet; retry in 1s`,
+        retryAfterSeconds: 1,
+    };
+}
+
+/** A granted lease on member `m` (`url`: its upstream URL, credentials included). `known`: the session had a member before. */
+export function grantAnswer(
+    req: AcquireRequest,
+    known: boolean,
+    r: Extract<AcquireResult, { ok: true }>,
+    m: ProxyMember,
+    url: string,
+): FleetAcquire {
+    return {
+        ok: true,
+        ...(req.session !== undefined && {
+            session: r.session ?? (!known ? ("new" as const) : r.rebound ? ("rebound" as const) : ("kept" as const)),
+        }),
+        lease: {
+            id: r.lease.id,
+            proxy: {
+                id: m.id,
+                pool: m.pool,
+                provider: m.provider,
+                zone: m.zone,
+                host: m.host,
+                port: m.port,
+                url,
+                ...(m.auth ? { auth: true } : {}),
+            },
+            target: r.lease.target,
+            ...(r.lease.session !== undefined && { session: r.lease.session, rebound: r.rebound }),
+            leasedAt: new Date(r.lease.leasedAt).toISOString(),
+            expiresAt: new Date(r.lease.expiresAt).toISOString(),
+        },
+    };
+}
