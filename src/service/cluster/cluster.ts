@@ -3,14 +3,16 @@ import { randomBytes } from "node:crypto";
 import type Redis from "ioredis";
 import { clusterConnection } from "./connection";
 import type { Logger } from "pino";
+import { ForeignHomeError, StackHome } from "./home";
 import { CLAIM, FENCE, RESIGN } from "./scripts";
 
 /** The key prefix of a stack in the store: its leases (store/), its leader and replicas (here). */
 export const stackPrefix = (stack: string) => `egress:${stack}:`;
 /**
  * Under the prefix: the leader lock, the fencing counter, the replicas' heartbeat records, and the
- * leader's health verdicts (verdicts.ts), which every replica shows, and the scale requests followers
- * queued for the leader (scale-queue.ts).
+ * leader's health verdicts (verdicts.ts), which every replica shows, the scale requests followers
+ * queued for the leader (scale-queue.ts), and the id of the EGRESS_HOME whose replicas hold the stack
+ * (Cluster.assertOneHome).
  */
 export const CLUSTER_KEYS = {
     leader: "leader",
@@ -18,6 +20,7 @@ export const CLUSTER_KEYS = {
     replicas: "replicas",
     health: "health",
     scaleRequests: "scale-requests",
+    home: "home",
 } as const;
 
 /** One replica as the cluster sees it (GET /v1/cluster). */
@@ -127,6 +130,10 @@ export class Cluster {
     private leaderSeen?: LeaderInfo;
     private stopped = false;
     private prunedAt = 0;
+    /** Another home took the stack while this replica could not renew the home key (`foreignHome`). */
+    private foreignSeen?: string;
+    /** Which home's replicas hold the stack (home.ts). */
+    private readonly home: StackHome;
 
     constructor(private readonly o: ClusterOptions) {
         this.ttlMs = o.ttlMs ?? LEADER_TTL_MS;
@@ -134,6 +141,7 @@ export class Cluster {
         this.redis.defineCommand("egressClaim", { numberOfKeys: 2, lua: CLAIM });
         this.redis.defineCommand("egressFence", { numberOfKeys: 1, lua: FENCE });
         this.redis.defineCommand("egressResign", { numberOfKeys: 1, lua: RESIGN });
+        this.home = new StackHome(this.redis, this.key(CLUSTER_KEYS.home), o.self.home, this.ttlMs * 3);
     }
 
     private key(k: string): string {
@@ -154,18 +162,24 @@ export class Cluster {
     /**
      * Refuses to join replicas of the stack that run from another EGRESS_HOME (another host, or another
      * directory): the next leader takes the operation journal, the stack file and the writer lock over
-     * from its own home, so a leader from another one would apply a different desired state. Call before
-     * `start`; a store that does not answer yet is not a refusal (the lease store reports it).
+     * from its own home, so a leader from another one would apply a different desired state. The stack's
+     * home key is taken in one step (scripts.ts HOLD_HOME), so of two replicas from two homes starting in
+     * the same moment one is refused; the heartbeat renews it. Call before `start`; a store that does not
+     * answer yet is not a refusal (the lease store reports it), and the heartbeat then takes the key.
      */
     async assertOneHome(): Promise<void> {
-        const mine = this.o.self.home;
+        const mine = this.home.home;
         if (!mine) return;
         await this.redis.connect().catch(() => undefined);
+        const held = await this.home.hold().catch(() => mine);
+        // Records of releases before the home key carry `home` only: live ones from another home refuse too.
         const view = await this.view().catch(() => undefined);
         const others = (view?.replicas ?? []).filter((r) => r.home && r.home !== mine);
-        if (!others.length) return;
+        if (held === mine && !others.length) return;
+        // A refused start must not keep the stack for its home (the running replicas would step down).
+        if (held === mine) await this.home.free().catch(() => undefined);
         this.redis.disconnect();
-        throw new ForeignHomeError(others);
+        throw new ForeignHomeError(held !== mine ? held! : others[0].home!, others);
     }
 
     /** This replica leads now (its lock was renewed within the TTL). */
@@ -220,6 +234,9 @@ export class Cluster {
         try {
             await this.redis.egressResign(this.key(CLUSTER_KEYS.leader), this.id);
             await this.redis.hdel(this.key(CLUSTER_KEYS.replicas), this.id);
+            // The last replica of this home frees the stack at once: a move to another home need not wait.
+            const { replicas } = await this.view();
+            if (!replicas.some((r) => r.home === this.home.home)) await this.home.free();
         } catch {
             /* Redis is down: the lock runs out by its TTL */
         }
@@ -239,29 +256,9 @@ export class Cluster {
                 lastHeartbeat: new Date().toISOString(),
             };
             await this.redis.hset(this.key(CLUSTER_KEYS.replicas), this.id, JSON.stringify(me));
-            const holder = JSON.parse(
-                String(
-                    await this.redis.egressClaim(
-                        this.key(CLUSTER_KEYS.leader),
-                        this.key(CLUSTER_KEYS.fence),
-                        this.id,
-                        this.ttlMs,
-                        new Date().toISOString(),
-                    ),
-                ),
-            ) as LeaderInfo;
-            if (heldByCommand(holder) && holder.id !== this.leaderSeen?.id)
-                this.o.log.info(
-                    { holder },
-                    `the stack's lock is held by ${describeCommandHolder(holder)}: no replica leads until it ends`,
-                );
-            this.leaderSeen = holder;
-            if (holder.id === this.id) {
-                this.token = holder.token;
-                // The lock lives ttlMs from when Redis ran the script, which was after `sent`.
-                this.validUntil = sent + this.ttlMs - 500;
-                this.setLeading(true);
-            } else this.setLeading(false);
+            const home = await this.home.hold();
+            if (home !== undefined && home !== this.home.home) await this.foreignHome(home);
+            else await this.claim(sent);
             if (Date.now() - this.prunedAt > 60_000) await this.prune();
         } catch (e) {
             if (this.leading && Date.now() >= this.validUntil) {
@@ -274,6 +271,50 @@ export class Cluster {
         const next = Math.max(50, Math.min(this.ttlMs / 3, this.leading ? this.validUntil - Date.now() : Infinity));
         this.timer = setTimeout(() => void this.tick(), next);
         this.timer.unref();
+    }
+
+    /** Renews the lock or takes a free one, and acts on who holds it now (`sent`: when this tick began). */
+    private async claim(sent: number): Promise<void> {
+        this.foreignSeen = undefined;
+        const holder = JSON.parse(
+            String(
+                await this.redis.egressClaim(
+                    this.key(CLUSTER_KEYS.leader),
+                    this.key(CLUSTER_KEYS.fence),
+                    this.id,
+                    this.ttlMs,
+                    new Date().toISOString(),
+                ),
+            ),
+        ) as LeaderInfo;
+        if (heldByCommand(holder) && holder.id !== this.leaderSeen?.id)
+            this.o.log.info(
+                { holder },
+                `the stack's lock is held by ${describeCommandHolder(holder)}: no replica leads until it ends`,
+            );
+        this.leaderSeen = holder;
+        if (holder.id === this.id) {
+            this.token = holder.token;
+            // The lock lives ttlMs from when Redis ran the script, which was after `sent`.
+            this.validUntil = sent + this.ttlMs - 500;
+            this.setLeading(true);
+        } else this.setLeading(false);
+    }
+
+    /**
+     * The home key ran out while this replica could not reach Redis, and replicas from another home took
+     * the stack: this one must not lead it (their journal and stack file are the truth now). It steps down,
+     * gives the lock up, says so once, and keeps checking, so it may lead again once they are gone.
+     */
+    private async foreignHome(home: string): Promise<void> {
+        if (this.foreignSeen !== home)
+            this.o.log.error(
+                { home, mine: this.home.home },
+                `replicas from another EGRESS_HOME (${home}) took this stack while this replica could not reach the store: it no longer leads; stop it, or stop them`,
+            );
+        this.foreignSeen = home;
+        this.setLeading(false);
+        await this.redis.egressResign(this.key(CLUSTER_KEYS.leader), this.id);
     }
 
     /** Drops records of replicas not heard of for a minute (killed ones never remove their own). */
@@ -291,15 +332,5 @@ export class Cluster {
         this.leading = on;
         this.o.log.info({ replica: this.id, token: this.token }, on ? "leading the stack" : "no longer leading");
         this.o.onLeading?.(on);
-    }
-}
-
-/** Replicas of the stack already run from another EGRESS_HOME (Cluster.assertOneHome). */
-export class ForeignHomeError extends Error {
-    constructor(readonly others: ReplicaInfo[]) {
-        super(
-            `replicas of this stack already run from another EGRESS_HOME: ${others.map((r) => `${r.id} on ${r.host} (${r.url})`).join(", ")}. Replicas of one stack share one EGRESS_HOME on one host for now: the operation journal, the stack file and the writer lock a new leader takes over are there (docs/operations.md, "Running replicas"). Start this one with their EGRESS_HOME, on their host, or stop them first`,
-        );
-        this.name = "ForeignHomeError";
     }
 }

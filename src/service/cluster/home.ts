@@ -1,6 +1,7 @@
 import { randomBytes } from "node:crypto";
 import * as fs from "node:fs";
 import * as path from "node:path";
+import type Redis from "ioredis";
 
 /**
  * The id of the EGRESS_HOME a replica runs from (`<runDir>/home-id`, made once): replicas of one stack
@@ -22,4 +23,75 @@ export function homeId(runDir: string): string {
         if ((e as NodeJS.ErrnoException).code !== "EEXIST") throw e;
     }
     return fs.readFileSync(file, "utf8").trim();
+}
+
+/**
+ * KEYS: the stack's home key. ARGV: home id, TTL ms. Takes a free key or renews our own, in one step, so
+ * of two replicas from two homes starting in the same moment only one can pass. Returns the holder.
+ */
+const HOLD = `
+local v = redis.call('GET', KEYS[1])
+if v and v ~= ARGV[1] then return v end
+redis.call('SET', KEYS[1], ARGV[1], 'PX', ARGV[2])
+return ARGV[1]
+`;
+
+/** KEYS: the stack's home key. ARGV: home id. Frees it if that home holds it. */
+const FREE = `
+if redis.call('GET', KEYS[1]) == ARGV[1] then redis.call('DEL', KEYS[1]) return 1 end
+return 0
+`;
+
+type Scripted = Redis & Record<"egressHoldHome" | "egressFreeHome", (...a: string[]) => Promise<unknown>>;
+
+/**
+ * The stack's home key in the store: which EGRESS_HOME's replicas hold the stack. Each replica takes or
+ * renews it on every heartbeat (a third of the lock's TTL); it outlives the last renewal by three TTLs,
+ * so replicas from another home may start only once the old ones have been silent that long, or when
+ * the last of them stopped and freed it.
+ */
+export class StackHome {
+    private readonly redis: Scripted;
+
+    /** `home`: this replica's home id; undefined holds nothing (every call then answers undefined). */
+    constructor(
+        redis: Redis,
+        private readonly key: string,
+        readonly home: string | undefined,
+        private readonly ttlMs: number,
+    ) {
+        this.redis = redis as Scripted;
+        this.redis.defineCommand("egressHoldHome", { numberOfKeys: 1, lua: HOLD });
+        this.redis.defineCommand("egressFreeHome", { numberOfKeys: 1, lua: FREE });
+    }
+
+    /** Takes or renews the key for this home; returns the home that holds it now. */
+    async hold(): Promise<string | undefined> {
+        if (!this.home) return undefined;
+        return String(await this.redis.egressHoldHome(this.key, this.home, String(this.ttlMs)));
+    }
+
+    /** Frees the key if this home holds it (its last replica stops, or a refused start took it). */
+    async free(): Promise<void> {
+        if (this.home) await this.redis.egressFreeHome(this.key, this.home);
+    }
+}
+
+/** What a refusal names of each running replica (a ReplicaInfo of cluster.ts, which imports this file). */
+type Named = { id: string; host: string; url: string };
+
+/** Replicas of the stack already run from another EGRESS_HOME (Cluster.assertOneHome). */
+export class ForeignHomeError extends Error {
+    constructor(
+        readonly home: string,
+        readonly others: Named[],
+    ) {
+        const who = others.length
+            ? `: ${others.map((r) => `${r.id} on ${r.host} (${r.url})`).join(", ")}`
+            : " (starting now, or stopped less than a few seconds ago)";
+        super(
+            `replicas of this stack already run from another EGRESS_HOME (home ${home})${who}. Replicas of one stack share one EGRESS_HOME on one host for now: the operation journal, the stack file and the writer lock a new leader takes over are there (docs/operations.md, "Running replicas"). Start this one with their EGRESS_HOME, on their host, or stop them first`,
+        );
+        this.name = "ForeignHomeError";
+    }
 }
