@@ -1,7 +1,8 @@
 /**
  * Replicas of one stack share one EGRESS_HOME (docs/operations.md, "Running replicas"): the journal,
  * the stack file and the writer lock a new leader takes over live there. With a real redis-server:
- * - two replicas from one home join (GET /v1/cluster lists both, with the same `home`);
+ * - two replicas from one home join (GET /v1/cluster lists both, with the same `home`, each with its
+ *   gateway's URL);
  * - a replica of the same stack from another EGRESS_HOME (another checkout, as another host would be)
  *   is refused at start: exit 1, a message naming the running replicas and the rule, and it changed
  *   nothing (the cluster still lists the two, the members are the same).
@@ -11,6 +12,7 @@ import assert from "node:assert/strict";
 import { cli, killServices, procProject, ProcProject, serve, ServeProcess, until } from "../helpers/processes";
 import { startRedis, TestRedis } from "../helpers/redis";
 import { clusterOf, leaderOf } from "../helpers/replicas";
+import { freeLoopbackPort } from "../helpers/net";
 
 const config = {
     "egress:providers": { local: { type: "local" } },
@@ -38,7 +40,12 @@ const memberIds = async (svc: ServeProcess) =>
 
 test("a replica from another EGRESS_HOME is refused; replicas from one home join", { timeout: 180_000 }, async () => {
     const args = ["--store", redis.url];
-    const replicas = [await serve(p, args), await serve(p, args)];
+    // Each with its own gateway, which its record in the cluster names (operators find them there).
+    const gw = [await freeLoopbackPort(), await freeLoopbackPort()];
+    const replicas = [
+        await serve(p, [...args, "--gateway-port", String(gw[0])]),
+        await serve(p, [...args, "--gateway-port", String(gw[1])]),
+    ];
     const leader = await leaderOf(replicas);
     await until("the member", async () => (await memberIds(leader)).length === 1, 120_000);
     const view = await clusterOf(leader);
@@ -46,6 +53,8 @@ test("a replica from another EGRESS_HOME is refused; replicas from one home join
     const homes = new Set<string>(view.replicas.map((r: { home: string }) => r.home));
     assert.equal(homes.size, 1, "one home for both");
     assert.match([...homes][0], /^[0-9a-f]{16}$/);
+    const gateways = view.replicas.map((r: { gatewayUrl?: string }) => r.gatewayUrl).sort();
+    assert.deepEqual(gateways, gw.map((port) => `http://127.0.0.1:${port}`).sort(), "each names its gateway");
     const before = await memberIds(leader);
 
     await assert.rejects(serve(other, args), (e: Error) => {

@@ -132,6 +132,7 @@ export class Cluster {
     private prunedAt = 0;
     /** Another home took the stack while this replica could not renew the home key (`foreignHome`). */
     private foreignSeen?: string;
+    private gatewayUrl?: string;
     /** Which home's replicas hold the stack (home.ts). */
     private readonly home: StackHome;
 
@@ -151,6 +152,14 @@ export class Cluster {
     /** Connects the part that acts on leadership (start/leading.ts), built after the cluster. */
     subscribe(onLeading: (leading: boolean) => void): void {
         this.o.onLeading = onLeading;
+    }
+
+    /**
+     * Where this replica's gateway answers, once it listens (before `start`): its record then shows it, so
+     * an operator or a load balancer's config can find every replica's gateway in GET /v1/cluster.
+     */
+    advertiseGateway(url: string): void {
+        this.gatewayUrl = url;
     }
 
     /** Connects and starts the heartbeat and the claim loop; the first claim runs at once. */
@@ -249,6 +258,7 @@ export class Cluster {
         try {
             const me: ReplicaInfo = {
                 ...this.o.self,
+                ...(this.gatewayUrl && { gatewayUrl: this.gatewayUrl }),
                 id: this.id,
                 pid: process.pid,
                 host: os.hostname(),

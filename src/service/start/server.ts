@@ -140,6 +140,7 @@ export async function startService(opts: ServeOptions): Promise<RunningService> 
                 "starting without the lease store: leases answer 503 store_unavailable until it is reachable",
             );
         if (gateway) gatewayAt = await listenGateway(gateway, opts.gateway!);
+        if (gatewayAt) cluster?.advertiseGateway(gatewayAt.url);
         // Alone, this process leads from the start: recovery before anything is served. A replica serves
         // from what state holds and takes the stack up when it wins the leader lock.
         if (cluster) {
