@@ -5,6 +5,8 @@
  *   running one as interrupted and applies the queued one under the id the client was given;
  * - SIGTERM in the same moment: the service finishes the running operation, exits, and the next start
  *   applies the queued one the same way;
+ * - `kill -9` while a scale waits for the writer lock an `egress up` holds (the operation says whom it
+ *   waits for): it applied nothing, so the next start carries it like a queued one;
  * - two replicas on a real redis-server: a request a follower queued and the leader took, `kill -9` of the
  *   leader: the survivor leads and applies it (the journal in the shared EGRESS_HOME);
  * - after each, the pool has the requested count, the stack file says so, and nothing leaked.
@@ -22,6 +24,8 @@ import {
     settledOp,
     until,
 } from "../helpers/processes";
+import * as path from "node:path";
+import { holdWriterLock, killHard } from "../helpers/cli";
 import { startRedis } from "../helpers/redis";
 import { leaderOf } from "../helpers/replicas";
 import { assertNothingLeaked } from "../helpers/restart-checks";
@@ -128,6 +132,40 @@ test(
             const done = (await next.call("GET", `/v1/operations/${first.id}`)).body.operation;
             assert.equal(done.status, "succeeded", "the running one finished before the exit");
             await applied(next, second.id, 3, svc.child.pid!);
+        } finally {
+            next.child.kill("SIGKILL");
+            await next.exited;
+        }
+    },
+);
+
+test(
+    "kill -9 while a scale waits for the writer lock an `egress up` holds: the next start applies it under its id",
+    { timeout: 300_000 },
+    async () => {
+        const t0 = new Date().toISOString();
+        const svc = await serve(p);
+        await converged(svc, t0);
+        const holder = await holdWriterLock(path.join(p.home, "run"), p.stack, "egress up");
+        let id: string;
+        try {
+            const op = await scale(svc, 3);
+            id = op.id;
+            const waiting = await until("the scale to wait for the lock", async () => {
+                const o = (await svc.call("GET", `/v1/operations/${op.id}`)).body.operation;
+                return o.waitingForLock && o;
+            });
+            assert.equal(waiting.status, "running");
+            assert.equal(waiting.waitingForLock.holder, `pid ${holder.pid} (egress up)`, "it says whom it waits for");
+            assert.equal(p.replicas("web"), 1, "nothing applied: the stack file is untouched");
+            svc.child.kill("SIGKILL");
+            await svc.exited;
+        } finally {
+            await killHard(holder); // the next start finds its lock stale
+        }
+        const next = await serve(p);
+        try {
+            await applied(next, id, 3, svc.child.pid!);
         } finally {
             next.child.kill("SIGKILL");
             await next.exited;

@@ -1,8 +1,8 @@
 /**
  * Scaler coordination with a scripted driver (the real engine runs in test/service): gating before
  * recovery and during shutdown, folding of queued requests, queued scale requests kept on drain and
- * carried over by the next start (OperationLog.recover, Scaler.carry), and retry while another update
- * holds the stack lock.
+ * carried over by the next start (OperationLog.recover, Scaler.carry), also when cut off while waiting
+ * for the writer lock, and retry while another update holds the stack lock.
  */
 import { test } from "node:test";
 import assert from "node:assert/strict";
@@ -172,6 +172,57 @@ test("recovery: carried requests queue behind the start-up convergence and fold;
     assert.equal(ops.get("op_b")!.status, "succeeded");
     assert.match(fs.readFileSync(path.join(dir, "stacks", "Pulumi.s.yaml"), "utf8"), /replicas: 6/);
 });
+
+test(
+    "a scale cut off while it waits for the writer lock is carried by the next start; it shows whom it waits for",
+    {
+        timeout: 20_000,
+    },
+    async () => {
+        const { driver, calls } = scriptedDriver();
+        const dir = project();
+        const journal = path.join(dir, "operations.json");
+        const runDir = fs.mkdtempSync(path.join(os.tmpdir(), "egress-scaler-run-"));
+        const holder = await holdWriterLock(runDir, "s", "egress up");
+        const lock = (signal: AbortSignal, onWait?: (holder: string) => void) =>
+            acquireWriterLock({
+                runDir,
+                stack: "s",
+                command: "egress serve",
+                waitMs: 60_000,
+                pollMs: 20,
+                signal,
+                onWait: (h) => onWait?.(`pid ${h.pid} (${h.command})`),
+            });
+        const ops = new OperationLog(journal);
+        const scaler = new Scaler({ driver, projectRoot: dir, stack: "s", ops, log: pino({ level: "silent" }), lock });
+        scaler.open();
+        const op = scaler.request("web", 4);
+        try {
+            while (!op.waitingForLock) await new Promise((r) => setTimeout(r, 20));
+            assert.equal(op.status, "running");
+            assert.equal(op.waitingForLock.holder, `pid ${holder.pid} (egress up)`);
+            // A kill -9 now leaves the journal as it is: the next start reads it.
+            const { carried, interrupted } = new OperationLog(journal).recover();
+            assert.deepEqual(
+                carried.map((o) => [o.id, o.status, o.desired.web, o.startedAt, o.waitingForLock]),
+                [[op.id, "queued", 4, undefined, undefined]],
+                "applied nothing: carried like a request that never started",
+            );
+            assert.deepEqual(interrupted, []);
+        } finally {
+            await killHard(holder); // the wait ends: the lock's holder is gone
+        }
+        while (!calls.length) await new Promise((r) => setTimeout(r, 20));
+        assert.equal(op.waitingForLock, undefined, "no longer waiting once it holds the lock");
+        calls[0].resolve();
+        await scaler.drain();
+        assert.equal(op.status, "succeeded");
+        const after = new OperationLog(journal).recover();
+        assert.deepEqual([after.carried, after.interrupted], [[], []], "done: nothing to carry");
+        fs.rmSync(runDir, { recursive: true, force: true });
+    },
+);
 
 test("an operation retries while another update holds the lock, then succeeds", { timeout: 20_000 }, async () => {
     const { driver, calls } = scriptedDriver();

@@ -542,6 +542,13 @@ export interface components {
             startedAt?: string;
             /** @enum {string} */
             status: "queued" | "running" | "succeeded" | "failed" | "interrupted";
+            /** @description While a started operation waits for the writer lock another egress command holds: nothing is applied until it ends */
+            waitingForLock?: {
+                /** @description Who holds the stack's writer lock, e.g. "pid 4242 (egress up)" */
+                holder: string;
+                /** @description When this operation began waiting */
+                since: string;
+            };
         };
         Pool: {
             actual: number;

@@ -19,9 +19,9 @@ export interface ScalerDeps {
     /**
      * Takes the stack's writer lock (src/engine/writer-lock.ts), waiting while another writer — a
      * person's `egress up` or `scale` — holds it; aborted when the service stops. Held from writing the
-     * stack file to the end of the engine run.
+     * stack file to the end of the engine run. `onWait` hears who holds it, each time that changes.
      */
-    lock?: (signal: AbortSignal) => Promise<{ release(): void }>;
+    lock?: (signal: AbortSignal, onWait?: (holder: string) => void) => Promise<{ release(): void }>;
     /**
      * Drain before removing members (src/service/control/drain): without it members are removed at once.
      * `members` is the fleet as state lists it.

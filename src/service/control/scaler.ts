@@ -239,8 +239,13 @@ export class Scaler {
         let lock: { release(): void } | undefined;
         let locked = false;
         try {
-            lock = await this.deps.lock?.(this.stopping.signal);
+            // The wait shows on the operation (GET /v1/operations/<id>), and the journal knows it applied nothing yet.
+            const since = new Date().toISOString();
+            lock = await this.deps.lock?.(this.stopping.signal, (holder) =>
+                ops.update(op, { waitingForLock: { holder, since } }),
+            );
             locked = true;
+            if (op.waitingForLock) ops.update(op, { waitingForLock: undefined });
             this.applyingNow = true;
             const more = this.moreDue.get(op.id);
             this.moreDue.delete(op.id);
@@ -257,6 +262,7 @@ export class Scaler {
             patch = { status: interrupted ? "interrupted" : "failed", error: (e as Error).message };
             // A scale request that stopped before the lock applied nothing: kept for the next start (setAside).
             if (waited && op.kind === "scale") patch = { status: "queued", startedAt: undefined };
+            if (waited) patch.waitingForLock = undefined;
             if (interrupted) log.warn({ error: (e as Error).message }, "operation interrupted");
             else log.error({ error: (e as Error).message }, "operation failed");
         }

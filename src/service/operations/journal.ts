@@ -56,6 +56,12 @@ export interface Operation {
      * until when. `draining` is true while it waits for their leases, before the engine runs.
      */
     drain?: { draining: boolean; members: DrainView[] };
+    /**
+     * Set while a started operation waits for the stack's writer lock (an `egress up` beside the service
+     * holds it): who holds it, since when. Nothing is applied until it ends, so a scale request cut off in
+     * this wait is carried over like a queued one (OperationLog.recover).
+     */
+    waitingForLock?: { holder: string; since: string };
 }
 
 /** Where a rolling change is: batch `batch` of `of` replaces `members` of `pool`, behind `surge`. */
@@ -246,6 +252,10 @@ export class OperationLog {
             previous.some((o) => setsCounts(o) && o.createdAt > op.createdAt && o.status !== "queued");
         for (const op of previous) {
             if (this.ops.get(op.id)?.status === "running") continue;
+            // Started, but cut off while it waited for the writer lock: it applied nothing (not even the
+            // stack file), so it is still only a request.
+            if (op.status === "running" && op.waitingForLock && op.kind === "scale")
+                Object.assign(op, { status: "queued", startedAt: undefined, waitingForLock: undefined });
             if (op.status === "queued" && op.kind === "scale" && !startedAfter(op)) out.carried.push(op);
             else if (op.status === "running" || op.status === "queued") {
                 op.status = "interrupted";

@@ -53,7 +53,7 @@ export function buildParts(
         onNotice: (line) => log.warn({ stack: opts.stack }, line),
     });
     /** The stack's one writer lock (shared with CLI writers); a dead holder's lock is cleared and logged. */
-    const writerLock = (signal?: AbortSignal) =>
+    const writerLock = (signal?: AbortSignal, onWait?: (holder: string) => void) =>
         acquireWriterLock({
             runDir,
             stack: opts.stack,
@@ -61,7 +61,10 @@ export function buildParts(
             waitMs: opts.writerLockWaitMs ?? 30 * 60_000,
             pollMs: 250,
             signal,
-            onWait: (h) => log.warn({ holder: h }, `waiting for the stack's writer lock, held by ${describeHolder(h)}`),
+            onWait: (h) => {
+                log.warn({ holder: h }, `waiting for the stack's writer lock, held by ${describeHolder(h)}`);
+                onWait?.(describeHolder({ ...h, since: undefined })); // the operation records when it began waiting
+            },
             onStale: (h) =>
                 log.warn(
                     { holder: h },

@@ -229,6 +229,15 @@ export const operationSchema = z
                 ),
             })
             .optional(),
+        waitingForLock: z
+            .object({
+                holder: z.string().describe('Who holds the stack\'s writer lock, e.g. "pid 4242 (egress up)"'),
+                since: isoTime.describe("When this operation began waiting"),
+            })
+            .optional()
+            .describe(
+                "While a started operation waits for the writer lock another egress command holds: nothing is applied until it ends",
+            ),
     })
     .meta({ id: "Operation" });
 
