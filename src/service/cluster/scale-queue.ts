@@ -104,7 +104,8 @@ export class ScaleQueue {
     /** A request still waiting for the leader (GET /v1/operations/<id> in the moment before it is taken). */
     async peek(id: string): Promise<QueuedScale | undefined> {
         // The queue is a list, short-lived and short: the leader empties it every `intervalMs`. A request
-        // applied a moment ago may still be listed; the route asks the journal first then (routes/operations.ts).
+        // applied a moment ago may still be listed: the route answers with the journal's operation then
+        // (routes/operations.ts `takenSoon`).
         const all = await this.redis.lrange(this.key, 0, -1).catch(() => [] as string[]);
         return all.map((r) => JSON.parse(r) as QueuedScale).find((x) => x.id === id);
     }
