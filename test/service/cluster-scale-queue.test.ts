@@ -1,7 +1,7 @@
 /**
  * The scale requests followers queue for the leader (src/service/cluster/scale-queue.ts) on a real
  * redis-server: only the lock's holder takes them, oldest first, each once; a request the leader cannot
- * accept goes back for the next one; a follower whose store is down gets a StoreUnavailableError (the
+ * accept stays queued, in order, for the next one; a follower whose store is down gets a StoreUnavailableError (the
  * route's 503 store_unavailable), never a hang.
  */
 import { after, before, test } from "node:test";
@@ -9,7 +9,7 @@ import assert from "node:assert/strict";
 import Redis from "ioredis";
 import { createLogger } from "../../src/log/logger";
 import { CLUSTER_KEYS } from "../../src/service/cluster/cluster";
-import { type QueuedScale, ScaleQueue } from "../../src/service/cluster/scale-queue";
+import { type QueuedScale, ScaleQueue, type ScaleTaker } from "../../src/service/cluster/scale-queue";
 import { StoreUnavailableError } from "../../src/service/store/types";
 import { startRedis, TestRedis } from "../helpers/redis";
 import { until } from "../helpers/processes";
@@ -26,6 +26,8 @@ async function queue(self: string): Promise<ScaleQueue> {
     await q.start();
     return q;
 }
+/** A leader whose journal knows none of the ids (the crash windows: cluster-scale-queue-crash.test.ts). */
+const fresh = (apply: ScaleTaker["apply"]): ScaleTaker => ({ known: () => false, apply });
 const holdLock = (id: string) => raw.set(PREFIX + CLUSTER_KEYS.leader, JSON.stringify({ id, token: 1, since: "" }));
 
 before(async () => {
@@ -49,13 +51,13 @@ test("only the lock's holder takes the queue: oldest first, each request once, u
     assert.deepEqual(await leader.peek(a.id), a, "visible before it is taken");
 
     const takenByOther: QueuedScale[] = [];
-    other.lead((q) => takenByOther.push(q)); // not the lock's holder
+    other.lead(fresh((q) => takenByOther.push(q))); // not the lock's holder
     await new Promise((r) => setTimeout(r, 300));
     assert.deepEqual(takenByOther, [], "a replica without the lock takes nothing");
     await other.follow();
 
     const taken: QueuedScale[] = [];
-    leader.lead((q) => taken.push(q));
+    leader.lead(fresh((q) => taken.push(q)));
     await until("both requests taken", () => taken.length === 2, 5000, 20);
     assert.deepEqual(
         taken.map((q) => [q.id, q.replicas, q.via]),
@@ -70,26 +72,39 @@ test("only the lock's holder takes the queue: oldest first, each request once, u
     await leader.follow();
 });
 
-test("a request the leader cannot accept goes back to the queue for the next leader", async () => {
+test("requests the leader cannot accept (it stops) stay queued, in order, for the next leader", async () => {
     const follower = await queue("f2");
     const stopping = await queue("s");
     await holdLock("s");
-    const q = await follower.enqueue("web", 2);
+    const a = await follower.enqueue("web", 2);
+    const b = await follower.enqueue("web", 4);
     let tries = 0;
-    stopping.lead(() => {
-        tries++;
-        throw new Error("the service is stopping");
-    });
+    stopping.lead(
+        fresh(() => {
+            tries++;
+            throw new Error("the service is stopping");
+        }),
+    );
     await until("a try", () => tries > 0, 5000, 20);
     await stopping.follow();
-    assert.deepEqual(await follower.peek(q.id), q, "back in the queue, unchanged");
+    // Stopped at the first refusal: b, applied before a, would lose to it on the next leader.
+    assert.equal(tries, 1, "nothing behind a refused request is applied");
+    const c = await follower.enqueue("web", 6);
+    const listed = await raw.lrange(PREFIX + CLUSTER_KEYS.scaleRequests, 0, -1);
+    assert.deepEqual(
+        listed.map((r) => JSON.parse(r) as QueuedScale),
+        [a, b, c],
+        "still queued, unchanged, in their order, the newer one behind",
+    );
 
     const next = await queue("n");
     await holdLock("n");
     const taken: string[] = [];
-    next.lead((x) => taken.push(x.id));
-    await until("the next leader takes it", () => taken.includes(q.id), 5000, 20);
+    next.lead(fresh((x) => taken.push(x.id)));
+    await until("the next leader takes them", () => taken.length === 3, 5000, 20);
     await next.follow();
+    assert.deepEqual(taken, [a.id, b.id, c.id], "oldest first: the latest (6) wins for the pool");
+    assert.equal(await raw.llen(PREFIX + CLUSTER_KEYS.scaleRequests), 0, "removed once applied");
 });
 
 test("a follower whose store is down: StoreUnavailableError at once, and queuing works again after", async () => {

@@ -4,7 +4,7 @@ import { clusterConnection } from "./connection";
 import type { Logger } from "pino";
 import { StoreUnavailableError } from "../store/types";
 import { CLUSTER_KEYS } from "./cluster";
-import { TAKE_SCALE_REQUESTS } from "./scripts";
+import { READ_SCALE_REQUESTS, REMOVE_SCALE_REQUESTS } from "./scripts";
 
 /** One scale request a follower queued: the id it answered with (202) is the operation's id on the leader. */
 export interface QueuedScale {
@@ -29,17 +29,38 @@ export interface ScaleQueueOptions {
     intervalMs?: number;
 }
 
-type Scripted = Redis & { egressTakeScales(lock: string, queue: string, self: string): Promise<string[]> };
+/** What the leader does with a queued request (start/leading.ts: its Scaler, under the request's id). */
+export interface ScaleTaker {
+    /** Whether the journal already knows this id: a leader recorded it, then died before removing it. */
+    known(id: string): boolean;
+    /** Records the request in the journal (on disk when it returns); throws when not accepted now (stopping). */
+    apply(q: QueuedScale): void;
+}
+
+/** A request as read from the list: `raw` is the exact entry, what the removal matches. */
+export interface ReadScale {
+    request: QueuedScale;
+    raw: string;
+}
+
+type Scripted = Redis & {
+    egressReadScales(lock: string, queue: string, self: string): Promise<string[]>;
+    egressRemoveScales(lock: string, queue: string, self: string, ...raw: string[]): Promise<number>;
+};
 
 /**
  * Scale requests that reach a follower go through the store, not through the leader's HTTP port: the
  * follower validates the request, queues it here and answers 202 with the operation's id at once, even
  * while no replica leads (an election takes up to the lock's TTL) or while the leader that died still
- * holds the lock. The leader takes the queue every `intervalMs` (atomically, and only while it holds the
- * lock: scripts.ts TAKE_SCALE_REQUESTS) and applies each request, in the order queued, through its
- * Scaler under that id, so
- * GET /v1/operations/<id> and its event stream work on any replica. Requests for one pool fold as they
- * do on the leader: the latest wins.
+ * holds the lock. The leader takes the queue every `intervalMs` and applies each request, in the order
+ * queued, through its Scaler under that id, so GET /v1/operations/<id> and its event stream work on any
+ * replica. Requests for one pool fold as they do on the leader: the latest wins.
+ *
+ * A request leaves the list only after the leader recorded it in its journal (written to disk at once):
+ * read while holding the lock, apply, then remove exactly the applied entries, again only while holding
+ * it (scripts.ts READ_SCALE_REQUESTS, REMOVE_SCALE_REQUESTS). A leader killed between the two leaves
+ * the request queued, and the next leader, which took the journal over, finds its id known: it removes it
+ * without applying it twice. One that cannot apply (it stops) leaves it and those behind it in place.
  */
 export class ScaleQueue {
     private readonly redis: Scripted;
@@ -48,7 +69,8 @@ export class ScaleQueue {
 
     constructor(private readonly o: ScaleQueueOptions) {
         this.redis = clusterConnection(o.url) as Scripted; // a failed enqueue answers 503
-        this.redis.defineCommand("egressTakeScales", { numberOfKeys: 2, lua: TAKE_SCALE_REQUESTS });
+        this.redis.defineCommand("egressReadScales", { numberOfKeys: 2, lua: READ_SCALE_REQUESTS });
+        this.redis.defineCommand("egressRemoveScales", { numberOfKeys: 2, lua: REMOVE_SCALE_REQUESTS });
     }
 
     private get key(): string {
@@ -81,16 +103,18 @@ export class ScaleQueue {
 
     /** A request still waiting for the leader (GET /v1/operations/<id> in the moment before it is taken). */
     async peek(id: string): Promise<QueuedScale | undefined> {
-        // The queue is a list, short-lived and short: the leader empties it every `intervalMs`.
+        // The queue is a list, short-lived and short: the leader empties it every `intervalMs`. A request
+        // applied a moment ago may still be listed: the route answers with the journal's operation then
+        // (routes/operations.ts `takenSoon`).
         const all = await this.redis.lrange(this.key, 0, -1).catch(() => [] as string[]);
         return all.map((r) => JSON.parse(r) as QueuedScale).find((x) => x.id === id);
     }
 
-    /** Takes up the queue while leading: `apply` gets each request, oldest first. */
-    lead(apply: (q: QueuedScale) => void): void {
+    /** Takes up the queue while leading: `taker` gets each request, oldest first. */
+    lead(taker: ScaleTaker): void {
         if (this.timer) return;
         const tick = () => {
-            this.taking ??= this.take(apply).finally(() => (this.taking = undefined));
+            this.taking ??= this.take(taker).finally(() => (this.taking = undefined));
         };
         tick();
         this.timer = setInterval(tick, this.o.intervalMs ?? 250);
@@ -109,28 +133,43 @@ export class ScaleQueue {
         this.redis.disconnect();
     }
 
-    private async take(apply: (q: QueuedScale) => void): Promise<void> {
-        let raw: string[];
-        try {
-            raw = await this.redis.egressTakeScales(this.o.prefix + CLUSTER_KEYS.leader, this.key, this.o.self);
-        } catch {
-            return; // the store is away: the requests stay queued, and the next tick tries again
-        }
-        const back: string[] = [];
-        for (const r of raw) {
-            const q = JSON.parse(r) as QueuedScale;
-            try {
-                apply(q);
-            } catch (e) {
-                this.o.log.warn(
-                    { err: e, operation: q.id, pool: q.pool },
-                    "a queued scale request goes back to the queue",
-                );
-                back.push(r);
+    /** One round: read, apply each request not yet known, oldest first, then remove what is recorded. */
+    async take(taker: ScaleTaker): Promise<void> {
+        const recorded: string[] = [];
+        for (const { request: q, raw } of await this.read()) {
+            if (taker.known(q.id)) {
+                this.o.log.info({ operation: q.id, pool: q.pool }, "a queued scale request was already applied");
+            } else {
+                try {
+                    taker.apply(q);
+                } catch (e) {
+                    this.o.log.warn(
+                        { err: e, operation: q.id, pool: q.pool },
+                        "a queued scale request stays queued for the next leader",
+                    );
+                    // The ones behind it wait too: applied before it, a later one for its pool would lose.
+                    break;
+                }
             }
+            recorded.push(raw);
         }
-        // Not accepted here (this replica is stopping): back at the head, in their order, for the next
-        // leader; requests queued meanwhile are newer and stay behind them (the latest wins per pool).
-        if (back.length) await this.redis.lpush(this.key, ...back.reverse()).catch(() => undefined);
+        await this.remove(recorded);
+    }
+
+    /** The queued requests, oldest first, if this replica holds the lock (else none); none while the store is away. */
+    async read(): Promise<ReadScale[]> {
+        const raw = await this.redis
+            .egressReadScales(this.o.prefix + CLUSTER_KEYS.leader, this.key, this.o.self)
+            .catch(() => [] as string[]); // the requests stay queued, and the next tick tries again
+        return raw.map((r) => ({ request: JSON.parse(r) as QueuedScale, raw: r }));
+    }
+
+    /** Removes these entries (as read) if this replica still holds the lock; returns how many went. */
+    async remove(raw: string[]): Promise<number> {
+        if (!raw.length) return 0;
+        // Failing, they stay queued: the next round finds their ids known and removes them then.
+        return this.redis
+            .egressRemoveScales(this.o.prefix + CLUSTER_KEYS.leader, this.key, this.o.self, ...raw)
+            .catch(() => 0);
     }
 }

@@ -64,14 +64,27 @@ return { v[1] or '', v[2] or '0', v[3] or '', tostring(tonumber(t[1]) * 1000 + m
 `;
 
 /**
- * KEYS: lock, scale-request list. ARGV: replica id. Takes every queued scale request (cluster/scale-queue.ts),
- * in the order they were queued, and empties the queue, only while that replica holds the lock: a leader cut off from Redis must not
- * take what its successor applies. Returns the requests as JSON strings.
+ * KEYS: lock, scale-request list. ARGV: replica id. The queued scale requests (cluster/scale-queue.ts), in
+ * the order they were queued, only while that replica holds the lock: a leader cut off from Redis must not
+ * apply what its successor applies. Reads only: a request leaves the list once the leader has recorded it
+ * (REMOVE_SCALE_REQUESTS), so a leader killed in between leaves it for the next one.
  */
-export const TAKE_SCALE_REQUESTS = `
+export const READ_SCALE_REQUESTS = `
 local v = redis.call('GET', KEYS[1])
 if not v or cjson.decode(v).id ~= ARGV[1] then return {} end
-local all = redis.call('LRANGE', KEYS[2], 0, -1)
-redis.call('DEL', KEYS[2])
-return all
+return redis.call('LRANGE', KEYS[2], 0, -1)
+`;
+
+/**
+ * KEYS: lock, scale-request list. ARGV: replica id, then the requests (JSON strings, as read) the leader
+ * recorded. Removes exactly those, only while that replica holds the lock; requests queued meanwhile (at
+ * the tail) stay. Each request carries a unique id, so LREM of one entry removes that request and no other.
+ * Returns how many were removed.
+ */
+export const REMOVE_SCALE_REQUESTS = `
+local v = redis.call('GET', KEYS[1])
+if not v or cjson.decode(v).id ~= ARGV[1] then return 0 end
+local n = 0
+for i = 2, #ARGV do n = n + redis.call('LREM', KEYS[2], 1, ARGV[i]) end
+return n
 `;

@@ -88,12 +88,17 @@ export class StackLead {
         // After the convergence, so a request answered before the stop wins over a rotation's old count.
         for (const op of carried) p.scaler.carry(op);
         // Scale requests followers queued (also while none led) apply as if they had reached this replica.
-        p.scaleQueue?.lead((q) => {
-            p.scaler.request(q.pool, q.replicas, q.id);
-            o.log.info(
-                { pool: q.pool, replicas: q.replicas, operation: q.id, via: q.via },
-                "scale requested (queued by a replica)",
-            );
+        // One whose id the journal already knows (taken over above) was applied by a leader that died before
+        // removing it from the queue: applied again, it would run twice, or undo a later request.
+        p.scaleQueue?.lead({
+            known: (id) => p.ops.get(id) !== undefined,
+            apply: (q) => {
+                p.scaler.request(q.pool, q.replicas, q.id);
+                o.log.info(
+                    { pool: q.pool, replicas: q.replicas, operation: q.id, via: q.via },
+                    "scale requested (queued by a replica)",
+                );
+            },
         });
     }
 
