@@ -14,7 +14,8 @@ import { homeId } from "../cluster/home";
 import { ScaleQueue } from "../cluster/scale-queue";
 import { OperationLog } from "../operations/journal";
 import { Fleet } from "../fleet/fleet";
-import { Timeline } from "../fleet/timeline";
+import { Timeline, type TimelineSource } from "../fleet/timeline";
+import { StoreTimeline } from "../fleet/store-timeline";
 import { createMetrics } from "../observe/metrics";
 import { ProviderHealth } from "../observe/provider-checks";
 import { Drainer } from "../control/drain/drainer";
@@ -201,7 +202,19 @@ export function buildParts(
         onPoolWideBlock: (pool) => metrics.poolWideBlock(pool),
         onReusedIp: (pool) => metrics.reusedIp(pool),
     });
-    const timeline = new Timeline({ intervalMs: opts.timelineIntervalMs, counts: () => fleet.poolCounts() });
+    // With replicas the leader samples into the store and every replica reads it there (fleet/store-timeline.ts).
+    const timelineOptions = { intervalMs: opts.timelineIntervalMs, counts: () => fleet.poolCounts() };
+    const timeline: TimelineSource =
+        cluster && opts.store?.kind === "redis"
+            ? new StoreTimeline({
+                  ...timelineOptions,
+                  url: opts.store.url,
+                  prefix: stackPrefix(opts.stack),
+                  self: cluster.id,
+                  leading: () => cluster.isLeader(),
+                  log: log.child({ component: "cluster" }),
+              })
+            : new Timeline(timelineOptions);
 
     /**
      * Re-syncs the fleet with the stack: from `proxies` an update just returned, else from the members
