@@ -21,6 +21,7 @@ import { ProviderHealth } from "../observe/provider-checks";
 import { Drainer } from "../control/drain/drainer";
 import { Scaler } from "../control/scaler";
 import { Reconciler } from "../control/heal/reconciler";
+import { StoreHealHistory } from "../control/heal/store-history";
 import { Autoscaler } from "../control/autoscale/autoscaler";
 import { Rotator } from "../control/rotate/rotator";
 import type { ServeOptions } from "./options";
@@ -169,11 +170,17 @@ export function buildParts(
         },
     });
     const gone = new GoneChecks(driver, runDir, opts.stack, log);
+    // With replicas the repair back-off outlives the leader (control/heal/history.ts).
+    const healStore =
+        cluster && opts.store?.kind === "redis"
+            ? new StoreHealHistory({ url: opts.store.url, prefix: stackPrefix(opts.stack) })
+            : undefined;
     const reconciler = new Reconciler({
         intervalMs: opts.reconcileIntervalMs ?? 60_000,
         log: log.child({ component: "reconcile" }),
         scaler,
         backoff: opts.healBackoff,
+        historyStore: healStore,
         members: () => fleet.proxies(),
         health: (id) => shown.get(id),
         providers: () => providerHealth.snapshot(),
@@ -254,6 +261,7 @@ export function buildParts(
         scaler,
         gone,
         reconciler,
+        healStore,
         autoscaler,
         rotator,
         timeline,

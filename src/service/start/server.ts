@@ -234,6 +234,7 @@ export async function startService(opts: ServeOptions): Promise<RunningService> 
             await scaleQueue?.follow(); // what followers queue from now on waits for the next leader
             await scaler.drain(closeOpts);
             await cluster?.stop(); // after the running operation: the lock guards it to the end
+            parts.healStore?.close(); // after the running operation: a heal settling writes its back-off
             clearInterval(sweeper);
             clearInterval(outputsPoll);
             await timeline.stop();
