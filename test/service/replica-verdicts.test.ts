@@ -6,6 +6,8 @@
  *   the healthy member;
  * - `kill -9` of the leader: the follower takes over from the verdicts last published, so across the
  *   failover the healthy member never shows anything but healthy and the dead one stays unhealthy.
+ * - the dashboard's timeline is the leader's (fleet/store-timeline.ts): the follower's GET /v1/timeline
+ *   shows the leader's samples, and after the failover the new leader continues the same timeline.
  */
 import { after, before, test } from "node:test";
 import assert from "node:assert/strict";
@@ -45,9 +47,11 @@ const listed = async (svc: ServeProcess) => {
     return { proxies: body.proxies as Listed[], verdicts: body.verdicts };
 };
 const selfOf = async (svc: ServeProcess) => (await svc.call("GET", "/v1/cluster")).body;
+const timeline = async (svc: ServeProcess) =>
+    (await svc.call("GET", "/v1/timeline")).body as { points: { at: string }[] };
 
 test("a follower shows the leader's verdicts, and keeps them across a failover", async () => {
-    const args = ["--store", redis.url, "--probe-interval", "0.5"];
+    const args = ["--store", redis.url, "--probe-interval", "0.5", "--timeline-interval", "1"];
     const replicas = [await serve(p, args), await serve(p, args)];
     const [leader, follower] = await until(
         "one leader both replicas agree on",
@@ -100,6 +104,17 @@ test("a follower shows the leader's verdicts, and keeps them across a failover",
         assert.equal(rel.status, 200);
     }
 
+    // The timeline is the leader's: the follower shows the same samples.
+    const sampled = await until(
+        "the follower's timeline to be the leader's (2 samples or more)",
+        async () => {
+            const [l, f] = await Promise.all([timeline(leader), timeline(follower)]);
+            return f.points.length >= 2 && JSON.stringify(l.points) === JSON.stringify(f.points) ? f : undefined;
+        },
+        10_000,
+        100,
+    );
+
     // kill -9 of the leader: the follower takes over from the published verdicts, no flap to `unknown`.
     leader.child.kill("SIGKILL");
     await leader.exited;
@@ -124,6 +139,15 @@ test("a follower shows the leader's verdicts, and keeps them across a failover",
     assert.ok(
         samples.every((s) => s[dead] === "unhealthy"),
         `the dead member stayed unhealthy throughout: ${JSON.stringify(samples.map((s) => s[dead]))}`,
+    );
+    await until(
+        "the new leader to continue the same timeline",
+        async () => {
+            const t = await timeline(follower);
+            return t.points[0]?.at === sampled.points[0].at && t.points.length > sampled.points.length + 1;
+        },
+        10_000,
+        100,
     );
     const metrics = await (await fetch(`${follower.url}/metrics`)).text();
     assert.match(metrics, /^egress_probes_total\{result="fail"\} [1-9]/m, "the new leader probes");

@@ -14,7 +14,7 @@ import type { ProviderHealthReport } from "../observe/provider-checks";
 import type { ReconcileStatus } from "../control/heal/reconciler";
 import type { Autoscaler } from "../control/autoscale/autoscaler";
 import type { Rotator } from "../control/rotate/rotator";
-import type { Timeline } from "../fleet/timeline";
+import type { TimelineSource } from "../fleet/timeline";
 import type { Gateway } from "../gateway";
 import type { z } from "zod";
 import type { clusterResponse } from "./schemas";
@@ -40,8 +40,8 @@ export interface AppDeps {
     autoscaler?: Pick<Autoscaler, "view">;
     /** GET /v1/pools shows each rotated pool's next deadline and last rotation (absent in tests without one). */
     rotator?: Pick<Rotator, "view">;
-    /** GET /v1/timeline. */
-    timeline: Timeline;
+    /** GET /v1/timeline: this process' ring, or with replicas the leader's samples in the store. */
+    timeline: TimelineSource;
     /** `stopping`: the service is shutting down; every request but liveness and metrics is answered 503 not_ready. */
     ready: () => { ok: true } | { ok: false; reason: string; stopping?: boolean };
     /** Time between `: ping` comments on operation event streams. @default 15000 (routes/operations.ts) */

@@ -11,8 +11,9 @@ export const stackPrefix = (stack: string) => `egress:${stack}:`;
 /**
  * Under the prefix: the leader lock, the fencing counter, the replicas' heartbeat records, and the
  * leader's health verdicts (verdicts.ts), which every replica shows, the scale requests followers
- * queued for the leader (scale-queue.ts), and the id of the EGRESS_HOME whose replicas hold the stack
- * (Cluster.assertOneHome).
+ * queued for the leader (scale-queue.ts), the id of the EGRESS_HOME whose replicas hold the stack
+ * (Cluster.assertOneHome), the leader's timeline samples (fleet/store-timeline.ts) and its repair
+ * back-off per member (control/heal/store-history.ts).
  */
 export const CLUSTER_KEYS = {
     leader: "leader",
@@ -21,6 +22,8 @@ export const CLUSTER_KEYS = {
     health: "health",
     scaleRequests: "scale-requests",
     home: "home",
+    timeline: "timeline",
+    heal: "heal",
 } as const;
 
 /** One replica as the cluster sees it (GET /v1/cluster). */

@@ -88,3 +88,27 @@ local n = 0
 for i = 2, #ARGV do n = n + redis.call('LREM', KEYS[2], 1, ARGV[i]) end
 return n
 `;
+
+/**
+ * KEYS: lock, timeline sorted set. ARGV: replica id, pools (JSON), span ms. Appends one timeline sample
+ * (fleet/store-timeline.ts) only while that replica holds the lock, scored and stamped with Redis' clock
+ * (`<ms> <pools>`), so a new leader's samples follow its predecessor's in order whatever the hosts' clocks;
+ * drops samples older than the span, and lets the key expire a span after the last sample (a stack gone).
+ */
+export const APPEND_TIMELINE = `
+local v = redis.call('GET', KEYS[1])
+if not v or cjson.decode(v).id ~= ARGV[1] then return 0 end
+local t = redis.call('TIME')
+local now = tonumber(t[1]) * 1000 + math.floor(tonumber(t[2]) / 1000)
+redis.call('ZADD', KEYS[2], now, string.format('%d', now) .. ' ' .. ARGV[2])
+redis.call('ZREMRANGEBYSCORE', KEYS[2], '-inf', '(' .. string.format('%d', now - tonumber(ARGV[3])))
+redis.call('PEXPIRE', KEYS[2], ARGV[3])
+return 1
+`;
+
+/** KEYS: timeline sorted set. ARGV: span ms. The samples within the span (Redis' clock), oldest first. */
+export const READ_TIMELINE = `
+local t = redis.call('TIME')
+local now = tonumber(t[1]) * 1000 + math.floor(tonumber(t[2]) / 1000)
+return redis.call('ZRANGEBYSCORE', KEYS[1], '(' .. string.format('%d', now - tonumber(ARGV[1])), '+inf')
+`;

@@ -123,6 +123,7 @@ export class StackLead {
         this.p.ops.setWriter(false);
         await this.p.scaleQueue?.follow();
         this.p.scaler.pause();
+        this.p.reconciler.follow(); // the next leader may change the repair back-off: reread it on leading again
         this.p.redisStore?.setPublisher(false);
         await this.p.verdicts?.follow();
         await this.local?.close();

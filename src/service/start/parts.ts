@@ -14,12 +14,14 @@ import { homeId } from "../cluster/home";
 import { ScaleQueue } from "../cluster/scale-queue";
 import { OperationLog } from "../operations/journal";
 import { Fleet } from "../fleet/fleet";
-import { Timeline } from "../fleet/timeline";
+import { Timeline, type TimelineSource } from "../fleet/timeline";
+import { StoreTimeline } from "../fleet/store-timeline";
 import { createMetrics } from "../observe/metrics";
 import { ProviderHealth } from "../observe/provider-checks";
 import { Drainer } from "../control/drain/drainer";
 import { Scaler } from "../control/scaler";
 import { Reconciler } from "../control/heal/reconciler";
+import { StoreHealHistory } from "../control/heal/store-history";
 import { Autoscaler } from "../control/autoscale/autoscaler";
 import { Rotator } from "../control/rotate/rotator";
 import type { ServeOptions } from "./options";
@@ -168,11 +170,17 @@ export function buildParts(
         },
     });
     const gone = new GoneChecks(driver, runDir, opts.stack, log);
+    // With replicas the repair back-off outlives the leader (control/heal/history.ts).
+    const healStore =
+        cluster && opts.store?.kind === "redis"
+            ? new StoreHealHistory({ url: opts.store.url, prefix: stackPrefix(opts.stack) })
+            : undefined;
     const reconciler = new Reconciler({
         intervalMs: opts.reconcileIntervalMs ?? 60_000,
         log: log.child({ component: "reconcile" }),
         scaler,
         backoff: opts.healBackoff,
+        historyStore: healStore,
         members: () => fleet.proxies(),
         health: (id) => shown.get(id),
         providers: () => providerHealth.snapshot(),
@@ -201,7 +209,19 @@ export function buildParts(
         onPoolWideBlock: (pool) => metrics.poolWideBlock(pool),
         onReusedIp: (pool) => metrics.reusedIp(pool),
     });
-    const timeline = new Timeline({ intervalMs: opts.timelineIntervalMs, counts: () => fleet.poolCounts() });
+    // With replicas the leader samples into the store and every replica reads it there (fleet/store-timeline.ts).
+    const timelineOptions = { intervalMs: opts.timelineIntervalMs, counts: () => fleet.poolCounts() };
+    const timeline: TimelineSource =
+        cluster && opts.store?.kind === "redis"
+            ? new StoreTimeline({
+                  ...timelineOptions,
+                  url: opts.store.url,
+                  prefix: stackPrefix(opts.stack),
+                  self: cluster.id,
+                  leading: () => cluster.isLeader(),
+                  log: log.child({ component: "cluster" }),
+              })
+            : new Timeline(timelineOptions);
 
     /**
      * Re-syncs the fleet with the stack: from `proxies` an update just returned, else from the members
@@ -241,6 +261,7 @@ export function buildParts(
         scaler,
         gone,
         reconciler,
+        healStore,
         autoscaler,
         rotator,
         timeline,

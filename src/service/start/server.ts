@@ -161,7 +161,7 @@ export async function startService(opts: ServeOptions): Promise<RunningService> 
     if (verdicts) await verdicts.start();
     else health.start();
     await scaleQueue?.start();
-    timeline.start();
+    await timeline.start();
     // Leases expire lazily on every call; the sweep also drops old target cooldowns and ended-lease records.
     const sweeper = setInterval(() => leases.sweep(), 5_000).unref();
     // A person may run `egress up` beside the service: follow its checkpoint writes at once, and re-read
@@ -234,9 +234,10 @@ export async function startService(opts: ServeOptions): Promise<RunningService> 
             await scaleQueue?.follow(); // what followers queue from now on waits for the next leader
             await scaler.drain(closeOpts);
             await cluster?.stop(); // after the running operation: the lock guards it to the end
+            parts.healStore?.close(); // after the running operation: a heal settling writes its back-off
             clearInterval(sweeper);
             clearInterval(outputsPoll);
-            timeline.stop();
+            await timeline.stop();
             await health.stop();
             await verdicts?.close();
             await scaleQueue?.close();

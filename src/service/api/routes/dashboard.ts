@@ -17,8 +17,12 @@ export function dashboardRoutes(deps: AppDeps): Router {
     r.get("/v1/leases", deps.auth("discover"), (_req, res) => {
         res.json({ leases: deps.fleet.activeLeases() });
     });
-    r.get("/v1/timeline", deps.auth("discover"), (_req, res) => {
-        res.json({ intervalSeconds: deps.timeline.intervalMs / 1000, points: deps.timeline.points() });
+    r.get("/v1/timeline", deps.auth("discover"), async (_req, res) => {
+        const { points, stale } = await deps.timeline.read();
+        // The store could not be read (replicas): the last samples read, 200 all the same (a picture, not
+        // a decision), flagged in a header so the body keeps its documented shape.
+        if (stale) res.setHeader("X-Egress-Stale", "timeline: the store cannot be read; last samples read");
+        res.json({ intervalSeconds: deps.timeline.intervalMs / 1000, points });
     });
     return r;
 }

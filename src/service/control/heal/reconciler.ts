@@ -5,7 +5,8 @@ import type { MemberHealthView } from "../../../probes";
 import type { Operation } from "../../operations/journal";
 import type { ProviderHealthReport } from "../../observe/provider-checks";
 import { NotAcceptingError, type Scaler } from "../scaler";
-import { afterRepair, Decision, decideRepairs, HEAL_BACKOFF, HealReason, MemberFacts, MemberHistory } from "./decide";
+import { afterRepair, Decision, decideRepairs, HEAL_BACKOFF, HealReason, MemberFacts } from "./decide";
+import { HealHistory, type HealHistoryStore } from "./history";
 
 export interface ReconcilerDeps {
     /** Time between the ends of two rounds; 0 = the loop is off. */
@@ -21,6 +22,11 @@ export interface ReconcilerDeps {
     goneChecks: () => ReadonlyMap<string, GoneCheck>;
     /** Counts every repair started, by pool and reason (egress_heals_total). */
     onRepair?: (pool: string, reason: HealReason) => void;
+    /**
+     * With replicas: where the back-off outlives this leader (store-history.ts); absent, it lives in
+     * this process only.
+     */
+    historyStore?: HealHistoryStore;
     /** @default HEAL_BACKOFF (1 min doubling to 30 min) */
     backoff?: { baseMs: number; maxMs: number };
     now?: () => number;
@@ -43,7 +49,7 @@ export interface ReconcileStatus {
  * round does no engine run of its own, and none at all when nothing needs repair.
  */
 export class Reconciler {
-    private readonly history = new Map<string, MemberHistory>();
+    private readonly history: HealHistory;
     private timer?: NodeJS.Timeout;
     private round?: Promise<unknown>;
     private stopped = true;
@@ -57,6 +63,7 @@ export class Reconciler {
                 `reconcile interval must be 0 (off) or a positive number of milliseconds, got ${deps.intervalMs}`,
             );
         this.now = deps.now ?? Date.now;
+        this.history = new HealHistory(deps.log, deps.historyStore);
     }
 
     start(): void {
@@ -70,6 +77,14 @@ export class Reconciler {
         this.stopped = true;
         clearTimeout(this.timer);
         await this.round;
+    }
+
+    /**
+     * This replica stopped leading (start/leading.ts): whoever leads next may change the back-off, so it
+     * is read from the store again before this replica's next round as leader.
+     */
+    follow(): void {
+        this.history.release();
     }
 
     /** A heal operation settled: success clears the members' backoff, failure extends it. */
@@ -98,7 +113,7 @@ export class Reconciler {
             intervalSeconds: this.deps.intervalMs / 1000,
             lastRound: this.last,
             providersDown: this.down,
-            backoff: [...this.history]
+            backoff: [...this.history.entries]
                 .filter(([, h]) => h.retryAt !== undefined && h.retryAt > this.now())
                 .map(([member, h]) => ({ member, failures: h.failures, retryAt: new Date(h.retryAt!).toISOString() })),
         };
@@ -122,8 +137,16 @@ export class Reconciler {
         // The fleet view follows an operation only when it settles: deciding meanwhile would repair
         // members a running scale is creating or removing.
         if (this.deps.scaler.busy()) return finish([], "an operation runs or waits");
-        const present = new Set(members.map((m) => m.id));
-        for (const id of this.history.keys()) if (!present.has(id)) this.history.delete(id);
+        // A follower's repairs are refused by its scaler; once it leads, it decides on the back-off its
+        // predecessor left in the store (history.ts), read before its first round. (`follow` says so at
+        // once; a round that finds the scaler closed covers a hand-over it was not told of.)
+        // Only the leader forgets members that left (a follower's view may lag, and the store is the leader's).
+        if (!this.deps.scaler.accepts()) this.history.release();
+        else {
+            const notReady = await this.history.ready();
+            if (notReady) return finish([], notReady);
+            this.history.prune(new Set(members.map((m) => m.id)));
+        }
 
         const gone = await this.gone(members);
         const providerDown = this.providersDown();
@@ -149,7 +172,13 @@ export class Reconciler {
                 { replaceUnhealthyAfterSeconds: p.replaceUnhealthyAfterSeconds, maxSurge: Math.max(p.maxSurge, 1) },
             ]),
         );
-        const decisions = decideRepairs({ now: started, members: facts, pools, history: this.history, providerDown });
+        const decisions = decideRepairs({
+            now: started,
+            members: facts,
+            pools,
+            history: this.history.entries,
+            providerDown,
+        });
         for (const d of decisions) {
             const fields = { member: d.member, pool: d.pool, reason: d.reason, detail: d.detail };
             if (d.action === "repair") this.deps.log.info(fields, `repairing ${d.member} (${d.reason})`);
