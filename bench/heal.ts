@@ -18,6 +18,7 @@ import * as path from "node:path";
 import pino from "pino";
 import { benchTable } from "./table";
 import { startTestService, TOKENS, waitFor } from "../test/helpers/service";
+import { localMember } from "../test/helpers/members";
 import { findProxyProcesses, proxyFiles } from "../components/local/process";
 import { Reconciler } from "../src/service/control/heal/reconciler";
 import { localGoneCheck } from "../components/local/gone";
@@ -95,17 +96,7 @@ async function roundCost(n: number, rounds: number): Promise<string[][]> {
     const runDir = fs.mkdtempSync(path.join(os.tmpdir(), "egress-heal-bench-"));
     const stateDir = path.join(runDir, "local", "svc");
     fs.mkdirSync(stateDir, { recursive: true });
-    const members: ProxyMember[] = Array.from({ length: n }, (_, i) => ({
-        id: `web-${i}`,
-        pool: "web",
-        provider: "local",
-        kind: "local",
-        index: i,
-        host: "127.0.0.1",
-        port: 40_000 + i,
-        url: "",
-        zone: "local",
-    }));
+    const members: ProxyMember[] = Array.from({ length: n }, (_, i) => localMember(i, 40_000 + i));
     // `sleep; :` keeps sh from exec'ing sleep, so the argv with the proxy flags stays in /proc.
     const kids = members.map((m) =>
         cp.spawn(

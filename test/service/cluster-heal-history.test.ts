@@ -10,7 +10,7 @@ import { after, before, test } from "node:test";
 import assert from "node:assert/strict";
 import Redis from "ioredis";
 import { createLogger } from "../../src/log/logger";
-import type { PoolConfig, ProxyMember } from "../../src/model";
+import type { PoolConfig } from "../../src/model";
 import { CLUSTER_KEYS } from "../../src/service/cluster/cluster";
 import { Reconciler } from "../../src/service/control/heal/reconciler";
 import { StoreHealHistory } from "../../src/service/control/heal/store-history";
@@ -18,21 +18,12 @@ import { NotAcceptingError, type Scaler } from "../../src/service/control/scaler
 import type { Operation } from "../../src/service/operations/journal";
 import { startRedis, TestRedis } from "../helpers/redis";
 import { until } from "../helpers/processes";
+import { localMember } from "../helpers/members";
 
 const PREFIX = "egress:heal:";
 const KEY = PREFIX + CLUSTER_KEYS.heal;
 const log = createLogger({ level: "silent" });
-const member = (i: number): ProxyMember => ({
-    id: `web-${i}`,
-    pool: "web",
-    provider: "local",
-    kind: "local",
-    index: i,
-    host: "127.0.0.1",
-    port: 20_000 + i,
-    url: `http://127.0.0.1:${20_000 + i}`,
-    zone: "local",
-});
+const member = (i: number) => localMember(i);
 let members = [member(0), member(1)];
 let gone = new Set(["web-0"]);
 let now = Date.parse("2026-01-01T00:00:00Z");

@@ -9,29 +9,20 @@ import assert from "node:assert/strict";
 import * as fs from "node:fs";
 import * as os from "node:os";
 import * as path from "node:path";
-import Redis from "ioredis";
-import { createLogger } from "../../src/log/logger";
+import type Redis from "ioredis";
 import { CLUSTER_KEYS } from "../../src/service/cluster/cluster";
-import { type QueuedScale, ScaleQueue, type ScaleTaker } from "../../src/service/cluster/scale-queue";
+import type { QueuedScale, ScaleTaker } from "../../src/service/cluster/scale-queue";
 import { OperationLog } from "../../src/service/operations/journal";
-import { startRedis, TestRedis } from "../helpers/redis";
+import { scaleQueueBench } from "../helpers/scale-queue";
 import { until } from "../helpers/processes";
 
 const PREFIX = "egress:scaleqcrash:";
 const LIST = PREFIX + CLUSTER_KEYS.scaleRequests;
-const log = createLogger({ level: "silent" });
-let redis: TestRedis;
+let bench: Awaited<ReturnType<typeof scaleQueueBench>>;
 let raw: Redis;
 let dir: string;
-const queues: ScaleQueue[] = [];
-
-async function queue(self: string): Promise<ScaleQueue> {
-    const q = new ScaleQueue({ url: redis.url, prefix: PREFIX, self, log, intervalMs: 50 });
-    queues.push(q);
-    await q.start();
-    return q;
-}
-const holdLock = (id: string) => raw.set(PREFIX + CLUSTER_KEYS.leader, JSON.stringify({ id, token: 1, since: "" }));
+const queue = (self: string) => bench.queue(self);
+const holdLock = (id: string) => bench.holdLock(id);
 const listed = async () => (await raw.lrange(LIST, 0, -1)).map((r) => (JSON.parse(r) as QueuedScale).id);
 
 /** What start/leading.ts does with the journal; `applied` counts the requests it records. */
@@ -46,14 +37,12 @@ function leaderOn(ops: OperationLog, applied: string[]): ScaleTaker {
 }
 
 before(async () => {
-    redis = await startRedis();
-    raw = new Redis(redis.url);
+    bench = await scaleQueueBench(PREFIX);
+    raw = bench.raw;
     dir = fs.mkdtempSync(path.join(os.tmpdir(), "egress-scaleq-"));
 });
 after(async () => {
-    for (const q of queues) await q.close();
-    raw.disconnect();
-    await redis?.cleanup();
+    await bench?.close();
     fs.rmSync(dir, { recursive: true, force: true });
 });
 

@@ -6,39 +6,28 @@
  */
 import { after, before, test } from "node:test";
 import assert from "node:assert/strict";
-import Redis from "ioredis";
-import { createLogger } from "../../src/log/logger";
+import type Redis from "ioredis";
 import { CLUSTER_KEYS } from "../../src/service/cluster/cluster";
-import { type QueuedScale, ScaleQueue, type ScaleTaker } from "../../src/service/cluster/scale-queue";
+import type { QueuedScale, ScaleTaker } from "../../src/service/cluster/scale-queue";
 import { StoreUnavailableError } from "../../src/service/store/types";
-import { startRedis, TestRedis } from "../helpers/redis";
+import type { TestRedis } from "../helpers/redis";
+import { scaleQueueBench } from "../helpers/scale-queue";
 import { until } from "../helpers/processes";
 
 const PREFIX = "egress:scaleq:";
-const log = createLogger({ level: "silent" });
+let bench: Awaited<ReturnType<typeof scaleQueueBench>>;
 let redis: TestRedis;
 let raw: Redis;
-const queues: ScaleQueue[] = [];
-
-async function queue(self: string): Promise<ScaleQueue> {
-    const q = new ScaleQueue({ url: redis.url, prefix: PREFIX, self, log, intervalMs: 50 });
-    queues.push(q);
-    await q.start();
-    return q;
-}
+const queue = (self: string) => bench.queue(self);
 /** A leader whose journal knows none of the ids (the crash windows: cluster-scale-queue-crash.test.ts). */
 const fresh = (apply: ScaleTaker["apply"]): ScaleTaker => ({ known: () => false, apply });
-const holdLock = (id: string) => raw.set(PREFIX + CLUSTER_KEYS.leader, JSON.stringify({ id, token: 1, since: "" }));
+const holdLock = (id: string) => bench.holdLock(id);
 
 before(async () => {
-    redis = await startRedis();
-    raw = new Redis(redis.url);
+    bench = await scaleQueueBench(PREFIX);
+    ({ redis, raw } = bench);
 });
-after(async () => {
-    for (const q of queues) await q.close();
-    raw.disconnect();
-    await redis?.cleanup();
-});
+after(() => bench?.close());
 
 test("only the lock's holder takes the queue: oldest first, each request once, under the id answered", async () => {
     const follower = await queue("f");

@@ -11,27 +11,17 @@ import { after, before, test } from "node:test";
 import assert from "node:assert/strict";
 import Redis from "ioredis";
 import { createLogger } from "../../src/log/logger";
-import type { ProxyMember } from "../../src/model";
 import { HealthMonitor, type ProbeFn, type Transition } from "../../src/probes";
 import { CLUSTER_KEYS } from "../../src/service/cluster/cluster";
 import { ClusterVerdicts } from "../../src/service/cluster/verdicts";
 import { RedisLeaseStore } from "../../src/service/store/redis-store";
 import { startRedis, TestRedis } from "../helpers/redis";
 import { until } from "../helpers/processes";
+import { localMember } from "../helpers/members";
 
 const PREFIX = "egress:verdicts:";
 const log = createLogger({ level: "silent" });
-const member = (i: number): ProxyMember => ({
-    id: `web-${i}`,
-    pool: "web",
-    provider: "local",
-    kind: "local",
-    index: i,
-    host: "127.0.0.1",
-    port: 20_000 + i,
-    url: `http://127.0.0.1:${20_000 + i}`,
-    zone: "local",
-});
+const member = (i: number) => localMember(i);
 const MEMBERS = [member(0), member(1)];
 /** Ports whose probes fail. */
 const down = new Set<number>();

@@ -4,20 +4,10 @@
  */
 import { test } from "node:test";
 import assert from "node:assert/strict";
-import type { ProxyMember } from "../../src/model";
 import { HealthMonitor, ProbeOptions, ProbeResult, Transition } from "../../src/probes";
+import { localMember } from "../helpers/members";
 
-const member = (i: number, port = 10_000 + i): ProxyMember => ({
-    id: `web-${i}`,
-    pool: "web",
-    provider: "local",
-    kind: "local",
-    index: i,
-    host: "127.0.0.1",
-    port,
-    url: `http://127.0.0.1:${port}`,
-    zone: "local",
-});
+const member = (i: number, port = 10_000 + i) => localMember(i, port);
 const sleep = (ms: number) => new Promise((r) => setTimeout(r, ms));
 
 test("a round probes every member with at most `concurrency` probes in flight", async () => {

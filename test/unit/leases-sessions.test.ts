@@ -8,7 +8,8 @@ import assert from "node:assert/strict";
 import { AcquireRequest, AcquireResult, LeaseManager, LeaseManagerOptions } from "../../src/service/leases";
 import { Fleet, HealthSource } from "../../src/service/fleet/fleet";
 import { immediate } from "../../src/service/store/types";
-import type { PoolConfig, ProxyMember } from "../../src/model";
+import type { PoolConfig } from "../../src/model";
+import { localMember } from "../helpers/members";
 
 const T0 = 1_000_000_000;
 
@@ -88,17 +89,7 @@ test("a draining member loses its sessions (Fleet marks it ineligible)", () => {
     const { m } = setup({ initiallyEligible: false });
     const healthy: HealthSource = { setMembers() {}, get: () => ({ state: "healthy" }) };
     const fleet = new Fleet(m, healthy);
-    const member = (i: number): ProxyMember => ({
-        id: `web-${i}`,
-        pool: "web",
-        provider: "local",
-        kind: "local",
-        index: i,
-        host: "127.0.0.1",
-        port: 4000 + i,
-        url: `http://127.0.0.1:${4000 + i}`,
-        zone: "local",
-    });
+    const member = (i: number) => localMember(i, 4000 + i);
     fleet.sync([member(0), member(1)], [{ name: "web", cooldownSeconds: 0, sessionTtlSeconds: 600 } as PoolConfig]);
     const a = immediate(fleet.acquire({ pool: "web", session: "s1" }));
     assert.ok(a.ok);

@@ -11,7 +11,7 @@ import * as os from "node:os";
 import * as path from "node:path";
 import pino from "pino";
 import { ConcurrentUpdateError } from "@pulumi/pulumi/automation";
-import { acquireWriterLock, EngineError, StackDriver } from "../../src/engine";
+import { acquireWriterLock, EngineError, LockHolder, StackDriver } from "../../src/engine";
 import { NotAcceptingError, Scaler } from "../../src/service/control/scaler";
 import { OperationLog } from "../../src/service/operations/journal";
 import { holdWriterLock, killHard } from "../helpers/cli";
@@ -41,6 +41,26 @@ function scriptedDriver() {
 }
 
 const tick = () => new Promise((r) => setImmediate(r));
+
+/**
+ * The service's writer lock on stack `s` (as start/parts.ts takes it, polled fast): `seen` hears each
+ * holder it waits for, and what it returns goes to the scaler's own `onWait`.
+ */
+function serviceLock(runDir: string, seen: (h: LockHolder) => unknown) {
+    return (signal: AbortSignal, onWait?: (holder: string) => void) =>
+        acquireWriterLock({
+            runDir,
+            stack: "s",
+            command: "egress serve",
+            waitMs: 60_000,
+            pollMs: 20,
+            signal,
+            onWait: (h) => {
+                const said = seen(h);
+                if (typeof said === "string") onWait?.(said);
+            },
+        });
+}
 
 test("requests are refused until recovery opens the scaler, and after drain starts", async () => {
     const { driver } = scriptedDriver();
@@ -184,16 +204,7 @@ test(
         const journal = path.join(dir, "operations.json");
         const runDir = fs.mkdtempSync(path.join(os.tmpdir(), "egress-scaler-run-"));
         const holder = await holdWriterLock(runDir, "s", "egress up");
-        const lock = (signal: AbortSignal, onWait?: (holder: string) => void) =>
-            acquireWriterLock({
-                runDir,
-                stack: "s",
-                command: "egress serve",
-                waitMs: 60_000,
-                pollMs: 20,
-                signal,
-                onWait: (h) => onWait?.(`pid ${h.pid} (${h.command})`),
-            });
+        const lock = serviceLock(runDir, (h) => `pid ${h.pid} (${h.command})`);
         const ops = new OperationLog(journal);
         const scaler = new Scaler({ driver, projectRoot: dir, stack: "s", ops, log: pino({ level: "silent" }), lock });
         scaler.open();
@@ -252,16 +263,7 @@ test(
         const runDir = fs.mkdtempSync(path.join(os.tmpdir(), "egress-scaler-run-"));
         const holder = await holdWriterLock(runDir, "s", "egress up");
         const waited: number[] = [];
-        const lock = (signal: AbortSignal) =>
-            acquireWriterLock({
-                runDir,
-                stack: "s",
-                command: "egress serve",
-                waitMs: 60_000,
-                pollMs: 20,
-                signal,
-                onWait: (h) => waited.push(h.pid),
-            });
+        const lock = serviceLock(runDir, (h) => waited.push(h.pid));
         const scaler = new Scaler({
             driver,
             projectRoot: dir,
