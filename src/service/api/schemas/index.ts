@@ -5,3 +5,4 @@
 export * from "./common";
 export * from "./leases";
 export * from "./control";
+export * from "./operations";
