@@ -1,19 +1,39 @@
+import * as fs from "node:fs";
 import * as http from "node:http";
 import * as net from "node:net";
 
 /** A port free on 127.0.0.1 right now (for servers whose port must be known before they start: redis-server, HAProxy). */
 export async function freeLoopbackPort(): Promise<number> {
-    const s = net.createServer();
-    await new Promise<void>((r) => s.listen(0, "127.0.0.1", r));
-    const port = (s.address() as net.AddressInfo).port;
-    await new Promise((r) => s.close(r));
-    return port;
+    return freePortRange(1);
 }
 
-/** `n` consecutive ports free on 127.0.0.1 right now (a local pool with `basePort` pins member i to basePort+i). */
+/** The kernel's ephemeral range (outgoing connections and `listen(0)` take their ports from it). */
+function ephemeralPorts(): [number, number] {
+    try {
+        const [lo, hi] = fs
+            .readFileSync("/proc/sys/net/ipv4/ip_local_port_range", "utf8")
+            .trim()
+            .split(/\s+/)
+            .map(Number);
+        if (lo > 0 && hi >= lo) return [lo, hi];
+    } catch {
+        /* not Linux: the usual default */
+    }
+    return [32768, 60999];
+}
+
+/**
+ * `n` consecutive ports free on 127.0.0.1 right now (a local pool with `basePort` pins member i to basePort+i).
+ * Picked below the kernel's ephemeral range: a port there that is free now can be taken a moment later by
+ * any outgoing connection (a probe, the engine's gRPC, a Redis client), and the pool's create would then
+ * fail with EADDRINUSE. Below it only an explicit bind can take it.
+ */
 export async function freePortRange(n: number): Promise<number> {
+    const [ephemeralLow] = ephemeralPorts();
+    const low = 10_000;
+    const span = Math.max(1_000, ephemeralLow - n - low);
     for (let attempt = 0; attempt < 50; attempt++) {
-        const base = 20_000 + Math.floor(Math.random() * 30_000);
+        const base = low + Math.floor(Math.random() * span);
         const held: net.Server[] = [];
         try {
             for (let i = 0; i < n; i++)

@@ -166,6 +166,13 @@ export async function settledConverge(svc: TestService): Promise<any> {
     return settled(svc, first.id);
 }
 
+/** Waits for the start-up convergence and fails with its error (not a bare "failed") unless it succeeded. */
+export async function convergedOk(svc: TestService): Promise<void> {
+    const op = await settledConverge(svc);
+    if (op.status !== "succeeded")
+        throw new Error(`the start-up convergence ${op.status}: ${op.error ?? JSON.stringify(op)}`);
+}
+
 /** Waits until the service lists `n` healthy proxies (its probes have run), at most 30 s. */
 export async function waitHealthy(svc: TestService, n: number): Promise<void> {
     await waitFor(

@@ -6,7 +6,7 @@
  */
 import { after, before, test } from "node:test";
 import assert from "node:assert/strict";
-import { settled, settledConverge, startTestService, TestService, TOKENS, waitFor } from "../helpers/service";
+import { convergedOk, settled, startTestService, TestService, TOKENS, waitFor } from "../helpers/service";
 import { proxyBasicAuth, viaProxy } from "../helpers/net";
 
 const WEB = { min: 1, max: 6, targetUtilization: 0.5, scaleDownAfterSeconds: 8, cooldownSeconds: 4 };
@@ -37,7 +37,7 @@ before(async () => {
         // while the pool wakes, which is the better answer for crawlers but hides the 503 this test checks).
         { autoscaleIntervalMs: 500, autoscaleWindowMs: 2000, gateway: { port: 0, waitMs: 0 } },
     );
-    assert.equal((await settledConverge(svc)).status, "succeeded");
+    await convergedOk(svc);
     await waitFor("web-0 healthy", async () => (await pool("web")).healthy === 1, 30_000);
 });
 after(async () => {

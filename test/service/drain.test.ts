@@ -10,7 +10,7 @@ import * as fs from "node:fs";
 import * as http from "node:http";
 import * as path from "node:path";
 import YAML from "yaml";
-import { settled, settledConverge, startTestService, TestService, TOKENS, waitFor } from "../helpers/service";
+import { convergedOk, settled, startTestService, TestService, TOKENS, waitFor } from "../helpers/service";
 import { findProxyProcesses } from "../../components/local/process";
 
 const SLOW_DRAIN_S = 30;
@@ -23,7 +23,7 @@ before(async () => {
             { name: "fast", provider: "local", replicas: 3, maxReplicas: 4, drainSeconds: 2 },
         ],
     });
-    assert.equal((await settledConverge(svc)).status, "succeeded");
+    await convergedOk(svc);
     await waitFor(
         "6 ready proxies",
         async () => {

@@ -7,7 +7,7 @@ import assert from "node:assert/strict";
 import * as fs from "node:fs";
 import * as os from "node:os";
 import * as path from "node:path";
-import { settled, settledConverge, startTestService, TestService, TOKENS } from "../helpers/service";
+import { convergedOk, settled, startTestService, TestService, TOKENS } from "../helpers/service";
 
 const config = {
     "egress:providers": { local: { type: "local" } },
@@ -16,7 +16,7 @@ const config = {
 let svc: TestService;
 before(async () => {
     svc = await startTestService(config);
-    assert.equal((await settledConverge(svc)).status, "succeeded");
+    await convergedOk(svc);
 });
 after(async () => {
     await svc?.close();

@@ -10,11 +10,11 @@ import * as path from "node:path";
 import { proxyProcesses } from "../helpers/processes";
 import { onRange, rollingConfig as config, rollingPortRange, watchRolling } from "../helpers/rolling";
 import {
+    convergedOk,
     poolView,
     proxyUrls,
     samplePool,
     settled,
-    settledConverge,
     startTestService,
     TestService,
     TOKENS,
@@ -29,7 +29,7 @@ before(async () => {
     oldBase = await rollingPortRange();
     newBase = await rollingPortRange([oldBase]);
     svc = await startTestService(config(oldBase));
-    assert.equal((await settledConverge(svc)).status, "succeeded");
+    await convergedOk(svc);
     await waitFor("4 healthy", async () => (await poolView(svc, "web")).healthy === 4, 30_000);
 });
 after(async () => {

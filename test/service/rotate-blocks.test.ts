@@ -6,7 +6,7 @@
  */
 import { after, before, test } from "node:test";
 import assert from "node:assert/strict";
-import { samplePool, settledConverge, startTestService, TestService, TOKENS, waitFor } from "../helpers/service";
+import { convergedOk, samplePool, startTestService, TestService, TOKENS, waitFor } from "../helpers/service";
 import { rotationReads, sleep } from "../helpers/rotation";
 
 const pool = (name: string, rotateOnBlocks: object) => ({
@@ -31,7 +31,7 @@ before(async () => {
         { rotateIntervalMs: 500 },
     );
     reads = rotationReads(svc);
-    assert.equal((await settledConverge(svc)).status, "succeeded");
+    await convergedOk(svc);
     for (const name of ["web", "wall"])
         await waitFor(`3 healthy in ${name}`, async () => (await reads.pool(name)).healthy === 3, 30_000);
 });

@@ -10,7 +10,7 @@ import * as fs from "node:fs";
 import * as os from "node:os";
 import * as path from "node:path";
 import YAML from "yaml";
-import { settled, settledConverge, startTestService, TestService, TOKENS, waitFor } from "../helpers/service";
+import { convergedOk, settled, startTestService, TestService, TOKENS, waitFor } from "../helpers/service";
 import { holdWriterLock, killHard, runCli, testHome } from "../helpers/cli";
 import { announcementFile } from "../../src/service/start/announce";
 import { checkpointDir, checkpointProxies } from "../../src/engine";
@@ -29,7 +29,7 @@ const outputCount = () => checkpointProxies(backend(), "svc")!.filter((p) => p.p
 
 before(async () => {
     svc = await startTestService(config, { runDir: home.runDir });
-    assert.equal((await settledConverge(svc)).status, "succeeded");
+    await convergedOk(svc);
     egress = (...args) =>
         runCli({ ...svc.project.env, EGRESS_HOME: home.dir }, ["--cwd", svc.project.dir, "--stack", "svc", ...args]);
 });
