@@ -55,10 +55,22 @@ for suite in unit e2e service ui kubernetes kvm; do
   # worktree) goes first, whole. On CI nobody else holds the lock.
   # Its files also run one at a time: a TCG guest booting in one file starved the real guest's
   # vol-upload in another until libvirtd dropped it on its keepalive timeout.
-  lock=() one=()
-  if [ "$suite" = kvm ]; then lock=(flock "${EGRESS_KVM_TEST_LOCK:-/tmp/egress-kvm-tests.lock}"); one=(--test-concurrency=1); fi
+  lock=()
+  if [ "$suite" = kvm ]; then lock=(flock "${EGRESS_KVM_TEST_LOCK:-/tmp/egress-kvm-tests.lock}"); fi
+  # Files at once. node's default is one less than the cores, so on 2 cores every file ran alone and a
+  # file waiting on probes, timers and engines left the machine half idle: the service suite took 1782 s
+  # alone and 1002 s three at a time, with the same results (docs/decisions.md, "Test files at once").
+  # Each file owns its ports, homes, stacks and servers, so files do not see each other. kvm stays at one
+  # (above); kubernetes and ui start heavy servers of their own (a control plane, a browser) and stay at one.
+  # EGRESS_TEST_CONCURRENCY overrides it for every suite but kvm.
+  case "$suite" in
+    kvm) jobs=1 ;;
+    e2e | service) jobs=${EGRESS_TEST_CONCURRENCY:-3} ;;
+    unit) jobs=${EGRESS_TEST_CONCURRENCY:-2} ;;
+    *) jobs=${EGRESS_TEST_CONCURRENCY:-1} ;;
+  esac
   # shellcheck disable=SC2086
-  "${lock[@]}" node --test "${one[@]}" --test-reporter=spec $files 2>&1 | tee "$out" || status=1
+  "${lock[@]}" node --test --test-concurrency="$jobs" --test-reporter=spec $files 2>&1 | tee "$out" || status=1
   # A cancelled test (its file died or hung, a hook threw) did not pass: it counts as failed.
   p=$(sed -n 's/^ℹ pass \([0-9]*\)$/\1/p' "$out" | tail -1); f=$(sed -n 's/^ℹ fail \([0-9]*\)$/\1/p' "$out" | tail -1)
   c=$(sed -n 's/^ℹ cancelled \([0-9]*\)$/\1/p' "$out" | tail -1)

@@ -1,5 +1,10 @@
-/** The crash matrix (test/helpers/crash-matrix.ts) on the file backend: every case. */
+/**
+ * The crash matrix (test/helpers/crash-matrix.ts) on the file backend, first part: the service killed at
+ * moments 0–2 of each update, every CLI moment, and a CLI `up` right after a killed service. The other
+ * service moments are crash-matrix-late.test.ts: two files, so `npm test` runs the halves side by side
+ * (each half has its own project, stack and backend); together they are every case.
+ */
 import { fileBackend } from "../helpers/backends";
 import { crashMatrix } from "../helpers/crash-matrix";
 
-crashMatrix(fileBackend);
+crashMatrix({ ...fileBackend, serviceMoments: [0, 1, 2] });
