@@ -1,4 +1,4 @@
-import { GATEWAY_MEMBER_CONCURRENCY_DEFAULT } from "../../model/pool";
+import { GATEWAY_MEMBER_CONCURRENCY_DEFAULT } from "../../model/pool-policies";
 import type { MemberRec, PoolRec } from "./pool";
 import { CandidateWalk, type pickLeastRecentlyUsed } from "./pick";
 import { earlierHold, type PoliteHold, type SitePoliteness } from "./politeness";
