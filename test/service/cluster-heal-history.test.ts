@@ -11,7 +11,7 @@ import assert from "node:assert/strict";
 import Redis from "ioredis";
 import { createLogger } from "../../src/log/logger";
 import type { PoolConfig } from "../../src/model";
-import { CLUSTER_KEYS } from "../../src/service/cluster/cluster";
+import { CLUSTER_KEYS } from "../../src/service/cluster/records";
 import { Reconciler } from "../../src/service/control/heal/reconciler";
 import { StoreHealHistory } from "../../src/service/control/heal/store-history";
 import { NotAcceptingError, type Scaler } from "../../src/service/control/scaler";
