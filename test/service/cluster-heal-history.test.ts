@@ -15,7 +15,7 @@ import { CLUSTER_KEYS } from "../../src/service/cluster/records";
 import { Reconciler } from "../../src/service/control/heal/reconciler";
 import { StoreHealHistory } from "../../src/service/control/heal/store-history";
 import { NotAcceptingError, type Scaler } from "../../src/service/control/scaler";
-import type { Operation } from "../../src/service/operations/journal";
+import type { Operation } from "../../src/service/operations/operation";
 import { startRedis, TestRedis } from "../helpers/redis";
 import { until } from "../helpers/processes";
 import { localMember } from "../helpers/members";

@@ -11,7 +11,7 @@ import type { AcquireRequest, ReleaseOutcome, Removal } from "../leases/types";
 import { type HealthState, Lifecycle, lifecycleOf, membersMentioned } from "./lifecycle";
 
 export type { HealthState } from "./lifecycle";
-import type { Operation } from "../operations/journal";
+import type { Operation } from "../operations/operation";
 import { memberUpstreamUrl } from "./credentials";
 import type { HealthSource, PoolCounts, ProxyView, ActiveLeaseView, FleetAcquire } from "./views";
 import { grantAnswer, notReadYet, refusal } from "./acquire-answer";
