@@ -1,6 +1,6 @@
 import Redis from "ioredis";
 import { parseStoreSpec, redactStoreUrl } from "../service/store";
-import { describeCommandHolder, heldByCommand, readCluster, stackPrefix } from "../service/cluster/cluster";
+import { describeCommandHolder, heldByCommand, readCluster, stackPrefix } from "../service/cluster/records";
 import type { LockFinding } from "./doctor-locks";
 
 /**

@@ -1,6 +1,6 @@
 import { autoscaleRefusal, ConfigError, loadStackConfig } from "../config";
 import { createLogger } from "../log/logger";
-import { stackPrefix } from "../service/cluster/cluster";
+import { stackPrefix } from "../service/cluster/records";
 import { ScaleQueue } from "../service/cluster/scale-queue";
 import { UsageError, type GlobalOptions } from "./context";
 import { describeReplicaLeader, openStoreLock, replicaLeader, type ReplicaLeader } from "./store-lock";

@@ -3,7 +3,7 @@ import type { Command } from "commander";
 import { checkReplicas, setPoolReplicas, stackFile } from "../config";
 import { engineHome, ProgressEvent } from "../engine";
 import { Announcement, findService } from "../service/start/announce";
-import type { Operation } from "../service/operations/journal";
+import type { Operation } from "../service/operations/operation";
 import { action, EXIT, projectDir, UsageError } from "./context";
 import { EngineRunOptions, runEngine } from "./operations";
 import { progressPrinter, proxyTable, summaryLine } from "./render";

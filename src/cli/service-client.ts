@@ -1,6 +1,6 @@
 import * as http from "node:http";
 import type { ProgressEvent } from "../engine";
-import type { Operation } from "../service/operations/journal";
+import type { Operation } from "../service/operations/operation";
 
 /** The service's HTTP API over its unix socket (src/service/start/announce.ts): no token, the file mode is the gate. */
 export class ServiceClient {

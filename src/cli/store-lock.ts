@@ -6,7 +6,7 @@ import {
     type LeaderInfo,
     type ReplicaInfo,
     stackPrefix,
-} from "../service/cluster/cluster";
+} from "../service/cluster/records";
 import { parseStoreSpec, redactStoreUrl, StoreSpecError } from "../service/store";
 import { GlobalOptions, UsageError } from "./context";
 

@@ -3,6 +3,7 @@ export * from "./installation";
 export * from "./fields";
 export * from "./cidr";
 export * from "./pool";
+export * from "./pool-policies";
 export * from "./plan";
 export * from "./cloud-init";
 export * from "./problems";

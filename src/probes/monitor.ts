@@ -79,7 +79,7 @@ export class HealthMonitor {
 
     /**
      * Connects the listeners of parts built after the monitor (the fleet that takes its verdicts, the
-     * metrics): the service builds every part first, then subscribes them (src/service/start/parts.ts).
+     * metrics): the service builds every part first, then subscribes them (src/service/start/subscribe-parts.ts).
      */
     subscribe(hooks: Pick<HealthMonitorOptions, "credentials" | "onTransition" | "onProbe">): void {
         Object.assign(this.o, Object.fromEntries(Object.entries(hooks).filter(([, v]) => v !== undefined)));

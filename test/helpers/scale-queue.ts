@@ -1,6 +1,6 @@
 import Redis from "ioredis";
 import { createLogger } from "../../src/log/logger";
-import { CLUSTER_KEYS } from "../../src/service/cluster/cluster";
+import { CLUSTER_KEYS } from "../../src/service/cluster/records";
 import { ScaleQueue } from "../../src/service/cluster/scale-queue";
 import { startRedis, TestRedis } from "./redis";
 

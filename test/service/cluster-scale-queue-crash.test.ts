@@ -10,7 +10,7 @@ import * as fs from "node:fs";
 import * as os from "node:os";
 import * as path from "node:path";
 import type Redis from "ioredis";
-import { CLUSTER_KEYS } from "../../src/service/cluster/cluster";
+import { CLUSTER_KEYS } from "../../src/service/cluster/records";
 import type { QueuedScale, ScaleTaker } from "../../src/service/cluster/scale-queue";
 import { OperationLog } from "../../src/service/operations/journal";
 import { scaleQueueBench } from "../helpers/scale-queue";

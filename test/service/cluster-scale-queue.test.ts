@@ -7,7 +7,7 @@
 import { after, before, test } from "node:test";
 import assert from "node:assert/strict";
 import type Redis from "ioredis";
-import { CLUSTER_KEYS } from "../../src/service/cluster/cluster";
+import { CLUSTER_KEYS } from "../../src/service/cluster/records";
 import type { QueuedScale, ScaleTaker } from "../../src/service/cluster/scale-queue";
 import { StoreUnavailableError } from "../../src/service/store/types";
 import type { TestRedis } from "../helpers/redis";

@@ -1,5 +1,5 @@
 /**
- * `gateway.memberConcurrency` (src/model/pool.ts) is validated at load with errors naming the path and
+ * `gateway.memberConcurrency` (src/model/pool-policies.ts) is validated at load with errors naming the path and
  * the rule; unset, the pool's gateway section stays as written and the stores use 1 (one gateway request
  * per member, as before).
  */

@@ -1,6 +1,7 @@
 import * as http from "node:http";
 import type { Logger } from "pino";
-import { describeCommandHolder, heldByCommand, type Cluster } from "../cluster/cluster";
+import { type Cluster } from "../cluster/cluster";
+import { describeCommandHolder, heldByCommand } from "../cluster/records";
 import { errorBody, HttpError } from "../http/errors";
 import { writeJson } from "./fast-path";
 

@@ -5,72 +5,16 @@ import { clusterConnection } from "./connection";
 import type { Logger } from "pino";
 import { ForeignHomeError, StackHome } from "./home";
 import { CLAIM, FENCE, RESIGN } from "./scripts";
-
-/** The key prefix of a stack in the store: its leases (store/), its leader and replicas (here). */
-export const stackPrefix = (stack: string) => `egress:${stack}:`;
-/**
- * Under the prefix: the leader lock, the fencing counter, the replicas' heartbeat records, and the
- * leader's health verdicts (verdicts.ts), which every replica shows, the scale requests followers
- * queued for the leader (scale-queue.ts), the id of the EGRESS_HOME whose replicas hold the stack
- * (Cluster.assertOneHome), the leader's timeline samples (fleet/store-timeline.ts) and its repair
- * back-off per member (control/heal/store-history.ts).
- */
-export const CLUSTER_KEYS = {
-    leader: "leader",
-    fence: "fence",
-    replicas: "replicas",
-    health: "health",
-    scaleRequests: "scale-requests",
-    home: "home",
-    timeline: "timeline",
-    heal: "heal",
-} as const;
-
-/** One replica as the cluster sees it (GET /v1/cluster). */
-export interface ReplicaInfo {
-    id: string;
-    /** Where its API answers (`--advertise-url`, else its own listen URL): followers forward control requests here. */
-    url: string;
-    gatewayUrl?: string;
-    version: string;
-    pid: number;
-    host: string;
-    startedAt: string;
-    /** This replica's clock, when it last wrote its record. */
-    lastHeartbeat: string;
-    /** The id of the EGRESS_HOME it runs from (home.ts); absent in records of older releases. */
-    home?: string;
-}
-
-/**
- * Who leads: the lock's holder, its fencing token (one more on every change of hands) and since when.
- * The holder is a replica, or an egress command (`egress up` on some machine: id `cli:<host>:<pid>`,
- * with `command`, `host` and `pid`; cluster/command-lock.ts): then no replica leads until it ends.
- */
-export interface LeaderInfo {
-    id: string;
-    token: number;
-    since: string;
-    command?: string;
-    host?: string;
-    pid?: number;
-}
-
-/** The lock's lifetime unless told otherwise; its holder renews it every third of it. */
-export const LEADER_TTL_MS = 5000;
-
-/** A command's holder ids start with this; a replica's never do (`<host>-<pid>-<random>`). */
-export const COMMAND_HOLDER_PREFIX = "cli:";
-
-/** True when an egress command (not a replica) holds the lock: no replica leads, nothing to forward to. */
-export function heldByCommand(l: LeaderInfo | undefined): l is LeaderInfo & { command: string } {
-    return !!l && l.id.startsWith(COMMAND_HOLDER_PREFIX);
-}
-
-/** A command holding the lock, for messages: "`egress up` (cli:host:pid)". */
-export function describeCommandHolder(l: LeaderInfo): string {
-    return `\`${l.command ?? "an egress command"}\` (${l.id}, since ${l.since})`;
-}
+import {
+    CLUSTER_KEYS,
+    describeCommandHolder,
+    heldByCommand,
+    LEADER_TTL_MS,
+    readCluster,
+    type ClusterRecords,
+    type LeaderInfo,
+    type ReplicaInfo,
+} from "./records";
 
 export interface ClusterOptions {
     /** The store's redis:// URL (a secret). */
@@ -83,30 +27,6 @@ export interface ClusterOptions {
     ttlMs?: number;
     /** Called when this replica starts or stops leading (never twice in a row with the same value); see `subscribe`. */
     onLeading?: (leading: boolean) => void;
-}
-
-/** The replicas with a heartbeat within `freshMs` (each marked leader or not), and the lock's holder. */
-export interface ClusterRecords {
-    replicas: (ReplicaInfo & { leader: boolean })[];
-    leader?: LeaderInfo;
-}
-
-/**
- * Reads a stack's cluster from the store as it is written here: the one reader, for GET /v1/cluster and
- * for `egress doctor` (which has only a plain connection, no Cluster).
- */
-export async function readCluster(redis: Redis, prefix: string, freshMs: number): Promise<ClusterRecords> {
-    const [all, leaderRaw] = await Promise.all([
-        redis.hgetall(prefix + CLUSTER_KEYS.replicas),
-        redis.get(prefix + CLUSTER_KEYS.leader),
-    ]);
-    const leader = leaderRaw ? (JSON.parse(leaderRaw) as LeaderInfo) : undefined;
-    const replicas = Object.values(all)
-        .map((v) => JSON.parse(v) as ReplicaInfo)
-        .filter((r) => Date.parse(r.lastHeartbeat) >= Date.now() - freshMs)
-        .sort((a, b) => String(a.startedAt).localeCompare(String(b.startedAt)))
-        .map((r) => ({ ...r, leader: r.id === leader?.id }));
-    return { replicas, leader };
 }
 
 type Scripted = Redis &

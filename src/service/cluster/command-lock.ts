@@ -8,7 +8,7 @@ import {
     type ClusterRecords,
     type LeaderInfo,
     readCluster,
-} from "./cluster";
+} from "./records";
 import { CLAIM, RESIGN } from "./scripts";
 import { StoreUnavailableError } from "../store/types";
 import { redactStoreUrl } from "../store/url";

@@ -3,7 +3,7 @@ import type Redis from "ioredis";
 import { clusterConnection } from "./connection";
 import type { Logger } from "pino";
 import { StoreUnavailableError } from "../store/types";
-import { CLUSTER_KEYS } from "./cluster";
+import { CLUSTER_KEYS } from "./records";
 import { READ_SCALE_REQUESTS, REMOVE_SCALE_REQUESTS } from "./scripts";
 
 /** One scale request a follower queued: the id it answered with (202) is the operation's id on the leader. */

@@ -4,7 +4,7 @@ import type { Logger } from "pino";
 import type { ProxyMember } from "../../model";
 import type { HealthMonitor, HealthState, MemberHealthView } from "../../probes";
 import { LEASE_ERRORS_KEY, LEASE_OUTCOMES_KEY } from "../store/scripts";
-import { CLUSTER_KEYS } from "./cluster";
+import { CLUSTER_KEYS } from "./records";
 import { PUBLISH_VERDICTS, READ_VERDICTS } from "./scripts";
 
 /** A member's verdict as the leader publishes it: for the address it probed ("host:port"). */

@@ -1,5 +1,6 @@
 import * as os from "node:os";
-import type { Cluster, LeaderInfo, ReplicaInfo } from "./cluster";
+import type { Cluster } from "./cluster";
+import type { LeaderInfo, ReplicaInfo } from "./records";
 
 /** GET /v1/cluster's answer. */
 export interface ClusterView {

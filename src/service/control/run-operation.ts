@@ -1,7 +1,7 @@
 import type { Logger } from "pino";
 import { loadStackConfig, setPoolReplicas } from "../../config";
 import type { ProxyMember } from "../../model";
-import type { Operation } from "../operations/journal";
+import type { Operation } from "../operations/operation";
 import { scaleDownTargets } from "./drain/plan";
 import { retryTransient } from "./engine-retry";
 import { replaceMembers } from "./replace";

@@ -2,7 +2,8 @@ import type { Logger } from "pino";
 import type { StackDriver } from "../../engine";
 import type { ProxyMember } from "../../model";
 import type { MemberHealthView } from "../../probes";
-import type { Operation, OperationLog, RotationRecord } from "../operations/journal";
+import type { OperationLog } from "../operations/journal";
+import type { Operation, RotationRecord } from "../operations/operation";
 import type { Drainer } from "./drain/drainer";
 
 export interface ScalerDeps {

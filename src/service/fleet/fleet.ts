@@ -8,13 +8,15 @@ import {
 import type { AcquireResult } from "../leases";
 import { type LeaseStore, type MaybePromise, settle } from "../store/types";
 import type { AcquireRequest, ReleaseOutcome, Removal } from "../leases/types";
+import { poolLeaseSettings } from "../leases/shared";
 import { type HealthState, Lifecycle, lifecycleOf, membersMentioned } from "./lifecycle";
 
 export type { HealthState } from "./lifecycle";
-import type { Operation } from "../operations/journal";
+import type { Operation } from "../operations/operation";
 import { memberUpstreamUrl } from "./credentials";
 import type { HealthSource, PoolCounts, ProxyView, ActiveLeaseView, FleetAcquire } from "./views";
 import { grantAnswer, notReadYet, refusal } from "./acquire-answer";
+import { KnownScopes } from "./scopes";
 
 /** How many members a replica passes over, unknown to it yet, before it answers "retry" (Fleet.notKnownHere). */
 const MAX_PASSED_OVER = 8;
@@ -28,13 +30,8 @@ export type { HealthSource, PoolCounts, ProxyView, LeaseView, ActiveLeaseView, F
  */
 export class Fleet {
     private members = new Map<string, ProxyMember>();
-    private pools = new Set<string>();
-    /**
-     * Zones members had, per pool and ("*") for all, since this process started: grown on every sync for
-     * zone-scoped acquires. Remembered after a zone's last member goes, so a request for it is a 503 (the
-     * zone is empty now; a scale-up or repair may bring one back), not a 400 calling a real zone a typo.
-     */
-    private zones = new Map<string, Set<string>>();
+    /** The pools and zones an acquire may name (scopes.ts). */
+    private readonly scopes = new KnownScopes();
     private configs: PoolConfig[] = [];
     /** Members an operation is taking away (src/service/control/drain): never leased, whatever their health. */
     private readonly draining = new Map<string, { until: number }>();
@@ -57,32 +54,15 @@ export class Fleet {
     /** Replaces the member list (after every operation and at start). Survivors keep health and leases. */
     sync(members: ProxyMember[], pools: PoolConfig[]): void {
         this.members = new Map(members.map((m) => [m.id, m]));
-        this.pools = new Set(pools.map((p) => p.name));
         this.configs = pools;
-        if (!this.zones.has("*")) this.zones.set("*", new Set<string>());
-        for (const m of members) {
-            this.zones.get("*")!.add(m.zone);
-            if (!this.zones.has(m.pool)) this.zones.set(m.pool, new Set());
-            this.zones.get(m.pool)!.add(m.zone);
-        }
+        this.scopes.sync(members, pools);
         // Members without an address yet (still provisioning) are listed but never probed or leased.
         const addressed = members.filter((m) => m.host);
         this.health.setMembers(addressed);
         for (const id of this.opErrors.keys()) if (!this.members.has(id)) this.opErrors.delete(id);
         this.leases.setMembers(
             addressed.map((m) => ({ id: m.id, pool: m.pool, zone: m.zone, eligible: this.leasable(m.id) })),
-            Object.fromEntries(
-                pools.map((p) => [
-                    p.name,
-                    {
-                        cooldownSeconds: p.cooldownSeconds,
-                        sessionTtlSeconds: p.sessionTtlSeconds,
-                        restAfterOkSeconds: p.restAfterOkSeconds,
-                        targets: p.targets,
-                        memberConcurrency: p.gateway?.memberConcurrency,
-                    },
-                ]),
-            ),
+            poolLeaseSettings(pools),
         );
     }
 
@@ -228,17 +208,8 @@ export class Fleet {
         via: "lease" | "gateway" | null = "lease",
         passedOver = 0,
     ): MaybePromise<FleetAcquire> {
-        if (req.pool && !this.pools.has(req.pool))
-            return {
-                ok: false,
-                reason: "unknown-pool",
-                message: `no pool named "${req.pool}" (known: ${[...this.pools].join(", ") || "none"})`,
-                retryAfterSeconds: 0,
-            };
-        if (req.zone !== undefined) {
-            const unknown = this.unknownZone(req.zone, req.pool);
-            if (unknown) return unknown;
-        }
+        const unknown = this.scopes.refusal(req);
+        if (unknown) return unknown;
         const known = req.session !== undefined && this.leases.sessionMember(req.session, req.pool) !== undefined;
         // A promise the callback returns is flattened by the store's own promise (settle's `then`).
         return settle(this.leases.acquire(req), (r): MaybePromise<FleetAcquire> => {
@@ -269,23 +240,6 @@ export class Fleet {
         if (passedOver + 1 >= MAX_PASSED_OVER) return notReadYet(req);
         const exclude = [...(req.exclude ?? []), r.lease.proxyId];
         return this.acquire({ ...req, exclude }, via, passedOver + 1);
-    }
-
-    /**
-     * The refusal of a zone no member in scope has had since this process started (a typo, or a zone of
-     * another pool), naming the zones there are. A scope without members has no zones to check against: its acquire answers `no-members`
-     * (503), so a pool scaled to zero is asked for, not refused.
-     */
-    private unknownZone(zone: string, pool: string | undefined): FleetAcquire | undefined {
-        const zones = this.zones.get(pool ?? "*");
-        if (!zones || zones.size === 0 || zones.has(zone)) return undefined;
-        const where = pool ? `pool "${pool}"` : "any pool";
-        return {
-            ok: false,
-            reason: "unknown-zone",
-            message: `no member of ${where} is or was in zone "${zone}" (zones: ${[...zones].sort().join(", ")})`,
-            retryAfterSeconds: 0,
-        };
     }
 
     /** A request of `pool` found no member (also one that queued behind waiting ones without trying). */
@@ -327,7 +281,7 @@ export class Fleet {
 
     /** Whether `pool` is configured (the gateway refuses others before leasing). */
     hasPool(pool: string): boolean {
-        return this.pools.has(pool);
+        return this.scopes.has(pool);
     }
 
     /** The pools of the config the last sync saw (metrics: desired replicas). */

@@ -1,7 +1,7 @@
 import type Redis from "ioredis";
 import type { Logger } from "pino";
 import { clusterConnection } from "../cluster/connection";
-import { CLUSTER_KEYS } from "../cluster/cluster";
+import { CLUSTER_KEYS } from "../cluster/records";
 import { APPEND_TIMELINE, READ_TIMELINE } from "../cluster/scripts";
 import type { PoolCounts } from "./fleet";
 import { samplePools, timelineCadence, type TimelinePoint, type TimelineRead, type TimelineSource } from "./timeline";

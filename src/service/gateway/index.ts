@@ -2,7 +2,8 @@
  * The rotating gateway (`egress serve --gateway-port`, docs/crawling.md): one proxy address whose every
  * request goes through the next member the lease manager picks.
  */
-export { Gateway, type GatewayOptions } from "./server";
+export { Gateway } from "./server";
+export type { GatewayOptions } from "./options";
 export { createGatewayMetrics, type GatewayMetrics } from "../observe/gateway-metrics";
 export { type BlockRules, DEFAULT_BLOCK_RULES } from "./outcome";
 export { parseUsername, GRAMMAR as USERNAME_GRAMMAR } from "./username";

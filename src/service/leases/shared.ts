@@ -1,9 +1,10 @@
-import { GATEWAY_MEMBER_CONCURRENCY_DEFAULT } from "../../model/pool";
+import { GATEWAY_MEMBER_CONCURRENCY_DEFAULT } from "../../model/pool-policies";
 import type { MemberRec, PoolRec } from "./pool";
 import { CandidateWalk, type pickLeastRecentlyUsed } from "./pick";
 import { earlierHold, type PoliteHold, type SitePoliteness } from "./politeness";
 import type { TargetCooldowns } from "./target-cooldowns";
-import type { AcquireRequest } from "./types";
+import type { PoolConfig } from "../../model/pool";
+import type { AcquireRequest, PoolLeaseSettings } from "./types";
 
 /**
  * The second pick of a shared (gateway) acquire, when no idle member could take it
@@ -61,4 +62,20 @@ export function orLeastLoaded(
 /** A pool's `gateway.memberConcurrency` as both stores use it: the default when unset, a whole number ≥ 1. */
 export function memberConcurrencyOf(c: { memberConcurrency?: number }): number {
     return Math.max(1, Math.floor(c.memberConcurrency ?? GATEWAY_MEMBER_CONCURRENCY_DEFAULT));
+}
+
+/** The lease settings of each configured pool, as both stores take them (LeaseStore.setMembers). */
+export function poolLeaseSettings(pools: readonly PoolConfig[]): Record<string, PoolLeaseSettings> {
+    return Object.fromEntries(
+        pools.map((p) => [
+            p.name,
+            {
+                cooldownSeconds: p.cooldownSeconds,
+                sessionTtlSeconds: p.sessionTtlSeconds,
+                restAfterOkSeconds: p.restAfterOkSeconds,
+                targets: p.targets,
+                memberConcurrency: p.gateway?.memberConcurrency,
+            },
+        ]),
+    );
 }

@@ -1,14 +1,13 @@
 import * as path from "node:path";
 import type { Logger } from "pino";
-import { loadStackConfig, type ProviderConfig } from "../../config";
-import { acquireWriterLock, describeHolder, type EngineHome, PROJECT, StackDriver } from "../../engine";
+import { loadStackConfig } from "../../config";
+import { acquireWriterLock, describeHolder, type EngineHome, StackDriver } from "../../engine";
 import { HealthMonitor } from "../../probes";
-import { goneCheckFor } from "../../../components/registry";
-import type { GoneCheck } from "../../../components/kind";
 import type { ProxyMember } from "../../model";
 import { LeaseManager } from "../leases";
 import { RedisLeaseStore, type LeaseStore } from "../store";
-import { Cluster, stackPrefix } from "../cluster/cluster";
+import { Cluster } from "../cluster/cluster";
+import { stackPrefix } from "../cluster/records";
 import { ClusterVerdicts } from "../cluster/verdicts";
 import { homeId } from "../cluster/home";
 import { ScaleQueue } from "../cluster/scale-queue";
@@ -25,6 +24,7 @@ import { StoreHealHistory } from "../control/heal/store-history";
 import { Autoscaler } from "../control/autoscale/autoscaler";
 import { Rotator } from "../control/rotate/rotator";
 import type { ServeOptions } from "./options";
+import { GoneChecks } from "./gone-checks";
 
 /** Whether the service takes requests now; anything but `ok` is answered 503 not_ready with the reason. */
 export type Readiness = { ok: true } | { ok: false; reason: string; stopping?: true };
@@ -267,79 +267,4 @@ export function buildParts(
         timeline,
         refreshFleet,
     };
-}
-
-/** Connects the calls that go up the layers, once every part exists. */
-export function subscribeParts(p: Parts, log: Logger): void {
-    p.health.subscribe({
-        credentials: (m) => p.fleet.credentialsOf(m),
-        onTransition: (t) => {
-            log[t.to === "unhealthy" ? "warn" : "info"](
-                { proxy: t.id, from: t.from, to: t.to, reason: t.reason },
-                "proxy health changed",
-            );
-            p.fleet.healthChanged(t.id, t.to);
-            p.verdicts?.changed();
-        },
-        onProbe: (r) => {
-            p.metrics.probes.inc({ result: r.ok ? "ok" : "fail" });
-            p.metrics.probeLatency.observe(r.latencyMs / 1000);
-        },
-    });
-    // A follower's fleet takes the leader's verdicts (its lease eligibility is the leader's when it takes over).
-    p.verdicts?.subscribe((id, state) => p.fleet.healthChanged(id, state));
-    p.fleet.onRefused((pool, via) => p.autoscaler.refusal(pool, via));
-    // With Redis every replica's outcomes reach the leader through the store (verdicts' onOutcomes); counted
-    // here too, the leader's own would count twice.
-    if (!p.verdicts) p.fleet.onOutcome((member, outcome) => p.rotator.outcome(member, outcome));
-    p.scaler.onSettled(async (op, proxies) => {
-        p.metrics.operations.inc({ kind: op.kind, result: op.status });
-        if (op.startedAt && op.finishedAt)
-            p.metrics.operationDuration.observe(
-                { kind: op.kind },
-                (Date.parse(op.finishedAt) - Date.parse(op.startedAt)) / 1000,
-            );
-        p.reconciler.settled(op);
-        p.autoscaler.settled(op);
-        p.rotator.settled(op);
-        await p.gone
-            .rebuild()
-            .catch((e) =>
-                log.warn({ err: e }, "reading the stack's installation failed; liveness hooks keep the previous one"),
-            );
-        await p.refreshFleet(proxies);
-        p.fleet.operationSettled(op);
-    });
-}
-
-/**
- * The kinds' liveness hooks (is a member gone outside egress?), one per provider entry. They know the
- * stack's installation, so they are rebuilt after every operation: a new stack's first `up` records it.
- */
-export class GoneChecks {
-    checks = new Map<string, GoneCheck>();
-    private providers: Record<string, ProviderConfig> = {};
-
-    constructor(
-        private readonly driver: StackDriver,
-        private readonly runDir: string,
-        private readonly stack: string,
-        private readonly log: Logger,
-    ) {}
-
-    async setProviders(providers: Record<string, ProviderConfig>): Promise<void> {
-        this.providers = providers;
-        await this.rebuild();
-    }
-
-    async rebuild(): Promise<void> {
-        const { installation } = await this.driver.installation();
-        const { runDir, stack, log } = this;
-        this.checks = new Map(
-            Object.entries(this.providers).flatMap(([name, entry]) => {
-                const check = goneCheckFor({ runDir, project: PROJECT, stack, installation, entry, log });
-                return check ? [[name, check] as const] : [];
-            }),
-        );
-    }
 }

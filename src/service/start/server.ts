@@ -14,7 +14,8 @@ import { leaderForwarder } from "../api/forward";
 import { clusterView } from "../cluster/view";
 import { StackLead } from "./leading";
 import { checkServeOptions, type RunningService, type ServeOptions } from "./options";
-import { buildParts, type Readiness, subscribeParts } from "./parts";
+import { buildParts, type Readiness } from "./parts";
+import { subscribeParts } from "./subscribe-parts";
 import { readTokens } from "./tokens";
 
 export type { RunningService, ServeOptions } from "./options";

@@ -10,13 +10,12 @@ import {
     type ReleaseResult,
     type Removal,
 } from "../leases/types";
-import { orderRules } from "../../model/politeness";
-import { memberConcurrencyOf } from "../leases/shared";
 import { ACQUIRE, BLOCK, PUBLISH, RELEASE, REVOKE, VIEW, withSettings } from "./scripts";
 import { type LeaseStore, StoreUnavailableError } from "./types";
 import { redactStoreUrl } from "./url";
 import { LiveLeases } from "./live-leases";
 import { type RedisStoreOptions, type Reply, type Scripts, TRANSIENT_REPLY } from "./redis-options";
+import { acquireReply, publishedPools, releaseReply, type PublishedPool } from "./redis-wire";
 
 export type { RedisStoreOptions } from "./redis-options";
 
@@ -32,7 +31,7 @@ export class RedisLeaseStore implements LeaseStore {
     private readonly retryAfterSeconds: number;
     /** Undefined until the first setMembers: publishing nothing would take every member (and its lease) away. */
     private members?: LeaseMemberInput[];
-    private pools: Record<string, [number, number, number, [string, number, number][], number]> = {};
+    private pools: Record<string, PublishedPool> = {};
     private readonly eligible = new Map<string, boolean>();
     /** The live leases as last read (every `viewIntervalMs`), for the synchronous reads. */
     private readonly view = new LiveLeases();
@@ -124,18 +123,7 @@ export class RedisLeaseStore implements LeaseStore {
 
     setMembers(members: readonly LeaseMemberInput[], pools: Record<string, PoolLeaseSettings>): void {
         const sessionTtl = this.o.sessionTtlSeconds ?? LEASE_DEFAULTS.sessionTtlSeconds;
-        this.pools = Object.fromEntries(
-            Object.entries(pools).map(([n, c]) => [
-                n,
-                [
-                    Math.max(0, c.cooldownSeconds) * 1000,
-                    Math.max(0, c.sessionTtlSeconds ?? sessionTtl) * 1000,
-                    c.restAfterOkSeconds === undefined ? -1 : c.restAfterOkSeconds * 1000,
-                    orderRules(c.targets ?? []).map((r) => [r.host, r.maxConcurrency ?? 0, r.minIntervalMs ?? 0]),
-                    memberConcurrencyOf(c),
-                ],
-            ]),
-        );
+        this.pools = publishedPools(pools, sessionTtl);
         this.members = members.map((m) => ({ id: m.id, pool: m.pool, zone: m.zone ?? "" }));
         for (const m of members) if (m.eligible !== undefined) this.eligible.set(m.id, m.eligible);
         const ids = new Set(members.map((m) => m.id));
@@ -164,61 +152,17 @@ export class RedisLeaseStore implements LeaseStore {
                 ...(req.exclude ?? []),
             ),
         )) as Reply;
-        if (r[0] === 0 && r[1] === "target-busy")
-            return {
-                ok: false,
-                reason: "target-busy",
-                retryAfterSeconds: Number(r[2]),
-                pool: String(r[3]),
-                rule: String(r[4]),
-            };
-        if (r[0] === 0)
-            return { ok: false, reason: r[1] as "no-members" | "none-available", retryAfterSeconds: Number(r[2]) };
-        const lease: Lease = {
-            id: String(r[1]),
-            proxyId: String(r[2]),
-            pool: String(r[3]),
-            ...(req.target !== undefined && { target: req.target }),
-            ...(req.session !== undefined && { session: req.session }),
-            leasedAt: Number(r[4]),
-            expiresAt: Number(r[5]),
-        };
-        this.view.remember(lease);
-        const state = String(r[6]);
-        return state === ""
-            ? { ok: true, lease }
-            : { ok: true, lease, rebound: state === "rebound", session: state as "kept" | "rebound" | "new" };
+        const result = acquireReply(r, req);
+        if (result.ok) this.view.remember(result.lease);
+        return result;
     }
 
     async release(leaseId: string, outcome: ReleaseOutcome): Promise<ReleaseResult> {
         const r = (await this.run(() => this.redis.egressRelease(this.o.prefix, leaseId, outcome))) as Reply;
         this.view.forget(leaseId);
-        if (r[0] === 0) {
-            if (r[1] === "unknown-lease") return { ok: false, reason: "unknown-lease" };
-            const t = JSON.parse(String(r[2])) as {
-                cause: "ttl" | "member-removed";
-                endedAt: number;
-                removal?: Removal;
-            };
-            return {
-                ok: false,
-                reason: "expired",
-                cause: t.cause,
-                endedAt: t.endedAt,
-                ...(t.removal && { removal: t.removal }),
-            };
-        }
-        const lease: Lease = {
-            id: leaseId,
-            proxyId: String(r[1]),
-            pool: String(r[2]),
-            ...(r[3] !== "" && { target: String(r[3]) }),
-            ...(r[4] !== "" && { session: String(r[4]) }),
-            leasedAt: Number(r[5]),
-            expiresAt: Number(r[6]),
-        };
-        if (outcome === "error") this.o.onError?.(lease.proxyId, lease);
-        return { ok: true, lease, errors: Number(r[7]) };
+        const result = releaseReply(r, leaseId);
+        if (result.ok && outcome === "error") this.o.onError?.(result.lease.proxyId, result.lease);
+        return result;
     }
 
     /** Ends the member's lease in Redis (in the background: the drainer's caller is synchronous); returns the lease this view knew. */

@@ -3,7 +3,8 @@ import type { AppDeps } from "../deps";
 import { HttpError } from "../../http/errors";
 import type { z } from "zod";
 import type { operationResponse, operationsResponse } from "../schemas";
-import type { Operation, StreamEntry } from "../../operations/journal";
+import type { StreamEntry } from "../../operations/journal";
+import type { Operation } from "../../operations/operation";
 import type { QueuedScale } from "../../cluster/scale-queue";
 
 /** Default time between `: ping` comments on an idle event stream (proxies and browsers drop silent connections). */

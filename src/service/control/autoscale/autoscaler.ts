@@ -1,6 +1,6 @@
 import type { Logger } from "pino";
 import type { AutoscaleConfig, PoolConfig } from "../../../model";
-import type { AutoscaleRecord, Operation } from "../../operations/journal";
+import type { AutoscaleRecord, Operation } from "../../operations/operation";
 import { NotAcceptingError, type Scaler } from "../scaler";
 import { type AutoscaleDecision, type AutoscaleSignals, type AutoscaleState, decide } from "./decide";
 

@@ -1,6 +1,6 @@
 import type { Logger } from "pino";
 import type { Fleet } from "../../fleet/fleet";
-import type { DrainView } from "../../operations/journal";
+import type { DrainView } from "../../operations/operation";
 import { DrainEntry, DrainTarget, stepDrain } from "./plan";
 
 export interface DrainerDeps {

@@ -2,7 +2,7 @@ import type { Logger } from "pino";
 import type { PoolConfig, ProxyMember } from "../../../model";
 import type { GoneCheck } from "../../../../components/kind";
 import type { MemberHealthView } from "../../../probes";
-import type { Operation } from "../../operations/journal";
+import type { Operation } from "../../operations/operation";
 import type { ProviderHealthReport } from "../../observe/provider-checks";
 import { NotAcceptingError, type Scaler } from "../scaler";
 import { afterRepair, Decision, decideRepairs, HEAL_BACKOFF, HealReason, MemberFacts } from "./decide";

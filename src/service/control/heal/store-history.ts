@@ -1,6 +1,6 @@
 import type Redis from "ioredis";
 import { clusterConnection } from "../../cluster/connection";
-import { CLUSTER_KEYS } from "../../cluster/cluster";
+import { CLUSTER_KEYS } from "../../cluster/records";
 import type { MemberHistory } from "./decide";
 import type { HealHistoryStore } from "./history";
 

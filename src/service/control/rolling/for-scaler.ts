@@ -1,6 +1,6 @@
 import type { Logger } from "pino";
 import { setPoolReplicas } from "../../../config";
-import type { Operation } from "../../operations/journal";
+import type { Operation } from "../../operations/operation";
 import { waitHealthy } from "../healthy";
 import type { ReplaceResult } from "../replace";
 import type { ScalerDeps } from "../scaler-deps";

@@ -1,7 +1,7 @@
 import type { Logger } from "pino";
 import type { PoolConfig, ProxyMember } from "../../../model";
 import type { MemberHealthView } from "../../../probes";
-import type { Operation, RotationRecord } from "../../operations/journal";
+import type { Operation, RotationRecord } from "../../operations/operation";
 import { NotAcceptingError, type Scaler } from "../scaler";
 import { decideRotations, type PoolRotatePolicy, type RotatePlan } from "./decide";
 import { IpMemory } from "./ip-memory";
