@@ -263,7 +263,7 @@ export class Cluster {
     private setLeading(on: boolean): void {
         if (on === this.leading) return;
         this.leading = on;
-        this.o.log.info({ replica: this.id, token: this.token }, on ? "leading the stack" : "no longer leading");
+        this.o.log.info({ replica: this.id, fence: this.token }, on ? "leading the stack" : "no longer leading");
         this.o.onLeading?.(on);
     }
 }
