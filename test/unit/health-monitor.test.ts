@@ -91,20 +91,26 @@ test("start/stop: rounds repeat every intervalMs, new members are probed at once
     mon.start();
     mon.start();
     await sleep(250);
+    const added = Date.now() - t0;
     mon.setMembers([member(0), member(1)]);
     await sleep(10);
     await mon.stop();
     const n = calls.length;
     await sleep(150);
     assert.equal(calls.length, n, "no probes after stop");
+    // Asserted by order, not by a count of rounds in a window: a busy machine delays timers, never
+    // advances them, so gaps only grow and a late sleep may let one more round in.
     const first = calls.filter((c) => c.id === 10_000).map((c) => c.at);
-    assert.equal(first.length, 3, `rounds at ~0, 100, 200 ms: ${first}`);
-    assert.ok(first[1] - first[0] >= 95 && first[2] - first[1] >= 95, `cadence: ${first}`);
-    assert.deepEqual(
-        calls.filter((c) => c.id === 10_001).length,
-        1,
-        "the new member was probed without waiting for the round",
+    assert.ok(first.length >= 2, `rounds every 100 ms: ${first}`);
+    for (let i = 1; i < first.length; i++) assert.ok(first[i] - first[i - 1] >= 95, `cadence: ${first}`);
+    const second = calls.filter((c) => c.id === 10_001).map((c) => c.at);
+    const roundsAfter = first.filter((at) => at >= added);
+    assert.ok(second.length >= 1, "the new member was probed before the stop, 10 ms after it came");
+    assert.ok(
+        roundsAfter.length === 0 || second[0] <= roundsAfter[0],
+        `the new member was probed without waiting for the round: ${second} (rounds ${first}, added at ${added})`,
     );
+    assert.equal(second.length, 1 + roundsAfter.length, "then once per round, like every member");
 });
 
 test("lease errors, probe exceptions and throwing listeners", async () => {
