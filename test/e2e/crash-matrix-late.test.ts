@@ -1,9 +1,9 @@
 /**
  * The crash matrix (test/helpers/crash-matrix.ts) on the file backend, second part: the service killed
- * at moments 3–5 of each update (7, 11 and 14 created; 6, 9 and 11 deleted). crash-matrix.test.ts runs
- * the rest of the matrix.
+ * at moments 3–5 of each update (7, 11 and 14 created; 6, 9 and 11 deleted) and a CLI `egress up` killed
+ * at each of its three moments. crash-matrix.test.ts runs the rest of the matrix.
  */
 import { fileBackend } from "../helpers/backends";
 import { crashMatrix } from "../helpers/crash-matrix";
 
-crashMatrix({ ...fileBackend, serviceMoments: [3, 4, 5], cliMoments: [], cliAfterKill: false });
+crashMatrix({ ...fileBackend, serviceMoments: [3, 4, 5], cliAfterKill: false });
