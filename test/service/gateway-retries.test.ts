@@ -76,7 +76,9 @@ before(async () => {
         name,
         ...(name === "never" && { gateway: { retries: 0 } }),
     }));
-    const g = await startGatewayFleet({ token: TOKEN, members, pools, gateway: { memberAnswerMs: 300 } });
+    // Short, so the stalling member costs little, but not so short that the working member (in this busy
+    // process, beside other test files) misses it: at 300 ms it once timed out under load.
+    const g = await startGatewayFleet({ token: TOKEN, members, pools, gateway: { memberAnswerMs: 1500 } });
     ({ gateway, released } = g);
     registry = g.metrics.registry;
     client = gatewayClient(g.port, TOKEN);
