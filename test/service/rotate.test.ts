@@ -1,9 +1,13 @@
 /**
  * Rotation by age on the real engine with real local proxies and short intervals: a pool of 3 with
  * `rotateAfterSeconds: 30` (below the floor of 60 through EGRESS_TEST_MIN_ROTATE_SECONDS) has every
- * member replaced within two rotation periods (not counting the time the rotation waits for the test's
- * own lease), never fewer than 3 healthy members at any 250 ms sample, and a leased member drains before
- * it goes: its lease runs until it is released.
+ * member replaced once it is due, by a rotation that starts promptly (at its due time, or as soon as the
+ * operation before it ends), never fewer than 3 healthy members at any 250 ms sample, and a leased member
+ * drains before it goes: its lease runs until it is released.
+ *
+ * Promptness is the rotator's part and is asserted; how long the engine runs take is the machine's and is
+ * only printed (a bound of "two periods from creation" failed once in CI with three heavy files beside
+ * it: the surge, three replaces and the shrink are five engine runs in a row).
  */
 import { after, before, test } from "node:test";
 import assert from "node:assert/strict";
@@ -11,6 +15,8 @@ import { convergedOk, samplePool, startTestService, TestService, TOKENS, waitFor
 import { lowerRotateFloor, rotationReads, sleep } from "../helpers/rotation";
 
 const PERIOD_S = 30;
+/** How long after a member could be rotated its rotation may start: rounds are 500 ms apart here. */
+const PROMPT_MS = 15_000;
 let svc: TestService;
 let restoreFloor: () => void;
 before(async () => {
@@ -42,8 +48,10 @@ after(async () => {
 const pool = async () => rotationReads(svc).pool("web");
 const rotateOps = async () => rotationReads(svc).rotateOps();
 const urls = async () => rotationReads(svc).urls();
+const allOps = async () => (await svc.call("GET", "/v1/operations", { token: TOKENS.scale })).body.operations as any[];
+const sameRecord = (a: any, b: any) => a.member === b.member && a.replacedAt === b.replacedAt;
 
-test("rotateAfterSeconds 30 on a pool of 3: all replaced within two periods, healthy ≥ 3 throughout, a leased member drains first", async () => {
+test("rotateAfterSeconds 30 on a pool of 3: each replaced once due by a rotation that starts promptly, healthy ≥ 3 throughout, a leased member drains first", async () => {
     const original = await urls();
     assert.deepEqual([...original.keys()].sort(), ["web-0", "web-1", "web-2"]);
     const view = (await pool()).rotation;
@@ -98,21 +106,36 @@ test("rotateAfterSeconds 30 on a pool of 3: all replaced within two periods, hea
                     if (!first.has(r.member)) first.set(r.member, r);
                 return first.size === 3 && first;
             },
-            3 * PERIOD_S * 1000 + 60_000,
+            // Generous: five engine runs in a row on a loaded machine, after the due times.
+            3 * PERIOD_S * 1000 + 120_000,
             250,
         );
         const failed = (await rotateOps()).filter((o) => o.status === "failed");
         assert.deepEqual(failed, [], "no rotation failed");
+        const ops = await allOps();
         for (const [id, r] of done) {
-            const took = Date.parse(r.replacedAt) - Date.parse(r.createdAt);
+            const created = Date.parse(r.createdAt);
+            const due = Date.parse(r.dueAt);
+            const replaced = Date.parse(r.replacedAt);
+            const op = ops.find((o) => o.kind === "rotate" && o.rotations?.some((x: any) => sameRecord(x, r)));
+            assert.ok(op, `the rotate operation that replaced ${id}`);
+            const started = Date.parse(op.startedAt);
+            // The rotator's own delay: from the later of the member's due time and the end of the last
+            // operation that finished before this one started (nothing is decided while one runs).
+            const before = ops
+                .filter((o) => o.finishedAt && Date.parse(o.finishedAt) <= started)
+                .map((o) => Date.parse(o.finishedAt));
+            const free = Math.max(due, ...before);
             console.log(
-                `${id}: due ${Date.parse(r.dueAt) - Date.parse(r.createdAt)} ms, replaced ${took} ms after its creation (the test held ${held} for ${heldMs} ms)`,
+                `${id}: due ${due - created} ms after its creation, its rotation ${op.id} started ${started - due} ms after that, replaced ${replaced - created} ms after its creation (the test held ${held} for ${heldMs} ms)`,
             );
+            assert.ok(replaced >= due, `${id} replaced only once due: ${JSON.stringify(r)}`);
             assert.ok(
-                took - heldMs <= 2 * PERIOD_S * 1000,
-                `${id} replaced ${took} ms after its creation, ${heldMs} ms of it waiting for the test's lease: ${JSON.stringify(r)}`,
+                started - free <= PROMPT_MS,
+                `${id}'s rotation started ${started - free} ms after it could (due ${r.dueAt}, last operation before it ended ${new Date(free).toISOString()}): ${JSON.stringify(op)}`,
             );
-            assert.ok(Date.parse(r.dueAt) - Date.parse(r.createdAt) >= PERIOD_S * 900, "the jitter is at most 10%");
+            assert.ok(due - created >= PERIOD_S * 900, "the jitter is at most 10%");
+            assert.ok(due - created <= PERIOD_S * 1100, "the jitter is at most 10%");
             assert.match(r.surge, /^web-[3-5]$/);
             assert.equal(r.oldEgressIp, "127.0.0.1", "local members never change their exit IP");
             assert.equal(r.newEgressIp, "127.0.0.1");
