@@ -68,7 +68,7 @@ test("a leader killed after reading the queue: each request is recorded exactly 
 
     // The next leader takes the journal over (start/leading.ts: ops.recover), then the queue.
     const ops = new OperationLog(journal);
-    ops.recover();
+    await ops.recover();
     const next = await queue("n");
     await holdLock("n");
     const second: string[] = [];

@@ -109,7 +109,7 @@ test("while one operation runs, requests fold into one queued operation; drain k
 
     // The next start (a new process on the same journal) applies it under the id the client was given.
     const next = new OperationLog(journal);
-    const { carried, interrupted } = next.recover();
+    const { carried, interrupted } = await next.recover();
     assert.deepEqual(
         carried.map((o) => [o.id, o.desired.web, o.requests]),
         [[b.id, 5, 2]],
@@ -133,7 +133,7 @@ test("while one operation runs, requests fold into one queued operation; drain k
     assert.equal(next.get(b.id)!.status, "succeeded");
     assert.equal(next.get(b.id)!.createdAt, b.createdAt, "still the request the client made");
     assert.match(fs.readFileSync(path.join(dir, "stacks", "Pulumi.s.yaml"), "utf8"), /replicas: 5/);
-    assert.deepEqual(new OperationLog(journal).recover().carried, [], "carried once, not again");
+    assert.deepEqual((await new OperationLog(journal).recover()).carried, [], "carried once, not again");
 });
 
 test("recovery: carried requests queue behind the start-up convergence and fold; stale requests and queued repairs are interrupted", async () => {
@@ -159,7 +159,7 @@ test("recovery: carried requests queue behind the start-up convergence and fold;
         ]),
     );
     const ops = new OperationLog(journal);
-    const { carried, interrupted } = ops.recover();
+    const { carried, interrupted } = await ops.recover();
     assert.deepEqual(
         carried.map((o) => o.id),
         ["op_a", "op_b"],
@@ -214,7 +214,7 @@ test(
             assert.equal(op.status, "running");
             assert.equal(op.waitingForLock.holder, `pid ${holder.pid} (egress up)`);
             // A kill -9 now leaves the journal as it is: the next start reads it.
-            const { carried, interrupted } = new OperationLog(journal).recover();
+            const { carried, interrupted } = await new OperationLog(journal).recover();
             assert.deepEqual(
                 carried.map((o) => [o.id, o.status, o.desired.web, o.startedAt, o.waitingForLock]),
                 [[op.id, "queued", 4, undefined, undefined]],
@@ -229,7 +229,7 @@ test(
         calls[0].resolve();
         await scaler.drain();
         assert.equal(op.status, "succeeded");
-        const after = new OperationLog(journal).recover();
+        const after = await new OperationLog(journal).recover();
         assert.deepEqual([after.carried, after.interrupted], [[], []], "done: nothing to carry");
         fs.rmSync(runDir, { recursive: true, force: true });
     },

@@ -24,6 +24,7 @@ export const CLUSTER_KEYS = {
     home: "home",
     timeline: "timeline",
     heal: "heal",
+    journal: "journal",
 } as const;
 
 /** One replica as the cluster sees it (GET /v1/cluster). */

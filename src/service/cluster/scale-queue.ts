@@ -33,8 +33,13 @@ export interface ScaleQueueOptions {
 export interface ScaleTaker {
     /** Whether the journal already knows this id: a leader recorded it, then died before removing it. */
     known(id: string): boolean;
-    /** Records the request in the journal (on disk when it returns); throws when not accepted now (stopping). */
+    /** Records the request in the journal; throws when not accepted now (stopping). */
     apply(q: QueuedScale): void;
+    /**
+     * Resolves once the journal keeps what apply() recorded (the store's journal writes in the background:
+     * operations/store-journal.ts); rejects when it could not. Absent: kept when apply() returns.
+     */
+    recorded?(): Promise<void>;
 }
 
 /** A request as read from the list: `raw` is the exact entry, what the removal matches. */
@@ -56,7 +61,7 @@ type Scripted = Redis & {
  * queued, through its Scaler under that id, so GET /v1/operations/<id> and its event stream work on any
  * replica. Requests for one pool fold as they do on the leader: the latest wins.
  *
- * A request leaves the list only after the leader recorded it in its journal (written to disk at once):
+ * A request leaves the list only after the leader recorded it in its journal (and the journal kept it: ScaleTaker.recorded):
  * read while holding the lock, apply, then remove exactly the applied entries, again only while holding
  * it (scripts.ts READ_SCALE_REQUESTS, REMOVE_SCALE_REQUESTS). A leader killed between the two leaves
  * the request queued, and the next leader, which took the journal over, finds its id known: it removes it
@@ -152,6 +157,15 @@ export class ScaleQueue {
                 }
             }
             recorded.push(raw);
+        }
+        if (!recorded.length) return;
+        try {
+            await taker.recorded?.();
+        } catch (e) {
+            // Left queued: the next round (or the next leader, if this one is gone) finds the ids it did
+            // record known and removes them then; one it did not record is applied by whoever leads.
+            this.o.log.warn({ err: e }, "queued scale requests stay queued until the journal keeps them");
+            return;
         }
         await this.remove(recorded);
     }

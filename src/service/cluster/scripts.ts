@@ -112,3 +112,15 @@ local t = redis.call('TIME')
 local now = tonumber(t[1]) * 1000 + math.floor(tonumber(t[2]) / 1000)
 return redis.call('ZRANGEBYSCORE', KEYS[1], '(' .. string.format('%d', now - tonumber(ARGV[1])), '+inf')
 `;
+
+/**
+ * KEYS: lock, journal. ARGV: replica id, the journal (JSON). Writes the operation journal only while that
+ * replica holds the lock, so a leader cut off from Redis cannot overwrite its successor's records with a
+ * stale `queued` (which the leader after that would carry over again). Returns 1 when written.
+ */
+export const WRITE_JOURNAL = `
+local v = redis.call('GET', KEYS[1])
+if not v or cjson.decode(v).id ~= ARGV[1] then return 0 end
+redis.call('SET', KEYS[2], ARGV[2])
+return 1
+`;

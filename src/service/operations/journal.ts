@@ -1,9 +1,10 @@
 import { EventEmitter } from "node:events";
 import * as crypto from "node:crypto";
-import * as fs from "node:fs";
-import * as path from "node:path";
 import type { ProgressEvent } from "../../engine";
 import type { Operation } from "./operation";
+import { FileJournal, type JournalSink } from "./journal-file";
+
+export type { JournalSink } from "./journal-file";
 
 /** One message of an operation's event stream; `id` counts up from 1 per operation (the SSE `id:`). */
 export interface StreamEntry {
@@ -23,12 +24,16 @@ export interface Recovered {
     carried: Operation[];
 }
 
+/** Operations the journal keeps (the newest): enough for a new leader's recovery and recent lookups. */
+export const JOURNAL_KEEP = 50;
+
 /** Stream entries kept per operation for `Last-Event-ID` resume; older ones are dropped first. */
 export const STREAM_BUFFER = 1000;
 
 /**
- * Operations of one stack: records, their progress events (for SSE), and a journal file so a restart
- * can tell that an operation was interrupted by a crash.
+ * Operations of one stack: records, their progress events (for SSE), and a journal (a file of the
+ * process' EGRESS_HOME, or with replicas a key in the store: journal-file.ts, operations/store-journal.ts) so
+ * a restart, or the next leader, can tell that an operation was interrupted by a crash.
  */
 export class OperationLog {
     private readonly ops = new Map<string, Operation>();
@@ -39,8 +44,21 @@ export class OperationLog {
     /** Only the stack's leader writes the journal: a follower's view is stale (setWriter). */
     private writer = true;
 
-    constructor(private readonly journal?: string) {
+    private readonly journal?: JournalSink;
+
+    /** `journal`: a file path (one process, or replicas sharing a home), or a sink such as the store's. */
+    constructor(journal?: string | JournalSink) {
         this.emitter.setMaxListeners(0);
+        this.journal = typeof journal === "string" ? new FileJournal(journal) : journal;
+    }
+
+    /**
+     * Resolves once the journal holds every change made so far (a file's writes are done when they
+     * return; the store's may be in flight); rejects when the store could not take them (they are written
+     * again with the next change, or the sink's retry).
+     */
+    async flushed(): Promise<void> {
+        await this.journal?.flushed();
     }
 
     /** A new queued operation; `id` when a follower already answered with one (cluster/scale-queue.ts). */
@@ -116,15 +134,10 @@ export class OperationLog {
      * the truth for every operation but the ones still running here (a replica that leads again while its
      * own last operation finishes).
      */
-    recover(): Recovered {
+    async recover(): Promise<Recovered> {
         const out: Recovered = { interrupted: [], carried: [] };
-        if (!this.journal || !fs.existsSync(this.journal)) return out;
-        let previous: Operation[] = [];
-        try {
-            previous = JSON.parse(fs.readFileSync(this.journal, "utf8"));
-        } catch {
-            return out;
-        }
+        const previous = await this.journal?.read();
+        if (!previous) return out;
         const setsCounts = (o: Operation) => o.kind === "scale" || o.kind === "up" || o.kind === "autoscale";
         const startedAfter = (op: Operation) =>
             previous.some((o) => setsCounts(o) && o.createdAt > op.createdAt && o.status !== "queued");
@@ -181,9 +194,6 @@ export class OperationLog {
 
     private writeJournal(): void {
         if (!this.journal || !this.writer) return;
-        fs.mkdirSync(path.dirname(this.journal), { recursive: true });
-        const tmp = `${this.journal}.tmp`;
-        fs.writeFileSync(tmp, JSON.stringify(this.list().slice(-50)));
-        fs.renameSync(tmp, this.journal);
+        this.journal.write(this.list().slice(-JOURNAL_KEEP));
     }
 }

@@ -45,7 +45,7 @@ export class StackLead {
         // cut off. Read now, not at start: a follower's copy from its start is stale, and marking it then
         // would call a live leader's operation interrupted.
         p.ops.setWriter(true);
-        const { interrupted, carried } = p.ops.recover();
+        const { interrupted, carried } = await p.ops.recover();
         for (const op of interrupted)
             o.log.warn(
                 { operation: op.id, kind: op.kind, desired: op.desired },
@@ -92,6 +92,7 @@ export class StackLead {
         // removing it from the queue: applied again, it would run twice, or undo a later request.
         p.scaleQueue?.lead({
             known: (id) => p.ops.get(id) !== undefined,
+            recorded: () => p.ops.flushed(),
             apply: (q) => {
                 p.scaler.request(q.pool, q.replicas, q.id);
                 o.log.info(

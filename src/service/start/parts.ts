@@ -11,6 +11,7 @@ import { stackPrefix } from "../cluster/records";
 import { ClusterVerdicts } from "../cluster/verdicts";
 import { homeId } from "../cluster/home";
 import { ScaleQueue } from "../cluster/scale-queue";
+import { StoreJournal } from "../operations/store-journal";
 import { OperationLog } from "../operations/journal";
 import { Fleet } from "../fleet/fleet";
 import { Timeline, type TimelineSource } from "../fleet/timeline";
@@ -73,9 +74,6 @@ export function buildParts(
                     `removed a stale writer lock left by ${describeHolder(h)} (the process is gone)`,
                 ),
         });
-    const ops = new OperationLog(path.join(runDir, `operations-${opts.stack}.json`));
-    // A replica writes the journal only while it leads (leading.ts); a single process always leads.
-    if (opts.store?.kind === "redis") ops.setWriter(false);
     const health = new HealthMonitor({ intervalMs: opts.probeIntervalMs ?? 10_000, checkUrl });
     const leaseOptions = {
         // With replicas, lease errors reach the deciding monitor through the store's counters (the
@@ -110,6 +108,22 @@ export function buildParts(
               })
             : undefined;
     if (cluster) redisStore?.setPublisher(false);
+    // The operation journal: a file of this home for one process; with replicas, the store's, so the next
+    // leader takes over what this one recorded from any host (operations/store-journal.ts).
+    const journalFile = path.join(runDir, `operations-${opts.stack}.json`);
+    const journal =
+        cluster && opts.store?.kind === "redis"
+            ? new StoreJournal({
+                  url: opts.store.url,
+                  prefix: stackPrefix(opts.stack),
+                  self: cluster.id,
+                  log: log.child({ component: "cluster" }),
+                  legacyFile: journalFile,
+              })
+            : undefined;
+    const ops = new OperationLog(journal ?? journalFile);
+    // A replica writes the journal only while it leads (leading.ts); a single process always leads.
+    if (cluster) ops.setWriter(false);
     // With replicas only the leader probes and decides; every replica shows its verdicts (cluster/verdicts.ts).
     const verdicts =
         cluster && opts.store?.kind === "redis"
@@ -248,6 +262,7 @@ export function buildParts(
         driver,
         writerLock,
         ops,
+        journal,
         health,
         redisStore,
         leases,

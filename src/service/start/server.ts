@@ -234,7 +234,12 @@ export async function startService(opts: ServeOptions): Promise<RunningService> 
             await parts.rotator.stop();
             await scaleQueue?.follow(); // what followers queue from now on waits for the next leader
             await scaler.drain(closeOpts);
+            // The settled (or set-aside) records reach the store's journal while this replica still holds the lock.
+            await parts.ops
+                .flushed()
+                .catch((e) => log.warn({ err: e }, "the operation journal could not be written before stopping"));
             await cluster?.stop(); // after the running operation: the lock guards it to the end
+            parts.journal?.close();
             parts.healStore?.close(); // after the running operation: a heal settling writes its back-off
             clearInterval(sweeper);
             clearInterval(outputsPoll);
