@@ -309,7 +309,11 @@ export async function settledOp(svc: ServeProcess, id: string, timeoutMs = 120_0
     return until(
         `operation ${id} to settle`,
         async () => {
-            const op = (await svc.call("GET", `/v1/operations/${id}`, undefined, token)).body.operation;
+            const got = await svc.call("GET", `/v1/operations/${id}`, undefined, token);
+            // 503 not_ready: no replica leads this moment (a failover); asked again. Anything else is an answer.
+            if (got.status === 503) return undefined;
+            const op = got.body?.operation;
+            if (!op) throw new Error(`GET /v1/operations/${id} answered ${got.status}: ${JSON.stringify(got.body)}`);
             return op.status !== "queued" && op.status !== "running" ? op : undefined;
         },
         timeoutMs,

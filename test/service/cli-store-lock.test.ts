@@ -185,7 +185,11 @@ test("a store that does not answer fails quickly and clearly, and nothing runs",
     const r = await cliAsync(other, ["up", "--quiet", "--store", url], 30_000);
     const took = Date.now() - t0;
     assert.equal(r.code, 75, r.stderr);
-    assert.ok(took < 5_000, `took ${took} ms`);
+    // The CLI's own try is bounded (2 s); the whole run adds Node's start-up, which a loaded machine
+    // stretches (6.5 s once with five heavy jobs beside it), so that is printed, not asserted.
+    const tried = Number(/cannot be reached \(tried for (\d+) ms\)/.exec(r.stderr)?.[1]);
+    console.log(`unreachable store: the CLI tried for ${tried} ms; the whole run took ${took} ms`);
+    assert.ok(tried <= 2_500, `the CLI gave up after ${tried} ms: ${r.stderr}`);
     assert.match(r.stderr, /store .* cannot be reached/, r.stderr);
     assert.ok(!r.stderr.includes("sekret-password"), r.stderr);
     const s = await cliAsync(other, ["scale", "web", "3", "--json", "--store", url], 30_000);

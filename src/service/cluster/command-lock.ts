@@ -62,6 +62,7 @@ export class CommandLock {
         r.on("error", (e: Error) => (cause ??= e));
         const timeoutMs = o.timeoutMs ?? 2000;
         let timer: NodeJS.Timeout | undefined;
+        const t0 = Date.now();
         try {
             await Promise.race([
                 r.connect().then(() => r.ping()),
@@ -72,7 +73,10 @@ export class CommandLock {
         } catch (e) {
             r.disconnect();
             const why = (cause ?? (e as Error)).message.split(url).join(redactStoreUrl(url));
-            throw new StoreUnavailableError(`the store ${redactStoreUrl(url)} cannot be reached: ${why}`, 2);
+            throw new StoreUnavailableError(
+                `the store ${redactStoreUrl(url)} cannot be reached (tried for ${Date.now() - t0} ms): ${why}`,
+                2,
+            );
         } finally {
             clearTimeout(timer);
         }
