@@ -8,11 +8,12 @@ import { action, EXIT, projectDir, UsageError } from "./context";
 import { EngineRunOptions, runEngine } from "./operations";
 import { progressPrinter, proxyTable, summaryLine } from "./render";
 import { ServiceClient } from "./service-client";
+import { reportScaleOutcome } from "./scale-report";
 import { lockWaitMs, withWriterLock } from "./writer";
 import { leaderOf, queueForLeader } from "./scale-queued";
 import { ReplicaLeadsError, storeOption, storeUrlOf } from "./store-lock";
 
-type ScaleOptions = EngineRunOptions & { up: boolean };
+type ScaleOptions = EngineRunOptions & { up: boolean; follow: boolean };
 
 /** Engine steps that change resources: until one ran, a failed `up` changed nothing. */
 const CHANGING = new Set(["create", "update", "delete", "replace", "create-replacement", "delete-replaced"]);
@@ -32,6 +33,10 @@ export function registerScale(program: Command): void {
         )
         .option("--no-up", "only write the stack file (refused while a service owns the stack)")
         .option("-q, --quiet", "no progress output")
+        .option(
+            "--no-follow",
+            "with --store while a replica leads: exit once the request is queued, printing its operation id (default: follow it until it settles)",
+        )
         .action(
             action(async (pool: string, replicas: string, o, cmd) => {
                 const opts: ScaleOptions = { ...cmd.optsWithGlobals(), ...o };
@@ -106,33 +111,7 @@ async function viaService(svc: Announcement, pool: string, n: number, opts: Scal
         throw new Error(
             `egress serve stopped before operation ${accepted.id} settled; \`egress outputs\` shows what runs`,
         );
-    const asked = op.desired[pool];
-    const applied = op.status === "succeeded" ? op.applied?.[pool] : undefined;
-    const report = {
-        pool,
-        requested: n,
-        applied: applied ?? null,
-        via: "service",
-        operation: { id: op.id, status: op.status, desired: op.desired, requests: op.requests, changes: op.changes },
-    };
-    let problem: string | undefined;
-    if (op.status !== "succeeded") problem = `operation ${op.id} ${op.status}: ${op.error ?? "no error recorded"}`;
-    else if (asked !== n)
-        problem = `a later request for ${asked} replaced this one for ${n} before operation ${op.id} started (latest request wins); pool ${pool} was scaled to ${asked}, not ${n}`;
-    else if (applied !== n)
-        problem = `operation ${op.id} left ${applied ?? "an unknown number of"} members in pool ${pool}, not ${n}`;
-    if (problem) {
-        if (opts.json)
-            process.stdout.write(
-                JSON.stringify({ ok: false, ...report, error: { type: "ScaleNotApplied", message: problem } }) + "\n",
-            );
-        process.stderr.write(`error: ${problem}\n`);
-        process.exitCode = EXIT.failed;
-    } else if (opts.json) process.stdout.write(JSON.stringify({ ok: true, ...report }) + "\n");
-    else
-        process.stderr.write(
-            `pool ${pool}: ${n} replicas applied by egress serve (operation ${op.id}, ${op.requests} request(s) folded in)\n`,
-        );
+    reportScaleOutcome(op, { pool, n }, { json: opts.json, via: "service", by: `egress serve (pid ${svc.pid})` });
     return "applied";
 }
 

@@ -8,7 +8,8 @@
  *   lock another took says so on stderr at once, and does not resign the other's lock;
  * - with a replica leading, `egress up` from another machine (another EGRESS_HOME: no shared file lock,
  *   no socket; the same backend and project) is refused naming the leader, and `egress scale` from there
- *   is queued for the leader, which applies it;
+ *   is queued for the leader, which applies it, and followed through the store until applied
+ *   (`--no-follow`: exit once queued);
  * - a store that does not answer (a closed loopback port) fails within a couple of seconds, exit 75,
  *   without the engine running.
  */
@@ -151,7 +152,7 @@ test("Ctrl-C while a command holds the store's lock gives it up at once (no wait
     svc = await serve(p, ["--store", redis.url]);
 });
 
-test("with a replica leading, `up` from another machine is refused naming it and `scale` is queued for it", async () => {
+test("with a replica leading, `up` from another machine is refused naming it and `scale` is queued for it, followed until applied", async () => {
     const leader = await until("a replica to lead", async () => {
         const c = await clusterOf(svc);
         return c.leader && !c.leader.id.startsWith("cli:")
@@ -166,16 +167,44 @@ test("with a replica leading, `up` from another machine is refused naming it and
     assert.ok(refused.stderr.includes(leader.host), refused.stderr);
     assert.match(refused.stderr, /egress scale|stop the stack's replicas/, refused.stderr);
 
+    // Queued for the leader, then followed through the store's journal until applied (no API token).
     const before = proxyProcesses(p).size;
-    const queued = await cliAsync(other, ["scale", "web", String(before + 1), "--json", "--store", redis.url]);
+    const followed = await cliAsync(other, ["scale", "web", String(before + 1), "--json", "--store", redis.url]);
+    assert.equal(followed.code, 0, followed.stderr);
+    const out = JSON.parse(followed.stdout.trim().split("\n").pop()!);
+    assert.equal(out.ok, true, followed.stdout);
+    assert.equal(out.via, "store", followed.stdout);
+    assert.equal(out.operation.status, "succeeded", followed.stdout);
+    assert.equal(out.applied, before + 1, followed.stdout);
+    assert.equal(out.leader.id, leader.id, followed.stdout);
+    assert.equal((await settledOp(svc, out.operation.id)).status, "succeeded", "the API agrees");
+    assert.equal(proxyProcesses(p).size, before + 1, "the new count runs once the command returned");
+    assert.ok(!followed.stdout.includes(redis.url) && !followed.stderr.includes(redis.url));
+
+    // For people: each status as it is seen, then the outcome.
+    const shown = await cliAsync(other, ["scale", "web", String(before + 2), "--store", redis.url]);
+    assert.equal(shown.code, 0, shown.stderr);
+    assert.match(shown.stderr, /queued for .*; operation op_\w+/, shown.stderr);
+    assert.match(shown.stderr, /operation op_\w+: running/, shown.stderr);
+    assert.match(shown.stderr, new RegExp(`pool web: ${before + 2} replicas applied by`), shown.stderr);
+
+    // --no-follow: exit 0 once queued, with the id to follow.
+    const queued = await cliAsync(other, [
+        "scale",
+        "web",
+        String(before),
+        "--json",
+        "--no-follow",
+        "--store",
+        redis.url,
+    ]);
     assert.equal(queued.code, 0, queued.stderr);
-    const out = JSON.parse(queued.stdout.trim().split("\n").pop()!);
-    assert.equal(out.operation.status, "queued", queued.stdout);
-    assert.equal(out.leader.id, leader.id, queued.stdout);
-    const op = await settledOp(svc, out.operation.id);
+    const q = JSON.parse(queued.stdout.trim().split("\n").pop()!);
+    assert.equal(q.operation.status, "queued", queued.stdout);
+    assert.equal(q.leader.id, leader.id, queued.stdout);
+    const op = await settledOp(svc, q.operation.id);
     assert.equal(op.status, "succeeded", JSON.stringify(op));
-    await until("the new count to run", () => proxyProcesses(p).size === before + 1, 60_000);
-    assert.ok(!queued.stdout.includes(redis.url) && !queued.stderr.includes(redis.url));
+    await until("the count to run", () => proxyProcesses(p).size === before, 60_000);
 });
 
 test("a store that does not answer fails quickly and clearly, and nothing runs", async () => {

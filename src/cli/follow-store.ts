@@ -1,0 +1,68 @@
+import { createLogger } from "../log/logger";
+import { stackPrefix } from "../service/cluster/records";
+import type { Operation } from "../service/operations/operation";
+import { StoreJournal } from "../service/operations/store-journal";
+import { StoreUnavailableError } from "../service/store";
+
+const SETTLED = new Set<Operation["status"]>(["succeeded", "failed", "interrupted"]);
+
+export interface FollowOptions {
+    /** Each status the operation is seen in, once (queued, running, …). */
+    onStatus?: (op: Operation) => void;
+    /** @default 500 */
+    pollMs?: number;
+    /** How long the store may be away before the command gives up following (exit 75). @default 30000 */
+    storeGraceMs?: number;
+}
+
+/**
+ * Follows an operation that the replica leading `stack` applies, through the store's copy of its
+ * operation journal (src/service/operations/store-journal.ts) until it settles: the CLI needs no API
+ * token and no route to the leader, only the store its request went through. The id may be the
+ * operation's or that of a request folded into it (`requestIds`), and the operation may pass from a
+ * leader that dies to the next one (a queued request is carried under its id). The operation goes on
+ * whatever happens to this command; it only stops watching.
+ */
+export async function followInStore(url: string, stack: string, id: string, o: FollowOptions = {}): Promise<Operation> {
+    const journal = new StoreJournal({
+        url,
+        prefix: stackPrefix(stack),
+        self: `cli:${process.pid}`, // never writes: it holds no lock
+        log: createLogger({ level: "silent" }),
+    });
+    const pollMs = o.pollMs ?? 500;
+    let shown: string | undefined;
+    let seen = false;
+    let failingSince: number | undefined;
+    try {
+        for (;;) {
+            try {
+                const ops = (await journal.read()) ?? [];
+                failingSince = undefined;
+                const op = ops.find((x) => x.id === id || x.requestIds?.includes(id));
+                if (op && op.status !== shown) {
+                    shown = op.status;
+                    o.onStatus?.(op);
+                }
+                if (op && SETTLED.has(op.status)) return op;
+                // The journal keeps the newest operations only: one that left it cannot be followed further.
+                if (!op && seen)
+                    throw new Error(
+                        `operation ${id} left the store's journal (it keeps the newest operations) before this command saw it settle; GET /v1/operations on a replica shows what ran`,
+                    );
+                seen ||= op !== undefined;
+            } catch (e) {
+                if (!(e instanceof Error) || e.message.startsWith(`operation ${id} left`)) throw e;
+                failingSince ??= Date.now();
+                if (Date.now() - failingSince > (o.storeGraceMs ?? 30_000))
+                    throw new StoreUnavailableError(
+                        `lost the store while following operation ${id} (${e.message}); the leader applies it all the same: GET /v1/operations/${id} on any replica follows it`,
+                        2,
+                    );
+            }
+            await new Promise((r) => setTimeout(r, pollMs));
+        }
+    } finally {
+        journal.close();
+    }
+}
