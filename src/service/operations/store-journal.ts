@@ -81,6 +81,7 @@ export class StoreJournal implements JournalSink {
     async flushed(): Promise<void> {
         const target = this.version;
         while (this.kept < target) {
+            if (this.closed) throw new Error("the journal was closed before it was written");
             if (!this.writing) this.kick();
             await this.writing;
             if (this.kept < target && this.lastError) throw this.lastError;
