@@ -189,3 +189,32 @@ test("outcomes released or reported on any replica's store reach the leader's ro
         await store.close();
     }
 });
+
+test("the leader's lifecycle notes (a drain, a failed operation naming a member) reach the followers with its verdicts", async () => {
+    const leader = replica("replica-n");
+    const follower = replica("replica-m");
+    await Promise.all([leader.v.start(), follower.v.start()]);
+    const drainingUntil = Date.now() + 60_000;
+    const opError = { message: "operation op_1 failed: web-1 could not be created", at: Date.now() };
+    const notes = new Map<string, { drainingUntil?: number; opError?: typeof opError }>([
+        ["web-0", { drainingUntil }],
+        ["web-1", { opError }],
+    ]);
+    leader.v.publishNotes(() => notes);
+    await holdLock("replica-n");
+    await leader.v.lead();
+    await until(
+        "the follower to show the leader's notes",
+        () =>
+            follower.v.note("web-0")?.drainingUntil === drainingUntil &&
+            follower.v.note("web-1")?.opError?.at === opError.at,
+    );
+    assert.deepEqual(follower.v.note("web-1"), { drainingUntil: undefined, opError });
+    assert.equal(leader.v.note("web-0"), undefined, "the leader's own fleet holds its notes; it reads none back");
+
+    // The drain ends on the leader: gone on the follower with the next publication.
+    notes.delete("web-0");
+    leader.v.changed();
+    await until("the drain gone on the follower", () => follower.v.note("web-0") === undefined);
+    assert.equal(follower.v.note("web-1")?.opError?.message, opError.message, "the other note stays");
+});

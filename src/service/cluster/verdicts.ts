@@ -7,8 +7,17 @@ import { LEASE_ERRORS_KEY, LEASE_OUTCOMES_KEY } from "../store/scripts";
 import { CLUSTER_KEYS } from "./records";
 import { PUBLISH_VERDICTS, READ_VERDICTS } from "./scripts";
 
-/** A member's verdict as the leader publishes it: for the address it probed ("host:port"). */
-export type PublishedVerdict = MemberHealthView & { address: string };
+/**
+ * A member's lifecycle facts besides health that only the leader knows (its drains, failed operations
+ * naming the member): published with the verdicts so followers show them too (the fleet's MemberNote).
+ */
+export interface LifecycleNote {
+    drainingUntil?: number;
+    opError?: { message: string; at: number };
+}
+
+/** A member's verdict as the leader publishes it: for the address it probed ("host:port"), with its notes. */
+export type PublishedVerdict = MemberHealthView & { address: string } & LifecycleNote;
 
 /** Whose verdicts a replica shows (GET /v1/proxies `verdicts`). */
 export interface VerdictsStatus {
@@ -73,6 +82,8 @@ export class ClusterVerdicts {
     /** The same for the store's outcome counters (`<member>|t`, `<member>|b`). */
     private outcomesSeen?: Map<string, number>;
     private onChange?: (id: string, state: HealthState) => void;
+    /** The leader's lifecycle notes per member, published with the verdicts (the fleet's, connected late). */
+    private notes?: () => ReadonlyMap<string, LifecycleNote>;
     private closed = false;
 
     constructor(private readonly o: ClusterVerdictsOptions) {
@@ -93,6 +104,22 @@ export class ClusterVerdicts {
      */
     subscribe(onChange: (id: string, state: HealthState) => void): void {
         this.onChange = onChange;
+    }
+
+    /** Connects what the fleet knows of its members' lifecycle (drains, failed operations), published while leading. */
+    publishNotes(notes: () => ReadonlyMap<string, LifecycleNote>): void {
+        this.notes = notes;
+    }
+
+    /** A follower's view of the leader's notes on `id` (for the member's current address); none while leading. */
+    note(id: string): LifecycleNote | undefined {
+        if (this.leading) return undefined;
+        const v = this.read?.members.get(id);
+        const m = this.members.get(id);
+        if (!v || !m || v.address !== addressOf(m)) return undefined;
+        return v.drainingUntil === undefined && !v.opError
+            ? undefined
+            : { drainingUntil: v.drainingUntil, opError: v.opError };
     }
 
     /** Follows the stack's members (the fleet's sync); the monitor keeps them so it can probe them once leading. */
@@ -183,9 +210,10 @@ export class ClusterVerdicts {
         try {
             await this.countLeaseErrors();
             await this.countOutcomes();
+            const notes = this.notes?.();
             const members = this.o.monitor.snapshot().flatMap((v) => {
                 const m = this.members.get(v.id);
-                return m ? [{ ...v, address: addressOf(m) }] : [];
+                return m ? [{ ...v, address: addressOf(m), ...notes?.get(v.id) }] : [];
             });
             const key = (k: string) => this.key(k);
             const ok = await this.redis.egressVerdicts(

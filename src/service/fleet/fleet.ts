@@ -14,14 +14,22 @@ import { type HealthState, Lifecycle, lifecycleOf, membersMentioned } from "./li
 export type { HealthState } from "./lifecycle";
 import type { Operation } from "../operations/operation";
 import { memberUpstreamUrl } from "./credentials";
-import type { HealthSource, PoolCounts, ProxyView, ActiveLeaseView, FleetAcquire } from "./views";
+import type { HealthSource, MemberNote, PoolCounts, ProxyView, ActiveLeaseView, FleetAcquire } from "./views";
 import { grantAnswer, notReadYet, refusal } from "./acquire-answer";
 import { KnownScopes } from "./scopes";
 
 /** How many members a replica passes over, unknown to it yet, before it answers "retry" (Fleet.notKnownHere). */
 const MAX_PASSED_OVER = 8;
 
-export type { HealthSource, PoolCounts, ProxyView, LeaseView, ActiveLeaseView, FleetAcquire } from "./views";
+export type {
+    HealthSource,
+    MemberNote,
+    PoolCounts,
+    ProxyView,
+    LeaseView,
+    ActiveLeaseView,
+    FleetAcquire,
+} from "./views";
 
 /**
  * The service's view of live proxies: members from stack outputs, health from the monitor, leases
@@ -93,7 +101,7 @@ export class Fleet {
      * a member the lease manager has not seen yet is kept there until the member arrives.)
      */
     healthChanged(id: string, state: HealthState): void {
-        this.leases.setEligible(id, state === "healthy" && !this.draining.has(id));
+        this.leases.setEligible(id, state === "healthy" && !this.drainOf(id));
     }
 
     /** Starts (`until` given) or ends a member's drain: a draining member is never leased; its lease runs on. */
@@ -127,7 +135,24 @@ export class Fleet {
     }
 
     private leasable(id: string): boolean {
-        return this.health.get(id)?.state === "healthy" && !this.draining.has(id);
+        return this.health.get(id)?.state === "healthy" && !this.drainOf(id);
+    }
+
+    /** This replica's drain of `id`, or (a follower) the leader's as published with its verdicts. */
+    private drainOf(id: string): { until: number } | undefined {
+        const until = this.draining.get(id)?.until ?? this.health.note?.(id)?.drainingUntil;
+        return until === undefined ? undefined : { until };
+    }
+
+    /**
+     * What this replica knows of each member's lifecycle besides health (its drains, failed operations
+     * naming members): a leader publishes it with its verdicts, so followers show the same.
+     */
+    notes(): Map<string, MemberNote> {
+        const out = new Map<string, MemberNote>();
+        for (const [id, d] of this.draining) out.set(id, { drainingUntil: d.until });
+        for (const [id, e] of this.opErrors) out.set(id, { ...out.get(id), opError: e });
+        return out;
     }
 
     /**
@@ -143,13 +168,13 @@ export class Fleet {
             if (filter.pool && m.pool !== filter.pool) continue;
             if (filter.zone && m.zone !== filter.zone) continue;
             const h = this.health.get(m.id);
-            const drain = this.draining.get(m.id);
+            const drain = this.drainOf(m.id);
             const life = lifecycleOf({
                 hasAddress: !!m.host,
                 draining: !!drain,
                 health: h?.state ?? "unknown",
                 probe: h,
-                opError: this.opErrors.get(m.id),
+                opError: this.opErrors.get(m.id) ?? this.health.note?.(m.id)?.opError,
             });
             const view: ProxyView = {
                 ...m,
@@ -174,7 +199,7 @@ export class Fleet {
         for (const m of this.members.values()) {
             const c = (counts[m.pool] ??= { actual: 0, healthy: 0, unhealthy: 0, unknown: 0, leased: 0, draining: 0 });
             c.actual++;
-            if (this.draining.has(m.id)) c.draining++;
+            if (this.drainOf(m.id)) c.draining++;
             c[this.health.get(m.id)?.state ?? "unknown"]++;
             if (this.leases.isLeased(m.id)) c.leased++;
         }

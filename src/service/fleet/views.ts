@@ -15,6 +15,18 @@ export interface HealthSource {
               lastOkAt?: number;
           }
         | undefined;
+    /**
+     * With replicas (cluster/verdicts.ts), what the leader published of a member's lifecycle besides its
+     * health: a follower's fleet shows the leader's drains and failed operations as its own.
+     */
+    note?(id: string): MemberNote | undefined;
+}
+
+/** A member's lifecycle facts a leader knows and its followers do not: a drain, a failed operation naming it. */
+export interface MemberNote {
+    /** When the drain ends (ms). */
+    drainingUntil?: number;
+    opError?: { message: string; at: number };
 }
 
 /** Members of one pool by state, for GET /v1/pools and the egress_proxies gauge. */

@@ -25,6 +25,8 @@ export function subscribeParts(p: Parts, log: Logger): void {
     });
     // A follower's fleet takes the leader's verdicts (its lease eligibility is the leader's when it takes over).
     p.verdicts?.subscribe((id, state) => p.fleet.healthChanged(id, state));
+    // ... and the leader's drains and failed operations, published with its verdicts.
+    p.verdicts?.publishNotes(() => p.fleet.notes());
     p.fleet.onRefused((pool, via) => p.autoscaler.refusal(pool, via));
     // With Redis every replica's outcomes reach the leader through the store (verdicts' onOutcomes); counted
     // here too, the leader's own would count twice.
