@@ -29,7 +29,8 @@ export type { RedisStoreOptions } from "./redis-options";
  */
 export class RedisLeaseStore implements LeaseStore {
     private readonly redis: Redis & Scripts;
-    private readonly writes = new TurnWrites(() => this.redis.stream);
+    /** Only a ready connection's: ioredis refuses commands before that, and its handshake is not held. */
+    private readonly writes = new TurnWrites(() => (this.redis.status === "ready" ? this.redis.stream : undefined));
     private readonly retryAfterSeconds: number;
     /** Undefined until the first setMembers: publishing nothing would take every member (and its lease) away. */
     private members?: LeaseMemberInput[];
