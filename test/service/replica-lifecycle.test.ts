@@ -5,10 +5,11 @@
  * member `draining` with the leader's deadline and counts it in GET /v1/pools, as the leader does; the
  * lease released through the follower ends the drain, and both replicas list one member after it.
  */
-import { after, before, test } from "node:test";
+import { test } from "node:test";
 import assert from "node:assert/strict";
-import { cli, killServices, procProject, ProcProject, serve, ServeProcess, until } from "../helpers/processes";
-import { startRedis, TestRedis } from "../helpers/redis";
+import { ProcProject, serve, ServeProcess, until } from "../helpers/processes";
+import type { TestRedis } from "../helpers/redis";
+import { withRedisProject } from "../helpers/redis-project";
 import { leaderOf } from "../helpers/replicas";
 
 const config = {
@@ -20,16 +21,7 @@ const config = {
 let p: ProcProject;
 let redis: TestRedis;
 
-before(async () => {
-    redis = await startRedis();
-    p = procProject("life", config);
-});
-after(async () => {
-    killServices();
-    cli(p, ["destroy", "--yes", "--quiet"]);
-    p.cleanup();
-    await redis?.cleanup();
-});
+withRedisProject("life", config, (made) => ({ p, redis } = made));
 
 type Listed = { id: string; health: string; lifecycle: string; drainingUntil?: string };
 const proxies = async (svc: ServeProcess) => (await svc.call("GET", "/v1/proxies")).body.proxies as Listed[];

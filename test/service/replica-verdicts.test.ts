@@ -9,19 +9,11 @@
  * - the dashboard's timeline is the leader's (fleet/store-timeline.ts): the follower's GET /v1/timeline
  *   shows the leader's samples, and after the failover the new leader continues the same timeline.
  */
-import { after, before, test } from "node:test";
+import { test } from "node:test";
 import assert from "node:assert/strict";
-import {
-    cli,
-    killServices,
-    procProject,
-    ProcProject,
-    proxyProcesses,
-    serve,
-    ServeProcess,
-    until,
-} from "../helpers/processes";
-import { startRedis, TestRedis } from "../helpers/redis";
+import { ProcProject, proxyProcesses, serve, ServeProcess, until } from "../helpers/processes";
+import type { TestRedis } from "../helpers/redis";
+import { withRedisProject } from "../helpers/redis-project";
 
 const config = {
     "egress:providers": { local: { type: "local" } },
@@ -30,16 +22,7 @@ const config = {
 let p: ProcProject;
 let redis: TestRedis;
 
-before(async () => {
-    redis = await startRedis();
-    p = procProject("verd", config);
-});
-after(async () => {
-    killServices();
-    cli(p, ["destroy", "--yes", "--quiet"]);
-    p.cleanup();
-    await redis?.cleanup();
-});
+withRedisProject("verd", config, (made) => ({ p, redis } = made));
 
 type Listed = { id: string; health: string; lifecycle: string; lastError?: string };
 const listed = async (svc: ServeProcess) => {

@@ -4,10 +4,11 @@
  * count at the leader (the store's per-member outcome counters, read by its ClusterVerdicts): the leader
  * rotates that member with reason `blocked`, and the follower decides nothing.
  */
-import { after, before, test } from "node:test";
+import { test } from "node:test";
 import assert from "node:assert/strict";
-import { cli, killServices, procProject, ProcProject, serve, ServeProcess, until } from "../helpers/processes";
-import { startRedis, TestRedis } from "../helpers/redis";
+import { ProcProject, serve, ServeProcess, until } from "../helpers/processes";
+import type { TestRedis } from "../helpers/redis";
+import { withRedisProject } from "../helpers/redis-project";
 import { leaderOf } from "../helpers/replicas";
 
 const config = {
@@ -26,16 +27,7 @@ const config = {
 let p: ProcProject;
 let redis: TestRedis;
 
-before(async () => {
-    redis = await startRedis();
-    p = procProject("rotb", config);
-});
-after(async () => {
-    killServices();
-    cli(p, ["destroy", "--yes", "--quiet"]);
-    p.cleanup();
-    await redis?.cleanup();
-});
+withRedisProject("rotb", config, (made) => ({ p, redis } = made));
 
 const rotateOps = async (svc: ServeProcess) =>
     ((await svc.call("GET", "/v1/operations")).body.operations as any[]).filter((o) => o.kind === "rotate");

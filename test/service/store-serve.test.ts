@@ -6,21 +6,12 @@
  *   /readyz false; Redis back → leasing resumes by itself;
  * - the store URL's password never appears in serve's logs or in an engine's or proxy's environment.
  */
-import { after, before, test } from "node:test";
+import { test } from "node:test";
 import assert from "node:assert/strict";
 import * as fs from "node:fs";
-import {
-    cli,
-    engineProcessesOf,
-    killServices,
-    procProject,
-    ProcProject,
-    proxyProcesses,
-    serve,
-    ServeProcess,
-    until,
-} from "../helpers/processes";
-import { startRedis, TestRedis } from "../helpers/redis";
+import { engineProcessesOf, ProcProject, proxyProcesses, serve, ServeProcess, until } from "../helpers/processes";
+import type { TestRedis } from "../helpers/redis";
+import { withRedisProject } from "../helpers/redis-project";
 import { leaseLoad } from "../helpers/lease-load";
 
 const config = {
@@ -34,16 +25,7 @@ const services: ServeProcess[] = [];
 /** Environments of the engine processes seen while the first start converged. */
 const engineEnvs: string[] = [];
 
-before(async () => {
-    redis = await startRedis({ aof: true });
-    p = procProject("rds", config);
-});
-after(async () => {
-    killServices();
-    cli(p, ["destroy", "--yes", "--quiet"]);
-    p.cleanup();
-    await redis?.cleanup();
-});
+withRedisProject("rds", config, (made) => ({ p, redis } = made), { aof: true });
 
 const healthy = (svc: ServeProcess, n: number) =>
     until(
