@@ -36,30 +36,30 @@ export async function followInStore(url: string, stack: string, id: string, o: F
     let failingSince: number | undefined;
     try {
         for (;;) {
+            let ops: Operation[] | undefined;
             try {
-                const ops = (await journal.read()) ?? [];
+                ops = (await journal.read()) ?? [];
                 failingSince = undefined;
-                const op = ops.find((x) => x.id === id || x.requestIds?.includes(id));
-                if (op && op.status !== shown) {
-                    shown = op.status;
-                    o.onStatus?.(op);
-                }
-                if (op && SETTLED.has(op.status)) return op;
-                // The journal keeps the newest operations only: one that left it cannot be followed further.
-                if (!op && seen)
-                    throw new Error(
-                        `operation ${id} left the store's journal (it keeps the newest operations) before this command saw it settle; GET /v1/operations on a replica shows what ran`,
-                    );
-                seen ||= op !== undefined;
             } catch (e) {
-                if (!(e instanceof Error) || e.message.startsWith(`operation ${id} left`)) throw e;
                 failingSince ??= Date.now();
                 if (Date.now() - failingSince > (o.storeGraceMs ?? 30_000))
                     throw new StoreUnavailableError(
-                        `lost the store while following operation ${id} (${e.message}); the leader applies it all the same: GET /v1/operations/${id} on any replica follows it`,
+                        `lost the store while following operation ${id} (${(e as Error).message}); the leader applies it all the same: GET /v1/operations/${id} on any replica follows it`,
                         2,
                     );
             }
+            const op = ops?.find((x) => x.id === id || x.requestIds?.includes(id));
+            if (op && op.status !== shown) {
+                shown = op.status;
+                o.onStatus?.(op);
+            }
+            if (op && SETTLED.has(op.status)) return op;
+            // The journal keeps the newest operations only: one that left it cannot be followed further.
+            if (ops && !op && seen)
+                throw new Error(
+                    `operation ${id} left the store's journal (it keeps the newest operations) before this command saw it settle; GET /v1/operations on a replica shows what ran`,
+                );
+            seen ||= op !== undefined;
             await new Promise((r) => setTimeout(r, pollMs));
         }
     } finally {

@@ -12,6 +12,7 @@ import { PUBLISH_VERDICTS, READ_VERDICTS } from "./scripts";
  * naming the member): published with the verdicts so followers show them too (the fleet's MemberNote).
  */
 export interface LifecycleNote {
+    /** When the drain ends (ms). */
     drainingUntil?: number;
     opError?: { message: string; at: number };
 }

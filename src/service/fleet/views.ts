@@ -1,5 +1,6 @@
 import type { ProxyMember } from "../../model";
 import type { HealthState, Lifecycle } from "./lifecycle";
+import type { LifecycleNote } from "../cluster/verdicts";
 
 /** What the fleet needs from the health engine (src/probes HealthMonitor fits). */
 export interface HealthSource {
@@ -22,12 +23,8 @@ export interface HealthSource {
     note?(id: string): MemberNote | undefined;
 }
 
-/** A member's lifecycle facts a leader knows and its followers do not: a drain, a failed operation naming it. */
-export interface MemberNote {
-    /** When the drain ends (ms). */
-    drainingUntil?: number;
-    opError?: { message: string; at: number };
-}
+/** A member's lifecycle facts a leader knows and its followers do not (cluster/verdicts.ts publishes them). */
+export type MemberNote = LifecycleNote;
 
 /** Members of one pool by state, for GET /v1/pools and the egress_proxies gauge. */
 export interface PoolCounts {
