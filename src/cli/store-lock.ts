@@ -102,7 +102,7 @@ export async function holdStoreLock(
     opts: GlobalOptions,
     command: string,
     waitMs: number,
-): Promise<{ release(): Promise<void> }> {
+): Promise<{ id: string; release(): Promise<void> }> {
     const lock = await openStoreLock(url, opts.stack);
     const started = Date.now();
     let waitedFor: string | undefined;
@@ -131,6 +131,7 @@ export async function holdStoreLock(
         throw e;
     }
     return {
+        id: lock.id,
         release: async () => {
             await lock.release();
             if (lock.lostTo)

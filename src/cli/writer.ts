@@ -1,5 +1,10 @@
 import { acquireWriterLock, describeHolder, engineHome } from "../engine";
-import { EXIT, GlobalOptions, UsageError } from "./context";
+import { ConfigError } from "../config";
+import { createLogger } from "../log/logger";
+import { describeAdopted, StoreDesired } from "../service/cluster/desired";
+import { stackPrefix } from "../service/cluster/records";
+import { StoreUnavailableError } from "../service/store";
+import { EXIT, GlobalOptions, projectDir, UsageError } from "./context";
 import { holdStoreLock, storeUrlOf } from "./store-lock";
 
 /** Default for `--lock-wait`: long enough for a typical scale of local or cloud members to finish. */
@@ -64,7 +69,8 @@ export async function withWriterLock<T>(opts: GlobalOptions, command: string, fn
                 ),
         });
         try {
-            return await fn();
+            if (!url || !store) return await fn();
+            return await withStoreDesired(url, store.id, opts, fn);
         } finally {
             lock.release();
         }
@@ -75,4 +81,55 @@ export async function withWriterLock<T>(opts: GlobalOptions, command: string, fn
             await store.release();
         }
     }
+}
+
+/**
+ * With a store, the stack's desired counts live there (service/cluster/desired.ts): a command holding the
+ * stack's lock first takes them into the stack file (saying which counts changed), so it applies what
+ * was asked last rather than an older copy of the file, and records the file's counts when it ends, so
+ * the next leader applies what this command left. A store that cannot be read fails the command (75).
+ */
+async function withStoreDesired<T>(url: string, self: string, opts: GlobalOptions, fn: () => Promise<T>): Promise<T> {
+    const dir = projectDir(opts);
+    const desired = new StoreDesired({
+        url,
+        prefix: stackPrefix(opts.stack),
+        self,
+        log: createLogger({ level: "silent" }),
+    });
+    try {
+        try {
+            const adopted = await desired.takeOver(dir, opts.stack);
+            for (const line of describeAdopted(adopted, opts.stack)) process.stderr.write(line + "\n");
+        } catch (e) {
+            if (!(e instanceof ConfigError))
+                // the stack file's own problem is the command's to report
+                throw new StoreUnavailableError(
+                    `the desired counts in the store could not be read: ${(e as Error).message}`,
+                    2,
+                );
+        }
+        try {
+            return await fn();
+        } finally {
+            await recordFileCounts(desired, dir, opts.stack);
+        }
+    } finally {
+        desired.close();
+    }
+}
+
+/** Records what the stack file says now, waiting at most 2 s for the store; says so when it could not. */
+async function recordFileCounts(desired: StoreDesired, dir: string, stack: string): Promise<void> {
+    try {
+        desired.recordFile(dir, stack);
+    } catch {
+        return; // a stack file that cannot be read holds no counts to record
+    }
+    const cap = new Promise<never>((_, no) => setTimeout(() => no(new Error("no answer within 2 s")), 2000).unref());
+    await Promise.race([desired.flushed(), cap]).catch((e) =>
+        process.stderr.write(
+            `WARNING: the stack file's counts could not be recorded in the store (${(e as Error).message}); the next leader applies the counts the store had\n`,
+        ),
+    );
 }

@@ -1,6 +1,7 @@
 import * as fs from "node:fs";
 import YAML from "yaml";
 import { ConfigError } from "./errors";
+import type { EgressConfig } from "./schema";
 import { loadStackConfig, scaleRefusal, stackFile } from "./load";
 
 /**
@@ -51,4 +52,9 @@ export function setPoolReplicas(
     fs.writeFileSync(tmp, doc.toString());
     fs.renameSync(tmp, file);
     return { previous, replicas: n };
+}
+
+/** The counts of the pools a scale may set (not those a provider fixes): what the store's desired counts hold. */
+export function scalableCounts(cfg: EgressConfig): Record<string, number> {
+    return Object.fromEntries(cfg.pools.filter((p) => !scaleRefusal(cfg, p)).map((p) => [p.name, p.replicas]));
 }

@@ -12,8 +12,9 @@ export const stackPrefix = (stack: string) => `egress:${stack}:`;
  * Under the prefix: the leader lock, the fencing counter, the replicas' heartbeat records, and the
  * leader's health verdicts (verdicts.ts), which every replica shows, the scale requests followers
  * queued for the leader (scale-queue.ts), the id of the EGRESS_HOME whose replicas hold the stack
- * (Cluster.assertOneHome), the leader's timeline samples (fleet/store-timeline.ts) and its repair
- * back-off per member (control/heal/store-history.ts).
+ * (Cluster.assertOneHome), the leader's timeline samples (fleet/store-timeline.ts), its repair
+ * back-off per member (control/heal/store-history.ts), the operation journal
+ * (operations/store-journal.ts) and the desired counts (desired.ts).
  */
 export const CLUSTER_KEYS = {
     leader: "leader",
@@ -25,6 +26,7 @@ export const CLUSTER_KEYS = {
     timeline: "timeline",
     heal: "heal",
     journal: "journal",
+    desired: "desired",
 } as const;
 
 /** One replica as the cluster sees it (GET /v1/cluster). */

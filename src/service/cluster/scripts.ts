@@ -114,11 +114,12 @@ return redis.call('ZRANGEBYSCORE', KEYS[1], '(' .. string.format('%d', now - ton
 `;
 
 /**
- * KEYS: lock, journal. ARGV: replica id, the journal (JSON). Writes the operation journal only while that
- * replica holds the lock, so a leader cut off from Redis cannot overwrite its successor's records with a
- * stale `queued` (which the leader after that would carry over again). Returns 1 when written.
+ * KEYS: lock, a key of the stack. ARGV: holder id, the value. Sets the key only while that holder holds
+ * the lock (fenced-writes.ts: the operation journal, the desired counts), so a leader cut off from Redis
+ * cannot overwrite its successor's records with stale ones (a stale `queued` would be carried over again,
+ * stale counts applied again). Returns 1 when written.
  */
-export const WRITE_JOURNAL = `
+export const WRITE_IF_HOLDER = `
 local v = redis.call('GET', KEYS[1])
 if not v or cjson.decode(v).id ~= ARGV[1] then return 0 end
 redis.call('SET', KEYS[2], ARGV[2])

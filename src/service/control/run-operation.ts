@@ -1,5 +1,4 @@
 import type { Logger } from "pino";
-import { loadStackConfig, setPoolReplicas } from "../../config";
 import type { ProxyMember } from "../../model";
 import type { Operation } from "../operations/operation";
 import { scaleDownTargets } from "./drain/plan";
@@ -9,6 +8,7 @@ import { type RollingSteps, scalerRollingDeps } from "./rolling/for-scaler";
 import { runRolling } from "./rolling/run";
 import { type MoreDue, runRotation } from "./rotate/run";
 import type { ScalerDeps } from "./scaler-deps";
+import { writeCounts } from "./write-counts";
 
 /** What one operation's work needs from the Scaler (scaler.ts), which queues, locks and records it. */
 export interface RunContext {
@@ -88,14 +88,12 @@ function rotationSteps(op: Operation, log: Logger, ctx: RunContext): Parameters<
  * (`desired`): requests never fold into it.
  */
 async function drainScaleDown(op: Operation, log: Logger, ctx: RunContext, desired = op.desired): Promise<void> {
-    const { projectRoot, stack } = ctx.deps;
     let written = "";
     let counts: Record<string, number> = {};
     const write = () => {
         if (JSON.stringify(desired) === written) return;
-        for (const [pool, n] of Object.entries(desired)) setPoolReplicas(projectRoot, stack, pool, n);
+        counts = writeCounts(ctx.deps, desired, op.id);
         written = JSON.stringify(desired);
-        counts = Object.fromEntries(loadStackConfig(projectRoot, stack).pools.map((p) => [p.name, p.replicas]));
     };
     write();
     const d = ctx.deps.drain;

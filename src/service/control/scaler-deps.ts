@@ -49,6 +49,12 @@ export interface ScalerDeps {
      * leader lock is gone or taken over), so the operation is recorded interrupted and nothing runs.
      */
     fence?: () => Promise<boolean>;
+    /**
+     * Hears the stack file's counts (scalable pools) each time an operation wrote them (write-counts.ts):
+     * with replicas they go to the store, so the next leader applies them whatever its host's copy of the
+     * file says (cluster/desired.ts).
+     */
+    recordCounts?: (counts: Record<string, number>, operation: string) => void;
 }
 
 /** Scale requests are refused while the service starts (recovery) or stops; the route answers 503. */

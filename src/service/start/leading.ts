@@ -3,7 +3,7 @@ import type { Logger } from "pino";
 import { announceService } from "./announce";
 import type { ServeOptions } from "./options";
 import type { Parts } from "./parts";
-import { loadStackConfig } from "../../config";
+import { ConfigError, loadStackConfig } from "../../config";
 import { countsToRestore } from "../control/rotate/run";
 import { recoverStack } from "./recover";
 
@@ -51,6 +51,7 @@ export class StackLead {
                 { operation: op.id, kind: op.kind, desired: op.desired },
                 "operation was interrupted by a previous stop",
             );
+        await this.takeDesired();
         // A rotation cut off before its shrink left the stack file at replicas + surge; the start-up
         // convergence writes the pool's own count back (drained, as any scale-down).
         // An unreadable stack file is recoverStack's to report; there is nothing to restore against then.
@@ -101,6 +102,39 @@ export class StackLead {
                 );
             },
         });
+    }
+
+    /**
+     * The desired counts the stack's last lock holder recorded in the store (cluster/desired.ts) go into
+     * this host's stack file first: the recovery and the convergence below then apply what was asked last,
+     * not what an older copy of the file says. The store away fails the take-over (retried: a leader must
+     * not converge to counts it could not check); a stack file that cannot be read is recoverStack's to report.
+     */
+    private async takeDesired(): Promise<void> {
+        const { p, o } = this;
+        if (!p.desired) return;
+        let adopted;
+        try {
+            adopted = await p.desired.takeOver(o.opts.projectRoot, o.opts.stack);
+        } catch (e) {
+            if (e instanceof ConfigError) return;
+            throw e;
+        }
+        const rec = adopted.record && {
+            by: adopted.record.by,
+            at: adopted.record.at,
+            operation: adopted.record.operation,
+        };
+        for (const c of adopted.changed)
+            o.log.warn(
+                { pool: c.pool, file: c.from, desired: c.to, recorded: rec },
+                "the stack file's count differs from the desired count in the store; the store's is applied",
+            );
+        for (const r of adopted.refused)
+            o.log.error(
+                { pool: r.pool, desired: r.count, rule: r.rule },
+                "the desired count in the store is refused by the stack file; the file's count is applied",
+            );
     }
 
     /** Leadership changed (cluster.ts): lead or follow, after whatever transition runs now. */

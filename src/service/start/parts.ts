@@ -12,6 +12,7 @@ import { ClusterVerdicts } from "../cluster/verdicts";
 import { homeId } from "../cluster/home";
 import { ScaleQueue } from "../cluster/scale-queue";
 import { StoreJournal } from "../operations/store-journal";
+import { StoreDesired } from "../cluster/desired";
 import { OperationLog } from "../operations/journal";
 import { Fleet } from "../fleet/fleet";
 import { Timeline, type TimelineSource } from "../fleet/timeline";
@@ -122,6 +123,16 @@ export function buildParts(
               })
             : undefined;
     const ops = new OperationLog(journal ?? journalFile);
+    // With replicas the desired counts outlive the leader and its copy of the stack file (cluster/desired.ts).
+    const desired =
+        cluster && opts.store?.kind === "redis"
+            ? new StoreDesired({
+                  url: opts.store.url,
+                  prefix: stackPrefix(opts.stack),
+                  self: cluster.id,
+                  log: log.child({ component: "cluster" }),
+              })
+            : undefined;
     // A replica writes the journal only while it leads (leading.ts); a single process always leads.
     if (cluster) ops.setWriter(false);
     // With replicas only the leader probes and decides; every replica shows its verdicts (cluster/verdicts.ts).
@@ -176,6 +187,7 @@ export function buildParts(
         lock: writerLock,
         drain: { drainer, members: () => fleet.list() },
         fence: cluster && (() => cluster.fence()),
+        recordCounts: desired && ((counts, operation) => desired.record(counts, operation)),
         // Called only inside an operation, long after refreshFleet below exists.
         rotation: {
             refresh: (proxies) => refreshFleet(proxies),
@@ -263,6 +275,7 @@ export function buildParts(
         writerLock,
         ops,
         journal,
+        desired,
         health,
         redisStore,
         leases,

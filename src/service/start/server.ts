@@ -238,8 +238,12 @@ export async function startService(opts: ServeOptions): Promise<RunningService> 
             await parts.ops
                 .flushed()
                 .catch((e) => log.warn({ err: e }, "the operation journal could not be written before stopping"));
+            await parts.desired
+                ?.flushed()
+                .catch((e) => log.warn({ err: e }, "the desired counts could not be written before stopping"));
             await cluster?.stop(); // after the running operation: the lock guards it to the end
             parts.journal?.close();
+            parts.desired?.close();
             parts.healStore?.close(); // after the running operation: a heal settling writes its back-off
             clearInterval(sweeper);
             clearInterval(outputsPoll);

@@ -1,8 +1,8 @@
 import type { Logger } from "pino";
-import { setPoolReplicas } from "../../../config";
 import type { Operation } from "../../operations/operation";
 import { waitHealthy } from "../healthy";
 import type { ReplaceResult } from "../replace";
+import { writeCounts } from "../write-counts";
 import type { ScalerDeps } from "../scaler-deps";
 import type { RollingDeps } from "./run";
 
@@ -30,7 +30,7 @@ export function scalerRollingDeps(op: Operation, deps: ScalerDeps, steps: Rollin
         progress: (e) => deps.ops.progress(op, e),
         record: (r) => deps.ops.update(op, { rolling: r }),
         surgeTo: (pool, count) => {
-            setPoolReplicas(deps.projectRoot, deps.stack, pool, count);
+            writeCounts(deps, { [pool]: count }, op.id);
         },
         waitHealthy: async (ids, after, signal) => {
             await deps.rotation?.refresh();
