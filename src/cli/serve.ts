@@ -104,6 +104,11 @@ export function registerServe(program: Command): void {
             process.env.EGRESS_ADVERTISE_URL,
         )
         .option(
+            "--engine-kill-grace <seconds>",
+            "with --store redis://…: a leader that loses the stack's lock cancels its engine run; one still running this long after is ended, so another replica can take the stack over (1 to 3600)",
+            process.env.EGRESS_ENGINE_KILL_GRACE ?? "30",
+        )
+        .option(
             "--check-url <url>",
             "URL probed through every proxy; must be reachable from the proxies (default: this service's /v1/echo on loopback, right for local proxies only)",
             process.env.EGRESS_CHECK_URL,
@@ -158,6 +163,7 @@ async function run(o: Record<string, any>, opts: GlobalOptions, log: Logger): Pr
         throw new UsageError(`--advertise-url must be an http:// or https:// URL (got "${o.advertiseUrl}")`);
     if (o.advertiseUrl && store?.kind !== "redis")
         throw new UsageError("--advertise-url needs --store redis://… (replicas share a stack only through a store)");
+    const killGrace = seconds("--engine-kill-grace", o.engineKillGrace, { min: 1, max: 3600 });
     const dir = projectDir(opts);
     loadStackConfig(dir, opts.stack); // config errors exit 2 before anything starts
     const svc = await startService({
@@ -180,6 +186,7 @@ async function run(o: Record<string, any>, opts: GlobalOptions, log: Logger): Pr
         targetCooldownSeconds: targetCooldown,
         store,
         advertiseUrl: o.advertiseUrl,
+        engineKillGraceMs: Math.round(killGrace * 1000),
         log,
     });
     if (svc.devTokenFile) {

@@ -14,6 +14,7 @@ import { isIncorrectPassphrase, PassphraseMismatchError } from "./salt";
 import type { ResolvedInstallation } from "./installation";
 import { BackendUnreachableError, classifyBackendError, EngineError, OperationKind } from "./engine-errors";
 import { clearingDeadLocks } from "./backend-locks";
+import { terminateEngines } from "./supervised";
 import { pruneHistory } from "./history-prune";
 import { StackQueries } from "./driver-queries";
 import { membersOfUrns } from "./member-urns";
@@ -131,6 +132,16 @@ export class StackDriver extends StackQueries {
         if (!this.running) return false;
         this.running.abort();
         return true;
+    }
+
+    /**
+     * Ends the running operation at once, when a cancel did not (supervised.ts `terminateEngines`: every
+     * engine command of this process). State keeps what the engine wrote; recovery finishes the pending
+     * operations it left. Returns false when nothing runs.
+     */
+    kill(): boolean {
+        if (!this.running) return false;
+        return terminateEngines() > 0;
     }
 
     /**

@@ -37,6 +37,30 @@ export function supervise(real: PulumiCommand, supervisor: string, marker: strin
     return cmd;
 }
 
+/** The supervisors this process started that have not exited (terminateEngines). */
+const live = new Set<cp.ChildProcess>();
+
+/**
+ * Ends every engine command this process runs now, without the engine's own shutdown: SIGUSR1 to each
+ * supervisor, which SIGKILLs the CLI and sweeps its plugins (tools/supervise), as when this process dies. For a leader that lost
+ * the stack's lock and whose engine did not stop on a cancel in time (a step stuck in a provider): a
+ * leader on another host must be able to tell when it is gone. State keeps what the engine wrote;
+ * recovery finishes the pending operations it left. Returns how many were signalled.
+ */
+export function terminateEngines(): number {
+    let n = 0;
+    for (const child of live)
+        try {
+            if (child.pid && child.exitCode === null && child.signalCode === null) {
+                process.kill(child.pid, "SIGUSR1");
+                n++;
+            }
+        } catch {
+            /* it exited meanwhile */
+        }
+    return n;
+}
+
 type RunFn = (
     args: string[],
     cwd: string,
@@ -69,6 +93,7 @@ function runSupervised(
             detached: true,
             stdio: ["ignore", "pipe", "pipe"],
         });
+        live.add(child);
         let stdout = "",
             stderr = "";
         child.stdout.setEncoding("utf8").on("data", (d: string) => {
@@ -91,8 +116,12 @@ function runSupervised(
         signal?.addEventListener("abort", cancel, { once: true });
         if (signal?.aborted) cancel(); // cancelled before this command started
 
-        child.once("error", (e) => reject(createCommandError(new CommandResult("", e.message, -2, e))));
+        child.once("error", (e) => {
+            live.delete(child);
+            reject(createCommandError(new CommandResult("", e.message, -2, e)));
+        });
         child.once("close", (code, sig) => {
+            live.delete(child);
             signal?.removeEventListener("abort", cancel);
             const result = new CommandResult(stdout, stderr, code ?? (sig ? 128 : -2));
             if (code === 0) resolve(result);

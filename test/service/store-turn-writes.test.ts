@@ -8,65 +8,21 @@
  */
 import { after, before, test } from "node:test";
 import assert from "node:assert/strict";
-import * as net from "node:net";
 import { startRedis, type TestRedis } from "../helpers/redis";
+import { RedisRelay } from "../helpers/redis-relay";
 import { createLogger } from "../../src/log/logger";
 import { RedisLeaseStore } from "../../src/service/store";
-
-/** A relay between the store and Redis: every chunk the store writes, and a switch that holds replies. */
-class Relay {
-    readonly chunks: string[] = [];
-    private held: { client: net.Socket; data: Buffer }[] = [];
-    private holding = false;
-    private readonly sockets = new Set<net.Socket>();
-    private readonly server: net.Server;
-
-    constructor(redisPort: number) {
-        this.server = net.createServer((client) => {
-            const up = net.connect(redisPort, "127.0.0.1");
-            for (const s of [client, up]) {
-                this.sockets.add(s);
-                s.on("error", () => undefined); // the store's own close and Redis' cleanup end them
-                s.on("close", () => (client.destroy(), up.destroy()));
-            }
-            client.on("data", (d: Buffer) => {
-                this.chunks.push(d.toString("latin1"));
-                up.write(d);
-            });
-            up.on("data", (d: Buffer) => (this.holding ? this.held.push({ client, data: d }) : client.write(d)));
-        });
-    }
-
-    async listen(): Promise<number> {
-        await new Promise<void>((r) => this.server.listen(0, "127.0.0.1", () => r()));
-        return (this.server.address() as net.AddressInfo).port;
-    }
-
-    hold(): void {
-        this.holding = true;
-    }
-
-    flush(): void {
-        this.holding = false;
-        for (const { client, data } of this.held.splice(0)) client.write(data);
-    }
-
-    close(): void {
-        for (const s of this.sockets) s.destroy();
-        this.server.close();
-    }
-}
 
 /** The script calls in a chunk of RESP the store wrote. */
 const scriptCalls = (chunk: string) => chunk.match(/\r\n(evalsha|eval)\r\n/gi)?.length ?? 0;
 
 let redis: TestRedis;
-let relay: Relay;
+let relay: RedisRelay;
 let store: RedisLeaseStore;
 
 before(async () => {
     redis = await startRedis();
-    relay = new Relay(redis.port);
+    relay = new RedisRelay(redis.port);
     const port = await relay.listen();
     store = new RedisLeaseStore({
         url: `redis://:${redis.password}@127.0.0.1:${port}`,

@@ -12,7 +12,7 @@
 //
 // Exit codes: the command's own; 128+n when a signal n killed it; 125 when the caller was already gone at
 // start (the command is not started); 126/127 when the command cannot be executed / is not found; 2 for
-// a usage error; 137 after the caller died.
+// a usage error; 137 after the caller died or asked for an end now (SIGUSR1).
 package main
 
 import (
@@ -33,8 +33,10 @@ import (
 const (
 	prSetChildSubreaper = 36 // not in package syscall
 	parentDeathSignal   = syscall.SIGUSR2
-	markerVar           = "EGRESS_ENGINE_RUN"
-	sweepBudget         = 5 * time.Second
+	// endNowSignal: SIGKILL the command and sweep the engine tree now, as when the caller dies.
+	endNowSignal = syscall.SIGUSR1
+	markerVar    = "EGRESS_ENGINE_RUN"
+	sweepBudget  = 5 * time.Second
 )
 
 // prctl settings are per thread (pdeath) or per process (subreaper); keep main on the main thread so
@@ -75,7 +77,7 @@ func main() {
 	// Subscribe before the fork so no SIGCHLD or pdeath signal is lost. Caught signals are reset to
 	// their defaults in the child by exec.
 	sigs := make(chan os.Signal, 16)
-	signal.Notify(sigs, syscall.SIGCHLD, syscall.SIGTERM, syscall.SIGINT, syscall.SIGHUP, parentDeathSignal)
+	signal.Notify(sigs, syscall.SIGCHLD, syscall.SIGTERM, syscall.SIGINT, syscall.SIGHUP, endNowSignal, parentDeathSignal)
 
 	child, err := start(os.Args[2:])
 	if err != nil {
@@ -98,6 +100,13 @@ func main() {
 		case syscall.SIGINT:
 			// Not forwarded: SIGINT reaches the child through our process group (a terminal's Ctrl-C,
 			// or egress's kill(-pgid)), and pulumi takes a second SIGINT as "abort now, skip cleanup".
+		case endNowSignal:
+			// The caller gives up on a run that a cancel did not end (a leader that lost its stack's
+			// lock, src/engine/supervised.ts terminateEngines): the same end as the caller's death.
+			_ = syscall.Kill(child, syscall.SIGKILL)
+			sweep(marker)
+			awaitExit(child)
+			os.Exit(128 + int(syscall.SIGKILL))
 		case parentDeathSignal:
 			if os.Getppid() == parent {
 				continue // someone sent the signal by hand; the caller is alive

@@ -3,6 +3,7 @@ import type { ProxyMember } from "../../model";
 import type { AutoscaleRecord, HealTarget, Operation, RotationRecord } from "../operations/operation";
 import { type MoreDue, reasonOf } from "./rotate/run";
 import { runOperation, setsCounts } from "./run-operation";
+import { OperationAbort } from "./operation-abort";
 import { NotAcceptingError, type ScalerDeps } from "./scaler-deps";
 
 export { NotAcceptingError, type ScalerDeps } from "./scaler-deps";
@@ -24,6 +25,8 @@ export class Scaler {
     /** The running scale/up operation waits for its drain: requests fold into it (it has applied nothing yet). */
     private drainingNow = false;
     private readonly stopping = new AbortController();
+    /** The running operation's own abort: the service stopping, or this replica losing the stack (abandonRunning). */
+    private current?: OperationAbort;
     /** A queued or running rotation's way to ask for members that came due meanwhile (rotate/run.ts). */
     private readonly moreDue = new Map<string, MoreDue>();
 
@@ -70,14 +73,27 @@ export class Scaler {
     /**
      * This replica stopped leading: no new requests; queued operations leave this scaler (scale requests
      * for the next leader to carry over, the rest recorded interrupted: the fence would stop them anyway);
-     * a running one finishes, under the Pulumi lock that still guards it. `open` takes requests again once
-     * it leads again.
+     * a running one is left to `abandonRunning`. `open` takes requests again once it leads again.
      */
     pause(): void {
         if (this.accepting === "yes") this.accepting = "starting";
         this.moreDue.clear();
         for (const op of this.queue.splice(0))
             this.setAside(op, "this replica stopped leading the stack before this operation started");
+    }
+
+    /**
+     * This replica lost the stack's lock while an operation ran (start/leading.ts): the lock may be
+     * another's, whose engine must not meet this one's. The operation starts no further engine run (its
+     * drain or lock wait ends: it is recorded interrupted, a scale request kept queued), the engine run in
+     * progress is cancelled (it saves state and stops), and if it has not ended `graceMs` later (a step
+     * stuck in a provider) its processes are ended (StackDriver.kill), so a leader elsewhere can count on
+     * it being gone. What the engine left pending the next leader's recovery finishes.
+     */
+    abandonRunning(why: string, graceMs: number): void {
+        if (!this.running) return;
+        const log = this.deps.log.child({ operation: this.running.id, kind: this.running.kind });
+        this.current?.abandon(why, this.deps.driver, graceMs, log);
     }
 
     /**
@@ -234,6 +250,8 @@ export class Scaler {
         });
         ops.update(op, { status: "running", startedAt: new Date().toISOString() });
         log.info("operation started");
+        const abort = (this.current = new OperationAbort(this.stopping.signal));
+        const deps = { ...this.deps, driver: abort.guard(this.deps.driver) };
         let patch: Partial<Operation>;
         let proxies: ProxyMember[] | undefined;
         let lock: { release(): void } | undefined;
@@ -241,7 +259,7 @@ export class Scaler {
         try {
             // The wait shows on the operation (GET /v1/operations/<id>), and the journal knows it applied nothing yet.
             const since = new Date().toISOString();
-            lock = await this.deps.lock?.(this.stopping.signal, (holder) =>
+            lock = await this.deps.lock?.(abort.signal, (holder) =>
                 ops.update(op, { waitingForLock: { holder, since } }),
             );
             locked = true;
@@ -250,15 +268,15 @@ export class Scaler {
             const more = this.moreDue.get(op.id);
             this.moreDue.delete(op.id);
             ({ patch, proxies } = await runOperation(op, log, {
-                deps: this.deps,
-                signal: this.stopping.signal,
+                deps,
+                signal: abort.signal,
                 more,
                 setDraining: (on) => (this.drainingNow = on),
             }));
         } catch (e) {
             // Interrupted: cancelled on request (Ctrl-C), or stopped while waiting for the writer lock.
-            const waited = this.stopping.signal.aborted && !locked;
-            const interrupted = (e as EngineError).interrupted === true || waited;
+            const waited = abort.signal.aborted && !locked;
+            const interrupted = (e as EngineError).interrupted === true || abort.signal.aborted;
             patch = { status: interrupted ? "interrupted" : "failed", error: (e as Error).message };
             // A scale request that stopped before the lock applied nothing: kept for the next start (setAside).
             if (waited && op.kind === "scale") patch = { status: "queued", startedAt: undefined };
@@ -277,6 +295,8 @@ export class Scaler {
             this.deps.drain?.drainer.finish();
             this.applyingNow = false;
             lock?.release();
+            abort.dispose();
+            this.current = undefined;
         }
         try {
             ops.update(op, done);

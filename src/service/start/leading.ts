@@ -151,13 +151,20 @@ export class StackLead {
             });
     }
 
-    /** Stops starting engine operations at once; the running one finishes under the Pulumi lock. */
+    /**
+     * Stops starting engine operations at once, and abandons the running one: the lock may be another's
+     * by now, so its engine run is cancelled, and ended if it does not stop in time (Scaler.abandonRunning).
+     */
     private async follow(): Promise<void> {
         this.leadingNow = false;
         // The journal is the leader's from now on: nothing this replica still settles overwrites it.
         this.p.ops.setWriter(false);
         await this.p.scaleQueue?.follow();
         this.p.scaler.pause();
+        this.p.scaler.abandonRunning(
+            "this replica lost the stack's lock while this operation ran: it stops here, and the next leader applies the desired state",
+            this.o.opts.engineKillGraceMs ?? 30_000,
+        );
         this.p.reconciler.follow(); // the next leader may change the repair back-off: reread it on leading again
         this.p.redisStore?.setPublisher(false);
         await this.p.verdicts?.follow();

@@ -73,6 +73,11 @@ export interface ServeOptions {
     advertiseUrl?: string;
     /** With a Redis store: the leader lock's TTL; a dead leader is replaced within about this. @default 5000 */
     leaderTtlMs?: number;
+    /**
+     * With a Redis store: how long the engine run of a leader that lost the stack's lock may go on after it
+     * was cancelled before its processes are ended (Scaler.abandonRunning). @default 30000
+     */
+    engineKillGraceMs?: number;
 }
 
 export interface RunningService {
