@@ -5,12 +5,14 @@ import type { StackDriver } from "../../engine";
 const STOPPERS = new Set<PropertyKey>(["cancel", "kill"]);
 
 /**
- * The abort of one running operation (scaler.ts): the service stopping aborts it, and so does this
- * replica losing the stack's lock (`abandon`). Aborted, its waits end (the drain, the writer lock, a
- * rotation's health wait) and its driver (`guard`) starts no further engine work.
+ * The abort of one running operation (scaler.ts). The service stopping aborts its waits (the drain, the
+ * writer lock, a rotation's health wait); the engine runs it still has to make go on, as a stop waits for
+ * the running operation. This replica losing the stack's lock (`abandon`) aborts its waits too, and its
+ * driver (`guard`) starts no further engine work: the lock may be another's.
  */
 export class OperationAbort {
     private readonly controller = new AbortController();
+    private readonly abandoned = new AbortController();
     private readonly onStop = () => this.controller.abort(this.stopping.reason);
     private killTimer?: NodeJS.Timeout;
 
@@ -23,13 +25,18 @@ export class OperationAbort {
         return this.controller.signal;
     }
 
+    /** True once `abandon` ran: whatever the operation failed with then, it was cut off, not broken. */
+    get isAbandoned(): boolean {
+        return this.abandoned.signal.aborted;
+    }
+
     /**
-     * The stack's driver as the operation sees it: once aborted, every call that would start engine work
-     * throws the abort's reason instead, so an operation between two engine runs starts no further one.
-     * A Proxy rather than a copy of the driver's methods: every method, today's and tomorrow's, is guarded.
+     * The stack's driver as the operation sees it: once abandoned, every call that would start engine
+     * work throws the reason instead, so an operation between two engine runs starts no further one. A
+     * Proxy rather than a copy of the driver's methods: every method, today's and tomorrow's, is guarded.
      */
     guard(driver: StackDriver): StackDriver {
-        const signal = this.signal;
+        const signal = this.abandoned.signal;
         return new Proxy(driver, {
             get(target, key, receiver) {
                 const value = Reflect.get(target, key, receiver);
@@ -48,8 +55,10 @@ export class OperationAbort {
      * another host can count on it being gone. Logs what it did, with `why`.
      */
     abandon(why: string, driver: StackDriver, graceMs: number, log: Logger): void {
-        if (this.signal.aborted) return;
-        this.controller.abort(new Error(why));
+        if (this.abandoned.signal.aborted) return;
+        const reason = new Error(why);
+        this.abandoned.abort(reason);
+        this.controller.abort(reason);
         log.warn({ engineRunning: driver.cancel(), graceMs }, why);
         this.killTimer = setTimeout(() => {
             if (driver.kill())

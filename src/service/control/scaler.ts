@@ -276,7 +276,7 @@ export class Scaler {
         } catch (e) {
             // Interrupted: cancelled on request (Ctrl-C), or stopped while waiting for the writer lock.
             const waited = abort.signal.aborted && !locked;
-            const interrupted = (e as EngineError).interrupted === true || abort.signal.aborted;
+            const interrupted = (e as EngineError).interrupted === true || waited || abort.isAbandoned;
             patch = { status: interrupted ? "interrupted" : "failed", error: (e as Error).message };
             // A scale request that stopped before the lock applied nothing: kept for the next start (setAside).
             if (waited && op.kind === "scale") patch = { status: "queued", startedAt: undefined };
