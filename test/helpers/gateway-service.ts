@@ -14,7 +14,7 @@ import * as os from "node:os";
 import * as path from "node:path";
 import { listenLoopback, type ProxiedAnswer, viaProxy } from "./net";
 import { find, parseSamples } from "./metrics";
-import { settledConverge, startTestService, TestService, TOKENS, waitFor } from "./service";
+import { settledConverge, startTestService, TestService, tokenEntries, TOKENS, waitFor } from "./service";
 import { sha256 } from "../../src/service/http/auth";
 
 export const LIMITED = "tok-limited-0123456789abcdef";
@@ -64,21 +64,11 @@ export function withGatewayService(set: (made: GatewayService) => void) {
 
         const dir = fs.mkdtempSync(path.join(os.tmpdir(), "egress-gw-tokens-"));
         const tokensFile = path.join(dir, "tokens.json");
-        const scopes: Record<string, string[]> = {
-            admin: ["admin"],
-            discover: ["discover"],
-            lease: ["lease"],
-            scale: ["scale"],
-        };
         fs.writeFileSync(
             tokensFile,
             JSON.stringify({
                 tokens: [
-                    ...Object.entries(TOKENS).map(([name, t]) => ({
-                        name,
-                        sha256: sha256(t).toString("hex"),
-                        scopes: scopes[name],
-                    })),
+                    ...tokenEntries(),
                     {
                         name: "limited",
                         sha256: sha256(LIMITED).toString("hex"),

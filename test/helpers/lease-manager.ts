@@ -10,7 +10,7 @@ export const T0 = 1_000_000_000;
 
 export function setup(
     opts: LeaseManagerOptions = {},
-    pools: Record<string, { cooldownSeconds: number }> = { web: { cooldownSeconds: 0 } },
+    pools: Record<string, { cooldownSeconds: number; sessionTtlSeconds?: number }> = { web: { cooldownSeconds: 0 } },
     ids = ["web-0", "web-1", "web-2"],
 ) {
     const clock = { t: T0 };
