@@ -6,7 +6,7 @@ import * as fs from "node:fs";
 import * as path from "node:path";
 import { MARKER_VAR } from "../../src/engine/leftovers";
 import { runningProxies } from "../../components/local/process";
-import type { ProcProject } from "./processes";
+import type { ProcProject } from "./proc-project";
 
 function readProc(pid: string, file: string): string | undefined {
     try {

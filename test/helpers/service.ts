@@ -34,6 +34,21 @@ export type TestService = RunningService & {
     stop(): Promise<void>;
 };
 
+/** The tokens file's entries for TOKENS: each token with the one scope its name says. */
+export function tokenEntries(): { name: string; sha256: string; scopes: string[] }[] {
+    const scopes: Record<keyof typeof TOKENS, string[]> = {
+        admin: ["admin"],
+        discover: ["discover"],
+        lease: ["lease"],
+        scale: ["scale"],
+    };
+    return Object.entries(TOKENS).map(([name, t]) => ({
+        name,
+        sha256: sha256(t).toString("hex"),
+        scopes: scopes[name as keyof typeof TOKENS],
+    }));
+}
+
 /**
  * Boots the real service on a throwaway project: real engine, real local proxies, real HTTP on
  * 127.0.0.1, logs captured (and checked for leaked tokens by the tests).
@@ -42,22 +57,7 @@ export async function startTestService(config: object, extra: Partial<ServeOptio
     const project = tempProject("svc", config);
     const runDir = path.join(project.dir, "run");
     const tokensFile = path.join(project.dir, "tokens.json");
-    const scopes: Record<keyof typeof TOKENS, string[]> = {
-        admin: ["admin"],
-        discover: ["discover"],
-        lease: ["lease"],
-        scale: ["scale"],
-    };
-    fs.writeFileSync(
-        tokensFile,
-        JSON.stringify({
-            tokens: Object.entries(TOKENS).map(([name, t]) => ({
-                name,
-                sha256: sha256(t).toString("hex"),
-                scopes: scopes[name as keyof typeof TOKENS],
-            })),
-        }),
-    );
+    fs.writeFileSync(tokensFile, JSON.stringify({ tokens: tokenEntries() }));
     const logs: string[] = [];
     const log = createLogger({ level: "debug", destination: { write: (s: string) => void logs.push(s) } });
     const options: ServeOptions = {

@@ -1,149 +1,20 @@
 /**
- * The API contract: every route Express serves is in /v1/openapi.json, and real answers of a real
- * service (local proxies, real engine) — successes and the typical errors — validate against the
- * document: status documented, content type documented, body matching its schema with no undeclared
- * field. Prints the OpenAPI coverage count (routes documented / routes served).
+ * The API contract on a real service (local proxies, real engine; test/helpers/openapi-service.ts): its
+ * real answers — successes and the typical errors — validate against /v1/openapi.json: status documented,
+ * content type documented, body matching its schema with no undeclared field; and every documented
+ * operation was answered with a 2xx. The document itself and its coverage of the routes:
+ * openapi-document.test.ts.
  */
-import { after, before, test } from "node:test";
+import { test } from "node:test";
 import assert from "node:assert/strict";
 import * as zlib from "node:zlib";
-import { createApp, servedRoutes } from "../../src/service/api/app";
-import type { AppDeps } from "../../src/service/api/deps";
-import { createLogger } from "../../src/log/logger";
 import { OPERATIONS } from "../../src/service/api/openapi";
-import { settled, settledConverge, startTestService, TestService, TOKENS, waitFor } from "../helpers/service";
+import { settled, TestService, TOKENS, waitFor } from "../helpers/service";
 import { proxyBasicAuth, viaProxy } from "../helpers/net";
-import { OpenApiDoc, responseSchema, validate } from "../helpers/openapi-check";
+import { withOpenApiService } from "../helpers/openapi-service";
 
-const config = {
-    "egress:providers": { local: { type: "local" } },
-    "egress:pools": [{ name: "web", provider: "local", replicas: 2, maxReplicas: 4, cooldownSeconds: 1 }],
-};
 let svc: TestService;
-let doc: OpenApiDoc;
-/** operationId → statuses answered for real and validated. */
-const seen = new Map<string, Set<number>>();
-
-before(async () => {
-    svc = await startTestService(config, { probeIntervalMs: 300, gateway: { port: 0 } });
-    await settledConverge(svc);
-    await waitFor(
-        "2 healthy",
-        async () => (await svc.call("GET", "/v1/proxies?state=healthy")).body.proxies.length === 2,
-        20_000,
-    );
-    doc = (await fetch(`${svc.url}/v1/openapi.json`).then((r) => r.json())) as OpenApiDoc;
-});
-after(async () => {
-    await svc?.close();
-});
-
-type Answer = { status: number; headers: Headers; text: string; body: any };
-
-/** A real request, then its answer checked against the document. */
-async function call(
-    method: string,
-    path: string,
-    opts: { token?: string | null; body?: unknown; raw?: string | Buffer; headers?: Record<string, string> } = {},
-): Promise<Answer> {
-    const headers: Record<string, string> = { ...(opts.headers ?? {}) };
-    const token = opts.token === undefined ? TOKENS.admin : opts.token;
-    if (token) headers.authorization = `Bearer ${token}`;
-    const body = opts.body !== undefined ? JSON.stringify(opts.body) : opts.raw;
-    if (body !== undefined) headers["content-type"] ??= "application/json";
-    const res = await fetch(`${svc.url}${path}`, { method, headers, body });
-    const text = await res.text();
-    const r: Answer = { status: res.status, headers: res.headers, text, body: undefined };
-    const found = responseSchema(doc, method, path, res.status, res.headers.get("content-type") ?? "");
-    assert.ok(!("problem" in found), `${"problem" in found ? found.problem : ""}: ${text.slice(0, 300)}`);
-    if (res.headers.get("content-type")?.startsWith("application/json")) {
-        r.body = JSON.parse(text);
-        const problems = validate(doc, found.schema!, r.body);
-        assert.deepEqual(
-            problems,
-            [],
-            `${method} ${path} ${res.status} does not match the document: ${text.slice(0, 500)}`,
-        );
-    } else if (res.headers.get("content-type")?.startsWith("text/event-stream")) {
-        const events = parseSse(text);
-        for (const e of events)
-            assert.deepEqual(
-                validate(doc, found.itemSchema!, e.data),
-                [],
-                `${e.type} event ${e.id} does not match the document`,
-            );
-        r.body = events;
-    }
-    let statuses = seen.get(found.op);
-    if (!statuses) seen.set(found.op, (statuses = new Set()));
-    statuses.add(res.status);
-    return r;
-}
-
-function parseSse(text: string): { type: string; id: number; data: any }[] {
-    return text
-        .split("\n\n")
-        .filter((b) => b.trim() && !b.startsWith(":"))
-        .map((b) => {
-            const field = (name: string) => new RegExp(`^${name}: (.*)$`, "m").exec(b)?.[1];
-            assert.ok(field("id"), `every event has an id: ${b}`);
-            return { type: field("event")!, id: Number(field("id")), data: JSON.parse(field("data")!) };
-        });
-}
-
-test("every route Express serves is documented, and every documented route is served", () => {
-    const silent = createLogger({ level: "silent" });
-    // Routes are registered when the app is built, whatever the deps hold: only auth and log are called then.
-    const listener = createApp({
-        log: silent,
-        auth: () => (_req: unknown, _res: unknown, next: () => void) => next(),
-    } as unknown as AppDeps);
-    const served = servedRoutes(listener).map((r) => `${r.method.toUpperCase()} ${r.path.replace(/:(\w+)/g, "{$1}")}`);
-    const documented = new Set(OPERATIONS.map((o) => `${o.method.toUpperCase()} ${o.path}`));
-    const undocumented = served.filter((r) => !documented.has(r));
-    const unserved = [...documented].filter((d) => !served.includes(d));
-    console.log(
-        `OpenAPI coverage: ${served.length - undocumented.length}/${served.length} routes served are documented (${documented.size} operations in the document)`,
-    );
-    assert.deepEqual(undocumented, [], "served but not in /v1/openapi.json");
-    assert.deepEqual(unserved, [], "documented but not served");
-    assert.ok(served.length >= 17, `the walk found the routes (${served.length})`);
-});
-
-test("the document is OpenAPI 3.1 with a bearer scheme per scope and the error shape on every error", () => {
-    const d = doc as any;
-    assert.equal(d.openapi, "3.1.0");
-    assert.deepEqual(Object.keys(d.components.securitySchemes).sort(), [
-        "adminToken",
-        "discoverToken",
-        "leaseToken",
-        "scaleToken",
-    ]);
-    for (const [path, item] of Object.entries(doc.paths))
-        for (const [method, op] of Object.entries(item)) {
-            for (const [status, res] of Object.entries<any>(op.responses)) {
-                if (Number(status) >= 400)
-                    assert.equal(
-                        res.content?.["application/json"]?.schema?.$ref,
-                        "#/components/schemas/Error",
-                        `${method} ${path} ${status}`,
-                    );
-                assert.ok(res.content, `${method} ${path} ${status} documents its body`);
-            }
-            const scope = op["x-egress-scope"];
-            if (scope === "any") {
-                // Any valid token (GET /v1/whoami): never forbidden, only unauthenticated.
-                assert.ok(op.responses["401"] && !op.responses["403"], `${method} ${path}: 401, no 403`);
-                assert.equal(op.security.length, 4, `${method} ${path} accepts every scope's token`);
-            } else if (scope) {
-                assert.ok(op.responses["401"] && op.responses["403"], `${method} ${path}: 401 and 403`);
-                assert.ok(
-                    op.security.some((s: object) => `${scope}Token` in s),
-                    `${method} ${path} needs ${scope}`,
-                );
-            } else assert.deepEqual(op.security, [], `${method} ${path} is public`);
-        }
-});
+const { call, seen } = withOpenApiService((made) => ({ svc } = made));
 
 test("pools: list, scale (202), and its errors", { timeout: 120_000 }, async () => {
     const pools = await call("GET", "/v1/pools", { token: TOKENS.discover });

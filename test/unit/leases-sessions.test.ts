@@ -5,35 +5,12 @@
  */
 import { test } from "node:test";
 import assert from "node:assert/strict";
-import { AcquireRequest, AcquireResult, LeaseManager, LeaseManagerOptions } from "../../src/service/leases";
+import { AcquireRequest, AcquireResult, LeaseManager } from "../../src/service/leases";
 import { Fleet, HealthSource } from "../../src/service/fleet/fleet";
 import { immediate } from "../../src/service/store/types";
 import type { PoolConfig } from "../../src/model";
 import { localMember } from "../helpers/members";
-
-const T0 = 1_000_000_000;
-
-function setup(
-    opts: LeaseManagerOptions = {},
-    pools: Record<string, { cooldownSeconds: number; sessionTtlSeconds?: number }> = { web: { cooldownSeconds: 0 } },
-    ids = ["web-0", "web-1", "web-2"],
-) {
-    const clock = { t: T0 };
-    let n = 0;
-    // A 30 s rest after ok/error (not the default, 0): these tests are about what the rest does.
-    const m = new LeaseManager({
-        now: () => clock.t,
-        newLeaseId: () => `L${++n}`,
-        initiallyEligible: true,
-        targetCooldownSeconds: 30,
-        ...opts,
-    });
-    m.setMembers(
-        ids.map((id) => ({ id, pool: id.replace(/-\d+$/, "") })),
-        pools,
-    );
-    return { m, clock, advance: (ms: number) => (clock.t += ms) };
-}
+import { setup, T0 } from "../helpers/lease-manager";
 
 function granted(m: LeaseManager, req: AcquireRequest): Extract<AcquireResult, { ok: true }> {
     const r = m.acquire(req);

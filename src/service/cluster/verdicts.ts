@@ -3,9 +3,9 @@ import { clusterConnection } from "./connection";
 import type { Logger } from "pino";
 import type { ProxyMember } from "../../model";
 import type { HealthMonitor, HealthState, MemberHealthView } from "../../probes";
-import { LEASE_ERRORS_KEY, LEASE_OUTCOMES_KEY } from "../store/scripts";
 import { CLUSTER_KEYS } from "./records";
 import { PUBLISH_VERDICTS, READ_VERDICTS } from "./scripts";
+import { LeaderCounters } from "./leader-counters";
 
 /**
  * A member's lifecycle facts besides health that only the leader knows (its drains, failed operations
@@ -78,10 +78,8 @@ export class ClusterVerdicts {
     private timer?: NodeJS.Timeout;
     private queued = false;
     private ticking?: Promise<void>;
-    /** The store's lease-error counters as last seen by this leader (undefined: take the next read as the baseline). */
-    private errorsSeen?: Map<string, number>;
-    /** The same for the store's outcome counters (`<member>|t`, `<member>|b`). */
-    private outcomesSeen?: Map<string, number>;
+    /** The store's lease-error and outcome counters, read while leading (leader-counters.ts). */
+    private readonly counters: LeaderCounters;
     private onChange?: (id: string, state: HealthState) => void;
     /** The leader's lifecycle notes per member, published with the verdicts (the fleet's, connected late). */
     private notes?: () => ReadonlyMap<string, LifecycleNote>;
@@ -93,6 +91,7 @@ export class ClusterVerdicts {
         this.redis = clusterConnection(o.url) as Scripted; // a failed read sets `stale`
         this.redis.defineCommand("egressVerdicts", { numberOfKeys: 2, lua: PUBLISH_VERDICTS });
         this.redis.defineCommand("egressReadVerdicts", { numberOfKeys: 1, lua: READ_VERDICTS });
+        this.counters = new LeaderCounters(this.redis, o);
     }
 
     private key(k: string): string {
@@ -159,8 +158,7 @@ export class ClusterVerdicts {
         if (this.leading) return;
         await this.refresh(true);
         if (this.read) this.o.monitor.seed([...this.read.members.values()]);
-        this.errorsSeen = undefined;
-        this.outcomesSeen = undefined;
+        this.counters.reset();
         this.leading = true;
         this.stale = undefined;
         this.o.monitor.start();
@@ -209,8 +207,8 @@ export class ClusterVerdicts {
 
     private async publish(): Promise<void> {
         try {
-            await this.countLeaseErrors();
-            await this.countOutcomes();
+            await this.counters.countLeaseErrors();
+            await this.counters.countOutcomes();
             const notes = this.notes?.();
             const members = this.o.monitor.snapshot().flatMap((v) => {
                 const m = this.members.get(v.id);
@@ -230,39 +228,6 @@ export class ClusterVerdicts {
                 "publishing the health verdicts failed; retried next tick",
             );
         }
-    }
-
-    /** Releases with outcome `error` on any replica: one failure signal each to this leader's monitor. */
-    private async countLeaseErrors(): Promise<void> {
-        const grown = await this.growth(LEASE_ERRORS_KEY, this.errorsSeen, (now) => (this.errorsSeen = now));
-        for (const [id, n] of grown)
-            for (let i = 0; i < n; i++) this.o.monitor.reportLeaseError(id, "a lease was released with outcome error");
-    }
-
-    /** Outcomes released or reported on any replica since the last round, to the rotation's window. */
-    private async countOutcomes(): Promise<void> {
-        if (!this.o.onOutcomes) return;
-        const grown = await this.growth(LEASE_OUTCOMES_KEY, this.outcomesSeen, (now) => (this.outcomesSeen = now));
-        for (const [field, total] of grown) {
-            if (!field.endsWith("|t")) continue;
-            const id = field.slice(0, -2);
-            this.o.onOutcomes(id, grown.get(`${id}|b`) ?? 0, total);
-        }
-    }
-
-    /**
-     * How much each counter of a store hash grew since `seen`; the first read is the baseline (counts from
-     * before this replica led were the previous leader's to count).
-     */
-    private async growth(
-        hash: string,
-        seen: Map<string, number> | undefined,
-        keep: (now: Map<string, number>) => void,
-    ): Promise<Map<string, number>> {
-        const now = new Map(Object.entries(await this.redis.hgetall(this.key(hash))).map(([k, v]) => [k, Number(v)]));
-        keep(now);
-        if (!seen) return new Map();
-        return new Map([...now].map(([k, n]) => [k, n - (seen.get(k) ?? 0)] as const).filter(([, d]) => d > 0));
     }
 
     /**

@@ -9,7 +9,7 @@ import type { AcquireResult } from "../leases";
 import { type LeaseStore, type MaybePromise, settle } from "../store/types";
 import type { AcquireRequest, ReleaseOutcome, Removal } from "../leases/types";
 import { poolLeaseSettings } from "../leases/shared";
-import { type HealthState, Lifecycle, lifecycleOf, membersMentioned } from "./lifecycle";
+import type { HealthState, Lifecycle } from "./lifecycle";
 
 export type { HealthState } from "./lifecycle";
 import type { Operation } from "../operations/operation";
@@ -17,6 +17,9 @@ import { memberUpstreamUrl } from "./credentials";
 import type { HealthSource, MemberNote, PoolCounts, ProxyView, ActiveLeaseView, FleetAcquire } from "./views";
 import { grantAnswer, notReadYet, refusal } from "./acquire-answer";
 import { KnownScopes } from "./scopes";
+import { MemberNotes } from "./member-notes";
+import { activeLeaseView, proxyView } from "./discovery";
+import { FleetListeners } from "./listeners";
 
 /** How many members a replica passes over, unknown to it yet, before it answers "retry" (Fleet.notKnownHere). */
 const MAX_PASSED_OVER = 8;
@@ -41,23 +44,19 @@ export class Fleet {
     /** The pools and zones an acquire may name (scopes.ts). */
     private readonly scopes = new KnownScopes();
     private configs: PoolConfig[] = [];
-    /** Members an operation is taking away (src/service/control/drain): never leased, whatever their health. */
-    private readonly draining = new Map<string, { until: number }>();
-    /** The last failed operation naming each member (for `lastError`/`failed`). */
-    private readonly opErrors = new Map<string, { message: string; at: number }>();
+    /** Drains and failed operations naming members, this replica's or the leader's (member-notes.ts). */
+    private readonly memberNotes: MemberNotes;
     /** Credentials members require (the secret stack outputs `credentials` and `memberCredentials`). Never logged. */
     private credentials: StackCredentials = { pools: {}, members: {} };
-    /** Called after every successful release (the drainer waits on it). */
-    private readonly releaseListeners = new Set<() => void>();
-    /** Told of every release's outcome and every block reported after it (rotation by blocks counts them). */
-    private outcomeListener?: (member: string, outcome: ReleaseOutcome) => void;
-    /** Told of every request refused for want of a member, by pool and door (the autoscaler's demand signal). */
-    private refusedListener?: (pool: string, via: "lease" | "gateway") => void;
+    /** Who hears of releases, outcomes and refusals (listeners.ts). */
+    private readonly listeners = new FleetListeners();
 
     constructor(
         private readonly leases: LeaseStore,
         private readonly health: HealthSource,
-    ) {}
+    ) {
+        this.memberNotes = new MemberNotes(health);
+    }
 
     /** Replaces the member list (after every operation and at start). Survivors keep health and leases. */
     sync(members: ProxyMember[], pools: PoolConfig[]): void {
@@ -67,7 +66,7 @@ export class Fleet {
         // Members without an address yet (still provisioning) are listed but never probed or leased.
         const addressed = members.filter((m) => m.host);
         this.health.setMembers(addressed);
-        for (const id of this.opErrors.keys()) if (!this.members.has(id)) this.opErrors.delete(id);
+        this.memberNotes.forgetErrorsUnless((id) => this.members.has(id));
         this.leases.setMembers(
             addressed.map((m) => ({ id: m.id, pool: m.pool, zone: m.zone, eligible: this.leasable(m.id) })),
             poolLeaseSettings(pools),
@@ -101,13 +100,12 @@ export class Fleet {
      * a member the lease manager has not seen yet is kept there until the member arrives.)
      */
     healthChanged(id: string, state: HealthState): void {
-        this.leases.setEligible(id, state === "healthy" && !this.drainOf(id));
+        this.leases.setEligible(id, state === "healthy" && !this.memberNotes.drainOf(id));
     }
 
     /** Starts (`until` given) or ends a member's drain: a draining member is never leased; its lease runs on. */
     setDraining(id: string, until: number | undefined): void {
-        if (until === undefined) this.draining.delete(id);
-        else this.draining.set(id, { until });
+        this.memberNotes.setDraining(id, until);
         this.leases.setEligible(id, this.leasable(id));
     }
 
@@ -122,26 +120,16 @@ export class Fleet {
 
     /** Registers `fn` to run after every successful release; returns its removal. */
     onRelease(fn: () => void): () => void {
-        this.releaseListeners.add(fn);
-        return () => this.releaseListeners.delete(fn);
+        return this.listeners.onRelease(fn);
     }
 
     /** A failed operation: remembers its error for the members it names (a heal's members always). */
     operationSettled(op: Operation): void {
-        if (op.status !== "failed" || !op.error) return;
-        const at = Date.parse(op.finishedAt ?? "") || Date.now();
-        const named = new Set([...(op.members ?? []), ...membersMentioned(op.error, this.members.keys())]);
-        for (const id of named) this.opErrors.set(id, { message: op.error, at });
+        this.memberNotes.operationSettled(op, this.members.keys());
     }
 
     private leasable(id: string): boolean {
-        return this.health.get(id)?.state === "healthy" && !this.drainOf(id);
-    }
-
-    /** This replica's drain of `id`, or (a follower) the leader's as published with its verdicts. */
-    private drainOf(id: string): { until: number } | undefined {
-        const until = this.draining.get(id)?.until ?? this.health.note?.(id)?.drainingUntil;
-        return until === undefined ? undefined : { until };
+        return this.health.get(id)?.state === "healthy" && !this.memberNotes.drainOf(id);
     }
 
     /**
@@ -149,10 +137,7 @@ export class Fleet {
      * naming members): a leader publishes it with its verdicts, so followers show the same.
      */
     notes(): Map<string, MemberNote> {
-        const out = new Map<string, MemberNote>();
-        for (const [id, d] of this.draining) out.set(id, { drainingUntil: d.until });
-        for (const [id, e] of this.opErrors) out.set(id, { ...out.get(id), opError: e });
-        return out;
+        return this.memberNotes.notes();
     }
 
     /**
@@ -168,24 +153,10 @@ export class Fleet {
             if (filter.pool && m.pool !== filter.pool) continue;
             if (filter.zone && m.zone !== filter.zone) continue;
             const h = this.health.get(m.id);
-            const drain = this.drainOf(m.id);
-            const life = lifecycleOf({
-                hasAddress: !!m.host,
-                draining: !!drain,
-                health: h?.state ?? "unknown",
-                probe: h,
-                opError: this.opErrors.get(m.id) ?? this.health.note?.(m.id)?.opError,
-            });
-            const view: ProxyView = {
-                ...m,
-                url: opts.withCredentials ? memberUpstreamUrl(m, this.credentialsOf(m)) : m.url,
-                health: h?.state ?? "unknown",
-                egressIp: h?.egressIp,
-                probeLatencyMs: h?.lastLatencyMs,
-                leased: this.leases.isLeased(m.id),
-                ...life,
-            };
-            if (drain) view.drainingUntil = new Date(drain.until).toISOString();
+            const drain = this.memberNotes.drainOf(m.id);
+            const opError = this.memberNotes.opErrorOf(m.id);
+            const url = opts.withCredentials ? memberUpstreamUrl(m, this.credentialsOf(m)) : m.url;
+            const view = proxyView(m, h, { url, leased: this.leases.isLeased(m.id), drain, opError });
             if (filter.state && view.health !== filter.state) continue;
             if (filter.lifecycle && view.lifecycle !== filter.lifecycle) continue;
             out.push(view);
@@ -199,7 +170,7 @@ export class Fleet {
         for (const m of this.members.values()) {
             const c = (counts[m.pool] ??= { actual: 0, healthy: 0, unhealthy: 0, unknown: 0, leased: 0, draining: 0 });
             c.actual++;
-            if (this.drainOf(m.id)) c.draining++;
+            if (this.memberNotes.drainOf(m.id)) c.draining++;
             c[this.health.get(m.id)?.state ?? "unknown"]++;
             if (this.leases.isLeased(m.id)) c.leased++;
         }
@@ -208,19 +179,12 @@ export class Fleet {
 
     /** Active leases, oldest first. */
     activeLeases(): ActiveLeaseView[] {
-        const iso = (ms: number) => new Date(ms).toISOString();
-        return this.leases.active().map((l) => ({
-            proxy: l.proxyId,
-            pool: l.pool,
-            ...(l.target ? { target: l.target } : {}),
-            leasedAt: iso(l.leasedAt),
-            expiresAt: iso(l.expiresAt),
-        }));
+        return this.leases.active().map(activeLeaseView);
     }
 
     /** Sets who hears of refused acquires (one listener: the autoscaler, connected by the start-up). */
     onRefused(fn: (pool: string, via: "lease" | "gateway") => void): void {
-        this.refusedListener = fn;
+        this.listeners.onRefused(fn);
     }
 
     /**
@@ -269,11 +233,7 @@ export class Fleet {
 
     /** A request of `pool` found no member (also one that queued behind waiting ones without trying). */
     refused(pool: string, via: "lease" | "gateway"): void {
-        try {
-            this.refusedListener?.(pool, via);
-        } catch {
-            /* the autoscaler's trouble (a journal write) must not fail the request or leak its slot */
-        }
+        this.listeners.refused(pool, via);
     }
 
     private granted(req: AcquireRequest, known: boolean, r: AcquireResult): FleetAcquire {
@@ -285,8 +245,7 @@ export class Fleet {
     release(leaseId: string, outcome: ReleaseOutcome) {
         return settle(this.leases.release(leaseId, outcome), (r) => {
             if (!r.ok) return r;
-            for (const fn of this.releaseListeners) fn();
-            this.outcomeListener?.(r.lease.proxyId, outcome);
+            this.listeners.released(r.lease.proxyId, outcome);
             return r;
         });
     }
@@ -294,14 +253,14 @@ export class Fleet {
     /** A block the client reports after the fact (POST /v1/blocks): `proxyId` rests for `target`. */
     reportBlocked(proxyId: string, target: string): MaybePromise<number | undefined> {
         return settle(this.leases.reportBlocked(proxyId, target), (until) => {
-            if (until !== undefined) this.outcomeListener?.(proxyId, "blocked");
+            if (until !== undefined) this.listeners.outcome(proxyId, "blocked");
             return until;
         });
     }
 
     /** Registers the one listener told of every outcome (the rotator's outcome window). */
     onOutcome(fn: (member: string, outcome: ReleaseOutcome) => void): void {
-        this.outcomeListener = fn;
+        this.listeners.onOutcome(fn);
     }
 
     /** Whether `pool` is configured (the gateway refuses others before leasing). */

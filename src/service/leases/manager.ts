@@ -1,14 +1,13 @@
-import { MinHeap } from "./heap";
 import { ResolvedOptions, resolveOptions } from "./options";
-import { inUse, LeaseRec, MemberRec, newMember, newPool, place, PoolRec, promote, rebuild, unplace } from "./pool";
+import { inUse, MemberRec, newMember, newPool, place, PoolRec, promote, rebuild, unplace } from "./pool";
+import { LeaseLedger } from "./lease-ledger";
 import { pickLeastRecentlyUsed, sessionSticks } from "./pick";
 import { memberConcurrencyOf, orLeastLoaded } from "./shared";
 import { SitePoliteness, targetBusy } from "./politeness";
 import { orderRules } from "../../model/politeness";
-import { SessionRec, sessionKey, SessionTable } from "./sessions";
+import { sessionKey } from "./sessions";
 import { snapshotOf, statsOf } from "./snapshot";
-import { TargetCooldowns, TargetOutcome } from "./target-cooldowns";
-import { Tombstones } from "./tombstones";
+import { TargetCooldowns } from "./target-cooldowns";
 import {
     AcquireRequest,
     AcquireResult,
@@ -44,10 +43,8 @@ export class LeaseManager {
     private readonly o: ResolvedOptions;
     private readonly members = new Map<string, MemberRec>();
     private readonly pools = new Map<string, PoolRec>();
-    private readonly leases = new Map<string, LeaseRec>();
-    private readonly expiry = new MinHeap<LeaseRec>((l) => l.lease.expiresAt);
-    private readonly tombstones: Tombstones;
-    private readonly sessions: SessionTable;
+    /** The live leases, their sessions and tombstones (lease-ledger.ts). */
+    private readonly ledger: LeaseLedger;
     /** Health verdicts that arrived before the member did. */
     private readonly hints = new Map<string, boolean>();
     private readonly targets: TargetCooldowns;
@@ -62,8 +59,7 @@ export class LeaseManager {
             blockedMaxMs: this.o.blockedMaxSeconds * 1000,
         });
         this.polite = new SitePoliteness(this.o.busyRetryAfterSeconds * 1000);
-        this.tombstones = new Tombstones(this.o.tombstoneSeconds * 1000, this.o.maxTombstones);
-        this.sessions = new SessionTable(this.o.maxSessions);
+        this.ledger = new LeaseLedger(this.o, this.targets, this.polite);
     }
 
     /**
@@ -73,7 +69,7 @@ export class LeaseManager {
      */
     setMembers(members: readonly LeaseMemberInput[], pools: Record<string, PoolLeaseSettings>): void {
         const now = this.o.now();
-        this.expire(now);
+        this.ledger.expire(now);
         for (const p of this.pools.values()) p.configured = false;
         for (const [name, cfg] of Object.entries(pools)) {
             const p = this.pool(name);
@@ -135,13 +131,13 @@ export class LeaseManager {
      */
     acquire(req: AcquireRequest = {}): AcquireResult {
         const now = this.o.now();
-        this.expire(now);
+        this.ledger.expire(now);
         const key = req.session === undefined ? undefined : sessionKey(req.pool, req.session);
-        const session = key === undefined ? undefined : this.sessions.get(key, now);
+        const session = key === undefined ? undefined : this.ledger.sessions.get(key, now);
         if (session) {
             const m = this.members.get(session.memberId);
             if (m && sessionSticks(m, req, this.targets, this.polite, now))
-                return { ok: true, lease: this.grant(m, req, now, key, session), rebound: false };
+                return { ok: true, lease: this.ledger.grant(m, req, now, key, session), rebound: false };
         }
         const scope = this.scope(req.pool);
         const idle = pickLeastRecentlyUsed(scope, req.target, this.targets, now, this.polite, req.zone, req.exclude);
@@ -149,48 +145,17 @@ export class LeaseManager {
             req.shared && !idle.best ? orLeastLoaded(idle, scope, req, this.targets, now, this.polite) : idle;
         if (!best && held) return targetBusy(held, now);
         if (!best) return unavailable(scope, total, req, skippedUntil, now, this.o, this.targets);
-        const lease = this.grant(best, req, now, key, session);
+        const lease = this.ledger.grant(best, req, now, key, session);
         return key === undefined ? { ok: true, lease } : { ok: true, lease, rebound: session !== undefined };
-    }
-
-    /** Leases `m` (chosen by acquire), binding the session `key` to it when there is one. */
-    private grant(
-        m: MemberRec,
-        req: AcquireRequest,
-        now: number,
-        key: string | undefined,
-        session: SessionRec | undefined,
-    ): Lease {
-        const ttl = Math.min(this.o.maxTtlSeconds, Math.max(1, Math.floor(req.ttlSeconds ?? this.o.defaultTtlSeconds)));
-        const lease: Lease = {
-            id: this.o.newLeaseId(),
-            proxyId: m.id,
-            pool: m.pool.name,
-            ...(req.target !== undefined && { target: req.target }),
-            ...(req.session !== undefined && { session: req.session }),
-            leasedAt: now,
-            expiresAt: now + ttl * 1000,
-        };
-        unplace(m);
-        const rec: LeaseRec = { lease, member: m, heapIndex: -1, ...(req.shared && { shared: true }) };
-        rec.rule = this.polite.granted(m.pool, this.polite.rule(m.pool, req.target), m.id, now);
-        if (key !== undefined) rec.session = this.sessions.acquired(key, session, m.id, m.pool.sessionTtlMs, now);
-        if (rec.shared) m.shared.add(rec);
-        else m.lease = rec;
-        place(m, now); // a shared lease leaves room for more: back in `sharing`
-        m.pool.leased++;
-        this.leases.set(lease.id, rec);
-        this.expiry.push(rec);
-        return lease;
     }
 
     /** Ends a lease; `blocked` lengthens the target cooldown, `error` counts against the member (onError). */
     release(leaseId: string, outcome: ReleaseOutcome): ReleaseResult {
         const now = this.o.now();
-        this.expire(now);
-        const rec = this.leases.get(leaseId);
-        if (!rec) return this.tombstones.answer(leaseId);
-        this.end(rec, "released", outcome, now);
+        this.ledger.expire(now);
+        const rec = this.ledger.leases.get(leaseId);
+        if (!rec) return this.ledger.tombstones.answer(leaseId);
+        this.ledger.end(rec, "released", outcome, now);
         // After the state is consistent, so a throwing callback cannot leave a half-released lease.
         if (outcome === "error") this.o.onError?.(rec.member.id, rec.lease);
         return { ok: true, lease: rec.lease, errors: rec.member.errors };
@@ -203,40 +168,40 @@ export class LeaseManager {
      */
     revoke(id: string, removal: Removal): Lease | undefined {
         const now = this.o.now();
-        this.expire(now);
+        this.ledger.expire(now);
         const m = this.members.get(id);
         const recs = m ? [...(m.lease ? [m.lease] : []), ...m.shared] : [];
-        for (const rec of recs) this.end(rec, "member-removed", "ok", now, removal);
+        for (const rec of recs) this.ledger.end(rec, "member-removed", "ok", now, removal);
         if (m) place(m, now);
         return recs[0]?.lease;
     }
 
     /** The active lease with this id, if any. */
     get(leaseId: string): Lease | undefined {
-        this.expire(this.o.now());
-        return this.leases.get(leaseId)?.lease;
+        this.ledger.expire(this.o.now());
+        return this.ledger.leases.get(leaseId)?.lease;
     }
 
     /** Ends expired leases, promotes rested members, prunes old target cooldowns, tombstones and idle sessions. */
     sweep(): { expired: number; sessionsDropped: number } {
         const now = this.o.now();
-        const expired = this.expire(now);
+        const expired = this.ledger.expire(now);
         for (const p of this.pools.values()) promote(p, now);
         this.targets.prune(now);
         this.polite.prune(now);
-        this.tombstones.prune(now);
-        return { expired, sessionsDropped: this.sessions.prune(now) };
+        this.ledger.tombstones.prune(now);
+        return { expired, sessionsDropped: this.ledger.sessions.prune(now) };
     }
 
     /** The live leases (expired ones end first), oldest first: for the dashboard's list. */
     active(): Lease[] {
-        this.expire(this.o.now());
-        return [...this.leases.values()].map((l) => l.lease);
+        this.ledger.expire(this.o.now());
+        return [...this.ledger.leases.values()].map((l) => l.lease);
     }
 
     /** Whether a member holds a live lease (expired ones end first). O(1) apart from due expiries. */
     isLeased(id: string): boolean {
-        this.expire(this.o.now());
+        this.ledger.expire(this.o.now());
         const m = this.members.get(id);
         return m !== undefined && inUse(m);
     }
@@ -244,7 +209,7 @@ export class LeaseManager {
     /** Per-member lease state, in arrival order (for discovery). */
     snapshot(): MemberSnapshot[] {
         const now = this.o.now();
-        this.expire(now);
+        this.ledger.expire(now);
         return snapshotOf(this.members.values(), now);
     }
 
@@ -255,19 +220,19 @@ export class LeaseManager {
 
     /** Number of active leases. */
     get activeLeases(): number {
-        return this.leases.size;
+        return this.ledger.leases.size;
     }
 
     /** Sessions remembered (idle ones count until `sweep` or their next request drops them). */
     get sessionCount(): number {
-        return this.sessions.size;
+        return this.ledger.sessions.size;
     }
 
     /** The member a session is bound to (undefined when unknown or expired). For discovery and tests. */
     sessionMember(session: string, pool?: string): string | undefined {
         const now = this.o.now();
-        this.expire(now);
-        return this.sessions.memberOf(sessionKey(pool, session), now);
+        this.ledger.expire(now);
+        return this.ledger.sessions.memberOf(sessionKey(pool, session), now);
     }
 
     /** Rest-until time of a (target, proxy) pair; 0 when it may be used now. For discovery and tests. */
@@ -298,48 +263,10 @@ export class LeaseManager {
     }
 
     private drop(m: MemberRec, now: number): void {
-        if (m.lease) this.end(m.lease, "member-removed", "ok", now);
-        for (const rec of [...m.shared]) this.end(rec, "member-removed", "ok", now);
+        if (m.lease) this.ledger.end(m.lease, "member-removed", "ok", now);
+        for (const rec of [...m.shared]) this.ledger.end(rec, "member-removed", "ok", now);
         unplace(m);
         m.pool.members--;
         this.members.delete(m.id);
-    }
-
-    private expire(now: number): number {
-        let n = 0;
-        for (let top = this.expiry.peek(); top && top.lease.expiresAt <= now; top = this.expiry.peek()) {
-            this.end(top, "ttl", "ok", now);
-            n++;
-        }
-        return n;
-    }
-
-    private end(
-        rec: LeaseRec,
-        cause: "released" | "ttl" | "member-removed",
-        outcome: ReleaseOutcome,
-        now: number,
-        removal?: Removal,
-    ): void {
-        const m = rec.member;
-        // An expired lease ended at its expiresAt, however late we notice: cooldowns and LRU order do not
-        // depend on when a sweep or a request happened to come by.
-        const at = cause === "ttl" ? rec.lease.expiresAt : now;
-        this.leases.delete(rec.lease.id);
-        this.expiry.remove(rec);
-        if (rec.shared) m.shared.delete(rec);
-        else m.lease = undefined;
-        m.pool.leased--;
-        this.polite.ended(m.pool, rec.rule);
-        if (rec.session) this.sessions.ended(rec.session, at);
-        if (cause !== "released")
-            this.tombstones.add(rec.lease.id, removal ? { cause, endedAt: at, removal } : { cause, endedAt: at });
-        if (cause === "member-removed") return;
-        m.lastUsedAt = at;
-        const target = rec.lease.target;
-        const how: TargetOutcome = cause === "ttl" ? "expired" : outcome;
-        if (target !== undefined) this.targets.record(target, m.id, how, at, m.pool.restAfterOkMs);
-        if (outcome === "error") m.errors++;
-        place(m, now);
     }
 }

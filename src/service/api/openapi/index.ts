@@ -8,8 +8,8 @@ import { SYSTEM_OPERATIONS } from "./system";
 /**
  * OpenAPI 3.1 for every route the service answers, generated from the zod schemas the handlers
  * validate and type their bodies with (../schemas), so the document cannot drift from the code.
- * test/service/openapi.test.ts fails when a served route is missing here or a real answer does not
- * match its schema. The routes are listed by room (control, leases, reads, system).
+ * test/service/openapi-document.test.ts fails when a served route is missing here, openapi.test.ts
+ * when a real answer does not match its schema. The routes are listed by room (control, leases, reads, system).
  */
 
 /** Every operation, in the order /docs shows them. */
