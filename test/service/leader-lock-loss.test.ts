@@ -132,12 +132,7 @@ test("a leader cut off while its scale-down drains starts no engine run; the nex
         assert.equal(l.status, 201, JSON.stringify(l.body));
         leases.push(l.body.lease);
     }
-    await until(
-        "the leader sees the 3 leases",
-        async () => ((await a.call("GET", "/v1/pools")).body.pools as { leased: number }[])[0].leased === 3,
-        10_000,
-        100,
-    );
+    // At once: the leader's view of leases granted elsewhere lags up to a second; the drain reads the store.
     const down = await a.call("PUT", "/v1/pools/web/replicas", { replicas: 2 });
     assert.equal(down.status, 202, JSON.stringify(down.body));
     await until(

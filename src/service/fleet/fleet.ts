@@ -118,6 +118,11 @@ export class Fleet {
         return this.leases.isLeased(id);
     }
 
+    /** Brings isLeased up to date with leases other replicas granted or released (a Redis store's view lags a second). */
+    async syncLeases(): Promise<void> {
+        await this.leases.syncView?.();
+    }
+
     /** Registers `fn` to run after every successful release; returns its removal. */
     onRelease(fn: () => void): () => void {
         return this.listeners.onRelease(fn);

@@ -100,9 +100,9 @@ export class RedisLeaseStore implements LeaseStore {
             this.lastError = undefined;
             this.dirty = true;
             this.schedulePublish();
-            void this.refreshView();
+            void this.syncView();
         });
-        this.viewTimer = setInterval(() => void this.refreshView(), o.viewIntervalMs ?? 1000).unref();
+        this.viewTimer = setInterval(() => void this.syncView(), o.viewIntervalMs ?? 1000).unref();
     }
 
     /** Connects; resolves once connected or after `waitMs` (the service starts not ready and keeps trying). */
@@ -267,8 +267,11 @@ export class RedisLeaseStore implements LeaseStore {
             });
     }
 
-    /** Re-reads the live leases (what other replicas granted or released) for isLeased and active. */
-    private async refreshView(): Promise<void> {
+    /**
+     * Re-reads the live leases (what other replicas granted or released) for isLeased and active: every
+     * `viewIntervalMs`, and now for whoever cannot act on a view a second old (a drain deciding what is leased).
+     */
+    async syncView(): Promise<void> {
         if (this.redis.status !== "ready") return;
         try {
             this.view.replace((await this.redis.egressView(this.o.prefix)) as string[][]);

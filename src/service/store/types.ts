@@ -26,6 +26,8 @@ export interface LeaseStore {
     revoke(id: string, removal: Removal): Lease | undefined;
     reportBlocked(proxyId: string, target: string): MaybePromise<number | undefined>;
     isLeased(id: string): boolean;
+    /** Re-reads what other replicas granted or released, for the sync reads; absent: they are always current. */
+    syncView?(): Promise<void>;
     active(): Lease[];
     sessionMember(session: string, pool?: string): string | undefined;
     sweep(): unknown;

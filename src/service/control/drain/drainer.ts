@@ -4,7 +4,7 @@ import type { DrainView } from "../../operations/operation";
 import { DrainEntry, DrainTarget, stepDrain } from "./plan";
 
 export interface DrainerDeps {
-    fleet: Pick<Fleet, "setDraining" | "revoke" | "isLeased" | "onRelease">;
+    fleet: Pick<Fleet, "setDraining" | "revoke" | "isLeased" | "onRelease"> & Partial<Pick<Fleet, "syncLeases">>;
     /** The pool's `drainSeconds` (read from the stack file when a member starts draining). */
     drainSeconds: (pool: string) => number;
     log: Logger;
@@ -45,6 +45,8 @@ export class Drainer {
         signal.addEventListener("abort", onAbort);
         try {
             for (let first = true; ; first = false) {
+                // A lease another replica granted a moment ago must drain too, not be revoked unseen.
+                await fleet.syncLeases?.();
                 const step = stepDrain(
                     this.entries,
                     targets(),
