@@ -1,6 +1,13 @@
 import Redis from "ioredis";
 import { parseStoreSpec, redactStoreUrl } from "../service/store";
-import { describeCommandHolder, heldByCommand, readCluster, stackPrefix } from "../service/cluster/records";
+import {
+    CLUSTER_KEYS,
+    describeCommandHolder,
+    heldByCommand,
+    readCluster,
+    stackPrefix,
+} from "../service/cluster/records";
+import type { DesiredRecord } from "../service/cluster/desired";
 import type { LockFinding } from "./doctor-locks";
 
 /**
@@ -8,7 +15,12 @@ import type { LockFinding } from "./doctor-locks";
  * answer PING within 3 s. The URL is shown with its password masked, and so is any error that quotes it.
  * With Redis, the stack's replicas and leader (src/service/cluster) are reported too.
  */
-export async function storeFindings(flag: string | undefined, stack: string): Promise<LockFinding[]> {
+export async function storeFindings(
+    flag: string | undefined,
+    stack: string,
+    /** The stack file's counts of its scalable pools, when it could be read: compared with the store's. */
+    fileCounts?: Record<string, number>,
+): Promise<LockFinding[]> {
     const from = flag !== undefined ? "--store" : "EGRESS_STORE";
     const raw = flag ?? process.env.EGRESS_STORE;
     if (raw === undefined || raw.trim() === "") return [];
@@ -40,6 +52,7 @@ export async function storeFindings(flag: string | undefined, stack: string): Pr
         return [
             { check: "store", ok: pong === "PONG", detail: `redis ${shown} answers (${from})` },
             await leaderFinding(redis, stack),
+            ...(await desiredFinding(redis, stack, fileCounts)),
         ];
     } catch (e) {
         const why = (cause ?? (e as Error)).message.split(spec.url).join(shown);
@@ -79,4 +92,47 @@ async function leaderFinding(redis: Redis, stack: string): Promise<LockFinding> 
         ok: true,
         detail: `${l.id}${at ? ` (${at.url})` : ""} leads stack ${stack} since ${l.since}, fencing token ${l.token}; ${fresh.length} replica(s) alive`,
     };
+}
+
+/**
+ * The desired counts the store keeps for the stack (src/service/cluster/desired.ts) beside the stack file's
+ * (informational): where they differ, the next leader or `egress up --store` applies the store's.
+ */
+async function desiredFinding(
+    redis: Redis,
+    stack: string,
+    file: Record<string, number> | undefined,
+): Promise<LockFinding[]> {
+    const raw = await redis.get(stackPrefix(stack) + CLUSTER_KEYS.desired);
+    if (raw === null) return [];
+    let rec: DesiredRecord;
+    try {
+        rec = JSON.parse(raw) as DesiredRecord;
+    } catch {
+        return [
+            {
+                check: "desired counts",
+                ok: false,
+                detail: "the store's desired counts are not JSON",
+                fix: "`egress scale` writes them again",
+            },
+        ];
+    }
+    const counts =
+        Object.entries(rec.counts ?? {})
+            .map(([pool, n]) => `${pool} ${n}`)
+            .join(", ") || "none";
+    const differ = Object.entries(rec.counts ?? {}).filter(
+        ([pool, n]) => file && file[pool] !== undefined && file[pool] !== n,
+    );
+    const by = `written by ${rec.by} at ${rec.at}`;
+    return [
+        {
+            check: "desired counts",
+            ok: true,
+            detail: differ.length
+                ? `the store's: ${counts} (${by}); the stack file says ${differ.map(([pool]) => `${pool} ${file![pool]}`).join(", ")}: the next leader, or \`egress up --store\`, applies the store's`
+                : `the store's: ${counts} (${by}); the stack file agrees`,
+        },
+    ];
 }

@@ -2,7 +2,7 @@ import * as cp from "node:child_process";
 import * as fs from "node:fs";
 import * as path from "node:path";
 import type { Command } from "commander";
-import { loadStackConfig } from "../config";
+import { loadStackConfig, scalableCounts } from "../config";
 import { engineEnv, engineHome, inspectBackend, PACKAGE_ROOT } from "../engine";
 import { action, EXIT, GlobalOptions, projectDir } from "./context";
 import { kindOf } from "../../components/registry";
@@ -111,7 +111,13 @@ export async function runDoctor(opts: GlobalOptions & { store?: string }): Promi
         });
     }
     out.push(...lockFindings(opts.stack, backend));
-    out.push(...(await storeFindings(opts.store, opts.stack)));
+    let counts: Record<string, number> | undefined;
+    try {
+        counts = scalableCounts(loadStackConfig(projectDir(opts), opts.stack));
+    } catch {
+        // reported above as the stack's config finding
+    }
+    out.push(...(await storeFindings(opts.store, opts.stack, counts)));
     return out;
 }
 

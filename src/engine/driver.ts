@@ -72,6 +72,8 @@ export interface OperationResult {
 export class StackDriver extends StackQueries {
     /** Cancels the running operation (SIGINT to the CLI: it stops starting steps and saves state). */
     private running?: AbortController;
+    /** Why engine runs are refused now (refuseRuns). */
+    private refusing?: Error;
     /** What the next program run proposes as the installation; set from state before every operation. */
     private proposed?: ResolvedInstallation;
 
@@ -135,6 +137,15 @@ export class StackDriver extends StackQueries {
     }
 
     /**
+     * While `reason` is set, every engine run that would start (up, preview, refresh, destroy) throws it
+     * instead: a replica that lost the stack's lock starts none while its abandoned operation winds down
+     * (src/service/control/operation-abort.ts). Undefined lets them run again.
+     */
+    refuseRuns(reason: Error | undefined): void {
+        this.refusing = reason;
+    }
+
+    /**
      * Ends the running operation at once, when a cancel did not (supervised.ts `terminateEngines`: every
      * engine command of this process). State keeps what the engine wrote; recovery finishes the pending
      * operations it left. Returns false when nothing runs.
@@ -180,6 +191,7 @@ export class StackDriver extends StackQueries {
         run: (s: Stack, onEvent: (e: EngineEvent) => void, signal: AbortSignal) => Promise<unknown>,
     ): Promise<OperationResult> {
         return this.serial(async () => {
+            if (this.refusing) throw this.refusing;
             const started = Date.now();
             // Every command, not only `serve`, cleans up after a dead run before it starts its own (and
             // before the CLI loads the stack, which a half-written backend file would fail).

@@ -33,11 +33,17 @@ export function engineProcessesOf(ownerPid: number): { pid: number; command: str
 }
 
 /**
- * The engine of the egress process `ownerPid` is inside an update: it has started its dynamic-provider
- * plugin, which it does once it runs the program, after it took the stack's lock in the backend.
+ * The engine of the egress process `ownerPid` is inside an update that holds the stack's lock: a
+ * `pulumi up`, `refresh` or `destroy` runs, and it has started its dynamic-provider plugin, which it does
+ * once it runs the program, after it took the lock in the backend. A `pulumi preview` (a scale previews
+ * first, for the members it would replace) starts the plugin too, but takes no lock: it does not count.
  */
 export function engineUpdating(ownerPid: number): boolean {
-    return engineProcessesOf(ownerPid).some((e) => e.command.includes("pulumi-resource-pulumi-nodejs"));
+    const engine = engineProcessesOf(ownerPid);
+    return (
+        engine.some((e) => / (up|refresh|destroy)$/.test(e.command)) &&
+        engine.some((e) => e.command.includes("pulumi-resource-pulumi-nodejs"))
+    );
 }
 
 /** Lock files (and their .attrs sidecars) in the project's file backend. */

@@ -100,6 +100,22 @@ test("a CLI command holding the stack's lock takes the store's counts into its f
     assert.deepEqual(rec?.counts, { web: 1 });
     assert.match(rec!.by, /^cli:/, "written by the command, as the lock's holder");
     assert.equal(outputsCount(), 1);
+
+    // `egress doctor` shows them beside the stack file's.
+    const agree = cli(p, ["doctor", "--store", redis.url, "--json"]);
+    const finding = (out: string) =>
+        (JSON.parse(out).findings as { check: string; detail: string }[]).find((c) => c.check === "desired counts");
+    assert.match(
+        finding(agree.stdout)?.detail ?? agree.stdout,
+        /the store's: web 1 \(written by cli:.*\); the stack file agrees/,
+    );
+    p.setReplicas("web", 2);
+    const differ = cli(p, ["doctor", "--store", redis.url, "--json"]);
+    assert.match(
+        finding(differ.stdout)?.detail ?? differ.stdout,
+        /the stack file says web 2: the next leader, or `egress up --store`, applies the store's/,
+    );
+    p.setReplicas("web", 1);
 });
 
 test("only the lock's holder writes the desired counts; a stored count the stack file now refuses is not applied", async () => {

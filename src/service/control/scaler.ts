@@ -251,7 +251,6 @@ export class Scaler {
         ops.update(op, { status: "running", startedAt: new Date().toISOString() });
         log.info("operation started");
         const abort = (this.current = new OperationAbort(this.stopping.signal));
-        const deps = { ...this.deps, driver: abort.guard(this.deps.driver) };
         let patch: Partial<Operation>;
         let proxies: ProxyMember[] | undefined;
         let lock: { release(): void } | undefined;
@@ -268,7 +267,7 @@ export class Scaler {
             const more = this.moreDue.get(op.id);
             this.moreDue.delete(op.id);
             ({ patch, proxies } = await runOperation(op, log, {
-                deps,
+                deps: this.deps,
                 signal: abort.signal,
                 more,
                 setDraining: (on) => (this.drainingNow = on),
