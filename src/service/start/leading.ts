@@ -159,12 +159,13 @@ export class StackLead {
         this.leadingNow = false;
         // The journal is the leader's from now on: nothing this replica still settles overwrites it.
         this.p.ops.setWriter(false);
-        await this.p.scaleQueue?.follow();
-        this.p.scaler.pause();
+        // First, before any wait on the store: every moment counts once the lock may be another's.
         this.p.scaler.abandonRunning(
             "this replica lost the stack's lock while this operation ran: it stops here, and the next leader applies the desired state",
             this.o.opts.engineKillGraceMs ?? 30_000,
         );
+        await this.p.scaleQueue?.follow();
+        this.p.scaler.pause();
         this.p.reconciler.follow(); // the next leader may change the repair back-off: reread it on leading again
         this.p.redisStore?.setPublisher(false);
         await this.p.verdicts?.follow();
