@@ -7,6 +7,10 @@
  *
  *   node dist/bench/lease-store.js [--seconds 5] [--concurrency 1,16,64] [--members 1000] [--commandstats]
  *
+ * Every row also reports the CPU time per pair of the service process(es) and of redis-server
+ * (/proc/<pid>/stat over the timed part; the bench client's own is not counted): steadier than pairs/s
+ * when other jobs share the machine. HAProxy's CPU is not in the three-process row.
+ *
  * --commandstats: after the table, Redis' INFO commandstats for each Redis row (reset before it, so
  * its 0.5 s warm-up is in): EVALSHA calls and µs per call, and the commands the scripts ran per EVALSHA.
  *
@@ -20,6 +24,7 @@ import { freeLoopbackPort } from "../test/helpers/net";
 import { BenchResult, formatTable, runHttpBench } from "./leases";
 import { RedisCommandStats } from "./redis-commandstats";
 import { forkSyntheticService, randomToken, SyntheticOptions } from "./synthetic-service";
+import { processCpuMicros } from "./proc-cpu";
 
 async function main(): Promise<void> {
     const { values } = parseArgs({
@@ -49,11 +54,16 @@ async function main(): Promise<void> {
             ["redis store, 1 process", { store: redis.url }],
             ["bare node:http, memory (peer)", { bare: true }],
         ];
-        const measure = async (name: string, port: number) => {
+        const redisPid = redis.pid()!;
+        const measure = async (name: string, port: number, servicePids: number[]) => {
+            const cpu: Record<string, () => number> = {
+                service: () => servicePids.reduce((n, pid) => n + processCpuMicros(pid), 0),
+                ...(name.startsWith("redis") && { redis: () => processCpuMicros(redisPid) }),
+            };
             for (const concurrency of concurrencies) {
                 const redisRow = stats && name.startsWith("redis");
                 if (redisRow) await stats.reset();
-                const r = await runHttpBench({ url: `http://127.0.0.1:${port}`, token, concurrency, seconds });
+                const r = await runHttpBench({ url: `http://127.0.0.1:${port}`, token, concurrency, seconds, cpu });
                 r.mode = `${name}, ${r.mode}`;
                 rows.push(r);
                 if (redisRow) await stats.take(r.mode);
@@ -63,7 +73,7 @@ async function main(): Promise<void> {
         for (const [name, extra] of setups) {
             const child = await forkSyntheticService({ token, members, pools: 4, logLevel: "warn", ...extra });
             try {
-                await measure(name, child.port);
+                await measure(name, child.port, [child.pid]);
             } finally {
                 await child.stop();
             }
@@ -86,7 +96,7 @@ async function threeBehindHaproxy(
     store: string,
     token: string,
     members: number,
-    measure: (name: string, port: number) => Promise<void>,
+    measure: (name: string, port: number, servicePids: number[]) => Promise<void>,
 ): Promise<void> {
     const storePrefix = `egress:bench-three-${process.pid}:`;
     const children = await Promise.all(
@@ -102,7 +112,11 @@ async function threeBehindHaproxy(
     try {
         // Its /readyz checks mark a server up after two passes, a second apart.
         await lb.untilUp("egress_api_replicas", 3);
-        await measure("redis store, 3 processes behind HAProxy", lb.apiPort);
+        await measure(
+            "redis store, 3 processes behind HAProxy",
+            lb.apiPort,
+            children.map((c) => c.pid),
+        );
     } finally {
         await lb.cleanup();
         await Promise.all(children.map((c) => c.stop()));

@@ -26,6 +26,8 @@ export interface BenchResult {
     unavailable?: number;
     /** HTTP mode: concurrent keep-alive clients. */
     concurrency?: number;
+    /** HTTP mode: µs of CPU per pair of each process runHttpBench was given a `cpu` counter for, by name. */
+    cpuPerPair?: Record<string, number>;
 }
 
 /** Latency percentiles over per-pair samples in ms. */
@@ -180,6 +182,8 @@ export async function runHttpBench(opts: {
     body?: object;
     client?: HttpClientKind;
     warmupSeconds?: number;
+    /** µs of CPU used so far by a process, by name (proc-cpu.ts), read as the timed part starts and ends. */
+    cpu?: Record<string, () => number>;
 }): Promise<BenchResult> {
     const base = new URL(opts.url);
     if (base.protocol !== "http:" || !["127.0.0.1", "localhost", "[::1]"].includes(base.hostname))
@@ -222,12 +226,19 @@ export async function runHttpBench(opts: {
         end = performance.now() + (opts.warmupSeconds ?? 0.5) * 1000;
         await Promise.all(posters.map(worker));
         measuring = true;
+        const cpu = Object.entries(opts.cpu ?? {});
+        const cpuBefore = cpu.map(([, read]) => read());
         const started = performance.now();
         end = started + seconds * 1000;
         await Promise.all(posters.map(worker));
+        // Pairs in flight when the time ran out finish (and are counted) before this read, not after it.
+        const cpuPerPair = Object.fromEntries(
+            cpu.map(([name, read], i) => [name, (read() - cpuBefore[i]) / Math.max(1, samples.length)]),
+        );
         return summarize(`http, ${client} client`, samples, (performance.now() - started) / 1000, {
             unavailable,
             concurrency,
+            ...(cpu.length > 0 && { cpuPerPair }),
         });
     } finally {
         for (const p of posters) p.close();
@@ -238,7 +249,19 @@ export async function runHttpBench(opts: {
 export function formatTable(rows: BenchResult[]): string {
     // The clients column only when some row has one, so in-process tables keep their shape.
     const clients = rows.some((r) => r.concurrency !== undefined);
-    const head = ["mode", ...(clients ? ["clients"] : []), "pairs/s", "p50 ms", "p99 ms", "max ms", "pairs", "503s"];
+    // A CPU column per process some row measured (runHttpBench's `cpu`); "-" where a row did not.
+    const cpu = [...new Set(rows.flatMap((r) => Object.keys(r.cpuPerPair ?? {})))];
+    const head = [
+        "mode",
+        ...(clients ? ["clients"] : []),
+        "pairs/s",
+        "p50 ms",
+        "p99 ms",
+        "max ms",
+        "pairs",
+        "503s",
+        ...cpu.map((n) => `${n} CPU µs/pair`),
+    ];
     const body = rows.map((r) => [
         r.mode,
         ...(clients ? [r.concurrency === undefined ? "-" : String(r.concurrency)] : []),
@@ -248,6 +271,7 @@ export function formatTable(rows: BenchResult[]): string {
         r.maxMs.toFixed(3),
         String(r.pairs),
         String(r.unavailable ?? 0),
+        ...cpu.map((n) => (r.cpuPerPair?.[n] === undefined ? "-" : r.cpuPerPair[n].toFixed(1))),
     ]);
     return benchTable(head, body);
 }
