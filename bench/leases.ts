@@ -26,6 +26,8 @@ export interface BenchResult {
     unavailable?: number;
     /** HTTP mode: concurrent keep-alive clients. */
     concurrency?: number;
+    /** HTTP mode: µs of CPU per pair of each process runHttpBench was given a `cpu` counter for, by name. */
+    cpuPerPair?: Record<string, number>;
 }
 
 /** Latency percentiles over per-pair samples in ms. */
@@ -180,6 +182,13 @@ export async function runHttpBench(opts: {
     body?: object;
     client?: HttpClientKind;
     warmupSeconds?: number;
+    /** µs of CPU used so far by a process, by name (proc-cpu.ts), read as the timed part starts and ends. */
+    cpu?: Record<string, () => number>;
+    /**
+     * Pairs per second over all clients, each client starting its pairs on its own schedule (an open
+     * loop) instead of as fast as it can: CPU per pair then compares builds at the same load.
+     */
+    rate?: number;
 }): Promise<BenchResult> {
     const base = new URL(opts.url);
     if (base.protocol !== "http:" || !["127.0.0.1", "localhost", "[::1]"].includes(base.hostname))
@@ -200,8 +209,19 @@ export async function runHttpBench(opts: {
     let unavailable = 0;
     let end = 0;
     let measuring = false;
-    const worker = async (p: Poster) => {
+    if (opts.rate !== undefined && !(opts.rate > 0))
+        throw new Error(`runHttpBench: rate must be > 0, got ${opts.rate}`);
+    // With a rate, client k starts a pair every `every` ms, k/rate s after the others (behind: at once).
+    const every = opts.rate ? (concurrency * 1000) / opts.rate : 0;
+    const worker = async (p: Poster, k: number) => {
+        let next = performance.now() + (k * every) / concurrency;
         while (performance.now() < end) {
+            if (every > 0) {
+                const wait = next - performance.now();
+                if (wait > 0) await new Promise((r) => setTimeout(r, wait));
+                next += every;
+                if (performance.now() >= end) break;
+            }
             const t0 = performance.now();
             const a = await p.post(`${prefix}/v1/leases`, leaseBody);
             if (a.status === 503) {
@@ -220,14 +240,21 @@ export async function runHttpBench(opts: {
     try {
         // Warm-up on the same connections, so the JIT (both sides) and TCP settle before samples count.
         end = performance.now() + (opts.warmupSeconds ?? 0.5) * 1000;
-        await Promise.all(posters.map(worker));
+        await Promise.all(posters.map((p, k) => worker(p, k)));
         measuring = true;
+        const cpu = Object.entries(opts.cpu ?? {});
+        const cpuBefore = cpu.map(([, read]) => read());
         const started = performance.now();
         end = started + seconds * 1000;
-        await Promise.all(posters.map(worker));
+        await Promise.all(posters.map((p, k) => worker(p, k)));
+        // Pairs in flight when the time ran out finish (and are counted) before this read, not after it.
+        const cpuPerPair = Object.fromEntries(
+            cpu.map(([name, read], i) => [name, (read() - cpuBefore[i]) / Math.max(1, samples.length)]),
+        );
         return summarize(`http, ${client} client`, samples, (performance.now() - started) / 1000, {
             unavailable,
             concurrency,
+            ...(cpu.length > 0 && { cpuPerPair }),
         });
     } finally {
         for (const p of posters) p.close();
@@ -238,7 +265,19 @@ export async function runHttpBench(opts: {
 export function formatTable(rows: BenchResult[]): string {
     // The clients column only when some row has one, so in-process tables keep their shape.
     const clients = rows.some((r) => r.concurrency !== undefined);
-    const head = ["mode", ...(clients ? ["clients"] : []), "pairs/s", "p50 ms", "p99 ms", "max ms", "pairs", "503s"];
+    // A CPU column per process some row measured (runHttpBench's `cpu`); "-" where a row did not.
+    const cpu = [...new Set(rows.flatMap((r) => Object.keys(r.cpuPerPair ?? {})))];
+    const head = [
+        "mode",
+        ...(clients ? ["clients"] : []),
+        "pairs/s",
+        "p50 ms",
+        "p99 ms",
+        "max ms",
+        "pairs",
+        "503s",
+        ...cpu.map((n) => `${n} CPU µs/pair`),
+    ];
     const body = rows.map((r) => [
         r.mode,
         ...(clients ? [r.concurrency === undefined ? "-" : String(r.concurrency)] : []),
@@ -248,6 +287,7 @@ export function formatTable(rows: BenchResult[]): string {
         r.maxMs.toFixed(3),
         String(r.pairs),
         String(r.unavailable ?? 0),
+        ...cpu.map((n) => (r.cpuPerPair?.[n] === undefined ? "-" : r.cpuPerPair[n].toFixed(1))),
     ]);
     return benchTable(head, body);
 }

@@ -157,7 +157,7 @@ export async function forkSyntheticService(
     opts: SyntheticOptions,
     execArgv: string[] = [],
     script = __filename,
-): Promise<{ port: number; stop(): Promise<void> }> {
+): Promise<{ port: number; pid: number; stop(): Promise<void> }> {
     const child = fork(script, [], { execArgv, stdio: ["ignore", "inherit", "inherit", "ipc"] });
     const port = await new Promise<number>((resolve, reject) => {
         child.once("message", (m: { port: number }) => resolve(m.port));
@@ -166,6 +166,7 @@ export async function forkSyntheticService(
     });
     return {
         port,
+        pid: child.pid!,
         // Disconnect (not kill) so the child exits normally and --cpu-prof gets to write its profile.
         stop: () =>
             new Promise<void>((resolve) => {

@@ -26,6 +26,8 @@ export interface TestRedis {
     stop(): Promise<void>;
     /** Kills it and removes its dir. */
     cleanup(): Promise<void>;
+    /** The running server's process id (benches read its CPU time from /proc). */
+    pid(): number | undefined;
 }
 
 const BIN = "/usr/bin/redis-server";
@@ -119,6 +121,7 @@ export async function startRedis(
         start,
         kill,
         stop: () => end("SIGTERM"),
+        pid: () => child?.pid,
         async cleanup() {
             await kill();
             fs.rmSync(dir, { recursive: true, force: true });

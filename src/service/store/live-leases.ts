@@ -7,8 +7,12 @@ import type { Lease } from "../leases/types";
  */
 export class LiveLeases {
     private leases = new Map<string, Lease>();
-    /** Lease ids per member: one exclusive lease, or up to memberConcurrency shared (gateway) ones. */
-    private byMember = new Map<string, Set<string>>();
+    /**
+     * Lease ids per member: one exclusive lease, or up to memberConcurrency shared (gateway) ones. A lone
+     * id is kept as itself, a set only from the second one: every acquire and release passes here, and a
+     * set per lease was one more allocation per request for the usual single lease.
+     */
+    private byMember = new Map<string, string | Set<string>>();
 
     /** Replaces the copy with the rows of the VIEW script: id, proxy, pool, target, session, leasedAt, expiresAt. */
     replace(rows: string[][]): void {
@@ -30,30 +34,36 @@ export class LiveLeases {
 
     remember(l: Lease): void {
         this.leases.set(l.id, l);
-        let ids = this.byMember.get(l.proxyId);
-        if (!ids) this.byMember.set(l.proxyId, (ids = new Set()));
-        ids.add(l.id);
+        const ids = this.byMember.get(l.proxyId);
+        if (ids === undefined || ids === l.id) this.byMember.set(l.proxyId, l.id);
+        else if (typeof ids === "string") this.byMember.set(l.proxyId, new Set([ids, l.id]));
+        else ids.add(l.id);
     }
 
     forget(leaseId: string): void {
         const l = this.leases.get(leaseId);
+        if (!l) return;
         this.leases.delete(leaseId);
-        const ids = l && this.byMember.get(l.proxyId);
-        if (!ids) return;
-        ids.delete(leaseId);
-        if (ids.size === 0) this.byMember.delete(l.proxyId);
+        const ids = this.byMember.get(l.proxyId);
+        if (ids === leaseId) this.byMember.delete(l.proxyId);
+        else if (typeof ids === "object") {
+            ids.delete(leaseId);
+            if (ids.size === 0) this.byMember.delete(l.proxyId);
+        }
     }
 
     /** Drops every lease of a member (after a revoke ended them all). */
     forgetMember(proxyId: string): void {
-        for (const id of this.byMember.get(proxyId) ?? []) this.leases.delete(id);
+        const ids = this.byMember.get(proxyId);
+        if (typeof ids === "string") this.leases.delete(ids);
+        else for (const id of ids ?? []) this.leases.delete(id);
         this.byMember.delete(proxyId);
     }
 
     /** One of the member's live leases (the oldest remembered), if it has any. */
     ofMember(proxyId: string): Lease | undefined {
         const ids = this.byMember.get(proxyId);
-        const first = ids?.values().next().value;
+        const first = typeof ids === "string" ? ids : ids?.values().next().value;
         return first === undefined ? undefined : this.leases.get(first);
     }
 

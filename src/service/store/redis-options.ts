@@ -30,11 +30,6 @@ export interface RedisStoreOptions extends Pick<
 }
 
 export type Reply = (string | number)[];
-/** The scripts as ioredis commands (defineCommand: EVALSHA, then EVAL once on NOSCRIPT, e.g. after a Redis restart). */
-export type Scripts = Record<
-    "egressAcquire" | "egressRelease" | "egressRevoke" | "egressBlock" | "egressPublish" | "egressView",
-    (...args: (string | number)[]) => Promise<unknown>
->;
 
 /** Replies that mean "not now" rather than "a bug in a script": answered 503 like a lost connection. */
 export const TRANSIENT_REPLY = /^(LOADING|BUSY|MASTERDOWN|READONLY|TRYAGAIN|CLUSTERDOWN)\b/;

@@ -15,7 +15,8 @@ import { type LeaseStore, StoreUnavailableError } from "./types";
 import { redactStoreUrl } from "./url";
 import { LiveLeases } from "./live-leases";
 import { TurnWrites } from "./turn-writes";
-import { type RedisStoreOptions, type Reply, type Scripts, TRANSIENT_REPLY } from "./redis-options";
+import { type RedisStoreOptions, type Reply, TRANSIENT_REPLY } from "./redis-options";
+import { isNoScript, StoreScript } from "./script-call";
 import { acquireReply, publishedPools, releaseReply, type PublishedPool } from "./redis-wire";
 
 export type { RedisStoreOptions } from "./redis-options";
@@ -28,7 +29,9 @@ export type { RedisStoreOptions } from "./redis-options";
  * `commandTimeoutMs`; ioredis reconnects with back-off (capped at 2 s) by itself.
  */
 export class RedisLeaseStore implements LeaseStore {
-    private readonly redis: Redis & Scripts;
+    private readonly redis: Redis;
+    /** The scripts with this store's settings written in (scripts.ts). */
+    private readonly scripts: Record<"acquire" | "release" | "revoke" | "block" | "publish" | "view", StoreScript>;
     /** Only a ready connection's: ioredis refuses commands before that, and its handshake is not held. */
     private readonly writes = new TurnWrites(() => (this.redis.status === "ready" ? this.redis.stream : undefined));
     private readonly retryAfterSeconds: number;
@@ -75,16 +78,16 @@ export class RedisLeaseStore implements LeaseStore {
             enableAutoPipelining: false,
             // Back-off: 100 ms doubling to 2 s, for ever; reconnecting is the only way back.
             retryStrategy: (times) => Math.min(100 * 2 ** Math.min(times - 1, 5), 2000),
-        }) as Redis & Scripts;
-        for (const [name, lua] of Object.entries({
-            egressAcquire: ACQUIRE,
-            egressRelease: RELEASE,
-            egressRevoke: REVOKE,
-            egressBlock: BLOCK,
-            egressPublish: PUBLISH,
-            egressView: VIEW,
-        }))
-            this.redis.defineCommand(name, { numberOfKeys: 1, lua: withSettings(lua, settings) });
+        });
+        const script = (lua: string) => new StoreScript(withSettings(lua, settings));
+        this.scripts = {
+            acquire: script(ACQUIRE),
+            release: script(RELEASE),
+            revoke: script(REVOKE),
+            block: script(BLOCK),
+            publish: script(PUBLISH),
+            view: script(VIEW),
+        };
         const where = redactStoreUrl(o.url);
         // An `error` listener is required: without one ioredis writes to the console, which is not a JSON log line.
         this.redis.on("error", (e: Error) => {
@@ -142,26 +145,24 @@ export class RedisLeaseStore implements LeaseStore {
     }
 
     async acquire(req: AcquireRequest = {}): Promise<AcquireResult> {
-        const r = (await this.run(() =>
-            this.redis.egressAcquire(
-                this.o.prefix,
-                req.pool ?? "",
-                req.target ?? "",
-                req.session ?? "",
-                req.ttlSeconds ?? 0,
-                randomUUID(),
-                req.zone ?? "",
-                req.shared ? "1" : "0",
-                ...(req.exclude ?? []),
-            ),
-        )) as Reply;
+        const args = [
+            req.pool ?? "",
+            req.target ?? "",
+            req.session ?? "",
+            String(req.ttlSeconds ?? 0),
+            randomUUID(),
+            req.zone ?? "",
+            req.shared ? "1" : "0",
+        ];
+        if (req.exclude) args.push(...req.exclude);
+        const r = (await this.run(this.scripts.acquire, args)) as Reply;
         const result = acquireReply(r, req);
         if (result.ok) this.view.remember(result.lease);
         return result;
     }
 
     async release(leaseId: string, outcome: ReleaseOutcome): Promise<ReleaseResult> {
-        const r = (await this.run(() => this.redis.egressRelease(this.o.prefix, leaseId, outcome))) as Reply;
+        const r = (await this.run(this.scripts.release, [leaseId, outcome])) as Reply;
         this.view.forget(leaseId);
         const result = releaseReply(r, leaseId);
         if (result.ok && outcome === "error") this.o.onError?.(result.lease.proxyId, result.lease);
@@ -171,7 +172,7 @@ export class RedisLeaseStore implements LeaseStore {
     /** Ends the member's lease in Redis (in the background: the drainer's caller is synchronous); returns the lease this view knew. */
     revoke(id: string, removal: Removal): Lease | undefined {
         const lease = this.view.ofMember(id);
-        this.run(() => this.redis.egressRevoke(this.o.prefix, id, JSON.stringify(removal))).then(
+        this.run(this.scripts.revoke, [id, JSON.stringify(removal)]).then(
             () => this.view.forgetMember(id),
             (e: unknown) =>
                 this.o.log.warn(
@@ -183,7 +184,7 @@ export class RedisLeaseStore implements LeaseStore {
     }
 
     async reportBlocked(proxyId: string, target: string): Promise<number | undefined> {
-        const until = Number(await this.run(() => this.redis.egressBlock(this.o.prefix, proxyId, target)));
+        const until = Number(await this.run(this.scripts.block, [proxyId, target]));
         return until < 0 ? undefined : until;
     }
 
@@ -212,11 +213,16 @@ export class RedisLeaseStore implements LeaseStore {
         this.redis.disconnect();
     }
 
-    /** Runs a store command; a lost connection, a timeout or a transient reply becomes StoreUnavailableError. */
-    private async run<T>(fn: () => Promise<T>): Promise<T> {
+    /** Runs a script; a lost connection, a timeout or a transient reply becomes StoreUnavailableError. */
+    private async run(script: StoreScript, args: string[]): Promise<unknown> {
         this.writes.hold();
         try {
-            return await fn();
+            try {
+                return await script.send(this.redis, this.o.prefix, args);
+            } catch (e) {
+                if (!isNoScript(e)) throw e;
+                return await script.load(this.redis, this.o.prefix, args); // Redis lost its scripts (a restart)
+            }
         } catch (e) {
             if (e instanceof ReplyError && !TRANSIENT_REPLY.test((e as Error).message)) throw e; // a script bug is a 500, not an outage
             throw new StoreUnavailableError(
@@ -256,7 +262,7 @@ export class RedisLeaseStore implements LeaseStore {
             pools: this.pools,
             members: (this.members ?? []).map((m) => [m.id, m.pool, this.eligible.get(m.id) ? 1 : 0, m.zone ?? ""]),
         });
-        this.publishing = this.run(() => this.redis.egressPublish(this.o.prefix, view))
+        this.publishing = this.run(this.scripts.publish, [view])
             .then(
                 () => undefined,
                 () => void (this.dirty = true), // published again on reconnect ("ready") and by the sweep
@@ -274,7 +280,7 @@ export class RedisLeaseStore implements LeaseStore {
     async syncView(): Promise<void> {
         if (this.redis.status !== "ready") return;
         try {
-            this.view.replace((await this.redis.egressView(this.o.prefix)) as string[][]);
+            this.view.replace((await this.run(this.scripts.view, [])) as string[][]);
         } catch {
             /* the error listener reports the outage; the view keeps its last state */
         }

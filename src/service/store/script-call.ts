@@ -1,0 +1,40 @@
+import { createHash } from "node:crypto";
+import { Command } from "ioredis";
+import type Redis from "ioredis";
+
+/** Replies as ioredis' defineCommand gives them: bulk strings as UTF-8 strings. */
+const OPTIONS = { replyEncoding: "utf8" as const };
+
+/**
+ * One of the store's Lua scripts (scripts.ts), sent as EVALSHA with one key, and as EVAL when Redis
+ * answers NOSCRIPT (it restarted or its scripts were flushed; the next EVALSHA then finds the script).
+ *
+ * Instead of ioredis' defineCommand, because every call of a defined command costs the service more
+ * than the lease work around it: argument copies and a flattening pass, a promise chained for the
+ * NOSCRIPT retry and a wrapped reject per call, and a first call per connection sent as EVAL with the
+ * whole script. Here a call is one Command over arguments that are strings already, and the retry
+ * happens only on the error path (docs/bench.md). Timeouts, the offline refusal and errors are
+ * ioredis' own, as before: the command goes through `sendCommand` like any other.
+ */
+export class StoreScript {
+    private readonly sha: string;
+
+    constructor(private readonly lua: string) {
+        this.sha = createHash("sha1").update(lua).digest("hex");
+    }
+
+    /** EVALSHA with KEYS[1] = `key` and `args` as ARGV. */
+    send(redis: Redis, key: string, args: string[]): Promise<unknown> {
+        return redis.sendCommand(new Command("evalsha", [this.sha, "1", key, ...args], OPTIONS)) as Promise<unknown>;
+    }
+
+    /** The same as EVAL, which also caches the script in Redis: after `send` failed with NOSCRIPT. */
+    load(redis: Redis, key: string, args: string[]): Promise<unknown> {
+        return redis.sendCommand(new Command("eval", [this.lua, "1", key, ...args], OPTIONS)) as Promise<unknown>;
+    }
+}
+
+/** Whether `e` is Redis' answer to an EVALSHA of a script it does not have. */
+export function isNoScript(e: unknown): boolean {
+    return e instanceof Error && e.message.startsWith("NOSCRIPT");
+}
