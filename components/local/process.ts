@@ -4,6 +4,7 @@
  * serialized by the engine and these functions travel with it.
  */
 import { foreignInstallationMessage, type Installation } from "../../src/model/installation";
+import { classify } from "../shared/errors";
 
 export interface StartRequest {
     id: string;
@@ -102,9 +103,12 @@ export async function startProxy(req: StartRequest, timeoutMs = 15000): Promise<
         : "";
     fs.rmSync(files.auth, { force: true });
     fs.rmSync(files.log, { force: true }); // transactional: a failed create leaves nothing (the tail is in the error)
-    throw new Error(
+    const failed = new Error(
         `local proxy ${req.id} did not start listening on port ${req.port || "(any)"}: ${exited !== null ? `exited with ${exited}` : "timed out"}${tail ? `; log: ${tail}` : ""}`,
     );
+    // A port another process holds may be let go (a proxy still exiting, a short-lived server): the next
+    // up tries again (the service's reconcile loop does, after its back-off). Anything else needs a person.
+    throw /EADDRINUSE/.test(tail) ? classify(failed, "transient") : failed;
 }
 
 /**

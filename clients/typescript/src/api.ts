@@ -1186,6 +1186,14 @@ export interface operations {
                             /** @description RFC 3339 time */
                             retryAt: string;
                         }[];
+                        /** @description Set while a scale, autoscale or up that failed transiently waits for the loop to run `up` again */
+                        convergence?: {
+                            error: string;
+                            failures: number;
+                            operation: string;
+                            /** @description RFC 3339 time */
+                            retryAt: string;
+                        };
                         enabled: boolean;
                         intervalSeconds: number;
                         lastRound?: {

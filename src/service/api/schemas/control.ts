@@ -208,6 +208,15 @@ export const healResponse = z.object({
         .optional(),
     providersDown: z.array(z.object({ provider: z.string(), reason: z.string() })),
     backoff: z.array(z.object({ member: z.string(), failures: z.number().int(), retryAt: isoTime })),
+    convergence: z
+        .object({
+            failures: z.number().int(),
+            retryAt: isoTime,
+            operation: z.string(),
+            error: z.string(),
+        })
+        .optional()
+        .describe("Set while a scale, autoscale or up that failed transiently waits for the loop to run `up` again"),
 });
 
 const replicaSchema = z

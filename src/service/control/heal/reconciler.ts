@@ -7,6 +7,8 @@ import type { ProviderHealthReport } from "../../observe/provider-checks";
 import { NotAcceptingError, type Scaler } from "../scaler";
 import { afterRepair, Decision, decideRepairs, HEAL_BACKOFF, HealReason, MemberFacts } from "./decide";
 import { HealHistory, type HealHistoryStore } from "./history";
+import { ConvergenceRetry, type ConvergenceRetryStatus } from "./convergence";
+import { setsCounts } from "../run-operation";
 
 export interface ReconcilerDeps {
     /** Time between the ends of two rounds; 0 = the loop is off. */
@@ -40,6 +42,8 @@ export interface ReconcileStatus {
     /** Providers whose members are not repaired now, and why: the "operation-less" report. */
     providersDown: { provider: string; reason: string }[];
     backoff: { member: string; failures: number; retryAt: string }[];
+    /** Set while the stack's convergence waits to be tried again after a transient failure (convergence.ts). */
+    convergence?: ConvergenceRetryStatus;
 }
 
 /**
@@ -50,6 +54,7 @@ export interface ReconcileStatus {
  */
 export class Reconciler {
     private readonly history: HealHistory;
+    private readonly convergence: ConvergenceRetry;
     private timer?: NodeJS.Timeout;
     private round?: Promise<unknown>;
     private stopped = true;
@@ -64,6 +69,7 @@ export class Reconciler {
             );
         this.now = deps.now ?? Date.now;
         this.history = new HealHistory(deps.log, deps.historyStore);
+        this.convergence = new ConvergenceRetry(deps.backoff ?? HEAL_BACKOFF, this.now);
     }
 
     start(): void {
@@ -85,10 +91,23 @@ export class Reconciler {
      */
     follow(): void {
         this.history.release();
+        this.convergence.forget();
     }
 
-    /** A heal operation settled: success clears the members' backoff, failure extends it. */
+    /**
+     * A heal operation settled: success clears the members' backoff, failure extends it. A count-setting
+     * one (scale, autoscale, up) that failed transiently is tried again after the back-off (convergence.ts).
+     */
     settled(op: Operation): void {
+        if (setsCounts(op)) {
+            const retryAt = this.convergence.settled(op);
+            if (retryAt !== undefined)
+                this.deps.log.warn(
+                    { operation: op.id, kind: op.kind, retryAt: new Date(retryAt).toISOString() },
+                    "the stack did not converge (a transient failure); the reconcile loop runs `up` again then",
+                );
+            return;
+        }
         if (op.kind !== "heal" || (op.status !== "succeeded" && op.status !== "failed")) return;
         const at = this.now();
         for (const id of op.members ?? []) {
@@ -116,6 +135,7 @@ export class Reconciler {
             backoff: [...this.history.entries]
                 .filter(([, h]) => h.retryAt !== undefined && h.retryAt > this.now())
                 .map(([member, h]) => ({ member, failures: h.failures, retryAt: new Date(h.retryAt!).toISOString() })),
+            ...(this.convergence.status() ? { convergence: this.convergence.status() } : {}),
         };
     }
 
@@ -146,6 +166,15 @@ export class Reconciler {
             const notReady = await this.history.ready();
             if (notReady) return finish([], notReady);
             this.history.prune(new Set(members.map((m) => m.id)));
+            if (this.convergence.take()) {
+                const failed = this.convergence.status();
+                const op = this.deps.scaler.converge();
+                this.deps.log.info(
+                    { operation: op.id, failures: failed?.failures, after: failed?.operation },
+                    "running `up` again: the stack's last convergence failed transiently",
+                );
+                return finish([], "an `up` runs again after a transient failure");
+            }
         }
 
         const gone = await this.gone(members);
