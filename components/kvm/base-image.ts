@@ -98,11 +98,16 @@ export async function clearOurUnfinishedUpload(
     return done;
 }
 
-/** One more whole upload after a lost connection; each try is bounded by its own transfer deadline. */
+/**
+ * Two more whole uploads after a lost connection, 5 s and then 10 s later; each try is bounded by its own
+ * transfer deadline. A busy host has dropped two tries 35 s apart on its keepalive (a CI run on a loaded
+ * machine); a third try, later, gives it time to catch up. Past that, the create fails `[transient]` and
+ * the next `up` (the service's reconcile loop runs one after its back-off) tries again.
+ */
 const UPLOAD_RETRY: RetrySchedule = {
-    tries: 2,
-    firstDelayMs: 2000,
-    maxDelayMs: 2000,
+    tries: 3,
+    firstDelayMs: 5000,
+    maxDelayMs: 15000,
     maxTotalMs: Number.MAX_SAFE_INTEGER,
 };
 

@@ -168,6 +168,11 @@ test(
                     .join("\n")}`,
             );
         });
+        // A transient failure (a dropped upload) is run again by the reconcile loop: say how many it took.
+        const ups = ((await svc.call("GET", "/v1/operations")).body.operations as { kind: string; status: string }[])
+            .filter((o) => o.kind === "up")
+            .map((o) => o.status);
+        console.log(`start-up convergence: ${ups.length} up operation(s): ${ups.join(", ")}`);
         installation = installationOf(p).installation.id;
         doms = [0, 1].map((i) => memberObjectNames(installation, `rg-${i}`).domain);
         console.log(
