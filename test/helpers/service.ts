@@ -4,6 +4,7 @@ import { tempProject } from "./project";
 import { startService, RunningService, ServeOptions } from "../../src/service/start/server";
 import { createLogger } from "../../src/log/logger";
 import { sha256 } from "../../src/service/http/auth";
+import { dropEngineDisconnectsAsTheServiceDoes } from "./engine-disconnects";
 
 /** Tokens with different scopes, stored hashed in the project's tokens file. */
 export const TOKENS = {
@@ -54,6 +55,7 @@ export function tokenEntries(): { name: string; sha256: string; scopes: string[]
  * 127.0.0.1, logs captured (and checked for leaked tokens by the tests).
  */
 export async function startTestService(config: object, extra: Partial<ServeOptions> = {}): Promise<TestService> {
+    dropEngineDisconnectsAsTheServiceDoes();
     const project = tempProject("svc", config);
     const runDir = path.join(project.dir, "run");
     const tokensFile = path.join(project.dir, "tokens.json");
