@@ -1,7 +1,9 @@
 #!/usr/bin/env node
 /**
  * `egress` — the command line. Every command takes `--stack` (default `dev`, or $EGRESS_STACK) and
- * `--json`. Exit codes: 0 ok, 1 operation failed, 2 invalid input or config, 3 missing prerequisite, 75 the Pulumi backend is unreachable (retry).
+ * `--json`. Exit codes: 0 ok, 1 operation failed, 2 invalid input or config, 3 missing prerequisite, 4 lost
+ * the stack's lock in the store mid-run (its engine run stopped), 75 the Pulumi backend or the store is unreachable
+ * (retry), 130 cancelled with Ctrl-C.
  */
 import { Command } from "commander";
 import { packageVersion } from "./engine";
@@ -36,7 +38,7 @@ export function buildCli(): Command {
         .showHelpAfterError()
         .addHelpText(
             "after",
-            "\nExamples:\n  egress up                      # bring the dev stack to its config\n  egress scale dev 5             # set pool `dev` to 5 members and apply\n  egress outputs --json | jq '.proxies[].url'\n  egress destroy --yes\n",
+            "\nExamples:\n  egress up                      # bring the dev stack to its config\n  egress scale dev 5             # set pool `dev` to 5 members and apply\n  egress outputs --json | jq '.proxies[].url'\n  egress destroy --yes\n\nExit codes: 0 ok, 1 failed, 2 invalid input or config, 3 missing prerequisite, 4 lost the stack's\nlock in the store to another holder mid-run (the engine run was stopped), 75 the backend or the store is\nunreachable (retry), 130 cancelled with Ctrl-C.\n",
         );
     program.exitOverride((err) => {
         // Unknown commands/options are usage errors (2); --help and --version exit 0.

@@ -14,8 +14,20 @@ import type { ProxyMember } from "../model";
 import { StoreUnavailableError } from "../service/store";
 import { proxyTable } from "./render";
 
-/** Exit codes: scripts can tell a bad request from a failed operation from a missing prerequisite. */
-export const EXIT = { ok: 0, failed: 1, invalid: 2, prerequisite: 3, unavailable: 75, interrupted: 130 } as const;
+/**
+ * Exit codes: scripts can tell a bad request from a failed operation from a missing prerequisite. `lockLost`:
+ * the command lost the stack's lock in the store to another holder mid-run and stopped its engine run
+ * (lock-loss.ts); unlike `unavailable`, running it again at once would run beside the new holder.
+ */
+export const EXIT = {
+    ok: 0,
+    failed: 1,
+    invalid: 2,
+    prerequisite: 3,
+    lockLost: 4,
+    unavailable: 75,
+    interrupted: 130,
+} as const;
 
 /** Options every command accepts. */
 export interface GlobalOptions {
@@ -28,6 +40,8 @@ export interface GlobalOptions {
     backend?: string;
     /** The store replicas share (`--store` of serve, doctor and the writers; else $EGRESS_STORE): a secret. */
     store?: string;
+    /** Seconds a writer's engine run, cancelled when it lost the store's lock, has before it is ended (lock-loss.ts). */
+    engineKillGrace?: string;
 }
 
 /** The Pulumi project: `--cwd`, else the current directory if it has Pulumi.yaml, else egress's own root. */
@@ -38,6 +52,21 @@ export function projectDir(opts: GlobalOptions): string {
 }
 
 export class UsageError extends Error {}
+
+/**
+ * An interval flag in seconds, refused (exit 2, naming the flag) unless it is a number within
+ * [min, max] — or 0 when the flag may turn its loop `off`. "Absurd" is above max: a loop that never
+ * runs in practice is better said as 0.
+ */
+export function seconds(flag: string, raw: string, range: { min: number; max: number; off?: boolean }): number {
+    const v = Number(raw);
+    if (range.off && v === 0 && String(raw).trim() !== "") return 0;
+    if (String(raw).trim() === "" || !Number.isFinite(v) || v < range.min || v > range.max)
+        throw new UsageError(
+            `${flag} must be ${range.off ? "0 (off) or " : ""}a number of seconds from ${range.min} to ${range.max} (got "${raw}")`,
+        );
+    return v;
+}
 
 /** An operation cancelled with Ctrl-C: it carries the members state holds afterwards. */
 export class InterruptedError extends Error {
@@ -50,6 +79,18 @@ export class InterruptedError extends Error {
     }
 }
 
+/**
+ * A command lost the stack's lock in the store to another holder while it ran (the store was away
+ * longer than the TTL and a replica or another command took it): its engine run was cancelled, and
+ * ended after the grace if it had not stopped (lock-loss.ts). EXIT.lockLost.
+ */
+export class LockLostError extends Error {
+    constructor(message: string) {
+        super(message);
+        this.name = "LockLostError";
+    }
+}
+
 /** The exit code that classifies an error (EXIT): the same for every command, `egress serve` included. */
 export function exitCodeOf(e: unknown): number {
     return e instanceof ConfigError ||
@@ -59,14 +100,16 @@ export function exitCodeOf(e: unknown): number {
         ? EXIT.invalid
         : e instanceof EngineMissingError || e instanceof PassphraseMismatchError
           ? EXIT.prerequisite
-          : e instanceof InterruptedError
-            ? EXIT.interrupted
-            : // The backend or the store is down for now (sysexits' EX_TEMPFAIL): the same command can be retried as it is.
-              e instanceof BackendUnreachableError ||
-                (e instanceof EngineError && e.backendUnreachable) ||
-                e instanceof StoreUnavailableError
-              ? EXIT.unavailable
-              : EXIT.failed;
+          : e instanceof LockLostError
+            ? EXIT.lockLost
+            : e instanceof InterruptedError
+              ? EXIT.interrupted
+              : // The backend or the store is down for now (sysexits' EX_TEMPFAIL): the same command can be retried as it is.
+                e instanceof BackendUnreachableError ||
+                  (e instanceof EngineError && e.backendUnreachable) ||
+                  e instanceof StoreUnavailableError
+                ? EXIT.unavailable
+                : EXIT.failed;
 }
 
 /** Prints an error the way the user needs it and returns the exit code that classifies it. */

@@ -9,6 +9,7 @@ import { type RolledPool, rollUp } from "./rolling";
 import { credentialsTable, progressPrinter, proxyTable, summaryLine } from "./render";
 import { exitReleasing, withWriterLock } from "./writer";
 import { storeOption } from "./store-lock";
+import { guarded, lockLoss, lockLossSignal } from "./lock-loss";
 
 export type EngineRunOptions = GlobalOptions & {
     refresh?: boolean;
@@ -24,12 +25,14 @@ export type EngineRunOptions = GlobalOptions & {
 
 /** `create: false` for commands that only read or remove: a mistyped --stack must not create a stack. */
 function driverFor(opts: GlobalOptions, create = true): StackDriver {
-    return new StackDriver({
-        workDir: projectDir(opts),
-        stack: opts.stack,
-        create,
-        onNotice: (line) => process.stderr.write(`note: ${line}\n`),
-    });
+    return guarded(
+        new StackDriver({
+            workDir: projectDir(opts),
+            stack: opts.stack,
+            create,
+            onNotice: (line) => process.stderr.write(`note: ${line}\n`),
+        }),
+    );
 }
 
 /**
@@ -65,11 +68,15 @@ async function cancellable<T>(
                 : "\ncancelling: the engine finishes what is in flight and saves state (Ctrl-C again to quit now)\n",
         );
     };
+    // The store's lock lost: the driver's run is cancelled already (lock-loss.ts); a roll stops too.
+    const onLoss = () => stop.abort(lockLossSignal.reason);
+    lockLossSignal.addEventListener("abort", onLoss, { once: true });
     process.on("SIGINT", onSigint);
     try {
         return await fn(stop.signal, () => (roll = true));
     } finally {
         process.off("SIGINT", onSigint);
+        lockLossSignal.removeEventListener("abort", onLoss);
     }
 }
 
@@ -109,6 +116,8 @@ export async function runEngine(
             return driver[kind]({ onProgress, refresh: opts.refresh });
         });
     } catch (e) {
+        // Lost the store's lock: the state is the new holder's to read (withWriterLock says why).
+        if (lockLoss()) throw e;
         // Interrupted: what runs now is what state says (not the previous run's stack output).
         if (e instanceof EngineError && e.interrupted && kind !== "preview")
             throw new InterruptedError(e.message, await driver.membersInState());

@@ -1,6 +1,6 @@
 import type { Command } from "commander";
 import type { Logger } from "pino";
-import { UsageError, GlobalOptions, projectDir } from "./context";
+import { UsageError, GlobalOptions, projectDir, seconds } from "./context";
 import { loadStackConfig } from "../config";
 import { startService } from "../service/start/server";
 import { storeSpecOf } from "./store-lock";
@@ -247,19 +247,4 @@ function blockHeader(raw: string): { name: string; contains?: string } {
             `--gateway-block-header "${raw}": the text after = is empty; leave out = to match the header's presence`,
         );
     return contains === undefined ? { name } : { name, contains };
-}
-
-/**
- * An interval flag in seconds, refused (exit 2, naming the flag) unless it is a number within
- * [min, max] — or 0 when the flag may turn its loop `off`. "Absurd" is above max: a loop that never
- * runs in practice is better said as 0.
- */
-export function seconds(flag: string, raw: string, range: { min: number; max: number; off?: boolean }): number {
-    const v = Number(raw);
-    if (range.off && v === 0 && String(raw).trim() !== "") return 0;
-    if (String(raw).trim() === "" || !Number.isFinite(v) || v < range.min || v > range.max)
-        throw new UsageError(
-            `${flag} must be ${range.off ? "0 (off) or " : ""}a number of seconds from ${range.min} to ${range.max} (got "${raw}")`,
-        );
-    return v;
 }

@@ -8,17 +8,23 @@ import {
     stackPrefix,
 } from "../service/cluster/records";
 import { parseStoreSpec, redactStoreUrl, StoreSpecError } from "../service/store";
-import { GlobalOptions, UsageError } from "./context";
+import { GlobalOptions, LockLostError, UsageError } from "./context";
+import { abandonEngineRuns, DEFAULT_ENGINE_KILL_GRACE_SECONDS, engineKillGraceMs, setKillGrace } from "./lock-loss";
 
 /**
  * Adds `--store` to a command that changes the stack. The same flag and variable `egress serve` takes;
  * no default shown from EGRESS_STORE: --help would print the URL, password and all.
  */
 export function storeOption(cmd: Command): Command {
-    return cmd.option(
-        "--store <url>",
-        "the Redis store the stack's `egress serve` replicas share (redis://…; also $EGRESS_STORE): the stack's lock is taken there too, so no replica drives the engine meanwhile",
-    );
+    return cmd
+        .option(
+            "--store <url>",
+            "the Redis store the stack's `egress serve` replicas share (redis://…; also $EGRESS_STORE): the stack's lock is taken there too, so no replica drives the engine meanwhile",
+        )
+        .option(
+            "--engine-kill-grace <seconds>",
+            `with --store: a command that loses the stack's lock to another holder cancels its engine run; one still running this long after is ended (1 to 3600; default ${DEFAULT_ENGINE_KILL_GRACE_SECONDS}; also $EGRESS_ENGINE_KILL_GRACE). Exit code 4`,
+        );
 }
 
 /**
@@ -95,7 +101,8 @@ export async function replicaLeader(lock: CommandLock): Promise<ReplicaLeader | 
 /**
  * Takes the stack's lock in the store for `command`, waiting up to `waitMs` while another command holds
  * it (saying whom it waits for); a replica holding it is a ReplicaLeadsError. Renewed until `release`;
- * a renewal that finds it in another's hands is said at once, loudly, on stderr.
+ * a renewal that finds it in another's hands stops the command's engine runs (stopOnLoss), one that
+ * cannot renew it past its TTL is a warning.
  */
 export async function holdStoreLock(
     url: string,
@@ -103,12 +110,20 @@ export async function holdStoreLock(
     command: string,
     waitMs: number,
 ): Promise<{ id: string; release(): Promise<void> }> {
+    const graceMs = engineKillGraceMs(opts); // a bad one is refused before anything is taken
+    setKillGrace(graceMs, () =>
+        process.stderr.write(
+            `the cancelled engine run of \`${command}\` did not end within ${graceMs / 1000}s: its processes were ended\n`,
+        ),
+    );
     const lock = await openStoreLock(url, opts.stack);
     const started = Date.now();
     let waitedFor: string | undefined;
     try {
         for (;;) {
-            const holder = await lock.claim(command, (t) => process.stderr.write(troubleLine(opts.stack, t)));
+            const holder = await lock.claim(command, (t) =>
+                t.kind === "lost" ? stopOnLoss(opts.stack, command, t.holder, graceMs) : warn(opts.stack, t),
+            );
             if (holder.id === lock.id) break;
             if (!heldByCommand(holder)) {
                 const { replicas } = await lock.cluster();
@@ -132,21 +147,36 @@ export async function holdStoreLock(
     }
     return {
         id: lock.id,
-        release: async () => {
-            await lock.release();
-            if (lock.lostTo)
-                process.stderr.write(
-                    `WARNING: \`${command}\` finished, but it had lost stack ${opts.stack}'s lock in the store to ${lock.lostTo.id} while it ran; check what that holder changed (\`egress refresh\`, GET /v1/operations)\n`,
-                );
-        },
+        release: () => lock.release(),
     };
 }
 
-/** What a holder is told when its lock is in trouble: on stderr at once, in capitals, since a replica may now drive the engine too. */
-function troubleLine(stack: string, t: LockTrouble): string {
-    if (t.kind === "lost")
-        return `WARNING: lost stack ${stack}'s lock in the store: ${heldByCommand(t.holder) ? describeCommandHolder(t.holder) : `replica ${t.holder.id}`} holds it now and may drive the engine while this command runs (the Pulumi lock still guards the engine's state)\n`;
-    if (t.kind === "retaken")
-        return `WARNING: stack ${stack}'s lock in the store ran out and was taken again (fencing token ${t.before} -> ${t.after}): a replica may have led in between\n`;
-    return `WARNING: cannot renew stack ${stack}'s lock in the store for ${Math.round(t.sinceMs / 1000)}s (${t.error}): it may have run out, and a replica may lead\n`;
+/** "replica <id>" or "`egress up` (cli:…) …": who holds the lock now. */
+function describeHolder(holder: LeaderInfo): string {
+    return heldByCommand(holder) ? describeCommandHolder(holder) : `replica ${holder.id}`;
+}
+
+/**
+ * The lock is another's now (a replica or another command leads, and may drive the engine): this
+ * command stops its engine run as a service leader does (lock-loss.ts), says so at once, and ends with
+ * a LockLostError (withWriterLock).
+ */
+function stopOnLoss(stack: string, command: string, holder: LeaderInfo, graceMs: number): void {
+    const running = abandonEngineRuns(
+        new LockLostError(
+            `\`${command}\` lost stack ${stack}'s lock in the store to ${describeHolder(holder)} while it ran, and stopped its engine run (state keeps what the engine saved; the next writer finishes what it left pending). Check what that holder changes (\`egress refresh\`, GET /v1/operations) before running it again`,
+        ),
+    );
+    process.stderr.write(
+        `LOST stack ${stack}'s lock in the store: ${describeHolder(holder)} holds it now; ${running ? `cancelling this command's engine run (it saves state; ended after ${graceMs / 1000}s if still running) and starting no other` : "no engine run in progress, and this command starts none"}\n`,
+    );
+}
+
+/** The lock may have run out (not known to be another's): said on stderr at once, in capitals, since a replica may have led. */
+function warn(stack: string, t: Exclude<LockTrouble, { kind: "lost" }>): void {
+    process.stderr.write(
+        t.kind === "retaken"
+            ? `WARNING: stack ${stack}'s lock in the store ran out and was taken again (fencing token ${t.before} -> ${t.after}): a replica may have led in between\n`
+            : `WARNING: cannot renew stack ${stack}'s lock in the store for ${Math.round(t.sinceMs / 1000)}s (${t.error}): it may have run out, and a replica may lead\n`,
+    );
 }

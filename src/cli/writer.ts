@@ -6,6 +6,7 @@ import { stackPrefix } from "../service/cluster/records";
 import { StoreUnavailableError } from "../service/store";
 import { EXIT, GlobalOptions, projectDir, UsageError } from "./context";
 import { holdStoreLock, storeUrlOf } from "./store-lock";
+import { lockLoss, lockLossSignal } from "./lock-loss";
 
 /** Default for `--lock-wait`: long enough for a typical scale of local or cloud members to finish. */
 export const DEFAULT_LOCK_WAIT_SECONDS = 120;
@@ -41,6 +42,8 @@ export async function exitReleasing(code: number): Promise<never> {
  * the replicas' leader lock, which machines share where the file lock is one machine's. The same order
  * as a replica (leader lock, then the file lock per operation), so the two never wait on each other
  * crosswise. An unreachable store fails the command (exit 75): it never falls back to the file lock alone.
+ * The store's lock found another's while `fn` runs stops its engine runs (lock-loss.ts) and fails the
+ * command with that LockLostError (exit 4), whatever `fn` ended with.
  */
 export async function withWriterLock<T>(opts: GlobalOptions, command: string, fn: () => Promise<T>): Promise<T> {
     const waitMs = lockWaitMs(opts);
@@ -56,30 +59,51 @@ export async function withWriterLock<T>(opts: GlobalOptions, command: string, fn
     };
     if (store) for (const sig of ["SIGINT", "SIGTERM"] as const) process.on(sig, onSignal);
     try {
-        const lock = await acquireWriterLock({
-            runDir: engineHome().runDir,
-            stack: opts.stack,
-            command,
-            waitMs: Math.max(0, waitMs - (Date.now() - started)),
-            onWait: (h) =>
-                process.stderr.write(`waiting for stack ${opts.stack}: ${describeHolder(h)} holds its writer lock\n`),
-            onStale: (h) =>
-                process.stderr.write(
-                    `cleared a stale writer lock of stack ${opts.stack}: ${describeHolder(h)} is no longer running\n`,
-                ),
-        });
-        try {
-            if (!url || !store) return await fn();
-            return await withStoreDesired(url, store.id, opts, fn);
-        } finally {
-            lock.release();
-        }
+        const result = await underFileLock(opts, command, waitMs - (Date.now() - started), url, store?.id, fn);
+        // Lost while it ran: even a run that ended well ran beside the new holder for a while.
+        const lost = lockLoss();
+        if (lost) throw lost;
+        return result;
+    } catch (e) {
+        // Whatever the cut-off run failed with (cancelled, refused, ended), the loss is why.
+        throw lockLoss() ?? e;
     } finally {
         if (store) {
             for (const sig of ["SIGINT", "SIGTERM"] as const) process.off(sig, onSignal);
             held.delete(store.release);
             await store.release();
         }
+    }
+}
+
+/** The file lock, then `fn` (with the store's desired counts when the command holds the store's lock). */
+async function underFileLock<T>(
+    opts: GlobalOptions,
+    command: string,
+    waitMs: number,
+    url: string | undefined,
+    storeId: string | undefined,
+    fn: () => Promise<T>,
+): Promise<T> {
+    const lock = await acquireWriterLock({
+        runDir: engineHome().runDir,
+        stack: opts.stack,
+        command,
+        waitMs: Math.max(0, waitMs),
+        // A lost store lock ends the wait: the command would only be refused its engine run after it.
+        signal: lockLossSignal,
+        onWait: (h) =>
+            process.stderr.write(`waiting for stack ${opts.stack}: ${describeHolder(h)} holds its writer lock\n`),
+        onStale: (h) =>
+            process.stderr.write(
+                `cleared a stale writer lock of stack ${opts.stack}: ${describeHolder(h)} is no longer running\n`,
+            ),
+    });
+    try {
+        if (!url || !storeId) return await fn();
+        return await withStoreDesired(url, storeId, opts, fn);
+    } finally {
+        lock.release();
     }
 }
 
@@ -112,7 +136,8 @@ async function withStoreDesired<T>(url: string, self: string, opts: GlobalOption
         try {
             return await fn();
         } finally {
-            await recordFileCounts(desired, dir, opts.stack);
+            // Not once the lock is another's: the counts in the store are the new holder's to record.
+            if (!lockLoss()) await recordFileCounts(desired, dir, opts.stack);
         }
     } finally {
         desired.close();

@@ -156,6 +156,21 @@ export class StackDriver extends StackQueries {
     }
 
     /**
+     * Gives the stack up to another holder of its lock (a service leader that lost it, operation-abort.ts;
+     * a CLI command that lost it, cli/lock-loss.ts): refuses every further engine run with `reason`,
+     * cancels the one in progress (it saves state and stops), and ends its processes if it has not ended
+     * `graceMs` later (`kill`, then `onKilled`), a bound another host can count on. `disarm` drops that
+     * end once the caller knows the run is over.
+     */
+    abandon(reason: Error, graceMs: number, onKilled: () => void): { engineRunning: boolean; disarm(): void } {
+        this.refuseRuns(reason);
+        const engineRunning = this.cancel();
+        const timer = setTimeout(() => this.kill() && onKilled(), graceMs);
+        timer.unref();
+        return { engineRunning, disarm: () => clearTimeout(timer) };
+    }
+
+    /**
      * Makes the stack usable after a crash: ends engine processes of dead runs, removes locks whose
      * holder died (a live holder's lock is left alone, and then nothing else is touched), and finishes
      * pending operations a killed update left in state (recovery.ts). Returns what it did, for the log.

@@ -30,9 +30,9 @@ export class RedisRelay {
         });
     }
 
-    /** Listens on a free loopback port; returns it. */
-    async listen(): Promise<number> {
-        await new Promise<void>((r) => this.server.listen(0, "127.0.0.1", () => r()));
+    /** Listens on `port` (a closed relay's, to end the cut), else a free loopback port; returns it. */
+    async listen(port = 0): Promise<number> {
+        await new Promise<void>((r) => this.server.listen(port, "127.0.0.1", () => r()));
         return (this.port = (this.server.address() as net.AddressInfo).port);
     }
 

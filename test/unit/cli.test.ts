@@ -96,6 +96,17 @@ test("unknown commands are usage errors; --help exits 0 and lists the commands",
         assert.match(help.stdout, new RegExp(`\\n  ${c}\\b`));
 });
 
+test("a bad --engine-kill-grace of a writer is a usage error before the store is tried; --help lists exit code 4", () => {
+    // A closed port: were the store tried first, this would be exit 75.
+    const r = run("--stack", "t", "up", "--store", "redis://127.0.0.1:1", "--engine-kill-grace", "0");
+    assert.equal(r.code, 2, r.stderr);
+    assert.match(r.stderr, /--engine-kill-grace must be a number of seconds from 1 to 3600 \(got "0"\)/);
+    const env = runWith({ EGRESS_ENGINE_KILL_GRACE: "soon" }, "--stack", "t", "up", "--store", "redis://127.0.0.1:1");
+    assert.equal(env.code, 2, env.stderr);
+    assert.match(run("--help").stdout, /Exit codes: .*\b4 lost the stack's\s+lock in the store/);
+    assert.match(run("up", "--help").stdout, /--engine-kill-grace <seconds>/);
+});
+
 test("up with a Kubernetes context missing from the kubeconfig exits 2 naming the path, before the engine runs", () => {
     const kubeconfig = path.join(dir, "kubeconfig.yaml");
     fs.writeFileSync(

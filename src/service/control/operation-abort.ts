@@ -11,7 +11,7 @@ export class OperationAbort {
     private readonly controller = new AbortController();
     private readonly onStop = () => this.controller.abort(this.stopping.reason);
     private abandonedBy?: StackDriver;
-    private killTimer?: NodeJS.Timeout;
+    private disarmKill?: () => void;
 
     constructor(private readonly stopping: AbortSignal) {
         if (stopping.aborted) this.onStop();
@@ -37,19 +37,17 @@ export class OperationAbort {
         if (this.abandonedBy) return;
         const reason = new Error(why);
         this.abandonedBy = driver;
-        driver.refuseRuns(reason);
+        const { engineRunning, disarm } = driver.abandon(reason, graceMs, () =>
+            log.error({ graceMs }, "the cancelled engine run did not end in time: its processes were ended"),
+        );
+        this.disarmKill = disarm;
         this.controller.abort(reason);
-        log.warn({ engineRunning: driver.cancel(), graceMs }, why);
-        this.killTimer = setTimeout(() => {
-            if (driver.kill())
-                log.error({ graceMs }, "the cancelled engine run did not end in time: its processes were ended");
-        }, graceMs);
-        this.killTimer.unref();
+        log.warn({ engineRunning, graceMs }, why);
     }
 
     /** The operation ended: nothing of it is left to cancel or end, and the driver may run again when asked. */
     dispose(): void {
-        clearTimeout(this.killTimer);
+        this.disarmKill?.();
         this.abandonedBy?.refuseRuns(undefined);
         this.stopping.removeEventListener("abort", this.onStop);
     }
