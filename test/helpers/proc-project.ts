@@ -9,7 +9,7 @@ import * as os from "node:os";
 import * as path from "node:path";
 import YAML from "yaml";
 import { engineHome, PACKAGE_ROOT } from "../../src/engine";
-import { OFFLINE_ENV, pidsMentioning } from "./project";
+import { OFFLINE_ENV, pidsMentioning, writeStackConfig } from "./project";
 
 export const ADMIN_TOKEN = "tok-crash-admin-0123456789abcdef";
 
@@ -66,13 +66,13 @@ export function procProject(stack: string, config: object, extraEnv: Record<stri
         setReplicas(pool, n) {
             const doc = YAML.parse(fs.readFileSync(file, "utf8"));
             doc.config["egress:pools"].find((p: { name: string }) => p.name === pool).replicas = n;
-            fs.writeFileSync(file, YAML.stringify(doc));
+            writeStackConfig(file, doc.config);
         },
         replicas: (pool) =>
             YAML.parse(fs.readFileSync(file, "utf8")).config["egress:pools"].find(
                 (p: { name: string }) => p.name === pool,
             ).replicas,
-        writeConfig: (config) => fs.writeFileSync(file, YAML.stringify({ config })),
+        writeConfig: (config) => writeStackConfig(file, config),
         cleanup: () => {
             // A test that failed before its destroy (or whose destroy failed) must not leave its proxies,
             // services or engines running on the machine for the next test file: they are said and killed.

@@ -29,8 +29,8 @@ export function tempProject(
     delete settings.main;
     fs.writeFileSync(path.join(dir, "Pulumi.yaml"), YAML.stringify(settings));
     fs.mkdirSync(path.join(dir, "stacks"));
-    const writeConfig = (c: object) =>
-        fs.writeFileSync(path.join(dir, "stacks", `Pulumi.${stack}.yaml`), YAML.stringify({ config: c }));
+    const stackFile = path.join(dir, "stacks", `Pulumi.${stack}.yaml`);
+    const writeConfig = (c: object) => writeStackConfig(stackFile, c);
     writeConfig(config);
     const env = {
         ...OFFLINE_ENV,
@@ -55,4 +55,15 @@ export function pidsMentioning(text: string): number[] {
             }
         })
         .map(Number);
+}
+
+/**
+ * Writes a stack file's `config` as a careful operator edits it: what Pulumi keeps there (the passphrase's
+ * `encryptionsalt`) kept, and the file swapped in whole. A file without its salt was rewritten by the
+ * engine at its next run, in place, and a service reading the file then (GET /v1/pools) read half of it.
+ */
+export function writeStackConfig(stackFile: string, config: object): void {
+    const before = fs.existsSync(stackFile) ? (YAML.parse(fs.readFileSync(stackFile, "utf8")) ?? {}) : {};
+    fs.writeFileSync(`${stackFile}.tmp`, YAML.stringify({ ...before, config }));
+    fs.renameSync(`${stackFile}.tmp`, stackFile);
 }

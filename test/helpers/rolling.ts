@@ -43,6 +43,7 @@ export async function watchRolling(
     const batches = new Set<string>();
     for (;;) {
         const op = await get();
+        if (!op) throw new Error("the operation's view came back empty (GET /v1/operations/:id answered no operation)");
         if (op.rolling) batches.add(`${op.rolling.batch}/${op.rolling.of}:${op.rolling.members.join(",")}`);
         if (["succeeded", "failed", "interrupted"].includes(op.status) || stopWhen(op)) return { op, batches };
         await new Promise((res) => setTimeout(res, 200));

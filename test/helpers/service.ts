@@ -186,9 +186,11 @@ export async function waitHealthy(svc: TestService, n: number): Promise<void> {
 
 /** GET /v1/pools' entry for pool `name`. */
 export async function poolView(svc: TestService, name: string): Promise<any> {
-    return (await svc.call("GET", "/v1/pools", { token: TOKENS.discover })).body.pools.find(
-        (p: any) => p.name === name,
-    );
+    const r = await svc.call("GET", "/v1/pools", { token: TOKENS.discover });
+    // Say what came instead of pools (a CI run once failed on a bare TypeError here).
+    if (!Array.isArray(r.body?.pools))
+        throw new Error(`GET /v1/pools answered ${r.status} without pools: ${JSON.stringify(r.body).slice(0, 500)}`);
+    return r.body.pools.find((p: any) => p.name === name);
 }
 
 /** Member id → proxy URL, as GET /v1/proxies lists them (a replaced local member has a new port). */
