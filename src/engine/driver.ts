@@ -13,7 +13,7 @@ import { forgetMember, ForgetResult } from "./forget";
 import { isIncorrectPassphrase, PassphraseMismatchError } from "./salt";
 import type { ResolvedInstallation } from "./installation";
 import { BackendUnreachableError, classifyBackendError, EngineError, OperationKind } from "./engine-errors";
-import { clearingDeadLocks } from "./backend-locks";
+import { clearingDeadLocks, liveLockHolders } from "./backend-locks";
 import { terminateEngines } from "./supervised";
 import { pruneHistory } from "./history-prune";
 import { StackQueries } from "./driver-queries";
@@ -183,6 +183,14 @@ export class StackDriver extends StackQueries {
             const finished = await this.finishPending(stack, (line) => done.push(line));
             return [...done, ...finished];
         });
+    }
+
+    /**
+     * The holders of the stack's Pulumi locks that may be running (backend-locks.ts): a file backend's
+     * lock files and a PostgreSQL backend's lock rows; none are known for other backends.
+     */
+    lockHolders(): Promise<{ pid?: number; hostname?: string }[]> {
+        return liveLockHolders(this.backend, this.stackName);
     }
 
     /** Removes one member's resources from state, leaving what they run behind (forget.ts); `apply: false` only reports. */

@@ -35,13 +35,32 @@ export function selfIdentity(): ProcessIdentity {
 }
 
 /**
+ * Holders on other hosts known to be gone: the lock holders a replica found when it took the lead of a
+ * stack on a shared backend, once the previous holders' engines must have ended (service/start/
+ * foreign-engines.ts). Only the leader marks them, and it forgets them when it stops leading.
+ */
+const goneElsewhere = new Set<string>();
+const elsewhereKey = (id: { pid: number; hostname: string }) => `${id.pid}@${id.hostname}`;
+
+/** Counts these holders on other hosts as gone from now on (see goneElsewhere). */
+export function markGoneElsewhere(ids: { pid: number; hostname: string }[]): void {
+    for (const id of ids) goneElsewhere.add(elsewhereKey(id));
+}
+
+/** Counts every holder on another host as alive again (this replica stopped leading). */
+export function forgetGoneElsewhere(): void {
+    goneElsewhere.clear();
+}
+
+/**
  * The one liveness rule of the engine layer (locks, writer lock, leftover engines).
  * False only when the process is provably gone: same host, and the pid is free, belongs to a process
  * that exited and awaits its parent's wait (a zombie), or now belongs to a process that started at
- * another time. A holder on another host cannot be checked and counts as alive.
+ * another time. A holder on another host cannot be checked and counts as alive, unless the leader
+ * marked it gone (markGoneElsewhere).
  */
 export function identityAlive(id: ProcessIdentity): boolean {
-    if (id.hostname !== os.hostname()) return true;
+    if (id.hostname !== os.hostname()) return !goneElsewhere.has(elsewhereKey(id));
     try {
         process.kill(id.pid, 0);
     } catch (e) {

@@ -24,13 +24,23 @@ export interface ProcProject {
     setReplicas(pool: string, n: number): void;
     /** The count the stack file holds for `pool` now. */
     replicas(pool: string): number;
+    /**
+     * The host name its egress processes see (their own UTS namespace, processes.ts), as on another
+     * machine; undefined runs them as this host.
+     */
+    host?: string;
     /** Replaces the stack file's config (a stack file edit: a new port, image …). */
     writeConfig(config: object): void;
     cleanup(): void;
 }
 
 /** A project whose every egress process (service, CLI, engine) is isolated from the developer's. */
-export function procProject(stack: string, config: object, extraEnv: Record<string, string> = {}): ProcProject {
+export function procProject(
+    stack: string,
+    config: object,
+    extraEnv: Record<string, string> = {},
+    opts: { host?: string } = {},
+): ProcProject {
     const bin = engineHome().binDir;
     for (const b of ["pulumi", "egress-supervise"])
         if (!fs.existsSync(path.join(bin, b))) throw new Error(`${bin}/${b} is missing: run \`npm run setup\``);
@@ -62,6 +72,7 @@ export function procProject(stack: string, config: object, extraEnv: Record<stri
         home,
         backendDir,
         env,
+        host: opts.host,
         stateDir: path.join(home, "run", "local", stack),
         setReplicas(pool, n) {
             const doc = YAML.parse(fs.readFileSync(file, "utf8"));

@@ -14,13 +14,25 @@ export { backendLockFiles, engineProcessesOf, engineUpdating, environOf, proxyPr
 
 const CLI = path.join(PACKAGE_ROOT, "dist", "src", "cli.js");
 
+/**
+ * The command line of `egress <args>` for `p`: in a UTS namespace of its own named `p.host` when the
+ * project is on "another host" (root only, as the tests run: the engine's locks then name that host).
+ */
+function egressArgv(p: ProcProject, args: string[], entry = CLI): [string, string[]] {
+    const argv = [entry, ...args, "--stack", p.stack, "--cwd", p.dir];
+    if (!p.host) return [process.execPath, argv];
+    // unshare and sh exec in turn: the child's pid is node's.
+    const named = 'printf %s "$0" > /proc/sys/kernel/hostname && exec "$@"';
+    return ["unshare", ["--uts", "sh", "-c", named, p.host, process.execPath, ...argv]];
+}
+
 /** Runs `egress <args>` to completion. */
 export function cli(
     p: ProcProject,
     args: string[],
     timeoutMs = 120_000,
 ): { code: number; stdout: string; stderr: string } {
-    const r = cp.spawnSync(process.execPath, [CLI, ...args, "--stack", p.stack, "--cwd", p.dir], {
+    const r = cp.spawnSync(...egressArgv(p, args), {
         env: p.env,
         encoding: "utf8",
         timeout: timeoutMs,
@@ -51,7 +63,7 @@ export async function cliAsync(
 
 /** Starts `egress <args>` without waiting (`entry`: another release's cli.js, test/helpers/legacy-release.ts). */
 export function spawnCli(p: ProcProject, args: string[], entry = CLI): cp.ChildProcessWithoutNullStreams {
-    return cp.spawn(process.execPath, [entry, ...args, "--stack", p.stack, "--cwd", p.dir], { env: p.env });
+    return cp.spawn(...egressArgv(p, args, entry), { env: p.env });
 }
 
 export interface ServeProcess {

@@ -23,11 +23,19 @@ export interface ClusterOptions {
     prefix: string;
     self: Omit<ReplicaInfo, "id" | "lastHeartbeat" | "pid" | "host" | "startedAt">;
     log: Logger;
+    /**
+     * What replicas must share to join (scope.ts): `self.scope` is its id, `oneHome` why it is this home's
+     * (undefined when the stack can be driven from several hosts).
+     */
+    oneHome?: string;
     /** Lifetime of the leader lock; renewed every third of it. @default 5000 */
     ttlMs?: number;
     /** Called when this replica starts or stops leading (never twice in a row with the same value); see `subscribe`. */
     onLeading?: (leading: boolean) => void;
 }
+
+/** The scope a replica's record names (older releases wrote `home` only). */
+const scopeOf = (r: ReplicaInfo): string | undefined => r.scope ?? r.home;
 
 type Scripted = Redis &
     Record<"egressClaim" | "egressFence" | "egressResign", (...a: (string | number)[]) => Promise<unknown>>;
@@ -47,6 +55,7 @@ export class Cluster {
     private readonly startedAt = new Date().toISOString();
     private timer?: NodeJS.Timeout;
     private leading = false;
+    private leadingFrom = 0;
     private token = 0;
     /** Local clock time until which this replica may act as leader without hearing from Redis again. */
     private validUntil = 0;
@@ -65,7 +74,8 @@ export class Cluster {
         this.redis.defineCommand("egressClaim", { numberOfKeys: 2, lua: CLAIM });
         this.redis.defineCommand("egressFence", { numberOfKeys: 1, lua: FENCE });
         this.redis.defineCommand("egressResign", { numberOfKeys: 1, lua: RESIGN });
-        this.home = new StackHome(this.redis, this.key(CLUSTER_KEYS.home), o.self.home, this.ttlMs * 3);
+        const scope = o.self.scope ?? o.self.home;
+        this.home = new StackHome(this.redis, this.key(CLUSTER_KEYS.home), scope, this.ttlMs * 3);
     }
 
     private key(k: string): string {
@@ -92,9 +102,10 @@ export class Cluster {
     }
 
     /**
-     * Refuses to join replicas of the stack that run from another EGRESS_HOME (another host, or another
-     * directory): the next leader takes the operation journal, the stack file and the writer lock over
-     * from its own home, so a leader from another one would apply a different desired state. The stack's
+     * Refuses to join replicas of the stack with another scope (scope.ts): from another EGRESS_HOME (another
+     * host, or another directory) when the stack is one host's (a file backend, `local` pools), or with
+     * another stack config when it is shared: the next leader applies its own home's stack file, so a
+     * leader with another one would apply a different desired state. The stack's
      * home key is taken in one step (scripts.ts HOLD_HOME), so of two replicas from two homes starting in
      * the same moment one is refused; the heartbeat renews it. Call before `start`; a store that does not
      * answer yet is not a refusal (the lease store reports it), and the heartbeat then takes the key.
@@ -106,12 +117,15 @@ export class Cluster {
         const held = await this.home.hold().catch(() => mine);
         // Records of releases before the home key carry `home` only: live ones from another home refuse too.
         const view = await this.view().catch(() => undefined);
-        const others = (view?.replicas ?? []).filter((r) => r.home && r.home !== mine);
+        const others = (view?.replicas ?? []).filter((r) => scopeOf(r) && scopeOf(r) !== mine);
         if (held === mine && !others.length) return;
         // A refused start must not keep the stack for its home (the running replicas would step down).
         if (held === mine) await this.home.free().catch(() => undefined);
         this.redis.disconnect();
-        throw new ForeignHomeError(held !== mine ? held! : others[0].home!, others);
+        throw new ForeignHomeError(held !== mine ? held! : scopeOf(others[0])!, others, {
+            id: mine,
+            oneHome: this.o.oneHome,
+        });
     }
 
     /** This replica leads now (its lock was renewed within the TTL). */
@@ -122,6 +136,11 @@ export class Cluster {
     /** The lock's holder, as last read (by the claim loop, every third of the TTL). */
     leader(): LeaderInfo | undefined {
         return this.leaderSeen;
+    }
+
+    /** Local clock time since which this replica leads, or undefined while it does not. */
+    leadingSince(): number | undefined {
+        return this.isLeader() ? this.leadingFrom : undefined;
     }
 
     /** Checks with Redis that this replica still holds the lock with its token: call before an engine operation. */
@@ -168,7 +187,7 @@ export class Cluster {
             await this.redis.hdel(this.key(CLUSTER_KEYS.replicas), this.id);
             // The last replica of this home frees the stack at once: a move to another home need not wait.
             const { replicas } = await this.view();
-            if (!replicas.some((r) => r.home === this.home.home)) await this.home.free();
+            if (!replicas.some((r) => scopeOf(r) === this.home.home)) await this.home.free();
         } catch {
             /* Redis is down: the lock runs out by its TTL */
         }
@@ -263,6 +282,7 @@ export class Cluster {
     private setLeading(on: boolean): void {
         if (on === this.leading) return;
         this.leading = on;
+        if (on) this.leadingFrom = Date.now();
         this.o.log.info({ replica: this.id, fence: this.token }, on ? "leading the stack" : "no longer leading");
         this.o.onLeading?.(on);
     }

@@ -80,18 +80,30 @@ export class StackHome {
 /** What a refusal names of each running replica (a ReplicaInfo of cluster.ts, which imports this file). */
 type Named = { id: string; host: string; url: string };
 
-/** Replicas of the stack already run from another EGRESS_HOME (Cluster.assertOneHome). */
+/**
+ * Replicas of the stack already run with another scope (scope.ts): from another EGRESS_HOME when the
+ * stack is one host's, or with another stack config when it is shared (Cluster.assertOneHome).
+ */
 export class ForeignHomeError extends Error {
     constructor(
+        /** The scope that holds the stack: a home id, or `config:<hash>`. */
         readonly home: string,
         readonly others: Named[],
+        /** This replica's scope, and why it is one home's (undefined when it is shared). */
+        mine?: { id: string; oneHome?: string },
     ) {
         const who = others.length
             ? `: ${others.map((r) => `${r.id} on ${r.host} (${r.url})`).join(", ")}`
             : " (starting now, or stopped less than a few seconds ago)";
-        super(
-            `replicas of this stack already run from another EGRESS_HOME (home ${home})${who}. Replicas of one stack share one EGRESS_HOME on one host for now: the operation journal, the stack file and the writer lock a new leader takes over are there (docs/operations.md, "Running replicas"). Start this one with their EGRESS_HOME, on their host, or stop them first`,
-        );
+        const shared = (id: string) => id.startsWith("config:");
+        let what: string;
+        if (shared(home) && mine && shared(mine.id))
+            what = `replicas of this stack already run with another stack config (${home}; this one has ${mine.id})${who}. Replicas on several hosts need the same stack file, but for the pools' replica counts, and the same backend: copy theirs (stacks/Pulumi.<stack>.yaml, its encryptionsalt too), or stop them first`;
+        else if (shared(home))
+            what = `replicas of this stack already run from several hosts on a shared backend (${home})${who}, but this one must run from its own EGRESS_HOME only: ${mine?.oneHome ?? "its stack is one host's"}. Start it with their stack file and backend, or stop them first`;
+        else
+            what = `replicas of this stack already run from another EGRESS_HOME (home ${home})${who}. ${mine?.oneHome ? `This stack's replicas share one EGRESS_HOME on one host: ${mine.oneHome}` : "Their stack is one host's (a file backend, or `local` pools)"} (docs/operations.md, "Running replicas"). Start this one with their EGRESS_HOME, on their host, or stop them first`;
+        super(what);
         this.name = "ForeignHomeError";
     }
 }

@@ -43,6 +43,11 @@ export interface ReplicaInfo {
     lastHeartbeat: string;
     /** The id of the EGRESS_HOME it runs from (home.ts); absent in records of older releases. */
     home?: string;
+    /**
+     * What replicas of the stack must share to join (scope.ts): its home id when the stack is one host's,
+     * `config:<hash>` of its stack file when the stack is on a shared backend; absent in older records.
+     */
+    scope?: string;
 }
 
 /**

@@ -6,6 +6,8 @@ import type { Parts } from "./parts";
 import { ConfigError, loadStackConfig } from "../../config";
 import { countsToRestore } from "../control/rotate/run";
 import { recoverStack } from "./recover";
+import { awaitForeignEngines } from "./foreign-engines";
+import { forgetGoneElsewhere } from "../../engine";
 
 /**
  * What leading the stack means for this replica, taken up and put down as leadership moves (one
@@ -35,6 +37,8 @@ export class StackLead {
             stillLeading: () => boolean;
             /** Gives the lock up after a failed take-over, so the claim is tried again (cluster.ts `resign`). */
             resign: () => Promise<void>;
+            /** With replicas: since when this replica leads (cluster.ts), for the wait of foreign-engines.ts. */
+            leadingSince?: () => number | undefined;
         },
     ) {}
 
@@ -63,6 +67,20 @@ export class StackLead {
             }
         })();
         const restore = countsToRestore(p.ops.list(), (pool) => file.find((c) => c.name === pool)?.replicas);
+        // A previous leader on another host may have left a Pulumi lock: it is gone once it has had its grace.
+        if (
+            o.leadingSince &&
+            !(await awaitForeignEngines({
+                holders: () => p.driver.lockHolders(),
+                leadingSince: o.leadingSince,
+                graceMs: o.opts.engineKillGraceMs ?? 30_000,
+                log: o.log,
+            }))
+        ) {
+            o.log.warn("lost the stack's leadership while waiting for the previous holder's engine; not recovering");
+            this.leadingNow = true; // the step-down queued behind this undoes the rest
+            return;
+        }
         await recoverStack(p, o.opts, { log: o.log, runDir: o.runDir, checkUrl: o.checkUrl });
         this.local = await announceService({
             runDir: o.runDir,
@@ -157,6 +175,7 @@ export class StackLead {
      */
     private async follow(): Promise<void> {
         this.leadingNow = false;
+        forgetGoneElsewhere(); // only a leader may count another host's lock holders gone
         // The journal is the leader's from now on: nothing this replica still settles overwrites it.
         this.p.ops.setWriter(false);
         // First, before any wait on the store: every moment counts once the lock may be another's.

@@ -1,7 +1,7 @@
 import * as path from "node:path";
 import type { Logger } from "pino";
 import { loadStackConfig } from "../../config";
-import { acquireWriterLock, describeHolder, type EngineHome, StackDriver } from "../../engine";
+import { acquireWriterLock, describeHolder, type EngineHome, StackDriver, stateBackend } from "../../engine";
 import { HealthMonitor } from "../../probes";
 import type { ProxyMember } from "../../model";
 import { LeaseManager } from "../leases";
@@ -10,6 +10,7 @@ import { Cluster } from "../cluster/cluster";
 import { stackPrefix } from "../cluster/records";
 import { ClusterVerdicts } from "../cluster/verdicts";
 import { homeId } from "../cluster/home";
+import { replicaScope } from "../cluster/scope";
 import { ScaleQueue } from "../cluster/scale-queue";
 import { StoreJournal } from "../operations/store-journal";
 import { StoreDesired } from "../cluster/desired";
@@ -98,12 +99,23 @@ export function buildParts(
     const leases: LeaseStore = redisStore ?? new LeaseManager(leaseOptions);
     // Several replicas share a Redis store: one leads (cluster/). Until it knows it leads, a replica
     // publishes nothing (two publishers would take each other's members away).
-    const cluster =
+    // Replicas join those of the same scope: one home, or (on a shared backend) the same stack config.
+    const scope =
         opts.store?.kind === "redis"
+            ? replicaScope({
+                  projectRoot: opts.projectRoot,
+                  stack: opts.stack,
+                  homeId: homeId(runDir),
+                  backend: stateBackend(home, opts.engineEnv),
+              })
+            : undefined;
+    const cluster =
+        opts.store?.kind === "redis" && scope
             ? new Cluster({
                   url: opts.store.url,
                   prefix: stackPrefix(opts.stack),
-                  self: { url: opts.advertiseUrl ?? at.url, version: at.version, home: homeId(runDir) },
+                  self: { url: opts.advertiseUrl ?? at.url, version: at.version, home: homeId(runDir), scope: scope.id },
+                  oneHome: scope.oneHome,
                   log: log.child({ component: "cluster" }),
                   ttlMs: opts.leaderTtlMs, // what leading means is subscribed by the start-up (start/leading.ts)
               })

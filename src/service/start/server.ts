@@ -131,6 +131,7 @@ export async function startService(opts: ServeOptions): Promise<RunningService> 
         localListener: createApp({ ...appDeps, auth: () => (_req, _res, next) => next() }),
         stillLeading: () => cluster?.isLeader() ?? true,
         resign: async () => cluster?.resign(),
+        leadingSince: cluster && (() => cluster.leadingSince()),
     });
 
     let gatewayAt: { port: number; url: string } | undefined;

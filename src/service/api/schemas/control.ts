@@ -232,7 +232,13 @@ const replicaSchema = z
         home: z
             .string()
             .optional()
-            .describe("The id of the EGRESS_HOME it runs from: replicas of one stack share one (one host)"),
+            .describe("The id of the EGRESS_HOME it runs from"),
+        scope: z
+            .string()
+            .optional()
+            .describe(
+                "What replicas of the stack share: their home id (a file backend or `local` pools: one home, one host), or `config:<hash>` of the stack file on a shared backend (several hosts)",
+            ),
         leader: z.boolean(),
     })
     .meta({ id: "Replica" });

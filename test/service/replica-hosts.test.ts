@@ -1,0 +1,173 @@
+/**
+ * Replicas of one stack on two hosts (docs/operations.md, "Running replicas"): each "host" is its own
+ * project directory and EGRESS_HOME, its egress processes in a UTS namespace of their own with its name
+ * (processes.ts), so the engine's Pulumi locks name that host, as on another machine. The stack is on a
+ * real PostgreSQL backend with a real redis-server as the store; its pool is `static` (three proxies on
+ * loopback), members that are no host's processes.
+ * - host-a's first replica is killed with SIGKILL while its engine holds the stack's lock row: a process
+ *   of another host, which host-b cannot check. host-b's replica leads, waits out the kill grace, counts
+ *   the holder gone, clears its lock and converges: the members turn healthy, no lock row is left.
+ * - A home whose stack file differs (here: no encryption salt yet) is refused, naming the rule; once it
+ *   has the same stack file it joins. A replica of host-a joins host-b's, both with the same `config:`
+ *   scope; when host-b's leader is killed, host-a's leads within 10 s and both lists agree.
+ */
+import { after, before, test } from "node:test";
+import assert from "node:assert/strict";
+import * as fs from "node:fs";
+import * as path from "node:path";
+import { Server } from "proxy-chain";
+import { killServices, procProject, ProcProject, serve, ServeProcess, until } from "../helpers/processes";
+import { startRedis, TestRedis } from "../helpers/redis";
+import { startPostgres, TestPostgres } from "../helpers/postgres";
+import { clusterOf, leaderOf } from "../helpers/replicas";
+
+let redis: TestRedis;
+let pg: TestPostgres;
+let proxies: Server[] = [];
+let hostA: ProcProject;
+let hostB: ProcProject;
+let other: ProcProject;
+
+/** The stack's lock rows (none before the backend's table exists, at its first use). */
+const lockRows = () => {
+    try {
+        return pg.keys("locks");
+    } catch (e) {
+        if (/relation "pulumi_state" does not exist/.test((e as Error).message)) return [];
+        throw e;
+    }
+};
+/** `wait`, or its failure with the service's last log lines. */
+const withLogs = <T>(svc: ServeProcess, wait: Promise<T>) =>
+    wait.catch((e: Error) => {
+        throw new Error(
+            `${e.message}; the service logged:\n${svc.logs
+                .filter((l) => !l.includes("request completed"))
+                .slice(-40)
+                .join("\n")}`,
+        );
+    });
+const stackFileOf = (p: ProcProject) => path.join(p.dir, "stacks", `Pulumi.${p.stack}.yaml`);
+
+before(async () => {
+    [redis, pg] = await Promise.all([startRedis(), startPostgres()]);
+    for (let i = 0; i < 3; i++) {
+        const s = new Server({ host: "127.0.0.1", port: 0, verbose: false });
+        await s.listen();
+        proxies.push(s);
+    }
+    const config = {
+        "egress:providers": { byo: { type: "static", proxies: proxies.map((s) => `http://127.0.0.1:${s.port}`) } },
+        "egress:pools": [{ name: "byo", provider: "byo", replicas: 3 }],
+    };
+    const env = { PULUMI_BACKEND_URL: pg.url };
+    hostA = procProject("hosts", config, env, { host: "egress-host-a" });
+    hostB = procProject("hosts", config, env, { host: "egress-host-b" });
+    // A third home whose stack file puts the first proxy in a zone: another stack config.
+    const [first, ...rest] = config["egress:providers"].byo.proxies;
+    const zoned = { byo: { type: "static", proxies: [{ url: first, zone: "rack-9" }, ...rest] } };
+    other = procProject("hosts", { ...config, "egress:providers": zoned }, env, { host: "egress-host-c" });
+});
+after(async () => {
+    killServices();
+    for (const p of [hostA, hostB, other]) p?.cleanup();
+    for (const s of proxies) await s.close(true).catch(() => undefined);
+    await Promise.all([redis?.cleanup(), pg?.cleanup()]);
+});
+
+/** The members a replica lists, healthy ones marked. */
+const members = async (svc: ServeProcess) =>
+    ((await svc.call("GET", "/v1/proxies")).body.proxies as { id: string; health: string }[])
+        .map((x) => `${x.id}:${x.health === "healthy" ? "up" : x.health}`)
+        .sort();
+
+test(
+    "replicas on two hosts: a dead holder's lock on another host is cleared; configs must match",
+    { timeout: 300_000 },
+    async () => {
+        // A short grace: the take-over below waits the lock's TTL (5 s), then the grace and 2 s.
+        const args = ["--store", redis.url, "--engine-kill-grace", "2"];
+
+        // host-a's replica alone leads and converges: SIGKILL while its engine holds the lock row.
+        let a1: ServeProcess | undefined;
+        const starting = serve(hostA, args).then(
+            (s) => (a1 = s),
+            () => undefined,
+        );
+        const row = await until("host-a's engine holding the stack's lock row", async () => lockRows()[0], 120_000, 20);
+        killServices();
+        await starting;
+        if (a1) await a1.exited;
+        assert.deepEqual(lockRows(), [row], "the killed engine's lock row is left behind");
+
+        // host-b runs the same stack file (copied, its encryption salt too): it leads, and clears the lock.
+        fs.copyFileSync(stackFileOf(hostA), stackFileOf(hostB));
+        assert.match(fs.readFileSync(stackFileOf(hostB), "utf8"), /encryptionsalt/);
+        const b1 = await serve(hostB, args);
+        await withLogs(
+            b1,
+            until(
+                "host-b's replica converged: 3 healthy members, no lock row",
+                async () => {
+                    const m = await members(b1);
+                    return m.length === 3 && m.every((x) => x.endsWith(":up")) && lockRows().length === 0;
+                },
+                120_000,
+                250,
+            ),
+        );
+        const gone = b1.entries.find((e) => /^counting pid \d+ on egress-host-a as gone/.test(e.msg ?? ""));
+        assert.ok(gone, `host-b counted host-a's engine gone:\n${b1.logs.slice(-30).join("\n")}`);
+        const waited = b1.entries.find((e) => /waiting \d+ s \(--engine-kill-grace\)/.test(e.msg ?? ""));
+        assert.ok(waited && waited.waitMs >= 2_000, "after waiting out the kill grace");
+
+        // A home with another stack config (a zone more) is refused, naming the rule and the replica.
+        const view = await clusterOf(b1);
+        assert.match(view.replicas[0].scope, /^config:[0-9a-f]{16}$/);
+        await assert.rejects(serve(other, args), (e: Error) => {
+            assert.match(e.message, /exited with 1 before it was ready/);
+            assert.match(e.message, /already run with another stack config/);
+            assert.ok(e.message.includes(view.replicas[0].id), "names the running replica");
+            assert.ok(!e.message.includes(pg.password) && !e.message.includes(redis.password), "no password printed");
+            return true;
+        });
+
+        // host-a again: it joins host-b's replica; killing host-b's leader hands the stack to host-a.
+        const a2 = await serve(hostA, args);
+        const leader = await leaderOf([b1, a2]);
+        assert.equal(leader, b1, "the replica that led keeps leading");
+        const both = await clusterOf(a2);
+        assert.deepEqual(
+            both.replicas.map((r: { host: string }) => r.host).sort(),
+            ["egress-host-a", "egress-host-b"],
+            "one replica per host",
+        );
+        assert.equal(new Set(both.replicas.map((r: { scope: string }) => r.scope)).size, 1, "one scope");
+        assert.deepEqual(await members(a2), await members(b1), "both list the same members and health");
+        const killedAt = Date.now();
+        b1.child.kill("SIGKILL");
+        await b1.exited;
+        await until(
+            "host-a's replica leading",
+            async () => (await clusterOf(a2)).leader?.id === (await clusterOf(a2)).self,
+            10_000,
+            100,
+        );
+        const failover = Date.now() - killedAt;
+        await withLogs(
+            a2,
+            until(
+                "host-a's replica converged",
+                async () => {
+                    const m = await members(a2);
+                    return m.length === 3 && m.every((x) => x.endsWith(":up")) && lockRows().length === 0;
+                },
+                120_000,
+                250,
+            ),
+        );
+        process.stdout.write(`# failover across hosts: new leader ${failover} ms after SIGKILL\n`);
+        a2.child.kill("SIGTERM");
+        assert.equal(await a2.exited, 0);
+    },
+);
