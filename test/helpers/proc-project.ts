@@ -88,7 +88,10 @@ export function procProject(
             // A test that failed before its destroy (or whose destroy failed) must not leave its proxies,
             // services or engines running on the machine for the next test file: they are said and killed.
             const left = pidsMentioning(dir).filter((pid) => pid !== process.pid);
-            if (left.length) process.stderr.write(`cleanup of ${dir}: killing ${left.length} leftover process(es)\n`);
+            if (left.length)
+                process.stderr.write(
+                    `cleanup of ${dir}: killing ${left.length} leftover process(es): ${left.map(describePid).join("; ")}\n`,
+                );
             for (const pid of left)
                 try {
                     process.kill(pid, "SIGKILL");
@@ -98,4 +101,13 @@ export function procProject(
             fs.rmSync(dir, { recursive: true, force: true });
         },
     };
+}
+
+/** `pid: command line` (the first 160 characters), for the cleanup's report of what a test left running. */
+function describePid(pid: number): string {
+    try {
+        return `${pid}: ${fs.readFileSync(`/proc/${pid}/cmdline`, "utf8").split("\0").join(" ").slice(0, 160)}`;
+    } catch {
+        return `${pid}: (gone)`;
+    }
 }

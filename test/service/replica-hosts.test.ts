@@ -20,10 +20,11 @@ import { killServices, procProject, ProcProject, serve, ServeProcess, until } fr
 import { startRedis, TestRedis } from "../helpers/redis";
 import { startPostgres, TestPostgres } from "../helpers/postgres";
 import { clusterOf, leaderOf } from "../helpers/replicas";
+import { pidsMentioning } from "../helpers/project";
 
 let redis: TestRedis;
 let pg: TestPostgres;
-let proxies: Server[] = [];
+const proxies: Server[] = [];
 let hostA: ProcProject;
 let hostB: ProcProject;
 let other: ProcProject;
@@ -98,6 +99,7 @@ test(
         killServices();
         await starting;
         if (a1) await a1.exited;
+
         assert.deepEqual(lockRows(), [row], "the killed engine's lock row is left behind");
 
         // host-b runs the same stack file (copied, its encryption salt too): it leads, and clears the lock.
@@ -169,5 +171,8 @@ test(
         process.stdout.write(`# failover across hosts: new leader ${failover} ms after SIGKILL\n`);
         a2.child.kill("SIGTERM");
         assert.equal(await a2.exited, 0);
+        // An engine command a replica ran at its exit (the stack watch's export) ends with it: nothing stays.
+        for (const p of [hostA, hostB])
+            await until(`no process of ${p.host} left`, () => pidsMentioning(p.dir).length === 0, 10_000, 100);
     },
 );
