@@ -692,7 +692,7 @@ export interface components {
         };
         Replica: {
             gatewayUrl?: string;
-            /** @description The id of the EGRESS_HOME it runs from: replicas of one stack share one (one host) */
+            /** @description The id of the EGRESS_HOME it runs from */
             home?: string;
             host: string;
             /** @description host-pid-random, new on every start */
@@ -701,6 +701,8 @@ export interface components {
             lastHeartbeat: string;
             leader: boolean;
             pid: number;
+            /** @description What replicas of the stack share: their home id (a file backend or `local` pools: one home, one host), or `config:<hash>` of the stack file on a shared backend (several hosts) */
+            scope?: string;
             /** @description RFC 3339 time */
             startedAt: string;
             /** @description Where its API answers (followers forward leader-only requests here) */

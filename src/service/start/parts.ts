@@ -114,7 +114,12 @@ export function buildParts(
             ? new Cluster({
                   url: opts.store.url,
                   prefix: stackPrefix(opts.stack),
-                  self: { url: opts.advertiseUrl ?? at.url, version: at.version, home: homeId(runDir), scope: scope.id },
+                  self: {
+                      url: opts.advertiseUrl ?? at.url,
+                      version: at.version,
+                      home: homeId(runDir),
+                      scope: scope.id,
+                  },
                   oneHome: scope.oneHome,
                   log: log.child({ component: "cluster" }),
                   ttlMs: opts.leaderTtlMs, // what leading means is subscribed by the start-up (start/leading.ts)

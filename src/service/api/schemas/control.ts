@@ -229,10 +229,7 @@ const replicaSchema = z
         host: z.string(),
         startedAt: isoTime,
         lastHeartbeat: isoTime.describe("Its own clock, when it last wrote its record"),
-        home: z
-            .string()
-            .optional()
-            .describe("The id of the EGRESS_HOME it runs from"),
+        home: z.string().optional().describe("The id of the EGRESS_HOME it runs from"),
         scope: z
             .string()
             .optional()
