@@ -63,6 +63,11 @@ export interface AppDeps {
      * request it has not taken yet.
      */
     scaleQueue?: Pick<ScaleQueue, "enqueue" | "peek"> & { following: () => boolean };
+    /**
+     * With replicas: the desired counts in the store (cluster/desired.ts). A follower's GET /v1/pools shows
+     * them, since its own stack file may be another host's copy that the leader does not write.
+     */
+    storedDesired?: () => Promise<Record<string, number> | undefined>;
     /** The rotating gateway, when it runs (POST /v1/blocks asks it which member served a request). */
     gateway?: Gateway;
 }

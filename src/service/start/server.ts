@@ -114,6 +114,7 @@ export async function startService(opts: ServeOptions): Promise<RunningService> 
         storeReady: redisStore && (() => redisStore.ready()),
         verdicts: verdicts && (() => verdicts.status()),
         cluster: () => clusterView(cluster, { id: `${os.hostname()}-${process.pid}`, url, version, startedAt }),
+        storedDesired: parts.desired && (async () => (await parts.desired!.read())?.counts),
         forward: cluster && leaderForwarder(cluster, log.child({ component: "cluster" })),
         scaleQueue: scaleQueue && {
             following: () => !scaler.accepts(),

@@ -12,14 +12,19 @@ import { policyView, rotates } from "../../control/rotate/view";
 /** GET /v1/pools and PUT /v1/pools/:pool/replicas (desired state; 202 with the applying operation). */
 export function poolRoutes(deps: AppDeps): Router {
     const r = Router();
-    r.get("/v1/pools", deps.auth("discover"), (_req, res) => {
+    r.get("/v1/pools", deps.auth("discover"), async (_req, res) => {
         const cfg = loadStackConfig(deps.projectRoot, deps.stack);
         const counts = deps.fleet.poolCounts();
+        // A follower's stack file may be another host's copy: the store's counts are the leader's (its own file's).
+        const stored =
+            deps.storedDesired && deps.scaleQueue?.following()
+                ? await deps.storedDesired().catch(() => undefined)
+                : undefined;
         res.json({
             pools: cfg.pools.map((p) => ({
                 name: p.name,
                 provider: p.provider,
-                desired: deps.scaler.desired(p.name) ?? p.replicas,
+                desired: deps.scaler.desired(p.name) ?? stored?.[p.name] ?? p.replicas,
                 maxReplicas: p.maxReplicas,
                 actual: counts[p.name]?.actual ?? 0,
                 healthy: counts[p.name]?.healthy ?? 0,
