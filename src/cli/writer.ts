@@ -1,4 +1,5 @@
-import { acquireWriterLock, describeHolder, engineHome } from "../engine";
+import { acquireWriterLock, describeHolder, engineHome, liveLockHolders, stateBackend } from "../engine";
+import { awaitForeignEngines } from "../service/cluster/foreign-engines";
 import { ConfigError } from "../config";
 import { createLogger } from "../log/logger";
 import { describeAdopted, StoreDesired } from "../service/cluster/desired";
@@ -6,7 +7,7 @@ import { stackPrefix } from "../service/cluster/records";
 import { StoreUnavailableError } from "../service/store";
 import { EXIT, GlobalOptions, projectDir, UsageError } from "./context";
 import { holdStoreLock, storeUrlOf } from "./store-lock";
-import { lockLoss, lockLossSignal } from "./lock-loss";
+import { engineKillGraceMs, lockLoss, lockLossSignal } from "./lock-loss";
 
 /** Default for `--lock-wait`: long enough for a typical scale of local or cloud members to finish. */
 export const DEFAULT_LOCK_WAIT_SECONDS = 120;
@@ -50,6 +51,7 @@ export async function withWriterLock<T>(opts: GlobalOptions, command: string, fn
     const started = Date.now();
     const url = storeUrlOf(opts);
     const store = url ? await holdStoreLock(url, opts, command, waitMs) : undefined;
+    const heldSince = Date.now();
     if (store) held.add(store.release);
     // Ctrl-C while waiting for the file lock, or outside an engine run (which cancels safely on its own,
     // operations.ts `cancellable`): give the store's lock up before exiting rather than leave it to its TTL.
@@ -59,6 +61,7 @@ export async function withWriterLock<T>(opts: GlobalOptions, command: string, fn
     };
     if (store) for (const sig of ["SIGINT", "SIGTERM"] as const) process.on(sig, onSignal);
     try {
+        if (store) await awaitPreviousHolder(opts, heldSince);
         const result = await underFileLock(opts, command, waitMs - (Date.now() - started), url, store?.id, fn);
         // Lost while it ran: even a run that ended well ran beside the new holder for a while.
         const lost = lockLoss();
@@ -74,6 +77,21 @@ export async function withWriterLock<T>(opts: GlobalOptions, command: string, fn
             await store.release();
         }
     }
+}
+
+/**
+ * Holding the store's lock, a command counts the Pulumi locks of the previous holder on another host (a
+ * replica or a command that died) gone once their engine must have ended (cluster/foreign-engines.ts),
+ * so its own run clears them. Throws the loss when the store's lock was lost meanwhile.
+ */
+async function awaitPreviousHolder(opts: GlobalOptions, heldSince: number): Promise<void> {
+    const ok = await awaitForeignEngines({
+        holders: () => liveLockHolders(stateBackend(engineHome()), opts.stack),
+        leadingSince: () => (lockLoss() ? undefined : heldSince),
+        graceMs: engineKillGraceMs(opts),
+        notice: (line) => process.stderr.write(`${line}\n`),
+    });
+    if (!ok) throw lockLoss() ?? new Error("lost the stack's lock in the store");
 }
 
 /** The file lock, then `fn` (with the store's desired counts when the command holds the store's lock). */

@@ -12,3 +12,4 @@ export * from "./salt";
 export * from "./installation";
 export * from "./state";
 export * from "./backend-check";
+export { liveLockHolders } from "./backend-locks";

@@ -10,13 +10,24 @@
  * - A home whose stack file differs (here: no encryption salt yet) is refused, naming the rule; once it
  *   has the same stack file it joins. A replica of host-a joins host-b's, both with the same `config:`
  *   scope; when host-b's leader is killed, host-a's leads within 10 s and both lists agree.
+ * - With no replica running, an `egress up --store` of host-a killed inside its update leaves its lock
+ *   row; host-b's `egress up --store` counts it gone after the grace, clears it and succeeds.
  */
 import { after, before, test } from "node:test";
 import assert from "node:assert/strict";
 import * as fs from "node:fs";
 import * as path from "node:path";
 import { Server } from "proxy-chain";
-import { killServices, procProject, ProcProject, serve, ServeProcess, until } from "../helpers/processes";
+import {
+    cliAsync,
+    killServices,
+    procProject,
+    ProcProject,
+    serve,
+    ServeProcess,
+    spawnCli,
+    until,
+} from "../helpers/processes";
 import { startRedis, TestRedis } from "../helpers/redis";
 import { startPostgres, TestPostgres } from "../helpers/postgres";
 import { clusterOf, leaderOf } from "../helpers/replicas";
@@ -172,6 +183,21 @@ test(
         a2.child.kill("SIGTERM");
         assert.equal(await a2.exited, 0);
         // An engine command a replica ran at its exit (the stack watch's export) ends with it: nothing stays.
+        for (const p of [hostA, hostB])
+            await until(`no process of ${p.host} left`, () => pidsMentioning(p.dir).length === 0, 10_000, 100);
+
+        // No replica runs. host-a's `egress up --store` dies (SIGKILL) while its engine holds the lock row;
+        // host-b's then holds the store's lock, counts host-a's engine gone after the grace, and converges.
+        const cut = spawnCli(hostA, ["up", "--quiet", "--store", redis.url]);
+        await until("host-a's `egress up` holding the lock row", () => lockRows().length > 0, 60_000, 20);
+        cut.kill("SIGKILL");
+        await new Promise((r) => cut.once("exit", r));
+        assert.equal(lockRows().length, 1, "the killed command's lock row is left behind");
+        const next = await cliAsync(hostB, ["up", "--quiet", "--store", redis.url, "--engine-kill-grace", "2"]);
+        assert.equal(next.code, 0, next.stderr);
+        assert.match(next.stderr, /held by pid \d+ on egress-host-a, a previous holder of the store's lock: waiting/);
+        assert.match(next.stderr, /counting pid \d+ on egress-host-a as gone/);
+        assert.deepEqual(lockRows(), [], "no lock row is left");
         for (const p of [hostA, hostB])
             await until(`no process of ${p.host} left`, () => pidsMentioning(p.dir).length === 0, 10_000, 100);
     },

@@ -6,7 +6,7 @@ import type { Parts } from "./parts";
 import { ConfigError, loadStackConfig } from "../../config";
 import { countsToRestore } from "../control/rotate/run";
 import { recoverStack } from "./recover";
-import { awaitForeignEngines } from "./foreign-engines";
+import { awaitForeignEngines } from "../cluster/foreign-engines";
 import { forgetGoneElsewhere } from "../../engine";
 
 /**
@@ -74,7 +74,7 @@ export class StackLead {
                 holders: () => p.driver.lockHolders(),
                 leadingSince: o.leadingSince,
                 graceMs: o.opts.engineKillGraceMs ?? 30_000,
-                log: o.log,
+                notice: (line, detail) => o.log.warn(detail, line),
             }))
         ) {
             o.log.warn("lost the stack's leadership while waiting for the previous holder's engine; not recovering");

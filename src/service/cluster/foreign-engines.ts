@@ -1,12 +1,16 @@
 import * as os from "node:os";
-import type { Logger } from "pino";
 import { markGoneElsewhere } from "../../engine";
 
 /** Beyond the kill grace: the clocks of two hosts may run a little apart over a few seconds. */
 const MARGIN_MS = 2_000;
 
+/** A lock holder on another host, as a Pulumi lock names it. */
+type Holder = { pid: number; hostname: string };
+
 /**
- * A new leader's wait for the engines of the previous lock holder on another host, before recovery.
+ * A new holder's wait for the engines of the previous holder of the store's lock on another host, before
+ * its recovery (a replica taking the lead, service/start/leading.ts) or its engine run (an `egress`
+ * command with `--store`, cli/writer.ts).
  *
  * A Pulumi lock (a row of a PostgreSQL backend) names its holder by host and pid, and a process of
  * another host cannot be checked, so it counts as alive: a killed leader's lock would stop the stack
@@ -23,13 +27,14 @@ const MARGIN_MS = 2_000;
  */
 export async function awaitForeignEngines(o: {
     holders: () => Promise<{ pid?: number; hostname?: string }[]>;
-    /** Local clock time since which this replica leads; undefined once it does not. */
+    /** Local clock time since which this process holds the store's lock; undefined once it does not. */
     leadingSince: () => number | undefined;
     graceMs: number;
-    log: Logger;
+    /** Says what it waits for and what it counts gone (a log line, or stderr). */
+    notice: (line: string, detail: { holders: Holder[]; waitMs?: number }) => void;
 }): Promise<boolean> {
     const foreign = (await o.holders()).filter(
-        (h): h is { pid: number; hostname: string } => !!h.pid && !!h.hostname && h.hostname !== os.hostname(),
+        (h): h is Holder => !!h.pid && !!h.hostname && h.hostname !== os.hostname(),
     );
     if (!foreign.length) return true;
     const since = o.leadingSince();
@@ -37,9 +42,9 @@ export async function awaitForeignEngines(o: {
     const wait = since + o.graceMs + MARGIN_MS - Date.now();
     const named = foreign.map((h) => `pid ${h.pid} on ${h.hostname}`).join(", ");
     if (wait > 0) {
-        o.log.warn(
+        o.notice(
+            `the stack's Pulumi lock is held by ${named}, a previous holder of the store's lock: waiting ${Math.ceil(wait / 1000)} s (--engine-kill-grace) for its engine to have ended`,
             { holders: foreign, waitMs: wait },
-            `the stack's Pulumi lock is held by ${named}, a previous holder of the store's lock: waiting ${Math.ceil(wait / 1000)} s (--engine-kill-grace) for its engine to have ended, then recovering`,
         );
         const until = Date.now() + wait;
         while (Date.now() < until) {
@@ -48,6 +53,6 @@ export async function awaitForeignEngines(o: {
         }
     }
     markGoneElsewhere(foreign);
-    o.log.warn({ holders: foreign }, `counting ${named} as gone: its lock is cleared by the recovery`);
+    o.notice(`counting ${named} as gone: its lock is cleared`, { holders: foreign });
     return true;
 }
