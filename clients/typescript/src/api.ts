@@ -701,7 +701,7 @@ export interface components {
             lastHeartbeat: string;
             leader: boolean;
             pid: number;
-            /** @description What replicas of the stack share: their home id (a file backend or `local` pools: one home, one host), or `config:<hash>` of the stack file on a shared backend (several hosts) */
+            /** @description What replicas of the stack share: their home id (a file backend, or members that are processes of one host: one home, one host), or `config:<hash>` of the stack file on a shared backend (several hosts) */
             scope?: string;
             /** @description RFC 3339 time */
             startedAt: string;

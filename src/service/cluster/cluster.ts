@@ -103,7 +103,7 @@ export class Cluster {
 
     /**
      * Refuses to join replicas of the stack with another scope (scope.ts): from another EGRESS_HOME (another
-     * host, or another directory) when the stack is one host's (a file backend, `local` pools), or with
+     * host, or another directory) when the stack is one host's (a file backend, pools of members that are processes of one host), or with
      * another stack config when it is shared: the next leader applies its own home's stack file, so a
      * leader with another one would apply a different desired state. The stack's
      * home key is taken in one step (scripts.ts HOLD_HOME), so of two replicas from two homes starting in

@@ -102,7 +102,7 @@ export class ForeignHomeError extends Error {
         else if (shared(home))
             what = `replicas of this stack already run from several hosts on a shared backend (${home})${who}, but this one must run from its own EGRESS_HOME only: ${mine?.oneHome ?? "its stack is one host's"}. Start it with their stack file and backend, or stop them first`;
         else
-            what = `replicas of this stack already run from another EGRESS_HOME (home ${home})${who}. ${mine?.oneHome ? `This stack's replicas share one EGRESS_HOME on one host: ${mine.oneHome}` : "Their stack is one host's (a file backend, or `local` pools)"} (docs/operations.md, "Running replicas"). Start this one with their EGRESS_HOME, on their host, or stop them first`;
+            what = `replicas of this stack already run from another EGRESS_HOME (home ${home})${who}. ${mine?.oneHome ? `This stack's replicas share one EGRESS_HOME on one host: ${mine.oneHome}` : "Their stack is one host's (a file backend, or members that are processes of one host)"} (docs/operations.md, "Running replicas"). Start this one with their EGRESS_HOME, on their host, or stop them first`;
         super(what);
         this.name = "ForeignHomeError";
     }

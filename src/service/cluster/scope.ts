@@ -40,7 +40,10 @@ export function replicaScope(o: {
         });
         if (onHost.length)
             return home(
-                `its pool(s) ${onHost.map((p) => `"${p.name}"`).join(", ")} run members that are processes of one host (provider kind \`local\`)`,
+                `its pool(s) ${onHost.map((p) => `"${p.name}"`).join(", ")} run members that are processes of one host (provider kind ${onHost
+                    .map((p) => cfg.providers[p.provider].type)
+                    .filter((t, i, a) => a.indexOf(t) === i)
+                    .join(", ")})`,
             );
         doc = YAML.parse(fs.readFileSync(stackFile(o.projectRoot, o.stack), "utf8")) ?? {};
     } catch {

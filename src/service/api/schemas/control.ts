@@ -234,7 +234,7 @@ const replicaSchema = z
             .string()
             .optional()
             .describe(
-                "What replicas of the stack share: their home id (a file backend or `local` pools: one home, one host), or `config:<hash>` of the stack file on a shared backend (several hosts)",
+                "What replicas of the stack share: their home id (a file backend, or members that are processes of one host: one home, one host), or `config:<hash>` of the stack file on a shared backend (several hosts)",
             ),
         leader: z.boolean(),
     })
