@@ -39,6 +39,8 @@ const proxies: Server[] = [];
 let hostA: ProcProject;
 let hostB: ProcProject;
 let other: ProcProject;
+/** The stack's config with the first proxy in a zone: `other`'s from the start, every home's later. */
+let zonedConfig: object;
 
 /** The stack's lock rows (none before the backend's table exists, at its first use). */
 const lockRows = () => {
@@ -77,8 +79,11 @@ before(async () => {
     hostB = procProject("hosts", config, env, { host: "egress-host-b" });
     // A third home whose stack file puts the first proxy in a zone: another stack config.
     const [first, ...rest] = config["egress:providers"].byo.proxies;
-    const zoned = { byo: { type: "static", proxies: [{ url: first, zone: "rack-9" }, ...rest] } };
-    other = procProject("hosts", { ...config, "egress:providers": zoned }, env, { host: "egress-host-c" });
+    zonedConfig = {
+        ...config,
+        "egress:providers": { byo: { type: "static", proxies: [{ url: first, zone: "rack-9" }, ...rest] } },
+    };
+    other = procProject("hosts", zonedConfig, env, { host: "egress-host-c" });
 });
 after(async () => {
     killServices();
@@ -157,6 +162,31 @@ test(
         );
         assert.equal(new Set(both.replicas.map((r: { scope: string }) => r.scope)).size, 1, "one scope");
         assert.deepEqual(await members(a2), await members(b1), "both list the same members and health");
+
+        // A stack file edit on one home only: that replica drifts (it would apply nothing), and the stack
+        // moves to the new config once every home has the edit, with no step-down on the way.
+        const scopes = async () => (await clusterOf(b1)).replicas.map((r: { scope: string }) => r.scope);
+        const oldScope = (await scopes())[0];
+        hostA.writeConfig(zonedConfig);
+        await withLogs(
+            a2,
+            until("host-a's replica to report its drift", () =>
+                a2.entries.some((e) => /^this home's stack file changed while replicas of other homes/.test(e.msg)),
+            ),
+        );
+        assert.equal(new Set(await scopes()).size, 2, "two scopes while one home has the edit");
+        hostB.writeConfig(zonedConfig);
+        await withLogs(
+            a2,
+            until("one new scope for both", async () => {
+                const now = await scopes();
+                return now.length === 2 && new Set(now).size === 1 && now[0] !== oldScope;
+            }),
+        );
+        await until("host-a's replica to agree again", () =>
+            a2.entries.some((e) => e.msg === "this home's stack file and the stack's replicas agree again"),
+        );
+        assert.equal((await clusterOf(a2)).leader.id, (await clusterOf(b1)).self, "host-b's replica still leads");
         const killedAt = Date.now();
         b1.child.kill("SIGKILL");
         await b1.exited;

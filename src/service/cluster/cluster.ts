@@ -4,6 +4,7 @@ import type Redis from "ioredis";
 import { clusterConnection } from "./connection";
 import type { Logger } from "pino";
 import { ForeignHomeError, StackHome } from "./home";
+import type { ReplicaScope } from "./scope";
 import { CLAIM, FENCE, RESIGN } from "./scripts";
 import {
     CLUSTER_KEYS,
@@ -21,13 +22,13 @@ export interface ClusterOptions {
     url: string;
     /** Key prefix of the stack: `egress:<stack>:`. */
     prefix: string;
-    self: Omit<ReplicaInfo, "id" | "lastHeartbeat" | "pid" | "host" | "startedAt">;
+    self: Omit<ReplicaInfo, "id" | "lastHeartbeat" | "pid" | "host" | "startedAt" | "scope">;
     log: Logger;
     /**
-     * What replicas must share to join (scope.ts): `self.scope` is its id, `oneHome` why it is this home's
-     * (undefined when the stack can be driven from several hosts).
+     * What replicas must share to join (scope.ts), read at start and at every heartbeat (an operator may
+     * edit the stack file). Without it, the replica's scope is its `self.home`.
      */
-    oneHome?: string;
+    scope?: () => ReplicaScope;
     /** Lifetime of the leader lock; renewed every third of it. @default 5000 */
     ttlMs?: number;
     /** Called when this replica starts or stops leading (never twice in a row with the same value); see `subscribe`. */
@@ -74,8 +75,9 @@ export class Cluster {
         this.redis.defineCommand("egressClaim", { numberOfKeys: 2, lua: CLAIM });
         this.redis.defineCommand("egressFence", { numberOfKeys: 1, lua: FENCE });
         this.redis.defineCommand("egressResign", { numberOfKeys: 1, lua: RESIGN });
-        const scope = o.self.scope ?? o.self.home;
-        this.home = new StackHome(this.redis, this.key(CLUSTER_KEYS.home), scope, this.ttlMs * 3);
+        const home = o.self.home;
+        const scope = o.scope ? () => o.scope!().id : home ? () => home : undefined;
+        this.home = new StackHome(this.redis, this.key(CLUSTER_KEYS.home), scope, this.ttlMs * 3, o.log);
     }
 
     private key(k: string): string {
@@ -114,7 +116,7 @@ export class Cluster {
         const mine = this.home.home;
         if (!mine) return;
         await this.redis.connect().catch(() => undefined);
-        const held = await this.home.hold().catch(() => mine);
+        const held = (await this.home.hold().catch(() => undefined))?.held ?? mine;
         // Records of releases before the home key carry `home` only: live ones from another home refuse too.
         const view = await this.view().catch(() => undefined);
         const others = (view?.replicas ?? []).filter((r) => scopeOf(r) && scopeOf(r) !== mine);
@@ -122,9 +124,9 @@ export class Cluster {
         // A refused start must not keep the stack for its home (the running replicas would step down).
         if (held === mine) await this.home.free().catch(() => undefined);
         this.redis.disconnect();
-        throw new ForeignHomeError(held !== mine ? held! : scopeOf(others[0])!, others, {
+        throw new ForeignHomeError(held !== mine ? held : scopeOf(others[0])!, others, {
             id: mine,
-            oneHome: this.o.oneHome,
+            oneHome: this.o.scope?.().oneHome,
         });
     }
 
@@ -141,6 +143,11 @@ export class Cluster {
     /** Local clock time since which this replica leads, or undefined while it does not. */
     leadingSince(): number | undefined {
         return this.isLeader() ? this.leadingFrom : undefined;
+    }
+
+    /** Why this replica must not start an engine operation although it may lead (home.ts `driftReason`). */
+    configDrift(): string | undefined {
+        return this.home.driftReason();
     }
 
     /** Checks with Redis that this replica still holds the lock with its token: call before an engine operation. */
@@ -206,10 +213,12 @@ export class Cluster {
                 host: os.hostname(),
                 startedAt: this.startedAt,
                 lastHeartbeat: new Date().toISOString(),
+                scope: this.home.home,
             };
             await this.redis.hset(this.key(CLUSTER_KEYS.replicas), this.id, JSON.stringify(me));
-            const home = await this.home.hold();
-            if (home !== undefined && home !== this.home.home) await this.foreignHome(home);
+            const others = async () => (await this.view()).replicas.filter((r) => r.id !== this.id).map(scopeOf);
+            const home = await this.home.hold(others);
+            if (home && home.held !== home.mine && !home.drifted) await this.foreignHome(home.held);
             else await this.claim(sent);
             if (Date.now() - this.prunedAt > 60_000) await this.prune();
         } catch (e) {

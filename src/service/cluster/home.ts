@@ -2,6 +2,7 @@ import { randomBytes } from "node:crypto";
 import * as fs from "node:fs";
 import * as path from "node:path";
 import type Redis from "ioredis";
+import type { Logger } from "pino";
 
 /**
  * The id of the EGRESS_HOME a replica runs from (`<runDir>/home-id`, made once): replicas of one stack
@@ -36,44 +37,118 @@ redis.call('SET', KEYS[1], ARGV[1], 'PX', ARGV[2])
 return ARGV[1]
 `;
 
+/**
+ * KEYS: the stack's home key. ARGV: the scope it holds now, the new one, TTL ms. Moves the stack to the new
+ * scope only if the key still holds the old one. Returns the holder after.
+ */
+const MOVE = `
+local v = redis.call('GET', KEYS[1])
+if v and v ~= ARGV[1] then return v end
+redis.call('SET', KEYS[1], ARGV[2], 'PX', ARGV[3])
+return ARGV[2]
+`;
+
 /** KEYS: the stack's home key. ARGV: home id. Frees it if that home holds it. */
 const FREE = `
 if redis.call('GET', KEYS[1]) == ARGV[1] then redis.call('DEL', KEYS[1]) return 1 end
 return 0
 `;
 
-type Scripted = Redis & Record<"egressHoldHome" | "egressFreeHome", (...a: string[]) => Promise<unknown>>;
+type Scripted = Redis &
+    Record<"egressHoldHome" | "egressMoveHome" | "egressFreeHome", (...a: string[]) => Promise<unknown>>;
+
+/** What a heartbeat found: the scope holding the stack, this replica's, and whether this one drifted. */
+export interface HomeHeld {
+    held: string;
+    mine: string;
+    /**
+     * This replica's stack file changed since it joined, while replicas of another home still run the one
+     * the stack holds: it stays, but starts no engine operation until every home has the change.
+     */
+    drifted: boolean;
+}
 
 /**
- * The stack's home key in the store: which EGRESS_HOME's replicas hold the stack. Each replica takes or
- * renews it on every heartbeat (a third of the lock's TTL); it outlives the last renewal by three TTLs,
- * so replicas from another home may start only once the old ones have been silent that long, or when
- * the last of them stopped and freed it.
+ * The stack's home key in the store: which scope's replicas hold the stack (scope.ts: one EGRESS_HOME,
+ * or one stack config on a shared backend). Each replica takes or renews it on every heartbeat (a third
+ * of the lock's TTL); it outlives the last renewal by three TTLs, so replicas of another scope may start
+ * only once the old ones have been silent that long, or when the last of them stopped and freed it.
+ *
+ * The scope is read anew at every heartbeat, since an operator may edit the stack file while replicas
+ * run. A replica whose scope changed moves the key along once no other live replica still runs the old
+ * one (every home had the change, or this is the only home); until then it has drifted (`HomeHeld`).
  */
 export class StackHome {
     private readonly redis: Scripted;
+    /** The scope this replica last held the key with. */
+    private joined?: string;
+    /** The last heartbeat found this replica drifted (`driftReason`). */
+    private drift?: HomeHeld;
 
-    /** `home`: this replica's home id; undefined holds nothing (every call then answers undefined). */
+    /** `scope`: this replica's scope now; undefined holds nothing (every call then answers undefined). */
     constructor(
         redis: Redis,
         private readonly key: string,
-        readonly home: string | undefined,
+        private readonly scope: (() => string) | undefined,
         private readonly ttlMs: number,
+        private readonly log?: Logger,
     ) {
         this.redis = redis as Scripted;
         this.redis.defineCommand("egressHoldHome", { numberOfKeys: 1, lua: HOLD });
+        this.redis.defineCommand("egressMoveHome", { numberOfKeys: 1, lua: MOVE });
         this.redis.defineCommand("egressFreeHome", { numberOfKeys: 1, lua: FREE });
     }
 
-    /** Takes or renews the key for this home; returns the home that holds it now. */
-    async hold(): Promise<string | undefined> {
-        if (!this.home) return undefined;
-        return String(await this.redis.egressHoldHome(this.key, this.home, String(this.ttlMs)));
+    /** This replica's scope now. */
+    get home(): string | undefined {
+        return this.scope?.();
     }
 
-    /** Frees the key if this home holds it (its last replica stops, or a refused start took it). */
+    /**
+     * Takes or renews the key for this replica's scope; `others`: the scopes of the other live replicas,
+     * asked only when this replica's scope changed. Undefined when this replica holds nothing.
+     */
+    async hold(others?: () => Promise<(string | undefined)[]>): Promise<HomeHeld | undefined> {
+        const mine = this.home;
+        if (!mine) return undefined;
+        let held = String(await this.redis.egressHoldHome(this.key, mine, String(this.ttlMs)));
+        const changed = held !== mine && held === this.joined;
+        if (changed && others && !(await others()).includes(held))
+            held = String(await this.redis.egressMoveHome(this.key, this.joined!, mine, String(this.ttlMs)));
+        if (held === mine) this.joined = mine;
+        const now = { held, mine, drifted: held !== mine && held === this.joined };
+        this.noteDrift(now);
+        return now;
+    }
+
+    /**
+     * Why this replica must not start an engine operation although it may lead: its stack file changed
+     * while replicas of another home still run the config the stack holds. Undefined when it may.
+     * `[transient]`: it ends once every home has the change (the convergence is retried then).
+     */
+    driftReason(): string | undefined {
+        const d = this.drift;
+        if (!d) return undefined;
+        return `this replica's stack file changed (${d.mine}), but replicas of other homes still run the stack with ${d.held}: make the same change to every home's stack file (docs/operations.md, "Replicas on several hosts"); nothing was applied [transient]`;
+    }
+
+    /** Keeps the drift (or its end) and says so once per change. */
+    private noteDrift(h: HomeHeld): void {
+        const now = h.drifted ? h : undefined;
+        if (now?.mine === this.drift?.mine && now?.held === this.drift?.held) return;
+        this.drift = now;
+        if (now)
+            this.log?.error(
+                { mine: now.mine, held: now.held },
+                "this home's stack file changed while replicas of other homes run the stack with the old one: engine operations wait until every home has the change",
+            );
+        else this.log?.info("this home's stack file and the stack's replicas agree again");
+    }
+
+    /** Frees the key if this replica's scope holds it (its last replica stops, or a refused start took it). */
     async free(): Promise<void> {
-        if (this.home) await this.redis.egressFreeHome(this.key, this.home);
+        const mine = this.home;
+        if (mine) await this.redis.egressFreeHome(this.key, mine);
     }
 }
 

@@ -20,6 +20,9 @@ export interface ReplicaScope {
     oneHome?: string;
 }
 
+/** `oneHome` of a stack file that cannot be read (or is being rewritten): callers may keep the last scope. */
+export const UNREADABLE = "its stack file cannot be read";
+
 export function replicaScope(o: {
     projectRoot: string;
     stack: string;
@@ -48,7 +51,7 @@ export function replicaScope(o: {
         doc = YAML.parse(fs.readFileSync(stackFile(o.projectRoot, o.stack), "utf8")) ?? {};
     } catch {
         // The start reports the unreadable stack file itself; until then nothing proves it can be shared.
-        return home("its stack file cannot be read");
+        return home(UNREADABLE);
     }
     return { id: `config:${configFingerprint(doc, o.backend.shown)}` };
 }

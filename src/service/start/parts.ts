@@ -10,7 +10,7 @@ import { Cluster } from "../cluster/cluster";
 import { stackPrefix } from "../cluster/records";
 import { ClusterVerdicts } from "../cluster/verdicts";
 import { homeId } from "../cluster/home";
-import { replicaScope } from "../cluster/scope";
+import { type ReplicaScope, replicaScope, UNREADABLE } from "../cluster/scope";
 import { ScaleQueue } from "../cluster/scale-queue";
 import { StoreJournal } from "../operations/store-journal";
 import { StoreDesired } from "../cluster/desired";
@@ -99,18 +99,21 @@ export function buildParts(
     const leases: LeaseStore = redisStore ?? new LeaseManager(leaseOptions);
     // Several replicas share a Redis store: one leads (cluster/). Until it knows it leads, a replica
     // publishes nothing (two publishers would take each other's members away).
-    // Replicas join those of the same scope: one home, or (on a shared backend) the same stack config.
-    const scope =
-        opts.store?.kind === "redis"
-            ? replicaScope({
-                  projectRoot: opts.projectRoot,
-                  stack: opts.stack,
-                  homeId: homeId(runDir),
-                  backend: stateBackend(home, opts.engineEnv),
-              })
-            : undefined;
+    // Replicas join those of the same scope (one home, or one stack config on a shared backend), read at
+    // every heartbeat; a stack file being rewritten keeps the last scope read.
+    let lastScope: ReplicaScope | undefined;
+    const scope = (): ReplicaScope => {
+        const now = replicaScope({
+            projectRoot: opts.projectRoot,
+            stack: opts.stack,
+            homeId: homeId(runDir),
+            backend: stateBackend(home, opts.engineEnv),
+        });
+        if (now.oneHome === UNREADABLE && lastScope) return lastScope;
+        return (lastScope = now);
+    };
     const cluster =
-        opts.store?.kind === "redis" && scope
+        opts.store?.kind === "redis"
             ? new Cluster({
                   url: opts.store.url,
                   prefix: stackPrefix(opts.stack),
@@ -118,9 +121,8 @@ export function buildParts(
                       url: opts.advertiseUrl ?? at.url,
                       version: at.version,
                       home: homeId(runDir),
-                      scope: scope.id,
                   },
-                  oneHome: scope.oneHome,
+                  scope,
                   log: log.child({ component: "cluster" }),
                   ttlMs: opts.leaderTtlMs, // what leading means is subscribed by the start-up (start/leading.ts)
               })
@@ -201,7 +203,12 @@ export function buildParts(
         stack: opts.stack,
         ops,
         log,
-        lock: writerLock,
+        // A replica whose stack file drifted from the other homes' applies nothing (cluster.ts configDrift).
+        lock: async (signal?: AbortSignal, onWait?: (holder: string) => void) => {
+            const drift = cluster?.configDrift();
+            if (drift) throw new Error(drift);
+            return writerLock(signal, onWait);
+        },
         drain: { drainer, members: () => fleet.list() },
         fence: cluster && (() => cluster.fence()),
         recordCounts: desired && ((counts, operation) => desired.record(counts, operation)),
