@@ -9,6 +9,7 @@ import {
 } from "../service/cluster/records";
 import type { DesiredRecord } from "../service/cluster/desired";
 import type { LockFinding } from "./doctor-locks";
+import type { ReplicaScope } from "../service/cluster/scope";
 
 /**
  * The lease store `egress serve` would use (`--store`, else $EGRESS_STORE): memory needs nothing; Redis must
@@ -20,6 +21,8 @@ export async function storeFindings(
     stack: string,
     /** The stack file's counts of its scalable pools, when it could be read: compared with the store's. */
     fileCounts?: Record<string, number>,
+    /** What a replica started from this home would join as (scope.ts): compared with the stack's. */
+    scope?: ReplicaScope,
 ): Promise<LockFinding[]> {
     const from = flag !== undefined ? "--store" : "EGRESS_STORE";
     const raw = flag ?? process.env.EGRESS_STORE;
@@ -52,6 +55,7 @@ export async function storeFindings(
         return [
             { check: "store", ok: pong === "PONG", detail: `redis ${shown} answers (${from})` },
             await leaderFinding(redis, stack),
+            ...(scope ? [await scopeFinding(redis, stack, scope)] : []),
             ...(await desiredFinding(redis, stack, fileCounts)),
         ];
     } catch (e) {
@@ -67,6 +71,27 @@ export async function storeFindings(
     } finally {
         redis.disconnect();
     }
+}
+
+/**
+ * Whether a replica started from this home would join the stack's running replicas: the same scope as the
+ * store's home key (cluster/home.ts), or none held. Says whether the stack can run on several hosts.
+ */
+async function scopeFinding(redis: Redis, stack: string, scope: ReplicaScope): Promise<LockFinding> {
+    const held = await redis.get(`${stackPrefix(stack)}${CLUSTER_KEYS.home}`);
+    const where = scope.oneHome
+        ? `one EGRESS_HOME on one host, because ${scope.oneHome}`
+        : `replicas on several hosts may join with the same stack file (${scope.id})`;
+    if (held === null || held === scope.id)
+        return { check: "replicas", ok: true, detail: `${where}${held ? "; the running replicas agree" : ""}` };
+    return {
+        check: "replicas",
+        ok: false,
+        detail: `${where}; but the stack's replicas run as ${held}: a replica started here is refused`,
+        fix: held.startsWith("config:")
+            ? "make this home's stack file the same as theirs (all but the pools' replicas), with the same backend"
+            : "run replicas of this stack from the home that holds it, or stop those first",
+    };
 }
 
 /** Who leads the stack's replicas, from the leader lock and the heartbeat records (informational). */

@@ -3,7 +3,8 @@ import * as fs from "node:fs";
 import * as path from "node:path";
 import type { Command } from "commander";
 import { loadStackConfig, scalableCounts } from "../config";
-import { engineEnv, engineHome, inspectBackend, PACKAGE_ROOT } from "../engine";
+import { engineEnv, engineHome, inspectBackend, PACKAGE_ROOT, stateBackend } from "../engine";
+import { replicaScope } from "../service/cluster/scope";
 import { action, EXIT, GlobalOptions, projectDir } from "./context";
 import { kindOf } from "../../components/registry";
 import type { DoctorFinding } from "../../components/kind";
@@ -117,7 +118,15 @@ export async function runDoctor(opts: GlobalOptions & { store?: string }): Promi
     } catch {
         // reported above as the stack's config finding
     }
-    out.push(...(await storeFindings(opts.store, opts.stack, counts)));
+    // A home no replica ran from has no id yet: the doctor makes none, it reads.
+    const idFile = path.join(home.runDir, "home-id");
+    const scope = replicaScope({
+        projectRoot: projectDir(opts),
+        stack: opts.stack,
+        homeId: fs.existsSync(idFile) ? fs.readFileSync(idFile, "utf8").trim() : "(this home, no id yet)",
+        backend: stateBackend(home),
+    });
+    out.push(...(await storeFindings(opts.store, opts.stack, counts, scope)));
     return out;
 }
 

@@ -150,6 +150,21 @@ test(
             return true;
         });
 
+        // `egress doctor` says it beforehand: host-b's home agrees with the running replicas, `other`'s not.
+        const [okDoc, badDoc] = await Promise.all([
+            cliAsync(hostB, ["doctor", "--store", redis.url]),
+            cliAsync(other, ["doctor", "--store", redis.url]),
+        ]);
+        assert.match(
+            okDoc.stdout,
+            /replicas on several hosts may join with the same stack file \(config:[0-9a-f]{16}\); the running replicas agree/,
+        );
+        assert.match(
+            badDoc.stdout + badDoc.stderr,
+            /but the stack's replicas run as config:[0-9a-f]{16}: a replica started here is refused/,
+        );
+        assert.notEqual(badDoc.code, 0, "a failed check fails the doctor");
+
         // host-a again: it joins host-b's replica; killing host-b's leader hands the stack to host-a.
         const a2 = await serve(hostA, args);
         const leader = await leaderOf([b1, a2]);
