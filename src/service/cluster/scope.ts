@@ -57,6 +57,31 @@ export function replicaScope(o: {
 }
 
 /**
+ * The scope read anew at each call (each heartbeat: an operator may edit the stack file), except that a
+ * stack file that cannot be read for a moment (being rewritten) keeps the scope read last.
+ */
+export function scopeReader(o: Parameters<typeof replicaScope>[0]): () => ReplicaScope {
+    let last: ReplicaScope | undefined;
+    return () => {
+        const now = replicaScope(o);
+        if (now.oneHome === UNREADABLE && last) return last;
+        return (last = now);
+    };
+}
+
+/** `lock`, refused with the drift's reason while there is one (the scaler's writer lock, home.ts driftReason). */
+export function refusingDrift<A extends unknown[], R>(
+    drift: () => string | undefined,
+    lock: (...a: A) => Promise<R>,
+): (...a: A) => Promise<R> {
+    return async (...a) => {
+        const why = drift();
+        if (why) throw new Error(why);
+        return lock(...a);
+    };
+}
+
+/**
  * A hash of a stack file's `config` without the pools' replica counts, and of the backend (without its
  * password): two homes whose stack files differ in anything a leader applies get different ones. The
  * secrets settings beside `config` (`encryptionsalt`, …) are left out: the engine writes the salt into

@@ -10,7 +10,7 @@ import { Cluster } from "../cluster/cluster";
 import { stackPrefix } from "../cluster/records";
 import { ClusterVerdicts } from "../cluster/verdicts";
 import { homeId } from "../cluster/home";
-import { type ReplicaScope, replicaScope, UNREADABLE } from "../cluster/scope";
+import { refusingDrift, scopeReader } from "../cluster/scope";
 import { ScaleQueue } from "../cluster/scale-queue";
 import { StoreJournal } from "../operations/store-journal";
 import { StoreDesired } from "../cluster/desired";
@@ -99,30 +99,14 @@ export function buildParts(
     const leases: LeaseStore = redisStore ?? new LeaseManager(leaseOptions);
     // Several replicas share a Redis store: one leads (cluster/). Until it knows it leads, a replica
     // publishes nothing (two publishers would take each other's members away).
-    // Replicas join those of the same scope (one home, or one stack config on a shared backend), read at
-    // every heartbeat; a stack file being rewritten keeps the last scope read.
-    let lastScope: ReplicaScope | undefined;
-    const scope = (): ReplicaScope => {
-        const now = replicaScope({
-            projectRoot: opts.projectRoot,
-            stack: opts.stack,
-            homeId: homeId(runDir),
-            backend: stateBackend(home, opts.engineEnv),
-        });
-        if (now.oneHome === UNREADABLE && lastScope) return lastScope;
-        return (lastScope = now);
-    };
     const cluster =
         opts.store?.kind === "redis"
             ? new Cluster({
                   url: opts.store.url,
                   prefix: stackPrefix(opts.stack),
-                  self: {
-                      url: opts.advertiseUrl ?? at.url,
-                      version: at.version,
-                      home: homeId(runDir),
-                  },
-                  scope,
+                  self: { url: opts.advertiseUrl ?? at.url, version: at.version, home: homeId(runDir) },
+                  // Replicas join those of the same scope (one home, or one stack config on a shared backend).
+                  scope: scopeReader({ ...opts, homeId: homeId(runDir), backend: stateBackend(home, opts.engineEnv) }),
                   log: log.child({ component: "cluster" }),
                   ttlMs: opts.leaderTtlMs, // what leading means is subscribed by the start-up (start/leading.ts)
               })
@@ -203,12 +187,8 @@ export function buildParts(
         stack: opts.stack,
         ops,
         log,
-        // A replica whose stack file drifted from the other homes' applies nothing (cluster.ts configDrift).
-        lock: async (signal?: AbortSignal, onWait?: (holder: string) => void) => {
-            const drift = cluster?.configDrift();
-            if (drift) throw new Error(drift);
-            return writerLock(signal, onWait);
-        },
+        // A replica whose stack file drifted from the other homes' applies nothing (home.ts driftReason).
+        lock: cluster ? refusingDrift(() => cluster.configDrift(), writerLock) : writerLock,
         drain: { drainer, members: () => fleet.list() },
         fence: cluster && (() => cluster.fence()),
         recordCounts: desired && ((counts, operation) => desired.record(counts, operation)),
