@@ -247,7 +247,7 @@ test(
             "h2 Provider health",
             "table: Provider | Kind | Target | State | Since | Message",
             "h2 Cluster",
-            "table: Replica | Role | Address | Version | Last heartbeat",
+            "table: Replica | Role | Host | Address | Version | Last heartbeat | Scope",
         ]);
         await page.getByRole("link", { name: "Operations" }).click();
         await page.locator("tbody tr").filter({ hasText: "web → 5" }).getByRole("button").click();
