@@ -1,6 +1,6 @@
 import * as os from "node:os";
 import * as http from "node:http";
-import { engineHome, fileBackendDir, packageVersion } from "../../engine";
+import { engineHome, fileBackendDir, packageVersion, stateBackend } from "../../engine";
 import { createLogger } from "../../log/logger";
 import { createApp } from "../api/app";
 import type { AppDeps } from "../api/deps";
@@ -8,7 +8,6 @@ import { answerProtocolErrors } from "../api/protocol-errors";
 import { authenticate } from "../http/auth";
 import { watchStackCheckpoint } from "../control/stack-watch";
 import { Gateway } from "../gateway";
-import type { StoreSpec } from "../store";
 import { assertNoOtherService } from "./announce";
 import { leaderForwarder } from "../api/forward";
 import { clusterView } from "../cluster/view";
@@ -17,6 +16,7 @@ import { checkServeOptions, type RunningService, type ServeOptions } from "./opt
 import { buildParts, type Readiness } from "./parts";
 import { subscribeParts } from "./subscribe-parts";
 import { readTokens } from "./tokens";
+import { protectedEndpoints } from "./protected-endpoints";
 
 export type { RunningService, ServeOptions } from "./options";
 
@@ -91,7 +91,7 @@ export async function startService(opts: ServeOptions): Promise<RunningService> 
             metrics: parts.metrics.gateway,
             log: log.child({ component: "gateway" }),
             ready: () => ready,
-            protectedTargets: storeEndpoints(opts.store),
+            protectedTargets: protectedEndpoints(opts.store, stateBackend(home, opts.engineEnv)),
         });
     const appDeps: AppDeps = {
         projectRoot: opts.projectRoot,
@@ -279,11 +279,4 @@ async function listenGateway(gateway: Gateway, at: { port: number; host?: string
             );
         throw e;
     }
-}
-
-/** The lease store's address, which the gateway never relays to (gateway/protected-targets.ts). */
-function storeEndpoints(store: StoreSpec | undefined): { what: string; host: string; port: number }[] {
-    if (store?.kind !== "redis") return [];
-    const u = new URL(store.url);
-    return [{ what: "the lease store", host: u.hostname, port: Number(u.port || 6379) }];
 }

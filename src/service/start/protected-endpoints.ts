@@ -1,0 +1,31 @@
+import type { StateBackend } from "../../engine";
+import type { ProtectedEndpoint } from "../gateway/protected-targets";
+import type { StoreSpec } from "../store";
+
+/**
+ * The servers the gateway never relays to (gateway/protected-targets.ts, 403 `forbidden_target`): the
+ * lease store, which holds every lease, session and block, and the Pulumi backend when it is a server
+ * (PostgreSQL), which holds the stack's state. Both often listen on this machine's loopback, which a
+ * `local` member reaches; the gateway adds its own port when it listens.
+ */
+export function protectedEndpoints(store: StoreSpec | undefined, backend: StateBackend): ProtectedEndpoint[] {
+    const out: ProtectedEndpoint[] = [];
+    if (store?.kind === "redis") {
+        const u = new URL(store.url);
+        out.push({ what: "the lease store", host: u.hostname, port: Number(u.port || 6379) });
+    }
+    if (backend.kind === "postgres") {
+        // A URL without a host (a unix socket, `?host=/run/postgresql`) is not reachable over TCP at all.
+        const u = parseUrl(backend.url);
+        if (u?.hostname) out.push({ what: "the state backend", host: u.hostname, port: Number(u.port || 5432) });
+    }
+    return out;
+}
+
+function parseUrl(url: string): URL | undefined {
+    try {
+        return new URL(url);
+    } catch {
+        return undefined;
+    }
+}
