@@ -7,11 +7,14 @@
 import { after, before, test } from "node:test";
 import assert from "node:assert/strict";
 import { convergedOk, settled, startTestService, TestService, TOKENS, waitFor } from "../helpers/service";
-import { proxyBasicAuth, viaProxy } from "../helpers/net";
+import { proxyBasicAuth, startTargetServer, viaProxy } from "../helpers/net";
 
 const WEB = { min: 1, max: 6, targetUtilization: 0.5, scaleDownAfterSeconds: 8, cooldownSeconds: 4 };
 let svc: TestService;
+/** An origin on loopback for gateway requests (the gateway does not relay to the service's own API). */
+let origin: Awaited<ReturnType<typeof startTargetServer>>;
 before(async () => {
+    origin = await startTargetServer();
     svc = await startTestService(
         {
             "egress:providers": { local: { type: "local" } },
@@ -42,6 +45,7 @@ before(async () => {
 });
 after(async () => {
     await svc?.close();
+    await origin?.close();
 });
 
 const pool = async (name: string) =>
@@ -186,7 +190,7 @@ test("min 0: the first request gets 503 + Retry-After and wakes the pool; a leas
 
 test("min 0 behind the gateway: a request that found no member wakes the pool, counted as a gateway refusal", async () => {
     const auth = proxyBasicAuth("edge", TOKENS.lease)["proxy-authorization"];
-    const echo = `${svc.url}/v1/echo`;
+    const echo = `http://127.0.0.1:${origin.port}/echo`;
     const first = await viaProxy(svc.gatewayPort!, echo, auth);
     assert.equal(first.status, 503);
     assert.equal(first.headers["x-egress-error"], "none_available");

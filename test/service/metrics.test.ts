@@ -5,7 +5,7 @@
 import { after, before, test } from "node:test";
 import assert from "node:assert/strict";
 import { settled, settledConverge, startTestService, TestService, TOKENS, waitFor } from "../helpers/service";
-import { proxyBasicAuth, viaProxy } from "../helpers/net";
+import { proxyBasicAuth, startTargetServer, viaProxy } from "../helpers/net";
 import {
     alertExprs,
     dashboardExprs,
@@ -26,16 +26,27 @@ const both = [
     { name: "b", provider: "local", replicas: 1, maxReplicas: 4 },
 ];
 let svc: TestService;
+/** An origin on loopback (the gateway does not relay to the service's own API). */
+let origin: Awaited<ReturnType<typeof startTargetServer>>;
 before(async () => {
+    origin = await startTargetServer();
     svc = await startTestService(config(both), { gateway: { port: 0 } });
     await settledConverge(svc);
 });
-after(() => svc?.close());
+after(async () => {
+    await svc?.close();
+    await origin?.close();
+});
 
-/** A GET through the rotating gateway to this service's /v1/echo; resolves with the status. */
+/** A GET through the rotating gateway to the test's origin; resolves with the status. */
 const viaGateway = async (pool: string) =>
-    (await viaProxy(svc.gatewayPort!, `${svc.url}/v1/echo`, proxyBasicAuth(pool, TOKENS.lease)["proxy-authorization"]))
-        .status;
+    (
+        await viaProxy(
+            svc.gatewayPort!,
+            `http://127.0.0.1:${origin.port}/echo`,
+            proxyBasicAuth(pool, TOKENS.lease)["proxy-authorization"],
+        )
+    ).status;
 
 const scrape = async () => {
     const r = await fetch(`${svc.url}/metrics`);

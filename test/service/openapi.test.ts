@@ -5,16 +5,20 @@
  * operation was answered with a 2xx. The document itself and its coverage of the routes:
  * openapi-document.test.ts.
  */
-import { test } from "node:test";
+import { after, before, test } from "node:test";
 import assert from "node:assert/strict";
 import * as zlib from "node:zlib";
 import { OPERATIONS } from "../../src/service/api/openapi";
 import { settled, TestService, TOKENS, waitFor } from "../helpers/service";
-import { proxyBasicAuth, viaProxy } from "../helpers/net";
+import { proxyBasicAuth, startTargetServer, viaProxy } from "../helpers/net";
 import { withOpenApiService } from "../helpers/openapi-service";
 
 let svc: TestService;
 const { call, seen } = withOpenApiService((made) => ({ svc } = made));
+/** An origin on loopback for gateway requests (the gateway does not relay to the service's own API). */
+let origin: Awaited<ReturnType<typeof startTargetServer>>;
+before(async () => (origin = await startTargetServer()));
+after(() => origin?.close());
 
 test("pools: list, scale (202), and its errors", { timeout: 120_000 }, async () => {
     const pools = await call("GET", "/v1/pools", { token: TOKENS.discover });
@@ -136,10 +140,10 @@ test(
     },
 );
 
-/** A GET through the rotating gateway (the origin is this service's own /v1/echo, on loopback). */
+/** A GET through the rotating gateway (the origin is the test's, on loopback). */
 async function viaGateway(user: string, token: string): Promise<number> {
-    return (await viaProxy(svc.gatewayPort!, `${svc.url}/v1/echo`, proxyBasicAuth(user, token)["proxy-authorization"]))
-        .status;
+    const url = `http://127.0.0.1:${origin.port}/echo`;
+    return (await viaProxy(svc.gatewayPort!, url, proxyBasicAuth(user, token)["proxy-authorization"])).status;
 }
 
 test("blocks: a block reported for a gateway request (200), and its errors", { timeout: 60_000 }, async () => {

@@ -72,7 +72,7 @@ test("the gateway, POST /v1/blocks and the Express lease route work through the 
     assert.equal(blocked.body.blocked.proxy, r.headers["x-egress-proxy"]);
 });
 
-test("the gateway never relays to the lease store (by any name of this machine) or to itself; other loopback targets still work", async () => {
+test("the gateway never relays to the lease store (by any name of this machine), to the service's API or to itself; other loopback targets still work", async () => {
     const auth = proxyBasicAuth("web", TOKENS.lease)["proxy-authorization"];
     const connect = (target: string) =>
         rawHttp(
@@ -87,6 +87,9 @@ test("the gateway never relays to the lease store (by any name of this machine) 
         `127.0.0.2:${redis.port}`,
         `0.0.0.0:${redis.port}`,
         `127.0.0.1:${svc.gatewayPort}`,
+        // The service's own API: its unauthenticated routes (/metrics, /v1/echo) stay off the gateway.
+        new URL(svc.url).host,
+        `localhost:${new URL(svc.url).port}`,
     ]) {
         const r = await connect(target);
         assert.equal(r.status, 403, `CONNECT ${target}: ${r.body}`);
@@ -101,6 +104,9 @@ test("the gateway never relays to the lease store (by any name of this machine) 
     );
     assert.equal(plain.status, 403, plain.body);
     assert.equal(plain.headers["x-egress-error"], "forbidden_target");
+    const metrics = await requestViaProxy(svc.gatewayPort!, `${svc.url}/metrics`, proxyBasicAuth("web", TOKENS.lease));
+    assert.equal(metrics.status, 403, "the API's open /metrics is not a crawler's through the gateway");
+    assert.match(JSON.parse(metrics.body).error.message, /is this service's API/);
     // Not a blanket loopback ban: the test's own origin on loopback is reached, by tunnel and plainly.
     assert.equal((await connect(`127.0.0.1:${target.port}`)).status, 200);
     // (The tunnel's member is released as it closes; the other one is blocked for 127.0.0.1 by the test before.)

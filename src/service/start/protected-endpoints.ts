@@ -4,12 +4,18 @@ import type { StoreSpec } from "../store";
 
 /**
  * The servers the gateway never relays to (gateway/protected-targets.ts, 403 `forbidden_target`): the
- * lease store, which holds every lease, session and block, and the Pulumi backend when it is a server
- * (PostgreSQL), which holds the stack's state. Both often listen on this machine's loopback, which a
- * `local` member reaches; the gateway adds its own port when it listens.
+ * lease store, which holds every lease, session and block; the Pulumi backend when it is a server
+ * (PostgreSQL), which holds the stack's state; and this service's API, whose unauthenticated routes
+ * (/metrics, /v1/echo, …) listen on loopback by default and must not become a crawler's through the
+ * gateway. They often listen on this machine's loopback, which a local member reaches; the gateway adds
+ * its own port when it listens.
  */
-export function protectedEndpoints(store: StoreSpec | undefined, backend: StateBackend): ProtectedEndpoint[] {
-    const out: ProtectedEndpoint[] = [];
+export function protectedEndpoints(
+    store: StoreSpec | undefined,
+    backend: StateBackend,
+    api: { host: string; port: number },
+): ProtectedEndpoint[] {
+    const out: ProtectedEndpoint[] = [{ what: "this service's API", ...api }];
     if (store?.kind === "redis") {
         const u = new URL(store.url);
         out.push({ what: "the lease store", host: u.hostname, port: Number(u.port || 6379) });

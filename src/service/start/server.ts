@@ -91,7 +91,10 @@ export async function startService(opts: ServeOptions): Promise<RunningService> 
             metrics: parts.metrics.gateway,
             log: log.child({ component: "gateway" }),
             ready: () => ready,
-            protectedTargets: protectedEndpoints(opts.store, stateBackend(home, opts.engineEnv)),
+            protectedTargets: protectedEndpoints(opts.store, stateBackend(home, opts.engineEnv), {
+                host: opts.host ?? "127.0.0.1",
+                port,
+            }),
         });
     const appDeps: AppDeps = {
         projectRoot: opts.projectRoot,
