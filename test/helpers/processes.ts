@@ -222,6 +222,14 @@ export async function serve(p: ProcProject, extraArgs: string[] = []): Promise<S
     return { child, url, logs, entries, call, exited };
 }
 
+/** `wait`, or its failure with the service's last 40 log lines (request lines left out): what it was doing. */
+export function withServiceLogs<T>(svc: ServeProcess, wait: Promise<T>): Promise<T> {
+    return wait.catch((e: Error) => {
+        const lines = svc.logs.filter((l) => !l.includes('"request completed"')).slice(-40);
+        throw new Error(`${e.message}; the service logged:\n${lines.join("\n")}`);
+    });
+}
+
 /** Polls until `fn` returns a truthy value (returned), or fails naming `what`. */
 export async function until<T>(
     what: string,

@@ -13,6 +13,7 @@
  *   scope; when host-b's leader is killed, host-a's leads within 10 s and both lists agree.
  * - With no replica running, an `egress up --store` of host-a killed inside its update leaves its lock
  *   row; host-b's `egress up --store` counts it gone after the grace, clears it and succeeds.
+ * - Two replicas of one home follow an edit of their stack file to the new scope without drifting.
  */
 import { after, before, test } from "node:test";
 import assert from "node:assert/strict";
@@ -29,6 +30,7 @@ import {
     ServeProcess,
     spawnCli,
     until,
+    withServiceLogs,
 } from "../helpers/processes";
 import { startRedis, TestRedis } from "../helpers/redis";
 import { startPostgres, TestPostgres } from "../helpers/postgres";
@@ -42,6 +44,8 @@ const proxies: Server[] = [];
 let hostA: ProcProject;
 let hostB: ProcProject;
 let other: ProcProject;
+/** The stack's config as the test starts it. */
+let config: Record<string, any>;
 /** The stack's config with the first proxy in a zone: `other`'s from the start, every home's later. */
 let zonedConfig: object;
 
@@ -54,16 +58,6 @@ const lockRows = () => {
         throw e;
     }
 };
-/** `wait`, or its failure with the service's last log lines. */
-const withLogs = <T>(svc: ServeProcess, wait: Promise<T>) =>
-    wait.catch((e: Error) => {
-        throw new Error(
-            `${e.message}; the service logged:\n${svc.logs
-                .filter((l) => !l.includes("request completed"))
-                .slice(-40)
-                .join("\n")}`,
-        );
-    });
 const stackFileOf = (p: ProcProject) => path.join(p.dir, "stacks", `Pulumi.${p.stack}.yaml`);
 
 before(async () => {
@@ -73,7 +67,7 @@ before(async () => {
         await s.listen();
         proxies.push(s);
     }
-    const config = {
+    config = {
         "egress:providers": { byo: { type: "static", proxies: proxies.map((s) => `http://127.0.0.1:${s.port}`) } },
         "egress:pools": [{ name: "byo", provider: "byo", replicas: 3 }],
     };
@@ -129,7 +123,7 @@ test(
         assert.match(fs.readFileSync(stackFileOf(hostB), "utf8"), /encryptionsalt/);
         const gatewayPort = await freeLoopbackPort();
         const b1 = await serve(hostB, [...args, "--gateway-port", String(gatewayPort)]);
-        await withLogs(
+        await withServiceLogs(
             b1,
             until(
                 "host-b's replica converged: 3 healthy members, no lock row",
@@ -206,7 +200,7 @@ test(
         const scopes = async () => (await clusterOf(b1)).replicas.map((r: { scope: string }) => r.scope);
         const oldScope = (await scopes())[0];
         hostA.writeConfig(zonedConfig);
-        await withLogs(
+        await withServiceLogs(
             a2,
             until("host-a's replica to report its drift", () =>
                 a2.entries.some((e) => /^this home's stack file changed while replicas of other homes/.test(e.msg)),
@@ -214,7 +208,7 @@ test(
         );
         assert.equal(new Set(await scopes()).size, 2, "two scopes while one home has the edit");
         hostB.writeConfig(zonedConfig);
-        await withLogs(
+        await withServiceLogs(
             a2,
             until("one new scope for both", async () => {
                 const now = await scopes();
@@ -235,7 +229,7 @@ test(
             100,
         );
         const failover = Date.now() - killedAt;
-        await withLogs(
+        await withServiceLogs(
             a2,
             until(
                 "host-a's replica converged",
@@ -266,6 +260,20 @@ test(
         assert.match(next.stderr, /held by pid \d+ on egress-host-a, a previous holder of the store's lock: waiting/);
         assert.match(next.stderr, /counting pid \d+ on egress-host-a as gone/);
         assert.deepEqual(lockRows(), [], "no lock row is left");
+
+        // Two replicas of one home read one stack file: an edit moves them to the new scope with no drift.
+        const same = [await serve(hostA, args), await serve(hostA, args)];
+        const before = (await clusterOf(same[0])).replicas[0].scope;
+        hostA.writeConfig(config);
+        await until("both replicas of host-a on one new scope", async () => {
+            const now = (await clusterOf(same[0])).replicas.map((r: { scope: string }) => r.scope);
+            return now.length === 2 && new Set(now).size === 1 && now[0] !== before;
+        });
+        for (const r of same) {
+            assert.ok(!r.entries.some((e) => /stack file changed/.test(e.msg ?? "")), "no drift within one home");
+            r.child.kill("SIGTERM");
+            assert.equal(await r.exited, 0);
+        }
         for (const p of [hostA, hostB])
             await until(`no process of ${p.host} left`, () => pidsMentioning(p.dir).length === 0, 10_000, 100);
     },

@@ -9,7 +9,15 @@
 import { test } from "node:test";
 import assert from "node:assert/strict";
 import * as fs from "node:fs";
-import { engineProcessesOf, ProcProject, proxyProcesses, serve, ServeProcess, until } from "../helpers/processes";
+import {
+    engineProcessesOf,
+    ProcProject,
+    proxyProcesses,
+    serve,
+    ServeProcess,
+    until,
+    withServiceLogs,
+} from "../helpers/processes";
 import type { TestRedis } from "../helpers/redis";
 import { withRedisProject } from "../helpers/redis-project";
 import { leaseLoad } from "../helpers/lease-load";
@@ -109,7 +117,10 @@ test(
         const grantedWhileDown = load.count("lease 201");
         await new Promise((r) => setTimeout(r, 1500)); // a while down under load: nothing hangs, nothing crashes
         await redis.start();
-        await until("leasing resumes", () => load.count("lease 201") > grantedWhileDown + 10, 30_000);
+        await withServiceLogs(
+            svc,
+            until("leasing resumes", () => load.count("lease 201") > grantedWhileDown + 10, 30_000),
+        );
         await until("/readyz true again", async () => (await svc.call("GET", "/readyz")).status === 200, 10_000);
         await load.stop();
         process.stdout.write(

@@ -77,7 +77,7 @@ export class Cluster {
         this.redis.defineCommand("egressResign", { numberOfKeys: 1, lua: RESIGN });
         const home = o.self.home;
         const scope = o.scope ? () => o.scope!().id : home ? () => home : undefined;
-        this.home = new StackHome(this.redis, this.key(CLUSTER_KEYS.home), scope, this.ttlMs * 3, o.log);
+        this.home = new StackHome(this.redis, this.key(CLUSTER_KEYS.home), scope, this.ttlMs * 3, o.log, home);
     }
 
     private key(k: string): string {
@@ -216,7 +216,10 @@ export class Cluster {
                 scope: this.home.home,
             };
             await this.redis.hset(this.key(CLUSTER_KEYS.replicas), this.id, JSON.stringify(me));
-            const others = async () => (await this.view()).replicas.filter((r) => r.id !== this.id).map(scopeOf);
+            const others = async () =>
+                (await this.view()).replicas
+                    .filter((r) => r.id !== this.id)
+                    .map((r) => ({ scope: scopeOf(r), home: r.home }));
             const home = await this.home.hold(others);
             if (home && home.held !== home.mine && !home.drifted) await this.foreignHome(home.held);
             else await this.claim(sent);

@@ -85,13 +85,17 @@ export class StackHome {
     /** The last heartbeat found this replica drifted (`driftReason`). */
     private drift?: HomeHeld;
 
-    /** `scope`: this replica's scope now; undefined holds nothing (every call then answers undefined). */
+    /**
+     * `scope`: this replica's scope now; undefined holds nothing (every call then answers undefined).
+     * `homeId`: the id of the EGRESS_HOME it runs from.
+     */
     constructor(
         redis: Redis,
         private readonly key: string,
         private readonly scope: (() => string) | undefined,
         private readonly ttlMs: number,
         private readonly log?: Logger,
+        private readonly homeId?: string,
     ) {
         this.redis = redis as Scripted;
         this.redis.defineCommand("egressHoldHome", { numberOfKeys: 1, lua: HOLD });
@@ -105,15 +109,17 @@ export class StackHome {
     }
 
     /**
-     * Takes or renews the key for this replica's scope; `others`: the scopes of the other live replicas,
-     * asked only when this replica's scope changed. Undefined when this replica holds nothing.
+     * Takes or renews the key for this replica's scope; `others`: the other live replicas' scopes and homes,
+     * asked only when this replica's scope changed. Replicas of this home read the same stack file, so
+     * only those of other homes still on the old scope hold the move back. Undefined when this replica
+     * holds nothing.
      */
-    async hold(others?: () => Promise<(string | undefined)[]>): Promise<HomeHeld | undefined> {
+    async hold(others?: () => Promise<{ scope?: string; home?: string }[]>): Promise<HomeHeld | undefined> {
         const mine = this.home;
         if (!mine) return undefined;
         let held = String(await this.redis.egressHoldHome(this.key, mine, String(this.ttlMs)));
         const changed = held !== mine && held === this.joined;
-        if (changed && others && !(await others()).includes(held))
+        if (changed && others && !(await others()).some((r) => r.scope === held && r.home !== this.homeId))
             held = String(await this.redis.egressMoveHome(this.key, this.joined!, mine, String(this.ttlMs)));
         if (held === mine) this.joined = mine;
         const now = { held, mine, drifted: held !== mine && held === this.joined };
