@@ -58,6 +58,20 @@ const lockRows = () => {
         throw e;
     }
 };
+/** Waits until `svc` lists 3 healthy members and no lock row is left (its log on failure). */
+const converged = (svc: ServeProcess, who: string) =>
+    withServiceLogs(
+        svc,
+        until(
+            `${who}: 3 healthy members, no lock row`,
+            async () => {
+                const m = await members(svc);
+                return m.length === 3 && m.every((x) => x.endsWith(":up")) && lockRows().length === 0;
+            },
+            120_000,
+            250,
+        ),
+    );
 const stackFileOf = (p: ProcProject) => path.join(p.dir, "stacks", `Pulumi.${p.stack}.yaml`);
 
 before(async () => {
@@ -123,18 +137,7 @@ test(
         assert.match(fs.readFileSync(stackFileOf(hostB), "utf8"), /encryptionsalt/);
         const gatewayPort = await freeLoopbackPort();
         const b1 = await serve(hostB, [...args, "--gateway-port", String(gatewayPort)]);
-        await withServiceLogs(
-            b1,
-            until(
-                "host-b's replica converged: 3 healthy members, no lock row",
-                async () => {
-                    const m = await members(b1);
-                    return m.length === 3 && m.every((x) => x.endsWith(":up")) && lockRows().length === 0;
-                },
-                120_000,
-                250,
-            ),
-        );
+        await converged(b1, "host-b's replica converged");
         // The gateway never relays to the state backend, which listens on this machine's loopback here.
         const auth = proxyBasicAuth("byo", ADMIN_TOKEN)["proxy-authorization"];
         const target = `127.0.0.1:${pg.port}`;
@@ -229,18 +232,7 @@ test(
             100,
         );
         const failover = Date.now() - killedAt;
-        await withServiceLogs(
-            a2,
-            until(
-                "host-a's replica converged",
-                async () => {
-                    const m = await members(a2);
-                    return m.length === 3 && m.every((x) => x.endsWith(":up")) && lockRows().length === 0;
-                },
-                120_000,
-                250,
-            ),
-        );
+        await converged(a2, "host-a's replica converged");
         process.stdout.write(`# failover across hosts: new leader ${failover} ms after SIGKILL\n`);
         a2.child.kill("SIGTERM");
         assert.equal(await a2.exited, 0);
