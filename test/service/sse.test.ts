@@ -5,8 +5,8 @@
  */
 import { after, before, test } from "node:test";
 import assert from "node:assert/strict";
-import * as http from "node:http";
 import { settled, settledConverge, startTestService, TestService, TOKENS } from "../helpers/service";
+import { readSse, type SseOptions } from "../helpers/sse";
 
 let svc: TestService;
 before(async () => {
@@ -23,65 +23,11 @@ after(async () => {
     await svc?.close();
 });
 
-interface Sse {
-    type: string;
-    id: number;
-    data: any;
-}
-
-/**
- * Reads the stream of `opId` from the raw bytes. `stopAfter`: hang up after that many events (a client
- * that loses its connection). Resolves with the events, the raw text and how many `: ping` comments came.
- */
-function read(
-    opId: string,
-    opts: { lastEventId?: string; stopAfter?: number } = {},
-): Promise<{ events: Sse[]; raw: string; pings: number; status: number }> {
-    return new Promise((resolve, reject) => {
-        const headers: Record<string, string> = {
-            authorization: `Bearer ${TOKENS.scale}`,
-            accept: "text/event-stream",
-        };
-        if (opts.lastEventId !== undefined) headers["last-event-id"] = opts.lastEventId;
-        const url = new URL(svc.url);
-        const req = http.request(
-            { host: "127.0.0.1", port: url.port, path: `/v1/operations/${opId}/events`, headers },
-            (res) => {
-                let raw = "";
-                const events: Sse[] = [];
-                let pings = 0;
-                let buf = "";
-                const done = () => resolve({ events, raw, pings, status: res.statusCode ?? 0 });
-                res.setEncoding("utf8");
-                res.on("data", (chunk: string) => {
-                    raw += chunk;
-                    buf += chunk;
-                    for (let i = buf.indexOf("\n\n"); i >= 0; i = buf.indexOf("\n\n")) {
-                        const block = buf.slice(0, i);
-                        buf = buf.slice(i + 2);
-                        if (block === ": ping") {
-                            pings++;
-                            continue;
-                        }
-                        const field = (n: string) => new RegExp(`^${n}: (.*)$`, "m").exec(block)?.[1];
-                        assert.match(field("id") ?? "", /^\d+$/, `an id on every event: ${block.slice(0, 200)}`);
-                        events.push({
-                            type: field("event")!,
-                            id: Number(field("id")),
-                            data: JSON.parse(field("data")!),
-                        });
-                        if (opts.stopAfter !== undefined && events.length >= opts.stopAfter) {
-                            req.destroy();
-                            return done();
-                        }
-                    }
-                });
-                res.on("end", done);
-            },
-        );
-        req.on("error", reject);
-        req.end();
-    });
+/** The stream of `opId`, every event with its `id:` (this route always sends one). */
+async function read(opId: string, opts: Omit<SseOptions, "token"> = {}) {
+    const r = await readSse(svc.url, opId, { ...opts, token: TOKENS.scale });
+    for (const e of r.events) assert.equal(typeof e.id, "number", `an id on every event: ${JSON.stringify(e)}`);
+    return r;
 }
 
 test(

@@ -257,7 +257,7 @@ export interface paths {
         };
         /**
          * Server-Sent Events of the operation's progress
-         * @description `status` events (the operation, at creation and at each change) and `progress` events (engine progress, resource by resource), each with an `id:` counting up from 1. Send `Last-Event-ID` to get only the events after it (from a buffer of the last 1000). A `: ping` comment comes every 15 s while the operation runs; the stream ends when it settles.
+         * @description `status` events (the operation, at creation and at each change) and `progress` events (engine progress, resource by resource), each with an `id:` counting up from 1. Send `Last-Event-ID` to get only the events after it (from a buffer of the last 1000). A `: ping` comment comes every 15 s while the operation runs; the stream ends when it settles. With replicas any replica streams it, with the same ids, from the store.
          */
         get: operations["streamOperationEvents"];
         put?: never;

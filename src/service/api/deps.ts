@@ -20,6 +20,8 @@ import type { z } from "zod";
 import type { clusterResponse } from "./schemas";
 import type { VerdictsStatus } from "../cluster/verdicts";
 import type { ScaleQueue } from "../cluster/scale-queue";
+import type { StoreEvents } from "../operations/store-events";
+import type { Operation } from "../operations/operation";
 
 /** Everything the HTTP layer needs, built by src/service/start/server.ts (or by tests with synthetic parts). */
 export interface AppDeps {
@@ -68,6 +70,15 @@ export interface AppDeps {
      * them, since its own stack file may be another host's copy that the leader does not write.
      */
     storedDesired?: () => Promise<Record<string, number> | undefined>;
+    /**
+     * With replicas: the operations' event streams in the store (operations/store-events.ts), which every
+     * replica's GET /v1/operations/:id/events reads, and the store's journal, for operations this
+     * replica did not run (found by id or by a folded request's id).
+     */
+    opEvents?: Pick<StoreEvents, "read" | "last">;
+    storedOperation?: (id: string) => Promise<Operation | undefined>;
+    /** How often such a stream reads the store. @default 250 (routes/operation-events.ts) */
+    ssePollMs?: number;
     /** The rotating gateway, when it runs (POST /v1/blocks asks it which member served a request). */
     gateway?: Gateway;
 }

@@ -11,16 +11,17 @@ export const FORWARDED_BY = "x-egress-forwarded-by";
 /**
  * The routes only the leader can answer: it runs the engine, the operation journal and the heal loop.
  * Every other route (leases, the gateway, discovery, blocks, the dashboard's reads) any replica answers;
- * a scale request too: a follower queues it for the leader (cluster/scale-queue.ts).
+ * a scale request too: a follower queues it for the leader (cluster/scale-queue.ts), and an operation's
+ * event stream, which every replica reads from the store (operations/store-events.ts).
  */
 function leaderOnly(method: string, path: string): boolean {
-    if (method !== "GET") return false;
+    if (method !== "GET" || /^\/v1\/operations\/[^/]+\/events$/.test(path)) return false;
     return path === "/v1/operations" || path.startsWith("/v1/operations/") || path === "/v1/heal";
 }
 
 /**
  * On a follower, hands leader-only requests to the leader as they are (headers, token and body
- * included, streamed both ways, so an operation's event stream works through any replica) and answers
+ * included, streamed both ways) and answers
  * with the leader's answer plus `X-Egress-Leader`. Returns false for requests this replica answers itself.
  * No leader known (an election takes up to the lock's TTL), or the leader not answering: 503 not_ready
  * with Retry-After, which a client retries like any not_ready.

@@ -27,6 +27,8 @@ export const CLUSTER_KEYS = {
     heal: "heal",
     journal: "journal",
     desired: "desired",
+    /** A prefix: `events:<operation id>`, one stream per operation (operations/store-events.ts). */
+    events: "events:",
 } as const;
 
 /** One replica as the cluster sees it (GET /v1/cluster). */

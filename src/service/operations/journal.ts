@@ -1,7 +1,7 @@
 import { EventEmitter } from "node:events";
 import * as crypto from "node:crypto";
 import type { ProgressEvent } from "../../engine";
-import type { Operation } from "./operation";
+import { findOperation, type Operation } from "./operation";
 import { FileJournal, type JournalSink } from "./journal-file";
 
 export type { JournalSink } from "./journal-file";
@@ -11,6 +11,14 @@ export interface StreamEntry {
     id: number;
     type: "progress" | "status";
     data: unknown;
+}
+
+/**
+ * Where the writer also publishes its operations' stream entries, for every replica to stream
+ * (operations/store-events.ts): `n` is the entry's number in this process.
+ */
+export interface EventSink {
+    append(op: string, n: number, type: StreamEntry["type"], data: unknown): void;
 }
 
 /** What a leader takes over from the journal (OperationLog.recover). */
@@ -37,7 +45,7 @@ export const STREAM_BUFFER = 1000;
  */
 export class OperationLog {
     private readonly ops = new Map<string, Operation>();
-    private readonly events = new Map<string, ProgressEvent[]>();
+    private readonly progressOf = new Map<string, ProgressEvent[]>();
     private readonly streams = new Map<string, { next: number; entries: StreamEntry[] }>();
     readonly emitter = new EventEmitter();
     private readonly keep = 200;
@@ -46,8 +54,14 @@ export class OperationLog {
 
     private readonly journal?: JournalSink;
 
-    /** `journal`: a file path (one process, or replicas sharing a home), or a sink such as the store's. */
-    constructor(journal?: string | JournalSink) {
+    /**
+     * `journal`: a file path (one process, or replicas sharing a home), or a sink such as the store's.
+     * `events`: with replicas, the store's streams, which every replica's SSE reads.
+     */
+    constructor(
+        journal?: string | JournalSink,
+        private readonly events?: EventSink,
+    ) {
         this.emitter.setMaxListeners(0);
         this.journal = typeof journal === "string" ? new FileJournal(journal) : journal;
     }
@@ -72,7 +86,7 @@ export class OperationLog {
             createdAt: new Date().toISOString(),
         };
         this.ops.set(op.id, op);
-        this.events.set(op.id, []);
+        this.progressOf.set(op.id, []);
         this.record(op, "status", op);
         this.trim();
         // On disk at once: a request answered 202 and cut off before it started is carried over (recover).
@@ -97,14 +111,14 @@ export class OperationLog {
         if (from.id === into.id) return;
         const ids = new Set([...(into.requestIds ?? []), from.id, ...(from.requestIds ?? [])]);
         this.ops.delete(from.id);
-        this.events.delete(from.id);
+        this.progressOf.delete(from.id);
         this.streams.delete(from.id);
         this.update(into, { requests: into.requests + from.requests, requestIds: [...ids] });
     }
 
     /** By its id, or by the id of a follower's request folded into it. */
     get(id: string): Operation | undefined {
-        return this.ops.get(id) ?? [...this.ops.values()].find((o) => o.requestIds?.includes(id));
+        return this.ops.get(id) ?? findOperation([...this.ops.values()], id);
     }
 
     list(): Operation[] {
@@ -112,11 +126,11 @@ export class OperationLog {
     }
 
     eventsOf(id: string): ProgressEvent[] {
-        return this.events.get(id) ?? [];
+        return this.progressOf.get(id) ?? [];
     }
 
     progress(op: Operation, e: ProgressEvent): void {
-        this.events.get(op.id)?.push(e);
+        this.progressOf.get(op.id)?.push(e);
         this.emitter.emit(op.id, this.record(op, "progress", e));
     }
 
@@ -143,6 +157,7 @@ export class OperationLog {
             previous.some((o) => setsCounts(o) && o.createdAt > op.createdAt && o.status !== "queued");
         for (const op of previous) {
             if (this.ops.get(op.id)?.status === "running") continue;
+            const was = op.status;
             // Started, but cut off while it waited for the writer lock: it applied nothing (not even the
             // stack file), so it is still only a request.
             if (op.status === "running" && op.waitingForLock && op.kind === "scale")
@@ -155,8 +170,9 @@ export class OperationLog {
                 out.interrupted.push(op);
             }
             this.ops.set(op.id, op);
-            this.events.set(op.id, []);
-            this.record(op, "status", op);
+            this.progressOf.set(op.id, []);
+            // Only a change goes to the store's stream: it holds the op's history already.
+            this.record(op, "status", op, op.status !== was);
         }
         // Requests this replica set aside when it last stepped down, which another leader has since applied
         // or folded (they are gone from the file): the file's records answer for them now.
@@ -171,13 +187,17 @@ export class OperationLog {
         return (this.streams.get(id)?.entries ?? []).filter((e) => e.id > afterId);
     }
 
-    /** Numbers and buffers one stream message. Status data is a copy: the live record keeps changing. */
-    private record(op: Operation, type: StreamEntry["type"], data: unknown): StreamEntry {
+    /**
+     * Numbers and buffers one stream message, and publishes it (`publish`) while this process writes.
+     * Status data is a copy: the live record keeps changing.
+     */
+    private record(op: Operation, type: StreamEntry["type"], data: unknown, publish = true): StreamEntry {
         let s = this.streams.get(op.id);
         if (!s) this.streams.set(op.id, (s = { next: 1, entries: [] }));
         const entry: StreamEntry = { id: s.next++, type, data: type === "status" ? structuredClone(data) : data };
         s.entries.push(entry);
         if (s.entries.length > STREAM_BUFFER) s.entries.splice(0, s.entries.length - STREAM_BUFFER);
+        if (publish && this.writer) this.events?.append(op.id, entry.id, type, entry.data);
         return entry;
     }
 
@@ -187,7 +207,7 @@ export class OperationLog {
             const op = this.ops.get(id)!;
             if (op.status === "queued" || op.status === "running") continue;
             this.ops.delete(id);
-            this.events.delete(id);
+            this.progressOf.delete(id);
             this.streams.delete(id);
         }
     }

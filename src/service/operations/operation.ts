@@ -127,3 +127,8 @@ export interface DrainView {
     until: string;
     state: "waiting" | "idle" | "timed-out" | "kept";
 }
+
+/** The record of `id` among `ops`, or the one a request of that id was folded into (its `requestIds`). */
+export function findOperation(ops: readonly Operation[] | undefined, id: string): Operation | undefined {
+    return ops?.find((o) => o.id === id) ?? ops?.find((o) => o.requestIds?.includes(id));
+}

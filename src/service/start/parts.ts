@@ -12,9 +12,8 @@ import { ClusterVerdicts } from "../cluster/verdicts";
 import { homeId } from "../cluster/home";
 import { refusingDrift, scopeReader } from "../cluster/scope";
 import { ScaleQueue } from "../cluster/scale-queue";
-import { StoreJournal } from "../operations/store-journal";
 import { StoreDesired } from "../cluster/desired";
-import { OperationLog } from "../operations/journal";
+import { operationLog } from "../operations/replicated-log";
 import { Fleet } from "../fleet/fleet";
 import { Timeline, type TimelineSource } from "../fleet/timeline";
 import { StoreTimeline } from "../fleet/store-timeline";
@@ -112,20 +111,20 @@ export function buildParts(
               })
             : undefined;
     if (cluster) redisStore?.setPublisher(false);
-    // The operation journal: a file of this home for one process; with replicas, the store's, so the next
-    // leader takes over what this one recorded from any host (operations/store-journal.ts).
-    const journalFile = path.join(runDir, `operations-${opts.stack}.json`);
-    const journal =
-        cluster && opts.store?.kind === "redis"
-            ? new StoreJournal({
-                  url: opts.store.url,
-                  prefix: stackPrefix(opts.stack),
-                  self: cluster.id,
-                  log: log.child({ component: "cluster" }),
-                  legacyFile: journalFile,
-              })
-            : undefined;
-    const ops = new OperationLog(journal ?? journalFile);
+    // The operation journal (and event streams): a file of this home for one process; with replicas, the
+    // store's, so the next leader takes over what this one recorded from any host.
+    const { ops, journal, events } = operationLog({
+        journalFile: path.join(runDir, `operations-${opts.stack}.json`),
+        store:
+            cluster && opts.store?.kind === "redis"
+                ? {
+                      url: opts.store.url,
+                      prefix: stackPrefix(opts.stack),
+                      self: cluster.id,
+                      log: log.child({ component: "cluster" }),
+                  }
+                : undefined,
+    });
     // With replicas the desired counts outlive the leader and its copy of the stack file (cluster/desired.ts).
     const desired =
         cluster && opts.store?.kind === "redis"
@@ -136,8 +135,6 @@ export function buildParts(
                   log: log.child({ component: "cluster" }),
               })
             : undefined;
-    // A replica writes the journal only while it leads (leading.ts); a single process always leads.
-    if (cluster) ops.setWriter(false);
     // With replicas only the leader probes and decides; every replica shows its verdicts (cluster/verdicts.ts).
     const verdicts =
         cluster && opts.store?.kind === "redis"
@@ -279,6 +276,7 @@ export function buildParts(
         writerLock,
         ops,
         journal,
+        events,
         desired,
         health,
         redisStore,

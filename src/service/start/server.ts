@@ -17,6 +17,7 @@ import { buildParts, type Readiness } from "./parts";
 import { subscribeParts } from "./subscribe-parts";
 import { readTokens } from "./tokens";
 import { protectedEndpoints } from "./protected-endpoints";
+import { findOperation } from "../operations/operation";
 
 export type { RunningService, ServeOptions } from "./options";
 
@@ -118,6 +119,8 @@ export async function startService(opts: ServeOptions): Promise<RunningService> 
         verdicts: verdicts && (() => verdicts.status()),
         cluster: () => clusterView(cluster, { id: `${os.hostname()}-${process.pid}`, url, version, startedAt }),
         storedDesired: parts.desired && (async () => (await parts.desired!.read())?.counts),
+        opEvents: parts.events,
+        storedOperation: parts.journal && (async (id) => findOperation(await parts.journal!.read(), id)),
         forward: cluster && leaderForwarder(cluster, log.child({ component: "cluster" })),
         scaleQueue: scaleQueue && {
             following: () => !scaler.accepts(),
@@ -246,8 +249,10 @@ export async function startService(opts: ServeOptions): Promise<RunningService> 
             await parts.desired
                 ?.flushed()
                 .catch((e) => log.warn({ err: e }, "the desired counts could not be written before stopping"));
+            await parts.events?.flushed(); // appended only while this replica holds the lock
             await cluster?.stop(); // after the running operation: the lock guards it to the end
             parts.journal?.close();
+            parts.events?.close();
             parts.desired?.close();
             parts.healStore?.close(); // after the running operation: a heal settling writes its back-off
             clearInterval(sweeper);

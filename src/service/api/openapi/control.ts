@@ -66,7 +66,7 @@ export const CONTROL_OPERATIONS: Op[] = [
         operationId: "streamOperationEvents",
         summary: "Server-Sent Events of the operation's progress",
         description:
-            "`status` events (the operation, at creation and at each change) and `progress` events (engine progress, resource by resource), each with an `id:` counting up from 1. Send `Last-Event-ID` to get only the events after it (from a buffer of the last 1000). A `: ping` comment comes every 15 s while the operation runs; the stream ends when it settles.",
+            "`status` events (the operation, at creation and at each change) and `progress` events (engine progress, resource by resource), each with an `id:` counting up from 1. Send `Last-Event-ID` to get only the events after it (from a buffer of the last 1000). A `: ping` comment comes every 15 s while the operation runs; the stream ends when it settles. With replicas any replica streams it, with the same ids, from the store.",
         request: {
             params: idParams("Operation id (op_…)"),
             headers: z.object({

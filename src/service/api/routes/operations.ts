@@ -3,9 +3,11 @@ import type { AppDeps } from "../deps";
 import { HttpError } from "../../http/errors";
 import type { z } from "zod";
 import type { operationResponse, operationsResponse } from "../schemas";
-import type { StreamEntry } from "../../operations/journal";
 import type { Operation } from "../../operations/operation";
 import type { QueuedScale } from "../../cluster/scale-queue";
+import { streamFromMemory, streamFromStore } from "./operation-events";
+import { storeUnavailable } from "../lease-api";
+import { StoreUnavailableError } from "../../store";
 
 /** Default time between `: ping` comments on an idle event stream (proxies and browsers drop silent connections). */
 export const SSE_HEARTBEAT_MS = 15_000;
@@ -37,6 +39,22 @@ async function takenSoon(deps: AppDeps, id: string): Promise<Operation | QueuedO
     return deps.ops.get(id) ?? queuedOperation(q);
 }
 
+/**
+ * With replicas: the store journal's record of `id`. The leader writes it a moment after it answered the
+ * request, and a client may ask another replica at once (one address in front of them all), so an id
+ * not there yet is looked for again for up to 1.5 s, unless it is a request still queued (find() answers that).
+ */
+async function storedSoon(deps: AppDeps, id: string): Promise<Operation | undefined> {
+    if (!deps.storedOperation) return undefined;
+    for (let waited = 0; ; waited += 100) {
+        const op = await deps.storedOperation(id).catch((e: Error) => {
+            throw storeUnavailable(new StoreUnavailableError(`the store's operation journal: ${e.message}`, 2));
+        });
+        if (op || waited >= 1500 || (await deps.scaleQueue?.peek(id))) return op;
+        await new Promise((r) => setTimeout(r, 100));
+    }
+}
+
 /** What a follower answers (202) for a request it queued: the operation as it starts on the leader. */
 export function queuedOperation(q: QueuedScale): QueuedOperation {
     return {
@@ -52,7 +70,6 @@ export function queuedOperation(q: QueuedScale): QueuedOperation {
 /** GET /v1/operations, /v1/operations/:id and its Server-Sent Events stream of engine progress. */
 export function operationRoutes(deps: AppDeps): Router {
     const r = Router();
-    const heartbeatMs = deps.sseHeartbeatMs ?? SSE_HEARTBEAT_MS;
     const find = async (id: string): Promise<Operation | QueuedOperation> => {
         const op = deps.ops.get(id) ?? (await takenSoon(deps, id));
         if (!op) throw new HttpError("unknown_operation", `no operation "${id}"`);
@@ -68,7 +85,12 @@ export function operationRoutes(deps: AppDeps): Router {
         >);
     });
     r.get("/v1/operations/:id/events", deps.auth("scale"), async (req, res) => {
-        const found = await find(req.params.id as string);
+        const id = req.params.id as string;
+        // With replicas the store's journal knows every leader's operations; this replica's memory only its own.
+        const found = deps.ops.get(id) ?? (await storedSoon(deps, id)) ?? (await find(id));
+        const after = lastEventId(req.get("last-event-id"));
+        // With replicas a request still queued streams too: its entries come once the leader takes it.
+        if (deps.opEvents) return streamFromStore(deps, found, after, req, res);
         const op = deps.ops.get(found.id);
         if (!op)
             throw new HttpError(
@@ -77,35 +99,7 @@ export function operationRoutes(deps: AppDeps): Router {
                 undefined,
                 { "Retry-After": "1" },
             );
-        const after = lastEventId(req.get("last-event-id"));
-        res.writeHead(200, {
-            "content-type": "text/event-stream",
-            "cache-control": "no-cache",
-            connection: "keep-alive",
-        });
-        // `event:` first: existing readers pick blocks by their first line.
-        const send = (e: StreamEntry) =>
-            res.write(`event: ${e.type}\nid: ${e.id}\ndata: ${JSON.stringify(e.data)}\n\n`);
-        // Replay what happened after the client's last event (everything for a new client), then follow live
-        // until the operation settles. Replay and subscribe run in one tick, so nothing falls between them.
-        for (const e of deps.ops.streamOf(op.id, after)) send(e);
-        const done = () => op.status !== "queued" && op.status !== "running";
-        if (done()) return void res.end();
-        const listener = (e: StreamEntry) => {
-            send(e);
-            if (e.type === "status" && done()) finish();
-        };
-        const ping = setInterval(() => res.write(": ping\n\n"), heartbeatMs);
-        const finish = () => {
-            clearInterval(ping);
-            deps.ops.emitter.off(op.id, listener);
-            res.end();
-        };
-        deps.ops.emitter.on(op.id, listener);
-        req.on("close", () => {
-            clearInterval(ping);
-            deps.ops.emitter.off(op.id, listener);
-        });
+        streamFromMemory(deps, op, after, req, res);
     });
     return r;
 }

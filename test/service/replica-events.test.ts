@@ -1,0 +1,103 @@
+/**
+ * An operation's event stream with replicas (GET /v1/operations/:id/events; the streams in the store,
+ * src/service/operations/store-events.ts), with two `egress serve` replicas sharing one home, a real
+ * redis-server and a `local` pool:
+ * - a scale request queued through a follower streams there from its 202 to `succeeded`, with the
+ *   engine's progress; the leader streams the same events, ids and all;
+ * - a client on the follower keeps its stream through `kill -9` of the leader mid-scale: the events
+ *   before the kill, then the next leader's `interrupted`, numbered on without a gap; one that
+ *   reconnects with `Last-Event-ID` gets just the rest;
+ * - the stream is in the store, with a TTL.
+ */
+import { after, before, test } from "node:test";
+import assert from "node:assert/strict";
+import Redis from "ioredis";
+import { killServices, procProject, ProcProject, serve, ServeProcess, cli, until } from "../helpers/processes";
+import { engineUpdating } from "../helpers/proc-scan";
+import { startRedis, TestRedis } from "../helpers/redis";
+import { leaderOf } from "../helpers/replicas";
+import { ADMIN_TOKEN } from "../helpers/proc-project";
+import { readSse, type SseEvent } from "../helpers/sse";
+
+let p: ProcProject;
+let redis: TestRedis;
+let replicas: ServeProcess[] = [];
+
+before(async () => {
+    redis = await startRedis();
+    p = procProject("opev", {
+        "egress:providers": { local: { type: "local" } },
+        "egress:pools": [{ name: "web", provider: "local", replicas: 1, maxReplicas: 6, cooldownSeconds: 0 }],
+    });
+    const args = ["--store", redis.url];
+    replicas = [await serve(p, args), await serve(p, args)];
+});
+after(async () => {
+    killServices();
+    if (p) {
+        cli(p, ["destroy", "--yes", "--quiet"]);
+        p.cleanup();
+    }
+    await redis?.cleanup();
+});
+
+const sse = (svc: ServeProcess, id: string, opts: { lastEventId?: string; onEvent?: (e: SseEvent) => void } = {}) =>
+    readSse(svc.url, id, { ...opts, token: ADMIN_TOKEN });
+const ids = (events: SseEvent[]) => events.map((e) => e.id);
+const counting = (from: number, n: number) => Array.from({ length: n }, (_, i) => from + i);
+const members = async (svc: ServeProcess) => (await svc.call("GET", "/v1/proxies")).body.proxies.length;
+
+test("a request queued through a follower streams there from its 202 to the end; the leader streams the same", async () => {
+    const leader = await leaderOf(replicas);
+    const follower = replicas.find((r) => r !== leader)!;
+    await until("the first member", async () => (await members(follower)) === 1, 120_000, 200);
+    const r = await follower.call("PUT", "/v1/pools/web/replicas", { replicas: 2 });
+    assert.equal(r.status, 202, JSON.stringify(r.body));
+    const there = await sse(follower, r.body.operation.id);
+    assert.equal(there.status, 200, there.raw);
+    assert.deepEqual(ids(there.events), counting(1, there.events.length), "ids count up from 1 without gaps");
+    assert.ok(
+        there.events.some((e) => e.type === "progress" && e.data.kind === "resource-start"),
+        "the engine's progress, from the leader through the store",
+    );
+    assert.equal(there.events.at(-1)!.type, "status");
+    assert.equal(there.events.at(-1)!.data.status, "succeeded", there.raw.slice(-400));
+    const onLeader = await sse(leader, r.body.operation.id);
+    assert.deepEqual(onLeader.events, there.events, "the same events on the leader");
+
+    const raw = new Redis(redis.url);
+    try {
+        const key = `egress:opev:events:${r.body.operation.id}`;
+        assert.equal(await raw.xlen(key), there.events.length, "the stream is the store's");
+        assert.ok((await raw.ttl(key)) > 0, "with a TTL");
+    } finally {
+        raw.disconnect();
+    }
+});
+
+test("kill -9 of the leader mid-scale: a client on the follower keeps its stream, which ends with the next leader's interrupted", async () => {
+    const leader = await leaderOf(replicas);
+    const follower = replicas.find((r) => r !== leader)!;
+    const r = await leader.call("PUT", "/v1/pools/web/replicas", { replicas: 4 });
+    assert.equal(r.status, 202, JSON.stringify(r.body));
+    const id = r.body.operation.id;
+    let progressed = 0;
+    const reading = sse(follower, id, { onEvent: (e) => void (e.type === "progress" && progressed++) });
+    await until("the leader's engine inside the update", () => engineUpdating(leader.child.pid!), 60_000, 5);
+    await until("a progress event on the follower's stream", () => progressed > 0, 30_000, 20);
+    leader.child.kill("SIGKILL");
+    await leader.exited;
+    replicas = [follower];
+    const got = await reading;
+    const last = got.events.at(-1)!;
+    assert.equal(last.type, "status");
+    assert.equal(last.data.status, "interrupted", got.raw.slice(-600));
+    assert.deepEqual(ids(got.events), counting(1, got.events.length), "one stream: numbered on by the next leader");
+    assert.ok(progressed > 0 && got.events.filter((e) => e.type === "progress").length === progressed);
+
+    const resumed = await sse(follower, id, { lastEventId: "2" });
+    assert.deepEqual(resumed.events, got.events.slice(2), "after Last-Event-ID 2: the rest, once");
+    const none = await sse(follower, id, { lastEventId: String(last.id) });
+    assert.deepEqual(none.events, [], "after the last id: nothing");
+    await until("the survivor converged", async () => (await members(follower)) === 4, 180_000, 250);
+});
