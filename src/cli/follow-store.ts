@@ -2,6 +2,8 @@ import { createLogger } from "../log/logger";
 import { stackPrefix } from "../service/cluster/records";
 import type { Operation } from "../service/operations/operation";
 import { StoreJournal } from "../service/operations/store-journal";
+import { StoreEvents } from "../service/operations/store-events";
+import type { ProgressEvent } from "../engine";
 import { StoreUnavailableError } from "../service/store";
 
 const SETTLED = new Set<Operation["status"]>(["succeeded", "failed", "interrupted"]);
@@ -9,6 +11,8 @@ const SETTLED = new Set<Operation["status"]>(["succeeded", "failed", "interrupte
 export interface FollowOptions {
     /** Each status the operation is seen in, once (queued, running, …). */
     onStatus?: (op: Operation) => void;
+    /** The engine's progress events, from the operation's stream in the store (operations/store-events.ts). */
+    onProgress?: (e: ProgressEvent) => void;
     /** @default 500 */
     pollMs?: number;
     /** How long the store may be away before the command gives up following (exit 75). @default 30000 */
@@ -24,12 +28,15 @@ export interface FollowOptions {
  * whatever happens to this command; it only stops watching.
  */
 export async function followInStore(url: string, stack: string, id: string, o: FollowOptions = {}): Promise<Operation> {
-    const journal = new StoreJournal({
+    const at = {
         url,
         prefix: stackPrefix(stack),
         self: `cli:${process.pid}`, // never writes: it holds no lock
         log: createLogger({ level: "silent" }),
-    });
+    };
+    const journal = new StoreJournal(at);
+    const events = o.onProgress && new StoreEvents(at);
+    let lastEvent = 0;
     const pollMs = o.pollMs ?? 500;
     let shown: string | undefined;
     let seen = false;
@@ -49,6 +56,12 @@ export async function followInStore(url: string, stack: string, id: string, o: F
                     );
             }
             const op = ops?.find((x) => x.id === id || x.requestIds?.includes(id));
+            // Progress before the status that follows it; a stream that cannot be read now is read next round.
+            const entries = op && events ? await events.read(op.id, lastEvent).catch(() => []) : [];
+            for (const e of entries) {
+                lastEvent = e.id;
+                if (e.type === "progress") o.onProgress!(e.data as ProgressEvent);
+            }
             if (op && op.status !== shown) {
                 shown = op.status;
                 o.onStatus?.(op);
@@ -64,5 +77,6 @@ export async function followInStore(url: string, stack: string, id: string, o: F
         }
     } finally {
         journal.close();
+        events?.close();
     }
 }

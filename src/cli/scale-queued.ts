@@ -5,6 +5,7 @@ import { ScaleQueue } from "../service/cluster/scale-queue";
 import { EXIT, UsageError, type GlobalOptions } from "./context";
 import { followInStore } from "./follow-store";
 import { reportScaleOutcome } from "./scale-report";
+import { progressPrinter } from "./render";
 import { describeReplicaLeader, openStoreLock, replicaLeader, type ReplicaLeader } from "./store-lock";
 
 type QueueOptions = GlobalOptions & { up: boolean; quiet?: boolean; follow?: boolean };
@@ -94,6 +95,7 @@ export async function queueForLeader(
         const op = await followInStore(url, opts.stack, q.id, {
             onStatus: (o) =>
                 say(`  operation ${o.id}: ${o.status}${o.id !== q.id ? ` (request ${q.id} folded in)` : ""}\n`),
+            onProgress: opts.json || opts.quiet ? undefined : progressPrinter(),
         });
         reportScaleOutcome(op, { pool, n }, { json: opts.json, via: "store", by: who, extra: { leader } });
     } finally {

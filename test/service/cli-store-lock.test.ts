@@ -181,11 +181,12 @@ test("with a replica leading, `up` from another machine is refused naming it and
     assert.equal(proxyProcesses(p).size, before + 1, "the new count runs once the command returned");
     assert.ok(!followed.stdout.includes(redis.url) && !followed.stderr.includes(redis.url));
 
-    // For people: each status as it is seen, then the outcome.
+    // For people: each status as it is seen, the engine's progress from the store's stream, then the outcome.
     const shown = await cliAsync(other, ["scale", "web", String(before + 2), "--store", redis.url]);
     assert.equal(shown.code, 0, shown.stderr);
     assert.match(shown.stderr, /queued for .*; operation op_\w+/, shown.stderr);
     assert.match(shown.stderr, /operation op_\w+: running/, shown.stderr);
+    assert.match(shown.stderr, /\+ +create +web-\d+ /, shown.stderr);
     assert.match(shown.stderr, new RegExp(`pool web: ${before + 2} replicas applied by`), shown.stderr);
 
     // --no-follow: exit 0 once queued, with the id to follow.
