@@ -104,9 +104,9 @@ export class Cluster {
     }
 
     /**
-     * Refuses to join replicas of the stack with another scope (scope.ts): from another EGRESS_HOME (another
-     * host, or another directory) when the stack is one host's (a file backend, pools of members that are processes of one host), or with
-     * another stack config when it is shared: the next leader applies its own home's stack file, so a
+     * Refuses to join replicas of the stack with another scope (scope.ts): from another EGRESS_HOME
+     * (another host, or another directory) when the stack is one host's (a file backend, pools of members
+     * that are processes of one host), or with another stack config when it is shared: the next leader applies its own home's stack file, so a
      * leader with another one would apply a different desired state. The stack's
      * home key is taken in one step (scripts.ts HOLD_HOME), so of two replicas from two homes starting in
      * the same moment one is refused; the heartbeat renews it. Call before `start`; a store that does not
@@ -205,6 +205,7 @@ export class Cluster {
         if (this.stopped) return;
         const sent = Date.now();
         try {
+            const scope = this.home.home;
             const me: ReplicaInfo = {
                 ...this.o.self,
                 ...(this.gatewayUrl && { gatewayUrl: this.gatewayUrl }),
@@ -213,14 +214,14 @@ export class Cluster {
                 host: os.hostname(),
                 startedAt: this.startedAt,
                 lastHeartbeat: new Date().toISOString(),
-                scope: this.home.home,
+                scope,
             };
             await this.redis.hset(this.key(CLUSTER_KEYS.replicas), this.id, JSON.stringify(me));
             const others = async () =>
                 (await this.view()).replicas
                     .filter((r) => r.id !== this.id)
                     .map((r) => ({ scope: scopeOf(r), home: r.home }));
-            const home = await this.home.hold(others);
+            const home = await this.home.hold(others, scope);
             if (home && home.held !== home.mine && !home.drifted) await this.foreignHome(home.held);
             else await this.claim(sent);
             if (Date.now() - this.prunedAt > 60_000) await this.prune();

@@ -111,11 +111,14 @@ export class StackHome {
     /**
      * Takes or renews the key for this replica's scope; `others`: the other live replicas' scopes and homes,
      * asked only when this replica's scope changed. Replicas of this home read the same stack file, so
-     * only those of other homes still on the old scope hold the move back. Undefined when this replica
-     * holds nothing.
+     * only those of other homes still on the old scope hold the move back. `mine`: the scope as the
+     * caller just read it (a heartbeat reads it once: on a shared backend that loads the stack file).
+     * Undefined when this replica holds nothing.
      */
-    async hold(others?: () => Promise<{ scope?: string; home?: string }[]>): Promise<HomeHeld | undefined> {
-        const mine = this.home;
+    async hold(
+        others?: () => Promise<{ scope?: string; home?: string }[]>,
+        mine = this.home,
+    ): Promise<HomeHeld | undefined> {
         if (!mine) return undefined;
         let held = String(await this.redis.egressHoldHome(this.key, mine, String(this.ttlMs)));
         const changed = held !== mine && held === this.joined;
