@@ -7,7 +7,9 @@
  * - a client on the follower keeps its stream through `kill -9` of the leader mid-scale: the events
  *   before the kill, then the next leader's `interrupted`, numbered on without a gap; one that
  *   reconnects with `Last-Event-ID` gets just the rest;
- * - the stream is in the store, with a TTL.
+ * - the stream is in the store, with a TTL;
+ * - Redis killed and restarted in the middle of an operation (AOF on): the follower's stream waits and
+ *   goes on, and ends with every one of the leader's progress events, numbered without a gap.
  */
 import { after, before, test } from "node:test";
 import assert from "node:assert/strict";
@@ -22,15 +24,15 @@ import { readSse, type SseEvent } from "../helpers/sse";
 let p: ProcProject;
 let redis: TestRedis;
 let replicas: ServeProcess[] = [];
+const args = () => ["--store", redis.url];
 
 before(async () => {
-    redis = await startRedis();
+    redis = await startRedis({ aof: true });
     p = procProject("opev", {
         "egress:providers": { local: { type: "local" } },
         "egress:pools": [{ name: "web", provider: "local", replicas: 1, maxReplicas: 6, cooldownSeconds: 0 }],
     });
-    const args = ["--store", redis.url];
-    replicas = [await serve(p, args), await serve(p, args)];
+    replicas = [await serve(p, args()), await serve(p, args())];
 });
 after(async () => {
     killServices();
@@ -100,4 +102,46 @@ test("kill -9 of the leader mid-scale: a client on the follower keeps its stream
     const none = await sse(follower, id, { lastEventId: String(last.id) });
     assert.deepEqual(none.events, [], "after the last id: nothing");
     await until("the survivor converged", async () => (await members(follower)) === 4, 180_000, 250);
+});
+
+test("Redis killed and restarted mid-operation: the follower's stream waits, goes on, and loses nothing", async () => {
+    replicas.push(await serve(p, args()));
+    const leader = await leaderOf(replicas);
+    const follower = replicas.find((r) => r !== leader)!;
+    const r = await leader.call("PUT", "/v1/pools/web/replicas", { replicas: 2 });
+    assert.equal(r.status, 202, JSON.stringify(r.body));
+    const id = r.body.operation.id;
+    let progressed = 0;
+    let seen = 0;
+    const got0 = () => seen;
+    const reading = sse(follower, id, {
+        onEvent: (e) => {
+            seen++;
+            if (e.type === "progress") progressed++;
+        },
+    });
+    await until("a progress event on the follower's stream", () => progressed > 0, 60_000, 20);
+    const atKill = got0();
+    await redis.kill();
+    await new Promise((res) => setTimeout(res, 2000));
+    await redis.start();
+    const got = await reading;
+    const last = got.events.at(-1)!;
+    assert.equal(last.type, "status");
+    assert.ok(["succeeded", "interrupted"].includes(last.data.status), got.raw.slice(-600));
+    assert.deepEqual(ids(got.events), counting(1, got.events.length), "numbered without a gap or a repeat");
+    console.log(
+        `# stream through a Redis outage: ${atKill} events before the kill, ${got.events.length} in all, ended ${last.data.status}`,
+    );
+    const recorded = await until(
+        "the operation's record",
+        async () => (await follower.call("GET", `/v1/operations/${id}`)).body,
+        30_000,
+        200,
+    );
+    assert.equal(
+        got.events.filter((e) => e.type === "progress").length,
+        recorded.events,
+        "every progress event the leader recorded came through the store",
+    );
 });
