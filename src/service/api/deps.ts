@@ -46,7 +46,7 @@ export interface AppDeps {
     timeline: TimelineSource;
     /** `stopping`: the service is shutting down; every request but liveness and metrics is answered 503 not_ready. */
     ready: () => { ok: true } | { ok: false; reason: string; stopping?: boolean };
-    /** Time between `: ping` comments on operation event streams. @default 15000 (routes/operations.ts) */
+    /** Time between `: ping` comments on operation event streams. @default 15000 (routes/operation-events.ts) */
     sseHeartbeatMs?: number;
     /** Whether the lease store is reachable (a Redis store; the memory one always is): /readyz is false while it is not. */
     storeReady?: () => { ok: true } | { ok: false; reason: string };

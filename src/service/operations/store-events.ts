@@ -2,10 +2,10 @@ import type Redis from "ioredis";
 import type { Logger } from "pino";
 import { clusterConnection } from "../cluster/connection";
 import { CLUSTER_KEYS } from "../cluster/records";
-import type { StreamEntry } from "./journal";
+import { STREAM_BUFFER, type StreamEntry } from "./journal";
 
-/** Entries kept per operation in the store, as in a process' own buffer (journal.ts STREAM_BUFFER). */
-export const STORE_STREAM_MAX = 1000;
+/** Entries kept per operation in the store, as in a process' own buffer. */
+export const STORE_STREAM_MAX = STREAM_BUFFER;
 /** An operation's stream goes this long after its last entry (the journal keeps its record longer than needed). */
 export const STORE_STREAM_TTL_S = 24 * 3600;
 /** Most entries one script call appends; a longer backlog (the store was away) goes in several calls. */

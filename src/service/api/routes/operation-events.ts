@@ -3,6 +3,8 @@ import type { AppDeps } from "../deps";
 import type { StreamEntry } from "../../operations/journal";
 import type { Operation } from "../../operations/operation";
 
+/** Default time between `: ping` comments on an idle event stream (proxies and browsers drop silent connections). */
+export const SSE_HEARTBEAT_MS = 15_000;
 /** How often a replica reads the store's stream of an operation that is still running. */
 export const STORE_POLL_MS = 250;
 /** Every this many empty reads, a replica asks the journal whether the operation settled meanwhile. */
@@ -44,7 +46,7 @@ function sseWriter(req: Request, res: Response, heartbeatMs: number) {
  * between them.
  */
 export function streamFromMemory(deps: AppDeps, op: Operation, after: number, req: Request, res: Response): void {
-    const sse = sseWriter(req, res, deps.sseHeartbeatMs ?? 15_000);
+    const sse = sseWriter(req, res, deps.sseHeartbeatMs ?? SSE_HEARTBEAT_MS);
     for (const e of deps.ops.streamOf(op.id, after)) sse.send(e.type, e.data, e.id);
     if (settled(op.status)) return sse.end();
     const listener = (e: StreamEntry) => {
@@ -70,7 +72,7 @@ export function streamFromMemory(deps: AppDeps, op: Operation, after: number, re
  */
 export function streamFromStore(deps: AppDeps, asked: Operation, after: number, req: Request, res: Response): void {
     const events = deps.opEvents!;
-    const sse = sseWriter(req, res, deps.sseHeartbeatMs ?? 15_000);
+    const sse = sseWriter(req, res, deps.sseHeartbeatMs ?? SSE_HEARTBEAT_MS);
     const pollMs = deps.ssePollMs ?? STORE_POLL_MS;
     let op = asked;
     let timer: NodeJS.Timeout | undefined;

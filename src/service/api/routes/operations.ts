@@ -9,9 +9,6 @@ import { streamFromMemory, streamFromStore } from "./operation-events";
 import { storeUnavailable } from "../lease-api";
 import { StoreUnavailableError } from "../../store";
 
-/** Default time between `: ping` comments on an idle event stream (proxies and browsers drop silent connections). */
-export const SSE_HEARTBEAT_MS = 15_000;
-
 /** `Last-Event-ID`: absent → 0 (replay everything buffered); anything but a whole number is a client mistake. */
 function lastEventId(header: string | undefined): number {
     if (header === undefined || header.trim() === "") return 0;
