@@ -11,34 +11,11 @@ import * as os from "node:os";
 import * as path from "node:path";
 import pino from "pino";
 import { ConcurrentUpdateError } from "@pulumi/pulumi/automation";
-import { acquireWriterLock, EngineError, LockHolder, StackDriver } from "../../src/engine";
+import { acquireWriterLock, EngineError, LockHolder } from "../../src/engine";
 import { NotAcceptingError, Scaler } from "../../src/service/control/scaler";
 import { OperationLog } from "../../src/service/operations/journal";
 import { holdWriterLock, killHard } from "../helpers/cli";
-
-function project(): string {
-    const dir = fs.mkdtempSync(path.join(os.tmpdir(), "egress-scaler-"));
-    fs.mkdirSync(path.join(dir, "stacks"));
-    fs.writeFileSync(
-        path.join(dir, "stacks", "Pulumi.s.yaml"),
-        "config:\n  egress:providers:\n    local: { type: local }\n  egress:pools:\n    - { name: web, provider: local, replicas: 1, maxReplicas: 9 }\n",
-    );
-    return dir;
-}
-
-/** A driver whose `up` calls resolve when the test says so. */
-function scriptedDriver() {
-    const calls: { resolve: () => void; reject: (e: unknown) => void }[] = [];
-    const driver = {
-        // A count change replaces nothing (rolling changes: test/service/rolling.test.ts).
-        previewReplaced: async () => [],
-        up: () =>
-            new Promise((resolve, reject) =>
-                calls.push({ resolve: () => resolve({ kind: "up", changes: { same: 1 }, durationMs: 1 }), reject }),
-            ),
-    } as unknown as StackDriver;
-    return { driver, calls };
-}
+import { scalerProject, scriptedDriver } from "../helpers/scaler";
 
 const tick = () => new Promise((r) => setImmediate(r));
 
@@ -66,7 +43,7 @@ test("requests are refused until recovery opens the scaler, and after drain star
     const { driver } = scriptedDriver();
     const scaler = new Scaler({
         driver,
-        projectRoot: project(),
+        projectRoot: scalerProject(),
         stack: "s",
         ops: new OperationLog(),
         log: pino({ level: "silent" }),
@@ -81,7 +58,7 @@ test("requests are refused until recovery opens the scaler, and after drain star
 
 test("while one operation runs, requests fold into one queued operation; drain keeps it for the next start and waits for the running one", async () => {
     const { driver, calls } = scriptedDriver();
-    const dir = project();
+    const dir = scalerProject();
     const journal = path.join(dir, "operations.json");
     const ops = new OperationLog(journal);
     const scaler = new Scaler({ driver, projectRoot: dir, stack: "s", ops, log: pino({ level: "silent" }) });
@@ -137,7 +114,7 @@ test("while one operation runs, requests fold into one queued operation; drain k
 });
 
 test("recovery: carried requests queue behind the start-up convergence and fold; stale requests and queued repairs are interrupted", async () => {
-    const dir = project();
+    const dir = scalerProject();
     const journal = path.join(dir, "operations.json");
     const at = (s: number) => new Date(Date.UTC(2026, 0, 1, 0, 0, s)).toISOString();
     const rec = (id: string, kind: string, status: string, s: number, desired = {}) => ({
@@ -200,7 +177,7 @@ test(
     },
     async () => {
         const { driver, calls } = scriptedDriver();
-        const dir = project();
+        const dir = scalerProject();
         const journal = path.join(dir, "operations.json");
         const runDir = fs.mkdtempSync(path.join(os.tmpdir(), "egress-scaler-run-"));
         const holder = await holdWriterLock(runDir, "s", "egress up");
@@ -239,7 +216,7 @@ test("an operation retries while another update holds the lock, then succeeds", 
     const { driver, calls } = scriptedDriver();
     const scaler = new Scaler({
         driver,
-        projectRoot: project(),
+        projectRoot: scalerProject(),
         stack: "s",
         ops: new OperationLog(),
         log: pino({ level: "silent" }),
@@ -259,7 +236,7 @@ test(
     { timeout: 20_000 },
     async () => {
         const { driver, calls } = scriptedDriver();
-        const dir = project();
+        const dir = scalerProject();
         const runDir = fs.mkdtempSync(path.join(os.tmpdir(), "egress-scaler-run-"));
         const holder = await holdWriterLock(runDir, "s", "egress up");
         const waited: number[] = [];

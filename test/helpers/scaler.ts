@@ -1,0 +1,33 @@
+/**
+ * A Scaler's parts for unit tests with a scripted engine (the real engine runs in test/service):
+ * test/unit/scaler.test.ts, drift-refusal.test.ts.
+ */
+import * as fs from "node:fs";
+import * as os from "node:os";
+import * as path from "node:path";
+import type { StackDriver } from "../../src/engine";
+
+/** A project dir with stack `s`: one `local` pool `web` of 1 member (at most 9). */
+export function scalerProject(): string {
+    const dir = fs.mkdtempSync(path.join(os.tmpdir(), "egress-scaler-"));
+    fs.mkdirSync(path.join(dir, "stacks"));
+    fs.writeFileSync(
+        path.join(dir, "stacks", "Pulumi.s.yaml"),
+        "config:\n  egress:providers:\n    local: { type: local }\n  egress:pools:\n    - { name: web, provider: local, replicas: 1, maxReplicas: 9 }\n",
+    );
+    return dir;
+}
+
+/** A driver whose `up` calls resolve when the test says so. */
+export function scriptedDriver() {
+    const calls: { resolve: () => void; reject: (e: unknown) => void }[] = [];
+    const driver = {
+        // A count change replaces nothing (rolling changes: test/service/rolling.test.ts).
+        previewReplaced: async () => [],
+        up: () =>
+            new Promise((resolve, reject) =>
+                calls.push({ resolve: () => resolve({ kind: "up", changes: { same: 1 }, durationMs: 1 }), reject }),
+            ),
+    } as unknown as StackDriver;
+    return { driver, calls };
+}
