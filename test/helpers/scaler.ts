@@ -5,7 +5,11 @@
 import * as fs from "node:fs";
 import * as os from "node:os";
 import * as path from "node:path";
+import pino from "pino";
 import type { StackDriver } from "../../src/engine";
+import { Scaler } from "../../src/service/control/scaler";
+import type { ScalerDeps } from "../../src/service/control/scaler-deps";
+import { OperationLog } from "../../src/service/operations/journal";
 
 /** A project dir with stack `s`: one `local` pool `web` of 1 member (at most 9). */
 export function scalerProject(): string {
@@ -30,4 +34,16 @@ export function scriptedDriver() {
             ),
     } as unknown as StackDriver;
     return { driver, calls };
+}
+
+/** A Scaler of stack `s` in `projectRoot` with a silent log; `more`: its operation log (a fresh one by default), lock, …. */
+export function testScaler(driver: StackDriver, projectRoot: string, more: Partial<ScalerDeps> = {}): Scaler {
+    return new Scaler({
+        driver,
+        projectRoot,
+        stack: "s",
+        ops: new OperationLog(),
+        log: pino({ level: "silent" }),
+        ...more,
+    });
 }

@@ -11,14 +11,11 @@ import assert from "node:assert/strict";
 import * as fs from "node:fs";
 import * as os from "node:os";
 import * as path from "node:path";
-import pino from "pino";
 import { acquireWriterLock } from "../../src/engine";
 import { errorClassOf } from "../../components/shared/errors";
-import { Scaler } from "../../src/service/control/scaler";
-import { OperationLog } from "../../src/service/operations/journal";
 import { refusingDrift } from "../../src/service/cluster/scope";
 import { ConvergenceRetry } from "../../src/service/control/heal/convergence";
-import { scalerProject, scriptedDriver } from "../helpers/scaler";
+import { scalerProject, scriptedDriver, testScaler } from "../helpers/scaler";
 import { until } from "../helpers/processes";
 import type { Operation } from "../../src/service/operations/operation";
 
@@ -39,14 +36,7 @@ test("a drifted replica's scale fails [transient] before the engine runs or the 
         (signal: AbortSignal) =>
             acquireWriterLock({ runDir, stack: "s", command: "egress serve", waitMs: 5000, pollMs: 20, signal }),
     );
-    const scaler = new Scaler({
-        driver,
-        projectRoot: dir,
-        stack: "s",
-        ops: new OperationLog(),
-        log: pino({ level: "silent" }),
-        lock,
-    });
+    const scaler = testScaler(driver, dir, { lock });
     scaler.open();
     try {
         const refused = scaler.request("web", 3);

@@ -9,13 +9,12 @@ import assert from "node:assert/strict";
 import * as fs from "node:fs";
 import * as os from "node:os";
 import * as path from "node:path";
-import pino from "pino";
 import { ConcurrentUpdateError } from "@pulumi/pulumi/automation";
 import { acquireWriterLock, EngineError, LockHolder } from "../../src/engine";
-import { NotAcceptingError, Scaler } from "../../src/service/control/scaler";
+import { NotAcceptingError } from "../../src/service/control/scaler";
 import { OperationLog } from "../../src/service/operations/journal";
 import { holdWriterLock, killHard } from "../helpers/cli";
-import { scalerProject, scriptedDriver } from "../helpers/scaler";
+import { scalerProject, scriptedDriver, testScaler } from "../helpers/scaler";
 
 const tick = () => new Promise((r) => setImmediate(r));
 
@@ -41,13 +40,7 @@ function serviceLock(runDir: string, seen: (h: LockHolder) => unknown) {
 
 test("requests are refused until recovery opens the scaler, and after drain starts", async () => {
     const { driver } = scriptedDriver();
-    const scaler = new Scaler({
-        driver,
-        projectRoot: scalerProject(),
-        stack: "s",
-        ops: new OperationLog(),
-        log: pino({ level: "silent" }),
-    });
+    const scaler = testScaler(driver, scalerProject());
     assert.throws(
         () => scaler.request("web", 2),
         (e: unknown) => e instanceof NotAcceptingError && e.reason === "starting",
@@ -61,7 +54,7 @@ test("while one operation runs, requests fold into one queued operation; drain k
     const dir = scalerProject();
     const journal = path.join(dir, "operations.json");
     const ops = new OperationLog(journal);
-    const scaler = new Scaler({ driver, projectRoot: dir, stack: "s", ops, log: pino({ level: "silent" }) });
+    const scaler = testScaler(driver, dir, { ops });
     scaler.open();
     const first = scaler.request("web", 2);
     await tick();
@@ -93,13 +86,7 @@ test("while one operation runs, requests fold into one queued operation; drain k
     );
     assert.deepEqual(interrupted, []);
     const again = scriptedDriver();
-    const scaler2 = new Scaler({
-        driver: again.driver,
-        projectRoot: dir,
-        stack: "s",
-        ops: next,
-        log: pino({ level: "silent" }),
-    });
+    const scaler2 = testScaler(again.driver, dir, { ops: next });
     scaler2.open();
     const op = scaler2.carry(carried[0]);
     assert.equal(op.id, b.id);
@@ -143,7 +130,7 @@ test("recovery: carried requests queue behind the start-up convergence and fold;
     );
     assert.deepEqual(interrupted.map((o) => o.id).sort(), ["op_heal", "op_old", "op_ran"]);
     const { driver, calls } = scriptedDriver();
-    const scaler = new Scaler({ driver, projectRoot: dir, stack: "s", ops, log: pino({ level: "silent" }) });
+    const scaler = testScaler(driver, dir, { ops });
     scaler.open();
     const up = scaler.converge({ web: 2 }); // a rotation's count to restore: it starts at once
     await tick();
@@ -183,7 +170,7 @@ test(
         const holder = await holdWriterLock(runDir, "s", "egress up");
         const lock = serviceLock(runDir, (h) => `pid ${h.pid} (${h.command})`);
         const ops = new OperationLog(journal);
-        const scaler = new Scaler({ driver, projectRoot: dir, stack: "s", ops, log: pino({ level: "silent" }), lock });
+        const scaler = testScaler(driver, dir, { ops, lock });
         scaler.open();
         const op = scaler.request("web", 4);
         try {
@@ -214,13 +201,7 @@ test(
 
 test("an operation retries while another update holds the lock, then succeeds", { timeout: 20_000 }, async () => {
     const { driver, calls } = scriptedDriver();
-    const scaler = new Scaler({
-        driver,
-        projectRoot: scalerProject(),
-        stack: "s",
-        ops: new OperationLog(),
-        log: pino({ level: "silent" }),
-    });
+    const scaler = testScaler(driver, scalerProject());
     scaler.open();
     const op = scaler.request("web", 3);
     await tick();
@@ -241,14 +222,7 @@ test(
         const holder = await holdWriterLock(runDir, "s", "egress up");
         const waited: number[] = [];
         const lock = serviceLock(runDir, (h) => waited.push(h.pid));
-        const scaler = new Scaler({
-            driver,
-            projectRoot: dir,
-            stack: "s",
-            ops: new OperationLog(),
-            log: pino({ level: "silent" }),
-            lock,
-        });
+        const scaler = testScaler(driver, dir, { lock });
         scaler.open();
         const before = fs.readFileSync(path.join(dir, "stacks", "Pulumi.s.yaml"), "utf8");
         const op = scaler.request("web", 4);
