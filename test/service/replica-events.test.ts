@@ -9,7 +9,9 @@
  *   reconnects with `Last-Event-ID` gets just the rest;
  * - the stream is in the store, with a TTL;
  * - Redis killed and restarted in the middle of an operation (AOF on): the follower's stream waits and
- *   goes on, and ends with every one of the leader's progress events, numbered without a gap.
+ *   goes on, numbered without a gap, and ends with the outcome: every one of the leader's progress
+ *   events once it succeeded (the usual case), or the next leader's `interrupted` if the leader's lock
+ *   ran out meanwhile.
  */
 import { after, before, test } from "node:test";
 import assert from "node:assert/strict";
@@ -104,16 +106,15 @@ test("kill -9 of the leader mid-scale: a client on the follower keeps its stream
     await until("the survivor converged", async () => (await members(follower)) === 4, 180_000, 250);
 });
 
-test("Redis killed and restarted mid-operation: the follower's stream waits, goes on, and loses nothing", async () => {
+test("Redis killed and restarted mid-operation: the follower's stream waits, goes on, and ends with the outcome", async () => {
     replicas.push(await serve(p, args()));
     const leader = await leaderOf(replicas);
     const follower = replicas.find((r) => r !== leader)!;
-    const r = await leader.call("PUT", "/v1/pools/web/replicas", { replicas: 2 });
+    const r = await leader.call("PUT", "/v1/pools/web/replicas", { replicas: 6 });
     assert.equal(r.status, 202, JSON.stringify(r.body));
     const id = r.body.operation.id;
     let progressed = 0;
     let seen = 0;
-    const got0 = () => seen;
     const reading = sse(follower, id, {
         onEvent: (e) => {
             seen++;
@@ -121,27 +122,28 @@ test("Redis killed and restarted mid-operation: the follower's stream waits, goe
         },
     });
     await until("a progress event on the follower's stream", () => progressed > 0, 60_000, 20);
-    const atKill = got0();
+    const atKill = seen;
+    // Back at once (an outage as long as the restart): the leader's lock (5 s) normally outlives it.
     await redis.kill();
-    await new Promise((res) => setTimeout(res, 2000));
     await redis.start();
     const got = await reading;
     const last = got.events.at(-1)!;
     assert.equal(last.type, "status");
-    assert.ok(["succeeded", "interrupted"].includes(last.data.status), got.raw.slice(-600));
     assert.deepEqual(ids(got.events), counting(1, got.events.length), "numbered without a gap or a repeat");
+    const progress = got.events.filter((e) => e.type === "progress").length;
     console.log(
-        `# stream through a Redis outage: ${atKill} events before the kill, ${got.events.length} in all, ended ${last.data.status}`,
+        `stream through a Redis restart: ${atKill} events before the kill, ${got.events.length} in all (${progress} progress), ended ${last.data.status}`,
     );
-    const recorded = await until(
-        "the operation's record",
-        async () => (await follower.call("GET", `/v1/operations/${id}`)).body,
-        30_000,
-        200,
-    );
-    assert.equal(
-        got.events.filter((e) => e.type === "progress").length,
-        recorded.events,
-        "every progress event the leader recorded came through the store",
-    );
+    if (last.data.status === "succeeded") {
+        const recorded = (await leader.call("GET", `/v1/operations/${id}`)).body;
+        assert.equal(progress, recorded.events, "every progress event the leader recorded came through the store");
+    } else {
+        // A machine slow enough for the lock to run out in the restart: the next leader ends the operation,
+        // and what the old one did after that is not its to add.
+        assert.equal(last.data.status, "interrupted", got.raw.slice(-600));
+        assert.ok(
+            leader.logs.some((l) => l.includes('"msg":"no longer leading"')),
+            "the leader lost its lock in the restart",
+        );
+    }
 });
