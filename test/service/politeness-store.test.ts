@@ -2,8 +2,8 @@
  * Per-site politeness in both lease stores — the memory manager and the Redis store (its Lua, a real
  * redis-server) — checked by the same steps: a rule's maxConcurrency across the pool (a suffix rule
  * groups a site's subdomains; an exact rule wins over it), counted down by release and by expiry;
- * minIntervalMs per member; a pool's restAfterOkSeconds; and `target-busy` only when politeness is what
- * stops the grant.
+ * minIntervalMs per member; a pool's restAfterOkSeconds; `target-busy` only when politeness is what
+ * stops the grant; and a gateway retry taking over the slot of the attempt it leaves.
  */
 import { after, before, describe, test } from "node:test";
 import assert from "node:assert/strict";
@@ -31,6 +31,7 @@ const MEMBERS = [
     ...members("rest", 1),
     ...members("sess", 2),
     ...members("drop", 2),
+    ...members("retry", 3),
 ];
 const POOLS: Record<string, PoolLeaseSettings> = {
     cap: {
@@ -44,6 +45,7 @@ const POOLS: Record<string, PoolLeaseSettings> = {
     rest: { cooldownSeconds: 0, restAfterOkSeconds: 60 },
     sess: { cooldownSeconds: 0, targets: [{ host: "t.example", minIntervalMs: 60_000 }] },
     drop: { cooldownSeconds: 0, targets: [{ host: "d.example", maxConcurrency: 1 }] },
+    retry: { cooldownSeconds: 0, targets: [{ host: "r.example", maxConcurrency: 1 }] },
 };
 const sleep = (ms: number) => new Promise((r) => setTimeout(r, ms));
 
@@ -137,6 +139,35 @@ async function checkMemberRemoved(store: Store, settle: () => Promise<unknown>):
     await store.release(b.id, "ok");
 }
 
+/**
+ * A gateway retry (AcquireRequest.replaces) takes over the slot of the attempt it leaves: the failed
+ * lease ends in the same step, before the pick, so a site at its maxConcurrency does not refuse it.
+ */
+async function checkRetryTakesOverSlot(store: Store): Promise<void> {
+    const req = { pool: "retry", target: "r.example" };
+    const failed = await granted(store, req);
+    // Without taking the slot over, the retry is refused by the slot it is leaving.
+    await busy(store, { ...req, exclude: [failed.proxyId] }, "r.example");
+    const retry = await store.acquire({
+        ...req,
+        exclude: [failed.proxyId],
+        replaces: { leaseId: failed.id, outcome: "error" },
+    });
+    assert.ok(retry.ok, JSON.stringify(retry));
+    assert.notEqual(retry.lease.proxyId, failed.proxyId, "the failed member stays out");
+    assert.equal(retry.replaced?.id, failed.id, "the acquire says which lease it ended");
+    // The bound holds: one lease in flight for the site, the retry's.
+    await busy(store, req, "r.example");
+    // The failed lease is over: releasing it again finds nothing to release.
+    const again = (await store.release(failed.id, "error")) as { ok: boolean };
+    assert.equal(again.ok, false);
+    // A replaced lease that already ended is passed over; the acquire still answers as it would.
+    await busy(store, { ...req, replaces: { leaseId: failed.id, outcome: "error" } }, "r.example");
+    await store.release(retry.lease.id, "ok");
+    const free = await granted(store, { ...req, replaces: { leaseId: "never-issued", outcome: "error" } });
+    await store.release(free.id, "ok");
+}
+
 describe("the memory lease manager", () => {
     const leases = new LeaseManager({ targetCooldownSeconds: 0, initiallyEligible: true });
     leases.setMembers(MEMBERS, POOLS);
@@ -145,6 +176,7 @@ describe("the memory lease manager", () => {
     test("rests a member after ok as its pool says", () => checkRestAfterOk(leases));
     test("moves a session off a member inside its spacing", () => checkSession(leases));
     test("ends a removed member's count for the site", () => checkMemberRemoved(leases, async () => undefined));
+    test("lets a gateway retry take over the slot it leaves", () => checkRetryTakesOverSlot(leases));
 });
 
 describe("the Redis lease store (the rules in Lua)", () => {
@@ -162,4 +194,5 @@ describe("the Redis lease store (the rules in Lua)", () => {
     test("rests a member after ok as its pool says", () => checkRestAfterOk(store));
     test("moves a session off a member inside its spacing", () => checkSession(store));
     test("ends a removed member's count for the site", () => checkMemberRemoved(store, () => sleep(300)));
+    test("lets a gateway retry take over the slot it leaves", () => checkRetryTakesOverSlot(store));
 });

@@ -87,7 +87,12 @@ test("`gateway.retryOnBlock` is validated at load the same way; unset means 0 (b
     });
     const retries = new Retries({
         fleet: { poolConfigs: () => [{ name: "b", gateway: { retries: 0, retryOnBlock: 3 } }, { name: "p" }] } as never,
-        flights: { closing: false, end: () => assert.fail(), launch: () => assert.fail() },
+        flights: {
+            closing: false,
+            end: () => assert.fail(),
+            launch: () => assert.fail(),
+            outcome: () => assert.fail(),
+        },
         ttlSeconds: 60,
     });
     assert.equal(retries.budget({ pool: "b" }, "block"), 3);
@@ -104,7 +109,12 @@ test("the bound: the pool's `gateway.retries` (default 1), lowered by the userna
     ];
     const retries = new Retries({
         fleet: { poolConfigs: () => pools } as unknown as Fleet,
-        flights: { closing: false, end: () => assert.fail(), launch: () => assert.fail() },
+        flights: {
+            closing: false,
+            end: () => assert.fail(),
+            launch: () => assert.fail(),
+            outcome: () => assert.fail(),
+        },
         ttlSeconds: 60,
     });
     assert.equal(retries.budget({ pool: "plain" }), 1);
@@ -134,6 +144,7 @@ test("a retry through a store across the network: the next lease comes later; a 
         flights: {
             closing: false,
             end: () => undefined,
+            outcome: () => "error",
             launch: (a) => {
                 started.push(a);
                 return { ...a, attempt: 2 } as never;
@@ -144,6 +155,7 @@ test("a retry through a store across the network: the next lease comes later; a 
     const flight = () =>
         ({
             pool: "p",
+            lease: { id: "l1" },
             attempt: 1,
             replayable: true,
             ended: false,
@@ -154,12 +166,24 @@ test("a retry through a store across the network: the next lease comes later; a 
         }) as never;
     const decided = (f: never) =>
         new Promise<boolean>((resolve) => retries.failed(f, "connection_refused", resolve, () => undefined));
-    assert.equal(await decided(flight()), true);
-    assert.deepEqual(asked[0], { pool: "p", target: "example.org", ttlSeconds: 60, exclude: ["m-1"] });
+    const first = flight() as { handedOver?: boolean };
+    assert.equal(await decided(first as never), true);
+    assert.deepEqual(asked[0], {
+        pool: "p",
+        target: "example.org",
+        ttlSeconds: 60,
+        exclude: ["m-1"],
+        replaces: { leaseId: "l1", outcome: "error" },
+    });
     assert.equal((started[0] as { lease: unknown }).lease, lease);
+    assert.equal(first.handedOver, true, "the store ended the failed lease: the flight's end releases nothing");
     answer = Promise.reject(new Error("store down"));
-    assert.equal(await decided(flight()), false);
+    const unanswered = flight() as { handedOver?: boolean };
+    assert.equal(await decided(unanswered as never), false);
+    assert.equal(unanswered.handedOver, undefined, "no answer from the store: the flight's end still releases");
     answer = Promise.resolve({ ok: false, reason: "none-available", message: "", retryAfterSeconds: 1 });
-    assert.equal(await decided(flight()), false);
+    const refused = flight() as { handedOver?: boolean };
+    assert.equal(await decided(refused as never), false);
+    assert.equal(refused.handedOver, true, "refused, but the failed lease ended in the same step");
     assert.equal(started.length, 1);
 });

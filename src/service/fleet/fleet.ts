@@ -207,6 +207,8 @@ export class Fleet {
         const known = req.session !== undefined && this.leases.sessionMember(req.session, req.pool) !== undefined;
         // A promise the callback returns is flattened by the store's own promise (settle's `then`).
         return settle(this.leases.acquire(req), (r): MaybePromise<FleetAcquire> => {
+            // A gateway retry ended its failed lease in the same step: heard as any release is.
+            if (r.replaced) this.listeners.released(r.replaced.proxyId, req.replaces!.outcome);
             if (r.ok && !this.members.has(r.lease.proxyId)) return this.notKnownHere(req, via, r, passedOver);
             // Only a named pool's refusals are demand of that pool; "any pool" names none to grow. A site
             // at its politeness limit is not demand: more members would not be let at it.
@@ -233,7 +235,7 @@ export class Fleet {
         await this.leases.release(r.lease.id, "ok");
         if (passedOver + 1 >= MAX_PASSED_OVER) return notReadYet(req);
         const exclude = [...(req.exclude ?? []), r.lease.proxyId];
-        return this.acquire({ ...req, exclude }, via, passedOver + 1);
+        return this.acquire({ ...req, exclude, replaces: undefined }, via, passedOver + 1);
     }
 
     /** A request of `pool` found no member (also one that queued behind waiting ones without trying). */

@@ -39,6 +39,8 @@ export interface Flight extends Admitted {
     blockRetries: number;
     /** Ended because another member took the request over, for this reason (retries.ts). */
     retriedFor?: string;
+    /** The retry's acquire ended this attempt's lease already (AcquireRequest.replaces): end() releases nothing. */
+    handedOver?: boolean;
 }
 
 /** The retry reason of an attempt the origin blocked (`gateway.retryOnBlock`); the others are member failures. */

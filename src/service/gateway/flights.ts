@@ -92,6 +92,19 @@ export class Flights {
         this.answered(f);
     }
 
+    /** The outcome `f`'s lease is released with, from how its request or tunnel went (outcome.ts). */
+    outcome(f: Flight): ReleaseOutcome {
+        const clientGone =
+            f.memberFailed !== true &&
+            ((f.socket as TaggedSocket)[CLIENT_GONE] === true || f.cutByGateway === true || this.closing);
+        return f.kind === "http"
+            ? httpOutcome(
+                  { status: f.status, rawHeaders: f.rawHeaders, complete: f.complete === true, clientGone },
+                  this.o.rules,
+              )
+            : tunnelOutcome({ member: f.tunnel, clientGone });
+    }
+
     /** Releases the lease with the outcome; runs once per request, whichever close comes first. */
     end(f: Flight): void {
         if (f.ended) return;
@@ -100,17 +113,8 @@ export class Flights {
         f.leave();
         this.open.delete(f);
         if (this.open.size === 0) this.drained?.();
-        const clientGone =
-            f.memberFailed !== true &&
-            ((f.socket as TaggedSocket)[CLIENT_GONE] === true || f.cutByGateway === true || this.closing);
-        const outcome: ReleaseOutcome =
-            f.kind === "http"
-                ? httpOutcome(
-                      { status: f.status, rawHeaders: f.rawHeaders, complete: f.complete === true, clientGone },
-                      this.o.rules,
-                  )
-                : tunnelOutcome({ member: f.tunnel, clientGone });
-        const released = this.o.fleet.release(f.lease.id, outcome);
+        const outcome = this.outcome(f);
+        const released = f.handedOver ? undefined : this.o.fleet.release(f.lease.id, outcome);
         // With a Redis store an outage fails the release: the member stays leased until the lease's TTL.
         if (released instanceof Promise)
             released.catch((e) =>
@@ -144,7 +148,8 @@ export class Flights {
                     outcome,
                     attempt: f.attempt,
                     ...(f.retriedFor !== undefined && { retriedFor: f.retriedFor }),
-                    released: released instanceof Promise ? "pending" : released.ok,
+                    released:
+                        released === undefined ? "handed over" : released instanceof Promise ? "pending" : released.ok,
                     ms: Number(process.hrtime.bigint() - f.startedAt) / 1e6,
                 },
                 f.retriedFor === undefined ? "gateway request" : "gateway attempt retried on another member",

@@ -8,9 +8,10 @@ import type { Flights } from "./flights";
  * Retries on another member (issue 21): an attempt whose member failed it before answering hands its
  * request to a member not tried yet, while the request is replayable (replay.ts; a CONNECT until its
  * tunnel opens) and the pool's `gateway.retries` (lowered by the username's `_retries_<n>`) allows.
- * The next lease is taken before the failed one is released, so the failed member cannot be picked
- * again by this request nor, in between, handed a busy member's place; `exclude` keeps the members
- * tried before it out too. Every attempt is released with its own outcome (the failed one `error`).
+ * The next lease is taken in the same store step that ends the failed one (AcquireRequest.replaces):
+ * the failed attempt's politeness slot is the retry's, so a site at its `maxConcurrency` does not refuse
+ * the retry for the slot it is leaving, and no other request takes that slot in between. `exclude` keeps
+ * the members tried so far out. Every attempt is released with its own outcome (the failed one `error`).
  * When no other member is free now, the failure is given back at once: the wait for a busy pool
  * (waiting.ts) is for a request's first member, and a crawler told "member failed" retries by itself.
  * An origin's block (reason BLOCKED, `gateway.retryOnBlock`) has its own budget: a member failure
@@ -21,7 +22,7 @@ export class Retries {
         private readonly o: {
             fleet: Pick<Fleet, "acquire" | "release" | "poolConfigs">;
             /** Where the failed attempt ends and the next one starts; `closing` (shutdown): no new attempts. */
-            flights: Pick<Flights, "end" | "launch" | "closing">;
+            flights: Pick<Flights, "end" | "launch" | "closing" | "outcome">;
             /** The lease TTL of a gateway request (server.ts). */
             ttlSeconds: number;
         },
@@ -54,11 +55,14 @@ export class Retries {
             return then(false);
         let got;
         try {
-            got = this.o.fleet.acquire({ ...f.ask, exclude: f.tried }, null);
+            const replaces = { leaseId: f.lease.id, outcome: this.o.flights.outcome(f) };
+            got = this.o.fleet.acquire({ ...f.ask, exclude: f.tried, replaces }, null);
         } catch {
             return then(false);
         }
         const take = (g: FleetAcquire) => {
+            // The store answered, so it ended the failed lease, granted or not.
+            f.handedOver = true;
             if (!g.ok) return then(false);
             // The client left, or its request ended meanwhile: nobody to serve; the unused lease goes back.
             if (f.ended || f.socket.destroyed) {

@@ -130,6 +130,13 @@ export class LeaseManager {
      * for a sticky session, the member the session is bound to while it can take the lease.
      */
     acquire(req: AcquireRequest = {}): AcquireResult {
+        if (!req.replaces) return this.pick(req);
+        const ended = this.release(req.replaces.leaseId, req.replaces.outcome);
+        const r = this.pick(req);
+        return ended.ok ? { ...r, replaced: ended.lease } : r;
+    }
+
+    private pick(req: AcquireRequest): AcquireResult {
         const now = this.o.now();
         this.ledger.expire(now);
         const key = req.session === undefined ? undefined : sessionKey(req.pool, req.session);

@@ -46,9 +46,21 @@ export interface AcquireRequest {
      * it never goes to a member carrying shared leases, and a member under it carries none.
      */
     shared?: boolean;
+    /**
+     * A gateway retry: the failed attempt's lease, ended with `outcome` in the same step as this acquire
+     * and before its pick, so the attempt's politeness slot (the site's `maxConcurrency`) is free for
+     * the retry and no other request can take it in between. The failed member stays out through
+     * `exclude`. An unknown or ended lease is passed over.
+     */
+    replaces?: { leaseId: string; outcome: ReleaseOutcome };
 }
 
-export type AcquireResult =
+export type AcquireResult = AcquireAnswer & {
+    /** With `replaces`: the lease this acquire ended, when it was still live. */
+    replaced?: Lease;
+};
+
+type AcquireAnswer =
     /** `rebound` (only with a session): true when the session moved off the member it was bound to. */
     | {
           ok: true;

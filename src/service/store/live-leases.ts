@@ -60,6 +60,11 @@ export class LiveLeases {
         this.byMember.delete(proxyId);
     }
 
+    /** The lease `leaseId`, while this view knows it. */
+    get(leaseId: string): Lease | undefined {
+        return this.leases.get(leaseId);
+    }
+
     /** One of the member's live leases (the oldest remembered), if it has any. */
     ofMember(proxyId: string): Lease | undefined {
         const ids = this.byMember.get(proxyId);

@@ -153,12 +153,19 @@ export class RedisLeaseStore implements LeaseStore {
             randomUUID(),
             req.zone ?? "",
             req.shared ? "1" : "0",
+            req.replaces?.leaseId ?? "",
+            req.replaces?.outcome ?? "",
         ];
         if (req.exclude) args.push(...req.exclude);
+        // The replaced lease is a gateway attempt of this replica's, so this replica's view knows it.
+        const replaced = req.replaces && this.view.get(req.replaces.leaseId);
         const r = (await this.run(this.scripts.acquire, args)) as Reply;
-        const result = acquireReply(r, req);
+        const result: AcquireResult = acquireReply(r, req);
         if (result.ok) this.view.remember(result.lease);
-        return result;
+        if (!replaced) return result;
+        this.view.forget(replaced.id);
+        if (req.replaces!.outcome === "error") this.o.onError?.(replaced.proxyId, replaced);
+        return { ...result, replaced };
     }
 
     async release(leaseId: string, outcome: ReleaseOutcome): Promise<ReleaseResult> {

@@ -47,16 +47,20 @@ export const LEASE_OUTCOMES_KEY = "out";
 
 /**
  * ARGV: pool, target, session ('' = none), ttlSeconds, lease id, zone ('' = any), shared ('1' = a gateway
- * lease, shared-lua.ts), then members to exclude (any number).
+ * lease, shared-lua.ts), the lease a gateway retry replaces ('' = none) and its outcome, then members to
+ * exclude (any number).
  */
 export const ACQUIRE =
     PRELUDE +
     `
 local pool, target, session, ttl, id, zone = ARGV[A], ARGV[A + 1], ARGV[A + 2], tonumber(ARGV[A + 3]), ARGV[A + 4], ARGV[A + 5]
 local shared = ARGV[A + 6] == '1'
+-- A gateway retry's failed lease (AcquireRequest.replaces) ends before the pick, so its politeness
+-- slot is the retry's and no other request takes it in between.
+if ARGV[A + 7] ~= '' then endlease(ARGV[A + 7], 'released', ARGV[A + 8], nil) end
 -- Members that already failed this request (a gateway retry): passed over like another zone's.
 local excluded = {}
-for i = A + 7, #ARGV do excluded[ARGV[i]] = true end
+for i = A + 9, #ARGV do excluded[ARGV[i]] = true end
 local function inzone(m) return not excluded[m] and (zone == '' or (redis.call('HGET', P .. 'zone', m) or '') == zone) end
 if ttl == nil or ttl <= 0 then ttl = S.dttl end
 ttl = math.min(S.mttl, math.max(1, math.floor(ttl)))
