@@ -60,15 +60,21 @@ export async function startGatewayFleet(o: {
     const released: RecordedRelease[] = [];
     const members = new Map<string, string>();
     const acquire = fleet.acquire.bind(fleet);
+    const record = (id: string, outcome: ReleaseOutcome) => {
+        released.push({ proxy: members.get(id) ?? "?", outcome });
+        members.delete(id); // a long run (gateway-soak) must not see the test's own record as a leak
+    };
     fleet.acquire = (...args) => {
+        // A retry's acquire ends the failed attempt's lease in the same step (AcquireRequest.replaces).
+        const replaces = args[0].replaces;
+        if (replaces && members.has(replaces.leaseId)) record(replaces.leaseId, replaces.outcome);
         const got = immediate(acquire(...args));
         if (got.ok) members.set(got.lease.id, got.lease.proxy.id);
         return got;
     };
     const release = fleet.release.bind(fleet);
     fleet.release = (id, outcome) => {
-        released.push({ proxy: members.get(id) ?? "?", outcome });
-        members.delete(id); // a long run (gateway-soak) must not see the test's own record as a leak
+        record(id, outcome);
         return release(id, outcome);
     };
     const metrics = createMetrics();
