@@ -12,6 +12,9 @@ import {
     type ServeLoggers,
 } from "./serve-output";
 
+/** How long a failed `egress serve` lingers before it exits, whatever is still open (issue 35). */
+const FAILED_START_EXIT_MS = 1_000;
+
 /**
  * `egress serve`: the HTTP service (scale API, discovery, leases, health, metrics). What `npm start` runs.
  * Every line it writes is JSON (serve-output.ts); the loggers are made on first use, so other commands
@@ -120,6 +123,10 @@ export function registerServe(program: Command): void {
                 await run(o, cmd.optsWithGlobals() as GlobalOptions, log);
             } catch (e) {
                 process.exitCode = reportServeError(errors, e);
+                // A failed start ends the process: a part it had opened (a store connection, a timer, the
+                // listening port of a start that failed late) must not keep it alive without serving.
+                // The moment's wait lets the fatal line reach stderr.
+                setTimeout(() => process.exit(), FAILED_START_EXIT_MS).unref();
             }
         });
     jsonCommanderErrors(serve, () => out().errors);

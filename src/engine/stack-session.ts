@@ -3,7 +3,13 @@
  * egress-supervise), the order of calls, the backend, and the one place that reads the stack's state.
  */
 import * as path from "node:path";
-import { LocalWorkspace, PulumiCommand, Stack, StackNotFoundError } from "@pulumi/pulumi/automation";
+import {
+    LocalWorkspace,
+    PulumiCommand,
+    Stack,
+    StackAlreadyExistsError,
+    StackNotFoundError,
+} from "@pulumi/pulumi/automation";
 import { createProgram } from "../program";
 import { engineEnv, engineHome, EngineHome } from "./env";
 import { stateBackend, StateBackend } from "./backend";
@@ -151,7 +157,9 @@ export class StackSession {
             };
             const select = () =>
                 this.create
-                    ? LocalWorkspace.createOrSelectStack(args, ws)
+                    ? LocalWorkspace.createOrSelectStack(args, ws).catch((e) =>
+                          selectRaceWinner(e, () => LocalWorkspace.selectStack(args, ws)),
+                      )
                     : LocalWorkspace.selectStack(args, ws).catch((e) => {
                           throw e instanceof StackNotFoundError ? new StackMissingError(this.stackName) : e;
                       });
@@ -168,4 +176,29 @@ export class StackSession {
         this.stack.catch(() => (this.stack = undefined));
         return this.stack;
     }
+}
+
+/** How long apart a loser of the race to create a stack looks for the winner's (selectRaceWinner). */
+const RACE_SELECT_WAITS_MS = [0, 250, 500, 1000, 2000];
+
+/**
+ * Replicas and CLIs started together all find no stack and all create it (issue 35). The losers fail:
+ * `already exists`, or on PostgreSQL `could not create stack: could not list bucket` (a listing that met
+ * the winner's rows half-written). Such a loser selects the winner's stack, looking again for a few
+ * seconds while the winner's create completes; `failed` stands when none can be selected by then, or
+ * when it was not a create that failed.
+ */
+async function selectRaceWinner(failed: unknown, select: () => Promise<Stack>): Promise<Stack> {
+    const lostCreate =
+        failed instanceof StackAlreadyExistsError || /could not create stack/.test((failed as Error)?.message ?? "");
+    if (!lostCreate) throw failed;
+    for (const ms of RACE_SELECT_WAITS_MS) {
+        await new Promise((r) => setTimeout(r, ms));
+        try {
+            return await select();
+        } catch {
+            // not there yet, or the backend still mid-write: look again
+        }
+    }
+    throw failed;
 }
