@@ -240,6 +240,11 @@ export interface KindDefinition<E extends EntryBase = EntryBase, S extends z.Zod
     components(): ProviderKindModule<E, any, any>;
     /** Crash recovery, by resource type token: how to undo a pending create of that type. */
     pendingCreateUndo?(): Record<string, PendingCreateUndo>;
+    /**
+     * The kind's dynamic providers, by resource type token: what the engine's dynamic-provider process
+     * runs for a resource whose state names that token (components/shared/dynamic.ts).
+     */
+    dynamicProviders?(): Record<string, pulumi.dynamic.ResourceProvider<any, any>>;
     /** The provider-health checker of one entry. */
     checker(providerName: string, entry: E, env: KindEnv, options?: CheckerOptions): Checker;
     /** "Is this member gone?" without an engine run (the reconcile loop); unset: only health probes judge. */
