@@ -22,7 +22,8 @@ import type { MemberArgs, ProxyMemberComponent } from "./shared/member";
  * process gone, a KVM domain shut off): the next `up` replaces it to repair it, not because its config
  * changed. Rolling changes (src/service/control/rolling, `egress up`'s refusal) count only the other
  * keys: a dead member has no capacity to keep while it is replaced. The providers spell it out
- * (local/provider.ts, kvm/domain.ts): they are serialized by value and capture no module.
+ * (local/provider.ts, kvm/domain.ts): they were serialized by value into state before issue 33, and
+ * capture no module still.
  */
 export const REPAIR_REPLACE_KEY = "running";
 
@@ -240,6 +241,11 @@ export interface KindDefinition<E extends EntryBase = EntryBase, S extends z.Zod
     components(): ProviderKindModule<E, any, any>;
     /** Crash recovery, by resource type token: how to undo a pending create of that type. */
     pendingCreateUndo?(): Record<string, PendingCreateUndo>;
+    /**
+     * The kind's dynamic providers, by resource type token: what the engine's dynamic-provider process
+     * runs for a resource whose state names that token (components/shared/dynamic.ts).
+     */
+    dynamicProviders?(): Record<string, pulumi.dynamic.ResourceProvider<any, any>>;
     /** The provider-health checker of one entry. */
     checker(providerName: string, entry: E, env: KindEnv, options?: CheckerOptions): Checker;
     /** "Is this member gone?" without an engine run (the reconcile loop); unset: only health probes judge. */

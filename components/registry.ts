@@ -4,6 +4,7 @@
  * outside components/ names a kind. Adding a kind: a folder components/<kind>/ whose index.ts exports its
  * KindDefinition (docs/architecture.md), and one line here.
  */
+import type * as pulumi from "@pulumi/pulumi";
 import type { z } from "zod";
 import type {
     Checker,
@@ -44,6 +45,15 @@ export function kindOf(entry: { type: string }): KindDefinition<AnyEntry, any> {
 /** Every kind's pending-create undo, by resource type token (crash recovery in src/engine). */
 export function pendingCreateUndoers(): Record<string, PendingCreateUndo> {
     return Object.assign({}, ...KINDS.map((k: KindDefinition<any, any>) => k.pendingCreateUndo?.() ?? {}));
+}
+
+/** The dynamic provider of resource type token `type`, from the kind that registers it; undefined: none does. */
+export function dynamicProviderFor(type: string): pulumi.dynamic.ResourceProvider<any, any> | undefined {
+    for (const k of KINDS as readonly KindDefinition<any, any>[]) {
+        const found = k.dynamicProviders?.()[type];
+        if (found) return found;
+    }
+    return undefined;
 }
 
 /**

@@ -4,6 +4,10 @@
  * state, so it survives restarts and moves with the backend.
  */
 import * as pulumi from "@pulumi/pulumi";
+import { dynamicType, LoadedDynamicResource } from "../components/shared/dynamic";
+
+/** Type token of the identity resource (`pulumi-nodejs:dynamic/<module>:<type>`). */
+export const IDENTITY_TYPE = dynamicType("egress", "installation:Identity");
 
 export interface IdentityInputs {
     /** The id to record when the resource is created; once recorded, the recorded one wins (check). */
@@ -52,11 +56,11 @@ export const identityProvider: pulumi.dynamic.ResourceProvider<IdentityInputs, I
 };
 
 /** The stack's installation identity (one per stack, named `installation`). */
-export class InstallationIdentity extends pulumi.dynamic.Resource {
+export class InstallationIdentity extends LoadedDynamicResource {
     declare public readonly installation: pulumi.Output<string>;
     declare public readonly legacy: pulumi.Output<boolean>;
 
     constructor(name: string, args: IdentityInputs, opts?: pulumi.CustomResourceOptions) {
-        super(identityProvider, name, { ...args }, opts, "egress", "installation:Identity");
+        super(IDENTITY_TYPE, name, { ...args }, opts);
     }
 }

@@ -1,4 +1,5 @@
 import * as pulumi from "@pulumi/pulumi";
+import { dynamicType, LoadedDynamicResource } from "../shared/dynamic";
 import { describeConnection, KvmConnection, replaceDiff, Virsh, volumePath, withLibvirt, withTempDir } from "./libvirt";
 import { BaseOwner, isOurUpload, uploadMarkerName, uploadMarkers } from "./base-owner";
 import { volumeXml } from "./xml";
@@ -110,6 +111,9 @@ const UPLOAD_RETRY: RetrySchedule = {
     maxDelayMs: 15000,
     maxTotalMs: Number.MAX_SAFE_INTEGER,
 };
+
+/** Type token of the BaseImage dynamic resource (`pulumi-nodejs:dynamic/<module>:<type>`). */
+export const BASE_IMAGE_TYPE = dynamicType("egress", "kvm:BaseImage");
 
 export const baseImageProvider: pulumi.dynamic.ResourceProvider<BaseImageInputs, BaseImageOutputs> = {
     async create(inputs) {
@@ -250,7 +254,7 @@ export const baseImageProvider: pulumi.dynamic.ResourceProvider<BaseImageInputs,
 };
 
 /** The base image volume on one host (created once, never replaced under overlays). */
-export class BaseImage extends pulumi.dynamic.Resource {
+export class BaseImage extends LoadedDynamicResource {
     declare public readonly path: pulumi.Output<string>;
     declare public readonly capacityBytes: pulumi.Output<number>;
     declare public readonly volume: pulumi.Output<string>;
@@ -262,12 +266,10 @@ export class BaseImage extends pulumi.dynamic.Resource {
         opts?: pulumi.CustomResourceOptions,
     ) {
         super(
-            baseImageProvider,
+            BASE_IMAGE_TYPE,
             name,
             { ...args, path: undefined, capacityBytes: undefined, adopted: undefined },
             { ...opts, additionalSecretOutputs: ["privateKey"] },
-            "egress",
-            "kvm:BaseImage",
         );
     }
 }

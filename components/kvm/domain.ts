@@ -1,4 +1,5 @@
 import * as pulumi from "@pulumi/pulumi";
+import { dynamicType, LoadedDynamicResource } from "../shared/dynamic";
 import {
     domainState,
     DomainState,
@@ -64,6 +65,9 @@ export async function removeDomain(virsh: Virsh, name: string): Promise<void> {
     await ignoreNotFound(() => virsh(["undefine", "--nvram", name]));
     if (disk) await removeConsoleLog(virsh, disk, name);
 }
+
+/** Type token of the Domain dynamic resource (`pulumi-nodejs:dynamic/<module>:<type>`). */
+export const DOMAIN_TYPE = dynamicType("egress", "kvm:Domain");
 
 export const domainProvider: pulumi.dynamic.ResourceProvider<DomainInputs, DomainOutputs> = {
     async create(inputs) {
@@ -215,7 +219,7 @@ export const domainProvider: pulumi.dynamic.ResourceProvider<DomainInputs, Domai
 };
 
 /** A member's VM: UEFI (or BIOS), file disks, seed CD on virtio-scsi, guest-agent channel, egress metadata. */
-export class Domain extends pulumi.dynamic.Resource {
+export class Domain extends LoadedDynamicResource {
     declare public readonly ipAddress: pulumi.Output<string>;
     declare public readonly state: pulumi.Output<DomainState | undefined>;
     declare public readonly running: pulumi.Output<boolean | undefined>;
@@ -226,12 +230,10 @@ export class Domain extends pulumi.dynamic.Resource {
         opts?: pulumi.CustomResourceOptions,
     ) {
         super(
-            domainProvider,
+            DOMAIN_TYPE,
             name,
             { ...args, ipAddress: undefined, state: undefined, running: undefined },
             { ...opts, additionalSecretOutputs: ["privateKey"] },
-            "egress",
-            "kvm:Domain",
         );
     }
 }

@@ -12,6 +12,8 @@ export const kvmKind = defineKind({
     checkPool: (entry, pool, at) => eachPlacement(pool, at, (p, where) => checkKvmPlacement(entry, p, where)),
     components: () => (require("./component") as typeof import("./component")).kvmComponents,
     pendingCreateUndo: () => (require("./recover") as typeof import("./recover")).kvmPendingCreateUndo,
+    dynamicProviders: () =>
+        (require("./dynamic-providers") as typeof import("./dynamic-providers")).kvmDynamicProviders(),
     checker: (name, entry, _env, options) =>
         (require("./health") as typeof import("./health")).kvmChecker(name, entry, options),
     goneCheck: (ctx) => (require("./gone") as typeof import("./gone")).kvmGoneCheck(ctx),

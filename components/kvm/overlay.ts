@@ -1,4 +1,5 @@
 import * as pulumi from "@pulumi/pulumi";
+import { dynamicType, LoadedDynamicResource } from "../shared/dynamic";
 import { KvmConnection, withLibvirt } from "./libvirt";
 import { memberOfVolumeName } from "./unreachable";
 import { clearLeftoverVolume, memberVolumeLifecycle, volumeId, withNewVolume } from "./volumes";
@@ -23,6 +24,9 @@ export interface OverlayOutputs extends OverlayInputs {
 
 const REPLACE_ON = ["volume", "storagePool", "basePath", "baseFormat", "capacityBytes"] as const;
 
+/** Type token of the Overlay dynamic resource (`pulumi-nodejs:dynamic/<module>:<type>`). */
+export const OVERLAY_TYPE = dynamicType("egress", "kvm:Overlay");
+
 export const overlayProvider: pulumi.dynamic.ResourceProvider<OverlayInputs, OverlayOutputs> = {
     async create(inputs) {
         return withLibvirt(
@@ -45,7 +49,7 @@ export const overlayProvider: pulumi.dynamic.ResourceProvider<OverlayInputs, Ove
 };
 
 /** A member's disk: qcow2 backed by the base image. One overlay per domain (two would fight over the write lock). */
-export class Overlay extends pulumi.dynamic.Resource {
+export class Overlay extends LoadedDynamicResource {
     declare public readonly path: pulumi.Output<string>;
     declare public readonly volume: pulumi.Output<string>;
 
@@ -54,13 +58,6 @@ export class Overlay extends pulumi.dynamic.Resource {
         args: { [K in keyof OverlayInputs]: pulumi.Input<OverlayInputs[K]> },
         opts?: pulumi.CustomResourceOptions,
     ) {
-        super(
-            overlayProvider,
-            name,
-            { ...args, path: undefined },
-            { ...opts, additionalSecretOutputs: ["privateKey"] },
-            "egress",
-            "kvm:Overlay",
-        );
+        super(OVERLAY_TYPE, name, { ...args, path: undefined }, { ...opts, additionalSecretOutputs: ["privateKey"] });
     }
 }

@@ -1,14 +1,13 @@
-import { removeDomain } from "./domain";
+import { DOMAIN_TYPE, removeDomain } from "./domain";
 import type { DomainInputs } from "./domain";
 import { domainState, KvmConnection, volumePath, withLibvirt } from "./libvirt";
 import { clearLeftoverVolume } from "./volumes";
-import { BaseImageInputs, clearOurUnfinishedUpload } from "./base-image";
+import { BASE_IMAGE_TYPE, BaseImageInputs, clearOurUnfinishedUpload } from "./base-image";
+import { OVERLAY_TYPE } from "./overlay";
+import { SEED_DISK_TYPE } from "./seed-disk";
 import { METADATA_NS } from "./naming";
 import { parseMetadata } from "./xml";
 import { ForeignInstallationError, ownedBy, type Installation } from "../../src/model/installation";
-
-/** Type tokens of the KVM dynamic resources a member creates (`pulumi-nodejs:dynamic/<module>:<type>`). */
-const TYPE = (t: string) => `pulumi-nodejs:dynamic/egress:kvm:${t}`;
 
 /**
  * Undoes a Domain create a killed engine run never recorded: the domain name is deterministic
@@ -74,8 +73,8 @@ async function undoBaseImage(inputs: Record<string, unknown>): Promise<string[]>
 
 /** The KVM kind's pending-create undos, by resource type (components/registry.ts). */
 export const kvmPendingCreateUndo = {
-    [TYPE("BaseImage")]: undoBaseImage,
-    [TYPE("Domain")]: undoDomain,
-    [TYPE("Overlay")]: undoVolume,
-    [TYPE("SeedDisk")]: undoVolume,
+    [BASE_IMAGE_TYPE]: undoBaseImage,
+    [DOMAIN_TYPE]: undoDomain,
+    [OVERLAY_TYPE]: undoVolume,
+    [SEED_DISK_TYPE]: undoVolume,
 };

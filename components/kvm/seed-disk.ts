@@ -1,4 +1,5 @@
 import * as pulumi from "@pulumi/pulumi";
+import { dynamicType, LoadedDynamicResource } from "../shared/dynamic";
 import { KvmConnection, withLibvirt, withTempDir } from "./libvirt";
 import { buildSeedIso } from "./seed-iso";
 import { decodeUserData } from "../../src/model/cloud-init";
@@ -47,6 +48,9 @@ const REPLACE_ON = [
     "vendorData",
 ] as const;
 
+/** Type token of the SeedDisk dynamic resource (`pulumi-nodejs:dynamic/<module>:<type>`). */
+export const SEED_DISK_TYPE = dynamicType("egress", "kvm:SeedDisk");
+
 export const seedDiskProvider: pulumi.dynamic.ResourceProvider<SeedDiskInputs, SeedDiskOutputs> = {
     async create(inputs) {
         const content = {
@@ -87,7 +91,7 @@ export const seedDiskProvider: pulumi.dynamic.ResourceProvider<SeedDiskInputs, S
 };
 
 /** A member's cloud-init seed CD. */
-export class SeedDisk extends pulumi.dynamic.Resource {
+export class SeedDisk extends LoadedDynamicResource {
     declare public readonly path: pulumi.Output<string>;
     declare public readonly volume: pulumi.Output<string>;
 
@@ -97,12 +101,10 @@ export class SeedDisk extends pulumi.dynamic.Resource {
         opts?: pulumi.CustomResourceOptions,
     ) {
         super(
-            seedDiskProvider,
+            SEED_DISK_TYPE,
             name,
             { ...args, path: undefined },
             { ...opts, additionalSecretOutputs: ["privateKey", "userData", "vendorData"] },
-            "egress",
-            "kvm:SeedDisk",
         );
     }
 }

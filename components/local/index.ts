@@ -18,6 +18,10 @@ export const localKind = defineKind({
         const { LOCAL_PROCESS_TYPE, undoLocalCreate } = require("./recover") as typeof import("./recover");
         return { [LOCAL_PROCESS_TYPE]: undoLocalCreate };
     },
+    dynamicProviders: () => {
+        const { LOCAL_PROCESS_TYPE, localProcessProvider } = require("./provider") as typeof import("./provider");
+        return { [LOCAL_PROCESS_TYPE]: localProcessProvider };
+    },
     checker: (name, entry, env) =>
         (require("./health") as typeof import("./health")).localChecker({
             serverScript: LOCAL_SERVER_SCRIPT,

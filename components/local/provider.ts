@@ -1,6 +1,10 @@
 import * as pulumi from "@pulumi/pulumi";
 import { startProxy, stopProxy, isOurProcess, portAnswers } from "./process";
 import type { Installation } from "../../src/model/installation";
+import { dynamicType, LoadedDynamicResource } from "../shared/dynamic";
+
+/** Type token of the LocalProxyProcess dynamic resource (`pulumi-nodejs:dynamic/<module>:<type>`). */
+export const LOCAL_PROCESS_TYPE = dynamicType("egress", "local:Process");
 
 /** Inputs of a LocalProxyProcess. Machine paths are inputs so nothing is captured in the provider. */
 export interface LocalProcessInputs {
@@ -29,8 +33,9 @@ export interface LocalProcessOutputs extends LocalProcessInputs {
 const REPLACE_ON = ["member", "requestedPort"] as const;
 
 /**
- * The dynamic provider. Free of captured state: every method gets what it needs from its arguments
- * and the plain functions of ./process (serialized along with it).
+ * The dynamic provider, run by the engine's dynamic-provider process from the installed egress (state
+ * holds only a loader: components/shared/dynamic.ts). Free of captured state all the same: every method
+ * gets what it needs from its arguments.
  */
 export const localProcessProvider: pulumi.dynamic.ResourceProvider<LocalProcessInputs, LocalProcessOutputs> = {
     async create(inputs) {
@@ -79,7 +84,7 @@ export const localProcessProvider: pulumi.dynamic.ResourceProvider<LocalProcessI
 };
 
 /** One detached proxy process on 127.0.0.1. */
-export class LocalProxyProcess extends pulumi.dynamic.Resource {
+export class LocalProxyProcess extends LoadedDynamicResource {
     declare public readonly pid: pulumi.Output<number>;
     declare public readonly port: pulumi.Output<number>;
     declare public readonly host: pulumi.Output<string>;
@@ -91,12 +96,10 @@ export class LocalProxyProcess extends pulumi.dynamic.Resource {
         opts?: pulumi.CustomResourceOptions,
     ) {
         super(
-            localProcessProvider,
+            LOCAL_PROCESS_TYPE,
             name,
             { ...args, pid: undefined, port: undefined, host: undefined, running: undefined },
             { ...opts, additionalSecretOutputs: ["auth"] },
-            "egress",
-            "local:Process",
         );
     }
 }

@@ -1,9 +1,7 @@
 import { findProxyProcesses, proxyInstallation, stopProxy } from "./process";
 import { ForeignInstallationError, Installation, ownedBy } from "../../src/model";
 import type { LocalProcessInputs } from "./provider";
-
-/** Type token of the LocalProxyProcess dynamic resource (`pulumi-nodejs:dynamic/<module>:<type>`). */
-export const LOCAL_PROCESS_TYPE = "pulumi-nodejs:dynamic/egress:local:Process";
+export { LOCAL_PROCESS_TYPE } from "./provider";
 
 /**
  * Undoes a create a killed engine run started but never recorded: the process ID is the member name

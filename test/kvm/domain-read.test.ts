@@ -1,5 +1,5 @@
 /**
- * Domain `read` against the real sandbox, through the provider serialized as the engine serializes it:
+ * Domain `read` against the real sandbox, through the provider loaded as the engine loads it (from the loader in state):
  * it reports libvirt's state, a stopped or missing domain is gone (`running: false`, and diff asks for a
  * replacement), and the serial console goes to a log volume that delete removes.
  */
@@ -11,9 +11,10 @@ import * as path from "node:path";
 import { baseImageProvider } from "../../components/kvm/base-image";
 import { overlayProvider } from "../../components/kvm/overlay";
 import { seedDiskProvider } from "../../components/kvm/seed-disk";
-import { domainProvider, DomainInputs } from "../../components/kvm/domain";
+import { DOMAIN_TYPE, DomainInputs } from "../../components/kvm/domain";
 import { METADATA_NS } from "../../components/kvm/naming";
-import { runSerialized, serializeProvider } from "../helpers/serialized-provider";
+import { runSerialized } from "../helpers/serialized-provider";
+import { providerLoader } from "../../components/shared/dynamic";
 import { connection, lv, Sandbox, serveTinyImage, startSandbox, teardown } from "./sandbox";
 
 let sb: Sandbox;
@@ -75,7 +76,7 @@ test(
             metadataNs: METADATA_NS,
             addressTimeoutSeconds: 0,
         };
-        const text = await serializeProvider(domainProvider);
+        const text = providerLoader(DOMAIN_TYPE);
         const [created, r1] = runSerialized(text, [
             { method: "create", args: [inputs] },
             { method: "read", args: ["$id", "$outs"] },

@@ -7,16 +7,17 @@ import assert from "node:assert/strict";
 import * as fs from "node:fs";
 import * as os from "node:os";
 import * as path from "node:path";
-import { baseImageProvider, BaseImageInputs } from "../../components/kvm/base-image";
-import { overlayProvider } from "../../components/kvm/overlay";
-import { seedDiskProvider, SeedDiskInputs } from "../../components/kvm/seed-disk";
-import { domainProvider, DomainInputs } from "../../components/kvm/domain";
+import { BASE_IMAGE_TYPE, baseImageProvider, BaseImageInputs } from "../../components/kvm/base-image";
+import { OVERLAY_TYPE, overlayProvider } from "../../components/kvm/overlay";
+import { SEED_DISK_TYPE, seedDiskProvider, SeedDiskInputs } from "../../components/kvm/seed-disk";
+import { DOMAIN_TYPE, domainProvider, DomainInputs } from "../../components/kvm/domain";
 import { withLibvirt } from "../../components/kvm/libvirt";
 import { withNewVolume } from "../../components/kvm/volumes";
 import { overlayXml } from "../../components/kvm/xml";
 import { GUEST_AGENT_SCRIPT, metaData } from "../../components/kvm/seed-iso";
 import { METADATA_NS } from "../../components/kvm/naming";
-import { runSerialized, serializeProvider } from "../helpers/serialized-provider";
+import { runSerialized } from "../helpers/serialized-provider";
+import { providerLoader } from "../../components/shared/dynamic";
 import {
     connection,
     isoFile,
@@ -323,8 +324,8 @@ test("wrong host key: clear error, no libvirt session", { timeout: 30_000 }, asy
     );
 });
 
-test("serialized providers round-trip and run in a fresh process", { timeout: 120_000 }, async () => {
-    const text = await serializeProvider(seedDiskProvider);
+test("the providers load from their state's loader and run in a fresh process", { timeout: 120_000 }, async () => {
+    const text = providerLoader(SEED_DISK_TYPE);
     assert.doesNotMatch(text, /PRIVATE KEY/);
     const inputs: SeedDiskInputs = {
         conn: connection(sb),
@@ -342,8 +343,7 @@ test("serialized providers round-trip and run in a fresh process", { timeout: 12
     ]) as any[];
     assert.equal(created.outs.path, volFile("t-ser-seed.iso"));
     assert.equal(fs.existsSync(volFile("t-ser-seed.iso")), false);
-    for (const p of [baseImageProvider, overlayProvider, domainProvider]) {
-        const t = await serializeProvider(p);
-        runSerialized(t, [{ method: "diff", args: ["x", {}, {}] }]);
+    for (const type of [BASE_IMAGE_TYPE, OVERLAY_TYPE, DOMAIN_TYPE]) {
+        runSerialized(providerLoader(type), [{ method: "diff", args: ["x", {}, {}] }]);
     }
 });

@@ -120,6 +120,14 @@ test("Containerfile: every COPY source exists, the build runs setup, the image r
             copies.some((c) => c.split(/\s+/).includes(needed) || c.split(/\s+/).includes(`./${needed}`)),
             `${needed} is copied`,
         );
+    // A local package (`file:<dir>`) must be there before `npm ci` links it.
+    const pkg = JSON.parse(fs.readFileSync(path.join(PACKAGE_ROOT, "package.json"), "utf8"));
+    const ci = lines.findIndex((l) => /^RUN npm ci\b/.test(l));
+    for (const spec of Object.values<string>(pkg.dependencies).filter((v) => v.startsWith("file:"))) {
+        const dir = spec.slice("file:".length);
+        const at = lines.findIndex((l) => l.startsWith("COPY ") && l.split(/\s+/).includes(dir));
+        assert.ok(at >= 0 && at < ci, `${dir} (a file: dependency) is copied before npm ci`);
+    }
     assert.ok(
         lines.some((l) => /^RUN .*scripts\/setup\.sh/.test(l)),
         "the build runs scripts/setup.sh",

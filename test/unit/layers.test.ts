@@ -112,7 +112,8 @@ test("src/ reaches components/ only through the registry, the kind contract, Pro
 /**
  * src/ in one-way layers, bottom first (docs/architecture.md): a file may import its own layer and those
  * listed before it. Files at src/'s root belong to the layer they start: cli.ts is the CLI, program.ts and
- * installation-resource.ts are the program, program-main.ts (what `pulumi up` runs) starts engine and program.
+ * installation-resource.ts are the program, program-main.ts (what `pulumi up` runs) starts engine and program,
+ * dynamic-providers.ts (what the engine's dynamic-provider process loads) serves the program's resources.
  */
 const ORDER = [
     ["model", "log"],
@@ -129,6 +130,7 @@ const ROOT_FILES: Record<string, string> = {
     "src/program.ts": "program",
     "src/installation-resource.ts": "program",
     "src/program-main.ts": "program-main",
+    "src/dynamic-providers.ts": "program-main",
 };
 function layerOf(file: string): number {
     const name = file.startsWith("components/") ? "components" : (ROOT_FILES[file] ?? file.split("/")[1]);

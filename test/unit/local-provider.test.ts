@@ -1,6 +1,6 @@
 /**
- * The LocalProxy dynamic provider, serialized the way the engine serializes it and run in a fresh
- * process: create starts a real proxy, read sees it, diff asks for replacement once it is dead,
+ * The LocalProxy dynamic provider, loaded in a fresh process from the text its resources keep in state
+ * (components/shared/dynamic.ts), as the engine's dynamic-provider process loads it: create starts a real proxy, read sees it, diff asks for replacement once it is dead,
  * delete stops it and removes its files, and a second delete is fine.
  */
 import { after, before, test } from "node:test";
@@ -8,10 +8,11 @@ import assert from "node:assert/strict";
 import * as fs from "node:fs";
 import * as os from "node:os";
 import * as path from "node:path";
-import { localProcessProvider } from "../../components/local/component";
+import { LOCAL_PROCESS_TYPE } from "../../components/local/provider";
+import { providerLoader } from "../../components/shared/dynamic";
 import { undoLocalCreate } from "../../components/local/recover";
 import { isOurProcess } from "../../components/local/process";
-import { runSerialized, serializeProvider } from "../helpers/serialized-provider";
+import { runSerialized } from "../helpers/serialized-provider";
 import { getViaProxy, proxyBasicAuth, requestViaProxy, startTargetServer } from "../helpers/net";
 import { PACKAGE_ROOT } from "../../src/engine/env";
 import { TEST_INSTALLATION } from "../helpers/installation";
@@ -32,14 +33,15 @@ after(async () => {
     fs.rmSync(stateDir, { recursive: true, force: true });
 });
 
-test("the serialized provider captures no machine state", async () => {
-    const text = await serializeProvider(localProcessProvider);
-    assert.ok(!text.includes(stateDir), "no test paths baked in");
-    assert.match(text, /exports\.handler/);
+test("state holds a loader of the provider, not its code: no path, a hundred bytes or so", () => {
+    const text = providerLoader(LOCAL_PROCESS_TYPE);
+    assert.ok(!text.includes(PACKAGE_ROOT) && !text.includes(stateDir), "no machine path baked in");
+    assert.match(text, /^exports\.handler = /);
+    assert.ok(text.length < 200, `${text.length} bytes`);
 });
 
 test("create → read → (proxy serves) → delete → read → diff → delete again, through the serialized provider", async () => {
-    const text = await serializeProvider(localProcessProvider);
+    const text = providerLoader(LOCAL_PROCESS_TYPE);
     const [created, read1] = runSerialized(text, [
         { method: "create", args: [inputs] },
         { method: "read", args: ["$id", "$outs"] },
@@ -67,7 +69,7 @@ test("create → read → (proxy serves) → delete → read → diff → delete
 });
 
 test("read does not mistake a foreign process on the old pid for the proxy", async () => {
-    const text = await serializeProvider(localProcessProvider);
+    const text = providerLoader(LOCAL_PROCESS_TYPE);
     const [r] = runSerialized(text, [
         {
             method: "read",
@@ -81,7 +83,7 @@ test("read does not mistake a foreign process on the old pid for the proxy", asy
 });
 
 test("create fails cleanly when the port is taken, leaving nothing behind", async () => {
-    const text = await serializeProvider(localProcessProvider);
+    const text = providerLoader(LOCAL_PROCESS_TYPE);
     assert.throws(
         () => runSerialized(text, [{ method: "create", args: [{ ...inputs, requestedPort: target.port }] }]),
         /did not start listening on port \d+: exited with 1/,
@@ -93,7 +95,7 @@ test("create fails cleanly when the port is taken, leaving nothing behind", asyn
 });
 
 test("the proxy process gets an allow-listed environment: nothing of the engine's (tokens, Pulumi settings)", async () => {
-    const text = await serializeProvider(localProcessProvider);
+    const text = providerLoader(LOCAL_PROCESS_TYPE);
     const canary = `canary-${process.pid}-${Date.now()}`;
     process.env.EGRESS_TOKENS = `admin:admin:${canary}`;
     process.env.PULUMI_CONFIG_PASSPHRASE = canary;
@@ -117,7 +119,7 @@ test("the proxy process gets an allow-listed environment: nothing of the engine'
 });
 
 test("a create the engine never recorded is undone by its deterministic id, and a second create of the same member replaces a leftover", async () => {
-    const text = await serializeProvider(localProcessProvider);
+    const text = providerLoader(LOCAL_PROCESS_TYPE);
     // A killed run started the proxy; state only has a pending create with the inputs.
     const [first] = runSerialized(text, [{ method: "create", args: [inputs] }]) as any[];
     const [second] = runSerialized(text, [{ method: "create", args: [inputs] }]) as any[];
@@ -131,7 +133,7 @@ test("a create the engine never recorded is undone by its deterministic id, and 
 });
 
 test("a proxy with credentials: 407 without or with wrong ones, 200 with them; the password is in neither argv nor environment, and its file is gone once read", async () => {
-    const text = await serializeProvider(localProcessProvider);
+    const text = providerLoader(LOCAL_PROCESS_TYPE);
     const password = `local-canary-${process.pid}-${Date.now()}`;
     const withAuth = { ...inputs, member: "unit-auth-0", auth: { username: "crawler", password } };
     const [created] = runSerialized(text, [{ method: "create", args: [withAuth] }]) as any[];
@@ -177,7 +179,7 @@ test("a proxy with credentials: 407 without or with wrong ones, 200 with them; t
 });
 
 test("a same-named proxy of another installation (a shared run dir) is never stopped: create and undo fail naming both", async () => {
-    const text = await serializeProvider(localProcessProvider);
+    const text = providerLoader(LOCAL_PROCESS_TYPE);
     const theirs = { ...inputs, member: "unit-twin-0", installation: { id: "89abcdef", legacy: false } };
     const ours = { ...theirs, installation: TEST_INSTALLATION };
     const [created] = runSerialized(text, [{ method: "create", args: [theirs] }]) as any[];

@@ -1,0 +1,99 @@
+/**
+ * What one member costs in Pulumi state (issue 33), from the checkpoint the engine wrote: N local members
+ * on the file backend, the checkpoint's bytes over N, and the marginal bytes of a member (the difference
+ * between two sizes over the difference in members, so the stack's fixed resources drop out). Also the
+ * bytes of provider text (`__provider`, inputs and outputs) in it, and, per dynamic provider, what a
+ * resource would carry serialized by value (`pulumi.dynamic.Resource`, before issue 33) against the loader
+ * it carries now.
+ * Run: node dist/bench/state-per-member.js [members=10,100]
+ */
+import * as fs from "node:fs";
+import * as path from "node:path";
+import { checkpointDir } from "../src/engine/checkpoint";
+import { tempProject } from "../test/helpers/project";
+import { serializeProvider } from "../test/helpers/serialized-provider";
+import { providerLoader } from "../components/shared/dynamic";
+import { LOCAL_PROCESS_TYPE, localProcessProvider } from "../components/local/provider";
+import { kvmDynamicProviders } from "../components/kvm/dynamic-providers";
+import { IDENTITY_TYPE, identityProvider } from "../src/installation-resource";
+import { benchTable } from "./table";
+
+interface Sample {
+    members: number;
+    checkpointBytes: number;
+    providerBytes: number;
+    resources: number;
+}
+
+/** `up` of N local members on a throwaway project; the checkpoint measured, then destroyed. */
+async function sample(members: number): Promise<Sample> {
+    const stack = `spm${members}`;
+    const p = tempProject(stack, {
+        "egress:providers": { local: { type: "local" } },
+        "egress:pools": [{ name: "web", provider: "local", replicas: members, maxReplicas: 1000 }],
+    });
+    try {
+        await p.driver.up({ refresh: false });
+        const file = path.join(checkpointDir(path.join(p.dir, "backend")), `${stack}.json`);
+        const text = fs.readFileSync(file, "utf8");
+        const resources = (JSON.parse(text).checkpoint.latest.resources ?? []) as {
+            inputs?: { __provider?: string };
+            outputs?: { __provider?: string };
+        }[];
+        const providerBytes = resources.reduce(
+            (n, r) => n + (r.inputs?.__provider?.length ?? 0) + (r.outputs?.__provider?.length ?? 0),
+            0,
+        );
+        await p.driver.destroy();
+        return { members, checkpointBytes: Buffer.byteLength(text), providerBytes, resources: resources.length };
+    } finally {
+        p.cleanup();
+    }
+}
+
+const kb = (n: number) => (n / 1024).toFixed(2);
+
+/** Per dynamic provider: its code serialized by value (what state held) and the loader (what it holds now). */
+async function providerSizes(): Promise<string[][]> {
+    const all: Record<string, object> = {
+        [LOCAL_PROCESS_TYPE]: localProcessProvider,
+        ...kvmDynamicProviders(),
+        [IDENTITY_TYPE]: identityProvider,
+    };
+    const rows: string[][] = [];
+    for (const [type, provider] of Object.entries(all))
+        rows.push([
+            type.replace("pulumi-nodejs:dynamic/egress:", ""),
+            kb((await serializeProvider(provider)).length),
+            String(providerLoader(type).length),
+        ]);
+    return rows;
+}
+
+async function main(): Promise<void> {
+    const sizes = (process.argv[2] ?? "10,100").split(",").map(Number);
+    console.log(benchTable(["resource", "code by value KB", "loader B"], await providerSizes()));
+    console.log();
+    const samples: Sample[] = [];
+    for (const n of sizes) samples.push(await sample(n));
+    const rows = samples.map((s, i) => {
+        const prev = samples[i - 1];
+        const marginal = prev ? (s.checkpointBytes - prev.checkpointBytes) / (s.members - prev.members) : NaN;
+        return [
+            String(s.members),
+            String(s.resources),
+            kb(s.checkpointBytes),
+            kb(s.checkpointBytes / s.members),
+            prev ? kb(marginal) : "",
+            kb(s.providerBytes),
+        ];
+    });
+    console.log(
+        benchTable(["members", "resources", "checkpoint KB", "KB/member", "marginal KB/member", "__provider KB"], rows),
+    );
+}
+
+main().catch((e) => {
+    console.error(e);
+    process.exit(1);
+});

@@ -1,0 +1,47 @@
+/**
+ * Dynamic resources whose state carries no provider code (issue 33). `pulumi.dynamic.Resource` stores the
+ * provider's closure, serialized by value, in the `__provider` property of every resource's inputs and
+ * outputs: 15–60 KB per resource, twice. Ours store a one-line loader instead, which the engine's
+ * dynamic-provider process runs like any serialized provider (`require-from-string`, then `.handler()`):
+ * it loads the implementation from the installed egress by a stable package name, `@egress/providers`
+ * (providers/, linked into node_modules by npm), and names the resource type and the protocol it was
+ * written with. The implementation refuses a protocol it does not speak (src/dynamic-providers.ts).
+ * docs/decisions.md, "No provider code in state", says why this shape and not another.
+ */
+import * as pulumi from "@pulumi/pulumi";
+
+/**
+ * The contract between a loader in state and the installed implementations: their inputs, outputs and
+ * behaviour. Bump it when a provider can no longer read the state an earlier one wrote; the new
+ * implementation then says so instead of misreading it (and keeps accepting the older numbers it can).
+ */
+export const PROVIDER_PROTOCOL = 1;
+
+/** The package every loader requires: npm links it into node_modules (package.json, `file:providers`). */
+export const PROVIDERS_PACKAGE = "@egress/providers";
+
+/** The token `pulumi.dynamic.Resource` gives a resource of `module` and `type` (unchanged: URNs stay). */
+export function dynamicType(module: string, type: string): string {
+    return `pulumi-nodejs:dynamic/${module}:${type}`;
+}
+
+/**
+ * The `__provider` text of a resource of type token `type`: a module whose `handler()` returns the
+ * provider, as the engine expects. No path in it, so a moved checkout writes the same bytes.
+ */
+export function providerLoader(type: string, protocol: number = PROVIDER_PROTOCOL): string {
+    return `exports.handler = () => require(${JSON.stringify(PROVIDERS_PACKAGE)}).provider(${JSON.stringify(type)}, ${protocol});\n`;
+}
+
+/**
+ * A dynamic resource with the loader as its provider: what `pulumi.dynamic.Resource` does (one token,
+ * `__provider` beside the inputs), minus the closure. Its provider must be registered under the same
+ * token for the engine's process to find it (the kind's `dynamicProviders`, src/dynamic-providers.ts).
+ */
+export abstract class LoadedDynamicResource extends pulumi.CustomResource {
+    /** `token` is `dynamicType(module, type)`, the one its provider is registered under. */
+    constructor(token: string, name: string, props: pulumi.Inputs, opts?: pulumi.CustomResourceOptions) {
+        if ("__provider" in props) throw new Error("A dynamic resource must not define the `__provider` key");
+        super(token, name, { ...props, __provider: providerLoader(token) }, opts);
+    }
+}
