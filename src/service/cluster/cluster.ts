@@ -29,7 +29,7 @@ export interface ClusterOptions {
      * edit the stack file). Without it, the replica's scope is its `self.home`.
      */
     scope?: () => ReplicaScope;
-    /** Lifetime of the leader lock; renewed every third of it. @default 5000 */
+    /** Lifetime of the leader lock; renewed every fifth of it, claimed by the others every third. @default 5000 */
     ttlMs?: number;
     /** Called when this replica starts or stops leading (never twice in a row with the same value); see `subscribe`. */
     onLeading?: (leading: boolean) => void;
@@ -43,8 +43,9 @@ type Scripted = Redis &
 
 /**
  * Several `egress serve` replicas of one stack, on one Redis. Each writes a heartbeat record; one of them
- * holds the leader lock, a Redis key with a TTL of a few seconds that its holder renews every third of
- * it. Taking the lock over increments a fencing token: the engine's operations check it (`fence`)
+ * holds the leader lock, a Redis key with a TTL of a few seconds that its holder renews every fifth of
+ * it, and at once when the connection comes back after an outage (issue 35): a Redis restart or a
+ * failover shorter than what is left of the TTL keeps the leader and its running operation. Taking the lock over increments a fencing token: the engine's operations check it (`fence`)
  * before they start, so a leader that was cut off and lost its lock starts nothing more, even before it
  * notices. A leader also stops counting itself leader once its last successful renewal is older than
  * the TTL less a margin, without waiting for Redis: the lock may already be another's.
@@ -55,6 +56,9 @@ export class Cluster {
     private readonly ttlMs: number;
     private readonly startedAt = new Date().toISOString();
     private timer?: NodeJS.Timeout;
+    /** A tick is running; `tickAgain`: one more was asked for meanwhile (the connection came back). */
+    private ticking = false;
+    private tickAgain = false;
     private leading = false;
     private leadingFrom = 0;
     private token = 0;
@@ -78,6 +82,21 @@ export class Cluster {
         const home = o.self.home;
         const scope = o.scope ? () => o.scope!().id : home ? () => home : undefined;
         this.home = new StackHome(this.redis, this.key(CLUSTER_KEYS.home), scope, this.ttlMs * 3, o.log, home);
+        // Back from an outage: a leader renews at once, before its lock runs out. The others keep their
+        // pace, so a lock that Redis lost in a restart goes back to the replica that held it.
+        this.redis.on("ready", () => {
+            if (this.leading && !this.stopped) this.tickNow();
+        });
+    }
+
+    /** Runs a tick now: the one scheduled is replaced, and one already running runs once more after. */
+    private tickNow(): void {
+        if (this.ticking) {
+            this.tickAgain = true;
+            return;
+        }
+        clearTimeout(this.timer);
+        void this.tick();
     }
 
     private key(k: string): string {
@@ -135,7 +154,7 @@ export class Cluster {
         return this.leading && Date.now() < this.validUntil;
     }
 
-    /** The lock's holder, as last read (by the claim loop, every third of the TTL). */
+    /** The lock's holder, as last read (by the claim loop, every fifth or third of the TTL). */
     leader(): LeaderInfo | undefined {
         return this.leaderSeen;
     }
@@ -203,6 +222,8 @@ export class Cluster {
 
     private async tick(): Promise<void> {
         if (this.stopped) return;
+        this.ticking = true;
+        this.tickAgain = false;
         const sent = Date.now();
         try {
             const scope = this.home.home;
@@ -231,9 +252,14 @@ export class Cluster {
                 this.setLeading(false);
             }
         }
+        this.ticking = false;
         if (this.stopped) return;
-        // Step down exactly when the lock may have run out, even if the next tick is late.
-        const next = Math.max(50, Math.min(this.ttlMs / 3, this.leading ? this.validUntil - Date.now() : Infinity));
+        if (this.tickAgain) return this.tickNow();
+        // A leader renews every fifth of the TTL, so an outage of up to about 4/5 of it is survived (the
+        // margin and a tick's own time taken off); the others look for a free lock every third of it.
+        // A leader steps down exactly when the lock may have run out, even if the next tick is late.
+        const every = this.leading ? this.ttlMs / 5 : this.ttlMs / 3;
+        const next = Math.max(50, Math.min(every, this.leading ? this.validUntil - Date.now() : Infinity));
         this.timer = setTimeout(() => void this.tick(), next);
         this.timer.unref();
     }
