@@ -54,6 +54,8 @@ export class ProxyPool extends pulumi.ComponentResource {
             ),
         );
         (this as { members: pulumi.Output<ProxyMember[]> }).members = pulumi.all(members.map((m) => m.member));
-        this.registerOutputs({ members: this.members });
+        // Only the count goes to state: the stack output `proxies` lists every member already, and a second
+        // copy here was ~150 bytes more per member in every checkpoint the engine rewrites (issue 33).
+        this.registerOutputs({ size: members.length });
     }
 }

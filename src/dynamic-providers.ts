@@ -6,14 +6,18 @@
  */
 import type * as pulumi from "@pulumi/pulumi";
 import { dynamicProviderFor } from "../components/registry";
-import { PROVIDER_PROTOCOL } from "../components/shared/dynamic";
+import { DYNAMIC_PREFIX, PROVIDER_PROTOCOL } from "../components/shared/dynamic";
 import { IDENTITY_TYPE, identityProvider } from "./installation-resource";
 import { PACKAGE_ROOT, packageVersion } from "./engine/env";
 
 type AnyProvider = pulumi.dynamic.ResourceProvider<any, any>;
 
-/** The provider of `type` for a loader written with `protocol`; throws when this egress cannot serve it. */
-export function provider(type: string, protocol: number): AnyProvider {
+/**
+ * The provider of `type` (a type token, with or without DYNAMIC_PREFIX: providerLoader leaves it out) for a
+ * loader written with `protocol`; throws when this egress cannot serve it.
+ */
+export function provider(shortOrToken: string, protocol: number): AnyProvider {
+    const type = shortOrToken.startsWith(DYNAMIC_PREFIX) ? shortOrToken : `${DYNAMIC_PREFIX}${shortOrToken}`;
     const here = `egress ${packageVersion()} at ${PACKAGE_ROOT}`;
     if (protocol !== PROVIDER_PROTOCOL)
         throw new Error(

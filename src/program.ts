@@ -58,6 +58,7 @@ export function readStackConfig(projectRoot: string): EgressConfig {
  */
 export function createProgram(opts: ProgramOptions): () => Promise<ProgramOutputs> {
     return async () => {
+        withoutSourcePositions();
         const config = withPoolCounts(opts.config ?? readStackConfig(opts.projectRoot), opts.poolCounts?.() ?? {});
         const installation = await recordInstallation(await opts.installation(pulumi.getProject(), pulumi.getStack()));
         const context = {
@@ -134,4 +135,16 @@ async function recordInstallation(proposed: Installation): Promise<Installation>
     const legacy = identity.legacy as unknown as { promise(): Promise<boolean> };
     if (!(await id.isKnown)) return proposed;
     return { id: await id.promise(), legacy: (await legacy.promise()) === true };
+}
+
+/**
+ * No source positions in state (issue 33). For every resource the SDK records where in the program it
+ * was made: `sourcePosition` and a `stackTrace` of every frame, ~1.2 KB of a local member's 3.4 KB. They
+ * point into egress's own compiled files, so they tell an operator nothing, and they grow every
+ * checkpoint the engine rewrites. The SDK takes both from one static method, `Resource.stackTrace`
+ * (resource.js in @pulumi/pulumi 3.248, which package.json pins): answering [] leaves both out, and
+ * spares the program a full stack trace parse per resource. test/e2e/code-out-of-state checks the state.
+ */
+export function withoutSourcePositions(): void {
+    (pulumi.Resource as unknown as { stackTrace: (skip: number) => unknown[] }).stackTrace = () => [];
 }

@@ -6,8 +6,9 @@ import * as path from "node:path";
 import { defineKind } from "../kind";
 import { localProviderSchema } from "./config";
 
-/** The proxy server script, built beside this file (dist/components/local/proxy-server.js). */
-export const LOCAL_SERVER_SCRIPT = path.join(__dirname, "proxy-server.js");
+/** The proxy server script, built beside these files (dist/components/local/proxy-server.js). */
+export { LOCAL_SERVER_SCRIPT } from "./process";
+import { LOCAL_SERVER_SCRIPT } from "./process";
 
 export const localKind = defineKind({
     type: "local",

@@ -23,8 +23,6 @@ export class LocalProxy extends ProxyMemberComponent {
                 member: `${args.context.stack}-${args.plan.name}`,
                 requestedPort,
                 stateDir: path.join(args.context.stateDir, "local", args.context.stack),
-                serverScript: path.join(__dirname, "proxy-server.js"),
-                nodePath: process.execPath,
                 installation: { id: args.context.installation.id, legacy: args.context.installation.legacy },
                 ...(args.plan.auth
                     ? {

@@ -6,6 +6,12 @@
 import { foreignInstallationMessage, type Installation } from "../../src/model/installation";
 import { classify } from "../shared/errors";
 
+/** The proxy's script, beside this file in the installed egress (dist/components/local/proxy-server.js). */
+export const LOCAL_SERVER_SCRIPT = (require("node:path") as typeof import("node:path")).join(
+    __dirname,
+    "proxy-server.js",
+);
+
 export interface StartRequest {
     id: string;
     /** Port to bind; 0 lets the kernel choose a free one. */

@@ -1,20 +1,22 @@
 import * as pulumi from "@pulumi/pulumi";
-import { startProxy, stopProxy, isOurProcess, portAnswers } from "./process";
+import { LOCAL_SERVER_SCRIPT, startProxy, stopProxy, isOurProcess, portAnswers } from "./process";
 import type { Installation } from "../../src/model/installation";
 import { dynamicType, LoadedDynamicResource } from "../shared/dynamic";
 
 /** Type token of the LocalProxyProcess dynamic resource (`pulumi-nodejs:dynamic/<module>:<type>`). */
 export const LOCAL_PROCESS_TYPE = dynamicType("egress", "local:Process");
 
-/** Inputs of a LocalProxyProcess. Machine paths are inputs so nothing is captured in the provider. */
+/**
+ * Inputs of a LocalProxyProcess. The proxy's script and the node that runs it are not inputs: the provider
+ * is the installed egress (components/shared/dynamic.ts), which knows both, and every byte here is kept
+ * twice per member in state (issue 33). State written before that holds them; an update drops them.
+ */
 export interface LocalProcessInputs {
     /** Stable member name, part of the process id. */
     member: string;
     /** Port to bind: 0 = kernel-chosen. */
     requestedPort: number;
     stateDir: string;
-    serverScript: string;
-    nodePath: string;
     /** Credentials the proxy requires (a secret input; its output is kept secret too). Unset: none. */
     auth?: { username: string; password: string };
     /** The stack's installation (unset in state made before installation ids); the process carries it. */
@@ -28,6 +30,9 @@ export interface LocalProcessOutputs extends LocalProcessInputs {
     /** False after a refresh found the process dead or replaced by a foreign one; the next `up` recreates it. */
     running: boolean;
 }
+
+/** Inputs of state written before issue 33, which the provider now knows itself. */
+const DROPPED_INPUTS = ["serverScript", "nodePath"] as const;
 
 /** Inputs whose change needs a new process. Paths may change (project moved) without a restart. */
 const REPLACE_ON = ["member", "requestedPort"] as const;
@@ -45,8 +50,8 @@ export const localProcessProvider: pulumi.dynamic.ResourceProvider<LocalProcessI
             id,
             port: inputs.requestedPort,
             stateDir: inputs.stateDir,
-            serverScript: inputs.serverScript,
-            nodePath: inputs.nodePath,
+            serverScript: LOCAL_SERVER_SCRIPT,
+            nodePath: process.execPath,
             ...(inputs.auth ? { auth: inputs.auth } : {}),
             ...(inputs.installation ? { installation: inputs.installation } : {}),
         });
@@ -65,17 +70,19 @@ export const localProcessProvider: pulumi.dynamic.ResourceProvider<LocalProcessI
         if (JSON.stringify(olds.auth ?? null) !== JSON.stringify(news.auth ?? null)) replaces.push("auth");
         if (olds.running === false) replaces.push("running");
         // A new installation field (state from before installation ids) is recorded in place: the process keeps running.
+        // State from before issue 33 carries the script's and node's paths: an update in place drops them.
         const changed =
             replaces.length > 0 ||
             olds.stateDir !== news.stateDir ||
-            olds.serverScript !== news.serverScript ||
-            olds.nodePath !== news.nodePath ||
+            DROPPED_INPUTS.some((k) => k in olds) ||
             JSON.stringify(olds.installation ?? null) !== JSON.stringify(news.installation ?? null);
         return { changes: changed, replaces, deleteBeforeReplace: true };
     },
 
     async update(_id, olds, news) {
-        return { outs: { ...olds, ...news } };
+        const outs: Record<string, unknown> = { ...olds, ...news };
+        for (const k of DROPPED_INPUTS) delete outs[k];
+        return { outs: outs as unknown as LocalProcessOutputs };
     },
 
     async delete(id, props) {

@@ -20,17 +20,22 @@ export const PROVIDER_PROTOCOL = 1;
 /** The package every loader requires: npm links it into node_modules (package.json, `file:providers`). */
 export const PROVIDERS_PACKAGE = "@egress/providers";
 
+/** What `pulumi.dynamic.Resource` puts before `<module>:<type>` in its type tokens. */
+export const DYNAMIC_PREFIX = "pulumi-nodejs:dynamic/";
+
 /** The token `pulumi.dynamic.Resource` gives a resource of `module` and `type` (unchanged: URNs stay). */
 export function dynamicType(module: string, type: string): string {
-    return `pulumi-nodejs:dynamic/${module}:${type}`;
+    return `${DYNAMIC_PREFIX}${module}:${type}`;
 }
 
 /**
  * The `__provider` text of a resource of type token `type`: a module whose `handler()` returns the
- * provider, as the engine expects. No path in it, so a moved checkout writes the same bytes.
+ * provider, as the engine expects. No path in it, so a moved checkout writes the same bytes. As short as
+ * it can be read (no spaces, the token without DYNAMIC_PREFIX): state keeps it twice per resource.
  */
 export function providerLoader(type: string, protocol: number = PROVIDER_PROTOCOL): string {
-    return `exports.handler = () => require(${JSON.stringify(PROVIDERS_PACKAGE)}).provider(${JSON.stringify(type)}, ${protocol});\n`;
+    const short = type.startsWith(DYNAMIC_PREFIX) ? type.slice(DYNAMIC_PREFIX.length) : type;
+    return `exports.handler=()=>require(${JSON.stringify(PROVIDERS_PACKAGE)}).provider(${JSON.stringify(short)},${protocol})`;
 }
 
 /**

@@ -29,7 +29,7 @@ function providerTexts(p: ProcProject): Map<string, string[]> {
     return out;
 }
 
-const LOADER = /^exports\.handler = \(\) => require\("@egress\/providers"\)\.provider\("[^"]+", 1\);\n$/;
+const LOADER = /^exports\.handler=\(\)=>require\("@egress\/providers"\)\.provider\("[^"]+",1\)$/;
 const json = (p: ProcProject, ...args: string[]) => {
     const r = cli(p, [...args, "--json"]);
     return { ...r, body: r.stdout ? JSON.parse(r.stdout) : undefined };
@@ -98,7 +98,7 @@ test(
             const file = checkpointFile(p);
             fs.writeFileSync(
                 file,
-                fs.readFileSync(file, "utf8").replaceAll('local:Process\\", 1)', 'local:Process\\", 2)'),
+                fs.readFileSync(file, "utf8").replaceAll('local:Process\\",1)', 'local:Process\\",2)'),
             );
             const refused = cli(p, ["up", "--json"]);
             assert.notEqual(refused.code, 0, refused.stdout);

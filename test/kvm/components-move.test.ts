@@ -113,11 +113,7 @@ test(
         const changed = [...newCode].filter(([urn, code]) => oldCode.get(urn) !== code).length;
         t.diagnostic(`provider code in state changed for ${changed} of ${newCode.size} dynamic resources`);
         for (const [urn, code] of newCode)
-            assert.match(
-                code,
-                /^exports\.handler = \(\) => require\("@egress\/providers"\)/,
-                `a loader, no code: ${urn}`,
-            );
+            assert.match(code, /^exports\.handler=\(\)=>require\("@egress\/providers"\)/, `a loader, no code: ${urn}`);
         // Every dynamic resource is updated in place once to take the loader (issue 33: a "same" step would
         // keep the old code in its outputs); the Domain's update is also its steady address look-up.
         const updates = (stdout: string) => (JSON.parse(stdout).changes.update as number | undefined) ?? 0;

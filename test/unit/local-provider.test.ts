@@ -22,8 +22,6 @@ const inputs = {
     member: "unit-web-0",
     requestedPort: 0,
     stateDir,
-    serverScript: path.join(PACKAGE_ROOT, "dist", "components", "local", "proxy-server.js"),
-    nodePath: process.execPath,
     installation: TEST_INSTALLATION,
 };
 let target: Awaited<ReturnType<typeof startTargetServer>>;
@@ -36,7 +34,7 @@ after(async () => {
 test("state holds a loader of the provider, not its code: no path, a hundred bytes or so", () => {
     const text = providerLoader(LOCAL_PROCESS_TYPE);
     assert.ok(!text.includes(PACKAGE_ROOT) && !text.includes(stateDir), "no machine path baked in");
-    assert.match(text, /^exports\.handler = /);
+    assert.match(text, /^exports\.handler=/);
     assert.ok(text.length < 200, `${text.length} bytes`);
 });
 
@@ -66,6 +64,39 @@ test("create → read → (proxy serves) → delete → read → diff → delete
     assert.equal(again, null, "deleting what is gone succeeds");
     assert.deepEqual(fs.readdirSync(stateDir), [], "no pid or log files left");
     await assert.rejects(getViaProxy(created.outs.port, `http://127.0.0.1:${target.port}/x`, 1000));
+});
+
+test("state from before issue 33 (the script's and node's paths among the inputs): updated in place, the paths dropped", () => {
+    const text = providerLoader(LOCAL_PROCESS_TYPE);
+    const olds = {
+        ...inputs,
+        serverScript: path.join(PACKAGE_ROOT, "dist", "kinds", "local", "proxy-server.js"),
+        nodePath: process.execPath,
+        pid: process.pid,
+        port: 1,
+        host: "127.0.0.1",
+        running: true,
+    };
+    const [diff, updated, same] = runSerialized(text, [
+        { method: "diff", args: ["unit-web-0", olds, inputs] },
+        { method: "update", args: ["unit-web-0", olds, inputs] },
+        {
+            method: "diff",
+            args: ["unit-web-0", { ...inputs, pid: process.pid, port: 1, host: "127.0.0.1", running: true }, inputs],
+        },
+    ]) as any[];
+    assert.deepEqual([diff.changes, diff.replaces], [true, []], "an update, never a replace");
+    assert.deepEqual(Object.keys(updated.outs).sort(), [
+        "host",
+        "installation",
+        "member",
+        "pid",
+        "port",
+        "requestedPort",
+        "running",
+        "stateDir",
+    ]);
+    assert.equal(same.changes, false, "once dropped, nothing to change");
 });
 
 test("read does not mistake a foreign process on the old pid for the proxy", async () => {
