@@ -71,6 +71,28 @@ export async function listenLoopback(
     };
 }
 
+/**
+ * A loopback origin that counts the requests it has at once (politeness tests): each page takes
+ * `delayMs`, so requests overlap; `most()` is the highest count since `reset()`; `onRequest` sees each.
+ */
+export async function countingOrigin(
+    delayMs: number,
+    onRequest: (req: http.IncomingMessage) => void = () => undefined,
+): Promise<{ port: number; close(): Promise<void>; most(): number; reset(): void }> {
+    let now = 0;
+    let most = 0;
+    const server = http.createServer((req, res) => {
+        onRequest(req);
+        most = Math.max(most, ++now);
+        setTimeout(() => {
+            now--;
+            res.writeHead(200, { "content-type": "text/plain" }).end(`page ${req.url}`);
+        }, delayMs);
+    });
+    const { port, close } = await listenLoopback(server);
+    return { port, close, most: () => most, reset: () => (most = 0) };
+}
+
 /** A loopback HTTP server that answers `hello <path>`; the target behind every proxy in the tests. */
 export async function startTargetServer(): Promise<{ port: number; close(): Promise<void> }> {
     const server = http.createServer((req, res) => {

@@ -92,6 +92,17 @@ export function killServices(): void {
 }
 
 /**
+ * The end of a test file of `egress serve` processes (an `after` hook): every service it started killed,
+ * then the stack destroyed and the project removed.
+ */
+export function endProcProject(p: ProcProject | undefined): void {
+    killServices();
+    if (!p) return;
+    cli(p, ["destroy", "--yes", "--quiet"]);
+    p.cleanup();
+}
+
+/**
  * Splits `stream` into lines, parses each as a JSON object and hands it to `onEntry`. `egress serve`
  * writes nothing but JSON lines (docs/operations.md, "Logs"), so a line that is not one is a bug in the
  * service: it is reported to `onBadLine` (the caller fails), never skipped. A last line without its

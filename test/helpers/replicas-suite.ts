@@ -21,7 +21,7 @@ import type { StateBackend } from "./backends";
 import {
     cli,
     engineUpdating,
-    killServices,
+    endProcProject,
     procProject,
     ProcProject,
     proxyProcesses,
@@ -52,11 +52,7 @@ export function replicasSuite(backend: StateBackend): void {
         p = procProject("rep", config, started.env);
     });
     after(async () => {
-        killServices();
-        if (p) {
-            cli(p, ["destroy", "--yes", "--quiet"]);
-            p.cleanup();
-        }
+        endProcProject(p);
         await redis?.cleanup();
         await stopBackend?.();
     });

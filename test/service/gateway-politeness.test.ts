@@ -12,8 +12,7 @@
  */
 import { after, before, describe, test } from "node:test";
 import assert from "node:assert/strict";
-import * as http from "node:http";
-import { listenLoopback, viaProxy } from "../helpers/net";
+import { countingOrigin, viaProxy } from "../helpers/net";
 import { settledConverge, startTestService, TestService, TOKENS, waitHealthy } from "../helpers/service";
 import { find, parseSamples } from "../helpers/metrics";
 import { startRedis, type TestRedis } from "../helpers/redis";
@@ -26,23 +25,13 @@ for (const kind of ["memory", "redis"] as const) {
     describe(`politeness with the ${kind} store`, () => {
         let svc: TestService;
         let redis: TestRedis | undefined;
-        let origin: { port: number; close(): Promise<void> };
-        let now = 0;
-        let most = 0;
+        let origin: Awaited<ReturnType<typeof countingOrigin>>;
         const arrived = new Map<string, number>();
         const site = (p: string) => `http://127.0.0.1:${origin.port}${p}`;
 
         before(async () => {
             // A page that takes 50 ms, so requests overlap and the origin sees how many come at once.
-            const server = http.createServer((req, res) => {
-                arrived.set(req.url!, Date.now());
-                most = Math.max(most, ++now);
-                setTimeout(() => {
-                    now--;
-                    res.writeHead(200, { "content-type": "text/plain" }).end(`page ${req.url}`);
-                }, 50);
-            });
-            origin = await listenLoopback(server);
+            origin = await countingOrigin(50, (req) => arrived.set(req.url!, Date.now()));
             let store: StoreSpec = { kind: "memory" };
             if (kind === "redis") {
                 redis = await startRedis();
@@ -79,8 +68,8 @@ for (const kind of ["memory", "redis"] as const) {
                 answers.map((a) => a.body).join("\n"),
             );
             assert.ok(answers.every((a, i) => a.body === `page /p${i}`));
-            assert.ok(most <= 2, `the origin saw ${most} requests at once`);
-            assert.equal(most, 2, "and at some point exactly 2");
+            assert.ok(origin.most() <= 2, `the origin saw ${origin.most()} requests at once`);
+            assert.equal(origin.most(), 2, "and at some point exactly 2");
             const byMember = new Map<string, number[]>();
             answers.forEach((a, i) => {
                 const m = String(a.headers["x-egress-proxy"]);

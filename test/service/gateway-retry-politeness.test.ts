@@ -8,9 +8,8 @@
  */
 import { after, before, describe, test } from "node:test";
 import assert from "node:assert/strict";
-import * as http from "node:http";
 import * as path from "node:path";
-import { listenLoopback, viaProxy } from "../helpers/net";
+import { countingOrigin, viaProxy } from "../helpers/net";
 import { settledConverge, startTestService, type TestService, TOKENS, waitHealthy } from "../helpers/service";
 import { startRedis, type TestRedis } from "../helpers/redis";
 import { findProxyProcesses } from "../../components/local/process";
@@ -22,20 +21,11 @@ for (const kind of ["memory", "redis"] as const) {
     describe(`a retry under politeness with the ${kind} store`, () => {
         let svc: TestService;
         let redis: TestRedis | undefined;
-        let origin: { port: number; close(): Promise<void> };
-        let now = 0;
-        let most = 0;
+        let origin: Awaited<ReturnType<typeof countingOrigin>>;
 
         before(async () => {
             // A page that takes 30 ms, so requests overlap and the origin sees how many come at once.
-            const server = http.createServer((req, res) => {
-                most = Math.max(most, ++now);
-                setTimeout(() => {
-                    now--;
-                    res.writeHead(200, { "content-type": "text/plain" }).end(`page ${req.url}`);
-                }, 30);
-            });
-            origin = await listenLoopback(server);
+            origin = await countingOrigin(30);
             let store: StoreSpec = { kind: "memory" };
             if (kind === "redis") {
                 redis = await startRedis();
@@ -69,7 +59,7 @@ for (const kind of ["memory", "redis"] as const) {
                 const pids = findProxyProcesses(path.join(svc.runDir, "local", "svc"), `svc-${dead}`);
                 assert.equal(pids.length, 1, `one process for ${dead}: ${pids}`);
                 process.kill(pids[0], "SIGKILL");
-                most = 0;
+                origin.reset();
                 const auth = `Basic ${Buffer.from(`${pool}:${TOKENS.lease}`).toString("base64")}`;
                 const answers = await Promise.all(
                     Array.from({ length: 15 }, (_, i) =>
@@ -93,8 +83,11 @@ for (const kind of ["memory", "redis"] as const) {
                     answers.every((a) => ["1", "2"].includes(String(a.headers["x-egress-attempts"]))),
                     report,
                 );
-                assert.ok(most <= cap, `the origin had ${most} requests at once, over the cap of ${cap}`);
-                assert.ok(most >= 1);
+                assert.ok(
+                    origin.most() <= cap,
+                    `the origin had ${origin.most()} requests at once, over the cap of ${cap}`,
+                );
+                assert.ok(origin.most() >= 1);
             });
         }
     });

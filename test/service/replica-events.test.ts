@@ -16,7 +16,7 @@
 import { after, before, test } from "node:test";
 import assert from "node:assert/strict";
 import Redis from "ioredis";
-import { killServices, procProject, ProcProject, serve, ServeProcess, cli, until } from "../helpers/processes";
+import { endProcProject, procProject, ProcProject, serve, ServeProcess, until } from "../helpers/processes";
 import { engineUpdating } from "../helpers/proc-scan";
 import { startRedis, TestRedis } from "../helpers/redis";
 import { leaderOf } from "../helpers/replicas";
@@ -37,11 +37,7 @@ before(async () => {
     replicas = [await serve(p, args()), await serve(p, args())];
 });
 after(async () => {
-    killServices();
-    if (p) {
-        cli(p, ["destroy", "--yes", "--quiet"]);
-        p.cleanup();
-    }
+    endProcProject(p);
     await redis?.cleanup();
 });
 

@@ -16,6 +16,7 @@ import { postgresBackend } from "../helpers/backends";
 import { killServices, procProject, type ProcProject, proxyProcesses, serve, until } from "../helpers/processes";
 import { startRedis, type TestRedis } from "../helpers/redis";
 import { leaderOf } from "../helpers/replicas";
+import { freeLoopbackPort } from "../helpers/net";
 
 const ROUNDS = 5;
 const config = {
@@ -83,10 +84,7 @@ test(
     { timeout: 60_000 },
     async () => {
         // The state backend refuses connections: reading the stack fails after the store's connections are open.
-        const closed = net.createServer();
-        await new Promise<void>((r) => closed.listen(0, "127.0.0.1", r));
-        const port = (closed.address() as net.AddressInfo).port;
-        await new Promise<void>((r) => closed.close(() => r()));
+        const port = await freeLoopbackPort();
         const p = procProject("startfail", config, {
             PULUMI_BACKEND_URL: `postgres://egress@127.0.0.1:${port}/egress`,
         });

@@ -9,8 +9,7 @@
 import { after, before, test } from "node:test";
 import assert from "node:assert/strict";
 import {
-    cli,
-    killServices,
+    endProcProject,
     procProject,
     type ProcProject,
     serve,
@@ -38,11 +37,7 @@ before(async () => {
     replicas = await Promise.all([serve(p, args), serve(p, args)]);
 });
 after(async () => {
-    killServices();
-    if (p) {
-        cli(p, ["destroy", "--yes", "--quiet"]);
-        p.cleanup();
-    }
+    endProcProject(p);
     await redis?.cleanup();
 });
 

@@ -1,0 +1,86 @@
+/**
+ * What one change costs as the fleet grows (issue 33): a +10 scale, the -10 back, and an `up` with
+ * nothing to do, on a stack of `small` local members and on one of `large`, side by side. Both stacks are
+ * brought up once; then each round runs the same three steps on each stack in turn (interleaved, so
+ * load on the machine hits both alike), and the table shows each step's median over the rounds, the
+ * large stack's median over the small one's (the issue's goal: ≤ 1.5× at 1,000 against 10), and the
+ * checkpoint's size. Real engine, file backend, throwaway projects; the stacks are destroyed at the end.
+ * Run: node dist/bench/change-cost.js [small=10] [large=100] [rounds=3]
+ */
+import * as fs from "node:fs";
+import * as path from "node:path";
+import { checkpointDir } from "../src/engine/checkpoint";
+import { tempProject } from "../test/helpers/project";
+import { benchTable } from "./table";
+
+const STEPS = ["+10", "-10", "no-op up"] as const;
+type Step = (typeof STEPS)[number];
+
+interface Stack {
+    members: number;
+    p: ReturnType<typeof tempProject>;
+    times: Record<Step, number[]>;
+    checkpointBytes: number;
+}
+
+function stack(members: number): Stack {
+    const p = tempProject(`cc${members}`, {
+        "egress:providers": { local: { type: "local" } },
+        "egress:pools": [{ name: "web", provider: "local", replicas: members, maxReplicas: members + 10 }],
+    });
+    return { members, p, times: { "+10": [], "-10": [], "no-op up": [] }, checkpointBytes: 0 };
+}
+
+/** Runs `up` with the pool at `count` members; returns its wall time in seconds. */
+async function upAt(s: Stack, count: number): Promise<number> {
+    s.p.driver.setPoolCounts({ web: count });
+    const started = Date.now();
+    await s.p.driver.up({ refresh: false });
+    return (Date.now() - started) / 1000;
+}
+
+const median = (xs: number[]) => [...xs].sort((a, b) => a - b)[Math.floor(xs.length / 2)];
+
+async function main(): Promise<void> {
+    const [small, large, rounds] = [10, 100, 3].map((d, i) => Number(process.argv[2 + i] ?? d));
+    const stacks = [stack(small), stack(large)];
+    try {
+        for (const s of stacks) {
+            const t = await upAt(s, s.members);
+            console.error(`# ${s.members} members up from zero in ${t.toFixed(1)} s`);
+        }
+        for (let r = 1; r <= rounds; r++)
+            for (const s of stacks) {
+                s.times["+10"].push(await upAt(s, s.members + 10));
+                s.times["-10"].push(await upAt(s, s.members));
+                s.times["no-op up"].push(await upAt(s, s.members));
+                const file = path.join(checkpointDir(path.join(s.p.dir, "backend")), `cc${s.members}.json`);
+                s.checkpointBytes = fs.statSync(file).size;
+                console.error(
+                    `# round ${r}, ${s.members} members: ${STEPS.map((k) => s.times[k].at(-1)).join(" / ")} s`,
+                );
+            }
+        const [a, b] = stacks;
+        const rows = STEPS.map((k) => [
+            k,
+            median(a.times[k]).toFixed(2),
+            median(b.times[k]).toFixed(2),
+            `${(median(b.times[k]) / median(a.times[k])).toFixed(2)}×`,
+        ]);
+        rows.push(["checkpoint KB", (a.checkpointBytes / 1024).toFixed(1), (b.checkpointBytes / 1024).toFixed(1), ""]);
+        console.log(
+            benchTable(["step (median of " + rounds + ", s)", `${small} members`, `${large} members`, "ratio"], rows),
+        );
+    } finally {
+        for (const s of stacks) {
+            s.p.driver.setPoolCounts({});
+            await s.p.driver.destroy().catch((e) => console.error(`destroy ${s.members}: ${(e as Error).message}`));
+            s.p.cleanup();
+        }
+    }
+}
+
+main().catch((e) => {
+    console.error(e);
+    process.exitCode = 1;
+});
