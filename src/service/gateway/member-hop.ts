@@ -13,6 +13,15 @@ export interface MemberHop {
     agent: http.Agent;
 }
 
+/**
+ * How long a member connection may sit idle in its agent. Also what lets the member's own `Keep-Alive:
+ * timeout=N` count: Node's agent takes the hint (minus a second) only to *lower* its own timeout, so
+ * with none (the default, 0) it ignored it, kept sockets the member was about to close, and a request
+ * sent on one as it closed failed with ECONNRESET, charged to the member (issue 34). In-flight requests
+ * are not cut by it: the agent destroys only idle sockets on timeout.
+ */
+const MEMBER_IDLE_MS = 30_000;
+
 /** How often hops unused since the last look are dropped: members come and go (autoscaling, heals). */
 const SWEEP_MS = 5 * 60_000;
 
@@ -34,7 +43,7 @@ export class MemberHops {
                 host: u.hostname.replace(/^\[(.*)\]$/, "$1"),
                 port: Number(u.port || 80),
                 authorization: user || pass ? `Basic ${Buffer.from(`${user}:${pass}`).toString("base64")}` : undefined,
-                agent: new http.Agent({ keepAlive: true }),
+                agent: new http.Agent({ keepAlive: true, timeout: MEMBER_IDLE_MS }),
             };
             this.hops.set(url, hop);
         }
