@@ -3,7 +3,7 @@ import type { Fleet, FleetAcquire, LeaseView } from "../fleet/fleet";
 import { type MaybePromise, StoreUnavailableError } from "../store/types";
 import type { GatewayRefusal } from "../observe/gateway-metrics";
 import { parseUsername } from "./username";
-import { worthWaiting, type WaitingRoom } from "./waiting";
+import { waitingLine, worthWaiting, type WaitingRoom } from "./waiting";
 import { gatewayStatusOf } from "../http/catalogue";
 import type { PolitenessMetrics } from "../observe/politeness-metrics";
 
@@ -141,7 +141,7 @@ export class Admission {
         const acquire = (via: "gateway" | null) => this.fleet.acquire(ask, via);
         const attempt = () => acquire(null);
         // Nothing free: wait in line for the pool's members (the same pool, zone and target) if waiting is on.
-        const line = `${pool ?? "*"}|${zone ?? "*"}|${target}`;
+        const line = waitingLine(ask);
         const waitOr = (g: FleetAcquire): MaybePromise<FleetAcquire> => {
             if (!this.room?.enabled || !worthWaiting(g)) return g;
             if (!g.ok && g.reason === "target-busy") this.politeness?.held(g.pool, g.rule, "gateway", "waited");

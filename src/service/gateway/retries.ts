@@ -3,6 +3,7 @@ import type { Fleet, FleetAcquire } from "../fleet/fleet";
 import type { Admitted } from "./admission";
 import { BLOCKED, type Flight } from "./flight";
 import type { Flights } from "./flights";
+import { waitingLine, worthWaiting, type WaitingRoom } from "./waiting";
 
 /**
  * Retries on another member (issue 21): an attempt whose member failed it before answering hands its
@@ -12,8 +13,11 @@ import type { Flights } from "./flights";
  * the failed attempt's politeness slot is the retry's, so a site at its `maxConcurrency` does not refuse
  * the retry for the slot it is leaving, and no other request takes that slot in between. `exclude` keeps
  * the members tried so far out. Every attempt is released with its own outcome (the failed one `error`).
- * When no other member is free now, the failure is given back at once: the wait for a busy pool
- * (waiting.ts) is for a request's first member, and a crawler told "member failed" retries by itself.
+ * When no other member is free now, a member failure's retry waits in its request's line for the
+ * gateway's wait bound, as a first attempt does (waiting.ts): a member that dies while the pool is busy
+ * must not turn into 502s the crawler would not have seen a moment later. Past the bound, or without
+ * waiting, the failure is given back. A block's retry does not wait: the origin's answer is held unread
+ * meanwhile, and relaying it is an answer too.
  * An origin's block (reason BLOCKED, `gateway.retryOnBlock`) has its own budget: a member failure
  * and a block are different bad luck, and a pool may want one retried and not the other.
  */
@@ -25,6 +29,8 @@ export class Retries {
             flights: Pick<Flights, "end" | "launch" | "closing" | "outcome">;
             /** The lease TTL of a gateway request (server.ts). */
             ttlSeconds: number;
+            /** Where a retry waits when no other member is free now; unset: it gives the failure back. */
+            room?: Pick<WaitingRoom, "enabled" | "wait">;
         },
     ) {}
 
@@ -61,8 +67,6 @@ export class Retries {
             return then(false);
         }
         const take = (g: FleetAcquire) => {
-            // The store answered, so it ended the failed lease, granted or not.
-            f.handedOver = true;
             if (!g.ok) return then(false);
             // The client left, or its request ended meanwhile: nobody to serve; the unused lease goes back.
             if (f.ended || f.socket.destroyed) {
@@ -89,8 +93,20 @@ export class Retries {
             then(true);
             run(next);
         };
+        const answered = (g: FleetAcquire) => {
+            // The store answered, so it ended the failed lease, granted or not.
+            f.handedOver = true;
+            const room = this.o.room;
+            if (blocked || !room?.enabled || !worthWaiting(g) || f.ended || f.socket.destroyed) return take(g);
+            const again = () => this.o.fleet.acquire({ ...f.ask, exclude: f.tried }, null);
+            const gone = (leave: () => void) => {
+                f.socket.once("close", leave);
+                return () => void f.socket.off("close", leave);
+            };
+            room.wait(waitingLine(f.ask), again, g, gone).then(take, () => then(false));
+        };
         // A store across the network that fails now: the failure is given back, as when no member is free.
-        if (got instanceof Promise) got.then(take, () => then(false));
-        else take(got);
+        if (got instanceof Promise) got.then(answered, () => then(false));
+        else answered(got);
     }
 }

@@ -53,7 +53,12 @@ export class Gateway {
         this.rules = o.blockRules ?? DEFAULT_BLOCK_RULES;
         this.flights = new Flights({ ...o, rules: this.rules, recent: this.recent });
         this.answerMs = o.memberAnswerMs ?? MEMBER_ANSWER_MS;
-        this.retries = new Retries({ fleet: o.fleet, flights: this.flights, ttlSeconds: this.ttlSeconds });
+        this.retries = new Retries({
+            fleet: o.fleet,
+            flights: this.flights,
+            ttlSeconds: this.ttlSeconds,
+            room: this.room,
+        });
         this.guarded = new ProtectedTargets(o.protectedTargets);
     }
 

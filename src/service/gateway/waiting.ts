@@ -42,6 +42,11 @@ interface Waiter {
     unwatch?: () => void;
 }
 
+/** The line a request waits in: requests that want the same members (pool, zone and target). */
+export function waitingLine(ask: { pool?: string; zone?: string; target?: string }): string {
+    return `${ask.pool ?? "*"}|${ask.zone ?? "*"}|${ask.target}`;
+}
+
 /**
  * True for the answers waiting can change: nothing free now, no member yet, or the site at its
  * politeness limit (a lease for it ends, or a member's spacing runs out).
