@@ -18,7 +18,7 @@ export interface TestSentinelRedis {
     url: string;
     /** The node the sentinels name as primary right now (asked of the first sentinel that answers). */
     primary(): Promise<TestRedis>;
-    /** Resolves once every sentinel names a primary other than `port` (a failover finished), or rejects. */
+    /** Resolves once every sentinel still up (2 at least) names a primary other than `port` (a failover finished). */
     failedOver(port: number, timeoutMs: number): Promise<TestRedis>;
     cleanup(): Promise<void>;
 }
@@ -51,6 +51,11 @@ export async function startSentinelRedis(opts: { replicas?: number; name?: strin
     }
     const primaryPortOf = (s: TestRedis) =>
         ask(s, async (r) => Number(((await r.call("SENTINEL", "get-master-addr-by-name", name)) as string[])[1]));
+    /** What each sentinel still running names as primary (a killed one is left out). */
+    const answers = async () =>
+        (await Promise.all(sentinels.map((s) => primaryPortOf(s).catch(() => undefined)))).filter(
+            (p): p is number => p !== undefined,
+        );
     const byPort = (port: number) => {
         const n = nodes.find((x) => x.port === port);
         if (!n) throw new Error(`the sentinels name 127.0.0.1:${port} as primary, which is not one of the nodes`);
@@ -62,12 +67,16 @@ export async function startSentinelRedis(opts: { replicas?: number; name?: strin
         nodes,
         sentinels,
         url: `redis+sentinel://:${password}@${sentinels.map((s) => `127.0.0.1:${s.port}`).join(",")}/${name}`,
-        primary: async () => byPort(await primaryPortOf(sentinels[0])),
+        async primary() {
+            const seen = await answers();
+            if (!seen.length) throw new Error("no sentinel answers");
+            return byPort(seen[0]);
+        },
         async failedOver(port, timeoutMs) {
             const deadline = Date.now() + timeoutMs;
             for (;;) {
-                const seen = await Promise.all(sentinels.map((s) => primaryPortOf(s).catch(() => port)));
-                if (seen.every((p) => p !== port && p === seen[0])) return byPort(seen[0]);
+                const seen = await answers();
+                if (seen.length >= 2 && seen.every((p) => p !== port && p === seen[0])) return byPort(seen[0]);
                 if (Date.now() > deadline)
                     throw new Error(`no failover from ${port} within ${timeoutMs} ms: sentinels say ${seen}`);
                 await new Promise((r) => setTimeout(r, 100));

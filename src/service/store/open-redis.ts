@@ -6,7 +6,7 @@ import { isSentinelUrl, parseSentinelUrl } from "./sentinel-url";
  * a plain `redis://` / `rediss://` URL as ioredis reads it, or a `redis+sentinel://` one through ioredis'
  * own Sentinel support, which asks the sentinels for the primary of `name`, checks the node it reaches
  * is a primary (`role: master`) and asks again on every reconnect: a failover looks like a Redis restart
- * to the caller. `opts` are the caller's bad-day policy (timeouts, offline queue, retries), applied to
+ * to the caller (Sentinel closes the demoted primary's connections). `opts` are the caller's bad-day policy (timeouts, offline queue, retries), applied to
  * the sentinel side too. The URL was checked by parseStoreSpec; a bad one throws here.
  */
 export function openRedis(url: string, opts: RedisOptions): Redis {
@@ -35,9 +35,9 @@ export function sentinelOptions(url: string, opts: RedisOptions): RedisOptions {
         sentinelRetryStrategy: retry ? (n: number) => retry(n) ?? null : retry === null ? () => null : undefined,
         // The caller's connect timeout bounds each sentinel asked, so one dead sentinel costs no more.
         sentinelCommandTimeout: opts.commandTimeout ?? opts.connectTimeout,
-        // Subscribes to the sentinels' +switch-master and reconnects at once: a failover that leaves the
-        // old primary up (SENTINEL FAILOVER, a partition) would otherwise keep it talking to a replica.
-        failoverDetector: true,
+        // No failoverDetector: Sentinel itself ends the demoted primary's clients (CLIENT KILL TYPE normal
+        // as it reconfigures it), and the detector's sentinel connections have no error listener, so a
+        // sentinel going away would print a non-JSON "[ioredis] Unhandled error event" line.
         ...(s.tls ? { tls: {}, sentinelTLS: {}, enableTLSForSentinelMode: true } : {}),
     };
 }
