@@ -6,6 +6,7 @@ import { createLogger } from "../../src/log/logger";
 import { maskUrlPasswords } from "../../src/log/redact";
 import { parseStoreSpec, redactStoreUrl, STORE_RULE } from "../../src/service/store";
 import { sentinelOptions } from "../../src/service/store/open-redis";
+import { protectedEndpoints } from "../../src/service/start/protected-endpoints";
 
 test("memory is the default; redis:// and rediss:// URLs parse with their db", () => {
     assert.deepEqual(parseStoreSpec(undefined), { kind: "memory" });
@@ -141,4 +142,22 @@ test("a sentinel URL becomes ioredis' Sentinel options, the caller's policy appl
     assert.equal(o.sentinelCommandTimeout, 1500);
     assert.equal(o.sentinelRetryStrategy?.(1), null);
     assert.equal(o.enableTLSForSentinelMode, true);
+});
+
+test("the gateway refuses the sentinels of a sentinel store, as it refuses a plain store's address", () => {
+    const backend = { kind: "file" as const, url: "file:///x", shown: "file:///x" };
+    const api = { host: "127.0.0.1", port: 8080 };
+    assert.deepEqual(
+        protectedEndpoints(parseStoreSpec("redis+sentinel://:pw@10.0.0.1:26379,[::1]:26380/m"), backend, api),
+        [
+            { what: "this service's API", ...api },
+            { what: "the lease store's sentinel", host: "10.0.0.1", port: 26379 },
+            { what: "the lease store's sentinel", host: "::1", port: 26380 },
+        ],
+    );
+    assert.deepEqual(protectedEndpoints(parseStoreSpec("redis://:pw@10.0.0.5:6379"), backend, api)[1], {
+        what: "the lease store",
+        host: "10.0.0.5",
+        port: 6379,
+    });
 });
