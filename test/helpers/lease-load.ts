@@ -16,7 +16,10 @@ export interface Grant {
     leasedAt: number;
     /** When the client sent its first release (epoch ms): it stops using the member then. */
     releasedAt?: number;
-    /** The first release's status (404 when a failover lost the lease). */
+    /**
+     * The last release's status, after the 503s retried: 404 when the store no longer had the lease (a
+     * failover lost it, or an attempt whose answer was lost had released it).
+     */
     releaseStatus?: number;
 }
 
@@ -71,11 +74,11 @@ export function leaseLoad(svc: ServeProcess, o: { clients: number; pool: string;
             grants.push(g);
             g.releasedAt = Date.now();
             let rel = await timed(`/v1/leases/${g.id}/release`, { outcome: "ok" });
-            g.releaseStatus = rel.status;
             while (rel.status === 503) {
                 await new Promise((r) => setTimeout(r, 100));
                 rel = await timed(`/v1/leases/${g.id}/release`, { outcome: "ok" });
             }
+            g.releaseStatus = rel.status;
         }
     };
     const loops = Array.from({ length: o.clients }, client);
