@@ -74,6 +74,7 @@ test(
  * from the kill to the first grant by the promoted replica, 503s, other 5xx, double leases.
  */
 async function killPrimaryUnderLoad(t: TestContext, label: string): Promise<void> {
+    const logged = svc.entries.length;
     const load = leaseLoad(svc, { clients: 4, pool: "web" });
     t.after(() => load.stop().catch(() => undefined)); // a failed assertion must not leave them running
     await until("leases granted before the kill", () => load.count("lease 201") >= 50, 30_000);
@@ -95,12 +96,17 @@ async function killPrimaryUnderLoad(t: TestContext, label: string): Promise<void
     const refused = load.count("lease 503 store_unavailable") + load.count("release 503 store_unavailable");
     const doubles = doubleLeases(load.grants);
     const lost = load.grants.filter((g) => g.releaseStatus === 404);
+    // Informational: whether the only replica kept leading through the failover (a 5 s lock, cluster.ts).
+    const leading = svc.entries
+        .slice(logged)
+        .filter((e) => /leading the stack|leader lock/.test(e.msg))
+        .map((e) => `${e.msg} ${e.fence ?? ""}`.trim());
     process.stdout.write(
         `# ${label}: failover ${old.port} → ${promoted.port}: leasing resumed after ${resumeMs} ms; ` +
             `${refused} × 503 store_unavailable, other 5xx ${JSON.stringify(load.otherFiveHundreds())}; ` +
             `${load.grants.length - before} grants after the kill, ${lost.length} lost (release 404), ` +
             `${doubles.length} double leases ${JSON.stringify(doubles.map(([a, b]) => [a.proxy, a.id, b.id]))}; ` +
-            `answers ${JSON.stringify(Object.fromEntries(load.seen))}\n`,
+            `leader ${JSON.stringify(leading)}; answers ${JSON.stringify(Object.fromEntries(load.seen))}\n`,
     );
     assert.notEqual(promoted.port, old.port);
     assert.ok(resumeMs <= 10_000, `leasing resumed after ${resumeMs} ms`);
