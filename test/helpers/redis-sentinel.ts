@@ -16,7 +16,7 @@ export interface TestSentinelRedis {
     sentinels: TestRedis[];
     /** redis+sentinel://:<password>@127.0.0.1:<s1>,127.0.0.1:<s2>,127.0.0.1:<s3>/<name> */
     url: string;
-    /** The node the sentinels name as primary right now (asked of the first sentinel that answers). */
+    /** The node every sentinel still up names as primary, once it says `role:master` itself. */
     primary(): Promise<TestRedis>;
     /** Resolves once every sentinel still up (2 at least) names a primary other than `port` (a failover finished). */
     failedOver(port: number, timeoutMs: number): Promise<TestRedis>;
@@ -68,9 +68,17 @@ export async function startSentinelRedis(opts: { replicas?: number; name?: strin
         sentinels,
         url: `redis+sentinel://:${password}@${sentinels.map((s) => `127.0.0.1:${s.port}`).join(",")}/${name}`,
         async primary() {
-            const seen = await answers();
-            if (!seen.length) throw new Error("no sentinel answers");
-            return byPort(seen[0]);
+            // Every sentinel still up agrees, and the node itself says it is a primary: a test must not
+            // kill a replica that one sentinel still lists from before a failover settled.
+            const deadline = Date.now() + 15_000;
+            for (;;) {
+                const seen = await answers();
+                const node = seen.length >= 2 && seen.every((p) => p === seen[0]) ? byPort(seen[0]) : undefined;
+                if (node && /^role:master/m.test(await ask(node, (r) => r.info("replication")).catch(() => "")))
+                    return node;
+                if (Date.now() > deadline) throw new Error(`no settled primary within 15 s: sentinels say ${seen}`);
+                await new Promise((r) => setTimeout(r, 100));
+            }
         },
         async failedOver(port, timeoutMs) {
             const deadline = Date.now() + timeoutMs;

@@ -12,7 +12,7 @@
  */
 import { after, before, test, type TestContext } from "node:test";
 import assert from "node:assert/strict";
-import { cli, killServices, procProject, ProcProject, serve, ServeProcess, until } from "../helpers/processes";
+import { cli, endProcProject, procProject, ProcProject, serve, ServeProcess, until } from "../helpers/processes";
 import { startSentinelRedis, type TestSentinelRedis } from "../helpers/redis-sentinel";
 import { doubleLeases, leaseLoad } from "../helpers/lease-load";
 
@@ -39,11 +39,7 @@ before(async () => {
     );
 });
 after(async () => {
-    killServices();
-    if (p) {
-        cli(p, ["destroy", "--yes", "--quiet"]);
-        p.cleanup();
-    }
+    endProcProject(p);
     await redis?.cleanup();
 });
 
@@ -109,6 +105,7 @@ async function killPrimaryUnderLoad(t: TestContext, label: string): Promise<void
             `leader ${JSON.stringify(leading)}; answers ${JSON.stringify(Object.fromEntries(load.seen))}\n`,
     );
     assert.notEqual(promoted.port, old.port);
+    assert.ok(refused > 0, "the kill interrupted leasing (the node killed was the primary)");
     assert.ok(resumeMs <= 10_000, `leasing resumed after ${resumeMs} ms`);
     assert.deepEqual(load.otherFiveHundreds(), []);
     // A member in two leases at once only through a grant the failover lost (async replication).
