@@ -1,5 +1,5 @@
-import Redis from "ioredis";
-import { parseStoreSpec, redactStoreUrl } from "../service/store";
+import type Redis from "ioredis";
+import { openRedis, parseStoreSpec, redactStoreUrl } from "../service/store";
 import {
     CLUSTER_KEYS,
     describeCommandHolder,
@@ -35,7 +35,7 @@ export async function storeFindings(
     }
     if (spec.kind === "memory") return [{ check: "store", ok: true, detail: `memory (${from})` }];
     const shown = redactStoreUrl(spec.url);
-    const redis = new Redis(spec.url, {
+    const redis = openRedis(spec.url, {
         lazyConnect: true,
         connectTimeout: 3_000,
         maxRetriesPerRequest: 0,

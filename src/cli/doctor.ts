@@ -137,7 +137,10 @@ export function registerDoctor(program: Command): void {
             "check Node, the engine, the backend (reachable, stale locks), passphrase, stack config, provider prerequisites and the lease store, and say how to fix each",
         )
         // No default shown from EGRESS_STORE: --help would print the URL, password and all.
-        .option("--store <url>", "also check the lease store `egress serve` would use (redis://…); also $EGRESS_STORE")
+        .option(
+            "--store <url>",
+            "also check the lease store `egress serve` would use (redis://… or redis+sentinel://…); also $EGRESS_STORE",
+        )
         .action(
             action(async (_o, cmd) => {
                 const opts = cmd.optsWithGlobals() as GlobalOptions & { store?: string };

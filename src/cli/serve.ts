@@ -99,7 +99,7 @@ export function registerServe(program: Command): void {
         // No default shown from EGRESS_STORE: --help would print the URL, password and all.
         .option(
             "--store <url>",
-            "where the serving state of leases lives: memory (default) or redis://[user:pass@]host:port[/db] (rediss:// for TLS), so a restart or another replica loses nothing; also $EGRESS_STORE",
+            "where the serving state of leases lives: memory (default), redis://[user:pass@]host:port[/db] (rediss:// for TLS) or redis+sentinel://[user:pass@]host:port,host:port,…/<master-name>[/db] (rediss+sentinel://), so a restart, another replica or a Redis failover loses nothing; also $EGRESS_STORE",
         )
         .option(
             "--advertise-url <url>",

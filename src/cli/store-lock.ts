@@ -19,7 +19,7 @@ export function storeOption(cmd: Command): Command {
     return cmd
         .option(
             "--store <url>",
-            "the Redis store the stack's `egress serve` replicas share (redis://…; also $EGRESS_STORE): the stack's lock is taken there too, so no replica drives the engine meanwhile",
+            "the Redis store the stack's `egress serve` replicas share (redis://… or redis+sentinel://…; also $EGRESS_STORE): the stack's lock is taken there too, so no replica drives the engine meanwhile",
         )
         .option(
             "--engine-kill-grace <seconds>",

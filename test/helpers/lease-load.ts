@@ -8,7 +8,24 @@
 import assert from "node:assert/strict";
 import type { ServeProcess } from "./processes";
 
+/** One lease granted under load: its member, when the store says it began, and when the client let it go. */
+export interface Grant {
+    id: string;
+    proxy: string;
+    /** The store's clock (Redis TIME): epoch ms. */
+    leasedAt: number;
+    /** When the client sent its first release (epoch ms): it stops using the member then. */
+    releasedAt?: number;
+    /**
+     * The last release's status, after the 503s retried: 404 when the store no longer had the lease (a
+     * failover lost it, or an attempt whose answer was lost had released it).
+     */
+    releaseStatus?: number;
+}
+
 export interface LeaseLoad {
+    /** Every lease granted so far, in the order the answers arrived. */
+    grants: Grant[];
     /** Answers so far by "<lease|release> <status>[ <error code>]". */
     seen: Map<string, number>;
     count(key: string): number;
@@ -26,6 +43,7 @@ const DELIBERATE = ["store_unavailable", "none_available"];
 
 export function leaseLoad(svc: ServeProcess, o: { clients: number; pool: string; ttlSeconds?: number }): LeaseLoad {
     const seen = new Map<string, number>();
+    const grants: Grant[] = [];
     let slowest = 0;
     let retryAfter: string | undefined;
     let stopping = false;
@@ -48,12 +66,24 @@ export function leaseLoad(svc: ServeProcess, o: { clients: number; pool: string;
                 await new Promise((r) => setTimeout(r, 50));
                 continue;
             }
-            while ((await timed(`/v1/leases/${l.body.lease.id}/release`, { outcome: "ok" })).status === 503)
+            const g: Grant = {
+                id: l.body.lease.id,
+                proxy: l.body.lease.proxy.id,
+                leasedAt: Date.parse(l.body.lease.leasedAt),
+            };
+            grants.push(g);
+            g.releasedAt = Date.now();
+            let rel = await timed(`/v1/leases/${g.id}/release`, { outcome: "ok" });
+            while (rel.status === 503) {
                 await new Promise((r) => setTimeout(r, 100));
+                rel = await timed(`/v1/leases/${g.id}/release`, { outcome: "ok" });
+            }
+            g.releaseStatus = rel.status;
         }
     };
     const loops = Array.from({ length: o.clients }, client);
     return {
+        grants,
         seen,
         count: (k) => seen.get(k) ?? 0,
         slowest: () => slowest,
@@ -65,4 +95,22 @@ export function leaseLoad(svc: ServeProcess, o: { clients: number; pool: string;
             await Promise.all(loops);
         },
     };
+}
+
+/**
+ * Pairs of grants that held the same member at once: [leasedAt, releasedAt) windows that overlap (a
+ * grant not released yet runs to now). The window ends at the client's first release, so a release whose
+ * answer was lost (a 503 after Redis ran it) cannot make one up.
+ */
+export function doubleLeases(grants: readonly Grant[], now = Date.now()): [Grant, Grant][] {
+    const out: [Grant, Grant][] = [];
+    const byProxy = new Map<string, Grant[]>();
+    for (const g of grants) byProxy.set(g.proxy, [...(byProxy.get(g.proxy) ?? []), g]);
+    for (const list of byProxy.values()) {
+        const sorted = [...list].sort((a, b) => a.leasedAt - b.leasedAt);
+        for (let i = 0; i < sorted.length; i++)
+            for (let j = i + 1; j < sorted.length && sorted[j].leasedAt < (sorted[i].releasedAt ?? now); j++)
+                out.push([sorted[i], sorted[j]]);
+    }
+    return out;
 }

@@ -65,6 +65,12 @@ export async function startRedis(
         aof?: boolean;
         /** appendfsync with `aof`: `always` (the default here: nothing lost to a SIGKILL) or production's `everysec`. */
         fsync?: "always" | "everysec";
+        /** Shared by a primary, its replicas and sentinels (test/helpers/redis-sentinel.ts); random otherwise. */
+        password?: string;
+        /** A replica of the primary on this loopback port (`--replicaof`, authenticated with `password`). */
+        replicaOf?: number;
+        /** A sentinel (`redis-server <conf> --sentinel`) whose config file is these lines, given its port and dir. */
+        sentinel?: (port: number, dir: string) => string[];
     } = {},
 ): Promise<TestRedis> {
     ensureTestPackages();
@@ -72,25 +78,31 @@ export async function startRedis(
         throw new Error(`${BIN} is missing: scripts/install-test-deps.sh installs Debian's redis-server`);
     const dir = fs.mkdtempSync(path.join(os.tmpdir(), "egress-redis-"));
     const port = await freeLoopbackPort();
-    const password = `pw-${Math.random().toString(36).slice(2)}-secret`;
+    const password = opts.password ?? `pw-${Math.random().toString(36).slice(2)}-secret`;
     const persistence = opts.aof
         ? ["--appendonly", "yes", "--appendfsync", opts.fsync ?? "always"]
         : ["--appendonly", "no"];
-    const args = [
-        "--port",
-        String(port),
-        "--bind",
-        "127.0.0.1",
-        "--save",
-        "",
-        ...persistence,
-        "--dir",
-        dir,
-        "--requirepass",
-        password,
-        "--logfile",
-        path.join(dir, "redis.log"),
-    ];
+    const replica = opts.replicaOf
+        ? ["--replicaof", "127.0.0.1", String(opts.replicaOf), "--masterauth", password]
+        : [];
+    const args = opts.sentinel
+        ? sentinelArgs(opts.sentinel(port, dir), port, dir, password)
+        : [
+              "--port",
+              String(port),
+              "--bind",
+              "127.0.0.1",
+              "--save",
+              "",
+              ...persistence,
+              "--dir",
+              dir,
+              "--requirepass",
+              password,
+              "--logfile",
+              path.join(dir, "redis.log"),
+              ...replica,
+          ];
     let child: cp.ChildProcess | undefined;
     const start = async () => {
         child = cp.spawn(BIN, args, { stdio: "ignore" });
@@ -135,4 +147,12 @@ function readLog(dir: string): string {
     } catch {
         return "(no log)";
     }
+}
+
+/** A sentinel's argv: its config file (a sentinel rewrites it, so it must be a file of its own) and `--sentinel`. */
+function sentinelArgs(lines: string[], port: number, dir: string, password: string): string[] {
+    const conf = path.join(dir, "sentinel.conf");
+    const common = [`port ${port}`, "bind 127.0.0.1", `dir ${dir}`, `logfile ${path.join(dir, "redis.log")}`];
+    fs.writeFileSync(conf, [...common, `requirepass ${password}`, ...lines, ""].join("\n"));
+    return [conf, "--sentinel"];
 }

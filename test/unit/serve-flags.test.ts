@@ -121,11 +121,16 @@ for (const [flag, value, message] of [
     [
         "--store",
         "http://u:hunter2@h:1",
-        "--store http://u:***@h:1/ scheme http:// is not redis:// or rediss://: it must be `memory`, or redis://[user:pass@]host:port[/db]",
+        "--store http://u:***@h:1/ scheme http:// is not redis://, rediss:// or redis+sentinel://: it must be `memory`, redis://[user:pass@]host:port[/db]",
     ],
     ["--store", "redis://:hunter2@h", "--store redis://:***@h has no port: it must be"],
     ["--store", "redis://h:6379/16", `--store redis://h:6379/16 database "16" is not a number from 0 to 15`],
-    ["--store", "memroy", "--store memroy is not a URL: it must be `memory`, or"],
+    ["--store", "memroy", "--store memroy is not a URL: it must be `memory`, redis://"],
+    [
+        "--store",
+        "redis+sentinel://:hunter2@127.0.0.1:26379,127.0.0.1/main",
+        '--store redis+sentinel://:***@127.0.0.1:26379,127.0.0.1/main sentinel "127.0.0.1" is not host:port: it must be',
+    ],
 ] as const) {
     test(`serve ${flag} ${value} → exit 2 naming the flag`, () => {
         const r = serve("t", flag, value);

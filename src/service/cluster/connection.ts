@@ -1,4 +1,5 @@
-import Redis from "ioredis";
+import type Redis from "ioredis";
+import { openRedis } from "../store/open-redis";
 
 /**
  * A connection of the cluster's parts (cluster.ts, verdicts.ts, scale-queue.ts) to the store: connected
@@ -8,7 +9,7 @@ import Redis from "ioredis";
  * store's log line about the outage; a part sees them as failed commands.
  */
 export function clusterConnection(url: string, commandTimeoutMs = 1500): Redis {
-    const redis = new Redis(url, {
+    const redis = openRedis(url, {
         lazyConnect: true,
         enableOfflineQueue: false,
         maxRetriesPerRequest: 0,

@@ -16,7 +16,12 @@ export function protectedEndpoints(
     api: { host: string; port: number },
 ): ProtectedEndpoint[] {
     const out: ProtectedEndpoint[] = [{ what: "this service's API", ...api }];
-    if (store?.kind === "redis") {
+    if (store?.kind === "redis" && store.sentinel) {
+        // The sentinels; the nodes they name are found at run time, and a replica that is promoted
+        // later is not in this list: give Redis a password whenever local members run next to it.
+        for (const s of store.sentinel.sentinels)
+            out.push({ what: "the lease store's sentinel", host: s.host, port: s.port });
+    } else if (store?.kind === "redis") {
         const u = new URL(store.url);
         out.push({ what: "the lease store", host: u.hostname, port: Number(u.port || 6379) });
     }

@@ -8,3 +8,5 @@ export { immediate, settle, StoreUnavailableError } from "./types";
 export type { LeaseStore, MaybePromise } from "./types";
 export { parseStoreSpec, redactStoreUrl, STORE_RULE, StoreSpecError } from "./url";
 export type { StoreSpec } from "./url";
+export { openRedis } from "./open-redis";
+export type { SentinelSpec } from "./sentinel-url";

@@ -1,5 +1,7 @@
 import { randomUUID } from "node:crypto";
-import Redis, { ReplyError } from "ioredis";
+import type Redis from "ioredis";
+import { ReplyError } from "ioredis";
+import { openRedis } from "./open-redis";
 import type { LeaseMemberInput, PoolLeaseSettings } from "../leases";
 import {
     LEASE_DEFAULTS,
@@ -67,7 +69,7 @@ export class RedisLeaseStore implements LeaseStore {
         };
         this.retryAfterSeconds = o.retryAfterSeconds ?? 2;
         const timeout = o.commandTimeoutMs ?? 1500;
-        this.redis = new Redis(o.url, {
+        this.redis = openRedis(o.url, {
             lazyConnect: true,
             enableOfflineQueue: false, // a request while Redis is away fails at once instead of queueing forever
             commandTimeout: timeout,
