@@ -6,7 +6,7 @@
  */
 import type * as pulumi from "@pulumi/pulumi";
 import { dynamicProviderFor } from "../components/registry";
-import { DYNAMIC_PREFIX, PROVIDER_PROTOCOL } from "../components/shared/dynamic";
+import { DYNAMIC_PREFIX, KEEPS_PROVIDER_TEXT, PROVIDER_PROTOCOL } from "../components/shared/dynamic";
 import { IDENTITY_TYPE, identityProvider } from "./installation-resource";
 import { PACKAGE_ROOT, packageVersion } from "./engine/env";
 
@@ -34,11 +34,12 @@ export function provider(shortOrToken: string, protocol: number): AnyProvider {
  * A resource whose state holds other provider text than the new inputs' (a release that stored the
  * provider's code in state, or another loader) reports a change, so the engine updates it in place and
  * its outputs take the new loader: a "same" step keeps the old outputs, and with them the old code.
- * Never a replace: the provider's own diff decides those.
+ * Never a replace: the provider's own diff decides those. Providers marked KEEPS_PROVIDER_TEXT are left
+ * as they are (components/shared/dynamic.ts keepingProviderText says why).
  */
 function rewritingLoader(p: AnyProvider): AnyProvider {
     const diff = p.diff;
-    if (!diff) return p;
+    if (!diff || (p as { [KEEPS_PROVIDER_TEXT]?: boolean })[KEEPS_PROVIDER_TEXT]) return p;
     return {
         ...p,
         async diff(id, olds, news) {

@@ -50,3 +50,18 @@ export abstract class LoadedDynamicResource extends pulumi.CustomResource {
         super(token, name, { ...props, __provider: providerLoader(token) }, opts);
     }
 }
+
+/** Marks a provider whose resources are not updated just to take a new loader (keepingProviderText). */
+export const KEEPS_PROVIDER_TEXT = Symbol.for("egress.dynamic.keepsProviderText");
+
+/**
+ * `p`, marked so that a resource whose state holds older provider text is not updated only for that
+ * (src/dynamic-providers.ts): for resources whose outputs other resources' replace keys read (a KVM
+ * base image's path in its overlays, an overlay's in its domain). A forced update makes those outputs
+ * unknown in a preview, and the preview then shows the dependents replaced although `up` would not
+ * replace them. Their outputs keep the old text until their next real update; their inputs take the
+ * loader at once.
+ */
+export function keepingProviderText<P extends object>(p: P): P {
+    return Object.assign(p, { [KEEPS_PROVIDER_TEXT]: true });
+}
