@@ -91,6 +91,19 @@ export function killServices(): void {
     for (const c of running) if (c.exitCode === null && c.signalCode === null) c.kill("SIGKILL");
 }
 
+/** Waits until `svc` lists exactly `n` proxies, every one healthy (GET /v1/proxies). */
+export async function untilHealthy(svc: ServeProcess, n: number, timeoutMs = 180_000, everyMs = 100): Promise<void> {
+    await until(
+        `${n} healthy proxies`,
+        async () => {
+            const px = (await svc.call("GET", "/v1/proxies")).body.proxies as { health: string }[];
+            return px.length === n && px.every((x) => x.health === "healthy");
+        },
+        timeoutMs,
+        everyMs,
+    );
+}
+
 /**
  * The end of a test file of `egress serve` processes (an `after` hook): every service it started killed,
  * then the stack destroyed and the project removed.

@@ -21,6 +21,7 @@ import {
     serve,
     ServeProcess,
     until,
+    untilHealthy,
 } from "../helpers/processes";
 
 const config = {
@@ -54,16 +55,7 @@ before(async () => {
             ),
         )),
     );
-    for (const svc of services)
-        await until(
-            "2 healthy proxies",
-            async () => {
-                const px = (await svc.call("GET", "/v1/proxies")).body.proxies as { health: string }[];
-                return px.length === 2 && px.every((x) => x.health === "healthy");
-            },
-            180_000,
-            200,
-        );
+    for (const svc of services) await untilHealthy(svc, 2, 180_000, 200);
     lb = await startHaproxy({ apiPort: await freeLoopbackPort(), gatewayPort: await freeLoopbackPort(), replicas });
 });
 after(async () => {

@@ -10,7 +10,16 @@
  */
 import { after, before, test } from "node:test";
 import assert from "node:assert/strict";
-import { cli, killServices, procProject, ProcProject, serve, ServeProcess, until } from "../helpers/processes";
+import {
+    cli,
+    killServices,
+    procProject,
+    ProcProject,
+    serve,
+    ServeProcess,
+    until,
+    untilHealthy,
+} from "../helpers/processes";
 import { startRedis, TestRedis } from "../helpers/redis";
 import { leaseLoad } from "../helpers/lease-load";
 
@@ -26,15 +35,7 @@ before(async () => {
     redis = await startRedis({ aof: true, fsync: "everysec" });
     p = procProject("rst", config);
     svc = await serve(p, ["--store", redis.url]);
-    await until(
-        "5 healthy proxies",
-        async () => {
-            const px = (await svc.call("GET", "/v1/proxies")).body.proxies as { health: string }[];
-            return px.length === 5 && px.every((x) => x.health === "healthy");
-        },
-        180_000,
-        100,
-    );
+    await untilHealthy(svc, 5);
 });
 after(async () => {
     killServices();

@@ -12,7 +12,16 @@
  */
 import { after, before, test, type TestContext } from "node:test";
 import assert from "node:assert/strict";
-import { cli, endProcProject, procProject, ProcProject, serve, ServeProcess, until } from "../helpers/processes";
+import {
+    cli,
+    endProcProject,
+    procProject,
+    ProcProject,
+    serve,
+    ServeProcess,
+    until,
+    untilHealthy,
+} from "../helpers/processes";
 import { startSentinelRedis, type TestSentinelRedis } from "../helpers/redis-sentinel";
 import { doubleLeases, leaseLoad } from "../helpers/lease-load";
 
@@ -28,15 +37,7 @@ before(async () => {
     redis = await startSentinelRedis({ replicas: 2 });
     p = procProject("snt", config);
     svc = await serve(p, ["--store", redis.url]);
-    await until(
-        "5 healthy proxies",
-        async () => {
-            const px = (await svc.call("GET", "/v1/proxies")).body.proxies as { health: string }[];
-            return px.length === 5 && px.every((x) => x.health === "healthy");
-        },
-        180_000,
-        100,
-    );
+    await untilHealthy(svc, 5);
 });
 after(async () => {
     endProcProject(p);
