@@ -5,7 +5,8 @@
  * load on the machine hits both alike), and the table shows each step's median over the rounds, the
  * large stack's median over the small one's (the issue's goal: ≤ 1.5× at 1,000 against 10), and the
  * checkpoint's size. Real engine, file backend, throwaway projects; the stacks are destroyed at the end.
- * Run: node dist/bench/change-cost.js [small=10] [large=100] [rounds=3]
+ * Run: node dist/bench/change-cost.js [small=10] [large=100] [rounds=3] [membersPerProcess=1]
+ * (a thousand local members need `membersPerProcess` of 20 or more to fit in memory: docs/local.md).
  */
 import * as fs from "node:fs";
 import * as path from "node:path";
@@ -23,9 +24,9 @@ interface Stack {
     checkpointBytes: number;
 }
 
-function stack(members: number): Stack {
+function stack(members: number, membersPerProcess: number): Stack {
     const p = tempProject(`cc${members}`, {
-        "egress:providers": { local: { type: "local" } },
+        "egress:providers": { local: { type: "local", membersPerProcess } },
         "egress:pools": [{ name: "web", provider: "local", replicas: members, maxReplicas: members + 10 }],
     });
     return { members, p, times: { "+10": [], "-10": [], "no-op up": [] }, checkpointBytes: 0 };
@@ -42,8 +43,8 @@ async function upAt(s: Stack, count: number): Promise<number> {
 const median = (xs: number[]) => [...xs].sort((a, b) => a - b)[Math.floor(xs.length / 2)];
 
 async function main(): Promise<void> {
-    const [small, large, rounds] = [10, 100, 3].map((d, i) => Number(process.argv[2 + i] ?? d));
-    const stacks = [stack(small), stack(large)];
+    const [small, large, rounds, perProcess] = [10, 100, 3, 1].map((d, i) => Number(process.argv[2 + i] ?? d));
+    const stacks = [stack(small, perProcess), stack(large, perProcess)];
     try {
         for (const s of stacks) {
             const t = await upAt(s, s.members);

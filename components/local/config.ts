@@ -14,6 +14,12 @@ export const localProviderSchema = z.strictObject({
      * proxy binds an ephemeral port chosen by the kernel, so ports never collide.
      */
     basePort: port().optional(),
+    /**
+     * How many members share one proxy process. 1 (the default): each member is a process of its own, so
+     * a fault or a kill takes one member, as with a VM. Raise it for large fleets: a process costs ~60 MB,
+     * a member in a shared one well under 1 MB (docs/local.md). Applies to members created afterwards.
+     */
+    membersPerProcess: z.number().int().min(1).max(1000).optional(),
 });
 
 export type LocalProviderConfig = z.infer<typeof localProviderSchema>;

@@ -24,6 +24,8 @@ export class LocalProxy extends ProxyMemberComponent {
                 requestedPort,
                 stateDir: path.join(args.context.stateDir, "local", args.context.stack),
                 installation: { id: args.context.installation.id, legacy: args.context.installation.legacy },
+                // Only when shared: state of one-process members stays as it was (an upgrade changes nothing).
+                ...((args.entry.membersPerProcess ?? 1) > 1 ? { membersPerProcess: args.entry.membersPerProcess } : {}),
                 ...(args.plan.auth
                     ? {
                           auth: pulumi.secret({

@@ -1,10 +1,22 @@
 /**
  * Lifecycle of local proxy processes: start detached, inspect, stop. Used by the LocalProxy dynamic
- * provider, so everything here is plain functions that `require` what they need inside: the provider is
- * serialized by the engine and these functions travel with it.
+ * provider. A member has a process of its own (`--id <id>`), or shares a host process (hosts.ts). The
+ * `require`s inside functions date from when the provider was serialized into state; it is now loaded from
+ * the installed egress (components/shared/dynamic.ts), and state older than that still holds such code.
  */
 import { foreignInstallationMessage, type Installation } from "../../src/model/installation";
 import { classify } from "../shared/errors";
+import {
+    hostArgvOf,
+    hostServes,
+    hostedMembers,
+    orderFiles,
+    parseHostArgv,
+    removeDeadHostLog,
+    startHosted,
+    stopHosted,
+} from "./hosts";
+import type { HostArgv } from "./hosts";
 
 /** The proxy's script, beside this file in the installed egress (dist/components/local/proxy-server.js). */
 export const LOCAL_SERVER_SCRIPT = (require("node:path") as typeof import("node:path")).join(
@@ -26,6 +38,8 @@ export interface StartRequest {
      * another installation is never stopped: the start fails naming both. Unset: no check (tests only).
      */
     installation?: Installation;
+    /** More than 1: the member shares a host process with up to this many (hosts.ts). Unset: a process of its own. */
+    membersPerProcess?: number;
 }
 
 export interface Started {
@@ -69,6 +83,7 @@ export async function startProxy(req: StartRequest, timeoutMs = 15000): Promise<
     for (const pid of running) await stopProxy(pid, req.id, req.stateDir);
     fs.rmSync(files.ready, { force: true });
     fs.rmSync(files.auth, { force: true });
+    if ((req.membersPerProcess ?? 1) > 1) return startHosted(req, req.membersPerProcess!, timeoutMs);
     // Never argv or the environment (both readable in /proc by any local user): a file only we can read,
     // created with its mode (never widened after the fact), which the proxy removes once read.
     if (req.auth) fs.writeFileSync(files.auth, JSON.stringify(req.auth), { mode: 0o600, flag: "wx" });
@@ -132,7 +147,8 @@ export function isOurProcess(pid: number, id: string): boolean {
     try {
         const argv = fs.readFileSync(`/proc/${pid}/cmdline`, "utf8").split("\0");
         const i = argv.indexOf("--id");
-        return i >= 0 && argv[i + 1] === id;
+        // A shared host (hosts.ts) carries no member id: its member's ready file names it.
+        return (i >= 0 && argv[i + 1] === id) || (parseHostArgv(argv) !== undefined && hostServes(pid, id));
     } catch {
         return false; // no /proc entry: it is gone (or not ours to judge)
     }
@@ -146,6 +162,7 @@ export function isOurProcess(pid: number, id: string): boolean {
 export function runningProxies(stateDir: string): Map<string, number[]> {
     const fs = require("node:fs") as typeof import("node:fs");
     const found = new Map<string, number[]>();
+    const hosts = new Map<number, HostArgv>();
     for (const entry of fs.readdirSync("/proc")) {
         if (!/^\d+$/.test(entry)) continue;
         let argv: string[];
@@ -158,7 +175,10 @@ export function runningProxies(stateDir: string): Map<string, number[]> {
         const id = at("--id");
         if (id && at("--ready") === proxyFiles(stateDir, id).ready)
             found.set(id, [...(found.get(id) ?? []), Number(entry)]);
+        const host = parseHostArgv(argv);
+        if (host?.dir === stateDir) hosts.set(Number(entry), host);
     }
+    for (const [id, pid] of hostedMembers(stateDir, hosts)) found.set(id, [...(found.get(id) ?? []), pid]);
     return found;
 }
 
@@ -184,7 +204,10 @@ export { portAnswers } from "../shared/net";
 /** Stops the proxy for `id` if it still runs, then removes its files. Succeeds when it is already gone. */
 export async function stopProxy(pid: number, id: string, stateDir: string): Promise<void> {
     const fs = require("node:fs") as typeof import("node:fs");
-    if (isOurProcess(pid, id)) {
+    fs.rmSync(orderFiles(stateDir, id).want, { force: true }); // an order not yet taken is withdrawn
+    if (hostArgvOf(pid)) {
+        await stopHosted(pid, id, stateDir); // the host serves others: only this member stops
+    } else if (isOurProcess(pid, id)) {
         signal(pid, "SIGTERM");
         const deadline = Date.now() + 5000;
         while (Date.now() < deadline && isOurProcess(pid, id)) await new Promise((r) => setTimeout(r, 50));
@@ -199,6 +222,7 @@ export async function stopProxy(pid: number, id: string, stateDir: string): Prom
     } catch {
         /* no ready file, or half-written: nothing to keep */
     }
+    removeDeadHostLog(stateDir, id);
     fs.rmSync(files.ready, { force: true });
     fs.rmSync(files.log, { force: true });
     fs.rmSync(files.auth, { force: true });

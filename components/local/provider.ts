@@ -21,6 +21,11 @@ export interface LocalProcessInputs {
     auth?: { username: string; password: string };
     /** The stack's installation (unset in state made before installation ids); the process carries it. */
     installation?: Installation;
+    /**
+     * More than 1: the member shares a host process with up to this many others (hosts.ts). Unset: a process
+     * of its own. A change applies to members created afterwards: running ones stay where they are.
+     */
+    membersPerProcess?: number;
 }
 
 export interface LocalProcessOutputs extends LocalProcessInputs {
@@ -54,6 +59,7 @@ export const localProcessProvider: pulumi.dynamic.ResourceProvider<LocalProcessI
             nodePath: process.execPath,
             ...(inputs.auth ? { auth: inputs.auth } : {}),
             ...(inputs.installation ? { installation: inputs.installation } : {}),
+            ...(inputs.membersPerProcess ? { membersPerProcess: inputs.membersPerProcess } : {}),
         });
         return { id, outs: { ...inputs, pid: started.pid, port: started.port, host: "127.0.0.1", running: true } };
     },
@@ -74,6 +80,7 @@ export const localProcessProvider: pulumi.dynamic.ResourceProvider<LocalProcessI
         const changed =
             replaces.length > 0 ||
             olds.stateDir !== news.stateDir ||
+            olds.membersPerProcess !== news.membersPerProcess ||
             DROPPED_INPUTS.some((k) => k in olds) ||
             JSON.stringify(olds.installation ?? null) !== JSON.stringify(news.installation ?? null);
         return { changes: changed, replaces, deleteBeforeReplace: true };
@@ -82,6 +89,7 @@ export const localProcessProvider: pulumi.dynamic.ResourceProvider<LocalProcessI
     async update(_id, olds, news) {
         const outs: Record<string, unknown> = { ...olds, ...news };
         for (const k of DROPPED_INPUTS) delete outs[k];
+        if (!("membersPerProcess" in news)) delete outs.membersPerProcess; // back to a process each (for new members)
         return { outs: outs as unknown as LocalProcessOutputs };
     },
 
