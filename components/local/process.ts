@@ -81,6 +81,7 @@ export async function startProxy(req: StartRequest, timeoutMs = 15000): Promise<
         }
     }
     for (const pid of running) await stopProxy(pid, req.id, req.stateDir);
+    removeDeadHostLog(req.stateDir, req.id); // a replacement is created before the dead one's delete
     fs.rmSync(files.ready, { force: true });
     fs.rmSync(files.auth, { force: true });
     if ((req.membersPerProcess ?? 1) > 1) return startHosted(req, req.membersPerProcess!, timeoutMs);
