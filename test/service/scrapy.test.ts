@@ -83,10 +83,14 @@ test("the Python client's routes and fields are in /v1/openapi.json", async () =
 test(
     "a Scrapy crawl of 50 pages through the gateway, the pool raised on open and given back on close",
     { timeout: 240_000 },
-    async () => {
-        const out = printed(
-            await python(["examples/scrapy_crawl.py", clean.url], crawlEnv({ EGRESS_SCALE_ON_OPEN: "4" }), 200_000),
+    async (t) => {
+        const stdout = await python(
+            ["examples/scrapy_crawl.py", clean.url],
+            crawlEnv({ EGRESS_SCALE_ON_OPEN: "4" }),
+            200_000,
         );
+        t.diagnostic(stdout);
+        const out = printed(stdout);
         assert.deepEqual(pagesOf(clean), allPages);
         assert.equal(clean.served.length, PAGES, "each page fetched once");
         assert.deepEqual(
@@ -115,14 +119,16 @@ test(
 test(
     "a site that blocks one member: every page, the member reported, the stats say so",
     { timeout: 240_000 },
-    async () => {
+    async (t) => {
         const proxies = (await svc.call("GET", "/v1/proxies?pool=web&state=healthy")).body.proxies as {
             id: string;
             port: number;
         }[];
         const first = proxies.sort((a, b) => a.id.localeCompare(b.id))[0];
         victim = { id: first.id, pid: pidListeningOn(first.port) };
-        const out = printed(await python(["examples/scrapy_crawl.py", blocking.url], crawlEnv(), 200_000));
+        const stdout = await python(["examples/scrapy_crawl.py", blocking.url], crawlEnv(), 200_000);
+        t.diagnostic(stdout);
+        const out = printed(stdout);
         assert.deepEqual(pagesOf(blocking), allPages, "every page got through another member");
         assert.ok(blocking.refused.length >= 1, "the site refused the member at least once");
         assert.equal(out.pages, "50");
