@@ -7,7 +7,10 @@
 import { after, before, test } from "node:test";
 import assert from "node:assert/strict";
 import { ensureTestPackages } from "../helpers/deps";
-import { python, type Site, startSite } from "../helpers/python-client";
+import * as fs from "node:fs";
+import * as path from "node:path";
+import { PY_CLIENT, python, type Site, startSite } from "../helpers/python-client";
+import { PACKAGE_ROOT } from "../../src/engine/env";
 import { poolView, settledConverge, startTestService, TestService, TOKENS, waitFor } from "../helpers/service";
 
 let svc: TestService;
@@ -80,3 +83,9 @@ test(
         assert.ok(!svc.logs.some((l) => l.includes(TOKENS.lease)), "the token is never logged");
     },
 );
+
+test("docs/crawling.md shows the Python examples as they are", () => {
+    const doc = fs.readFileSync(path.join(PACKAGE_ROOT, "docs", "crawling.md"), "utf8");
+    for (const f of ["requests_crawl.py", "scrapy_crawl.py"])
+        assert.ok(doc.includes(fs.readFileSync(path.join(PY_CLIENT, "examples", f), "utf8")), `${f} verbatim`);
+});
