@@ -13,6 +13,7 @@ PKGS=(
   curl                                    # requests through the guests' proxies, inside the sandbox netns
   chromium                                # the dashboard's browser test (test/ui), driven by playwright-core
   jq                                      # docs/crawling.md's curl example (test/service/crawling.test.ts)
+  python3-scrapy python3-requests         # clients/python: the Scrapy middleware and the requests example, run by /usr/bin/python3 (test/service/scrapy.test.ts)
   prometheus                              # promtool: checks /metrics scrapes and deploy/ alert rules
   systemd                                 # systemd-analyze verify of deploy/egress.service
   squid                                   # the generated squid.conf with basic auth, run for real (test/unit/squid-auth-real.test.ts)
