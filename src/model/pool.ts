@@ -54,8 +54,8 @@ export const poolSchema = z
         provider: dnsLabel(),
         /** Desired member count. */
         replicas: z.number().int({ message: "must be a whole number" }).min(0, { message: "must be 0 or more" }),
-        /** Upper bound for `replicas` (scale requests above it are refused). @default 100 */
-        maxReplicas: z.number().int({ message: "must be a whole number" }).min(0).max(1000).default(100),
+        /** Upper bound for `replicas` (scale requests above it are refused), at most 10,000. @default 100 */
+        maxReplicas: z.number().int({ message: "must be a whole number" }).min(0).max(10_000).default(100),
         /** Port the proxy listens on (remote kinds). Local members get theirs from the provider entry. @default 3128 */
         port: port().default(3128),
         placement: placementSchema.default({}),
