@@ -1,6 +1,9 @@
 /**
- * What one change costs as the fleet grows (issue 33): a +10 scale, the -10 back, and an `up` with
- * nothing to do, on a stack of `small` local members and on one of `large`, side by side. Both stacks are
+ * What one change costs as the fleet grows (issue 33): a +10 scale, the -10 back (both as the service
+ * runs them: an `up` that targets the members they add or remove, engine countTargets), one heal (a
+ * targeted refresh and replace of one member) and one rotation replacement (the same, no refresh), beside
+ * a plain `up` with nothing to do (every resource diffed), on a stack of `small` local members and on one
+ * of `large`, side by side. Both stacks are
  * brought up once; then each round runs the same three steps on each stack in turn (interleaved, so
  * load on the machine hits both alike), and the table shows each step's median over the rounds, the
  * large stack's median over the small one's (the issue's goal: ≤ 1.5× at 1,000 against 10), and the
@@ -13,8 +16,12 @@ import * as path from "node:path";
 import { checkpointDir } from "../src/engine/checkpoint";
 import { tempProject } from "../test/helpers/project";
 import { benchTable } from "./table";
+import { replaceTargeted } from "../src/service/control/replace";
+import pino from "pino";
 
-const STEPS = ["+10", "-10", "no-op up"] as const;
+const quiet = pino({ level: "silent" });
+
+const STEPS = ["+10", "-10", "heal 1", "rotate 1", "plain up"] as const;
 type Step = (typeof STEPS)[number];
 
 interface Stack {
@@ -29,14 +36,31 @@ function stack(members: number, membersPerProcess: number): Stack {
         "egress:providers": { local: { type: "local", membersPerProcess } },
         "egress:pools": [{ name: "web", provider: "local", replicas: members, maxReplicas: members + 10 }],
     });
-    return { members, p, times: { "+10": [], "-10": [], "no-op up": [] }, checkpointBytes: 0 };
+    const times = Object.fromEntries(STEPS.map((k) => [k, []])) as unknown as Record<Step, number[]>;
+    return { members, p, times, checkpointBytes: 0 };
 }
 
-/** Runs `up` with the pool at `count` members; returns its wall time in seconds. */
+/** Runs the `up` of a scale to `count` members, as the service does (run-operation.ts); returns its seconds. */
+async function scaleTo(s: Stack, count: number): Promise<number> {
+    s.p.driver.setPoolCounts({ web: count });
+    const started = Date.now();
+    const target = await s.p.driver.countTargets({ web: count });
+    await s.p.driver.up({ refresh: false, ...(target ? { target, targetDependents: true } : {}) });
+    return (Date.now() - started) / 1000;
+}
+
+/** A plain `up` (from zero, or with nothing to do); returns its seconds. */
 async function upAt(s: Stack, count: number): Promise<number> {
     s.p.driver.setPoolCounts({ web: count });
     const started = Date.now();
     await s.p.driver.up({ refresh: false });
+    return (Date.now() - started) / 1000;
+}
+
+/** One member replaced as heal (refresh first) or rotation (no refresh) do it (control/replace.ts). */
+async function replaceOne(s: Stack, refresh: boolean): Promise<number> {
+    const started = Date.now();
+    await replaceTargeted(s.p.driver, ["web-1"], quiet, { refresh });
     return (Date.now() - started) / 1000;
 }
 
@@ -52,9 +76,11 @@ async function main(): Promise<void> {
         }
         for (let r = 1; r <= rounds; r++)
             for (const s of stacks) {
-                s.times["+10"].push(await upAt(s, s.members + 10));
-                s.times["-10"].push(await upAt(s, s.members));
-                s.times["no-op up"].push(await upAt(s, s.members));
+                s.times["+10"].push(await scaleTo(s, s.members + 10));
+                s.times["-10"].push(await scaleTo(s, s.members));
+                s.times["heal 1"].push(await replaceOne(s, true));
+                s.times["rotate 1"].push(await replaceOne(s, false));
+                s.times["plain up"].push(await upAt(s, s.members));
                 const file = path.join(checkpointDir(path.join(s.p.dir, "backend")), `cc${s.members}.json`);
                 s.checkpointBytes = fs.statSync(file).size;
                 console.error(

@@ -8,7 +8,7 @@ import type { ProxyMember, StackCredentials } from "../model";
 import { membersOf } from "./checkpoint";
 import { classifyBackendError } from "./engine-errors";
 import { stackLocks } from "./locks";
-import { memberCreatedAt, MemberTargets, memberTargets } from "./member-urns";
+import { countTargets, memberCreatedAt, MemberTargets, memberTargets } from "./member-urns";
 import type { ResolvedInstallation } from "./installation";
 import { StackSession } from "./stack-session";
 import { checkpointVersion } from "./postgres-state";
@@ -26,6 +26,11 @@ export class StackQueries extends StackSession {
     /** What a targeted repair of these members touches (member-urns.ts). */
     async memberTargets(ids: readonly string[]): Promise<MemberTargets> {
         return this.serial(async () => memberTargets((await this.readDeployment()).resources ?? [], ids));
+    }
+
+    /** The members a count change adds and removes, to target (member-urns.ts `countTargets`). */
+    async countTargets(desired: Record<string, number>): Promise<string[] | undefined> {
+        return this.serial(async () => countTargets((await this.readDeployment()).resources ?? [], desired));
     }
 
     /** Member id → epoch ms its resources were created (member-urns.ts `memberCreatedAt`): rotation by age reads it. */

@@ -4,6 +4,7 @@
  * (replaced: a component has nothing to replace). Pure, over a checkpoint's or an export's resources.
  */
 import { memberComponents, type StateResource, urnName } from "./state";
+import { memberName } from "../model";
 
 export type { StateResource } from "./state";
 
@@ -83,4 +84,30 @@ export function membersOfUrns(resources: readonly StateResource[], urns: readonl
 export function siblingUrns(sibling: string, ids: readonly string[]): string[] {
     const cut = sibling.lastIndexOf("::");
     return ids.map((id) => `${sibling.slice(0, cut)}::${id}`);
+}
+
+/**
+ * What an `up` that only changes pool counts touches (a scale, an autoscale step), read from state: per
+ * pool in `desired`, the component URNs of the members it adds (named after a sibling, siblingUrns) and of
+ * those it removes. With `targetDependents` their children come along, and nothing else is diffed, read
+ * or written: the change costs the same whatever the fleet's size (docs/decisions.md, "a change costs
+ * the same at any size"). Undefined when a pool that changes has no member in state to name new ones
+ * after, or when nothing changes: the caller runs a plain `up`.
+ */
+export function countTargets(
+    resources: readonly StateResource[],
+    desired: Record<string, number>,
+): string[] | undefined {
+    const members = memberComponents(resources.filter((r) => !r.delete));
+    const targets: string[] = [];
+    for (const [pool, count] of Object.entries(desired)) {
+        const mine = members.filter((r) => urnName(r.parent!) === pool);
+        const wanted = new Set(Array.from({ length: count }, (_, i) => memberName(pool, i)));
+        const have = new Set(mine.map((r) => urnName(r.urn)));
+        const added = [...wanted].filter((id) => !have.has(id));
+        if (added.length && !mine.length) return undefined;
+        if (added.length) targets.push(...siblingUrns(mine[0].urn, added));
+        targets.push(...mine.filter((r) => !wanted.has(urnName(r.urn))).map((r) => r.urn));
+    }
+    return targets.length ? targets : undefined;
 }

@@ -1,4 +1,5 @@
 import type { Logger } from "pino";
+import type { ProgressEvent } from "../../engine";
 import type { ProxyMember } from "../../model";
 import type { Operation } from "../operations/operation";
 import { scaleDownTargets } from "./drain/plan";
@@ -52,7 +53,7 @@ export async function runOperation(op: Operation, log: Logger, ctx: RunContext):
     await drainScaleDown(op, log, ctx);
     const result =
         (await runRolling(scalerRollingDeps(op, deps, rotationSteps(op, log, ctx), log), signal)) ??
-        (await retryTransient(log, () => deps.driver.up({ onProgress: (e) => deps.ops.progress(op, e) })));
+        (await retryTransient(log, () => upForCounts(op, deps)));
     log.info({ changes: result.changes, rolling: op.rolling }, "operation succeeded");
     return {
         patch: {
@@ -62,6 +63,18 @@ export async function runOperation(op: Operation, log: Logger, ctx: RunContext):
         },
         proxies: result.proxies,
     };
+}
+
+/**
+ * The `up` of a scale or an autoscale step, which change counts alone: it targets the members added and
+ * removed (engine countTargets), without a refresh (the reconcile loop finds dead members), so its cost does
+ * not grow with the fleet. Reached only once the stack config is known to replace nothing (runRolling). An
+ * `up` operation converges everything, and so does a count change with nothing in state to name members after.
+ */
+async function upForCounts(op: Operation, deps: ScalerDeps) {
+    const onProgress = (e: ProgressEvent) => deps.ops.progress(op, e);
+    const target = op.kind === "up" ? undefined : await deps.driver.countTargets(op.desired);
+    return deps.driver.up({ onProgress, ...(target ? { target, targetDependents: true, refresh: false } : {}) });
 }
 
 /** The scale path and the heal path, as a rotation (rotate/run.ts) or a rolling change (rolling/run.ts) runs them. */
