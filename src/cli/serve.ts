@@ -76,8 +76,13 @@ export function registerServe(program: Command): void {
             process.env.EGRESS_GATEWAY_PORT ?? "8888",
         )
         .option(
+            "--socks-port <port>",
+            "the gateway's SOCKS5 front door (RFC 1928 CONNECT, RFC 1929 login with the gateway's proxy username and token) (0 = off)",
+            process.env.EGRESS_SOCKS_PORT ?? "0",
+        )
+        .option(
             "--gateway-host <addr>",
-            "the gateway's listen address (loopback by default)",
+            "the listen address of the gateway's ports (HTTP, SOCKS5) (loopback by default)",
             process.env.EGRESS_GATEWAY_HOST ?? "127.0.0.1",
         )
         .option(
@@ -149,15 +154,15 @@ async function run(o: Record<string, any>, opts: GlobalOptions, log: Logger): Pr
         off: true,
     });
     const providerTimeout = seconds("--provider-check-timeout", o.providerCheckTimeout, { min: 1, max: 600 });
-    const gatewayPort = Number(o.gatewayPort);
-    if (!Number.isInteger(gatewayPort) || gatewayPort < 0 || gatewayPort > 65535)
-        throw new UsageError(`--gateway-port must be a port number, or 0 for no gateway (got "${o.gatewayPort}")`);
+    const gatewayPort = portFlag("--gateway-port", o.gatewayPort, "no gateway");
+    const socksPort = portFlag("--socks-port", o.socksPort, "no SOCKS5");
     const gatewayWait = seconds("--gateway-wait", o.gatewayWait, { min: 0, max: 60 });
     const gateway =
-        gatewayPort === 0
+        gatewayPort === 0 && socksPort === 0
             ? undefined
             : {
-                  port: gatewayPort,
+                  port: gatewayPort === 0 ? undefined : gatewayPort,
+                  socksPort: socksPort === 0 ? undefined : socksPort,
                   host: o.gatewayHost,
                   waitMs: gatewayWait * 1000,
                   blockRules: { statuses: [403, 429], headers: (o.gatewayBlockHeader as string[]).map(blockHeader) },
@@ -208,6 +213,9 @@ async function run(o: Record<string, any>, opts: GlobalOptions, log: Logger): Pr
                     ...(svc.gatewayPort
                         ? [`curl -x "http://dev:${token}@127.0.0.1:${svc.gatewayPort}" http://example.org/`]
                         : []),
+                    ...(svc.socksPort
+                        ? [`curl --socks5-hostname "dev:${token}@127.0.0.1:${svc.socksPort}" http://example.org/`]
+                        : []),
                 ],
             },
             `a dev API token was generated: stored hashed, its plain copy in ${svc.devTokenFile} (mode 0600)`,
@@ -241,6 +249,14 @@ async function run(o: Record<string, any>, opts: GlobalOptions, log: Logger): Pr
 }
 
 const collect = (v: string, all: string[]) => [...all, v];
+
+/** A port flag's value: a port number, or 0 for `off`. */
+function portFlag(flag: string, raw: string, off: string): number {
+    const port = Number(raw);
+    if (raw === "" || !Number.isInteger(port) || port < 0 || port > 65535)
+        throw new UsageError(`${flag} must be a port number, or 0 for ${off} (got "${raw}")`);
+    return port;
+}
 
 /** `--gateway-block-header name` or `name=text` (a header token name; matched case-insensitively). */
 function blockHeader(raw: string): { name: string; contains?: string } {

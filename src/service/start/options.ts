@@ -56,9 +56,10 @@ export interface ServeOptions {
     sseHeartbeatMs?: number;
     /**
      * The rotating gateway (src/service/gateway): a forward proxy whose every request leases a member.
-     * Off when undefined; `port` 0 picks a free port; `host` defaults to 127.0.0.1.
+     * Off when undefined. Its front doors, all on `host` (default 127.0.0.1), each off when undefined and
+     * on a free port with 0: `port` the plain HTTP proxy, `socksPort` SOCKS5.
      */
-    gateway?: { port: number; host?: string; blockRules?: BlockRules; waitMs?: number };
+    gateway?: { port?: number; socksPort?: number; host?: string; blockRules?: BlockRules; waitMs?: number };
     /** Rest per (proxy, target) after a lease against that target ends (leases and gateway alike). @default 0 */
     targetCooldownSeconds?: number;
     /**
@@ -86,6 +87,9 @@ export interface RunningService {
     /** The gateway's proxy URL and port, when it runs. */
     gatewayUrl?: string;
     gatewayPort?: number;
+    /** The gateway's SOCKS5 front door (`socks5h://host:port`) and its port, when it runs. */
+    socksUrl?: string;
+    socksPort?: number;
     driver: StackDriver;
     scaler: Scaler;
     fleet: Fleet;

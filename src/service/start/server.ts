@@ -7,7 +7,7 @@ import type { AppDeps } from "../api/deps";
 import { answerProtocolErrors } from "../api/protocol-errors";
 import { authenticate } from "../http/auth";
 import { watchStackCheckpoint } from "../control/stack-watch";
-import { Gateway } from "../gateway";
+import { Gateway, type GatewayAddresses } from "../gateway";
 import { assertNoOtherService } from "./announce";
 import { leaderForwarder } from "../api/forward";
 import { clusterView } from "../cluster/view";
@@ -141,7 +141,7 @@ export async function startService(opts: ServeOptions): Promise<RunningService> 
         leadingSince: cluster && (() => cluster.leadingSince()),
     });
 
-    let gatewayAt: { port: number; url: string } | undefined;
+    let gatewayAt: GatewayAddresses | undefined;
     try {
         if (redisStore && !(await redisStore.connect()))
             log.warn(
@@ -149,7 +149,7 @@ export async function startService(opts: ServeOptions): Promise<RunningService> 
                 "starting without the lease store: leases answer 503 store_unavailable until it is reachable",
             );
         if (gateway) gatewayAt = await listenGateway(gateway, opts.gateway!);
-        if (gatewayAt) cluster?.advertiseGateway(gatewayAt.url);
+        if (gatewayAt?.url) cluster?.advertiseGateway(gatewayAt.url);
         // Alone, this process leads from the start: recovery before anything is served. A replica serves
         // from what state holds and takes the stack up when it wins the leader lock.
         if (cluster) {
@@ -207,6 +207,7 @@ export async function startService(opts: ServeOptions): Promise<RunningService> 
         {
             url,
             gateway: gatewayAt?.url,
+            socks: gatewayAt?.socksUrl,
             stack: opts.stack,
             members: fleet.proxies().length,
             checkUrl,
@@ -220,6 +221,8 @@ export async function startService(opts: ServeOptions): Promise<RunningService> 
         port,
         gatewayUrl: gatewayAt?.url,
         gatewayPort: gatewayAt?.port,
+        socksUrl: gatewayAt?.socksUrl,
+        socksPort: gatewayAt?.socksPort,
         driver: parts.driver,
         scaler,
         fleet,
@@ -276,15 +279,19 @@ export async function startService(opts: ServeOptions): Promise<RunningService> 
     };
 }
 
-/** Listens on the gateway's port; a taken one is said plainly, with the option that changes it. */
-async function listenGateway(gateway: Gateway, at: { port: number; host?: string }) {
+/** Listens on the gateway's ports; a taken one is said plainly, with the option that changes it. */
+async function listenGateway(gateway: Gateway, at: NonNullable<ServeOptions["gateway"]>) {
     try {
         return await gateway.listen();
     } catch (e) {
-        if ((e as NodeJS.ErrnoException).code === "EADDRINUSE")
+        const err = e as NodeJS.ErrnoException & { port?: number };
+        if (err.code === "EADDRINUSE") {
+            const socks = at.socksPort !== undefined && err.port === at.socksPort && err.port !== at.port;
+            const [port, flag] = socks ? [at.socksPort, "--socks-port"] : [at.port, "--gateway-port"];
             throw new Error(
-                `the gateway's port ${at.host ?? "127.0.0.1"}:${at.port} is in use (another egress serve?): pick another with --gateway-port, or 0 for no gateway`,
+                `the gateway's port ${at.host ?? "127.0.0.1"}:${port} is in use (another egress serve?): pick another with ${flag}, or 0 for none`,
             );
+        }
         throw e;
     }
 }
