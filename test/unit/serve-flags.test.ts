@@ -112,6 +112,7 @@ for (const [flag, value, message] of [
     ["--gateway-port", "abc", `--gateway-port must be a port number, or 0 for no gateway (got "abc")`],
     ["--gateway-port", "70000", `--gateway-port must be a port number, or 0 for no gateway (got "70000")`],
     ["--socks-port", "1080x", `--socks-port must be a port number, or 0 for no SOCKS5 (got "1080x")`],
+    ["--gateway-tls-port", "x", `--gateway-tls-port must be a port number, or 0 for no TLS port (got "x")`],
     ["--socks-port", "-1", `--socks-port must be a port number, or 0 for no SOCKS5 (got "-1")`],
     [
         "--gateway-block-header",
