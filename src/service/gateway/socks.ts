@@ -69,106 +69,132 @@ export interface SocksFrontOptions {
 
 /** Serves one SOCKS5 connection's handshake, then hands its CONNECT to the gateway. */
 export function socksHandshake(socket: TaggedSocket, o: SocksFrontOptions): void {
-    let got: Buffer = Buffer.alloc(0);
-    let stage: "greeting" | "auth" | "request" = "greeting";
-    let credentials = { username: "", password: "" };
-    let done = false;
-    const finish = () => {
-        done = true;
-        clearTimeout(deadline);
-        socket.off("readable", onReadable);
-    };
-    /** Ends a handshake that cannot go on, with `answer` (a reply) if the RFC has one for it. */
-    const refuse = (code: "bad_request" | "request_timeout" | "unauthenticated", why: string, answer?: Buffer) => {
-        finish();
-        o.metrics.refused(code);
-        o.log.debug({ stage, why }, "SOCKS5 handshake refused");
-        if (answer && socket.writable) socket.end(answer);
-        else socket.destroy();
-    };
-    const deadline = setTimeout(
-        () => refuse("request_timeout", `the handshake did not complete in ${o.handshakeMs} ms`),
-        o.handshakeMs,
-    ).unref();
-    socket.once("close", () => {
-        if (done) return;
-        finish();
-        // Gone mid-handshake: a client that said something and left counts as a bad request.
-        if (got.length > 0 || stage !== "greeting") o.metrics.refused("bad_request");
-    });
-    /** One step of the handshake on what arrived so far; false: wait for more bytes. */
-    const step = (): boolean => {
-        if (stage === "greeting") {
-            const g = readGreeting(got);
-            if (!consumed(g)) return false;
-            if (!g.methods.includes(METHOD_USERPASS)) {
-                refuse(
-                    "unauthenticated",
-                    "the client offers no username/password method",
-                    Buffer.from([5, NO_ACCEPTABLE_METHOD]),
-                );
-                return false;
-            }
-            socket.write(Buffer.from([5, METHOD_USERPASS]));
-            stage = "auth";
-            return true;
+    new SocksHandshake(socket, o);
+}
+
+/** One connection's handshake: greeting, RFC 1929 login, request, read as they arrive (socks-protocol.ts). */
+class SocksHandshake {
+    /** What arrived and is not read yet. */
+    private got: Buffer = Buffer.alloc(0);
+    private stage: "greeting" | "auth" | "request" = "greeting";
+    private credentials = { username: "", password: "" };
+    private done = false;
+    private readonly deadline: NodeJS.Timeout;
+    private readonly onReadable = () => this.read();
+
+    constructor(
+        private readonly socket: TaggedSocket,
+        private readonly o: SocksFrontOptions,
+    ) {
+        this.deadline = setTimeout(
+            () => this.refuse("request_timeout", `the handshake did not complete in ${o.handshakeMs} ms`),
+            o.handshakeMs,
+        ).unref();
+        socket.once("close", () => {
+            if (this.done) return;
+            this.finish();
+            // Gone mid-handshake: a client that said something and left counts as a bad request.
+            if (this.got.length > 0 || this.stage !== "greeting") o.metrics.refused("bad_request");
+        });
+        socket.on("readable", this.onReadable);
+    }
+
+    private read(): void {
+        let chunk: Buffer | null;
+        while (!this.done && (chunk = this.socket.read() as Buffer | null) !== null) {
+            this.got = this.got.length === 0 ? chunk : Buffer.concat([this.got, chunk]);
+            if (this.got.length > MAX_HANDSHAKE)
+                return this.refuse("bad_request", `a handshake of more than ${MAX_HANDSHAKE} bytes`);
+            while (!this.done && this.step());
         }
-        if (stage === "auth") {
-            const a = readAuth(got);
-            if (!consumed(a)) return false;
-            const refused = o.gateway.credentials(a.username, a.password);
-            if (refused) {
-                // RFC 1929: a non-zero status, then the connection closes. The reason goes to the log only.
-                finish();
-                o.log.debug({ code: refused.code, why: refused.message }, "SOCKS5 authentication refused");
-                socket.end(Buffer.from([1, 1]));
-                return false;
-            }
-            credentials = { username: a.username, password: a.password };
-            socket.write(Buffer.from([1, 0]));
-            stage = "request";
-            return true;
+    }
+
+    /** One step of the handshake on what arrived so far; false: wait for more bytes (or it is over). */
+    private step(): boolean {
+        if (this.stage === "greeting") return this.greeting();
+        if (this.stage === "auth") return this.login();
+        this.request();
+        return false;
+    }
+
+    private greeting(): boolean {
+        const g = readGreeting(this.got);
+        if (!this.consumed(g)) return false;
+        if (!g.methods.includes(METHOD_USERPASS)) {
+            const none = Buffer.from([5, NO_ACCEPTABLE_METHOD]);
+            this.refuse("unauthenticated", "the client offers no username/password method", none);
+            return false;
         }
-        const r = readRequest(got);
-        if (!consumed(r)) return false;
-        finish();
-        o.gateway.connect({
+        this.socket.write(Buffer.from([5, METHOD_USERPASS]));
+        this.stage = "auth";
+        return true;
+    }
+
+    private login(): boolean {
+        const a = readAuth(this.got);
+        if (!this.consumed(a)) return false;
+        const refused = this.o.gateway.credentials(a.username, a.password);
+        if (refused) {
+            // RFC 1929: a non-zero status, then the connection closes. The reason goes to the log only.
+            this.finish();
+            this.o.log.debug({ code: refused.code, why: refused.message }, "SOCKS5 authentication refused");
+            this.socket.end(Buffer.from([1, 1]));
+            return false;
+        }
+        this.credentials = { username: a.username, password: a.password };
+        this.socket.write(Buffer.from([1, 0]));
+        this.stage = "request";
+        return true;
+    }
+
+    private request(): void {
+        const r = readRequest(this.got);
+        if (!this.consumed(r)) return;
+        this.finish();
+        const socket = this.socket;
+        this.o.gateway.connect({
             socket,
-            credentials: { ok: true, ...credentials },
+            credentials: { ok: true, ...this.credentials },
             host: r.host,
             port: r.port,
             // What the client sent past its request (optimistic data) opens the tunnel.
-            head: got,
+            head: this.got,
             front: SOCKS_TUNNEL_FRONT,
             internal: () => void socket.end(reply(REPLY.generalFailure)),
             refuse: (x) => {
-                o.log.debug({ code: x.code, why: x.message }, "SOCKS5 CONNECT refused");
+                this.o.log.debug({ code: x.code, why: x.message }, "SOCKS5 CONNECT refused");
                 if (socket.writable) socket.end(reply(refusalReply(x.code)));
                 else socket.destroy();
             },
         });
-        return false;
-    };
+    }
+
     /** A message read whole (its bytes leave `got`), a message that is not one (refused), or not yet. */
-    function consumed<T>(m: Read<T>): m is { ok: true; used: number } & T {
+    private consumed<T>(m: Read<T>): m is { ok: true; used: number } & T {
         if (m === undefined) return false;
         if (!m.ok) {
-            refuse("bad_request", m.why, m.reply === undefined ? undefined : reply(m.reply));
+            this.refuse("bad_request", m.why, m.reply === undefined ? undefined : reply(m.reply));
             return false;
         }
-        got = got.subarray(m.used);
+        this.got = this.got.subarray(m.used);
         return true;
     }
-    function onReadable() {
-        let chunk: Buffer | null;
-        while (!done && (chunk = socket.read() as Buffer | null) !== null) {
-            got = got.length === 0 ? chunk : Buffer.concat([got, chunk]);
-            if (got.length > MAX_HANDSHAKE)
-                return refuse("bad_request", `a handshake of more than ${MAX_HANDSHAKE} bytes`);
-            while (!done && step());
-        }
+
+    /** The handshake is over: no deadline, and the socket's bytes are no longer read here. */
+    private finish(): void {
+        this.done = true;
+        clearTimeout(this.deadline);
+        this.socket.off("readable", this.onReadable);
     }
-    socket.on("readable", onReadable);
+
+    /** Ends a handshake that cannot go on, with `answer` (a reply) if the RFC has one for it. */
+    private refuse(code: "bad_request" | "request_timeout" | "unauthenticated", why: string, answer?: Buffer): void {
+        this.finish();
+        this.o.metrics.refused(code);
+        this.o.log.debug({ stage: this.stage, why }, "SOCKS5 handshake refused");
+        if (answer && this.socket.writable) this.socket.end(answer);
+        else this.socket.destroy();
+    }
 }
 
 /** The SOCKS5 listener: every connection's handshake, then the gateway's tunnel. */
