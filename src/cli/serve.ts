@@ -4,6 +4,7 @@ import { UsageError, GlobalOptions, projectDir, seconds } from "./context";
 import { loadStackConfig } from "../config";
 import { startService } from "../service/start/server";
 import { storeSpecOf } from "./store-lock";
+import { blockHeader, portFlag, tlsFlags } from "./serve-flags";
 import {
     jsonCommanderErrors,
     jsonProcessOutput,
@@ -76,8 +77,24 @@ export function registerServe(program: Command): void {
             process.env.EGRESS_GATEWAY_PORT ?? "8888",
         )
         .option(
+            "--socks-port <port>",
+            "the gateway's SOCKS5 front door (RFC 1928 CONNECT, RFC 1929 login with the gateway's proxy username and token) (0 = off)",
+            process.env.EGRESS_SOCKS_PORT ?? "0",
+        )
+        .option(
+            "--gateway-tls-port <port>",
+            "the gateway as an HTTPS proxy (clients' --proxy https://…), beside the plain --gateway-port; needs --tls-cert and --tls-key (0 = off)",
+            process.env.EGRESS_GATEWAY_TLS_PORT ?? "0",
+        )
+        .option(
+            "--tls-cert <file>",
+            "PEM certificate (chain): with --tls-key the API serves HTTPS and --gateway-tls-port can run; both files are read again on SIGHUP",
+            process.env.EGRESS_TLS_CERT,
+        )
+        .option("--tls-key <file>", "PEM private key of --tls-cert (unencrypted)", process.env.EGRESS_TLS_KEY)
+        .option(
             "--gateway-host <addr>",
-            "the gateway's listen address (loopback by default)",
+            "the listen address of the gateway's ports (HTTP, SOCKS5, TLS) (loopback by default)",
             process.env.EGRESS_GATEWAY_HOST ?? "127.0.0.1",
         )
         .option(
@@ -149,15 +166,19 @@ async function run(o: Record<string, any>, opts: GlobalOptions, log: Logger): Pr
         off: true,
     });
     const providerTimeout = seconds("--provider-check-timeout", o.providerCheckTimeout, { min: 1, max: 600 });
-    const gatewayPort = Number(o.gatewayPort);
-    if (!Number.isInteger(gatewayPort) || gatewayPort < 0 || gatewayPort > 65535)
-        throw new UsageError(`--gateway-port must be a port number, or 0 for no gateway (got "${o.gatewayPort}")`);
+    const gatewayPort = portFlag("--gateway-port", o.gatewayPort, "no gateway");
+    const socksPort = portFlag("--socks-port", o.socksPort, "no SOCKS5");
+    const tlsPort = portFlag("--gateway-tls-port", o.gatewayTlsPort, "no TLS port");
+    const tls = tlsFlags(o.tlsCert, o.tlsKey, tlsPort);
     const gatewayWait = seconds("--gateway-wait", o.gatewayWait, { min: 0, max: 60 });
+    const on = (p: number) => (p === 0 ? undefined : p);
     const gateway =
-        gatewayPort === 0
+        gatewayPort === 0 && socksPort === 0 && tlsPort === 0
             ? undefined
             : {
-                  port: gatewayPort,
+                  port: on(gatewayPort),
+                  socksPort: on(socksPort),
+                  tlsPort: on(tlsPort),
                   host: o.gatewayHost,
                   waitMs: gatewayWait * 1000,
                   blockRules: { statuses: [403, 429], headers: (o.gatewayBlockHeader as string[]).map(blockHeader) },
@@ -190,6 +211,7 @@ async function run(o: Record<string, any>, opts: GlobalOptions, log: Logger): Pr
         providerCheckTimeoutMs: Math.round(providerTimeout * 1000),
         checkUrl: o.checkUrl,
         gateway,
+        tls,
         targetCooldownSeconds: targetCooldown,
         store,
         advertiseUrl: o.advertiseUrl,
@@ -207,6 +229,9 @@ async function run(o: Record<string, any>, opts: GlobalOptions, log: Logger): Pr
                     `curl -H "Authorization: Bearer ${token}" ${svc.url}/v1/proxies`,
                     ...(svc.gatewayPort
                         ? [`curl -x "http://dev:${token}@127.0.0.1:${svc.gatewayPort}" http://example.org/`]
+                        : []),
+                    ...(svc.socksPort
+                        ? [`curl --socks5-hostname "dev:${token}@127.0.0.1:${svc.socksPort}" http://example.org/`]
                         : []),
                 ],
             },
@@ -235,23 +260,11 @@ async function run(o: Record<string, any>, opts: GlobalOptions, log: Logger): Pr
             },
         );
     };
+    // SIGHUP reloads the certificate and key (a renewal); without TLS it keeps its default (the process ends).
+    if (svc.reloadTls) process.on("SIGHUP", () => void svc.reloadTls!());
     process.on("SIGTERM", () => stop("SIGTERM"));
     process.on("SIGINT", () => stop("SIGINT"));
     await new Promise(() => undefined); // run until a signal
 }
 
 const collect = (v: string, all: string[]) => [...all, v];
-
-/** `--gateway-block-header name` or `name=text` (a header token name; matched case-insensitively). */
-function blockHeader(raw: string): { name: string; contains?: string } {
-    const i = raw.indexOf("=");
-    const name = (i < 0 ? raw : raw.slice(0, i)).trim().toLowerCase();
-    if (!/^[!#$%&'*+.^_`|~0-9a-z-]+$/.test(name))
-        throw new UsageError(`--gateway-block-header must be a header name, optionally =text (got "${raw}")`);
-    const contains = i < 0 ? undefined : raw.slice(i + 1);
-    if (contains === "")
-        throw new UsageError(
-            `--gateway-block-header "${raw}": the text after = is empty; leave out = to match the header's presence`,
-        );
-    return contains === undefined ? { name } : { name, contains };
-}

@@ -88,7 +88,7 @@ export async function startGatewayFleet(o: {
         waitMs: 0,
         ...o.gateway,
     });
-    const port = (await gateway.listen()).port;
+    const port = (await gateway.listen()).port!;
     return { gateway, port, fleet, released, metrics };
 }
 

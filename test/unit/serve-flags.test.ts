@@ -111,6 +111,9 @@ for (const [flag, value, message] of [
     ["--probe-interval", "86400", `--probe-interval must be a number of seconds from 0.1 to 3600 (got "86400")`],
     ["--gateway-port", "abc", `--gateway-port must be a port number, or 0 for no gateway (got "abc")`],
     ["--gateway-port", "70000", `--gateway-port must be a port number, or 0 for no gateway (got "70000")`],
+    ["--socks-port", "1080x", `--socks-port must be a port number, or 0 for no SOCKS5 (got "1080x")`],
+    ["--gateway-tls-port", "x", `--gateway-tls-port must be a port number, or 0 for no TLS port (got "x")`],
+    ["--socks-port", "-1", `--socks-port must be a port number, or 0 for no SOCKS5 (got "-1")`],
     [
         "--gateway-block-header",
         "bad header",

@@ -2,7 +2,7 @@ import { hasScope, type StoredToken, tokenMatcher } from "../http/auth";
 import type { Fleet, FleetAcquire, LeaseView } from "../fleet/fleet";
 import { type MaybePromise, StoreUnavailableError } from "../store/types";
 import type { GatewayRefusal } from "../observe/gateway-metrics";
-import { parseUsername } from "./username";
+import { type GatewayUser, parseUsername } from "./username";
 import { waitingLine, worthWaiting, type WaitingRoom } from "./waiting";
 import { gatewayStatusOf } from "../http/catalogue";
 import type { PolitenessMetrics } from "../observe/politeness-metrics";
@@ -72,27 +72,47 @@ export class Admission {
         this.find = tokenMatcher(tokens);
     }
 
-    admit(r: AdmissionRequest): MaybePromise<{ ok: true; admitted: Admitted } | { ok: false; refusal: Refusal }> {
+    /**
+     * The credentials alone: the token (the password, scope `lease`) and the username's grammar and pool.
+     * `admit` checks them first; a front door with an authentication step of its own (SOCKS5's RFC 1929
+     * sub-negotiation, socks.ts) checks them there.
+     */
+    credentials(
+        username: string,
+        password: string,
+    ): { ok: true; token: StoredToken; user: GatewayUser } | { ok: false; refusal: Refusal } {
         const no = (code: Refusal["code"], message: string, headers?: Record<string, string>) => ({
             ok: false as const,
             refusal: refusal(code, message, headers),
         });
         const challenge = { "Proxy-Authenticate": PROXY_AUTHENTICATE };
-        if (!r.password)
+        if (!password)
             return no(
                 "unauthenticated",
                 "proxy credentials required: use http://<pool>:<token>@<gateway> as the proxy URL (the token is the password)",
                 challenge,
             );
-        const token = this.find(r.password);
+        const token = this.find(password);
         if (!token)
             return no("unauthenticated", "invalid proxy credentials: the password must be an API token", challenge);
         if (!hasScope(token, "lease"))
             return no("forbidden", `token "${token.name}" lacks the \`lease\` scope the gateway needs`, challenge);
-        const parsed = parseUsername(r.username);
+        const parsed = parseUsername(username);
         if (!parsed.ok) return no("bad_username", parsed.message);
-        const { pool, session, zone, retries } = parsed.user;
+        const pool = parsed.user.pool;
         if (pool !== undefined && !this.fleet.hasPool(pool)) return no("unknown_pool", `no pool named "${pool}"`);
+        return { ok: true, token, user: parsed.user };
+    }
+
+    admit(r: AdmissionRequest): MaybePromise<{ ok: true; admitted: Admitted } | { ok: false; refusal: Refusal }> {
+        const no = (code: Refusal["code"], message: string, headers?: Record<string, string>) => ({
+            ok: false as const,
+            refusal: refusal(code, message, headers),
+        });
+        const checked = this.credentials(r.username, r.password);
+        if (!checked.ok) return checked;
+        const { token, user } = checked;
+        const { pool, session, zone, retries } = user;
         const limit = token.gatewayConcurrency;
         const now = this.inFlight.get(token.name) ?? 0;
         if (limit !== undefined && now >= limit)
@@ -100,7 +120,7 @@ export class Admission {
                 "over_limit",
                 `token "${token.name}" has ${now} requests in flight through the gateway, its limit (gatewayConcurrency ${limit}); wait for one to finish`,
             );
-        const target = parsed.user.target ?? r.hostname.toLowerCase();
+        const target = user.target ?? r.hostname.toLowerCase();
         this.inFlight.set(token.name, now + 1);
         let left = false;
         const leave = () => {

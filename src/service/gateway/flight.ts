@@ -50,3 +50,13 @@ export const CLIENT_GONE = Symbol("egress.gateway.clientGone");
 /** Byte counts of the connection where its previous request ended, so the next one counts its own head. */
 export const MARK = Symbol("egress.gateway.mark");
 export type TaggedSocket = Socket & { [CLIENT_GONE]?: boolean; [MARK]?: { read: number; written: number } };
+
+/** Marks a client's socket: gone once it ended or failed. */
+export function tagClient(s: TaggedSocket): void {
+    const gone = () => {
+        s[CLIENT_GONE] = true;
+    };
+    s.once("end", gone);
+    s.once("error", gone);
+    s.on("error", () => undefined);
+}

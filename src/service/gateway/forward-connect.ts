@@ -1,5 +1,6 @@
-import type * as http from "node:http";
 import * as net from "node:net";
+import type { Refusal } from "./admission";
+import type { ProxyCredentials } from "./proxy-auth";
 import {
     ATTEMPTS,
     memberFailure,
@@ -37,6 +38,72 @@ export interface TunnelEvents {
     answerMs: number;
 }
 
+/** Why a tunnel did not open, as its client is told (an HTTP answer here, a SOCKS5 reply in socks.ts). */
+export interface TunnelFailure {
+    memberId: string;
+    attempt: number;
+    /** What went wrong, for `Proxy-Status` with the member as next hop. */
+    failure: MemberFailure;
+    /** The member's own answer to the CONNECT, when it gave one (proxy-chain's 594: the target refused it). */
+    memberStatus?: number;
+    /** The member's answer, relayed as is (a 4xx, or a 504), with its reason; unset: the gateway's own answer. */
+    relayed?: { status: number; reason?: string };
+}
+
+/**
+ * The client side of a tunnel: how its client is told the tunnel opened, or why it did not (then its
+ * connection ends). A front door of the gateway (the HTTP CONNECT, SOCKS5) is one of these.
+ */
+export interface TunnelFront {
+    opened(client: net.Socket, attempt: number): void;
+    failed(client: net.Socket, why: TunnelFailure): void;
+}
+
+/** The HTTP CONNECT's answers: `200 Connection Established`, or a status with `Proxy-Status`. */
+export const HTTP_TUNNEL_FRONT: TunnelFront = {
+    opened(client, attempt) {
+        // The tunnel's head stays as it always was unless a retry happened: clients parse it minimally.
+        const attempts = attempt > 1 ? `${ATTEMPTS}: ${attempt}\r\n` : "";
+        client.write(`HTTP/1.1 200 Connection Established\r\n${attempts}\r\n`);
+    },
+    failed(client, why) {
+        if (!why.relayed) {
+            const a = memberFailureAnswer(why.failure, why.memberId, why.attempt);
+            rawHead(client, a.status, a.headers);
+            return void client.end(a.text);
+        }
+        rawHead(
+            client,
+            why.relayed.status,
+            {
+                "Content-Length": "0",
+                "X-Egress-Proxy": why.memberId,
+                "Proxy-Status": memberProxyStatus(why.failure, why.memberId),
+                [ATTEMPTS]: String(why.attempt),
+                Connection: "close",
+            },
+            why.relayed.reason,
+        );
+        client.end();
+    },
+};
+
+/** A tunnel asked for at any front door: who asks (credentials), where to, and how its client is answered. */
+export interface TunnelRequest {
+    socket: net.Socket;
+    credentials: ProxyCredentials;
+    /** The target host as a CONNECT names it (an IPv6 address in brackets) and its port. */
+    host: string;
+    port: number;
+    /** What the client sent past its request: the tunnel's first bytes. */
+    head: Buffer;
+    front: TunnelFront;
+    /** Answers a refusal before any member was tried (readiness, credentials, no member free). */
+    refuse(r: Refusal): void;
+    /** Answers a bug on the way (default: an HTTP 500). */
+    internal?(): void;
+}
+
 /** The status relayed for a member's non-200 answer: its own, unless a client could not act on it. */
 export function relayedConnectStatus(status: number): number {
     // 401/407: the member refused the gateway's credentials (the client's are fine); 590–599 are
@@ -45,13 +112,18 @@ export function relayedConnectStatus(status: number): number {
     return status;
 }
 
+/**
+ * `target` (`host:port`, as a CONNECT names it) through `f`'s member; `head`: what the client sent past
+ * its request, for the tunnel; `front` tells the client how it went.
+ */
 export function forwardConnect(
-    req: http.IncomingMessage,
+    target: string,
     client: net.Socket,
     head: Buffer,
     f: Flight,
     hop: MemberHop,
     events: TunnelEvents,
+    front: TunnelFront,
 ): void {
     const memberId = f.lease.proxy.id;
     const member = net.connect({ host: hop.host, port: hop.port });
@@ -60,7 +132,7 @@ export function forwardConnect(
     let settled = false;
     let answerTimer: NodeJS.Timeout | undefined;
     /** Ends the attempt before the tunnel opened: the client gets `failure`'s answer (if it is still there). */
-    const fail = (failure: MemberFailure) => {
+    const fail = (failure: MemberFailure, memberStatus?: number) => {
         if (settled) return;
         settled = true;
         f.memberFailed = true;
@@ -69,9 +141,7 @@ export function forwardConnect(
         events.failed(failure.type, (retrying) => {
             if (retrying) return;
             if (!client.writable) return void client.destroy();
-            const a = memberFailureAnswer(failure, memberId, f.attempt);
-            rawHead(client, a.status, a.headers);
-            client.end(a.text);
+            front.failed(client, { memberId, attempt: f.attempt, failure, memberStatus });
         });
     };
     timeConnect(member, (err) => fail(memberFailure(err, "connecting to the member")));
@@ -81,7 +151,7 @@ export function forwardConnect(
             events.answerMs,
         ).unref();
         const auth = hop.authorization ? `Proxy-Authorization: ${hop.authorization}\r\n` : "";
-        member.write(`CONNECT ${req.url} HTTP/1.1\r\nHost: ${req.url}\r\n${auth}\r\n`);
+        member.write(`CONNECT ${target} HTTP/1.1\r\nHost: ${target}\r\n${auth}\r\n`);
     });
     let got: Buffer = Buffer.alloc(0);
     const onData = (chunk: Buffer) => {
@@ -111,9 +181,7 @@ export function forwardConnect(
         settled = true;
         open = true;
         events.opened();
-        // The tunnel's head stays as it always was unless a retry happened: clients parse it minimally.
-        const attempts = f.attempt > 1 ? `${ATTEMPTS}: ${f.attempt}\r\n` : "";
-        client.write(`HTTP/1.1 200 Connection Established\r\n${attempts}\r\n`);
+        front.opened(client, f.attempt);
         // Bytes either side sent past its head belong to the tunnel.
         if (got.length > end + 4) client.write(got.subarray(end + 4));
         if (head.length > 0) member.write(head);
@@ -125,25 +193,19 @@ export function forwardConnect(
         events.refused();
         const details = `the member answered the CONNECT with ${code}${reason ? ` ${reason}` : ""}`;
         const status = relayedConnectStatus(code);
-        if (status === 502) return fail({ code: "member_unreachable", type: "destination_unavailable", details });
+        if (status === 502) return fail({ code: "member_unreachable", type: "destination_unavailable", details }, code);
         settled = true;
         member.destroy();
         const type = status === 504 ? "connection_timeout" : "destination_unavailable";
         const relay = () => {
             if (!client.writable) return void client.destroy();
-            rawHead(
-                client,
-                status,
-                {
-                    "Content-Length": "0",
-                    "X-Egress-Proxy": memberId,
-                    "Proxy-Status": memberProxyStatus({ code: "member_unreachable", type, details }, memberId),
-                    [ATTEMPTS]: String(f.attempt),
-                    Connection: "close",
-                },
-                status === code && reason ? reason : undefined,
-            );
-            client.end();
+            front.failed(client, {
+                memberId,
+                attempt: f.attempt,
+                failure: { code: "member_unreachable", type, details },
+                memberStatus: code,
+                relayed: { status, reason: status === code && reason ? reason : undefined },
+            });
         };
         // A 5xx is the member's trouble reaching the target: another member may reach it. A 4xx (a
         // target the member's rules forbid, a bad request) would be the same anywhere: relayed.

@@ -3,7 +3,7 @@
  * request goes through the next member the lease manager picks.
  */
 export { Gateway } from "./server";
-export type { GatewayOptions } from "./options";
+export type { GatewayAddresses, GatewayOptions } from "./options";
 export { createGatewayMetrics, type GatewayMetrics } from "../observe/gateway-metrics";
 export { type BlockRules, DEFAULT_BLOCK_RULES } from "./outcome";
 export { parseUsername, GRAMMAR as USERNAME_GRAMMAR } from "./username";

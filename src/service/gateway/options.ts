@@ -16,8 +16,14 @@ export const DEFAULT_GATEWAY_WAIT_MS = 5000;
 export interface GatewayOptions {
     /** @default 127.0.0.1 */
     host?: string;
-    /** 0 picks a free port. */
-    port: number;
+    /** The plain HTTP proxy's port; 0 picks a free port; undefined: no plain HTTP front door. */
+    port?: number;
+    /** The SOCKS5 front door's port (socks.ts), on `host` too; 0 picks a free port; undefined: none. */
+    socksPort?: number;
+    /** The HTTP proxy over TLS (http-front.ts), on `host` too, serving `tls`; 0 picks a free port; undefined: none. */
+    tlsPort?: number;
+    /** The certificate (chain) and key the TLS port serves; replaced by `Gateway.setSecureContext`. */
+    tls?: { cert: Buffer; key: Buffer };
     fleet: Fleet;
     tokens: StoredToken[];
     metrics: GatewayMetrics;
@@ -39,11 +45,26 @@ export interface GatewayOptions {
     waitMs?: number;
     /** Most requests waiting at once. @default 1000 */
     maxWaiting?: number;
-    /** How long a client has to send its request head; then 408 request_timeout. @default 10000 */
+    /**
+     * How long a client has to send its request head (then 408 request_timeout), or its whole SOCKS5
+     * handshake (then the connection closes). @default 10000
+     */
     headersTimeoutMs?: number;
     /**
      * How long a member may take to send its answer's head (plain HTTP) or answer a CONNECT before the
      * attempt fails 504 `member_timeout` (and may be retried on another member). @default 30000
      */
     memberAnswerMs?: number;
+}
+
+/** Where the gateway's front doors listen (each only when configured). */
+export interface GatewayAddresses {
+    port?: number;
+    url?: string;
+    socksPort?: number;
+    /** `socks5h://host:port`: the client sends host names, the members resolve them. */
+    socksUrl?: string;
+    tlsPort?: number;
+    /** `https://host:port`: the proxy URL of the TLS port. */
+    tlsUrl?: string;
 }

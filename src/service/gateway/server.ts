@@ -1,22 +1,27 @@
 import * as http from "node:http";
+import * as https from "node:https";
+import type * as net from "node:net";
+import * as tls from "node:tls";
 import type { Socket } from "node:net";
-import type { EventEmitter } from "node:events";
 import { Admission, type Refusal, refusal } from "./admission";
-import { answer, clientErrorAnswer, CONNECT_TARGET, cut, isAbsoluteHttp, poolLabel, rawAnswer } from "./answers";
-import { CLIENT_GONE, type Flight, type TaggedSocket } from "./flight";
+import { Entry } from "./entry";
+import { answer, CONNECT_TARGET, cut, isAbsoluteHttp, rawAnswer } from "./answers";
+import type { Flight } from "./flight";
+import { createHttpFront, listenOn } from "./http-front";
+import { createSocksServer } from "./socks";
 import { Flights } from "./flights";
-import { forwardConnect } from "./forward-connect";
+import { forwardConnect, HTTP_TUNNEL_FRONT, type TunnelRequest } from "./forward-connect";
 import { forwardHttp, MEMBER_ANSWER_MS } from "./forward-http";
 import { isIdempotent, readBody, replayOf } from "./replay";
 import { Retries } from "./retries";
 import { MemberHops } from "./member-hop";
 import { proxyCredentials } from "./proxy-auth";
-import { settle } from "../store/types";
+import type { GatewayRefusal } from "../observe/gateway-metrics";
 import { type BlockRules, DEFAULT_BLOCK_RULES, isBlocked } from "./outcome";
 import { RecentServes, reportServedBlock, type ServedKey } from "./recent";
 import { ProtectedTargets } from "./protected-targets";
 import { gatewayWaitingRoom, type WaitingRoom } from "./waiting";
-import { DEFAULT_GATEWAY_WAIT_MS, type GatewayOptions } from "./options";
+import { DEFAULT_GATEWAY_WAIT_MS, type GatewayAddresses, type GatewayOptions } from "./options";
 
 /** The body of a request that has none: replayable as it is. */
 const NO_BODY = Buffer.alloc(0);
@@ -35,7 +40,8 @@ export class Gateway {
     private readonly ttlSeconds: number;
     /** Each member's address, credentials and keep-alive agent (member-hop.ts). */
     private readonly hops = new MemberHops();
-    private server?: http.Server;
+    /** The listening front doors (HTTP, SOCKS5). */
+    private servers: net.Server[] = [];
     /** Every client connection, so shutdown can cut the ones still open after the grace (tunnels included). */
     private readonly sockets = new Set<Socket>();
     /** Requests and tunnels whose lease is not released yet; `close` waits for them. */
@@ -44,6 +50,7 @@ export class Gateway {
     private readonly retries: Retries;
     private readonly answerMs: number;
     private readonly rules: BlockRules;
+    private readonly entry: Entry;
 
     constructor(private readonly o: GatewayOptions) {
         this.ttlSeconds = o.leaseTtlSeconds ?? 3600;
@@ -60,6 +67,7 @@ export class Gateway {
             room: this.room,
         });
         this.guarded = new ProtectedTargets(o.protectedTargets);
+        this.entry = new Entry({ ...o, admission: this.admission, flights: this.flights, ttlSeconds: this.ttlSeconds });
     }
 
     /** Hands the request on unless its target is protected (403 `forbidden_target`: protected-targets.ts). */
@@ -71,88 +79,107 @@ export class Gateway {
         this.guarded.guard(host, port, refused, go);
     }
 
-    async listen(): Promise<{ port: number; url: string }> {
+    /**
+     * Listens on each front door configured: the plain HTTP proxy (`port`), SOCKS5 (`socksPort`) and
+     * the HTTP proxy over TLS (`tlsPort`), all on `host`. Each is a protected target: the gateway never relays to itself.
+     */
+    async listen(): Promise<GatewayAddresses> {
         const host = this.o.host ?? "127.0.0.1";
-        // A client gets headersTimeout for its head (then 408); its body and a tunnel may take as long as
-        // they need (requestTimeout off), as through any forward proxy. Heads are checked every second.
-        const server = http.createServer({ connectionsCheckingInterval: 1000, requestTimeout: 0 });
-        server.headersTimeout = this.o.headersTimeoutMs ?? 10_000;
-        server.on("clientError", (err: NodeJS.ErrnoException, socket: Socket) => {
-            if (err.code === "ECONNRESET" || !socket.writable) return void socket.destroy();
-            const { code, message } = clientErrorAnswer(err);
-            this.o.metrics.refused(code);
-            rawAnswer(socket, code, message);
-        });
-        server.on("connection", (s: TaggedSocket) => {
-            this.sockets.add(s);
-            s.once("close", () => this.sockets.delete(s));
-            const gone = () => {
-                s[CLIENT_GONE] = true;
-            };
-            s.once("end", gone);
-            s.once("error", gone);
-            // A tunnel's socket is no longer node's HTTP server's: its errors must not go unheard.
-            s.on("error", () => undefined);
-        });
-        server.on("request", (req: http.IncomingMessage, res: http.ServerResponse) => {
-            if (!isAbsoluteHttp(req.url)) {
-                this.o.metrics.refused("bad_request");
-                return answer(
-                    res,
-                    "bad_request",
-                    `the gateway is a forward proxy: send the absolute URL (GET http://host/path) for http://, CONNECT host:port for https:// (got ${JSON.stringify(cut(req.url ?? ""))})`,
-                );
-            }
-            const target = new URL(req.url!);
-            const admit = (body: Buffer | undefined) =>
-                this.guard(
-                    target.hostname,
-                    Number(target.port || 80),
-                    (why) => answer(res, "forbidden_target", why),
-                    () =>
-                        this.enter(req, "http", target.hostname, res, body, {
+        const at: GatewayAddresses = {};
+        const open = async (server: net.Server, port: number, what: string) => {
+            await listenOn(server, port, host);
+            this.servers.push(server);
+            const bound = (server.address() as net.AddressInfo).port;
+            this.guarded.add({ what, host, port: bound });
+            return bound;
+        };
+        if (this.o.port !== undefined) {
+            at.port = await open(createHttpFront(this, this.o, this.sockets), this.o.port, "the gateway itself");
+            at.url = `http://${host}:${at.port}`;
+        }
+        if (this.o.socksPort !== undefined) {
+            const socks = createSocksServer(
+                {
+                    gateway: this,
+                    metrics: this.o.metrics,
+                    log: this.o.log,
+                    handshakeMs: this.o.headersTimeoutMs ?? 10_000,
+                },
+                this.sockets,
+            );
+            at.socksPort = await open(socks, this.o.socksPort, "the gateway's SOCKS5 port");
+            at.socksUrl = `socks5h://${host}:${at.socksPort}`;
+        }
+        if (this.o.tlsPort !== undefined) {
+            if (!this.o.tls) throw new Error("the gateway's TLS port needs a certificate and key (`tls`)");
+            const front = createHttpFront(this, this.o, this.sockets, this.o.tls);
+            at.tlsPort = await open(front, this.o.tlsPort, "the gateway's TLS port");
+            at.tlsUrl = `https://${host}:${at.tlsPort}`;
+        }
+        return at;
+    }
+
+    /** The TLS listeners, for a certificate reload (`tls.Server#setSecureContext`). */
+    tlsServers(): tls.Server[] {
+        return this.servers.filter((s): s is tls.Server => s instanceof tls.Server);
+    }
+
+    /** A plain HTTP request (absolute-form) at the HTTP front door (http-front.ts). */
+    request(req: http.IncomingMessage, res: http.ServerResponse): void {
+        if (!isAbsoluteHttp(req.url)) {
+            this.o.metrics.refused("bad_request");
+            return answer(
+                res,
+                "bad_request",
+                `the gateway is a forward proxy: send the absolute URL (GET http://host/path) for http://, CONNECT host:port for https:// (got ${JSON.stringify(cut(req.url ?? ""))})`,
+            );
+        }
+        const target = new URL(req.url!);
+        const admit = (body: Buffer | undefined) =>
+            this.guard(
+                target.hostname,
+                Number(target.port || 80),
+                (why) => answer(res, "forbidden_target", why),
+                () =>
+                    this.entry.enter(
+                        req.socket,
+                        proxyCredentials(req.headers["proxy-authorization"]),
+                        "http",
+                        target.hostname,
+                        res,
+                        body,
+                        {
                             refuse: (r) => answer(res, r.code, r.message, r.headers),
                             go: (f) => this.forwardHttp(req, res, f),
-                        }),
-                );
-            // A small body of an idempotent request is read whole first, so a retry can send it again.
-            const replay = replayOf(req.method, req.headers);
-            if (replay === "buffer") return readBody(req, (b) => b && admit(b));
-            admit(replay === "empty" ? NO_BODY : undefined);
-        });
-        server.on("connect", (req: http.IncomingMessage, socket: Socket, head: Buffer) => {
-            const m = CONNECT_TARGET.exec(req.url ?? "");
-            if (!m || Number(m[2]) < 1 || Number(m[2]) > 65535) {
-                this.o.metrics.refused("bad_request");
-                return rawAnswer(
-                    socket,
-                    "bad_request",
-                    `CONNECT needs host:port with a port from 1 to 65535 (got ${JSON.stringify(cut(req.url ?? ""))})`,
-                );
-            }
-            this.guard(
-                m[1],
-                Number(m[2]),
-                (why) => rawAnswer(socket, "forbidden_target", why),
-                () =>
-                    // Until the tunnel opens, nothing of the client's went anywhere: a CONNECT is replayable.
-                    this.enter(req, "connect", m[1], socket, NO_BODY, {
-                        refuse: (r) => rawAnswer(socket, r.code, r.message, r.headers),
-                        go: (f) => this.forwardConnect(req, socket, head, f),
-                    }),
+                        },
+                    ),
             );
+        // A small body of an idempotent request is read whole first, so a retry can send it again.
+        const replay = replayOf(req.method, req.headers);
+        if (replay === "buffer") return readBody(req, (b) => b && admit(b));
+        admit(replay === "empty" ? NO_BODY : undefined);
+    }
+
+    /** An HTTP CONNECT at the HTTP front door: its `host:port` checked, then the tunnel path (`connect`). */
+    httpConnect(req: http.IncomingMessage, socket: Socket, head: Buffer): void {
+        const m = CONNECT_TARGET.exec(req.url ?? "");
+        if (!m || Number(m[2]) < 1 || Number(m[2]) > 65535) {
+            this.o.metrics.refused("bad_request");
+            return rawAnswer(
+                socket,
+                "bad_request",
+                `CONNECT needs host:port with a port from 1 to 65535 (got ${JSON.stringify(cut(req.url ?? ""))})`,
+            );
+        }
+        this.connect({
+            socket,
+            credentials: proxyCredentials(req.headers["proxy-authorization"]),
+            host: m[1],
+            port: Number(m[2]),
+            head,
+            front: HTTP_TUNNEL_FRONT,
+            refuse: (r) => rawAnswer(socket, r.code, r.message, r.headers),
         });
-        await new Promise<void>((resolve, reject) => {
-            server.once("error", reject);
-            server.listen(this.o.port, host, () => {
-                server.off("error", reject);
-                resolve();
-            });
-        });
-        this.server = server;
-        const port = (server.address() as { port: number }).port;
-        this.guarded.add({ what: "the gateway itself", host, port });
-        return { port, url: `http://${host}:${port}` };
     }
 
     /** One attempt of a plain request; a failed one may hand the request to another member (retries.ts). */
@@ -167,104 +194,67 @@ export class Gateway {
         });
     }
 
-    /** One attempt of a tunnel: retried on another member only while it has not opened. */
-    private forwardConnect(req: http.IncomingMessage, socket: Socket, head: Buffer, f: Flight): void {
-        forwardConnect(req, socket, head, f, this.hops.of(f.lease.proxy.url), {
-            opened: () => this.flights.tunnel(f, "open"),
-            refused: () => this.flights.tunnel(f, "refused"),
-            failed: (why, then) =>
-                this.retries.failed(f, why, then, (next) => this.forwardConnect(req, socket, head, next)),
-            answerMs: this.answerMs,
-        });
-    }
-
     /**
-     * Admits one request or tunnel (readiness, credentials, a lease: admission.ts) and hands its Flight
-     * to `go`, or answers the refusal. The lease is released when `closes` (the answer, or the tunnel's
-     * socket) closes, however that comes about. `body`: what a retry would send again (undefined: the
-     * request streams its body and is never replayed).
+     * A tunnel from any front door (the HTTP CONNECT above, SOCKS5: socks.ts): its target guarded, then
+     * admitted (credentials, a lease) and forwarded through the member; `t.refuse` answers a refusal.
      */
-    private enter(
-        req: http.IncomingMessage,
-        kind: Flight["kind"],
-        hostname: string,
-        closes: EventEmitter,
-        body: Buffer | undefined,
-        to: { refuse(r: Refusal): void; go(f: Flight): void },
-    ): void {
-        const ready = this.o.ready();
-        if (!ready.ok) return to.refuse(refusal("not_ready", ready.reason, { "Retry-After": "5" }));
-        const socket = req.socket as TaggedSocket;
-        if (socket.destroyed) return to.refuse(refusal("bad_request", "the client went away"));
-        const credentials = proxyCredentials(req.headers["proxy-authorization"]);
-        if (!credentials.ok) {
-            this.o.metrics.refused("bad_request");
-            return to.refuse(refusal("bad_request", credentials.message));
-        }
-        const { username, password } = credentials;
-        const onGone = (leave: () => void) => {
-            // Gone already (during a first attempt on the store): its close event came and went.
-            if (socket.destroyed) {
-                queueMicrotask(leave);
-                return () => undefined;
-            }
-            socket.once("close", leave);
-            return () => void socket.off("close", leave);
-        };
-        const admitted = settle(this.admission.admit({ username, password, hostname, onGone }), (got) => {
-            if (!got.ok) {
-                if (got.refusal.code === "none_available" || got.refusal.code === "store_unavailable")
-                    this.o.metrics.request(poolLabel(username), kind, "unavailable");
-                else
-                    this.o.metrics.refused(
-                        got.refusal.code as Exclude<
-                            Refusal["code"],
-                            "none_available" | "not_ready" | "store_unavailable"
-                        >,
-                    );
-                return to.refuse(got.refusal);
-            }
-            const replayable = body !== undefined;
-            const f = this.flights.launch(got.admitted, {
-                kind,
-                socket,
-                closes,
-                ttlSeconds: this.ttlSeconds,
-                replayable,
-                body: kind === "http" ? body : undefined,
-            });
-            // The client left while the request waited for a member (or for the store): no close
-            // event is coming, so the lease goes back now.
-            if (socket.destroyed) {
-                this.flights.end(f);
-                return to.refuse(refusal("bad_request", "the client went away"));
-            }
-            to.go(f);
-        });
-        if (admitted instanceof Promise) admitted.catch((e: Error) => this.failed(socket, e));
+    connect(t: TunnelRequest): void {
+        this.guard(
+            t.host,
+            t.port,
+            (why) => t.refuse(refusal("forbidden_target", why)),
+            () =>
+                // Until the tunnel opens, nothing of the client's went anywhere: a CONNECT is replayable.
+                this.entry.enter(t.socket, t.credentials, "connect", t.host, t.socket, NO_BODY, {
+                    refuse: t.refuse,
+                    go: (f) => this.forwardConnect(t, f),
+                    internal: t.internal,
+                }),
+        );
     }
 
-    /** A bug on the way to a member: the client gets a 500, the log the stack. */
-    private failed(socket: Socket, error: Error): void {
-        this.o.log.warn({ err: error }, "gateway request failed");
-        if (socket.writable)
-            rawAnswer(socket, "internal", "the gateway failed on this request; its log has the details");
-        else socket.destroy();
+    /** Checks credentials alone (admission.ts), for a front door that authenticates before its request. */
+    credentials(username: string, password: string): Refusal | undefined {
+        const checked = this.admission.credentials(username, password);
+        if (checked.ok) return undefined;
+        this.o.metrics.refused(checked.refusal.code as GatewayRefusal);
+        return checked.refusal;
+    }
+
+    /** One attempt of a tunnel: retried on another member only while it has not opened. */
+    private forwardConnect(t: TunnelRequest, f: Flight): void {
+        const target = `${t.host}:${t.port}`;
+        forwardConnect(
+            target,
+            t.socket,
+            t.head,
+            f,
+            this.hops.of(f.lease.proxy.url),
+            {
+                opened: () => this.flights.tunnel(f, "open"),
+                refused: () => this.flights.tunnel(f, "refused"),
+                failed: (why, then) => this.retries.failed(f, why, then, (next) => this.forwardConnect(t, next)),
+                answerMs: this.answerMs,
+            },
+            t.front,
+        );
     }
 
     /** Stops accepting; open requests and tunnels get `graceMs`, then are cut (their leases are released as they close). */
     async close(graceMs = 2000): Promise<void> {
-        const server = this.server;
-        if (!server) return;
-        this.server = undefined;
+        const servers = this.servers;
+        if (this.flights.closing) return;
+        this.servers = [];
         this.flights.closing = true;
         this.room.close();
         this.stopKicking();
         const cutAll = setTimeout(() => {
             for (const s of this.sockets) s.destroy();
         }, graceMs);
-        const closed = new Promise<void>((r) => server.close(() => r()));
-        server.closeIdleConnections(); // keep-alive connections between requests; tunnels and answers in flight get the grace
+        const closed = Promise.all(servers.map((server) => new Promise<void>((r) => server.close(() => r()))));
+        // Keep-alive connections between requests; tunnels and answers in flight get the grace.
+        for (const server of servers)
+            if (server instanceof http.Server || server instanceof https.Server) server.closeIdleConnections();
         await closed;
         clearTimeout(cutAll);
         // The cut sockets' close events (which release the leases) come a tick or two later.

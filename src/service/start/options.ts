@@ -5,6 +5,7 @@ import type { Scaler } from "../control/scaler";
 import type { Reconciler } from "../control/heal/reconciler";
 import type { BlockRules } from "../gateway";
 import type { StoreSpec } from "../store";
+import type { TlsFiles, TlsReload } from "./tls";
 
 export interface ServeOptions {
     projectRoot: string;
@@ -56,9 +57,23 @@ export interface ServeOptions {
     sseHeartbeatMs?: number;
     /**
      * The rotating gateway (src/service/gateway): a forward proxy whose every request leases a member.
-     * Off when undefined; `port` 0 picks a free port; `host` defaults to 127.0.0.1.
+     * Off when undefined. Its front doors, all on `host` (default 127.0.0.1), each off when undefined and
+     * on a free port with 0: `port` the plain HTTP proxy, `socksPort` SOCKS5.
      */
-    gateway?: { port: number; host?: string; blockRules?: BlockRules; waitMs?: number };
+    gateway?: {
+        port?: number;
+        socksPort?: number;
+        /** The HTTP proxy over TLS, serving `tls`'s certificate; needs `tls`. */
+        tlsPort?: number;
+        host?: string;
+        blockRules?: BlockRules;
+        waitMs?: number;
+    };
+    /**
+     * A certificate (chain) and its key, PEM files: the API then serves HTTPS on `port`, and the
+     * gateway's `tlsPort` serves them too. Read again by `RunningService.reloadTls` (SIGHUP).
+     */
+    tls?: TlsFiles;
     /** Rest per (proxy, target) after a lease against that target ends (leases and gateway alike). @default 0 */
     targetCooldownSeconds?: number;
     /**
@@ -86,6 +101,14 @@ export interface RunningService {
     /** The gateway's proxy URL and port, when it runs. */
     gatewayUrl?: string;
     gatewayPort?: number;
+    /** The gateway's SOCKS5 front door (`socks5h://host:port`) and its port, when it runs. */
+    socksUrl?: string;
+    socksPort?: number;
+    /** The gateway's TLS port (`https://host:port`, a proxy URL) and its port, when it runs. */
+    gatewayTlsUrl?: string;
+    gatewayTlsPort?: number;
+    /** With `tls`: reads the certificate and key again and serves them from now on (a failure keeps the old pair). */
+    reloadTls?: () => TlsReload;
     driver: StackDriver;
     scaler: Scaler;
     fleet: Fleet;
@@ -101,6 +124,8 @@ export interface RunningService {
 
 /** Checked before anything listens: a bad option must not leave a half-started service behind. */
 export function checkServeOptions(opts: ServeOptions): void {
+    if (opts.gateway?.tlsPort !== undefined && !opts.tls)
+        throw new RangeError("--gateway-tls-port needs --tls-cert and --tls-key: the TLS port serves that certificate");
     const r = opts.reconcileIntervalMs;
     if (r !== undefined && !(Number.isFinite(r) && r >= 0))
         throw new RangeError(`reconcileIntervalMs must be 0 (off) or a positive number of milliseconds, got ${r}`);

@@ -44,7 +44,7 @@ export function buildParts(
     opts: ServeOptions,
     log: Logger,
     home: EngineHome,
-    at: { checkUrl: string; url: string; version: string },
+    at: { checkUrl: string; checkTls?: { rejectUnauthorized: boolean }; url: string; version: string },
 ) {
     const { checkUrl } = at;
     const { runDir } = home;
@@ -75,7 +75,7 @@ export function buildParts(
                     `removed a stale writer lock left by ${describeHolder(h)} (the process is gone)`,
                 ),
         });
-    const health = new HealthMonitor({ intervalMs: opts.probeIntervalMs ?? 10_000, checkUrl });
+    const health = new HealthMonitor({ intervalMs: opts.probeIntervalMs ?? 10_000, checkUrl, tls: at.checkTls });
     const leaseOptions = {
         // With replicas, lease errors reach the deciding monitor through the store's counters (the
         // leader's ClusterVerdicts), wherever the lease was released; counted here too, the leader's

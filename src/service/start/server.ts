@@ -1,13 +1,12 @@
 import * as os from "node:os";
-import * as http from "node:http";
+import type * as tls from "node:tls";
 import { engineHome, fileBackendDir, packageVersion, stateBackend } from "../../engine";
 import { createLogger } from "../../log/logger";
 import { createApp } from "../api/app";
 import type { AppDeps } from "../api/deps";
-import { answerProtocolErrors } from "../api/protocol-errors";
 import { authenticate } from "../http/auth";
 import { watchStackCheckpoint } from "../control/stack-watch";
-import { Gateway } from "../gateway";
+import { Gateway, type GatewayAddresses } from "../gateway";
 import { assertNoOtherService } from "./announce";
 import { leaderForwarder } from "../api/forward";
 import { clusterView } from "../cluster/view";
@@ -18,6 +17,8 @@ import { subscribeParts } from "./subscribe-parts";
 import { readTokens } from "./tokens";
 import { protectedEndpoints } from "./protected-endpoints";
 import { findOperation } from "../operations/operation";
+import { listenApi, listenGateway } from "./listeners";
+import { reloadTls } from "./tls";
 
 export type { RunningService, ServeOptions } from "./options";
 
@@ -43,22 +44,15 @@ export async function startService(opts: ServeOptions): Promise<RunningService> 
     const { tokens, devTokenFile } = readTokens(opts, runDir, log);
     let ready: Readiness = { ok: false, reason: "starting: recovering the stack" };
 
-    const server = http.createServer();
-    answerProtocolErrors(server, log);
-    await new Promise<void>((resolve, reject) => {
-        server.once("error", reject);
-        server.listen(opts.port ?? 8080, opts.host ?? "127.0.0.1", () => resolve());
-    });
-    const port = (server.address() as { port: number }).port;
-    const url = `http://${opts.host ?? "127.0.0.1"}:${port}`;
-    const checkUrl = opts.checkUrl ?? `http://127.0.0.1:${port}/v1/echo`;
+    const api = await listenApi(opts, log);
+    const { server, port, url, checkUrl } = api;
     const startedAt = new Date().toISOString();
 
     // From here to `server.on("request")` nothing awaits, so no request arrives before the app is there.
     const version = packageVersion();
     let parts: ReturnType<typeof buildParts>;
     try {
-        parts = buildParts(opts, log, home, { checkUrl, url, version });
+        parts = buildParts(opts, log, home, { checkUrl, checkTls: api.checkTls, url, version });
         subscribeParts(parts, log);
     } catch (e) {
         // A stack config the parts refuse (they read its pools): the listening server must not keep the
@@ -87,6 +81,7 @@ export async function startService(opts: ServeOptions): Promise<RunningService> 
         opts.gateway &&
         new Gateway({
             ...opts.gateway,
+            tls: api.tls,
             fleet,
             tokens,
             metrics: parts.metrics.gateway,
@@ -141,7 +136,7 @@ export async function startService(opts: ServeOptions): Promise<RunningService> 
         leadingSince: cluster && (() => cluster.leadingSince()),
     });
 
-    let gatewayAt: { port: number; url: string } | undefined;
+    let gatewayAt: GatewayAddresses | undefined;
     try {
         if (redisStore && !(await redisStore.connect()))
             log.warn(
@@ -149,7 +144,7 @@ export async function startService(opts: ServeOptions): Promise<RunningService> 
                 "starting without the lease store: leases answer 503 store_unavailable until it is reachable",
             );
         if (gateway) gatewayAt = await listenGateway(gateway, opts.gateway!);
-        if (gatewayAt) cluster?.advertiseGateway(gatewayAt.url);
+        if (gatewayAt?.url) cluster?.advertiseGateway(gatewayAt.url);
         // Alone, this process leads from the start: recovery before anything is served. A replica serves
         // from what state holds and takes the stack up when it wins the leader lock.
         if (cluster) {
@@ -207,6 +202,9 @@ export async function startService(opts: ServeOptions): Promise<RunningService> 
         {
             url,
             gateway: gatewayAt?.url,
+            socks: gatewayAt?.socksUrl,
+            gatewayTls: gatewayAt?.tlsUrl,
+            ...(api.tls && { tls: { fingerprint: api.tls.fingerprint, validTo: api.tls.validTo } }),
             stack: opts.stack,
             members: fleet.proxies().length,
             checkUrl,
@@ -220,6 +218,13 @@ export async function startService(opts: ServeOptions): Promise<RunningService> 
         port,
         gatewayUrl: gatewayAt?.url,
         gatewayPort: gatewayAt?.port,
+        socksUrl: gatewayAt?.socksUrl,
+        socksPort: gatewayAt?.socksPort,
+        gatewayTlsUrl: gatewayAt?.tlsUrl,
+        gatewayTlsPort: gatewayAt?.tlsPort,
+        reloadTls:
+            opts.tls &&
+            (() => reloadTls(opts.tls!, () => [server, ...(gateway?.tlsServers() ?? [])] as tls.Server[], log)),
         driver: parts.driver,
         scaler,
         fleet,
@@ -274,17 +279,4 @@ export async function startService(opts: ServeOptions): Promise<RunningService> 
             log.info("egress service stopped");
         },
     };
-}
-
-/** Listens on the gateway's port; a taken one is said plainly, with the option that changes it. */
-async function listenGateway(gateway: Gateway, at: { port: number; host?: string }) {
-    try {
-        return await gateway.listen();
-    } catch (e) {
-        if ((e as NodeJS.ErrnoException).code === "EADDRINUSE")
-            throw new Error(
-                `the gateway's port ${at.host ?? "127.0.0.1"}:${at.port} is in use (another egress serve?): pick another with --gateway-port, or 0 for no gateway`,
-            );
-        throw e;
-    }
 }
