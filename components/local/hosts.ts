@@ -11,7 +11,7 @@ import * as crypto from "node:crypto";
 import * as fs from "node:fs";
 import * as path from "node:path";
 import { classify } from "../shared/errors";
-import type { StartRequest, Started } from "./process";
+import type { StartRequest, Started } from "./start-request";
 
 /** The host script, beside this file in the installed egress (dist/components/local/proxy-host.js). */
 export const LOCAL_HOST_SCRIPT = path.join(__dirname, "proxy-host.js");
@@ -84,13 +84,13 @@ export function orderFiles(stateDir: string, id: string) {
 }
 
 /** Hosts this process started, pid → host id: until its exec, a child's /proc cmdline is still ours. */
-const spawned = new Map<number, string>();
+const spawned: Record<number, string> = {};
 
 /** True while `pid` is host `host` (or, just spawned by us, is on its way to be). */
 function hostAlive(pid: number, host: string): boolean {
     const argv = hostArgvOf(pid);
     if (argv) return argv.host === host;
-    if (spawned.get(pid) !== host) return false;
+    if (spawned[pid] !== host) return false;
     try {
         process.kill(pid, 0);
         return true;
@@ -116,16 +116,15 @@ interface Hosts {
 
 /** Re-read from /proc and the ready files at most this often; in between, what this process did is counted. */
 const HOSTS_FRESH_MS = 10_000;
-const known = new Map<string, Hosts>();
-const queues = new Map<string, Promise<unknown>>();
+// Plain objects, not Maps at the top level: components/ modules keep to what the closure serializer carries
+// (test/unit/serialized-errors.test.ts), though this one is loaded from the installed egress.
+const known: Record<string, Hosts> = Object.create(null);
+const queues: Record<string, Promise<unknown>> = Object.create(null);
 
 /** Runs `fn` after every earlier call for the same key has settled. */
 function queued<T>(key: string, fn: () => Promise<T> | T): Promise<T> {
-    const run = (queues.get(key) ?? Promise.resolve()).then(fn, fn);
-    queues.set(
-        key,
-        run.catch(() => undefined),
-    );
+    const run = (queues[key] ?? Promise.resolve()).then(fn, fn);
+    queues[key] = run.catch(() => undefined);
     return run;
 }
 
@@ -151,10 +150,10 @@ function scanHosts(stateDir: string, installation: string | undefined): Hosts {
 
 /** A live host of ours with room for one more member, or a new one; the member's order is written either way. */
 function placeOrder(req: StartRequest, perProcess: number): { host: string; pid: number } {
-    const stale = known.get(req.stateDir);
+    const stale = known[req.stateDir];
     const hosts =
         stale && Date.now() - stale.at < HOSTS_FRESH_MS ? stale : scanHosts(req.stateDir, req.installation?.id);
-    known.set(req.stateDir, hosts);
+    known[req.stateDir] = hosts;
     const order = (host: string) =>
         writeOrder(orderFiles(req.stateDir, req.id).want, {
             id: req.id,
@@ -199,8 +198,8 @@ function spawnHost(req: StartRequest, host: string): number {
     fs.closeSync(out);
     child.unref();
     if (!child.pid) throw classify(new Error(`could not start a local proxy host in ${req.stateDir}`), "transient");
-    spawned.set(child.pid, host);
-    child.on("exit", () => spawned.delete(child.pid!));
+    spawned[child.pid] = host;
+    child.on("exit", () => delete spawned[child.pid!]);
     return child.pid;
 }
 
@@ -230,7 +229,7 @@ export async function startHosted(req: StartRequest, perProcess: number, timeout
             await new Promise((r) => setTimeout(r, 25));
         }
         fs.rmSync(files.want, { force: true });
-        known.delete(req.stateDir);
+        delete known[req.stateDir];
         if (attempt >= 2 || Date.now() >= deadline)
             throw classify(
                 new Error(
@@ -250,7 +249,7 @@ export async function stopHosted(pid: number, id: string, stateDir: string): Pro
     const deadline = Date.now() + 5000;
     while (Date.now() < deadline) {
         if (!hostServes(pid, id)) {
-            const load = known.get(stateDir)?.load;
+            const load = known[stateDir]?.load;
             if (load?.has(h.host)) load.set(h.host, Math.max(0, load.get(h.host)! - 1));
             return;
         }

@@ -4,7 +4,7 @@
  * `require`s inside functions date from when the provider was serialized into state; it is now loaded from
  * the installed egress (components/shared/dynamic.ts), and state older than that still holds such code.
  */
-import { foreignInstallationMessage, type Installation } from "../../src/model/installation";
+import { foreignInstallationMessage } from "../../src/model/installation";
 import { classify } from "../shared/errors";
 import {
     hostArgvOf,
@@ -24,28 +24,8 @@ export const LOCAL_SERVER_SCRIPT = (require("node:path") as typeof import("node:
     "proxy-server.js",
 );
 
-export interface StartRequest {
-    id: string;
-    /** Port to bind; 0 lets the kernel choose a free one. */
-    port: number;
-    stateDir: string;
-    serverScript: string;
-    nodePath: string;
-    /** Credentials the proxy requires; handed over in a 0600 file the proxy reads and removes at start. */
-    auth?: { username: string; password: string };
-    /**
-     * The stack's installation: carried in the proxy's argv and ready file. A running proxy with this id but
-     * another installation is never stopped: the start fails naming both. Unset: no check (tests only).
-     */
-    installation?: Installation;
-    /** More than 1: the member shares a host process with up to this many (hosts.ts). Unset: a process of its own. */
-    membersPerProcess?: number;
-}
-
-export interface Started {
-    pid: number;
-    port: number;
-}
+export type { StartRequest, Started } from "./start-request";
+import type { StartRequest, Started } from "./start-request";
 
 /** Files kept per proxy under the stack's state dir. */
 export function proxyFiles(stateDir: string, id: string) {

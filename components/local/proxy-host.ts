@@ -39,7 +39,9 @@ if (!host || !dir) {
 /** How long a host with no member waits for one before it exits (a new host's first order is on its way). */
 const IDLE_EXIT_MS = 3000;
 
-const served = new Map<string, OpenProxy>();
+/** Members served, by id. A plain object: components/ modules keep no top-level Map (serialized-errors test). */
+const served: Record<string, OpenProxy> = Object.create(null);
+const servedCount = () => Object.keys(served).length;
 let idleSince = Date.now();
 
 interface Order {
@@ -65,11 +67,11 @@ function writeAtomically(file: string, body: unknown): void {
 
 async function serve(order: Order, file: string): Promise<void> {
     fs.rmSync(file, { force: true });
-    await served.get(order.id)?.close(); // a create again after a lost run: the new order wins
-    served.delete(order.id);
+    await served[order.id]?.close(); // a create again after a lost run: the new order wins
+    delete served[order.id];
     try {
         const proxy = await openProxy(order.port ?? 0, order.auth);
-        served.set(order.id, proxy);
+        served[order.id] = proxy;
         log.info({ id: order.id, port: proxy.port, auth: !!order.auth }, "listening");
         const ready = {
             id: order.id,
@@ -86,8 +88,8 @@ async function serve(order: Order, file: string): Promise<void> {
 }
 
 async function close(order: Order, file: string): Promise<void> {
-    await served.get(order.id)?.close();
-    served.delete(order.id);
+    await served[order.id]?.close();
+    delete served[order.id];
     const ready = path.join(dir!, `${order.id}.json`);
     try {
         if (JSON.parse(fs.readFileSync(ready, "utf8")).pid === process.pid) fs.rmSync(ready, { force: true });
@@ -122,7 +124,7 @@ async function scan(): Promise<void> {
     } finally {
         scanning = false;
     }
-    if (served.size > 0) idleSince = Date.now();
+    if (servedCount() > 0) idleSince = Date.now();
     else if (Date.now() - idleSince > IDLE_EXIT_MS) exit("idle", true);
 }
 
@@ -131,9 +133,9 @@ let exiting = false;
 function exit(reason: string, removeLog: boolean): void {
     if (exiting) return;
     exiting = true;
-    log.info({ host, reason, members: served.size }, "stopping");
+    log.info({ host, reason, members: servedCount() }, "stopping");
     if (removeLog) fs.rmSync(path.join(dir!, `${host}.log`), { force: true });
-    Promise.allSettled([...served.values()].map((p) => p.close())).finally(() => process.exit(0));
+    Promise.allSettled(Object.values(served).map((p) => p.close())).finally(() => process.exit(0));
     setTimeout(() => process.exit(0), 2000).unref();
 }
 

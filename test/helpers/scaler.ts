@@ -28,6 +28,8 @@ export function scriptedDriver() {
     const driver = {
         // A count change replaces nothing (rolling changes: test/service/rolling.test.ts).
         previewReplaced: async () => [],
+        // Nothing in state to target (engine countTargets): a scale runs a plain `up`.
+        countTargets: async () => undefined,
         up: () =>
             new Promise((resolve, reject) =>
                 calls.push({ resolve: () => resolve({ kind: "up", changes: { same: 1 }, durationMs: 1 }), reject }),

@@ -41,6 +41,7 @@ function setup() {
     const driver = {
         // A count change replaces nothing (rolling changes: test/service/rolling.test.ts).
         previewReplaced: async () => [],
+        countTargets: async () => undefined, // nothing in state to target: a plain `up`
         up: async () => (ups.push(Date.now()), { kind: "up", changes: { delete: 1 }, durationMs: 1 }),
     } as unknown as StackDriver;
     const log = pino({ level: "silent" });
