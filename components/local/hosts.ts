@@ -6,12 +6,11 @@
  * One engine run holds the stack's lock, and its creates and deletes all run in one provider process:
  * an in-process queue per state dir is enough to keep two creates from overfilling a host.
  */
-import * as cp from "node:child_process";
 import * as crypto from "node:crypto";
 import * as fs from "node:fs";
 import * as path from "node:path";
 import { classify } from "../shared/errors";
-import type { StartRequest, Started } from "./start-request";
+import { spawnDetached, type StartRequest, type Started } from "./start-request";
 
 /** The host script, beside this file in the installed egress (dist/components/local/proxy-host.js). */
 export const LOCAL_HOST_SCRIPT = path.join(__dirname, "proxy-host.js");
@@ -180,7 +179,6 @@ function placeOrder(req: StartRequest, perProcess: number): { host: string; pid:
 }
 
 function spawnHost(req: StartRequest, host: string): number {
-    const out = fs.openSync(path.join(req.stateDir, `${host}.log`), "a");
     const argv = [
         LOCAL_HOST_SCRIPT,
         "--host",
@@ -189,14 +187,7 @@ function spawnHost(req: StartRequest, host: string): number {
         req.stateDir,
         ...(req.installation ? ["--installation", req.installation.id] : []),
     ];
-    const child = cp.spawn(req.nodePath, argv, {
-        detached: true,
-        stdio: ["ignore", out, out],
-        // Allow-listed, as for a one-member proxy (process.ts).
-        env: { PATH: process.env.PATH ?? "/usr/bin:/bin", LANG: process.env.LANG ?? "C.UTF-8" },
-    });
-    fs.closeSync(out);
-    child.unref();
+    const child = spawnDetached(req.nodePath, argv, path.join(req.stateDir, `${host}.log`));
     if (!child.pid) throw classify(new Error(`could not start a local proxy host in ${req.stateDir}`), "transient");
     spawned[child.pid] = host;
     child.on("exit", () => delete spawned[child.pid!]);

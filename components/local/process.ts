@@ -25,7 +25,7 @@ export const LOCAL_SERVER_SCRIPT = (require("node:path") as typeof import("node:
 );
 
 export type { StartRequest, Started } from "./start-request";
-import type { StartRequest, Started } from "./start-request";
+import { spawnDetached, type StartRequest, type Started } from "./start-request";
 
 /** Files kept per proxy under the stack's state dir. */
 export function proxyFiles(stateDir: string, id: string) {
@@ -40,7 +40,6 @@ export function proxyFiles(stateDir: string, id: string) {
 /** Starts a detached proxy and waits until it listens. On failure nothing is left running. */
 export async function startProxy(req: StartRequest, timeoutMs = 15000): Promise<Started> {
     const fs = require("node:fs") as typeof import("node:fs");
-    const cp = require("node:child_process") as typeof import("node:child_process");
     fs.mkdirSync(req.stateDir, { recursive: true });
     const files = proxyFiles(req.stateDir, req.id);
     // IDs are deterministic, so a process a killed run started for this very member may still be up:
@@ -68,7 +67,6 @@ export async function startProxy(req: StartRequest, timeoutMs = 15000): Promise<
     // Never argv or the environment (both readable in /proc by any local user): a file only we can read,
     // created with its mode (never widened after the fact), which the proxy removes once read.
     if (req.auth) fs.writeFileSync(files.auth, JSON.stringify(req.auth), { mode: 0o600, flag: "wx" });
-    const out = fs.openSync(files.log, "a");
     const argv = [
         req.serverScript,
         "--id",
@@ -80,16 +78,9 @@ export async function startProxy(req: StartRequest, timeoutMs = 15000): Promise<
         ...(req.auth ? ["--auth", files.auth] : []),
         ...(req.installation ? ["--installation", req.installation.id] : []),
     ];
-    const child = cp.spawn(req.nodePath, argv, {
-        detached: true,
-        stdio: ["ignore", out, out],
-        // Allow-listed: the engine's environment (Pulumi settings, cloud credentials) is none of a proxy's business.
-        env: { PATH: process.env.PATH ?? "/usr/bin:/bin", LANG: process.env.LANG ?? "C.UTF-8" },
-    });
-    fs.closeSync(out);
+    const child = spawnDetached(req.nodePath, argv, files.log);
     let exited: number | null = null;
     child.on("exit", (code) => (exited = code ?? -1));
-    child.unref();
     const deadline = Date.now() + timeoutMs;
     while (Date.now() < deadline) {
         if (fs.existsSync(files.ready)) {

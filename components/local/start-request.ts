@@ -26,3 +26,26 @@ export interface Started {
     pid: number;
     port: number;
 }
+
+/**
+ * Spawns a detached proxy process (one member's or a shared host's) that outlives the engine run, its
+ * output appended to `logFile`. The child's handle is unref'd: nothing here waits for it.
+ */
+export function spawnDetached(
+    nodePath: string,
+    argv: string[],
+    logFile: string,
+): import("node:child_process").ChildProcess {
+    const fs = require("node:fs") as typeof import("node:fs");
+    const cp = require("node:child_process") as typeof import("node:child_process");
+    const out = fs.openSync(logFile, "a");
+    const child = cp.spawn(nodePath, argv, {
+        detached: true,
+        stdio: ["ignore", out, out],
+        // Allow-listed: the engine's environment (Pulumi settings, cloud credentials) is none of a proxy's business.
+        env: { PATH: process.env.PATH ?? "/usr/bin:/bin", LANG: process.env.LANG ?? "C.UTF-8" },
+    });
+    fs.closeSync(out);
+    child.unref();
+    return child;
+}

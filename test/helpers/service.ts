@@ -228,3 +228,15 @@ export function samplePool(
         },
     };
 }
+
+/** Names of the resources the engine started a step on during operation `opId`, each once, in order (its SSE events). */
+export async function steppedOn(svc: TestService, opId: string): Promise<string[]> {
+    const text = await fetch(`${svc.url}/v1/operations/${opId}/events`, {
+        headers: { authorization: `Bearer ${TOKENS.scale}` },
+    }).then((r) => r.text());
+    const events = text
+        .split("\n\n")
+        .filter((b) => b.startsWith("event: progress"))
+        .map((b) => JSON.parse(/^data: (.*)$/m.exec(b)![1]));
+    return [...new Set(events.filter((e) => e.kind === "resource-start").map((e) => e.name as string))];
+}

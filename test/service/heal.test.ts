@@ -10,7 +10,7 @@ import * as fs from "node:fs";
 import * as net from "node:net";
 import * as path from "node:path";
 import { freePortRange } from "../helpers/net";
-import { startTestService, TestService, TOKENS, waitFor } from "../helpers/service";
+import { startTestService, steppedOn, TestService, TOKENS, waitFor } from "../helpers/service";
 import { findProxyProcesses } from "../../components/local/process";
 
 const PROBE_MS = 300;
@@ -118,16 +118,8 @@ test(
         );
         assert.notEqual(pidOf("web-1"), old, "a new process");
         // Targeted: the engine touched web-1's resources only (no refresh or replace of the others).
-        const events = (
-            await fetch(`${svc.url}/v1/operations/${op.id}/events`, {
-                headers: { authorization: `Bearer ${TOKENS.scale}` },
-            }).then((r) => r.text())
-        )
-            .split("\n\n")
-            .filter((b) => b.startsWith("event: progress"))
-            .map((b) => JSON.parse(/^data: (.*)$/m.exec(b)![1]));
-        const touched = new Set(events.filter((e) => e.kind === "resource-start").map((e) => e.name));
-        assert.deepEqual([...touched], ["web-1-process"], JSON.stringify([...touched]));
+        const touched = await steppedOn(svc, op.id);
+        assert.deepEqual(touched, ["web-1-process"], JSON.stringify(touched));
         const metrics = await (await fetch(`${svc.url}/metrics`)).text();
         assert.match(metrics, /egress_heals_total\{pool="web",reason="gone"\} 1/);
         assert.match(metrics, /egress_operations_total\{kind="heal",result="succeeded"\} 1/);

@@ -8,7 +8,7 @@ import { after, before, test } from "node:test";
 import assert from "node:assert/strict";
 import { runningProxies } from "../../components/local/process";
 import * as path from "node:path";
-import { settled, startTestService, TestService, TOKENS, waitFor } from "../helpers/service";
+import { settled, startTestService, steppedOn, TestService, TOKENS, waitFor } from "../helpers/service";
 
 let svc: TestService;
 before(async () => {
@@ -37,17 +37,9 @@ async function scale(pool: string, n: number): Promise<string[]> {
     assert.equal(r.status, 202, JSON.stringify(r.body));
     const op = await settled(svc, r.body.operation.id);
     assert.equal(op.status, "succeeded", op.error);
-    const events = (
-        await fetch(`${svc.url}/v1/operations/${op.id}/events`, {
-            headers: { authorization: `Bearer ${TOKENS.scale}` },
-        }).then((x) => x.text())
-    )
-        .split("\n\n")
-        .filter((b) => b.startsWith("event: progress"))
-        .map((b) => JSON.parse(/^data: (.*)$/m.exec(b)![1]));
     // The engine's default provider for the dynamic resources (`default`) is looked at by every run.
-    const names = events.filter((e) => e.kind === "resource-start").map((e) => e.name as string);
-    return [...new Set(names)].filter((n) => !n.startsWith("default")).sort();
+    const names = await steppedOn(svc, op.id);
+    return names.filter((n) => !n.startsWith("default")).sort();
 }
 
 test("3 → 5 → 2: each scale steps on the members it adds or removes alone", { timeout: 180_000 }, async () => {
