@@ -58,6 +58,18 @@ test("CONNECT: a tunnel through a member; closing it releases the lease with ok;
         const a = await viaGateway(o("/y"), basic("web_target_shop.test", TOKENS.lease));
         assert.notEqual(a.headers["x-egress-proxy"], benched);
     }
+    // Naming the member (the answer's X-Egress-Proxy): one that did not serve the session is refused by name.
+    const named = await svc.call("POST", "/v1/blocks", {
+        token: TOKENS.lease,
+        body: { pool: "web", target: "shop.test", session: "s1", proxy: "web-99" },
+    });
+    assert.equal(named.status, 404);
+    assert.match(named.body.error.message, /through web-99/);
+    const same = await svc.call("POST", "/v1/blocks", {
+        token: TOKENS.lease,
+        body: { pool: "web", target: "shop.test", session: "s1", proxy: benched },
+    });
+    assert.equal(same.body.blocked?.proxy, benched, JSON.stringify(same.body));
     // Only what this token was served: another token, or another session, has nothing to report.
     const other = await svc.call("POST", "/v1/blocks", {
         token: TOKENS.admin,

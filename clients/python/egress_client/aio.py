@@ -50,8 +50,8 @@ class AsyncEgressClient:
             raise
         await self.release(held, outcome_of(held, None))
 
-    async def report_block(self, pool, target, session=None):
-        return await asyncio.to_thread(self._sync.report_block, pool, target, session)
+    async def report_block(self, pool, target, session=None, proxy=None):
+        return await asyncio.to_thread(self._sync.report_block, pool, target, session, proxy)
 
     async def pools(self):
         return await asyncio.to_thread(self._sync.pools)

@@ -17,7 +17,7 @@ ROUTES = {
 REQUEST_FIELDS = {
     "lease": ["pool", "target", "session", "zone", "ttlSeconds"],
     "release": ["outcome"],
-    "report_block": ["pool", "target", "session"],
+    "report_block": ["pool", "target", "session", "proxy"],
     "scale": ["replicas"],
 }
 

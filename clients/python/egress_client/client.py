@@ -64,9 +64,17 @@ class EgressClient:
             raise
         self.release(held, outcome_of(held, None))
 
-    def report_block(self, pool, target, session=None):
-        """POST /v1/blocks: the member that served this token's last gateway request for them rests for `target`."""
-        body = {"pool": pool, "target": target, **({"session": session} if session else {})}
+    def report_block(self, pool, target, session=None, proxy=None):
+        """
+        POST /v1/blocks: member `proxy` (the blocked answer's `X-Egress-Proxy`), which must have served this
+        token's gateway requests for them lately, or else the one that served the last, rests for `target`.
+        """
+        body = {
+            "pool": pool,
+            "target": target,
+            **({"session": session} if session else {}),
+            **({"proxy": proxy} if proxy else {}),
+        }
         return self._call("report_block", body)["blocked"]
 
     def pools(self):

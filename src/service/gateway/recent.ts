@@ -2,9 +2,11 @@ import type { Fleet } from "../fleet/fleet";
 import { type MaybePromise, settle } from "../store/types";
 
 /**
- * Which member last served a client's (pool, session, target), so a client can report a block the
- * gateway could not see (inside a CONNECT tunnel) without knowing member ids: POST /v1/blocks.
- * Bounded: entries older than `windowMs` are not answered, and past `max` entries the oldest go first
+ * Which members lately served a client's (pool, session, target), so a client can report a block the
+ * gateway could not see (inside a CONNECT tunnel): POST /v1/blocks names the member from the answer's
+ * `X-Egress-Proxy`, or takes the last one. Several per key (up to PER_KEY, the latest last): with requests
+ * to one site in flight at once, "the last" may not be the one whose answer was blocked.
+ * Bounded: entries older than `windowMs` are not answered, and past `max` keys the oldest go first
  * (a Map keeps insertion order; an update moves the key to the end).
  */
 export interface Served {
@@ -20,8 +22,11 @@ export interface ServedKey {
     target: string;
 }
 
+/** Members remembered per key: enough for the requests one client has in flight to one site. */
+const PER_KEY = 16;
+
 export class RecentServes {
-    private readonly byKey = new Map<string, Served>();
+    private readonly byKey = new Map<string, Served[]>();
 
     constructor(
         private readonly windowMs = 10 * 60_000,
@@ -31,14 +36,18 @@ export class RecentServes {
 
     record(k: ServedKey, proxyId: string): void {
         const key = keyOf(k);
+        const served = (this.byKey.get(key) ?? []).filter((s) => s.proxyId !== proxyId);
+        served.push({ proxyId, at: this.now() });
+        if (served.length > PER_KEY) served.shift();
         this.byKey.delete(key);
-        this.byKey.set(key, { proxyId, at: this.now() });
+        this.byKey.set(key, served);
         if (this.byKey.size > this.max) this.byKey.delete(this.byKey.keys().next().value!);
     }
 
-    /** The member that served `k` within the window, if any. */
-    get(k: ServedKey): Served | undefined {
-        const s = this.byKey.get(keyOf(k));
+    /** The member `proxyId` if it served `k` within the window, else (no `proxyId`) the last one that did. */
+    get(k: ServedKey, proxyId?: string): Served | undefined {
+        const served = this.byKey.get(keyOf(k)) ?? [];
+        const s = proxyId === undefined ? served.at(-1) : served.find((x) => x.proxyId === proxyId);
         return s && this.now() - s.at <= this.windowMs ? s : undefined;
     }
 
@@ -59,14 +68,15 @@ export function reportServedBlock(
     recent: RecentServes,
     fleet: Pick<Fleet, "reportBlocked">,
     k: ServedKey,
+    proxyId?: string,
 ): MaybePromise<{ ok: true; proxyId: string; until: number } | { ok: false; message: string }> {
     const target = k.target.toLowerCase();
-    const served = recent.get({ ...k, target });
+    const served = recent.get({ ...k, target }, proxyId);
     const what = `pool "${k.pool}", target "${target}"${k.session ? `, session "${k.session}"` : ""}`;
     if (!served)
         return {
             ok: false,
-            message: `the gateway served no request for ${what} with this token in the last ${recent.windowSeconds} s`,
+            message: `the gateway served no request for ${what}${proxyId ? ` through ${proxyId}` : ""} with this token in the last ${recent.windowSeconds} s`,
         };
     return settle(fleet.reportBlocked(served.proxyId, target), (until) => {
         if (until === undefined)

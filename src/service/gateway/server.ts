@@ -263,10 +263,10 @@ export class Gateway {
     }
 
     /**
-     * POST /v1/blocks: the member that last served this client's (pool, session, target) through the
-     * gateway rests for the target as after a `blocked` release (recent.ts).
+     * POST /v1/blocks: member `proxyId` (or, unset, the last one) that served this client's (pool, session,
+     * target) through the gateway rests for the target as after a `blocked` release (recent.ts).
      */
-    reportBlock(k: ServedKey): ReturnType<typeof reportServedBlock> {
-        return reportServedBlock(this.recent, this.o.fleet, k);
+    reportBlock(k: ServedKey, proxyId?: string): ReturnType<typeof reportServedBlock> {
+        return reportServedBlock(this.recent, this.o.fleet, k, proxyId);
     }
 }

@@ -112,12 +112,12 @@ class EgressMiddleware:
     def _report(self, request, response):
         """POST /v1/blocks for a block the gateway could not see (inside a tunnel, a pattern, another code)."""
         target = urlsplit(request.url).hostname
+        # The member, when the answer names it (plain http): egress checks it served this request's key, so
+        # the right member rests even with other requests to the site served after this one.
+        member = served_by(response)
         try:
-            got = self.client.report_block(self.cfg.pool, target, request.meta.get("egress_session"))
+            self.client.report_block(self.cfg.pool, target, request.meta.get("egress_session"), member)
         except Exception as e:  # a report that fails must not fail the crawl
             log.warning("egress: could not report the block of %s: %s", request.url, e)
             return
         self.stats.inc_value("egress/block_reports")
-        member = served_by(response)
-        if member and member != got["proxy"]:
-            log.warning("egress: block of %s reported for %s, but %s served it", request.url, got["proxy"], member)

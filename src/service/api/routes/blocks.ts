@@ -8,8 +8,9 @@ import { blockBody, type blockResponse, parseOr400 } from "../schemas";
 
 /**
  * POST /v1/blocks: the client tells the service that a gateway request was blocked where the gateway
- * could not see it (inside a CONNECT tunnel, or a block page with status 200). The member that served
- * the token's last request for (pool, session, target) rests for the target as after a `blocked`
+ * could not see it (inside a CONNECT tunnel, or a block page with status 200). The member named by
+ * `proxy` (the answer's `X-Egress-Proxy`), which must have served the token's (pool, session, target)
+ * lately, or else the one that served its last such request, rests for the target as after a `blocked`
  * release. Only the reporting token's own requests are looked up, so one client cannot bench another's.
  */
 export function blockRoutes(deps: AppDeps): Router {
@@ -22,12 +23,15 @@ export function blockRoutes(deps: AppDeps): Router {
                 "the gateway is off (egress serve --gateway-port 0), so it served nothing to report a block about",
             );
         const got = await Promise.resolve(
-            deps.gateway.reportBlock({
-                client: (req as AuthenticatedRequest).tokenName,
-                pool: body.pool,
-                session: body.session,
-                target: body.target,
-            }),
+            deps.gateway.reportBlock(
+                {
+                    client: (req as AuthenticatedRequest).tokenName,
+                    pool: body.pool,
+                    session: body.session,
+                    target: body.target,
+                },
+                body.proxy,
+            ),
         ).catch(storeFailure);
         if (!got.ok) throw new HttpError("not_served", got.message);
         const blocked = {

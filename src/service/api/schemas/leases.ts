@@ -42,6 +42,14 @@ export const blockBody = z.strictObject({
     pool: z.string().min(1).max(63).describe("The pool of the gateway request (its username's pool)"),
     target: z.string().min(1).max(253).describe("The host that blocked (the request's host, or its `_target_` option)"),
     session: z.string().min(1).max(64).optional().describe("The request's `_session_` key, if it had one"),
+    proxy: z
+        .string()
+        .min(1)
+        .max(253)
+        .optional()
+        .describe(
+            "The member that served the blocked answer (its `X-Egress-Proxy` header). It must be one that served this token's (pool, session, target) lately; unset: the last one that did",
+        ),
 });
 
 /** POST /v1/blocks → 200 */
