@@ -969,6 +969,8 @@ export interface operations {
                 "application/json": {
                     /** @description The pool of the gateway request (its username's pool) */
                     pool: string;
+                    /** @description The member that served the blocked answer (its `X-Egress-Proxy` header). It must be one that served this token's (pool, session, target) lately; unset: the last one that did */
+                    proxy?: string;
                     /** @description The request's `_session_` key, if it had one */
                     session?: string;
                     /** @description The host that blocked (the request's host, or its `_target_` option) */
