@@ -60,7 +60,7 @@ test(
             await until(
                 "the engine's processes to appear and the operation to settle",
                 async () => {
-                    for (const e of engineProcessesOf(svc.child.pid!)) seen.set(e.pid, environOf(e.pid));
+                    for (const e of engineProcessesOf(svc.child.pid!)) seen.set(e.pid, e.environ);
                     return (await svc.call("GET", `/v1/operations/${op.id}`)).body.operation.status === "succeeded";
                 },
                 120_000,
@@ -74,11 +74,10 @@ test(
                 assert.ok(!env.includes(CANARY), `engine process ${pid} does not carry the canary`);
                 assert.ok(!env.includes("EGRESS_TOKENS="), `engine process ${pid} has no EGRESS_TOKENS at all`);
                 // The caller's Pulumi settings do reach it (egress no longer overrides plugin acquisition).
-                if (env)
-                    assert.ok(
-                        env.split("\0").includes("PULUMI_DISABLE_AUTOMATIC_PLUGIN_ACQUISITION=true"),
-                        `engine process ${pid} got the caller's PULUMI_DISABLE_AUTOMATIC_PLUGIN_ACQUISITION`,
-                    );
+                assert.ok(
+                    env.split("\0").includes("PULUMI_DISABLE_AUTOMATIC_PLUGIN_ACQUISITION=true"),
+                    `engine process ${pid} got the caller's PULUMI_DISABLE_AUTOMATIC_PLUGIN_ACQUISITION`,
+                );
             }
             const proxies = proxyProcesses(p);
             assert.equal(proxies.size, 4);

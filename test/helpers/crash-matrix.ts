@@ -85,7 +85,7 @@ export function crashMatrix(backend: MatrixBackend): void {
     async function engineGoneWithin(ownerPid: number, label: string): Promise<number> {
         const t0 = Date.now();
         await until(
-            `${label}: engine processes of dead pid ${ownerPid} to end (left: ${JSON.stringify(engineProcessesOf(ownerPid))})`,
+            `${label}: engine processes of dead pid ${ownerPid} to end (left: ${JSON.stringify(engineProcessesOf(ownerPid).map(({ pid, command }) => ({ pid, command })))})`,
             () => engineProcessesOf(ownerPid).length === 0,
             10_000,
         );

@@ -21,13 +21,19 @@ export function proxyProcesses(p: Pick<ProcProject, "stateDir">): Map<string, nu
     return new Map([...runningProxies(p.stateDir)].map(([id, pids]) => [id, pids[0]]));
 }
 
-/** Engine processes (pulumi, its plugins) started by the egress process `ownerPid`: found by our run marker. */
-export function engineProcessesOf(ownerPid: number): { pid: number; command: string }[] {
-    const out: { pid: number; command: string }[] = [];
+/**
+ * Engine processes (pulumi, its plugins) started by the egress process `ownerPid`: found by our run marker.
+ * `environ` is the environment the marker was read from: a process forked by a plugin (a local proxy
+ * between fork and exec) carries the plugin's environment only until its exec, so a second read may see
+ * another process's.
+ */
+export function engineProcessesOf(ownerPid: number): { pid: number; command: string; environ: string }[] {
+    const out: { pid: number; command: string; environ: string }[] = [];
     for (const pid of fs.readdirSync("/proc").filter((d) => /^\d+$/.test(d))) {
         const env = readProc(pid, "environ");
         if (!env?.split("\0").some((kv) => kv.startsWith(`${MARKER_VAR}=${ownerPid}.`))) continue;
-        out.push({ pid: Number(pid), command: (readProc(pid, "cmdline") ?? "").split("\0").slice(0, 2).join(" ") });
+        const command = (readProc(pid, "cmdline") ?? "").split("\0").slice(0, 2).join(" ");
+        out.push({ pid: Number(pid), command, environ: env });
     }
     return out;
 }
