@@ -44,6 +44,24 @@ function preview(v: unknown): string {
     return s === undefined ? String(v) : s.length > 80 ? s.slice(0, 77) + "..." : s;
 }
 
+const WANTED: Record<string, string> = {
+    array: "a list",
+    object: "a mapping",
+    record: "a mapping",
+    string: "a string",
+    number: "a number",
+    int: "a whole number",
+    boolean: "true or false",
+};
+
+/** The rule a value of the wrong type broke: required when it is missing, else what it must be instead. */
+function typeRule(expected: string, actual: unknown): string {
+    const want = WANTED[expected] ?? expected;
+    if (actual === undefined) return `is required (${want})`;
+    const got = actual === null ? "null" : Array.isArray(actual) ? "a list" : (WANTED[typeof actual] ?? typeof actual);
+    return `must be ${want}, not ${got}`;
+}
+
 /** Turns zod issues into problems that name the config path, the rule and the offending value. */
 export function problemsFromZod(error: z.ZodError, raw: unknown, kindNames: readonly string[] = []): ConfigProblem[] {
     return error.issues.map((issue) => {
@@ -53,6 +71,10 @@ export function problemsFromZod(error: z.ZodError, raw: unknown, kindNames: read
             rule = `unknown key(s) ${issue.keys.map((k) => "`" + k + "`").join(", ")}`;
         if (issue.code === "invalid_union" && (issue as any).note === "No matching discriminator")
             rule = `\`type\` must be one of ${kindNames.join(", ")}`;
+        // zod's own wording ("Invalid input: expected array, received undefined") says neither what is
+        // missing nor what to write; a schema's own message is kept.
+        if (issue.code === "invalid_type" && issue.message.startsWith("Invalid input"))
+            rule = typeRule(String(issue.expected), valueAt(raw, path));
         const value = issue.code === "unrecognized_keys" ? undefined : shownValue(path, valueAt(raw, path));
         return { path: configPath(path), rule, value };
     });

@@ -212,3 +212,21 @@ test("pool auth: username charset and password rules name the path, and the pass
     );
     assert.deepEqual(cfg.pools[0].auth, { username: "crawler.01", password: "a-long-random-password" });
 });
+
+test("a value of the wrong type or a missing one names what to write, never zod's bare wording", () => {
+    const lines = [
+        ...problems(ok([{ name: "a", provider: "local", replicas: "three" }])),
+        ...problems(ok([{ name: "a", provider: "local" }])),
+        ...problems(ok([{ name: "a", provider: "local", replicas: 1, members: {} }])),
+    ];
+    for (const line of lines) assert.doesNotMatch(line, /Invalid input|received/, line);
+    assert.ok(
+        lines.includes('egress:pools[0].replicas: must be a number, not a string (got "three")'),
+        lines.join("\n"),
+    );
+    assert.ok(lines.includes("egress:pools[0].replicas: is required (a number)"), lines.join("\n"));
+    assert.ok(
+        lines.some((l) => l.startsWith("egress:pools[0].members: must be a list, not a mapping")),
+        lines.join("\n"),
+    );
+});

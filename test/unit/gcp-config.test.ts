@@ -21,7 +21,7 @@ describe("gcp provider config", () => {
         const { allowedSourceRanges: _, ...noRanges } = base;
         assert.deepEqual(
             problems(() => parse(noRanges)),
-            ["egress:providers.gcp-eu.allowedSourceRanges: Invalid input: expected array, received undefined"],
+            ["egress:providers.gcp-eu.allowedSourceRanges: is required (a list)"],
         );
         assert.deepEqual(
             problems(() => parse({ ...base, allowedSourceRanges: ["0.0.0.0/0"] })),
