@@ -13,6 +13,11 @@ export interface ProxyPoolArgs {
     context: StackContext;
     /** What the kind's `createProviderShared` returned for this pool's provider entry (see src/program.ts). */
     providerShared?: unknown;
+    /**
+     * Register only these members (a targeted run's, src/program.ts ProgramScope): the engine keeps the
+     * others as state has them. Unset: every member.
+     */
+    only?: ReadonlySet<string>;
 }
 
 /**
@@ -39,23 +44,26 @@ export class ProxyPool extends pulumi.ComponentResource {
             },
             { parent: this },
         );
-        const members = planMembers(args.pool).map((plan) =>
-            kind.createMember(
-                plan.name,
-                {
-                    pool: args.pool.name,
-                    providerName: args.providerName,
-                    entry: args.entry,
-                    plan,
-                    context: args.context,
-                    shared,
-                },
-                { parent: this },
-            ),
-        );
+        const plans = planMembers(args.pool);
+        const members = plans
+            .filter((plan) => !args.only || args.only.has(plan.name))
+            .map((plan) =>
+                kind.createMember(
+                    plan.name,
+                    {
+                        pool: args.pool.name,
+                        providerName: args.providerName,
+                        entry: args.entry,
+                        plan,
+                        context: args.context,
+                        shared,
+                    },
+                    { parent: this },
+                ),
+            );
         (this as { members: pulumi.Output<ProxyMember[]> }).members = pulumi.all(members.map((m) => m.member));
         // Only the count goes to state: the stack output `proxies` lists every member already, and a second
         // copy here was ~150 bytes more per member in every checkpoint the engine rewrites (issue 33).
-        this.registerOutputs({ size: members.length });
+        this.registerOutputs({ size: plans.length });
     }
 }

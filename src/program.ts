@@ -26,6 +26,22 @@ export interface ProgramOptions {
      * surge: src/cli/rolling.ts). Unset or `{}`: the config's counts.
      */
     poolCounts?: () => Record<string, number>;
+    /**
+     * Read once per run: register only some members (a targeted `up` of those alone), carrying the rest
+     * into the `proxies` output from state. Unset or undefined: every member.
+     */
+    scope?: () => ProgramScope | undefined;
+}
+
+/**
+ * A targeted `up`'s part of the fleet (the driver's `up` with member targets, engine/member-urns.ts
+ * `targetedMembers`): the engine keeps every untargeted resource as state has it, registered or not, so
+ * the program registers only `members` and the run's cost follows the change, not the fleet's size. The
+ * stack output `proxies` still lists every member: those of `carried` (state's members) the config keeps.
+ */
+export interface ProgramScope {
+    members: ReadonlySet<string>;
+    carried: readonly ProxyMember[];
 }
 
 /** Stack outputs of the program. */
@@ -60,6 +76,7 @@ export function createProgram(opts: ProgramOptions): () => Promise<ProgramOutput
     return async () => {
         withoutSourcePositions();
         const config = withPoolCounts(opts.config ?? readStackConfig(opts.projectRoot), opts.poolCounts?.() ?? {});
+        const scope = opts.scope?.();
         const installation = await recordInstallation(await opts.installation(pulumi.getProject(), pulumi.getStack()));
         const context = {
             project: pulumi.getProject(),
@@ -88,9 +105,12 @@ export function createProgram(opts: ProgramOptions): () => Promise<ProgramOutput
                     entry: config.providers[pool.provider],
                     context,
                     providerShared: providerShared[pool.provider],
+                    ...(scope ? { only: scope.members } : {}),
                 }),
         );
-        const proxies = pulumi.all(pools.map((p) => p.members)).apply((lists) => lists.flat());
+        const proxies = pulumi
+            .all(pools.map((p) => p.members))
+            .apply((lists) => (scope ? withCarried(config, lists.flat(), scope.carried) : lists.flat()));
         const credentials = pulumi.secret(
             Object.fromEntries(
                 config.pools
@@ -121,6 +141,18 @@ export function createProgram(opts: ProgramOptions): () => Promise<ProgramOutput
 function withPoolCounts(config: EgressConfig, counts: Record<string, number>): EgressConfig {
     if (!Object.keys(counts).length) return config;
     return { ...config, pools: config.pools.map((p) => (p.name in counts ? { ...p, replicas: counts[p.name] } : p)) };
+}
+
+/**
+ * The members a scoped run registered plus those it carries from state that the config still wants
+ * (its pools, below their counts, not registered now), in pool order then index, as an unscoped run lists them.
+ */
+function withCarried(config: EgressConfig, registered: ProxyMember[], carried: readonly ProxyMember[]): ProxyMember[] {
+    const order = new Map(config.pools.map((p, i) => [p.name, i]));
+    const counts = new Map(config.pools.map((p) => [p.name, p.replicas]));
+    const now = new Set(registered.map((m) => m.id));
+    const kept = carried.filter((m) => !now.has(m.id) && m.index < (counts.get(m.pool) ?? 0));
+    return [...registered, ...kept].sort((a, b) => order.get(a.pool)! - order.get(b.pool)! || a.index - b.index);
 }
 
 /**

@@ -19,14 +19,18 @@ export function checkpointDir(backendDir: string): string {
  */
 export function checkpointProxies(backendDir: string, stack: string): ProxyMember[] | undefined {
     const resources = checkpointResources(backendDir, stack);
-    if (!resources) return undefined;
-    {
-        const root = resources.find((r) => r.type === "pulumi:pulumi:Stack");
-        if (!root) return [];
-        const proxies = root.outputs?.proxies;
-        if (proxies === undefined) return [];
-        return Array.isArray(proxies) ? (proxies as ProxyMember[]) : undefined;
-    }
+    return resources && rootProxies(resources);
+}
+
+/**
+ * The root stack resource's output `proxies` among a deployment's resources: `[]` with no root or no such
+ * output yet; undefined when it is not a plain list (a secret), which only the engine can read.
+ */
+export function rootProxies(resources: readonly StateResource[]): ProxyMember[] | undefined {
+    const root = resources.find((r) => r.type === "pulumi:pulumi:Stack");
+    const proxies = root?.outputs?.proxies;
+    if (proxies === undefined) return [];
+    return Array.isArray(proxies) ? (proxies as ProxyMember[]) : undefined;
 }
 
 /**

@@ -6,7 +6,8 @@ import { Stack, EngineEvent, ConcurrentUpdateError } from "@pulumi/pulumi/automa
 import type { ProxyMember } from "../model";
 import { ProgressEvent, toProgress } from "./progress";
 import { stackLocks } from "./locks";
-import { Deployment } from "./checkpoint";
+import { Deployment, membersOf, rootProxies } from "./checkpoint";
+import { withoutReadback } from "./lean-stack";
 import { finishPendingOperations } from "./recovery";
 import { tolerateProgramDisconnects } from "./program-disconnect";
 import { forgetMember, ForgetResult } from "./forget";
@@ -17,7 +18,8 @@ import { clearingDeadLocks, liveLockHolders } from "./backend-locks";
 import { terminateEngines } from "./supervised";
 import { pruneHistory } from "./history-prune";
 import { StackQueries } from "./driver-queries";
-import { membersOfUrns } from "./member-urns";
+import { membersOfUrns, targetedMembers } from "./member-urns";
+import type { ProgramScope } from "../program";
 import { REPAIR_REPLACE_KEY } from "../../components/kind";
 
 /** Preview steps that mean a resource is replaced. */
@@ -230,6 +232,7 @@ export class StackDriver extends StackQueries {
             }
             // Read after recovery (which may have changed state): the program proposes what state says now.
             this.proposed = await this.readInstallation(dep);
+            this.programScope = kind === "up" ? memberScope(opts, dep) : undefined;
             let changes: Record<string, number> = {};
             const diagnostics: string[] = [];
             const onEvent = (e: EngineEvent) => {
@@ -240,18 +243,19 @@ export class StackDriver extends StackQueries {
                 opts.onProgress?.(p);
             };
             tolerateProgramDisconnects((line) => this.onNotice(line));
-            let outcome: unknown;
             const controller = (this.running = new AbortController());
             try {
-                outcome = await clearingDeadLocks(stack, this.onNotice, () => run(stack, onEvent, controller.signal));
+                await clearingDeadLocks(stack, this.onNotice, () =>
+                    run(withoutReadback(stack), onEvent, controller.signal),
+                );
             } catch (e) {
                 throw this.engineError(kind, e, diagnostics, controller.signal.aborted);
             } finally {
                 this.running = undefined;
+                this.programScope = undefined;
             }
             if (kind !== "preview") await this.prune();
-            const outputs = (outcome as { outputs?: Record<string, { value: unknown }> } | undefined)?.outputs;
-            const proxies = outputs ? ((outputs.proxies?.value as ProxyMember[] | undefined) ?? []) : undefined;
+            const proxies = kind === "up" ? await this.outputProxies(stack) : undefined;
             return { kind, changes, durationMs: Date.now() - started, ...(proxies ? { proxies } : {}) };
         });
     }
@@ -275,6 +279,16 @@ export class StackDriver extends StackQueries {
         return new EngineError(kind, detail, e);
     }
 
+    /**
+     * The stack output `proxies` an `up` just wrote, read from the checkpoint (a file backend's file, else
+     * one export); the engine's own `stack output` only when state does not hold it in the clear.
+     */
+    private async outputProxies(stack: Stack): Promise<ProxyMember[]> {
+        const fromState = rootProxies((await this.readDeployment()).resources ?? []);
+        if (fromState) return fromState;
+        return ((await stack.outputs()).proxies?.value as ProxyMember[] | undefined) ?? [];
+    }
+
     /** History past the bound (history-prune.ts), after every write; a failure is a note, never the operation's. */
     private async prune(): Promise<void> {
         try {
@@ -294,4 +308,14 @@ function lastLines(s: string, n: number): string {
         .filter((l) => l.trim())
         .slice(-n)
         .join("\n");
+}
+
+/**
+ * An `up` that targets member components and their dependents runs the program over those members only,
+ * the others carried into the outputs from this run's state (program.ts ProgramScope). Anything else
+ * runs it over everything.
+ */
+function memberScope(opts: OperationOptions, dep: Deployment): ProgramScope | undefined {
+    const members = opts.target && opts.targetDependents ? targetedMembers(opts.target) : undefined;
+    return members ? { members, carried: membersOf(dep.resources ?? []) } : undefined;
 }

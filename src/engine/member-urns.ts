@@ -3,7 +3,7 @@
  * with `targetDependents` its children come along) and the URNs of the custom resources under it
  * (replaced: a component has nothing to replace). Pure, over a checkpoint's or an export's resources.
  */
-import { memberComponents, type StateResource, urnName } from "./state";
+import { memberComponents, POOL_TYPE, type StateResource, urnName } from "./state";
 import { memberName } from "../model";
 
 export type { StateResource } from "./state";
@@ -110,4 +110,22 @@ export function countTargets(
         targets.push(...mine.filter((r) => !wanted.has(urnName(r.urn))).map((r) => r.urn));
     }
     return targets.length ? targets : undefined;
+}
+
+/**
+ * The member ids a targeted `up` names, when every target is a member component (a scale's added and
+ * removed members, a heal's or rotation's replaced ones: `…::…$egress:index:ProxyPool$<kind>::<id>`);
+ * undefined when any target is something else (the program then registers everything). With these, the
+ * program registers only these members (ProgramScope): the engine keeps every untargeted resource as it
+ * is in state whether or not the program registers it, so registering the others was work proportional
+ * to the fleet's size for nothing.
+ */
+export function targetedMembers(targets: readonly string[]): Set<string> | undefined {
+    const ids = new Set<string>();
+    for (const urn of targets) {
+        const chain = urn.split("::")[2]?.split("$") ?? [];
+        if (chain.length < 2 || chain[chain.length - 2] !== POOL_TYPE) return undefined;
+        ids.add(urnName(urn));
+    }
+    return ids.size ? ids : undefined;
 }

@@ -10,7 +10,7 @@ import {
     StackAlreadyExistsError,
     StackNotFoundError,
 } from "@pulumi/pulumi/automation";
-import { createProgram } from "../program";
+import { createProgram, type ProgramScope } from "../program";
 import { engineEnv, engineHome, EngineHome } from "./env";
 import { stateBackend, StateBackend } from "./backend";
 import { Deployment, fileCheckpoint, PROJECT } from "./checkpoint";
@@ -51,6 +51,8 @@ export class StackSession {
     private deadRunsCleared = false;
     /** Pool → count the program uses instead of the stack file's (setPoolCounts). */
     private poolCounts: Record<string, number> = {};
+    /** The running `up`'s member scope (driver.ts sets it per operation; program.ts ProgramScope). */
+    protected programScope?: ProgramScope;
 
     constructor(opts: DriverOptions) {
         this.workDir = path.resolve(opts.workDir);
@@ -148,6 +150,7 @@ export class StackSession {
                 stateDir: this.home.runDir,
                 installation: () => this.proposedInstallation().installation,
                 poolCounts: () => this.poolCounts,
+                scope: () => this.programScope,
             });
             const args = { stackName: this.stackName, projectName: PROJECT, program };
             const ws = {

@@ -89,6 +89,69 @@ describe("program with gcp and kubernetes pools", () => {
         assert.deepEqual({ installation, legacy }, { installation: TEST_INSTALLATION.id, legacy: false });
     });
 
+    it("a scoped run (a targeted up's) registers its members alone and carries the rest into `proxies`", async () => {
+        const auth = { username: "crawler", password: "test-password-0123" };
+        const config = parseEgressConfig(
+            {
+                providers: {
+                    "gcp-eu": {
+                        type: "gcp",
+                        project: "crawl-proxies",
+                        zones: ["europe-west1-b"],
+                        allowedSourceRanges: ["203.0.113.0/24"],
+                    },
+                },
+                pools: [
+                    { name: "eu", provider: "gcp-eu", replicas: 3, auth },
+                    { name: "us", provider: "gcp-eu", replicas: 1, auth },
+                ],
+            },
+            root,
+        );
+        const member = (pool: string, index: number, host: string) => ({
+            id: `${pool}-${index}`,
+            pool,
+            index,
+            provider: "gcp-eu",
+            kind: "gcp",
+            zone: "europe-west1-b",
+            host,
+            port: 3128,
+            url: `http://${host}:3128`,
+        });
+        // State's members: eu-1 is being replaced (a heal), eu-2 is new (a scale), eu-4 is beyond the count,
+        // and pool `gone` is no longer configured.
+        const carried = [
+            member("eu", 0, "192.0.2.10"),
+            member("eu", 1, "192.0.2.11"),
+            member("eu", 4, "192.0.2.14"),
+            member("us", 0, "192.0.2.20"),
+            member("gone", 0, "192.0.2.30"),
+        ];
+        recorded.length = 0;
+        const outputs = await createProgram({
+            projectRoot: root,
+            stateDir: "/tmp/egress-remote",
+            config,
+            installation: () => TEST_INSTALLATION,
+            scope: () => ({ members: new Set(["eu-1", "eu-2"]), carried }),
+        })();
+        const proxies = await valueOf(outputs.proxies);
+        await settle();
+        const members = recorded.filter((r) => r.type === "egress:gcp:GcpProxy").map((r) => r.name);
+        assert.deepEqual(members.sort(), ["eu-1", "eu-2"], "only the scope's members are registered");
+        assert.deepEqual(
+            proxies.map((p) => [p.id, p.host]),
+            [
+                ["eu-0", "192.0.2.10"],
+                ["eu-1", proxies[1].host],
+                ["eu-2", proxies[2].host],
+                ["us-0", "192.0.2.20"],
+            ],
+        );
+        assert.notEqual(proxies[1].host, "192.0.2.11", "eu-1's address is the new run's, not state's");
+    });
+
     it("the example stacks validate", () => {
         const gcp = loadStackConfig(root, "example-gcp");
         assert.equal(gcp.providers["gcp-eu"].type, "gcp");

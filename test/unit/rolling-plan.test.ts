@@ -1,7 +1,7 @@
 /** Rolling changes as pure functions: batches from maxSurge/maxUnavailable/room, and which members a preview's replace steps mean. */
 import { test } from "node:test";
 import assert from "node:assert/strict";
-import { membersOfUrns, siblingUrns } from "../../src/engine/member-urns";
+import { membersOfUrns, siblingUrns, targetedMembers } from "../../src/engine/member-urns";
 import { planRollouts, type RollingPolicy } from "../../src/service/control/rolling/plan";
 
 const policy = (over: Partial<RollingPolicy> = {}): RollingPolicy => ({
@@ -98,4 +98,12 @@ test("a preview's replaced URNs map to their members, each once and sorted; the 
 
 test("surge members' component URNs follow a sibling's parent chain", () => {
     assert.deepEqual(siblingUrns(comp("web-0").urn, ["web-4", "web-5"]), [comp("web-4").urn, comp("web-5").urn]);
+});
+
+test("a targeted up's members: every target a member component, else none (the program then registers all)", () => {
+    assert.deepEqual([...targetedMembers([comp("web-0").urn, comp("web-7").urn])!], ["web-0", "web-7"]);
+    assert.equal(targetedMembers([comp("web-0").urn, child("web-0").urn]), undefined, "a member's child");
+    assert.equal(targetedMembers([comp("web-0").urn, poolUrn]), undefined, "the pool itself");
+    assert.equal(targetedMembers(["urn:pulumi:dev::egress::pulumi-nodejs:dynamic/x::installation"]), undefined);
+    assert.equal(targetedMembers([]), undefined);
 });
