@@ -260,8 +260,11 @@ async function run(o: Record<string, any>, opts: GlobalOptions, log: Logger): Pr
             },
         );
     };
-    // SIGHUP reloads the certificate and key (a renewal); without TLS it keeps its default (the process ends).
-    if (svc.reloadTls) process.on("SIGHUP", () => void svc.reloadTls!());
+    // SIGHUP reloads the certificate and key (a renewal). Without TLS there is nothing to reload, and a
+    // `systemctl reload` (the unit's ExecReload) must not end the service: it is logged and ignored.
+    process.on("SIGHUP", () =>
+        svc.reloadTls ? void svc.reloadTls() : log.info("SIGHUP: no TLS certificate to reload; nothing else reloads"),
+    );
     process.on("SIGTERM", () => stop("SIGTERM"));
     process.on("SIGINT", () => stop("SIGINT"));
     await new Promise(() => undefined); // run until a signal

@@ -1,7 +1,7 @@
 /**
  * Every line `egress serve` writes is JSON, on stdout and stderr (docs/operations.md, "Logs"): through a
- * first start that generates the dev token, a scale, SIGINT during a scale, a restart, and SIGTERM during
- * a scale. The serve helper parses each line of both streams and fails on one that is not JSON; this
+ * first start that generates the dev token, a scale, SIGINT during a scale, a restart, a SIGHUP (no TLS:
+ * said and ignored), and SIGTERM during a scale. The serve helper parses each line of both streams and fails on one that is not JSON; this
  * test also checks what every line carries, and that the dev token is in none of them.
  */
 import { after, test } from "node:test";
@@ -46,7 +46,7 @@ async function scale(svc: ServeProcess, replicas: number, token?: string): Promi
 }
 
 test(
-    "start (dev token), scale, SIGINT during a scale, restart, SIGTERM during a scale: every line is JSON",
+    "start (dev token), scale, SIGINT during a scale, restart, SIGHUP without TLS, SIGTERM during a scale: every line is JSON",
     { timeout: 300_000 },
     async () => {
         const first = await serve(p);
@@ -93,6 +93,10 @@ test(
         const second = await serve(p, ["--no-converge"]);
         runs.push(second);
         assert.ok(!second.entries.some((e) => e.devTokenFile), "the banner is for the start that generated the token");
+        // `systemctl reload` (the units' ExecReload) without TLS: said, and the service keeps serving.
+        second.child.kill("SIGHUP");
+        await until("the SIGHUP line", () => second.entries.some((e) => /^SIGHUP: no TLS/.test(e.msg)), 10_000, 20);
+        assert.equal(second.child.exitCode, null, "SIGHUP did not end the service");
         const down = await scale(second, 1);
         second.child.kill("SIGTERM");
         assert.equal(await second.exited, 0, `a graceful stop:\n${second.logs.slice(-20).join("\n")}`);
