@@ -7,7 +7,7 @@ import {
 } from "../../model";
 import type { AcquireResult } from "../leases";
 import { type LeaseStore, type MaybePromise, settle } from "../store/types";
-import type { AcquireRequest, ReleaseOutcome, Removal } from "../leases/types";
+import { memberLabels, type AcquireRequest, type ReleaseOutcome, type Removal } from "../leases/types";
 import { poolLeaseSettings } from "../leases/shared";
 import type { HealthState, Lifecycle } from "./lifecycle";
 
@@ -62,13 +62,20 @@ export class Fleet {
     sync(members: ProxyMember[], pools: PoolConfig[]): void {
         this.members = new Map(members.map((m) => [m.id, m]));
         this.configs = pools;
-        this.scopes.sync(members, pools);
         // Members without an address yet (still provisioning) are listed but never probed or leased.
         const addressed = members.filter((m) => m.host);
         this.health.setMembers(addressed);
         this.memberNotes.forgetErrorsUnless((id) => this.members.has(id));
+        const labels = labelsOf(members, pools);
+        this.scopes.sync(members, pools, labels);
         this.leases.setMembers(
-            addressed.map((m) => ({ id: m.id, pool: m.pool, zone: m.zone, eligible: this.leasable(m.id) })),
+            addressed.map((m) => ({
+                id: m.id,
+                pool: m.pool,
+                zone: m.zone,
+                labels: labels.get(m.id),
+                eligible: this.leasable(m.id),
+            })),
             poolLeaseSettings(pools),
         );
     }
@@ -284,4 +291,12 @@ export class Fleet {
     list(): ProxyMember[] {
         return [...this.members.values()];
     }
+}
+
+/** Each member's labels (memberLabels): its pool's `labels` from the config, its kind's over them, its zone. */
+function labelsOf(members: readonly ProxyMember[], pools: readonly PoolConfig[]): Map<string, Record<string, string>> {
+    const byPool = new Map(pools.map((p) => [p.name, p.labels]));
+    return new Map(
+        members.map((m) => [m.id, memberLabels({ zone: m.zone, labels: { ...byPool.get(m.pool), ...m.labels } })]),
+    );
 }

@@ -19,7 +19,8 @@ import { LiveLeases } from "./live-leases";
 import { TurnWrites } from "./turn-writes";
 import { type RedisStoreOptions, type Reply, TRANSIENT_REPLY } from "./redis-options";
 import { isNoScript, StoreScript } from "./script-call";
-import { acquireReply, publishedPools, releaseReply, type PublishedPool } from "./redis-wire";
+import { acquireReply, labelLines, publishedPools, releaseReply, type PublishedPool } from "./redis-wire";
+import { memberLabels, selectorOf } from "../leases/types";
 
 export type { RedisStoreOptions } from "./redis-options";
 
@@ -132,7 +133,7 @@ export class RedisLeaseStore implements LeaseStore {
     setMembers(members: readonly LeaseMemberInput[], pools: Record<string, PoolLeaseSettings>): void {
         const sessionTtl = this.o.sessionTtlSeconds ?? LEASE_DEFAULTS.sessionTtlSeconds;
         this.pools = publishedPools(pools, sessionTtl);
-        this.members = members.map((m) => ({ id: m.id, pool: m.pool, zone: m.zone ?? "" }));
+        this.members = members.map((m) => ({ id: m.id, pool: m.pool, labels: memberLabels(m) }));
         for (const m of members) if (m.eligible !== undefined) this.eligible.set(m.id, m.eligible);
         const ids = new Set(members.map((m) => m.id));
         for (const id of this.eligible.keys()) if (!ids.has(id)) this.eligible.delete(id);
@@ -153,10 +154,11 @@ export class RedisLeaseStore implements LeaseStore {
             req.session ?? "",
             String(req.ttlSeconds ?? 0),
             randomUUID(),
-            req.zone ?? "",
-            req.shared ? "1" : "0",
+            labelLines(selectorOf(req)),
+            (req.shared ? "s" : "") + (req.strict ? "t" : "") + (req.rotate ? "r" : ""),
             req.replaces?.leaseId ?? "",
             req.replaces?.outcome ?? "",
+            req.sessionTtlSeconds === undefined ? "" : String(req.sessionTtlSeconds),
         ];
         if (req.exclude) args.push(...req.exclude);
         // The replaced lease is a gateway attempt of this replica's, so this replica's view knows it.
@@ -269,7 +271,12 @@ export class RedisLeaseStore implements LeaseStore {
         this.dirty = false;
         const view = JSON.stringify({
             pools: this.pools,
-            members: (this.members ?? []).map((m) => [m.id, m.pool, this.eligible.get(m.id) ? 1 : 0, m.zone ?? ""]),
+            members: (this.members ?? []).map((m) => [
+                m.id,
+                m.pool,
+                this.eligible.get(m.id) ? 1 : 0,
+                labelLines(Object.entries(m.labels ?? {})),
+            ]),
         });
         this.publishing = this.run(this.scripts.publish, [view])
             .then(

@@ -45,6 +45,8 @@ export function acquireReply(r: Reply, req: AcquireRequest): AcquireResult {
             pool: String(r[3]),
             rule: String(r[4]),
         };
+    if (r[0] === 0 && r[1] === "session-gone")
+        return { ok: false, reason: "session-gone", member: String(r[3]), retryAfterSeconds: 0 };
     if (r[0] === 0)
         return { ok: false, reason: r[1] as "no-members" | "none-available", retryAfterSeconds: Number(r[2]) };
     const lease: Lease = {
@@ -89,4 +91,13 @@ export function releaseReply(r: Reply, leaseId: string): ReleaseResult {
         expiresAt: Number(r[6]),
     };
     return { ok: true, lease, errors: Number(r[7]) };
+}
+
+/**
+ * Labels (or a selector) as the Lua scripts read them: sorted `k=v` lines, each between newlines
+ * ("\\nk=v\\n"), '' for none. Sorted, so one member's string is the same on every publication.
+ */
+export function labelLines(pairs: Iterable<readonly [string, string]>): string {
+    const lines = [...pairs].map(([k, v]) => `${k}=${v}`).sort();
+    return lines.length === 0 ? "" : `\n${lines.join("\n")}\n`;
 }
