@@ -7,7 +7,7 @@ import {
 } from "../../model";
 import type { AcquireResult } from "../leases";
 import { type LeaseStore, type MaybePromise, settle } from "../store/types";
-import { memberLabels, type AcquireRequest, type ReleaseOutcome, type Removal } from "../leases/types";
+import type { AcquireRequest, ReleaseOutcome, Removal } from "../leases/types";
 import { poolLeaseSettings } from "../leases/shared";
 import type { HealthState, Lifecycle } from "./lifecycle";
 
@@ -16,7 +16,7 @@ import type { Operation } from "../operations/operation";
 import { memberUpstreamUrl } from "./credentials";
 import type { HealthSource, MemberNote, PoolCounts, ProxyView, ActiveLeaseView, FleetAcquire } from "./views";
 import { grantAnswer, notReadYet, refusal } from "./acquire-answer";
-import { KnownScopes } from "./scopes";
+import { KnownScopes, labelsOf } from "./scopes";
 import { MemberNotes } from "./member-notes";
 import { activeLeaseView, proxyView } from "./discovery";
 import { FleetListeners } from "./listeners";
@@ -291,12 +291,4 @@ export class Fleet {
     list(): ProxyMember[] {
         return [...this.members.values()];
     }
-}
-
-/** Each member's labels (memberLabels): its pool's `labels` from the config, its kind's over them, its zone. */
-function labelsOf(members: readonly ProxyMember[], pools: readonly PoolConfig[]): Map<string, Record<string, string>> {
-    const byPool = new Map(pools.map((p) => [p.name, p.labels]));
-    return new Map(
-        members.map((m) => [m.id, memberLabels({ zone: m.zone, labels: { ...byPool.get(m.pool), ...m.labels } })]),
-    );
 }

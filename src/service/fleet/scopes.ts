@@ -5,7 +5,7 @@
  * remembered after their last member goes, pools are exactly the last sync's.
  */
 import type { PoolConfig, ProxyMember } from "../../model";
-import { selectorOf, type AcquireRequest } from "../leases/types";
+import { memberLabels, selectorOf, type AcquireRequest } from "../leases/types";
 import type { FleetAcquire } from "./views";
 
 export class KnownScopes {
@@ -88,4 +88,15 @@ export class KnownScopes {
 
 function refuse(reason: "unknown-pool" | "unknown-zone" | "unknown-label", message: string): FleetAcquire {
     return { ok: false, reason, message, retryAfterSeconds: 0 };
+}
+
+/** Each member's labels (memberLabels): its pool's `labels` from the config, its kind's over them, its zone. */
+export function labelsOf(
+    members: readonly ProxyMember[],
+    pools: readonly PoolConfig[],
+): Map<string, Record<string, string>> {
+    const byPool = new Map(pools.map((p) => [p.name, p.labels]));
+    return new Map(
+        members.map((m) => [m.id, memberLabels({ zone: m.zone, labels: { ...byPool.get(m.pool), ...m.labels } })]),
+    );
 }

@@ -5,6 +5,7 @@ import { openRedis } from "./open-redis";
 import type { LeaseMemberInput, PoolLeaseSettings } from "../leases";
 import {
     LEASE_DEFAULTS,
+    memberLabels,
     type AcquireRequest,
     type AcquireResult,
     type Lease,
@@ -19,8 +20,7 @@ import { LiveLeases } from "./live-leases";
 import { TurnWrites } from "./turn-writes";
 import { type RedisStoreOptions, type Reply, TRANSIENT_REPLY } from "./redis-options";
 import { isNoScript, StoreScript } from "./script-call";
-import { acquireReply, labelLines, publishedPools, releaseReply, type PublishedPool } from "./redis-wire";
-import { memberLabels, selectorOf } from "../leases/types";
+import { acquireArgs, acquireReply, labelLines, publishedPools, releaseReply, type PublishedPool } from "./redis-wire";
 
 export type { RedisStoreOptions } from "./redis-options";
 
@@ -148,19 +148,7 @@ export class RedisLeaseStore implements LeaseStore {
     }
 
     async acquire(req: AcquireRequest = {}): Promise<AcquireResult> {
-        const args = [
-            req.pool ?? "",
-            req.target ?? "",
-            req.session ?? "",
-            String(req.ttlSeconds ?? 0),
-            randomUUID(),
-            labelLines(selectorOf(req)),
-            (req.shared ? "s" : "") + (req.strict ? "t" : "") + (req.rotate ? "r" : ""),
-            req.replaces?.leaseId ?? "",
-            req.replaces?.outcome ?? "",
-            req.sessionTtlSeconds === undefined ? "" : String(req.sessionTtlSeconds),
-        ];
-        if (req.exclude) args.push(...req.exclude);
+        const args = acquireArgs(req, randomUUID());
         // The replaced lease is a gateway attempt of this replica's, so this replica's view knows it.
         const replaced = req.replaces && this.view.get(req.replaces.leaseId);
         const r = (await this.run(this.scripts.acquire, args)) as Reply;

@@ -5,7 +5,14 @@
  * these are pure functions of the scripts' array layouts, which change together with scripts.ts.
  */
 import type { PoolLeaseSettings } from "../leases";
-import type { AcquireRequest, AcquireResult, Lease, ReleaseResult, Removal } from "../leases/types";
+import {
+    selectorOf,
+    type AcquireRequest,
+    type AcquireResult,
+    type Lease,
+    type ReleaseResult,
+    type Removal,
+} from "../leases/types";
 import { orderRules } from "../../model/politeness";
 import { memberConcurrencyOf } from "../leases/shared";
 import type { Reply } from "./redis-options";
@@ -33,6 +40,23 @@ export function publishedPools(
             ],
         ]),
     );
+}
+
+/** The ACQUIRE script's ARGV for `req` (scripts.ts ACQUIRE lists them), with lease id `id`. */
+export function acquireArgs(req: AcquireRequest, id: string): string[] {
+    return [
+        req.pool ?? "",
+        req.target ?? "",
+        req.session ?? "",
+        String(req.ttlSeconds ?? 0),
+        id,
+        labelLines(selectorOf(req)),
+        (req.shared ? "s" : "") + (req.strict ? "t" : "") + (req.rotate ? "r" : ""),
+        req.replaces?.leaseId ?? "",
+        req.replaces?.outcome ?? "",
+        req.sessionTtlSeconds === undefined ? "" : String(req.sessionTtlSeconds),
+        ...(req.exclude ?? []),
+    ];
 }
 
 /** The ACQUIRE script's reply to `req` as the lease store's answer. */
