@@ -126,6 +126,7 @@ export class GcpProxy extends ProxyMemberComponent {
         const host = this.address
             ? this.address.address
             : this.instance.networkInterfaces.apply((nics) => nics?.[0]?.accessConfigs?.[0]?.natIp ?? "");
-        this.publish(args, host, args.plan.port, spec.zone);
+        // The region is what a GCE zone says beyond itself (`_region_europe-west1` in a gateway username).
+        this.publish(args, host, args.plan.port, spec.zone, "http", { region: regionOf(spec.zone) });
     }
 }

@@ -52,13 +52,18 @@ export abstract class ProxyMemberComponent extends pulumi.ComponentResource {
     /** The member as crawlers see it. */
     declare public readonly member: pulumi.Output<ProxyMember>;
 
-    /** `scheme` is how clients talk to the proxy itself: `https` for a proxy that takes TLS (default `http`). */
+    /**
+     * `scheme` is how clients talk to the proxy itself: `https` for a proxy that takes TLS (default `http`).
+     * `labels`: what the kind knows of the member beyond its zone (a GCE zone's `region`), for crawlers'
+     * label selectors (src/model/labels.ts); left out of the output when empty, so other kinds' is as before.
+     */
     protected publish(
         args: MemberArgs<any, any>,
         host: pulumi.Input<string>,
         port: pulumi.Input<number>,
         zone: pulumi.Input<string>,
         scheme: "http" | "https" = "http",
+        labels: Record<string, string> = {},
     ): void {
         const member = pulumi.all([host, port, zone]).apply(([h, p, z]) => ({
             id: args.plan.name,
@@ -71,6 +76,7 @@ export abstract class ProxyMemberComponent extends pulumi.ComponentResource {
             // No address yet (a KVM guest still booting): no URL, so nobody dials `http://:3128`.
             url: h ? `${scheme}://${h.includes(":") ? `[${h}]` : h}:${p}` : "",
             zone: z,
+            ...(Object.keys(labels).length > 0 ? { labels } : {}),
             ...(args.plan.auth ? { auth: true } : {}),
         }));
         (this as { member: pulumi.Output<ProxyMember> }).member = member;

@@ -8,3 +8,4 @@ export * from "./plan";
 export * from "./cloud-init";
 export * from "./problems";
 export * from "./politeness";
+export * from "./labels";

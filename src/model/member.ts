@@ -20,6 +20,11 @@ export interface ProxyMember {
     url: string;
     zone: string;
     /**
+     * Labels the member's kind knows beyond `zone` (`region`, `country`, where a provider says them). Its
+     * pool's `labels` from the config come under these; crawlers select members by both (src/model/labels.ts).
+     */
+    labels?: Record<string, string>;
+    /**
      * True when the proxy requires credentials: its pool's (pool `auth`), or its own (a bring-your-own
      * proxy listed with them). The credentials themselves are never part of a member: they travel only as the
      * secret stack outputs `credentials` (per pool) and `memberCredentials` (per member).

@@ -5,6 +5,7 @@
  */
 import { z } from "zod";
 import { dnsLabel, identifier, port, proxyPasswordSchema, PROXY_USERNAME } from "./fields";
+import { labelsSchema } from "./labels";
 import { politenessSchema } from "./politeness";
 import { autoscaleSchema, poolGatewaySchema, rotateOnBlocksSchema } from "./pool-policies";
 
@@ -78,6 +79,12 @@ export const poolSchema = z
             .min(0, { message: "must be 0 or more" })
             .max(3600, { message: "must be at most 3600 (an hour)" })
             .optional(),
+        /**
+         * Labels every member of the pool carries (`{country: "de", tier: "residential"}`): crawlers select
+         * members by them (`_country_de` in a gateway username, `where` in POST /v1/leases). The member's
+         * kind adds `zone` (and `region`/`country` where it knows them), which win. Unset: none
+         */
+        labels: labelsSchema.optional(),
         /** Per-site politeness (src/model/politeness.ts): `[{host, maxConcurrency?, minIntervalMs?}]`. */
         targets: politenessSchema.optional(),
         /**

@@ -103,11 +103,16 @@ test("unknown pool → 404 unknown_pool; a malformed username → 400 naming the
     const unknown = await viaGateway(o("/x"), basic("nope", TOKENS.lease));
     assert.equal(unknown.status, 404);
     assert.deepEqual(JSON.parse(unknown.body).error, { code: "unknown_pool", message: 'no pool named "nope"' });
-    const malformed = await viaGateway(o("/x"), basic("web_colour_red", TOKENS.lease));
+    // Any other word is a label selector: one no member has is a 400 naming the labels there are.
+    const unknownLabel = await viaGateway(o("/x"), basic("web_colour_red", TOKENS.lease));
+    assert.equal(unknownLabel.status, 400);
+    assert.equal(JSON.parse(unknownLabel.body).error.code, "unknown_label");
+    assert.match(JSON.parse(unknownLabel.body).error.message, /no member of pool "web" has or had label "colour"/);
+    const malformed = await viaGateway(o("/x"), basic("web_Colour_red", TOKENS.lease));
     assert.equal(malformed.status, 400);
     assert.match(
         JSON.parse(malformed.body).error.message,
-        /unknown option "colour".*expected <pool>\[_session_<key>\]\[_target_<host>\]/,
+        /option "Colour", which is no option.*expected <pool>\[_session_<key>\]\[_target_<host>\]/,
     );
     const originForm = await raw(
         `GET /v1/proxies HTTP/1.1\r\nHost: x\r\nProxy-Authorization: ${basic("web", TOKENS.lease)}\r\n\r\n`,

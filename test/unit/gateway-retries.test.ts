@@ -41,9 +41,9 @@ test("`_retries_<n>` in the username: 0–5, at most once", () => {
         user: { pool: "web", session: "s1", retries: 5 },
     });
     for (const [raw, why] of [
-        ["web_retries_6", /retries count that is not a whole number from 0 to 5/],
-        ["web_retries_-1", /retries count that is not a whole number from 0 to 5/],
-        ["web_retries_01", /retries count that is not a whole number from 0 to 5/],
+        ["web_retries_6", /gives `retries` a value that is not a whole number from 0 to 5/],
+        ["web_retries_-1", /gives `retries` a value that is not a whole number from 0 to 5/],
+        ["web_retries_01", /gives `retries` a value that is not a whole number from 0 to 5/],
         ["web_retries_1_retries_0", /gives `retries` twice/],
     ] as const) {
         const r = parseUsername(raw);

@@ -21,8 +21,8 @@ class AsyncEgressClient:
     def __repr__(self):
         return f"AsyncEgressClient({self._sync.url!r})"
 
-    async def acquire(self, pool=None, *, target=None, session=None, zone=None, ttl_seconds=None):
-        body = lease_body(pool, target, session, zone, ttl_seconds)
+    async def acquire(self, pool=None, *, target=None, session=None, zone=None, where=None, ttl_seconds=None):
+        body = lease_body(pool, target, session, zone, ttl_seconds, where)
         start = time.monotonic()
         while True:
             try:
@@ -41,8 +41,8 @@ class AsyncEgressClient:
                 raise
 
     @contextlib.asynccontextmanager
-    async def lease(self, pool=None, *, target=None, session=None, zone=None, ttl_seconds=None):
-        held = await self.acquire(pool, target=target, session=session, zone=zone, ttl_seconds=ttl_seconds)
+    async def lease(self, pool=None, *, target=None, session=None, zone=None, where=None, ttl_seconds=None):
+        held = await self.acquire(pool, target=target, session=session, zone=zone, where=where, ttl_seconds=ttl_seconds)
         try:
             yield held
         except BaseException as e:

@@ -15,7 +15,7 @@ ROUTES = {
 
 #: name -> the request body fields the client may send
 REQUEST_FIELDS = {
-    "lease": ["pool", "target", "session", "zone", "ttlSeconds"],
+    "lease": ["pool", "target", "session", "zone", "where", "ttlSeconds"],
     "release": ["outcome"],
     "report_block": ["pool", "target", "session", "proxy"],
     "scale": ["replicas"],

@@ -29,9 +29,9 @@ class EgressClient:
         method, path = path_of(name, **params)
         return transport.call(self.url, self._token, method, path, body, self.timeout)[1]
 
-    def acquire(self, pool=None, *, target=None, session=None, zone=None, ttl_seconds=None):
+    def acquire(self, pool=None, *, target=None, session=None, zone=None, where=None, ttl_seconds=None):
         """Leases one proxy, waiting on 503/429 as Retry-After says (at most `max_wait` s in all)."""
-        body = lease_body(pool, target, session, zone, ttl_seconds)
+        body = lease_body(pool, target, session, zone, ttl_seconds, where)
         start = time.monotonic()
         while True:
             try:
@@ -51,12 +51,12 @@ class EgressClient:
                 raise
 
     @contextlib.contextmanager
-    def lease(self, pool=None, *, target=None, session=None, zone=None, ttl_seconds=None):
+    def lease(self, pool=None, *, target=None, session=None, zone=None, where=None, ttl_seconds=None):
         """
         `with client.lease("web", target="example.org") as proxy:` — released `ok` when the block ends,
         `blocked` after `proxy.mark_blocked()` or a `Blocked` raised in it, `error` for any other exception.
         """
-        held = self.acquire(pool, target=target, session=session, zone=zone, ttl_seconds=ttl_seconds)
+        held = self.acquire(pool, target=target, session=session, zone=zone, where=where, ttl_seconds=ttl_seconds)
         try:
             yield held
         except BaseException as e:

@@ -44,8 +44,16 @@ def lease_from(body):
     )
 
 
-def lease_body(pool, target, session, zone, ttl_seconds):
-    fields = {"pool": pool, "target": target, "session": session, "zone": zone, "ttlSeconds": ttl_seconds}
+def lease_body(pool, target, session, zone, ttl_seconds, where=None):
+    """`where`: a member selector by label, e.g. {"country": "de"} (docs/api.md, "By label")."""
+    fields = {
+        "pool": pool,
+        "target": target,
+        "session": session,
+        "zone": zone,
+        "where": dict(where) if where else None,
+        "ttlSeconds": ttl_seconds,
+    }
     return {k: v for k, v in fields.items() if v is not None}
 
 

@@ -44,6 +44,13 @@ class OutcomeTest(unittest.TestCase):
         self.assertTrue(released_already(ApiError("POST", "/x", 410, "lease_expired", "", None)))
         self.assertFalse(released_already(ApiError("POST", "/x", 503, "not_ready", "", None)))
 
+    def test_lease_body_carries_a_label_selector(self):
+        self.assertEqual(
+            lease_body(None, None, "s1", None, None, {"country": "de"}),
+            {"session": "s1", "where": {"country": "de"}},
+        )
+        self.assertNotIn("where", lease_body("web", None, None, None, None, {}))
+
     def test_lease_body_leaves_out_what_is_unset(self):
         self.assertEqual(lease_body("web", "a.example", None, None, 30), {"pool": "web", "target": "a.example", "ttlSeconds": 30})
 

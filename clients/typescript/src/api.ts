@@ -440,7 +440,7 @@ export interface components {
                  * @description Machine-readable; docs/api.md lists when each is used
                  * @enum {string}
                  */
-                code: "invalid_request" | "malformed_json" | "malformed_request" | "invalid_method" | "bad_request" | "token_in_url" | "not_scalable" | "bad_username" | "unauthenticated" | "forbidden" | "forbidden_target" | "not_found" | "unknown_pool" | "unknown_zone" | "unknown_lease" | "unknown_operation" | "not_served" | "gateway_off" | "autoscaled" | "request_timeout" | "lease_expired" | "proxy_removed" | "body_too_large" | "chunk_extensions_too_large" | "unsupported_encoding" | "expectation_failed" | "over_limit" | "target_busy" | "headers_too_large" | "internal" | "member_unreachable" | "none_available" | "not_ready" | "store_unavailable" | "dashboard_not_built" | "member_timeout";
+                code: "invalid_request" | "malformed_json" | "malformed_request" | "invalid_method" | "bad_request" | "token_in_url" | "not_scalable" | "bad_username" | "unauthenticated" | "forbidden" | "forbidden_target" | "not_found" | "unknown_pool" | "unknown_label" | "unknown_zone" | "unknown_lease" | "unknown_operation" | "not_served" | "gateway_off" | "autoscaled" | "request_timeout" | "lease_expired" | "proxy_removed" | "body_too_large" | "chunk_extensions_too_large" | "unsupported_encoding" | "expectation_failed" | "over_limit" | "target_busy" | "headers_too_large" | "internal" | "member_unreachable" | "session_gone" | "none_available" | "not_ready" | "store_unavailable" | "dashboard_not_built" | "member_timeout";
                 details?: unknown;
                 message: string;
             };
@@ -1354,6 +1354,10 @@ export interface operations {
                     target?: string;
                     /** @description Lease lifetime; default 300 */
                     ttlSeconds?: number;
+                    /** @description Only a proxy whose labels (its pool's `labels`, and its `zone`) have every `label: value` here, e.g. `{"country": "de"}`; `zone` is `where.zone`. A label or value no member of the pool has had is a 400 `unknown_label` naming the known ones; a known one with nothing free is a 503 */
+                    where?: {
+                        [key: string]: string;
+                    };
                     /** @description Only a proxy in this zone (the `zone` of GET /v1/proxies). A zone no member of the pool has is a 400 naming the zones there are; a known zone with nothing free is a 503 */
                     zone?: string;
                 };

@@ -18,6 +18,11 @@ type Released = { status: 200; body: { released: true; lease: Lease } };
  */
 export function acquireLease(deps: Pick<AppDeps, "fleet" | "metrics">, body: unknown): MaybePromise<Acquired> {
     const req = parseOr400(leaseBody, body, "lease request");
+    if (req.zone !== undefined && req.where?.zone !== undefined && req.zone !== req.where.zone)
+        throw new HttpError(
+            "invalid_request",
+            `lease request: \`zone\` "${req.zone}" and \`where.zone\` "${req.where.zone}" disagree; give one`,
+        );
     const t0 = process.hrtime.bigint();
     const done = (result: FleetAcquire): Acquired => {
         deps.metrics.leaseLatency.observe(Number(process.hrtime.bigint() - t0) / 1e9);
@@ -26,6 +31,7 @@ export function acquireLease(deps: Pick<AppDeps, "fleet" | "metrics">, body: unk
             // caller mint label values.
             if (result.reason === "unknown-pool") throw new HttpError("unknown_pool", result.message);
             if (result.reason === "unknown-zone") throw new HttpError("unknown_zone", result.message);
+            if (result.reason === "unknown-label") throw new HttpError("unknown_label", result.message);
             if (result.reason === "target-busy") {
                 deps.metrics.politeness.held(result.pool, result.rule, "lease", "refused");
                 throw new HttpError("target_busy", result.message, undefined, {

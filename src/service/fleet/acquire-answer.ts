@@ -5,7 +5,7 @@
  */
 import type { ProxyMember } from "../../model";
 import type { AcquireResult } from "../leases";
-import type { AcquireRequest } from "../leases/types";
+import { selectorOf, type AcquireRequest } from "../leases/types";
 import type { FleetAcquire } from "./views";
 
 const scopeOf = (req: AcquireRequest) => (req.pool ? `pool "${req.pool}"` : "any pool");
@@ -16,7 +16,12 @@ export function refusal(req: AcquireRequest, r: Extract<AcquireResult, { ok: fal
         const message = `pool "${r.pool}" is at its politeness limit for ${req.target} (rule "${r.rule}" in its \`targets\`); retry in ${r.retryAfterSeconds}s`;
         return { ...r, message };
     }
-    const where = scopeOf(req) + (req.zone ? ` (zone "${req.zone}")` : "");
+    const sel = selectorOf(req);
+    const where = scopeOf(req) + (sel.length ? ` (${sel.map(([k, v]) => `${k} "${v}"`).join(", ")})` : "");
+    if (r.reason === "session-gone") {
+        const message = `session "${req.session}" was bound to member ${r.member}, which is gone (left ${scopeOf(req)}, unhealthy or draining); it is strict, so it does not move: drop \`_strict\` or start a new session`;
+        return { ok: false, reason: r.reason, message, retryAfterSeconds: 0 };
+    }
     const message =
         r.reason === "no-members"
             ? `${where} has no members; scale it up`

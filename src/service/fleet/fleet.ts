@@ -16,7 +16,7 @@ import type { Operation } from "../operations/operation";
 import { memberUpstreamUrl } from "./credentials";
 import type { HealthSource, MemberNote, PoolCounts, ProxyView, ActiveLeaseView, FleetAcquire } from "./views";
 import { grantAnswer, notReadYet, refusal } from "./acquire-answer";
-import { KnownScopes } from "./scopes";
+import { KnownScopes, labelsOf } from "./scopes";
 import { MemberNotes } from "./member-notes";
 import { activeLeaseView, proxyView } from "./discovery";
 import { FleetListeners } from "./listeners";
@@ -62,13 +62,20 @@ export class Fleet {
     sync(members: ProxyMember[], pools: PoolConfig[]): void {
         this.members = new Map(members.map((m) => [m.id, m]));
         this.configs = pools;
-        this.scopes.sync(members, pools);
         // Members without an address yet (still provisioning) are listed but never probed or leased.
         const addressed = members.filter((m) => m.host);
         this.health.setMembers(addressed);
         this.memberNotes.forgetErrorsUnless((id) => this.members.has(id));
+        const labels = labelsOf(members, pools);
+        this.scopes.sync(members, pools, labels);
         this.leases.setMembers(
-            addressed.map((m) => ({ id: m.id, pool: m.pool, zone: m.zone, eligible: this.leasable(m.id) })),
+            addressed.map((m) => ({
+                id: m.id,
+                pool: m.pool,
+                zone: m.zone,
+                labels: labels.get(m.id),
+                eligible: this.leasable(m.id),
+            })),
             poolLeaseSettings(pools),
         );
     }

@@ -78,7 +78,7 @@ export type FleetAcquire =
     | { ok: true; lease: LeaseView; session?: "kept" | "rebound" | "new" }
     | {
           ok: false;
-          reason: "unknown-pool" | "unknown-zone" | "no-members" | "none-available";
+          reason: "unknown-pool" | "unknown-zone" | "unknown-label" | "no-members" | "none-available" | "session-gone";
           message: string;
           retryAfterSeconds: number;
       }

@@ -112,7 +112,7 @@ export class Admission {
         const checked = this.credentials(r.username, r.password);
         if (!checked.ok) return checked;
         const { token, user } = checked;
-        const { pool, session, zone, retries } = user;
+        const { pool, session, where, retries } = user;
         const limit = token.gatewayConcurrency;
         const now = this.inFlight.get(token.name) ?? 0;
         if (limit !== undefined && now >= limit)
@@ -135,6 +135,8 @@ export class Admission {
                 leave();
                 if (got.reason === "unknown-pool") return no("unknown_pool", got.message);
                 if (got.reason === "unknown-zone") return no("unknown_zone", got.message);
+                if (got.reason === "unknown-label") return no("unknown_label", got.message);
+                if (got.reason === "session-gone") return no("session_gone", got.message);
                 if (got.reason === "target-busy") {
                     this.politeness?.held(got.pool, got.rule, "gateway", "refused");
                     return no("target_busy", got.message, { "Retry-After": String(got.retryAfterSeconds) });
@@ -156,7 +158,15 @@ export class Admission {
             };
         };
         // Shared: gateway requests share a member up to its pool's gateway.memberConcurrency.
-        const ask: FleetAcquireRequest = { pool, target, session, zone, ttlSeconds: this.ttlSeconds, shared: true };
+        const ask: FleetAcquireRequest = {
+            ...sessionOptions(user),
+            pool,
+            target,
+            session,
+            where,
+            ttlSeconds: this.ttlSeconds,
+            shared: true,
+        };
         // The first attempt is the request's one refusal the autoscaler hears of; a waiter's retries are not new demand.
         const acquire = (via: "gateway" | null) => this.fleet.acquire(ask, via);
         const attempt = () => acquire(null);
@@ -190,5 +200,14 @@ function behind(pool: string | undefined): FleetAcquire {
         reason: "none-available",
         message: `every member of ${pool ? `pool "${pool}"` : "any pool"} this request could use is busy and others were waiting first; retry in 1s`,
         retryAfterSeconds: 1,
+    };
+}
+
+/** The username's session options as the lease store takes them (only those given). */
+function sessionOptions(user: GatewayUser): Pick<FleetAcquireRequest, "sessionTtlSeconds" | "strict" | "rotate"> {
+    return {
+        ...(user.ttlSeconds !== undefined && { sessionTtlSeconds: user.ttlSeconds }),
+        ...(user.strict && { strict: true }),
+        ...(user.rotate && { rotate: true }),
     };
 }

@@ -36,6 +36,9 @@ const PROXY_STATUS_TYPES: Partial<Record<ErrorCode, string>> = {
     bad_username: "http_request_error",
     unknown_pool: "http_request_error",
     unknown_zone: "http_request_error",
+    unknown_label: "http_request_error",
+    // The session's member is what the client asked for, and it is gone: RFC 9209 §2.3.3.
+    session_gone: "destination_unavailable",
 };
 
 /** The `Proxy-Status` field (RFC 9209) of a refusal: proxy name `egress`, the error type, our code as details. */

@@ -2,6 +2,7 @@ import type { Fleet } from "../fleet/fleet";
 import type { FleetAcquire } from "../fleet/views";
 import type { GatewayMetrics } from "../observe/gateway-metrics";
 import type { MaybePromise } from "../store/types";
+import { selectorOf } from "../leases/types";
 
 /**
  * Where gateway requests wait when every member they could use is busy: first come first served per
@@ -43,8 +44,17 @@ interface Waiter {
 }
 
 /** The line a request waits in: requests that want the same members (pool, zone and target). */
-export function waitingLine(ask: { pool?: string; zone?: string; target?: string }): string {
-    return `${ask.pool ?? "*"}|${ask.zone ?? "*"}|${ask.target}`;
+export function waitingLine(ask: {
+    pool?: string;
+    zone?: string;
+    where?: Readonly<Record<string, string>>;
+    target?: string;
+}): string {
+    const sel = selectorOf(ask)
+        .map(([k, v]) => `${k}=${v}`)
+        .sort()
+        .join(",");
+    return `${ask.pool ?? "*"}|${sel || "*"}|${ask.target}`;
 }
 
 /**

@@ -22,13 +22,17 @@ export const ERRORS = {
     not_scalable: { status: 400, when: "the pool's kind cannot be scaled (a static list)" },
     bad_username: {
         status: 400,
-        when: "(gateway) the proxy username does not follow `<pool>[_session_<key>][_target_<host>][_zone_<zone>][_retries_<n>]`",
+        when: "(gateway) the proxy username does not follow the grammar of the options table (src/service/gateway/username-options.ts; docs/api.md, Gateway username options): the message names the broken rule and quotes the grammar",
     },
     unauthenticated: { status: 401, gateway: 407, when: "no token, or one that matches none" },
     forbidden: { status: 403, gateway: 407, when: "the token lacks the scope the route needs" },
     forbidden_target: { status: 403, when: "(gateway) the target is the lease store or the service itself" },
     not_found: { status: 404, when: "no such route or asset" },
     unknown_pool: { status: 404, when: "no pool by that name" },
+    unknown_label: {
+        status: 400,
+        when: "a lease or gateway request selecting a label, or a label value, no member of its pool has had since the service started; the message names the known ones",
+    },
     unknown_zone: {
         status: 400,
         when: "a lease or gateway request for a zone no member of its pool has had since the service started; the message names the zones",
@@ -64,6 +68,10 @@ export const ERRORS = {
     member_unreachable: {
         status: 502,
         when: "(gateway) the leased member refused or broke the connection before answering; Proxy-Status names it",
+    },
+    session_gone: {
+        status: 502,
+        when: '(gateway) a `_strict` session\'s member is gone (removed, unhealthy or draining); `Proxy-Status: egress; error=destination_unavailable; details="session_gone"`',
     },
     none_available: { status: 503, when: "no proxy can be leased now; Retry-After says when to try again" },
     not_ready: { status: 503, when: "the service is starting, recovering the stack, or shutting down; Retry-After" },

@@ -50,7 +50,8 @@ export class LeaseLedger {
         unplace(m);
         const rec: LeaseRec = { lease, member: m, heapIndex: -1, ...(req.shared && { shared: true }) };
         rec.rule = this.polite.granted(m.pool, this.polite.rule(m.pool, req.target), m.id, now);
-        if (key !== undefined) rec.session = this.sessions.acquired(key, session, m.id, m.pool.sessionTtlMs, now);
+        if (key !== undefined)
+            rec.session = this.sessions.acquired(key, session, m.id, sessionTtlMs(m.pool.sessionTtlMs, req), now);
         if (rec.shared) m.shared.add(rec);
         else m.lease = rec;
         place(m, now); // a shared lease leaves room for more: back in `sharing`
@@ -99,4 +100,9 @@ export class LeaseLedger {
         if (outcome === "error") m.errors++;
         place(m, now);
     }
+}
+
+/** The session's idle TTL: the request's `sessionTtlSeconds` (`_ttl_`), never longer than the pool's. */
+export function sessionTtlMs(poolMs: number, req: Pick<AcquireRequest, "sessionTtlSeconds">): number {
+    return req.sessionTtlSeconds === undefined ? poolMs : Math.min(poolMs, req.sessionTtlSeconds * 1000);
 }

@@ -14,6 +14,7 @@ import {
     Lease,
     LeaseManagerOptions,
     LeaseMemberInput,
+    memberLabels,
     MemberSnapshot,
     PoolLeaseSettings,
     PoolStats,
@@ -102,6 +103,7 @@ export class LeaseManager {
                 place(rec, now);
             }
             rec.zone = m.zone ?? "";
+            rec.labels = memberLabels(m);
             if (m.eligible !== undefined) this.setEligible(m.id, m.eligible);
         }
         this.hints.clear();
@@ -143,11 +145,14 @@ export class LeaseManager {
         const session = key === undefined ? undefined : this.ledger.sessions.get(key, now);
         if (session) {
             const m = this.members.get(session.memberId);
-            if (m && sessionSticks(m, req, this.targets, this.polite, now))
+            // `rotate`: the session's member sits this pick out, as a gateway retry's failed one does.
+            if (req.rotate) req = { ...req, exclude: [...(req.exclude ?? []), session.memberId] };
+            else if (m && sessionSticks(m, req, this.targets, this.polite, now))
                 return { ok: true, lease: this.ledger.grant(m, req, now, key, session), rebound: false };
+            else if (req.strict) return strictRefusal(m, session.memberId, this.o.busyRetryAfterSeconds);
         }
         const scope = this.scope(req.pool);
-        const idle = pickLeastRecentlyUsed(scope, req.target, this.targets, now, this.polite, req.zone, req.exclude);
+        const idle = pickLeastRecentlyUsed(scope, req.target, this.targets, now, this.polite, req);
         const { best, total, skippedUntil, held } =
             req.shared && !idle.best ? orLeastLoaded(idle, scope, req, this.targets, now, this.polite) : idle;
         if (!best && held) return targetBusy(held, now);
@@ -276,4 +281,14 @@ export class LeaseManager {
         m.pool.members--;
         this.members.delete(m.id);
     }
+}
+
+/**
+ * A `strict` session whose member cannot take this lease: gone (left the stack, or not eligible —
+ * unhealthy, draining) is `session-gone`; only busy (full, resting for the target, another zone asked)
+ * is the ordinary `none-available`, since the member may take it in a moment.
+ */
+function strictRefusal(m: MemberRec | undefined, member: string, busyRetrySeconds: number): AcquireResult {
+    if (!m || !m.eligible) return { ok: false, reason: "session-gone", member, retryAfterSeconds: 0 };
+    return { ok: false, reason: "none-available", retryAfterSeconds: Math.max(1, busyRetrySeconds) };
 }

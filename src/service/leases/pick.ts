@@ -1,14 +1,17 @@
 import { hasRoom, type MemberRec, type PoolRec, promote } from "./pool";
 import { earlierHold, type PoliteHold, type SitePoliteness } from "./politeness";
 import type { TargetCooldowns } from "./target-cooldowns";
-import type { AcquireRequest } from "./types";
+import { matchesLabels } from "../../model/labels";
+import { selectorOf, type AcquireRequest } from "./types";
 
 /**
  * The pick of a plain acquire: across the pools in scope, the least recently used member that is
  * eligible, unleased and rested (pool cooldown over, not resting for `target`). Each pool's ready list
  * is in LRU order, so its first rested member is its candidate; ties between pools go to the member that
  * joined first. Members whose pool cooldown ended are promoted first (paid once per release). With a
- * `zone`, only that zone's members count; members in `exclude` never do.
+ * selector (`zone`, `where`), only members whose labels match count (O(labels selected) per member
+ * walked: a selective pick walks past the non-matching members ahead of its first match, so its cost is
+ * bounded by the pool's size, as a zone's was); members in `exclude` never do.
  * `skippedUntil` is the earliest end of a target rest that was skipped (for an exact Retry-After).
  * Per-site politeness (politeness.ts): a pool whose rule for `target` has its maxConcurrency in flight
  * is passed over whole, a member granted for the site less than minIntervalMs ago is walked past;
@@ -20,10 +23,9 @@ export function pickLeastRecentlyUsed(
     targets: TargetCooldowns,
     now: number,
     polite: SitePoliteness,
-    zone?: string,
-    exclude?: readonly string[],
+    sel: Pick<AcquireRequest, "zone" | "where" | "exclude"> = {},
 ): { best?: MemberRec; total: number; skippedUntil: number; held?: PoliteHold } {
-    const walk = new CandidateWalk({ target, zone, exclude }, targets, polite, now);
+    const walk = new CandidateWalk({ target, ...sel }, targets, polite, now);
     let best: MemberRec | undefined;
     let total = 0;
     for (const pool of scope) {
@@ -53,13 +55,16 @@ export function pickLeastRecentlyUsed(
 export class CandidateWalk {
     skippedUntil = Infinity;
     held?: PoliteHold;
+    private readonly where: [string, string][];
 
     constructor(
-        private readonly req: Pick<AcquireRequest, "target" | "zone" | "exclude">,
+        private readonly req: Pick<AcquireRequest, "target" | "zone" | "where" | "exclude">,
         private readonly targets: TargetCooldowns,
         private readonly polite: SitePoliteness,
         private readonly now: number,
-    ) {}
+    ) {
+        this.where = selectorOf(req);
+    }
 
     /** The pool's site rule, or undefined when the site is at its cap there (the pool is passed over whole). */
     pool(pool: PoolRec): { rule: ReturnType<SitePoliteness["rule"]> } | undefined {
@@ -72,8 +77,8 @@ export class CandidateWalk {
 
     /** Whether member `m` of `pool` may be taken; a member held back by a rest or a spacing is recorded. */
     takes(pool: PoolRec, rule: ReturnType<SitePoliteness["rule"]>, m: MemberRec): boolean {
-        const { target, zone, exclude } = this.req;
-        if (zone !== undefined && m.zone !== zone) return false;
+        const { target, exclude } = this.req;
+        if (!matchesLabels(m.labels, this.where)) return false;
         if (exclude !== undefined && exclude.includes(m.id)) return false;
         if (target === undefined) return true;
         const until = this.targets.until(target, m.id);
@@ -109,7 +114,7 @@ export function sessionSticks(
     const rule = polite.rule(m.pool, req.target);
     if (polite.full(m.pool, rule, now) || polite.spacedUntil(m.pool, rule, m.id) > now) return false;
     if (req.pool !== undefined && m.pool.name !== req.pool) return false;
-    if (req.zone !== undefined && m.zone !== req.zone) return false;
+    if (!matchesLabels(m.labels, selectorOf(req))) return false;
     if (req.exclude?.includes(m.id)) return false;
     return req.target === undefined || targets.blockedUntil(req.target, m.id) <= now;
 }

@@ -14,6 +14,8 @@ export interface MemberRec extends ListNode, HeapItem {
     eligible: boolean;
     /** For zone-scoped acquires ("" when the member has none). */
     zone: string;
+    /** Its labels, `zone` among them (types.ts memberLabels): what `AcquireRequest.where` selects by. */
+    labels: Record<string, string>;
     /** Its exclusive lease (POST /v1/leases), if any. */
     lease: LeaseRec | undefined;
     /** Its shared (gateway) leases: at most the pool's memberConcurrency, none while `lease` is set. */
@@ -86,6 +88,7 @@ export function newMember(id: string, pool: PoolRec, seq: number, eligible: bool
         seq,
         eligible,
         zone,
+        labels: zone ? { zone } : {},
         lease: undefined,
         shared: new Set<LeaseRec>(),
         errors: 0,

@@ -36,6 +36,21 @@ export interface AcquireRequest {
      */
     zone?: string;
     /**
+     * Only members whose labels (LeaseMemberInput.labels) have every `label: value` here; `zone` above is
+     * the same as `where.zone`. Checked against the labels members have had by the fleet first (an unknown
+     * label or value is the caller's mistake); here non-matching members are passed over, a session moves.
+     */
+    where?: Readonly<Record<string, string>>;
+    /** The session's idle lifetime, clamped to its pool's session TTL (which it can only shorten). */
+    sessionTtlSeconds?: number;
+    /**
+     * A session whose member is gone (no longer in the stack, or not eligible: unhealthy, draining) is
+     * answered `session-gone` instead of moving; one whose member is only busy answers `none-available`.
+     */
+    strict?: boolean;
+    /** A session moves to a member other than its current one now (as if that one were in `exclude`). */
+    rotate?: boolean;
+    /**
      * Members (ids) not to lease now: the gateway's retry asks for a member other than the ones that
      * already failed this request. A session bound to one of them moves, as if its member were busy.
      */
@@ -81,7 +96,9 @@ type AcquireAnswer =
      * host) has its `maxConcurrency` leases in flight in `pool`, or the free members were granted for it
      * less than `minIntervalMs` ago. HTTP 429 `target_busy` with Retry-After.
      */
-    | { ok: false; reason: "target-busy"; retryAfterSeconds: number; pool: string; rule: string };
+    | { ok: false; reason: "target-busy"; retryAfterSeconds: number; pool: string; rule: string }
+    /** A `strict` session's member is gone (AcquireRequest.strict): the gateway's 502 `session_gone`. */
+    | { ok: false; reason: "session-gone"; member: string; retryAfterSeconds: number };
 
 export type ReleaseResult =
     /** `errors`: the member's lease-error count so far (the health engine gets each via `onError`). */
@@ -191,6 +208,8 @@ export interface LeaseMemberInput {
     eligible?: boolean;
     /** The member's zone, for `AcquireRequest.zone`; "" or absent when its kind has none. */
     zone?: string;
+    /** Its labels (pool config, then the kind's), for `AcquireRequest.where`; `zone` is added from the field above. */
+    labels?: Readonly<Record<string, string>>;
 }
 
 /** Per-pool lease settings of `setMembers` (PoolConfig fits). */
@@ -204,4 +223,19 @@ export interface PoolLeaseSettings {
     sessionTtlSeconds?: number;
     /** Shared (gateway) leases one member carries at once (`gateway.memberConcurrency`); 1 when absent. */
     memberConcurrency?: number;
+}
+
+/**
+ * The member selector of a request as `[label, value]` pairs: `where`, and `zone` as the `zone` label.
+ * Empty when the request selects nothing. Each member check costs O(pairs), whatever the member count.
+ */
+export function selectorOf(req: Pick<AcquireRequest, "zone" | "where">): [string, string][] {
+    const pairs = Object.entries(req.where ?? {});
+    if (req.zone !== undefined && req.where?.zone === undefined) pairs.push(["zone", req.zone]);
+    return pairs;
+}
+
+/** A member's labels as the stores match them: its own, with its zone (when it has one) as `zone`. */
+export function memberLabels(m: Pick<LeaseMemberInput, "zone" | "labels">): Record<string, string> {
+    return { ...m.labels, ...(m.zone ? { zone: m.zone } : {}) };
 }

@@ -1,6 +1,7 @@
 import type { PoolRec } from "./pool";
 import type { TargetCooldowns } from "./target-cooldowns";
-import type { AcquireRequest, AcquireResult } from "./types";
+import { matchesLabels } from "../../model/labels";
+import { selectorOf, type AcquireRequest, type AcquireResult } from "./types";
 
 export interface RetrySettings {
     busyRetryAfterSeconds: number;
@@ -14,7 +15,7 @@ export interface RetrySettings {
 export function unavailable(
     scope: readonly PoolRec[],
     total: number,
-    req: Pick<AcquireRequest, "target" | "zone">,
+    req: Pick<AcquireRequest, "target" | "zone" | "where">,
     skippedUntil: number,
     now: number,
     s: RetrySettings,
@@ -22,17 +23,18 @@ export function unavailable(
 ): Extract<AcquireResult, { ok: false }> {
     if (total === 0)
         return { ok: false, reason: "no-members", retryAfterSeconds: Math.max(1, s.idleRetryAfterSeconds) };
-    const { target, zone } = req;
+    const { target } = req;
+    const where = selectorOf(req);
     let earliest = skippedUntil;
     for (const p of scope) {
         // A leased member may come back any moment; it then serves its pool cooldown first.
         if (p.leased > 0) earliest = Math.min(earliest, now + Math.max(s.busyRetryAfterSeconds * 1000, p.cooldownMs));
-        if (target === undefined && zone === undefined) {
+        if (target === undefined && where.length === 0) {
             const top = p.cooling.peek();
             if (top) earliest = Math.min(earliest, top.lastUsedAt + p.cooldownMs);
         } else {
             for (const m of p.cooling.values()) {
-                if (zone !== undefined && m.zone !== zone) continue;
+                if (!matchesLabels(m.labels, where)) continue;
                 const rested = m.lastUsedAt + p.cooldownMs;
                 earliest = Math.min(
                     earliest,

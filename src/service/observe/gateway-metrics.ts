@@ -12,6 +12,8 @@ export const GATEWAY_REFUSALS = [
     "bad_username",
     "unknown_pool",
     "unknown_zone",
+    "unknown_label",
+    "session_gone",
     "over_limit",
     "bad_request",
     "headers_too_large",

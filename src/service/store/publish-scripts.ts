@@ -6,7 +6,7 @@ import { PRELUDE } from "./prelude";
 
 /**
  * ARGV: this replica's view as JSON {pools: {name: [cooldownMs, sessionTtlMs, restAfterOkMs (-1 = unset), rules, memberConcurrency]},
- * members: [[id, pool, eligible 0|1, zone]]}. Replaces the published members: a member that left loses its
+ * members: [[id, pool, eligible 0|1, labels as newline-framed 'k=v' lines ('' = none; labelLines)]]}. Replaces the published members: a member that left loses its
  * lease (a late release gets 410 proxy_removed); survivors keep their leases and history.
  */
 export const PUBLISH =
@@ -17,8 +17,8 @@ local want = {}
 for _, e in ipairs(view.members) do
   want[e[2]] = want[e[2]] or {}
   want[e[2]][e[1]] = e[3]
-  -- Zones beside the members (one hash): read only by zone-scoped acquires.
-  if e[4] and e[4] ~= '' then redis.call('HSET', P .. 'zone', e[1], e[4]) else redis.call('HDEL', P .. 'zone', e[1]) end
+  -- Labels beside the members (one hash): read only by selecting acquires.
+  if e[4] and e[4] ~= '' then redis.call('HSET', P .. 'lbl', e[1], e[4]) else redis.call('HDEL', P .. 'lbl', e[1]) end
 end
 local old = redis.call('HKEYS', P .. 'pools')
 for _, p in ipairs(old) do
@@ -31,7 +31,8 @@ for _, p in ipairs(old) do
       redis.call('ZREM', P .. 'ready:' .. p, m)
       if redis.call('HGET', P .. 'where', m) == p then
         redis.call('HDEL', P .. 'where', m)
-        redis.call('HDEL', P .. 'zone', m)
+        redis.call('HDEL', P .. 'lbl', m)
+        redis.call('HDEL', P .. 'zone', m) -- the hash before labels (a store written by an older service)
       end
       for _, id in ipairs(ids) do endlease(id, 'member-removed', 'ok', nil) end
     end

@@ -5,6 +5,7 @@ import { openRedis } from "./open-redis";
 import type { LeaseMemberInput, PoolLeaseSettings } from "../leases";
 import {
     LEASE_DEFAULTS,
+    memberLabels,
     type AcquireRequest,
     type AcquireResult,
     type Lease,
@@ -19,7 +20,7 @@ import { LiveLeases } from "./live-leases";
 import { TurnWrites } from "./turn-writes";
 import { type RedisStoreOptions, type Reply, TRANSIENT_REPLY } from "./redis-options";
 import { isNoScript, StoreScript } from "./script-call";
-import { acquireReply, publishedPools, releaseReply, type PublishedPool } from "./redis-wire";
+import { acquireArgs, acquireReply, labelLines, publishedPools, releaseReply, type PublishedPool } from "./redis-wire";
 
 export type { RedisStoreOptions } from "./redis-options";
 
@@ -132,7 +133,7 @@ export class RedisLeaseStore implements LeaseStore {
     setMembers(members: readonly LeaseMemberInput[], pools: Record<string, PoolLeaseSettings>): void {
         const sessionTtl = this.o.sessionTtlSeconds ?? LEASE_DEFAULTS.sessionTtlSeconds;
         this.pools = publishedPools(pools, sessionTtl);
-        this.members = members.map((m) => ({ id: m.id, pool: m.pool, zone: m.zone ?? "" }));
+        this.members = members.map((m) => ({ id: m.id, pool: m.pool, labels: memberLabels(m) }));
         for (const m of members) if (m.eligible !== undefined) this.eligible.set(m.id, m.eligible);
         const ids = new Set(members.map((m) => m.id));
         for (const id of this.eligible.keys()) if (!ids.has(id)) this.eligible.delete(id);
@@ -147,18 +148,7 @@ export class RedisLeaseStore implements LeaseStore {
     }
 
     async acquire(req: AcquireRequest = {}): Promise<AcquireResult> {
-        const args = [
-            req.pool ?? "",
-            req.target ?? "",
-            req.session ?? "",
-            String(req.ttlSeconds ?? 0),
-            randomUUID(),
-            req.zone ?? "",
-            req.shared ? "1" : "0",
-            req.replaces?.leaseId ?? "",
-            req.replaces?.outcome ?? "",
-        ];
-        if (req.exclude) args.push(...req.exclude);
+        const args = acquireArgs(req, randomUUID());
         // The replaced lease is a gateway attempt of this replica's, so this replica's view knows it.
         const replaced = req.replaces && this.view.get(req.replaces.leaseId);
         const r = (await this.run(this.scripts.acquire, args)) as Reply;
@@ -269,7 +259,12 @@ export class RedisLeaseStore implements LeaseStore {
         this.dirty = false;
         const view = JSON.stringify({
             pools: this.pools,
-            members: (this.members ?? []).map((m) => [m.id, m.pool, this.eligible.get(m.id) ? 1 : 0, m.zone ?? ""]),
+            members: (this.members ?? []).map((m) => [
+                m.id,
+                m.pool,
+                this.eligible.get(m.id) ? 1 : 0,
+                labelLines(Object.entries(m.labels ?? {})),
+            ]),
         });
         this.publishing = this.run(this.scripts.publish, [view])
             .then(

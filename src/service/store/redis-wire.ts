@@ -5,7 +5,14 @@
  * these are pure functions of the scripts' array layouts, which change together with scripts.ts.
  */
 import type { PoolLeaseSettings } from "../leases";
-import type { AcquireRequest, AcquireResult, Lease, ReleaseResult, Removal } from "../leases/types";
+import {
+    selectorOf,
+    type AcquireRequest,
+    type AcquireResult,
+    type Lease,
+    type ReleaseResult,
+    type Removal,
+} from "../leases/types";
 import { orderRules } from "../../model/politeness";
 import { memberConcurrencyOf } from "../leases/shared";
 import type { Reply } from "./redis-options";
@@ -35,6 +42,23 @@ export function publishedPools(
     );
 }
 
+/** The ACQUIRE script's ARGV for `req` (scripts.ts ACQUIRE lists them), with lease id `id`. */
+export function acquireArgs(req: AcquireRequest, id: string): string[] {
+    return [
+        req.pool ?? "",
+        req.target ?? "",
+        req.session ?? "",
+        String(req.ttlSeconds ?? 0),
+        id,
+        labelLines(selectorOf(req)),
+        (req.shared ? "s" : "") + (req.strict ? "t" : "") + (req.rotate ? "r" : ""),
+        req.replaces?.leaseId ?? "",
+        req.replaces?.outcome ?? "",
+        req.sessionTtlSeconds === undefined ? "" : String(req.sessionTtlSeconds),
+        ...(req.exclude ?? []),
+    ];
+}
+
 /** The ACQUIRE script's reply to `req` as the lease store's answer. */
 export function acquireReply(r: Reply, req: AcquireRequest): AcquireResult {
     if (r[0] === 0 && r[1] === "target-busy")
@@ -45,6 +69,8 @@ export function acquireReply(r: Reply, req: AcquireRequest): AcquireResult {
             pool: String(r[3]),
             rule: String(r[4]),
         };
+    if (r[0] === 0 && r[1] === "session-gone")
+        return { ok: false, reason: "session-gone", member: String(r[3]), retryAfterSeconds: 0 };
     if (r[0] === 0)
         return { ok: false, reason: r[1] as "no-members" | "none-available", retryAfterSeconds: Number(r[2]) };
     const lease: Lease = {
@@ -89,4 +115,13 @@ export function releaseReply(r: Reply, leaseId: string): ReleaseResult {
         expiresAt: Number(r[6]),
     };
     return { ok: true, lease, errors: Number(r[7]) };
+}
+
+/**
+ * Labels (or a selector) as the Lua scripts read them: sorted `k=v` lines, each between newlines
+ * ("\\nk=v\\n"), '' for none. Sorted, so one member's string is the same on every publication.
+ */
+export function labelLines(pairs: Iterable<readonly [string, string]>): string {
+    const lines = [...pairs].map(([k, v]) => `${k}=${v}`).sort();
+    return lines.length === 0 ? "" : `\n${lines.join("\n")}\n`;
 }

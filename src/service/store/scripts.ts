@@ -46,22 +46,38 @@ export const LEASE_ERRORS_KEY = "err";
 export const LEASE_OUTCOMES_KEY = "out";
 
 /**
- * ARGV: pool, target, session ('' = none), ttlSeconds, lease id, zone ('' = any), shared ('1' = a gateway
- * lease, shared-lua.ts), the lease a gateway retry replaces ('' = none) and its outcome, then members to
- * exclude (any number).
+ * ARGV: pool, target, session ('' = none), ttlSeconds, lease id, the member selector (`k=v` lines, '' =
+ * any; labelLines), flags (`s` shared: a gateway lease, shared-lua.ts; `t` strict and `r` rotate: the
+ * session's, AcquireRequest), the lease a gateway retry replaces ('' = none) and its outcome, the session's
+ * idle TTL in seconds ('' = its pool's), then members to exclude (any number).
  */
 export const ACQUIRE =
     PRELUDE +
     `
-local pool, target, session, ttl, id, zone = ARGV[A], ARGV[A + 1], ARGV[A + 2], tonumber(ARGV[A + 3]), ARGV[A + 4], ARGV[A + 5]
-local shared = ARGV[A + 6] == '1'
+local pool, target, session, ttl, id = ARGV[A], ARGV[A + 1], ARGV[A + 2], tonumber(ARGV[A + 3]), ARGV[A + 4]
+local flags = ARGV[A + 6]
+local shared, strict, rotate = flags:find('s', 1, true) ~= nil, flags:find('t', 1, true) ~= nil, flags:find('r', 1, true) ~= nil
+local sttl = tonumber(ARGV[A + 9]) or 0
 -- A gateway retry's failed lease (AcquireRequest.replaces) ends before the pick, so its politeness
 -- slot is the retry's and no other request takes it in between.
 if ARGV[A + 7] ~= '' then endlease(ARGV[A + 7], 'released', ARGV[A + 8], nil) end
 -- Members that already failed this request (a gateway retry): passed over like another zone's.
 local excluded = {}
-for i = A + 9, #ARGV do excluded[ARGV[i]] = true end
-local function inzone(m) return not excluded[m] and (zone == '' or (redis.call('HGET', P .. 'zone', m) or '') == zone) end
+for i = A + 10, #ARGV do excluded[ARGV[i]] = true end
+-- The selector: each wanted label a 'k=v' line between newlines, found in the member's published lines (lbl) by a
+-- plain find. Neither keys nor values can hold '=' or a newline (src/model/labels.ts), so a line cannot
+-- match across two. One HGET and O(labels selected) per member walked, whatever the member count.
+local needles = {}
+for kv in string.gmatch(ARGV[A + 5], '[^\\n]+') do needles[#needles + 1] = '\\n' .. kv .. '\\n' end
+local function inzone(m)
+  if excluded[m] then return false end
+  if #needles == 0 then return true end
+  local l = redis.call('HGET', P .. 'lbl', m) or ''
+  for _, n in ipairs(needles) do
+    if not string.find(l, n, 1, true) then return false end
+  end
+  return true
+end
 if ttl == nil or ttl <= 0 then ttl = S.dttl end
 ttl = math.min(S.mttl, math.max(1, math.floor(ttl)))
 local skey = session ~= '' and (pool .. '\\n' .. session) or ''
@@ -85,7 +101,10 @@ local function grant(m, p, state, rule, score)
   if skey ~= '' then
     local sk = P .. 'sess:' .. skey
     local c = poolcfg(p)
-    redis.call('HSET', sk, 'member', m, 'pool', p, 'ttl', c and c.st or 0)
+    -- The session's idle TTL: the request's (\`_ttl_\`) shortens its pool's, never lengthens it.
+    local st = c and c.st or 0
+    if sttl > 0 and sttl * 1000 < st then st = sttl * 1000 end
+    redis.call('HSET', sk, 'member', m, 'pool', p, 'ttl', st)
     redis.call('HINCRBY', sk, 'live', '1')
     redis.call('PERSIST', sk) -- never forgotten while one of its leases runs
   end
@@ -95,7 +114,11 @@ end
 -- A sticky session keeps its member while that one is eligible, unleased, in scope and not blocked by target.
 local sess = skey ~= '' and redis.call('HMGET', P .. 'sess:' .. skey, 'member', 'pool') or {}
 local smember, spool = sess[1], sess[2]
-if smember then
+-- rotate: the session's member sits this pick out (as a retry's failed member does); strict: a session
+-- whose member cannot take the lease does not move — 'session-gone' when the member left or is not
+-- eligible, else busy (pick.ts/manager.ts strictRefusal).
+if smember and rotate then excluded[smember] = true
+elseif smember then
   local blocked = false
   if target ~= '' then
     local u, b = tcget(target, smember)
@@ -106,6 +129,10 @@ if smember then
   local polite = not sitefull(spool, srule) and spaceduntil(spool, srule, smember) <= now
   if eligible(spool, smember) and hasroom(spool, smember, shared) and (pool == '' or pool == spool) and inzone(smember) and not blocked and polite then
     return grant(smember, spool, 'kept', srule)
+  end
+  if strict then
+    if not eligible(spool, smember) then return { 0, 'session-gone', 0, smember } end
+    return { 0, 'none-available', math.max(1, math.ceil(S.busy / 1000)) }
   end
 end
 local state = smember and 'rebound' or (skey ~= '' and 'new' or '')

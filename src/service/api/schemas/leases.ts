@@ -3,6 +3,15 @@ import { z } from "zod";
 import { SCOPES } from "../../http/auth";
 import { sessionKeySchema } from "../../leases/session-key";
 import { isoTime } from "./common";
+import { LABEL_KEY, LABEL_KEY_TEXT, LABEL_VALUE, LABEL_VALUE_TEXT } from "../../../model/labels";
+
+/** A member selector: label → the value members must have (`{country: "de"}`), as the gateway's `_<label>_<value>`. */
+export const whereSchema = z
+    .record(
+        z.string().regex(LABEL_KEY, { message: `label names are ${LABEL_KEY_TEXT}` }),
+        z.string().regex(LABEL_VALUE, { message: `label values are ${LABEL_VALUE_TEXT}` }),
+    )
+    .refine((w) => Object.keys(w).length <= 16, { message: "at most 16 labels" });
 
 export const leaseBody = z.strictObject({
     pool: z.string().min(1).max(63).optional().describe("Only lease from this pool"),
@@ -21,6 +30,11 @@ export const leaseBody = z.strictObject({
         .optional()
         .describe(
             "Only a proxy in this zone (the `zone` of GET /v1/proxies). A zone no member of the pool has is a 400 naming the zones there are; a known zone with nothing free is a 503",
+        ),
+    where: whereSchema
+        .optional()
+        .describe(
+            'Only a proxy whose labels (its pool\'s `labels`, and its `zone`) have every `label: value` here, e.g. `{"country": "de"}`; `zone` is `where.zone`. A label or value no member of the pool has had is a 400 `unknown_label` naming the known ones; a known one with nothing free is a 503',
         ),
     session: sessionKeySchema
         .optional()
