@@ -5,6 +5,7 @@ import { type Admission, type Refusal, refusal } from "./admission";
 import { poolLabel, rawAnswer } from "./answers";
 import type { Flight, TaggedSocket } from "./flight";
 import type { Flights } from "./flights";
+import type { Door } from "./doors";
 import type { ProxyCredentials } from "./proxy-auth";
 import { settle } from "../store/types";
 import type { GatewayMetrics } from "../observe/gateway-metrics";
@@ -32,6 +33,8 @@ export class Entry {
             log: Logger;
             ready: () => { ok: true } | { ok: false; reason: string };
             ttlSeconds: number;
+            /** Which door the client came through (doors.ts): an allowed source, a sticky port. */
+            door?: (socket: Socket) => Door;
         },
     ) {}
 
@@ -68,36 +71,39 @@ export class Entry {
             socket.once("close", leave);
             return () => void socket.off("close", leave);
         };
-        const admitted = settle(this.o.admission.admit({ username, password, hostname, onGone }), (got) => {
-            if (!got.ok) {
-                if (got.refusal.code === "none_available" || got.refusal.code === "store_unavailable")
-                    this.o.metrics.request(poolLabel(username), kind, "unavailable");
-                else
-                    this.o.metrics.refused(
-                        got.refusal.code as Exclude<
-                            Refusal["code"],
-                            "none_available" | "not_ready" | "store_unavailable"
-                        >,
-                    );
-                return to.refuse(got.refusal);
-            }
-            const replayable = body !== undefined;
-            const f = this.o.flights.launch(got.admitted, {
-                kind,
-                socket,
-                closes,
-                ttlSeconds: this.o.ttlSeconds,
-                replayable,
-                body: kind === "http" ? body : undefined,
-            });
-            // The client left while the request waited for a member (or for the store): no close
-            // event is coming, so the lease goes back now.
-            if (socket.destroyed) {
-                this.o.flights.end(f);
-                return to.refuse(refusal("bad_request", "the client went away"));
-            }
-            to.go(f);
-        });
+        const admitted = settle(
+            this.o.admission.admit({ username, password, hostname, onGone, door: this.o.door?.(socket) }),
+            (got) => {
+                if (!got.ok) {
+                    if (got.refusal.code === "none_available" || got.refusal.code === "store_unavailable")
+                        this.o.metrics.request(poolLabel(username), kind, "unavailable");
+                    else
+                        this.o.metrics.refused(
+                            got.refusal.code as Exclude<
+                                Refusal["code"],
+                                "none_available" | "not_ready" | "store_unavailable"
+                            >,
+                        );
+                    return to.refuse(got.refusal);
+                }
+                const replayable = body !== undefined;
+                const f = this.o.flights.launch(got.admitted, {
+                    kind,
+                    socket,
+                    closes,
+                    ttlSeconds: this.o.ttlSeconds,
+                    replayable,
+                    body: kind === "http" ? body : undefined,
+                });
+                // The client left while the request waited for a member (or for the store): no close
+                // event is coming, so the lease goes back now.
+                if (socket.destroyed) {
+                    this.o.flights.end(f);
+                    return to.refuse(refusal("bad_request", "the client went away"));
+                }
+                to.go(f);
+            },
+        );
         if (admitted instanceof Promise) admitted.catch((e: Error) => this.failed(socket, e, to));
     }
 
