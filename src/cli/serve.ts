@@ -201,18 +201,20 @@ async function run(o: Record<string, any>, opts: GlobalOptions, log: Logger): Pr
         config.pools.map((p) => p.name),
         { "--port": port, "--gateway-port": gatewayPort, "--socks-port": socksPort, "--gateway-tls-port": tlsPort },
     );
-    const gateway =
-        gatewayPort === 0 && socksPort === 0 && tlsPort === 0 && doors.stickyPorts.length === 0
-            ? undefined
-            : {
-                  port: on(gatewayPort),
-                  socksPort: on(socksPort),
-                  tlsPort: on(tlsPort),
-                  host: o.gatewayHost,
-                  waitMs: gatewayWait * 1000,
-                  blockRules,
-                  ...doors,
-              };
+    const gatewayOff = gatewayPort === 0 && socksPort === 0 && tlsPort === 0 && doors.stickyPorts.length === 0;
+    if (gatewayOff && doors.allow.length)
+        throw new UsageError("--gateway-allow needs a gateway door: every gateway port is 0 (off)");
+    const gateway = gatewayOff
+        ? undefined
+        : {
+              port: on(gatewayPort),
+              socksPort: on(socksPort),
+              tlsPort: on(tlsPort),
+              host: o.gatewayHost,
+              waitMs: gatewayWait * 1000,
+              blockRules,
+              ...doors,
+          };
     const svc = await startService({
         projectRoot: dir,
         stack: opts.stack,

@@ -7,7 +7,9 @@
  */
 import { after, before, test } from "node:test";
 import assert from "node:assert/strict";
+import { execFile } from "node:child_process";
 import * as http from "node:http";
+import { promisify } from "node:util";
 import type { Browser } from "playwright-core";
 import { launchChromium } from "./browser";
 import { freePortRange, listenLoopback } from "../helpers/net";
@@ -23,6 +25,7 @@ const p = procProject("doors", {
 });
 let origin: Awaited<ReturnType<typeof listenLoopback>>;
 const browsers: Browser[] = [];
+const execFileP = promisify(execFile);
 
 before(async () => {
     // The page names its path, so a test sees which of its pages it got.
@@ -121,11 +124,14 @@ test(
     "with --gateway-allow 127.0.0.1/32=admin, pages load; a sticky port keeps its member, two ports have their own",
     { timeout: 240_000 },
     async () => {
-        const gw = await freePortRange(3);
+        const gw = await freePortRange(4);
         const sticky = gw + 1;
+        const socks = gw + 3;
         const svc = await serve(p, [
             "--gateway-port",
             String(gw),
+            "--socks-port",
+            String(socks),
             "--gateway-allow",
             "127.0.0.1/32=admin",
             "--gateway-sticky-ports",
@@ -163,6 +169,15 @@ test(
             // Two sessions on a pool of two: the second is bound to the member the first did not just use.
             assert.notEqual(a1.member, b1.member, "two sticky ports, two members");
 
+            // SOCKS5 from an allowed source: no login offered (curl offers none without a user), none needed.
+            const viaSocks = await execFileP("curl", [
+                "-sS",
+                "--socks5-hostname",
+                `127.0.0.1:${socks}`,
+                `${origin.url}/socks`,
+            ]);
+            assert.match(viaSocks.stdout, /page \/socks/);
+
             // The browser's requests were admin's (the allow rule's token) in session port-<n>: admin may report
             // a block against the member that served them (POST /v1/blocks looks up only its own requests).
             const report = { pool: "web", target: "127.0.0.1", session: `port-${sticky}`, proxy: a1.member };
@@ -174,3 +189,14 @@ test(
         }
     },
 );
+
+test("an allow rule naming a token that does not exist is a config error at start (exit 2), naming the flag", async () => {
+    await assert.rejects(
+        serve(p, ["--gateway-port", String(await freePortRange(1)), "--gateway-allow", "127.0.0.1/32=nobody"]),
+        (e: Error) => {
+            assert.match(e.message, /exited with 2/);
+            assert.match(e.message, /--gateway-allow: \\?"127\.0\.0\.1\/32=nobody\\?" names token \\?"nobody\\?"/);
+            return true;
+        },
+    );
+});

@@ -1,4 +1,5 @@
 import * as net from "node:net";
+import type { Socket } from "node:net";
 import { DNS1123_LABEL } from "../../model/fields";
 import type { ConfigProblem } from "../../model";
 import { hasScope, type StoredToken } from "../http/auth";
@@ -168,4 +169,30 @@ export function allowProblems(rules: AllowRule[], tokens: StoredToken[]): Config
             });
     }
     return problems;
+}
+
+/** A gateway's doors: which one a client's socket came through (its source address, its local port). */
+export class Doors {
+    private readonly allowed: SourceAllowList;
+    private readonly sticky: ReturnType<typeof stickyPorts>;
+
+    constructor(allow: AllowRule[] = [], sticky: StickyRange[] = []) {
+        this.allowed = new SourceAllowList(allow);
+        this.sticky = stickyPorts(sticky);
+    }
+
+    /** The allow rule of the client's address and the session of the port it connected to, if any. */
+    of(socket: Socket): Door {
+        const rule = this.allowed.match(socket.remoteAddress);
+        const sticky = socket.localPort === undefined ? undefined : this.sticky.get(socket.localPort);
+        return {
+            ...(rule && { allow: { token: rule.token, ...(rule.pool && { pool: rule.pool }) } }),
+            ...(sticky && { sticky }),
+        };
+    }
+
+    /** Whether the client's address is an allowed source. */
+    allows(socket: Socket): boolean {
+        return this.allowed.match(socket.remoteAddress) !== undefined;
+    }
 }

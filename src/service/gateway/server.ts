@@ -16,7 +16,7 @@ import { isIdempotent, readBody, replayOf } from "./replay";
 import { Retries } from "./retries";
 import { MemberHops } from "./member-hop";
 import { proxyCredentials } from "./proxy-auth";
-import { type Door, SourceAllowList, stickyPorts } from "./doors";
+import { Doors } from "./doors";
 import type { GatewayRefusal } from "../observe/gateway-metrics";
 import { type BlockRules, DEFAULT_BLOCK_RULES, isBlocked } from "./outcome";
 import { RecentServes, reportServedBlock, type ServedKey } from "./recent";
@@ -52,9 +52,8 @@ export class Gateway {
     private readonly answerMs: number;
     private readonly rules: BlockRules;
     private readonly entry: Entry;
-    private readonly allowed: SourceAllowList;
-    /** Sticky ports by number: a request's local port says which session it is (doors.ts). */
-    private readonly sticky: ReturnType<typeof stickyPorts>;
+    /** Allowed sources and sticky ports (doors.ts). */
+    private readonly doors: Doors;
 
     constructor(private readonly o: GatewayOptions) {
         this.ttlSeconds = o.leaseTtlSeconds ?? 3600;
@@ -71,25 +70,14 @@ export class Gateway {
             room: this.room,
         });
         this.guarded = new ProtectedTargets(o.protectedTargets);
-        this.allowed = new SourceAllowList(o.allow ?? []);
-        this.sticky = stickyPorts(o.stickyPorts ?? []);
+        this.doors = new Doors(o.allow, o.stickyPorts);
         this.entry = new Entry({
             ...o,
             admission: this.admission,
             flights: this.flights,
             ttlSeconds: this.ttlSeconds,
-            door: (s) => this.door(s),
+            door: (s) => this.doors.of(s),
         });
-    }
-
-    /** The door a client came through: its source address's allow rule, its sticky port (doors.ts). */
-    door(socket: Socket): Door {
-        const rule = this.allowed.match(socket.remoteAddress);
-        const sticky = socket.localPort === undefined ? undefined : this.sticky.get(socket.localPort);
-        return {
-            ...(rule && { allow: { token: rule.token, ...(rule.pool && { pool: rule.pool }) } }),
-            ...(sticky && { sticky }),
-        };
     }
 
     /** Hands the request on unless its target is protected (403 `forbidden_target`: protected-targets.ts). */
@@ -251,7 +239,7 @@ export class Gateway {
 
     /** Whether `socket` comes from an allowed source (SOCKS5 then accepts no login: socks.ts). */
     allows(socket: Socket): boolean {
-        return this.allowed.match(socket.remoteAddress) !== undefined;
+        return this.doors.allows(socket);
     }
 
     /** One attempt of a tunnel: retried on another member only while it has not opened. */
