@@ -44,9 +44,9 @@ after(async () => {
 
 /**
  * A browser whose pages go through `proxy`, loopback included (Chrome bypasses loopback unless told).
- * Chromium asks update.googleapis.com for a component at start, whatever the switches: Google's hosts
- * bypass the proxy (it would hand the request to a member, and the session to whichever member took
- * it) and resolve to nothing, so no request leaves the machine.
+ * Chromium talks to Google at start (update.googleapis.com, accounts.google.com) whatever the switches:
+ * Google's hosts bypass the proxy (through it they would act as the token, fail on a member, and move
+ * the port's session with their retry) and resolve to nothing, so no request leaves the machine.
  */
 async function browserVia(proxy: string): Promise<Browser> {
     const b = await launchChromium([
