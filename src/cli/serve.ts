@@ -95,7 +95,7 @@ export function registerServe(program: Command): void {
         .option("--tls-key <file>", "PEM private key of --tls-cert (unencrypted)", process.env.EGRESS_TLS_KEY)
         .option(
             "--gateway-host <addr>",
-            "the listen address of the gateway's ports (HTTP, SOCKS5, TLS) (loopback by default)",
+            "the listen address of the gateway's ports (HTTP, SOCKS5, TLS, sticky) (loopback by default)",
             process.env.EGRESS_GATEWAY_HOST ?? "127.0.0.1",
         )
         .option(

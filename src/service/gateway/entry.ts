@@ -62,6 +62,7 @@ export class Entry {
             return to.refuse(refusal("bad_request", credentials.message));
         }
         const { username, password } = credentials;
+        const door = this.o.door?.(socket);
         const onGone = (leave: () => void) => {
             // Gone already (during a first attempt on the store): its close event came and went.
             if (socket.destroyed) {
@@ -71,39 +72,36 @@ export class Entry {
             socket.once("close", leave);
             return () => void socket.off("close", leave);
         };
-        const admitted = settle(
-            this.o.admission.admit({ username, password, hostname, onGone, door: this.o.door?.(socket) }),
-            (got) => {
-                if (!got.ok) {
-                    if (got.refusal.code === "none_available" || got.refusal.code === "store_unavailable")
-                        this.o.metrics.request(poolLabel(username), kind, "unavailable");
-                    else
-                        this.o.metrics.refused(
-                            got.refusal.code as Exclude<
-                                Refusal["code"],
-                                "none_available" | "not_ready" | "store_unavailable"
-                            >,
-                        );
-                    return to.refuse(got.refusal);
-                }
-                const replayable = body !== undefined;
-                const f = this.o.flights.launch(got.admitted, {
-                    kind,
-                    socket,
-                    closes,
-                    ttlSeconds: this.o.ttlSeconds,
-                    replayable,
-                    body: kind === "http" ? body : undefined,
-                });
-                // The client left while the request waited for a member (or for the store): no close
-                // event is coming, so the lease goes back now.
-                if (socket.destroyed) {
-                    this.o.flights.end(f);
-                    return to.refuse(refusal("bad_request", "the client went away"));
-                }
-                to.go(f);
-            },
-        );
+        const admitted = settle(this.o.admission.admit({ username, password, hostname, onGone, door }), (got) => {
+            if (!got.ok) {
+                if (got.refusal.code === "none_available" || got.refusal.code === "store_unavailable")
+                    this.o.metrics.request(doorPoolLabel(username, !password, door), kind, "unavailable");
+                else
+                    this.o.metrics.refused(
+                        got.refusal.code as Exclude<
+                            Refusal["code"],
+                            "none_available" | "not_ready" | "store_unavailable"
+                        >,
+                    );
+                return to.refuse(got.refusal);
+            }
+            const replayable = body !== undefined;
+            const f = this.o.flights.launch(got.admitted, {
+                kind,
+                socket,
+                closes,
+                ttlSeconds: this.o.ttlSeconds,
+                replayable,
+                body: kind === "http" ? body : undefined,
+            });
+            // The client left while the request waited for a member (or for the store): no close
+            // event is coming, so the lease goes back now.
+            if (socket.destroyed) {
+                this.o.flights.end(f);
+                return to.refuse(refusal("bad_request", "the client went away"));
+            }
+            to.go(f);
+        });
         if (admitted instanceof Promise) admitted.catch((e: Error) => this.failed(socket, e, to));
     }
 
@@ -114,4 +112,14 @@ export class Entry {
         if (to.internal) return to.internal();
         rawAnswer(socket, "internal", "the gateway failed on this request; its log has the details");
     }
+}
+
+/**
+ * The pool a refused request asked for, for metrics, as admission.ts resolves it: the username's, else
+ * its sticky port's, else (sending no token) its allow rule's, else any.
+ */
+function doorPoolLabel(username: string, asAllowed: boolean, door: Door | undefined): string {
+    const named = poolLabel(username);
+    if (named !== "*") return named;
+    return door?.sticky?.pool ?? (asAllowed ? door?.allow?.pool : undefined) ?? named;
 }
