@@ -1,5 +1,12 @@
 import { UsageError } from "./context";
 import { readTlsPair, type TlsFiles } from "../service/start/tls";
+import {
+    type AllowRule,
+    parseAllowRule,
+    parseStickyRange,
+    stickyClash,
+    type StickyRange,
+} from "../service/gateway/doors";
 
 /** `egress serve`'s flags that need more than a number check: each error names the flag and the rule (exit 2). */
 
@@ -49,4 +56,49 @@ export function blockHeader(raw: string): { name: string; contains?: string } {
             `--gateway-block-header "${raw}": the text after = is empty; leave out = to match the header's presence`,
         );
     return contains === undefined ? { name } : { name, contains };
+}
+
+/** A repeatable flag's values; unset, the comma-separated list in `env` (flags given replace it). */
+export function listFlag(given: string[] | undefined, env: string | undefined): string[] {
+    return (
+        given ??
+        (env ?? "")
+            .split(",")
+            .map((s) => s.trim())
+            .filter(Boolean)
+    );
+}
+
+/**
+ * `--gateway-allow` and `--gateway-sticky-ports` (gateway/doors.ts): each rule parsed, its pool one of
+ * the stack's, sticky ranges clear of one another and of the other ports (`taken`: flag → port, 0 =
+ * none). Token names are checked at start, against the tokens loaded then.
+ */
+export function doorFlags(
+    allowRaw: string[],
+    stickyRaw: string[],
+    pools: string[],
+    taken: Record<string, number>,
+): { allow: AllowRule[]; stickyPorts: StickyRange[] } {
+    const parsed = <T>(flag: string, raw: string, parse: (r: string) => T): T => {
+        try {
+            return parse(raw);
+        } catch (e) {
+            throw new UsageError(`${flag} ${(e as Error).message}`);
+        }
+    };
+    const allow = allowRaw.map((r) => parsed("--gateway-allow", r, parseAllowRule));
+    const stickyPorts = stickyRaw.map((r) => parsed("--gateway-sticky-ports", r, parseStickyRange));
+    for (const [flag, rules] of [
+        ["--gateway-allow", allow],
+        ["--gateway-sticky-ports", stickyPorts],
+    ] as const)
+        for (const r of rules)
+            if (r.pool !== undefined && !pools.includes(r.pool))
+                throw new UsageError(
+                    `${flag} "${r.rule}": the stack has no pool "${r.pool}" (pools: ${pools.join(", ") || "none"})`,
+                );
+    const clash = stickyClash(stickyPorts, taken);
+    if (clash) throw new UsageError(`--gateway-sticky-ports ${clash}: each port is one door, for one flag`);
+    return { allow, stickyPorts };
 }

@@ -4,7 +4,8 @@ import { UsageError, GlobalOptions, projectDir, seconds } from "./context";
 import { loadStackConfig } from "../config";
 import { startService } from "../service/start/server";
 import { storeSpecOf } from "./store-lock";
-import { blockHeader, portFlag, tlsFlags } from "./serve-flags";
+import { blockHeader, doorFlags, listFlag, portFlag, tlsFlags } from "./serve-flags";
+import { MAX_STICKY_PORTS } from "../service/gateway/doors";
 import {
     jsonCommanderErrors,
     jsonProcessOutput,
@@ -94,8 +95,18 @@ export function registerServe(program: Command): void {
         .option("--tls-key <file>", "PEM private key of --tls-cert (unencrypted)", process.env.EGRESS_TLS_KEY)
         .option(
             "--gateway-host <addr>",
-            "the listen address of the gateway's ports (HTTP, SOCKS5, TLS) (loopback by default)",
+            "the listen address of the gateway's ports (HTTP, SOCKS5, TLS, sticky) (loopback by default)",
             process.env.EGRESS_GATEWAY_HOST ?? "127.0.0.1",
+        )
+        .option(
+            "--gateway-allow <cidr=token[:pool]>",
+            "a source range whose gateway requests need no proxy credentials (a browser's --proxy-server carries none): they act as the named token of the tokens file or EGRESS_TOKENS (its scopes, its name in logs) in its pool (default: any); credentials sent still win; nothing, loopback included, unless named; repeatable; also $EGRESS_GATEWAY_ALLOW, comma-separated",
+            collectList,
+        )
+        .option(
+            "--gateway-sticky-ports <from-to[:pool]>",
+            `gateway ports on --gateway-host, each one sticky session (port-<n>) of the pool (default: any), for clients that can send nothing but an address; still needs credentials or --gateway-allow; at most ${MAX_STICKY_PORTS} ports a range; repeatable; also $EGRESS_GATEWAY_STICKY_PORTS, comma-separated`,
+            collectList,
         )
         .option(
             "--gateway-block-header <name[=text]>",
@@ -172,17 +183,7 @@ async function run(o: Record<string, any>, opts: GlobalOptions, log: Logger): Pr
     const tls = tlsFlags(o.tlsCert, o.tlsKey, tlsPort);
     const gatewayWait = seconds("--gateway-wait", o.gatewayWait, { min: 0, max: 60 });
     const on = (p: number) => (p === 0 ? undefined : p);
-    const gateway =
-        gatewayPort === 0 && socksPort === 0 && tlsPort === 0
-            ? undefined
-            : {
-                  port: on(gatewayPort),
-                  socksPort: on(socksPort),
-                  tlsPort: on(tlsPort),
-                  host: o.gatewayHost,
-                  waitMs: gatewayWait * 1000,
-                  blockRules: { statuses: [403, 429], headers: (o.gatewayBlockHeader as string[]).map(blockHeader) },
-              };
+    const blockRules = { statuses: [403, 429], headers: (o.gatewayBlockHeader as string[]).map(blockHeader) };
     const targetCooldown = seconds("--target-cooldown", o.targetCooldown, { min: 0, max: 3600 });
     if (o.checkUrl && !/^https?:\/\/[^/]+/.test(o.checkUrl))
         throw new UsageError(`--check-url must be an http:// or https:// URL (got "${o.checkUrl}")`);
@@ -193,7 +194,27 @@ async function run(o: Record<string, any>, opts: GlobalOptions, log: Logger): Pr
         throw new UsageError("--advertise-url needs --store redis://… (replicas share a stack only through a store)");
     const killGrace = seconds("--engine-kill-grace", o.engineKillGrace, { min: 1, max: 3600 });
     const dir = projectDir(opts);
-    loadStackConfig(dir, opts.stack); // config errors exit 2 before anything starts
+    const config = loadStackConfig(dir, opts.stack); // config errors exit 2 before anything starts
+    const doors = doorFlags(
+        listFlag(o.gatewayAllow, process.env.EGRESS_GATEWAY_ALLOW),
+        listFlag(o.gatewayStickyPorts, process.env.EGRESS_GATEWAY_STICKY_PORTS),
+        config.pools.map((p) => p.name),
+        { "--port": port, "--gateway-port": gatewayPort, "--socks-port": socksPort, "--gateway-tls-port": tlsPort },
+    );
+    const gatewayOff = gatewayPort === 0 && socksPort === 0 && tlsPort === 0 && doors.stickyPorts.length === 0;
+    if (gatewayOff && doors.allow.length)
+        throw new UsageError("--gateway-allow needs a gateway door: every gateway port is 0 (off)");
+    const gateway = gatewayOff
+        ? undefined
+        : {
+              port: on(gatewayPort),
+              socksPort: on(socksPort),
+              tlsPort: on(tlsPort),
+              host: o.gatewayHost,
+              waitMs: gatewayWait * 1000,
+              blockRules,
+              ...doors,
+          };
     const svc = await startService({
         projectRoot: dir,
         stack: opts.stack,
@@ -271,3 +292,5 @@ async function run(o: Record<string, any>, opts: GlobalOptions, log: Logger): Pr
 }
 
 const collect = (v: string, all: string[]) => [...all, v];
+/** A repeatable flag without a default: unset stays undefined, so its environment variable applies (listFlag). */
+const collectList = (v: string, all: string[] | undefined) => [...(all ?? []), v];

@@ -8,7 +8,8 @@ import { ensureTestPackages } from "../helpers/deps";
 
 export const CHROMIUM = process.env.EGRESS_CHROMIUM ?? "/usr/bin/chromium";
 
-export async function launchChromium(): Promise<Browser> {
+/** `args`: more Chromium switches (a test of the gateway's doors passes `--proxy-server`). */
+export async function launchChromium(args: string[] = []): Promise<Browser> {
     if (!process.env.EGRESS_CHROMIUM) ensureTestPackages();
     if (!fs.existsSync(CHROMIUM))
         throw new Error(
@@ -18,7 +19,7 @@ export async function launchChromium(): Promise<Browser> {
     return chromium.launch({
         executablePath: CHROMIUM,
         headless: true,
-        args: ["--no-sandbox", "--disable-dev-shm-usage"],
+        args: ["--no-sandbox", "--disable-dev-shm-usage", ...args],
     });
 }
 

@@ -122,6 +122,15 @@ for (const [flag, value, message] of [
     ["--gateway-block-header", "server=", `--gateway-block-header "server=": the text after = is empty`],
     ["--target-cooldown", "-1", `--target-cooldown must be a number of seconds from 0 to 3600 (got "-1")`],
     [
+        "--gateway-allow",
+        "10.0.0.0/33=dev",
+        `--gateway-allow "10.0.0.0/33=dev": "10.0.0.0/33" has a prefix length that is not 0 to 32`,
+    ],
+    ["--gateway-allow", "localhost=dev", `--gateway-allow "localhost=dev": "localhost" is not an IPv4 or IPv6`],
+    ["--gateway-allow", "127.0.0.1=dev:shop", `--gateway-allow "127.0.0.1=dev:shop": the stack has no pool "shop"`],
+    ["--gateway-sticky-ports", "20000-21000", `--gateway-sticky-ports "20000-21000": 1001 ports is more than 1000`],
+    ["--gateway-sticky-ports", "8880-8890", `--gateway-sticky-ports "8880-8890" includes --gateway-port's port 8888`],
+    [
         "--store",
         "http://u:hunter2@h:1",
         "--store http://u:***@h:1/ scheme http:// is not redis://, rediss:// or redis+sentinel://: it must be `memory`, redis://[user:pass@]host:port[/db]",

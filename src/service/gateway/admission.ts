@@ -3,6 +3,7 @@ import type { Fleet, FleetAcquire, LeaseView } from "../fleet/fleet";
 import { type MaybePromise, StoreUnavailableError } from "../store/types";
 import type { GatewayRefusal } from "../observe/gateway-metrics";
 import { type GatewayUser, parseUsername } from "./username";
+import type { Door } from "./doors";
 import { waitingLine, worthWaiting, type WaitingRoom } from "./waiting";
 import { gatewayStatusOf } from "../http/catalogue";
 import type { PolitenessMetrics } from "../observe/politeness-metrics";
@@ -47,6 +48,18 @@ export interface AdmissionRequest {
     hostname: string;
     /** Registers what to do when the client goes away while the request waits for a member. */
     onGone?: (leave: () => void) => () => void;
+    /** The door it came through: an allowed source, a sticky port (doors.ts). */
+    door?: Door;
+}
+
+/**
+ * The username's options, then the door's: a sticky port's session and pool, then (only when the
+ * request acts as the allowed source's token) that rule's pool. What the client says explicitly wins.
+ */
+function withDoor(user: GatewayUser, door: Door, asAllowed: boolean): GatewayUser {
+    const pool = user.pool ?? door.sticky?.pool ?? (asAllowed ? door.allow?.pool : undefined);
+    const session = user.session ?? door.sticky?.session;
+    return { ...user, ...(pool !== undefined && { pool }), ...(session !== undefined && { session }) };
 }
 
 /**
@@ -57,6 +70,8 @@ export interface AdmissionRequest {
  */
 export class Admission {
     private readonly find: (presented: string) => StoredToken | undefined;
+    /** Tokens by name, for allowed sources (which present none). */
+    private readonly named: Map<string, StoredToken>;
     /** In-flight requests per token name. */
     private readonly inFlight = new Map<string, number>();
 
@@ -70,6 +85,7 @@ export class Admission {
         private readonly politeness?: PolitenessMetrics,
     ) {
         this.find = tokenMatcher(tokens);
+        this.named = new Map(tokens.map((t) => [t.name, t]));
     }
 
     /**
@@ -80,28 +96,32 @@ export class Admission {
     credentials(
         username: string,
         password: string,
+        door: Door = {},
     ): { ok: true; token: StoredToken; user: GatewayUser } | { ok: false; refusal: Refusal } {
         const no = (code: Refusal["code"], message: string, headers?: Record<string, string>) => ({
             ok: false as const,
             refusal: refusal(code, message, headers),
         });
         const challenge = { "Proxy-Authenticate": PROXY_AUTHENTICATE };
-        if (!password)
+        // An allowed source without a token acts as the rule's token (doors.ts); a token it sends wins.
+        const allowed = !password && door.allow ? this.named.get(door.allow.token) : undefined;
+        if (!password && !allowed)
             return no(
                 "unauthenticated",
                 "proxy credentials required: use http://<pool>:<token>@<gateway> as the proxy URL (the token is the password)",
                 challenge,
             );
-        const token = this.find(password);
+        const token = allowed ?? this.find(password);
         if (!token)
             return no("unauthenticated", "invalid proxy credentials: the password must be an API token", challenge);
         if (!hasScope(token, "lease"))
             return no("forbidden", `token "${token.name}" lacks the \`lease\` scope the gateway needs`, challenge);
         const parsed = parseUsername(username);
         if (!parsed.ok) return no("bad_username", parsed.message);
-        const pool = parsed.user.pool;
+        const user = withDoor(parsed.user, door, allowed !== undefined);
+        const pool = user.pool;
         if (pool !== undefined && !this.fleet.hasPool(pool)) return no("unknown_pool", `no pool named "${pool}"`);
-        return { ok: true, token, user: parsed.user };
+        return { ok: true, token, user };
     }
 
     admit(r: AdmissionRequest): MaybePromise<{ ok: true; admitted: Admitted } | { ok: false; refusal: Refusal }> {
@@ -109,7 +129,7 @@ export class Admission {
             ok: false as const,
             refusal: refusal(code, message, headers),
         });
-        const checked = this.credentials(r.username, r.password);
+        const checked = this.credentials(r.username, r.password, r.door);
         if (!checked.ok) return checked;
         const { token, user } = checked;
         const { pool, session, where, retries } = user;

@@ -5,6 +5,7 @@ import { type Admission, type Refusal, refusal } from "./admission";
 import { poolLabel, rawAnswer } from "./answers";
 import type { Flight, TaggedSocket } from "./flight";
 import type { Flights } from "./flights";
+import type { Door } from "./doors";
 import type { ProxyCredentials } from "./proxy-auth";
 import { settle } from "../store/types";
 import type { GatewayMetrics } from "../observe/gateway-metrics";
@@ -32,6 +33,8 @@ export class Entry {
             log: Logger;
             ready: () => { ok: true } | { ok: false; reason: string };
             ttlSeconds: number;
+            /** Which door the client came through (doors.ts): an allowed source, a sticky port. */
+            door?: (socket: Socket) => Door;
         },
     ) {}
 
@@ -59,6 +62,7 @@ export class Entry {
             return to.refuse(refusal("bad_request", credentials.message));
         }
         const { username, password } = credentials;
+        const door = this.o.door?.(socket);
         const onGone = (leave: () => void) => {
             // Gone already (during a first attempt on the store): its close event came and went.
             if (socket.destroyed) {
@@ -68,10 +72,10 @@ export class Entry {
             socket.once("close", leave);
             return () => void socket.off("close", leave);
         };
-        const admitted = settle(this.o.admission.admit({ username, password, hostname, onGone }), (got) => {
+        const admitted = settle(this.o.admission.admit({ username, password, hostname, onGone, door }), (got) => {
             if (!got.ok) {
                 if (got.refusal.code === "none_available" || got.refusal.code === "store_unavailable")
-                    this.o.metrics.request(poolLabel(username), kind, "unavailable");
+                    this.o.metrics.request(doorPoolLabel(username, !password, door), kind, "unavailable");
                 else
                     this.o.metrics.refused(
                         got.refusal.code as Exclude<
@@ -108,4 +112,14 @@ export class Entry {
         if (to.internal) return to.internal();
         rawAnswer(socket, "internal", "the gateway failed on this request; its log has the details");
     }
+}
+
+/**
+ * The pool a refused request asked for, for metrics, as admission.ts resolves it: the username's, else
+ * its sticky port's, else (sending no token) its allow rule's, else any.
+ */
+function doorPoolLabel(username: string, asAllowed: boolean, door: Door | undefined): string {
+    const named = poolLabel(username);
+    if (named !== "*") return named;
+    return door?.sticky?.pool ?? (asAllowed ? door?.allow?.pool : undefined) ?? named;
 }

@@ -9,6 +9,7 @@ import type { Fleet } from "../fleet/fleet";
 import type { GatewayMetrics } from "../observe/gateway-metrics";
 import type { BlockRules } from "./outcome";
 import type { ProtectedEndpoint } from "./protected-targets";
+import type { AllowRule, StickyRange } from "./doors";
 
 /** How long a gateway request waits for a busy pool by default: a few seconds, then 503 + Retry-After. */
 export const DEFAULT_GATEWAY_WAIT_MS = 5000;
@@ -24,6 +25,13 @@ export interface GatewayOptions {
     tlsPort?: number;
     /** The certificate (chain) and key the TLS port serves; replaced by `Gateway.setSecureContext`. */
     tls?: { cert: Buffer; key: Buffer };
+    /**
+     * Sources that need no credentials (`--gateway-allow`): each acts as its named token, which must be
+     * in `tokens` (doors.ts). Nothing is allowed unless named, loopback included. @default []
+     */
+    allow?: AllowRule[];
+    /** Sticky ports (`--gateway-sticky-ports`), on `host`: each port one session `port-<n>` (doors.ts). @default [] */
+    stickyPorts?: StickyRange[];
     fleet: Fleet;
     tokens: StoredToken[];
     metrics: GatewayMetrics;
@@ -67,4 +75,6 @@ export interface GatewayAddresses {
     tlsPort?: number;
     /** `https://host:port`: the proxy URL of the TLS port. */
     tlsUrl?: string;
+    /** The sticky port ranges listening. */
+    sticky?: { from: number; to: number; pool?: string }[];
 }

@@ -16,6 +16,7 @@ import { isIdempotent, readBody, replayOf } from "./replay";
 import { Retries } from "./retries";
 import { MemberHops } from "./member-hop";
 import { proxyCredentials } from "./proxy-auth";
+import { Doors } from "./doors";
 import type { GatewayRefusal } from "../observe/gateway-metrics";
 import { type BlockRules, DEFAULT_BLOCK_RULES, isBlocked } from "./outcome";
 import { RecentServes, reportServedBlock, type ServedKey } from "./recent";
@@ -51,6 +52,8 @@ export class Gateway {
     private readonly answerMs: number;
     private readonly rules: BlockRules;
     private readonly entry: Entry;
+    /** Allowed sources and sticky ports (doors.ts). */
+    private readonly doors: Doors;
 
     constructor(private readonly o: GatewayOptions) {
         this.ttlSeconds = o.leaseTtlSeconds ?? 3600;
@@ -67,7 +70,14 @@ export class Gateway {
             room: this.room,
         });
         this.guarded = new ProtectedTargets(o.protectedTargets);
-        this.entry = new Entry({ ...o, admission: this.admission, flights: this.flights, ttlSeconds: this.ttlSeconds });
+        this.doors = new Doors(o.allow, o.stickyPorts);
+        this.entry = new Entry({
+            ...o,
+            admission: this.admission,
+            flights: this.flights,
+            ttlSeconds: this.ttlSeconds,
+            door: (s) => this.doors.of(s),
+        });
     }
 
     /** Hands the request on unless its target is protected (403 `forbidden_target`: protected-targets.ts). */
@@ -93,6 +103,12 @@ export class Gateway {
             this.guarded.add({ what, host, port: bound });
             return bound;
         };
+        // Sticky ports first: a port 0 below cannot then land inside a sticky range.
+        for (const r of this.o.stickyPorts ?? []) {
+            for (let p = r.from; p <= r.to; p++)
+                await open(createHttpFront(this, this.o, this.sockets), p, "a sticky port of the gateway");
+            (at.sticky ??= []).push({ from: r.from, to: r.to, ...(r.pool && { pool: r.pool }) });
+        }
         if (this.o.port !== undefined) {
             at.port = await open(createHttpFront(this, this.o, this.sockets), this.o.port, "the gateway itself");
             at.url = `http://${host}:${at.port}`;
@@ -219,6 +235,11 @@ export class Gateway {
         if (checked.ok) return undefined;
         this.o.metrics.refused(checked.refusal.code as GatewayRefusal);
         return checked.refusal;
+    }
+
+    /** Whether `socket` comes from an allowed source (SOCKS5 then accepts no login: socks.ts). */
+    allows(socket: Socket): boolean {
+        return this.doors.allows(socket);
     }
 
     /** One attempt of a tunnel: retried on another member only while it has not opened. */

@@ -20,8 +20,10 @@ export const REPLY = {
 } as const;
 export type ReplyCode = (typeof REPLY)[keyof typeof REPLY];
 
-/** RFC 1928 §3 method: username/password (RFC 1929), the only one offered: the gateway needs its token. */
+/** RFC 1928 §3 method: username/password (RFC 1929), the one offered to every client: the gateway needs its token. */
 export const METHOD_USERPASS = 0x02;
+/** RFC 1928 §3 method: no authentication, accepted only from an allowed source (`--gateway-allow`). */
+export const METHOD_NONE = 0x00;
 export const NO_ACCEPTABLE_METHOD = 0xff;
 
 /** The most a handshake (greeting, authentication, request: at most 3 × ~515 bytes) may hold before it is cut. */

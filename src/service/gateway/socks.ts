@@ -6,6 +6,7 @@ import { tagClient, type TaggedSocket } from "./flight";
 import type { GatewayMetrics } from "../observe/gateway-metrics";
 import {
     MAX_HANDSHAKE,
+    METHOD_NONE,
     METHOD_USERPASS,
     NO_ACCEPTABLE_METHOD,
     type Read,
@@ -31,6 +32,8 @@ export interface SocksGateway {
     connect(t: TunnelRequest): void;
     /** The credentials alone: undefined when they are good (admission.ts). */
     credentials(username: string, password: string): Refusal | undefined;
+    /** Whether the client's address is an allowed source (`--gateway-allow`), which needs no login. */
+    allows(socket: net.Socket): boolean;
 }
 
 /** The reply for a refusal before any member was tried: a rule said no (0x02), or nothing could serve it (0x01). */
@@ -120,6 +123,16 @@ class SocksHandshake {
     private greeting(): boolean {
         const g = readGreeting(this.got);
         if (!this.consumed(g)) return false;
+        // A client that offers a login uses it (its credentials win); an allowed source may offer none.
+        if (
+            !g.methods.includes(METHOD_USERPASS) &&
+            g.methods.includes(METHOD_NONE) &&
+            this.o.gateway.allows(this.socket)
+        ) {
+            this.socket.write(Buffer.from([5, METHOD_NONE]));
+            this.stage = "request";
+            return true;
+        }
         if (!g.methods.includes(METHOD_USERPASS)) {
             const none = Buffer.from([5, NO_ACCEPTABLE_METHOD]);
             this.refuse("unauthenticated", "the client offers no username/password method", none);

@@ -54,6 +54,13 @@ export async function listenGateway(gateway: Gateway, at: NonNullable<ServeOptio
     } catch (e) {
         const err = e as NodeJS.ErrnoException & { port?: number };
         if (err.code === "EADDRINUSE") {
+            const sticky = at.stickyPorts?.find(
+                (r) => err.port !== undefined && r.from <= err.port && err.port <= r.to,
+            );
+            if (sticky)
+                throw new Error(
+                    `the gateway's sticky port ${at.host ?? "127.0.0.1"}:${err.port} (--gateway-sticky-ports "${sticky.rule}") is in use: pick a free range`,
+                );
             const flags = [
                 [at.port, "--gateway-port"],
                 [at.socksPort, "--socks-port"],

@@ -4,6 +4,7 @@ import type { Fleet } from "../fleet/fleet";
 import type { Scaler } from "../control/scaler";
 import type { Reconciler } from "../control/heal/reconciler";
 import type { BlockRules } from "../gateway";
+import type { AllowRule, StickyRange } from "../gateway/doors";
 import type { StoreSpec } from "../store";
 import type { TlsFiles, TlsReload } from "./tls";
 
@@ -68,6 +69,10 @@ export interface ServeOptions {
         host?: string;
         blockRules?: BlockRules;
         waitMs?: number;
+        /** Allowed sources (`--gateway-allow`): each names a token, checked at start (gateway/doors.ts). */
+        allow?: AllowRule[];
+        /** Sticky ports (`--gateway-sticky-ports`), on `host` too (gateway/doors.ts). */
+        stickyPorts?: StickyRange[];
     };
     /**
      * A certificate (chain) and its key, PEM files: the API then serves HTTPS on `port`, and the

@@ -204,6 +204,7 @@ export async function startService(opts: ServeOptions): Promise<RunningService> 
             gateway: gatewayAt?.url,
             socks: gatewayAt?.socksUrl,
             gatewayTls: gatewayAt?.tlsUrl,
+            gatewaySticky: gatewayAt?.sticky,
             ...(api.tls && { tls: { fingerprint: api.tls.fingerprint, validTo: api.tls.validTo } }),
             stack: opts.stack,
             members: fleet.proxies().length,
