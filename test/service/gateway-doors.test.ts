@@ -9,7 +9,7 @@ import { after, before, test } from "node:test";
 import assert from "node:assert/strict";
 import * as http from "node:http";
 import { connectViaProxy, freePortRange, listenLoopback, viaProxy } from "../helpers/net";
-import { settledConverge, startTestService, type TestService, TOKENS, waitFor } from "../helpers/service";
+import { settledConverge, startTestService, type TestService, TOKENS, waitHealthy } from "../helpers/service";
 import { basic } from "../helpers/gateway-service";
 import { parseAllowRule, parseStickyRange } from "../../src/service/gateway/doors";
 
@@ -40,11 +40,7 @@ before(async () => {
         },
     );
     await settledConverge(svc);
-    await waitFor(
-        "2 healthy",
-        async () => (await svc.call("GET", "/v1/proxies?state=healthy")).body.proxies.length === 2,
-        30_000,
-    );
+    await waitHealthy(svc, 2);
 });
 after(async () => {
     await svc?.close();

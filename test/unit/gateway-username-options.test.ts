@@ -13,20 +13,10 @@ import { RESERVED_LABEL_KEYS } from "../../src/model/labels";
 import { PACKAGE_ROOT } from "../../src/engine/env";
 import { parseEgressConfig, problemLines } from "./config-fixtures";
 import * as os from "node:os";
+import { badUsername, okUsername } from "../helpers/username";
 
-const ok = (raw: string) => {
-    const r = parseUsername(raw);
-    assert.ok(r.ok, `${JSON.stringify(raw)} parses: ${r.ok ? "" : r.message}`);
-    return r.user;
-};
-const bad = (raw: string, why: RegExp) => {
-    const r = parseUsername(raw);
-    assert.ok(!r.ok, `${JSON.stringify(raw)} is refused`);
-    assert.match(r.message, why);
-    assert.ok(r.message.endsWith(`expected ${GRAMMAR}`), "the message states the grammar");
-    assert.ok(r.message.length < 700, "the message stays short");
-    return r.message;
-};
+const ok = okUsername;
+const bad = badUsername;
 
 test("docs/api.md holds the options table the code generates", () => {
     const md = fs.readFileSync(path.join(PACKAGE_ROOT, "docs/api.md"), "utf8");

@@ -1,20 +1,11 @@
 /** The gateway's proxy-username grammar (src/service/gateway/username.ts): every form, and hostile input. */
 import { test } from "node:test";
 import assert from "node:assert/strict";
-import { GRAMMAR, MAX_USERNAME, parseUsername } from "../../src/service/gateway/username";
+import { MAX_USERNAME, parseUsername } from "../../src/service/gateway/username";
+import { badUsername, okUsername } from "../helpers/username";
 
-const ok = (raw: string) => {
-    const r = parseUsername(raw);
-    assert.ok(r.ok, `${JSON.stringify(raw)} parses: ${r.ok ? "" : r.message}`);
-    return r.user;
-};
-const bad = (raw: string, why: RegExp) => {
-    const r = parseUsername(raw);
-    assert.ok(!r.ok, `${JSON.stringify(raw)} is refused`);
-    assert.match(r.message, why);
-    assert.ok(r.message.includes(`expected ${GRAMMAR}`), "the message states the grammar");
-    return r.message;
-};
+const ok = okUsername;
+const bad = badUsername;
 
 test("a pool, a session, a target, in either order", () => {
     assert.deepEqual(ok("web"), { pool: "web" });

@@ -7,6 +7,13 @@ import { TEST_INSTALLATION } from "../helpers/installation";
 
 const root = path.resolve(__dirname, "..", "..", "..");
 let createProgram: typeof import("../../src/program").createProgram;
+const GCP_EU = {
+    type: "gcp",
+    project: "crawl-proxies",
+    zones: ["europe-west1-b"],
+    allowedSourceRanges: ["203.0.113.0/24"],
+};
+const auth = { username: "crawler", password: "test-password-0123" };
 
 before(async () => {
     await installMocks("egress", "remote");
@@ -18,21 +25,11 @@ describe("program with gcp and kubernetes pools", () => {
         const config = parseEgressConfig(
             {
                 providers: {
-                    "gcp-eu": {
-                        type: "gcp",
-                        project: "crawl-proxies",
-                        zones: ["europe-west1-b"],
-                        allowedSourceRanges: ["203.0.113.0/24"],
-                    },
+                    "gcp-eu": GCP_EU,
                     k8s: { type: "kubernetes", context: "prod", namespace: "egress" },
                 },
                 pools: [
-                    {
-                        name: "eu",
-                        provider: "gcp-eu",
-                        replicas: 2,
-                        auth: { username: "crawler", password: "test-password-0123" },
-                    },
+                    { name: "eu", provider: "gcp-eu", replicas: 2, auth },
                     { name: "pods", provider: "k8s", replicas: 2, members: [{ index: 1, port: 8080 }] },
                 ],
             },
@@ -90,17 +87,9 @@ describe("program with gcp and kubernetes pools", () => {
     });
 
     it("a scoped run (a targeted up's) registers its members alone and carries the rest into `proxies`", async () => {
-        const auth = { username: "crawler", password: "test-password-0123" };
         const config = parseEgressConfig(
             {
-                providers: {
-                    "gcp-eu": {
-                        type: "gcp",
-                        project: "crawl-proxies",
-                        zones: ["europe-west1-b"],
-                        allowedSourceRanges: ["203.0.113.0/24"],
-                    },
-                },
+                providers: { "gcp-eu": GCP_EU },
                 pools: [
                     { name: "eu", provider: "gcp-eu", replicas: 3, auth },
                     { name: "us", provider: "gcp-eu", replicas: 1, auth },
