@@ -79,6 +79,20 @@ describe("the gateway and POST /v1/leases", () => {
         assert.equal(JSON.parse(bad.body).error.code, "bad_username");
     });
 
+    test("GET /v1/proxies shows each member's labels as selectors see them", async () => {
+        const r = await svc.call("GET", "/v1/proxies", { token: TOKENS.discover });
+        assert.equal(r.status, 200);
+        const byPool = (pool: string) => r.body.proxies.filter((p: any) => p.pool === pool);
+        for (const [pool, country] of [
+            ["de", "de"],
+            ["us", "us"],
+        ]) {
+            assert.equal(byPool(pool).length, 2);
+            for (const p of byPool(pool))
+                assert.deepEqual(p.labels, { country, tier: "dc", zone: p.zone }, JSON.stringify(p));
+        }
+    });
+
     test("the same selector as `where` on POST /v1/leases, beside `zone`", async () => {
         const r = await lease({ where: { country: "de" } });
         assert.equal(r.status, 201, JSON.stringify(r.body));

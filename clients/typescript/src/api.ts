@@ -673,6 +673,10 @@ export interface components {
             id: string;
             index: number;
             kind: string;
+            /** @description What label selectors match (`where` on POST /v1/leases, `_<label>_<value>` in a gateway username): its pool's `labels`, what its kind knows (a GCE member's `region`), and its `zone` */
+            labels?: {
+                [key: string]: string;
+            };
             /** @description The last probe error while probes fail, or the last failed operation's error naming this member, whichever is newer */
             lastError?: string;
             leased: boolean;

@@ -11,7 +11,14 @@ import type { ActiveLeaseView, HealthSource, ProxyView } from "./views";
 export function proxyView(
     m: ProxyMember,
     h: ReturnType<HealthSource["get"]>,
-    s: { url: string; leased: boolean; drain?: { until: number }; opError?: { message: string; at: number } },
+    s: {
+        url: string;
+        leased: boolean;
+        drain?: { until: number };
+        opError?: { message: string; at: number };
+        /** Its labels as selectors see them (its pool's, its kind's, its zone: Fleet's labelsOf). */
+        labels?: Record<string, string>;
+    },
 ): ProxyView {
     const life = lifecycleOf({
         hasAddress: !!m.host,
@@ -23,6 +30,7 @@ export function proxyView(
     const view: ProxyView = {
         ...m,
         url: s.url,
+        ...(s.labels && { labels: s.labels }),
         health: h?.state ?? "unknown",
         egressIp: h?.egressIp,
         probeLatencyMs: h?.lastLatencyMs,

@@ -44,6 +44,8 @@ export class Fleet {
     /** The pools and zones an acquire may name (scopes.ts). */
     private readonly scopes = new KnownScopes();
     private configs: PoolConfig[] = [];
+    /** Each member's labels as selectors see them (labelsOf), as of the last sync; discovery shows them. */
+    private labels = new Map<string, Record<string, string>>();
     /** Drains and failed operations naming members, this replica's or the leader's (member-notes.ts). */
     private readonly memberNotes: MemberNotes;
     /** Credentials members require (the secret stack outputs `credentials` and `memberCredentials`). Never logged. */
@@ -66,7 +68,7 @@ export class Fleet {
         const addressed = members.filter((m) => m.host);
         this.health.setMembers(addressed);
         this.memberNotes.forgetErrorsUnless((id) => this.members.has(id));
-        const labels = labelsOf(members, pools);
+        const labels = (this.labels = labelsOf(members, pools));
         this.scopes.sync(members, pools, labels);
         this.leases.setMembers(
             addressed.map((m) => ({
@@ -168,7 +170,8 @@ export class Fleet {
             const drain = this.memberNotes.drainOf(m.id);
             const opError = this.memberNotes.opErrorOf(m.id);
             const url = opts.withCredentials ? memberUpstreamUrl(m, this.credentialsOf(m)) : m.url;
-            const view = proxyView(m, h, { url, leased: this.leases.isLeased(m.id), drain, opError });
+            const leased = this.leases.isLeased(m.id);
+            const view = proxyView(m, h, { url, leased, drain, opError, labels: this.labels.get(m.id) });
             if (filter.state && view.health !== filter.state) continue;
             if (filter.lifecycle && view.lifecycle !== filter.lifecycle) continue;
             out.push(view);

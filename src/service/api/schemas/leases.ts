@@ -105,6 +105,12 @@ export const proxySchema = z
             .boolean()
             .optional()
             .describe("True when the proxy requires credentials (proxy basic auth); absent otherwise"),
+        labels: z
+            .record(z.string(), z.string())
+            .optional()
+            .describe(
+                "What label selectors match (`where` on POST /v1/leases, `_<label>_<value>` in a gateway username): its pool's `labels`, what its kind knows (a GCE member's `region`), and its `zone`",
+            ),
         health: z.enum(["healthy", "unhealthy", "unknown"]),
         egressIp: z.string().optional(),
         probeLatencyMs: z
