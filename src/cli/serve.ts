@@ -101,12 +101,12 @@ export function registerServe(program: Command): void {
         .option(
             "--gateway-allow <cidr=token[:pool]>",
             "a source range whose gateway requests need no proxy credentials (a browser's --proxy-server carries none): they act as the named token of the tokens file or EGRESS_TOKENS (its scopes, its name in logs) in its pool (default: any); credentials sent still win; nothing, loopback included, unless named; repeatable; also $EGRESS_GATEWAY_ALLOW, comma-separated",
-            collectList,
+            collect,
         )
         .option(
             "--gateway-sticky-ports <from-to[:pool]>",
             `gateway ports on --gateway-host, each one sticky session (port-<n>) of the pool (default: any), for clients that can send nothing but an address; still needs credentials or --gateway-allow; at most ${MAX_STICKY_PORTS} ports a range; repeatable; also $EGRESS_GATEWAY_STICKY_PORTS, comma-separated`,
-            collectList,
+            collect,
         )
         .option(
             "--gateway-block-header <name[=text]>",
@@ -291,6 +291,8 @@ async function run(o: Record<string, any>, opts: GlobalOptions, log: Logger): Pr
     await new Promise(() => undefined); // run until a signal
 }
 
-const collect = (v: string, all: string[]) => [...all, v];
-/** A repeatable flag without a default: unset stays undefined, so its environment variable applies (listFlag). */
-const collectList = (v: string, all: string[] | undefined) => [...(all ?? []), v];
+/**
+ * A repeatable flag's values. A flag without a default stays undefined while unset, so its environment
+ * variable applies (listFlag).
+ */
+const collect = (v: string, all: string[] | undefined) => [...(all ?? []), v];
