@@ -10,7 +10,6 @@
  * learns the kernel-chosen port without ever racing another process for it.
  */
 import * as fs from "node:fs";
-import * as path from "node:path";
 import pino from "pino";
 // A script of its own (spawned, never serialized into a dynamic provider), so it may load pino at the top.
 import { createLogger } from "../../src/log/logger";
@@ -21,9 +20,6 @@ const log = createLogger({
     base: { component: "local-proxy" },
     destination: pino.destination({ dest: 1, sync: true }),
 });
-
-/** How often it looks for its state dir (a stat: nothing next to serving). */
-const STATE_DIR_CHECK_MS = 2000;
 
 function arg(name: string): string {
     const i = process.argv.indexOf(`--${name}`);
@@ -62,10 +58,6 @@ async function main(): Promise<void> {
         JSON.stringify({ id, pid: process.pid, port: server.port, ...(installation ? { installation } : {}) }),
     );
     fs.renameSync(tmp, ready);
-    // Its state dir removed (a stack's files wiped, a test's temp dir): nothing can find or stop this proxy
-    // through egress any more, so it ends itself, as a shared host does (proxy-host.ts).
-    const dir = path.dirname(ready);
-    setInterval(() => fs.existsSync(dir) || stop("state dir removed"), STATE_DIR_CHECK_MS).unref();
 }
 
 main().catch((e) => {

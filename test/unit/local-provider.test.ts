@@ -237,17 +237,3 @@ test("a same-named proxy of another installation (a shared run dir) is never sto
         runSerialized(text, [{ method: "delete", args: [created.id, created.outs] }]);
     }
 });
-
-test("a proxy whose state dir is removed ends itself: nothing could find or stop it through egress", async () => {
-    const dir = fs.mkdtempSync(path.join(os.tmpdir(), "egress-local-gone-"));
-    const text = providerLoader(LOCAL_PROCESS_TYPE);
-    const [created] = runSerialized(text, [
-        { method: "create", args: [{ ...inputs, member: "unit-gone-0", stateDir: dir }] },
-    ]) as any[];
-    assert.equal(isOurProcess(created.outs.pid, "unit-gone-0"), true);
-    fs.rmSync(dir, { recursive: true, force: true });
-    const deadline = Date.now() + 15_000;
-    while (isOurProcess(created.outs.pid, "unit-gone-0") && Date.now() < deadline)
-        await new Promise((r) => setTimeout(r, 100));
-    assert.equal(isOurProcess(created.outs.pid, "unit-gone-0"), false, "the proxy exited");
-});
