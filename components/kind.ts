@@ -233,6 +233,11 @@ export interface KindDefinition<E extends EntryBase = EntryBase, S extends z.Zod
      * `memberCredentials`, ahead of the pool's `auth`.
      */
     memberCredentials?(entry: E, pool: PoolConfig): (ProxyCredentials | undefined)[];
+    /**
+     * True when a member needs nothing its pool or provider entry creates, so a pool can spread its
+     * members over stacks (`membersPerStack`, src/model/shards.ts): a shard's program creates members alone.
+     */
+    readonly shardable?: boolean;
     /** True when the kind's proxies run on the machine running egress (the service's loopback echo reaches them). */
     readonly onThisMachine?: boolean;
     /** Checks that need this machine's files, before an engine operation (config errors naming the path). */

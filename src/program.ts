@@ -1,6 +1,15 @@
 import * as path from "node:path";
 import * as pulumi from "@pulumi/pulumi";
-import { clearSecret, type Installation, type ProxyCredentials, type ProxyMember } from "./model";
+import {
+    clearSecret,
+    type Installation,
+    planMembers,
+    type PoolConfig,
+    type ProxyCredentials,
+    type ProxyMember,
+    parseShardStack,
+    shardOfIndex,
+} from "./model";
 import { EgressConfig, parseEgressConfig } from "./config";
 import { ProxyPool } from "../components/pool";
 import { kindOf } from "../components/registry";
@@ -77,10 +86,14 @@ export function createProgram(opts: ProgramOptions): () => Promise<ProgramOutput
         withoutSourcePositions();
         const config = withPoolCounts(opts.config ?? readStackConfig(opts.projectRoot), opts.poolCounts?.() ?? {});
         const scope = opts.scope?.();
-        const installation = await recordInstallation(await opts.installation(pulumi.getProject(), pulumi.getStack()));
+        // A shard stack (model/shards.ts) runs the installation's program over its range of one pool's
+        // members, under the installation stack's name and identity.
+        const shard = shardOf(pulumi.getStack(), config);
+        const stack = shard?.stack ?? pulumi.getStack();
+        const installation = await recordInstallation(await opts.installation(pulumi.getProject(), stack));
         const context = {
             project: pulumi.getProject(),
-            stack: pulumi.getStack(),
+            stack,
             installation,
             projectRoot: opts.projectRoot,
             stateDir: opts.stateDir ?? path.join(opts.projectRoot, ".egress", "run"),
@@ -90,27 +103,32 @@ export function createProgram(opts: ProgramOptions): () => Promise<ProgramOutput
         for (const [providerName, entry] of Object.entries(config.providers)) {
             const users = config.pools.filter((p) => p.provider === providerName);
             const kind = kindOf(entry).components();
-            if (kind.createProviderShared && users.length > 0)
+            if (kind.createProviderShared && users.length > 0 && !shard)
                 providerShared[providerName] = kind.createProviderShared(
                     providerName,
                     { providerName, entry, pools: users, context },
                     withEntryOptions(entry),
                 );
         }
-        const pools = config.pools.map(
-            (pool) =>
-                new ProxyPool(pool.name, {
-                    pool,
-                    providerName: pool.provider,
-                    entry: config.providers[pool.provider],
-                    context,
-                    providerShared: providerShared[pool.provider],
-                    ...(scope ? { only: scope.members } : {}),
-                }),
-        );
+        const pools = config.pools
+            .filter((pool) => !shard || pool.name === shard.pool)
+            .map(
+                (pool) =>
+                    new ProxyPool(pool.name, {
+                        pool,
+                        providerName: pool.provider,
+                        entry: config.providers[pool.provider],
+                        context,
+                        providerShared: providerShared[pool.provider],
+                        ...membersHere(pool, shard?.k ?? 0, scope),
+                    }),
+            );
         const proxies = pulumi
             .all(pools.map((p) => p.members))
             .apply((lists) => (scope ? withCarried(config, lists.flat(), scope.carried) : lists.flat()));
+        // A shard's credentials are the installation stack's outputs (its pools' and members' alike).
+        const none = () => pulumi.secret({} as Record<string, ProxyCredentials>);
+        if (shard) return { proxies, credentials: none(), memberCredentials: none(), installation: installation.id };
         const credentials = pulumi.secret(
             Object.fromEntries(
                 config.pools
@@ -135,6 +153,25 @@ export function createProgram(opts: ProgramOptions): () => Promise<ProgramOutput
         );
         return { proxies, credentials, memberCredentials, installation: installation.id };
     };
+}
+
+/** The shard a stack of this name is, when the config shards its pool (else it is an installation's stack). */
+function shardOf(stackName: string, config: EgressConfig): { stack: string; pool: string; k: number } | undefined {
+    const s = parseShardStack(stackName);
+    return s && config.pools.some((p) => p.name === s.pool && p.membersPerStack) ? s : undefined;
+}
+
+/**
+ * ProxyPool's `only` for a pool in this stack (shard `k`; 0 is the installation's stack): the members of
+ * its range when the pool is sharded, within the scope's when the run is scoped; unset: every member.
+ */
+function membersHere(pool: PoolConfig, k: number, scope: ProgramScope | undefined): { only?: ReadonlySet<string> } {
+    if (!pool.membersPerStack) return scope ? { only: scope.members } : {};
+    const names = planMembers(pool)
+        .filter((m) => shardOfIndex(m.index, pool.membersPerStack!) === k)
+        .map((m) => m.name)
+        .filter((name) => !scope || scope.members.has(name));
+    return { only: new Set(names) };
 }
 
 /** `config` with these pools' counts in place of their `replicas` (the count only decides how many members run). */

@@ -14,6 +14,7 @@ export const localKind = defineKind({
     type: "local",
     schema: localProviderSchema,
     onThisMachine: true,
+    shardable: true,
     components: () => (require("./component") as typeof import("./component")).localComponents,
     pendingCreateUndo: () => {
         const { LOCAL_PROCESS_TYPE, undoLocalCreate } = require("./recover") as typeof import("./recover");

@@ -1,6 +1,6 @@
 import type { Command } from "commander";
 import { parseEgressConfig } from "../config";
-import { engineHome, PROJECT, StackDriver } from "../engine";
+import { engineHome, PROJECT, FleetDriver } from "../engine";
 import { collectGarbage, GcReport } from "../gc";
 import { action, EXIT, GlobalOptions, projectDir, UsageError } from "./context";
 import { alignedTable } from "./render";
@@ -40,7 +40,7 @@ export function registerGc(program: Command): void {
 
 async function collect(opts: GlobalOptions, remove: boolean): Promise<GcReport> {
     const dir = projectDir(opts);
-    const driver = new StackDriver({ workDir: dir, stack: opts.stack, create: false });
+    const driver = new FleetDriver({ workDir: dir, stack: opts.stack, create: false });
     // Things an update is creating right now are not in state yet: never collect during an update.
     const locks = driver.liveLocks();
     if (locks.length)

@@ -1,7 +1,7 @@
 import type { Command } from "commander";
 import type { ProxyMember } from "../model";
 import { loadStackConfig } from "../config";
-import { EngineError, OperationKind, OperationResult, ProgressEvent, StackDriver } from "../engine";
+import { EngineError, FleetDriver, OperationKind, OperationResult, ProgressEvent, StackDriver } from "../engine";
 import { action, EXIT, GlobalOptions, InterruptedError, projectDir, UsageError } from "./context";
 import { HEALTHY_TIMEOUT_MS } from "../service/control/healthy";
 import { preflight } from "./preflight";
@@ -26,7 +26,7 @@ export type EngineRunOptions = GlobalOptions & {
 /** `create: false` for commands that only read or remove: a mistyped --stack must not create a stack. */
 function driverFor(opts: GlobalOptions, create = true): StackDriver {
     return guarded(
-        new StackDriver({
+        new FleetDriver({
             workDir: projectDir(opts),
             stack: opts.stack,
             create,

@@ -183,6 +183,12 @@ export function crossCheck(cfg: EgressConfig, projectRoot: string): ConfigProble
                 cfg.pools.filter((p) => p.provider === pool.provider),
             ) ?? []),
         );
+        if (pool.membersPerStack !== undefined && !kind.shardable)
+            problems.push({
+                path: at("membersPerStack"),
+                rule: `must be unset: members of a \`${entry.type}\` provider share resources their pool creates, so they cannot live in other stacks (kinds that can: ${KIND_NAMES.filter((k) => kindOf({ type: k } as never).shardable).join(", ")})`,
+                value: pool.membersPerStack,
+            });
         const fixed = kind.fixedReplicas?.(entry);
         if (fixed !== undefined && pool.replicas !== fixed)
             problems.push({

@@ -12,6 +12,7 @@ import { countTargets, memberCreatedAt, MemberTargets, memberTargets } from "./m
 import type { ResolvedInstallation } from "./installation";
 import { StackSession } from "./stack-session";
 import { checkpointVersion } from "./postgres-state";
+import type { StateResource } from "./state";
 
 export class StackQueries extends StackSession {
     /**
@@ -21,6 +22,11 @@ export class StackQueries extends StackSession {
      */
     async membersInState(): Promise<ProxyMember[]> {
         return membersOf((await this.readDeployment()).resources ?? []);
+    }
+
+    /** The resources of the stack's latest deployment (fleet-driver.ts merges its stacks' this way). */
+    async stateResources(): Promise<StateResource[]> {
+        return (await this.readDeployment()).resources ?? [];
     }
 
     /** What a targeted repair of these members touches (member-urns.ts). */

@@ -195,6 +195,16 @@ export class StackDriver extends StackQueries {
         return liveLockHolders(this.backend, this.stackName);
     }
 
+    /** Removes the stack from its backend (a shard no pool needs, after its destroy: fleet-driver.ts). */
+    removeStack(): Promise<void> {
+        return this.serial(async () => (await this.open()).workspace.removeStack(this.stackName));
+    }
+
+    /** The names of the project's stacks in this backend, as the engine lists them. */
+    stackNames(): Promise<string[]> {
+        return this.serial(async () => (await (await this.open()).workspace.listStacks()).map((s) => s.name));
+    }
+
     /** Removes one member's resources from state, leaving what they run behind (forget.ts); `apply: false` only reports. */
     forget(member: string, apply: boolean): Promise<ForgetResult> {
         return this.serial(async () => forgetMember(await this.open(), member, apply));

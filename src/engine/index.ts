@@ -13,3 +13,4 @@ export * from "./installation";
 export * from "./state";
 export * from "./backend-check";
 export { liveLockHolders } from "./backend-locks";
+export * from "./fleet-driver";

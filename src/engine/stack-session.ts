@@ -31,6 +31,11 @@ export interface DriverOptions {
     env?: Record<string, string>;
     /** Create the stack when missing. Off for commands that only read or remove. @default true */
     create?: boolean;
+    /**
+     * Where the stack's installation comes from instead of its own state: a shard stack's is its
+     * installation stack's (fleet-driver.ts). Unset: the stack's state.
+     */
+    installationOf?: () => Promise<ResolvedInstallation>;
     /** Hears what the driver cleaned up on its own (a dead run's processes or locks): one line each, for the log. */
     onNotice?: (line: string) => void;
 }
@@ -46,6 +51,7 @@ export class StackSession {
     /** Marks every engine process this driver starts (leftovers.ts). */
     protected readonly marker = newRunMarker();
     private readonly create: boolean;
+    private readonly installationOf?: () => Promise<ResolvedInstallation>;
     private tail: Promise<unknown> = Promise.resolve();
     private stack?: Promise<Stack>;
     private deadRunsCleared = false;
@@ -60,6 +66,7 @@ export class StackSession {
         this.home = opts.home ?? engineHome();
         this.extraEnv = opts.env ?? {};
         this.create = opts.create ?? true;
+        this.installationOf = opts.installationOf;
         this.onNotice = opts.onNotice ?? (() => undefined);
         this.backend = stateBackend(this.home, this.extraEnv);
     }
@@ -98,6 +105,7 @@ export class StackSession {
 
     /** installationInState over the deployment readDeployment returns (or one the caller just read). */
     protected async readInstallation(dep?: Deployment): Promise<ResolvedInstallation> {
+        if (this.installationOf) return this.installationOf();
         return installationInState((dep ?? (await this.readDeployment())).resources ?? [], PROJECT, this.stackName);
     }
 

@@ -8,4 +8,5 @@ export * from "./plan";
 export * from "./cloud-init";
 export * from "./problems";
 export * from "./politeness";
+export * from "./shards";
 export * from "./labels";

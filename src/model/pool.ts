@@ -57,6 +57,13 @@ export const poolSchema = z
         replicas: z.number().int({ message: "must be a whole number" }).min(0, { message: "must be 0 or more" }),
         /** Upper bound for `replicas` (scale requests above it are refused), at most 10,000. @default 100 */
         maxReplicas: z.number().int({ message: "must be a whole number" }).min(0).max(10_000).default(100),
+        /**
+         * Spread the pool's members over stacks of this many (model/shards.ts): members 0..n-1 stay in the
+         * installation's stack, the rest live in shard stacks `<stack>.<pool>.<k>`, so a change costs what
+         * it costs in a stack of n members whatever the pool's size (issue 33). Kinds whose members share
+         * resources their pool creates cannot (config check). Unset: every member in the installation's stack.
+         */
+        membersPerStack: z.number().int({ message: "must be a whole number" }).min(1).max(10_000).optional(),
         /** Port the proxy listens on (remote kinds). Local members get theirs from the provider entry. @default 3128 */
         port: port().default(3128),
         placement: placementSchema.default({}),

@@ -2,7 +2,7 @@ import * as fs from "node:fs";
 import * as os from "node:os";
 import * as path from "node:path";
 import YAML from "yaml";
-import { engineHome, PACKAGE_ROOT, StackDriver } from "../../src/engine";
+import { engineHome, FleetDriver, PACKAGE_ROOT, StackDriver } from "../../src/engine";
 
 /**
  * Tests run without internet: the engine must not try to download provider plugins (egress leaves
@@ -38,7 +38,12 @@ export function tempProject(
         PULUMI_CONFIG_PASSPHRASE: "egress-test-passphrase",
     };
     fs.mkdirSync(path.join(dir, "backend"));
-    const driver = new StackDriver({ workDir: dir, stack, home: { ...home, runDir: path.join(dir, "run") }, env });
+    const driver: StackDriver = new FleetDriver({
+        workDir: dir,
+        stack,
+        home: { ...home, runDir: path.join(dir, "run") },
+        env,
+    });
     return { dir, driver, env, writeConfig, cleanup: () => fs.rmSync(dir, { recursive: true, force: true }) };
 }
 

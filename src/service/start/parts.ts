@@ -1,7 +1,7 @@
 import * as path from "node:path";
 import type { Logger } from "pino";
 import { loadStackConfig } from "../../config";
-import { acquireWriterLock, describeHolder, type EngineHome, StackDriver, stateBackend } from "../../engine";
+import { acquireWriterLock, describeHolder, type EngineHome, FleetDriver, stateBackend } from "../../engine";
 import { HealthMonitor } from "../../probes";
 import type { ProxyMember } from "../../model";
 import { LeaseManager } from "../leases";
@@ -49,7 +49,7 @@ export function buildParts(
     const { checkUrl } = at;
     const { runDir } = home;
     const pools = () => loadStackConfig(opts.projectRoot, opts.stack).pools;
-    const driver = new StackDriver({
+    const driver = new FleetDriver({
         workDir: opts.projectRoot,
         stack: opts.stack,
         home,
