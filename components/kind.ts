@@ -234,8 +234,10 @@ export interface KindDefinition<E extends EntryBase = EntryBase, S extends z.Zod
      */
     memberCredentials?(entry: E, pool: PoolConfig): (ProxyCredentials | undefined)[];
     /**
-     * True when a member needs nothing its pool or provider entry creates, so a pool can spread its
-     * members over stacks (`membersPerStack`, src/model/shards.ts): a shard's program creates members alone.
+     * True when a pool can spread its members over stacks (`membersPerStack`, src/model/shards.ts): its
+     * members need nothing the provider entry creates (`createProviderShared`), and what the pool creates
+     * (`createPoolShared`) may be made once per stack, named by the engine rather than by the kind, so
+     * each shard makes its own beside the installation stack's.
      */
     readonly shardable?: boolean;
     /** True when the kind's proxies run on the machine running egress (the service's loopback echo reaches them). */

@@ -9,6 +9,8 @@ import { checkKubernetesPlacement, kubernetesProviderSchema } from "./config";
 export const kubernetesKind = defineKind({
     type: "kubernetes",
     schema: kubernetesProviderSchema,
+    // A pool's provider and config Secret are named by the engine: a shard stack makes its own (issue 33).
+    shardable: true,
     checkPool: (_entry, pool, at) => eachPlacement(pool, at, checkKubernetesPlacement),
     preflight: (name, entry) =>
         (require("./preflight") as typeof import("./preflight")).kubernetesPreflight(name, entry),

@@ -68,13 +68,15 @@ test("a URN moves to another stack with its parent chain and name intact", () =>
 test("membersPerStack is refused for kinds whose members need their pool's resources, naming the path", () => {
     const lines = problemLines(
         {
-            providers: { k8s: { type: "kubernetes" } },
-            pools: [{ name: "web", provider: "k8s", replicas: 3, membersPerStack: 2 }],
+            providers: { byo: { type: "static", proxies: ["http://127.0.0.1:1"] } },
+            pools: [{ name: "web", provider: "byo", replicas: 1, membersPerStack: 2 }],
         },
         root,
     );
     assert.ok(
-        lines.some((l) => l.includes("egress:pools[0].membersPerStack") && l.includes("kinds that can: local")),
+        lines.some(
+            (l) => l.includes("egress:pools[0].membersPerStack") && l.includes("kinds that can: local, kubernetes"),
+        ),
         lines.join("\n"),
     );
     const bad = problemLines(
