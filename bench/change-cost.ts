@@ -8,9 +8,10 @@
  * load on the machine hits both alike), and the table shows each step's median over the rounds, the
  * large stack's median over the small one's (the issue's goal: ≤ 1.5× at 1,000 against 10), and the
  * checkpoint's size. Real engine, file backend, throwaway projects; the stacks are destroyed at the end.
- * Run: node dist/bench/change-cost.js [small=10] [large=100] [rounds=3] [membersPerProcess=1] [membersPerStack]
+ * Run: node dist/bench/change-cost.js [small=10] [large=100] [rounds=3] [membersPerProcess=1] [membersPerStack] [kind=local]
  * (a thousand local members need `membersPerProcess` of 20 or more to fit in memory: docs/local.md;
- * `membersPerStack` spreads both pools over shard stacks of that many, src/model/shards.ts).
+ * `membersPerStack` spreads both pools over shard stacks of that many, src/model/shards.ts, 0 = unset;
+ * kind `kubernetes` runs the members as Deployments on the test cluster, test/helpers/kube-cluster.ts).
  */
 import * as fs from "node:fs";
 import * as path from "node:path";
@@ -19,8 +20,11 @@ import { tempProject } from "../test/helpers/project";
 import { benchTable } from "./table";
 import { replaceTargeted } from "../src/service/control/replace";
 import pino from "pino";
+import { KubeCluster, startKubeCluster } from "../test/helpers/kube-cluster";
 
 const quiet = pino({ level: "silent" });
+/** The test cluster, with kind `kubernetes`. */
+let cluster: KubeCluster | undefined;
 
 const STEPS = ["+10", "-10", "heal 1", "rotate 1", "plain up"] as const;
 type Step = (typeof STEPS)[number];
@@ -32,10 +36,15 @@ interface Stack {
     checkpointBytes: number;
 }
 
-function stack(members: number, membersPerProcess: number, membersPerStack?: number): Stack {
+async function stack(members: number, membersPerProcess: number, membersPerStack?: number): Promise<Stack> {
     const pool = { name: "web", provider: "local", replicas: members, maxReplicas: members + 10 };
+    const ns = `cc${members}`;
+    if (cluster) await cluster.createNamespace(ns);
+    const entry = cluster
+        ? { type: "kubernetes", kubeconfigPath: cluster.kubeconfig, context: "admin", namespace: ns }
+        : { type: "local", membersPerProcess };
     const p = tempProject(`cc${members}`, {
-        "egress:providers": { local: { type: "local", membersPerProcess } },
+        "egress:providers": { local: entry },
         "egress:pools": [membersPerStack ? { ...pool, membersPerStack } : pool],
     });
     const times = Object.fromEntries(STEPS.map((k) => [k, []])) as unknown as Record<Step, number[]>;
@@ -70,8 +79,9 @@ const median = (xs: number[]) => [...xs].sort((a, b) => a - b)[Math.floor(xs.len
 
 async function main(): Promise<void> {
     const [small, large, rounds, perProcess] = [10, 100, 3, 1].map((d, i) => Number(process.argv[2 + i] ?? d));
-    const perStack = process.argv[6] ? Number(process.argv[6]) : undefined;
-    const stacks = [stack(small, perProcess, perStack), stack(large, perProcess, perStack)];
+    const perStack = Number(process.argv[6] ?? 0) || undefined;
+    if (process.argv[7] === "kubernetes") cluster = startKubeCluster();
+    const stacks = [await stack(small, perProcess, perStack), await stack(large, perProcess, perStack)];
     try {
         for (const s of stacks) {
             const t = await upAt(s, s.members);
@@ -117,6 +127,7 @@ async function main(): Promise<void> {
             await s.p.driver.destroy().catch((e) => console.error(`destroy ${s.members}: ${(e as Error).message}`));
             s.p.cleanup();
         }
+        cluster?.stop();
     }
 }
 
