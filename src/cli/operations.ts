@@ -21,6 +21,11 @@ export type EngineRunOptions = GlobalOptions & {
     checkUrl?: string;
     /** `up --health-timeout` (seconds) */
     healthTimeout?: string;
+    /**
+     * `up` of a count change alone (`egress scale`): the members it adds and removes, targeted and not
+     * refreshed, as the service runs a scale (countTargets), so it costs the same at any fleet size.
+     */
+    counts?: Record<string, number>;
 };
 
 /** `create: false` for commands that only read or remove: a mistyped --stack must not create a stack. */
@@ -113,6 +118,7 @@ export async function runEngine(
                 if (rolled) return rolled;
                 if (stop.aborted) throw stop.reason as Error; // Ctrl-C while it found nothing to roll
             }
+            if (kind === "up" && opts.counts) return countsUp(driver, opts.counts, onProgress, opts.refresh);
             return driver[kind]({ onProgress, refresh: opts.refresh });
         });
     } catch (e) {
@@ -126,6 +132,21 @@ export async function runEngine(
     const proxies = kind === "up" ? result.proxies : kind === "refresh" ? await driver.proxies() : undefined;
     const { rolling, ...plain } = result;
     return { result: plain, proxies, ...(rolling ? { rolling } : {}) };
+}
+
+/**
+ * The `up` of a count change: its members targeted with their dependents and no refresh (engine
+ * countTargets); a plain `up` when state has no member of a pool to name new ones after, or nothing changes.
+ */
+async function countsUp(
+    driver: StackDriver,
+    counts: Record<string, number>,
+    onProgress: (e: ProgressEvent) => void,
+    refresh: boolean | undefined,
+): Promise<OperationResult> {
+    const target = await driver.countTargets(counts);
+    if (!target) return driver.up({ onProgress, refresh });
+    return driver.up({ onProgress, refresh: false, target, targetDependents: true });
 }
 
 /** `--check-url`, checked before anything runs. */

@@ -139,7 +139,7 @@ async function viaFile(dir: string, pool: string, n: number, opts: ScaleOptions)
             );
         let ran;
         try {
-            ran = await runEngine("up", opts, observe);
+            ran = await runEngine("up", { ...opts, counts: { [pool]: n } }, observe);
         } catch (e) {
             if (changed)
                 process.stderr.write(

@@ -13,6 +13,7 @@ import { checkpointDir, checkpointResources } from "../../src/engine";
 import { membersOf } from "../../src/engine/checkpoint";
 import { replaceTargeted } from "../../src/service/control/replace";
 import { pidsMentioning, tempProject } from "../helpers/project";
+import { runCli, testHome } from "../helpers/cli";
 import { getViaProxy, startTargetServer } from "../helpers/net";
 import type { ProxyMember } from "../../src/model";
 
@@ -25,6 +26,7 @@ after(async () => {
     await p.driver.destroy().catch(() => undefined);
     await target?.close();
     p.cleanup();
+    home.cleanup();
 });
 
 /** The status of a GET through the member to the loopback target. */
@@ -45,6 +47,10 @@ function layout(): Record<string, string[]> {
     }
     return out;
 }
+
+const home = testHome();
+const egress = (...args: string[]) =>
+    runCli({ ...p.env, EGRESS_HOME: home.dir }, ["--cwd", p.dir, "--stack", "sh", "--json", ...args]);
 
 async function scaleTo(n: number) {
     p.driver.setPoolCounts({ web: n });
@@ -80,11 +86,14 @@ test("a plain up lays members out over the installation's stack and its shards, 
     assert.equal(installations.size, 1, "every shard records the installation's identity");
 });
 
-test("a scale up runs only on the shards its members land in", async () => {
+test("egress scale runs on the shards its members land in; gc finds every stack's members known", async () => {
     const before = fs.statSync(path.join(checkpointDir(backend), "sh.json")).mtimeMs;
-    const r = await scaleTo(7);
+    const r = await egress("scale", "web", "7");
+    assert.equal(r.code, 0, r.stderr);
+    const body = JSON.parse(r.stdout);
+    assert.equal(body.applied, 7);
     // Two members, a component and a process each: the spare shard was ready for web-6.
-    assert.equal(r.changes.create, 4, JSON.stringify(r.changes));
+    assert.deepEqual(body.changes, { create: 4, same: 8 }, JSON.stringify(body.changes));
     assert.deepEqual(layout()["sh.web.2"], ["web-4", "web-5"]);
     assert.deepEqual(layout()["sh.web.3"], ["web-6"]);
     assert.equal(
@@ -92,11 +101,14 @@ test("a scale up runs only on the shards its members land in", async () => {
         before,
         "the installation's stack untouched",
     );
-    assert.equal(r.proxies!.length, 7);
     assert.deepEqual(
         (await p.driver.proxies()).map((m) => m.id),
         ["web-0", "web-1", "web-2", "web-3", "web-4", "web-5", "web-6"],
     );
+    const gc = await egress("gc");
+    assert.equal(gc.code, 0, gc.stderr);
+    assert.equal(JSON.parse(gc.stdout).orphans.length, 0, gc.stdout);
+    p.driver.setPoolCounts({ web: 7 }); // the file says 7 now; the driver's own counts follow it
 });
 
 test("a replacement runs on each member's own stack, and the members come back serving", async () => {
