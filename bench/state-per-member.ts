@@ -5,7 +5,9 @@
  * bytes of provider text (`__provider`, inputs and outputs) in it, and, per dynamic provider, what a
  * resource would carry serialized by value (`pulumi.dynamic.Resource`, before issue 33) against the loader
  * it carries now.
- * Run: node dist/bench/state-per-member.js [members=10,100]
+ * Run: node dist/bench/state-per-member.js [members=10,100] [kind=local]
+ * (kind `kubernetes`: Deployments and Services on the test cluster, test/helpers/kube-cluster.ts; size
+ * does not depend on the machine's load).
  */
 import * as fs from "node:fs";
 import * as path from "node:path";
@@ -17,6 +19,7 @@ import { LOCAL_PROCESS_TYPE, localProcessProvider } from "../components/local/pr
 import { kvmDynamicProviders } from "../components/kvm/dynamic-providers";
 import { IDENTITY_TYPE, identityProvider } from "../src/installation-resource";
 import { benchTable } from "./table";
+import { KubeCluster, startKubeCluster } from "../test/helpers/kube-cluster";
 
 interface Sample {
     members: number;
@@ -25,11 +28,18 @@ interface Sample {
     resources: number;
 }
 
-/** `up` of N local members on a throwaway project; the checkpoint measured, then destroyed. */
+/** The test cluster, with kind `kubernetes`. */
+let cluster: KubeCluster | undefined;
+
+/** `up` of N members on a throwaway project; the checkpoint measured, then destroyed. */
 async function sample(members: number): Promise<Sample> {
     const stack = `spm${members}`;
+    if (cluster) await cluster.createNamespace(stack);
+    const entry = cluster
+        ? { type: "kubernetes", kubeconfigPath: cluster.kubeconfig, context: "admin", namespace: stack }
+        : { type: "local" };
     const p = tempProject(stack, {
-        "egress:providers": { local: { type: "local" } },
+        "egress:providers": { local: entry },
         "egress:pools": [{ name: "web", provider: "local", replicas: members, maxReplicas: 1000 }],
     });
     try {
@@ -72,6 +82,7 @@ async function providerSizes(): Promise<string[][]> {
 
 async function main(): Promise<void> {
     const sizes = (process.argv[2] ?? "10,100").split(",").map(Number);
+    if (process.argv[3] === "kubernetes") cluster = startKubeCluster();
     console.log(benchTable(["resource", "code by value KB", "loader B"], await providerSizes()));
     console.log();
     const samples: Sample[] = [];
@@ -91,6 +102,7 @@ async function main(): Promise<void> {
     console.log(
         benchTable(["members", "resources", "checkpoint KB", "KB/member", "marginal KB/member", "__provider KB"], rows),
     );
+    cluster?.stop();
 }
 
 main().catch((e) => {
