@@ -33,12 +33,16 @@ export interface MatrixBackend extends StateBackend {
     cliAfterKill?: boolean;
 }
 
-/** Registers the matrix's tests (and its before/after) in the calling test file. */
-export function crashMatrix(backend: MatrixBackend): void {
+/**
+ * Registers the matrix's tests (and its before/after) in the calling test file. With `membersPerStack`,
+ * the pool spreads its members over shard stacks (src/engine/fleet-driver.ts): the kills then land in
+ * runs on shards, and every check reads every stack.
+ */
+export function crashMatrix(backend: MatrixBackend, pool: { membersPerStack?: number } = {}): void {
     const POOL = "c";
     const config = {
         "egress:providers": { local: { type: "local" } },
-        "egress:pools": [{ name: POOL, provider: "local", replicas: 0, maxReplicas: 20 }],
+        "egress:pools": [{ name: POOL, provider: "local", replicas: 0, maxReplicas: 20, ...pool }],
     };
     let p: ProcProject;
     let stopBackend: (() => Promise<void>) | undefined;
