@@ -1,7 +1,7 @@
 import type { Command } from "commander";
 import { planMembers } from "../model";
 import { loadStackConfig } from "../config";
-import { ForgetResult, StackDriver } from "../engine";
+import { ForgetResult, FleetDriver } from "../engine";
 import { action, EXIT, GlobalOptions, projectDir, UsageError } from "./context";
 import { alignedTable } from "./render";
 import { withWriterLock } from "./writer";
@@ -60,7 +60,7 @@ export function registerForget(program: Command): void {
 }
 
 async function forget(opts: GlobalOptions, member: string, apply: boolean): Promise<ForgetResult> {
-    const driver = new StackDriver({
+    const driver = new FleetDriver({
         workDir: projectDir(opts),
         stack: opts.stack,
         create: false,

@@ -12,23 +12,25 @@
  * the merged state say which stack to run.
  */
 import * as fs from "node:fs";
-import * as path from "node:path";
-import YAML from "yaml";
 import type { ProxyMember } from "../model";
-import { parseShardStack, Shard, shardOfIndex, shardsFor, stackOfUrn, urnInStack } from "../model";
+import { parseShardStack, Shard, shardOfIndex, shardsFor, shardStackName, stackOfUrn, urnInStack } from "../model";
 import { OperationOptions, OperationResult, StackDriver } from "./driver";
+import type { ForgetResult } from "./forget";
 import type { DriverOptions } from "./stack-session";
-import { checkpointDir, membersOf, rootProxies } from "./checkpoint";
+import { membersOf, rootProxies } from "./checkpoint";
+import {
+    byShard,
+    copyStackFile,
+    fileShardStacks,
+    movedMembers,
+    type PoolLayout,
+    shardsOf,
+    stackFileOf,
+    stackPools,
+} from "./shard-files";
 import { countTargets, memberCreatedAt, MemberTargets, memberTargets } from "./member-urns";
 import { POOL_TYPE, urnName, type StateResource } from "./state";
 import type { ResolvedInstallation } from "./installation";
-
-/** What the stack file says of one pool: enough to lay out its shards (no secrets needed). */
-interface PoolLayout {
-    name: string;
-    replicas: number;
-    membersPerStack?: number;
-}
 
 /** What a fleet operation runs on one stack. */
 type StackRuns = Pick<StackDriver, "up" | "refresh" | "stateResources">;
@@ -55,7 +57,8 @@ export class FleetDriver extends StackDriver {
             const shards = this.layoutShards();
             const existing = await this.existingShards();
             if (!shards.length && !existing.length) return super.up(opts);
-            this.refuseMovedMembers(existing);
+            const moved = movedMembers(this.backend.fileDir, existing, this.layoutPools());
+            if (moved) throw moved;
             const started = Date.now();
             const results: OperationResult[] = [];
             if (opts.target?.length) {
@@ -125,6 +128,26 @@ export class FleetDriver extends StackDriver {
         for (const d of this.shardDrivers.values()) d.refuseRuns(reason);
     }
 
+    /** Running updates' locks on any of the installation's stacks (a file backend's: its shards are listed). */
+    override liveLocks(): { pid: number; hostname: string }[] {
+        const shards = this.fileShards().map((stack) => this.driverOf(stack).liveLocks());
+        return [...super.liveLocks(), ...shards.flat()];
+    }
+
+    override async lockHolders(): Promise<{ pid?: number; hostname?: string }[]> {
+        const holders = await super.lockHolders();
+        for (const stack of await this.existingShards()) holders.push(...(await this.driverOf(stack).lockHolders()));
+        return holders;
+    }
+
+    /** Forgets a member in the stack its index says it lives in. */
+    override forget(member: string, apply: boolean): Promise<ForgetResult> {
+        const pool = this.layoutPools().find((p) => member.startsWith(`${p.name}-`) && p.membersPerStack);
+        const k = pool ? shardOfIndex(Number(member.slice(pool.name.length + 1)), pool.membersPerStack!) : 0;
+        if (!k || !Number.isInteger(k)) return super.forget(member, apply);
+        return this.driverOf(shardStackName(this.stackName, pool!.name, k)).forget(member, apply);
+    }
+
     override async membersInState(): Promise<ProxyMember[]> {
         return membersOf(await this.mergedResources());
     }
@@ -146,7 +169,7 @@ export class FleetDriver extends StackDriver {
             const pool = id.slice(0, id.lastIndexOf("-"));
             const size = perStack.get(pool);
             const k = size ? shardOfIndex(Number(id.slice(pool.length + 1)), size) : 0;
-            return urnInStack(urn, k ? `${this.stackName}.${pool}.${k}` : this.stackName);
+            return urnInStack(urn, k ? shardStackName(this.stackName, pool, k) : this.stackName);
         });
     }
 
@@ -217,7 +240,7 @@ export class FleetDriver extends StackDriver {
         const d = this.driverOf(stack);
         const result = await d.destroy();
         await d.removeStack();
-        fs.rmSync(this.shardFile(stack), { force: true });
+        fs.rmSync(stackFileOf(this.workDir, stack), { force: true });
         this.shardDrivers.delete(stack);
         return result;
     }
@@ -244,39 +267,13 @@ export class FleetDriver extends StackDriver {
         return super.installation();
     }
 
-    private shardFile(stack: string): string {
-        return path.join(this.workDir, "stacks", `Pulumi.${stack}.yaml`);
-    }
-
-    /** The shard's stack file: the installation's, byte for byte (config and salt), when it differs. */
-    private writeShardFile(stack: string): void {
-        const text = fs.readFileSync(path.join(this.workDir, "stacks", `Pulumi.${this.stackName}.yaml`), "utf8");
-        const file = this.shardFile(stack);
-        const current = fs.existsSync(file) ? fs.readFileSync(file, "utf8") : undefined;
-        if (current !== text) fs.writeFileSync(file, text, { mode: 0o600 });
-    }
-
-    /** The pools of the stack file at this driver's counts (none when it cannot be read: an unsharded stack). */
+    /** The pools of the installation's stack file at this driver's counts (shard-files.ts). */
     private layoutPools(): PoolLayout[] {
-        let doc: { config?: Record<string, unknown> } | undefined;
-        try {
-            doc = YAML.parse(
-                fs.readFileSync(path.join(this.workDir, "stacks", `Pulumi.${this.stackName}.yaml`), "utf8"),
-            );
-        } catch {
-            return [];
-        }
-        const pools = doc?.config?.["egress:pools"];
-        if (!Array.isArray(pools)) return [];
-        return pools
-            .filter((p): p is PoolLayout => typeof p?.name === "string" && typeof p?.replicas === "number")
-            .map((p) => ({
-                name: p.name,
-                replicas: this.counts[p.name] ?? p.replicas,
-                ...(typeof p.membersPerStack === "number" && p.membersPerStack >= 1
-                    ? { membersPerStack: p.membersPerStack }
-                    : {}),
-            }));
+        return stackPools(this.workDir, this.stackName, this.counts);
+    }
+
+    private writeShardFile(stack: string): void {
+        copyStackFile(this.workDir, this.stackName, stack);
     }
 
     /** The shard stacks the counts need, and each sharded pool's spare (model/shards.ts `shardsFor`). */
@@ -289,58 +286,22 @@ export class FleetDriver extends StackDriver {
      * another backend's stack list, asked only when the stack file shards a pool.
      */
     private async existingShards(): Promise<string[]> {
-        const dir = this.backend.fileDir;
-        let names: string[];
-        if (dir) {
-            try {
-                names = fs
-                    .readdirSync(checkpointDir(dir))
-                    .filter((f) => f.endsWith(".json"))
-                    .map((f) => f.slice(0, -5));
-            } catch {
-                names = [];
-            }
-        } else if (this.layoutPools().some((p) => p.membersPerStack)) {
-            names = (await this.stackNames()).map((n) => n.split("/").pop()!);
-        } else names = [];
-        return names.filter((n) => parseShardStack(n)?.stack === this.stackName).sort(byShard);
+        if (this.backend.fileDir) return this.fileShards();
+        if (!this.layoutPools().some((p) => p.membersPerStack)) return [];
+        return shardsOf(
+            (await this.stackNames()).map((n) => n.split("/").pop()!),
+            this.stackName,
+        );
+    }
+
+    private fileShards(): string[] {
+        return fileShardStacks(this.backend.fileDir, this.stackName);
     }
 
     /** Every shard stack the layout wants or that exists. */
     private async allShardStacks(): Promise<string[]> {
         const all = new Set([...this.layoutShards().map((s) => s.stack), ...(await this.existingShards())]);
         return [...all].sort(byShard);
-    }
-
-    /**
-     * A member lives in the stack its index says (model/shards.ts): a pool whose `membersPerStack` was
-     * unset or changed while shards hold members would create them a second time elsewhere. Refused.
-     */
-    private refuseMovedMembers(existing: readonly string[]): void {
-        const size = new Map(this.layoutPools().map((p) => [p.name, p.membersPerStack]));
-        for (const stack of existing) {
-            const s = parseShardStack(stack)!;
-            const perStack = size.get(s.pool);
-            if (perStack === undefined && !size.has(s.pool)) continue; // the pool is gone: its shards are removed
-            if (perStack !== undefined && this.shardHoldsItsRange(stack, s.k, perStack)) continue;
-            throw new Error(
-                `pool ${s.pool}: shard stack ${stack} holds members, and membersPerStack is ${perStack ?? "unset"} now: ` +
-                    "members cannot move between stacks; set it back, or scale the pool down to its first stack's members first",
-            );
-        }
-    }
-
-    private shardHoldsItsRange(stack: string, k: number, perStack: number): boolean {
-        const dir = this.backend.fileDir;
-        if (!dir) return true;
-        const file = path.join(checkpointDir(dir), `${stack}.json`);
-        let resources: StateResource[] = [];
-        try {
-            resources = JSON.parse(fs.readFileSync(file, "utf8"))?.checkpoint?.latest?.resources ?? [];
-        } catch {
-            return true;
-        }
-        return membersOf(resources).every((m) => shardOfIndex(m.index, perStack) === k);
     }
 
     /** Fleet operations one at a time, apart from each stack driver's own order. */
@@ -360,12 +321,6 @@ async function hasPool(d: StackRuns): Promise<boolean> {
 function whole(opts: OperationOptions): OperationOptions {
     const { target: _t, replace: _r, targetDependents: _d, ...rest } = opts;
     return rest;
-}
-
-function byShard(a: string, b: string): number {
-    const x = parseShardStack(a)!;
-    const y = parseShardStack(b)!;
-    return x.pool.localeCompare(y.pool) || x.k - y.k;
 }
 
 /** One result for the runs of one fleet operation: their changes summed. */

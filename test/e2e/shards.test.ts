@@ -154,4 +154,33 @@ test("changing membersPerStack while shards hold members is refused, naming the 
         p.driver.up({ refresh: false }),
         /pool web: shard stack sh\.web\.1 holds members.*membersPerStack is unset/,
     );
+    // Scaled down to the installation stack's members first, the pool may stop sharding: its shards go.
+    const pool = { name: "web", provider: "local", replicas: 2 };
+    p.writeConfig({
+        "egress:providers": { local: { type: "local" } },
+        "egress:pools": [{ ...pool, membersPerStack: 2 }],
+    });
+    await p.driver.up({ refresh: false });
+    p.writeConfig({ "egress:providers": { local: { type: "local" } }, "egress:pools": [pool] });
+    const r = await p.driver.up({ refresh: false });
+    assert.deepEqual(
+        r.proxies!.map((m) => m.id),
+        ["web-0", "web-1"],
+    );
+    assert.deepEqual(Object.keys(layout()), ["sh"], "the empty shards were removed");
+});
+
+test("egress forget finds a member in its shard", async () => {
+    p.writeConfig({
+        "egress:providers": { local: { type: "local" } },
+        "egress:pools": [{ name: "web", provider: "local", replicas: 3, membersPerStack: 2 }],
+    });
+    await p.driver.up({ refresh: false });
+    const dry = await p.driver.forget("web-2", false);
+    assert.equal(dry.applied, false);
+    assert.ok(
+        dry.forgotten.some((r) => r.name === "web-2-process"),
+        JSON.stringify(dry),
+    );
+    assert.deepEqual(layout()["sh.web.1"], ["web-2"], "a dry run changes nothing");
 });
