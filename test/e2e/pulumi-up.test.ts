@@ -135,3 +135,39 @@ test(
         assert.deepEqual(JSON.parse(pulumi("stack", "output", "--json", "-s", stack)), {}, "no outputs after destroy");
     },
 );
+
+test(
+    "plain `pulumi up` on a shard stack (`membersPerStack`) runs the same program over that shard's members, as the installation",
+    { timeout: 300_000 },
+    async () => {
+        const file = (s: string) => path.join(dir, "stacks", `Pulumi.${s}.yaml`);
+        const doc = YAML.parse(fs.readFileSync(file(stack), "utf8"));
+        doc.config["egress:pools"] = [
+            { name: "web", provider: "local", replicas: 3, maxReplicas: 10, membersPerStack: 2 },
+        ];
+        fs.writeFileSync(file(stack), YAML.stringify(doc));
+        pulumi("up", "--yes", "--skip-preview", "-s", stack);
+        const ids = (s: string) =>
+            (JSON.parse(pulumi("stack", "output", "proxies", "--json", "-s", s)) as ProxyMember[]).map((p) => p.id);
+        assert.deepEqual(ids(stack), ["web-0", "web-1"], "the installation's stack holds the first 2");
+        // As egress makes a shard: the installation's stack file copied (config and salt), the stack created.
+        const shard = `${stack}.web.1`;
+        fs.copyFileSync(file(stack), file(shard));
+        pulumi("stack", "init", shard);
+        try {
+            pulumi("up", "--yes", "--skip-preview", "-s", shard);
+            assert.deepEqual(ids(shard), ["web-2"]);
+            const installation = (s: string) =>
+                JSON.parse(pulumi("stack", "output", "installation", "--json", "-s", s));
+            assert.equal(installation(shard), installation(stack), "the shard records the installation's identity");
+            assert.equal(
+                proxyPids().length,
+                3,
+                "its member runs beside the installation stack's, in the same state dir",
+            );
+        } finally {
+            pulumi("destroy", "--yes", "-s", shard);
+            pulumi("stack", "rm", "--yes", "-s", shard);
+        }
+    },
+);
