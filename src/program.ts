@@ -10,7 +10,7 @@ import {
     parseShardStack,
     shardOfIndex,
 } from "./model";
-import { EgressConfig, parseEgressConfig } from "./config";
+import { configFingerprint, EgressConfig, parseEgressConfig } from "./config";
 import { ProxyPool } from "../components/pool";
 import { kindOf } from "../components/registry";
 import { withEntryOptions } from "../components/shared/retain";
@@ -51,6 +51,8 @@ export interface ProgramOptions {
 export interface ProgramScope {
     members: ReadonlySet<string>;
     carried: readonly ProxyMember[];
+    /** State's `appliedConfig` output: a scoped run applies no edit beside its members, so it keeps it. */
+    appliedConfig?: string;
 }
 
 /** Stack outputs of the program. */
@@ -65,6 +67,11 @@ export interface ProgramOutputs {
     memberCredentials: pulumi.Output<Record<string, ProxyCredentials>>;
     /** The stack's installation id: what every managed thing's names and labels carry. */
     installation: string;
+    /**
+     * The stack file's digest (config/fingerprint.ts) the last unscoped run applied; a scoped run carries
+     * it. Unset for a shard, and for a run whose stack file cannot be read (config passed in).
+     */
+    appliedConfig?: string;
 }
 
 /** Reads and validates `egress:providers` and `egress:pools` from the running stack's config. */
@@ -151,7 +158,14 @@ export function createProgram(opts: ProgramOptions): () => Promise<ProgramOutput
                 }),
             ),
         );
-        return { proxies, credentials, memberCredentials, installation: installation.id };
+        const applied = scope ? scope.appliedConfig : shard ? undefined : configFingerprint(opts.projectRoot, stack);
+        return {
+            proxies,
+            credentials,
+            memberCredentials,
+            installation: installation.id,
+            ...(applied ? { appliedConfig: applied } : {}),
+        };
     };
 }
 

@@ -1,6 +1,6 @@
 import type { Command } from "commander";
 import type { ProxyMember } from "../model";
-import { loadStackConfig } from "../config";
+import { configFingerprint, loadStackConfig } from "../config";
 import { EngineError, FleetDriver, OperationKind, OperationResult, ProgressEvent, StackDriver } from "../engine";
 import { action, EXIT, GlobalOptions, InterruptedError, projectDir, UsageError } from "./context";
 import { HEALTHY_TIMEOUT_MS } from "../service/control/healthy";
@@ -118,7 +118,7 @@ export async function runEngine(
                 if (rolled) return rolled;
                 if (stop.aborted) throw stop.reason as Error; // Ctrl-C while it found nothing to roll
             }
-            if (kind === "up" && opts.counts) return countsUp(driver, opts.counts, onProgress, opts.refresh);
+            if (kind === "up" && opts.counts) return countsUp(driver, opts, opts.counts, onProgress);
             return driver[kind]({ onProgress, refresh: opts.refresh });
         });
     } catch (e) {
@@ -136,16 +136,19 @@ export async function runEngine(
 
 /**
  * The `up` of a count change: its members targeted with their dependents and no refresh (engine
- * countTargets); a plain `up` when state has no member of a pool to name new ones after, or nothing changes.
+ * countTargets), when the rest of the stack file is what the last full `up` applied (its `appliedConfig`
+ * output, config/fingerprint.ts). A plain `up` when the file holds other edits too, when state has no
+ * member of a pool to name new ones after, or when nothing changes.
  */
 async function countsUp(
     driver: StackDriver,
+    opts: EngineRunOptions,
     counts: Record<string, number>,
     onProgress: (e: ProgressEvent) => void,
-    refresh: boolean | undefined,
 ): Promise<OperationResult> {
-    const target = await driver.countTargets(counts);
-    if (!target) return driver.up({ onProgress, refresh });
+    const file = configFingerprint(projectDir(opts), opts.stack);
+    const target = file && file === (await driver.appliedConfig()) ? await driver.countTargets(counts) : undefined;
+    if (!target) return driver.up({ onProgress, refresh: opts.refresh });
     return driver.up({ onProgress, refresh: false, target, targetDependents: true });
 }
 

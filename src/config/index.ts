@@ -3,3 +3,4 @@ export * from "./errors";
 export * from "./load";
 export * from "./edit";
 export * from "./seed";
+export * from "./fingerprint";

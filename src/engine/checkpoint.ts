@@ -33,6 +33,12 @@ export function rootProxies(resources: readonly StateResource[]): ProxyMember[] 
     return Array.isArray(proxies) ? (proxies as ProxyMember[]) : undefined;
 }
 
+/** A root stack output that state holds in the clear (a string), e.g. `appliedConfig`; undefined otherwise. */
+export function rootOutput(resources: readonly StateResource[], name: string): string | undefined {
+    const value = resources.find((r) => r.type === "pulumi:pulumi:Stack")?.outputs?.[name];
+    return typeof value === "string" ? value : undefined;
+}
+
 /**
  * The members state holds (each member component's outputs, see recovery.ts membersOf) straight from
  * the checkpoint file: right after an interrupted or failed update too, and during one. Undefined when

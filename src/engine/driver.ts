@@ -6,7 +6,7 @@ import { Stack, EngineEvent, ConcurrentUpdateError } from "@pulumi/pulumi/automa
 import type { ProxyMember } from "../model";
 import { ProgressEvent, toProgress } from "./progress";
 import { stackLocks } from "./locks";
-import { Deployment, membersOf, rootProxies } from "./checkpoint";
+import { Deployment, membersOf, rootOutput, rootProxies } from "./checkpoint";
 import { withoutReadback } from "./lean-stack";
 import { finishPendingOperations } from "./recovery";
 import { tolerateProgramDisconnects } from "./program-disconnect";
@@ -195,6 +195,11 @@ export class StackDriver extends StackQueries {
         return liveLockHolders(this.backend, this.stackName);
     }
 
+    /** State's `appliedConfig` output (program.ts): the stack file digest the last unscoped run applied. */
+    async appliedConfig(): Promise<string | undefined> {
+        return rootOutput(await this.stateResources(), "appliedConfig");
+    }
+
     /** Removes the stack from its backend (a shard no pool needs, after its destroy: fleet-driver.ts). */
     removeStack(): Promise<void> {
         return this.serial(async () => (await this.open()).workspace.removeStack(this.stackName));
@@ -327,5 +332,9 @@ function lastLines(s: string, n: number): string {
  */
 function memberScope(opts: OperationOptions, dep: Deployment): ProgramScope | undefined {
     const members = opts.target && opts.targetDependents ? targetedMembers(opts.target) : undefined;
-    return members ? { members, carried: membersOf(dep.resources ?? []) } : undefined;
+    const resources = dep.resources ?? [];
+    const appliedConfig = rootOutput(resources, "appliedConfig");
+    return members
+        ? { members, carried: membersOf(resources), ...(appliedConfig ? { appliedConfig } : {}) }
+        : undefined;
 }

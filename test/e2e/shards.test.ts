@@ -184,3 +184,21 @@ test("egress forget finds a member in its shard", async () => {
     );
     assert.deepEqual(layout()["sh.web.1"], ["web-2"], "a dry run changes nothing");
 });
+
+test("egress scale with other edits in the stack file runs a plain up, then count changes alone are targeted again", async () => {
+    const pool = { name: "web", provider: "local", replicas: 3, membersPerStack: 2 };
+    p.writeConfig({
+        "egress:providers": { local: { type: "local" } },
+        "egress:pools": [{ ...pool, cooldownSeconds: 5 }],
+    });
+    const mainFile = path.join(checkpointDir(backend), "sh.json");
+    const before = fs.statSync(mainFile).mtimeMs;
+    const edited = await egress("scale", "web", "4");
+    assert.equal(edited.code, 0, edited.stderr);
+    assert.ok(fs.statSync(mainFile).mtimeMs > before, "a plain up: the installation's stack ran too");
+    const between = fs.statSync(mainFile).mtimeMs;
+    const counted = await egress("scale", "web", "5");
+    assert.equal(counted.code, 0, counted.stderr);
+    assert.equal(JSON.parse(counted.stdout).applied, 5);
+    assert.equal(fs.statSync(mainFile).mtimeMs, between, "a count change alone: the installation's stack untouched");
+});

@@ -177,7 +177,12 @@ test(
         svc.project.writeConfig(config([{ ...both[0], replicas: 1 }]));
         const op = await svc.call("PUT", "/v1/pools/a/replicas", { token: TOKENS.scale, body: { replicas: 2 } });
         assert.equal((await settled(svc, op.body.operation.id)).status, "succeeded");
-        await waitFor("pool b's series gone", async () => !(await scrape()).includes(`pool="b"`), 30_000, 200);
+        await waitFor("pool b's series gone", async () => !(await scrape()).includes(`pool="b"`), 30_000, 200).catch(
+            async (e) => {
+                const left = (await scrape()).split("\n").filter((l) => l.includes(`pool="b"`));
+                throw new Error(`${(e as Error).message}; still there: ${left.join(" | ")}`);
+            },
+        );
         samples = parseSamples(await scrape());
         assert.deepEqual(
             find(samples, "egress_pool_desired_replicas").map((s) => [s.labels.pool, s.value]),

@@ -6,7 +6,7 @@ import { scaleDownTargets } from "./drain/plan";
 import { retryTransient } from "./engine-retry";
 import { replaceMembers } from "./replace";
 import { type RollingSteps, scalerRollingDeps } from "./rolling/for-scaler";
-import { runRolling } from "./rolling/run";
+import { configKey, runRolling } from "./rolling/run";
 import { type MoreDue, runRotation } from "./rotate/run";
 import type { ScalerDeps } from "./scaler-deps";
 import { writeCounts } from "./write-counts";
@@ -51,9 +51,12 @@ export async function runOperation(op: Operation, log: Logger, ctx: RunContext):
     // Counts written at start (the stack file shows what runs; a restart mid-drain knows the target),
     // then members the update would replace roll in batches (rolling/run.ts), else one plain `up`.
     await drainScaleDown(op, log, ctx);
+    const key = configKey(deps);
+    const applied = appliedConfig.get(deps.driver) === key;
     const result =
         (await runRolling(scalerRollingDeps(op, deps, rotationSteps(op, log, ctx), log), signal)) ??
-        (await retryTransient(log, () => upForCounts(op, deps)));
+        (await retryTransient(log, () => upForCounts(op, deps, applied)));
+    appliedConfig.set(deps.driver, key);
     log.info({ changes: result.changes, rolling: op.rolling }, "operation succeeded");
     return {
         patch: {
@@ -66,14 +69,23 @@ export async function runOperation(op: Operation, log: Logger, ctx: RunContext):
 }
 
 /**
+ * Per driver, the stack file's config (counts aside: rolling/run.ts configKey) that the last operation
+ * applied in full. A scale may target its members only while the file says what was applied: an edit
+ * beside the counts (a pool removed, a setting changed without replacing members) needs a plain `up`, or
+ * it would wait for the next one while the service reports it applied.
+ */
+const appliedConfig = new WeakMap<object, string>();
+
+/**
  * The `up` of a scale or an autoscale step, which change counts alone: it targets the members added and
  * removed (engine countTargets), without a refresh (the reconcile loop finds dead members), so its cost does
- * not grow with the fleet. Reached only once the stack config is known to replace nothing (runRolling). An
- * `up` operation converges everything, and so does a count change with nothing in state to name members after.
+ * not grow with the fleet. Reached only once the stack config is known to replace nothing (runRolling), and
+ * targeted only when the rest of the config is what was applied (`applied`). An `up` operation converges
+ * everything, and so does a count change with nothing in state to name members after.
  */
-async function upForCounts(op: Operation, deps: ScalerDeps) {
+async function upForCounts(op: Operation, deps: ScalerDeps, applied: boolean) {
     const onProgress = (e: ProgressEvent) => deps.ops.progress(op, e);
-    const target = op.kind === "up" ? undefined : await deps.driver.countTargets(op.desired);
+    const target = op.kind === "up" || !applied ? undefined : await deps.driver.countTargets(op.desired);
     return deps.driver.up({ onProgress, ...(target ? { target, targetDependents: true, refresh: false } : {}) });
 }
 

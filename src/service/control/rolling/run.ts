@@ -43,7 +43,8 @@ type Applied = { changes: Record<string, number>; proxies?: ProxyMember[] };
 const settledConfig = new WeakMap<object, string>();
 
 /** The stack config with every pool's count left out: what decides whether an update replaces members. */
-function configKey(deps: RollingDeps): string {
+/** The stack file's config with the pools' counts left out: what a count change alone does not change. */
+export function configKey(deps: { projectRoot: string; stack: string }): string {
     const c = loadStackConfig(deps.projectRoot, deps.stack);
     return JSON.stringify({ ...c, pools: c.pools.map((p) => ({ ...p, replicas: undefined })) });
 }
