@@ -175,6 +175,12 @@ export async function convergedOk(svc: TestService): Promise<void> {
         throw new Error(`the start-up convergence ${op.status}: ${op.error ?? JSON.stringify(op)}`);
 }
 
+/** The ids of the proxies the service lists healthy, sorted. */
+export async function healthyIds(svc: TestService): Promise<string[]> {
+    const r = await svc.call("GET", "/v1/proxies?state=healthy", { token: TOKENS.discover });
+    return (r.body.proxies as { id: string }[]).map((p) => p.id).sort();
+}
+
 /** Waits until the service lists `n` healthy proxies (its probes have run), at most 30 s. */
 export async function waitHealthy(svc: TestService, n: number): Promise<void> {
     await waitFor(

@@ -8,7 +8,7 @@ import { after, before, test } from "node:test";
 import assert from "node:assert/strict";
 import { runningProxies } from "../../components/local/process";
 import * as path from "node:path";
-import { settled, startTestService, steppedOn, TestService, TOKENS, waitFor } from "../helpers/service";
+import { healthyIds, settled, startTestService, steppedOn, TestService, TOKENS, waitFor } from "../helpers/service";
 
 let svc: TestService;
 before(async () => {
@@ -19,16 +19,12 @@ before(async () => {
             { name: "api", provider: "local", replicas: 0, maxReplicas: 4 },
         ],
     });
-    await waitFor("3 healthy", async () => (await healthyIds()).length === 3, 60_000);
+    await waitFor("3 healthy", async () => (await healthyIds(svc)).length === 3, 60_000);
 });
 after(async () => {
     await svc?.close();
 });
 
-const healthyIds = async () =>
-    ((await svc.call("GET", "/v1/proxies?state=healthy", { token: TOKENS.discover })).body.proxies as any[])
-        .map((p) => p.id as string)
-        .sort();
 const pids = () => new Map([...runningProxies(path.join(svc.runDir, "local", "svc"))].map(([id, p]) => [id, p[0]]));
 
 /** Scales `pool` to `n` and returns the names of the resources the engine started a step on. */
@@ -46,13 +42,13 @@ test("3 → 5 → 2: each scale steps on the members it adds or removes alone", 
     const before = pids();
     const up = await scale("web", 5);
     assert.deepEqual(up, ["web-3", "web-3-process", "web-4", "web-4-process"]);
-    await waitFor("5 healthy", async () => (await healthyIds()).length === 5, 30_000);
+    await waitFor("5 healthy", async () => (await healthyIds(svc)).length === 5, 30_000);
     const afterUp = pids();
     for (const id of ["svc-web-0", "svc-web-1", "svc-web-2"]) assert.equal(afterUp.get(id), before.get(id), id);
 
     const down = await scale("web", 2);
     assert.deepEqual(down, ["web-2", "web-2-process", "web-3", "web-3-process", "web-4", "web-4-process"]);
-    await waitFor("2 healthy", async () => JSON.stringify(await healthyIds()) === '["web-0","web-1"]', 30_000);
+    await waitFor("2 healthy", async () => JSON.stringify(await healthyIds(svc)) === '["web-0","web-1"]', 30_000);
     assert.deepEqual([...pids().keys()].sort(), ["svc-web-0", "svc-web-1"], "the removed members' processes stopped");
     const stack = await svc.call("GET", "/v1/pools", { token: TOKENS.discover });
     assert.equal(stack.body.pools.find((p: any) => p.name === "web").actual, 2);
@@ -63,7 +59,7 @@ test("a pool with no member yet: a plain up creates them", { timeout: 120_000 },
     assert.ok(steps.includes("api-0-process") && steps.includes("api-1-process"), steps.join());
     await waitFor(
         "api healthy",
-        async () => (await healthyIds()).filter((id) => id.startsWith("api-")).length === 2,
+        async () => (await healthyIds(svc)).filter((id) => id.startsWith("api-")).length === 2,
         30_000,
     );
 });

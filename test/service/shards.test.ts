@@ -8,7 +8,7 @@ import assert from "node:assert/strict";
 import * as fs from "node:fs";
 import * as path from "node:path";
 import { findProxyProcesses } from "../../components/local/process";
-import { settled, startTestService, steppedOn, TestService, TOKENS, waitFor } from "../helpers/service";
+import { healthyIds, settled, startTestService, steppedOn, TestService, TOKENS, waitFor } from "../helpers/service";
 import { checkpointDir, checkpointResources, membersOf } from "../../src/engine";
 
 let svc: TestService;
@@ -22,16 +22,12 @@ before(async () => {
         },
         { probeIntervalMs: 300, reconcileIntervalMs: 500 },
     );
-    await waitFor("3 healthy", async () => (await healthyIds()).length === 3, 60_000);
+    await waitFor("3 healthy", async () => (await healthyIds(svc)).length === 3, 60_000);
 });
 after(async () => {
     await svc?.close();
 });
 
-const healthyIds = async () =>
-    ((await svc.call("GET", "/v1/proxies?state=healthy", { token: TOKENS.discover })).body.proxies as any[])
-        .map((p) => p.id as string)
-        .sort();
 const backend = () => path.join(svc.project.dir, "backend");
 const inStack = (stack: string) =>
     membersOf(checkpointResources(backend(), stack) ?? [])
@@ -54,7 +50,7 @@ test(
         assert.equal(fs.statSync(path.join(checkpointDir(backend()), "svc.json")).mtimeMs, mainWritten);
         assert.deepEqual(inStack("svc.web.1"), ["web-2", "web-3"]);
         assert.deepEqual(inStack("svc.web.2"), ["web-4", "web-5"]);
-        await waitFor("6 healthy", async () => (await healthyIds()).length === 6, 30_000);
+        await waitFor("6 healthy", async () => (await healthyIds(svc)).length === 6, 30_000);
         const pools = await svc.call("GET", "/v1/pools", { token: TOKENS.discover });
         assert.equal(pools.body.pools.find((p: any) => p.name === "web").actual, 6);
     },
@@ -80,7 +76,7 @@ test("a member killed in a shard is healed in its shard", { timeout: 120_000 }, 
         100,
     );
     assert.equal(op.status, "succeeded", op.error);
-    await waitFor("6 healthy again", async () => (await healthyIds()).length === 6, 30_000);
+    await waitFor("6 healthy again", async () => (await healthyIds(svc)).length === 6, 30_000);
     const [now] = findProxyProcesses(stateDir, "svc-web-4");
     assert.ok(now && now !== old, "a new process for web-4");
     assert.deepEqual(inStack("svc.web.2"), ["web-4", "web-5"]);
