@@ -11,9 +11,20 @@ import { Scaler } from "../../src/service/control/scaler";
 import type { ScalerDeps } from "../../src/service/control/scaler-deps";
 import { OperationLog } from "../../src/service/operations/journal";
 
+/** Project dirs this process made, removed when it exits (the tests that use them never remove them). */
+const made: string[] = [];
+process.once("exit", () => made.forEach((d) => fs.rmSync(d, { recursive: true, force: true })));
+
+/** A temp dir removed when the test process exits. */
+export function scalerTempDir(prefix: string): string {
+    const dir = fs.mkdtempSync(path.join(os.tmpdir(), prefix));
+    made.push(dir);
+    return dir;
+}
+
 /** A project dir with stack `s`: one `local` pool `web` of 1 member (at most 9). */
 export function scalerProject(): string {
-    const dir = fs.mkdtempSync(path.join(os.tmpdir(), "egress-scaler-"));
+    const dir = scalerTempDir("egress-scaler-");
     fs.mkdirSync(path.join(dir, "stacks"));
     fs.writeFileSync(
         path.join(dir, "stacks", "Pulumi.s.yaml"),

@@ -7,7 +7,6 @@
 import { test } from "node:test";
 import assert from "node:assert/strict";
 import * as fs from "node:fs";
-import * as os from "node:os";
 import * as path from "node:path";
 import pino from "pino";
 import type { StackDriver } from "../../src/engine";
@@ -15,9 +14,10 @@ import { Scaler } from "../../src/service/control/scaler";
 import { OperationLog } from "../../src/service/operations/journal";
 import { Drainer } from "../../src/service/control/drain/drainer";
 import { loadStackConfig } from "../../src/config";
+import { scalerTempDir } from "../helpers/scaler";
 
 function setup() {
-    const dir = fs.mkdtempSync(path.join(os.tmpdir(), "egress-scaler-drain-"));
+    const dir = scalerTempDir("egress-scaler-drain-");
     fs.mkdirSync(path.join(dir, "stacks"));
     fs.writeFileSync(
         path.join(dir, "stacks", "Pulumi.s.yaml"),

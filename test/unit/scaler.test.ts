@@ -7,14 +7,13 @@
 import { test } from "node:test";
 import assert from "node:assert/strict";
 import * as fs from "node:fs";
-import * as os from "node:os";
 import * as path from "node:path";
 import { ConcurrentUpdateError } from "@pulumi/pulumi/automation";
 import { acquireWriterLock, EngineError, LockHolder } from "../../src/engine";
 import { NotAcceptingError } from "../../src/service/control/scaler";
 import { OperationLog } from "../../src/service/operations/journal";
 import { holdWriterLock, killHard } from "../helpers/cli";
-import { scalerProject, scriptedDriver, testScaler } from "../helpers/scaler";
+import { scalerProject, scalerTempDir, scriptedDriver, testScaler } from "../helpers/scaler";
 
 const tick = () => new Promise((r) => setImmediate(r));
 
@@ -166,7 +165,7 @@ test(
         const { driver, calls } = scriptedDriver();
         const dir = scalerProject();
         const journal = path.join(dir, "operations.json");
-        const runDir = fs.mkdtempSync(path.join(os.tmpdir(), "egress-scaler-run-"));
+        const runDir = scalerTempDir("egress-scaler-run-");
         const holder = await holdWriterLock(runDir, "s", "egress up");
         const lock = serviceLock(runDir, (h) => `pid ${h.pid} (${h.command})`);
         const ops = new OperationLog(journal);
@@ -218,7 +217,7 @@ test(
     async () => {
         const { driver, calls } = scriptedDriver();
         const dir = scalerProject();
-        const runDir = fs.mkdtempSync(path.join(os.tmpdir(), "egress-scaler-run-"));
+        const runDir = scalerTempDir("egress-scaler-run-");
         const holder = await holdWriterLock(runDir, "s", "egress up");
         const waited: number[] = [];
         const lock = serviceLock(runDir, (h) => waited.push(h.pid));
