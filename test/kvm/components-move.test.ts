@@ -85,7 +85,16 @@ test(
     { timeout: 900_000 },
     async (t) => {
         let t0 = Date.now();
-        const made = await legacyCliAsync(p, ["up", "--quiet"], 300_000, BEFORE_COMPONENTS_COMMIT);
+        let made = await legacyCliAsync(p, ["up", "--quiet"], 300_000, BEFORE_COMPONENTS_COMMIT);
+        // That release's serialized KVM provider fails its retry of a dropped libvirt connection with
+        // "incompatible receiver" (a module-level Set copied as an object; fixed since, test/unit/
+        // serialized-errors). The old release's own bug is not what this test is about: its up goes again once.
+        if (made.code !== 0 && /incompatible receiver/.test(made.stderr + made.stdout)) {
+            t.diagnostic(
+                `the old release's up met its known retry bug; once more: ${made.stderr.trim().split("\n")[0]}`,
+            );
+            made = await legacyCliAsync(p, ["up", "--quiet"], 300_000, BEFORE_COMPONENTS_COMMIT);
+        }
         assert.equal(made.code, 0, `the old release's up: ${made.stderr}\n${made.stdout}`);
         t.diagnostic(`old release: up (1 member) ${Date.now() - t0} ms (its build included on a cold checkout)`);
         const before = onHost();
