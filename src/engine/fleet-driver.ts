@@ -142,10 +142,8 @@ export class FleetDriver extends StackDriver {
 
     /** Forgets a member in the stack its index says it lives in. */
     override forget(member: string, apply: boolean): Promise<ForgetResult> {
-        const pool = this.layoutPools().find((p) => member.startsWith(`${p.name}-`) && p.membersPerStack);
-        const k = pool ? shardOfIndex(Number(member.slice(pool.name.length + 1)), pool.membersPerStack!) : 0;
-        if (!k || !Number.isInteger(k)) return super.forget(member, apply);
-        return this.driverOf(shardStackName(this.stackName, pool!.name, k)).forget(member, apply);
+        const stack = this.stackOfMember(member, this.layoutPools());
+        return stack === this.stackName ? super.forget(member, apply) : this.driverOf(stack).forget(member, apply);
     }
 
     override async membersInState(): Promise<ProxyMember[]> {
@@ -163,14 +161,16 @@ export class FleetDriver extends StackDriver {
     /** countTargets over every stack, each new member's URN moved to the stack its index lands in. */
     override async countTargets(desired: Record<string, number>): Promise<string[] | undefined> {
         const targets = countTargets(await this.mergedResources(), desired);
-        const perStack = new Map(this.layoutPools().map((p) => [p.name, p.membersPerStack]));
-        return targets?.map((urn) => {
-            const id = urnName(urn);
-            const pool = id.slice(0, id.lastIndexOf("-"));
-            const size = perStack.get(pool);
-            const k = size ? shardOfIndex(Number(id.slice(pool.length + 1)), size) : 0;
-            return urnInStack(urn, k ? shardStackName(this.stackName, pool, k) : this.stackName);
-        });
+        const pools = this.layoutPools();
+        return targets?.map((urn) => urnInStack(urn, this.stackOfMember(urnName(urn), pools)));
+    }
+
+    /** The stack member `<pool>-<index>` lives in (model/shards.ts): its shard's, or the installation's. */
+    private stackOfMember(id: string, pools: readonly PoolLayout[]): string {
+        const cut = id.lastIndexOf("-");
+        const pool = pools.find((p) => p.name === id.slice(0, cut));
+        const k = pool?.membersPerStack ? shardOfIndex(Number(id.slice(cut + 1)), pool.membersPerStack) : 0;
+        return k > 0 && Number.isInteger(k) ? shardStackName(this.stackName, pool!.name, k) : this.stackName;
     }
 
     override async proxies(): Promise<ProxyMember[]> {
