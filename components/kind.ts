@@ -61,6 +61,18 @@ export interface ProviderSharedArgs<E extends EntryBase = EntryBase> {
 export type PendingCreateUndo = (inputs: Record<string, unknown>, installation: Installation) => Promise<string[]>;
 
 /**
+ * A resource an earlier release kept in state in a shape this one no longer writes (a Kubernetes member's
+ * Deployment and Service, now one member resource). The hand-over marks the live thing for the new shape
+ * to adopt and answers the URN of the resource that takes it over ("": not its to hand over, left as it
+ * is); the engine then drops the old one from
+ * state (src/engine/hand-over.ts), so nothing is deleted or replaced.
+ */
+export type HandOver = (
+    resource: { urn: string; id: string; outputs: Record<string, any> },
+    provider: Record<string, any> | undefined,
+) => Promise<string>;
+
+/**
  * How a kind's components plug into ProxyPool (the part that loads @pulumi/<cloud>: the registry loads it
  * only when a program runs). ProxyPool never looks at a kind's details.
  */
@@ -248,6 +260,8 @@ export interface KindDefinition<E extends EntryBase = EntryBase, S extends z.Zod
     components(): ProviderKindModule<E, any, any>;
     /** Crash recovery, by resource type token: how to undo a pending create of that type. */
     pendingCreateUndo?(): Record<string, PendingCreateUndo>;
+    /** Upgrades, by resource type token: how to hand a resource of an earlier release's shape over (HandOver). */
+    handOver?(): Record<string, HandOver>;
     /**
      * The kind's dynamic providers, by resource type token: what the engine's dynamic-provider process
      * runs for a resource whose state names that token (components/shared/dynamic.ts).

@@ -14,6 +14,7 @@ import type {
     GoneCheckContext,
     KindDefinition,
     PendingCreateUndo,
+    HandOver,
 } from "./kind";
 import { localKind } from "./local";
 import { kvmKind } from "./kvm";
@@ -45,6 +46,11 @@ export function kindOf(entry: { type: string }): KindDefinition<AnyEntry, any> {
 /** Every kind's pending-create undo, by resource type token (crash recovery in src/engine). */
 export function pendingCreateUndoers(): Record<string, PendingCreateUndo> {
     return Object.assign({}, ...KINDS.map((k: KindDefinition<any, any>) => k.pendingCreateUndo?.() ?? {}));
+}
+
+/** Every kind's hand-over of an earlier release's resources, by resource type token (upgrades, src/engine/hand-over.ts). */
+export function handOvers(): Record<string, HandOver> {
+    return Object.assign({}, ...KINDS.map((k: KindDefinition<any, any>) => k.handOver?.() ?? {}));
 }
 
 /** The dynamic provider of resource type token `type`, from the kind that registers it; undefined: none does. */

@@ -1,5 +1,6 @@
 /**
- * A minimal Kubernetes REST client (GET, DELETE) for the health checker and `egress gc`. Uses node's
+ * A minimal Kubernetes REST client (GET, DELETE, server-side apply) for the health checker, `egress gc` and
+ * the member provider (member-provider.ts). Uses node's
  * http/https so the cluster CA and client certificates from the kubeconfig apply; no client library.
  */
 import * as http from "node:http";
@@ -42,6 +43,12 @@ export function labelSelector(labels: Record<string, string>): string {
         .join(",");
 }
 
+/** A request's body and its media type. */
+interface RequestBody {
+    contentType: string;
+    text: string;
+}
+
 export class KubeClient {
     readonly server: string;
     private readonly timeoutMs: number;
@@ -58,7 +65,10 @@ export class KubeClient {
     }
 
     /** Builds a client for a provider entry. Throws KubeconfigError (naming the entry field) when the kubeconfig is unusable. */
-    static forEntry(entry: KubernetesProviderConfig, opts: KubeClientOptions = {}): KubeClient {
+    static forEntry(
+        entry: Pick<KubernetesProviderConfig, "kubeconfigPath" | "context">,
+        opts: KubeClientOptions = {},
+    ): KubeClient {
         const access = loadClusterAccess({
             kubeconfigPath: entry.kubeconfigPath,
             context: entry.context,
@@ -88,6 +98,26 @@ export class KubeClient {
     }
 
     /**
+     * Server-side apply (`PATCH` as application/apply-patch+yaml, field manager `egress`, forced): creates
+     * `object` at `path` or brings the fields egress sets to it, leaving what others manage alone. The same
+     * call whether or not an earlier attempt got through, so a retried create makes no second object.
+     */
+    async apply<T = any>(path: string, object: object, signal?: AbortSignal): Promise<T> {
+        return this.request<T>("PATCH", path, { fieldManager: "egress", force: "true" }, signal, {
+            contentType: "application/apply-patch+yaml",
+            text: JSON.stringify(object), // JSON is YAML
+        });
+    }
+
+    /** A JSON merge patch (RFC 7386) of `path`: the given fields only. */
+    async mergePatch<T = any>(path: string, patch: object, signal?: AbortSignal): Promise<T> {
+        return this.request<T>("PATCH", path, {}, signal, {
+            contentType: "application/merge-patch+json",
+            text: JSON.stringify(patch),
+        });
+    }
+
+    /**
      * The user's credentials, resolved once per client (an exec plugin runs, a token file is read, once): a
      * client lives one check round or one gc run. A failure is not kept, so the next request tries again.
      */
@@ -100,9 +130,15 @@ export class KubeClient {
     }
 
     /** One API call; transient failures (no answer, 429, 5xx) are tried again under `opts.retry`. */
-    private async request<T>(method: string, path: string, query: Query, signal?: AbortSignal): Promise<T> {
+    private async request<T>(
+        method: string,
+        path: string,
+        query: Query,
+        signal?: AbortSignal,
+        body?: RequestBody,
+    ): Promise<T> {
         const creds = await this.credentials();
-        return retryCall(() => this.requestOnce<T>(creds, method, path, query, signal), this.retry, signal);
+        return retryCall(() => this.requestOnce<T>(creds, method, path, query, signal, body), this.retry, signal);
     }
 
     private async requestOnce<T>(
@@ -111,11 +147,13 @@ export class KubeClient {
         path: string,
         query: Query,
         signal?: AbortSignal,
+        payload?: RequestBody,
     ): Promise<T> {
         const url = new URL(`${this.server}${path}${queryString(query)}`);
         const headers: Record<string, string> = { accept: "application/json" };
         if (creds.token) headers.authorization = `Bearer ${creds.token}`;
         else if (creds.basic) headers.authorization = `Basic ${creds.basic}`;
+        if (payload) headers["content-type"] = payload.contentType;
         const lib = url.protocol === "https:" ? https : http;
         const options: https.RequestOptions = {
             method,
@@ -149,7 +187,7 @@ export class KubeClient {
                 clearTimeout(timer);
                 reject(e);
             });
-            req.end();
+            req.end(payload?.text);
         }).catch((e) => {
             throw new KubeApiError(`${method} ${path}: ${errorText(e, this.timeoutMs)}`, 0, "api");
         });

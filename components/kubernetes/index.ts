@@ -1,5 +1,6 @@
 /**
- * Kind `kubernetes`: one proxy Deployment and Service per member, in one namespace. Everything the kind
+ * Kind `kubernetes`: one proxy Deployment and Service per member, in one namespace, kept in state as one
+ * egress member resource (member-provider.ts). Everything the kind
  * is, for the registry; heavy parts (@pulumi/kubernetes, the REST client) load on use.
  */
 import { defineKind } from "../kind";
@@ -14,6 +15,12 @@ export const kubernetesKind = defineKind({
     checkPool: (_entry, pool, at) => eachPlacement(pool, at, checkKubernetesPlacement),
     preflight: (name, entry) =>
         (require("./preflight") as typeof import("./preflight")).kubernetesPreflight(name, entry),
+    dynamicProviders: () => {
+        const { KUBE_MEMBER_TYPE, kubeMemberProvider } =
+            require("./member-provider") as typeof import("./member-provider");
+        return { [KUBE_MEMBER_TYPE]: kubeMemberProvider };
+    },
+    handOver: () => (require("./hand-over") as typeof import("./hand-over")).kubernetesHandOvers,
     components: () => (require("./component") as typeof import("./component")).kubernetesComponents,
     checker: (name, entry, _env, options) =>
         (require("./health") as typeof import("./health")).kubernetesChecker(name, entry, options),

@@ -2,7 +2,8 @@
  * egress as an earlier commit had it, built once per checkout from this repository's history into the temp
  * dir: tests make a stack with it, as an existing user's would be, and then upgrade. Three such releases:
  * the one before installation ids (LEGACY_COMMIT), the one before the folder `kinds` became components/
- * (BEFORE_COMPONENTS_COMMIT) and the last one with provider code in state (BEFORE_LOADERS_COMMIT). Shares this checkout's node_modules (the dependencies did not change). Fails
+ * (BEFORE_COMPONENTS_COMMIT), the last one with provider code in state (BEFORE_LOADERS_COMMIT) and the
+ * last one whose Kubernetes members were @pulumi/kubernetes resources (BEFORE_KUBE_MEMBER_COMMIT). Shares this checkout's node_modules (the dependencies did not change). Fails
  * loudly without git or the commit (a shallow clone): it never skips.
  */
 import * as cp from "node:child_process";
@@ -17,6 +18,8 @@ import { cliAsync, type ProcProject } from "./processes";
 export const LEGACY_COMMIT = "528a80a";
 /** The last commit with the components in their old folder, `kinds` (the local proxy's server script path is a resource input). */
 export const BEFORE_COMPONENTS_COMMIT = "6df416d";
+/** The last commit whose Kubernetes members are a Deployment and a Service in state (issue 33). */
+export const BEFORE_KUBE_MEMBER_COMMIT = "3c3e9a2";
 /** The last commit whose dynamic resources store their provider's code in state (`__provider`, issue 33). */
 export const BEFORE_LOADERS_COMMIT = "e42934d";
 

@@ -5,6 +5,7 @@ import { installMocks, isSecret, ofType, recorded, settle, valueOf } from "../he
 import { parseEgressConfig } from "../../src/config";
 import type { StackContext } from "../../src/model";
 import { TEST_INSTALLATION } from "../helpers/installation";
+import { deploymentOf, serviceOf } from "../../components/kubernetes/member-manifest";
 
 const root = path.resolve(__dirname, "..", "..", "..");
 const context: StackContext = {
@@ -51,8 +52,10 @@ const one = (type: string, name: string) => {
     assert.ok(r, `no ${type} named ${name}`);
     return r;
 };
-const DEPLOY = "kubernetes:apps/v1:Deployment";
-const SERVICE = "kubernetes:core/v1:Service";
+const MEMBER = "pulumi-nodejs:dynamic/egress:kubernetes:Member";
+/** The objects the member provider applies for member `n`, from its recorded spec (member-manifest.ts). */
+const deployment = (n: string): any => deploymentOf(one(MEMBER, `${n}-member`).inputs.spec, `${n}-a1b2c3`);
+const service = (n: string): any => serviceOf(one(MEMBER, `${n}-member`).inputs.spec, `${n}-a1b2c3`);
 const SECRET = "kubernetes:core/v1:Secret";
 
 describe("PodProxy under mocks", () => {
@@ -67,14 +70,11 @@ describe("PodProxy under mocks", () => {
             ],
         });
         assert.deepEqual(
-            ofType(DEPLOY, "crawl-").map((r) => r.name),
-            ["crawl-0", "crawl-1", "crawl-2"],
+            ofType(MEMBER, "crawl-").map((r) => r.name),
+            ["crawl-0-member", "crawl-1-member", "crawl-2-member"],
         );
-        assert.deepEqual(
-            ofType(SERVICE, "crawl-").map((r) => r.name),
-            ["crawl-0", "crawl-1", "crawl-2"],
-        );
-        const d1 = one(DEPLOY, "crawl-1").inputs;
+        assert.deepEqual(ofType("kubernetes:apps/v1:Deployment"), [], "no Deployment resource: the member applies it");
+        const d1 = deployment("crawl-1");
         const labels = {
             "egress-project": "egress",
             "egress-stack": "test",
@@ -111,7 +111,7 @@ describe("PodProxy under mocks", () => {
     });
 
     it("spreads a pool's members across nodes, softly", () => {
-        const spec = one(DEPLOY, "crawl-0").inputs.spec.template.spec;
+        const spec = deployment("crawl-0").spec.template.spec;
         const poolSel = {
             matchLabels: {
                 "egress-project": "egress",
@@ -143,29 +143,33 @@ describe("PodProxy under mocks", () => {
         assert.deepEqual(s.inputs.stringData, { "squid.conf": SQUID_3128, "member-1.squid.conf": SQUID_8080 });
         assert.ok(isSecret(s.raw.stringData), "Secret data must reach state encrypted");
         assert.equal(s.inputs.metadata.labels["egress-member"], undefined);
-        const vol = (n: string) => one(DEPLOY, n).inputs.spec.template.spec.volumes[0].secret;
+        const vol = (n: string) => deployment(n).spec.template.spec.volumes[0].secret;
         assert.deepEqual(vol("crawl-0"), {
             secretName: "crawl-config-a1b2c3",
             items: [{ key: "squid.conf", path: "squid.conf" }],
         });
         assert.deepEqual(vol("crawl-1").items, [{ key: "member-1.squid.conf", path: "squid.conf" }]);
-        const hash = (n: string) =>
-            one(DEPLOY, n).inputs.spec.template.metadata.annotations[k8sMod.CONFIG_HASH_ANNOTATION];
+        const hash = (n: string) => deployment(n).spec.template.metadata.annotations[k8sMod.CONFIG_HASH_ANNOTATION];
         assert.equal(hash("crawl-0"), hash("crawl-2"));
         assert.notEqual(hash("crawl-0"), hash("crawl-1"));
     });
 
     it("gives each Service the member's selector and port, ClusterIP by default, through the entry's provider", () => {
-        const svc = one(SERVICE, "crawl-1").inputs;
+        const svc = service("crawl-1");
         assert.equal(svc.spec.type, "ClusterIP");
-        assert.deepEqual(svc.spec.selector, one(DEPLOY, "crawl-1").inputs.spec.selector.matchLabels);
+        assert.deepEqual(svc.spec.selector, deployment("crawl-1").spec.selector.matchLabels);
         assert.deepEqual(svc.spec.ports, [{ name: "proxy", port: 8080, targetPort: 8080, protocol: "TCP" }]);
         assert.equal(svc.spec.externalTrafficPolicy, undefined);
         const prov = one("pulumi:providers:kubernetes", "crawl-k8s").inputs;
         assert.equal(prov.context, "prod");
         assert.equal(prov.namespace, "proxies");
-        for (const r of [one(DEPLOY, "crawl-0"), one(SERVICE, "crawl-0"), one(SECRET, "crawl-config")])
-            assert.match(r.provider ?? "", /pulumi:providers:kubernetes::crawl-k8s::crawl-k8s-id$/);
+        assert.match(
+            one(SECRET, "crawl-config").provider ?? "",
+            /pulumi:providers:kubernetes::crawl-k8s::crawl-k8s-id$/,
+        );
+        // The member reaches the same cluster itself: the entry's context (and kubeconfig, unset here).
+        assert.deepEqual(one(MEMBER, "crawl-0-member").inputs.cluster, { context: "prod" });
+        assert.equal(service("crawl-0").metadata.namespace, "proxies");
     });
 
     it("LoadBalancer members publish the ingress IP and admit only allowedSourceRanges, keeping client IPs", async () => {
@@ -173,7 +177,7 @@ describe("PodProxy under mocks", () => {
             { name: "edge", replicas: 1 },
             { serviceType: "LoadBalancer", allowedSourceRanges: ["203.0.113.0/24"] },
         );
-        const svc = one(SERVICE, "edge-0").inputs.spec;
+        const svc = service("edge-0").spec;
         assert.equal(svc.type, "LoadBalancer");
         assert.deepEqual(svc.loadBalancerSourceRanges, ["203.0.113.0/24"]);
         assert.equal(svc.externalTrafficPolicy, "Local");
@@ -194,8 +198,8 @@ describe("PodProxy under mocks", () => {
             ],
         });
         assert.deepEqual(
-            ofType(DEPLOY, "few-").map((r) => r.name),
-            ["few-0", "few-1"],
+            ofType(MEMBER, "few-").map((r) => r.name),
+            ["few-0-member", "few-1-member"],
         );
         const data = one(SECRET, "few-config").inputs.stringData;
         assert.deepEqual(Object.keys(data).sort(), ["member-1.squid.conf", "squid.conf"]);
@@ -218,7 +222,7 @@ describe("PodProxy under mocks", () => {
             !JSON.stringify(recorded.filter((r) => r.name.startsWith("authed"))).includes(password),
             "the clear password is in no input",
         );
-        const spec = one(DEPLOY, "authed-0").inputs.spec.template.spec;
+        const spec = deployment("authed-0").spec.template.spec;
         assert.deepEqual(
             spec.containers[0].volumeMounts.map((m: any) => [m.mountPath, m.subPath]),
             [
@@ -236,7 +240,7 @@ describe("PodProxy under mocks", () => {
             k8sMod.secretLayout(plans, data["squid.conf"], () => data["squid.conf"], passwd).mounts.get(0)!.hash;
         assert.equal(
             hashOf(data["egress.passwd"]),
-            one(DEPLOY, "authed-0").inputs.spec.template.metadata.annotations["egress.dev/config-sha256"],
+            deployment("authed-0").spec.template.metadata.annotations["egress.dev/config-sha256"],
         );
         assert.notEqual(hashOf("crawler:$apr1$other$hash\n"), hashOf(data["egress.passwd"]));
     });

@@ -1,0 +1,69 @@
+/**
+ * Upgrades without replacing members: resources an earlier release kept in a shape this one no longer
+ * writes are handed over by their kind (components/kind.ts HandOver: the live thing is marked for the new
+ * shape to adopt), then dropped from state through export + import, as `pulumi state delete` would. The
+ * next `up` creates the new shape, which adopts the marked thing: nothing is deleted, no member replaced.
+ * Idempotent: a crash after the marking repeats it; one after the import leaves the adoption to any `up`.
+ */
+import type { Stack } from "@pulumi/pulumi/automation";
+import { handOvers } from "../../components/registry";
+import type { StateResource } from "./state";
+
+/** Handed-over URN → the URN of the resource that takes it over (for an operation's targets). */
+export type Successors = Map<string, string>;
+
+/**
+ * Hands over what `resources` hold of an earlier release's shapes; empty when there is none (the common
+ * case, which costs one pass over the resources). Callers hold the writer lock, with no pending operation.
+ */
+export async function handOverEarlierShapes(
+    stack: Stack,
+    resources: readonly StateResource[],
+    onNotice: (line: string) => void,
+): Promise<Successors> {
+    const takers = handOvers();
+    const old = resources.filter((r) => takers[r.type] && r.id && !r.delete);
+    const successors: Successors = new Map();
+    if (!old.length) return successors;
+    const providers = new Map(
+        resources.filter((r) => r.type.startsWith("pulumi:providers:")).map((r) => [`${r.urn}::${r.id}`, r]),
+    );
+    for (const r of old) {
+        const provider = r.provider ? providers.get(r.provider)?.inputs : undefined;
+        const successor = await takers[r.type]({ urn: r.urn, id: r.id!, outputs: r.outputs ?? {} }, provider);
+        if (successor) successors.set(r.urn, successor);
+    }
+    if (!successors.size) return successors;
+    const exported = await stack.exportStack();
+    const dep = exported.deployment as { resources?: StateResource[] };
+    dep.resources = (dep.resources ?? [])
+        .filter((r) => !successors.has(r.urn))
+        .map((r) => withoutReferences(r, successors));
+    await stack.importStack(exported);
+    onNotice(
+        `handed ${successors.size} resource(s) of an earlier release's shape over to ${new Set(successors.values()).size} of this release's; the next step adopts what runs, replacing nothing`,
+    );
+    return successors;
+}
+
+/** `r` without dependencies on dropped URNs. */
+function withoutReferences(r: StateResource, dropped: Successors): StateResource {
+    const keep = (urns: string[]) => urns.filter((u) => !dropped.has(u));
+    return {
+        ...r,
+        ...(r.dependencies ? { dependencies: keep(r.dependencies) } : {}),
+        ...(r.propertyDependencies
+            ? {
+                  propertyDependencies: Object.fromEntries(
+                      Object.entries(r.propertyDependencies).map(([k, v]) => [k, keep(v)]),
+                  ),
+              }
+            : {}),
+    };
+}
+
+/** An operation's URNs with each handed-over one named by its successor (each once). */
+export function succeeded(urns: string[] | undefined, successors: Successors): string[] | undefined {
+    if (!urns || !successors.size) return urns;
+    return [...new Set(urns.map((u) => successors.get(u) ?? u))];
+}
