@@ -72,16 +72,29 @@ interface Names {
     service: string;
 }
 
-/** The objects an earlier release handed over for this member (ADOPT_ANNOTATION, hand-over.ts), if any. */
+/**
+ * The objects an earlier release handed over for this member (ADOPT_ANNOTATION, hand-over.ts), if any: found
+ * by its pod labels, which every release put on them (a release before installation ids left that label out).
+ */
 async function handedOver(client: KubeClient, spec: MemberSpec): Promise<Names | undefined> {
     const marked = async (collection: string) =>
-        (await client.get<{ items: any[] }>(`${collection}`, { labelSelector: labelSelector(spec.labels) })).items.find(
-            (o) => o.metadata?.annotations?.[ADOPT_ANNOTATION] !== undefined,
-        )?.metadata.name as string | undefined;
+        (
+            await client.get<{ items: any[] }>(`${collection}`, { labelSelector: labelSelector(podLabels(spec)) })
+        ).items.find((o) => o.metadata?.annotations?.[ADOPT_ANNOTATION] !== undefined)?.metadata.name as
+            string | undefined;
     const ns = encodeURIComponent(spec.namespace);
     const deployment = await marked(`/apis/apps/v1/namespaces/${ns}/deployments`);
     const service = await marked(`/api/v1/namespaces/${ns}/services`);
     return deployment && service ? { deployment, service } : undefined;
+}
+
+/**
+ * `<namespace>/<name>`; with a Service named apart, `<ns>/<deployment>,<ns>/<service>`: `egress gc` knows
+ * each object state holds by the IDs in state (src/gc/known-to-state.ts).
+ */
+function memberId(namespace: string, names: Names): string {
+    const d = `${namespace}/${names.deployment}`;
+    return names.service === names.deployment ? d : `${d},${namespace}/${names.service}`;
 }
 
 /** Applies both objects and waits until the pod is rolled out and the Service has its address. */
@@ -150,7 +163,7 @@ export const kubeMemberProvider: pulumi.dynamic.ResourceProvider<KubeMemberInput
         try {
             const host = await applyMember(client, inputs, names);
             if (adopted) await unmark(client, inputs.spec.namespace, adopted);
-            return { id: `${inputs.spec.namespace}/${names.deployment}`, outs: outputs(inputs, names, host) };
+            return { id: memberId(inputs.spec.namespace, names), outs: outputs(inputs, names, host) };
         } catch (e) {
             // Transactional: what this create made goes (the reason is in the error). Adopted objects stay.
             if (!adopted) await removeMember(client, inputs.spec.namespace, names).catch(() => undefined);

@@ -95,6 +95,11 @@ test(
         );
         assert.equal(d.body.metadata.annotations?.["egress.dev/adopt"], undefined);
 
+        // gc knows the adopted objects, the Services named apart from their Deployments included.
+        const gc = await cliAsync(p, ["gc", "--json"]);
+        assert.equal(gc.code, 0, gc.stderr);
+        assert.deepEqual(JSON.parse(gc.stdout).orphans, []);
+
         const again = await cliAsync(p, ["up", "--json"]);
         assert.equal(again.code, 0, again.stderr);
         assert.deepEqual(Object.keys(changesOf(again.stdout)), ["same"], again.stdout);
