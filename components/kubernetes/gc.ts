@@ -8,10 +8,11 @@ const TYPES: { type: string; path: (ns: string) => string }[] = [
     { type: "deployment", path: (ns) => `/apis/apps/v1/namespaces/${ns}/deployments` },
     { type: "service", path: (ns) => `/api/v1/namespaces/${ns}/services` },
     { type: "secret", path: (ns) => `/api/v1/namespaces/${ns}/secrets` },
+    { type: "configmap", path: (ns) => `/api/v1/namespaces/${ns}/configmaps` },
 ];
 
 /**
- * Finds and removes egress's Deployments, Services and Secrets in the entry's namespace by the
+ * Finds and removes egress's Deployments, Services, Secrets and ConfigMaps in the entry's namespace by the
  * `egress-project`, `egress-stack` and `egress-installation` labels every one of them carries (a stack
  * made before installation ids gets the last one on its first `up` after the upgrade: an in-place label
  * update). Objects of a same-named stack of another installation do not match. Options: the endpoint plus where the

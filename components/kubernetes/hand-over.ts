@@ -39,7 +39,7 @@ export function memberUrnOf(childUrn: string): string | "" {
     const chain = childUrn.slice(0, childUrn.lastIndexOf("$")); // urn:pulumi:<stack>::<project>::…$egress:kubernetes:PodProxy
     if (!chain.endsWith("$egress:kubernetes:PodProxy")) return "";
     const parentName = childUrn.slice(childUrn.lastIndexOf("::") + 2); // the child's name is its member's
-    return `${chain}$${KUBE_MEMBER_TYPE}::${parentName}-member`;
+    return `${chain}$${KUBE_MEMBER_TYPE}::${parentName}`;
 }
 
 export const kubernetesHandOvers: Record<string, HandOver> = Object.fromEntries(

@@ -1,9 +1,12 @@
 /**
- * What one Kubernetes member is, as objects: a Deployment of one pod and its Service, built from the
- * member's compact spec (the member provider's inputs, member-provider.ts). Pure: no cluster, no Pulumi.
+ * What one Kubernetes member is, as objects: a Deployment of one pod and its Service, built from its
+ * pool's template (kept in the pool's members ConfigMap) and the member's own part (its member resource's inputs,
+ * member-provider.ts). Pure: no cluster, no Pulumi.
  * The objects are the ones the release before the member provider made through @pulumi/kubernetes, field
  * for field, so a member adopted from such a stack keeps its pod (the template is unchanged).
  */
+import { createHash } from "node:crypto";
+import { memberLabelValue } from "../../src/model/member";
 import { SQUID_CONF_PATH, SQUID_PASSWD_PATH } from "../shared/squid";
 import { PASSWD_KEY } from "./squid-config";
 
@@ -15,7 +18,10 @@ const INSTALLATION_LABEL = "egress-installation";
 /** The label that names the member (src/model/member.ts MEMBER_LABEL). */
 const MEMBER_LABEL = "egress-member";
 
-/** One member, as few bytes as say it: Pulumi state keeps this per member (issue 33). */
+/** The key of the pool's members ConfigMap (shared.ts) that holds its MemberTemplate as JSON. */
+export const MEMBER_TEMPLATE_KEY = "member.json";
+
+/** Everything one member is: its pool's template with its own part applied (specOf). */
 export interface MemberSpec {
     namespace: string;
     /** The member's labels (src/model memberLabels): the objects carry them. */
@@ -40,6 +46,44 @@ export interface MemberSpec {
     serviceType: "ClusterIP" | "NodePort" | "LoadBalancer";
     /** A LoadBalancer Service's `loadBalancerSourceRanges`. */
     ranges?: string[];
+}
+
+/**
+ * What a pool's members share, kept once per pool in its members ConfigMap (shared.ts) rather than once per
+ * member in state (issue 33): `labels` are the pool's, `key`/`hash` what a member with the pool's own
+ * squid.conf mounts.
+ */
+export type MemberTemplate = Omit<MemberSpec, "zone">;
+
+/**
+ * A member's own part, which its member resource keeps in state: its name, its pool's members ConfigMap
+ * (`<namespace>/<name>`: a new template has a new name) and only what differs from the template.
+ */
+export interface MemberRef {
+    name: string;
+    tpl: string;
+    port?: number;
+    key?: string;
+    hash?: string;
+    zone?: string;
+}
+
+/** The first 16 hex digits of the sha256 of `v` as JSON. */
+export function digestOf(v: unknown): string {
+    return createHash("sha256").update(JSON.stringify(v)).digest("hex").slice(0, 16);
+}
+
+/** The member's full spec: the template, its own part, and its `egress-member` label. */
+export function specOf(template: MemberTemplate, ref: MemberRef): MemberSpec {
+    const { port, key, hash, zone } = ref;
+    return {
+        ...template,
+        labels: { ...template.labels, [MEMBER_LABEL]: memberLabelValue({ id: ref.name }) },
+        ...(port !== undefined ? { port } : {}),
+        ...(key !== undefined ? { key } : {}),
+        ...(hash !== undefined ? { hash } : {}),
+        ...(zone !== undefined ? { zone } : {}),
+    };
 }
 
 /** Labels of the member's pods: its Deployment's selector, its Service's selector. */

@@ -1,9 +1,10 @@
 import * as pulumi from "@pulumi/pulumi";
 import type { KubernetesProviderConfig } from "./config";
-import { memberLabels } from "../../src/model";
 import { MemberArgs, memberIdentity, ProxyMemberComponent } from "../shared/member";
 import type { KubernetesPoolShared } from "./shared";
 import { KubeMember } from "./member-provider";
+import { objectsOf } from "./member-objects";
+import type { MemberRef } from "./member-manifest";
 
 /** Arguments of a PodProxy: the common member arguments with a `kubernetes` provider entry. */
 export type PodProxyArgs = MemberArgs<KubernetesProviderConfig, KubernetesPoolShared>;
@@ -12,7 +13,8 @@ export { CONFIG_HASH_ANNOTATION } from "./member-manifest";
 
 /**
  * One proxy as a single-replica Deployment plus its own Service (member-manifest.ts says why), kept in
- * state as one `egress:kubernetes:Member` whose inputs are the member's compact spec (member-provider.ts).
+ * state as one `egress:kubernetes:Member` whose inputs are the member's own part of its spec: the rest is
+ * its pool's, kept once in the pool's members ConfigMap (member-provider.ts).
  */
 export class PodProxy extends ProxyMemberComponent {
     public readonly pod: KubeMember;
@@ -24,35 +26,31 @@ export class PodProxy extends ProxyMemberComponent {
         const { entry, plan, shared } = args;
         // The layout covers every planned member: the pool built it from the same plans.
         const { key, hash } = shared.layout.mounts.get(plan.index)!;
+        const template = shared.layout.shared;
+        // What differs from the pool's template (shared.ts memberTemplate) and nothing else: bytes per member.
+        const own: Omit<MemberRef, "name" | "tpl"> = {
+            ...(plan.port !== shared.port ? { port: plan.port } : {}),
+            ...(key !== template.key ? { key } : {}),
+            ...(hash !== template.hash ? { hash } : {}),
+            ...(plan.placement.zone ? { zone: plan.placement.zone } : {}),
+        };
         this.pod = new KubeMember(
-            `${name}-member`,
+            name,
             {
                 cluster: {
                     ...(entry.kubeconfigPath ? { kubeconfigPath: entry.kubeconfigPath } : {}),
                     ...(entry.context ? { context: entry.context } : {}),
                 },
-                member: name,
-                clusterDomain: entry.clusterDomain,
-                spec: pulumi.output(shared.secret.metadata.name).apply((secret) => ({
-                    namespace: shared.namespace,
-                    labels: memberLabels(args.context, args.pool, plan.name),
-                    ...(args.context.installation.legacy ? { legacyInstallation: true } : {}),
-                    image: entry.image,
-                    port: plan.port,
-                    resources: entry.resources,
-                    ...(plan.placement.zone ? { zone: plan.placement.zone } : {}),
-                    secret,
-                    key,
-                    hash,
-                    ...(shared.auth ? { auth: true } : {}),
-                    serviceType: entry.serviceType,
-                    ...(entry.serviceType === "LoadBalancer" && entry.allowedSourceRanges
-                        ? { ranges: entry.allowedSourceRanges }
-                        : {}),
-                })),
+                member: pulumi
+                    .output(shared.members.metadata.name)
+                    .apply((tpl) => ({ name, tpl: `${shared.namespace}/${tpl}`, ...own })),
             },
             { parent: this },
         );
-        this.publish(args, this.pod.host, plan.port, zone);
+        // A LoadBalancer's address; otherwise the Service's DNS name, from the member's ID.
+        const host = pulumi
+            .all([this.pod.id, this.pod.host])
+            .apply(([id, lb]) => lb ?? `${objectsOf(id).service}.${shared.namespace}.svc.${entry.clusterDomain}`);
+        this.publish(args, host, plan.port, zone);
     }
 }

@@ -38,14 +38,8 @@ export async function awaitRollout(client: KubeClient, path: string, spec: Membe
     );
 }
 
-/** The Service's host: a LoadBalancer's ingress once it has one, otherwise (or for other types) `dnsName`. */
-export async function awaitServiceHost(
-    client: KubeClient,
-    path: string,
-    type: MemberSpec["serviceType"],
-    dnsName: string,
-): Promise<string> {
-    if (type !== "LoadBalancer") return dnsName;
+/** A LoadBalancer Service's address (its ingress IP or hostname), once the cloud gave it one. */
+export async function awaitServiceHost(client: KubeClient, path: string): Promise<string> {
     const deadline = Date.now() + ROLLOUT_TIMEOUT_MS;
     for (let wait = 250; Date.now() < deadline; wait = Math.min(wait * 2, 5000)) {
         const ingress = (await client.get(path))?.status?.loadBalancer?.ingress?.[0];

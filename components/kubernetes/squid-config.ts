@@ -67,6 +67,8 @@ export interface SecretLayout {
      * change rolls the pod.
      */
     mounts: Map<number, { key: string; hash: string }>;
+    /** What a member with the pool's shared config mounts: `squid.conf` and its hash. */
+    shared: { key: string; hash: string };
 }
 
 const SHARED_KEY = "squid.conf";
@@ -89,18 +91,17 @@ export function secretLayout(
         ...(passwd !== undefined ? { [PASSWD_KEY]: passwd } : {}),
     };
     const mounts: SecretLayout["mounts"] = new Map();
+    // The passwd file is part of the hash: a subPath mount never sees a changed Secret, so new credentials roll the pod.
+    const hashOf = (conf: string) =>
+        createHash("sha256")
+            .update(conf)
+            .update(passwd ?? "")
+            .digest("hex");
     for (const p of plans) {
         const conf = confOf(p);
         const key = conf === shared ? SHARED_KEY : memberKey(p.index);
         data[key] = conf;
-        // The passwd file is part of the hash: a subPath mount never sees a changed Secret, so new credentials roll the pod.
-        mounts.set(p.index, {
-            key,
-            hash: createHash("sha256")
-                .update(conf)
-                .update(passwd ?? "")
-                .digest("hex"),
-        });
+        mounts.set(p.index, { key, hash: hashOf(conf) });
     }
-    return { data, mounts };
+    return { data, mounts, shared: { key: SHARED_KEY, hash: hashOf(shared) } };
 }

@@ -1,6 +1,7 @@
 import * as pulumi from "@pulumi/pulumi";
 import type { MemberPlan } from "../../src/model/plan";
 import type { ProxyMember, StackContext } from "../../src/model";
+import { MemberIdentity, memberDelta, memberUrl } from "../../src/model/member-state";
 
 /**
  * Arguments every member component takes, whatever its kind: `(name, args, opts)`. Kinds narrow `entry`
@@ -51,6 +52,18 @@ export function memberIdentity(
 export abstract class ProxyMemberComponent extends pulumi.ComponentResource {
     /** The member as crawlers see it. */
     declare public readonly member: pulumi.Output<ProxyMember>;
+    /** What the component's inputs say of its member (memberIdentity): its `member` output leaves that out. */
+    private readonly identity: MemberIdentity;
+
+    constructor(
+        type: string,
+        name: string,
+        inputs: { identity: MemberIdentity },
+        opts?: pulumi.ComponentResourceOptions,
+    ) {
+        super(type, name, inputs, opts);
+        this.identity = inputs.identity;
+    }
 
     /**
      * `scheme` is how clients talk to the proxy itself: `https` for a proxy that takes TLS (default `http`).
@@ -74,12 +87,13 @@ export abstract class ProxyMemberComponent extends pulumi.ComponentResource {
             host: h,
             port: p,
             // No address yet (a KVM guest still booting): no URL, so nobody dials `http://:3128`.
-            url: h ? `${scheme}://${h.includes(":") ? `[${h}]` : h}:${p}` : "",
+            url: memberUrl(h, p, scheme),
             zone: z,
             ...(Object.keys(labels).length > 0 ? { labels } : {}),
             ...(args.plan.auth ? { auth: true } : {}),
         }));
         (this as { member: pulumi.Output<ProxyMember> }).member = member;
-        this.registerOutputs({ member });
+        // State keeps what the identity input does not say (src/model/member-state.ts): bytes per member.
+        this.registerOutputs({ member: member.apply((m) => memberDelta(m, this.identity)) });
     }
 }

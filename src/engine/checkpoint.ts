@@ -1,6 +1,6 @@
 import * as fs from "node:fs";
 import * as path from "node:path";
-import type { ProxyMember } from "../model";
+import { memberOfState, type MemberIdentity, type ProxyMember } from "../model";
 import type { StateResource } from "./state";
 
 /** Pulumi project name of every egress stack (Pulumi.yaml `name`). */
@@ -97,7 +97,10 @@ export function membersOf(resources: StateResource[]): ProxyMember[] {
         if (r.parent && !r.delete) children.set(r.parent, [...(children.get(r.parent) ?? []), r]);
     for (const r of resources) {
         if (r.delete) continue;
-        const m = (r.outputs?.member ?? fromIdentity(r, children.get(r.urn) ?? [])) as ProxyMember | undefined;
+        const recorded = r.outputs?.member as Partial<ProxyMember> | undefined;
+        const m = recorded
+            ? memberOfState(r.inputs?.identity as MemberIdentity | undefined, recorded)
+            : fromIdentity(r, children.get(r.urn) ?? []);
         if (m && typeof m === "object" && typeof m.id === "string") byId.set(m.id, m);
     }
     return [...byId.values()].sort((a, b) => a.pool.localeCompare(b.pool) || a.index - b.index);

@@ -1,4 +1,5 @@
 export * from "./member";
+export * from "./member-state";
 export * from "./installation";
 export * from "./fields";
 export * from "./cidr";

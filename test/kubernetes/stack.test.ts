@@ -12,6 +12,7 @@ import { tempProject } from "../helpers/project";
 import { waitFor } from "../helpers/service";
 import { defaultSquidConf } from "../../components/kubernetes/squid-config";
 import { kubernetesCollector } from "../../components/kubernetes/gc";
+import { MEMBER_TEMPLATE_KEY } from "../../components/kubernetes/member-manifest";
 import type { KubernetesProviderConfig } from "../../components/kubernetes/config";
 import { parseEgressConfig } from "../../src/config";
 
@@ -37,6 +38,7 @@ const list = async (collection: string, selector = stackSel) => {
 const DEPLOYMENTS = `/apis/apps/v1/namespaces/${NS}/deployments`;
 const SERVICES = `/api/v1/namespaces/${NS}/services`;
 const SECRETS = `/api/v1/namespaces/${NS}/secrets`;
+const CONFIGMAPS = `/api/v1/namespaces/${NS}/configmaps`;
 const PODS = `/api/v1/namespaces/${NS}/pods`;
 const REPLICASETS = `/apis/apps/v1/namespaces/${NS}/replicasets`;
 const memberOf = (o: any) => o.metadata.labels["egress-member"];
@@ -85,6 +87,10 @@ test(
             ]),
         );
         assert.deepEqual(data, { "squid.conf": defaultSquidConf(3128), "member-1.squid.conf": defaultSquidConf(8080) });
+        // What the pool's members share, kept once (the member resources keep their own part in state).
+        const [members] = await list(CONFIGMAPS);
+        assert.deepEqual(members.metadata.labels, secret.metadata.labels);
+        assert.equal(JSON.parse(members.data[MEMBER_TEMPLATE_KEY]).secret, secret.metadata.name);
 
         const deployments = await list(DEPLOYMENTS);
         const services = await list(SERVICES);
@@ -238,7 +244,13 @@ test(
                 ["web-0-*", "web-0", NS],
             ],
         );
-        assert.deepEqual(found.map((t) => t.type).sort(), ["deployment", "deployment", "secret", "service"]);
+        assert.deepEqual(found.map((t) => t.type).sort(), [
+            "configmap",
+            "deployment",
+            "deployment",
+            "secret",
+            "service",
+        ]);
         assert.equal(
             (
                 await collector.list({
@@ -280,7 +292,7 @@ test(
 
 test("destroy leaves nothing of the stack in the namespace", { timeout: 300_000 }, async () => {
     await project.driver.destroy();
-    for (const c of [DEPLOYMENTS, SERVICES, SECRETS, REPLICASETS])
+    for (const c of [DEPLOYMENTS, SERVICES, SECRETS, CONFIGMAPS, REPLICASETS])
         assert.deepEqual(await list(c, "egress-project=egress"), [], c);
     await waitFor("no pods left", async () => (await list(PODS, "egress-project=egress")).length === 0, 60_000, 250);
     // Nothing else either: only what the cluster itself puts in every namespace remains.

@@ -5,7 +5,7 @@ import { installMocks, isSecret, ofType, recorded, settle, valueOf } from "../he
 import { parseEgressConfig } from "../../src/config";
 import type { StackContext } from "../../src/model";
 import { TEST_INSTALLATION } from "../helpers/installation";
-import { deploymentOf, serviceOf } from "../../components/kubernetes/member-manifest";
+import { deploymentOf, MEMBER_TEMPLATE_KEY, serviceOf, specOf } from "../../components/kubernetes/member-manifest";
 
 const root = path.resolve(__dirname, "..", "..", "..");
 const context: StackContext = {
@@ -53,9 +53,18 @@ const one = (type: string, name: string) => {
     return r;
 };
 const MEMBER = "pulumi-nodejs:dynamic/egress:kubernetes:Member";
-/** The objects the member provider applies for member `n`, from its recorded spec (member-manifest.ts). */
-const deployment = (n: string): any => deploymentOf(one(MEMBER, `${n}-member`).inputs.spec, `${n}-a1b2c3`);
-const service = (n: string): any => serviceOf(one(MEMBER, `${n}-member`).inputs.spec, `${n}-a1b2c3`);
+/** Member `n`'s spec, as the member provider reads it: its pool's template (its members ConfigMap) and its own part. */
+const specOfMember = (n: string) => {
+    const ref = one(MEMBER, n).inputs.member;
+    const pool = n.slice(0, n.lastIndexOf("-"));
+    return specOf(
+        JSON.parse(one("kubernetes:core/v1:ConfigMap", `${pool}-members`).inputs.data[MEMBER_TEMPLATE_KEY]),
+        ref,
+    );
+};
+/** The objects the member provider applies for member `n` (member-manifest.ts). */
+const deployment = (n: string): any => deploymentOf(specOfMember(n), `${n}-a1b2c3`);
+const service = (n: string): any => serviceOf(specOfMember(n), `${n}-a1b2c3`);
 const SECRET = "kubernetes:core/v1:Secret";
 
 describe("PodProxy under mocks", () => {
@@ -70,8 +79,10 @@ describe("PodProxy under mocks", () => {
             ],
         });
         assert.deepEqual(
-            ofType(MEMBER, "crawl-").map((r) => r.name),
-            ["crawl-0-member", "crawl-1-member", "crawl-2-member"],
+            ofType(MEMBER, "crawl-")
+                .map((r) => r.name)
+                .sort(),
+            ["crawl-0", "crawl-1", "crawl-2"],
         );
         assert.deepEqual(ofType("kubernetes:apps/v1:Deployment"), [], "no Deployment resource: the member applies it");
         const d1 = deployment("crawl-1");
@@ -141,6 +152,21 @@ describe("PodProxy under mocks", () => {
         );
         const s = one(SECRET, "crawl-config");
         assert.deepEqual(s.inputs.stringData, { "squid.conf": SQUID_3128, "member-1.squid.conf": SQUID_8080 });
+        // What the pool's members share is kept once, in a ConfigMap; each member resource keeps its own part.
+        const template = JSON.parse(
+            one("kubernetes:core/v1:ConfigMap", "crawl-members").inputs.data[MEMBER_TEMPLATE_KEY],
+        );
+        assert.equal(template.image, "ubuntu/squid:latest");
+        assert.equal(template.secret, "crawl-config-a1b2c3");
+        assert.deepEqual(one(MEMBER, "crawl-0").inputs.member, {
+            name: "crawl-0",
+            tpl: "proxies/crawl-members-a1b2c3",
+        });
+        assert.deepEqual(
+            Object.keys(one(MEMBER, "crawl-1").inputs.member).sort(),
+            ["hash", "key", "name", "port", "tpl"],
+            "a member with its own port and config keeps those",
+        );
         assert.ok(isSecret(s.raw.stringData), "Secret data must reach state encrypted");
         assert.equal(s.inputs.metadata.labels["egress-member"], undefined);
         const vol = (n: string) => deployment(n).spec.template.spec.volumes[0].secret;
@@ -168,7 +194,7 @@ describe("PodProxy under mocks", () => {
             /pulumi:providers:kubernetes::crawl-k8s::crawl-k8s-id$/,
         );
         // The member reaches the same cluster itself: the entry's context (and kubeconfig, unset here).
-        assert.deepEqual(one(MEMBER, "crawl-0-member").inputs.cluster, { context: "prod" });
+        assert.deepEqual(one(MEMBER, "crawl-0").inputs.cluster, { context: "prod" });
         assert.equal(service("crawl-0").metadata.namespace, "proxies");
     });
 
@@ -198,8 +224,10 @@ describe("PodProxy under mocks", () => {
             ],
         });
         assert.deepEqual(
-            ofType(MEMBER, "few-").map((r) => r.name),
-            ["few-0-member", "few-1-member"],
+            ofType(MEMBER, "few-")
+                .map((r) => r.name)
+                .sort(),
+            ["few-0", "few-1"],
         );
         const data = one(SECRET, "few-config").inputs.stringData;
         assert.deepEqual(Object.keys(data).sort(), ["member-1.squid.conf", "squid.conf"]);
