@@ -124,7 +124,13 @@ async function main(): Promise<void> {
     } finally {
         for (const s of stacks) {
             s.p.driver.setPoolCounts({});
-            await s.p.driver.destroy().catch((e) => console.error(`destroy ${s.members}: ${(e as Error).message}`));
+            const t0 = Date.now();
+            await s.p.driver
+                .destroy()
+                .then(() =>
+                    console.error(`# ${s.members} members destroyed in ${((Date.now() - t0) / 1000).toFixed(1)} s`),
+                )
+                .catch((e) => console.error(`destroy ${s.members}: ${(e as Error).message}`));
             s.p.cleanup();
         }
         cluster?.stop();

@@ -88,7 +88,7 @@ function fail(target: string, e: unknown, prefix: string): CheckVerdict {
     const todo: Record<string, string> = {
         credentials: "the credentials were rejected (401): refresh the kubeconfig's token or certificate",
         quota: "a ResourceQuota in the namespace is exhausted (403 exceeded quota): raise it or free resources",
-        rbac: "forbidden (403): grant the user a Role allowing get/list/create/delete on deployments, services, secrets and pods in the namespace",
+        rbac: "forbidden (403): grant the user a Role allowing get/list/create/patch/delete on deployments, services, secrets and configmaps, and list on pods, in the namespace",
         "not-found": "not found (404): check the server URL and namespace",
         api: "retry later or check the server URL and network",
     };
