@@ -40,18 +40,15 @@ export interface ClusterRef {
     context?: string;
 }
 
+/** One input (each input has its entry in state's dependency map): the member's part, and its cluster. */
 export interface KubeMemberInputs {
-    cluster: ClusterRef;
-    member: MemberRef;
+    member: MemberRef & { cluster: ClusterRef };
 }
 
 /** Kept few: state holds these per member. The objects' names are in the resource's ID (member-objects.ts memberId). */
 export interface KubeMemberOutputs {
     cluster: ClusterRef;
-    /**
-     * `<what replaces>.<everything>`: digests of the namespace and context (a change replaces the member)
-     * and of all inputs (a change updates it).
-     */
+    /** Of the inputs: another is an update (or a replace, see `diff`). */
     digest: string;
     /** A LoadBalancer's address; other members' host is their Service's DNS name (pod-proxy.ts). */
     host?: string;
@@ -59,17 +56,16 @@ export interface KubeMemberOutputs {
     gone?: true;
 }
 
-const fixedOf = (i: KubeMemberInputs) => digestOf([i.cluster.context ?? null, i.member.tpl.split("/")[0]]);
-const digestsOf = (i: KubeMemberInputs) => `${fixedOf(i)}.${digestOf(i)}`;
+const digestsOf = (i: KubeMemberInputs) => digestOf(i).slice(0, 12);
 const clientOf = (c: ClusterRef) => KubeClient.forEntry(c);
 
 function outputs(i: KubeMemberInputs, host: string | undefined): KubeMemberOutputs {
-    return { cluster: i.cluster, digest: digestsOf(i), ...(host ? { host } : {}) };
+    return { cluster: i.member.cluster, digest: digestsOf(i), ...(host ? { host } : {}) };
 }
 
 export const kubeMemberProvider: pulumi.dynamic.ResourceProvider<KubeMemberInputs, KubeMemberOutputs> = {
     async create(inputs) {
-        const client = clientOf(inputs.cluster);
+        const client = clientOf(inputs.member.cluster);
         const spec = await readSpec(client, inputs.member);
         const adopted = await handedOver(client, spec);
         const name = newName(inputs.member.name);
@@ -91,14 +87,17 @@ export const kubeMemberProvider: pulumi.dynamic.ResourceProvider<KubeMemberInput
         return { id, props: present ? p : { ...p, gone: true } };
     },
 
-    async diff(_id, olds, news) {
-        const [fixed] = olds.digest.split(".");
-        const replaces = fixed !== fixedOf(news) ? ["member"] : olds.gone ? ["gone"] : [];
+    async diff(id, olds, news) {
+        // Another namespace (its ID's) or context is another place: a new member there, then this one goes.
+        const moved =
+            objectsOf(id).namespace !== news.member.tpl.split("/")[0] ||
+            (olds.cluster.context ?? null) !== (news.member.cluster.context ?? null);
+        const replaces = moved ? ["member"] : olds.gone ? ["gone"] : [];
         return { changes: replaces.length > 0 || olds.digest !== digestsOf(news), replaces };
     },
 
     async update(id, _olds, news) {
-        const client = clientOf(news.cluster);
+        const client = clientOf(news.member.cluster);
         const host = await applyObjects(client, await readSpec(client, news.member), objectsOf(id));
         return { outs: outputs(news, host) };
     },

@@ -34,16 +34,16 @@ export class PodProxy extends ProxyMemberComponent {
             ...(hash !== template.hash ? { hash } : {}),
             ...(plan.placement.zone ? { zone: plan.placement.zone } : {}),
         };
+        const cluster = {
+            ...(entry.kubeconfigPath ? { kubeconfigPath: entry.kubeconfigPath } : {}),
+            ...(entry.context ? { context: entry.context } : {}),
+        };
         this.pod = new KubeMember(
             name,
             {
-                cluster: {
-                    ...(entry.kubeconfigPath ? { kubeconfigPath: entry.kubeconfigPath } : {}),
-                    ...(entry.context ? { context: entry.context } : {}),
-                },
                 member: pulumi
                     .output(shared.members.metadata.name)
-                    .apply((tpl) => ({ name, tpl: `${shared.namespace}/${tpl}`, ...own })),
+                    .apply((tpl) => ({ name, tpl: `${shared.namespace}/${tpl}`, ...own, cluster })),
             },
             { parent: this },
         );

@@ -161,10 +161,11 @@ describe("PodProxy under mocks", () => {
         assert.deepEqual(one(MEMBER, "crawl-0").inputs.member, {
             name: "crawl-0",
             tpl: "proxies/crawl-members-a1b2c3",
+            cluster: { context: "prod" },
         });
         assert.deepEqual(
             Object.keys(one(MEMBER, "crawl-1").inputs.member).sort(),
-            ["hash", "key", "name", "port", "tpl"],
+            ["cluster", "hash", "key", "name", "port", "tpl"],
             "a member with its own port and config keeps those",
         );
         assert.ok(isSecret(s.raw.stringData), "Secret data must reach state encrypted");
@@ -194,7 +195,7 @@ describe("PodProxy under mocks", () => {
             /pulumi:providers:kubernetes::crawl-k8s::crawl-k8s-id$/,
         );
         // The member reaches the same cluster itself: the entry's context (and kubeconfig, unset here).
-        assert.deepEqual(one(MEMBER, "crawl-0").inputs.cluster, { context: "prod" });
+        assert.deepEqual(one(MEMBER, "crawl-0").inputs.member.cluster, { context: "prod" });
         assert.equal(service("crawl-0").metadata.namespace, "proxies");
     });
 
