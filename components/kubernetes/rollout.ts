@@ -64,12 +64,16 @@ async function podsText(client: KubeClient, spec: MemberSpec): Promise<string> {
             `/api/v1/namespaces/${encodeURIComponent(spec.namespace)}/pods`,
             { labelSelector: labelSelector(podLabels(spec)) },
         );
-        const why = pods.items.flatMap((p) =>
-            ((p.status?.containerStatuses ?? []) as any[])
+        // A pod not scheduled has no container yet: the scheduler's reason (`Insufficient cpu`) is in its conditions.
+        const why = pods.items.flatMap((p) => [
+            ...((p.status?.conditions ?? []) as any[])
+                .filter((c) => c.type === "PodScheduled" && c.status === "False")
+                .map((c) => `pod ${p.metadata.name}: not scheduled (${c.message ?? c.reason})`),
+            ...((p.status?.containerStatuses ?? []) as any[])
                 .map((c) => c.state?.waiting)
                 .filter(Boolean)
                 .map((w) => `pod ${p.metadata.name}: ${w.reason}${w.message ? ` (${w.message})` : ""}`),
-        );
+        ]);
         return why.length ? `; ${why.join("; ")}` : "";
     } catch {
         return ""; // the reason we have is the rollout's: a failing pod listing adds nothing to it
