@@ -3,6 +3,7 @@ import type { Logger } from "pino";
 import { UsageError, GlobalOptions, projectDir, seconds } from "./context";
 import { loadStackConfig } from "../config";
 import { startService } from "../service/start/server";
+import type { RunningService } from "../service/start/options";
 import { storeSpecOf } from "./store-lock";
 import { blockHeader, doorFlags, listFlag, portFlag, tlsFlags } from "./serve-flags";
 import { MAX_STICKY_PORTS } from "../service/gateway/doors";
@@ -215,6 +216,8 @@ async function run(o: Record<string, any>, opts: GlobalOptions, log: Logger): Pr
               blockRules,
               ...doors,
           };
+    // Before the service starts: a signal right after its ready line must not meet the default action.
+    const attach = serviceSignals(log);
     const svc = await startService({
         projectRoot: dir,
         stack: opts.stack,
@@ -239,6 +242,7 @@ async function run(o: Record<string, any>, opts: GlobalOptions, log: Logger): Pr
         engineKillGraceMs: Math.round(killGrace * 1000),
         log,
     });
+    attach(svc);
     if (svc.devTokenFile) {
         // The token itself is never logged: log lines travel (journal, shippers) where a 0600 file does not.
         // The person at the terminal reads it from the file, as the README says (docs/decisions.md).
@@ -259,10 +263,27 @@ async function run(o: Record<string, any>, opts: GlobalOptions, log: Logger): Pr
             `a dev API token was generated: stored hashed, its plain copy in ${svc.devTokenFile} (mode 0600)`,
         );
     }
+    await new Promise(() => undefined); // run until a signal
+}
+
+/**
+ * The service's signals, installed before it starts and attached to it once it runs. Installed after
+ * start-up, a SIGHUP that came between the ready line and the end of start-up (a `systemctl reload` at
+ * once; a loaded machine) met the default action and ended the service. Until the service runs, SIGTERM
+ * and SIGINT end the process as they did (by that signal) and SIGHUP is logged.
+ * - SIGTERM lets the in-flight operation finish; SIGINT (Ctrl-C) cancels it safely (the engine saves state
+ *   and the operation is recorded as interrupted). A second signal stops at once.
+ * - SIGHUP reloads the certificate and key (a renewal). Without TLS there is nothing to reload, and a
+ *   `systemctl reload` (the unit's ExecReload) must not end the service: it is logged and ignored.
+ */
+function serviceSignals(log: Logger): (svc: RunningService) => void {
+    let svc: RunningService | undefined;
     let stopping = false;
-    // SIGTERM lets the in-flight operation finish; SIGINT (Ctrl-C) cancels it safely (the engine saves
-    // state and the operation is recorded as interrupted). A second signal stops at once.
-    const stop = (signal: string) => {
+    const stop = (signal: "SIGTERM" | "SIGINT") => {
+        if (!svc) {
+            process.removeAllListeners(signal);
+            return void process.kill(process.pid, signal); // still starting: the default action
+        }
         if (stopping) {
             log.warn({ signal }, `${signal} again: stopping at once`);
             return void process.exit(130);
@@ -281,14 +302,14 @@ async function run(o: Record<string, any>, opts: GlobalOptions, log: Logger): Pr
             },
         );
     };
-    // SIGHUP reloads the certificate and key (a renewal). Without TLS there is nothing to reload, and a
-    // `systemctl reload` (the unit's ExecReload) must not end the service: it is logged and ignored.
-    process.on("SIGHUP", () =>
-        svc.reloadTls ? void svc.reloadTls() : log.info("SIGHUP: no TLS certificate to reload; nothing else reloads"),
-    );
+    process.on("SIGHUP", () => {
+        if (!svc) log.info("SIGHUP while starting: nothing to reload yet");
+        else if (svc.reloadTls) void svc.reloadTls();
+        else log.info("SIGHUP: no TLS certificate to reload; nothing else reloads");
+    });
     process.on("SIGTERM", () => stop("SIGTERM"));
     process.on("SIGINT", () => stop("SIGINT"));
-    await new Promise(() => undefined); // run until a signal
+    return (running) => (svc = running);
 }
 
 /**
