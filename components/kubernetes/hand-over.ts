@@ -6,7 +6,7 @@
  * member is replaced. A plain `pulumi up` on such a stack, without `egress up` first, replaces the members.
  */
 import type { HandOver } from "../kind";
-import { KubeClient } from "./api";
+import { KubeApiError, KubeClient } from "./api";
 import { ADOPT_ANNOTATION, KUBE_MEMBER_TYPE } from "./member-provider";
 
 /** The types a member was made of, and where their objects live. */
@@ -28,9 +28,14 @@ const handOverObject: HandOver = async (resource, provider) => {
         ...(typeof provider?.context === "string" && provider.context ? { context: provider.context } : {}),
     });
     // A merge patch of one annotation: the fields @pulumi/kubernetes set stay as they are (and whose they are).
-    await client.mergePatch(OLD_TYPES[type](encodeURIComponent(ns), encodeURIComponent(name)), {
-        metadata: { annotations: { [ADOPT_ANNOTATION]: "true" } },
-    });
+    // An object deleted behind egress's back is handed over all the same: the member makes it anew.
+    await client
+        .mergePatch(OLD_TYPES[type](encodeURIComponent(ns), encodeURIComponent(name)), {
+            metadata: { annotations: { [ADOPT_ANNOTATION]: "true" } },
+        })
+        .catch((e) => {
+            if (!(e instanceof KubeApiError && e.status === 404)) throw e;
+        });
     return successor;
 };
 

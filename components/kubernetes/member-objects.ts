@@ -62,8 +62,9 @@ export async function readSpec(client: KubeClient, ref: MemberRef): Promise<Memb
 /**
  * The objects an earlier release handed over for this member (ADOPT_ANNOTATION, hand-over.ts), if any: found
  * by its pod labels, which every release put on them (a release before installation ids left that label out).
+ * One of the two may be gone (deleted behind egress's back): the one left is adopted, the other made anew.
  */
-export async function handedOver(client: KubeClient, spec: MemberSpec): Promise<MemberObjects | undefined> {
+export async function handedOver(client: KubeClient, spec: MemberSpec): Promise<Partial<MemberObjects>> {
     const ns = encodeURIComponent(spec.namespace);
     const marked = async (collection: string) =>
         (await client.get<{ items: any[] }>(collection, { labelSelector: labelSelector(podLabels(spec)) })).items.find(
@@ -71,7 +72,7 @@ export async function handedOver(client: KubeClient, spec: MemberSpec): Promise<
         )?.metadata.name as string | undefined;
     const deployment = await marked(`/apis/apps/v1/namespaces/${ns}/deployments`);
     const service = await marked(`/api/v1/namespaces/${ns}/services`);
-    return deployment && service ? { namespace: spec.namespace, deployment, service } : undefined;
+    return { ...(deployment ? { deployment } : {}), ...(service ? { service } : {}) };
 }
 
 /** Applies both objects and waits for the rollout; answers a LoadBalancer's address (undefined for other types). */

@@ -69,14 +69,21 @@ export const kubeMemberProvider: pulumi.dynamic.ResourceProvider<KubeMemberInput
         const spec = await readSpec(client, inputs.member);
         const adopted = await handedOver(client, spec);
         const name = newName(inputs.member.name);
-        const objects: MemberObjects = adopted ?? { namespace: spec.namespace, deployment: name, service: name };
+        // What an earlier release handed over keeps its name; what is missing is made under the Deployment's.
+        const deployment = adopted.deployment ?? name;
+        const objects: MemberObjects = {
+            namespace: spec.namespace,
+            deployment,
+            service: adopted.service ?? deployment,
+        };
+        const adopts = adopted.deployment !== undefined || adopted.service !== undefined;
         try {
             const host = await applyObjects(client, spec, objects);
-            if (adopted) await unmark(client, adopted);
+            if (adopts) await unmark(client, objects);
             return { id: memberId(objects), outs: outputs(inputs, host) };
         } catch (e) {
             // Transactional: what this create made goes (the reason is in the error). Adopted objects stay.
-            if (!adopted) await removeObjects(client, objects).catch(() => undefined);
+            if (!adopts) await removeObjects(client, objects).catch(() => undefined);
             throw e;
         }
     },

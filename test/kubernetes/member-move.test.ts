@@ -118,3 +118,57 @@ test(
         assert.deepEqual([left.deployments, left.services], [{}, {}]);
     },
 );
+
+test(
+    "an earlier release's member whose Deployment or Service was deleted behind egress's back: the one left is adopted, the other made anew",
+    { timeout: 900_000 },
+    async () => {
+        const stack = "k8s-moved-b";
+        const q = procProject(stack, config(2));
+        const named = async (collection: string) => {
+            const api =
+                collection === "deployments"
+                    ? `/apis/apps/v1/namespaces/${NS}/${collection}`
+                    : `/api/v1/namespaces/${NS}/${collection}`;
+            const r = await cluster.api("GET", `${api}?labelSelector=${encodeURIComponent(`egress-stack=${stack}`)}`);
+            return Object.fromEntries(
+                (r.body.items as any[]).map((o) => [
+                    o.metadata.labels["egress-member"],
+                    [o.metadata.name, o.metadata.uid],
+                ]),
+            ) as Record<string, [string, string]>;
+        };
+        try {
+            const made = await legacyCliAsync(q, ["up", "--quiet"], 300_000, BEFORE_KUBE_MEMBER_COMMIT);
+            assert.equal(made.code, 0, made.stderr);
+            const [d0, s0] = [await named("deployments"), await named("services")];
+            // web-0 loses its Service, web-1 its Deployment.
+            assert.equal(
+                (await cluster.api("DELETE", `/api/v1/namespaces/${NS}/services/${s0["web-0"][0]}`)).status,
+                200,
+            );
+            const gone = await cluster.api("DELETE", `/apis/apps/v1/namespaces/${NS}/deployments/${d0["web-1"][0]}`);
+            assert.equal(gone.status, 200);
+
+            const up = await cliAsync(q, ["up", "--json"]);
+            assert.equal(up.code, 0, `up: ${up.stderr}\n${up.stdout}`);
+            const [d1, s1] = [await named("deployments"), await named("services")];
+            assert.deepEqual(d1["web-0"], d0["web-0"], "web-0's Deployment adopted");
+            assert.equal(s1["web-0"][0], d0["web-0"][0], "web-0's Service made anew under its Deployment's name");
+            assert.deepEqual(s1["web-1"], s0["web-1"], "web-1's Service adopted");
+            assert.notEqual(d1["web-1"][1], d0["web-1"][1], "web-1's Deployment made anew");
+            const proxies = JSON.parse(up.stdout).proxies as { id: string; host: string }[];
+            assert.deepEqual(
+                proxies.map((m) => m.host),
+                [`${s1["web-0"][0]}.${NS}.svc.cluster.local`, `${s1["web-1"][0]}.${NS}.svc.cluster.local`],
+            );
+            const gc = await cliAsync(q, ["gc", "--json"]);
+            assert.deepEqual(JSON.parse(gc.stdout).orphans, [], gc.stdout);
+            const again = await cliAsync(q, ["up", "--json"]);
+            assert.deepEqual(Object.keys(changesOf(again.stdout)), ["same"], again.stdout);
+        } finally {
+            await cliAsync(q, ["destroy", "--yes", "--quiet"]);
+            q.cleanup();
+        }
+    },
+);
