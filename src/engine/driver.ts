@@ -7,7 +7,7 @@ import type { ProxyMember } from "../model";
 import { ProgressEvent, toProgress } from "./progress";
 import { stackLocks } from "./locks";
 import { Deployment, membersOf, rootOutput, rootProxies } from "./checkpoint";
-import { handOverEarlierShapes, succeeded } from "./hand-over";
+import { handOverBeforeUp } from "./hand-over";
 import { withoutReadback } from "./lean-stack";
 import { finishPendingOperations } from "./recovery";
 import { tolerateProgramDisconnects } from "./program-disconnect";
@@ -247,15 +247,8 @@ export class StackDriver extends StackQueries {
                 dep = await this.readDeployment();
             }
             // An upgrade: an earlier release's shapes are handed over before the program runs (hand-over.ts).
-            // The operation's URNs then name their successors (the caller's options, read by `run`).
-            if (kind === "up") {
-                const successors = await handOverEarlierShapes(stack, dep.resources ?? [], this.onNotice);
-                if (successors.size) {
-                    opts.target = succeeded(opts.target, successors);
-                    opts.replace = succeeded(opts.replace, successors);
-                    dep = await this.readDeployment();
-                }
-            }
+            if (kind === "up" && (await handOverBeforeUp(stack, dep.resources ?? [], opts, this.onNotice)))
+                dep = await this.readDeployment();
             // Read after recovery (which may have changed state): the program proposes what state says now.
             this.proposed = await this.readInstallation(dep);
             this.programScope = kind === "up" ? memberScope(opts, dep) : undefined;

@@ -62,8 +62,25 @@ function withoutReferences(r: StateResource, dropped: Successors): StateResource
     };
 }
 
+/**
+ * handOverEarlierShapes before an `up`: true when state changed. The operation's URNs (`opts`, which its
+ * run reads) then name the successors of what was handed over.
+ */
+export async function handOverBeforeUp(
+    stack: Stack,
+    resources: readonly StateResource[],
+    opts: { target?: string[]; replace?: string[] },
+    onNotice: (line: string) => void,
+): Promise<boolean> {
+    const successors = await handOverEarlierShapes(stack, resources, onNotice);
+    if (!successors.size) return false;
+    opts.target = succeeded(opts.target, successors);
+    opts.replace = succeeded(opts.replace, successors);
+    return true;
+}
+
 /** An operation's URNs with each handed-over one named by its successor (each once). */
-export function succeeded(urns: string[] | undefined, successors: Successors): string[] | undefined {
+function succeeded(urns: string[] | undefined, successors: Successors): string[] | undefined {
     if (!urns || !successors.size) return urns;
     return [...new Set(urns.map((u) => successors.get(u) ?? u))];
 }
