@@ -8,11 +8,12 @@
 import type { HandOver } from "../kind";
 import { KubeApiError, KubeClient } from "./api";
 import { ADOPT_ANNOTATION, KUBE_MEMBER_TYPE } from "./member-provider";
+import { memberPaths } from "./member-manifest";
 
 /** The types a member was made of, and where their objects live. */
 const OLD_TYPES: Record<string, (ns: string, name: string) => string> = {
-    "kubernetes:apps/v1:Deployment": (ns, n) => `/apis/apps/v1/namespaces/${ns}/deployments/${n}`,
-    "kubernetes:core/v1:Service": (ns, n) => `/api/v1/namespaces/${ns}/services/${n}`,
+    "kubernetes:apps/v1:Deployment": (ns, n) => memberPaths(ns, n).deployment,
+    "kubernetes:core/v1:Service": (ns, n) => memberPaths(ns, n).service,
 };
 
 /** Hands a member's Deployment or Service (state of an earlier release) over to its member resource. */
@@ -30,7 +31,7 @@ const handOverObject: HandOver = async (resource, provider) => {
     // A merge patch of one annotation: the fields @pulumi/kubernetes set stay as they are (and whose they are).
     // An object deleted behind egress's back is handed over all the same: the member makes it anew.
     await client
-        .mergePatch(OLD_TYPES[type](encodeURIComponent(ns), encodeURIComponent(name)), {
+        .mergePatch(OLD_TYPES[type](ns, name), {
             metadata: { annotations: { [ADOPT_ANNOTATION]: "true" } },
         })
         .catch((e) => {

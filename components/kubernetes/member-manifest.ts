@@ -6,17 +6,13 @@
  * for field, so a member adopted from such a stack keeps its pod (the template is unchanged).
  */
 import { createHash } from "node:crypto";
-import { memberLabelValue } from "../../src/model/member";
+import { INSTALLATION_LABEL } from "../../src/model/installation";
+import { MEMBER_LABEL, memberLabelValue } from "../../src/model/member";
 import { SQUID_CONF_PATH, SQUID_PASSWD_PATH } from "../shared/squid";
 import { PASSWD_KEY } from "./squid-config";
 
 /** Pod template annotation holding the config hash: a changed config changes the template, which rolls the pod. */
 export const CONFIG_HASH_ANNOTATION = "egress.dev/config-sha256";
-
-/** The label that names the installation (src/model/member.ts INSTALLATION_LABEL). */
-const INSTALLATION_LABEL = "egress-installation";
-/** The label that names the member (src/model/member.ts MEMBER_LABEL). */
-const MEMBER_LABEL = "egress-member";
 
 /** The key of the pool's members ConfigMap (shared.ts) that holds its MemberTemplate as JSON. */
 export const MEMBER_TEMPLATE_KEY = "member.json";
