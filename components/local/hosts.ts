@@ -52,12 +52,16 @@ export function hostedReady(stateDir: string, id: string): { pid: number; port: 
     }
 }
 
-/** True when `pid` is a live host of its state dir that serves member `id` (its ready file names both). */
-export function hostServes(pid: number, id: string): boolean {
+/**
+ * True when `pid` is a live host of its state dir that serves member `id` (its ready file names both) and,
+ * when `port` is given, serves it on that port: a replacement of the member (same id, a create before the
+ * old one's delete) may be served by the same host on another port, and is not the old one.
+ */
+export function hostServes(pid: number, id: string, port?: number): boolean {
     const h = hostArgvOf(pid);
     if (!h) return false;
     const ready = hostedReady(h.dir, id);
-    return ready?.pid === pid && ready.host === h.host;
+    return ready?.pid === pid && ready.host === h.host && (port === undefined || ready.port === port);
 }
 
 /** Members served by live hosts of `stateDir`, by member id → host pid, for runningProxies. */
@@ -231,15 +235,18 @@ export async function startHosted(req: StartRequest, perProcess: number, timeout
     }
 }
 
-/** Has host `pid` stop serving member `id`; returns once the member's ready file no longer names it. */
-export async function stopHosted(pid: number, id: string, stateDir: string): Promise<void> {
+/**
+ * Has host `pid` stop serving member `id` (on `port` only, when given: the generation being deleted, not a
+ * replacement the same host serves under the same id); returns once the ready file no longer names it.
+ */
+export async function stopHosted(pid: number, id: string, stateDir: string, port?: number): Promise<void> {
     const h = hostArgvOf(pid);
-    if (!h || !hostServes(pid, id)) return;
+    if (!h || !hostServes(pid, id, port)) return;
     const files = orderFiles(stateDir, id);
-    writeOrder(files.close, { id, host: h.host });
+    writeOrder(files.close, { id, host: h.host, ...(port !== undefined ? { port } : {}) });
     const deadline = Date.now() + 5000;
     while (Date.now() < deadline) {
-        if (!hostServes(pid, id)) {
+        if (!hostServes(pid, id, port)) {
             const load = known[stateDir]?.load;
             if (load?.has(h.host)) load.set(h.host, Math.max(0, load.get(h.host)! - 1));
             return;

@@ -35,7 +35,10 @@ export class LocalProxy extends ProxyMemberComponent {
                       }
                     : {}),
             },
-            { parent: this },
+            // Delete before replace, as a resource option: `up --replace` (heal, rotation) never asks the
+            // provider's diff, and a member's files and shared-host listener go by its name, which the
+            // replacement keeps (with a basePort, its port too). The create stops the old one first anyway.
+            { parent: this, deleteBeforeReplace: true },
         );
         this.publish(args, proc.host, proc.port, "local");
     }

@@ -173,12 +173,16 @@ export function findProxyProcesses(stateDir: string, id: string): number[] {
 
 export { portAnswers } from "../shared/net";
 
-/** Stops the proxy for `id` if it still runs, then removes its files. Succeeds when it is already gone. */
-export async function stopProxy(pid: number, id: string, stateDir: string): Promise<void> {
+/**
+ * Stops the proxy for `id` if it still runs, then removes its files. Succeeds when it is already gone.
+ * `port`: the generation being deleted listens there (a delete after its replacement's create, which
+ * may share its host); unset: whatever serves `id` now is stopped (a create clearing the way).
+ */
+export async function stopProxy(pid: number, id: string, stateDir: string, port?: number): Promise<void> {
     const fs = require("node:fs") as typeof import("node:fs");
-    fs.rmSync(orderFiles(stateDir, id).want, { force: true }); // an order not yet taken is withdrawn
+    if (port === undefined) fs.rmSync(orderFiles(stateDir, id).want, { force: true }); // an order not yet taken is withdrawn
     if (hostArgvOf(pid)) {
-        await stopHosted(pid, id, stateDir); // the host serves others: only this member stops
+        await stopHosted(pid, id, stateDir, port); // the host serves others: only this member stops
     } else if (isOurProcess(pid, id)) {
         signal(pid, "SIGTERM");
         const deadline = Date.now() + 5000;
@@ -189,8 +193,9 @@ export async function stopProxy(pid: number, id: string, stateDir: string): Prom
     // A replacement created before this delete (a forced replace runs create-before-delete) shares the
     // id and so the file names: its files are not this process's to remove.
     try {
-        const current = JSON.parse(fs.readFileSync(files.ready, "utf8")).pid;
-        if (current !== pid && isOurProcess(current, id)) return;
+        const current = JSON.parse(fs.readFileSync(files.ready, "utf8")) as { pid: number; port: number };
+        const another = current.pid !== pid || (port !== undefined && current.port !== port);
+        if (another && isOurProcess(current.pid, id)) return;
     } catch {
         /* no ready file, or half-written: nothing to keep */
     }

@@ -94,7 +94,8 @@ export const localProcessProvider: pulumi.dynamic.ResourceProvider<LocalProcessI
     },
 
     async delete(id, props) {
-        await stopProxy(props.pid, id, props.stateDir);
+        // Its own port: a forced replace creates the new generation first, maybe on the same shared host.
+        await stopProxy(props.pid, id, props.stateDir, props.port);
     },
 };
 

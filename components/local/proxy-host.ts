@@ -8,7 +8,8 @@
  * - `<member>.want` (0600) `{id, host, port, auth?}`: serve this member. Once listening it writes the
  *   member's ready file `<member>.json` `{id, pid, port, host, installation}` (atomically) and removes the
  *   order; a failure goes to `<member>.error` `{message}`. The credentials never reach argv or the environment.
- * - `<member>.close` `{id, host}`: stop serving it, remove its ready file and the order.
+ * - `<member>.close` `{id, host, port?}`: stop serving it (with `port`, only its listener on that port: a
+ *   replacement served under the same id stays), remove its ready file and the order.
  * Orders are seen through inotify and a scan every second. With no member left it exits, and removes its log.
  */
 import * as fs from "node:fs";
@@ -88,7 +89,13 @@ async function serve(order: Order, file: string): Promise<void> {
 }
 
 async function close(order: Order, file: string): Promise<void> {
-    await served[order.id]?.close();
+    const current = served[order.id];
+    if (current && order.port !== undefined && current.port !== order.port) {
+        fs.rmSync(file, { force: true });
+        log.info({ id: order.id, port: order.port, serving: current.port }, "close of an earlier listener: kept the current one");
+        return;
+    }
+    await current?.close();
     delete served[order.id];
     const ready = path.join(dir!, `${order.id}.json`);
     try {

@@ -148,7 +148,7 @@ export const poolSchema = z
             .default(60),
         /**
          * Seconds after which `egress serve` replaces a member by age (src/service/control/rotate), each
-         * member's deadline moved by a jitter of up to ±10% so members do not all go at once. A replacement is
+         * member's deadline brought forward by a jitter of up to 10% so members do not all go at once. A replacement is
          * created and healthy before the old member drains (`maxSurge` at a time). At least 60 (config load,
          * src/config/load.ts; tests lower the floor with EGRESS_TEST_MIN_ROTATE_SECONDS). Unset = never.
          */

@@ -96,7 +96,7 @@ test(
         );
         assert.match((await auto.locator("td").nth(1).textContent()) ?? "", /used \(.* of .*\).*wants 2/);
 
-        // rot-0 is due 20 s (±10%) after its creation; the panel then names it as the member replaced.
+        // rot-0 is due 18–20 s after its creation (its jitter); the panel then names it as the member replaced.
         await until(
             "the last rotation on the panel, naming rot-0",
             async () => /rot-0 \(age/.test((await rot.locator("td").nth(2).textContent()) ?? ""),

@@ -2,7 +2,8 @@
  * Members that share a process (`membersPerProcess`, components/local/hosts.ts + proxy-host.ts), through
  * the LocalProxy provider as the engine calls it, with creates in parallel: hosts fill up to the limit,
  * every member serves, a delete stops one member and not its host's others, a killed host is seen dead
- * by read and by the gone check, and the last delete lets the host exit and leave no file.
+ * by read and by the gone check, a forced replace's delete of the old generation spares the new one, and
+ * the last delete lets the host exit and leave no file.
  */
 import { after, before, test } from "node:test";
 import assert from "node:assert/strict";
@@ -76,6 +77,25 @@ test("five members created at once, two per process: three hosts, each member se
     for (const m of [...made.filter((m) => m.id !== gone.id), next]) await localProcessProvider.delete!(m.id, m.outs);
     await until("every host exits once it has no member", () => [...byPid.keys()].every((p) => !alive(p)), 10_000);
     assert.deepEqual(fs.readdirSync(stateDir), [], "no ready, order or log file left");
+});
+
+test("a forced replace (the new generation created before the old one's delete) on the same host: the delete leaves the new one serving", async () => {
+    const old = await create(7);
+    const neighbour = await create(8);
+    // The engine's `up --replace` of a member: a create under the same id first, then the old one's delete.
+    const fresh = await create(7);
+    assert.equal(fresh.outs.pid, old.outs.pid, "the host that served the old generation serves the new one");
+    assert.notEqual(fresh.outs.port, old.outs.port);
+    await localProcessProvider.delete!(old.id, old.outs);
+    assert.equal(
+        (await getViaProxy(fresh.outs.port, `http://127.0.0.1:${target.port}/fresh`)).status,
+        200,
+        "the replacement serves after the old generation's delete",
+    );
+    assert.equal(((await localProcessProvider.read!(fresh.id, fresh.outs)).props as LocalProcessOutputs).running, true);
+    await assert.rejects(getViaProxy(old.outs.port, `http://127.0.0.1:${target.port}/old`, 1000));
+    for (const m of [fresh, neighbour]) await localProcessProvider.delete!(m.id, m.outs);
+    await until("the host exits once it has no member", () => !alive(old.outs.pid), 10_000);
 });
 
 test("a killed host: its members read dead, the gone check drops them, a create again starts a new host", async () => {

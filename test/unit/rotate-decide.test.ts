@@ -31,18 +31,18 @@ const input = (members: RotateMemberFacts[], over: Partial<RotateInput["pools"][
     pools: { web: { rotateAfterSeconds: 3600, maxSurge: 1, replicas: 3, maxReplicas: 10, ...over } },
 });
 
-test("the jitter is within ±10%, the same for the same member generation, and new for its replacement", () => {
+test("the jitter brings a deadline forward by up to 10%, never later, the same for the same member generation, and new for its replacement", () => {
     const seen = new Set<number>();
     for (let i = 0; i < 500; i++) {
         const j = jitterOf(`web-${i}`, NOW);
-        assert.ok(j >= -JITTER && j < JITTER, String(j));
+        assert.ok(j > -JITTER && j <= 0, String(j));
         seen.add(Math.round(j * 100));
     }
-    assert.ok(seen.size > 15, "the jitter spreads members over the range");
+    assert.ok(seen.size > 8, "the jitter spreads members over the range");
     assert.equal(jitterOf("web-0", NOW), jitterOf("web-0", NOW));
     assert.notEqual(jitterOf("web-0", NOW), jitterOf("web-0", NOW + 1));
     const due = dueAtOf("web-0", NOW, 3600);
-    assert.ok(Math.abs(due - NOW - HOUR) <= HOUR * JITTER, "due within the jitter of the age");
+    assert.ok(due - NOW <= HOUR && due - NOW > HOUR * (1 - JITTER), "due within the last 10% of its age, never after it");
 });
 
 test("members past their deadline rotate, oldest deadline first, at most maxSurge", () => {

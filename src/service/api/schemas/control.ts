@@ -71,7 +71,7 @@ export const rotationRecordSchema = z
             .describe("When the member being replaced was created (state's creation stamp; always set for age)"),
         dueAt: isoTime
             .optional()
-            .describe("age: when it was due: created + rotateAfterSeconds, moved by its jitter (±10%)"),
+            .describe("age: when it was due: created + rotateAfterSeconds, brought forward by its jitter (up to 10%)"),
         detail: z.string().optional().describe('blocked: "7 of 10 outcomes blocked in the last 300 s (ratio 0.5)"'),
         surge: z.string().optional().describe("The member added first, and removed once the replacement was healthy"),
         oldEgressIp: z.string().optional().describe("Egress IP the health probes saw before (absent when unknown)"),

@@ -7,7 +7,11 @@
 import type { RotateOnBlocksConfig } from "../../../model";
 import { judgeBlocks, type OutcomeCounts, type PoolWideBlock } from "./blocks";
 
-/** How far a member's deadline moves either way, as a share of `rotateAfterSeconds`. */
+/**
+ * How far a member's deadline moves ahead, as a share of `rotateAfterSeconds`: only ahead, so no member
+ * outlives `rotateAfterSeconds` by more than its replacement takes, while members made together (a pool
+ * from zero) come due spread over this share of the period instead of in one round.
+ */
 export const JITTER = 0.1;
 
 export interface RotateMemberFacts {
@@ -64,7 +68,7 @@ export interface RotatePlan {
 }
 
 /**
- * A member's jitter in [-JITTER, JITTER): a hash of its id and creation time, so every decision about the
+ * A member's jitter in (-JITTER, 0]: a hash of its id and creation time, so every decision about the
  * same member generation agrees (and tests can compute it), while its replacement, created later, draws anew.
  */
 export function jitterOf(id: string, createdAt: number): number {
@@ -74,7 +78,7 @@ export function jitterOf(id: string, createdAt: number): number {
         h ^= ch.charCodeAt(0);
         h = Math.imul(h, 0x01000193) >>> 0;
     }
-    return (h / 2 ** 32) * 2 * JITTER - JITTER;
+    return -(h / 2 ** 32) * JITTER;
 }
 
 /** Epoch ms at which a member created at `createdAt` is due for rotation. */
