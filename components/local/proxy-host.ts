@@ -92,7 +92,10 @@ async function close(order: Order, file: string): Promise<void> {
     const current = served[order.id];
     if (current && order.port !== undefined && current.port !== order.port) {
         fs.rmSync(file, { force: true });
-        log.info({ id: order.id, port: order.port, serving: current.port }, "close of an earlier listener: kept the current one");
+        log.info(
+            { id: order.id, port: order.port, serving: current.port },
+            "close of an earlier listener: kept the current one",
+        );
         return;
     }
     await current?.close();

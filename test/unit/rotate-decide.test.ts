@@ -42,7 +42,10 @@ test("the jitter brings a deadline forward by up to 10%, never later, the same f
     assert.equal(jitterOf("web-0", NOW), jitterOf("web-0", NOW));
     assert.notEqual(jitterOf("web-0", NOW), jitterOf("web-0", NOW + 1));
     const due = dueAtOf("web-0", NOW, 3600);
-    assert.ok(due - NOW <= HOUR && due - NOW > HOUR * (1 - JITTER), "due within the last 10% of its age, never after it");
+    assert.ok(
+        due - NOW <= HOUR && due - NOW > HOUR * (1 - JITTER),
+        "due within the last 10% of its age, never after it",
+    );
 });
 
 test("members past their deadline rotate, oldest deadline first, at most maxSurge", () => {
