@@ -135,7 +135,7 @@ test("rotateAfterSeconds 30 on a pool of 3: each replaced once due by a rotation
                 `${id}'s rotation started ${started - free} ms after it could (due ${r.dueAt}, last operation before it ended ${new Date(free).toISOString()}): ${JSON.stringify(op)}`,
             );
             assert.ok(due - created >= PERIOD_S * 900, "the jitter is at most 10%");
-            assert.ok(due - created <= PERIOD_S * 1100, "the jitter is at most 10%");
+            assert.ok(due - created <= PERIOD_S * 1000, "the jitter only brings a deadline forward");
             assert.match(r.surge, /^web-[3-5]$/);
             assert.equal(r.oldEgressIp, "127.0.0.1", "local members never change their exit IP");
             assert.equal(r.newEgressIp, "127.0.0.1");

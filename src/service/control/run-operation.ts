@@ -83,9 +83,9 @@ const appliedConfig = new WeakMap<object, string>();
  * targeted only when the rest of the config is what was applied (`applied`). An `up` operation converges
  * everything, and so does a count change with nothing in state to name members after.
  */
-async function upForCounts(op: Operation, deps: ScalerDeps, applied: boolean) {
+async function upForCounts(op: Operation, deps: ScalerDeps, applied: boolean, counts = op.desired) {
     const onProgress = (e: ProgressEvent) => deps.ops.progress(op, e);
-    const target = op.kind === "up" || !applied ? undefined : await deps.driver.countTargets(op.desired);
+    const target = op.kind === "up" || !applied ? undefined : await deps.driver.countTargets(counts);
     return deps.driver.up({ onProgress, ...(target ? { target, targetDependents: true, refresh: false } : {}) });
 }
 
@@ -94,11 +94,12 @@ function rotationSteps(op: Operation, log: Logger, ctx: RunContext): Parameters<
     const { deps, signal } = ctx;
     return {
         drainTo: (counts) => drainScaleDown(op, log, ctx, counts),
+        // A surge's growth and shrink target the members they add and remove (as a scale does), unless the
+        // stack file says more than what was applied (a rolling change's new config): then a plain `up`.
         applyCounts: async (counts) => {
             await drainScaleDown(op, log, ctx, counts);
-            const result = await retryTransient(log, () =>
-                deps.driver.up({ onProgress: (e) => deps.ops.progress(op, e) }),
-            );
+            const applied = appliedConfig.get(deps.driver) === configKey(deps);
+            const result = await retryTransient(log, () => upForCounts(op, deps, applied, counts));
             return { changes: result.changes, proxies: result.proxies };
         },
         // Rotated (changed) members were healthy when chosen: no refresh run needed to learn what exists.

@@ -31,6 +31,9 @@ export type MoreDue = (replicas: number) => Promise<RotationRecord[]>;
  *   2. the old members drain (their leases run until released or the pool's drainSeconds) and are
  *      replaced through the heal path; each replacement must be healthy;
  *   2b. members that came due meanwhile (`more`) are replaced the same way, behind the same surge members;
+ *       when more came due than surge members stand, the surge grows first (up to maxSurge and
+ *       maxReplicas), so a backlog (a pool made at once, coming due at once) goes in batches of maxSurge
+ *       whatever the first round saw;
  *   3. the pool goes back to N: the surge members drain and go (the scale-down path).
  * Indices stay dense (components/pool.ts), so step 3 always removes the surge members. Step 3 runs even
  * when 1 or 2 failed, so a failed rotation never leaves the pool grown. docs/decisions.md has the why.
@@ -47,14 +50,17 @@ export async function runRotation(
     const pool = records[0]?.pool;
     if (!pool || records.some((r) => r.pool !== pool))
         throw new Error("a rotate operation replaces members of one pool");
-    const n = loadStackConfig(deps.projectRoot, deps.stack).pools.find((p) => p.name === pool)?.replicas;
-    if (n === undefined) throw new Error(`pool ${pool} is no longer in the stack config; nothing rotated`);
+    const config = loadStackConfig(deps.projectRoot, deps.stack).pools.find((p) => p.name === pool);
+    if (!config) throw new Error(`pool ${pool} is no longer in the stack config; nothing rotated`);
+    const n = config.replicas;
     // The count the pool keeps (GET /v1/pools' `desired`, the autoscaler's current size), while the stack file says N + k.
     op.desired = { [pool]: n };
     const env = deps.rotation;
     const ipOf = (id: string) => env?.health(id)?.egressIp;
-    const k = records.length;
-    const surge = records.map((_, j) => memberName(pool, n + j));
+    let k = records.length;
+    // The most surge members the pool takes (decide.ts gave the first batch no more than this).
+    const cap = Math.max(k, Math.min(config.maxSurge, config.maxReplicas - n));
+    const surge = Array.from({ length: cap }, (_, j) => memberName(pool, n + j));
     const begin = (batch: RotationRecord[]) => {
         batch.forEach((r, j) => Object.assign(r, { surge: surge[j], oldEgressIp: ipOf(r.member) }));
         // The heal path replaces op.members, with op.reasons saying why (its drain's message).
@@ -70,8 +76,8 @@ export async function runRotation(
         const grownAt = Date.now();
         await env?.refresh(grown.proxies);
         // A previous rotation's surge member of the same name may have left a verdict behind.
-        await waitHealthy(deps, surge, grownAt, signal);
-        log.info({ pool, surge }, "surge members healthy; replacing the rotated members");
+        await waitHealthy(deps, surge.slice(0, k), grownAt, signal);
+        log.info({ pool, surge: surge.slice(0, k) }, "surge members healthy; replacing the rotated members");
         for (let batch = records; batch.length;) {
             const replaced = await steps.replace();
             changes.push(replaced.changes);
@@ -85,12 +91,25 @@ export async function runRotation(
             }
             deps.ops.update(op, { rotations: records });
             const done = new Set(records.map((r) => r.member));
-            batch = ((await more?.(n)) ?? []).filter((r) => !done.has(r.member)).slice(0, k);
+            batch = ((await more?.(n)) ?? []).filter((r) => !done.has(r.member)).slice(0, cap);
             if (batch.length) {
                 records.push(...batch);
                 for (const r of batch) op.reasons![r.member] = reasonOf(r);
+                // Recorded (surge names included) before the pool grows: a restart then knows the grown count.
                 begin(batch);
-                log.info({ pool, members: op.members }, "more members came due; replacing them behind the same surge");
+                if (batch.length > k) {
+                    const grown = await steps.applyCounts({ [pool]: n + batch.length });
+                    changes.push(grown.changes);
+                    const at = Date.now();
+                    await env?.refresh(grown.proxies);
+                    await waitHealthy(deps, surge.slice(k, batch.length), at, signal);
+                    log.info(
+                        { pool, surge: surge.slice(0, batch.length) },
+                        "more members came due than surge members stood; the surge grew",
+                    );
+                    k = batch.length;
+                }
+                log.info({ pool, members: op.members }, "more members came due; replacing them behind the surge");
             }
         }
     } finally {
