@@ -2,7 +2,7 @@
  * What rotation service tests (test/service/rotate*.test.ts) read of a running service: a pool's view,
  * the rotate operations, the members' URLs (the capacity sampler is service.ts' samplePool).
  */
-import { poolView, proxyUrls, type TestService, TOKENS } from "./service";
+import { convergedOk, poolView, proxyUrls, startTestService, type TestService, TOKENS } from "./service";
 
 export const sleep = (ms: number) => new Promise((r) => setTimeout(r, ms));
 
@@ -31,4 +31,20 @@ export function rotationReads(svc: TestService) {
         /** The admin-scoped /metrics text. */
         metrics: async () => (await svc.call("GET", "/metrics", { token: TOKENS.admin })).body as string,
     };
+}
+
+/**
+ * A service over local pools (each `provider: local` unless it says otherwise) whose rotator decides every
+ * 500 ms, once its start-up convergence succeeded.
+ */
+export async function startRotatingService(pools: Record<string, unknown>[]): Promise<TestService> {
+    const svc = await startTestService(
+        {
+            "egress:providers": { local: { type: "local" } },
+            "egress:pools": pools.map((p) => ({ provider: "local", ...p })),
+        },
+        { rotateIntervalMs: 500 },
+    );
+    await convergedOk(svc);
+    return svc;
 }

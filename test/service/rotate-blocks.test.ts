@@ -6,8 +6,8 @@
  */
 import { after, before, test } from "node:test";
 import assert from "node:assert/strict";
-import { convergedOk, samplePool, startTestService, TestService, TOKENS, waitFor } from "../helpers/service";
-import { rotationReads, sleep } from "../helpers/rotation";
+import { samplePool, TestService, TOKENS, waitFor } from "../helpers/service";
+import { rotationReads, sleep, startRotatingService } from "../helpers/rotation";
 
 const pool = (name: string, rotateOnBlocks: object) => ({
     name,
@@ -20,18 +20,11 @@ const pool = (name: string, rotateOnBlocks: object) => ({
 let svc: TestService;
 let reads: ReturnType<typeof rotationReads>;
 before(async () => {
-    svc = await startTestService(
-        {
-            "egress:providers": { local: { type: "local" } },
-            "egress:pools": [
-                pool("web", { ratio: 0.5, minOutcomes: 4, windowSeconds: 600 }),
-                pool("wall", { ratio: 0.5, minOutcomes: 2, windowSeconds: 8 }),
-            ],
-        },
-        { rotateIntervalMs: 500 },
-    );
+    svc = await startRotatingService([
+        pool("web", { ratio: 0.5, minOutcomes: 4, windowSeconds: 600 }),
+        pool("wall", { ratio: 0.5, minOutcomes: 2, windowSeconds: 8 }),
+    ]);
     reads = rotationReads(svc);
-    await convergedOk(svc);
     for (const name of ["web", "wall"])
         await waitFor(`3 healthy in ${name}`, async () => (await reads.pool(name)).healthy === 3, 30_000);
 });

@@ -8,32 +8,17 @@
  */
 import { after, before, test } from "node:test";
 import assert from "node:assert/strict";
-import { convergedOk, samplePool, settled, startTestService, TestService, TOKENS, waitFor } from "../helpers/service";
-import { lowerRotateFloor, rotationReads, sleep } from "../helpers/rotation";
+import { samplePool, settled, TestService, TOKENS, waitFor } from "../helpers/service";
+import { lowerRotateFloor, rotationReads, sleep, startRotatingService } from "../helpers/rotation";
 
 const PERIOD_S = 20;
 let svc: TestService;
 let restoreFloor: () => void;
 before(async () => {
     restoreFloor = lowerRotateFloor(5);
-    svc = await startTestService(
-        {
-            "egress:providers": { local: { type: "local" } },
-            "egress:pools": [
-                {
-                    name: "web",
-                    provider: "local",
-                    replicas: 1,
-                    maxReplicas: 6,
-                    maxSurge: 2,
-                    rotateAfterSeconds: PERIOD_S,
-                    drainSeconds: 120,
-                },
-            ],
-        },
-        { rotateIntervalMs: 500 },
-    );
-    await convergedOk(svc);
+    svc = await startRotatingService([
+        { name: "web", replicas: 1, maxReplicas: 6, maxSurge: 2, rotateAfterSeconds: PERIOD_S, drainSeconds: 120 },
+    ]);
     await waitFor("web-0 healthy", async () => (await rotationReads(svc).pool("web")).healthy === 1, 30_000);
 });
 after(async () => {

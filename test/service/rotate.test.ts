@@ -11,8 +11,8 @@
  */
 import { after, before, test } from "node:test";
 import assert from "node:assert/strict";
-import { convergedOk, samplePool, startTestService, TestService, TOKENS, waitFor } from "../helpers/service";
-import { lowerRotateFloor, rotationReads, sleep } from "../helpers/rotation";
+import { samplePool, TestService, TOKENS, waitFor } from "../helpers/service";
+import { lowerRotateFloor, rotationReads, sleep, startRotatingService } from "../helpers/rotation";
 
 const PERIOD_S = 30;
 /** How long after a member could be rotated its rotation may start: rounds are 500 ms apart here. */
@@ -21,23 +21,9 @@ let svc: TestService;
 let restoreFloor: () => void;
 before(async () => {
     restoreFloor = lowerRotateFloor(5);
-    svc = await startTestService(
-        {
-            "egress:providers": { local: { type: "local" } },
-            "egress:pools": [
-                {
-                    name: "web",
-                    provider: "local",
-                    replicas: 3,
-                    maxReplicas: 6,
-                    rotateAfterSeconds: PERIOD_S,
-                    drainSeconds: 60,
-                },
-            ],
-        },
-        { rotateIntervalMs: 500 },
-    );
-    await convergedOk(svc);
+    svc = await startRotatingService([
+        { name: "web", replicas: 3, maxReplicas: 6, rotateAfterSeconds: PERIOD_S, drainSeconds: 60 },
+    ]);
     await waitFor("3 healthy", async () => (await pool()).healthy === 3, 30_000);
 });
 after(async () => {
