@@ -718,7 +718,7 @@ export interface components {
             createdAt?: string;
             /** @description blocked: "7 of 10 outcomes blocked in the last 300 s (ratio 0.5)" */
             detail?: string;
-            /** @description age: when it was due: created + rotateAfterSeconds, moved by its jitter (±10%) */
+            /** @description age: when it was due: created + rotateAfterSeconds, brought forward by its jitter (up to 10%) */
             dueAt?: string;
             member: string;
             /** @description Egress IP the health probes saw after the replacement */
