@@ -6,10 +6,12 @@
  * resource would carry serialized by value (`pulumi.dynamic.Resource`, before issue 33) against the loader
  * it carries now.
  * Run: node dist/bench/state-per-member.js [members=10,100] [kind=local]
- * (kind `kubernetes`: Deployments and Services on the test cluster, test/helpers/kube-cluster.ts; size
- * does not depend on the machine's load).
+ * (kind `kubernetes`: Deployments and Services on the test cluster, test/helpers/kube-cluster.ts; kind
+ * `kvm`: domains from a tiny image on the libvirt sandbox, test/kvm/sandbox.ts, as test/kvm/pool-e2e does;
+ * size does not depend on the machine's load).
  */
 import * as fs from "node:fs";
+import * as os from "node:os";
 import * as path from "node:path";
 import { checkpointDir } from "../src/engine/checkpoint";
 import { tempProject } from "../test/helpers/project";
@@ -20,6 +22,7 @@ import { kvmDynamicProviders } from "../components/kvm/dynamic-providers";
 import { IDENTITY_TYPE, identityProvider } from "../src/installation-resource";
 import { benchTable } from "./table";
 import { KubeCluster, startKubeCluster } from "../test/helpers/kube-cluster";
+import { kvmEntry, Sandbox, serveTinyImage, startSandbox, teardown } from "../test/kvm/sandbox";
 
 interface Sample {
     members: number;
@@ -30,18 +33,42 @@ interface Sample {
 
 /** The test cluster, with kind `kubernetes`. */
 let cluster: KubeCluster | undefined;
+/** The libvirt sandbox and the tiny image its members boot, with kind `kvm`. */
+let kvm: { sb: Sandbox; image: Awaited<ReturnType<typeof serveTinyImage>>; work: string } | undefined;
+const KVM_CLOUD_INIT = "#cloud-config\npackages: [squid]\n";
+
+/** The provider entry and the pool's kind-specific settings for this run's kind. */
+function kindConfig(stack: string): { entry: object; pool: object } {
+    if (cluster)
+        return {
+            entry: { type: "kubernetes", kubeconfigPath: cluster.kubeconfig, context: "admin", namespace: stack },
+            pool: {},
+        };
+    if (kvm)
+        return {
+            entry: kvmEntry(kvm.sb, { url: kvm.image.url, sha256: kvm.image.sha256 }),
+            pool: {
+                port: 3128,
+                placement: { zone: "lab", image: "tiny", machineType: "small" },
+                cloudInit: { file: "cloud-init/squid.yaml" },
+            },
+        };
+    return { entry: { type: "local" }, pool: {} };
+}
 
 /** `up` of N members on a throwaway project; the checkpoint measured, then destroyed. */
 async function sample(members: number): Promise<Sample> {
     const stack = `spm${members}`;
     if (cluster) await cluster.createNamespace(stack);
-    const entry = cluster
-        ? { type: "kubernetes", kubeconfigPath: cluster.kubeconfig, context: "admin", namespace: stack }
-        : { type: "local" };
+    const { entry, pool } = kindConfig(stack);
     const p = tempProject(stack, {
         "egress:providers": { local: entry },
-        "egress:pools": [{ name: "web", provider: "local", replicas: members, maxReplicas: 1000 }],
+        "egress:pools": [{ name: "web", provider: "local", replicas: members, maxReplicas: 1000, ...pool }],
     });
+    if (kvm) {
+        fs.mkdirSync(path.join(p.dir, "cloud-init"));
+        fs.writeFileSync(path.join(p.dir, "cloud-init", "squid.yaml"), KVM_CLOUD_INIT);
+    }
     try {
         await p.driver.up({ refresh: false });
         const file = path.join(checkpointDir(path.join(p.dir, "backend")), `${stack}.json`);
@@ -83,6 +110,19 @@ async function providerSizes(): Promise<string[][]> {
 async function main(): Promise<void> {
     const sizes = (process.argv[2] ?? "10,100").split(",").map(Number);
     if (process.argv[3] === "kubernetes") cluster = startKubeCluster();
+    if (process.argv[3] === "kvm") {
+        const work = fs.mkdtempSync(path.join(os.tmpdir(), "egress-spm-kvm-"));
+        kvm = { sb: startSandbox(), image: await serveTinyImage(work), work };
+    }
+    try {
+        await measure(sizes);
+    } finally {
+        cluster?.stop();
+        if (kvm) await teardown({ image: kvm.image, work: kvm.work });
+    }
+}
+
+async function measure(sizes: number[]): Promise<void> {
     console.log(benchTable(["resource", "code by value KB", "loader B"], await providerSizes()));
     console.log();
     const samples: Sample[] = [];
@@ -102,7 +142,6 @@ async function main(): Promise<void> {
     console.log(
         benchTable(["members", "resources", "checkpoint KB", "KB/member", "marginal KB/member", "__provider KB"], rows),
     );
-    cluster?.stop();
 }
 
 main().catch((e) => {
