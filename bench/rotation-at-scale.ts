@@ -19,7 +19,7 @@ import * as os from "node:os";
 import * as path from "node:path";
 import { parseArgs } from "node:util";
 import { createLogger } from "../src/log/logger";
-import { startTestService, TestService, TOKENS, waitFor } from "../test/helpers/service";
+import { poolView, startTestService, TestService, TOKENS, waitFor } from "../test/helpers/service";
 import { benchTable } from "./table";
 
 interface Options {
@@ -156,10 +156,7 @@ async function watch(svc: TestService, o: Options, born: Map<string, number>): P
     return w;
 }
 
-async function poolOf(svc: TestService): Promise<any> {
-    const r = await svc.call("GET", "/v1/pools", { token: TOKENS.discover });
-    return (r.body.pools as { name: string }[]).find((p) => p.name === "rot");
-}
+const poolOf = (svc: TestService) => poolView(svc, "rot");
 
 /** Merges GET /v1/operations into `w` (the journal keeps the newest 200, so it is read often). */
 async function readOps(svc: TestService, w: Watch): Promise<void> {

@@ -52,10 +52,9 @@ export async function runOperation(op: Operation, log: Logger, ctx: RunContext):
     // then members the update would replace roll in batches (rolling/run.ts), else one plain `up`.
     await drainScaleDown(op, log, ctx);
     const key = configKey(deps);
-    const applied = appliedConfig.get(deps.driver) === key;
     const result =
         (await runRolling(scalerRollingDeps(op, deps, rotationSteps(op, log, ctx), log), signal)) ??
-        (await retryTransient(log, () => upForCounts(op, deps, applied)));
+        (await retryTransient(log, () => upForCounts(op, deps, key)));
     appliedConfig.set(deps.driver, key);
     log.info({ changes: result.changes, rolling: op.rolling }, "operation succeeded");
     return {
@@ -80,11 +79,13 @@ const appliedConfig = new WeakMap<object, string>();
  * The `up` of a scale or an autoscale step, which change counts alone: it targets the members added and
  * removed (engine countTargets), without a refresh (the reconcile loop finds dead members), so its cost does
  * not grow with the fleet. Reached only once the stack config is known to replace nothing (runRolling), and
- * targeted only when the rest of the config is what was applied (`applied`). An `up` operation converges
- * everything, and so does a count change with nothing in state to name members after.
+ * targeted only when the rest of the config (`key`, configKey now) is what the last operation applied. An
+ * `up` operation converges everything, and so does a count change with nothing in state to name members
+ * after. A rotation's surge growth and shrink (`counts`) come this way too.
  */
-async function upForCounts(op: Operation, deps: ScalerDeps, applied: boolean, counts = op.desired) {
+async function upForCounts(op: Operation, deps: ScalerDeps, key: string, counts = op.desired) {
     const onProgress = (e: ProgressEvent) => deps.ops.progress(op, e);
+    const applied = appliedConfig.get(deps.driver) === key;
     const target = op.kind === "up" || !applied ? undefined : await deps.driver.countTargets(counts);
     return deps.driver.up({ onProgress, ...(target ? { target, targetDependents: true, refresh: false } : {}) });
 }
@@ -98,8 +99,8 @@ function rotationSteps(op: Operation, log: Logger, ctx: RunContext): Parameters<
         // stack file says more than what was applied (a rolling change's new config): then a plain `up`.
         applyCounts: async (counts) => {
             await drainScaleDown(op, log, ctx, counts);
-            const applied = appliedConfig.get(deps.driver) === configKey(deps);
-            const result = await retryTransient(log, () => upForCounts(op, deps, applied, counts));
+            const key = configKey(deps);
+            const result = await retryTransient(log, () => upForCounts(op, deps, key, counts));
             return { changes: result.changes, proxies: result.proxies };
         },
         // Rotated (changed) members were healthy when chosen: no refresh run needed to learn what exists.
