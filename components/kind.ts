@@ -58,7 +58,12 @@ export interface ProviderSharedArgs<E extends EntryBase = EntryBase> {
  * `installation` (a same-named thing of another installation is an error naming both, and stays).
  * Returns a line per thing removed.
  */
-export type PendingCreateUndo = (inputs: Record<string, unknown>, installation: Installation) => Promise<string[]>;
+export type PendingCreateUndo = (
+    inputs: Record<string, unknown>,
+    installation: Installation,
+    /** `egress:providers` of the stack's config as JSON text, decrypted (where state keeps no key: KVM members). */
+    providers?: string,
+) => Promise<string[]>;
 
 /**
  * A resource an earlier release kept in state in a shape this one no longer writes (a Kubernetes member's

@@ -69,82 +69,98 @@ export async function removeDomain(virsh: Virsh, name: string): Promise<void> {
 /** Type token of the Domain dynamic resource (`pulumi-nodejs:dynamic/<module>:<type>`). */
 export const DOMAIN_TYPE = dynamicType("egress", "kvm:Domain");
 
+/**
+ * Whether a domain of this name is defined, as this member's (its egress metadata names this member of
+ * this stack and installation). Anything else of that name is not ours to touch: an error.
+ */
+export async function ownDomainExists(
+    virsh: Virsh,
+    inputs: Pick<DomainInputs, "name" | "metadata" | "metadataNs"> & { conn: { host: string } },
+): Promise<boolean> {
+    let exists = true;
+    await virsh(["domstate", inputs.name]).catch((e) => {
+        if (!isNotFound(e)) throw e;
+        exists = false;
+    });
+    if (!exists) return false;
+    const meta = await virsh(["metadata", inputs.name, "--uri", inputs.metadataNs, "--config"]).catch(() => "");
+    const old = parseMetadata(meta, inputs.metadataNs);
+    const m = inputs.metadata;
+    if (!old || old.project !== m.project || old.stack !== m.stack || old.member !== m.member)
+        throw new Error(
+            `domain ${inputs.name} already exists on host ${inputs.conn.host} and is not egress member ${m.member} of ${m.project}/${m.stack}; remove or rename it`,
+        );
+    // The same member of another installation (a second checkout with this stack name): never ours to replace.
+    if ((old.installation ?? "") !== (m.installation ?? ""))
+        throw new Error(
+            foreignInstallationMessage(
+                `domain ${inputs.name} on host ${inputs.conn.host}`,
+                m.installation ?? `${m.project}/${m.stack} (made before installation ids)`,
+                old.installation,
+            ),
+        );
+    return true;
+}
+
+/**
+ * Defines and starts the domain, then waits up to addressTimeoutSeconds for its address (returned; ""
+ * without a wait). A failure removes the domain and says what its serial console printed.
+ */
+export async function defineAndStart(virsh: Virsh, inputs: DomainInputs): Promise<string> {
+    const fs = require("node:fs") as typeof import("node:fs");
+    const path = require("node:path") as typeof import("node:path");
+    return await withTempDir("egress-dom-", async (dir) => {
+        const xml = path.join(dir, "domain.xml");
+        fs.writeFileSync(xml, domainXml(inputs));
+        await virsh(["define", xml]);
+        try {
+            await virsh(["start", inputs.name], { timeoutMs: 120000 });
+            return await addressAfterStart(virsh, inputs);
+        } catch (e) {
+            await removeDomain(virsh, inputs.name).catch(() => undefined);
+            throw e;
+        }
+    });
+}
+
+/** The address of a domain just started (addressTimeoutSeconds), or its console's tail in the error. */
+async function addressAfterStart(virsh: Virsh, inputs: DomainInputs): Promise<string> {
+    const wait = inputs.addressTimeoutSeconds;
+    if (wait <= 0) return "";
+    const tail = async () =>
+        (await consoleTail(virsh, inputs.overlayPath, inputs.name).catch(
+            (e) => `(console log unreadable: ${(e as Error).message})`,
+        )) || "(empty: the firmware or boot loader printed nothing)";
+    const t0 = Date.now();
+    const where = `domain ${inputs.name} on host ${inputs.conn.host}`;
+    const ipAddress = await waitForAddress(virsh, inputs.name, wait).catch(async (e) => {
+        if (!(e as GuestStoppedError).guestState) throw e;
+        const { guestState, guestReason } = e as GuestStoppedError;
+        throw new Error(
+            `${where} stopped while booting, ${((Date.now() - t0) / 1000).toFixed(0)} s after start: it is ${guestState}${guestReason ? ` (${guestReason})` : ""}, so it will never get an address; not waiting out addressTimeoutSeconds (${wait} s). Last lines of its serial console:\n${await tail()}`,
+        );
+    });
+    // A guest with no address after the whole wait is broken far more often than slow: fail with what its console said.
+    if (!ipAddress)
+        throw new Error(
+            `${where} has no address after ${wait} s (addressTimeoutSeconds; no source answered: guest agent, ARP, DHCP lease). Last lines of its serial console:\n${await tail()}`,
+        );
+    return ipAddress;
+}
+
 export const domainProvider: pulumi.dynamic.ResourceProvider<DomainInputs, DomainOutputs> = {
     async create(inputs) {
-        const fs = require("node:fs") as typeof import("node:fs");
-        const path = require("node:path") as typeof import("node:path");
         return withLibvirt(
             inputs.conn,
             inputs.privateKey,
             async (virsh) => {
-                // A domain of this name left by an interrupted run of this very member is ours to replace;
-                // anything else of that name is not ours to touch.
-                let exists = true;
-                await virsh(["domstate", inputs.name]).catch((e) => {
-                    if (!isNotFound(e)) throw e;
-                    exists = false;
-                });
-                if (exists) {
-                    const meta = await virsh(["metadata", inputs.name, "--uri", inputs.metadataNs, "--config"]).catch(
-                        () => "",
-                    );
-                    const old = parseMetadata(meta, inputs.metadataNs);
-                    const m = inputs.metadata;
-                    if (!old || old.project !== m.project || old.stack !== m.stack || old.member !== m.member)
-                        throw new Error(
-                            `domain ${inputs.name} already exists on host ${inputs.conn.host} and is not egress member ${m.member} of ${m.project}/${m.stack}; remove or rename it`,
-                        );
-                    // The same member of another installation (a second checkout with this stack name): never ours to replace.
-                    if ((old.installation ?? "") !== (m.installation ?? ""))
-                        throw new Error(
-                            foreignInstallationMessage(
-                                `domain ${inputs.name} on host ${inputs.conn.host}`,
-                                m.installation ?? `${m.project}/${m.stack} (made before installation ids)`,
-                                old.installation,
-                            ),
-                        );
-                    await removeDomain(virsh, inputs.name);
-                }
-                return await withTempDir("egress-dom-", async (dir) => {
-                    const xml = path.join(dir, "domain.xml");
-                    fs.writeFileSync(xml, domainXml(inputs));
-                    await virsh(["define", xml]);
-                    try {
-                        await virsh(["start", inputs.name], { timeoutMs: 120000 });
-                        // The console's tail goes into either failure (the catch below removes the domain and its log).
-                        const tail = async () =>
-                            (await consoleTail(virsh, inputs.overlayPath, inputs.name).catch(
-                                (e) => `(console log unreadable: ${(e as Error).message})`,
-                            )) || "(empty: the firmware or boot loader printed nothing)";
-                        const t0 = Date.now();
-                        const ipAddress =
-                            inputs.addressTimeoutSeconds > 0
-                                ? await waitForAddress(virsh, inputs.name, inputs.addressTimeoutSeconds).catch(
-                                      async (e) => {
-                                          if (!(e as GuestStoppedError).guestState) throw e;
-                                          const { guestState, guestReason } = e as GuestStoppedError;
-                                          throw new Error(
-                                              `domain ${inputs.name} on host ${inputs.conn.host} stopped while booting, ${((Date.now() - t0) / 1000).toFixed(0)} s after start: it is ${guestState}${guestReason ? ` (${guestReason})` : ""}, so it will never get an address; not waiting out addressTimeoutSeconds (${inputs.addressTimeoutSeconds} s). Last lines of its serial console:\n${await tail()}`,
-                                          );
-                                      },
-                                  )
-                                : "";
-                        if (inputs.addressTimeoutSeconds > 0 && !ipAddress) {
-                            // A guest with no address after the whole wait is broken far more often than slow: fail
-                            // with what its console said.
-                            throw new Error(
-                                `domain ${inputs.name} on host ${inputs.conn.host} has no address after ${inputs.addressTimeoutSeconds} s (addressTimeoutSeconds; no source answered: guest agent, ARP, DHCP lease). Last lines of its serial console:\n${await tail()}`,
-                            );
-                        }
-                        return {
-                            id: `${inputs.conn.host}/${inputs.name}`,
-                            outs: { ...inputs, ipAddress, state: "running", running: true },
-                        };
-                    } catch (e) {
-                        await removeDomain(virsh, inputs.name).catch(() => undefined);
-                        throw e;
-                    }
-                });
+                // A domain of this name left by an interrupted run of this very member is ours to replace.
+                if (await ownDomainExists(virsh, inputs)) await removeDomain(virsh, inputs.name);
+                const ipAddress = await defineAndStart(virsh, inputs);
+                return {
+                    id: `${inputs.conn.host}/${inputs.name}`,
+                    outs: { ...inputs, ipAddress, state: "running" as const, running: true },
+                };
             },
             { member: inputs.metadata?.member },
         );

@@ -1,13 +1,21 @@
 /**
  * `egress gc` for `type: kvm`: finds domains named with the installation's prefix
- * (`egress-<installation id>-`, naming.ts) that carry its egress metadata, and per-member volumes under the
- * same prefix, on every host of the entry.
+ * (`egress-<installation id>-`, naming.ts) that carry its egress metadata, and per-member volumes and
+ * pools' member templates under the same prefix, on every host of the entry.
  * Base images are a shared cache and are never listed. `remove` tolerates things already gone.
  */
 import type { KvmProviderConfig } from "./config";
 import type { Collector, CollectorFactory, ManagedThing } from "../kind";
 import { isNotFound, listDomains, listVolumes, Virsh, withLibvirt } from "./libvirt";
-import { connectionFor, KvmHost, memberOfVolume, METADATA_NS, privateKeyText, installationPrefix } from "./naming";
+import {
+    connectionFor,
+    KvmHost,
+    memberOfVolume,
+    METADATA_NS,
+    poolOfTemplateVolume,
+    privateKeyText,
+    installationPrefix,
+} from "./naming";
 import { parseMetadata } from "./xml";
 import { legacyInstallationId } from "../../src/model/installation";
 import { removeDomain } from "./domain";
@@ -62,6 +70,19 @@ export const kvmCollector: CollectorFactory<KvmProviderConfig> = (providerName, 
                             });
                     }
                     for (const vol of await listVolumes(virsh, h.storagePool)) {
+                        // A pool's member template (member-template.ts): no member's, but the installation's.
+                        const tplPool = poolOfTemplateVolume(prefix, vol);
+                        if (tplPool !== undefined) {
+                            found.push({
+                                kind: "kvm",
+                                provider: providerName,
+                                type: "volume",
+                                name: `${h.storagePool}/${vol}`,
+                                location: h.name,
+                                pool: tplPool,
+                            });
+                            continue;
+                        }
                         const member = memberOfVolume(prefix, vol);
                         if (member !== undefined && !foreign.has(member))
                             found.push({

@@ -18,5 +18,6 @@ export const kvmKind = defineKind({
         (require("./health") as typeof import("./health")).kvmChecker(name, entry, options),
     goneCheck: (ctx) => (require("./gone") as typeof import("./gone")).kvmGoneCheck(ctx),
     collector: (name, entry) => (require("./gc") as typeof import("./gc")).kvmCollector(name, entry),
+    handOver: () => (require("./hand-over") as typeof import("./hand-over")).kvmHandOvers,
     doctor: () => (require("./doctor") as typeof import("./doctor")).kvmDoctor(),
 });

@@ -7,31 +7,35 @@ import type { PoolSharedArgs, ProviderSharedArgs } from "../kind";
 import { memberPasswd } from "../shared/squid-passwd";
 import { BaseImage } from "./base-image";
 import type { BaseOwner } from "./base-owner";
-import { Domain } from "./domain";
-import { Overlay } from "./overlay";
-import { SeedDisk } from "./seed-disk";
-import { seedDigest } from "./seed-iso";
+import { KvmMember } from "./member-provider";
+import { Template, templateDigest } from "./member-template";
 import {
     baseVolumeName,
     connectionFor,
     hostZone,
     imageKey,
+    installationPrefix,
     KvmHost,
     machineType,
-    memberObjectNames,
     METADATA_NS,
-    overlayVolumeName,
     pickHost,
     poolBaseNeeds,
     privateKeyText,
-    seedVolumeName,
+    templateVolumeName,
 } from "./naming";
 
 /** Arguments of a KvmProxy: the common member arguments with a `kvm` provider entry. */
 export type KvmProxyArgs = MemberArgs<KvmProviderConfig, KvmPoolShared>;
 
-/** Base images a pool shares across members, keyed `<image key>/<host name>`. */
-export type KvmPoolShared = Map<string, BaseImage>;
+/**
+ * What the members of an entry share: base images keyed `<image key>/<host name>`, and member templates
+ * (member-template.ts), made on first use and keyed by their volume and host, under `group`.
+ */
+export interface KvmPoolShared {
+    bases: Map<string, BaseImage>;
+    templates: Map<string, Template>;
+    group: pulumi.ComponentResource;
+}
 
 /** The private key as a Pulumi secret (undefined with `privateKeyPath`). */
 function secretKey(entry: KvmProviderConfig): pulumi.Output<string> | undefined {
@@ -87,7 +91,7 @@ export function createKvmProviderShared(
     opts: pulumi.ComponentResourceOptions,
 ): KvmPoolShared {
     const group = new KvmBaseImages(providerName, opts);
-    const shared: KvmPoolShared = new Map();
+    const shared = new Map<string, BaseImage>();
     for (const pool of args.pools) {
         for (const { key, host } of poolBaseNeeds(args.entry, pool)) {
             const k = `${key}/${host.name}`;
@@ -116,10 +120,10 @@ export function createKvmProviderShared(
             );
         }
     }
-    return shared;
+    return { bases: shared, templates: new Map(), group };
 }
 
-/** Groups one provider entry's base images (children only, no outputs). */
+/** Groups one provider entry's base images and member templates (children only, no outputs). */
 class KvmBaseImages extends pulumi.ComponentResource {
     constructor(name: string, opts: pulumi.ComponentResourceOptions) {
         super("egress:kvm:KvmBaseImages", name, {}, opts);
@@ -142,15 +146,79 @@ export function createKvmPoolShared(
     return args.providerShared;
 }
 
-/** User-data as SeedDisk inputs: a secret string, base64 with `userDataEncoding` when binary (gzip). */
-function seedUserData(bytes: Buffer): { userData: pulumi.Output<string>; userDataEncoding?: "base64" } {
+/** User-data as template text: base64 with `userDataEncoding` when binary (gzip). */
+function seedUserData(bytes: Buffer): { userData: string; userDataEncoding?: "base64" } {
     const e = encodeUserData(bytes);
-    return { userData: pulumi.secret(e.userData), ...(e.encoding ? { userDataEncoding: e.encoding } : {}) };
+    return { userData: e.userData, ...(e.encoding ? { userDataEncoding: e.encoding } : {}) };
 }
 
 /**
- * A proxy on a libvirt host (`type: kvm`): base image (shared), qcow2 overlay, NoCloud seed ISO and a
- * domain. `member.host` is the guest's IP once known ("" until then, see addressTimeoutSeconds).
+ * The template of a member's pool on its host (member-template.ts), made by the first member that needs
+ * it: its volume's name carries the digest of everything the program knows of it.
+ */
+function templateFor(
+    args: KvmProxyArgs,
+    host: KvmHost,
+    base: BaseImage,
+    userData: Buffer,
+): { tpl: Template; volume: string } {
+    const { entry, plan, context } = args;
+    const key = imageKey(entry, plan.placement.image);
+    const image = entry.images[key];
+    const mt = machineType(entry, plan.placement.machineType);
+    const prefix = installationPrefix(context.installation.id);
+    const known = {
+        prefix,
+        storagePool: host.storagePool,
+        domain: {
+            domainType: host.domainType,
+            vcpu: mt.vcpu,
+            memoryMiB: mt.memoryMiB,
+            firmware: image.firmware,
+            ...(host.bridge ? { bridge: host.bridge } : { network: host.network }),
+            metadataNs: METADATA_NS,
+            // A legacy installation's domains keep the metadata they were made with (no replace on upgrade).
+            metadata: {
+                project: context.project,
+                stack: context.stack,
+                pool: args.pool,
+                provider: args.providerName,
+                ...(context.installation.legacy ? {} : { installation: context.installation.id }),
+            },
+        },
+        seed: {
+            ...seedUserData(userData),
+            installGuestAgent: entry.installGuestAgent,
+            ...(entry.vendorData !== undefined ? { vendorData: entry.vendorData } : {}),
+        },
+    };
+    const baseVolume = baseVolumeName(args.providerName, key, image.format);
+    const volume = templateVolumeName(
+        prefix,
+        args.pool,
+        templateDigest({ ...known, baseVolume, sha256: image.sha256 }),
+    );
+    const shared = args.shared!;
+    const found = shared.templates.get(`${volume}/${host.name}`);
+    if (found) return { tpl: found, volume };
+    const content = pulumi
+        .all([base.path, base.capacityBytes])
+        .apply(([path, capacityBytes]) =>
+            JSON.stringify({ ...known, base: { volume: baseVolume, path, format: image.format, capacityBytes } }),
+        );
+    const tpl = new Template(
+        `${args.providerName}-${volume.slice(prefix.length, -".json".length)}-${host.name}`,
+        { at: { entry: args.providerName, host: host.name }, volume, content: pulumi.secret(content) },
+        { parent: shared.group },
+    );
+    shared.templates.set(`${volume}/${host.name}`, tpl);
+    return { tpl, volume };
+}
+
+/**
+ * A proxy on a libvirt host (`type: kvm`): one member resource (member-provider.ts) that makes its
+ * overlay on the shared base image, its NoCloud seed ISO and its domain from its pool's template on the
+ * host. `member.host` is the guest's IP once known ("" until then, see addressTimeoutSeconds).
  */
 export class KvmProxy extends ProxyMemberComponent {
     constructor(name: string, args: KvmProxyArgs, opts?: pulumi.ComponentResourceOptions) {
@@ -159,90 +227,31 @@ export class KvmProxy extends ProxyMemberComponent {
         // Validate (and pick) before creating any child.
         const host = pickHost(entry, plan);
         const key = imageKey(entry, plan.placement.image);
-        const mt = machineType(entry, plan.placement.machineType);
-        const image = entry.images[key];
+        machineType(entry, plan.placement.machineType);
         const userData = plan.cloudInit
             ? readCloudInit(plan.cloudInit, context.projectRoot)
             : Buffer.from(defaultUserData(plan.port, memberPasswd(plan.auth, context, args.pool)));
-        const names = memberObjectNames(context.installation.id, plan.name);
-        const conn = connectionFor(entry, host);
-        const privateKey = secretKey(entry);
-
-        const base = args.shared?.get(`${key}/${host.name}`);
+        const base = args.shared?.bases.get(`${key}/${host.name}`);
         if (!base)
             throw new Error(
                 `kvm member ${name} has no base image for image \`${key}\` on host ${host.name} (the provider entry's base images were not created for it)`,
             );
+        const { tpl, volume } = templateFor(args, host, base, userData);
         // Delete before replace, as a resource option: a repair replaces a member with `up --replace`, which
-        // never asks the provider's diff (so its deleteBeforeReplace is not consulted), and the domain and
-        // its volumes keep their names — a replacement made first would collide with the old one.
-        const replaceOpts = { parent: this, deleteBeforeReplace: true };
-        const overlay = new Overlay(
-            `${name}-disk`,
+        // never asks the provider's diff, and the domain and its volumes keep their names.
+        const member = new KvmMember(
+            name,
             {
-                conn,
-                privateKey,
-                storagePool: host.storagePool,
-                // The base's name is part of the overlay's: a new image key makes a new disk next to the old one.
-                volume: overlayVolumeName(names.domain, baseVolumeName(args.providerName, key, image.format)),
-                basePath: base.path,
-                baseFormat: image.format,
-                capacityBytes: base.capacityBytes,
-            },
-            replaceOpts,
-        );
-
-        const content = {
-            userData,
-            hostname: plan.name,
-            installGuestAgent: entry.installGuestAgent,
-            vendorData: entry.vendorData,
-        };
-        const tag = seedDigest({ ...content, instanceId: "" }).slice(0, 8);
-        const seed = new SeedDisk(
-            `${name}-seed`,
-            {
-                conn,
-                privateKey,
-                storagePool: host.storagePool,
-                volume: seedVolumeName(names.domain, tag),
-                ...seedUserData(userData),
-                instanceId: `${names.domain}-${tag}`,
-                hostname: plan.name,
-                installGuestAgent: entry.installGuestAgent,
-                ...(entry.vendorData !== undefined ? { vendorData: pulumi.secret(entry.vendorData) } : {}),
-            },
-            replaceOpts,
-        );
-
-        const domain = new Domain(
-            `${name}-vm`,
-            {
-                conn,
-                privateKey,
-                name: names.domain,
-                domainType: host.domainType,
-                vcpu: mt.vcpu,
-                memoryMiB: mt.memoryMiB,
-                firmware: image.firmware,
-                overlayPath: overlay.path,
-                seedPath: seed.path,
-                ...(host.bridge ? { bridge: host.bridge } : { network: host.network }),
-                // A legacy installation's domains keep the metadata they were made with (no replace on upgrade).
-                metadata: {
-                    project: context.project,
-                    stack: context.stack,
-                    pool: args.pool,
-                    member: plan.name,
-                    provider: args.providerName,
-                    ...(context.installation.legacy ? {} : { installation: context.installation.id }),
+                member: {
+                    entry: args.providerName,
+                    host: host.name,
+                    name: plan.name,
+                    tpl: volume,
+                    wait: entry.addressTimeoutSeconds,
                 },
-                metadataNs: METADATA_NS,
-                addressTimeoutSeconds: entry.addressTimeoutSeconds,
             },
-            replaceOpts,
+            { parent: this, dependsOn: [tpl], deleteBeforeReplace: true },
         );
-
-        this.publish(args, domain.ipAddress, plan.port, hostZone(host));
+        this.publish(args, member.ip, plan.port, hostZone(host));
     }
 }

@@ -57,6 +57,20 @@ export function memberOfVolume(prefix: string, volume: string): string | undefin
     return m?.[1];
 }
 
+/**
+ * The template's volume name. `digest` is of what the program knows before anything exists (the base's
+ * volume and image digest stand for its path and size): `<prefix>tpl-<pool>-<8 hex>.json`.
+ */
+export function templateVolumeName(prefix: string, pool: string, digest: string): string {
+    return `${prefix}tpl-${pool}-${digest.slice(0, 8)}.json`;
+}
+
+/** The pool of a template volume of installation `prefix` (templateVolumeName's inverse), or undefined. */
+export function poolOfTemplateVolume(prefix: string, volume: string): string | undefined {
+    if (!volume.startsWith(prefix)) return undefined;
+    return /^tpl-(.+)-[0-9a-f]{8}\.json$/.exec(volume.slice(prefix.length))?.[1];
+}
+
 /** Zone of a host: its `zone`, or its name when it has none (config crossCheck uses the same rule). */
 export function hostZone(h: KvmHost): string {
     return h.zone ?? h.name;

@@ -64,6 +64,7 @@ export async function finishPendingOperations(
     const pending = dep?.pending_operations ?? [];
     if (!pending.length) return done;
     const undoers = pendingCreateUndoers();
+    const providers = (await stack.getAllConfig())["egress:providers"]?.value;
     // A pending create whose resource a later run has recorded since: what runs under that name is the
     // recorded one, and undoing by name would stop a healthy member.
     const recorded = new Set((dep?.resources ?? []).filter((r) => r.id).map((r) => r.urn));
@@ -88,7 +89,8 @@ export async function finishPendingOperations(
             continue;
         }
         try {
-            const removed = await undo(plainInputs(op.resource.inputs ?? {}) as Record<string, unknown>, installation);
+            const inputs = plainInputs(op.resource.inputs ?? {}) as Record<string, unknown>;
+            const removed = await undo(inputs, installation, providers);
             done.push(
                 removed.length
                     ? `pending create of ${op.resource.urn}: ${removed.join("; ")}`

@@ -1,6 +1,6 @@
 /**
  * egress as an earlier commit had it, built once per checkout from this repository's history into the temp
- * dir: tests make a stack with it, as an existing user's would be, and then upgrade. Three such releases:
+ * dir: tests make a stack with it, as an existing user's would be, and then upgrade. Such releases:
  * the one before installation ids (LEGACY_COMMIT), the one before the folder `kinds` became components/
  * (BEFORE_COMPONENTS_COMMIT), the last one with provider code in state (BEFORE_LOADERS_COMMIT) and the
  * last one whose Kubernetes members were @pulumi/kubernetes resources (BEFORE_KUBE_MEMBER_COMMIT). Shares this checkout's node_modules (the dependencies did not change). Fails
@@ -20,6 +20,8 @@ export const LEGACY_COMMIT = "528a80a";
 export const BEFORE_COMPONENTS_COMMIT = "6df416d";
 /** The last commit whose Kubernetes members are a Deployment and a Service in state (issue 33). */
 export const BEFORE_KUBE_MEMBER_COMMIT = "3c3e9a2";
+/** The last commit whose KVM members are an Overlay, a SeedDisk and a Domain in state (issue 33). */
+export const BEFORE_KVM_MEMBER_COMMIT = "93018a1";
 /** The last commit whose dynamic resources store their provider's code in state (`__provider`, issue 33). */
 export const BEFORE_LOADERS_COMMIT = "e42934d";
 

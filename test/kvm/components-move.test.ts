@@ -1,8 +1,9 @@
 /**
  * Issue 18 for the kvm kind: the folder `kinds` became components/, and every dynamic provider's code moved
  * with it. A kvm stack made on the libvirt sandbox by the release before the move (built from history,
- * test/helpers/legacy-release.ts) previews with this tree without a replace or a delete, and its `up` keeps
- * the member's domain (same UUID, still running) and disks. The image is a tiny qcow2 that need not boot
+ * test/helpers/legacy-release.ts) previews with this tree without a replace, and its `up` keeps the
+ * member's domain (same UUID, still running) and disks, handing the member's three resources of that
+ * release over to its one member resource (issue 33). The image is a tiny qcow2 that need not boot
  * (addressTimeoutSeconds 0): this is about state and URNs, not guests. Provider code is serialized by value
  * (state names no folder): what the old release left is its code and its state's shapes, which this tree's
  * providers must diff without a replace.
@@ -81,7 +82,7 @@ const replacing = (stdout: string): string[] =>
     Object.keys(JSON.parse(stdout).changes as Record<string, number>).filter((op) => op !== "same" && op !== "update");
 
 test(
-    "a kvm stack made before components/ moved previews no replace or delete, and `up` keeps its domain",
+    "a kvm stack made before components/ moved previews no replace, and `up` keeps its domain",
     { timeout: 900_000 },
     async (t) => {
         let t0 = Date.now();
@@ -109,36 +110,45 @@ test(
         t.diagnostic(
             `this tree: preview ${Date.now() - t0} ms, changes ${JSON.stringify(JSON.parse(preview.stdout).changes)}`,
         );
-        assert.deepEqual(replacing(preview.stdout), [], `no replace, no delete: ${preview.stdout}`);
+        // Since issue 33 a member is one resource (components/kvm/member-provider.ts): a preview of a stack an
+        // earlier release made shows the member's three resources deleted and its member resource and its
+        // pool's template created, as docs/operations.md says (the hand-over happens in `up`). Nothing replaced.
+        const previewed = JSON.parse(preview.stdout).changes as Record<string, number>;
+        assert.equal(previewed.replace, undefined, preview.stdout);
+        assert.deepEqual([previewed.delete, previewed.create], [3, 2], preview.stdout);
 
         t0 = Date.now();
         const up = await cliAsync(p, ["up", "--json"]);
         assert.equal(up.code, 0, `up: ${up.stderr}\n${up.stdout}`);
         t.diagnostic(`this tree: up ${Date.now() - t0} ms, changes ${JSON.stringify(JSON.parse(up.stdout).changes)}`);
-        assert.deepEqual(replacing(up.stdout), [], up.stdout);
-        assert.deepEqual(onHost(), before, "the same domain (UUID), still running, and the same disks");
+        assert.match(up.stderr, /handed 3 resource\(s\) of an earlier release's shape over to 1 of this release's/);
+        assert.deepEqual(replacing(up.stdout), ["create"], up.stdout);
+        const after = onHost();
+        assert.deepEqual(after.domains, before.domains, "the same domain (UUID), still running");
+        assert.deepEqual(
+            after.volumes.filter((v) => !v.includes("-tpl-")),
+            before.volumes,
+            "the same disks, and the pool's template beside them",
+        );
         const newCode = providerCode();
-        assert.deepEqual([...newCode.keys()].sort(), [...oldCode.keys()].sort(), "the same URNs");
-        const changed = [...newCode].filter(([urn, code]) => oldCode.get(urn) !== code).length;
-        t.diagnostic(`provider code in state changed for ${changed} of ${newCode.size} dynamic resources`);
+        const parts = [...oldCode.keys()].filter((u) => /egress:kvm:(Overlay|SeedDisk|Domain)::/.test(u));
+        assert.equal(parts.length, 3, parts.join(" "));
+        assert.deepEqual(
+            [...newCode.keys()].filter((u) => oldCode.has(u)).sort(),
+            [...oldCode.keys()].filter((u) => !parts.includes(u)).sort(),
+            "the other URNs stay",
+        );
         for (const [urn, code] of newCode)
             assert.match(code, /^exports\.handler=\(\)=>require\("@egress\/providers"\)/, `a loader, no code: ${urn}`);
-        // Inputs take the loader at once. The KVM resources are not updated only for it (their outputs chain
-        // into each other's replace keys, and a forced update would preview replaces: components/shared/
-        // dynamic.ts keepingProviderText): the updates are the Domain's steady address look-up and the
-        // installation identity's loader rewrite.
-        const updates = (stdout: string) => (JSON.parse(stdout).changes.update as number | undefined) ?? 0;
-        assert.equal(updates(preview.stdout), 2, `the Domain's look-up and the identity's rewrite: ${preview.stdout}`);
-        assert.equal(updates(up.stdout), 2, up.stdout);
 
-        // The steady state, for comparison: a guest that never boots has no address, so each `up` shows the
-        // Domain as an update that looks for it again (components/kvm/domain.ts diff). Nothing else changes.
+        // The steady state: a guest that never boots has no address, so each `up` shows the member as an
+        // update that looks for it again (components/kvm/member-provider.ts diff). Nothing else changes.
         const again = await cliAsync(p, ["up", "--json"]);
         assert.equal(again.code, 0, again.stderr);
         const steady = JSON.parse(again.stdout).changes;
         t.diagnostic(`this tree: a second up's changes ${JSON.stringify(steady)}`);
         assert.deepEqual(replacing(again.stdout), [], again.stdout);
-        assert.equal(updates(again.stdout), 1, `only the Domain's address look-up: ${again.stdout}`);
-        assert.deepEqual(onHost(), before, "still the same domain and disks");
+        assert.equal(steady.update, 1, `only the member's address look-up: ${again.stdout}`);
+        assert.deepEqual(onHost(), after, "still the same domain and disks");
     },
 );

@@ -135,7 +135,10 @@ test("pool of 2 → libvirt view → scale 1 → changed sha refused → destroy
         [`${names[0].domain}.console.log`],
         "kp-0's serial console log",
     );
-    assert.equal(memberVolumes().filter((v) => !v.endsWith(".console.log")).length, 2, "overlay and seed of kp-0 kept");
+    const kept = memberVolumes().filter((v) => !v.endsWith(".console.log"));
+    assert.equal(kept.filter((v) => !v.includes("-tpl-")).length, 2, `overlay and seed of kp-0 kept: ${kept}`);
+    // The pool's member template (components/kvm/member-template.ts): the one in use; none for the refused sha.
+    assert.equal(kept.filter((v) => v.includes("-tpl-kp-")).length, 1, `one member template: ${kept}`);
 
     project.writeConfig(config(1));
     t0 = Date.now();

@@ -1,7 +1,7 @@
 /**
  * Binary user-data (gzip, which cloud-init accepts) reaches every kind byte for byte: the program is run
- * under mocks with the KVM sample stack's shape and a gzip cloud-init file, and the SeedDisk inputs it
- * produces are built into a real NoCloud ISO with xorriso and read back; GCE gets base64 with
+ * under mocks with the KVM sample stack's shape and a gzip cloud-init file, and the member template it
+ * produces (the seed's part) is built into a real NoCloud ISO with xorriso and read back; GCE gets base64 with
  * `user-data-encoding`; a pod's squid.conf is read from the gunzipped document.
  */
 import { before, test } from "node:test";
@@ -87,30 +87,24 @@ test(
         })();
         await valueOf(outputs.proxies);
         await settle();
-        const seeds = ofType("pulumi-nodejs:dynamic/egress:kvm:SeedDisk");
-        assert.deepEqual(seeds.map((s) => s.name).sort(), ["home-0-seed", "home-1-seed"]);
-        const text = seeds.find((s) => s.name === "home-0-seed")!;
-        const gz = seeds.find((s) => s.name === "home-1-seed")!;
-        // Text user-data keeps the inputs it always had (no encoding key, so existing stacks see no diff).
-        assert.equal(
-            text.inputs.userData,
-            fs.readFileSync(path.join(PACKAGE_ROOT, "cloud-init", "squid.yaml"), "utf8"),
-        );
-        assert.equal(text.inputs.userDataEncoding, undefined);
-        assert.equal(gz.inputs.userDataEncoding, "base64");
-        assert.ok(isSecret(gz.raw.userData), "user-data stays a secret when binary");
-        assert.ok(!JSON.stringify(gz.raw).includes(TEXT.slice(0, 20)), "nothing of the document in clear");
+        // One template per content (member-template.ts): the pool's text file, and member 1's gzip one.
+        const templates = ofType("pulumi-nodejs:dynamic/egress:kvm:Template");
+        assert.equal(templates.length, 2, templates.map((t) => t.name).join(", "));
+        const seedOf = (t: (typeof templates)[number]) => JSON.parse(t.inputs.content).seed;
+        const text = templates.map(seedOf).find((x) => x.userDataEncoding === undefined);
+        const gz = templates.map(seedOf).find((x) => x.userDataEncoding === "base64");
+        assert.ok(text && gz, JSON.stringify(templates.map(seedOf)));
+        assert.equal(text.userData, fs.readFileSync(path.join(PACKAGE_ROOT, "cloud-init", "squid.yaml"), "utf8"));
+        for (const t of templates) {
+            assert.ok(isSecret(t.raw.content), "user-data stays a secret");
+            assert.ok(!JSON.stringify(t.raw).includes(TEXT.slice(0, 20)), "nothing of the document in clear");
+        }
 
         const work = fs.mkdtempSync(path.join(os.tmpdir(), "egress-seed-iso-"));
         try {
-            const bytes = decodeUserData({ userData: gz.inputs.userData, encoding: gz.inputs.userDataEncoding });
+            const bytes = decodeUserData({ userData: gz.userData, encoding: gz.userDataEncoding });
             const iso = await buildSeedIso(
-                {
-                    userData: bytes,
-                    instanceId: gz.inputs.instanceId,
-                    hostname: gz.inputs.hostname,
-                    installGuestAgent: gz.inputs.installGuestAgent,
-                },
+                { userData: bytes, instanceId: "i-1", hostname: "home-1", installGuestAgent: gz.installGuestAgent },
                 work,
             );
             const out = path.join(work, "user-data.read");

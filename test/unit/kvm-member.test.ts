@@ -1,0 +1,103 @@
+/**
+ * The KVM member resource's pure parts: where its key comes from (the stack's config), its diff, and the
+ * hand-over of an earlier release's three resources per member to it.
+ */
+import { afterEach, test } from "node:test";
+import assert from "node:assert/strict";
+import { configuredEntry, hostSession, keyFor, setKvmProvidersConfig } from "../../components/kvm/stack-config";
+import { kvmMemberProvider, KvmMemberOutputs, KVM_MEMBER_TYPE } from "../../components/kvm/member-provider";
+import { kvmMemberUrnOf } from "../../components/kvm/hand-over";
+import { memberOfVolume, poolOfTemplateVolume, templateVolumeName } from "../../components/kvm/naming";
+
+const entry = {
+    type: "kvm",
+    ssh: { user: "root", privateKey: "KEY", knownHosts: "h ssh-ed25519 AAAA" },
+    hosts: [{ name: "h1", address: "10.0.0.5", bridge: "br0" }],
+    images: { deb: { url: "https://x/d.qcow2", sha256: "a".repeat(64), format: "qcow2" } },
+    machineTypes: { small: { vcpu: 1, memoryMiB: 512 } },
+};
+
+afterEach(() => setKvmProvidersConfig(undefined));
+
+test("the key and connection come from the stack's config, with the entry's defaults applied", () => {
+    setKvmProvidersConfig({ lab: entry });
+    const s = hostSession({ entry: "lab", host: "h1" });
+    assert.equal(s.privateKey, "KEY");
+    assert.deepEqual(s.conn, {
+        host: "h1",
+        user: "root",
+        address: "10.0.0.5",
+        port: 22,
+        knownHosts: "h ssh-ed25519 AAAA",
+    });
+    assert.equal(s.storagePool, "default");
+    // A key file named by the connection needs no entry at all.
+    setKvmProvidersConfig({});
+    assert.equal(keyFor("lab", { ...s.conn, privateKeyPath: "/k" }), undefined);
+});
+
+test("a missing entry, host or config says what is missing and what to do", () => {
+    assert.throws(() => configuredEntry("lab"), /the stack's config has no `egress:providers`/);
+    setKvmProvidersConfig({});
+    assert.throws(() => keyFor("lab", { host: "h1", user: "u", address: "a", port: 22 }), /Put the entry back/);
+    setKvmProvidersConfig({ lab: entry });
+    assert.throws(
+        () => hostSession({ entry: "lab", host: "h9" }),
+        /host `h9` is no longer in kvm provider entry `lab`/,
+    );
+    setKvmProvidersConfig({ lab: { ...entry, hosts: [{ name: "h1", address: "a b", bridge: "br0" }] } });
+    assert.throws(() => configuredEntry("lab"), /`lab` in the stack's config is not valid: hosts\.0\.address/);
+});
+
+const olds: KvmMemberOutputs = {
+    at: { entry: "lab", host: "h1" },
+    conn: { host: "h1", user: "root", address: "10.0.0.5", port: 22, knownHosts: "h ssh-ed25519 AAAA" },
+    name: "web-0",
+    tpl: "egress-1a2b3c4d-tpl-web-0123abcd.json",
+    wait: 300,
+    ip: "192.0.2.7",
+};
+const news = (over: Partial<KvmMemberOutputs & { host: string }> = {}) => ({
+    member: { entry: "lab", host: over.host ?? "h1", name: "web-0", tpl: over.tpl ?? olds.tpl, wait: over.wait ?? 300 },
+});
+
+test("diff: a new template or host replaces, deleting first; a gone domain too; the wait only updates", async () => {
+    setKvmProvidersConfig({ lab: entry });
+    const diff = (o: KvmMemberOutputs, n: ReturnType<typeof news>) => kvmMemberProvider.diff!("id", o, n);
+    assert.deepEqual(await diff(olds, news()), { changes: false, replaces: [], deleteBeforeReplace: true });
+    const tpl = await diff(olds, news({ tpl: "egress-1a2b3c4d-tpl-web-99999999.json" }));
+    assert.deepEqual([tpl.changes, tpl.replaces, tpl.deleteBeforeReplace], [true, ["member.tpl"], true]);
+    assert.deepEqual((await diff(olds, news({ host: "h2" }))).replaces, ["member.host"]);
+    assert.deepEqual((await diff({ ...olds, gone: true }, news())).replaces, ["gone"]);
+    assert.deepEqual(await diff(olds, news({ wait: 60 })), { changes: true, replaces: [], deleteBeforeReplace: true });
+    // Another address or port for the host in config: an update that records it, nothing replaced.
+    setKvmProvidersConfig({ lab: { ...entry, hosts: [{ ...entry.hosts[0], port: 2222 }] } });
+    assert.deepEqual(await diff(olds, news()), { changes: true, replaces: [], deleteBeforeReplace: true });
+    // Still no address: an update looks once.
+    assert.equal((await diff({ ...olds, ip: "" }, news())).changes, true);
+});
+
+test("hand-over: an earlier release's overlay, seed disk and domain of a member name its member resource", () => {
+    const chain = "urn:pulumi:s::p::egress:index:ProxyPool$egress:kvm:KvmProxy";
+    const member = `${chain}$${KVM_MEMBER_TYPE}::web-0`;
+    for (const [type, name] of [
+        ["Overlay", "web-0-disk"],
+        ["SeedDisk", "web-0-seed"],
+        ["Domain", "web-0-vm"],
+    ])
+        assert.equal(kvmMemberUrnOf(`${chain}$pulumi-nodejs:dynamic/egress:kvm:${type}::${name}`), member);
+    // Not a member's part: left alone.
+    assert.equal(kvmMemberUrnOf(`urn:pulumi:s::p::x$pulumi-nodejs:dynamic/egress:kvm:Domain::web-0-vm`), "");
+    assert.equal(kvmMemberUrnOf(`${chain}$pulumi-nodejs:dynamic/egress:kvm:Domain::web-0`), "");
+    assert.equal(kvmMemberUrnOf(`${chain}$pulumi-nodejs:dynamic/egress:kvm:BaseImage::web-0-vm`), "");
+});
+
+test("gc tells a template's volume from a member's, and finds it by its installation", () => {
+    const prefix = "egress-1a2b3c4d-";
+    const v = templateVolumeName(prefix, "web", "0123abcd99");
+    assert.equal(v, "egress-1a2b3c4d-tpl-web-0123abcd.json");
+    assert.equal(memberOfVolume(prefix, v), undefined);
+    assert.equal(poolOfTemplateVolume(prefix, v), "web");
+    assert.equal(poolOfTemplateVolume("egress-99999999-", v), undefined, "another installation's");
+    assert.equal(poolOfTemplateVolume(prefix, "egress-1a2b3c4d-web-0-0123abcd.qcow2"), undefined);
+});
