@@ -1,41 +1,15 @@
 import * as pulumi from "@pulumi/pulumi";
 import type { KvmProviderConfig } from "./config";
-import { encodeUserData, readCloudInit } from "../../src/model/cloud-init";
 import { MemberArgs, memberIdentity, ProxyMemberComponent } from "../shared/member";
-import { defaultUserData } from "./squid-config";
 import type { PoolSharedArgs, ProviderSharedArgs } from "../kind";
-import { memberPasswd } from "../shared/squid-passwd";
 import { BaseImage } from "./base-image";
 import type { BaseOwner } from "./base-owner";
 import { KvmMember } from "./member-provider";
-import { Template, templateDigest } from "./member-template";
-import {
-    baseVolumeName,
-    connectionFor,
-    hostZone,
-    imageKey,
-    installationPrefix,
-    KvmHost,
-    machineType,
-    METADATA_NS,
-    pickHost,
-    poolBaseNeeds,
-    privateKeyText,
-    templateVolumeName,
-} from "./naming";
+import { createPoolTemplates, KvmPoolShared, templateFor } from "./pool-templates";
+import { baseVolumeName, connectionFor, hostZone, KvmHost, pickHost, poolBaseNeeds, privateKeyText } from "./naming";
 
 /** Arguments of a KvmProxy: the common member arguments with a `kvm` provider entry. */
 export type KvmProxyArgs = MemberArgs<KvmProviderConfig, KvmPoolShared>;
-
-/**
- * What the members of an entry share: base images keyed `<image key>/<host name>`, and member templates
- * (member-template.ts), made on first use and keyed by their volume and host, under `group`.
- */
-export interface KvmPoolShared {
-    bases: Map<string, BaseImage>;
-    templates: Map<string, Template>;
-    group: pulumi.ComponentResource;
-}
 
 /** The private key as a Pulumi secret (undefined with `privateKeyPath`). */
 function secretKey(entry: KvmProviderConfig): pulumi.Output<string> | undefined {
@@ -143,76 +117,8 @@ export function createKvmPoolShared(
         throw new Error(
             `kvm pool ${name} needs the provider entry's base images (createKvmProviderShared was not called for \`${args.providerName}\`)`,
         );
+    createPoolTemplates(args.providerShared, args);
     return args.providerShared;
-}
-
-/** User-data as template text: base64 with `userDataEncoding` when binary (gzip). */
-function seedUserData(bytes: Buffer): { userData: string; userDataEncoding?: "base64" } {
-    const e = encodeUserData(bytes);
-    return { userData: e.userData, ...(e.encoding ? { userDataEncoding: e.encoding } : {}) };
-}
-
-/**
- * The template of a member's pool on its host (member-template.ts), made by the first member that needs
- * it: its volume's name carries the digest of everything the program knows of it.
- */
-function templateFor(
-    args: KvmProxyArgs,
-    host: KvmHost,
-    base: BaseImage,
-    userData: Buffer,
-): { tpl: Template; volume: string } {
-    const { entry, plan, context } = args;
-    const key = imageKey(entry, plan.placement.image);
-    const image = entry.images[key];
-    const mt = machineType(entry, plan.placement.machineType);
-    const prefix = installationPrefix(context.installation.id);
-    const known = {
-        prefix,
-        storagePool: host.storagePool,
-        domain: {
-            domainType: host.domainType,
-            vcpu: mt.vcpu,
-            memoryMiB: mt.memoryMiB,
-            firmware: image.firmware,
-            ...(host.bridge ? { bridge: host.bridge } : { network: host.network }),
-            metadataNs: METADATA_NS,
-            // A legacy installation's domains keep the metadata they were made with (no replace on upgrade).
-            metadata: {
-                project: context.project,
-                stack: context.stack,
-                pool: args.pool,
-                provider: args.providerName,
-                ...(context.installation.legacy ? {} : { installation: context.installation.id }),
-            },
-        },
-        seed: {
-            ...seedUserData(userData),
-            installGuestAgent: entry.installGuestAgent,
-            ...(entry.vendorData !== undefined ? { vendorData: entry.vendorData } : {}),
-        },
-    };
-    const baseVolume = baseVolumeName(args.providerName, key, image.format);
-    const volume = templateVolumeName(
-        prefix,
-        args.pool,
-        templateDigest({ ...known, baseVolume, sha256: image.sha256 }),
-    );
-    const shared = args.shared!;
-    const found = shared.templates.get(`${volume}/${host.name}`);
-    if (found) return { tpl: found, volume };
-    const content = pulumi
-        .all([base.path, base.capacityBytes])
-        .apply(([path, capacityBytes]) =>
-            JSON.stringify({ ...known, base: { volume: baseVolume, path, format: image.format, capacityBytes } }),
-        );
-    const tpl = new Template(
-        `${args.providerName}-${volume.slice(prefix.length, -".json".length)}-${host.name}`,
-        { at: { entry: args.providerName, host: host.name }, volume, content: pulumi.secret(content) },
-        { parent: shared.group },
-    );
-    shared.templates.set(`${volume}/${host.name}`, tpl);
-    return { tpl, volume };
 }
 
 /**
@@ -223,20 +129,10 @@ function templateFor(
 export class KvmProxy extends ProxyMemberComponent {
     constructor(name: string, args: KvmProxyArgs, opts?: pulumi.ComponentResourceOptions) {
         super("egress:kvm:KvmProxy", name, memberIdentity(args, hostZone(pickHost(args.entry, args.plan))), opts);
-        const { entry, plan, context } = args;
+        const { entry, plan } = args;
         // Validate (and pick) before creating any child.
         const host = pickHost(entry, plan);
-        const key = imageKey(entry, plan.placement.image);
-        machineType(entry, plan.placement.machineType);
-        const userData = plan.cloudInit
-            ? readCloudInit(plan.cloudInit, context.projectRoot)
-            : Buffer.from(defaultUserData(plan.port, memberPasswd(plan.auth, context, args.pool)));
-        const base = args.shared?.bases.get(`${key}/${host.name}`);
-        if (!base)
-            throw new Error(
-                `kvm member ${name} has no base image for image \`${key}\` on host ${host.name} (the provider entry's base images were not created for it)`,
-            );
-        const { tpl, volume } = templateFor(args, host, base, userData);
+        const { tpl, volume } = templateFor(args.shared!, args, plan, host);
         // Delete before replace, as a resource option: a repair replaces a member with `up --replace`, which
         // never asks the provider's diff, and the domain and its volumes keep their names.
         const member = new KvmMember(
