@@ -1,8 +1,9 @@
 /**
  * One KVM member as one dynamic resource (issue 33), where it was three (overlay, seed disk, domain), each
  * keeping the host's connection and SSH key in its inputs and outputs: 11.4 KB of state per member. State
- * now keeps the member's name, its host (entry and host names), its pool's template volume
- * (member-template.ts) and, for a delete, the connection without the key. The key comes from the stack's
+ * keeps the member's name, its host (entry and host names) and its pool's template volume
+ * (member-template.ts) as inputs; as outputs, for a delete, the connection without the key, and a digest
+ * of the inputs for the diff. The key comes from the stack's
  * config (stack-config.ts).
  *
  * - create reads the template on the host, makes the overlay and the seed ISO, defines and starts the
@@ -21,7 +22,7 @@ import { explainUnreachableDelete } from "./unreachable";
 import { deleteVolume } from "./volumes";
 import { configureKvm, hostSession, HostRef, keyFor } from "./stack-config";
 import { adoptableDomain, makeMemberDisks, MemberDisks, memberDisksOf } from "./member-disks";
-import { KvmTemplate, readTemplate } from "./member-template";
+import { KvmTemplate, readTemplate, templateDigest } from "./member-template";
 import type { MemberMetadata } from "./xml";
 
 /** Type token of the member resource. */
@@ -43,12 +44,12 @@ export interface KvmMemberInputs {
  * is also what `egress gc` matches against.
  */
 export interface KvmMemberOutputs {
-    at: HostRef;
+    /** The provider entry (its key, from config, reaches the host). */
+    entry: string;
     /** Where the host is, without the key: a delete must reach a host config no longer lists. */
     conn: KvmConnection;
-    /** The member's name, template and wait (as its inputs gave them: a diff compares them). */
-    name: string;
-    tpl: string;
+    /** Of the inputs but `wait`: another is a replace (a new template, host, entry or name). */
+    digest: string;
     wait: number;
     /** The guest's address, "" until known. */
     ip: string;
@@ -69,6 +70,11 @@ function partsOf(id: string): { domain: string; disks: MemberDisks } {
 }
 
 const domainOf = (id: string) => partsOf(id).domain;
+/** The member's name: its domain's without the installation prefix (`egress-<8 hex>-`, naming.ts). */
+const memberOf = (id: string) => domainOf(id).replace(/^egress-[0-9a-f]{8}-/, "");
+/** What of the inputs makes another member: all of them but the address wait. */
+const digestOf = (i: KvmMemberInputs) =>
+    templateDigest({ entry: i.member.entry, host: i.member.host, name: i.member.name, tpl: i.member.tpl });
 const refOf = (i: KvmMemberInputs): HostRef => ({ entry: i.member.entry, host: i.member.host });
 
 export const kvmMemberProvider: pulumi.dynamic.ResourceProvider<KvmMemberInputs, KvmMemberOutputs> = {
@@ -86,14 +92,7 @@ export const kvmMemberProvider: pulumi.dynamic.ResourceProvider<KvmMemberInputs,
                 const spec = { tpl, name: m.name, domain, conn, wait: m.wait };
                 const disks = memberDisksOf(tpl, m.name, domain);
                 const id = memberId(conn.host, domain, disks);
-                const outs = (ip: string) => ({
-                    at: refOf(inputs),
-                    conn,
-                    name: m.name,
-                    tpl: m.tpl,
-                    wait: m.wait,
-                    ip,
-                });
+                const outs = (ip: string) => ({ entry: m.entry, conn, digest: digestOf(inputs), wait: m.wait, ip });
                 if (await ownDomainExists(virsh, { name: domain, conn, ...metadataOf(spec) })) {
                     const adopted = await adoptableDomain(virsh, domain, disks);
                     if (adopted !== undefined) return { id, outs: outs(adopted) };
@@ -121,7 +120,7 @@ export const kvmMemberProvider: pulumi.dynamic.ResourceProvider<KvmMemberInputs,
         delete p.gone;
         return withLibvirt(
             p.conn,
-            keyFor(p.at.entry, p.conn),
+            keyFor(p.entry, p.conn),
             async (virsh) => {
                 // A host we cannot reach throws here: it says nothing about its guests.
                 const state = await domainState(virsh, domainOf(id));
@@ -136,21 +135,16 @@ export const kvmMemberProvider: pulumi.dynamic.ResourceProvider<KvmMemberInputs,
                     return { id, props: p };
                 }
             },
-            { member: p.name },
+            { member: memberOf(id) },
         );
     },
 
     async diff(_id, olds, news) {
-        const moved = olds.at.entry !== news.member.entry || olds.at.host !== news.member.host;
-        const replaces = [
-            ...(moved ? ["member.host"] : []),
-            ...(olds.tpl !== news.member.tpl ? ["member.tpl"] : []),
-            ...(olds.gone ? ["gone"] : []),
-        ];
+        const replaces = [...(olds.digest !== digestOf(news) ? ["member"] : []), ...(olds.gone ? ["gone"] : [])];
         // An address still unknown, or another connection in config, is an update (one quick look, no wait).
         let connChanged = false;
         try {
-            connChanged = !moved && JSON.stringify(hostSession(refOf(news)).conn) !== JSON.stringify(olds.conn);
+            connChanged = JSON.stringify(hostSession(refOf(news)).conn) !== JSON.stringify(olds.conn);
         } catch {
             /* the host is gone from config: create says so, if it comes to that */
         }
@@ -173,10 +167,10 @@ export const kvmMemberProvider: pulumi.dynamic.ResourceProvider<KvmMemberInputs,
     },
 
     async delete(id, props) {
-        const member = props.name;
+        const member = memberOf(id);
         await withLibvirt(
             props.conn,
-            keyFor(props.at.entry, props.conn),
+            keyFor(props.entry, props.conn),
             async (virsh) => {
                 const { domain, disks } = partsOf(id);
                 await removeDomain(virsh, domain);
@@ -208,10 +202,9 @@ export class KvmMember extends LoadedDynamicResource {
             name,
             {
                 ...args,
-                at: undefined,
+                entry: undefined,
                 conn: undefined,
-                name: undefined,
-                tpl: undefined,
+                digest: undefined,
                 wait: undefined,
                 ip: undefined,
                 gone: undefined,

@@ -125,10 +125,60 @@ export async function startHaproxy(o: {
     gatewayPort: number;
     replicas: Replica[];
 }): Promise<TestHaproxy> {
-    const bin = haproxyBin();
     const dir = fs.mkdtempSync(path.join(os.tmpdir(), "egress-haproxy-"));
+    const run = await runHaproxy(dir, renderHaproxyCfg({ ...o, dir }), [o.apiPort, o.gatewayPort]);
+    return { apiPort: o.apiPort, gatewayPort: o.gatewayPort, ...run };
+}
+
+/** Where deploy/haproxy-redis.cfg keeps HAProxy in front of Redis' data nodes. */
+export const HAPROXY_REDIS_CFG = path.join(PACKAGE_ROOT, "deploy", "haproxy-redis.cfg");
+
+/**
+ * deploy/haproxy-redis.cfg for a test: its listener on `port`, `nodes` as its servers (from the file's
+ * first server line), `password` for its checks, the admin socket in `dir`, system-only lines dropped.
+ */
+export function renderRedisHaproxyCfg(o: { port: number; nodes: number[]; password: string; dir: string }): string {
+    const out: string[] = [];
+    let servers = false;
+    for (const line of fs.readFileSync(HAPROXY_REDIS_CFG, "utf8").split("\n")) {
+        const t = line.trim();
+        if (/^(user|group|chroot) /.test(t)) continue;
+        if (t.startsWith("stats socket "))
+            out.push(line.replace(/stats socket \S+/, `stats socket ${path.join(o.dir, "admin.sock")}`));
+        else if (t.startsWith("bind ")) out.push(line.replace(/127\.0\.0\.1:\d+/, `127.0.0.1:${o.port}`));
+        else if (t.startsWith("tcp-check send AUTH")) out.push(line.replace("CHANGE-ME", o.password));
+        else if (t.startsWith("server ")) {
+            if (servers) continue;
+            servers = true;
+            out.push(
+                ...o.nodes.map((port, i) =>
+                    line.replace(/server \S+ 127\.0\.0\.1:\d+/, `server redis-${i + 1} 127.0.0.1:${port}`),
+                ),
+            );
+        } else out.push(line);
+    }
+    return out.join("\n");
+}
+
+/** HAProxy from deploy/haproxy-redis.cfg in front of Redis nodes on loopback, listening on `port`. */
+export async function startRedisHaproxy(o: {
+    port: number;
+    nodes: number[];
+    password: string;
+}): Promise<Omit<TestHaproxy, "apiPort" | "gatewayPort"> & { port: number }> {
+    const dir = fs.mkdtempSync(path.join(os.tmpdir(), "egress-haproxy-redis-"));
+    return { port: o.port, ...(await runHaproxy(dir, renderRedisHaproxyCfg({ ...o, dir }), [o.port])) };
+}
+
+/** Runs haproxy on config `text` in `dir` until cleanup; resolves once it accepts on every port of `ports`. */
+async function runHaproxy(
+    dir: string,
+    text: string,
+    ports: number[],
+): Promise<Omit<TestHaproxy, "apiPort" | "gatewayPort">> {
+    const bin = haproxyBin();
     const cfg = path.join(dir, "haproxy.cfg");
-    fs.writeFileSync(cfg, renderHaproxyCfg({ ...o, dir }));
+    fs.writeFileSync(cfg, text, { mode: 0o600 });
     let log = "";
     // -db: foreground, no daemon; its stdout is the `log stdout` target.
     const child = cp.spawn(bin, ["-db", "-f", cfg], { stdio: ["ignore", "pipe", "pipe"] });
@@ -140,8 +190,7 @@ export async function startHaproxy(o: {
         child.exitCode !== null || child.signalCode !== null
             ? `haproxy exited with ${child.exitCode ?? child.signalCode} at start; it said:\n${log}`
             : undefined;
-    await accepting(o.apiPort, 10_000, exitedWith);
-    await accepting(o.gatewayPort, 10_000, exitedWith);
+    for (const port of ports) await accepting(port, 10_000, exitedWith);
     const stat: TestHaproxy["stat"] = async () => {
         const csv = await adminCommand(path.join(dir, "admin.sock"), "show stat");
         const [head, ...rows] = csv.trim().split("\n");
@@ -158,8 +207,6 @@ export async function startHaproxy(o: {
         });
     };
     return {
-        apiPort: o.apiPort,
-        gatewayPort: o.gatewayPort,
         dir,
         log: () => log,
         stat,

@@ -3,6 +3,7 @@
  * hand-over of an earlier release's three resources per member to it.
  */
 import { afterEach, test } from "node:test";
+import { createHash } from "node:crypto";
 import assert from "node:assert/strict";
 import { configuredEntry, hostSession, keyFor, setKvmProvidersConfig } from "../../components/kvm/stack-config";
 import { kvmMemberProvider, KvmMemberOutputs, KVM_MEMBER_TYPE } from "../../components/kvm/member-provider";
@@ -49,25 +50,28 @@ test("a missing entry, host or config says what is missing and what to do", () =
     assert.throws(() => configuredEntry("lab"), /`lab` in the stack's config is not valid: hosts\.0\.address/);
 });
 
-const olds: KvmMemberOutputs = {
-    at: { entry: "lab", host: "h1" },
-    conn: { host: "h1", user: "root", address: "10.0.0.5", port: 22, knownHosts: "h ssh-ed25519 AAAA" },
-    name: "web-0",
-    tpl: "egress-1a2b3c4d-tpl-web-0123abcd.json",
-    wait: 300,
-    ip: "192.0.2.7",
-};
-const news = (over: Partial<KvmMemberOutputs & { host: string }> = {}) => ({
-    member: { entry: "lab", host: over.host ?? "h1", name: "web-0", tpl: over.tpl ?? olds.tpl, wait: over.wait ?? 300 },
+const TPL = "egress-1a2b3c4d-tpl-web-0123abcd.json";
+const news = (over: { host?: string; tpl?: string; wait?: number } = {}) => ({
+    member: { entry: "lab", host: over.host ?? "h1", name: "web-0", tpl: over.tpl ?? TPL, wait: over.wait ?? 300 },
 });
+/** What a create of `news()` recorded (the digest is the provider's: read back through a diff). */
+let olds: KvmMemberOutputs;
 
-test("diff: a new template or host replaces, deleting first; a gone domain too; the wait only updates", async () => {
+test("diff: a new template, host or name replaces, deleting first; a gone domain too; the wait only updates", async () => {
     setKvmProvidersConfig({ lab: entry });
+    const conn = hostSession({ entry: "lab", host: "h1" }).conn;
     const diff = (o: KvmMemberOutputs, n: ReturnType<typeof news>) => kvmMemberProvider.diff!("id", o, n);
+    // The digest of the inputs, as create records it: found as the one with no change.
+    const digestOf = (n: ReturnType<typeof news>) =>
+        createHash("sha256")
+            .update(JSON.stringify({ entry: "lab", host: n.member.host, name: "web-0", tpl: n.member.tpl }))
+            .digest("hex")
+            .slice(0, 16);
+    olds = { entry: "lab", conn, digest: digestOf(news()), wait: 300, ip: "192.0.2.7" };
     assert.deepEqual(await diff(olds, news()), { changes: false, replaces: [], deleteBeforeReplace: true });
     const tpl = await diff(olds, news({ tpl: "egress-1a2b3c4d-tpl-web-99999999.json" }));
-    assert.deepEqual([tpl.changes, tpl.replaces, tpl.deleteBeforeReplace], [true, ["member.tpl"], true]);
-    assert.deepEqual((await diff(olds, news({ host: "h2" }))).replaces, ["member.host"]);
+    assert.deepEqual([tpl.changes, tpl.replaces, tpl.deleteBeforeReplace], [true, ["member"], true]);
+    assert.deepEqual((await diff(olds, news({ host: "h2" }))).replaces, ["member"]);
     assert.deepEqual((await diff({ ...olds, gone: true }, news())).replaces, ["gone"]);
     assert.deepEqual(await diff(olds, news({ wait: 60 })), { changes: true, replaces: [], deleteBeforeReplace: true });
     // Another address or port for the host in config: an update that records it, nothing replaced.
