@@ -70,30 +70,14 @@ export const kvmCollector: CollectorFactory<KvmProviderConfig> = (providerName, 
                             });
                     }
                     for (const vol of await listVolumes(virsh, h.storagePool)) {
+                        const volume = { kind: "kvm", provider: providerName, type: "volume", location: h.name };
+                        const name = `${h.storagePool}/${vol}`;
                         // A pool's member template (member-template.ts): no member's, but the installation's.
                         const tplPool = poolOfTemplateVolume(prefix, vol);
-                        if (tplPool !== undefined) {
-                            found.push({
-                                kind: "kvm",
-                                provider: providerName,
-                                type: "volume",
-                                name: `${h.storagePool}/${vol}`,
-                                location: h.name,
-                                pool: tplPool,
-                            });
-                            continue;
-                        }
                         const member = memberOfVolume(prefix, vol);
-                        if (member !== undefined && !foreign.has(member))
-                            found.push({
-                                kind: "kvm",
-                                provider: providerName,
-                                type: "volume",
-                                name: `${h.storagePool}/${vol}`,
-                                location: h.name,
-                                member,
-                                pool: member.replace(/-\d+$/, ""),
-                            });
+                        if (tplPool !== undefined) found.push({ ...volume, name, pool: tplPool });
+                        else if (member !== undefined && !foreign.has(member))
+                            found.push({ ...volume, name, member, pool: member.replace(/-\d+$/, "") });
                     }
                 });
             }
