@@ -268,6 +268,12 @@ export interface KindDefinition<E extends EntryBase = EntryBase, S extends z.Zod
     /** Upgrades, by resource type token: how to hand a resource of an earlier release's shape over (HandOver). */
     handOver?(): Record<string, HandOver>;
     /**
+     * Type tokens of resources members depend on that a change of config makes anew (KVM member
+     * templates): a targeted `up` of members that needs one not yet made targets it too
+     * (src/engine/shared-targets.ts), rather than failing on an untargeted create.
+     */
+    memberDependencyTypes?: readonly string[];
+    /**
      * The kind's dynamic providers, by resource type token: what the engine's dynamic-provider process
      * runs for a resource whose state names that token (components/shared/dynamic.ts).
      */

@@ -53,6 +53,11 @@ export function handOvers(): Record<string, HandOver> {
     return Object.assign({}, ...KINDS.map((k: KindDefinition<any, any>) => k.handOver?.() ?? {}));
 }
 
+/** Every kind's memberDependencyTypes: resources a targeted `up` of members may have to create too. */
+export function memberDependencyTypes(): Set<string> {
+    return new Set(KINDS.flatMap((k: KindDefinition<any, any>) => [...(k.memberDependencyTypes ?? [])]));
+}
+
 /** The dynamic provider of resource type token `type`, from the kind that registers it; undefined: none does. */
 export function dynamicProviderFor(type: string): pulumi.dynamic.ResourceProvider<any, any> | undefined {
     for (const k of KINDS as readonly KindDefinition<any, any>[]) {

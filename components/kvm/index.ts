@@ -18,6 +18,8 @@ export const kvmKind = defineKind({
         (require("./health") as typeof import("./health")).kvmChecker(name, entry, options),
     goneCheck: (ctx) => (require("./gone") as typeof import("./gone")).kvmGoneCheck(ctx),
     collector: (name, entry) => (require("./gc") as typeof import("./gc")).kvmCollector(name, entry),
+    // Member templates: a new config makes new ones, which a heal, scale or rolling batch may need first.
+    memberDependencyTypes: ["pulumi-nodejs:dynamic/egress:kvm:Template"],
     handOver: () => (require("./hand-over") as typeof import("./hand-over")).kvmHandOvers,
     doctor: () => (require("./doctor") as typeof import("./doctor")).kvmDoctor(),
 });

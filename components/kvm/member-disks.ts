@@ -70,11 +70,23 @@ export async function makeMemberDisks<T>(
 }
 
 /**
- * The address of `domain` when it can be adopted as it runs: running, and on exactly this member's two
- * volumes (so made from the same base and seed content). Undefined otherwise: the caller replaces it.
+ * The address of `domain` when it can be adopted as it runs: running, with the template's vCPUs and
+ * memory, on exactly this member's two volumes (so made from the same base and seed content). Undefined
+ * otherwise: the caller replaces it. Firmware and network are not compared (a change of either with the
+ * upgrade that hands the member over is applied at its next replacement).
  */
-export async function adoptableDomain(virsh: Virsh, domain: string, disks: MemberDisks): Promise<string | undefined> {
+export async function adoptableDomain(
+    virsh: Virsh,
+    domain: string,
+    disks: MemberDisks,
+    tpl: KvmTemplate,
+): Promise<string | undefined> {
     if ((await domainState(virsh, domain)) !== "running") return undefined;
+    // The machine type too (the disks' names say nothing of it): another is a replace, not an adoption.
+    const info = await virsh(["dominfo", domain]);
+    const cpus = Number(/^CPU\(s\):\s+(\d+)/m.exec(info)?.[1]);
+    const kib = Number(/^Max memory:\s+(\d+) KiB/m.exec(info)?.[1]);
+    if (cpus !== tpl.domain.vcpu || kib !== tpl.domain.memoryMiB * 1024) return undefined;
     const overlay = await volumePath(virsh, disks.pool, disks.overlay);
     const seed = await volumePath(virsh, disks.pool, disks.seed);
     if (!overlay || !seed) return undefined;

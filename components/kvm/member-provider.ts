@@ -94,7 +94,7 @@ export const kvmMemberProvider: pulumi.dynamic.ResourceProvider<KvmMemberInputs,
                 const id = memberId(conn.host, domain, disks);
                 const outs = (ip: string) => ({ entry: m.entry, conn, digest: digestOf(inputs), wait: m.wait, ip });
                 if (await ownDomainExists(virsh, { name: domain, conn, ...metadataOf(spec) })) {
-                    const adopted = await adoptableDomain(virsh, domain, disks);
+                    const adopted = await adoptableDomain(virsh, domain, disks, tpl);
                     if (adopted !== undefined) return { id, outs: outs(adopted) };
                     await removeDomain(virsh, domain);
                 }

@@ -50,7 +50,8 @@ export async function readTemplate(virsh: Virsh, pool: string, volume: string): 
             (e as Error).message = `member template ${volume} in pool ${pool}: ${(e as Error).message}`;
             throw e;
         });
-        return JSON.parse(fs.readFileSync(file, "utf8")) as KvmTemplate;
+        // A pool whose volumes are rounded up in size (LVM) pads the download with NUL bytes.
+        return JSON.parse(fs.readFileSync(file, "utf8").replace(/\0+$/, "")) as KvmTemplate;
     });
 }
 
@@ -109,7 +110,8 @@ export const templateProvider: pulumi.dynamic.ResourceProvider<TemplateInputs, T
         const moved = olds.at.entry !== news.at.entry || olds.at.host !== news.at.host || olds.volume !== news.volume;
         // Same name, other content: only the base's path or size can differ (the name covers the rest).
         const changes = moved || olds.digest !== digestOfContent(news.content);
-        return { changes, replaces: moved ? ["volume"] : [], deleteBeforeReplace: false };
+        // The same name on the same host is the same volume: a replace must delete the old one first.
+        return { changes, replaces: moved ? ["volume"] : [], deleteBeforeReplace: true };
     },
 
     async update(_id, _olds, news) {

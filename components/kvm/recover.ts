@@ -9,7 +9,7 @@ import { installationPrefix, METADATA_NS } from "./naming";
 import { MemberMetadata, parseMetadata } from "./xml";
 import { KVM_MEMBER_TYPE, KvmMemberInputs } from "./member-provider";
 import { readTemplate, TEMPLATE_TYPE, TemplateInputs } from "./member-template";
-import { memberDisksOf } from "./member-disks";
+import { adoptableDomain, memberDisksOf } from "./member-disks";
 import { hostSession } from "./stack-config";
 import { ForeignInstallationError, ownedBy, type Installation } from "../../src/model/installation";
 
@@ -96,10 +96,16 @@ async function undoMember(inputs: Record<string, unknown>, installation: Install
     const { conn, privateKey, storagePool } = hostSession({ entry: m.entry, host: m.host }, providers);
     const domain = `${installationPrefix(installation.id)}${m.name}`;
     return withLibvirt(conn, privateKey, async (virsh) => {
+        if (!(await volumePath(virsh, storagePool, m.tpl)))
+            return undoDomainOn(virsh, conn.host, domain, installation, undefined, METADATA_NS);
+        const tpl = await readTemplate(virsh, storagePool, m.tpl);
+        const disks = memberDisksOf(tpl, m.name, domain);
+        // A running domain the next create would adopt (a hand-over's, or one this create finished) stays:
+        // undoing it would stop a guest the upgrade promised never to restart.
+        // (Its address, "" while unknown, or undefined when it cannot be adopted.)
+        if ((await adoptableDomain(virsh, domain, disks, tpl).catch(() => undefined)) !== undefined)
+            return [`kept domain ${domain} on ${conn.host}: it runs on its own disks, and the next create adopts it`];
         const done = await undoDomainOn(virsh, conn.host, domain, installation, undefined, METADATA_NS);
-        const tpl = await volumePath(virsh, storagePool, m.tpl);
-        if (!tpl) return done; // no template, no disks: the member's create reads it first
-        const disks = memberDisksOf(await readTemplate(virsh, storagePool, m.tpl), m.name, domain);
         for (const v of [disks.overlay, disks.seed]) {
             if (!(await volumePath(virsh, disks.pool, v))) continue;
             await clearLeftoverVolume(virsh, disks.pool, v, `volume ${v}`);

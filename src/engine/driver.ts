@@ -3,11 +3,14 @@
  * driver-queries.ts, what both share in stack-session.ts.
  */
 import { Stack, EngineEvent, ConcurrentUpdateError } from "@pulumi/pulumi/automation";
-import type { ProxyMember } from "../model";
+import { memberName, type ProxyMember } from "../model";
+import { loadStackConfig } from "../config";
 import { ProgressEvent, toProgress } from "./progress";
 import { stackLocks } from "./locks";
 import { Deployment, membersOf, rootOutput, rootProxies } from "./checkpoint";
 import { handOverBeforeUp } from "./hand-over";
+import { untargetedDependencies } from "./shared-targets";
+import { urnName } from "./state";
 import { withoutReadback } from "./lean-stack";
 import { finishPendingOperations } from "./recovery";
 import { tolerateProgramDisconnects } from "./program-disconnect";
@@ -80,7 +83,39 @@ export class StackDriver extends StackQueries {
     /** What the next program run proposes as the installation; set from state before every operation. */
     private proposed?: ResolvedInstallation;
 
-    up(opts: OperationOptions = {}): Promise<OperationResult> {
+    /**
+     * `up`. A targeted one whose members need a resource of a kind's `memberDependencyTypes` that is not
+     * made yet (shared-targets.ts) makes those first, in a run that targets them alone, then runs again.
+     */
+    async up(opts: OperationOptions = {}): Promise<OperationResult> {
+        try {
+            return await this.upOnce(opts);
+        } catch (e) {
+            const extra = opts.target ? untargetedDependencies((e as Error).message) : [];
+            if (!extra.length) throw e;
+            this.onNotice(
+                `the targeted members need ${extra.length} resource(s) this config makes anew (${extra.map(urnName).join(", ")}); making them first`,
+            );
+            // Alone and without their dependents: targeted together with the members, `targetDependents`
+            // would take in every member the new config points at them (all of the pool's), and replace it.
+            await this.upOnce({ target: extra, refresh: false, onProgress: opts.onProgress });
+            return this.upOnce(opts);
+        }
+    }
+    /** The members the stack file (or setPoolCounts) wants, by name; undefined when it cannot be read. */
+    private wanted(): Set<string> | undefined {
+        try {
+            const counts = this.countsInUse();
+            return new Set(
+                loadStackConfig(this.workDir, this.stackName).pools.flatMap((p) =>
+                    Array.from({ length: Math.max(p.replicas, counts[p.name] ?? 0) }, (_, i) => memberName(p.name, i)),
+                ),
+            );
+        } catch {
+            return undefined; // the program's own load says what is wrong with it
+        }
+    }
+    private upOnce(opts: OperationOptions): Promise<OperationResult> {
         return this.operation("up", opts, (s, onEvent, signal) =>
             s.up({
                 onEvent,
@@ -247,7 +282,10 @@ export class StackDriver extends StackQueries {
                 dep = await this.readDeployment();
             }
             // An upgrade: an earlier release's shapes are handed over before the program runs (hand-over.ts).
-            if (kind === "up" && (await handOverBeforeUp(stack, dep.resources ?? [], opts, this.onNotice)))
+            if (
+                kind === "up" &&
+                (await handOverBeforeUp(stack, dep.resources ?? [], opts, this.onNotice, this.wanted()))
+            )
                 dep = await this.readDeployment();
             // Read after recovery (which may have changed state): the program proposes what state says now.
             this.proposed = await this.readInstallation(dep);

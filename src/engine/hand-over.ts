@@ -4,10 +4,11 @@
  * shape to adopt), then dropped from state through export + import, as `pulumi state delete` would. The
  * next `up` creates the new shape, which adopts the marked thing: nothing is deleted, no member replaced.
  * Idempotent: a crash after the marking repeats it; one after the import leaves the adoption to any `up`.
+ * Only the members the run registers are handed over (handOverBeforeUp).
  */
 import type { Stack } from "@pulumi/pulumi/automation";
 import { handOvers } from "../../components/registry";
-import type { StateResource } from "./state";
+import { type StateResource, urnName } from "./state";
 
 /** Handed-over URN → the URN of the resource that takes it over (for an operation's targets). */
 export type Successors = Map<string, string>;
@@ -20,9 +21,10 @@ export async function handOverEarlierShapes(
     stack: Stack,
     resources: readonly StateResource[],
     onNotice: (line: string) => void,
+    keep: (member: string) => boolean = () => true,
 ): Promise<Successors> {
     const takers = handOvers();
-    const old = resources.filter((r) => takers[r.type] && r.id && !r.delete);
+    const old = resources.filter((r) => takers[r.type] && r.id && !r.delete && r.parent && keep(r.parent));
     const successors: Successors = new Map();
     if (!old.length) return successors;
     const providers = new Map(
@@ -71,11 +73,19 @@ export async function handOverBeforeUp(
     resources: readonly StateResource[],
     opts: { target?: string[]; replace?: string[] },
     onNotice: (line: string) => void,
+    wanted: ReadonlySet<string> | undefined,
 ): Promise<boolean> {
-    const successors = await handOverEarlierShapes(stack, resources, onNotice);
+    // Only members this run registers: a targeted run's (the others stay as they are, and so does their
+    // state), an untargeted run's those the config wants (an old member it drops is deleted by the
+    // earlier shape's providers, which remain; handed over, nothing would delete what it runs).
+    const keep = opts.target
+        ? (member: string) => opts.target!.includes(member)
+        : (member: string) => !wanted || wanted.has(urnName(member));
+    const successors = await handOverEarlierShapes(stack, resources, onNotice, keep);
     if (!successors.size) return false;
     opts.target = succeeded(opts.target, successors);
-    opts.replace = succeeded(opts.replace, successors);
+    // A handed-over member is created anew (adopting only a domain that runs): nothing in state to replace.
+    opts.replace = opts.replace?.filter((u) => !successors.has(u));
     return true;
 }
 

@@ -80,6 +80,11 @@ export class StackSession {
         this.poolCounts = { ...counts };
     }
 
+    /** The pool counts the program uses instead of the stack file's (setPoolCounts). */
+    protected countsInUse(): Readonly<Record<string, number>> {
+        return this.poolCounts;
+    }
+
     /** The file backend's directory; undefined for every other backend. */
     protected backendDir(): string | undefined {
         return this.backend.fileDir;

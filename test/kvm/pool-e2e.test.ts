@@ -21,8 +21,8 @@ let image: Awaited<ReturnType<typeof serveTinyImage>>;
 let project: ReturnType<typeof tempProject>;
 const work = fs.mkdtempSync(path.join(os.tmpdir(), "egress-kvm-e2e-"));
 
-const config = (replicas: number, sha256 = image.sha256) => {
-    const entry = kvmEntry(sb, { url: image.url, sha256 });
+const config = (replicas: number, sha256 = image.sha256, memoryMiB = 128) => {
+    const entry = kvmEntry(sb, { url: image.url, sha256 }, { machineTypes: { small: { vcpu: 1, memoryMiB } } });
     return {
         "egress:providers": { lab: entry },
         "egress:pools": [
@@ -139,6 +139,16 @@ test("pool of 2 → libvirt view → scale 1 → changed sha refused → destroy
     assert.equal(kept.filter((v) => !v.includes("-tpl-")).length, 2, `overlay and seed of kp-0 kept: ${kept}`);
     // The pool's member template (components/kvm/member-template.ts): the one in use; none for the refused sha.
     assert.equal(kept.filter((v) => v.includes("-tpl-kp-")).length, 1, `one member template: ${kept}`);
+
+    // A config that makes a new member template (more memory), then a targeted `up` of a new member, as a
+    // rolling change's surge runs it: the engine refuses to create the untargeted template the member
+    // depends on; the driver makes it alone, then runs again (src/engine/shared-targets.ts). kp-0 is left alone.
+    project.writeConfig(config(2, image.sha256, 160));
+    const kp0 = (await project.driver.memberTargets(["kp-0"])).found.get("kp-0")!.component;
+    await project.driver.up({ target: [kp0.replace(/kp-0$/, "kp-1")], targetDependents: true, refresh: false });
+    const maxMemory = (d: string) => /Max memory:\s+(\d+) KiB/.exec(lv(["dominfo", d]))?.[1];
+    assert.equal(maxMemory(names[1].domain), String(160 * 1024), "kp-1 made from the new template");
+    assert.equal(maxMemory(names[0].domain), String(128 * 1024), "kp-0 untouched");
 
     project.writeConfig(config(1));
     t0 = Date.now();

@@ -8,6 +8,9 @@ import assert from "node:assert/strict";
 import { configuredEntry, hostSession, keyFor, setKvmProvidersConfig } from "../../components/kvm/stack-config";
 import { kvmMemberProvider, KvmMemberOutputs, KVM_MEMBER_TYPE } from "../../components/kvm/member-provider";
 import { kvmMemberUrnOf } from "../../components/kvm/hand-over";
+import { TEMPLATE_TYPE } from "../../components/kvm/member-template";
+import { memberDependencyTypes } from "../../components/registry";
+import { untargetedDependencies, urnType } from "../../src/engine/shared-targets";
 import { memberOfVolume, poolOfTemplateVolume, templateVolumeName } from "../../components/kvm/naming";
 
 const entry = {
@@ -104,4 +107,19 @@ test("gc tells a template's volume from a member's, and finds it by its installa
     assert.equal(poolOfTemplateVolume(prefix, v), "web");
     assert.equal(poolOfTemplateVolume("egress-99999999-", v), undefined, "another installation's");
     assert.equal(poolOfTemplateVolume(prefix, "egress-1a2b3c4d-web-0-0123abcd.qcow2"), undefined);
+});
+
+test("a targeted up names the member templates the engine refused to create untargeted, and nothing else", () => {
+    assert.ok(memberDependencyTypes().has(TEMPLATE_TYPE), "the kvm kind declares its templates");
+    const tpl = `urn:pulumi:s::egress::egress:kvm:KvmBaseImages$${TEMPLATE_TYPE}::lab-tpl-web-0123abcd-h1`;
+    const member = "urn:pulumi:s::egress::egress:index:ProxyPool$egress:kvm:KvmProxy::web-3";
+    const other = "urn:pulumi:s::egress::egress:index:ProxyPool$pulumi-nodejs:dynamic/egress:local:Process::x";
+    const message = [
+        `error: Resource '${member}' depends on '${tpl}' which was was not specified in --target list.`,
+        `error: Resource '${member}' depends on '${tpl}' which was was not specified in --target list.`,
+        `error: Resource '${member}' depends on '${other}' which was was not specified in --target list.`,
+    ].join("\n");
+    assert.deepEqual(untargetedDependencies(message), [tpl]);
+    assert.equal(urnType(tpl), TEMPLATE_TYPE);
+    assert.deepEqual(untargetedDependencies("up failed: something else"), []);
 });
