@@ -21,6 +21,7 @@ import { domainState, GONE_STATES, isNotFound, KvmConnection, LibvirtError, with
 import { explainUnreachableDelete } from "./unreachable";
 import { deleteVolume } from "./volumes";
 import { configureKvm, hostSession, HostRef, keyFor } from "./stack-config";
+import { memberOfDomain } from "./naming";
 import { adoptableDomain, makeMemberDisks, MemberDisks, memberDisksOf } from "./member-disks";
 import { KvmTemplate, readTemplate, templateDigest } from "./member-template";
 import type { MemberMetadata } from "./xml";
@@ -70,8 +71,8 @@ function partsOf(id: string): { domain: string; disks: MemberDisks } {
 }
 
 const domainOf = (id: string) => partsOf(id).domain;
-/** The member's name: its domain's without the installation prefix (`egress-<8 hex>-`, naming.ts). */
-const memberOf = (id: string) => domainOf(id).replace(/^egress-[0-9a-f]{8}-/, "");
+/** The member's name, from its domain's. */
+const memberOf = (id: string) => memberOfDomain(domainOf(id));
 /** What of the inputs makes another member: all of them but the address wait. */
 const digestOf = (i: KvmMemberInputs) =>
     templateDigest({ entry: i.member.entry, host: i.member.host, name: i.member.name, tpl: i.member.tpl });

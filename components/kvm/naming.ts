@@ -32,6 +32,11 @@ export function hash8(s: string): string {
     return crypto.createHash("sha256").update(s).digest("hex").slice(0, 8);
 }
 
+/** The member a domain name of ours names (memberObjectNames' inverse: the installation prefix dropped). */
+export function memberOfDomain(domain: string): string {
+    return domain.replace(/^egress-[0-9a-f]{8}-/, "");
+}
+
 /** Names of one member's libvirt objects. `member` is `<pool>-<index>` (a DNS label). */
 export function memberObjectNames(installationId: string, member: string): { domain: string } {
     return { domain: `${installationPrefix(installationId)}${member}` };

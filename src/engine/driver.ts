@@ -3,14 +3,12 @@
  * driver-queries.ts, what both share in stack-session.ts.
  */
 import { Stack, EngineEvent, ConcurrentUpdateError } from "@pulumi/pulumi/automation";
-import { memberName, type ProxyMember } from "../model";
-import { loadStackConfig } from "../config";
+import type { ProxyMember } from "../model";
 import { ProgressEvent, toProgress } from "./progress";
 import { stackLocks } from "./locks";
-import { Deployment, membersOf, rootOutput, rootProxies } from "./checkpoint";
-import { handOverBeforeUp } from "./hand-over";
-import { untargetedDependencies } from "./shared-targets";
-import { urnName } from "./state";
+import { Deployment, rootOutput, rootProxies } from "./checkpoint";
+import { handOverBeforeUp, wantedMembers } from "./hand-over";
+import { upMakingDependencies } from "./shared-targets";
 import { withoutReadback } from "./lean-stack";
 import { finishPendingOperations } from "./recovery";
 import { tolerateProgramDisconnects } from "./program-disconnect";
@@ -22,8 +20,7 @@ import { clearingDeadLocks, liveLockHolders } from "./backend-locks";
 import { terminateEngines } from "./supervised";
 import { pruneHistory } from "./history-prune";
 import { StackQueries } from "./driver-queries";
-import { membersOfUrns, targetedMembers } from "./member-urns";
-import type { ProgramScope } from "../program";
+import { memberScope, membersOfUrns } from "./member-urns";
 import { REPAIR_REPLACE_KEY } from "../../components/kind";
 
 /** Preview steps that mean a resource is replaced. */
@@ -83,37 +80,9 @@ export class StackDriver extends StackQueries {
     /** What the next program run proposes as the installation; set from state before every operation. */
     private proposed?: ResolvedInstallation;
 
-    /**
-     * `up`. A targeted one whose members need a resource of a kind's `memberDependencyTypes` that is not
-     * made yet (shared-targets.ts) makes those first, in a run that targets them alone, then runs again.
-     */
-    async up(opts: OperationOptions = {}): Promise<OperationResult> {
-        try {
-            return await this.upOnce(opts);
-        } catch (e) {
-            const extra = opts.target ? untargetedDependencies((e as Error).message) : [];
-            if (!extra.length) throw e;
-            this.onNotice(
-                `the targeted members need ${extra.length} resource(s) this config makes anew (${extra.map(urnName).join(", ")}); making them first`,
-            );
-            // Alone and without their dependents: targeted together with the members, `targetDependents`
-            // would take in every member the new config points at them (all of the pool's), and replace it.
-            await this.upOnce({ target: extra, refresh: false, onProgress: opts.onProgress });
-            return this.upOnce(opts);
-        }
-    }
-    /** The members the stack file (or setPoolCounts) wants, by name; undefined when it cannot be read. */
-    private wanted(): Set<string> | undefined {
-        try {
-            const counts = this.countsInUse();
-            return new Set(
-                loadStackConfig(this.workDir, this.stackName).pools.flatMap((p) =>
-                    Array.from({ length: Math.max(p.replicas, counts[p.name] ?? 0) }, (_, i) => memberName(p.name, i)),
-                ),
-            );
-        } catch {
-            return undefined; // the program's own load says what is wrong with it
-        }
+    /** `up`, making first what its targeted members need and state lacks (shared-targets.ts). */
+    up(opts: OperationOptions = {}): Promise<OperationResult> {
+        return upMakingDependencies((o) => this.upOnce(o), opts, this.onNotice);
     }
     private upOnce(opts: OperationOptions): Promise<OperationResult> {
         return this.operation("up", opts, (s, onEvent, signal) =>
@@ -284,7 +253,9 @@ export class StackDriver extends StackQueries {
             // An upgrade: an earlier release's shapes are handed over before the program runs (hand-over.ts).
             if (
                 kind === "up" &&
-                (await handOverBeforeUp(stack, dep.resources ?? [], opts, this.onNotice, this.wanted()))
+                (await handOverBeforeUp(stack, dep.resources ?? [], opts, this.onNotice, () =>
+                    wantedMembers(this.workDir, this.stackName, this.countsInUse()),
+                ))
             )
                 dep = await this.readDeployment();
             // Read after recovery (which may have changed state): the program proposes what state says now.
@@ -365,18 +336,4 @@ function lastLines(s: string, n: number): string {
         .filter((l) => l.trim())
         .slice(-n)
         .join("\n");
-}
-
-/**
- * An `up` that targets member components and their dependents runs the program over those members only,
- * the others carried into the outputs from this run's state (program.ts ProgramScope). Anything else
- * runs it over everything.
- */
-function memberScope(opts: OperationOptions, dep: Deployment): ProgramScope | undefined {
-    const members = opts.target && opts.targetDependents ? targetedMembers(opts.target) : undefined;
-    const resources = dep.resources ?? [];
-    const appliedConfig = rootOutput(resources, "appliedConfig");
-    return members
-        ? { members, carried: membersOf(resources), ...(appliedConfig ? { appliedConfig } : {}) }
-        : undefined;
 }

@@ -9,6 +9,8 @@
 import type { Stack } from "@pulumi/pulumi/automation";
 import { handOvers } from "../../components/registry";
 import { type StateResource, urnName } from "./state";
+import { loadStackConfig } from "../config";
+import { memberName } from "../model";
 
 /** Handed-over URN → the URN of the resource that takes it over (for an operation's targets). */
 export type Successors = Map<string, string>;
@@ -73,14 +75,19 @@ export async function handOverBeforeUp(
     resources: readonly StateResource[],
     opts: { target?: string[]; replace?: string[] },
     onNotice: (line: string) => void,
-    wanted: ReadonlySet<string> | undefined,
+    wanted: () => ReadonlySet<string> | undefined,
 ): Promise<boolean> {
     // Only members this run registers: a targeted run's (the others stay as they are, and so does their
     // state), an untargeted run's those the config wants (an old member it drops is deleted by the
-    // earlier shape's providers, which remain; handed over, nothing would delete what it runs).
+    // earlier shape's providers, which remain; handed over, nothing would delete what it runs). The
+    // stack file is read only when state holds an earlier shape at all.
+    let want: ReadonlySet<string> | undefined | null = null;
     const keep = opts.target
         ? (member: string) => opts.target!.includes(member)
-        : (member: string) => !wanted || wanted.has(urnName(member));
+        : (member: string) => {
+              if (want === null) want = wanted();
+              return !want || want.has(urnName(member));
+          };
     const successors = await handOverEarlierShapes(stack, resources, onNotice, keep);
     if (!successors.size) return false;
     opts.target = succeeded(opts.target, successors);
@@ -93,4 +100,21 @@ export async function handOverBeforeUp(
 function succeeded(urns: string[] | undefined, successors: Successors): string[] | undefined {
     if (!urns || !successors.size) return urns;
     return [...new Set(urns.map((u) => successors.get(u) ?? u))];
+}
+
+/** The members the stack file (or the driver's pool counts, when higher) wants; undefined when it cannot be read. */
+export function wantedMembers(
+    workDir: string,
+    stack: string,
+    counts: Readonly<Record<string, number>>,
+): Set<string> | undefined {
+    try {
+        return new Set(
+            loadStackConfig(workDir, stack).pools.flatMap((p) =>
+                Array.from({ length: Math.max(p.replicas, counts[p.name] ?? 0) }, (_, i) => memberName(p.name, i)),
+            ),
+        );
+    } catch {
+        return undefined; // the program's own load says what is wrong with it
+    }
 }

@@ -5,6 +5,8 @@
  */
 import { memberComponents, POOL_TYPE, type StateResource, urnName } from "./state";
 import { memberName } from "../model";
+import type { ProgramScope } from "../program";
+import { type Deployment, membersOf, rootOutput } from "./checkpoint";
 
 export type { StateResource } from "./state";
 
@@ -128,4 +130,21 @@ export function targetedMembers(targets: readonly string[]): Set<string> | undef
         ids.add(urnName(urn));
     }
     return ids.size ? ids : undefined;
+}
+
+/**
+ * An `up` that targets member components and their dependents runs the program over those members only,
+ * the others carried into the outputs from this run's state (program.ts ProgramScope). Anything else
+ * runs it over everything.
+ */
+export function memberScope(
+    opts: { target?: string[]; targetDependents?: boolean },
+    dep: Deployment,
+): ProgramScope | undefined {
+    const members = opts.target && opts.targetDependents ? targetedMembers(opts.target) : undefined;
+    const resources = dep.resources ?? [];
+    const appliedConfig = rootOutput(resources, "appliedConfig");
+    return members
+        ? { members, carried: membersOf(resources), ...(appliedConfig ? { appliedConfig } : {}) }
+        : undefined;
 }

@@ -7,6 +7,7 @@
  * else the targeted run would create stays the error it is.
  */
 import { memberDependencyTypes } from "../../components/registry";
+import { urnName } from "./state";
 
 /** The engine's diagnostic 2013 (sdk/go/common/diag/errors.go; its "was was" is the engine's own). */
 const UNTARGETED_DEPENDENCY = /depends on '(urn:pulumi:[^']+)' which was(?: was)? not specified in --target list/g;
@@ -24,4 +25,28 @@ export function untargetedDependencies(
 ): string[] {
     const found = [...message.matchAll(UNTARGETED_DEPENDENCY)].map((m) => m[1]);
     return [...new Set(found.filter((urn) => types.has(urnType(urn))))];
+}
+
+/**
+ * Runs `up(opts)`; when a targeted one fails on untargeted dependencies of `types`, makes those in a run
+ * that targets them alone, then runs `opts` again. Alone and without their dependents: targeted together
+ * with the members, `targetDependents` would take in every member the new config points at them (all of
+ * the pool's), and replace it.
+ */
+export async function upMakingDependencies<O extends { target?: string[]; onProgress?: unknown }, R>(
+    up: (opts: O) => Promise<R>,
+    opts: O,
+    onNotice: (line: string) => void,
+): Promise<R> {
+    try {
+        return await up(opts);
+    } catch (e) {
+        const extra = opts.target ? untargetedDependencies((e as Error).message) : [];
+        if (!extra.length) throw e;
+        onNotice(
+            `the targeted members need ${extra.length} resource(s) this config makes anew (${extra.map(urnName).join(", ")}); making them first`,
+        );
+        await up({ target: extra, refresh: false, onProgress: opts.onProgress } as unknown as O);
+        return up(opts);
+    }
 }
