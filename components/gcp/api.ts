@@ -16,6 +16,15 @@ import { GcpAuthOptions, GcpCredentialsError, resolveCredentials } from "./auth"
 
 const COMPUTE_ENDPOINT = "https://compute.googleapis.com";
 
+/**
+ * $GOOGLE_COMPUTE_CUSTOM_ENDPOINT, the Compute endpoint the Pulumi gcp provider reads too (as
+ * `https://host/compute/v1/`): one setting moves both, e.g. to a private endpoint or a test's stand-in.
+ */
+function customEndpoint(env: Record<string, string | undefined>): string | undefined {
+    const v = env.GOOGLE_COMPUTE_CUSTOM_ENDPOINT;
+    return v ? v.replace(/\/?(compute\/(v1|beta)\/?)?$/, "") : undefined;
+}
+
 /** `endpoint` is the base URL of the Compute API; @default "https://compute.googleapis.com" */
 export interface GcpClientOptions extends GcpAuthOptions, RestClientOptions {}
 
@@ -56,9 +65,10 @@ export class GcpComputeClient {
         readonly project: string,
         opts: GcpClientOptions = {},
     ) {
-        this.base = `${(opts.endpoint ?? COMPUTE_ENDPOINT).replace(/\/$/, "")}/compute/v1/projects/${encodeURIComponent(project)}`;
-        this.timeoutMs = opts.timeoutMs ?? DEFAULT_TIMEOUT_MS;
         this.opts = { ...opts, env: opts.env ?? { ...process.env } };
+        const endpoint = opts.endpoint ?? customEndpoint(this.opts.env!) ?? COMPUTE_ENDPOINT;
+        this.base = `${endpoint.replace(/\/$/, "")}/compute/v1/projects/${encodeURIComponent(project)}`;
+        this.timeoutMs = opts.timeoutMs ?? DEFAULT_TIMEOUT_MS;
     }
 
     /** An access token, fetched once per client (tokens live an hour; a client lives one command). */
@@ -107,7 +117,23 @@ export class GcpComputeClient {
             if (e instanceof GcpApiError && e.status === 404) return false;
             throw e;
         }
-        // Operations live where the resource does: zones/x, regions/x or global.
+        await this.settle(op, `deleting ${path}`, path, signal);
+        return true;
+    }
+
+    /**
+     * POST `body` to `<project>/<path>` and wait for the operation it starts (an insert, a setLabels).
+     * Not retried: a POST that reached GCE but whose answer was lost would run twice (the caller knows
+     * whether its request is safe to repeat).
+     */
+    async post(path: string, body: unknown, query: Query = {}, signal?: AbortSignal): Promise<void> {
+        const token = await this.token(signal);
+        const op = await this.callOnce<any>(token, "POST", path, query, signal, body);
+        await this.settle(op, `POST ${path}`, path, signal);
+    }
+
+    /** Waits for `op` (where the resource at `path` lives: zones/x, regions/x or global) and throws its error. */
+    private async settle(op: any, what: string, path: string, signal?: AbortSignal): Promise<void> {
         const scope = /^(zones\/[^/]+|regions\/[^/]+|global)\//.exec(path)?.[1] ?? "global";
         while (op?.status !== "DONE") op = await this.call("POST", `${scope}/operations/${op.name}/wait`, {}, signal);
         if (op.error?.errors?.length) {
@@ -115,14 +141,13 @@ export class GcpComputeClient {
             // A failed operation is not a failed call: its code (QUOTA_EXCEEDED...) decides the class, not status 0.
             const quota = mentionsQuota(first.code) || mentionsQuota(first.message);
             throw new GcpApiError(
-                `deleting ${path} failed: ${first.message ?? first.code}`,
+                `${what} failed: ${first.message ?? first.code}`,
                 0,
                 quota ? "quota" : "api",
                 first.code,
                 quota ? "quota" : "permanent",
             );
         }
-        return true;
     }
 
     private signal(outer?: AbortSignal): AbortSignal {
@@ -142,6 +167,7 @@ export class GcpComputeClient {
         path: string,
         query: Query,
         signal?: AbortSignal,
+        body?: unknown,
     ): Promise<T> {
         const url = `${this.base}/${path}${queryString(query)}`;
         let res: Response;
@@ -149,21 +175,26 @@ export class GcpComputeClient {
         try {
             res = await fetch(url, {
                 method,
-                headers: { authorization: `Bearer ${token}`, accept: "application/json" },
+                headers: {
+                    authorization: `Bearer ${token}`,
+                    accept: "application/json",
+                    ...(body === undefined ? {} : { "content-type": "application/json" }),
+                },
+                ...(body === undefined ? {} : { body: JSON.stringify(body) }),
                 signal: this.signal(signal),
             });
             text = await res.text();
         } catch (e) {
             throw new GcpApiError(`${method} ${path}: ${errorText(e, this.timeoutMs)}`, 0, "api");
         }
-        let body: any;
+        let answer: any;
         try {
-            body = text ? JSON.parse(text) : {};
+            answer = text ? JSON.parse(text) : {};
         } catch {
-            body = {};
+            answer = {};
         }
         if (!res.ok) {
-            const err = body?.error ?? {};
+            const err = answer?.error ?? {};
             const reason = err.errors?.[0]?.reason ?? err.details?.find?.((d: any) => d?.reason)?.reason ?? err.status;
             const msg = typeof err.message === "string" ? err.message : text.slice(0, 200) || res.statusText;
             throw new GcpApiError(
@@ -174,6 +205,6 @@ export class GcpComputeClient {
                 classifyHttp(res.status, reason, text),
             );
         }
-        return body as T;
+        return answer as T;
     }
 }

@@ -1,5 +1,6 @@
 /**
- * Kind `gcp`: Compute Engine instances with an external IP, one per member. Everything the kind is, for
+ * Kind `gcp`: Compute Engine instances with an external IP, one per member, made from the pool's instance
+ * templates and kept in state as one egress member resource each (member-provider.ts). Everything the kind is, for
  * the registry; heavy parts (@pulumi/gcp, the REST client) load on use.
  */
 import { defineKind } from "../kind";
@@ -13,6 +14,14 @@ export const gcpKind = defineKind({
         ...checkGcpAuth(pool, at),
         ...eachPlacement(pool, at, (p, where) => checkGcpPlacement(entry, p, where)),
     ],
+    dynamicProviders: () => {
+        const { GCP_MEMBER_TYPE, gcpMemberProvider } =
+            require("./member-provider") as typeof import("./member-provider");
+        return { [GCP_MEMBER_TYPE]: gcpMemberProvider };
+    },
+    handOver: () => (require("./hand-over") as typeof import("./hand-over")).gcpHandOvers,
+    // A scale or heal after a config edit needs the new content's template first (src/engine/shared-targets.ts).
+    memberDependencyTypes: ["gcp:compute/instanceTemplate:InstanceTemplate"],
     components: () => (require("./component") as typeof import("./component")).gcpComponents,
     checker: (name, entry, _env, options) =>
         (require("./health") as typeof import("./health")).gcpChecker(name, entry, options),

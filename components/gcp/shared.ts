@@ -4,6 +4,7 @@ import { planMembers } from "../../src/model";
 import type { GcpProviderConfig } from "./config";
 import type { PoolSharedArgs } from "../kind";
 import { firewallDescription, firewallPorts, poolNetworkTag, poolResourceName, splitByFamily } from "./names";
+import { createPoolTemplates, TemplateOwner } from "./pool-templates";
 
 /** What a pool hands to each of its GCE members. */
 export interface GcpPoolShared {
@@ -13,10 +14,16 @@ export interface GcpPoolShared {
     networkTag: string;
     /** Ingress rules of the pool (one per address family present in `allowedSourceRanges`; none when the pool is empty). */
     firewalls: gcp.compute.Firewall[];
+    /** Its members' instance templates by name (pool-templates.ts), one per distinct content. */
+    templates: Map<string, gcp.compute.InstanceTemplate>;
+    /** Whose the templates are, and how to make one. */
+    owner: TemplateOwner;
+    /** Options the templates were made with (the pool's parent). */
+    opts: pulumi.ComponentResourceOptions;
 }
 
 /**
- * Creates the pool's provider and firewall. The firewall opens exactly the TCP ports the pool's members
+ * Creates the pool's provider, firewall and instance templates (pool-templates.ts). The firewall opens exactly the TCP ports the pool's members
  * listen on (per-member overrides included), only to `allowedSourceRanges`, only on instances with the
  * pool's tag. A pool with no members gets no rule: a GCE rule with an empty port list would open every port.
  */
@@ -61,5 +68,8 @@ export function createGcpPoolShared(
             );
         }
     }
-    return { provider, networkTag, firewalls };
+    const owner: TemplateOwner = { entry, pool: pool.name, context, provider, networkTag };
+    const templates = new Map<string, gcp.compute.InstanceTemplate>();
+    createPoolTemplates(templates, owner, args, opts);
+    return { provider, networkTag, firewalls, templates, owner, opts };
 }

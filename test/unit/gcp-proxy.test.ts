@@ -73,8 +73,19 @@ const byName = (type: string, name: string) => {
     return r;
 };
 
+const MEMBER = "pulumi-nodejs:dynamic/egress:gcp:Member";
+const TEMPLATE = "gcp:compute/instanceTemplate:InstanceTemplate";
+
+/** The member resource of `member`, and the instance template it is made from. */
+function memberAndTemplate(member: string) {
+    const m = byName(MEMBER, member);
+    const tpl = recorded.find((r) => r.type === TEMPLATE && r.inputs.name === m.inputs.member.tpl);
+    assert.ok(tpl, `no template ${m.inputs.member.tpl} for ${member}`);
+    return { m: m.inputs.member, tpl: tpl.inputs, rawTpl: tpl.raw };
+}
+
 describe("GcpProxy under mocks", () => {
-    it("creates one instance per member with overrides applied, user-data byte for byte and member labels", async () => {
+    it("makes each member from its shape's template: overrides applied, user-data byte for byte, pool labels", async () => {
         const { members } = await build({
             name: "web",
             replicas: 3,
@@ -85,35 +96,32 @@ describe("GcpProxy under mocks", () => {
             ],
         });
         assert.deepEqual(
-            ofType("gcp:compute/instance:Instance", "web-").map((r) => r.name),
-            ["web-0-vm", "web-1-vm", "web-2-vm"],
+            ofType(MEMBER, "web-").map((r) => r.name),
+            ["web-0", "web-1", "web-2"],
         );
-        const [vm0, vm1, vm2] = ["web-0-vm", "web-1-vm", "web-2-vm"].map(
-            (n) => byName("gcp:compute/instance:Instance", n).inputs,
-        );
-        assert.equal(vm0.machineType, "e2-micro");
-        assert.equal(vm0.zone, "europe-west1-b");
-        assert.equal(vm2.zone, "europe-west1-c");
-        assert.equal(vm2.machineType, "e2-small");
-        assert.equal(vm0.metadata["user-data"], fixture("squid-3128.yaml"));
-        assert.equal(vm1.metadata["user-data"], fixture("squid-8080.yaml"));
+        const [vm0, vm1, vm2] = ["web-0", "web-1", "web-2"].map(memberAndTemplate);
+        // A member's state keeps its own part only.
+        assert.deepEqual(vm0.m, { project: "crawl-proxies", zone: "europe-west1-b", name: "web-0", tpl: vm0.tpl.name });
+        assert.equal(vm2.m.zone, "europe-west1-c");
+        assert.equal(vm0.tpl.machineType, "e2-micro");
+        assert.equal(vm2.tpl.machineType, "e2-small");
+        assert.equal(vm0.tpl.metadata["user-data"], fixture("squid-3128.yaml"));
+        assert.equal(vm1.tpl.metadata["user-data"], fixture("squid-8080.yaml"));
         // Cloud-init may carry credentials: it reaches state encrypted.
-        assert.ok(
-            isSecret(byName("gcp:compute/instance:Instance", "web-1-vm").raw.metadata),
-            "user-data is not a secret",
-        );
-        assert.equal(vm0.bootDisk.initializeParams.image, "ubuntu-os-cloud/ubuntu-2404-lts-amd64");
-        assert.deepEqual(vm1.labels, {
+        assert.ok(isSecret(vm1.rawTpl.metadata), "user-data is not a secret");
+        assert.equal(vm0.tpl.disks[0].sourceImage, "ubuntu-os-cloud/ubuntu-2404-lts-amd64");
+        assert.deepEqual(vm1.tpl.labels, {
             "egress-project": "egress",
             "egress-stack": "test",
             "egress-installation": TEST_INSTALLATION.id,
             "egress-pool": "web",
-            "egress-member": "web-1",
         });
-        assert.deepEqual(vm0.networkInterfaces[0].accessConfigs, [{}]);
-        assert.equal(vm0.scheduling.provisioningModel, "STANDARD");
-        const tag = gcpMod.poolNetworkTag(context, "web");
-        assert.deepEqual(vm0.tags, [tag]);
+        assert.deepEqual(vm0.tpl.networkInterfaces[0].accessConfigs, [{}]);
+        assert.equal(vm0.tpl.scheduling.provisioningModel, "STANDARD");
+        assert.deepEqual(vm0.tpl.tags, [gcpMod.poolNetworkTag(context, "web")]);
+        // One template per distinct content: web-0 and web-3 (the next scale's shape) share one.
+        assert.equal(new Set([vm0, vm1, vm2].map((v) => v.tpl.name)).size, 3);
+        assert.equal(ofType(TEMPLATE, "").filter((t) => t.inputs.description.endsWith(" web")).length, 3);
 
         assert.deepEqual(
             members.map((m) => [m.id, m.port, m.zone, m.kind]),
@@ -143,7 +151,7 @@ describe("GcpProxy under mocks", () => {
         const prov = byName("pulumi:providers:gcp", "web-gcp");
         assert.equal(prov.inputs.project, "crawl-proxies");
         for (const r of [
-            ...ofType("gcp:compute/instance:Instance", "web-"),
+            ...ofType(TEMPLATE, "").filter((t) => t.inputs.description.endsWith(" web")),
             byName("gcp:compute/firewall:Firewall", "web-fw"),
         ])
             assert.match(r.provider ?? "", /pulumi:providers:gcp::web-gcp::web-gcp-id$/);
@@ -152,18 +160,16 @@ describe("GcpProxy under mocks", () => {
     it("scaling down keeps the lowest indices; overrides beyond replicas plan nothing and leave the firewall", async () => {
         await build({ name: "small", replicas: 1, members: [{ index: 1, port: 8080 }] });
         assert.deepEqual(
-            ofType("gcp:compute/instance:Instance", "small-").map((r) => r.name),
-            ["small-0-vm"],
+            ofType(MEMBER, "small-").map((r) => r.name),
+            ["small-0"],
         );
         assert.deepEqual(byName("gcp:compute/firewall:Firewall", "small-fw").inputs.allows[0].ports, ["3128"]);
         // No cloud-init configured: the generated squid config, admitting only the allowed ranges, with the
         // pool's credentials (hashed in the passwd file; the clear password appears nowhere in the inputs).
-        const userData = byName("gcp:compute/instance:Instance", "small-0-vm").inputs.metadata["user-data"];
+        const small = memberAndTemplate("small-0");
+        const userData = small.tpl.metadata["user-data"];
         assert.equal(userData, gcpMod.defaultCloudInit(3128, RANGES, squidPasswdFile(AUTH, "test/small")));
-        assert.ok(
-            isSecret(byName("gcp:compute/instance:Instance", "small-0-vm").raw.metadata),
-            "user-data (with the passwd hash) is a secret",
-        );
+        assert.ok(isSecret(small.rawTpl.metadata), "user-data (with the passwd hash) is a secret");
         assert.ok(!JSON.stringify(recorded).includes(AUTH.password), "the clear password is in no resource's inputs");
     });
 
@@ -179,10 +185,10 @@ describe("GcpProxy under mocks", () => {
         assert.equal(addr.region, "europe-west1");
         assert.equal(addr.addressType, "EXTERNAL");
         assert.equal(addr.labels["egress-member"], "static-0");
-        const vm = byName("gcp:compute/instance:Instance", "static-0-vm").inputs;
-        assert.equal(vm.networkInterfaces[0].accessConfigs[0].natIp, members[0].host);
+        const vm = memberAndTemplate("static-0");
+        assert.deepEqual(vm.m.nic, { network: "default", natIp: members[0].host });
         assert.match(members[0].host, /^198\.51\.100\.\d+$/);
-        assert.deepEqual(vm.scheduling, {
+        assert.deepEqual(vm.tpl.scheduling, {
             provisioningModel: "SPOT",
             preemptible: true,
             automaticRestart: false,

@@ -43,7 +43,10 @@ describe("program with gcp and kubernetes pools", () => {
         })();
         const proxies = await valueOf(outputs.proxies);
         await settle();
-        const graph = recorded.map((r) => `${r.type} ${r.name}`).sort();
+        // A template's name ends with its content's digest and its owner's hash (components/gcp/pool-templates.ts).
+        const graph = recorded
+            .map((r) => `${r.type} ${r.name}`.replace(/ egress-remote-eu-t[0-9a-f]{8}-[0-9a-f]{6}$/, " <eu template>"))
+            .sort();
         assert.deepEqual(
             graph,
             [
@@ -54,13 +57,15 @@ describe("program with gcp and kubernetes pools", () => {
                 "egress:kubernetes:PodProxy pods-0",
                 "egress:kubernetes:PodProxy pods-1",
                 "gcp:compute/firewall:Firewall eu-fw",
-                "gcp:compute/instance:Instance eu-0-vm",
-                "gcp:compute/instance:Instance eu-1-vm",
+                // Both members' shape, and the next one a scale adds: one template.
+                "gcp:compute/instanceTemplate:InstanceTemplate <eu template>",
                 "kubernetes:core/v1:ConfigMap pods-members",
                 "kubernetes:core/v1:Secret pods-config",
                 "pulumi-nodejs:dynamic/egress:kubernetes:Member pods-0",
                 "pulumi-nodejs:dynamic/egress:kubernetes:Member pods-1",
                 "pulumi-nodejs:dynamic/egress:installation:Identity installation",
+                "pulumi-nodejs:dynamic/egress:gcp:Member eu-0",
+                "pulumi-nodejs:dynamic/egress:gcp:Member eu-1",
                 "pulumi:providers:gcp eu-gcp",
                 "pulumi:providers:kubernetes pods-k8s",
             ].sort(),
@@ -76,7 +81,8 @@ describe("program with gcp and kubernetes pools", () => {
         );
         assert.equal(proxies[3].url, "http://pods-1-a1b2c3.egress.svc.cluster.local:8080");
         // Labels carry the stack the mocks run as, so `egress gc` for this stack finds them.
-        const vm = recorded.find((r) => r.name === "eu-0-vm")!;
+        // (a GCE member's labels are its template's and its own name: components/gcp/member-instance.ts).
+        const vm = recorded.find((r) => r.type === "gcp:compute/instanceTemplate:InstanceTemplate")!;
         assert.equal(vm.inputs.labels["egress-stack"], "remote");
         // ...and the installation the program recorded (the identity resource's output under mocks: the proposal).
         assert.equal(vm.inputs.labels["egress-installation"], TEST_INSTALLATION.id);

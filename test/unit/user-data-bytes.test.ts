@@ -119,8 +119,12 @@ test(
 );
 
 test("GCE metadata carries binary user-data as base64 with user-data-encoding (a metadata value is a string)", async () => {
-    const vm = ofType("gcp:compute/instance:Instance", "eu-0")[0];
-    assert.ok(vm, "the GCE member was built by the first test's program run");
+    const member = ofType("pulumi-nodejs:dynamic/egress:gcp:Member", "eu-0")[0];
+    assert.ok(member, "the GCE member was built by the first test's program run");
+    // Its user-data is its template's (components/gcp/pool-templates.ts).
+    const vm = ofType("gcp:compute/instanceTemplate:InstanceTemplate").find(
+        (t) => t.inputs.name === member.inputs.member.tpl,
+    )!;
     assert.equal(vm.inputs.metadata["user-data-encoding"], "base64");
     assert.deepEqual(Buffer.from(vm.inputs.metadata["user-data"], "base64"), GZIP);
     assert.ok(isSecret(vm.raw.metadata), "user-data is a secret");
