@@ -8,7 +8,8 @@
  * Run: node dist/bench/state-per-member.js [members=10,100] [kind=local]
  * (kind `kubernetes`: Deployments and Services on the test cluster, test/helpers/kube-cluster.ts; kind
  * `kvm`: domains from a tiny image on the libvirt sandbox, test/kvm/sandbox.ts, as test/kvm/pool-e2e does;
- * size does not depend on the machine's load).
+ * kind `gcp`: member resources against the Compute stand-in, the gcp provider's resources stood in for,
+ * bench/gcp-stand-in.ts; size does not depend on the machine's load).
  */
 import * as fs from "node:fs";
 import * as os from "node:os";
@@ -23,6 +24,8 @@ import { IDENTITY_TYPE, identityProvider } from "../src/installation-resource";
 import { benchTable } from "./table";
 import { KubeCluster, startKubeCluster } from "../test/helpers/kube-cluster";
 import { kvmEntry, Sandbox, serveTinyImage, startSandbox, teardown } from "../test/kvm/sandbox";
+import { GCP_PROJECT, installGcpStandIn, templateDependencyBytes } from "./gcp-stand-in";
+import type { FakeCompute } from "../test/fixtures/gcp/fake-compute";
 
 interface Sample {
     members: number;
@@ -36,6 +39,8 @@ let cluster: KubeCluster | undefined;
 /** The libvirt sandbox and the tiny image its members boot, with kind `kvm`. */
 let kvm: { sb: Sandbox; image: Awaited<ReturnType<typeof serveTinyImage>>; work: string } | undefined;
 const KVM_CLOUD_INIT = "#cloud-config\npackages: [squid]\n";
+/** The Compute stand-in, with kind `gcp`. */
+let gcpFake: FakeCompute | undefined;
 
 /** The provider entry and the pool's kind-specific settings for this run's kind. */
 function kindConfig(stack: string): { entry: object; pool: object } {
@@ -52,6 +57,16 @@ function kindConfig(stack: string): { entry: object; pool: object } {
                 placement: { zone: "lab", image: "tiny", machineType: "small" },
                 cloudInit: { file: "cloud-init/squid.yaml" },
             },
+        };
+    if (gcpFake)
+        return {
+            entry: {
+                type: "gcp",
+                project: GCP_PROJECT,
+                zones: ["europe-west1-b"],
+                allowedSourceRanges: ["203.0.113.0/24"],
+            },
+            pool: { auth: { username: "bench", password: "bench-password-0123456789" } },
         };
     return { entry: { type: "local" }, pool: {} };
 }
@@ -73,6 +88,12 @@ async function sample(members: number): Promise<Sample> {
         await p.driver.up({ refresh: false });
         const file = path.join(checkpointDir(path.join(p.dir, "backend")), `${stack}.json`);
         const text = fs.readFileSync(file, "utf8");
+        // Kind gcp: what each member's dependency on its (stood-in) template weighs, added.
+        const dependencyBytes = gcpFake ? templateDependencyBytes(text) : 0;
+        if (gcpFake)
+            console.log(
+                `${members} member(s): ${gcpFake.instances.length} instance(s) made by the member resources; template dependencies add ${dependencyBytes} B`,
+            );
         const resources = (JSON.parse(text).checkpoint.latest.resources ?? []) as {
             inputs?: { __provider?: string };
             outputs?: { __provider?: string };
@@ -82,7 +103,12 @@ async function sample(members: number): Promise<Sample> {
             0,
         );
         await p.driver.destroy();
-        return { members, checkpointBytes: Buffer.byteLength(text), providerBytes, resources: resources.length };
+        return {
+            members,
+            checkpointBytes: Buffer.byteLength(text) + dependencyBytes,
+            providerBytes,
+            resources: resources.length,
+        };
     } finally {
         p.cleanup();
     }
@@ -110,6 +136,7 @@ async function providerSizes(): Promise<string[][]> {
 async function main(): Promise<void> {
     const sizes = (process.argv[2] ?? "10,100").split(",").map(Number);
     if (process.argv[3] === "kubernetes") cluster = startKubeCluster();
+    if (process.argv[3] === "gcp") gcpFake = await installGcpStandIn();
     if (process.argv[3] === "kvm") {
         const work = fs.mkdtempSync(path.join(os.tmpdir(), "egress-spm-kvm-"));
         kvm = { sb: startSandbox(), image: await serveTinyImage(work), work };
@@ -118,6 +145,7 @@ async function main(): Promise<void> {
         await measure(sizes);
     } finally {
         cluster?.stop();
+        await gcpFake?.close();
         if (kvm) await teardown({ image: kvm.image, work: kvm.work });
     }
 }

@@ -21,9 +21,9 @@ import type { MemberArgs, ProxyMemberComponent } from "./shared/member";
  * The replace key a member resource's `diff` gives when its `read` found it no longer running (a local
  * process gone, a KVM domain shut off): the next `up` replaces it to repair it, not because its config
  * changed. Rolling changes (src/service/control/rolling, `egress up`'s refusal) count only the other
- * keys: a dead member has no capacity to keep while it is replaced. The providers spell it out
- * (local/provider.ts, kvm/domain.ts): they were serialized by value into state before issue 33, and
- * capture no module still.
+ * keys: a dead member has no capacity to keep while it is replaced. The member resources of kvm,
+ * kubernetes and gcp import it; local/provider.ts and kvm/domain.ts spell it out (they were serialized by
+ * value into state before issue 33, and capture no module still).
  */
 export const REPAIR_REPLACE_KEY = "running";
 

@@ -46,15 +46,12 @@ export class GcpProxy extends ProxyMemberComponent {
             ...(entry.subnetwork ? { subnetwork: entry.subnetwork } : {}),
             natIp,
         }));
+        const ref = { project: entry.project, zone, name, tpl: tpl.name };
         this.instance = new GcpMember(
             name,
-            {
-                member: pulumi
-                    .all([tpl.name, nic])
-                    .apply(([t, n]) => ({ project: entry.project, zone, name, tpl: t, ...(n ? { nic: n } : {}) })),
-            },
-            // A refresh that finds it gone replaces it; a new one is made before the old goes.
-            { parent: this },
+            { member: nic ? nic.apply((n) => ({ ...ref, nic: n })) : ref },
+            // The template by name and by dependsOn: one dependency in state, not one per property too.
+            { parent: this, dependsOn: [tpl.resource] },
         );
         const host = this.instance.ip.apply((ip) => ip ?? "");
         // The region is what a GCE zone says beyond itself (`_region_europe-west1` in a gateway username).

@@ -92,13 +92,16 @@ function templateContent(owner: TemplateOwner, plan: MemberPlan) {
     };
 }
 
-/** The template a member of `plan` is made from, made on first use. */
+/**
+ * The template a member of `plan` is made from, made on first use: its name (known to the program, so
+ * previews show it) and its resource, which the member depends on.
+ */
 export function templateFor(
     templates: Map<string, gcp.compute.InstanceTemplate>,
     owner: TemplateOwner,
     plan: MemberPlan,
     opts: pulumi.ComponentResourceOptions,
-): gcp.compute.InstanceTemplate {
+): { name: string; resource: gcp.compute.InstanceTemplate } {
     const content = templateContent(owner, plan);
     const digest = createHash("sha256").update(JSON.stringify(content)).digest("hex").slice(0, 8);
     const name = poolResourceName(owner.context, owner.pool, `t${digest}`);
@@ -117,7 +120,7 @@ export function templateFor(
         );
         templates.set(name, tpl);
     }
-    return templates.get(name)!;
+    return { name, resource: templates.get(name)! };
 }
 
 /** Every template the pool may need: one per possible member shape (possiblePlans). */

@@ -14,6 +14,7 @@
  */
 import * as pulumi from "@pulumi/pulumi";
 import { dynamicType, LoadedDynamicResource } from "../shared/dynamic";
+import { REPAIR_REPLACE_KEY } from "../kind";
 import { KubeClient } from "./api";
 import { digestOf, MemberRef } from "./member-manifest";
 import {
@@ -99,7 +100,7 @@ export const kubeMemberProvider: pulumi.dynamic.ResourceProvider<KubeMemberInput
         const moved =
             objectsOf(id).namespace !== news.member.tpl.split("/")[0] ||
             (olds.cluster.context ?? null) !== (news.member.cluster.context ?? null);
-        const replaces = moved ? ["member"] : olds.gone ? ["gone"] : [];
+        const replaces = moved ? ["member"] : olds.gone ? [REPAIR_REPLACE_KEY] : [];
         return { changes: replaces.length > 0 || olds.digest !== digestsOf(news), replaces };
     },
 

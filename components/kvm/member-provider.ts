@@ -15,6 +15,7 @@
  */
 import * as pulumi from "@pulumi/pulumi";
 import { dynamicType, LoadedDynamicResource } from "../shared/dynamic";
+import { REPAIR_REPLACE_KEY } from "../kind";
 import { discoverAddress } from "./address";
 import { defineAndStart, ownDomainExists, removeDomain } from "./domain";
 import { domainState, GONE_STATES, isNotFound, KvmConnection, LibvirtError, withLibvirt } from "./libvirt";
@@ -141,7 +142,10 @@ export const kvmMemberProvider: pulumi.dynamic.ResourceProvider<KvmMemberInputs,
     },
 
     async diff(_id, olds, news) {
-        const replaces = [...(olds.digest !== digestOf(news) ? ["member"] : []), ...(olds.gone ? ["gone"] : [])];
+        const replaces = [
+            ...(olds.digest !== digestOf(news) ? ["member"] : []),
+            ...(olds.gone ? [REPAIR_REPLACE_KEY] : []),
+        ];
         // An address still unknown, or another connection in config, is an update (one quick look, no wait).
         let connChanged = false;
         try {

@@ -124,7 +124,7 @@ test("create, adopt, read, delete: one resource is the domain and its two disks"
         read.props as KvmMemberOutputs,
         memberIn("mt-0", tpl.inputs.volume),
     );
-    assert.deepEqual(diff.replaces, ["gone"]);
+    assert.deepEqual(diff.replaces, ["running"]);
     // Not running: a create does not adopt it, it makes it anew (same names, new run).
     await kvmMemberProvider.create!(memberIn("mt-0", tpl.inputs.volume));
     assert.match(lv(["domstate", domain]), /running/);

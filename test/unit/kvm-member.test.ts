@@ -75,7 +75,7 @@ test("diff: a new template, host or name replaces, deleting first; a gone domain
     const tpl = await diff(olds, news({ tpl: "egress-1a2b3c4d-tpl-web-99999999.json" }));
     assert.deepEqual([tpl.changes, tpl.replaces, tpl.deleteBeforeReplace], [true, ["member"], true]);
     assert.deepEqual((await diff(olds, news({ host: "h2" }))).replaces, ["member"]);
-    assert.deepEqual((await diff({ ...olds, gone: true }, news())).replaces, ["gone"]);
+    assert.deepEqual((await diff({ ...olds, gone: true }, news())).replaces, ["running"]);
     assert.deepEqual(await diff(olds, news({ wait: 60 })), { changes: true, replaces: [], deleteBeforeReplace: true });
     // Another address or port for the host in config: an update that records it, nothing replaced.
     setKvmProvidersConfig({ lab: { ...entry, hosts: [{ ...entry.hosts[0], port: 2222 }] } });
