@@ -194,7 +194,7 @@ export interface GoneCheckContext<E = { type: string }> {
 export interface ManagedThing {
     kind: string;
     provider: string;
-    /** What sort of thing: `domain`, `volume`, `instance`, `address`, `firewall`, `deployment`, `service`, `secret`, `process`. */
+    /** What sort of thing: `domain`, `volume`, `instance`, `address`, `firewall`, `template`, `deployment`, `service`, `secret`, `process`. */
     type: string;
     /** Provider-side name or ID, enough for `remove`. */
     name: string;

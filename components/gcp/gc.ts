@@ -10,7 +10,7 @@ const lastSegment = (url: string | undefined) => (url ?? "").split("/").pop() ??
  * Finds and removes what egress created in the entry's GCP project: instances and addresses by their
  * `egress-project`/`egress-stack`/`egress-installation` labels (in every zone and region, so orphans in zones no longer listed in
  * the config are found too), and firewall rules, which carry no labels, by their description (which
- * names the installation too). Options: the
+ * names the installation too), and instance templates by the labels they give their instances. Options: the
  * endpoint plus where credentials come from (see docs/gcp.md).
  */
 export function gcpCollector(
@@ -36,10 +36,11 @@ export function gcpCollector(
         async list(scope) {
             // The installation label is in the filter: a same-named stack of another installation is never listed.
             const filter = labelFilter(stackLabels(scope));
-            const [instances, addresses, firewalls] = await Promise.all([
+            const [instances, addresses, firewalls, templates] = await Promise.all([
                 client.listAll("aggregated/instances", { filter }, "instances"),
                 client.listAll("aggregated/addresses", { filter }, "addresses"),
                 client.listAll("global/firewalls", { filter: 'name eq "egress-.*"' }),
+                client.listAll("global/instanceTemplates", { filter: 'name eq "egress-.*"' }),
             ]);
             const out: ManagedThing[] = [];
             for (const { item } of instances)
@@ -73,6 +74,14 @@ export function gcpCollector(
                 )
                     out.push(thing("firewall", item.name, "global", owner.pool));
             }
+            // Instance templates (pool-templates.ts) carry the pool's labels in their properties; the list
+            // cannot filter on those, so the name pre-filters and the labels decide.
+            const wanted = stackLabels(scope);
+            for (const { item } of templates) {
+                const l = item.properties?.labels ?? {};
+                if (Object.entries(wanted).every(([k, v]) => l[k] === v))
+                    out.push(thing("template", item.name, "global", l["egress-pool"]));
+            }
             return out;
         },
 
@@ -84,7 +93,9 @@ export function gcpCollector(
                       ? `regions/${t.location}/addresses/${t.name}`
                       : t.type === "firewall"
                         ? `global/firewalls/${t.name}`
-                        : undefined;
+                        : t.type === "template"
+                          ? `global/instanceTemplates/${t.name}`
+                          : undefined;
             if (!path) throw new Error(`gcp collector for \`${providerName}\` cannot remove a \`${t.type}\``);
             // Already gone (404) counts as removed.
             await client.delete(path);

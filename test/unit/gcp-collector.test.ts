@@ -73,6 +73,15 @@ before(async () => {
         // A rule written before installation ids: no installation in its description, so never collected.
         { name: "egress-prod-web-legacy", description: "managed by egress: project=egress stack=prod pool=web" },
     );
+    const { "egress-member": _, ...poolLabels } = labels("prod", "");
+    fake.templates.push(
+        { name: "egress-prod-web-t0123abcd-aaaaaa", properties: { labels: poolLabels } },
+        {
+            name: "egress-prod-web-t0123abcd-bbbbbb",
+            properties: { labels: { ...poolLabels, "egress-stack": "staging" } },
+        },
+        { name: "egress-hand-made-template", properties: { labels: {} } },
+    );
 });
 after(() => fake.close());
 
@@ -89,6 +98,7 @@ describe("gcp collector", () => {
                 ["instance", "web-1-vm-bbbb", "us-central1-a", "web", "web-1"],
                 ["address", "web-0-ip-dddd", "europe-west1", "web", "web-0"],
                 ["firewall", poolResourceName(ctx("prod"), "web"), "global", "web", null],
+                ["template", "egress-prod-web-t0123abcd-aaaaaa", "global", "web", null],
             ],
         );
         assert.ok(things.every((t) => t.kind === "gcp" && t.provider === "gcp-eu"));
@@ -118,7 +128,7 @@ describe("gcp collector", () => {
         for (const t of things) await c.remove(t);
         assert.equal(
             (await c.list({ project: "egress", stack: "staging", installation: TEST_INSTALLATION.id })).length,
-            2,
+            3,
         );
         // The twin's instance and rule are still there, and its own gc finds exactly them.
         assert.deepEqual(
