@@ -41,6 +41,11 @@ export interface PoolSharedArgs<E extends EntryBase = EntryBase, P = unknown> {
     context: StackContext;
     /** What `createProviderShared` returned for this pool's provider entry, if the kind has that hook. */
     providerShared?: P;
+    /**
+     * The shard stack this is (src/model/shards.ts: 1 and up), unset in the installation's stack. A shardable
+     * kind makes what a shard's members need in the shard, named apart from every other stack's.
+     */
+    shard?: number;
 }
 
 /** Arguments for resources every pool of one provider entry shares (KVM base images). */

@@ -18,6 +18,8 @@ export interface ProxyPoolArgs {
      * others as state has them. Unset: every member.
      */
     only?: ReadonlySet<string>;
+    /** The shard stack this pool's members here live in (1 and up); unset in the installation's stack. */
+    shard?: number;
 }
 
 /**
@@ -41,6 +43,7 @@ export class ProxyPool extends pulumi.ComponentResource {
                 entry: args.entry,
                 context: args.context,
                 providerShared: args.providerShared,
+                ...(args.shard ? { shard: args.shard } : {}),
             },
             { parent: this },
         );

@@ -128,6 +128,7 @@ export function createProgram(opts: ProgramOptions): () => Promise<ProgramOutput
                         context,
                         providerShared: providerShared[pool.provider],
                         ...membersHere(pool, shard?.k ?? 0, scope),
+                        ...(shard ? { shard: shard.k } : {}),
                     }),
             );
         const proxies = pulumi

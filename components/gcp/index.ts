@@ -10,6 +10,9 @@ import { checkGcpAuth, checkGcpPlacement, gcpProviderSchema } from "./config";
 export const gcpKind = defineKind({
     type: "gcp",
     schema: gcpProviderSchema,
+    // A shard stack makes its pool's provider and templates anew, named apart; the firewall stays the
+    // installation stack's (components/gcp/shared.ts).
+    shardable: true,
     checkPool: (entry, pool, at) => [
         ...checkGcpAuth(pool, at),
         ...eachPlacement(pool, at, (p, where) => checkGcpPlacement(entry, p, where)),

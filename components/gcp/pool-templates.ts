@@ -5,7 +5,8 @@
  * pool may need are created with the pool, whatever its replica count: a scale is a targeted `up` of the
  * members it adds, which could not create a template they depend on (the kind's memberDependencyTypes).
  * A template's name carries the digest of its content: new content is a new template, and its members
- * are replaced (templates cannot change in place).
+ * are replaced (templates cannot change in place). A shard stack makes its own (`…-s<k>-…`): each stack
+ * owns what its members depend on, so a change or a removal of one stack never touches another's.
  */
 import { createHash } from "node:crypto";
 import * as pulumi from "@pulumi/pulumi";
@@ -25,6 +26,8 @@ export interface TemplateOwner {
     context: StackContext;
     provider: gcp.Provider;
     networkTag: string;
+    /** The shard stack making them (1 and up): its templates are its own, named apart. Unset: the installation's stack. */
+    shard?: number;
 }
 
 /** The member's zone: the first zone is the default so a pool without placement lands in one predictable place. */
@@ -104,7 +107,7 @@ export function templateFor(
 ): { name: string; resource: gcp.compute.InstanceTemplate } {
     const content = templateContent(owner, plan);
     const digest = createHash("sha256").update(JSON.stringify(content)).digest("hex").slice(0, 8);
-    const name = poolResourceName(owner.context, owner.pool, `t${digest}`);
+    const name = poolResourceName(owner.context, owner.pool, `t${digest}${owner.shard ? `-s${owner.shard}` : ""}`);
     if (!templates.has(name)) {
         const { metadata, ...rest } = content;
         const tpl = new gcp.compute.InstanceTemplate(

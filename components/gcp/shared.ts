@@ -23,7 +23,8 @@ export interface GcpPoolShared {
 }
 
 /**
- * Creates the pool's provider, firewall and instance templates (pool-templates.ts). The firewall opens exactly the TCP ports the pool's members
+ * Creates the pool's provider, firewall and instance templates (pool-templates.ts). A shard stack
+ * (src/model/shards.ts) makes its own provider and templates (named apart), and no firewall. The firewall opens exactly the TCP ports the pool's members
  * listen on (per-member overrides included), only to `allowedSourceRanges`, only on instances with the
  * pool's tag. A pool with no members gets no rule: a GCE rule with an empty port list would open every port.
  */
@@ -45,7 +46,8 @@ export function createGcpPoolShared(
     const networkTag = poolNetworkTag(context, pool.name);
     const ports = firewallPorts(planMembers(pool).map((m) => m.port));
     const firewalls: gcp.compute.Firewall[] = [];
-    if (ports.length > 0) {
+    // A shard's members carry the pool's tag, whose rule (every member's port) is the installation stack's.
+    if (ports.length > 0 && !args.shard) {
         const families = splitByFamily(entry.allowedSourceRanges);
         for (const [family, ranges] of Object.entries(families) as ["v4" | "v6", string[]][]) {
             if (ranges.length === 0) continue;
@@ -68,7 +70,7 @@ export function createGcpPoolShared(
             );
         }
     }
-    const owner: TemplateOwner = { entry, pool: pool.name, context, provider, networkTag };
+    const owner: TemplateOwner = { entry, pool: pool.name, context, provider, networkTag, shard: args.shard };
     const templates = new Map<string, gcp.compute.InstanceTemplate>();
     createPoolTemplates(templates, owner, args, opts);
     return { provider, networkTag, firewalls, templates, owner, opts };

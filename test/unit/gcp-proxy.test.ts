@@ -205,6 +205,31 @@ describe("GcpProxy under mocks", () => {
     });
 });
 
+describe("GcpProxy in a shard stack", () => {
+    it("makes the shard's own templates, named apart, and no firewall (the installation stack's admits its members)", async () => {
+        const cfg = config({ name: "big", replicas: 4, membersPerStack: 2 });
+        const p = new pool.ProxyPool("big", {
+            pool: cfg.pools[0],
+            providerName: "gcp-eu",
+            entry: cfg.providers["gcp-eu"],
+            context,
+            only: new Set(["big-2", "big-3"]),
+            shard: 1,
+        });
+        const members = await valueOf(p.members);
+        await settle();
+        assert.deepEqual(
+            members.map((m) => m.id),
+            ["big-2", "big-3"],
+        );
+        assert.deepEqual(ofType("gcp:compute/firewall:Firewall", "big-"), []);
+        const { m, tpl } = memberAndTemplate("big-2");
+        assert.match(m.tpl, /^egress-test-big-t[0-9a-f]{8}-s1-[0-9a-f]{6}$/);
+        assert.equal(tpl.name, m.tpl);
+        assert.deepEqual(tpl.tags, [gcpMod.poolNetworkTag(context, "big")]);
+    });
+});
+
 describe("gcp naming", () => {
     it("pool resource names are valid GCE names, at most 63 characters, unique per project/stack/pool", () => {
         const long = gcpMod.poolResourceName(

@@ -75,7 +75,8 @@ test("membersPerStack is refused for kinds whose members need their pool's resou
     );
     assert.ok(
         lines.some(
-            (l) => l.includes("egress:pools[0].membersPerStack") && l.includes("kinds that can: local, kubernetes"),
+            (l) =>
+                l.includes("egress:pools[0].membersPerStack") && l.includes("kinds that can: local, gcp, kubernetes"),
         ),
         lines.join("\n"),
     );
