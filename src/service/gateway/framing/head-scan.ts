@@ -36,7 +36,7 @@ export class HeadScanner {
         return this.started || this.cr;
     }
 
-    /** How many bytes the scanner holds between calls: at most `limit`, and 0 once it handed a head out. */
+    /** The bytes the scanner keeps allocated between calls: at most `limit`, and at most 4 KiB between heads. */
     get retainedBytes(): number {
         return this.buf?.length ?? 0;
     }
