@@ -11,7 +11,9 @@
  * Run: node dist/bench/change-cost.js [small=10] [large=100] [rounds=3] [membersPerProcess=1] [membersPerStack] [kind=local]
  * (a thousand local members need `membersPerProcess` of 20 or more to fit in memory: docs/local.md;
  * `membersPerStack` spreads both pools over shard stacks of that many, src/model/shards.ts, 0 = unset;
- * kind `kubernetes` runs the members as Deployments on the test cluster, test/helpers/kube-cluster.ts).
+ * kind `kubernetes` runs the members as Deployments on the test cluster, test/helpers/kube-cluster.ts;
+ * kind `gcp` runs the member resources against the Compute stand-in, the gcp provider's resources stood in
+ * for, bench/gcp-stand-in.ts: the engine's and egress's cost, not GCE's).
  */
 import * as fs from "node:fs";
 import * as path from "node:path";
@@ -21,10 +23,14 @@ import { benchTable } from "./table";
 import { replaceTargeted } from "../src/service/control/replace";
 import pino from "pino";
 import { KubeCluster, startKubeCluster } from "../test/helpers/kube-cluster";
+import { GCP_PROJECT, installGcpStandIn } from "./gcp-stand-in";
+import type { FakeCompute } from "../test/fixtures/gcp/fake-compute";
 
 const quiet = pino({ level: "silent" });
 /** The test cluster, with kind `kubernetes`. */
 let cluster: KubeCluster | undefined;
+/** The Compute stand-in, with kind `gcp`. */
+let gcpFake: FakeCompute | undefined;
 
 const STEPS = ["+10", "-10", "heal 1", "rotate 1", "plain up"] as const;
 type Step = (typeof STEPS)[number];
@@ -42,10 +48,13 @@ async function stack(members: number, membersPerProcess: number, membersPerStack
     if (cluster) await cluster.createNamespace(ns);
     const entry = cluster
         ? { type: "kubernetes", kubeconfigPath: cluster.kubeconfig, context: "admin", namespace: ns }
-        : { type: "local", membersPerProcess };
+        : gcpFake
+          ? { type: "gcp", project: GCP_PROJECT, zones: ["europe-west1-b"], allowedSourceRanges: ["203.0.113.0/24"] }
+          : { type: "local", membersPerProcess };
+    const auth = gcpFake ? { auth: { username: "bench", password: "bench-password-0123456789" } } : {};
     const p = tempProject(`cc${members}`, {
         "egress:providers": { local: entry },
-        "egress:pools": [membersPerStack ? { ...pool, membersPerStack } : pool],
+        "egress:pools": [{ ...pool, ...auth, ...(membersPerStack ? { membersPerStack } : {}) }],
     });
     const times = Object.fromEntries(STEPS.map((k) => [k, []])) as unknown as Record<Step, number[]>;
     return { members, p, times, checkpointBytes: 0 };
@@ -81,6 +90,7 @@ async function main(): Promise<void> {
     const [small, large, rounds, perProcess] = [10, 100, 3, 1].map((d, i) => Number(process.argv[2 + i] ?? d));
     const perStack = Number(process.argv[6] ?? 0) || undefined;
     if (process.argv[7] === "kubernetes") cluster = startKubeCluster();
+    if (process.argv[7] === "gcp") gcpFake = await installGcpStandIn();
     const stacks = [await stack(small, perProcess, perStack), await stack(large, perProcess, perStack)];
     try {
         for (const s of stacks) {
@@ -134,6 +144,7 @@ async function main(): Promise<void> {
             s.p.cleanup();
         }
         cluster?.stop();
+        await gcpFake?.close();
     }
 }
 

@@ -1,8 +1,8 @@
 /**
  * Kind `gcp` for bench/state-per-member.ts. The gcp provider plugin cannot run here (no download, and
  * its Go module is not served), so what it would make is stood in for in this process: @pulumi/gcp's
- * Provider, Firewall, Address and InstanceTemplate become component resources of the same type tokens
- * (the same URNs), and the member resources (components/gcp/member-provider.ts) run for real in the
+ * Firewall, Address and InstanceTemplate become component resources of the same type tokens at the
+ * stack's root, its Provider one of a bench type, and the member resources (components/gcp/member-provider.ts) run for real in the
  * engine against the Compute stand-in (test/fixtures/gcp/fake-compute.ts), which serves the templates.
  * What a stand-in does not give is a member's dependency on its template (the SDK records none on a
  * component): templateDependencyBytes adds those entries to the checkpoint the engine wrote and answers
@@ -17,8 +17,10 @@ const TOKEN = "ya29.bench";
 /** A component of `type` in place of a gcp resource; `outputs` are what the program reads of it. */
 function standIn(type: string, outputs: (name: string, args: any) => Record<string, unknown>) {
     return class extends pulumi.ComponentResource {
-        constructor(name: string, args: any, opts?: pulumi.CustomResourceOptions) {
-            super(type, name, {}, { parent: opts?.parent });
+        constructor(name: string, args: any, _opts?: pulumi.CustomResourceOptions) {
+            // At the stack's root, not under the pool: a component under a pool is a member to the engine
+            // driver (src/engine/state.ts memberComponents), where the real resources are custom.
+            super(type, name, {}, {});
             const outs = outputs(name, args);
             Object.assign(this, Object.fromEntries(Object.entries(outs).map(([k, v]) => [k, pulumi.output(v)])));
             this.registerOutputs(outs);
@@ -43,7 +45,8 @@ export async function installGcpStandIn(): Promise<FakeCompute> {
             return { name: args.name };
         }),
     };
-    const standIns = { Provider: standIn("pulumi:providers:gcp", () => ({})), compute };
+    // Not `pulumi:providers:gcp`: the engine takes a resource of that type for a provider, whatever its kind.
+    const standIns = { Provider: standIn("egress:bench:GcpProviderStandIn", () => ({})), compute };
     const file = require.resolve("@pulumi/gcp");
     require.cache[file] = { id: file, filename: file, loaded: true, exports: standIns } as unknown as NodeModule;
     return fake;
@@ -64,10 +67,12 @@ interface StateEntry {
 export function templateDependencyBytes(checkpoint: string): number {
     const doc = JSON.parse(checkpoint);
     const resources: StateEntry[] = doc.checkpoint.latest.resources ?? [];
+    // The real template's URN: under its pool (the stand-in's is at the stack's root).
+    const underPool = (urn: string) => urn.replace(/::gcp:compute/, "::egress:index:ProxyPool$gcp:compute");
     const templates = new Map(
         resources
             .filter((r) => r.type === "gcp:compute/instanceTemplate:InstanceTemplate")
-            .map((r) => [r.urn.slice(r.urn.lastIndexOf("::") + 2), r.urn]),
+            .map((r) => [r.urn.slice(r.urn.lastIndexOf("::") + 2), underPool(r.urn)]),
     );
     const before = JSON.stringify(doc, null, 4).length;
     for (const r of resources) {
