@@ -13,7 +13,7 @@
  * `membersPerStack` spreads both pools over shard stacks of that many, src/model/shards.ts, 0 = unset;
  * kind `kubernetes` runs the members as Deployments on the test cluster, test/helpers/kube-cluster.ts;
  * kind `gcp` runs the member resources against the Compute stand-in, the gcp provider's resources stood in
- * for, bench/gcp-stand-in.ts: the engine's and egress's cost, not GCE's).
+ * for, test/helpers/gcp-stand-in.ts: the engine's and egress's cost, not GCE's).
  */
 import * as fs from "node:fs";
 import * as path from "node:path";
@@ -23,7 +23,7 @@ import { benchTable } from "./table";
 import { replaceTargeted } from "../src/service/control/replace";
 import pino from "pino";
 import { KubeCluster, startKubeCluster } from "../test/helpers/kube-cluster";
-import { GCP_PROJECT, installGcpStandIn } from "./gcp-stand-in";
+import { GCP_PROJECT, installGcpStandIn } from "../test/helpers/gcp-stand-in";
 import type { FakeCompute } from "../test/fixtures/gcp/fake-compute";
 
 const quiet = pino({ level: "silent" });

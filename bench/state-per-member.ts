@@ -9,7 +9,7 @@
  * (kind `kubernetes`: Deployments and Services on the test cluster, test/helpers/kube-cluster.ts; kind
  * `kvm`: domains from a tiny image on the libvirt sandbox, test/kvm/sandbox.ts, as test/kvm/pool-e2e does;
  * kind `gcp`: member resources against the Compute stand-in, the gcp provider's resources stood in for,
- * bench/gcp-stand-in.ts; size does not depend on the machine's load).
+ * test/helpers/gcp-stand-in.ts; size does not depend on the machine's load).
  */
 import * as fs from "node:fs";
 import * as os from "node:os";
@@ -24,7 +24,7 @@ import { IDENTITY_TYPE, identityProvider } from "../src/installation-resource";
 import { benchTable } from "./table";
 import { KubeCluster, startKubeCluster } from "../test/helpers/kube-cluster";
 import { kvmEntry, Sandbox, serveTinyImage, startSandbox, teardown } from "../test/kvm/sandbox";
-import { GCP_PROJECT, installGcpStandIn, templateDependencyBytes } from "./gcp-stand-in";
+import { GCP_PROJECT, installGcpStandIn, templateDependencyBytes } from "../test/helpers/gcp-stand-in";
 import type { FakeCompute } from "../test/fixtures/gcp/fake-compute";
 
 interface Sample {

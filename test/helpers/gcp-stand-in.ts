@@ -1,5 +1,5 @@
 /**
- * Kind `gcp` for bench/state-per-member.ts. The gcp provider plugin cannot run here (no download, and
+ * Kind `gcp` for the engine tests and benches (test/e2e/gcp-members, bench/state-per-member, bench/change-cost). The gcp provider plugin cannot run here (no download, and
  * its Go module is not served), so what it would make is stood in for in this process: @pulumi/gcp's
  * Firewall, Address and InstanceTemplate become component resources of the same type tokens at the
  * stack's root, its Provider one of a bench type, and the member resources (components/gcp/member-provider.ts) run for real in the
@@ -9,7 +9,7 @@
  * what they weigh. The pool-level resources' own sizes are not the real ones; per member, they drop out.
  */
 import * as pulumi from "@pulumi/pulumi";
-import { FakeCompute, startFakeCompute } from "../test/fixtures/gcp/fake-compute";
+import { FakeCompute, startFakeCompute } from "../fixtures/gcp/fake-compute";
 
 export const GCP_PROJECT = "bench-proxies";
 const TOKEN = "ya29.bench";
