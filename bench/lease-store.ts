@@ -1,7 +1,8 @@
 /**
  * Lease+release pairs/s and p50/p99 for each lease store, in one run: the real service (createApp over
  * 1,000 synthetic members, bench/synthetic-service.ts) with the memory store, with the Redis store (one
- * process, a throwaway redis-server on loopback), with the Redis store in three processes behind a real
+ * process, a throwaway redis-server on loopback; again with each grant confirmed by its replica, WAIT 1),
+ * with the Redis store in three processes behind a real
  * HAProxy (deploy/haproxy.cfg, as replicas run), and a bare node:http handler over the memory store as
  * the peer (the ceiling HTTP itself sets here). Printed as a table.
  *
@@ -50,6 +51,8 @@ async function main(): Promise<void> {
     )
         throw new Error("--seconds, --concurrency (a list), --members and --rate must be positive numbers");
     const redis = await startRedis();
+    // A replica of it, for the row whose grants wait for one (--store-grant-replicas 1).
+    const replica = await startRedis({ password: redis.password, replicaOf: redis.port });
     const token = randomToken();
     const rows: BenchResult[] = [];
     const stats = values.commandstats ? new RedisCommandStats(redis.url) : undefined;
@@ -57,13 +60,16 @@ async function main(): Promise<void> {
         const setups: [string, Partial<SyntheticOptions>][] = [
             ["memory store", {}],
             ["redis store, 1 process", { store: redis.url }],
+            ["redis store, 1 process, grants confirmed by 1 replica", { store: redis.url, grantReplicas: 1 }],
             ["bare node:http, memory (peer)", { bare: true }],
         ];
         const redisPid = redis.pid()!;
         const measure = async (name: string, port: number, servicePids: number[]) => {
             const cpu: Record<string, () => number> = {
                 service: () => servicePids.reduce((n, pid) => n + processCpuMicros(pid), 0),
-                ...(name.startsWith("redis") && { redis: () => processCpuMicros(redisPid) }),
+                ...(name.startsWith("redis") && {
+                    redis: () => processCpuMicros(redisPid) + processCpuMicros(replica.pid()!),
+                }),
             };
             for (const concurrency of concurrencies) {
                 const redisRow = stats && name.startsWith("redis");
@@ -89,10 +95,11 @@ async function main(): Promise<void> {
             } finally {
                 await child.stop();
             }
-            if (extra.store) await threeBehindHaproxy(redis.url, token, members, measure);
+            if (extra.store && !extra.grantReplicas) await threeBehindHaproxy(redis.url, token, members, measure);
         }
     } finally {
         await stats?.close();
+        await replica.cleanup();
         await redis.cleanup();
     }
     const cpus = os.cpus();

@@ -45,6 +45,8 @@ export interface SyntheticOptions {
     store?: string;
     /** The store's key prefix; replicas of one bench row share one. @default a fresh one per process */
     storePrefix?: string;
+    /** Redis replicas that must confirm each grant (src/service/store/grant-replicas.ts). @default 0 */
+    grantReplicas?: number;
 }
 
 /** The bare ceiling: the lease routes with nothing but JSON in and out (see SyntheticOptions.bare). */
@@ -110,6 +112,7 @@ export async function startSyntheticService(
               url: opts.store,
               prefix: opts.storePrefix ?? `egress:bench-${crypto.randomBytes(4).toString("hex")}:`,
               log,
+              grantReplicas: opts.grantReplicas,
           })
         : undefined;
     if (redis && !(await redis.connect(5000))) throw new Error("the bench's Redis is unreachable");

@@ -131,6 +131,11 @@ export function registerServe(program: Command): void {
             "where the serving state of leases lives: memory (default), redis://[user:pass@]host:port[/db] (rediss:// for TLS) or redis+sentinel://[user:pass@]host:port,host:port,…/<master-name>[/db] (rediss+sentinel://), so a restart, another replica or a Redis failover loses nothing; also $EGRESS_STORE",
         )
         .option(
+            "--store-grant-replicas <n>",
+            "with --store redis…: Redis replicas that must have a lease grant before it is answered (WAIT); a grant none confirms in 250 ms is withdrawn and answered 503, so a failover never leases a member twice (0 to 5; default 1 with redis+sentinel://, else 0); also $EGRESS_STORE_GRANT_REPLICAS",
+            process.env.EGRESS_STORE_GRANT_REPLICAS,
+        )
+        .option(
             "--advertise-url <url>",
             "with --store redis://…: the URL other replicas reach this one's API at (they forward scale, operation and heal requests to the leader); default: its own listen URL",
             process.env.EGRESS_ADVERTISE_URL,
@@ -189,6 +194,7 @@ async function run(o: Record<string, any>, opts: GlobalOptions, log: Logger): Pr
     if (o.checkUrl && !/^https?:\/\/[^/]+/.test(o.checkUrl))
         throw new UsageError(`--check-url must be an http:// or https:// URL (got "${o.checkUrl}")`);
     const store = storeSpecOf(o.store);
+    const grantReplicas = grantReplicasFlag(o.storeGrantReplicas, store);
     if (o.advertiseUrl && !/^https?:\/\/[^/]+/.test(o.advertiseUrl))
         throw new UsageError(`--advertise-url must be an http:// or https:// URL (got "${o.advertiseUrl}")`);
     if (o.advertiseUrl && store?.kind !== "redis")
@@ -238,6 +244,7 @@ async function run(o: Record<string, any>, opts: GlobalOptions, log: Logger): Pr
         tls,
         targetCooldownSeconds: targetCooldown,
         store,
+        ...(grantReplicas === undefined ? {} : { storeGrantReplicas: grantReplicas }),
         advertiseUrl: o.advertiseUrl,
         engineKillGraceMs: Math.round(killGrace * 1000),
         log,
@@ -317,3 +324,14 @@ function serviceSignals(log: Logger): (svc: RunningService) => void {
  * variable applies (listFlag).
  */
 const collect = (v: string, all: string[] | undefined) => [...(all ?? []), v];
+
+/** `--store-grant-replicas`: a whole number from 0 to 5, with a Redis store only; unset: the store's default. */
+function grantReplicasFlag(raw: string | undefined, store: ReturnType<typeof storeSpecOf>): number | undefined {
+    if (raw === undefined) return undefined;
+    const n = Number(raw);
+    if (String(raw).trim() === "" || !Number.isInteger(n) || n < 0 || n > 5)
+        throw new UsageError(`--store-grant-replicas must be a whole number from 0 to 5 (got "${raw}")`);
+    if (store?.kind !== "redis")
+        throw new UsageError("--store-grant-replicas needs --store redis://… or redis+sentinel://…");
+    return n;
+}

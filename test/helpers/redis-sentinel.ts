@@ -106,14 +106,17 @@ async function ask<T>(s: TestRedis, f: (r: Redis) => Promise<T>): Promise<T> {
     }
 }
 
-/** A sentinel started before the replicas are in sync would see a primary without replicas to promote. */
-async function waitReplicasOnline(primary: TestRedis, n: number): Promise<void> {
-    const deadline = Date.now() + 15_000;
+/**
+ * Resolves once `primary` has `n` replicas online (in sync): a sentinel started before the replicas are
+ * would see a primary without replicas to promote, and a grant that waits for a replica needs one.
+ */
+export async function waitReplicasOnline(primary: TestRedis, n: number, timeoutMs = 15_000): Promise<void> {
+    const deadline = Date.now() + timeoutMs;
     for (;;) {
         const info = await ask(primary, (r) => r.info("replication"));
         const online = (info.match(/^slave\d+:.*state=online/gm) ?? []).length;
         if (online >= n) return;
-        if (Date.now() > deadline) throw new Error(`${online} of ${n} replicas online after 15 s:\n${info}`);
+        if (Date.now() > deadline) throw new Error(`${online} of ${n} replicas online after ${timeoutMs} ms:\n${info}`);
         await new Promise((r) => setTimeout(r, 50));
     }
 }

@@ -82,9 +82,12 @@ export async function startRedis(
     const persistence = opts.aof
         ? ["--appendonly", "yes", "--appendfsync", opts.fsync ?? "always"]
         : ["--appendonly", "no"];
-    const replica = opts.replicaOf
-        ? ["--replicaof", "127.0.0.1", String(opts.replicaOf), "--masterauth", password]
-        : [];
+    // masterauth on every node: a primary a failover left behind is made a replica when it comes back.
+    const replica = [
+        ...(opts.replicaOf ? ["--replicaof", "127.0.0.1", String(opts.replicaOf)] : []),
+        "--masterauth",
+        password,
+    ];
     const args = opts.sentinel
         ? sentinelArgs(opts.sentinel(port, dir), port, dir, password)
         : [

@@ -4,8 +4,8 @@
  * one says `role:master`, and `egress serve --store redis://…` pointed at HAProxy. Real processes: a
  * primary, 2 replicas and 3 sentinels (test/helpers/redis-sentinel.ts) promote a replica when the primary
  * is killed under lease load. Measured as for Sentinel URLs (test/helpers/redis-failover.ts): leasing
- * resumes by itself within 10 s, 503 store_unavailable meanwhile and no other 5xx, and a member in two
- * leases at once only through a grant the failover lost.
+ * resumes by itself within 10 s, 503 store_unavailable meanwhile and no other 5xx; with
+ * `--store-grant-replicas 1` no grant is lost and no member is ever in two leases.
  */
 import { after, before, test } from "node:test";
 import assert from "node:assert/strict";
@@ -35,7 +35,8 @@ before(async () => {
     await haproxy.untilUp("redis_primary", 1);
     url = `redis://:${redis.password}@127.0.0.1:${haproxy.port}`;
     p = procProject("hpr", config);
-    svc = await serve(p, ["--store", url]);
+    // A plain redis:// URL answers grants at once unless told: here each waits for a replica.
+    svc = await serve(p, ["--store", url, "--store-grant-replicas", "1"]);
     await untilHealthy(svc, 5);
 });
 after(async () => {
@@ -49,6 +50,7 @@ const failover = (): Failover => ({
     redis,
     doctor: () => cli(p, ["doctor", "--store", url]),
     doctorSays: /redis redis:\/\/:\*\*\*@127\.0\.0\.1:\d+ answers/,
+    confirmedGrants: true,
 });
 
 test("HAProxy sends egress to the primary alone: one server up, the replicas down", async () => {

@@ -87,6 +87,11 @@ export interface ServeOptions {
      */
     store?: StoreSpec;
     /**
+     * With a Redis store: how many of its replicas must have a lease grant before it is answered
+     * (src/service/store/grant-replicas.ts). @default 1 with a Sentinel URL, else 0
+     */
+    storeGrantReplicas?: number;
+    /**
      * With a Redis store: the URL other replicas reach this one's API at (they forward scale, operation
      * and heal requests to the leader). @default this replica's own listen URL
      */

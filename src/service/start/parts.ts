@@ -93,6 +93,7 @@ export function buildParts(
                   url: opts.store.url,
                   prefix: stackPrefix(opts.stack),
                   log: log.child({ component: "store" }),
+                  grantReplicas: opts.storeGrantReplicas ?? (opts.store.sentinel ? 1 : 0),
               })
             : undefined;
     const leases: LeaseStore = redisStore ?? new LeaseManager(leaseOptions);

@@ -27,6 +27,10 @@ export interface RedisStoreOptions extends Pick<
     retryAfterSeconds?: number;
     /** How often the local view of live leases (isLeased, active) is re-read. @default 1000 */
     viewIntervalMs?: number;
+    /** Redis replicas that must have a grant before it is answered (grant-replicas.ts). @default 0 */
+    grantReplicas?: number;
+    /** How long a grant waits for them (at most half the command timeout). @default 250 */
+    grantWaitMs?: number;
 }
 
 export type Reply = (string | number)[];

@@ -21,6 +21,7 @@ import { TurnWrites } from "./turn-writes";
 import { type RedisStoreOptions, type Reply, TRANSIENT_REPLY } from "./redis-options";
 import { isNoScript, StoreScript } from "./script-call";
 import { acquireArgs, acquireReply, labelLines, publishedPools, releaseReply, type PublishedPool } from "./redis-wire";
+import { GrantReplicas } from "./grant-replicas";
 
 export type { RedisStoreOptions } from "./redis-options";
 
@@ -52,6 +53,10 @@ export class RedisLeaseStore implements LeaseStore {
     private closed = false;
     /** Whether this replica publishes the members (the leader does; followers only lease from what it published). */
     private publisher = true;
+    /** How many Redis replicas must have a grant before it is answered (grant-replicas.ts). */
+    private readonly grants: GrantReplicas;
+    /** Scripts sent again as EVAL after a NOSCRIPT (a restarted Redis), counted. */
+    private scriptLoads = 0;
 
     constructor(private readonly o: RedisStoreOptions) {
         const d = {
@@ -70,6 +75,7 @@ export class RedisLeaseStore implements LeaseStore {
         };
         this.retryAfterSeconds = o.retryAfterSeconds ?? 2;
         const timeout = o.commandTimeoutMs ?? 1500;
+        this.grants = new GrantReplicas(o.grantReplicas ?? 0, Math.min(o.grantWaitMs ?? 250, timeout / 2));
         this.redis = openRedis(o.url, {
             lazyConnect: true,
             enableOfflineQueue: false, // a request while Redis is away fails at once instead of queueing forever
@@ -151,13 +157,28 @@ export class RedisLeaseStore implements LeaseStore {
         const args = acquireArgs(req, randomUUID());
         // The replaced lease is a gateway attempt of this replica's, so this replica's view knows it.
         const replaced = req.replaces && this.view.get(req.replaces.leaseId);
-        const r = (await this.run(this.scripts.acquire, args)) as Reply;
-        const result: AcquireResult = acquireReply(r, req);
+        const { reply, confirmed } = await this.grants.grant(
+            this.redis,
+            () => this.run(this.scripts.acquire, args),
+            () => this.scriptLoads,
+        );
+        const result: AcquireResult = acquireReply(reply as Reply, req);
+        if (result.ok && confirmed && !(await confirmed())) await this.withdraw(result.lease.id);
         if (result.ok) this.view.remember(result.lease);
         if (!replaced) return result;
         this.view.forget(replaced.id);
         if (req.replaces!.outcome === "error") this.o.onError?.(replaced.proxyId, replaced);
         return { ...result, replaced };
+    }
+
+    /** Ends a grant no replica confirmed, then answers 503: the crawler never got it. */
+    private async withdraw(leaseId: string): Promise<never> {
+        await this.run(this.scripts.release, [leaseId, "ok"]).catch(() => undefined); // else it ends at its TTL
+        this.view.forget(leaseId);
+        throw new StoreUnavailableError(
+            `the lease store is unavailable: ${this.grants.reason()}; retry in ${this.retryAfterSeconds}s`,
+            this.retryAfterSeconds,
+        );
     }
 
     async release(leaseId: string, outcome: ReleaseOutcome): Promise<ReleaseResult> {
@@ -220,6 +241,7 @@ export class RedisLeaseStore implements LeaseStore {
                 return await script.send(this.redis, this.o.prefix, args);
             } catch (e) {
                 if (!isNoScript(e)) throw e;
+                this.scriptLoads++;
                 return await script.load(this.redis, this.o.prefix, args); // Redis lost its scripts (a restart)
             }
         } catch (e) {
