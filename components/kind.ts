@@ -80,6 +80,8 @@ export type PendingCreateUndo = (
 export type HandOver = (
     resource: { urn: string; id: string; outputs: Record<string, any> },
     provider: Record<string, any> | undefined,
+    /** The stack's config, decrypted, by key (`gcp:credentials`): where a kind's credentials may live. */
+    config: (key: string) => string | undefined,
 ) => Promise<string>;
 
 /**

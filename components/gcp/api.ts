@@ -1,5 +1,6 @@
 /**
- * A minimal Compute Engine REST v1 client (list, delete, wait) for the health checker and `egress gc`.
+ * A minimal Compute Engine REST v1 client (get, list, insert, delete, wait on operations) for the member
+ * resource, the health checker, the gone check and `egress gc`.
  * Plain `fetch`; the endpoint is configurable so tests talk to a local server with the same JSON.
  */
 import {
@@ -15,6 +16,16 @@ import { classifyHttp, mentionsQuota } from "../shared/errors";
 import { GcpAuthOptions, GcpCredentialsError, resolveCredentials } from "./auth";
 
 const COMPUTE_ENDPOINT = "https://compute.googleapis.com";
+/** How long an operation may take before its caller gives up on it (an instance delete takes 30–90 s). */
+const OPERATION_DEADLINE_MS = 10 * 60_000;
+/** One `operations/…/wait` call: GCE answers it when the operation is done or after about 2 minutes. */
+const WAIT_CALL_MS = 130_000;
+/** Operation errors that another try may not meet: a zone out of the machine type (spot stockouts), a resource still settling. */
+const TRANSIENT_OPERATION_CODES = [
+    "ZONE_RESOURCE_POOL_EXHAUSTED",
+    "ZONE_RESOURCE_POOL_EXHAUSTED_WITH_DETAILS",
+    "RESOURCE_NOT_READY",
+];
 
 /**
  * $GOOGLE_COMPUTE_CUSTOM_ENDPOINT, the Compute endpoint the Pulumi gcp provider reads too (as
@@ -26,7 +37,13 @@ function customEndpoint(env: Record<string, string | undefined>): string | undef
 }
 
 /** `endpoint` is the base URL of the Compute API; @default "https://compute.googleapis.com" */
-export interface GcpClientOptions extends GcpAuthOptions, RestClientOptions {}
+export interface GcpClientOptions extends GcpAuthOptions, RestClientOptions {
+    /**
+     * How long one `operations/…/wait` call may take before it is asked again (GCE answers one when the
+     * operation is done or after about 2 minutes; tests shorten it). @default 130000
+     */
+    waitCallMs?: number;
+}
 
 /** A failed Compute API call; `reason` is Google's. */
 export class GcpApiError extends RestApiError {
@@ -135,23 +152,50 @@ export class GcpComputeClient {
     /** Waits for `op` (where the resource at `path` lives: zones/x, regions/x or global) and throws its error. */
     private async settle(op: any, what: string, path: string, signal?: AbortSignal): Promise<void> {
         const scope = /^(zones\/[^/]+|regions\/[^/]+|global)\//.exec(path)?.[1] ?? "global";
-        while (op?.status !== "DONE") op = await this.call("POST", `${scope}/operations/${op.name}/wait`, {}, signal);
+        const deadline = Date.now() + OPERATION_DEADLINE_MS;
+        while (op?.status !== "DONE") {
+            if (Date.now() > deadline)
+                throw new GcpApiError(
+                    `${what}: operation ${op.name} not done after 10 min`,
+                    0,
+                    "api",
+                    undefined,
+                    "transient",
+                );
+            const waitPath = `${scope}/operations/${op.name}/wait`;
+            try {
+                op = await this.callOnce(
+                    await this.token(signal),
+                    "POST",
+                    waitPath,
+                    {},
+                    signal,
+                    undefined,
+                    this.opts.waitCallMs ?? WAIT_CALL_MS,
+                );
+            } catch (e) {
+                // A wait that timed out or failed on the way is not the operation failing: ask again.
+                if (signal?.aborted || !(e instanceof GcpApiError) || e.errorClass !== "transient") throw e;
+                await new Promise((r) => setTimeout(r, 1000));
+            }
+        }
         if (op.error?.errors?.length) {
             const first = op.error.errors[0];
             // A failed operation is not a failed call: its code (QUOTA_EXCEEDED...) decides the class, not status 0.
             const quota = mentionsQuota(first.code) || mentionsQuota(first.message);
+            const stockout = TRANSIENT_OPERATION_CODES.includes(first.code);
             throw new GcpApiError(
                 `${what} failed: ${first.message ?? first.code}`,
                 0,
                 quota ? "quota" : "api",
                 first.code,
-                quota ? "quota" : "permanent",
+                quota ? "quota" : stockout ? "transient" : "permanent",
             );
         }
     }
 
-    private signal(outer?: AbortSignal): AbortSignal {
-        const t = AbortSignal.timeout(this.timeoutMs);
+    private signal(outer?: AbortSignal, timeoutMs = this.timeoutMs): AbortSignal {
+        const t = AbortSignal.timeout(timeoutMs);
         return outer ? AbortSignal.any([outer, t]) : t;
     }
 
@@ -168,6 +212,7 @@ export class GcpComputeClient {
         query: Query,
         signal?: AbortSignal,
         body?: unknown,
+        timeoutMs = this.timeoutMs,
     ): Promise<T> {
         const url = `${this.base}/${path}${queryString(query)}`;
         let res: Response;
@@ -181,11 +226,11 @@ export class GcpComputeClient {
                     ...(body === undefined ? {} : { "content-type": "application/json" }),
                 },
                 ...(body === undefined ? {} : { body: JSON.stringify(body) }),
-                signal: this.signal(signal),
+                signal: this.signal(signal, timeoutMs),
             });
             text = await res.text();
         } catch (e) {
-            throw new GcpApiError(`${method} ${path}: ${errorText(e, this.timeoutMs)}`, 0, "api");
+            throw new GcpApiError(`${method} ${path}: ${errorText(e, timeoutMs)}`, 0, "api");
         }
         let answer: any;
         try {

@@ -3,7 +3,7 @@ import * as gcp from "@pulumi/gcp";
 import type { GcpProviderConfig } from "./config";
 import { memberLabels } from "../../src/model";
 import { MemberArgs, memberIdentity, ProxyMemberComponent } from "../shared/member";
-import { regionOf } from "./names";
+import { networkUrl, regionOf, subnetworkUrl } from "./names";
 import type { GcpPoolShared } from "./shared";
 import { GcpMember } from "./member-provider";
 import { gcpZone, templateFor } from "./pool-templates";
@@ -40,18 +40,24 @@ export class GcpProxy extends ProxyMemberComponent {
                 { parent: this, provider: shared.provider },
             );
         }
-        // Its own interface only when it has one: a static address (or the template's defaults serve).
+        // Its own interface only with a static address (the template's serves the others), in the URL
+        // forms instances.insert takes: the gcp provider expanded bare names for the template, not here.
         const nic = this.address?.address.apply((natIp) => ({
-            network: entry.network,
-            ...(entry.subnetwork ? { subnetwork: entry.subnetwork } : {}),
+            network: networkUrl(entry.network),
+            ...(entry.subnetwork ? { subnetwork: subnetworkUrl(entry.subnetwork, regionOf(zone)) } : {}),
             natIp,
         }));
         const ref = { project: entry.project, zone, name, tpl: tpl.name };
         this.instance = new GcpMember(
             name,
             { member: nic ? nic.apply((n) => ({ ...ref, nic: n })) : ref },
-            // The template by name and by dependsOn: one dependency in state, not one per property too.
-            { parent: this, dependsOn: [tpl.resource] },
+            {
+                parent: this,
+                // The template by name and dependsOn: one dependency in state, not one per property too.
+                dependsOn: [tpl.resource],
+                // A static address serves one instance at a time: the old one goes before the new one comes.
+                deleteBeforeReplace: entry.staticAddress,
+            },
         );
         const host = this.instance.ip.apply((ip) => ip ?? "");
         // The region is what a GCE zone says beyond itself (`_region_europe-west1` in a gateway username).

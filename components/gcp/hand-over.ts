@@ -7,9 +7,8 @@
  * resource, as before. A plain `pulumi up` on such a stack, without `egress up` first, replaces the members.
  */
 import type { HandOver } from "../kind";
-import { GcpComputeClient } from "./api";
 import { ADOPT_LABEL, idParts, readInstance, setLabels } from "./member-instance";
-import { GCP_MEMBER_TYPE } from "./member-provider";
+import { clientFor, gcpCredentialsOf, GCP_MEMBER_TYPE } from "./member-provider";
 
 const OLD_TYPE = "gcp:compute/instance:Instance";
 const OLD_SUFFIX = "-vm";
@@ -23,18 +22,13 @@ export function gcpMemberUrnOf(childUrn: string): string | "" {
     return `${chain}$${GCP_MEMBER_TYPE}::${child.slice(0, -OLD_SUFFIX.length)}`;
 }
 
-const text = (v: unknown) => (typeof v === "string" && v ? v : undefined);
-
 /** Marks the instance for its member to adopt. One deleted behind egress's back is handed over all the same. */
-const handOverInstance: HandOver = async (resource, provider) => {
+const handOverInstance: HandOver = async (resource, _provider, config) => {
     const successor = gcpMemberUrnOf(resource.urn);
     if (!successor) return "";
     const { project, zone, name } = idParts(resource.id);
-    const credentials = text(provider?.credentials);
-    const client = new GcpComputeClient(project, {
-        env: { ...process.env, ...(credentials ? { GOOGLE_CREDENTIALS: credentials } : {}) },
-        ...(text(provider?.accessToken) ? { accessToken: text(provider?.accessToken) } : {}),
-    });
+    // The credentials the member resource will use: the stack config's, as the gcp provider reads them.
+    const client = clientFor(project, gcpCredentialsOf(config));
     const now = await readInstance(client, zone, name);
     if (now && now.labels[ADOPT_LABEL] !== "true")
         await setLabels(client, zone, name, { ...now.labels, [ADOPT_LABEL]: "true" });

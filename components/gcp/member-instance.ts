@@ -19,7 +19,7 @@ export interface GcpMemberRef {
     name: string;
     /** The instance template's name (global). */
     tpl: string;
-    /** The member's own network interface, when it has one (a static address, a subnetwork). */
+    /** The member's own network interface, when it has one (a static address), as URLs GCE takes. */
     nic?: { network: string; subnetwork?: string; natIp?: string };
 }
 
@@ -67,7 +67,12 @@ const metadataValue = (metadata: any, key: string): string | undefined =>
     (metadata?.items ?? []).find((i: any) => i?.key === key)?.value;
 
 export async function readTemplateFacts(client: GcpComputeClient, tpl: string): Promise<TemplateFacts> {
-    const t = await client.get(`global/instanceTemplates/${tpl}`);
+    const t = await client.get(`global/instanceTemplates/${tpl}`).catch((e) => {
+        if (!(e instanceof GcpApiError && e.status === 404)) throw e;
+        throw new Error(
+            `instance template ${tpl} does not exist (deleted outside egress?): \`egress up --refresh\` makes it again`,
+        );
+    });
     const p = t.properties ?? {};
     return {
         labels: p.labels ?? {},
@@ -133,20 +138,22 @@ export async function insertInstance(
 
 /**
  * The instance an earlier release's stack handed over (hand-over.ts) to this member, if any: marked with
- * ADOPT_LABEL, carrying the member's and the installation's labels.
+ * ADOPT_LABEL, carrying the member's, project's and stack's labels, and this installation's label or none
+ * (a stack made before installation ids never labelled its instances; the mark says they are its own).
  */
 export async function handedOverInstance(
     client: GcpComputeClient,
     ref: GcpMemberRef,
     labels: Record<string, string>,
 ): Promise<InstanceFacts | undefined> {
-    const filter = [
-        `(labels.${ADOPT_LABEL} = "true")`,
-        `(labels.${MEMBER_LABEL} = "${labels[MEMBER_LABEL]}")`,
-        ...(labels[INSTALLATION_LABEL] ? [`(labels.${INSTALLATION_LABEL} = "${labels[INSTALLATION_LABEL]}")`] : []),
-    ].join(" AND ");
+    const filter = [ADOPT_LABEL, MEMBER_LABEL, "egress-project", "egress-stack"]
+        .map((k) => `(labels.${k} = "${k === ADOPT_LABEL ? "true" : labels[k]}")`)
+        .join(" AND ");
     const found = await client.listAll(`zones/${ref.zone}/instances`, { filter });
-    return found.length ? instanceFacts(found[0].item) : undefined;
+    const ours = found.find(({ item }) =>
+        [undefined, labels[INSTALLATION_LABEL]].includes(item.labels?.[INSTALLATION_LABEL]),
+    );
+    return ours ? instanceFacts(ours.item) : undefined;
 }
 
 /** Whether a handed-over instance is what the template would make now: else it is replaced, not adopted. */

@@ -17,12 +17,12 @@ import { dynamicType, LoadedDynamicResource } from "../shared/dynamic";
 import { REPAIR_REPLACE_KEY } from "../kind";
 import { GcpComputeClient } from "./api";
 import {
-    ADOPT_LABEL,
     adoptable,
     GcpMemberRef,
     handedOverInstance,
     idParts,
     insertInstance,
+    instancePath,
     isGone,
     memberId,
     memberLabelsOf,
@@ -53,18 +53,31 @@ export interface GcpMemberOutputs {
 const digestOf = (i: GcpMemberInputs) =>
     createHash("sha256").update(JSON.stringify(i.member)).digest("hex").slice(0, 12);
 
+const text = (v: unknown) => (typeof v === "string" && v ? v : undefined);
+
 /** Credentials from the stack's config as the gcp provider reads them (`gcp:credentials`, `gcp:accessToken`), else the environment's. */
 let configured: { accessToken?: string; credentials?: string } = {};
 
-function clientFor(project: string): GcpComputeClient {
-    const env = { ...process.env, ...(configured.credentials ? { GOOGLE_CREDENTIALS: configured.credentials } : {}) };
-    return new GcpComputeClient(project, {
+/** One client per project for half an hour: it fetches its access token once, and tokens live an hour. */
+const clients = new Map<string, { client: GcpComputeClient; until: number }>();
+const CLIENT_LIFETIME_MS = 30 * 60_000;
+
+export function clientFor(project: string, config = configured): GcpComputeClient {
+    const cached = clients.get(project);
+    if (cached && cached.until > Date.now() && config === configured) return cached.client;
+    const env = { ...process.env, ...(config.credentials ? { GOOGLE_CREDENTIALS: config.credentials } : {}) };
+    const client = new GcpComputeClient(project, {
         env,
-        ...(configured.accessToken ? { accessToken: configured.accessToken } : {}),
+        ...(config.accessToken ? { accessToken: config.accessToken } : {}),
     });
+    if (config === configured) clients.set(project, { client, until: Date.now() + CLIENT_LIFETIME_MS });
+    return client;
 }
 
-const text = (v: unknown) => (typeof v === "string" && v ? v : undefined);
+/** What the stack config says of GCP credentials, as the gcp provider reads it. */
+export function gcpCredentialsOf(get: (key: string) => unknown): { accessToken?: string; credentials?: string } {
+    return { accessToken: text(get("gcp:accessToken")), credentials: text(get("gcp:credentials")) };
+}
 
 /** Makes the member's instance, or adopts the one handed over to it. Returns the instance's name and address. */
 async function makeOrAdopt(client: GcpComputeClient, ref: GcpMemberRef): Promise<{ name: string; ip?: string }> {
@@ -75,25 +88,34 @@ async function makeOrAdopt(client: GcpComputeClient, ref: GcpMemberRef): Promise
         await setLabels(client, ref.zone, old.name, labels); // the adopt mark goes with the old labels
         return { name: old.name, ip: old.ip };
     }
+    // Handed over but not what the template makes now (another machine type, new user-data): replaced.
+    // A static address serves one instance at a time: the old one gives it up first.
+    if (old && ref.nic?.natIp) await client.delete(instancePath(ref.zone, old.name));
+    const made = await makeInstance(client, ref, labels);
+    // Best effort: a leftover keeps its labels, and `egress gc` finds it.
+    if (old && !ref.nic?.natIp) await client.delete(instancePath(ref.zone, old.name)).catch(() => undefined);
+    return made;
+}
+
+/** Inserts the member's instance; a failed insert removes what it made (the reason is in the error). */
+async function makeInstance(
+    client: GcpComputeClient,
+    ref: GcpMemberRef,
+    labels: Record<string, string>,
+): Promise<{ name: string; ip?: string }> {
     const name = newInstanceName(ref.name);
     try {
-        const made = await insertInstance(client, ref, name, labels);
-        // Handed over but not what the template makes now (another machine type, new user-data): replaced.
-        if (old) await client.delete(`zones/${ref.zone}/instances/${old.name}`);
-        return { name, ip: made.ip };
+        return { name, ip: (await insertInstance(client, ref, name, labels)).ip };
     } catch (e) {
-        // Transactional: what this create made goes (the reason is in the error).
-        await client.delete(`zones/${ref.zone}/instances/${name}`).catch(() => undefined);
+        await client.delete(instancePath(ref.zone, name)).catch(() => undefined);
         throw e;
     }
 }
 
 export const gcpMemberProvider: pulumi.dynamic.ResourceProvider<GcpMemberInputs, GcpMemberOutputs> = {
     async configure(req) {
-        configured = {
-            accessToken: text(req.config.get("gcp:accessToken")),
-            credentials: text(req.config.get("gcp:credentials")),
-        };
+        configured = gcpCredentialsOf((k) => req.config.get(k));
+        clients.clear();
     },
 
     async create(inputs) {
@@ -121,7 +143,7 @@ export const gcpMemberProvider: pulumi.dynamic.ResourceProvider<GcpMemberInputs,
 
     async delete(id) {
         const { project, zone, name } = idParts(id);
-        await clientFor(project).delete(`zones/${zone}/instances/${name}`);
+        await clientFor(project).delete(instancePath(zone, name));
     },
 };
 
@@ -137,5 +159,3 @@ export class GcpMember extends LoadedDynamicResource {
         super(GCP_MEMBER_TYPE, name, { ...args, digest: undefined, ip: undefined, gone: undefined }, opts);
     }
 }
-
-export { ADOPT_LABEL };

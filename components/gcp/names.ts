@@ -9,6 +9,16 @@ export function regionOf(zone: string): string {
     return zone.replace(/-[a-z]$/, "");
 }
 
+/** A network as instances.insert takes it: a bare name (`default`) becomes `global/networks/<name>`; a URL stays. */
+export function networkUrl(network: string): string {
+    return network.includes("/") ? network : `global/networks/${network}`;
+}
+
+/** A subnetwork as instances.insert takes it: a bare name becomes `regions/<region>/subnetworks/<name>`. */
+export function subnetworkUrl(subnetwork: string, region: string): string {
+    return subnetwork.includes("/") ? subnetwork : `regions/${region}/subnetworks/${subnetwork}`;
+}
+
 /** Unlike a label value (src/model/member.ts labelValue), a GCE name has no `_` and no length cut here. */
 function clean(s: string): string {
     return s.toLowerCase().replace(/[^a-z0-9-]/g, "-");

@@ -12,7 +12,14 @@ import { createHash } from "node:crypto";
 import * as pulumi from "@pulumi/pulumi";
 import * as gcp from "@pulumi/gcp";
 import { encodeUserData, readCloudInit } from "../../src/model/cloud-init";
-import { immutableLabels, poolLabels, possiblePlans, type MemberPlan, type StackContext } from "../../src/model";
+import {
+    immutableLabels,
+    poolLabels,
+    possiblePlans,
+    shardOfIndex,
+    type MemberPlan,
+    type StackContext,
+} from "../../src/model";
 import type { PoolSharedArgs } from "../kind";
 import { memberPasswd } from "../shared/squid-passwd";
 import type { GcpProviderConfig } from "./config";
@@ -126,12 +133,18 @@ export function templateFor(
     return { name, resource: templates.get(name)! };
 }
 
-/** Every template the pool may need: one per possible member shape (possiblePlans). */
+/**
+ * Every template the pool's members in this stack may need: one per possible member shape (possiblePlans),
+ * in a shard only those of its own members' range (and the default shape).
+ */
 export function createPoolTemplates(
     templates: Map<string, gcp.compute.InstanceTemplate>,
     owner: TemplateOwner,
     args: PoolSharedArgs<GcpProviderConfig>,
     opts: pulumi.ComponentResourceOptions,
 ): void {
-    for (const plan of possiblePlans(args.pool)) templateFor(templates, owner, plan, opts);
+    const [first, ...overridden] = possiblePlans(args.pool);
+    const size = args.pool.membersPerStack;
+    const here = (index: number) => !size || shardOfIndex(index, size) === (args.shard ?? 0);
+    for (const plan of [first, ...overridden.filter((p) => here(p.index))]) templateFor(templates, owner, plan, opts);
 }

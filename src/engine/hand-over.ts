@@ -32,9 +32,11 @@ export async function handOverEarlierShapes(
     const providers = new Map(
         resources.filter((r) => r.type.startsWith("pulumi:providers:")).map((r) => [`${r.urn}::${r.id}`, r]),
     );
+    const all = await stack.getAllConfig(); // decrypted: a kind's credentials may be secrets
+    const config = (key: string) => all[key]?.value;
     for (const r of old) {
         const provider = r.provider ? providers.get(r.provider)?.inputs : undefined;
-        const successor = await takers[r.type]({ urn: r.urn, id: r.id!, outputs: r.outputs ?? {} }, provider);
+        const successor = await takers[r.type]({ urn: r.urn, id: r.id!, outputs: r.outputs ?? {} }, provider, config);
         if (successor) successors.set(r.urn, successor);
     }
     if (!successors.size) return successors;

@@ -38,9 +38,11 @@ export async function installGcpStandIn(): Promise<FakeCompute> {
         Firewall: standIn("gcp:compute/firewall:Firewall", () => ({})),
         Address: standIn("gcp:compute/address:Address", () => ({ address: "198.51.100.1" })),
         InstanceTemplate: standIn("gcp:compute/instanceTemplate:InstanceTemplate", (_n, args) => {
-            fake.templates.push({
-                name: args.name,
-                properties: { machineType: args.machineType, labels: args.labels },
+            const properties: any = { machineType: args.machineType, labels: args.labels };
+            fake.templates.push({ name: args.name, properties });
+            // As GCE keeps it: metadata items (the user-data a handed-over instance is compared with).
+            pulumi.output(args.metadata).apply((m: Record<string, string>) => {
+                properties.metadata = { items: Object.entries(m).map(([key, value]) => ({ key, value })) };
             });
             return { name: args.name };
         }),

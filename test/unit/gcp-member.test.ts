@@ -36,6 +36,8 @@ const inputs = (over: Partial<GcpMemberInputs["member"]> = {}): GcpMemberInputs 
     member: { project: PROJECT, zone: ZONE, name: "web-0", tpl: "tpl-a", ...over },
 });
 const config = (values: Record<string, string>) => ({ config: { get: (k: string) => values[k] } }) as any;
+/** The stack config a hand-over reads credentials from (src/engine/hand-over.ts). */
+const stackConfig = (k: string) => (k === "gcp:accessToken" ? TOKEN : undefined);
 const instanceNamed = (name: string) => fake.instances.find((i) => i.name === name);
 const nameOf = (id: string) => id.split("/").pop()!;
 /** A create, its outputs as the engine keeps them. */
@@ -71,7 +73,7 @@ describe("gcp member provider", () => {
     });
 
     it("gives a member with a static address its own interface", async () => {
-        const nic = { network: "default", natIp: "198.51.100.9" };
+        const nic = { network: "global/networks/default", natIp: "198.51.100.9" };
         const { outs } = await make(inputs({ nic }));
         assert.equal(outs.ip, "198.51.100.9");
     });
@@ -118,17 +120,21 @@ describe("gcp hand-over of an earlier release's instance", () => {
         "urn:pulumi:dev::egress::egress:index:ProxyPool$egress:gcp:GcpProxy$gcp:compute/instance:Instance::web-0-vm";
 
     /** An instance as the gcp provider made it (gcp-proxy.ts before the member resource), from tpl-a's content. */
-    function earlierInstance(machineType = "e2-micro") {
+    function earlierInstance(
+        machineType = "e2-micro",
+        labels: Record<string, string> = POOL_LABELS,
+        natIP = "203.0.113.200",
+    ) {
         const made = {
             kind: "compute#instance",
             name: "web-0-vm-1a2b3c4",
             zone: `https://www.googleapis.com/compute/v1/projects/${PROJECT}/zones/${ZONE}`,
             status: "RUNNING",
-            labels: { ...POOL_LABELS, "egress-member": "web-0" },
+            labels: { ...labels, "egress-member": "web-0" },
             labelFingerprint: "fp-old",
             machineType: `https://www.googleapis.com/compute/v1/projects/${PROJECT}/zones/${ZONE}/machineTypes/${machineType}`,
             metadata: { items: [{ key: "user-data", value: USER_DATA }] },
-            networkInterfaces: [{ accessConfigs: [{ natIP: "203.0.113.200" }] }],
+            networkInterfaces: [{ accessConfigs: [{ natIP }] }],
         };
         fake.instances.push(made);
         return `projects/${PROJECT}/zones/${ZONE}/instances/${made.name}`;
@@ -147,7 +153,7 @@ describe("gcp hand-over of an earlier release's instance", () => {
         const id = earlierInstance();
         const handOver = gcpHandOvers["gcp:compute/instance:Instance"];
         assert.equal(
-            await handOver({ urn: OLD_URN, id, outputs: {} }, { accessToken: TOKEN }),
+            await handOver({ urn: OLD_URN, id, outputs: {} }, undefined, stackConfig),
             gcpMemberUrnOf(OLD_URN),
         );
         assert.equal(instanceNamed("web-0-vm-1a2b3c4").labels[ADOPT_LABEL], "true");
@@ -161,7 +167,7 @@ describe("gcp hand-over of an earlier release's instance", () => {
 
     it("replaces a handed-over instance the template no longer makes (another machine type)", async () => {
         const id = earlierInstance("e2-small");
-        await gcpHandOvers["gcp:compute/instance:Instance"]({ urn: OLD_URN, id, outputs: {} }, { accessToken: TOKEN });
+        await gcpHandOvers["gcp:compute/instance:Instance"]({ urn: OLD_URN, id, outputs: {} }, undefined, stackConfig);
         const created = await make(inputs());
         assert.notEqual(created.id, id);
         assert.deepEqual(
@@ -175,11 +181,49 @@ describe("gcp hand-over of an earlier release's instance", () => {
         const id = `projects/${PROJECT}/zones/${ZONE}/instances/web-0-vm-gone000`;
         const handOver = gcpHandOvers["gcp:compute/instance:Instance"];
         assert.equal(
-            await handOver({ urn: OLD_URN, id, outputs: {} }, { accessToken: TOKEN }),
+            await handOver({ urn: OLD_URN, id, outputs: {} }, undefined, stackConfig),
             gcpMemberUrnOf(OLD_URN),
         );
         const created = await make(inputs());
         assert.equal(fake.instances.length, 1);
         assert.equal(instanceNamed(nameOf(created.id)).sourceInstanceTemplate, "tpl-a");
+    });
+
+    it("adopts an instance of a stack made before installation ids (no installation label), and labels it", async () => {
+        const { "egress-installation": _, ...older } = POOL_LABELS;
+        const id = earlierInstance("e2-micro", older);
+        await gcpHandOvers["gcp:compute/instance:Instance"]({ urn: OLD_URN, id, outputs: {} }, undefined, stackConfig);
+        const created = await make(inputs());
+        assert.equal(created.id, id);
+        assert.equal(instanceNamed("web-0-vm-1a2b3c4").labels["egress-installation"], "01234567");
+    });
+
+    it("a static address moves: the handed-over instance that is not adopted gives it up before the new one", async () => {
+        const id = earlierInstance("e2-small", POOL_LABELS, "198.51.100.9");
+        await gcpHandOvers["gcp:compute/instance:Instance"]({ urn: OLD_URN, id, outputs: {} }, undefined, stackConfig);
+        const created = await make(inputs({ nic: { network: "global/networks/default", natIp: "198.51.100.9" } }));
+        assert.notEqual(created.id, id);
+        assert.equal(created.outs.ip, "198.51.100.9");
+        assert.deepEqual(
+            fake.instances.map((i) => i.name),
+            [nameOf(created.id)],
+        );
+    });
+});
+
+describe("Compute operations", () => {
+    it("a wait GCE answers late is asked again until the operation is done", async () => {
+        const { GcpComputeClient } = await import("../../components/gcp/api");
+        await make(inputs());
+        fake.holdWaits = 2; // the next two wait calls never answer
+        const client = new GcpComputeClient(PROJECT, {
+            endpoint: fake.url,
+            accessToken: TOKEN,
+            waitCallMs: 300,
+            env: {},
+        });
+        assert.equal(await client.delete(`zones/${ZONE}/instances/${fake.instances[0].name}`), true);
+        assert.equal(fake.holdWaits, 0);
+        assert.equal(fake.instances.length, 0);
     });
 });

@@ -186,7 +186,7 @@ describe("GcpProxy under mocks", () => {
         assert.equal(addr.addressType, "EXTERNAL");
         assert.equal(addr.labels["egress-member"], "static-0");
         const vm = memberAndTemplate("static-0");
-        assert.deepEqual(vm.m.nic, { network: "default", natIp: members[0].host });
+        assert.deepEqual(vm.m.nic, { network: "global/networks/default", natIp: members[0].host });
         assert.match(members[0].host, /^198\.51\.100\.\d+$/);
         assert.deepEqual(vm.tpl.scheduling, {
             provisioningModel: "SPOT",
