@@ -51,6 +51,9 @@ for (const [outageMs, replicasTo] of [
         const r = await leader.call("PUT", "/v1/pools/web/replicas", { replicas: replicasTo });
         assert.equal(r.status, 202, JSON.stringify(r.body));
         const id = r.body.operation.id;
+        // The scale's own engine run: the start-up convergence's may still be inside its update.
+        const status = async () => (await leader.call("GET", `/v1/operations/${id}`)).body.operation.status;
+        await until("the scale to be running", async () => (await status()) === "running", 60_000, 50);
         await until("the leader's engine inside the update", () => engineUpdating(leader.child.pid!), 60_000, 5);
         await redis.kill();
         await sleep(outageMs);

@@ -35,6 +35,9 @@ export interface ClusterOptions {
     onLeading?: (leading: boolean) => void;
 }
 
+/** How soon a fence the store did not answer is asked again (a refused command fails at once). */
+const FENCE_RETRY_MS = 100;
+
 /** The scope a replica's record names (older releases wrote `home` only). */
 const scopeOf = (r: ReplicaInfo): string | undefined => r.scope ?? r.home;
 
@@ -169,14 +172,22 @@ export class Cluster {
         return this.home.driftReason();
     }
 
-    /** Checks with Redis that this replica still holds the lock with its token: call before an engine operation. */
-    async fence(): Promise<boolean> {
-        if (!this.isLeader()) return false;
-        try {
-            return (await this.redis.egressFence(this.key(CLUSTER_KEYS.leader), this.id, this.token)) === 1;
-        } catch {
-            return false;
+    /**
+     * Checks with Redis that this replica still holds the lock with its token: call before an engine
+     * operation. A store that does not answer is asked again while the lock may still be ours (until the
+     * claim loop renews it or steps down): an operation due during a short outage waits for it, rather
+     * than being set aside by a replica that goes on leading (nothing would start it then). `signal`: the
+     * caller stops waiting (the service stops), and the answer is false.
+     */
+    async fence(signal?: AbortSignal): Promise<boolean> {
+        while (this.isLeader() && !this.stopped && !signal?.aborted) {
+            try {
+                return (await this.redis.egressFence(this.key(CLUSTER_KEYS.leader), this.id, this.token)) === 1;
+            } catch {
+                await new Promise((r) => setTimeout(r, FENCE_RETRY_MS));
+            }
         }
+        return false;
     }
 
     /** The live replicas and the leader. */
