@@ -3,7 +3,7 @@
  * redis-server (AOF on, as a production Redis that restarts keeps its keys) and a `local` pool. Redis is
  * killed in the middle of a scale, while the leader's engine is inside the update, and started again
  * after 1 s, then after 3 s. Each time the same replica leads before and after, it never stepped down,
- * and the operation ends `succeeded`: the leader renews its lock every fifth of its 5 s TTL and at once
+ * and the operation ends `succeeded`: the leader renews its lock every tenth of its 5 s TTL and at once
  * when the connection is back (src/service/cluster/cluster.ts).
  */
 import { after, before, test } from "node:test";

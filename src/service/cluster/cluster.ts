@@ -29,7 +29,7 @@ export interface ClusterOptions {
      * edit the stack file). Without it, the replica's scope is its `self.home`.
      */
     scope?: () => ReplicaScope;
-    /** Lifetime of the leader lock; renewed every fifth of it, claimed by the others every third. @default 5000 */
+    /** Lifetime of the leader lock; renewed every tenth of it, claimed by the others every third. @default 5000 */
     ttlMs?: number;
     /** Called when this replica starts or stops leading (never twice in a row with the same value); see `subscribe`. */
     onLeading?: (leading: boolean) => void;
@@ -46,7 +46,7 @@ type Scripted = Redis &
 
 /**
  * Several `egress serve` replicas of one stack, on one Redis. Each writes a heartbeat record; one of them
- * holds the leader lock, a Redis key with a TTL of a few seconds that its holder renews every fifth of
+ * holds the leader lock, a Redis key with a TTL of a few seconds that its holder renews every tenth of
  * it, and at once when the connection comes back after an outage (issue 35): a Redis restart or a
  * failover shorter than what is left of the TTL keeps the leader and its running operation. Taking the lock over increments a fencing token: the engine's operations check it (`fence`)
  * before they start, so a leader that was cut off and lost its lock starts nothing more, even before it
@@ -157,7 +157,7 @@ export class Cluster {
         return this.leading && Date.now() < this.validUntil;
     }
 
-    /** The lock's holder, as last read (by the claim loop, every fifth or third of the TTL). */
+    /** The lock's holder, as last read (by the claim loop, every tenth or third of the TTL). */
     leader(): LeaderInfo | undefined {
         return this.leaderSeen;
     }
@@ -266,10 +266,11 @@ export class Cluster {
         this.ticking = false;
         if (this.stopped) return;
         if (this.tickAgain) return this.tickNow();
-        // A leader renews every fifth of the TTL, so an outage of up to about 4/5 of it is survived (the
-        // margin and a tick's own time taken off); the others look for a free lock every third of it.
-        // A leader steps down exactly when the lock may have run out, even if the next tick is late.
-        const every = this.leading ? this.ttlMs / 5 : this.ttlMs / 3;
+        // A leader renews every tenth of the TTL: the last renewal before an outage is then at most that
+        // old, and an outage of up to about 4/5 of the TTL is survived wherever it falls (the 0.5 s margin,
+        // a reconnect and a tick's own time taken off: 3.9 s of 5). The others look for a free lock every
+        // third of it. A leader steps down exactly when the lock may have run out, even if a tick is late.
+        const every = this.leading ? this.ttlMs / 10 : this.ttlMs / 3;
         const next = Math.max(50, Math.min(every, this.leading ? this.validUntil - Date.now() : Infinity));
         this.timer = setTimeout(() => void this.tick(), next);
         this.timer.unref();

@@ -66,7 +66,7 @@ export interface LeaderInfo {
     pid?: number;
 }
 
-/** The lock's lifetime unless told otherwise; its holder renews it every third of it. */
+/** The lock's lifetime unless told otherwise; a replica holding it renews it every tenth of it (cluster.ts). */
 export const LEADER_TTL_MS = 5000;
 
 /** A command's holder ids start with this; a replica's never do (`<host>-<pid>-<random>`). */
