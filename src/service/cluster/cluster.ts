@@ -3,7 +3,7 @@ import { randomBytes } from "node:crypto";
 import type Redis from "ioredis";
 import { clusterConnection } from "./connection";
 import type { Logger } from "pino";
-import { ForeignHomeError, StackHome } from "./home";
+import { StackHome } from "./home";
 import type { ReplicaScope } from "./scope";
 import { CLAIM, FENCE, RESIGN } from "./scripts";
 import {
@@ -11,7 +11,9 @@ import {
     describeCommandHolder,
     heldByCommand,
     LEADER_TTL_MS,
+    pruneReplicas,
     readCluster,
+    scopeOf,
     type ClusterRecords,
     type LeaderInfo,
     type ReplicaInfo,
@@ -37,9 +39,6 @@ export interface ClusterOptions {
 
 /** How soon a fence the store did not answer is asked again (a refused command fails at once). */
 const FENCE_RETRY_MS = 100;
-
-/** The scope a replica's record names (older releases wrote `home` only). */
-const scopeOf = (r: ReplicaInfo): string | undefined => r.scope ?? r.home;
 
 type Scripted = Redis &
     Record<"egressClaim" | "egressFence" | "egressResign", (...a: (string | number)[]) => Promise<unknown>>;
@@ -135,21 +134,15 @@ export class Cluster {
      * answer yet is not a refusal (the lease store reports it), and the heartbeat then takes the key.
      */
     async assertOneHome(): Promise<void> {
-        const mine = this.home.home;
-        if (!mine) return;
+        if (!this.home.home) return;
         await this.redis.connect().catch(() => undefined);
-        const held = (await this.home.hold().catch(() => undefined))?.held ?? mine;
-        // Records of releases before the home key carry `home` only: live ones from another home refuse too.
-        const view = await this.view().catch(() => undefined);
-        const others = (view?.replicas ?? []).filter((r) => scopeOf(r) && scopeOf(r) !== mine);
-        if (held === mine && !others.length) return;
-        // A refused start must not keep the stack for its home (the running replicas would step down).
-        if (held === mine) await this.home.free().catch(() => undefined);
-        this.redis.disconnect();
-        throw new ForeignHomeError(held !== mine ? held : scopeOf(others[0])!, others, {
-            id: mine,
-            oneHome: this.o.scope?.().oneHome,
-        });
+        const replicas = async () => (await this.view().catch(() => undefined))?.replicas ?? [];
+        try {
+            await this.home.assertAlone(replicas, () => this.o.scope?.().oneHome);
+        } catch (e) {
+            this.redis.disconnect();
+            throw e;
+        }
     }
 
     /** This replica leads now (its lock was renewed within the TTL). */
@@ -256,7 +249,10 @@ export class Cluster {
             const home = await this.home.hold(others, scope);
             if (home && home.held !== home.mine && !home.drifted) await this.foreignHome(home.held);
             else await this.claim(sent);
-            if (Date.now() - this.prunedAt > 60_000) await this.prune();
+            if (Date.now() - this.prunedAt > 60_000) {
+                this.prunedAt = Date.now();
+                await pruneReplicas(this.redis, this.o.prefix, 60_000);
+            }
         } catch (e) {
             if (this.leading && Date.now() >= this.validUntil) {
                 this.o.log.warn({ error: (e as Error).message }, "cannot renew the leader lock: stepping down");
@@ -318,16 +314,6 @@ export class Cluster {
         this.foreignSeen = home;
         this.setLeading(false);
         await this.redis.egressResign(this.key(CLUSTER_KEYS.leader), this.id);
-    }
-
-    /** Drops records of replicas not heard of for a minute (killed ones never remove their own). */
-    private async prune(): Promise<void> {
-        this.prunedAt = Date.now();
-        const all = await this.redis.hgetall(this.key(CLUSTER_KEYS.replicas));
-        const old = Object.entries(all)
-            .filter(([, v]) => Date.parse((JSON.parse(v) as ReplicaInfo).lastHeartbeat) < Date.now() - 60_000)
-            .map(([k]) => k);
-        if (old.length) await this.redis.hdel(this.key(CLUSTER_KEYS.replicas), ...old);
     }
 
     private setLeading(on: boolean): void {
