@@ -12,13 +12,18 @@ import * as cp from "node:child_process";
 import * as fs from "node:fs";
 import * as path from "node:path";
 import YAML from "yaml";
-import { startTestService, TestService } from "../helpers/service";
+import { startTestService, TestService, waitFor } from "../helpers/service";
 import { startService } from "../../src/service/start/server";
 import { createLogger } from "../../src/log/logger";
 import { PACKAGE_ROOT } from "../../src/engine/env";
 
 const CANARY = "canary-env-token-0d15ea5e-4b1d";
 let svc: TestService;
+/** No operation of the service is queued or running. */
+const idle = async () =>
+    (await svc.call("GET", "/v1/operations")).body.operations.every(
+        (o: { status: string }) => o.status !== "queued" && o.status !== "running",
+    );
 before(async () => {
     const saved = process.env.EGRESS_TOKENS;
     process.env.EGRESS_TOKENS = `canary:discover+lease+scale:${CANARY}`;
@@ -175,6 +180,12 @@ test("sent everywhere on every route, the canary reaches no log line", async () 
             sent++;
         }
     assert.ok(sent > 100, `sent ${sent} requests`);
+    // The accepted PUT /v1/pools/web/replicas requests queued scale operations (a preview and an `up` of
+    // the inline program, in this process): they settle here, so their log lines are checked too, and no
+    // engine run of theirs starts inside the broken-config window below, where its program would throw
+    // the ConfigError as unhandled rejections of the Pulumi SDK (which node:test reports, against the
+    // `before` hook that started the service, as activity after the test ended).
+    await waitFor("the scale operations these requests queued to settle", async () => idle(), 120_000, 200);
     await new Promise((r) => setTimeout(r, 200));
     const lines = svc.logs;
     assert.ok(lines.length > 50, `requests were logged (${lines.length} lines at debug)`);
@@ -211,6 +222,7 @@ test(
         const good = YAML.parse(
             fs.readFileSync(path.join(svc.project.dir, "stacks", "Pulumi.svc.yaml"), "utf8"),
         ).config;
+        assert.ok(await idle(), "no engine run may start while the stack file is broken");
         svc.project.writeConfig(badConfig());
         try {
             const seen: string[] = [];

@@ -3,7 +3,7 @@
  * redis-server (AOF on, as a production Redis that restarts keeps its keys) and a `local` pool. Redis is
  * killed in the middle of a scale, while the leader's engine is inside the update, and started again
  * after 1 s, then after 3 s. Each time the same replica leads before and after, it never stepped down,
- * and the operation ends `succeeded`: the leader renews its lock every fifth of its 5 s TTL and at once
+ * and the operation ends `succeeded`: the leader renews its lock every tenth of its 5 s TTL and at once
  * when the connection is back (src/service/cluster/cluster.ts).
  */
 import { after, before, test } from "node:test";
@@ -51,6 +51,9 @@ for (const [outageMs, replicasTo] of [
         const r = await leader.call("PUT", "/v1/pools/web/replicas", { replicas: replicasTo });
         assert.equal(r.status, 202, JSON.stringify(r.body));
         const id = r.body.operation.id;
+        // The scale's own engine run: the start-up convergence's may still be inside its update.
+        const status = async () => (await leader.call("GET", `/v1/operations/${id}`)).body.operation.status;
+        await until("the scale to be running", async () => (await status()) === "running", 60_000, 50);
         await until("the leader's engine inside the update", () => engineUpdating(leader.child.pid!), 60_000, 5);
         await redis.kill();
         await sleep(outageMs);

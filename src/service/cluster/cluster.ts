@@ -3,7 +3,7 @@ import { randomBytes } from "node:crypto";
 import type Redis from "ioredis";
 import { clusterConnection } from "./connection";
 import type { Logger } from "pino";
-import { ForeignHomeError, StackHome } from "./home";
+import { StackHome } from "./home";
 import type { ReplicaScope } from "./scope";
 import { CLAIM, FENCE, RESIGN } from "./scripts";
 import {
@@ -11,7 +11,9 @@ import {
     describeCommandHolder,
     heldByCommand,
     LEADER_TTL_MS,
+    pruneReplicas,
     readCluster,
+    scopeOf,
     type ClusterRecords,
     type LeaderInfo,
     type ReplicaInfo,
@@ -29,21 +31,21 @@ export interface ClusterOptions {
      * edit the stack file). Without it, the replica's scope is its `self.home`.
      */
     scope?: () => ReplicaScope;
-    /** Lifetime of the leader lock; renewed every fifth of it, claimed by the others every third. @default 5000 */
+    /** Lifetime of the leader lock; renewed every tenth of it, claimed by the others every third. @default 5000 */
     ttlMs?: number;
     /** Called when this replica starts or stops leading (never twice in a row with the same value); see `subscribe`. */
     onLeading?: (leading: boolean) => void;
 }
 
-/** The scope a replica's record names (older releases wrote `home` only). */
-const scopeOf = (r: ReplicaInfo): string | undefined => r.scope ?? r.home;
+/** How soon a fence the store did not answer is asked again (a refused command fails at once). */
+const FENCE_RETRY_MS = 100;
 
 type Scripted = Redis &
     Record<"egressClaim" | "egressFence" | "egressResign", (...a: (string | number)[]) => Promise<unknown>>;
 
 /**
  * Several `egress serve` replicas of one stack, on one Redis. Each writes a heartbeat record; one of them
- * holds the leader lock, a Redis key with a TTL of a few seconds that its holder renews every fifth of
+ * holds the leader lock, a Redis key with a TTL of a few seconds that its holder renews every tenth of
  * it, and at once when the connection comes back after an outage (issue 35): a Redis restart or a
  * failover shorter than what is left of the TTL keeps the leader and its running operation. Taking the lock over increments a fencing token: the engine's operations check it (`fence`)
  * before they start, so a leader that was cut off and lost its lock starts nothing more, even before it
@@ -132,21 +134,15 @@ export class Cluster {
      * answer yet is not a refusal (the lease store reports it), and the heartbeat then takes the key.
      */
     async assertOneHome(): Promise<void> {
-        const mine = this.home.home;
-        if (!mine) return;
+        if (!this.home.home) return;
         await this.redis.connect().catch(() => undefined);
-        const held = (await this.home.hold().catch(() => undefined))?.held ?? mine;
-        // Records of releases before the home key carry `home` only: live ones from another home refuse too.
-        const view = await this.view().catch(() => undefined);
-        const others = (view?.replicas ?? []).filter((r) => scopeOf(r) && scopeOf(r) !== mine);
-        if (held === mine && !others.length) return;
-        // A refused start must not keep the stack for its home (the running replicas would step down).
-        if (held === mine) await this.home.free().catch(() => undefined);
-        this.redis.disconnect();
-        throw new ForeignHomeError(held !== mine ? held : scopeOf(others[0])!, others, {
-            id: mine,
-            oneHome: this.o.scope?.().oneHome,
-        });
+        const replicas = async () => (await this.view().catch(() => undefined))?.replicas ?? [];
+        try {
+            await this.home.assertAlone(replicas, () => this.o.scope?.().oneHome);
+        } catch (e) {
+            this.redis.disconnect();
+            throw e;
+        }
     }
 
     /** This replica leads now (its lock was renewed within the TTL). */
@@ -154,7 +150,7 @@ export class Cluster {
         return this.leading && Date.now() < this.validUntil;
     }
 
-    /** The lock's holder, as last read (by the claim loop, every fifth or third of the TTL). */
+    /** The lock's holder, as last read (by the claim loop, every tenth or third of the TTL). */
     leader(): LeaderInfo | undefined {
         return this.leaderSeen;
     }
@@ -169,14 +165,22 @@ export class Cluster {
         return this.home.driftReason();
     }
 
-    /** Checks with Redis that this replica still holds the lock with its token: call before an engine operation. */
-    async fence(): Promise<boolean> {
-        if (!this.isLeader()) return false;
-        try {
-            return (await this.redis.egressFence(this.key(CLUSTER_KEYS.leader), this.id, this.token)) === 1;
-        } catch {
-            return false;
+    /**
+     * Checks with Redis that this replica still holds the lock with its token: call before an engine
+     * operation. A store that does not answer is asked again while the lock may still be ours (until the
+     * claim loop renews it or steps down): an operation due during a short outage waits for it, rather
+     * than being set aside by a replica that goes on leading (nothing would start it then). `signal`: the
+     * caller stops waiting (the service stops), and the answer is false.
+     */
+    async fence(signal?: AbortSignal): Promise<boolean> {
+        while (this.isLeader() && !this.stopped && !signal?.aborted) {
+            try {
+                return (await this.redis.egressFence(this.key(CLUSTER_KEYS.leader), this.id, this.token)) === 1;
+            } catch {
+                await new Promise((r) => setTimeout(r, FENCE_RETRY_MS));
+            }
         }
+        return false;
     }
 
     /** The live replicas and the leader. */
@@ -245,7 +249,10 @@ export class Cluster {
             const home = await this.home.hold(others, scope);
             if (home && home.held !== home.mine && !home.drifted) await this.foreignHome(home.held);
             else await this.claim(sent);
-            if (Date.now() - this.prunedAt > 60_000) await this.prune();
+            if (Date.now() - this.prunedAt > 60_000) {
+                this.prunedAt = Date.now();
+                await pruneReplicas(this.redis, this.o.prefix, 60_000);
+            }
         } catch (e) {
             if (this.leading && Date.now() >= this.validUntil) {
                 this.o.log.warn({ error: (e as Error).message }, "cannot renew the leader lock: stepping down");
@@ -255,10 +262,11 @@ export class Cluster {
         this.ticking = false;
         if (this.stopped) return;
         if (this.tickAgain) return this.tickNow();
-        // A leader renews every fifth of the TTL, so an outage of up to about 4/5 of it is survived (the
-        // margin and a tick's own time taken off); the others look for a free lock every third of it.
-        // A leader steps down exactly when the lock may have run out, even if the next tick is late.
-        const every = this.leading ? this.ttlMs / 5 : this.ttlMs / 3;
+        // A leader renews every tenth of the TTL: the last renewal before an outage is then at most that
+        // old, and an outage of up to about 4/5 of the TTL is survived wherever it falls (the 0.5 s margin,
+        // a reconnect and a tick's own time taken off: 3.9 s of 5). The others look for a free lock every
+        // third of it. A leader steps down exactly when the lock may have run out, even if a tick is late.
+        const every = this.leading ? this.ttlMs / 10 : this.ttlMs / 3;
         const next = Math.max(50, Math.min(every, this.leading ? this.validUntil - Date.now() : Infinity));
         this.timer = setTimeout(() => void this.tick(), next);
         this.timer.unref();
@@ -306,16 +314,6 @@ export class Cluster {
         this.foreignSeen = home;
         this.setLeading(false);
         await this.redis.egressResign(this.key(CLUSTER_KEYS.leader), this.id);
-    }
-
-    /** Drops records of replicas not heard of for a minute (killed ones never remove their own). */
-    private async prune(): Promise<void> {
-        this.prunedAt = Date.now();
-        const all = await this.redis.hgetall(this.key(CLUSTER_KEYS.replicas));
-        const old = Object.entries(all)
-            .filter(([, v]) => Date.parse((JSON.parse(v) as ReplicaInfo).lastHeartbeat) < Date.now() - 60_000)
-            .map(([k]) => k);
-        if (old.length) await this.redis.hdel(this.key(CLUSTER_KEYS.replicas), ...old);
     }
 
     private setLeading(on: boolean): void {

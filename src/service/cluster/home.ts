@@ -3,6 +3,7 @@ import * as fs from "node:fs";
 import * as path from "node:path";
 import type Redis from "ioredis";
 import type { Logger } from "pino";
+import { scopeOf, type ReplicaInfo } from "./records";
 
 /**
  * The id of the EGRESS_HOME a replica runs from (`<runDir>/home-id`, made once): replicas of one stack
@@ -152,6 +153,26 @@ export class StackHome {
                 "this home's stack file changed while replicas of other homes run the stack with the old one: engine operations wait until every home has the change",
             );
         else this.log?.info("this home's stack file and the stack's replicas agree again");
+    }
+
+    /**
+     * Refuses to join live replicas of another scope (Cluster.assertOneHome): takes the key for this
+     * replica's scope, or finds it another's; a store that does not answer is no refusal. `oneHome`: why
+     * the stack is one host's, for the message. A refused start frees the key it took.
+     */
+    async assertAlone(replicas: () => Promise<ReplicaInfo[]>, oneHome: () => string | undefined): Promise<void> {
+        const mine = this.home;
+        if (!mine) return;
+        const held = (await this.hold().catch(() => undefined))?.held ?? mine;
+        // Records of releases before the home key carry `home` only: live ones from another home refuse too.
+        const others = (await replicas()).filter((r) => scopeOf(r) && scopeOf(r) !== mine);
+        if (held === mine && !others.length) return;
+        // A refused start must not keep the stack for its home (the running replicas would step down).
+        if (held === mine) await this.free().catch(() => undefined);
+        throw new ForeignHomeError(held !== mine ? held : scopeOf(others[0])!, others, {
+            id: mine,
+            oneHome: oneHome(),
+        });
     }
 
     /** Frees the key if this replica's scope holds it (its last replica stops, or a refused start took it). */

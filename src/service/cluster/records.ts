@@ -52,6 +52,9 @@ export interface ReplicaInfo {
     scope?: string;
 }
 
+/** The scope a replica's record names (older releases wrote `home` only). */
+export const scopeOf = (r: ReplicaInfo): string | undefined => r.scope ?? r.home;
+
 /**
  * Who leads: the lock's holder, its fencing token (one more on every change of hands) and since when.
  * The holder is a replica, or an egress command (`egress up` on some machine: id `cli:<host>:<pid>`,
@@ -66,7 +69,7 @@ export interface LeaderInfo {
     pid?: number;
 }
 
-/** The lock's lifetime unless told otherwise; its holder renews it every third of it. */
+/** The lock's lifetime unless told otherwise; a replica holding it renews it every tenth of it (cluster.ts). */
 export const LEADER_TTL_MS = 5000;
 
 /** A command's holder ids start with this; a replica's never do (`<host>-<pid>-<random>`). */
@@ -103,4 +106,13 @@ export async function readCluster(redis: Redis, prefix: string, freshMs: number)
         .sort((a, b) => String(a.startedAt).localeCompare(String(b.startedAt)))
         .map((r) => ({ ...r, leader: r.id === leader?.id }));
     return { replicas, leader };
+}
+
+/** Drops the records of replicas not heard of for `maxAgeMs` (killed ones never remove their own). */
+export async function pruneReplicas(redis: Redis, prefix: string, maxAgeMs: number): Promise<void> {
+    const all = await redis.hgetall(prefix + CLUSTER_KEYS.replicas);
+    const old = Object.entries(all)
+        .filter(([, v]) => Date.parse((JSON.parse(v) as ReplicaInfo).lastHeartbeat) < Date.now() - maxAgeMs)
+        .map(([k]) => k);
+    if (old.length) await redis.hdel(prefix + CLUSTER_KEYS.replicas, ...old);
 }

@@ -47,8 +47,10 @@ export interface ScalerDeps {
     /**
      * Checked before every operation starts: false means this replica no longer leads the stack (its
      * leader lock is gone or taken over), so the operation is recorded interrupted and nothing runs.
+     * While the store does not answer, the answer waits as long as the lock may still be this replica's,
+     * or until `signal` (the service stops) aborts.
      */
-    fence?: () => Promise<boolean>;
+    fence?: (signal?: AbortSignal) => Promise<boolean>;
     /**
      * Hears the stack file's counts (scalable pools) each time an operation wrote them (write-counts.ts):
      * with replicas they go to the store, so the next leader applies them whatever its host's copy of the

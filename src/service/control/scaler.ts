@@ -238,7 +238,7 @@ export class Scaler {
 
     private async execute(op: Operation): Promise<void> {
         const { ops } = this.deps;
-        if (this.deps.fence && !(await this.deps.fence())) {
+        if (this.deps.fence && !(await this.deps.fence(this.stopping.signal))) {
             this.setAside(op, "this replica no longer leads the stack; the leader applies the stack's desired state");
             this.deps.log.warn({ operation: op.id, kind: op.kind }, "operation not started: no longer leading");
             return;

@@ -188,7 +188,7 @@ export function buildParts(
         // A replica whose stack file drifted from the other homes' applies nothing (home.ts driftReason).
         lock: cluster ? refusingDrift(() => cluster.configDrift(), writerLock) : writerLock,
         drain: { drainer, members: () => fleet.list() },
-        fence: cluster && (() => cluster.fence()),
+        fence: cluster && ((signal) => cluster.fence(signal)),
         recordCounts: desired && ((counts, operation) => desired.record(counts, operation)),
         // Called only inside an operation, long after refreshFleet below exists.
         rotation: {
