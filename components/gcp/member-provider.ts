@@ -59,18 +59,18 @@ const text = (v: unknown) => (typeof v === "string" && v ? v : undefined);
 let configured: { accessToken?: string; credentials?: string } = {};
 
 /** One client per project for half an hour: it fetches its access token once, and tokens live an hour. */
-const clients = new Map<string, { client: GcpComputeClient; until: number }>();
+let clients: Record<string, { client: GcpComputeClient; until: number }> = {};
 const CLIENT_LIFETIME_MS = 30 * 60_000;
 
 export function clientFor(project: string, config = configured): GcpComputeClient {
-    const cached = clients.get(project);
+    const cached = clients[project];
     if (cached && cached.until > Date.now() && config === configured) return cached.client;
     const env = { ...process.env, ...(config.credentials ? { GOOGLE_CREDENTIALS: config.credentials } : {}) };
     const client = new GcpComputeClient(project, {
         env,
         ...(config.accessToken ? { accessToken: config.accessToken } : {}),
     });
-    if (config === configured) clients.set(project, { client, until: Date.now() + CLIENT_LIFETIME_MS });
+    if (config === configured) clients[project] = { client, until: Date.now() + CLIENT_LIFETIME_MS };
     return client;
 }
 
@@ -115,7 +115,7 @@ async function makeInstance(
 export const gcpMemberProvider: pulumi.dynamic.ResourceProvider<GcpMemberInputs, GcpMemberOutputs> = {
     async configure(req) {
         configured = gcpCredentialsOf((k) => req.config.get(k));
-        clients.clear();
+        clients = {};
     },
 
     async create(inputs) {
