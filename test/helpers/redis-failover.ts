@@ -7,7 +7,7 @@ import type { TestContext } from "node:test";
 import assert from "node:assert/strict";
 import type { ServeProcess } from "./processes";
 import { until } from "./processes";
-import type { TestSentinelRedis } from "./redis-sentinel";
+import { electionRetryMs, type TestSentinelRedis } from "./redis-sentinel";
 import { doubleLeases, leaseLoad } from "./lease-load";
 
 /** The service under test, the Redis whose primary is killed, and how `egress doctor --store` reaches it. */
@@ -22,6 +22,8 @@ export interface Failover {
      * is lost and no member is ever in two leases. Otherwise a double lease is allowed through a lost grant.
      */
     confirmedGrants: boolean;
+    /** More of what happened, for a failover slower than the goal (HAProxy's server state changes). */
+    moreTimeline?: () => string[];
 }
 
 /**
@@ -57,8 +59,13 @@ export async function killPrimaryUnderLoad(t: TestContext, label: string, f: Fai
         .slice(logged)
         .filter((e) => /leading the stack|leader lock/.test(e.msg))
         .map((e) => `${e.msg} ${e.fence ?? ""}`.trim());
+    // The goal is Sentinel's usual failover plus egress' part. A failed election is retried only after
+    // 2 × failover-timeout, Redis' own wait (docs/operations.md): it is measured and left out of the bound.
+    const timeline = redis.timeline();
+    const retried = electionRetryMs(timeline, killedAt);
     process.stdout.write(
-        `# ${label}: failover ${old.port} → ${promoted.port}: leasing resumed after ${resumeMs} ms; ` +
+        `# ${label}: failover ${old.port} → ${promoted.port}: leasing resumed after ${resumeMs} ms ` +
+            `(Sentinel's election retries ${retried} ms); ` +
             `${refused} × 503 store_unavailable, other 5xx ${JSON.stringify(load.otherFiveHundreds())}; ` +
             `${load.grants.length - before} grants after the kill, ${lost.length} lost (release 404), ` +
             `${doubles.length} double leases ${JSON.stringify(doubles.map(([a, b]) => [a.proxy, a.id, b.id]))}; ` +
@@ -66,7 +73,12 @@ export async function killPrimaryUnderLoad(t: TestContext, label: string, f: Fai
     );
     assert.notEqual(promoted.port, old.port);
     assert.ok(refused > 0, "the kill interrupted leasing (the node killed was the primary)");
-    assert.ok(resumeMs <= 10_000, `leasing resumed after ${resumeMs} ms`);
+    assert.ok(
+        resumeMs - retried <= 10_000,
+        `leasing resumed after ${resumeMs} ms, ${retried} ms of it Sentinel's election retries ` +
+            `(killed at ${new Date(killedAt).toISOString()}); what happened:\n` +
+            [...timeline.map((e) => e.line), ...(f.moreTimeline?.() ?? [])].join("\n"),
+    );
     assert.deepEqual(load.otherFiveHundreds(), []);
     if (f.confirmedGrants) {
         assert.deepEqual(

@@ -4,6 +4,8 @@
  * (`down-after-milliseconds` 1000, `failover-timeout` 5000), all with one password, each a
  * test/helpers/redis.ts server. `url` is the `redis+sentinel://` store URL egress is given.
  */
+import * as fs from "node:fs";
+import * as path from "node:path";
 import Redis from "ioredis";
 import { startRedis, type TestRedis } from "./redis";
 
@@ -20,6 +22,11 @@ export interface TestSentinelRedis {
     primary(): Promise<TestRedis>;
     /** Resolves once every sentinel still up (2 at least) names a primary other than `port` (a failover finished). */
     failedOver(port: number, timeoutMs: number): Promise<TestRedis>;
+    /**
+     * What the sentinels and the data nodes logged about failovers and replication (elections, promotions,
+     * syncs), oldest first, each line prefixed by its process' port: why a failover took as long as it did.
+     */
+    timeline(): { at: number; line: string }[];
     cleanup(): Promise<void>;
 }
 
@@ -90,8 +97,36 @@ export async function startSentinelRedis(opts: { replicas?: number; name?: strin
                 await new Promise((r) => setTimeout(r, 100));
             }
         },
+        timeline: () => failoverTimeline(sentinels, nodes),
         cleanup,
     };
+}
+
+/** Sentinel events (`+sdown`, `+elected-leader`, `-failover-abort-…`) and replication lines, by log time. */
+function failoverTimeline(sentinels: TestRedis[], nodes: TestRedis[]): { at: number; line: string }[] {
+    const interesting =
+        /[+-][a-z-]+ |MASTER <-> REPLICA|PSYNC|Synchronization with replica|MASTER MODE|Connecting to MASTER/;
+    const lines = [
+        ...sentinels.map((s) => ["sentinel", s] as const),
+        ...nodes.map((n) => ["node", n] as const),
+    ].flatMap(([kind, r]) => {
+        let text = "";
+        try {
+            text = fs.readFileSync(path.join(r.dir, "redis.log"), "utf8");
+        } catch {
+            return [];
+        }
+        return text
+            .split("\n")
+            .filter((l) => interesting.test(l))
+            .map((l) => {
+                // "pid:X 06 Dec 2026 18:30:44.699 # +sdown master …": the time, then the rest.
+                const m = /^\d+:\w (\d+ \w+ \d+ [\d:.]+) . (.*)$/.exec(l);
+                return m ? { at: Date.parse(m[1]), line: `${m[1].slice(-12)} ${kind} ${r.port}: ${m[2]}` } : undefined;
+            })
+            .filter((x): x is { at: number; line: string } => x !== undefined);
+    });
+    return lines.sort((a, b) => a.at - b.at);
 }
 
 /** `f` on a short-lived connection to `s` (a test asks rarely; a long-lived one would outlive a kill). */
@@ -119,4 +154,15 @@ export async function waitReplicasOnline(primary: TestRedis, n: number, timeoutM
         if (Date.now() > deadline) throw new Error(`${online} of ${n} replicas online after ${timeoutMs} ms:\n${info}`);
         await new Promise((r) => setTimeout(r, 50));
     }
+}
+
+/**
+ * How long the sentinels spent on failover attempts that did not elect a leader, from the first
+ * `+try-failover` after `since` to the last: a split vote (two sentinels voting for themselves in the same
+ * instant, likeliest with only two of three up) is retried after 2 × `failover-timeout`. Redis' time, not
+ * egress'.
+ */
+export function electionRetryMs(timeline: { at: number; line: string }[], since: number): number {
+    const tries = timeline.filter((e) => e.at >= since - 1000 && /\+try-failover /.test(e.line)).map((e) => e.at);
+    return tries.length > 1 ? tries[tries.length - 1] - tries[0] : 0;
 }

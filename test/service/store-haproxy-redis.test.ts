@@ -51,6 +51,12 @@ const failover = (): Failover => ({
     doctor: () => cli(p, ["doctor", "--store", url]),
     doctorSays: /redis redis:\/\/:\*\*\*@127\.0\.0\.1:\d+ answers/,
     confirmedGrants: true,
+    moreTimeline: () =>
+        haproxy
+            .log()
+            .split("\n")
+            .filter((l) => / is (UP|DOWN)/.test(l))
+            .map((l) => `haproxy: ${l}`),
 });
 
 test("HAProxy sends egress to the primary alone: one server up, the replicas down", async () => {
