@@ -9,7 +9,8 @@
  * (kind `kubernetes`: Deployments and Services on the test cluster, test/helpers/kube-cluster.ts; kind
  * `kvm`: domains from a tiny image on the libvirt sandbox, test/kvm/sandbox.ts, as test/kvm/pool-e2e does;
  * kind `gcp`: member resources against the Compute stand-in, the gcp provider's resources stood in for,
- * test/helpers/gcp-stand-in.ts; size does not depend on the machine's load).
+ * test/helpers/gcp-stand-in.ts; kind `static`: a listed proxy per member, on TEST-NET-3 addresses that an
+ * `up` never contacts; size does not depend on the machine's load).
  */
 import * as fs from "node:fs";
 import * as os from "node:os";
@@ -42,8 +43,11 @@ const KVM_CLOUD_INIT = "#cloud-config\npackages: [squid]\n";
 /** The Compute stand-in, with kind `gcp`. */
 let gcpFake: FakeCompute | undefined;
 
+/** Kind `static`: a listed proxy per member (nothing runs; the list is what the members are). */
+let staticKind = false;
+
 /** The provider entry and the pool's kind-specific settings for this run's kind. */
-function kindConfig(stack: string): { entry: object; pool: object } {
+function kindConfig(stack: string, members: number): { entry: object; pool: object } {
     if (cluster)
         return {
             entry: { type: "kubernetes", kubeconfigPath: cluster.kubeconfig, context: "admin", namespace: stack },
@@ -68,6 +72,15 @@ function kindConfig(stack: string): { entry: object; pool: object } {
             },
             pool: { auth: { username: "bench", password: "bench-password-0123456789" } },
         };
+    if (staticKind)
+        return {
+            // TEST-NET-3 addresses (RFC 5737): documentation only, never contacted by an `up`.
+            entry: {
+                type: "static",
+                proxies: Array.from({ length: members }, (_, i) => `http://203.0.113.${1 + (i % 250)}:${3128 + i}`),
+            },
+            pool: {},
+        };
     return { entry: { type: "local" }, pool: {} };
 }
 
@@ -75,7 +88,7 @@ function kindConfig(stack: string): { entry: object; pool: object } {
 async function sample(members: number): Promise<Sample> {
     const stack = `spm${members}`;
     if (cluster) await cluster.createNamespace(stack);
-    const { entry, pool } = kindConfig(stack);
+    const { entry, pool } = kindConfig(stack, members);
     const p = tempProject(stack, {
         "egress:providers": { local: entry },
         "egress:pools": [{ name: "web", provider: "local", replicas: members, maxReplicas: 1000, ...pool }],
@@ -137,6 +150,7 @@ async function main(): Promise<void> {
     const sizes = (process.argv[2] ?? "10,100").split(",").map(Number);
     if (process.argv[3] === "kubernetes") cluster = startKubeCluster();
     if (process.argv[3] === "gcp") gcpFake = await installGcpStandIn();
+    if (process.argv[3] === "static") staticKind = true;
     if (process.argv[3] === "kvm") {
         const work = fs.mkdtempSync(path.join(os.tmpdir(), "egress-spm-kvm-"));
         kvm = { sb: startSandbox(), image: await serveTinyImage(work), work };
