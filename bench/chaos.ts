@@ -10,11 +10,14 @@
  * Then the load stops, every replica runs, and the invariants are read and printed as a table: no member
  * in two leases at once, every operation settled, members = stack outputs = proxy processes, `egress gc`
  * finds nothing, no 5xx other than 503, no backend lock and no engine process of a killed replica left.
+ * Every replica's log (killed ones too) is written to a temp dir, named at the end.
  * Exits 1 when one does not hold.
  *
  * Run: node dist/bench/chaos.js [--minutes 20] [--fault-every 60] [--rotate 300]
  */
 import * as fs from "node:fs";
+import * as os from "node:os";
+import * as path from "node:path";
 import { parseArgs } from "node:util";
 import { doubleLeases } from "../test/helpers/lease-load";
 import { freeLoopbackPort, startTargetServer } from "../test/helpers/net";
@@ -25,6 +28,7 @@ import {
     procProject,
     type ProcProject,
     proxyProcesses,
+    type ServeProcess,
     serve,
     settledOp,
     untilHealthy,
@@ -46,6 +50,8 @@ interface Bed {
     slots: Slot[];
     /** Pids of every serve process started: none may leave an engine process behind. */
     pids: number[];
+    /** Every serve process started, killed ones too: their logs are kept for what a run finds. */
+    started: ServeProcess[];
 }
 
 const sleep = (ms: number) => new Promise((r) => setTimeout(r, ms));
@@ -66,6 +72,7 @@ async function startSlot(bed: Bed, s: Slot): Promise<void> {
         "0",
     ]);
     bed.pids.push(s.svc.child.pid!);
+    bed.started.push(s.svc);
 }
 
 const running = (s: Slot) => s.svc !== undefined && s.svc.child.exitCode === null && s.svc.child.signalCode === null;
@@ -129,7 +136,7 @@ async function setUp(o: { rotate: number }): Promise<Bed> {
     const slots: Slot[] = [];
     for (const name of ["a", "b", "c"])
         slots.push({ name, apiPort: await freeLoopbackPort(), gatewayPort: await freeLoopbackPort() });
-    const bed = { p, pg, redis, slots, pids: [] };
+    const bed = { p, pg, redis, slots, pids: [], started: [] };
     await Promise.all(slots.map((s) => startSlot(bed, s))); // at once, as a first deploy starts them
     await untilHealthy(slots[0].svc!, 4, 300_000, 500);
     return bed;
@@ -225,6 +232,15 @@ async function invariants(bed: Bed, load: ChaosLoad, settled: Awaited<ReturnType
     ] as const;
 }
 
+/** Writes every replica's log (JSON lines) to a temp dir, and says where: a finding needs its minute's log. */
+function keepLogs(bed: Bed): void {
+    const dir = fs.mkdtempSync(path.join(os.tmpdir(), "egress-chaos-logs-"));
+    bed.started.forEach((svc, i) =>
+        fs.writeFileSync(path.join(dir, `serve-${i}-pid${svc.child.pid}.log`), svc.logs.join("\n") + "\n"),
+    );
+    say(`the replicas' logs: ${dir}`);
+}
+
 async function main(): Promise<void> {
     const { values } = parseArgs({
         options: {
@@ -286,6 +302,7 @@ async function main(): Promise<void> {
     } finally {
         await load.stop().catch(() => undefined);
         await stopReplicas(bed);
+        keepLogs(bed);
         cli(bed.p, ["destroy", "--yes", "--quiet"], 600_000);
         bed.p.cleanup();
         await bed.redis.cleanup();
