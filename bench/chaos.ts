@@ -19,7 +19,7 @@ import * as fs from "node:fs";
 import * as os from "node:os";
 import * as path from "node:path";
 import { parseArgs } from "node:util";
-import { doubleLeases } from "../test/helpers/lease-load";
+import { doubleLeases, lostGrant } from "../test/helpers/lease-load";
 import { freeLoopbackPort, startTargetServer } from "../test/helpers/net";
 import { startPostgres, type TestPostgres } from "../test/helpers/postgres";
 import {
@@ -48,9 +48,10 @@ interface Bed {
     pg: TestPostgres;
     redis: TestSentinelRedis;
     slots: Slot[];
-    /** Pids of every serve process started: none may leave an engine process behind. */
-    pids: number[];
-    /** Every serve process started, killed ones too: their logs are kept for what a run finds. */
+    /**
+     * Every serve process started, killed ones too: none may leave an engine process behind, and their
+     * logs are kept for what a run finds.
+     */
     started: ServeProcess[];
 }
 
@@ -71,7 +72,6 @@ async function startSlot(bed: Bed, s: Slot): Promise<void> {
         "--target-cooldown",
         "0",
     ]);
-    bed.pids.push(s.svc.child.pid!);
     bed.started.push(s.svc);
 }
 
@@ -136,7 +136,7 @@ async function setUp(o: { rotate: number }): Promise<Bed> {
     const slots: Slot[] = [];
     for (const name of ["a", "b", "c"])
         slots.push({ name, apiPort: await freeLoopbackPort(), gatewayPort: await freeLoopbackPort() });
-    const bed = { p, pg, redis, slots, pids: [], started: [] };
+    const bed = { p, pg, redis, slots, started: [] };
     await Promise.all(slots.map((s) => startSlot(bed, s))); // at once, as a first deploy starts them
     await untilHealthy(slots[0].svc!, 4, 300_000, 500);
     return bed;
@@ -198,7 +198,7 @@ async function invariants(bed: Bed, load: ChaosLoad, settled: Awaited<ReturnType
     const desired = (await lead.call("GET", "/v1/pools")).body.pools[0].desired as number;
     const other5xx = [...load.seen.entries()].filter(([k]) => / 5\d\d/.test(k) && !/ 503\b/.test(k));
     const doubles = doubleLeases(load.grants);
-    const lost = load.grants.filter((g) => g.releaseStatus === 404 && !g.ambiguous).length;
+    const lost = load.grants.filter(lostGrant).length;
     const stuck = await stopReplicas(bed);
     const processes = [...proxyProcesses(bed.p).keys()].sort();
     const outputs = (JSON.parse(cli(bed.p, ["outputs", "--json"]).stdout).proxies as { id: string }[])
@@ -206,7 +206,7 @@ async function invariants(bed: Bed, load: ChaosLoad, settled: Awaited<ReturnType
         .sort();
     const gc = cli(bed.p, ["gc", "--json"]);
     const orphans = gc.code === 0 ? (JSON.parse(gc.stdout).orphans as unknown[]).length : -1;
-    const engines = bed.pids.flatMap((pid) => engineProcessesOf(pid));
+    const engines = bed.started.flatMap((svc) => engineProcessesOf(svc.child.pid!));
     const locks = bed.pg.keys("locks");
     const ops = load.operations.length;
     // A rotation stopped between its batches keeps its surge members (up to maxSurge) until the next leader's.

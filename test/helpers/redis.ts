@@ -144,12 +144,17 @@ export async function startRedis(
     };
 }
 
-function readLog(dir: string): string {
+/** What the server in `dir` logged so far (its `--logfile`), or undefined before it wrote one. */
+export function redisLog(dir: string): string | undefined {
     try {
-        return fs.readFileSync(path.join(dir, "redis.log"), "utf8").split("\n").slice(-20).join("\n");
+        return fs.readFileSync(path.join(dir, "redis.log"), "utf8");
     } catch {
-        return "(no log)";
+        return undefined;
     }
+}
+
+function readLog(dir: string): string {
+    return redisLog(dir)?.split("\n").slice(-20).join("\n") ?? "(no log)";
 }
 
 /** A sentinel's argv: its config file (a sentinel rewrites it, so it must be a file of its own) and `--sentinel`. */
