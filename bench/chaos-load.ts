@@ -19,13 +19,8 @@ export interface Slot {
     svc?: ServeProcess;
 }
 
-/** A grant, and whether a release attempt went unanswered (its 404 is then that attempt's doing). */
-export interface ChaosGrant extends Grant {
-    ambiguous?: boolean;
-}
-
 export interface ChaosLoad {
-    grants: ChaosGrant[];
+    grants: Grant[];
     /** Answers by "<lease|release|gateway|scale> <status>[ <code>]"; "… unreachable" for a refused connection. */
     seen: Map<string, number>;
     /** Operation ids the operator's scales were answered with (202). */
@@ -41,7 +36,7 @@ export function chaosLoad(
     o: { leaseClients: number; gatewayClients: number; originPort: number; scaleEveryMs: number; maxReplicas: number },
 ): ChaosLoad {
     const seen = new Map<string, number>();
-    const grants: ChaosGrant[] = [];
+    const grants: Grant[] = [];
     const operations: string[] = [];
     let stopping = false;
     const count = (key: string) => seen.set(key, (seen.get(key) ?? 0) + 1);
@@ -63,7 +58,7 @@ export function chaosLoad(
             return undefined;
         }
     };
-    const release = async (g: ChaosGrant) => {
+    const release = async (g: Grant) => {
         g.releasedAt = Date.now();
         for (;;) {
             const r = await call("release", "POST", `/v1/leases/${g.id}/release`, { outcome: "ok" });
@@ -80,7 +75,7 @@ export function chaosLoad(
                 await sleep(50);
                 continue;
             }
-            const g: ChaosGrant = {
+            const g: Grant = {
                 id: l.body.lease.id,
                 proxy: l.body.lease.proxy.id,
                 leasedAt: Date.parse(l.body.lease.leasedAt),

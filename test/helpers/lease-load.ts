@@ -21,7 +21,16 @@ export interface Grant {
      * failover lost it, or an attempt whose answer was lost had released it).
      */
     releaseStatus?: number;
+    /**
+     * A release attempt went unanswered or was answered 503 before the last one: its write may have landed
+     * before the reply was lost (a primary killed mid-reply), so a 404 after it is that attempt's doing,
+     * not a lost grant.
+     */
+    ambiguous?: boolean;
 }
+
+/** A grant the store no longer had at its release, with every release attempt answered: lost for certain. */
+export const lostGrant = (g: Grant): boolean => g.releaseStatus === 404 && !g.ambiguous;
 
 export interface LeaseLoad {
     /** Every lease granted so far, in the order the answers arrived. */
@@ -75,6 +84,7 @@ export function leaseLoad(svc: ServeProcess, o: { clients: number; pool: string;
             g.releasedAt = Date.now();
             let rel = await timed(`/v1/leases/${g.id}/release`, { outcome: "ok" });
             while (rel.status === 503) {
+                g.ambiguous = true;
                 await new Promise((r) => setTimeout(r, 100));
                 rel = await timed(`/v1/leases/${g.id}/release`, { outcome: "ok" });
             }

@@ -8,7 +8,7 @@ import assert from "node:assert/strict";
 import type { ServeProcess } from "./processes";
 import { until } from "./processes";
 import { electionRetryMs, type TestSentinelRedis } from "./redis-sentinel";
-import { doubleLeases, leaseLoad } from "./lease-load";
+import { doubleLeases, leaseLoad, lostGrant } from "./lease-load";
 
 /** The service under test, the Redis whose primary is killed, and how `egress doctor --store` reaches it. */
 export interface Failover {
@@ -53,7 +53,7 @@ export async function killPrimaryUnderLoad(t: TestContext, label: string, f: Fai
     await load.stop();
     const refused = load.count("lease 503 store_unavailable") + load.count("release 503 store_unavailable");
     const doubles = doubleLeases(load.grants);
-    const lost = load.grants.filter((g) => g.releaseStatus === 404);
+    const lost = load.grants.filter(lostGrant);
     // Informational: whether the only replica kept leading through the failover (a 5 s lock, cluster.ts).
     const leading = svc.entries
         .slice(logged)

@@ -4,10 +4,8 @@
  * (`down-after-milliseconds` 1000, `failover-timeout` 5000), all with one password, each a
  * test/helpers/redis.ts server. `url` is the `redis+sentinel://` store URL egress is given.
  */
-import * as fs from "node:fs";
-import * as path from "node:path";
 import Redis from "ioredis";
-import { startRedis, type TestRedis } from "./redis";
+import { redisLog, startRedis, type TestRedis } from "./redis";
 
 export interface TestSentinelRedis {
     password: string;
@@ -110,13 +108,7 @@ function failoverTimeline(sentinels: TestRedis[], nodes: TestRedis[]): { at: num
         ...sentinels.map((s) => ["sentinel", s] as const),
         ...nodes.map((n) => ["node", n] as const),
     ].flatMap(([kind, r]) => {
-        let text = "";
-        try {
-            text = fs.readFileSync(path.join(r.dir, "redis.log"), "utf8");
-        } catch {
-            return [];
-        }
-        return text
+        return (redisLog(r.dir) ?? "")
             .split("\n")
             .filter((l) => interesting.test(l))
             .map((l) => {
@@ -157,12 +149,17 @@ export async function waitReplicasOnline(primary: TestRedis, n: number, timeoutM
 }
 
 /**
- * How long the sentinels spent on failover attempts that did not elect a leader, from the first
- * `+try-failover` after `since` to the last: a split vote (two sentinels voting for themselves in the same
- * instant, likeliest with only two of three up) is retried after 2 × `failover-timeout`. Redis' time, not
- * egress'.
+ * How long the sentinels spent on failover attempts that did not elect a leader: from the first
+ * `+try-failover` after `since` to the last one that followed a `-failover-abort-not-elected`. A split vote
+ * (two sentinels voting for themselves in the same instant, likeliest with only two of three up) is
+ * retried after 2 × `failover-timeout`; several sentinels trying in one round is not a retry. Redis' time,
+ * not egress'.
  */
 export function electionRetryMs(timeline: { at: number; line: string }[], since: number): number {
-    const tries = timeline.filter((e) => e.at >= since - 1000 && /\+try-failover /.test(e.line)).map((e) => e.at);
-    return tries.length > 1 ? tries[tries.length - 1] - tries[0] : 0;
+    const recent = timeline.filter((e) => e.at >= since - 1000);
+    const aborted = recent.find((e) => /-failover-abort-not-elected /.test(e.line));
+    const tries = recent.filter((e) => /\+try-failover /.test(e.line)).map((e) => e.at);
+    if (!aborted || tries.length === 0) return 0;
+    const retries = tries.filter((at) => at > aborted.at);
+    return retries.length > 0 ? retries[retries.length - 1] - tries[0] : 0;
 }
