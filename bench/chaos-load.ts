@@ -25,6 +25,8 @@ export interface ChaosLoad {
     seen: Map<string, number>;
     /** Operation ids the operator's scales were answered with (202). */
     operations: string[];
+    /** Each gateway 5xx other than 503, with its time and replica: to find its minute in that replica's log. */
+    incidents: string[][];
     stop(): Promise<void>;
 }
 
@@ -38,6 +40,7 @@ export function chaosLoad(
     const seen = new Map<string, number>();
     const grants: Grant[] = [];
     const operations: string[] = [];
+    const incidents: string[][] = [];
     let stopping = false;
     const count = (key: string) => seen.set(key, (seen.get(key) ?? 0) + 1);
     const live = () => slots.filter((s) => s.svc && s.svc.child.exitCode === null && s.svc.child.signalCode === null);
@@ -97,6 +100,14 @@ export function chaosLoad(
             try {
                 const r = await requestViaProxy(s.gatewayPort, `http://127.0.0.1:${o.originPort}/page`, auth, 15_000);
                 count(`gateway ${r.status}${r.status >= 500 ? ` ${String(r.headers["proxy-status"] ?? "")}` : ""}`);
+                if (r.status >= 500 && r.status !== 503)
+                    incidents.push([
+                        new Date().toISOString().slice(11, 23),
+                        s.name,
+                        String(r.status),
+                        String(r.headers["x-egress-attempts"] ?? "-"),
+                        String(r.headers["proxy-status"] ?? ""),
+                    ]);
                 if (r.status !== 200) await sleep(50);
             } catch {
                 count("gateway unreachable");
@@ -122,6 +133,7 @@ export function chaosLoad(
         grants,
         seen,
         operations,
+        incidents,
         async stop() {
             stopping = true;
             await Promise.all(loops);

@@ -52,7 +52,7 @@ interface Bed {
      * Every serve process started, killed ones too: none may leave an engine process behind, and their
      * logs are kept for what a run finds.
      */
-    started: ServeProcess[];
+    started: { slot: string; svc: ServeProcess }[];
 }
 
 const sleep = (ms: number) => new Promise((r) => setTimeout(r, ms));
@@ -72,7 +72,7 @@ async function startSlot(bed: Bed, s: Slot): Promise<void> {
         "--target-cooldown",
         "0",
     ]);
-    bed.started.push(s.svc);
+    bed.started.push({ slot: s.name, svc: s.svc });
 }
 
 const running = (s: Slot) => s.svc !== undefined && s.svc.child.exitCode === null && s.svc.child.signalCode === null;
@@ -206,7 +206,7 @@ async function invariants(bed: Bed, load: ChaosLoad, settled: Awaited<ReturnType
         .sort();
     const gc = cli(bed.p, ["gc", "--json"]);
     const orphans = gc.code === 0 ? (JSON.parse(gc.stdout).orphans as unknown[]).length : -1;
-    const engines = bed.started.flatMap((svc) => engineProcessesOf(svc.child.pid!));
+    const engines = bed.started.flatMap(({ svc }) => engineProcessesOf(svc.child.pid!));
     const locks = bed.pg.keys("locks");
     const ops = load.operations.length;
     // A rotation stopped between its batches keeps its surge members (up to maxSurge) until the next leader's.
@@ -235,8 +235,8 @@ async function invariants(bed: Bed, load: ChaosLoad, settled: Awaited<ReturnType
 /** Writes every replica's log (JSON lines) to a temp dir, and says where: a finding needs its minute's log. */
 function keepLogs(bed: Bed): void {
     const dir = fs.mkdtempSync(path.join(os.tmpdir(), "egress-chaos-logs-"));
-    bed.started.forEach((svc, i) =>
-        fs.writeFileSync(path.join(dir, `serve-${i}-pid${svc.child.pid}.log`), svc.logs.join("\n") + "\n"),
+    bed.started.forEach(({ slot, svc }, i) =>
+        fs.writeFileSync(path.join(dir, `serve-${i}-${slot}-pid${svc.child.pid}.log`), svc.logs.join("\n") + "\n"),
     );
     say(`the replicas' logs: ${dir}`);
 }
@@ -289,6 +289,8 @@ async function main(): Promise<void> {
                 [...load.seen.entries()].sort().map(([k, v]) => [k, String(v)]),
             ),
         );
+        if (load.incidents.length)
+            console.log(`\n${table(["time", "replica", "status", "attempts", "Proxy-Status"], load.incidents)}`);
         const kinds = JSON.stringify(Object.fromEntries([...settled.kinds].sort()));
         console.log(`\nthe operator's scales: ${JSON.stringify(Object.fromEntries(settled.statuses))}`);
         console.log(`operations the last leader lists: ${kinds}; grants ${load.grants.length}\n`);

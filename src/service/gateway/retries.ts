@@ -1,3 +1,4 @@
+import type { Logger } from "pino";
 import { GATEWAY_RETRIES_DEFAULT } from "../../model";
 import type { Fleet, FleetAcquire } from "../fleet/fleet";
 import type { Admitted } from "./admission";
@@ -31,6 +32,8 @@ export class Retries {
             ttlSeconds: number;
             /** Where a retry waits when no other member is free now; unset: it gives the failure back. */
             room?: Pick<WaitingRoom, "enabled" | "wait">;
+            /** Where a member failure given back to its client is told, with why no retry took it over. */
+            log?: Pick<Logger, "info">;
         },
     ) {}
 
@@ -57,17 +60,28 @@ export class Retries {
     failed(f: Flight, reason: string, then: (retrying: boolean) => void, run: (next: Flight) => void): void {
         const blocked = reason === BLOCKED;
         const used = blocked ? f.blockRetries : f.attempt - 1 - f.blockRetries;
-        if (!f.replayable || f.ended || this.o.flights.closing || used >= this.budget(f, blocked ? "block" : "error"))
-            return then(false);
+        // A member failure answered to the client (a 502 or 504) says in the log why no member took it over.
+        const giveBack = (why: string) => {
+            if (!blocked)
+                this.o.log?.info(
+                    { pool: f.pool, proxy: f.lease.proxy.id, attempt: f.attempt, reason, why },
+                    `a member failed a gateway request and no retry took it over: ${why}`,
+                );
+            then(false);
+        };
+        if (!f.replayable) return giveBack("its request cannot be sent again");
+        if (f.ended) return then(false);
+        if (this.o.flights.closing) return giveBack("the gateway is shutting down");
+        if (used >= this.budget(f, blocked ? "block" : "error")) return giveBack(`its ${used} retries are used up`);
         let got;
         try {
             const replaces = { leaseId: f.lease.id, outcome: this.o.flights.outcome(f) };
             got = this.o.fleet.acquire({ ...f.ask, exclude: f.tried, replaces }, null);
-        } catch {
-            return then(false);
+        } catch (e) {
+            return giveBack(`the next lease failed: ${(e as Error).message}`);
         }
         const take = (g: FleetAcquire) => {
-            if (!g.ok) return then(false);
+            if (!g.ok) return giveBack(`no other member: ${g.reason}`);
             // The client left, or its request ended meanwhile: nobody to serve; the unused lease goes back.
             if (f.ended || f.socket.destroyed) {
                 void Promise.resolve(this.o.fleet.release(g.lease.id, "ok")).catch(() => undefined);
@@ -103,10 +117,12 @@ export class Retries {
                 f.socket.once("close", leave);
                 return () => void f.socket.off("close", leave);
             };
-            room.wait(waitingLine(f.ask), again, g, gone).then(take, () => then(false));
+            room.wait(waitingLine(f.ask), again, g, gone).then(take, (e: Error) =>
+                giveBack(`waiting for another member failed: ${e.message}`),
+            );
         };
         // A store across the network that fails now: the failure is given back, as when no member is free.
-        if (got instanceof Promise) got.then(answered, () => then(false));
+        if (got instanceof Promise) got.then(answered, (e: Error) => giveBack(`the next lease failed: ${e.message}`));
         else answered(got);
     }
 }

@@ -68,6 +68,7 @@ export class Gateway {
             flights: this.flights,
             ttlSeconds: this.ttlSeconds,
             room: this.room,
+            log: o.log,
         });
         this.guarded = new ProtectedTargets(o.protectedTargets);
         this.doors = new Doors(o.allow, o.stickyPorts);
