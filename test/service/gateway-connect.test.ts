@@ -24,7 +24,7 @@ test("400 for a malformed CONNECT target, before any lease", async () => {
         assert.match(
             answer,
             target === "a b:80"
-                ? /"code":"bad_request","message":"not an HTTP request the gateway can read \(HPE_/
+                ? /"code":"bad_request","message":"not an HTTP request the gateway can read \(invalid_start_line: /
                 : /"code":"bad_request","message":"CONNECT needs host:port/,
             target,
         );

@@ -10,7 +10,7 @@ import {
     rawHead,
 } from "./answers";
 import type { Flight } from "./flight";
-import { timeConnect } from "./forward-http";
+import { timeConnect } from "./relay-http";
 import type { MemberHop } from "./member-hop";
 
 /**

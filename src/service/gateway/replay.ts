@@ -1,4 +1,5 @@
 import type * as http from "node:http";
+import type { RequestHead } from "./framing";
 
 /**
  * Which gateway requests may be sent again to another member (issue 21's retries). A request is only
@@ -35,16 +36,9 @@ export function replayOf(method: string | undefined, headers: http.IncomingHttpH
     return isIdempotent(method) ? "buffer" : "stream";
 }
 
-/** Reads a `buffer` request's body whole (node's parser holds it to its Content-Length); undefined if the client left. */
-export function readBody(req: http.IncomingMessage, done: (body: Buffer | undefined) => void): void {
-    const chunks: Buffer[] = [];
-    let called = false;
-    const once = (body: Buffer | undefined) => {
-        if (called) return;
-        called = true;
-        done(body);
-    };
-    req.on("data", (c: Buffer) => chunks.push(c));
-    req.once("end", () => once(Buffer.concat(chunks)));
-    req.once("error", () => once(undefined));
+/** The same for a head the framing layer read (its framing checked: one length, or chunked). */
+export function replayOfHead(head: RequestHead): Replay {
+    const f = head.framing;
+    if (f.kind === "chunked") return replayOf(head.method, { "transfer-encoding": "chunked" });
+    return replayOf(head.method, f.kind === "length" ? { "content-length": String(f.length) } : {});
 }

@@ -1,18 +1,17 @@
-import * as http from "node:http";
-import * as https from "node:https";
 import type * as net from "node:net";
 import * as tls from "node:tls";
 import type { Socket } from "node:net";
 import { Admission, type Refusal, refusal } from "./admission";
 import { Entry } from "./entry";
-import { answer, CONNECT_TARGET, cut, isAbsoluteHttp, rawAnswer } from "./answers";
+import { CONNECT_TARGET, cut, isAbsoluteHttp, rawAnswer } from "./answers";
 import type { Flight } from "./flight";
-import { createHttpFront, listenOn } from "./http-front";
+import { createHttpDoor, type HttpDoor, listenOn } from "./http-door";
+import type { Exchange } from "./exchange";
 import { createSocksServer } from "./socks";
 import { Flights } from "./flights";
 import { forwardConnect, HTTP_TUNNEL_FRONT, type TunnelRequest } from "./forward-connect";
-import { forwardHttp, MEMBER_ANSWER_MS } from "./forward-http";
-import { isIdempotent, readBody, replayOf } from "./replay";
+import { MEMBER_ANSWER_MS, relayHttp } from "./relay-http";
+import { isIdempotent, replayOfHead } from "./replay";
 import { Retries } from "./retries";
 import { MemberHops } from "./member-hop";
 import { proxyCredentials } from "./proxy-auth";
@@ -43,6 +42,8 @@ export class Gateway {
     private readonly hops = new MemberHops();
     /** The listening front doors (HTTP, SOCKS5). */
     private servers: net.Server[] = [];
+    /** The HTTP doors among them: shutdown closes their idle connections. */
+    private httpDoors: HttpDoor[] = [];
     /** Every client connection, so shutdown can cut the ones still open after the grace (tunnels included). */
     private readonly sockets = new Set<Socket>();
     /** Requests and tunnels whose lease is not released yet; `close` waits for them. */
@@ -97,6 +98,11 @@ export class Gateway {
     async listen(): Promise<GatewayAddresses> {
         const host = this.o.host ?? "127.0.0.1";
         const at: GatewayAddresses = {};
+        const door = (files?: { cert: Buffer; key: Buffer }) => {
+            const d = createHttpDoor(this, this.o, this.sockets, files);
+            this.httpDoors.push(d);
+            return d.server;
+        };
         const open = async (server: net.Server, port: number, what: string) => {
             await listenOn(server, port, host);
             this.servers.push(server);
@@ -106,12 +112,11 @@ export class Gateway {
         };
         // Sticky ports first: a port 0 below cannot then land inside a sticky range.
         for (const r of this.o.stickyPorts ?? []) {
-            for (let p = r.from; p <= r.to; p++)
-                await open(createHttpFront(this, this.o, this.sockets), p, "a sticky port of the gateway");
+            for (let p = r.from; p <= r.to; p++) await open(door(), p, "a sticky port of the gateway");
             (at.sticky ??= []).push({ from: r.from, to: r.to, ...(r.pool && { pool: r.pool }) });
         }
         if (this.o.port !== undefined) {
-            at.port = await open(createHttpFront(this, this.o, this.sockets), this.o.port, "the gateway itself");
+            at.port = await open(door(), this.o.port, "the gateway itself");
             at.url = `http://${host}:${at.port}`;
         }
         if (this.o.socksPort !== undefined) {
@@ -129,8 +134,7 @@ export class Gateway {
         }
         if (this.o.tlsPort !== undefined) {
             if (!this.o.tls) throw new Error("the gateway's TLS port needs a certificate and key (`tls`)");
-            const front = createHttpFront(this, this.o, this.sockets, this.o.tls);
-            at.tlsPort = await open(front, this.o.tlsPort, "the gateway's TLS port");
+            at.tlsPort = await open(door(this.o.tls), this.o.tlsPort, "the gateway's TLS port");
             at.tlsUrl = `https://${host}:${at.tlsPort}`;
         }
         return at;
@@ -141,72 +145,72 @@ export class Gateway {
         return this.servers.filter((s): s is tls.Server => s instanceof tls.Server);
     }
 
-    /** A plain HTTP request (absolute-form) at the HTTP front door (http-front.ts). */
-    request(req: http.IncomingMessage, res: http.ServerResponse): void {
-        if (!isAbsoluteHttp(req.url)) {
+    /** A plain HTTP request (absolute-form) at the HTTP front door (http-door.ts). */
+    request(x: Exchange): void {
+        const url = x.head.target;
+        if (!isAbsoluteHttp(url)) {
             this.o.metrics.refused("bad_request");
-            return answer(
-                res,
+            return x.refuse(
                 "bad_request",
-                `the gateway is a forward proxy: send the absolute URL (GET http://host/path) for http://, CONNECT host:port for https:// (got ${JSON.stringify(cut(req.url ?? ""))})`,
+                `the gateway is a forward proxy: send the absolute URL (GET http://host/path) for http://, CONNECT host:port for https:// (got ${JSON.stringify(cut(url))})`,
             );
         }
-        const target = new URL(req.url!);
+        const target = new URL(url);
         const admit = (body: Buffer | undefined) =>
             this.guard(
                 target.hostname,
                 Number(target.port || 80),
-                (why) => answer(res, "forbidden_target", why),
+                (why) => x.refuse("forbidden_target", why),
                 () =>
                     this.entry.enter(
-                        req.socket,
-                        proxyCredentials(req.headers["proxy-authorization"]),
+                        x.socket,
+                        proxyCredentials(x.header("proxy-authorization")),
                         "http",
                         target.hostname,
-                        res,
+                        x,
                         body,
                         {
-                            refuse: (r) => answer(res, r.code, r.message, r.headers),
-                            go: (f) => this.forwardHttp(req, res, f),
+                            refuse: (r) => x.refuse(r.code, r.message, r.headers),
+                            go: (f) => this.forwardHttp(x, f),
                         },
                     ),
             );
         // A small body of an idempotent request is read whole first, so a retry can send it again.
-        const replay = replayOf(req.method, req.headers);
-        if (replay === "buffer") return readBody(req, (b) => b && admit(b));
+        const replay = replayOfHead(x.head);
+        if (replay === "buffer") return x.readWhole(admit);
         admit(replay === "empty" ? NO_BODY : undefined);
     }
 
     /** An HTTP CONNECT at the HTTP front door: its `host:port` checked, then the tunnel path (`connect`). */
-    httpConnect(req: http.IncomingMessage, socket: Socket, head: Buffer): void {
-        const m = CONNECT_TARGET.exec(req.url ?? "");
+    httpConnect(target: string, proxyAuthorization: string | undefined, socket: Socket, rest: Buffer): void {
+        const m = CONNECT_TARGET.exec(target);
         if (!m || Number(m[2]) < 1 || Number(m[2]) > 65535) {
             this.o.metrics.refused("bad_request");
             return rawAnswer(
                 socket,
                 "bad_request",
-                `CONNECT needs host:port with a port from 1 to 65535 (got ${JSON.stringify(cut(req.url ?? ""))})`,
+                `CONNECT needs host:port with a port from 1 to 65535 (got ${JSON.stringify(cut(target))})`,
             );
         }
         this.connect({
             socket,
-            credentials: proxyCredentials(req.headers["proxy-authorization"]),
+            credentials: proxyCredentials(proxyAuthorization),
             host: m[1],
             port: Number(m[2]),
-            head,
+            head: rest,
             front: HTTP_TUNNEL_FRONT,
             refuse: (r) => rawAnswer(socket, r.code, r.message, r.headers),
         });
     }
 
     /** One attempt of a plain request; a failed one may hand the request to another member (retries.ts). */
-    private forwardHttp(req: http.IncomingMessage, res: http.ServerResponse, f: Flight): void {
-        forwardHttp(req, res, f, this.hops.of(f.lease.proxy.url), {
+    private forwardHttp(x: Exchange, f: Flight): void {
+        relayHttp(x, f, this.hops.of(f.lease.proxy.url), {
             head: () => this.flights.answered(f),
-            failed: (why, then) => this.retries.failed(f, why, then, (next) => this.forwardHttp(req, res, next)),
+            failed: (why, then) => this.retries.failed(f, why, then, (next) => this.forwardHttp(x, next)),
             // A block is retried only for a method the origin may see twice: this one it already saw.
             retryBlock: (status, raw) =>
-                this.retries.mayRetryBlock(f) && isIdempotent(req.method) && isBlocked(status, raw, this.rules),
+                this.retries.mayRetryBlock(f) && isIdempotent(x.head.method) && isBlocked(status, raw, this.rules),
             answerMs: this.answerMs,
         });
     }
@@ -275,8 +279,7 @@ export class Gateway {
         }, graceMs);
         const closed = Promise.all(servers.map((server) => new Promise<void>((r) => server.close(() => r()))));
         // Keep-alive connections between requests; tunnels and answers in flight get the grace.
-        for (const server of servers)
-            if (server instanceof http.Server || server instanceof https.Server) server.closeIdleConnections();
+        for (const d of this.httpDoors.splice(0)) d.closeIdle();
         await closed;
         clearTimeout(cutAll);
         // The cut sockets' close events (which release the leases) come a tick or two later.

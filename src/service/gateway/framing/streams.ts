@@ -41,33 +41,54 @@ export class RequestStream {
     constructor(
         private readonly events: RequestEvents,
         limits: Partial<FramingLimits> = {},
+        /** Stop after each request's end (push returns where): a relay answers one request at a time. */
+        private readonly oneAtATime = false,
     ) {
         this.limits = framingLimits(limits);
         this.heads = new RequestHeadParser(this.limits);
     }
 
-    push(chunk: Buffer): void {
+    /**
+     * Reads `chunk`; returns how much of it was read: all of it, unless `oneAtATime` stopped after a
+     * request's end (the caller pushes the rest once that request is answered).
+     */
+    push(chunk: Buffer): number {
+        let at = 0;
         this.guard(() => {
-            if (this.tunnel) return;
-            let at = 0;
+            if (this.tunnel) return void (at = chunk.length);
             while (at < chunk.length) {
-                if (this.counter) at = this.body(chunk, at);
-                else if (this.last) return this.afterLast(chunk, at);
-                else {
+                if (this.counter) {
+                    at = this.body(chunk, at);
+                    if (!this.counter && this.oneAtATime) return;
+                } else if (this.last) {
+                    this.afterLast(chunk, at);
+                    at = chunk.length;
+                } else {
                     const read = this.heads.push(chunk, at);
-                    if (!read) return;
+                    if (!read) return void (at = chunk.length);
                     at = read.next;
                     this.events.head(read.head);
                     if (read.head.method === "CONNECT") {
                         this.tunnel = true;
-                        return this.events.tunnel?.(chunk.subarray(at));
+                        const rest = chunk.subarray(at);
+                        at = chunk.length;
+                        return this.events.tunnel?.(rest);
                     }
                     this.last = !read.head.keepAlive;
                     this.counter = bodyCounter(read.head.framing, this.limits);
-                    if (this.counter.done) this.ended();
+                    if (this.counter.done) {
+                        this.ended();
+                        if (this.oneAtATime) return;
+                    }
                 }
             }
         });
+        return at;
+    }
+
+    /** Part of a request read: a head begun, or a body not at its end. */
+    get pending(): boolean {
+        return this.counter !== undefined || this.heads.pending;
     }
 
     /** The client's end of the connection: refused if it came inside a message. */
