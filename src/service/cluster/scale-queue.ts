@@ -2,6 +2,7 @@ import { randomBytes } from "node:crypto";
 import type Redis from "ioredis";
 import { clusterConnection } from "./connection";
 import type { Logger } from "pino";
+import { Loop } from "../http/loop";
 import { StoreUnavailableError } from "../store/types";
 import { CLUSTER_KEYS } from "./records";
 import { READ_SCALE_REQUESTS, REMOVE_SCALE_REQUESTS } from "./scripts";
@@ -25,7 +26,7 @@ export interface ScaleQueueOptions {
     /** This replica's id (cluster.ts `Cluster.id`): only the lock's holder takes requests. */
     self: string;
     log: Logger;
-    /** How often the leader takes queued requests. @default 250 */
+    /** Time from the end of one take of the queue to the start of the next, while leading. @default 250 */
     intervalMs?: number;
 }
 
@@ -69,13 +70,22 @@ type Scripted = Redis & {
  */
 export class ScaleQueue {
     private readonly redis: Scripted;
-    private timer?: NodeJS.Timeout;
-    private taking?: Promise<void>;
+    /** Takes the queue while leading; its taker is the one lead() was given. */
+    private readonly loop: Loop;
+    private taker?: ScaleTaker;
 
     constructor(private readonly o: ScaleQueueOptions) {
         this.redis = clusterConnection(o.url) as Scripted; // a failed enqueue answers 503
         this.redis.defineCommand("egressReadScales", { numberOfKeys: 2, lua: READ_SCALE_REQUESTS });
         this.redis.defineCommand("egressRemoveScales", { numberOfKeys: 2, lua: REMOVE_SCALE_REQUESTS });
+        // The first round at once on leading: requests queued during the election are waiting.
+        this.loop = new Loop({
+            name: "scale queue",
+            everyMs: o.intervalMs ?? 250,
+            firstAfterMs: 0,
+            round: () => this.take(this.taker!),
+            log: o.log,
+        });
     }
 
     private get key(): string {
@@ -117,20 +127,14 @@ export class ScaleQueue {
 
     /** Takes up the queue while leading: `taker` gets each request, oldest first. */
     lead(taker: ScaleTaker): void {
-        if (this.timer) return;
-        const tick = () => {
-            this.taking ??= this.take(taker).finally(() => (this.taking = undefined));
-        };
-        tick();
-        this.timer = setInterval(tick, this.o.intervalMs ?? 250);
-        this.timer.unref();
+        if (this.loop.started) return;
+        this.taker = taker;
+        this.loop.start();
     }
 
     /** Stops taking requests (a step-down): what is queued waits for the next leader. */
     async follow(): Promise<void> {
-        clearInterval(this.timer);
-        this.timer = undefined;
-        await this.taking;
+        await this.loop.stop();
     }
 
     async close(): Promise<void> {

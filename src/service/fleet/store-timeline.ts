@@ -3,6 +3,7 @@ import type { Logger } from "pino";
 import { clusterConnection } from "../cluster/connection";
 import { CLUSTER_KEYS } from "../cluster/records";
 import { APPEND_TIMELINE, READ_TIMELINE } from "../cluster/scripts";
+import { Loop } from "../http/loop";
 import type { PoolCounts } from "./fleet";
 import { samplePools, timelineCadence, type TimelinePoint, type TimelineRead, type TimelineSource } from "./timeline";
 
@@ -39,7 +40,7 @@ export class StoreTimeline implements TimelineSource {
     readonly intervalMs: number;
     private readonly spanMs: number;
     private readonly redis: Scripted;
-    private timer?: NodeJS.Timeout;
+    private readonly loop: Loop;
     private sampling?: Promise<void>;
     /** The last samples read, shown while the store cannot be read. */
     private last: TimelinePoint[] = [];
@@ -51,6 +52,8 @@ export class StoreTimeline implements TimelineSource {
         this.redis = clusterConnection(o.url) as Scripted; // a failed read is `stale`, a failed append a gap
         this.redis.defineCommand("egressAppendTimeline", { numberOfKeys: 2, lua: APPEND_TIMELINE });
         this.redis.defineCommand("egressReadTimeline", { numberOfKeys: 1, lua: READ_TIMELINE });
+        // sample() never throws (append logs an outage once, with reads: `failed`), so the loop logs nothing.
+        this.loop = new Loop({ name: "timeline", everyMs: this.intervalMs, round: () => this.sample(), log: o.log });
     }
 
     private get key(): string {
@@ -59,13 +62,13 @@ export class StoreTimeline implements TimelineSource {
 
     async start(): Promise<void> {
         await this.redis.connect().catch(() => undefined);
-        await this.sample();
-        this.timer = setInterval(() => void this.sample(), this.intervalMs).unref();
+        await this.sample(); // the first sample before start() returns; the loop's first one interval later
+        this.loop.start();
     }
 
     async stop(): Promise<void> {
-        clearInterval(this.timer);
-        await this.sampling;
+        await this.loop.stop();
+        await this.sampling; // one a test (or start) asked for outside the loop
         this.redis.disconnect();
     }
 

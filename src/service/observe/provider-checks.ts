@@ -1,5 +1,6 @@
 import type { Logger } from "pino";
 import type { Checker, CheckVerdict } from "../../../components/kind";
+import { Loop } from "../http/loop";
 import type { Metrics } from "./metrics";
 
 /** A verdict plus when it last changed, as served at GET /v1/providers/health. */
@@ -27,12 +28,21 @@ const OVERRUN_GRACE_MS = 1000;
  */
 export class ProviderHealth {
     private readonly reports = new Map<string, ProviderHealthReport>();
-    private timer?: NodeJS.Timeout;
-    private round?: Promise<void>;
-    private stopped = false;
+    /** Absent when the interval is 0 (nothing is checked). */
+    private readonly loop?: Loop;
     private checkers: Checker[] = [];
 
-    constructor(private readonly deps: { log: Logger; metrics: Metrics; intervalMs: number; timeoutMs: number }) {}
+    constructor(private readonly deps: { log: Logger; metrics: Metrics; intervalMs: number; timeoutMs: number }) {
+        // The first round at once: the reconciler holds repairs of a provider not checked yet.
+        if (deps.intervalMs > 0)
+            this.loop = new Loop({
+                name: "provider check",
+                everyMs: deps.intervalMs,
+                firstAfterMs: 0,
+                round: () => this.runOnce(),
+                log: deps.log,
+            });
+    }
 
     get enabled(): boolean {
         return this.deps.intervalMs > 0;
@@ -51,21 +61,12 @@ export class ProviderHealth {
     }
 
     start(): void {
-        if (!this.enabled) return;
-        this.stopped = false;
-        const tick = () => {
-            this.round = this.runOnce().finally(() => {
-                if (!this.stopped) this.timer = setTimeout(tick, this.deps.intervalMs).unref();
-            });
-        };
-        tick();
+        this.loop?.start();
     }
 
     /** Stops the loop; waits for a round in flight so nothing runs after shutdown. */
     async stop(): Promise<void> {
-        this.stopped = true;
-        clearTimeout(this.timer);
-        await this.round;
+        await this.loop?.stop();
     }
 
     snapshot(): ProviderHealthReport[] {

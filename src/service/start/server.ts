@@ -244,7 +244,7 @@ export async function startService(opts: ServeOptions): Promise<RunningService> 
                 "stopping: answering 503 not_ready until the running operation has finished",
             );
             await reconciler.stop();
-            parts.autoscaler.stop();
+            await parts.autoscaler.stop();
             await parts.rotator.stop();
             await scaleQueue?.follow(); // what followers queue from now on waits for the next leader
             await scaler.drain(closeOpts);

@@ -1,6 +1,7 @@
 import type { Logger } from "pino";
 import type { AutoscaleConfig, PoolConfig } from "../../../model";
 import type { AutoscaleRecord, Operation } from "../../operations/operation";
+import { Loop } from "../../http/loop";
 import { NotAcceptingError, type Scaler } from "../scaler";
 import { type AutoscaleDecision, type AutoscaleSignals, type AutoscaleState, decide } from "./decide";
 
@@ -52,8 +53,8 @@ export class Autoscaler {
     private readonly views = new Map<string, AutoscaleView>();
     /** The autoscaled pools as the last round read them: a refusal is checked against these, not the file. */
     private configs = new Map<string, PoolConfig & { autoscale: AutoscaleConfig }>();
-    private timer?: NodeJS.Timeout;
-    private stopped = true;
+    /** Absent when the interval is 0 (the loop is off). */
+    private readonly loop?: Loop;
     private readonly now: () => number;
 
     constructor(private readonly deps: AutoscalerDeps) {
@@ -64,17 +65,23 @@ export class Autoscaler {
             if (!Number.isFinite(v) || v < 0)
                 throw new RangeError(`autoscale ${k} must be 0 (off) or a positive number of milliseconds, got ${v}`);
         this.now = deps.now ?? Date.now;
+        if (deps.intervalMs)
+            this.loop = new Loop({
+                name: "autoscale",
+                everyMs: deps.intervalMs,
+                round: () => this.runOnce(),
+                log: deps.log,
+                quiet: (e) => e instanceof NotAcceptingError,
+            });
     }
 
     start(): void {
-        if (!this.deps.intervalMs || !this.stopped) return;
-        this.stopped = false;
-        this.schedule();
+        this.loop?.start();
     }
 
-    stop(): void {
-        this.stopped = true;
-        clearTimeout(this.timer);
+    /** Stops the loop. A round is synchronous, so none is ever in flight to wait for: resolves at once. */
+    async stop(): Promise<void> {
+        await this.loop?.stop();
     }
 
     /**
@@ -227,17 +234,5 @@ export class Autoscaler {
         } catch (e) {
             if (!(e instanceof NotAcceptingError)) throw e; // stopped leading or stopping: the next leader decides
         }
-    }
-
-    private schedule(): void {
-        this.timer = setTimeout(() => {
-            try {
-                this.runOnce();
-            } catch (e) {
-                this.deps.log.error({ err: e }, "autoscale round failed");
-            }
-            if (!this.stopped) this.schedule();
-        }, this.deps.intervalMs);
-        this.timer.unref();
     }
 }

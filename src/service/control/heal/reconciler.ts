@@ -4,6 +4,7 @@ import type { GoneCheck } from "../../../../components/kind";
 import type { MemberHealthView } from "../../../probes";
 import type { Operation } from "../../operations/operation";
 import type { ProviderHealthReport } from "../../observe/provider-checks";
+import { Loop } from "../../http/loop";
 import { NotAcceptingError, type Scaler } from "../scaler";
 import { afterRepair, Decision, decideRepairs, HEAL_BACKOFF, HealReason, MemberFacts } from "./decide";
 import { HealHistory, type HealHistoryStore } from "./history";
@@ -55,9 +56,8 @@ export interface ReconcileStatus {
 export class Reconciler {
     private readonly history: HealHistory;
     private readonly convergence: ConvergenceRetry;
-    private timer?: NodeJS.Timeout;
-    private round?: Promise<unknown>;
-    private stopped = true;
+    /** Absent when the interval is 0 (the loop is off). */
+    private readonly loop?: Loop;
     private last?: ReconcileStatus["lastRound"];
     private down: ReconcileStatus["providersDown"] = [];
     private readonly now: () => number;
@@ -70,19 +70,23 @@ export class Reconciler {
         this.now = deps.now ?? Date.now;
         this.history = new HealHistory(deps.log, deps.historyStore);
         this.convergence = new ConvergenceRetry(deps.backoff ?? HEAL_BACKOFF, this.now);
+        if (deps.intervalMs)
+            this.loop = new Loop({
+                name: "reconcile",
+                everyMs: deps.intervalMs,
+                round: () => this.runOnce(),
+                log: deps.log,
+                quiet: (e) => e instanceof NotAcceptingError,
+            });
     }
 
     start(): void {
-        if (!this.deps.intervalMs || !this.stopped) return;
-        this.stopped = false;
-        this.schedule();
+        this.loop?.start();
     }
 
     /** Stops the loop; waits for a round in flight. */
     async stop(): Promise<void> {
-        this.stopped = true;
-        clearTimeout(this.timer);
-        await this.round;
+        await this.loop?.stop();
     }
 
     /**
@@ -231,18 +235,6 @@ export class Reconciler {
             }
         }
         return finish(decisions);
-    }
-
-    private schedule(): void {
-        this.timer = setTimeout(() => {
-            this.round = this.runOnce()
-                .catch((e) => this.deps.log.error({ err: e }, "reconcile round failed"))
-                .finally(() => {
-                    this.round = undefined;
-                    if (!this.stopped) this.schedule();
-                });
-        }, this.deps.intervalMs);
-        this.timer.unref();
     }
 
     /** Each provider entry's hook over its members; a hook that throws says nothing (logged). */

@@ -2,6 +2,7 @@ import type { Logger } from "pino";
 import type { PoolConfig, ProxyMember } from "../../../model";
 import type { MemberHealthView } from "../../../probes";
 import type { Operation, RotationRecord } from "../../operations/operation";
+import { Loop } from "../../http/loop";
 import { NotAcceptingError, type Scaler } from "../scaler";
 import { decideRotations, type PoolRotatePolicy, type RotatePlan } from "./decide";
 import { IpMemory } from "./ip-memory";
@@ -41,9 +42,8 @@ export interface RotatorDeps {
 export class Rotator {
     private readonly views = new Map<string, RotationView>();
     private ages?: { key: string; at: Map<string, number> };
-    private timer?: NodeJS.Timeout;
-    private round?: Promise<unknown>;
-    private stopped = true;
+    /** Absent when the interval is 0 (the loop is off). */
+    private readonly loop?: Loop;
     private readonly now: () => number;
     /** Per-member outcomes for rotation by blocks; kept as long as the longest pool's window. */
     private readonly outcomes: OutcomeWindow;
@@ -58,6 +58,14 @@ export class Rotator {
         this.now = deps.now ?? Date.now;
         this.outcomes = new OutcomeWindow(keepMsOf(deps.pools()), this.now);
         this.ips = new IpMemory(this.now);
+        if (deps.intervalMs)
+            this.loop = new Loop({
+                name: "rotation",
+                everyMs: deps.intervalMs,
+                round: () => this.runOnce(),
+                log: deps.log,
+                quiet: (e) => e instanceof NotAcceptingError,
+            });
     }
 
     /** A lease release's outcome, or a block reported after it (Fleet.onOutcome): one outcome of `member`. */
@@ -89,16 +97,12 @@ export class Rotator {
     }
 
     start(): void {
-        if (!this.deps.intervalMs || !this.stopped) return;
-        this.stopped = false;
-        this.schedule();
+        this.loop?.start();
     }
 
     /** Stops the loop; waits for a round in flight. */
     async stop(): Promise<void> {
-        this.stopped = true;
-        clearTimeout(this.timer);
-        await this.round;
+        await this.loop?.stop();
     }
 
     /** An operation settled: the members' ages are read again; a rotation's outcome is shown. */
@@ -214,18 +218,6 @@ export class Rotator {
         this.ips.prune(memory);
         for (const m of this.deps.members())
             if (memory.get(m.pool)) this.ips.seen(m.pool, this.deps.health(m.id)?.egressIp);
-    }
-
-    private schedule(): void {
-        this.timer = setTimeout(() => {
-            this.round = this.runOnce()
-                .catch((e) => this.deps.log.error({ err: e }, "rotation round failed"))
-                .finally(() => {
-                    this.round = undefined;
-                    if (!this.stopped) this.schedule();
-                });
-        }, this.deps.intervalMs);
-        this.timer.unref();
     }
 }
 
