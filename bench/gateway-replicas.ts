@@ -21,6 +21,7 @@ import type { Logger } from "pino";
 import { RedisLeaseStore } from "../src/service/store";
 import { startHaproxy } from "../test/helpers/haproxy";
 import { freeLoopbackPort } from "../test/helpers/net";
+import { REDIS_ROW } from "./gateway/report";
 
 /** How a gateway process builds its lease store. */
 export interface StoreSpec {
@@ -39,7 +40,7 @@ export interface BenchGateway {
     stop(): Promise<void>;
 }
 
-export const ONE_REPLICA = "gateway, redis store, 1 process";
+export const ONE_REPLICA = REDIS_ROW;
 export const THREE_REPLICAS = "3 gateways, redis store, HAProxy";
 
 /** In a gateway process: the Redis store as `spec` says, connected, without per-target rest (as the memory rows). */

@@ -40,26 +40,29 @@ import { startRedis, TestRedis } from "../test/helpers/redis";
 import { ONE_REPLICA, replicaLine, replicaRows, THREE_REPLICAS } from "./gateway-replicas";
 import { retryRows, retryTable } from "./gateway-retries";
 import { admissionMicros } from "./gateway/admission";
-import { measure, Row, Target, TRAFFIC } from "./gateway/load";
-import { forkRole, startGateway, startMember } from "./gateway/procs";
-import { GATEWAY, goals, goalsTable, MEMBER, ORIGIN, rowsTable, SQUID_ROW } from "./gateway/report";
-import { runGateway, runOrigin } from "./gateway/roles";
+import { type CpuProbes, measure, medianRow, Row, Target, TRAFFIC } from "./gateway/load";
+import { forkRole, startGateway, startMember, startRelay } from "./gateway/procs";
+import { GATEWAY, goals, goalsTable, MEMBER, ORIGIN, RELAY, rowsTable, SQUID_ROW } from "./gateway/report";
+import { runGateway, runOrigin, runRelay } from "./gateway/roles";
+import { processCpuMicros } from "./proc-cpu";
 import { startSquid } from "./gateway/squid";
 
 const USAGE = `node dist/bench/gateway.js [options]
   --concurrency <list>  client counts, comma-separated (default 1,4,16)
   --members <n>         members behind the gateway and squid at every count (default: as many as the clients)
   --seconds <s>         measured seconds per row, after a warm-up second (default 5)
+  --rounds <n>          rounds of every row, interleaved; each row is the median of its rounds (default 3)
   --skip-replicas       leave out the Redis-store rows (one gateway, three behind HAProxy)
   --help                this text
 BENCH_GATEWAY_PROF=<dir> also writes a CPU profile of the gateway process there.`;
 
-function options(): { levels: number[]; seconds: number; fixed?: number; replicas: boolean } {
+function options(): { levels: number[]; seconds: number; rounds: number; fixed?: number; replicas: boolean } {
     const { values } = parseArgs({
         options: {
             members: { type: "string" },
             concurrency: { type: "string", default: "1,4,16" },
             seconds: { type: "string", default: "5" },
+            rounds: { type: "string", default: "3" },
             "skip-replicas": { type: "boolean", default: false },
             help: { type: "boolean", default: false },
         },
@@ -70,18 +73,25 @@ function options(): { levels: number[]; seconds: number; fixed?: number; replica
     }
     const levels = values.concurrency!.split(",").map(Number);
     const seconds = Number(values.seconds);
+    const rounds = Number(values.rounds);
     const fixed = values.members === undefined ? undefined : Number(values.members);
-    if ((fixed !== undefined && !(fixed >= 1)) || levels.some((c) => !(c >= 1)) || !(seconds > 0))
-        throw new Error(`--members, --concurrency and --seconds must be positive numbers\n${USAGE}`);
+    if (
+        (fixed !== undefined && !(fixed >= 1)) ||
+        levels.some((c) => !(c >= 1)) ||
+        !(seconds > 0) ||
+        !Number.isInteger(rounds) ||
+        rounds < 1
+    )
+        throw new Error(`--members, --concurrency, --seconds and --rounds must be positive numbers\n${USAGE}`);
     if (fixed !== undefined && Math.max(...levels) > fixed)
         console.error(
             `note: concurrency above --members (${fixed}) gets 503s by design (one request per member at a time)`,
         );
-    return { levels, seconds, fixed, replicas: !values["skip-replicas"] };
+    return { levels, seconds, rounds, fixed, replicas: !values["skip-replicas"] };
 }
 
 async function main(): Promise<void> {
-    const { levels, seconds, fixed, replicas } = options();
+    const { levels, seconds, rounds, fixed, replicas } = options();
     const members = fixed ?? Math.max(...levels);
     const dir = fs.mkdtempSync(path.join(os.tmpdir(), "egress-bench-gw-"));
     const children: ChildProcess[] = [];
@@ -98,20 +108,38 @@ async function main(): Promise<void> {
         const rows: Row[] = [];
         const spreads = new Map<number, number[]>();
         for (const c of levels) {
-            // A gateway and a squid per level, over the members it needs (all of them with --members).
+            // A gateway, a squid and a bare relay per level, over the members it needs (all of them with --members).
             const urls = ms.slice(0, fixed ?? c).map((m) => m.url);
+            const memberPids = ms.slice(0, fixed ?? c).map((m) => m.child.pid!);
             const gw = await startGateway(children, token, urls);
             const squid = await startSquid(urls, `http://127.0.0.1:${originPort}/probe`);
+            const relay = await startRelay(children, urls);
+            const cpuOf = (pids: number[]) => () => pids.reduce((n, pid) => n + processCpuMicros(pid), 0);
+            const members = cpuOf(memberPids);
             try {
-                rows.push(await measure(ORIGIN, "HTTP", { originPort }, c, seconds));
-                const paths: [string, Target][] = [
-                    [MEMBER, { originPort, proxyPort: Number(new URL(ms[0].url).port) }],
-                    [GATEWAY, { originPort, proxyPort: gw.port, auth }],
-                    [SQUID_ROW, { originPort, proxyPort: squid.port }],
+                const paths: [string, Target, CpuProbes][] = [
+                    [
+                        MEMBER,
+                        { originPort, proxyPort: Number(new URL(ms[0].url).port) },
+                        { members: cpuOf([memberPids[0]]) },
+                    ],
+                    [RELAY, { originPort, proxyPort: relay.port }, { proxy: cpuOf([relay.pid]), members }],
+                    [GATEWAY, { originPort, proxyPort: gw.port, auth }, { proxy: cpuOf([gw.pid]), members }],
+                    [SQUID_ROW, { originPort, proxyPort: squid.port }, { proxy: cpuOf([squid.pid]), members }],
                 ];
-                for (const traffic of TRAFFIC)
-                    for (const [p, target] of paths) rows.push(await measure(p, traffic, target, c, seconds));
+                // Rounds interleave the rows (each round: every traffic through every path), so a load that
+                // comes and goes hits them alike; each row is the median of its rounds.
+                const byRow = new Map<string, Row[]>();
+                const keep = (r: Row) =>
+                    byRow.set(`${r.path}|${r.traffic}`, [...(byRow.get(`${r.path}|${r.traffic}`) ?? []), r]);
+                for (let round = 0; round < rounds; round++) {
+                    keep(await measure(ORIGIN, "HTTP", { originPort }, c, seconds));
+                    for (const traffic of TRAFFIC)
+                        for (const [p, target, cpu] of paths) keep(await measure(p, traffic, target, c, seconds, cpu));
+                }
+                rows.push(...[...byRow.values()].map(medianRow));
             } finally {
+                relay.stop();
                 await squid.stop();
                 await gw.stop();
             }
@@ -131,7 +159,7 @@ async function main(): Promise<void> {
             .join(" ");
         const counts = levels.map((c) => fixed ?? c).join("/");
         console.log(
-            `\nGET of a 512-byte page from a loopback origin, ${seconds} s per row after a 1 s warm-up; gateway and squid over ${counts} member(s); load average ${load}; ${os.cpus().length} CPUs\n`,
+            `\nGET of a 512-byte page from a loopback origin, ${seconds} s per row after a 1 s warm-up, median of ${rounds} interleaved round(s); gateway and squid over ${counts} member(s); load average ${load}; ${os.cpus().length} CPUs\n`,
         );
         console.log(rowsTable(rows));
         console.log(
@@ -157,6 +185,7 @@ async function main(): Promise<void> {
 const ROLE = process.argv[2];
 if (ROLE === "origin") runOrigin();
 else if (ROLE === "gateway") runGateway();
+else if (ROLE === "relay") runRelay();
 else
     main().then(
         () => process.exit(0),

@@ -22,6 +22,15 @@ export interface Row {
     p99: number;
     unavailable: number;
     failed: number;
+    /** µs of CPU per exchange of the proxy process(es) of the row (gateway, squid, relay), and of the members. */
+    cpuProxy?: number;
+    cpuMembers?: number;
+}
+
+/** Where a row's CPU is read: each returns the µs its processes used so far. */
+export interface CpuProbes {
+    proxy?: () => number;
+    members?: () => number;
 }
 
 /** Where the load goes: the origin's port, and the proxy's (with its Proxy-Authorization) unless straight. */
@@ -98,6 +107,7 @@ export async function measure(
     target: Target,
     concurrency: number,
     seconds: number,
+    cpu: CpuProbes = {},
 ): Promise<Row> {
     const make =
         traffic === "HTTP"
@@ -120,9 +130,15 @@ export async function measure(
     const warm = performance.now() + 1000;
     await Promise.all(clients.map((c) => loop(c, warm, false)));
     const started = performance.now();
+    const proxy0 = cpu.proxy?.();
+    const members0 = cpu.members?.();
     const end = started + seconds * 1000;
     await Promise.all(clients.map((c) => loop(c, end, true)));
     const elapsed = (performance.now() - started) / 1000;
+    const per = (now: number | undefined, then: number | undefined) =>
+        now === undefined || then === undefined ? undefined : (now - then) / Math.max(1, samples.length);
+    const cpuProxy = per(cpu.proxy?.(), proxy0);
+    const cpuMembers = per(cpu.members?.(), members0);
     for (const c of clients) c.close();
     const a = Float64Array.from(samples).sort();
     return {
@@ -135,5 +151,29 @@ export async function measure(
         p99: quantile(a, 0.99),
         unavailable,
         failed,
+        cpuProxy,
+        cpuMembers,
+    };
+}
+
+/** One row from the same row measured in several rounds: medians of rate, latency and CPU, counts summed. */
+export function medianRow(rounds: readonly Row[]): Row {
+    const med = (pick: (r: Row) => number | undefined) => {
+        const xs = rounds
+            .map(pick)
+            .filter((x): x is number => x !== undefined && Number.isFinite(x))
+            .sort((a, b) => a - b);
+        return xs.length ? xs[Math.floor((xs.length - 1) / 2)] : undefined;
+    };
+    return {
+        ...rounds[0],
+        count: rounds.reduce((n, r) => n + r.count, 0),
+        rate: med((r) => r.rate) ?? NaN,
+        p50: med((r) => r.p50) ?? NaN,
+        p99: med((r) => r.p99) ?? NaN,
+        unavailable: rounds.reduce((n, r) => n + r.unavailable, 0),
+        failed: rounds.reduce((n, r) => n + r.failed, 0),
+        cpuProxy: med((r) => r.cpuProxy),
+        cpuMembers: med((r) => r.cpuMembers),
     };
 }

@@ -8,7 +8,7 @@ import type { BenchGateway, StoreSpec } from "../gateway-replicas";
 const ENTRY = path.join(__dirname, "..", "gateway.js");
 
 export function forkRole(
-    role: "origin" | "gateway",
+    role: "origin" | "gateway" | "relay",
 ): Promise<{ child: ChildProcess; port: number; send(m: unknown): void }> {
     const child = fork(ENTRY, [role], {
         stdio: ["ignore", "inherit", "inherit", "ipc"],
@@ -33,7 +33,7 @@ export async function startGateway(
     token: string,
     urls: string[],
     store?: StoreSpec,
-): Promise<BenchGateway> {
+): Promise<BenchGateway & { pid: number }> {
     const gw = await forkRole("gateway");
     children.push(gw.child);
     const ports = await new Promise<{ port: number; readyPort: number }>((resolve, reject) => {
@@ -47,7 +47,7 @@ export async function startGateway(
             gw.child.once("exit", () => r());
             gw.child.kill("SIGINT");
         });
-    return { ...ports, stop };
+    return { ...ports, pid: gw.child.pid!, stop };
 }
 
 /** One local-kind member process (components/local/proxy-server.js), as the provider starts it. */
@@ -60,4 +60,18 @@ export async function startMember(dir: string, i: number): Promise<{ child: Chil
     for (let t = 0; t < 200 && !fs.existsSync(ready); t++) await new Promise((r) => setTimeout(r, 50));
     if (!fs.existsSync(ready)) throw new Error(`member ${i} did not start`);
     return { child, url: `http://127.0.0.1:${JSON.parse(fs.readFileSync(ready, "utf8")).port}` };
+}
+
+/** Forks the bare relay (roles.ts) over `urls`; `stop` ends it. */
+export async function startRelay(
+    children: ChildProcess[],
+    urls: string[],
+): Promise<{ port: number; pid: number; stop(): void }> {
+    const r = await forkRole("relay");
+    children.push(r.child);
+    const { port } = await new Promise<{ port: number }>((resolve) => {
+        r.child.once("message", resolve);
+        r.send({ urls });
+    });
+    return { port, pid: r.child.pid!, stop: () => void r.child.kill("SIGINT") };
 }

@@ -3,6 +3,7 @@
  * runs in a process of its own so that neither shares an event loop with the load or the members.
  */
 import * as http from "node:http";
+import * as net from "node:net";
 import pino from "pino";
 import { listenReadyz, openStore, StoreSpec } from "../gateway-replicas";
 
@@ -62,5 +63,25 @@ export function runGateway(): void {
         const { port } = await gateway.listen();
         process.once("SIGINT", () => process.exit(0)); // a normal exit, so --cpu-prof writes its profile
         process.send!({ port, readyPort: store ? await listenReadyz(ready) : 0 });
+    });
+}
+
+/**
+ * The floor: a bare TCP relay in front of the members (a connection to each in turn), no parsing, no
+ * lease. What any proxy process in the path costs at the least: the gateway's rows are set beside it.
+ */
+export function runRelay(): void {
+    process.once("message", (m: { urls: string[] }) => {
+        const members = m.urls.map((u) => new URL(u));
+        let next = 0;
+        const server = net.createServer({ noDelay: true }, (client) => {
+            const u = members[next++ % members.length];
+            const member = net.connect({ host: u.hostname, port: Number(u.port), noDelay: true });
+            client.pipe(member).pipe(client);
+            client.on("error", () => member.destroy());
+            member.on("error", () => client.destroy());
+        });
+        process.once("SIGINT", () => process.exit(0));
+        server.listen(0, "127.0.0.1", () => process.send!({ port: (server.address() as net.AddressInfo).port }));
     });
 }

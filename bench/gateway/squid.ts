@@ -32,6 +32,8 @@ export function squidParentConf(o: { port: number; members: readonly string[]; d
 
 export interface BenchSquid {
     port: number;
+    /** squid's process (run with -N: one process), for its CPU per request. */
+    pid: number;
     stop(): Promise<void>;
 }
 
@@ -41,8 +43,8 @@ export async function startSquid(members: readonly string[], probeUrl: string): 
     const dir = fs.mkdtempSync(path.join(os.tmpdir(), "egress-bench-squid-"));
     const port = await freeLoopbackPort();
     fs.writeFileSync(path.join(dir, "squid.conf"), squidParentConf({ port, members, dir }));
-    const { stop } = await startSquidIn(dir, async () => (await probe(port, probeUrl)) === 200);
-    return { port, stop };
+    const { stop, pid } = await startSquidIn(dir, async () => (await probe(port, probeUrl)) === 200);
+    return { port, pid, stop };
 }
 
 /** One GET of `url` through the proxy on `port`: its status, 0 without an answer. */

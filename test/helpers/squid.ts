@@ -34,7 +34,10 @@ export function squidStateLines(dir: string): string[] {
  * Runs `squid -N` with `dir`/squid.conf (written by the caller, with squidStateLines(dir)) until `ready()`
  * says it serves; `stop` kills it and removes `dir`. Throws with its output and log when it does not start.
  */
-export async function startSquidIn(dir: string, ready: () => Promise<boolean>): Promise<{ stop(): Promise<void> }> {
+export async function startSquidIn(
+    dir: string,
+    ready: () => Promise<boolean>,
+): Promise<{ stop(): Promise<void>; pid: number }> {
     const bin = squidBin();
     // As root squid drops to its effective user (Debian: proxy), which must read the dir and write there.
     if (process.getuid?.() === 0) {
@@ -61,7 +64,7 @@ export async function startSquidIn(dir: string, ready: () => Promise<boolean>): 
     };
     const deadline = Date.now() + 20_000;
     while (Date.now() < deadline && child.exitCode === null) {
-        if (await ready().catch(() => false)) return { stop };
+        if (await ready().catch(() => false)) return { stop, pid: child.pid! };
         await new Promise((r) => setTimeout(r, 100));
     }
     const logFile = path.join(dir, "cache.log");

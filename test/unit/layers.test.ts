@@ -149,7 +149,7 @@ test("inside src/, a folder imports only its own layer and those below it", () =
 /**
  * src/service in rooms (docs/architecture.md), bottom first: a room imports its own files and the rooms
  * before it, never a room beside it or above it. http holds what every door shares (the error catalogue,
- * auth, the request log); the lease book and its store; the cluster (replicas, the leader lock); the
+ * auth, the request log, the loop helper every periodic part runs on); the lease book and its store; the cluster (replicas, the leader lock); the
  * operation journal; the fleet view; what is observed; then the two that act (the gateway, control: scale, drain, heal, the stack watch); the API;
  * and the start-up that wires it all. A file at src/service's root (index.ts) is the start-up's.
  */
