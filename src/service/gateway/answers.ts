@@ -7,12 +7,14 @@ import { type ErrorCode, gatewayStatusOf } from "../http/catalogue";
 /** `host:port` with a port in 1..65535: anything else is refused 400 before a lease is taken. */
 export const CONNECT_TARGET = /^(\[[0-9A-Fa-f:.]+\]|[A-Za-z0-9._-]+):(\d{1,5})$/;
 
-export function isAbsoluteHttp(url: string | undefined): boolean {
-    if (!url || !url.startsWith("http://")) return false;
+/** The URL of an absolute-form `http://` request target with a host, or undefined (parsed once: it is per request). */
+export function absoluteHttp(url: string | undefined): URL | undefined {
+    if (!url || !url.startsWith("http://")) return undefined;
     try {
-        return new URL(url).hostname !== "";
+        const u = new URL(url);
+        return u.hostname !== "" ? u : undefined;
     } catch {
-        return false;
+        return undefined;
     }
 }
 

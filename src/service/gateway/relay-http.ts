@@ -152,13 +152,19 @@ export function relayHttp(x: Exchange, f: Flight, hop: MemberHop, on: AttemptEve
         end: () => state === "relaying" && answered(),
     });
     const read = (chunk: Buffer) => {
+        // What one chunk of the answer makes (its head and the body bytes with it, often all of a small
+        // answer) goes to the client in one write: a write to a loopback socket is most of a relay's CPU.
+        const client = x.socket;
+        client.cork();
         try {
             rs.push(chunk);
         } catch (e) {
             if (!(e instanceof FramingError)) throw e;
             const err: NodeJS.ErrnoException = new Error(`${e.reason}: ${e.message}`);
             err.code = "HPE_INVALID_ANSWER";
-            fail({ ...memberFailure(err, "relaying the request"), type: "http_protocol_error" });
+            fail(memberFailure(err, "relaying the request"));
+        } finally {
+            client.uncork();
         }
     };
     m.on("data", read);

@@ -3,7 +3,7 @@ import * as tls from "node:tls";
 import type { Socket } from "node:net";
 import { Admission, type Refusal, refusal } from "./admission";
 import { Entry } from "./entry";
-import { CONNECT_TARGET, cut, isAbsoluteHttp, rawAnswer } from "./answers";
+import { absoluteHttp, CONNECT_TARGET, cut, rawAnswer } from "./answers";
 import type { Flight } from "./flight";
 import { createHttpDoor, type HttpDoor, listenOn } from "./http-door";
 import type { Exchange } from "./exchange";
@@ -148,14 +148,14 @@ export class Gateway {
     /** A plain HTTP request (absolute-form) at the HTTP front door (http-door.ts). */
     request(x: Exchange): void {
         const url = x.head.target;
-        if (!isAbsoluteHttp(url)) {
+        const target = absoluteHttp(url);
+        if (!target) {
             this.o.metrics.refused("bad_request");
             return x.refuse(
                 "bad_request",
                 `the gateway is a forward proxy: send the absolute URL (GET http://host/path) for http://, CONNECT host:port for https:// (got ${JSON.stringify(cut(url))})`,
             );
         }
-        const target = new URL(url);
         const admit = (body: Buffer | undefined) =>
             this.guard(
                 target.hostname,
