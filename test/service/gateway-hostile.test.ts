@@ -15,9 +15,11 @@ import { gatewayClient, startGatewayFleet } from "../helpers/gateway-fleet";
 import type { Gateway } from "../../src/service/gateway";
 
 const TOKEN = "tok-hostile-0123456789abcdef";
-/** A member that answers nothing and keeps every byte it got, per connection. */
+/** A member that answers nothing and keeps every byte it got; how many of its connections are open. */
 let recorder: net.Server;
 const got: Buffer[] = [];
+let recorderOpen = 0;
+let silentReleases: { proxy: string; outcome: string }[] = [];
 let silent: Gateway;
 let silentPort = 0;
 let origin: Awaited<ReturnType<typeof listenLoopback>>;
@@ -26,7 +28,11 @@ let working: Gateway;
 let workingPort = 0;
 
 before(async () => {
-    recorder = net.createServer((s) => s.on("data", (c: Buffer) => got.push(c)));
+    recorder = net.createServer((s) => {
+        recorderOpen++;
+        s.on("data", (c: Buffer) => got.push(c)).on("error", () => undefined);
+        s.once("close", () => recorderOpen--);
+    });
     await new Promise<void>((r) => recorder.listen(0, "127.0.0.1", r));
     const a = await startGatewayFleet({
         token: TOKEN,
@@ -36,6 +42,7 @@ before(async () => {
     });
     silent = a.gateway;
     silentPort = a.port;
+    silentReleases = a.released;
     origin = await listenLoopback(http.createServer((req, res) => res.end(`page ${req.url}`)));
     member = new ProxyChainServer({ port: 0, host: "127.0.0.1", verbose: false });
     await member.listen();
@@ -115,6 +122,113 @@ test("a chunked body that breaks its framing after the head went out: cut on bot
     const seen = Buffer.concat(got.slice(before)).toString("latin1");
     assert.ok(!seen.includes("/second"), `the member never saw the bytes after the break: ${JSON.stringify(seen)}`);
     assert.ok(!seen.includes("zz"), "nor the broken chunk line");
+    // The client's fault: the member's connection is closed at once, and its lease goes back as `ok`.
+    await until(() => recorderOpen === 0, "the member's connection closed");
+    assert.deepEqual(silentReleases.at(-1), { proxy: "rec-0", outcome: "ok" });
+});
+
+const sleep = (ms: number) => new Promise((r) => setTimeout(r, ms));
+async function until(ok: () => boolean, what: string, ms = 3000): Promise<void> {
+    for (const end = Date.now() + ms; !ok(); await sleep(20))
+        if (Date.now() > end) assert.fail(`timed out waiting for ${what}`);
+}
+
+/** A gateway over one raw member whose connections run `serve`; its open and total connections counted. */
+async function overRawMember(serve: (s: net.Socket, n: number) => void) {
+    const conns = { open: 0, total: 0 };
+    const sockets = new Set<net.Socket>();
+    const server = net.createServer((s) => {
+        conns.open++;
+        sockets.add(s);
+        s.on("error", () => undefined).once("close", () => conns.open--);
+        serve(s, ++conns.total);
+    });
+    await new Promise<void>((r) => server.listen(0, "127.0.0.1", r));
+    const g = await startGatewayFleet({
+        token: TOKEN,
+        members: [{ id: "raw-0", pool: "p", url: `http://127.0.0.1:${(server.address() as net.AddressInfo).port}` }],
+        pools: [{ name: "p" }],
+    });
+    const get = (p: string) =>
+        rawHttp(
+            g.port,
+            `GET http://127.0.0.1:9${p} HTTP/1.1\r\nHost: a\r\nProxy-Authorization: ${gatewayClient(g.port, TOKEN).auth("p")}\r\nConnection: close\r\n\r\n`,
+            3000,
+        );
+    const close = async () => {
+        await g.gateway.close(50);
+        for (const s of sockets) s.destroy(); // a member that stopped reading never sees the gateway's end
+        await new Promise((r) => server.close(r));
+    };
+    return { conns, get, close, port: g.port, auth: gatewayClient(g.port, TOKEN).auth("p") };
+}
+
+test("bytes after a member's answer: that connection is never reused, so they never become the next request's answer", async () => {
+    const m = await overRawMember((s, n) =>
+        s.on("data", () => {
+            if (n > 1) return void s.write("HTTP/1.1 200 OK\r\nContent-Length: 5\r\n\r\nfresh");
+            // The answer, then bytes after its end in the same write, then a stray answer nobody asked for.
+            s.write("HTTP/1.1 200 OK\r\nContent-Length: 2\r\n\r\nok\r\n");
+            setTimeout(() => s.write("HTTP/1.1 200 OK\r\nContent-Length: 9\r\n\r\nFOR-A!!!!"), 150);
+        }),
+    );
+    try {
+        const a = await m.get("/a");
+        assert.equal(a.status, 200);
+        assert.equal(a.body, "ok");
+        const b = await m.get("/b");
+        assert.equal(b.body, "fresh", "the next request went over a new member connection");
+        assert.equal(m.conns.total, 2);
+    } finally {
+        await m.close();
+    }
+});
+
+test("a member saying Keep-Alive: timeout=1: its idle connection is closed, not pooled", async () => {
+    const m = await overRawMember((s) =>
+        s.on("data", () => s.write("HTTP/1.1 200 OK\r\nKeep-Alive: timeout=1\r\nContent-Length: 2\r\n\r\nok")),
+    );
+    try {
+        assert.equal((await m.get("/1")).body, "ok");
+        await until(() => m.conns.open === 0, "the member connection closed by the gateway");
+        assert.equal((await m.get("/2")).body, "ok");
+        assert.equal(m.conns.total, 2);
+    } finally {
+        await m.close();
+    }
+});
+
+test("a client whose upload is paused when the answer comes: its connection is closed once it closes its side", async () => {
+    const m = await overRawMember((s) =>
+        s.once("data", () => {
+            s.pause(); // reads the head, then nothing: the upload backs up
+            setTimeout(() => s.write("HTTP/1.1 413 Too Large\r\nContent-Length: 0\r\n\r\n"), 300);
+        }),
+    );
+    try {
+        const c = net.connect({ port: m.port, host: "127.0.0.1", allowHalfOpen: true });
+        const seen = { text: "", ended: false, closed: false };
+        c.setEncoding("latin1")
+            .on("data", (t: string) => (seen.text += t))
+            .on("end", () => (seen.ended = true))
+            .on("close", () => (seen.closed = true))
+            .on("error", () => undefined);
+        c.write(
+            `POST http://127.0.0.1:9/up HTTP/1.1\r\nHost: a\r\nProxy-Authorization: ${m.auth}\r\nContent-Length: 100000000\r\n\r\n`,
+        );
+        const chunk = Buffer.alloc(64 * 1024, 97);
+        const pump = () => {
+            while (!seen.ended && !c.destroyed && c.write(chunk));
+        };
+        c.on("drain", pump);
+        pump();
+        await until(() => seen.ended, "the gateway's answer and its end");
+        assert.match(seen.text, /^HTTP\/1\.1 413 /);
+        c.end(); // the client closes its side, as any client does after the end
+        await until(() => seen.closed, "the connection closed on the gateway's side too", 5000);
+    } finally {
+        await m.close();
+    }
 });
 
 test("pipelined requests: answered in order on one connection, each through its own lease", async () => {
@@ -124,8 +238,7 @@ test("pipelined requests: answered in order on one connection, each through its 
     let text = "";
     s.setEncoding("latin1").on("data", (c: string) => (text += c));
     s.write(req("/1") + req("/2") + req("/3"));
-    for (let t = 0; t < 100 && (text.match(/page \/\d/g) ?? []).length < 3; t++)
-        await new Promise((r) => setTimeout(r, 50));
+    await until(() => (text.match(/page \/\d/g) ?? []).length >= 3, "three answers");
     s.destroy();
     assert.deepEqual(text.match(/page \/\d/g), ["page /1", "page /2", "page /3"]);
     assert.equal((text.match(/X-Egress-Attempts: 1\r\n/g) ?? []).length, 3);

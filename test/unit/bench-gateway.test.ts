@@ -7,8 +7,8 @@ import { test } from "node:test";
 import assert from "node:assert/strict";
 import * as http from "node:http";
 import { Server as ProxyChainServer } from "proxy-chain";
-import { quantile, Row } from "../../bench/gateway/load";
-import { GATEWAY, goals, MEMBER, SQUID_ROW } from "../../bench/gateway/report";
+import { medianRow, quantile, Row } from "../../bench/gateway/load";
+import { GATEWAY, goals, MEMBER, REDIS_ROW, SQUID_ROW } from "../../bench/gateway/report";
 import { squidParentConf, startSquid } from "../../bench/gateway/squid";
 import { answerLength, openTunnel } from "../../bench/gateway/wire";
 import { ensureTestPackages } from "../helpers/deps";
@@ -83,8 +83,8 @@ test("quantile: nearest rank below, NaN when empty", () => {
     assert.ok(Number.isNaN(quantile([], 0.5)));
 });
 
-test("goals: met and not met from the gateway's rows against direct and squid; absent counts not measured", () => {
-    const row = (path: string, concurrency: number, rate: number, p50: number): Row => ({
+test("goals (issue 34): met and not met from the gateway's rows against direct, squid and the Redis row; absent counts not measured", () => {
+    const row = (path: string, concurrency: number, rate: number, p50: number, cpuProxy?: number): Row => ({
         path,
         traffic: "HTTP",
         concurrency,
@@ -94,20 +94,55 @@ test("goals: met and not met from the gateway's rows against direct and squid; a
         p99: p50,
         unavailable: 0,
         failed: 0,
+        cpuProxy,
     });
     const rows = [
         row(MEMBER, 1, 1000, 0.5),
-        row(GATEWAY, 1, 750, 0.75),
+        row(GATEWAY, 1, 850, 0.6, 120),
         row(SQUID_ROW, 1, 700, 0.7),
+        row(REDIS_ROW, 1, 700, 0.7),
         row(MEMBER, 16, 1000, 1),
-        row(GATEWAY, 16, 500, 2),
+        row(GATEWAY, 16, 500, 2, 200),
         row(SQUID_ROW, 16, 600, 1.5),
+        row(REDIS_ROW, 16, 300, 3),
     ];
     const byGoal = new Map(goals(rows, ["HTTP"]).map((g) => [g.goal, g]));
-    assert.equal(byGoal.get("HTTP, 1 client: the gateway adds ≤ 0.3 ms at p50")?.met, true);
-    assert.equal(byGoal.get("HTTP, 1 client: the gateway keeps ≥ 70% of direct")?.met, true);
+    assert.equal(byGoal.get("HTTP, 1 client: the gateway adds ≤ 0.15 ms at p50")?.met, true);
+    assert.equal(byGoal.get("HTTP, 1 client: the gateway keeps ≥ 80% of direct")?.met, true);
     assert.equal(byGoal.get("HTTP, 4 clients: the gateway keeps ≥ 60% of direct")?.met, undefined);
+    assert.equal(byGoal.get("HTTP, 1 client: the gateway's CPU ≤ 150 µs per request")?.met, true);
+    assert.equal(byGoal.get("HTTP, 16 clients: the gateway's CPU ≤ 150 µs per request")?.met, false);
+    assert.equal(
+        byGoal.get("HTTP, 1 client: the gateway on the Redis store keeps ≥ 70% of the memory store's")?.met,
+        true,
+    );
+    assert.equal(
+        byGoal.get("HTTP, 16 clients: the gateway on the Redis store keeps ≥ 70% of the memory store's")?.measured,
+        "60% (300 vs 500/s)",
+    );
     assert.equal(byGoal.get("HTTP, 1 client: the gateway beats squid")?.met, true);
     assert.equal(byGoal.get("HTTP, 16 clients: the gateway beats squid")?.met, false);
     assert.equal(byGoal.get("HTTP, 16 clients: the gateway beats squid")?.measured, "500 vs 600/s");
+});
+
+test("a row measured in rounds: medians of rate, latency and CPU; counts summed", () => {
+    const r = (rate: number, p50: number, cpuProxy?: number): Row => ({
+        path: GATEWAY,
+        traffic: "HTTP",
+        concurrency: 1,
+        count: 10,
+        rate,
+        p50,
+        p99: p50 * 2,
+        unavailable: 1,
+        failed: 0,
+        cpuProxy,
+    });
+    const m = medianRow([r(900, 0.9, 300), r(100, 5, undefined), r(500, 1.1, 200)]);
+    assert.equal(m.rate, 500);
+    assert.equal(m.p50, 1.1);
+    assert.equal(m.p99, 2.2);
+    assert.equal(m.cpuProxy, 200, "the lower middle of the rounds that measured it");
+    assert.equal(m.count, 30);
+    assert.equal(m.unavailable, 3);
 });

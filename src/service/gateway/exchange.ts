@@ -143,8 +143,13 @@ export class Exchange extends EventEmitter {
         this.end(closeAfter || !this.keepOpen || !this.requestDone);
     }
 
-    /** The answer broke off after its head: the client must see it end early. */
+    /**
+     * The exchange cannot be completed honestly (the answer broke off after its head, or the client's
+     * body broke its framing): the client's connection is cut, and the attempt in flight is told first,
+     * so its member connection is closed and not left waiting.
+     */
     cut(): void {
+        if (!this.ended) for (const h of this.goneHooks.splice(0)) h();
         this.socket.destroy();
         this.end(true);
     }

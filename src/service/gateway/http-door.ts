@@ -3,7 +3,7 @@ import * as tls from "node:tls";
 import type { ErrorCode } from "../http/catalogue";
 import { rawAnswer } from "./answers";
 import { Exchange } from "./exchange";
-import { tagClient, type TaggedSocket } from "./flight";
+import { CLIENT_GONE, tagClient, type TaggedSocket } from "./flight";
 import { DEFAULT_LIMITS, FramingError, RequestStream, type RequestHead } from "./framing";
 import type { GatewayOptions } from "./options";
 
@@ -74,6 +74,9 @@ export function createHttpDoor(
     };
 }
 
+/** How long a closed connection may take to be closed by its client once its last answer was flushed. */
+const LINGER_MS = 2000;
+
 /** What the door answers a request the framing layer refused: 431 for a head over the limit, else 400. */
 function framingAnswer(e: FramingError): { code: ErrorCode; message: string } {
     if (e.reason === "head_too_large")
@@ -121,7 +124,24 @@ class ClientConn {
 
     /** The connection has no request in flight: closed now, on shutdown. */
     closeIfIdle(): void {
-        if (!this.current && !this.over) this.socket.end();
+        if (!this.current && !this.over) this.close();
+    }
+
+    /**
+     * Ends the connection: no request is read from now on (what the client sends is read and dropped, so
+     * its end is seen even while the socket was paused), the answer written goes out, then the socket
+     * is destroyed once it is flushed and a linger passed: a client that never closes its side (the door
+     * is half-open) does not hold it for ever.
+     */
+    private close(): void {
+        this.over = true;
+        clearTimeout(this.headTimer);
+        const s = this.socket;
+        s.resume();
+        if (!s.writableEnded) s.end();
+        const destroy = () => setTimeout(() => s.destroy(), LINGER_MS).unref();
+        if (s.writableFinished) destroy();
+        else s.once("finish", destroy);
     }
 
     private waitForHead(): void {
@@ -129,7 +149,7 @@ class ClientConn {
         this.headTimer = setTimeout(() => {
             // A head begun and not finished in time: 408. A connection silent since its last answer: closed.
             if (this.stream.pending) this.refuse("request_timeout", "the request's head did not arrive in time");
-            else this.socket.end();
+            else this.close();
         }, this.headersMs).unref();
     }
 
@@ -148,8 +168,11 @@ class ClientConn {
         try {
             read = this.stream.push(chunk);
         } catch (e) {
-            if (!(e instanceof FramingError)) throw e;
-            return this.malformed(e);
+            if (e instanceof FramingError) return this.malformed(e);
+            // The gateway's own fault on this request: answered (or cut), never thrown out of a socket's
+            // event, where it would end the process.
+            if (this.current) return this.current.cut();
+            return this.refuse("internal", "the gateway failed on this request");
         }
         if (read < chunk.length && !this.over) {
             this.held = chunk.subarray(read);
@@ -161,6 +184,8 @@ class ClientConn {
         // Inside a request already relayed (its body broke its framing): the member saw part of it, cut both.
         if (this.current) {
             this.over = true;
+            // The client's fault, not the member's: its lease is released as a client that went away.
+            this.socket[CLIENT_GONE] = true;
             return this.current.cut();
         }
         const a = framingAnswer(e);
@@ -170,9 +195,10 @@ class ClientConn {
     private refuse(code: ErrorCode, message: string): void {
         this.over = true;
         clearTimeout(this.headTimer);
-        this.metrics.refused(code as Parameters<GatewayOptions["metrics"]["refused"]>[0]);
-        if (this.socket.writable) rawAnswer(this.socket, code, message);
-        else this.socket.destroy();
+        if (code !== "internal") this.metrics.refused(code as Parameters<GatewayOptions["metrics"]["refused"]>[0]);
+        if (!this.socket.writable) return void this.socket.destroy();
+        rawAnswer(this.socket, code, message);
+        this.close();
     }
 
     private head(h: RequestHead): void {
@@ -200,7 +226,7 @@ class ClientConn {
         this.current = undefined;
         if (close || !this.mayKeepOpen()) {
             this.over = true;
-            return void this.socket.end();
+            return this.close();
         }
         this.waitForHead();
         const held = this.held;
@@ -228,7 +254,7 @@ class ClientConn {
         this.clientEnded = true;
         this.over = true;
         if (this.current) return void this.socket.destroy();
-        this.socket.end();
+        this.close();
     }
 
     private closed(): void {

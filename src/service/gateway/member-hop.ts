@@ -56,7 +56,8 @@ export class MemberConnections {
      */
     give(s: net.Socket, reusable: boolean, idleMs = MEMBER_IDLE_MS): void {
         this.busy--;
-        if (!reusable || s.destroyed || !s.writable || this.closed) return void s.destroy();
+        // idleMs 0: the member closes idle connections within a second (`timeout=1`): not worth keeping.
+        if (!reusable || idleMs <= 0 || s.destroyed || !s.writable || this.closed) return void s.destroy();
         forget(s);
         const drop = () => {
             const i = this.idle.indexOf(s);

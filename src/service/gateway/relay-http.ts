@@ -108,13 +108,16 @@ export function relayHttp(x: Exchange, f: Flight, hop: MemberHop, on: AttemptEve
     const relayBody = (b: Buffer) => {
         if (!x.answerBody(b)) {
             m.pause();
-            x.onDrain(() => m.resume());
+            // Only while this attempt still holds the connection: given back, it may be another's, paused for its own client.
+            x.onDrain(() => given || m.resume());
         }
     };
     const answered = () => {
         f.complete = true;
         state = "done";
-        finish(head!.keepAlive && rs.extra === 0 && x.requestSent);
+        // Reused only in step: the whole request went out, nothing came after the answer, and both sides
+        // meant to keep it (an HTTP/1.0 request was sent without keep-alive: its Connection line is dropped).
+        finish(head!.keepAlive && rs.extra === 0 && x.requestSent && x.head.version === "1.1");
         x.answered(head!.framing.kind === "close");
     };
     const onHead = (h: ResponseHead) => {
@@ -159,10 +162,16 @@ export function relayHttp(x: Exchange, f: Flight, hop: MemberHop, on: AttemptEve
         try {
             rs.push(chunk);
         } catch (e) {
-            if (!(e instanceof FramingError)) throw e;
-            const err: NodeJS.ErrnoException = new Error(`${e.reason}: ${e.message}`);
-            err.code = "HPE_INVALID_ANSWER";
-            fail(memberFailure(err, "relaying the request"));
+            if (e instanceof FramingError) {
+                const err: NodeJS.ErrnoException = new Error(`${e.reason}: ${e.message}`);
+                err.code = "HPE_INVALID_ANSWER";
+                return fail(memberFailure(err, "relaying the request"));
+            }
+            // The gateway's own fault on this answer (a member id no header may carry): cut, never thrown
+            // out of a socket's event, where it would end the process.
+            state = "done";
+            finish(false);
+            x.cut();
         } finally {
             client.uncork();
         }

@@ -164,13 +164,14 @@ export class ResponseStream {
 
     push(chunk: Buffer): void {
         this.guard(() => {
+            if (this.complete) return void (this.extra += chunk.length);
             let at = 0;
-            while (at < chunk.length && !this.complete) {
+            while (at < chunk.length) {
                 if (this.counter) {
                     const next = this.counter.consume(chunk, at, this.events.content);
                     if (next > at) this.events.body?.(chunk.subarray(at, next));
                     at = next;
-                    if (this.counter.done) this.ended();
+                    if (this.counter.done) return this.endAt(chunk, at);
                     continue;
                 }
                 const read = this.heads.push(chunk, at, this.method);
@@ -179,10 +180,18 @@ export class ResponseStream {
                 this.events.head(read.head);
                 if (read.head.interim) continue;
                 this.counter = bodyCounter(read.head.framing, this.limits);
-                if (this.counter.done) this.ended();
+                if (this.counter.done) return this.endAt(chunk, at);
             }
-            this.extra += chunk.length - at;
         });
+    }
+
+    /**
+     * The answer ended at `at` in `chunk`: what follows it is counted in `extra` before `end` is told, so
+     * whoever decides there whether the connection may carry another request sees those bytes.
+     */
+    private endAt(chunk: Buffer, at: number): void {
+        this.extra += chunk.length - at;
+        this.ended();
     }
 
     /** The member's end of the connection: ends a body that runs to it, refuses any other unfinished answer. */
