@@ -50,6 +50,11 @@ export interface AdmissionRequest {
     onGone?: (leave: () => void) => () => void;
     /** The door it came through: an allowed source, a sticky port (doors.ts). */
     door?: Door;
+    /**
+     * The same object for the same credentials on one connection (proxy-auth.ts connectionCredentials):
+     * a check that passed for it is not repeated (the token hash, the username's grammar).
+     */
+    key?: object;
 }
 
 /**
@@ -74,6 +79,8 @@ export class Admission {
     private readonly named: Map<string, StoredToken>;
     /** In-flight requests per token name. */
     private readonly inFlight = new Map<string, number>();
+    /** Credentials that passed, by their connection's key (AdmissionRequest.key); tokens do not change while the gateway runs. */
+    private readonly passed = new WeakMap<object, { ok: true; token: StoredToken; user: GatewayUser }>();
 
     constructor(
         tokens: StoredToken[],
@@ -124,12 +131,21 @@ export class Admission {
         return { ok: true, token, user };
     }
 
+    /** `credentials` for `r`, answered from the connection's last check when its key passed before and its pool still exists. */
+    private checkedOnce(r: AdmissionRequest): ReturnType<Admission["credentials"]> {
+        const hit = r.key === undefined ? undefined : this.passed.get(r.key);
+        if (hit !== undefined && (hit.user.pool === undefined || this.fleet.hasPool(hit.user.pool))) return hit;
+        const checked = this.credentials(r.username, r.password, r.door);
+        if (checked.ok && r.key !== undefined) this.passed.set(r.key, checked);
+        return checked;
+    }
+
     admit(r: AdmissionRequest): MaybePromise<{ ok: true; admitted: Admitted } | { ok: false; refusal: Refusal }> {
         const no = (code: Refusal["code"], message: string, headers?: Record<string, string>) => ({
             ok: false as const,
             refusal: refusal(code, message, headers),
         });
-        const checked = this.credentials(r.username, r.password, r.door);
+        const checked = this.checkedOnce(r);
         if (!checked.ok) return checked;
         const { token, user } = checked;
         const { pool, session, where, retries } = user;

@@ -175,6 +175,7 @@ export function allowProblems(rules: AllowRule[], tokens: StoredToken[]): Config
 export class Doors {
     private readonly allowed: SourceAllowList;
     private readonly sticky: ReturnType<typeof stickyPorts>;
+    private readonly known = new WeakMap<Socket, Door>();
 
     constructor(allow: AllowRule[] = [], sticky: StickyRange[] = []) {
         this.allowed = new SourceAllowList(allow);
@@ -183,12 +184,17 @@ export class Doors {
 
     /** The allow rule of the client's address and the session of the port it connected to, if any. */
     of(socket: Socket): Door {
+        // A connection's addresses do not change: its door is read once, for its first request.
+        let door = this.known.get(socket);
+        if (door !== undefined) return door;
         const rule = this.allowed.match(socket.remoteAddress);
         const sticky = socket.localPort === undefined ? undefined : this.sticky.get(socket.localPort);
-        return {
+        door = {
             ...(rule && { allow: { token: rule.token, ...(rule.pool && { pool: rule.pool }) } }),
             ...(sticky && { sticky }),
         };
+        this.known.set(socket, door);
+        return door;
     }
 
     /** Whether the client's address is an allowed source. */

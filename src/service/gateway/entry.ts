@@ -72,36 +72,39 @@ export class Entry {
             socket.once("close", leave);
             return () => void socket.off("close", leave);
         };
-        const admitted = settle(this.o.admission.admit({ username, password, hostname, onGone, door }), (got) => {
-            if (!got.ok) {
-                if (got.refusal.code === "none_available" || got.refusal.code === "store_unavailable")
-                    this.o.metrics.request(doorPoolLabel(username, !password, door), kind, "unavailable");
-                else
-                    this.o.metrics.refused(
-                        got.refusal.code as Exclude<
-                            Refusal["code"],
-                            "none_available" | "not_ready" | "store_unavailable"
-                        >,
-                    );
-                return to.refuse(got.refusal);
-            }
-            const replayable = body !== undefined;
-            const f = this.o.flights.launch(got.admitted, {
-                kind,
-                socket,
-                closes,
-                ttlSeconds: this.o.ttlSeconds,
-                replayable,
-                body: kind === "http" ? body : undefined,
-            });
-            // The client left while the request waited for a member (or for the store): no close
-            // event is coming, so the lease goes back now.
-            if (socket.destroyed) {
-                this.o.flights.end(f);
-                return to.refuse(refusal("bad_request", "the client went away"));
-            }
-            to.go(f);
-        });
+        const admitted = settle(
+            this.o.admission.admit({ username, password, hostname, onGone, door, key: credentials }),
+            (got) => {
+                if (!got.ok) {
+                    if (got.refusal.code === "none_available" || got.refusal.code === "store_unavailable")
+                        this.o.metrics.request(doorPoolLabel(username, !password, door), kind, "unavailable");
+                    else
+                        this.o.metrics.refused(
+                            got.refusal.code as Exclude<
+                                Refusal["code"],
+                                "none_available" | "not_ready" | "store_unavailable"
+                            >,
+                        );
+                    return to.refuse(got.refusal);
+                }
+                const replayable = body !== undefined;
+                const f = this.o.flights.launch(got.admitted, {
+                    kind,
+                    socket,
+                    closes,
+                    ttlSeconds: this.o.ttlSeconds,
+                    replayable,
+                    body: kind === "http" ? body : undefined,
+                });
+                // The client left while the request waited for a member (or for the store): no close
+                // event is coming, so the lease goes back now.
+                if (socket.destroyed) {
+                    this.o.flights.end(f);
+                    return to.refuse(refusal("bad_request", "the client went away"));
+                }
+                to.go(f);
+            },
+        );
         if (admitted instanceof Promise) admitted.catch((e: Error) => this.failed(socket, e, to));
     }
 

@@ -17,7 +17,7 @@ const QUEUE_BYTES = 64 * 1024;
  */
 export class Exchange extends EventEmitter {
     /** The request's lines a relay drops (hop-by-hop, what Connection names, an Expect the gateway answered). */
-    readonly drop: Set<string>;
+    readonly drop: ReadonlySet<string>;
     /** The request's body has been read to its end. */
     requestDone = false;
     /** The whole request (head and body) went to the member now relaying it. */
@@ -45,8 +45,8 @@ export class Exchange extends EventEmitter {
         continued: boolean,
     ) {
         super();
-        this.drop = hopByHop(head);
-        if (continued) this.drop.add("expect");
+        const drop = hopByHop(head);
+        this.drop = continued ? new Set(drop).add("expect") : drop;
     }
 
     /** The first value of the request's header `name` (lower case), as it arrived. */

@@ -7,7 +7,8 @@ import type { Admitted } from "./admission";
 /** Per-request state: what the release needs to know about how the request or tunnel went. */
 export interface Flight extends Admitted {
     kind: "http" | "connect";
-    startedAt: bigint;
+    /** performance.now() at launch, in ms. */
+    startedAt: number;
     /** What closes when the request or tunnel is over (the answer, or the tunnel's socket): its lease then goes back. */
     closes: EventEmitter;
     socket: Socket;

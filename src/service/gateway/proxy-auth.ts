@@ -1,3 +1,5 @@
+import type { Socket } from "node:net";
+
 /**
  * The client's `Proxy-Authorization`, read as the gateway always has (proxy-chain's reading, kept when
  * the gateway stopped using it): Basic only; `user:pass`, or the whole as the username when there is no
@@ -16,4 +18,23 @@ export function proxyCredentials(header: string | undefined): ProxyCredentials {
     const colon = pair.indexOf(":");
     if (colon < 0) return { ok: true, username: pair, password: "" };
     return { ok: true, username: pair.slice(0, colon), password: pair.slice(colon + 1) };
+}
+
+const LAST = Symbol("egress.gateway.lastCredentials");
+type Remembering = Socket & { [LAST]?: { header: string | undefined; credentials: ProxyCredentials } };
+
+/**
+ * The credentials of a request on keep-alive connection `socket`: when the header is the one the
+ * connection's previous request sent, the same object as then, so admission (admission.ts) can answer
+ * from what it checked for that request instead of hashing the token again. The header is compared
+ * with the one this same connection sent before, never with a stored secret: nothing is learnt from
+ * the comparison's time that the client did not send itself.
+ */
+export function connectionCredentials(socket: Socket, header: string | undefined): ProxyCredentials {
+    const s = socket as Remembering;
+    const last = s[LAST];
+    if (last !== undefined && last.header === header) return last.credentials;
+    const credentials = proxyCredentials(header);
+    s[LAST] = { header, credentials };
+    return credentials;
 }

@@ -93,14 +93,14 @@ export function relayHttp(x: Exchange, f: Flight, hop: MemberHop, on: AttemptEve
         f.memberFailed = true;
         on.failed(failure.type, (retrying) => retrying || x.failAnswer(failure, memberId, f.attempt));
     };
-    const relayHead = (h: ResponseHead) => {
+    const relayHead = (h: ResponseHead, drop: ReadonlySet<string>) => {
         state = "relaying";
         on.head();
         const add: [string, string][] = [
             ["X-Egress-Proxy", memberId],
             [ATTEMPTS, String(f.attempt)],
         ];
-        x.answerHead(h, (keepOpen) => emitHead(h, hopByHop(h), keepOpen ? add : [...add, ["Connection", "close"]]));
+        x.answerHead(h, (keepOpen) => emitHead(h, drop, keepOpen ? add : [...add, ["Connection", "close"]]));
         for (const b of held.splice(0)) relayBody(b);
         if (rs.done) answered();
         else m.resume();
@@ -135,7 +135,7 @@ export function relayHttp(x: Exchange, f: Flight, hop: MemberHop, on: AttemptEve
         f.status = h.status;
         f.rawHeaders = relayed;
         const memberError = isMemberError(h.status, relayed);
-        if (!memberError && !on.retryBlock(h.status, relayed)) return relayHead(h);
+        if (!memberError && !on.retryBlock(h.status, relayed)) return relayHead(h, drop);
         // The member's own error (it could not reach the origin, …), or the origin blocked this member's
         // address: another member may do better; the answer waits, unread, for that decision.
         state = "deciding";
@@ -146,7 +146,7 @@ export function relayHttp(x: Exchange, f: Flight, hop: MemberHop, on: AttemptEve
                 state = "done";
                 return finish(false);
             }
-            relayHead(h);
+            relayHead(h, drop);
         });
     };
     const rs = new ResponseStream(x.head.method, {

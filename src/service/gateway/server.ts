@@ -14,7 +14,7 @@ import { MEMBER_ANSWER_MS, relayHttp } from "./relay-http";
 import { isIdempotent, replayOfHead } from "./replay";
 import { Retries } from "./retries";
 import { MemberHops } from "./member-hop";
-import { proxyCredentials } from "./proxy-auth";
+import { connectionCredentials, proxyCredentials } from "./proxy-auth";
 import { Doors } from "./doors";
 import type { GatewayRefusal } from "../observe/gateway-metrics";
 import { type BlockRules, DEFAULT_BLOCK_RULES, isBlocked } from "./outcome";
@@ -164,7 +164,7 @@ export class Gateway {
                 () =>
                     this.entry.enter(
                         x.socket,
-                        proxyCredentials(x.header("proxy-authorization")),
+                        connectionCredentials(x.socket, x.header("proxy-authorization")),
                         "http",
                         target.hostname,
                         x,

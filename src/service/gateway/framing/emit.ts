@@ -23,16 +23,19 @@ export const HOP_BY_HOP: ReadonlySet<string> = new Set([
  */
 const KEPT: ReadonlySet<string> = new Set(["content-length", "transfer-encoding", "host"]);
 
-/** The lower-case names a relay drops from `head`: HOP_BY_HOP and what its Connection lines name, but KEPT. */
-export function hopByHop(head: Head): Set<string> {
-    const names = new Set(HOP_BY_HOP);
+/**
+ * The lower-case names a relay drops from `head`: HOP_BY_HOP and what its Connection lines name, but
+ * KEPT. Most heads name nothing more (`Connection: keep-alive` or `close`): they share HOP_BY_HOP itself.
+ */
+export function hopByHop(head: Head): ReadonlySet<string> {
+    let names: Set<string> | undefined;
     for (const f of head.fields)
         if (f.name.length === 10 && f.name.toLowerCase() === "connection")
             for (const token of f.value.split(",")) {
                 const t = token.trim().toLowerCase();
-                if (t !== "" && !KEPT.has(t)) names.add(t);
+                if (t !== "" && !KEPT.has(t) && !HOP_BY_HOP.has(t)) (names ??= new Set(HOP_BY_HOP)).add(t);
             }
-    return names;
+    return names ?? HOP_BY_HOP;
 }
 
 /**
