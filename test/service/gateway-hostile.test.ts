@@ -243,3 +243,40 @@ test("pipelined requests: answered in order on one connection, each through its 
     assert.deepEqual(text.match(/page \/\d/g), ["page /1", "page /2", "page /3"]);
     assert.equal((text.match(/X-Egress-Attempts: 1\r\n/g) ?? []).length, 3);
 });
+
+test("one keep-alive connection: credentials checked once are checked again when they change, and the pool each time", async () => {
+    const b = await startGatewayFleet({
+        token: TOKEN,
+        members: [{ id: "once-0", pool: "q", url: `http://127.0.0.1:${member.port}` }],
+        pools: [{ name: "q" }],
+    });
+    try {
+        const good = gatewayClient(b.port, TOKEN).auth("q");
+        const wrong = gatewayClient(b.port, "tok-not-a-token-0123456789").auth("q");
+        const req = (p: string, a: string) =>
+            `GET ${origin.url}${p} HTTP/1.1\r\nHost: 127.0.0.1\r\nProxy-Authorization: ${a}\r\n\r\n`;
+        const open = () => {
+            const s = net.connect(b.port, "127.0.0.1");
+            const got = { text: "" };
+            s.setEncoding("latin1").on("data", (c: string) => (got.text += c));
+            return { s, got };
+        };
+        // Good twice (the second from what the first passed), then a wrong token on the same connection: 407.
+        const one = open();
+        one.s.write(req("/1", good) + req("/2", good) + req("/3", wrong));
+        await until(() => / 407 /.test(one.got.text), "the wrong token's 407");
+        one.s.destroy();
+        assert.deepEqual(one.got.text.match(/page \/\d/g), ["page /1", "page /2"]);
+        // The pool leaves while a connection that passed for it stays open: its next request is refused.
+        const two = open();
+        two.s.write(req("/4", good));
+        await until(() => /page \/4/.test(two.got.text), "the first answer");
+        b.fleet.sync([], [{ name: "other", cooldownSeconds: 0 } as never]);
+        two.s.write(req("/5", good));
+        await until(() => /unknown_pool/.test(two.got.text), "the gone pool's refusal");
+        two.s.destroy();
+        assert.deepEqual(two.got.text.match(/page \/\d/g), ["page /4"]);
+    } finally {
+        await b.gateway.close(100);
+    }
+});
