@@ -65,7 +65,13 @@ function relayedFields(h: ResponseHead, drop: ReadonlySet<string>): string[] {
  */
 export function relayHttp(x: Exchange, f: Flight, hop: MemberHop, on: AttemptEvents): void {
     const memberId = f.lease.proxy.id;
-    const m = hop.conns.take();
+    // Its events come to this attempt (MemberUse) until it is given back.
+    const m = hop.conns.take({
+        data: (chunk) => read(chunk),
+        end: () => ended(),
+        error: (err) => fail(memberFailure(err, "relaying the request")),
+        close: () => state !== "done" && fail(memberFailure(closedErr(), "relaying the request")),
+    });
     let state: "waiting" | "deciding" | "relaying" | "done" = "waiting";
     /** Body bytes read while an error answer waits for the retry decision. */
     const held: Buffer[] = [];
@@ -176,18 +182,13 @@ export function relayHttp(x: Exchange, f: Flight, hop: MemberHop, on: AttemptEve
             client.uncork();
         }
     };
-    m.on("data", read);
-    m.once("end", () => {
+    const ended = () => {
         try {
             rs.finish(); // ends an answer that runs to the close; refuses a cut one
         } catch {
             return fail(memberFailure(closedErr(), "relaying the request"));
         }
-    });
-    m.on("error", (err: NodeJS.ErrnoException) => fail(memberFailure(err, "relaying the request")));
-    m.once("close", () => {
-        if (state !== "done") fail(memberFailure(closedErr(), "relaying the request"));
-    });
+    };
     timeConnect(m, (err) => m.destroy(err));
     x.onGone(() => {
         if (state !== "done") {
