@@ -1,5 +1,5 @@
 // ESLint (flat config) with typescript-eslint's recommended rules, over the TypeScript sources. The
-// rules turned off are deliberate in this codebase; docs/decisions.md ("Lint and format") says why.
+// rules turned off are deliberate in this codebase; docs/decisions/0048-lint.md says why.
 import js from "@eslint/js";
 import tseslint from "typescript-eslint";
 

@@ -7,7 +7,7 @@
  * One in-process LeaseManager per row. Each step acquires a lease while `held` others are live (it
  * releases the oldest first), alternating a session acquire (one of `sessions` keys, picked by a seeded
  * RNG) and a plain one, so both kinds see the same fleet state. `held` is how many members crawlers hold at once:
- * a session's member leased by someone else makes the session move (docs/decisions.md), so the hit
+ * a session's member leased by someone else makes the session move (docs/decisions/0038-leases.md), so the hit
  * ratio falls as `held` approaches `members`. `--churn N` turns one member unhealthy every N steps (and
  * the previous one healthy again), which moves its sessions too.
  * A hit is a session acquire that got the member the session was bound to (`rebound: false` on a known

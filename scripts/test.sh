@@ -59,7 +59,7 @@ for suite in unit e2e service ui kubernetes kvm; do
   if [ "$suite" = kvm ]; then lock=(flock "${EGRESS_KVM_TEST_LOCK:-/tmp/egress-kvm-tests.lock}"); fi
   # Files at once. node's default is one less than the cores, so on 2 cores every file ran alone and a
   # file waiting on probes, timers and engines left the machine half idle: the service suite took 1782 s
-  # alone and 1002 s three at a time, with the same results (docs/decisions.md, "Test files at once").
+  # alone and 1002 s three at a time, with the same results (docs/decisions/0067-test-parallel.md).
   # Each file owns its ports, homes, stacks and servers, so files do not see each other. kvm stays at one
   # (above); kubernetes and ui start heavy servers of their own (a control plane, a browser) and stay at one.
   # EGRESS_TEST_CONCURRENCY overrides it for every suite but kvm.

@@ -1,7 +1,7 @@
 /**
  * A process that serves many local members (`membersPerProcess` > 1): one proxy-chain listener per
  * member, in one Node process, so a fleet of a thousand needs tens of processes, not a thousand
- * (docs/decisions.md, "members share a process").
+ * (docs/decisions/0077-members-per-process.md).
  *
  * argv: --host <host id> --dir <state dir> [--installation <id>]
  * It takes its orders from files in the state dir, written by the provider (hosts.ts):

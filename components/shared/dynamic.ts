@@ -6,7 +6,7 @@
  * it loads the implementation from the installed egress by a stable package name, `@egress/providers`
  * (providers/, linked into node_modules by npm), and names the resource type and the protocol it was
  * written with. The implementation refuses a protocol it does not speak (src/dynamic-providers.ts).
- * docs/decisions.md, "No provider code in state", says why this shape and not another.
+ * docs/decisions/0072-no-provider-code.md says why this shape and not another.
  */
 import * as pulumi from "@pulumi/pulumi";
 

@@ -4,7 +4,7 @@
  * The hash is Apache's MD5-crypt (`$apr1$`), which basic_ncsa_auth checks itself (no libc support
  * needed, so any squid build accepts it). MD5-crypt is not a strong password hash; it is enough here:
  * the file lives only on the member, and what it protects is a proxy behind a source-range firewall.
- * Use a long random password (docs/decisions.md).
+ * Use a long random password (docs/decisions/0037-credentials-output.md).
  *
  * The salt is derived from the password and a context string (stack/pool), so the same credentials
  * always give the same file: a member's config (and so its cloud-init or pod template) does not change

@@ -252,7 +252,7 @@ async function run(o: Record<string, any>, opts: GlobalOptions, log: Logger): Pr
     attach(svc);
     if (svc.devTokenFile) {
         // The token itself is never logged: log lines travel (journal, shippers) where a 0600 file does not.
-        // The person at the terminal reads it from the file, as the README says (docs/decisions.md).
+        // The person at the terminal reads it from the file, as the README says (docs/decisions/0030-logs.md).
         const token = `$(cat ${svc.devTokenFile})`;
         log.info(
             {

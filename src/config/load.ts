@@ -116,7 +116,7 @@ export const MIN_ROTATE_SECONDS = 60;
 
 /**
  * The floor in force: MIN_ROTATE_SECONDS, or what EGRESS_TEST_MIN_ROTATE_SECONDS says (tests rotate within
- * seconds; docs/decisions.md). Read here, at config load, by the service and the engine's program alike
+ * seconds; docs/decisions/0051-rotate-age.md). Read here, at config load, by the service and the engine's program alike
  * (src/engine/child-env.ts passes it through), so both accept the same stack file.
  */
 export function rotateFloorSeconds(env: NodeJS.ProcessEnv = process.env): number {

@@ -6,7 +6,7 @@ import { stackFile } from "./load";
  * Stacks that ship as a seed: `stacks/seeds/<stack>.yaml` is tracked, `stacks/Pulumi.<stack>.yaml` is
  * made from it on first use and belongs to the machine (git-ignored). Pulumi writes the machine's
  * passphrase salt into a stack file, and `egress scale` writes replicas there; for the `dev` playground
- * both are hand-run state that must never reach a commit (docs/decisions.md).
+ * both are hand-run state that must never reach a commit (docs/decisions/0002-dev-stack.md).
  */
 export function seedFile(projectRoot: string, stack: string): string {
     return path.join(projectRoot, "stacks", "seeds", `${stack}.yaml`);

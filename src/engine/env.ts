@@ -64,7 +64,7 @@ export function engineEnv(home: EngineHome, env: NodeJS.ProcessEnv = process.env
         PULUMI_DIY_BACKEND_DISABLE_CHECKPOINT_BACKUPS: env.PULUMI_DIY_BACKEND_DISABLE_CHECKPOINT_BACKUPS ?? "true",
     };
     // Compressed checkpoints where egress reads state through the engine anyway (a database, an object
-    // store); a file backend stays plain JSON, which its fast path and people read (docs/decisions.md).
+    // store); a file backend stays plain JSON, which its fast path and people read (docs/decisions/0049-state-backends.md).
     const url = out.PULUMI_BACKEND_URL;
     if (
         !url.startsWith("file://") &&

@@ -92,7 +92,7 @@ export function siblingUrns(sibling: string, ids: readonly string[]): string[] {
  * What an `up` that only changes pool counts touches (a scale, an autoscale step), read from state: per
  * pool in `desired`, the component URNs of the members it adds (named after a sibling, siblingUrns) and of
  * those it removes. With `targetDependents` their children come along, and nothing else is diffed, read
- * or written: the change costs the same whatever the fleet's size (docs/decisions.md, "a change costs
+ * or written: the change costs the same whatever the fleet's size (docs/decisions/0078-targeted-scale.md, "a change costs
  * the same at any size"). Undefined when a pool that changes has no member in state to name new ones
  * after, or when nothing changes: the caller runs a plain `up`.
  */

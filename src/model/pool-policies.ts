@@ -48,7 +48,7 @@ export const GATEWAY_RETRIES_MAX = 5;
 /**
  * Gateway requests one member carries at once when the pool's config does not say
  * (`gateway.memberConcurrency`): 1, today's behaviour, so one site never sees one IP carry several of
- * this service's requests at once unless the pool asks for it (docs/decisions.md).
+ * this service's requests at once unless the pool asks for it (docs/decisions/0060-member-concurrency.md).
  */
 export const GATEWAY_MEMBER_CONCURRENCY_DEFAULT = 1;
 /** The most gateway requests one member may carry at once. */
@@ -84,7 +84,7 @@ export const poolGatewaySchema = z.strictObject({
      * How many gateway requests one member carries at once. Gateway requests share a member up to this;
      * an exclusive lease (POST /v1/leases) is never granted on a member carrying one, and a member under
      * an exclusive lease carries none. Per-site politeness (`targets`) still counts every request.
-     * @default 1 (one request per member, as before; see docs/decisions.md)
+     * @default 1 (one request per member, as before; see docs/decisions/0060-member-concurrency.md)
      */
     memberConcurrency: z
         .number()

@@ -3,7 +3,7 @@
  * (latin1 strings), each read by node:http and by the gateway's framing layer (the answers' half is in
  * framing-response-cases.ts). An entry without `stricter` must get the same verdict from both; one with
  * `stricter` is where the layer deliberately refuses what node (llhttp 9, strict mode) accepts, and says
- * why (docs/decisions.md, "A byte-level framing layer for the gateway: strictness table"). `slow`
+ * why (docs/decisions/0086-framing.md, "A byte-level framing layer for the gateway: strictness table"). `slow`
  * delivers the bytes to node one byte per event-loop turn.
  */
 export interface FramingCase {

@@ -1,5 +1,5 @@
 /**
- * Rotation by blocks with replicas (docs/decisions.md "Rotation by blocks"): two `egress serve` replicas of
+ * Rotation by blocks with replicas (docs/decisions/0052-rotate-blocks.md): two `egress serve` replicas of
  * one stack on a real redis-server, real local members. Leases released `blocked` through the follower
  * count at the leader (the store's per-member outcome counters, read by its ClusterVerdicts): the leader
  * rotates that member with reason `blocked`, and the follower decides nothing.

@@ -30,7 +30,7 @@ export interface Adopted {
  * the stack file says. Whoever holds the stack's lock writes them (FencedWrites): the leader each time
  * an operation writes counts to the stack file, a command (`egress up`/`scale` with `--store`) when it
  * ends. Whoever takes the lock first takes them into its stack file (`takeOver`). The stack file stays
- * what the engine reads; the store is the record that outlives one host's copy of it (decisions.md).
+ * what the engine reads; the store is the record that outlives one host's copy of it (docs/decisions/0064-desired-store.md).
  */
 export class StoreDesired {
     private readonly writes: FencedWrites;

@@ -17,7 +17,7 @@ export interface ReplaceResult {
  * the others drain; then the members' resources from state, a refresh of those alone, and an `up` that
  * targets their components (children come along as dependents) and replaces their custom resources. Two
  * engine runs because `up --refresh --target` fails on the CLI egress pins ("unknown provider",
- * docs/decisions.md). Members no longer in state (scaled away meanwhile) are skipped. `refresh: false`
+ * docs/decisions/0033-heal.md). Members no longer in state (scaled away meanwhile) are skipped. `refresh: false`
  * skips the refresh run for members just seen healthy (a rotation): state is right about them.
  */
 export async function replaceMembers(

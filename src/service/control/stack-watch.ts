@@ -7,7 +7,7 @@ import { checkpointDir } from "../../engine";
  * outside the service finished a step. A file backend is watched (the engine writes the checkpoint by
  * rename, so the directory is watched, not the file). Any other backend has no file to watch, so
  * `version` is polled every `pollMs` (PostgreSQL: the checkpoint row's `updated_at`; object stores: a
- * digest of the export; docs/decisions.md). Returns undefined when there is nothing to watch (a file
+ * digest of the export; docs/decisions/0049-state-backends.md). Returns undefined when there is nothing to watch (a file
  * backend without a checkpoint directory yet, no `version`); the caller's slower poll covers those.
  */
 export function watchStackCheckpoint(o: {

@@ -7,7 +7,7 @@
  * resolves to one), or the endpoint's own host name.
  *
  * The service's API is not on the list: crawlers call it directly (leases, discovery), and what a token
- * may do there is its scopes' business, through the gateway or not (docs/decisions.md).
+ * may do there is its scopes' business, through the gateway or not (docs/decisions/0047-protected-targets.md).
  */
 import * as dns from "node:dns/promises";
 import * as net from "node:net";

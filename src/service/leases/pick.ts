@@ -99,7 +99,7 @@ export class CandidateWalk {
  * Whether a session's member takes its next lease: eligible (healthy, not draining), with room (unleased, or
  * for a shared acquire below memberConcurrency of shared leases), in the
  * requested pool (and zone), and not resting because `target` blocked it. The pool cooldown and the plain target
- * rest exist to rotate members, which is what a session asks not to do (docs/decisions.md). Politeness
+ * rest exist to rotate members, which is what a session asks not to do (docs/decisions/0038-leases.md). Politeness
  * binds sessions too: a site at its cap, or a member inside its spacing for the site, does not stick
  * (the pick then answers `target-busy`, or moves the session as it would for a busy member).
  */

@@ -156,7 +156,7 @@ export interface LeaseManagerOptions {
     /**
      * Rest per (proxy, target) after an `ok`/`error` release or expiry. @default 0: least-recently-used
      * already spreads a site over the members, and a rest after every answer capped one site at N
-     * requests per rest through N members (docs/decisions.md). Rests after `blocked` are separate.
+     * requests per rest through N members (docs/decisions/0060-member-concurrency.md). Rests after `blocked` are separate.
      */
     targetCooldownSeconds?: number;
     /** First `blocked` cooldown; doubles per consecutive block. @default 60 */

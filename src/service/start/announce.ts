@@ -9,7 +9,7 @@ import { describeHolder, identityAlive, ProcessIdentity, selfIdentity } from "..
  * A running service tells other egress processes of the same run dir that it owns the stack's desired
  * state: `<runDir>/service-<stack>.json` names its process and a unix socket that serves the same HTTP
  * API without tokens. The socket is 0600 in a 0700 directory: whoever can open it is the user who
- * could edit the stack file anyway (docs/decisions.md).
+ * could edit the stack file anyway (docs/decisions/0023-unix-socket.md).
  */
 export interface Announcement extends ProcessIdentity {
     stack: string;

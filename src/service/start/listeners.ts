@@ -20,7 +20,7 @@ export interface ApiListener {
     tls?: TlsPair;
     /**
      * The probes' default check URL: this service's `/v1/echo` on loopback, and over TLS not verified:
-     * the operator's certificate names the service's public name, not 127.0.0.1 (docs/decisions.md).
+     * the operator's certificate names the service's public name, not 127.0.0.1 (docs/decisions/0080-tls.md).
      */
     checkUrl: string;
     checkTls?: { rejectUnauthorized: boolean };

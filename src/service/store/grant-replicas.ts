@@ -4,7 +4,7 @@ import type Redis from "ioredis";
 /**
  * Lease grants that survive a Redis failover (issue 35). Replication is asynchronous: a grant the primary
  * acknowledged may never reach a replica, and a replica promoted after the primary dies would lease the
- * same member again (docs/decisions.md). With `replicas` > 0, every grant is followed on the same
+ * same member again (docs/decisions/0075-sentinel.md). With `replicas` > 0, every grant is followed on the same
  * connection, in the same write, by `WAIT replicas timeoutMs`: Redis answers it once that many replicas
  * have every write the connection sent before it, the grant included. Fewer in time: the grant is not
  * answered (the caller withdraws it and answers 503), so no crawler holds a lease a failover can lose.

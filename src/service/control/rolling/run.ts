@@ -60,7 +60,7 @@ export function configKey(deps: { projectRoot: string; stack: string }): string 
  *   3. after every pool, one plain `up` at the counts N: the surge members go, and whatever else changed
  *      is applied. A failed step shrinks the surge back with a targeted `up` instead, so the members not
  *      yet replaced keep running the old config (the roll throws).
- * Returns undefined when nothing is replaced (the caller runs its plain `up`). docs/decisions.md has the why.
+ * Returns undefined when nothing is replaced (the caller runs its plain `up`). docs/decisions/0053-rolling.md has the why.
  */
 export async function runRolling(deps: RollingDeps, signal: AbortSignal): Promise<Applied | undefined> {
     const { log } = deps;

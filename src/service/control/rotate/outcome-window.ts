@@ -4,7 +4,7 @@
  * of its member. The one home of these counts: the fleet tells it (Fleet.onOutcome), the rotator reads it.
  *
  * Kept in this process: with the Redis store and several replicas, the leader counts only what it
- * released itself (docs/decisions.md, "rotation by blocks counts the leader's outcomes").
+ * released itself (docs/decisions/0052-rotate-blocks.md, "rotation by blocks counts the leader's outcomes").
  */
 import type { OutcomeCounts } from "./blocks";
 

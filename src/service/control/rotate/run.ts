@@ -36,7 +36,7 @@ export type MoreDue = (replicas: number) => Promise<RotationRecord[]>;
  *       whatever the first round saw;
  *   3. the pool goes back to N: the surge members drain and go (the scale-down path).
  * Indices stay dense (components/pool.ts), so step 3 always removes the surge members. Step 3 runs even
- * when 1 or 2 failed, so a failed rotation never leaves the pool grown. docs/decisions.md has the why.
+ * when 1 or 2 failed, so a failed rotation never leaves the pool grown. docs/decisions/0051-rotate-age.md has the why.
  */
 export async function runRotation(
     op: Operation,

@@ -1,5 +1,5 @@
 /**
- * Why the framing layer refused a message. Each reason is one rule of docs/decisions.md ("A byte-level
+ * Why the framing layer refused a message. Each reason is one rule of docs/decisions/0086-framing.md ("A byte-level
  * framing layer for the gateway: strictness table"); the gateway maps them to its answers when it is
  * wired (a client's request → 400, a member's answer → 502), so they are codes, not prose.
  */

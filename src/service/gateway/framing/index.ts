@@ -1,7 +1,7 @@
 /**
  * The byte-level framing layer for the gateway's plain-HTTP relay (issue 34): strict incremental
  * parsers for request and response heads, body counters that say exactly where a message ends, and
- * head re-emission with lines dropped and added. Not wired into the gateway yet; docs/decisions.md ("A
+ * head re-emission with lines dropped and added. Not wired into the gateway yet; docs/decisions/0086-framing.md ("A
  * byte-level framing layer for the gateway: strictness table") lists what it refuses and why.
  */
 export { FramingError, type FramingReason } from "./errors";
