@@ -207,15 +207,17 @@ export class Admission {
         const acquire = (via: "gateway" | null) => this.fleet.acquire(ask, via);
         const attempt = () => acquire(null);
         // Nothing free: wait in line for the pool's members (the same pool, zone and target) if waiting is on.
-        const line = waitingLine(ask);
+        // The line's key is made only when someone waits: most requests find a member at once.
+        let line: string | undefined;
+        const lineOf = () => (line ??= waitingLine(ask));
         const waitOr = (g: FleetAcquire): MaybePromise<FleetAcquire> => {
             if (!this.room?.enabled || !worthWaiting(g)) return g;
             if (!g.ok && g.reason === "target-busy") this.politeness?.held(g.pool, g.rule, "gateway", "waited");
-            return this.room.wait(line, attempt, g, r.onGone);
+            return this.room.wait(lineOf(), attempt, g, r.onGone);
         };
         // First come first served: behind others already waiting, a newcomer queues without trying (and
         // is the pool's demand all the same).
-        const queueBehind = this.room?.enabled === true && this.room.hasLine(line);
+        const queueBehind = this.room?.enabled === true && this.room.anyWaiting && this.room.hasLine(lineOf());
         if (queueBehind && pool !== undefined) this.fleet.refused(pool, "gateway");
         const first = queueBehind ? behind(pool) : acquire("gateway");
         const got = first instanceof Promise ? first.then(waitOr) : waitOr(first);

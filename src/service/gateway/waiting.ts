@@ -82,6 +82,11 @@ export class WaitingRoom {
         return new Map([...this.lines].map(([k, v]) => [k, v.length]));
     }
 
+    /** Whether any request waits in any line now. */
+    get anyWaiting(): boolean {
+        return this.lines.size > 0;
+    }
+
     /** Whether a newcomer to `line` must queue behind others instead of trying first. */
     hasLine(line: string): boolean {
         return (this.lines.get(line)?.length ?? 0) > 0;
