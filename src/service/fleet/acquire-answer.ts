@@ -66,8 +66,35 @@ export function grantAnswer(
             },
             target: r.lease.target,
             ...(r.lease.session !== undefined && { session: r.lease.session, rebound: r.rebound }),
-            leasedAt: new Date(r.lease.leasedAt).toISOString(),
-            expiresAt: new Date(r.lease.expiresAt).toISOString(),
+            leasedAt: isoTime(r.lease.leasedAt),
+            expiresAt: isoTime(r.lease.expiresAt),
         },
     };
+}
+
+/** The last two seconds formatted (a grant's lease and expiry times), with their epoch seconds. */
+const isoSeconds: [number, string][] = [
+    [NaN, ""],
+    [NaN, ""],
+];
+
+/** Whole milliseconds from 1970 to the year 9999: ISO text of one fixed shape, `YYYY-MM-DDTHH:MM:SS.mmmZ`. */
+const FOUR_DIGIT_YEARS = (ms: number) => Number.isInteger(ms) && ms >= 0 && ms < 253402300800000;
+
+/**
+ * `new Date(ms).toISOString()`, made from the second's text when that second was formatted last time
+ * (each grant formats two times, each mostly in the same second as the previous grant's).
+ */
+export function isoTime(ms: number): string {
+    const sec = Math.floor(ms / 1000);
+    const slot = isoSeconds[0][0] === sec ? isoSeconds[0] : isoSeconds[1][0] === sec ? isoSeconds[1] : undefined;
+    if (slot === undefined || !FOUR_DIGIT_YEARS(ms)) {
+        const text = new Date(ms).toISOString();
+        if (!FOUR_DIGIT_YEARS(ms)) return text;
+        isoSeconds[1] = isoSeconds[0];
+        isoSeconds[0] = [sec, text.slice(0, 20)];
+        return text;
+    }
+    const frac = ms - sec * 1000;
+    return `${slot[1]}${frac < 10 ? "00" : frac < 100 ? "0" : ""}${frac}Z`;
 }

@@ -20,6 +20,13 @@ export const DEFAULT_LIMITS: Readonly<FramingLimits> = Object.freeze({
 
 /** The limits with `given` over the defaults; a limit that is not a positive integer fails here, not mid-stream. */
 export function framingLimits(given: Partial<FramingLimits> = {}): FramingLimits {
+    // The usual case, once per message read: nothing given, nothing to check.
+    if (
+        given.maxHeadBytes === undefined &&
+        given.maxChunkLineBytes === undefined &&
+        given.maxTrailerBytes === undefined
+    )
+        return DEFAULT_LIMITS;
     const limits = { ...DEFAULT_LIMITS, ...given };
     for (const [k, v] of Object.entries(limits))
         if (!Number.isSafeInteger(v) || v <= 0) throw new RangeError(`\`${k}\` must be a positive integer, not ${v}`);
