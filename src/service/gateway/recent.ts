@@ -36,11 +36,17 @@ export class RecentServes {
 
     record(k: ServedKey, proxyId: string): void {
         const key = keyOf(k);
-        const served = (this.byKey.get(key) ?? []).filter((s) => s.proxyId !== proxyId);
-        served.push({ proxyId, at: this.now() });
-        if (served.length > PER_KEY) served.shift();
-        this.byKey.delete(key);
-        this.byKey.set(key, served);
+        const served = this.byKey.get(key);
+        if (served === undefined) this.byKey.set(key, [{ proxyId, at: this.now() }]);
+        else {
+            // In place: the member moves to the end, the oldest goes past PER_KEY, the key to the Map's end.
+            const i = served.findIndex((s) => s.proxyId === proxyId);
+            if (i >= 0) served.splice(i, 1);
+            served.push({ proxyId, at: this.now() });
+            if (served.length > PER_KEY) served.shift();
+            this.byKey.delete(key);
+            this.byKey.set(key, served);
+        }
         if (this.byKey.size > this.max) this.byKey.delete(this.byKey.keys().next().value!);
     }
 

@@ -117,9 +117,12 @@ function chunkedOnly(raw: Buffer, from: number, to: number, value: string): true
 }
 
 function connectionTokens(value: string, facts: FieldFacts): void {
-    for (const token of value.split(",")) {
-        const t = token.trim().toLowerCase();
-        if (t === "close") facts.close = true;
-        else if (t === "keep-alive") facts.keepAlive = true;
-    }
+    // Most lines hold one token: no list to split.
+    if (value.indexOf(",") < 0) return connectionToken(value.trim().toLowerCase(), facts);
+    for (const token of value.split(",")) connectionToken(token.trim().toLowerCase(), facts);
+}
+
+function connectionToken(t: string, facts: FieldFacts): void {
+    if (t === "close") facts.close = true;
+    else if (t === "keep-alive") facts.keepAlive = true;
 }
