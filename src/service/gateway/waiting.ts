@@ -130,6 +130,7 @@ export class WaitingRoom {
      * longest go first, so a line that never empties (one busy site) cannot take every freed member.
      */
     kick(): void {
+        if (this.lines.size === 0) return; // every release kicks: most find no one waiting
         const order = [...this.lines].sort((a, b) => a[1][0].since - b[1][0].since).map(([line]) => line);
         for (const line of order) void this.pump(line);
     }
