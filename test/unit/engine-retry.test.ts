@@ -25,9 +25,14 @@ import { scalerProject, scriptedDriver, testScaler } from "../helpers/scaler";
 
 const PG = { kind: "postgres", shown: "postgres://egress:***@127.0.0.1:5432/egress" };
 /** The CLI's words when PostgreSQL restarts under an update (the chaos run's failure, issue 35). */
-const REFUSED = Object.assign(new Error("failed to run update: exit status 255"), {
-    stderr: "error: could not list bucket: pq: dial tcp 127.0.0.1:5432: connect: connection refused\n",
-});
+const REFUSED = Object.assign(
+    new Error(
+        "code: 255\n stdout: \n stderr: error: could not list bucket: blob (code=Unknown): dial tcp 127.0.0.1:5432: connect: connection refused\n",
+    ),
+    {
+        stderr: "error: could not list bucket: blob (code=Unknown): dial tcp 127.0.0.1:5432: connect: connection refused\n",
+    },
+);
 /** As the driver makes it (driver.ts engineError). */
 const down = () => {
     const cause = classifyBackendError(REFUSED, PG) as Error;
@@ -80,6 +85,21 @@ test("the back-off: 0.5 s doubling, at most 8 s a wait, up to 30 s of waiting pe
 test("what is retried: a backend that did not answer and a held lock; not a failed update, a cancel or a wrong password", () => {
     const unreachable = classifyBackendError(REFUSED, PG);
     assert.ok(unreachable instanceof BackendUnreachableError, String(unreachable));
+    assert.equal(
+        unreachable.message,
+        "the Pulumi backend postgres://egress:***@127.0.0.1:5432/egress cannot be reached (could not list bucket: blob (code=Unknown): dial tcp 127.0.0.1:5432: connect: connection refused); the operation can be retried once it answers",
+        "the line that says what did not answer",
+    );
+    const texts = [
+        "error: failed to ping PostgreSQL: dial tcp 127.0.0.1:5432: connect: connection refused",
+        'error: reading stack: blob (key "postgres/.pulumi/stacks/egress/s.json") (code=Unknown): driver: bad connection',
+        "error: could not list bucket: blob (code=Unknown): pq: the database system is starting up",
+    ];
+    for (const stderr of texts)
+        assert.ok(
+            classifyBackendError(Object.assign(new Error("x"), { stderr }), PG) instanceof BackendUnreachableError,
+            stderr,
+        );
     assert.equal(transientCause(unreachable), "backend", "a read of state (export) that met the outage");
     assert.equal(transientCause(down()), "backend", "an engine run that met it");
     assert.equal(transientCause(locked()), "lock");
