@@ -70,7 +70,7 @@ export class StackMissingError extends Error {
 
 /** The CLI's words for "the backend did not answer" (connection, not permission: a wrong password is no outage). */
 const UNREACHABLE =
-    /failed to ping PostgreSQL: (?!pq: password)|dial tcp|connection refused|bad connection|connection reset|i\/o timeout|no such host|server closed the connection|terminating connection|the database system is (starting up|shutting down)/i;
+    /failed to ping PostgreSQL: (?!pq: password)|dial tcp|connection refused|bad connection|connection reset|i\/o timeout|no such host|server closed the connection|terminating connection|the database system is (starting up|shutting down)|ECONNREFUSED|ECONNRESET|ETIMEDOUT|EHOSTUNREACH|Connection terminated|timeout expired/i;
 /**
  * …said about state access, not about a provider the program talks to. Every read, write and listing of
  * a diy backend (PostgreSQL, object stores) goes through go-cloud's blob package, whose errors read

@@ -95,6 +95,10 @@ test("what is retried: a backend that did not answer and a held lock; not a fail
         'error: reading stack: blob (key "postgres/.pulumi/stacks/egress/s.json") (code=Unknown): driver: bad connection',
         "error: could not list bucket: blob (code=Unknown): pq: the database system is starting up",
     ];
+    const ownQuery = new Error("PostgreSQL: connect ECONNREFUSED 127.0.0.1:5432"); // postgres-state.ts, recovery's lock-row read
+    assert.ok(classifyBackendError(ownQuery, PG) instanceof BackendUnreachableError, ownQuery.message);
+    const provider = new Error("ssh root@10.0.0.2: connect ECONNREFUSED 10.0.0.2:22");
+    assert.equal(classifyBackendError(provider, PG), provider, "a provider's host refusing is not the backend");
     for (const stderr of texts)
         assert.ok(
             classifyBackendError(Object.assign(new Error("x"), { stderr }), PG) instanceof BackendUnreachableError,
