@@ -227,7 +227,11 @@ export class StackDriver extends StackQueries {
     /** finishPendingOperations (which clears a dead run's backend lock in the way of its refresh itself). */
     private async finishPending(stack: Stack, onNotice: (line: string) => void, dep?: Deployment): Promise<string[]> {
         const installation = (await this.readInstallation(dep)).installation;
-        return finishPendingOperations(stack, this.backend, this.stackName, installation, onNotice);
+        try {
+            return await finishPendingOperations(stack, this.backend, this.stackName, installation, onNotice);
+        } catch (e) {
+            throw classifyBackendError(e, this.backend); // a backend gone meanwhile: the operation's retry waits for it
+        }
     }
 
     private operation(

@@ -70,9 +70,15 @@ export class StackMissingError extends Error {
 
 /** The CLI's words for "the backend did not answer" (connection, not permission: a wrong password is no outage). */
 const UNREACHABLE =
-    /failed to ping PostgreSQL: (?!pq: password)|dial tcp|connection refused|bad connection|connection reset|i\/o timeout|no such host|server closed the connection|terminating connection|the database system is (starting up|shutting down)/i;
-/** …said about state access, not about a provider the program talks to. */
-const ABOUT_STATE = /unable to open bucket|PostgreSQL|blob \(key|checkpoint|snapshot|meta\.yaml|pq: /i;
+    /failed to ping PostgreSQL: (?!pq: password)|dial tcp|connection refused|bad connection|connection reset|i\/o timeout|no such host|server closed the connection|terminating connection|the database system is (starting up|shutting down)|ECONNREFUSED|ECONNRESET|ETIMEDOUT|EHOSTUNREACH|Connection terminated|timeout expired/i;
+/**
+ * …said about state access, not about a provider the program talks to. Every read, write and listing of
+ * a diy backend (PostgreSQL, object stores) goes through go-cloud's blob package, whose errors read
+ * `blob (key "…") (code=…)` or, for a listing, `could not list bucket: blob (code=…)` (the lock check an
+ * update starts with: issue 35's failed scale).
+ */
+const ABOUT_STATE =
+    /unable to open bucket|could not list bucket|PostgreSQL|blob \((key|code=)|checkpoint|snapshot|meta\.yaml|pq: /i;
 
 /**
  * The error as a BackendUnreachableError when it says the (non-file) backend did not answer; else the
@@ -86,7 +92,13 @@ export function classifyBackendError(e: unknown, backend: { kind: string; shown:
     return e;
 }
 
+/** The line that says what did not answer, else the first `error:` line, else the first line. */
 function firstErrorLine(text: string): string {
-    const line = text.split("\n").find((l) => /^error:/i.test(l.trim())) ?? text.trim().split("\n")[0];
-    return line.trim().replace(/^error:\s*/i, "");
+    const lines = text.split("\n").map((l) => l.trim());
+    const line =
+        lines.find((l) => UNREACHABLE.test(l) && ABOUT_STATE.test(l)) ??
+        lines.find((l) => /^error:/i.test(l)) ??
+        lines.find((l) => l) ??
+        "";
+    return line.replace(/^(stderr:\s*)?error:\s*/i, "");
 }

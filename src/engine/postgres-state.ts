@@ -35,6 +35,10 @@ async function withClient<T>(backendUrl: string, fn: (c: Client, t: Target) => P
     try {
         await client.connect();
         return await fn(client, t);
+    } catch (e) {
+        // Said to be about the backend, so engine-errors.ts can tell a server that did not answer
+        // (`connect ECONNREFUSED`) from a provider's unreachable host.
+        throw new Error(`PostgreSQL: ${(e as Error).message}`, { cause: e });
     } finally {
         await client.end().catch(() => undefined);
     }

@@ -3,7 +3,7 @@ import type { ProgressEvent, StackDriver } from "../../engine";
 import type { ProxyMember } from "../../model";
 import type { Operation } from "../operations/operation";
 import { healDrainTargets, healGoneTargets } from "./drain/plan";
-import { retryTransient } from "./engine-retry";
+import { type EngineRetry, engineRetry } from "./engine-retry";
 import type { ScalerDeps } from "./scaler-deps";
 
 export interface ReplaceResult {
@@ -25,7 +25,7 @@ export async function replaceMembers(
     op: Operation,
     log: Logger,
     signal: AbortSignal,
-    opts: { refresh?: boolean } = {},
+    opts: { refresh?: boolean; retry?: EngineRetry } = {},
 ): Promise<ReplaceResult> {
     const started = Date.now();
     const d = deps.drain;
@@ -53,24 +53,27 @@ export async function replaceTargeted(
     driver: Pick<StackDriver, "memberTargets" | "refresh" | "up">,
     ids: readonly string[],
     log: Logger,
-    opts: { refresh?: boolean; onProgress?: (e: ProgressEvent) => void } = {},
+    opts: { refresh?: boolean; onProgress?: (e: ProgressEvent) => void; retry?: EngineRetry } = {},
 ): Promise<ReplaceResult> {
     const started = Date.now();
     const { onProgress } = opts;
-    const { found, missing } = await driver.memberTargets(ids);
+    const retry = opts.retry ?? engineRetry(log, { progress: onProgress });
+    const { found, missing } = await retry(() => driver.memberTargets(ids));
     if (missing.length) log.warn({ missing }, "members to replace are no longer in state; skipped");
     if (!found.size) return { changes: {}, durationMs: Date.now() - started };
     const components = [...found.values()].map((t) => t.component);
     const replace = [...found.values()].flatMap((t) => t.replace);
     let present = replace;
     if (replace.length && opts.refresh !== false) {
-        await retryTransient(log, () => driver.refresh({ target: replace, onProgress }));
+        await retry(() => driver.refresh({ target: replace, onProgress }));
         // The refresh drops resources deleted behind egress's back (a Kubernetes Deployment) from state, and
         // `up --replace` of a URN no longer in the stack fails; the targeted up creates them again anyway.
-        const after = new Set([...(await driver.memberTargets(ids)).found.values()].flatMap((t) => t.replace));
+        const after = new Set(
+            [...(await retry(() => driver.memberTargets(ids))).found.values()].flatMap((t) => t.replace),
+        );
         present = replace.filter((u) => after.has(u));
     }
-    const result = await retryTransient(log, () =>
+    const result = await retry(() =>
         driver.up({
             target: components,
             targetDependents: true,

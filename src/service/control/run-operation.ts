@@ -3,7 +3,7 @@ import type { ProgressEvent } from "../../engine";
 import type { ProxyMember } from "../../model";
 import type { Operation } from "../operations/operation";
 import { scaleDownTargets } from "./drain/plan";
-import { retryTransient } from "./engine-retry";
+import { type EngineRetry, engineRetry } from "./engine-retry";
 import { replaceMembers } from "./replace";
 import { type RollingSteps, scalerRollingDeps } from "./rolling/for-scaler";
 import { configKey, runRolling } from "./rolling/run";
@@ -20,6 +20,8 @@ export interface RunContext {
     more?: MoreDue;
     /** True while a scale/up operation waits for its drain: the Scaler folds requests into it meanwhile. */
     setDraining(on: boolean): void;
+    /** Every engine run of the operation, retried while the backend is down or the stack locked (engine-retry.ts). */
+    retry?: EngineRetry;
 }
 
 /** The result of one operation's work: what to record, and the stack output members when it succeeded. */
@@ -33,10 +35,12 @@ export interface RunResult {
  * rotation its members behind surge members, and scale/up/autoscale write their counts, drain what they
  * remove and apply (rolling the members the update would replace, in batches). Throws what failed.
  */
-export async function runOperation(op: Operation, log: Logger, ctx: RunContext): Promise<RunResult> {
-    const { deps, signal } = ctx;
+export async function runOperation(op: Operation, log: Logger, context: RunContext): Promise<RunResult> {
+    const { deps, signal } = context;
+    const retry = context.retry ?? engineRetry(log, { signal, progress: (e) => deps.ops.progress(op, e) });
+    const ctx = { ...context, retry };
     if (op.kind === "heal") {
-        const result = await replaceMembers(deps, op, log, signal);
+        const result = await replaceMembers(deps, op, log, signal, { retry });
         log.info({ changes: result.changes, durationMs: result.durationMs }, "operation succeeded");
         return { patch: { status: "succeeded", changes: result.changes }, proxies: result.proxies };
     }
@@ -53,8 +57,8 @@ export async function runOperation(op: Operation, log: Logger, ctx: RunContext):
     await drainScaleDown(op, log, ctx);
     const key = configKey(deps);
     const result =
-        (await runRolling(scalerRollingDeps(op, deps, rotationSteps(op, log, ctx), log), signal)) ??
-        (await retryTransient(log, () => upForCounts(op, deps, key)));
+        (await runRolling(scalerRollingDeps(op, deps, rotationSteps(op, log, ctx), log, retry), signal)) ??
+        (await retry(() => upForCounts(op, deps, key)));
     appliedConfig.set(deps.driver, key);
     log.info({ changes: result.changes, rolling: op.rolling }, "operation succeeded");
     return {
@@ -91,8 +95,12 @@ async function upForCounts(op: Operation, deps: ScalerDeps, key: string, counts 
 }
 
 /** The scale path and the heal path, as a rotation (rotate/run.ts) or a rolling change (rolling/run.ts) runs them. */
-function rotationSteps(op: Operation, log: Logger, ctx: RunContext): Parameters<typeof runRotation>[2] & RollingSteps {
-    const { deps, signal } = ctx;
+function rotationSteps(
+    op: Operation,
+    log: Logger,
+    ctx: RunContext & { retry: EngineRetry },
+): Parameters<typeof runRotation>[2] & RollingSteps {
+    const { deps, signal, retry } = ctx;
     return {
         drainTo: (counts) => drainScaleDown(op, log, ctx, counts),
         // A surge's growth and shrink target the members they add and remove (as a scale does), unless the
@@ -100,11 +108,11 @@ function rotationSteps(op: Operation, log: Logger, ctx: RunContext): Parameters<
         applyCounts: async (counts) => {
             await drainScaleDown(op, log, ctx, counts);
             const key = configKey(deps);
-            const result = await retryTransient(log, () => upForCounts(op, deps, key, counts));
+            const result = await retry(() => upForCounts(op, deps, key, counts));
             return { changes: result.changes, proxies: result.proxies };
         },
         // Rotated (changed) members were healthy when chosen: no refresh run needed to learn what exists.
-        replace: () => replaceMembers(deps, op, log, signal, { refresh: false }),
+        replace: () => replaceMembers(deps, op, log, signal, { refresh: false, retry }),
     };
 }
 

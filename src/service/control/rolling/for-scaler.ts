@@ -5,6 +5,7 @@ import type { ReplaceResult } from "../replace";
 import { writeCounts } from "../write-counts";
 import type { ScalerDeps } from "../scaler-deps";
 import type { RollingDeps } from "./run";
+import type { EngineRetry } from "../engine-retry";
 
 /** The scaler's paths a rolling change is made of (scaler.ts passes them in, as to a rotation). */
 export interface RollingSteps {
@@ -21,8 +22,15 @@ export interface RollingSteps {
  * reasons, and health is the fleet's, re-read from state first (a targeted update leaves the stack
  * output behind).
  */
-export function scalerRollingDeps(op: Operation, deps: ScalerDeps, steps: RollingSteps, log: Logger): RollingDeps {
+export function scalerRollingDeps(
+    op: Operation,
+    deps: ScalerDeps,
+    steps: RollingSteps,
+    log: Logger,
+    retry?: EngineRetry,
+): RollingDeps {
     return {
+        retry,
         driver: deps.driver,
         projectRoot: deps.projectRoot,
         stack: deps.stack,

@@ -3,7 +3,7 @@ import { loadStackConfig } from "../../../config";
 import { siblingUrns, type ProgressEvent, type StackDriver } from "../../../engine";
 import { memberName, type ProxyMember } from "../../../model";
 import type { RollingRecord } from "../../operations/operation";
-import { retryTransient } from "../engine-retry";
+import { type EngineRetry, engineRetry } from "../engine-retry";
 import { addChanges, type ReplaceResult } from "../replace";
 import { planRollouts } from "./plan";
 
@@ -31,6 +31,8 @@ export interface RollingDeps {
     drainTo(counts: Record<string, number>): Promise<void>;
     /** The final plain `up`'s refresh (the CLI's `--no-refresh`). @default true */
     refresh?: boolean;
+    /** The runner's retry of engine runs (engine-retry.ts). @default engineRetry(log), its retries shown through `progress` */
+    retry?: EngineRetry;
 }
 
 type Applied = { changes: Record<string, number>; proxies?: ProxyMember[] };
@@ -65,9 +67,10 @@ export function configKey(deps: { projectRoot: string; stack: string }): string 
 export async function runRolling(deps: RollingDeps, signal: AbortSignal): Promise<Applied | undefined> {
     const { log } = deps;
     const onProgress = (e: ProgressEvent) => deps.progress(e);
+    const retry = deps.retry ?? engineRetry(log, { progress: onProgress });
     const key = configKey(deps);
     if (settledConfig.get(deps.driver) === key) return undefined;
-    const replaced = await retryTransient(log, () => deps.driver.previewReplaced());
+    const replaced = await retry(() => deps.driver.previewReplaced());
     const pools = loadStackConfig(deps.projectRoot, deps.stack).pools;
     const rollouts = planRollouts(replaced, Object.fromEntries(pools.map((p) => [p.name, p])));
     if (!rollouts.length) {
@@ -83,11 +86,7 @@ export async function runRolling(deps: RollingDeps, signal: AbortSignal): Promis
     const changes: Record<string, number>[] = [];
     const surgeUrns: string[] = [];
     const targeted = async (target: string[]) =>
-        (
-            await retryTransient(log, () =>
-                deps.driver.up({ target, targetDependents: true, refresh: false, onProgress }),
-            )
-        ).changes;
+        (await retry(() => deps.driver.up({ target, targetDependents: true, refresh: false, onProgress }))).changes;
     const healthy = async (ids: string[]) => {
         const at = Date.now();
         await deps.waitHealthy(ids, at, signal);
@@ -110,7 +109,7 @@ export async function runRolling(deps: RollingDeps, signal: AbortSignal): Promis
                 note(
                     `rolling ${r.pool}: ${surge.join(", ")} stand in while ${r.batches.flat().length} members are replaced`,
                 );
-                const { found } = await deps.driver.memberTargets([r.batches[0][0]]);
+                const { found } = await retry(() => deps.driver.memberTargets([r.batches[0][0]]));
                 const sibling = [...found.values()][0]?.component;
                 if (!sibling) throw new Error(`${r.batches[0][0]} is no longer in state; nothing rolled`);
                 await deps.surgeTo(r.pool, r.replicas + surge.length);
@@ -141,7 +140,7 @@ export async function runRolling(deps: RollingDeps, signal: AbortSignal): Promis
         }
     }
     note(`rolling done: ${done.length} members replaced; applying the rest`);
-    const rest = await retryTransient(log, () => deps.driver.up({ onProgress, refresh: deps.refresh }));
+    const rest = await retry(() => deps.driver.up({ onProgress, refresh: deps.refresh }));
     settledConfig.set(deps.driver, key);
     return { changes: addChanges(...changes, rest.changes), proxies: rest.proxies };
 }
