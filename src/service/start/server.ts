@@ -14,6 +14,7 @@ import { StackLead } from "./leading";
 import { checkServeOptions, type RunningService, type ServeOptions } from "./options";
 import { buildParts, type Readiness } from "./parts";
 import { subscribeParts } from "./subscribe-parts";
+import { isReplica } from "./store-session";
 import { readTokens } from "./tokens";
 import { protectedEndpoints } from "./protected-endpoints";
 import { findOperation } from "../operations/operation";
@@ -37,7 +38,7 @@ export async function startService(opts: ServeOptions): Promise<RunningService> 
     const home = { ...engineHome(), runDir };
     // Replicas of one stack share a Redis store and elect a leader (cluster/); alone, a second service
     // of the stack is refused (two owners of desired state).
-    if (opts.store?.kind !== "redis")
+    if (!isReplica(opts.store))
         assertNoOtherService(runDir, opts.stack, (a) =>
             log.warn({ pid: a.pid, since: a.since }, "removed the announcement of a service that is no longer running"),
         );
@@ -138,11 +139,7 @@ export async function startService(opts: ServeOptions): Promise<RunningService> 
 
     let gatewayAt: GatewayAddresses | undefined;
     try {
-        if (redisStore && !(await redisStore.connect()))
-            log.warn(
-                redisStore.ready(),
-                "starting without the lease store: leases answer 503 store_unavailable until it is reachable",
-            );
+        await parts.session.connect(log);
         if (gateway) gatewayAt = await listenGateway(gateway, opts.gateway!);
         if (gatewayAt?.url) cluster?.advertiseGateway(gatewayAt.url);
         // Alone, this process leads from the start: recovery before anything is served. A replica serves
@@ -156,7 +153,7 @@ export async function startService(opts: ServeOptions): Promise<RunningService> 
         server.closeAllConnections();
         await new Promise<void>((r) => server.close(() => r()));
         await gateway?.close(0);
-        await redisStore?.close();
+        await parts.session.close();
         throw e;
     }
     providerHealth.start();
@@ -276,7 +273,7 @@ export async function startService(opts: ServeOptions): Promise<RunningService> 
             await closed;
             await gatewayClosed;
             clearTimeout(cut);
-            await redisStore?.close();
+            await parts.session.close();
             log.info("egress service stopped");
         },
     };
