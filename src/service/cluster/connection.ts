@@ -2,8 +2,9 @@ import type Redis from "ioredis";
 import { openRedis } from "../store/open-redis";
 
 /**
- * A connection of the cluster's parts (cluster.ts, verdicts.ts, scale-queue.ts) to the store: connected
- * by `start`, failing at once while Redis is away (no offline queue, no per-command retries: each part's
+ * A connection of the cluster's parts to the store: a replica's one control connection, which all its
+ * store parts share (start/store-session.ts), or one part's own (`PartConnection` with a `url`: the CLI,
+ * tests). Connected before use, failing at once while Redis is away (no offline queue, no per-command retries: each part's
  * next tick tries again), reconnecting every 100 ms at most (a leader must renew its lock soon after a
  * Redis restart, cluster.ts; a refused connect to loopback or a LAN costs nothing). Errors are left to the lease
  * store's log line about the outage; a part sees them as failed commands.
