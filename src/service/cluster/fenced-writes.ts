@@ -1,6 +1,6 @@
 import type Redis from "ioredis";
 import type { Logger } from "pino";
-import { clusterConnection } from "./connection";
+import { PartConnection, type StoreAt } from "./connection";
 import { CLUSTER_KEYS } from "./records";
 import { WRITE_IF_HOLDER } from "./scripts";
 
@@ -8,8 +8,7 @@ type Scripted = Redis & {
     egressWriteIfHolder(lock: string, key: string, self: string, value: string): Promise<number>;
 };
 
-export interface FencedWritesOptions {
-    url: string;
+export interface FencedWritesOptions extends StoreAt {
     /** The stack's key prefix (`egress:<stack>:`). */
     prefix: string;
     /** The key under the prefix this writes (CLUSTER_KEYS). */
@@ -35,6 +34,7 @@ export interface FencedWritesOptions {
  */
 export class FencedWrites {
     readonly redis: Redis;
+    private readonly conn: PartConnection;
     private pending?: string;
     /** Count of write() calls, and the count whose value was the last one kept. */
     private version = 0;
@@ -46,7 +46,8 @@ export class FencedWrites {
     private warned = false;
 
     constructor(private readonly o: FencedWritesOptions) {
-        this.redis = clusterConnection(o.url);
+        this.conn = new PartConnection(o);
+        this.redis = this.conn.redis;
         this.redis.defineCommand("egressWriteIfHolder", { numberOfKeys: 2, lua: WRITE_IF_HOLDER });
     }
 
@@ -81,7 +82,7 @@ export class FencedWrites {
     close(): void {
         this.closed = true;
         clearTimeout(this.retry);
-        this.redis.disconnect();
+        this.conn.release();
     }
 
     /** Starts sending the pending value unless a send runs (it sends the newest when it is done). */
@@ -126,7 +127,7 @@ export class FencedWrites {
 
     /** The connection is made on first use (nothing to do for a replica that never leads). */
     private async connected(): Promise<void> {
-        if (this.redis.status === "wait") await this.redis.connect().catch(() => undefined);
+        await this.conn.connect();
     }
 }
 

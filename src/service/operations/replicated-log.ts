@@ -1,4 +1,5 @@
 import type { Logger } from "pino";
+import type { StoreAt } from "../cluster/connection";
 import { OperationLog } from "./journal";
 import { StoreEvents } from "./store-events";
 import { StoreJournal } from "./store-journal";
@@ -7,7 +8,7 @@ export interface OperationLogOptions {
     /** The journal file of this home (`run/operations-<stack>.json`). */
     journalFile: string;
     /** With replicas: the store, the stack's key prefix and this replica's id (cluster.ts `Cluster.id`). */
-    store?: { url: string; prefix: string; self: string; log: Logger };
+    store?: StoreAt & { prefix: string; self: string; log: Logger };
 }
 
 /**
