@@ -14,6 +14,7 @@ import {
 } from "../shared/rest";
 import { classifyHttp, mentionsQuota } from "../shared/errors";
 import { GcpAuthOptions, GcpCredentialsError, resolveCredentials } from "./auth";
+import { type CatalogueEntry, EXIT } from "../../src/model/error-catalogue";
 
 const COMPUTE_ENDPOINT = "https://compute.googleapis.com";
 /** How long an operation may take before its caller gives up on it (an instance delete takes 30–90 s). */
@@ -47,6 +48,10 @@ export interface GcpClientOptions extends GcpAuthOptions, RestClientOptions {
 
 /** A failed Compute API call; `reason` is Google's. */
 export class GcpApiError extends RestApiError {
+    /** The CLI's exit code and `--json` error.type for this error (src/model/error-catalogue.ts). */
+    override get catalogue(): CatalogueEntry {
+        return { exitCode: EXIT.failed, type: "GcpApiError" };
+    }
     override name = "GcpApiError";
 }
 

@@ -10,6 +10,7 @@ import * as crypto from "node:crypto";
 import * as fs from "node:fs";
 import * as os from "node:os";
 import * as path from "node:path";
+import { type CatalogueEntry, EXIT } from "../../src/model/error-catalogue";
 
 const CLOUD_PLATFORM_SCOPE = "https://www.googleapis.com/auth/cloud-platform";
 const DEFAULT_TOKEN_URI = "https://oauth2.googleapis.com/token";
@@ -27,6 +28,10 @@ export interface GcpAuthOptions {
 
 /** No usable credentials, or the token endpoint refused them. Its message says what to do. */
 export class GcpCredentialsError extends Error {
+    /** The CLI's exit code and `--json` error.type for this error (src/model/error-catalogue.ts). */
+    get catalogue(): CatalogueEntry {
+        return { exitCode: EXIT.failed, type: "GcpCredentialsError" };
+    }
     constructor(message: string) {
         super(message);
         this.name = "GcpCredentialsError";

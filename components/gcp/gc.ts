@@ -86,21 +86,28 @@ export function gcpCollector(
         },
 
         async remove(t) {
-            const path =
-                t.type === "instance"
-                    ? `zones/${t.location}/instances/${t.name}`
-                    : t.type === "address"
-                      ? `regions/${t.location}/addresses/${t.name}`
-                      : t.type === "firewall"
-                        ? `global/firewalls/${t.name}`
-                        : t.type === "template"
-                          ? `global/instanceTemplates/${t.name}`
-                          : undefined;
+            const path = removalPath(t);
             if (!path) throw new Error(`gcp collector for \`${providerName}\` cannot remove a \`${t.type}\``);
             // Already gone (404) counts as removed.
             await client.delete(path);
         },
     };
+}
+
+/** The API path that deletes a thing `list` found, by its type; undefined for a type it never lists. */
+function removalPath(t: ManagedThing): string | undefined {
+    switch (t.type) {
+        case "instance":
+            return `zones/${t.location}/instances/${t.name}`;
+        case "address":
+            return `regions/${t.location}/addresses/${t.name}`;
+        case "firewall":
+            return `global/firewalls/${t.name}`;
+        case "template":
+            return `global/instanceTemplates/${t.name}`;
+        default:
+            return undefined;
+    }
 }
 
 /** `gcpCollector` is a CollectorFactory; this line keeps it one. */

@@ -18,12 +18,17 @@ import {
 import { mentionsQuota } from "../shared/errors";
 import type { RetrySchedule } from "../shared/retry";
 import { ClusterAccess, KubeconfigOptions, loadClusterAccess } from "./kubeconfig";
+import { type CatalogueEntry, EXIT } from "../../src/model/error-catalogue";
 
 /** `endpoint` overrides the cluster's server URL. */
 export interface KubeClientOptions extends Omit<KubeconfigOptions, "kubeconfigPath" | "context">, RestClientOptions {}
 
 /** A failed call to the API server; `reason` is the Status object's. */
 export class KubeApiError extends RestApiError {
+    /** The CLI's exit code and `--json` error.type for this error (src/model/error-catalogue.ts). */
+    override get catalogue(): CatalogueEntry {
+        return { exitCode: EXIT.failed, type: "KubeApiError" };
+    }
     override name = "KubeApiError";
 }
 

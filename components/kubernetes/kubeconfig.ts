@@ -9,12 +9,17 @@ import * as os from "node:os";
 import * as path from "node:path";
 import YAML from "yaml";
 import { configPath } from "../../src/model";
+import { type CatalogueEntry, EXIT } from "../../src/model/error-catalogue";
 
 /** Provider-entry fields a kubeconfig problem can be blamed on. */
 export type KubeconfigField = "kubeconfigPath" | "context";
 
 /** A kubeconfig problem; `field` names the provider-entry field to fix when there is one. */
 export class KubeconfigError extends Error {
+    /** The CLI's exit code and `--json` error.type for this error (src/model/error-catalogue.ts). */
+    get catalogue(): CatalogueEntry {
+        return { exitCode: EXIT.failed, type: "KubeconfigError" };
+    }
     constructor(
         message: string,
         readonly field?: KubeconfigField,

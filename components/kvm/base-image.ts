@@ -8,6 +8,7 @@ import { TransferLimits, transferLimits } from "./transfer";
 import type { LibvirtError } from "./libvirt-errors";
 import { withRetry, type RetrySchedule } from "../shared/retry";
 import {
+    type TransferDeadline,
     createVolume,
     deleteVolume,
     remoteDigest,
@@ -117,7 +118,6 @@ export const BASE_IMAGE_TYPE = dynamicType("egress", "kvm:BaseImage");
 
 export const baseImageProvider: pulumi.dynamic.ResourceProvider<BaseImageInputs, BaseImageOutputs> = {
     async create(inputs) {
-        const path = require("node:path") as typeof import("node:path");
         return withLibvirt(inputs.conn, inputs.privateKey, async (virsh) => {
             const where = `image \`${inputs.key}\` of provider \`${inputs.entry}\` on ${describeConnection(inputs.conn)}`;
             const deadline = {
@@ -129,96 +129,9 @@ export const baseImageProvider: pulumi.dynamic.ResourceProvider<BaseImageInputs,
             // Our own upload that a killed run left (recovery missed it): ours to clear before starting over.
             await clearOurUnfinishedUpload(virsh, inputs, inputs.conn.host);
             const existing = await volumePath(virsh, inputs.storagePool, inputs.volume);
-            if (existing) {
-                // Shared with another pool/stack, or left by an interrupted run: adopt only verified bytes.
-                const got = await remoteDigest(virsh, inputs.storagePool, inputs.volume, deadline);
-                if (got.sha256 !== inputs.sha256) {
-                    const users = await volumesBackedBy(virsh, inputs.storagePool, existing);
-                    if (users.length > 0)
-                        throw new Error(
-                            `${where}: volume ${inputs.volume} exists with sha256 ${got.sha256}, not ${inputs.sha256}, and ${users.length} overlay(s) use it (${users.slice(0, 3).join(", ")}); add a new image key instead of changing this one`,
-                        );
-                    // Nobody's overlay uses it, but it is not our upload: another stack's in progress, or
-                    // one it left when killed (its marker says whose). Never deleted here.
-                    const markers = await uploadMarkers(virsh, inputs.storagePool, inputs.volume);
-                    throw new Error(
-                        `${where}: volume ${inputs.volume} exists with sha256 ${got.sha256}, not ${inputs.sha256}, and no overlay uses it: ` +
-                            (markers.length
-                                ? `another stack's upload (marker ${markers.join(", ")}), in progress or interrupted; that stack's next up removes it if it was interrupted. `
-                                : `not an upload of this stack (no upload marker of ours). `) +
-                            `It is left alone; if nothing is uploading it, remove it (virsh vol-delete --pool ${inputs.storagePool} ${inputs.volume}) and run up again`,
-                    );
-                } else {
-                    const capacityBytes = await volumeCapacity(virsh, inputs.storagePool, inputs.volume);
-                    return {
-                        id: volumeId(inputs.conn.host, inputs.storagePool, inputs.volume),
-                        outs: { ...inputs, path: existing, capacityBytes, adopted: true },
-                    };
-                }
-            }
-            return await withTempDir("egress-base-", async (dir) => {
-                // 1. stream + hash locally; nothing reaches the host unless the digest matches.
-                const got = await downloadTo(inputs.url, path.join(dir, "image"), {
-                    limits: transferLimits(inputs.transfer),
-                    where: deadline.where,
-                });
-                if (got.sha256 !== inputs.sha256)
-                    throw new Error(
-                        `${where}: ${inputs.url} has sha256 ${got.sha256} (${got.bytes} bytes), config says ${inputs.sha256}; fix \`images.${inputs.key}.sha256\` or the url`,
-                    );
-                // 2. mark the upload as ours, so a killed run's half-written volume can be told from
-                // another stack's and removed by our crash undo (./recover.ts) or next create.
-                const marker = inputs.owner ? uploadMarkerName(inputs.volume, inputs.owner) : undefined;
-                if (marker) await createVolume(virsh, inputs.storagePool, volumeXml(marker, 0, "raw"));
-                try {
-                    // 3. create + upload, 4. verify what the host stored before anything may use it. libvirt
-                    // cannot rename volumes, so a failed upload or verification deletes the volume again; a
-                    // volume someone else created meanwhile makes vol-create fail and is left alone.
-                    // A connection lost mid-upload (libvirt's keepalive on a slow or busy link) is worth one
-                    // more whole try: withNewVolume has deleted the partial volume by then.
-                    const upload = () =>
-                        withNewVolume(
-                            virsh,
-                            inputs.storagePool,
-                            inputs.volume,
-                            uploadTargetXml(inputs.volume, got.file),
-                            async (p) => {
-                                await uploadInto(virsh, inputs.storagePool, inputs.volume, got.file, deadline);
-                                const stored = await remoteDigest(virsh, inputs.storagePool, inputs.volume, {
-                                    ...deadline,
-                                    bytes: got.bytes,
-                                });
-                                if (stored.sha256 !== inputs.sha256)
-                                    throw new Error(
-                                        `${where}: the uploaded volume ${inputs.volume} has sha256 ${stored.sha256}, expected ${inputs.sha256} (upload corrupted?)`,
-                                    );
-                                const capacityBytes = await volumeCapacity(virsh, inputs.storagePool, inputs.volume);
-                                return {
-                                    id: volumeId(inputs.conn.host, inputs.storagePool, inputs.volume),
-                                    outs: { ...inputs, path: p, capacityBytes, adopted: false },
-                                };
-                            },
-                        );
-                    // A retry first removes what the lost try left: its own cleanup ran over the same lost
-                    // connection. Only ours can be there (the marker says so; vol-create refused any other).
-                    const again = async (n: number) => {
-                        if (n > 1) await deleteVolume(virsh, inputs.storagePool, inputs.volume).catch(() => undefined);
-                        return upload();
-                    };
-                    return await withRetry(again, {
-                        schedule: UPLOAD_RETRY,
-                        // A dropped connection only: a missed transfer deadline ends this create (its
-                        // message says the next up tries again), so the deadline bounds the whole create.
-                        retryable: (e) => {
-                            const le = e as Partial<LibvirtError>;
-                            return le?.errorClass === "transient" && le.stage !== undefined && le.stage !== "timeout";
-                        },
-                    });
-                } finally {
-                    // Verified or removed: either way the upload is over. (If this fails, the next create clears it.)
-                    if (marker) await deleteVolume(virsh, inputs.storagePool, marker).catch(() => undefined);
-                }
-            });
+            // Shared with another pool/stack, or left by an interrupted run: adopt only verified bytes.
+            if (existing) return await adoptVerified(virsh, inputs, existing, where, deadline);
+            return await downloadAndUpload(virsh, inputs, where, deadline);
         });
     },
 
@@ -252,6 +165,128 @@ export const baseImageProvider: pulumi.dynamic.ResourceProvider<BaseImageInputs,
         });
     },
 };
+
+type CreateResult = pulumi.dynamic.CreateResult<BaseImageOutputs>;
+
+/**
+ * A volume of the base's name is already on the host: adopted when its bytes have the configured digest.
+ * Otherwise it is never deleted here: with overlays on it, the config changed a key's digest (add a new
+ * key); without, it is another stack's upload, in progress or interrupted (its marker says whose).
+ */
+async function adoptVerified(
+    virsh: Virsh,
+    inputs: BaseImageInputs,
+    existing: string,
+    where: string,
+    deadline: TransferDeadline,
+): Promise<CreateResult> {
+    const got = await remoteDigest(virsh, inputs.storagePool, inputs.volume, deadline);
+    if (got.sha256 === inputs.sha256) {
+        const capacityBytes = await volumeCapacity(virsh, inputs.storagePool, inputs.volume);
+        return {
+            id: volumeId(inputs.conn.host, inputs.storagePool, inputs.volume),
+            outs: { ...inputs, path: existing, capacityBytes, adopted: true },
+        };
+    }
+    const users = await volumesBackedBy(virsh, inputs.storagePool, existing);
+    if (users.length > 0)
+        throw new Error(
+            `${where}: volume ${inputs.volume} exists with sha256 ${got.sha256}, not ${inputs.sha256}, and ${users.length} overlay(s) use it (${users.slice(0, 3).join(", ")}); add a new image key instead of changing this one`,
+        );
+    // Nobody's overlay uses it, but it is not our upload: another stack's in progress, or
+    // one it left when killed (its marker says whose). Never deleted here.
+    const markers = await uploadMarkers(virsh, inputs.storagePool, inputs.volume);
+    throw new Error(
+        `${where}: volume ${inputs.volume} exists with sha256 ${got.sha256}, not ${inputs.sha256}, and no overlay uses it: ` +
+            (markers.length
+                ? `another stack's upload (marker ${markers.join(", ")}), in progress or interrupted; that stack's next up removes it if it was interrupted. `
+                : `not an upload of this stack (no upload marker of ours). `) +
+            `It is left alone; if nothing is uploading it, remove it (virsh vol-delete --pool ${inputs.storagePool} ${inputs.volume}) and run up again`,
+    );
+}
+
+/** No volume yet: download and verify the image locally, then upload it under our marker and verify it again. */
+async function downloadAndUpload(
+    virsh: Virsh,
+    inputs: BaseImageInputs,
+    where: string,
+    deadline: TransferDeadline & { where: string },
+): Promise<CreateResult> {
+    const path = require("node:path") as typeof import("node:path");
+    return await withTempDir("egress-base-", async (dir) => {
+        // 1. stream + hash locally; nothing reaches the host unless the digest matches.
+        const got = await downloadTo(inputs.url, path.join(dir, "image"), {
+            limits: transferLimits(inputs.transfer),
+            where: deadline.where,
+        });
+        if (got.sha256 !== inputs.sha256)
+            throw new Error(
+                `${where}: ${inputs.url} has sha256 ${got.sha256} (${got.bytes} bytes), config says ${inputs.sha256}; fix \`images.${inputs.key}.sha256\` or the url`,
+            );
+        // 2. mark the upload as ours, so a killed run's half-written volume can be told from
+        // another stack's and removed by our crash undo (./recover.ts) or next create.
+        const marker = inputs.owner ? uploadMarkerName(inputs.volume, inputs.owner) : undefined;
+        if (marker) await createVolume(virsh, inputs.storagePool, volumeXml(marker, 0, "raw"));
+        try {
+            // A connection lost mid-upload (libvirt's keepalive on a slow or busy link) is worth one
+            // more whole try: withNewVolume has deleted the partial volume by then.
+            // A retry first removes what the lost try left: its own cleanup ran over the same lost
+            // connection. Only ours can be there (the marker says so; vol-create refused any other).
+            const again = async (n: number) => {
+                if (n > 1) await deleteVolume(virsh, inputs.storagePool, inputs.volume).catch(() => undefined);
+                return uploadVerified(virsh, inputs, got, where, deadline);
+            };
+            return await withRetry(again, {
+                schedule: UPLOAD_RETRY,
+                // A dropped connection only: a missed transfer deadline ends this create (its
+                // message says the next up tries again), so the deadline bounds the whole create.
+                retryable: (e) => {
+                    const le = e as Partial<LibvirtError>;
+                    return le?.errorClass === "transient" && le.stage !== undefined && le.stage !== "timeout";
+                },
+            });
+        } finally {
+            // Verified or removed: either way the upload is over. (If this fails, the next create clears it.)
+            if (marker) await deleteVolume(virsh, inputs.storagePool, marker).catch(() => undefined);
+        }
+    });
+}
+
+/**
+ * 3. create + upload, 4. verify what the host stored before anything may use it. libvirt cannot rename
+ * volumes, so a failed upload or verification deletes the volume again; a volume someone else created
+ * meanwhile makes vol-create fail and is left alone.
+ */
+function uploadVerified(
+    virsh: Virsh,
+    inputs: BaseImageInputs,
+    got: { file: string; bytes: number },
+    where: string,
+    deadline: TransferDeadline,
+): Promise<CreateResult> {
+    return withNewVolume(
+        virsh,
+        inputs.storagePool,
+        inputs.volume,
+        uploadTargetXml(inputs.volume, got.file),
+        async (p) => {
+            await uploadInto(virsh, inputs.storagePool, inputs.volume, got.file, deadline);
+            const stored = await remoteDigest(virsh, inputs.storagePool, inputs.volume, {
+                ...deadline,
+                bytes: got.bytes,
+            });
+            if (stored.sha256 !== inputs.sha256)
+                throw new Error(
+                    `${where}: the uploaded volume ${inputs.volume} has sha256 ${stored.sha256}, expected ${inputs.sha256} (upload corrupted?)`,
+                );
+            const capacityBytes = await volumeCapacity(virsh, inputs.storagePool, inputs.volume);
+            return {
+                id: volumeId(inputs.conn.host, inputs.storagePool, inputs.volume),
+                outs: { ...inputs, path: p, capacityBytes, adopted: false },
+            };
+        },
+    );
+}
 
 /** The base image volume on one host (created once, never replaced under overlays). */
 export class BaseImage extends LoadedDynamicResource {

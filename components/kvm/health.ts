@@ -75,7 +75,7 @@ async function walkHost(
     session: LibvirtSessionOptions,
 ): Promise<CheckVerdict> {
     const target = host.name;
-    const fail = (stage: string, message: string, details?: Record<string, unknown>): CheckVerdict => ({
+    const fail: Fail = (stage, message, details) => ({
         target,
         ok: false,
         stage,
@@ -112,57 +112,71 @@ async function walkHost(
                     at.step = `virsh ${args[0]}`;
                     return virsh(args, { signal, timeoutMs: Math.max(1, deadlineAt - Date.now()) });
                 };
-                const version = (await call(["version", "--daemon"])).trim();
-                const hostname = (await call(["hostname"])).trim();
-                const libvirtVersion =
-                    /Running against daemon:\s*(\S+)/.exec(version)?.[1] ??
-                    /library:\s*libvirt\s*(\S+)/i.exec(version)?.[1] ??
-                    "";
-                let info: string;
-                try {
-                    info = await call(["pool-info", "--bytes", host.storagePool]);
-                } catch (e) {
-                    if ((e as LibvirtError).notFound)
-                        return fail(
-                            "pool",
-                            `storage pool \`${host.storagePool}\` does not exist on ${host.name}; define it (virsh pool-define-as) or fix \`storagePool\``,
-                            { libvirtVersion, hostname },
-                        );
-                    throw e;
-                }
-                const state = /State:\s*(\S+)/.exec(info)?.[1] ?? "unknown";
-                const available = Number(/Available:\s*(\d+)/.exec(info)?.[1] ?? NaN);
-                const details = {
-                    libvirtVersion,
-                    hostname,
-                    storagePool: host.storagePool,
-                    poolState: state,
-                    availableBytes: available,
-                };
-                if (state !== "running")
-                    return fail(
-                        "pool",
-                        `storage pool \`${host.storagePool}\` is ${state}; start it (virsh pool-start ${host.storagePool})`,
-                        details,
-                    );
-                if (available < minFreeBytes)
-                    return fail(
-                        "pool",
-                        `storage pool \`${host.storagePool}\` has ${available} bytes free, below ${minFreeBytes}`,
-                        details,
-                    );
-                return {
-                    target,
-                    ok: true,
-                    message: `libvirt ${libvirtVersion} on ${hostname} answers; pool ${host.storagePool} running with ${available} bytes free`,
-                    details,
-                };
+                return libvirtVerdict(call, host, minFreeBytes, fail);
             },
             session,
         );
     } catch (e) {
         return fail((e as LibvirtError).stage ?? "libvirt", (e as Error).message);
     }
+}
+
+/** A failed verdict for this host at `stage`. */
+type Fail = (stage: string, message: string, details?: Record<string, unknown>) => CheckVerdict;
+
+/**
+ * What the host's libvirt says through `call` (each call bounded by the check's deadline): its version
+ * and name, and whether the storage pool runs with at least `minFreeBytes` free.
+ */
+async function libvirtVerdict(
+    call: (args: string[]) => Promise<string>,
+    host: KvmHost,
+    minFreeBytes: number,
+    fail: Fail,
+): Promise<CheckVerdict> {
+    const version = (await call(["version", "--daemon"])).trim();
+    const hostname = (await call(["hostname"])).trim();
+    const libvirtVersion =
+        /Running against daemon:\s*(\S+)/.exec(version)?.[1] ?? /library:\s*libvirt\s*(\S+)/i.exec(version)?.[1] ?? "";
+    let info: string;
+    try {
+        info = await call(["pool-info", "--bytes", host.storagePool]);
+    } catch (e) {
+        if ((e as LibvirtError).notFound)
+            return fail(
+                "pool",
+                `storage pool \`${host.storagePool}\` does not exist on ${host.name}; define it (virsh pool-define-as) or fix \`storagePool\``,
+                { libvirtVersion, hostname },
+            );
+        throw e;
+    }
+    const state = /State:\s*(\S+)/.exec(info)?.[1] ?? "unknown";
+    const available = Number(/Available:\s*(\d+)/.exec(info)?.[1] ?? NaN);
+    const details = {
+        libvirtVersion,
+        hostname,
+        storagePool: host.storagePool,
+        poolState: state,
+        availableBytes: available,
+    };
+    if (state !== "running")
+        return fail(
+            "pool",
+            `storage pool \`${host.storagePool}\` is ${state}; start it (virsh pool-start ${host.storagePool})`,
+            details,
+        );
+    if (available < minFreeBytes)
+        return fail(
+            "pool",
+            `storage pool \`${host.storagePool}\` has ${available} bytes free, below ${minFreeBytes}`,
+            details,
+        );
+    return {
+        target: host.name,
+        ok: true,
+        message: `libvirt ${libvirtVersion} on ${hostname} answers; pool ${host.storagePool} running with ${available} bytes free`,
+        details,
+    };
 }
 
 /**

@@ -173,95 +173,12 @@ export async function withLibvirt<T>(
     fn: (virsh: Virsh) => Promise<T>,
     session: LibvirtSessionOptions = {},
 ): Promise<T> {
-    const fs = require("node:fs") as typeof import("node:fs");
-    const path = require("node:path") as typeof import("node:path");
-    const cp = require("node:child_process") as typeof import("node:child_process");
     const where = describeConnection(conn, session.member);
     const schedule = session.retry ?? defaultRetrySchedule();
     return withTempDir("egress-kvm-", async (dir) => {
-        let keyFile: string;
-        if (privateKey) {
-            keyFile = path.join(dir, "id");
-            fs.writeFileSync(keyFile, privateKey.endsWith("\n") ? privateKey : privateKey + "\n", { mode: 0o600 });
-        } else if (conn.privateKeyPath) {
-            keyFile = conn.privateKeyPath;
-            if (!fs.existsSync(keyFile))
-                throw libvirtError(
-                    `libvirt ${where}: private key file ${keyFile} does not exist (ssh.privateKeyPath)`,
-                    "key",
-                    false,
-                    false,
-                );
-        } else {
-            throw libvirtError(
-                `libvirt ${where}: no private key: set \`ssh.privateKey\` (a secret) or \`ssh.privateKeyPath\``,
-                "key",
-                false,
-                false,
-            );
-        }
-        let knownHostsFile: string;
-        if (conn.knownHosts) {
-            knownHostsFile = path.join(dir, "known_hosts");
-            fs.writeFileSync(
-                knownHostsFile,
-                conn.knownHosts.endsWith("\n") ? conn.knownHosts : conn.knownHosts + "\n",
-                { mode: 0o600 },
-            );
-        } else if (conn.knownHostsPath && fs.existsSync(conn.knownHostsPath)) {
-            knownHostsFile = conn.knownHostsPath;
-        } else {
-            // Never fall back to accepting whatever key the host presents.
-            throw libvirtError(
-                `libvirt ${where}: no known_hosts: set \`ssh.knownHosts\` or an existing \`ssh.knownHostsPath\` (host keys are always verified)`,
-                "host-key",
-                false,
-                false,
-            );
-        }
-        const uri = libvirtUri(conn, keyFile, knownHostsFile);
-        const once: Virsh = (args, opts) =>
-            new Promise((resolve, reject) => {
-                const timeoutMs = opts?.timeoutMs ?? 60000;
-                const started = Date.now();
-                const child = cp.execFile(
-                    "virsh",
-                    ["-q", "-c", uri, ...args],
-                    {
-                        timeout: timeoutMs,
-                        signal: opts?.signal,
-                        maxBuffer: 64 * 1024 * 1024,
-                        env: { ...process.env, LC_ALL: "C" },
-                    },
-                    (err, stdout, stderr) => {
-                        const failure = err
-                            ? virshFailure(err, String(stderr || ""), args, where, timeoutMs, opts?.signal)
-                            : undefined;
-                        if (session.onCall) {
-                            const code = (err as any)?.code;
-                            const call: VirshCall = {
-                                command: virshCommandNames(args),
-                                host: conn.host,
-                                target: `${conn.user}@${conn.address}:${conn.port}`,
-                                ...(session.member ? { member: session.member } : {}),
-                                durationMs: Date.now() - started,
-                                exitCode: !err ? 0 : typeof code === "number" ? code : null,
-                                ...((err as any)?.signal ? { signal: (err as any).signal } : {}),
-                                ok: !failure,
-                                ...(failure ? { stage: failure.stage } : {}),
-                            };
-                            try {
-                                session.onCall(call);
-                            } catch {
-                                /* a log that fails must not fail the call */
-                            }
-                        }
-                        if (failure) reject(failure);
-                        else resolve(stdout);
-                    },
-                );
-                child.stdin?.end(); // closed stdin: libvirt refuses unknown host keys instead of prompting
-            });
+        const keyFile = sessionKeyFile(dir, conn, privateKey, where);
+        const uri = libvirtUri(conn, keyFile, sessionKnownHosts(dir, conn, where));
+        const once = virshOnce(uri, conn, where, session);
         const virsh: Virsh = (args, opts) =>
             withRetry(() => once(args, opts), {
                 schedule,
@@ -270,4 +187,102 @@ export async function withLibvirt<T>(
             });
         return await fn(virsh);
     });
+}
+
+/** The session's private key file: `privateKey` written into `dir` (0600), else an existing `conn.privateKeyPath`. */
+function sessionKeyFile(dir: string, conn: KvmConnection, privateKey: string | undefined, where: string): string {
+    const fs = require("node:fs") as typeof import("node:fs");
+    const path = require("node:path") as typeof import("node:path");
+    if (privateKey) {
+        const keyFile = path.join(dir, "id");
+        fs.writeFileSync(keyFile, privateKey.endsWith("\n") ? privateKey : privateKey + "\n", { mode: 0o600 });
+        return keyFile;
+    }
+    if (conn.privateKeyPath) {
+        if (!fs.existsSync(conn.privateKeyPath))
+            throw libvirtError(
+                `libvirt ${where}: private key file ${conn.privateKeyPath} does not exist (ssh.privateKeyPath)`,
+                "key",
+                false,
+                false,
+            );
+        return conn.privateKeyPath;
+    }
+    throw libvirtError(
+        `libvirt ${where}: no private key: set \`ssh.privateKey\` (a secret) or \`ssh.privateKeyPath\``,
+        "key",
+        false,
+        false,
+    );
+}
+
+/** The session's known_hosts file: `conn.knownHosts` written into `dir` (0600), else an existing `conn.knownHostsPath`. */
+function sessionKnownHosts(dir: string, conn: KvmConnection, where: string): string {
+    const fs = require("node:fs") as typeof import("node:fs");
+    const path = require("node:path") as typeof import("node:path");
+    if (conn.knownHosts) {
+        const knownHostsFile = path.join(dir, "known_hosts");
+        fs.writeFileSync(knownHostsFile, conn.knownHosts.endsWith("\n") ? conn.knownHosts : conn.knownHosts + "\n", {
+            mode: 0o600,
+        });
+        return knownHostsFile;
+    }
+    if (conn.knownHostsPath && fs.existsSync(conn.knownHostsPath)) return conn.knownHostsPath;
+    // Never fall back to accepting whatever key the host presents.
+    throw libvirtError(
+        `libvirt ${where}: no known_hosts: set \`ssh.knownHosts\` or an existing \`ssh.knownHostsPath\` (host keys are always verified)`,
+        "host-key",
+        false,
+        false,
+    );
+}
+
+/**
+ * One virsh call at `uri`, not retried: its failure classified (virshFailure), and the call reported to
+ * `session.onCall` (command names only, never arguments), whatever its outcome.
+ */
+function virshOnce(uri: string, conn: KvmConnection, where: string, session: LibvirtSessionOptions): Virsh {
+    const cp = require("node:child_process") as typeof import("node:child_process");
+    return (args, opts) =>
+        new Promise((resolve, reject) => {
+            const timeoutMs = opts?.timeoutMs ?? 60000;
+            const started = Date.now();
+            const child = cp.execFile(
+                "virsh",
+                ["-q", "-c", uri, ...args],
+                {
+                    timeout: timeoutMs,
+                    signal: opts?.signal,
+                    maxBuffer: 64 * 1024 * 1024,
+                    env: { ...process.env, LC_ALL: "C" },
+                },
+                (err, stdout, stderr) => {
+                    const failure = err
+                        ? virshFailure(err, String(stderr || ""), args, where, timeoutMs, opts?.signal)
+                        : undefined;
+                    if (session.onCall) {
+                        const code = (err as any)?.code;
+                        const call: VirshCall = {
+                            command: virshCommandNames(args),
+                            host: conn.host,
+                            target: `${conn.user}@${conn.address}:${conn.port}`,
+                            ...(session.member ? { member: session.member } : {}),
+                            durationMs: Date.now() - started,
+                            exitCode: !err ? 0 : typeof code === "number" ? code : null,
+                            ...((err as any)?.signal ? { signal: (err as any).signal } : {}),
+                            ok: !failure,
+                            ...(failure ? { stage: failure.stage } : {}),
+                        };
+                        try {
+                            session.onCall(call);
+                        } catch {
+                            /* a log that fails must not fail the call */
+                        }
+                    }
+                    if (failure) reject(failure);
+                    else resolve(stdout);
+                },
+            );
+            child.stdin?.end(); // closed stdin: libvirt refuses unknown host keys instead of prompting
+        });
 }

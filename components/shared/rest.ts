@@ -6,6 +6,7 @@
  */
 import { classifyHttp, ErrorClass, tagMessage } from "./errors";
 import { defaultRetrySchedule, RetrySchedule, withRetry } from "./retry";
+import { type CatalogueEntry, EXIT } from "../../src/model/error-catalogue";
 
 /** Options every REST client takes. */
 export interface RestClientOptions {
@@ -27,6 +28,10 @@ export type Query = Record<string, string | number | undefined>;
  * to, and its class (from status, reason and message unless given). The message starts with the class tag.
  */
 export class RestApiError extends Error {
+    /** The CLI's exit code and `--json` error.type for this error (src/model/error-catalogue.ts). */
+    get catalogue(): CatalogueEntry {
+        return { exitCode: EXIT.failed, type: "RestApiError" };
+    }
     readonly errorClass: ErrorClass;
 
     constructor(

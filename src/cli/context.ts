@@ -1,33 +1,12 @@
 import * as fs from "node:fs";
 import * as path from "node:path";
 import { ConfigError } from "../config";
-import {
-    BackendUnreachableError,
-    EngineError,
-    EngineMissingError,
-    MemberNotInStateError,
-    PACKAGE_ROOT,
-    PassphraseMismatchError,
-    StackMissingError,
-} from "../engine";
-import type { ProxyMember } from "../model";
-import { StoreUnavailableError } from "../service/store";
+import { EngineError, PACKAGE_ROOT } from "../engine";
+import { type CatalogueEntry, catalogueOf, EXIT, type ProxyMember } from "../model";
 import { proxyTable } from "./render";
 
-/**
- * Exit codes: scripts can tell a bad request from a failed operation from a missing prerequisite. `lockLost`:
- * the command lost the stack's lock in the store to another holder mid-run and stopped its engine run
- * (lock-loss.ts); unlike `unavailable`, running it again at once would run beside the new holder.
- */
-export const EXIT = {
-    ok: 0,
-    failed: 1,
-    invalid: 2,
-    prerequisite: 3,
-    lockLost: 4,
-    unavailable: 75,
-    interrupted: 130,
-} as const;
+/** Exit codes (src/model/error-catalogue.ts, where every error class finds them): re-exported for the commands. */
+export { EXIT };
 
 /** Options every command accepts. */
 export interface GlobalOptions {
@@ -51,7 +30,12 @@ export function projectDir(opts: GlobalOptions): string {
     return PACKAGE_ROOT;
 }
 
-export class UsageError extends Error {}
+export class UsageError extends Error {
+    /** Its `--json` error.type is \"Error\": the class never named itself (src/model/error-catalogue.ts). */
+    get catalogue(): CatalogueEntry {
+        return { exitCode: EXIT.invalid, type: "Error" };
+    }
+}
 
 /**
  * An interval flag in seconds, refused (exit 2, naming the flag) unless it is a number within
@@ -70,6 +54,10 @@ export function seconds(flag: string, raw: string, range: { min: number; max: nu
 
 /** An operation cancelled with Ctrl-C: it carries the members state holds afterwards. */
 export class InterruptedError extends Error {
+    /** The CLI's exit code and `--json` error.type for this error (src/model/error-catalogue.ts). */
+    get catalogue(): CatalogueEntry {
+        return { exitCode: EXIT.interrupted, type: "InterruptedError" };
+    }
     constructor(
         message: string,
         readonly proxies: ProxyMember[],
@@ -85,31 +73,23 @@ export class InterruptedError extends Error {
  * ended after the grace if it had not stopped (lock-loss.ts). EXIT.lockLost.
  */
 export class LockLostError extends Error {
+    /** The CLI's exit code and `--json` error.type for this error (src/model/error-catalogue.ts). */
+    get catalogue(): CatalogueEntry {
+        return { exitCode: EXIT.lockLost, type: "LockLostError" };
+    }
     constructor(message: string) {
         super(message);
         this.name = "LockLostError";
     }
 }
 
-/** The exit code that classifies an error (EXIT): the same for every command, `egress serve` included. */
+/**
+ * The exit code that classifies an error (EXIT): the same for every command, `egress serve` included. Each
+ * error class declares its own (src/model/error-catalogue.ts); anything else (a bug, a library's error) is
+ * a failed command.
+ */
 export function exitCodeOf(e: unknown): number {
-    return e instanceof ConfigError ||
-        e instanceof UsageError ||
-        e instanceof StackMissingError ||
-        e instanceof MemberNotInStateError
-        ? EXIT.invalid
-        : e instanceof EngineMissingError || e instanceof PassphraseMismatchError
-          ? EXIT.prerequisite
-          : e instanceof LockLostError
-            ? EXIT.lockLost
-            : e instanceof InterruptedError
-              ? EXIT.interrupted
-              : // The backend or the store is down for now (sysexits' EX_TEMPFAIL): the same command can be retried as it is.
-                e instanceof BackendUnreachableError ||
-                  (e instanceof EngineError && e.backendUnreachable) ||
-                  e instanceof StoreUnavailableError
-                ? EXIT.unavailable
-                : EXIT.failed;
+    return catalogueOf(e)?.exitCode ?? EXIT.failed;
 }
 
 /** Prints an error the way the user needs it and returns the exit code that classifies it. */
@@ -122,7 +102,7 @@ export function reportError(e: unknown, json: boolean | undefined): number {
             JSON.stringify({
                 ok: false,
                 error: {
-                    type: (e as Error)?.name ?? "Error",
+                    type: catalogueOf(e)?.type ?? (e as Error)?.name ?? "Error",
                     message,
                     ...(e instanceof ConfigError ? { problems: e.problems } : {}),
                 },

@@ -15,8 +15,23 @@ type Finding = DoctorFinding;
 
 /** Each check is independent: doctor reports everything wrong at once instead of stopping at the first. */
 export async function runDoctor(opts: GlobalOptions & { store?: string }): Promise<Finding[]> {
-    const out: Finding[] = [];
     const home = engineHome();
+    const tools = toolFindings(home);
+    const engine = await engineFindings(home, opts.stack);
+    return [
+        ...tools,
+        ...engine.findings,
+        ...configFindings(opts, home, engine.env),
+        ...lockFindings(opts.stack, engine.backend),
+        ...(await replicaStoreFindings(opts, home)),
+    ];
+}
+
+type EngineHome = ReturnType<typeof engineHome>;
+
+/** What egress runs on: Node, the Pulumi CLI and its dynamic provider plugin (`npm run setup` builds both). */
+function toolFindings(home: EngineHome): Finding[] {
+    const out: Finding[] = [];
     const [major, minor] = process.versions.node.split(".").map(Number);
     out.push({
         check: "node",
@@ -43,7 +58,18 @@ export async function runDoctor(opts: GlobalOptions & { store?: string }): Promi
         detail: plugin,
         fix: "run `npm run setup`",
     });
+    return out;
+}
 
+/**
+ * What an engine run needs besides the tools: its home, the backend (and the backend itself, which the
+ * lock checks read again), the secrets passphrase and the build `pulumi up` runs.
+ */
+async function engineFindings(
+    home: EngineHome,
+    stack: string,
+): Promise<{ findings: Finding[]; env?: Record<string, string>; backend: Awaited<ReturnType<typeof inspectBackend>> }> {
+    const out: Finding[] = [];
     let env: Record<string, string> | undefined;
     try {
         env = engineEnv(home);
@@ -56,7 +82,7 @@ export async function runDoctor(opts: GlobalOptions & { store?: string }): Promi
         });
     }
     // Which backend, with its password masked, and whether it answers; its locks are judged with the others.
-    const backend = await inspectBackend(home, opts.stack);
+    const backend = await inspectBackend(home, stack);
     const kindName = { file: "file", postgres: "PostgreSQL", other: "object store / cloud" }[backend.kind];
     out.push({
         check: "backend",
@@ -85,7 +111,12 @@ export async function runDoctor(opts: GlobalOptions & { store?: string }): Promi
         detail: fs.existsSync(dist) ? "dist/ present" : "dist/ missing",
         fix: "run `npm run build`",
     });
+    return { findings: out, env, backend };
+}
 
+/** The stack's config, then each provider kind's own checks, once per kind with the stack's entries of that kind. */
+function configFindings(opts: GlobalOptions, home: EngineHome, env: Record<string, string> | undefined): Finding[] {
+    const out: Finding[] = [];
     try {
         const cfg = loadStackConfig(projectDir(opts), opts.stack);
         out.push({
@@ -93,7 +124,6 @@ export async function runDoctor(opts: GlobalOptions & { store?: string }): Promi
             ok: true,
             detail: `${Object.keys(cfg.providers).length} provider(s), ${cfg.pools.length} pool(s)`,
         });
-        // Each kind's own checks, once per kind with the stack's entries of that kind.
         const byKind = new Map<string, { name: string; entry: (typeof cfg.providers)[string] }[]>();
         for (const [name, entry] of Object.entries(cfg.providers))
             byKind.set(entry.type, [...(byKind.get(entry.type) ?? []), { name, entry }]);
@@ -111,12 +141,16 @@ export async function runDoctor(opts: GlobalOptions & { store?: string }): Promi
             fix: "fix the paths named above in stacks/Pulumi.<stack>.yaml",
         });
     }
-    out.push(...lockFindings(opts.stack, backend));
+    return out;
+}
+
+/** The lease store replicas would share (`--store`), judged against this stack's pools and this home's replica scope. */
+async function replicaStoreFindings(opts: GlobalOptions & { store?: string }, home: EngineHome): Promise<Finding[]> {
     let counts: Record<string, number> | undefined;
     try {
         counts = scalableCounts(loadStackConfig(projectDir(opts), opts.stack));
     } catch {
-        // reported above as the stack's config finding
+        // reported as the stack's config finding
     }
     // A home no replica ran from has no id yet: the doctor makes none, it reads.
     const idFile = path.join(home.runDir, "home-id");
@@ -126,8 +160,7 @@ export async function runDoctor(opts: GlobalOptions & { store?: string }): Promi
         homeId: fs.existsSync(idFile) ? fs.readFileSync(idFile, "utf8").trim() : "(this home, no id yet)",
         backend: stateBackend(home),
     });
-    out.push(...(await storeFindings(opts.store, opts.stack, counts, scope)));
-    return out;
+    return storeFindings(opts.store, opts.stack, counts, scope);
 }
 
 export function registerDoctor(program: Command): void {

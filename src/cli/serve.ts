@@ -3,7 +3,7 @@ import type { Logger } from "pino";
 import { UsageError, GlobalOptions, projectDir, seconds } from "./context";
 import { loadStackConfig } from "../config";
 import { startService } from "../service/start/server";
-import type { RunningService } from "../service/start/options";
+import type { RunningService, ServeOptions } from "../service/start/options";
 import { storeSpecOf } from "./store-lock";
 import { blockHeader, doorFlags, listFlag, portFlag, tlsFlags } from "./serve-flags";
 import { MAX_STICKY_PORTS } from "../service/gateway/doors";
@@ -28,7 +28,35 @@ export function registerServe(program: Command): void {
     const out = () => (loggers ??= serveLoggers());
     const serve = program
         .command("serve")
-        .description("run the HTTP service: scale API, discovery and leases, health probes, /metrics")
+        .description("run the HTTP service: scale API, discovery and leases, health probes, /metrics");
+    listenAndLoopOptions(serve);
+    gatewayOptions(serve);
+    storeOptions(serve);
+    serve
+        .option(
+            "--check-url <url>",
+            "URL probed through every proxy; must be reachable from the proxies (default: this service's /v1/echo on loopback, right for local proxies only)",
+            process.env.EGRESS_CHECK_URL,
+        )
+        .action(async (o, cmd: Command) => {
+            const { log, errors } = out();
+            jsonProcessOutput(out());
+            try {
+                await run(o, cmd.optsWithGlobals() as GlobalOptions, log);
+            } catch (e) {
+                process.exitCode = reportServeError(errors, e);
+                // A failed start ends the process: a part it had opened (a store connection, a timer, the
+                // listening port of a start that failed late) must not keep it alive without serving.
+                // The moment's wait lets the fatal line reach stderr.
+                setTimeout(() => process.exit(), FAILED_START_EXIT_MS).unref();
+            }
+        });
+    jsonCommanderErrors(serve, () => out().errors);
+}
+
+/** Where the API listens, and how often each of the service's loops runs. */
+function listenAndLoopOptions(serve: Command): void {
+    serve
         .option("-p, --port <port>", "listen port", process.env.EGRESS_PORT ?? "8080")
         .option(
             "--host <addr>",
@@ -72,7 +100,12 @@ export function registerServe(program: Command): void {
             "--provider-check-timeout <seconds>",
             "how long one provider check may take (1 to 600)",
             process.env.EGRESS_PROVIDER_CHECK_TIMEOUT ?? "30",
-        )
+        );
+}
+
+/** The rotating gateway's doors (HTTP, SOCKS5, TLS, sticky ports), who may use them without credentials, and how it treats members and targets. */
+function gatewayOptions(serve: Command): void {
+    serve
         .option(
             "--gateway-port <port>",
             "the rotating gateway's port: a forward proxy whose every request leases the next member (0 = off)",
@@ -124,7 +157,12 @@ export function registerServe(program: Command): void {
             "--target-cooldown <seconds>",
             "how long a proxy rests for a target after a lease or gateway request against it (0 to 3600); a pool's restAfterOkSeconds overrides it",
             process.env.EGRESS_TARGET_COOLDOWN ?? "0",
-        )
+        );
+}
+
+/** The serving state's store, and what replicas sharing it need. */
+function storeOptions(serve: Command): void {
+    serve
         // No default shown from EGRESS_STORE: --help would print the URL, password and all.
         .option(
             "--store <url>",
@@ -144,52 +182,30 @@ export function registerServe(program: Command): void {
             "--engine-kill-grace <seconds>",
             "with --store redis://…: a leader that loses the stack's lock cancels its engine run; one still running this long after is ended, so another replica can take the stack over (1 to 3600)",
             process.env.EGRESS_ENGINE_KILL_GRACE ?? "30",
-        )
-        .option(
-            "--check-url <url>",
-            "URL probed through every proxy; must be reachable from the proxies (default: this service's /v1/echo on loopback, right for local proxies only)",
-            process.env.EGRESS_CHECK_URL,
-        )
-        .action(async (o, cmd: Command) => {
-            const { log, errors } = out();
-            jsonProcessOutput(out());
-            try {
-                await run(o, cmd.optsWithGlobals() as GlobalOptions, log);
-            } catch (e) {
-                process.exitCode = reportServeError(errors, e);
-                // A failed start ends the process: a part it had opened (a store connection, a timer, the
-                // listening port of a start that failed late) must not keep it alive without serving.
-                // The moment's wait lets the fatal line reach stderr.
-                setTimeout(() => process.exit(), FAILED_START_EXIT_MS).unref();
-            }
-        });
-    jsonCommanderErrors(serve, () => out().errors);
+        );
 }
 
 /** Parses the flags (bad ones exit 2 naming the flag), starts the service, and runs until a signal. */
 async function run(o: Record<string, any>, opts: GlobalOptions, log: Logger): Promise<void> {
+    const options = serveOptions(o, opts, log);
+    // Before the service starts: a signal right after its ready line must not meet the default action.
+    const attach = serviceSignals(log);
+    const svc = await startService(options);
+    attach(svc);
+    if (svc.devTokenFile) logDevToken(log, svc, svc.devTokenFile);
+    await new Promise(() => undefined); // run until a signal
+}
+
+/**
+ * The service's options from the flags, each checked in the order the flags are listed; the stack's
+ * config is read last (config errors exit 2 before anything starts), as the gateway's doors name its pools.
+ */
+function serveOptions(o: Record<string, any>, opts: GlobalOptions, log: Logger): ServeOptions {
     const port = Number(o.port);
     if (!Number.isInteger(port) || port < 0 || port > 65535)
         throw new UsageError(`--port must be a port number (got "${o.port}")`);
-    const interval = seconds("--probe-interval", o.probeInterval, { min: 0.1, max: 3600 });
-    const reconcile = seconds("--reconcile-interval", o.reconcileInterval, { min: 1, max: 86_400, off: true });
-    const timeline = seconds("--timeline-interval", o.timelineInterval, { min: 1, max: 3600 });
-    const autoscale = seconds("--autoscale-interval", o.autoscaleInterval, { min: 0.1, max: 3600, off: true });
-    const rotate = seconds("--rotate-interval", o.rotateInterval, { min: 0.1, max: 3600, off: true });
-    const autoscaleWindow = seconds("--autoscale-window", o.autoscaleWindow, { min: 1, max: 3600 });
-    const providerInterval = seconds("--provider-check-interval", o.providerCheckInterval, {
-        min: 1,
-        max: 86_400,
-        off: true,
-    });
-    const providerTimeout = seconds("--provider-check-timeout", o.providerCheckTimeout, { min: 1, max: 600 });
-    const gatewayPort = portFlag("--gateway-port", o.gatewayPort, "no gateway");
-    const socksPort = portFlag("--socks-port", o.socksPort, "no SOCKS5");
-    const tlsPort = portFlag("--gateway-tls-port", o.gatewayTlsPort, "no TLS port");
-    const tls = tlsFlags(o.tlsCert, o.tlsKey, tlsPort);
-    const gatewayWait = seconds("--gateway-wait", o.gatewayWait, { min: 0, max: 60 });
-    const on = (p: number) => (p === 0 ? undefined : p);
-    const blockRules = { statuses: [403, 429], headers: (o.gatewayBlockHeader as string[]).map(blockHeader) };
+    const loops = loopIntervals(o);
+    const gatewayPorts = gatewayPortFlags(o);
     const targetCooldown = seconds("--target-cooldown", o.targetCooldown, { min: 0, max: 3600 });
     if (o.checkUrl && !/^https?:\/\/[^/]+/.test(o.checkUrl))
         throw new UsageError(`--check-url must be an http:// or https:// URL (got "${o.checkUrl}")`);
@@ -202,35 +218,46 @@ async function run(o: Record<string, any>, opts: GlobalOptions, log: Logger): Pr
     const killGrace = seconds("--engine-kill-grace", o.engineKillGrace, { min: 1, max: 3600 });
     const dir = projectDir(opts);
     const config = loadStackConfig(dir, opts.stack); // config errors exit 2 before anything starts
-    const doors = doorFlags(
-        listFlag(o.gatewayAllow, process.env.EGRESS_GATEWAY_ALLOW),
-        listFlag(o.gatewayStickyPorts, process.env.EGRESS_GATEWAY_STICKY_PORTS),
-        config.pools.map((p) => p.name),
-        { "--port": port, "--gateway-port": gatewayPort, "--socks-port": socksPort, "--gateway-tls-port": tlsPort },
-    );
-    const gatewayOff = gatewayPort === 0 && socksPort === 0 && tlsPort === 0 && doors.stickyPorts.length === 0;
-    if (gatewayOff && doors.allow.length)
-        throw new UsageError("--gateway-allow needs a gateway door: every gateway port is 0 (off)");
-    const gateway = gatewayOff
-        ? undefined
-        : {
-              port: on(gatewayPort),
-              socksPort: on(socksPort),
-              tlsPort: on(tlsPort),
-              host: o.gatewayHost,
-              waitMs: gatewayWait * 1000,
-              blockRules,
-              ...doors,
-          };
-    // Before the service starts: a signal right after its ready line must not meet the default action.
-    const attach = serviceSignals(log);
-    const svc = await startService({
+    return {
         projectRoot: dir,
         stack: opts.stack,
         host: o.host,
         port,
         tokensFile: o.tokens,
         converge: o.converge,
+        ...loops,
+        checkUrl: o.checkUrl,
+        gateway: gatewayOf(
+            o,
+            gatewayPorts,
+            port,
+            config.pools.map((p) => p.name),
+        ),
+        tls: gatewayPorts.tls,
+        targetCooldownSeconds: targetCooldown,
+        store,
+        ...(grantReplicas === undefined ? {} : { storeGrantReplicas: grantReplicas }),
+        advertiseUrl: o.advertiseUrl,
+        engineKillGraceMs: Math.round(killGrace * 1000),
+        log,
+    };
+}
+
+/** The loops' intervals (`--*-interval`, `--autoscale-window`, `--provider-check-timeout`) in milliseconds. */
+function loopIntervals(o: Record<string, any>) {
+    const interval = seconds("--probe-interval", o.probeInterval, { min: 0.1, max: 3600 });
+    const reconcile = seconds("--reconcile-interval", o.reconcileInterval, { min: 1, max: 86_400, off: true });
+    const timeline = seconds("--timeline-interval", o.timelineInterval, { min: 1, max: 3600 });
+    const autoscale = seconds("--autoscale-interval", o.autoscaleInterval, { min: 0.1, max: 3600, off: true });
+    const rotate = seconds("--rotate-interval", o.rotateInterval, { min: 0.1, max: 3600, off: true });
+    const autoscaleWindow = seconds("--autoscale-window", o.autoscaleWindow, { min: 1, max: 3600 });
+    const providerInterval = seconds("--provider-check-interval", o.providerCheckInterval, {
+        min: 1,
+        max: 86_400,
+        off: true,
+    });
+    const providerTimeout = seconds("--provider-check-timeout", o.providerCheckTimeout, { min: 1, max: 600 });
+    return {
         probeIntervalMs: Math.round(interval * 1000),
         reconcileIntervalMs: Math.round(reconcile * 1000),
         timelineIntervalMs: Math.round(timeline * 1000),
@@ -239,38 +266,76 @@ async function run(o: Record<string, any>, opts: GlobalOptions, log: Logger): Pr
         rotateIntervalMs: Math.round(rotate * 1000),
         providerCheckIntervalMs: Math.round(providerInterval * 1000),
         providerCheckTimeoutMs: Math.round(providerTimeout * 1000),
-        checkUrl: o.checkUrl,
-        gateway,
-        tls,
-        targetCooldownSeconds: targetCooldown,
-        store,
-        ...(grantReplicas === undefined ? {} : { storeGrantReplicas: grantReplicas }),
-        advertiseUrl: o.advertiseUrl,
-        engineKillGraceMs: Math.round(killGrace * 1000),
-        log,
-    });
-    attach(svc);
-    if (svc.devTokenFile) {
-        // The token itself is never logged: log lines travel (journal, shippers) where a 0600 file does not.
-        // The person at the terminal reads it from the file, as the README says (docs/decisions/0030-logs.md).
-        const token = `$(cat ${svc.devTokenFile})`;
-        log.info(
-            {
-                devTokenFile: svc.devTokenFile,
-                try: [
-                    `curl -H "Authorization: Bearer ${token}" ${svc.url}/v1/proxies`,
-                    ...(svc.gatewayPort
-                        ? [`curl -x "http://dev:${token}@127.0.0.1:${svc.gatewayPort}" http://example.org/`]
-                        : []),
-                    ...(svc.socksPort
-                        ? [`curl --socks5-hostname "dev:${token}@127.0.0.1:${svc.socksPort}" http://example.org/`]
-                        : []),
-                ],
-            },
-            `a dev API token was generated: stored hashed, its plain copy in ${svc.devTokenFile} (mode 0600)`,
-        );
-    }
-    await new Promise(() => undefined); // run until a signal
+    };
+}
+
+/** The gateway's ports (0 = that door off), the certificate its TLS port and the API serve, its wait and block rules. */
+function gatewayPortFlags(o: Record<string, any>) {
+    const gatewayPort = portFlag("--gateway-port", o.gatewayPort, "no gateway");
+    const socksPort = portFlag("--socks-port", o.socksPort, "no SOCKS5");
+    const tlsPort = portFlag("--gateway-tls-port", o.gatewayTlsPort, "no TLS port");
+    const tls = tlsFlags(o.tlsCert, o.tlsKey, tlsPort);
+    const gatewayWait = seconds("--gateway-wait", o.gatewayWait, { min: 0, max: 60 });
+    const blockRules = { statuses: [403, 429], headers: (o.gatewayBlockHeader as string[]).map(blockHeader) };
+    return { gatewayPort, socksPort, tlsPort, tls, gatewayWait, blockRules };
+}
+
+/**
+ * The gateway's options, or undefined when every door is off; the allowed sources and sticky ports
+ * (flags, else their environment variables) are checked against the stack's pools and the other ports.
+ */
+function gatewayOf(
+    o: Record<string, any>,
+    flags: ReturnType<typeof gatewayPortFlags>,
+    port: number,
+    pools: string[],
+): ServeOptions["gateway"] {
+    const { gatewayPort, socksPort, tlsPort } = flags;
+    const doors = doorFlags(
+        listFlag(o.gatewayAllow, process.env.EGRESS_GATEWAY_ALLOW),
+        listFlag(o.gatewayStickyPorts, process.env.EGRESS_GATEWAY_STICKY_PORTS),
+        pools,
+        { "--port": port, "--gateway-port": gatewayPort, "--socks-port": socksPort, "--gateway-tls-port": tlsPort },
+    );
+    const gatewayOff = gatewayPort === 0 && socksPort === 0 && tlsPort === 0 && doors.stickyPorts.length === 0;
+    if (gatewayOff && doors.allow.length)
+        throw new UsageError("--gateway-allow needs a gateway door: every gateway port is 0 (off)");
+    const on = (p: number) => (p === 0 ? undefined : p);
+    return gatewayOff
+        ? undefined
+        : {
+              port: on(gatewayPort),
+              socksPort: on(socksPort),
+              tlsPort: on(tlsPort),
+              host: o.gatewayHost,
+              waitMs: flags.gatewayWait * 1000,
+              blockRules: flags.blockRules,
+              ...doors,
+          };
+}
+
+/**
+ * Where a generated dev token is, and how to try it. The token itself is never logged: log lines travel
+ * (journal, shippers) where a 0600 file does not. The person at the terminal reads it from the file, as
+ * the README says (docs/decisions/0030-logs.md).
+ */
+function logDevToken(log: Logger, svc: RunningService, devTokenFile: string): void {
+    const token = `$(cat ${devTokenFile})`;
+    log.info(
+        {
+            devTokenFile,
+            try: [
+                `curl -H "Authorization: Bearer ${token}" ${svc.url}/v1/proxies`,
+                ...(svc.gatewayPort
+                    ? [`curl -x "http://dev:${token}@127.0.0.1:${svc.gatewayPort}" http://example.org/`]
+                    : []),
+                ...(svc.socksPort
+                    ? [`curl --socks5-hostname "dev:${token}@127.0.0.1:${svc.socksPort}" http://example.org/`]
+                    : []),
+            ],
+        },
+        `a dev API token was generated: stored hashed, its plain copy in ${devTokenFile} (mode 0600)`,
+    );
 }
 
 /**

@@ -10,6 +10,7 @@ import {
 import { parseStoreSpec, redactStoreUrl, StoreSpecError } from "../service/store";
 import { GlobalOptions, LockLostError, UsageError } from "./context";
 import { abandonEngineRuns, DEFAULT_ENGINE_KILL_GRACE_SECONDS, engineKillGraceMs, setKillGrace } from "./lock-loss";
+import { type CatalogueEntry, EXIT } from "../model/error-catalogue";
 
 /**
  * Adds `--store` to a command that changes the stack. The same flag and variable `egress serve` takes;
@@ -64,6 +65,10 @@ export function describeReplicaLeader(l: ReplicaLeader): string {
  * beside it is refused (the same exit code as a writer lock held too long: 1).
  */
 export class ReplicaLeadsError extends Error {
+    /** The CLI's exit code and `--json` error.type for this error (src/model/error-catalogue.ts). */
+    get catalogue(): CatalogueEntry {
+        return { exitCode: EXIT.failed, type: "ReplicaLeadsError" };
+    }
     constructor(
         readonly stack: string,
         readonly leading: ReplicaLeader,
@@ -78,6 +83,10 @@ export class ReplicaLeadsError extends Error {
 
 /** Another egress command held the stack's lock in the store for longer than this one would wait. */
 export class StoreLockBusyError extends Error {
+    /** The CLI's exit code and `--json` error.type for this error (src/model/error-catalogue.ts). */
+    get catalogue(): CatalogueEntry {
+        return { exitCode: EXIT.failed, type: "StoreLockBusyError" };
+    }
     constructor(stack: string, holder: LeaderInfo, waitedMs: number) {
         super(
             `stack ${stack} is being changed by ${describeCommandHolder(holder)}, which holds its lock in the store; waited ${Math.round(waitedMs / 1000)}s (--lock-wait to wait longer)`,

@@ -1,9 +1,14 @@
 import type { z } from "zod";
 import { isSecretName, REDACTED, redactDeep } from "../log/redact";
 import { type ConfigProblem, configPath } from "../model";
+import { type CatalogueEntry, EXIT } from "../model/error-catalogue";
 
 /** Invalid configuration. `message` lists every problem, one per line, each naming its config path. */
 export class ConfigError extends Error {
+    /** The CLI's exit code and `--json` error.type for this error (src/model/error-catalogue.ts). */
+    get catalogue(): CatalogueEntry {
+        return { exitCode: EXIT.invalid, type: "ConfigError" };
+    }
     readonly problems: ConfigProblem[];
     constructor(problems: ConfigProblem[], source?: string) {
         const where = source ? ` in ${source}` : "";

@@ -5,11 +5,16 @@
  */
 import { ConcurrentUpdateError } from "@pulumi/pulumi/automation";
 import { maskUrlPasswords } from "../log/redact";
+import { type CatalogueEntry, EXIT } from "../model/error-catalogue";
 
 export type OperationKind = "up" | "preview" | "refresh" | "destroy";
 
 /** An engine operation failed; `message` carries the engine's own error lines, never the whole log. */
 export class EngineError extends Error {
+    /** Exit 75 when the backend was unreachable (retry as it is), else 1 (src/model/error-catalogue.ts). */
+    get catalogue(): CatalogueEntry {
+        return { exitCode: this.backendUnreachable ? EXIT.unavailable : EXIT.failed, type: "EngineError" };
+    }
     /** True when another update held the stack lock: retrying later may succeed. */
     readonly locked: boolean;
     /** True when the backend could not be reached (backendUnreachable): retrying later may succeed. */
@@ -38,6 +43,10 @@ export class EngineError extends Error {
  * this call, and the same call may succeed later. Its message names the backend without its password.
  */
 export class BackendUnreachableError extends Error {
+    /** The CLI's exit code and `--json` error.type for this error (src/model/error-catalogue.ts). */
+    get catalogue(): CatalogueEntry {
+        return { exitCode: EXIT.unavailable, type: "BackendUnreachableError" };
+    }
     readonly transient = true;
     constructor(
         readonly backend: string,
@@ -52,6 +61,10 @@ export class BackendUnreachableError extends Error {
 
 /** The Pulumi CLI is not installed where egress looks for it (a prerequisite, not a failed operation). */
 export class EngineMissingError extends Error {
+    /** The CLI's exit code and `--json` error.type for this error (src/model/error-catalogue.ts). */
+    get catalogue(): CatalogueEntry {
+        return { exitCode: EXIT.prerequisite, type: "EngineMissingError" };
+    }
     constructor(message: string) {
         super(message);
         this.name = "EngineMissingError";
@@ -60,6 +73,10 @@ export class EngineMissingError extends Error {
 
 /** The stack does not exist in the backend (commands that only read or remove never create one). */
 export class StackMissingError extends Error {
+    /** The CLI's exit code and `--json` error.type for this error (src/model/error-catalogue.ts). */
+    get catalogue(): CatalogueEntry {
+        return { exitCode: EXIT.invalid, type: "StackMissingError" };
+    }
     constructor(stack: string) {
         super(
             `stack "${stack}" does not exist in this backend; run \`egress up --stack ${stack}\` first (or check --stack)`,

@@ -1,5 +1,6 @@
 import type { Stack } from "@pulumi/pulumi/automation";
 import { memberComponents, type StateResource, urnName as nameOf } from "./state";
+import { type CatalogueEntry, EXIT } from "../model/error-catalogue";
 
 /** A resource of the member that leaves state; `id` is what names the real thing (a pid file, a domain, a VM). */
 export interface ForgottenResource {
@@ -23,6 +24,10 @@ export interface ForgetResult {
 
 /** No member of that name in state: nothing was changed (the CLI exits 2). */
 export class MemberNotInStateError extends Error {
+    /** The CLI's exit code and `--json` error.type for this error (src/model/error-catalogue.ts). */
+    get catalogue(): CatalogueEntry {
+        return { exitCode: EXIT.invalid, type: "MemberNotInStateError" };
+    }
     constructor(member: string, known: string[]) {
         super(`no member "${member}" in state (members: ${known.join(", ") || "none"}); nothing was changed`);
         this.name = "MemberNotInStateError";
@@ -31,6 +36,10 @@ export class MemberNotInStateError extends Error {
 
 /** State cannot drop the member cleanly right now (pending operations, or something outside it refers to it). */
 export class ForgetRefusedError extends Error {
+    /** The CLI's exit code and `--json` error.type for this error (src/model/error-catalogue.ts). */
+    get catalogue(): CatalogueEntry {
+        return { exitCode: EXIT.failed, type: "ForgetRefusedError" };
+    }
     constructor(message: string) {
         super(message);
         this.name = "ForgetRefusedError";

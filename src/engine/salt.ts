@@ -1,6 +1,7 @@
 import * as fs from "node:fs";
 import * as path from "node:path";
 import { checkpointDir } from "./checkpoint";
+import { type CatalogueEntry, EXIT } from "../model/error-catalogue";
 
 /**
  * A stack file's `encryptionsalt` made with another passphrase than this machine's: Pulumi says
@@ -8,6 +9,10 @@ import { checkpointDir } from "./checkpoint";
  * slipped into a commit) does this on every new machine, so the error says what to do.
  */
 export class PassphraseMismatchError extends Error {
+    /** The CLI's exit code and `--json` error.type for this error (src/model/error-catalogue.ts). */
+    get catalogue(): CatalogueEntry {
+        return { exitCode: EXIT.prerequisite, type: "PassphraseMismatchError" };
+    }
     constructor(
         readonly stackFile: string,
         stack: string,

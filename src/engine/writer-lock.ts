@@ -2,6 +2,7 @@ import * as crypto from "node:crypto";
 import * as fs from "node:fs";
 import * as path from "node:path";
 import { describeHolder, identityAlive, ProcessIdentity, selfIdentity } from "./process-identity";
+import { type CatalogueEntry, EXIT } from "../model/error-catalogue";
 
 /** Who holds a stack's writer lock, as stored in the lock file. */
 export interface LockHolder extends ProcessIdentity {
@@ -16,6 +17,10 @@ export interface LockHolder extends ProcessIdentity {
  * `holder` names it so the message can say whom to wait for.
  */
 export class WriterLockBusyError extends Error {
+    /** The CLI's exit code and `--json` error.type for this error (src/model/error-catalogue.ts). */
+    get catalogue(): CatalogueEntry {
+        return { exitCode: EXIT.failed, type: "WriterLockBusyError" };
+    }
     constructor(
         readonly stack: string,
         readonly holder: LockHolder,

@@ -11,3 +11,4 @@ export * from "./problems";
 export * from "./politeness";
 export * from "./shards";
 export * from "./labels";
+export * from "./error-catalogue";

@@ -5,6 +5,7 @@
  * hypervisor then never see each other's members as their own. Pure: no Pulumi, no I/O but randomness.
  */
 import * as crypto from "node:crypto";
+import { type CatalogueEntry, EXIT } from "./error-catalogue";
 
 /** The label (and metadata field) naming the installation on every managed thing. */
 export const INSTALLATION_LABEL = "egress-installation";
@@ -47,6 +48,10 @@ export function newInstallationId(): string {
  * carries no installation at all (made by hand, or by an egress from before installation ids).
  */
 export class ForeignInstallationError extends Error {
+    /** The CLI's exit code and `--json` error.type for this error (src/model/error-catalogue.ts). */
+    get catalogue(): CatalogueEntry {
+        return { exitCode: EXIT.failed, type: "ForeignInstallationError" };
+    }
     constructor(
         readonly thing: string,
         readonly ours: string,

@@ -3,6 +3,7 @@ import type { Logger } from "pino";
 import { PartConnection, type StoreAt } from "./connection";
 import { CLUSTER_KEYS } from "./records";
 import { WRITE_IF_HOLDER } from "./scripts";
+import { type CatalogueEntry, EXIT } from "../../model/error-catalogue";
 
 type Scripted = Redis & {
     egressWriteIfHolder(lock: string, key: string, self: string, value: string): Promise<number>;
@@ -133,6 +134,10 @@ export class FencedWrites {
 
 /** The write was refused: this holder no longer holds the stack's lock, so the value is the next holder's. */
 export class NotHolderError extends Error {
+    /** The CLI's exit code and `--json` error.type for this error (src/model/error-catalogue.ts). */
+    get catalogue(): CatalogueEntry {
+        return { exitCode: EXIT.failed, type: "NotHolderError" };
+    }
     constructor(what: string) {
         super(`this process no longer holds the stack's lock; ${what} is the leader's`);
         this.name = "NotHolderError";

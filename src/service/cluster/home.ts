@@ -4,6 +4,7 @@ import * as path from "node:path";
 import type Redis from "ioredis";
 import type { Logger } from "pino";
 import { scopeOf, type ReplicaInfo } from "./records";
+import { type CatalogueEntry, EXIT } from "../../model/error-catalogue";
 
 /**
  * The id of the EGRESS_HOME a replica runs from (`<runDir>/home-id`, made once): replicas of one stack
@@ -190,6 +191,10 @@ type Named = { id: string; host: string; url: string };
  * stack is one host's, or with another stack config when it is shared (Cluster.assertOneHome).
  */
 export class ForeignHomeError extends Error {
+    /** The CLI's exit code and `--json` error.type for this error (src/model/error-catalogue.ts). */
+    get catalogue(): CatalogueEntry {
+        return { exitCode: EXIT.failed, type: "ForeignHomeError" };
+    }
     constructor(
         /** The scope that holds the stack: a home id, or `config:<hash>`. */
         readonly home: string,

@@ -5,6 +5,7 @@ import type { MemberHealthView } from "../../probes";
 import type { OperationLog } from "../operations/journal";
 import type { Operation, RotationRecord } from "../operations/operation";
 import type { Drainer } from "./drain/drainer";
+import { type CatalogueEntry, EXIT } from "../../model/error-catalogue";
 
 export interface ScalerDeps {
     driver: StackDriver;
@@ -61,6 +62,10 @@ export interface ScalerDeps {
 
 /** Scale requests are refused while the service starts (recovery) or stops; the route answers 503. */
 export class NotAcceptingError extends Error {
+    /** The CLI's exit code and `--json` error.type for this error (src/model/error-catalogue.ts). */
+    get catalogue(): CatalogueEntry {
+        return { exitCode: EXIT.failed, type: "NotAcceptingError" };
+    }
     constructor(readonly reason: "starting" | "stopping") {
         super(
             reason === "starting"

@@ -3,12 +3,17 @@ import type { ServerResponse } from "node:http";
 import type { ErrorRequestHandler, RequestHandler } from "express";
 import { ConfigError } from "../../config";
 import { type ErrorCode, statusOf } from "./catalogue";
+import { type CatalogueEntry, EXIT } from "../../model/error-catalogue";
 
 /**
  * An error with a machine-readable code from the catalogue (catalogue.ts, which gives its status) and a
  * message that is safe to show to the client.
  */
 export class HttpError extends Error {
+    /** Its `--json` error.type is \"Error\": the class never named itself (src/model/error-catalogue.ts). */
+    get catalogue(): CatalogueEntry {
+        return { exitCode: EXIT.failed, type: "Error" };
+    }
     /** For the generic 500 only: what was actually thrown, which the request log line carries with its stack. */
     unexpected?: unknown;
     readonly status: number;

@@ -37,35 +37,58 @@ export function createGatewayMetrics(
 ) {
     /** Pools that have series (only pools a lease was asked of, so configured ones: a handful). */
     const pools = new Set<string>();
-    /** Reasons retries were counted under (a handful of RFC 9209 types), for pruning a gone pool's series. */
-    const retryReasons = new Set<string>();
     const prune = (drop: (pool: string) => void) => {
         if (!livePools) return;
         const live = livePools();
         for (const p of pools) if (!live.has(p)) drop(p);
     };
-    const requests = new Counter({
-        name: "egress_gateway_requests_total",
-        help: "Gateway requests by pool, kind (http, connect) and outcome (ok, blocked, error; unavailable: 503, no member free)",
-        labelNames: ["pool", "kind", "outcome"],
+    const outcomes = requestOutcomes(registry, pools, prune);
+    const traffic = upstreamTraffic(registry, prune);
+    const refusals = new Counter({
+        name: "egress_gateway_refusals_total",
+        help: "Gateway requests refused before a member was chosen, by reason",
+        labelNames: ["reason"],
         registers: [registry],
-        collect() {
-            prune((pool) => {
-                for (const kind of KINDS) for (const outcome of GATEWAY_OUTCOMES) this.remove({ pool, kind, outcome });
-            });
-        },
     });
-    const attempts = new Counter({
-        name: "egress_gateway_attempts_total",
-        help: "Gateway attempts (one member each; a retried request has several) by pool, kind and the attempt's release outcome",
-        labelNames: ["pool", "kind", "outcome"],
-        registers: [registry],
-        collect() {
-            prune((pool) => {
-                for (const kind of KINDS) for (const outcome of GATEWAY_OUTCOMES) this.remove({ pool, kind, outcome });
-            });
+    return {
+        politeness,
+        ...memberWaits(registry, prune),
+        ...outcomes,
+        ...traffic,
+        refused(reason: GatewayRefusal): void {
+            refusals.inc({ reason });
         },
-    });
+    };
+}
+
+/** Drops, at scrape time, the series of each pool that has some and is no longer configured. */
+type Prune = (drop: (pool: string) => void) => void;
+
+/** How requests and each of their attempts ended, and why requests were sent again; counting one records its pool. */
+function requestOutcomes(registry: Registry, pools: Set<string>, prune: Prune) {
+    /** Reasons retries were counted under (a handful of RFC 9209 types), for pruning a gone pool's series. */
+    const retryReasons = new Set<string>();
+    const byOutcome = (name: string, help: string) =>
+        new Counter({
+            name,
+            help,
+            labelNames: ["pool", "kind", "outcome"],
+            registers: [registry],
+            collect() {
+                prune((pool) => {
+                    for (const kind of KINDS)
+                        for (const outcome of GATEWAY_OUTCOMES) this.remove({ pool, kind, outcome });
+                });
+            },
+        });
+    const requests = byOutcome(
+        "egress_gateway_requests_total",
+        "Gateway requests by pool, kind (http, connect) and outcome (ok, blocked, error; unavailable: 503, no member free)",
+    );
+    const attempts = byOutcome(
+        "egress_gateway_attempts_total",
+        "Gateway attempts (one member each; a retried request has several) by pool, kind and the attempt's release outcome",
+    );
     const retries = new Counter({
         name: "egress_gateway_retries_total",
         help: "Gateway requests sent again to another member, by pool and why the member before failed (an RFC 9209 error type, or member_error: its own proxy error answer)",
@@ -77,6 +100,25 @@ export function createGatewayMetrics(
             });
         },
     });
+    return {
+        request(pool: string, kind: (typeof KINDS)[number], outcome: GatewayOutcome): void {
+            pools.add(pool);
+            requests.inc({ pool, kind, outcome });
+        },
+        attempt(pool: string, kind: (typeof KINDS)[number], outcome: GatewayOutcome): void {
+            pools.add(pool);
+            attempts.inc({ pool, kind, outcome });
+        },
+        retried(pool: string, reason: string): void {
+            pools.add(pool);
+            retryReasons.add(reason);
+            retries.inc({ pool, reason });
+        },
+    };
+}
+
+/** What went through the members: how long each took to answer, and the bytes both ways. */
+function upstreamTraffic(registry: Registry, prune: Prune) {
     const latency = new Histogram({
         name: "egress_gateway_upstream_latency_seconds",
         help: "From choosing a member to its response head (http) or tunnel answer (connect), by pool",
@@ -98,12 +140,19 @@ export function createGatewayMetrics(
             });
         },
     });
-    const refusals = new Counter({
-        name: "egress_gateway_refusals_total",
-        help: "Gateway requests refused before a member was chosen, by reason",
-        labelNames: ["reason"],
-        registers: [registry],
-    });
+    return {
+        upstreamLatency(pool: string, seconds: number): void {
+            latency.observe({ pool }, seconds);
+        },
+        bytes(pool: string, received: number, sent: number): void {
+            if (received > 0) bytes.inc({ pool, direction: "received" }, received);
+            if (sent > 0) bytes.inc({ pool, direction: "sent" }, sent);
+        },
+    };
+}
+
+/** Requests waiting for a busy pool's member (--gateway-wait-ms): how many now, and how long the served ones waited. */
+function memberWaits(registry: Registry, prune: Prune) {
     const waiting = new Gauge({
         name: "egress_gateway_waiting_requests",
         help: "Gateway requests waiting now for a busy pool's member (--gateway-wait-ms)",
@@ -120,35 +169,11 @@ export function createGatewayMetrics(
         },
     });
     return {
-        politeness,
         waited(pool: string, seconds: number): void {
             waits.observe({ pool }, seconds);
         },
         waitingNow(n: number): void {
             waiting.set(n);
-        },
-        request(pool: string, kind: (typeof KINDS)[number], outcome: GatewayOutcome): void {
-            pools.add(pool);
-            requests.inc({ pool, kind, outcome });
-        },
-        attempt(pool: string, kind: (typeof KINDS)[number], outcome: GatewayOutcome): void {
-            pools.add(pool);
-            attempts.inc({ pool, kind, outcome });
-        },
-        retried(pool: string, reason: string): void {
-            pools.add(pool);
-            retryReasons.add(reason);
-            retries.inc({ pool, reason });
-        },
-        upstreamLatency(pool: string, seconds: number): void {
-            latency.observe({ pool }, seconds);
-        },
-        bytes(pool: string, received: number, sent: number): void {
-            if (received > 0) bytes.inc({ pool, direction: "received" }, received);
-            if (sent > 0) bytes.inc({ pool, direction: "sent" }, sent);
-        },
-        refused(reason: GatewayRefusal): void {
-            refusals.inc({ reason });
         },
     };
 }

@@ -31,66 +31,85 @@ export function createMetrics(source?: MetricsSource) {
     gaugesWithoutTotal(registry);
     const livePools = source && (() => new Set(source.pools().map((p) => p.name)));
     const politeness = createPolitenessMetrics(registry, livePools);
-    /** Drops the series of pools no longer configured (scrape time; a pool scaled to 0 keeps its series). */
-    const prunePools = (counter: Counter<string>, pools: Set<string>, other: string, values: readonly string[]) => {
-        if (!source) return;
-        const live = new Set(source.pools().map((p) => p.name));
-        for (const pool of pools) {
-            if (live.has(pool)) continue;
-            for (const v of values) counter.remove({ pool, [other]: v });
-            pools.delete(pool);
-        }
+    return {
+        registry,
+        ...poolDecisionCounters(registry, source),
+        ...leaseTimings(registry),
+        ...fleetGauges(registry, source),
+        ...probeAndOperationMetrics(registry),
+        /** The rotating gateway's requests, upstream latency and bytes per pool (gateway/metrics.ts). */
+        gateway: createGatewayMetrics(registry, livePools, politeness),
+        politeness,
+        ...providerHealthMetrics(registry),
     };
-    const leasePools = new Set<string>();
-    const healPools = new Set<string>();
-    const sessionPools = new Set<string>();
-    const autoscalePools = new Set<string>();
-    const rotationPools = new Set<string>();
-    const leases = new Counter({
-        name: "egress_leases_total",
-        help: 'Lease requests by pool and result (granted, unavailable); pool "*" is any pool',
-        labelNames: ["pool", "result"],
+}
+
+/**
+ * A counter by pool and one other label whose series go with their pool: a pool no longer configured loses
+ * them at the next scrape (a pool scaled to 0 keeps its series). Returns the function that counts one.
+ * Pool `"*"` (a lease for any pool) is never a configured pool, so it is never dropped.
+ */
+function poolCounter<V extends string>(
+    registry: Registry,
+    source: MetricsSource | undefined,
+    metric: { name: string; help: string; label: string; values: readonly V[] },
+): (pool: string, value: V) => void {
+    const pools = new Set<string>();
+    const counter = new Counter({
+        name: metric.name,
+        help: metric.help,
+        labelNames: ["pool", metric.label],
         registers: [registry],
         collect() {
-            prunePools(this, leasePools, "result", LEASE_RESULTS);
+            if (!source) return;
+            const live = new Set(source.pools().map((p) => p.name));
+            for (const pool of pools) {
+                if (live.has(pool)) continue;
+                for (const v of metric.values) counter.remove({ pool, [metric.label]: v });
+                pools.delete(pool);
+            }
         },
     });
-    const sessions = new Counter({
-        name: "egress_lease_sessions_total",
-        help: "Granted leases that named a sticky session, by pool and result: kept (its proxy again), rebound (moved to another proxy), new (the session's first lease)",
-        labelNames: ["pool", "result"],
-        registers: [registry],
-        collect() {
-            prunePools(this, sessionPools, "result", SESSION_RESULTS);
-        },
-    });
-    const heals = new Counter({
-        name: "egress_heals_total",
-        help: 'Member repairs started by the reconcile loop, by pool and reason (gone, unhealthy); outcomes are egress_operations_total{kind="heal"}',
-        labelNames: ["pool", "reason"],
-        registers: [registry],
-        collect() {
-            prunePools(this, healPools, "reason", HEAL_REASONS);
-        },
-    });
-    const autoscales = new Counter({
-        name: "egress_autoscale_decisions_total",
-        help: 'Scale decisions of the autoscaler, by pool and direction (up, down); their runs are egress_operations_total{kind="autoscale"}',
-        labelNames: ["pool", "direction"],
-        registers: [registry],
-        collect() {
-            prunePools(this, autoscalePools, "direction", AUTOSCALE_DIRECTIONS);
-        },
-    });
-    const rotations = new Counter({
-        name: "egress_rotations_total",
-        help: 'Members queued for rotation, by pool and reason (age, blocked); their runs are egress_operations_total{kind="rotate"}',
-        labelNames: ["pool", "reason"],
-        registers: [registry],
-        collect() {
-            prunePools(this, rotationPools, "reason", ROTATION_REASONS);
-        },
-    });
+    return (pool, value) => {
+        if (pool !== "*") pools.add(pool);
+        counter.inc({ pool, [metric.label]: value });
+    };
+}
+
+/** What the lease path and the control loops decided, per pool: leases, sessions, heals, scale decisions, rotations. */
+function poolDecisionCounters(registry: Registry, source: MetricsSource | undefined) {
+    const counter = <V extends string>(name: string, help: string, label: string, values: readonly V[]) =>
+        poolCounter(registry, source, { name, help, label, values });
+    const lease = counter(
+        "egress_leases_total",
+        'Lease requests by pool and result (granted, unavailable); pool "*" is any pool',
+        "result",
+        LEASE_RESULTS,
+    );
+    const session = counter(
+        "egress_lease_sessions_total",
+        "Granted leases that named a sticky session, by pool and result: kept (its proxy again), rebound (moved to another proxy), new (the session's first lease)",
+        "result",
+        SESSION_RESULTS,
+    );
+    const heal = counter(
+        "egress_heals_total",
+        'Member repairs started by the reconcile loop, by pool and reason (gone, unhealthy); outcomes are egress_operations_total{kind="heal"}',
+        "reason",
+        HEAL_REASONS,
+    );
+    const autoscale = counter(
+        "egress_autoscale_decisions_total",
+        'Scale decisions of the autoscaler, by pool and direction (up, down); their runs are egress_operations_total{kind="autoscale"}',
+        "direction",
+        AUTOSCALE_DIRECTIONS,
+    );
+    const rotation = counter(
+        "egress_rotations_total",
+        'Members queued for rotation, by pool and reason (age, blocked); their runs are egress_operations_total{kind="rotate"}',
+        "reason",
+        ROTATION_REASONS,
+    );
     const poolWideBlocks = new Counter({
         name: "egress_rotation_pool_wide_blocks_total",
         help: "Pool-wide blocks that began: more than half of a pool's members tripped rotateOnBlocks at once, so none was replaced (GET /v1/pools rotation.poolWideBlock)",
@@ -104,29 +123,13 @@ export function createMetrics(source?: MetricsSource) {
         registers: [registry],
     });
     return {
-        registry,
         /** Counts a lease request (remembering the pool so its series can be dropped with it). */
-        lease(pool: string, result: (typeof LEASE_RESULTS)[number]): void {
-            if (pool !== "*") leasePools.add(pool);
-            leases.inc({ pool, result });
-        },
+        lease,
         /** Counts a granted session lease under the pool of the proxy it got (never a caller-made name). */
-        session(pool: string, result: SessionResult): void {
-            sessionPools.add(pool);
-            sessions.inc({ pool, result });
-        },
-        heal(pool: string, reason: (typeof HEAL_REASONS)[number]): void {
-            healPools.add(pool);
-            heals.inc({ pool, reason });
-        },
-        autoscale(pool: string, direction: (typeof AUTOSCALE_DIRECTIONS)[number]): void {
-            autoscalePools.add(pool);
-            autoscales.inc({ pool, direction });
-        },
-        rotation(pool: string, reason: (typeof ROTATION_REASONS)[number]): void {
-            rotationPools.add(pool);
-            rotations.inc({ pool, reason });
-        },
+        session,
+        heal,
+        autoscale,
+        rotation,
         /** A pool-wide block began (rotate/view.ts): more than half of the pool's members tripped rotateOnBlocks. */
         poolWideBlock(pool: string): void {
             poolWideBlocks.inc({ pool });
@@ -135,6 +138,12 @@ export function createMetrics(source?: MetricsSource) {
         reusedIp(pool: string): void {
             reusedIps.inc({ pool });
         },
+    };
+}
+
+/** Releases by outcome and how long choosing a proxy took. */
+function leaseTimings(registry: Registry) {
+    return {
         releases: new Counter({
             name: "egress_lease_releases_total",
             help: "Lease releases by outcome",
@@ -147,6 +156,12 @@ export function createMetrics(source?: MetricsSource) {
             buckets: [0.00001, 0.000025, 0.00005, 0.0001, 0.00025, 0.0005, 0.001, 0.0025, 0.005, 0.01],
             registers: [registry],
         }),
+    };
+}
+
+/** The fleet as it is at scrape time (MetricsSource): rebuilt on every scrape, so pools and members that left have no series. */
+function fleetGauges(registry: Registry, source: MetricsSource | undefined) {
+    return {
         proxies: new Gauge({
             name: "egress_proxies",
             help: "Proxies by pool and state (healthy, unhealthy, unknown, leased)",
@@ -184,6 +199,12 @@ export function createMetrics(source?: MetricsSource) {
                 for (const m of source.members()) this.set({ pool: m.pool, proxy: m.id }, m.healthy ? 1 : 0);
             },
         }),
+    };
+}
+
+/** Health probes through the proxies, and the engine's operations. */
+function probeAndOperationMetrics(registry: Registry) {
+    return {
         probes: new Counter({
             name: "egress_probes_total",
             help: "Health probes through proxies by result",
@@ -209,39 +230,38 @@ export function createMetrics(source?: MetricsSource) {
             buckets: [1, 2, 5, 10, 30, 60, 120, 300, 600, 1800],
             registers: [registry],
         }),
-        providerUp: new Gauge({
-            name: "egress_provider_up",
-            help: "1 when the provider target passed its last check",
-            labelNames: ["provider", "target"],
-            registers: [registry],
-        }),
-        providerCheckDuration: new Gauge({
-            name: "egress_provider_check_duration_seconds",
-            help: "How long the provider's last check took",
-            labelNames: ["provider"],
-            registers: [registry],
-        }),
-        /** The rotating gateway's requests, upstream latency and bytes per pool (gateway/metrics.ts). */
-        gateway: createGatewayMetrics(registry, livePools, politeness),
-        politeness,
-        providerLastCheck: new Gauge({
-            name: "egress_provider_last_check_timestamp_seconds",
-            help: "When the provider's last check finished, in unix seconds",
-            labelNames: ["provider"],
-            registers: [registry],
-        }),
-        providerTargetCheckDuration: new Gauge({
-            name: "egress_provider_target_check_duration_seconds",
-            help: "How long the last check of the provider target took",
-            labelNames: ["provider", "target"],
-            registers: [registry],
-        }),
-        providerTargetLastCheck: new Gauge({
-            name: "egress_provider_target_last_check_timestamp_seconds",
-            help: "When the last check of the provider target finished, in unix seconds",
-            labelNames: ["provider", "target"],
-            registers: [registry],
-        }),
+    };
+}
+
+/** The provider checks' results (provider-health.ts sets them and drops a provider's or target's series). */
+function providerHealthMetrics(registry: Registry) {
+    const gauge = <L extends string>(name: string, help: string, labelNames: L[]) =>
+        new Gauge<L>({ name, help, labelNames, registers: [registry] });
+    return {
+        providerUp: gauge("egress_provider_up", "1 when the provider target passed its last check", [
+            "provider",
+            "target",
+        ]),
+        providerCheckDuration: gauge(
+            "egress_provider_check_duration_seconds",
+            "How long the provider's last check took",
+            ["provider"],
+        ),
+        providerLastCheck: gauge(
+            "egress_provider_last_check_timestamp_seconds",
+            "When the provider's last check finished, in unix seconds",
+            ["provider"],
+        ),
+        providerTargetCheckDuration: gauge(
+            "egress_provider_target_check_duration_seconds",
+            "How long the last check of the provider target took",
+            ["provider", "target"],
+        ),
+        providerTargetLastCheck: gauge(
+            "egress_provider_target_last_check_timestamp_seconds",
+            "When the last check of the provider target finished, in unix seconds",
+            ["provider", "target"],
+        ),
     };
 }
 

@@ -1,5 +1,6 @@
 import { z } from "zod";
 import { isSentinelUrl, parseSentinelUrl, type SentinelSpec } from "./sentinel-url";
+import { type CatalogueEntry, EXIT } from "../../model/error-catalogue";
 
 /**
  * Where the serving state lives: this process's memory (the default), or a Redis server, reached directly
@@ -82,4 +83,9 @@ function sentinelStoreSpec(raw: string, flag: string): StoreSpec {
     return { kind: "redis", url: raw, tls: r.spec.tls, db: r.spec.db, sentinel: r.spec };
 }
 
-export class StoreSpecError extends Error {}
+export class StoreSpecError extends Error {
+    /** Its `--json` error.type is \"Error\": the class never named itself (src/model/error-catalogue.ts). */
+    get catalogue(): CatalogueEntry {
+        return { exitCode: EXIT.failed, type: "Error" };
+    }
+}

@@ -2,6 +2,7 @@ import type { Logger } from "pino";
 import type { Fleet } from "../../fleet/fleet";
 import type { DrainView } from "../../operations/operation";
 import { DrainEntry, DrainTarget, stepDrain } from "./plan";
+import { type CatalogueEntry, EXIT } from "../../../model/error-catalogue";
 
 export interface DrainerDeps {
     fleet: Pick<Fleet, "setDraining" | "revoke" | "isLeased" | "onRelease"> & Partial<Pick<Fleet, "syncLeases">>;
@@ -15,6 +16,10 @@ export interface DrainerDeps {
 
 /** Thrown when the service stops mid-drain: the scaler records the operation as interrupted. */
 export class DrainInterrupted extends Error {
+    /** Its `--json` error.type is \"Error\": the class never named itself (src/model/error-catalogue.ts). */
+    get catalogue(): CatalogueEntry {
+        return { exitCode: EXIT.failed, type: "Error" };
+    }
     readonly interrupted = true;
 }
 

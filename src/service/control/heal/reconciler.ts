@@ -212,6 +212,16 @@ export class Reconciler {
             history: this.history.entries,
             providerDown,
         });
+        const refused = this.act(decisions);
+        if (refused) return finish([], refused); // starting or stopping: the next round decides again
+        return finish(decisions);
+    }
+
+    /**
+     * Logs each decision and queues the repairs as one heal operation. Returns why nothing was queued when
+     * the scaler does not accept work now (starting, stopping, not leading).
+     */
+    private act(decisions: Decision[]): string | undefined {
         for (const d of decisions) {
             const fields = { member: d.member, pool: d.pool, reason: d.reason, detail: d.detail };
             if (d.action === "repair") this.deps.log.info(fields, `repairing ${d.member} (${d.reason})`);
@@ -222,19 +232,18 @@ export class Reconciler {
                 );
         }
         const repairs = decisions.filter((d) => d.action === "repair");
-        if (repairs.length) {
-            try {
-                const op = this.deps.scaler.heal(
-                    Object.fromEntries(repairs.map((d) => [d.member, { reason: d.reason, detail: d.detail }])),
-                );
-                for (const d of repairs) this.deps.onRepair?.(d.pool, d.reason);
-                this.deps.log.info({ operation: op.id, members: op.members }, "heal operation queued");
-            } catch (e) {
-                if (!(e instanceof NotAcceptingError)) throw e;
-                return finish([], e.message); // starting or stopping: the next round decides again
-            }
+        if (!repairs.length) return undefined;
+        try {
+            const op = this.deps.scaler.heal(
+                Object.fromEntries(repairs.map((d) => [d.member, { reason: d.reason, detail: d.detail }])),
+            );
+            for (const d of repairs) this.deps.onRepair?.(d.pool, d.reason);
+            this.deps.log.info({ operation: op.id, members: op.members }, "heal operation queued");
+            return undefined;
+        } catch (e) {
+            if (!(e instanceof NotAcceptingError)) throw e;
+            return e.message;
         }
-        return finish(decisions);
     }
 
     /** Each provider entry's hook over its members; a hook that throws says nothing (logged). */

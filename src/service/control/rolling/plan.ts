@@ -4,6 +4,7 @@
  * members: with `surge` members standing above the pool's N, replacing b members at once leaves
  * N + surge − b healthy, which stays ≥ N − maxUnavailable exactly when b ≤ surge + maxUnavailable.
  */
+import { type CatalogueEntry, EXIT } from "../../../model/error-catalogue";
 
 export interface RollingPolicy {
     replicas: number;
@@ -24,6 +25,10 @@ export interface PoolRollout {
 
 /** A pool with no room to roll its change (at maxReplicas, maxUnavailable 0): the person must change something. */
 export class NoRoomToRollError extends Error {
+    /** The CLI's exit code and `--json` error.type for this error (src/model/error-catalogue.ts). */
+    get catalogue(): CatalogueEntry {
+        return { exitCode: EXIT.failed, type: "NoRoomToRollError" };
+    }
     constructor(message: string) {
         super(message);
         this.name = "NoRoomToRollError";

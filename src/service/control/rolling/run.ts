@@ -78,69 +78,103 @@ export async function runRolling(deps: RollingDeps, signal: AbortSignal): Promis
         return undefined;
     }
     const counts = Object.fromEntries(rollouts.map((r) => [r.pool, r.replicas]));
-    const note = (message: string) => {
-        log.info(message);
-        onProgress({ at: new Date().toISOString(), kind: "diagnostic", severity: "info", message });
-    };
-    const done: string[] = [];
-    const changes: Record<string, number>[] = [];
-    const surgeUrns: string[] = [];
-    const targeted = async (target: string[]) =>
-        (await retry(() => deps.driver.up({ target, targetDependents: true, refresh: false, onProgress }))).changes;
-    const healthy = async (ids: string[]) => {
-        const at = Date.now();
-        await deps.waitHealthy(ids, at, signal);
-    };
+    const roll = rollState(deps, retry, signal);
     let ok = false;
     try {
-        for (const r of rollouts) {
-            const surge = Array.from({ length: r.surge }, (_, j) => memberName(r.pool, r.replicas + j));
-            const record = (i: number): RollingRecord => ({
-                pool: r.pool,
-                replicas: r.replicas,
-                batch: i + 1,
-                of: r.batches.length,
-                members: r.batches[i],
-                surge,
-                replaced: [...done],
-            });
-            deps.record(record(0));
-            if (surge.length) {
-                note(
-                    `rolling ${r.pool}: ${surge.join(", ")} stand in while ${r.batches.flat().length} members are replaced`,
-                );
-                const { found } = await retry(() => deps.driver.memberTargets([r.batches[0][0]]));
-                const sibling = [...found.values()][0]?.component;
-                if (!sibling) throw new Error(`${r.batches[0][0]} is no longer in state; nothing rolled`);
-                await deps.surgeTo(r.pool, r.replicas + surge.length);
-                surgeUrns.push(...siblingUrns(sibling, surge));
-                changes.push(await targeted(siblingUrns(sibling, surge)));
-                await healthy(surge);
-            }
-            for (const [i, batch] of r.batches.entries()) {
-                if (signal.aborted) throw signal.reason as Error; // stopped (Ctrl-C, a service stop): no new batch
-                note(`rolling ${r.pool}: batch ${i + 1} of ${r.batches.length} replaces ${batch.join(", ")}`);
-                deps.record(record(i));
-                const result = await deps.replace(
-                    batch,
-                    `the stack's config replaces it (rolling batch ${i + 1} of ${r.batches.length})`,
-                );
-                changes.push(result.changes);
-                await healthy(batch);
-                done.push(...batch);
-                deps.record({ ...record(i), replaced: [...done] });
-            }
-        }
+        for (const r of rollouts) await rollPool(deps, r, roll, retry, signal);
         ok = true;
     } finally {
         await deps.drainTo(counts);
-        if (!ok && surgeUrns.length) {
-            note(`rolling stopped after ${done.length} members replaced; the surge goes again`);
-            changes.push(await targeted(surgeUrns));
+        if (!ok && roll.surgeUrns.length) {
+            roll.note(`rolling stopped after ${roll.done.length} members replaced; the surge goes again`);
+            roll.changes.push(await roll.targeted(roll.surgeUrns));
         }
     }
-    note(`rolling done: ${done.length} members replaced; applying the rest`);
+    roll.note(`rolling done: ${roll.done.length} members replaced; applying the rest`);
     const rest = await retry(() => deps.driver.up({ onProgress, refresh: deps.refresh }));
     settledConfig.set(deps.driver, key);
-    return { changes: addChanges(...changes, rest.changes), proxies: rest.proxies };
+    return { changes: addChanges(...roll.changes, rest.changes), proxies: rest.proxies };
+}
+
+type Rollout = ReturnType<typeof planRollouts>[number];
+
+/** What a roll keeps across its pools, and the steps every pool's roll takes. */
+interface RollState {
+    /** Members replaced so far, over all pools. */
+    done: string[];
+    /** Each `up`'s changes, summed into the roll's result. */
+    changes: Record<string, number>[];
+    /** The surge members' resources: a roll that fails shrinks them away with a targeted `up`. */
+    surgeUrns: string[];
+    /** Logs a step and tells the operation's followers. */
+    note(message: string): void;
+    /** A targeted `up` of these resources (and their dependents), retried while the engine's failure is transient. */
+    targeted(target: string[]): Promise<Record<string, number>>;
+    /** Waits until these members pass their health probes. */
+    healthy(ids: string[]): Promise<void>;
+}
+
+function rollState(deps: RollingDeps, retry: EngineRetry, signal: AbortSignal): RollState {
+    const onProgress = (e: ProgressEvent) => deps.progress(e);
+    return {
+        done: [],
+        changes: [],
+        surgeUrns: [],
+        note(message) {
+            deps.log.info(message);
+            onProgress({ at: new Date().toISOString(), kind: "diagnostic", severity: "info", message });
+        },
+        targeted: async (target) =>
+            (await retry(() => deps.driver.up({ target, targetDependents: true, refresh: false, onProgress }))).changes,
+        healthy: async (ids) => {
+            const at = Date.now();
+            await deps.waitHealthy(ids, at, signal);
+        },
+    };
+}
+
+/** One pool's roll: its surge members stand in first, then its batches are replaced one after another. */
+async function rollPool(
+    deps: RollingDeps,
+    r: Rollout,
+    roll: RollState,
+    retry: EngineRetry,
+    signal: AbortSignal,
+): Promise<void> {
+    const surge = Array.from({ length: r.surge }, (_, j) => memberName(r.pool, r.replicas + j));
+    const record = (i: number): RollingRecord => ({
+        pool: r.pool,
+        replicas: r.replicas,
+        batch: i + 1,
+        of: r.batches.length,
+        members: r.batches[i],
+        surge,
+        replaced: [...roll.done],
+    });
+    deps.record(record(0));
+    if (surge.length) {
+        roll.note(
+            `rolling ${r.pool}: ${surge.join(", ")} stand in while ${r.batches.flat().length} members are replaced`,
+        );
+        const { found } = await retry(() => deps.driver.memberTargets([r.batches[0][0]]));
+        const sibling = [...found.values()][0]?.component;
+        if (!sibling) throw new Error(`${r.batches[0][0]} is no longer in state; nothing rolled`);
+        await deps.surgeTo(r.pool, r.replicas + surge.length);
+        roll.surgeUrns.push(...siblingUrns(sibling, surge));
+        roll.changes.push(await roll.targeted(siblingUrns(sibling, surge)));
+        await roll.healthy(surge);
+    }
+    for (const [i, batch] of r.batches.entries()) {
+        if (signal.aborted) throw signal.reason as Error; // stopped (Ctrl-C, a service stop): no new batch
+        roll.note(`rolling ${r.pool}: batch ${i + 1} of ${r.batches.length} replaces ${batch.join(", ")}`);
+        deps.record(record(i));
+        const result = await deps.replace(
+            batch,
+            `the stack's config replaces it (rolling batch ${i + 1} of ${r.batches.length})`,
+        );
+        roll.changes.push(result.changes);
+        await roll.healthy(batch);
+        roll.done.push(...batch);
+        deps.record({ ...record(i), replaced: [...roll.done] });
+    }
 }
