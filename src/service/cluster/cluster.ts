@@ -1,7 +1,7 @@
 import * as os from "node:os";
 import { randomBytes } from "node:crypto";
 import type Redis from "ioredis";
-import { PartConnection, type StoreAt } from "./connection";
+import { clusterConnection } from "./connection";
 import type { Logger } from "pino";
 import { StackHome } from "./home";
 import type { ReplicaScope } from "./scope";
@@ -19,7 +19,9 @@ import {
     type ReplicaInfo,
 } from "./records";
 
-export interface ClusterOptions extends StoreAt {
+export interface ClusterOptions {
+    /** The store's redis:// URL (a secret). */
+    url: string;
     /** Key prefix of the stack: `egress:<stack>:`. */
     prefix: string;
     self: Omit<ReplicaInfo, "id" | "lastHeartbeat" | "pid" | "host" | "startedAt" | "scope">;
@@ -33,15 +35,6 @@ export interface ClusterOptions extends StoreAt {
     ttlMs?: number;
     /** Called when this replica starts or stops leading (never twice in a row with the same value); see `subscribe`. */
     onLeading?: (leading: boolean) => void;
-}
-
-/**
- * The cluster's command timeout for a leader lock of `ttlMs`: a failed tick is enough (the next one
- * tries again), and three of them fit in the TTL. The replica's shared connection uses it too
- * (start/store-session.ts): the lock's renewals travel on it.
- */
-export function clusterCommandTimeoutMs(ttlMs = LEADER_TTL_MS): number {
-    return Math.min(1500, ttlMs / 3);
 }
 
 /** How soon a fence the store did not answer is asked again (a refused command fails at once). */
@@ -61,7 +54,6 @@ type Scripted = Redis &
  */
 export class Cluster {
     readonly id = `${os.hostname()}-${process.pid}-${randomBytes(3).toString("hex")}`;
-    private readonly conn: PartConnection;
     private readonly redis: Scripted;
     private readonly ttlMs: number;
     private readonly startedAt = new Date().toISOString();
@@ -85,8 +77,7 @@ export class Cluster {
 
     constructor(private readonly o: ClusterOptions) {
         this.ttlMs = o.ttlMs ?? LEADER_TTL_MS;
-        this.conn = new PartConnection(o, clusterCommandTimeoutMs(this.ttlMs));
-        this.redis = this.conn.redis as Scripted;
+        this.redis = clusterConnection(o.url, Math.min(1500, this.ttlMs / 3)) as Scripted; // a failed tick is enough
         this.redis.defineCommand("egressClaim", { numberOfKeys: 2, lua: CLAIM });
         this.redis.defineCommand("egressFence", { numberOfKeys: 1, lua: FENCE });
         this.redis.defineCommand("egressResign", { numberOfKeys: 1, lua: RESIGN });
@@ -129,7 +120,7 @@ export class Cluster {
 
     /** Connects and starts the heartbeat and the claim loop; the first claim runs at once. */
     async start(): Promise<void> {
-        await this.conn.connect();
+        if (this.redis.status === "wait") await this.redis.connect().catch(() => undefined);
         await this.tick();
     }
 
@@ -144,12 +135,12 @@ export class Cluster {
      */
     async assertOneHome(): Promise<void> {
         if (!this.home.home) return;
-        await this.conn.connect();
+        await this.redis.connect().catch(() => undefined);
         const replicas = async () => (await this.view().catch(() => undefined))?.replicas ?? [];
         try {
             await this.home.assertAlone(replicas, () => this.o.scope?.().oneHome);
         } catch (e) {
-            this.conn.release();
+            this.redis.disconnect();
             throw e;
         }
     }
@@ -230,7 +221,7 @@ export class Cluster {
         } catch {
             /* Redis is down: the lock runs out by its TTL */
         }
-        this.conn.release();
+        this.redis.disconnect();
     }
 
     private async tick(): Promise<void> {

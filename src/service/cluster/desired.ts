@@ -1,6 +1,5 @@
 import type { Logger } from "pino";
 import { ConfigError, loadStackConfig, scalableCounts, setPoolReplicas } from "../../config";
-import type { StoreAt } from "./connection";
 import { FencedWrites } from "./fenced-writes";
 import { CLUSTER_KEYS } from "./records";
 
@@ -37,7 +36,8 @@ export class StoreDesired {
     private readonly writes: FencedWrites;
 
     constructor(
-        private readonly o: StoreAt & {
+        private readonly o: {
+            url: string;
             prefix: string;
             /** The lock holder id this writes as (a replica's, or a command's). */
             self: string;

@@ -1,6 +1,6 @@
 import type Redis from "ioredis";
 import type { Logger } from "pino";
-import { PartConnection, type StoreAt } from "./connection";
+import { clusterConnection } from "./connection";
 import { CLUSTER_KEYS } from "./records";
 import { WRITE_IF_HOLDER } from "./scripts";
 import { type CatalogueEntry, EXIT } from "../../model/error-catalogue";
@@ -9,7 +9,8 @@ type Scripted = Redis & {
     egressWriteIfHolder(lock: string, key: string, self: string, value: string): Promise<number>;
 };
 
-export interface FencedWritesOptions extends StoreAt {
+export interface FencedWritesOptions {
+    url: string;
     /** The stack's key prefix (`egress:<stack>:`). */
     prefix: string;
     /** The key under the prefix this writes (CLUSTER_KEYS). */
@@ -35,7 +36,6 @@ export interface FencedWritesOptions extends StoreAt {
  */
 export class FencedWrites {
     readonly redis: Redis;
-    private readonly conn: PartConnection;
     private pending?: string;
     /** Count of write() calls, and the count whose value was the last one kept. */
     private version = 0;
@@ -47,8 +47,7 @@ export class FencedWrites {
     private warned = false;
 
     constructor(private readonly o: FencedWritesOptions) {
-        this.conn = new PartConnection(o);
-        this.redis = this.conn.redis;
+        this.redis = clusterConnection(o.url);
         this.redis.defineCommand("egressWriteIfHolder", { numberOfKeys: 2, lua: WRITE_IF_HOLDER });
     }
 
@@ -83,7 +82,7 @@ export class FencedWrites {
     close(): void {
         this.closed = true;
         clearTimeout(this.retry);
-        this.conn.release();
+        this.redis.disconnect();
     }
 
     /** Starts sending the pending value unless a send runs (it sends the newest when it is done). */
@@ -128,7 +127,7 @@ export class FencedWrites {
 
     /** The connection is made on first use (nothing to do for a replica that never leads). */
     private async connected(): Promise<void> {
-        await this.conn.connect();
+        if (this.redis.status === "wait") await this.redis.connect().catch(() => undefined);
     }
 }
 

@@ -1,6 +1,6 @@
 import { randomBytes } from "node:crypto";
 import type Redis from "ioredis";
-import { PartConnection, type StoreAt } from "./connection";
+import { clusterConnection } from "./connection";
 import type { Logger } from "pino";
 import { Loop } from "../http/loop";
 import { StoreUnavailableError } from "../store/types";
@@ -18,7 +18,9 @@ export interface QueuedScale {
     via: string;
 }
 
-export interface ScaleQueueOptions extends StoreAt {
+export interface ScaleQueueOptions {
+    /** The store's redis:// URL (a secret). */
+    url: string;
     /** Key prefix of the stack: `egress:<stack>:`. */
     prefix: string;
     /** This replica's id (cluster.ts `Cluster.id`): only the lock's holder takes requests. */
@@ -67,15 +69,13 @@ type Scripted = Redis & {
  * without applying it twice. One that cannot apply (it stops) leaves it and those behind it in place.
  */
 export class ScaleQueue {
-    private readonly conn: PartConnection;
     private readonly redis: Scripted;
     /** Takes the queue while leading; its taker is the one lead() was given. */
     private readonly loop: Loop;
     private taker?: ScaleTaker;
 
     constructor(private readonly o: ScaleQueueOptions) {
-        this.conn = new PartConnection(o); // a failed enqueue answers 503
-        this.redis = this.conn.redis as Scripted;
+        this.redis = clusterConnection(o.url) as Scripted; // a failed enqueue answers 503
         this.redis.defineCommand("egressReadScales", { numberOfKeys: 2, lua: READ_SCALE_REQUESTS });
         this.redis.defineCommand("egressRemoveScales", { numberOfKeys: 2, lua: REMOVE_SCALE_REQUESTS });
         // The first round at once on leading: requests queued during the election are waiting.
@@ -93,7 +93,7 @@ export class ScaleQueue {
     }
 
     async start(): Promise<void> {
-        await this.conn.connect();
+        await this.redis.connect().catch(() => undefined);
     }
 
     /** Queues a validated request for the leader; a store it cannot reach is a StoreUnavailableError (503). */
@@ -139,7 +139,7 @@ export class ScaleQueue {
 
     async close(): Promise<void> {
         await this.follow();
-        this.conn.release();
+        this.redis.disconnect();
     }
 
     /** One round: read, apply each request not yet known, oldest first, then remove what is recorded. */

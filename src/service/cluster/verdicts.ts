@@ -1,5 +1,5 @@
 import type Redis from "ioredis";
-import { PartConnection, type StoreAt } from "./connection";
+import { clusterConnection } from "./connection";
 import type { Logger } from "pino";
 import type { ProxyMember } from "../../model";
 import type { HealthMonitor, HealthState, MemberHealthView } from "../../probes";
@@ -32,7 +32,9 @@ export interface VerdictsStatus {
     stale?: string;
 }
 
-export interface ClusterVerdictsOptions extends StoreAt {
+export interface ClusterVerdictsOptions {
+    /** The store's redis:// URL (a secret). */
+    url: string;
     /** Key prefix of the stack: `egress:<stack>:`. */
     prefix: string;
     /** This replica's id (cluster.ts `Cluster.id`): the lock's holder is the only one that may publish. */
@@ -65,7 +67,6 @@ const addressOf = (m: Pick<ProxyMember, "host" | "port">) => `${m.host}:${m.port
  * lease was released: the leader feeds the store's per-member error counters into its monitor.
  */
 export class ClusterVerdicts {
-    private readonly conn: PartConnection;
     private readonly redis: Scripted;
     private readonly intervalMs: number;
     private readonly staleAfterMs: number;
@@ -87,8 +88,7 @@ export class ClusterVerdicts {
     constructor(private readonly o: ClusterVerdictsOptions) {
         this.intervalMs = o.intervalMs ?? 1000;
         this.staleAfterMs = o.staleAfterMs ?? Math.max(5000, 5 * this.intervalMs);
-        this.conn = new PartConnection(o); // a failed read sets `stale`
-        this.redis = this.conn.redis as Scripted;
+        this.redis = clusterConnection(o.url) as Scripted; // a failed read sets `stale`
         this.redis.defineCommand("egressVerdicts", { numberOfKeys: 2, lua: PUBLISH_VERDICTS });
         this.redis.defineCommand("egressReadVerdicts", { numberOfKeys: 1, lua: READ_VERDICTS });
         this.counters = new LeaderCounters(this.redis, o);
@@ -104,11 +104,6 @@ export class ClusterVerdicts {
      */
     subscribe(onChange: (id: string, state: HealthState) => void): void {
         this.onChange = onChange;
-    }
-
-    /** Connects the rotation's outcome window (ClusterVerdictsOptions `onOutcomes`): the rotator is built above the cluster. */
-    subscribeOutcomes(onOutcomes: NonNullable<ClusterVerdictsOptions["onOutcomes"]>): void {
-        this.o.onOutcomes = onOutcomes;
     }
 
     /** Connects what the fleet knows of its members' lifecycle (drains, failed operations), published while leading. */
@@ -152,7 +147,7 @@ export class ClusterVerdicts {
 
     /** Connects and starts the cadence (following: reading; leading: publishing). */
     async start(): Promise<void> {
-        await this.conn.connect();
+        await this.redis.connect().catch(() => undefined);
         await this.tick();
         this.timer = setInterval(() => void this.tick(), this.intervalMs);
         this.timer.unref();
@@ -192,7 +187,7 @@ export class ClusterVerdicts {
         this.closed = true;
         clearInterval(this.timer);
         await this.ticking;
-        this.conn.release();
+        this.redis.disconnect();
     }
 
     /** One step of the cadence; never two at once (a publish requested meanwhile runs right after). */

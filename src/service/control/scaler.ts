@@ -38,14 +38,6 @@ export class Scaler {
     }
 
     /**
-     * Sets how a rotation learns whether a replacement's new IP is one its pool had lately
-     * (ScalerDeps.rotation `replaced`), for the rotator, built after the scaler.
-     */
-    onReplaced(fn: NonNullable<NonNullable<ScalerDeps["rotation"]>["replaced"]>): void {
-        if (this.deps.rotation) this.deps.rotation.replaced = fn;
-    }
-
-    /**
      * Records a scale request the caller already validated (the HTTP route checks the pool, the count
      * and maxReplicas); the operation re-checks against the stack file when it writes it. `id`: the id a
      * follower already answered with (cluster/scale-queue.ts): the new operation's, or, folded into a

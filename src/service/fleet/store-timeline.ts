@@ -1,13 +1,15 @@
 import type Redis from "ioredis";
 import type { Logger } from "pino";
-import { PartConnection, type StoreAt } from "../cluster/connection";
+import { clusterConnection } from "../cluster/connection";
 import { CLUSTER_KEYS } from "../cluster/records";
 import { APPEND_TIMELINE, READ_TIMELINE } from "../cluster/scripts";
 import { Loop } from "../http/loop";
 import type { PoolCounts } from "./fleet";
 import { samplePools, timelineCadence, type TimelinePoint, type TimelineRead, type TimelineSource } from "./timeline";
 
-export interface StoreTimelineOptions extends StoreAt {
+export interface StoreTimelineOptions {
+    /** The store's redis:// URL (a secret). */
+    url: string;
     /** Key prefix of the stack: `egress:<stack>:`. */
     prefix: string;
     /** This replica's id (cluster.ts `Cluster.id`): only the lock's holder appends. */
@@ -37,7 +39,6 @@ type Scripted = Redis &
 export class StoreTimeline implements TimelineSource {
     readonly intervalMs: number;
     private readonly spanMs: number;
-    private readonly conn: PartConnection;
     private readonly redis: Scripted;
     private readonly loop: Loop;
     private sampling?: Promise<void>;
@@ -48,8 +49,7 @@ export class StoreTimeline implements TimelineSource {
 
     constructor(private readonly o: StoreTimelineOptions) {
         ({ intervalMs: this.intervalMs, spanMs: this.spanMs } = timelineCadence(o));
-        this.conn = new PartConnection(o); // a failed read is `stale`, a failed append a gap
-        this.redis = this.conn.redis as Scripted;
+        this.redis = clusterConnection(o.url) as Scripted; // a failed read is `stale`, a failed append a gap
         this.redis.defineCommand("egressAppendTimeline", { numberOfKeys: 2, lua: APPEND_TIMELINE });
         this.redis.defineCommand("egressReadTimeline", { numberOfKeys: 1, lua: READ_TIMELINE });
         // sample() never throws (append logs an outage once, with reads: `failed`), so the loop logs nothing.
@@ -61,7 +61,7 @@ export class StoreTimeline implements TimelineSource {
     }
 
     async start(): Promise<void> {
-        await this.conn.connect();
+        await this.redis.connect().catch(() => undefined);
         await this.sample(); // the first sample before start() returns; the loop's first one interval later
         this.loop.start();
     }
@@ -69,7 +69,7 @@ export class StoreTimeline implements TimelineSource {
     async stop(): Promise<void> {
         await this.loop.stop();
         await this.sampling; // one a test (or start) asked for outside the loop
-        this.conn.release();
+        this.redis.disconnect();
     }
 
     /** Appends one sample if this replica leads (exposed for tests); never two at once, never throws. */

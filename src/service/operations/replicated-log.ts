@@ -1,5 +1,4 @@
 import type { Logger } from "pino";
-import type { StoreAt } from "../cluster/connection";
 import { OperationLog } from "./journal";
 import { StoreEvents } from "./store-events";
 import { StoreJournal } from "./store-journal";
@@ -8,7 +7,7 @@ export interface OperationLogOptions {
     /** The journal file of this home (`run/operations-<stack>.json`). */
     journalFile: string;
     /** With replicas: the store, the stack's key prefix and this replica's id (cluster.ts `Cluster.id`). */
-    store?: StoreAt & { prefix: string; self: string; log: Logger };
+    store?: { url: string; prefix: string; self: string; log: Logger };
 }
 
 /**

@@ -1,6 +1,6 @@
 import type Redis from "ioredis";
 import type { Logger } from "pino";
-import { PartConnection, type StoreAt } from "../cluster/connection";
+import { clusterConnection } from "../cluster/connection";
 import { CLUSTER_KEYS } from "../cluster/records";
 import { STREAM_BUFFER, type StreamEntry } from "./journal";
 
@@ -45,7 +45,8 @@ type Scripted = Redis & {
     egressAppendEvents(lock: string, stream: string, ...args: (string | number)[]): Promise<number>;
 };
 
-export interface StoreEventsOptions extends StoreAt {
+export interface StoreEventsOptions {
+    url: string;
     /** The stack's key prefix (`egress:<stack>:`). */
     prefix: string;
     /** This replica's id (cluster.ts `Cluster.id`): only the lock's holder appends. */
@@ -71,7 +72,6 @@ interface Pending {
  */
 export class StoreEvents {
     readonly redis: Redis;
-    private readonly conn: PartConnection;
     private readonly pending: Pending[] = [];
     private sending?: Promise<void>;
     private retry?: NodeJS.Timeout;
@@ -79,8 +79,7 @@ export class StoreEvents {
     private warned = false;
 
     constructor(private readonly o: StoreEventsOptions) {
-        this.conn = new PartConnection(o);
-        this.redis = this.conn.redis;
+        this.redis = clusterConnection(o.url);
         this.redis.defineCommand("egressAppendEvents", { numberOfKeys: 2, lua: APPEND_IF_HOLDER });
     }
 
@@ -99,13 +98,13 @@ export class StoreEvents {
 
     /** Entries of `op` after `afterId` (all with 0), oldest first; throws while the store is away. */
     async read(op: string, afterId = 0): Promise<StreamEntry[]> {
-        await this.conn.connect();
+        if (this.redis.status === "wait") await this.redis.connect().catch(() => undefined);
         return entries(await this.redis.xrange(this.key(op), `0-${afterId + 1}`, "+", "COUNT", STORE_STREAM_MAX));
     }
 
     /** The newest entry of `op`, if its stream has any; throws while the store is away. */
     async last(op: string): Promise<StreamEntry | undefined> {
-        await this.conn.connect();
+        if (this.redis.status === "wait") await this.redis.connect().catch(() => undefined);
         return entries(await this.redis.xrevrange(this.key(op), "+", "-", "COUNT", 1))[0];
     }
 
@@ -121,7 +120,7 @@ export class StoreEvents {
     close(): void {
         this.closed = true;
         clearTimeout(this.retry);
-        this.conn.release();
+        this.redis.disconnect();
     }
 
     private kick(): void {
@@ -137,7 +136,7 @@ export class StoreEvents {
             while (count < Math.min(BATCH, this.pending.length) && this.pending[count].op === op) count++;
             const batch = this.pending.slice(0, count);
             try {
-                await this.conn.connect();
+                if (this.redis.status === "wait") await this.redis.connect().catch(() => undefined);
                 const args = batch.flatMap((e) => [e.source, e.type, e.data]);
                 const at = await (this.redis as Scripted).egressAppendEvents(
                     this.o.prefix + CLUSTER_KEYS.leader,

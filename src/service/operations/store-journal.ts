@@ -1,11 +1,11 @@
 import type { Logger } from "pino";
-import type { StoreAt } from "../cluster/connection";
 import { FencedWrites } from "../cluster/fenced-writes";
 import { CLUSTER_KEYS } from "../cluster/records";
 import { FileJournal, type JournalSink } from "./journal-file";
 import type { Operation } from "./operation";
 
-export interface StoreJournalOptions extends StoreAt {
+export interface StoreJournalOptions {
+    url: string;
     /** The stack's key prefix (`egress:<stack>:`). */
     prefix: string;
     /** This replica's id (cluster.ts `Cluster.id`): only the lock's holder writes. */

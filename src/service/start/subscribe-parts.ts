@@ -28,10 +28,6 @@ export function subscribeParts(p: Parts, log: Logger): void {
     // ... and the leader's drains and failed operations, published with its verdicts.
     p.verdicts?.publishNotes(() => p.fleet.notes());
     p.fleet.onRefused((pool, via) => p.autoscaler.refusal(pool, via));
-    // A rotation's replacement with an IP its pool had lately is the rotator's to count (scaler.ts onReplaced).
-    p.scaler.onReplaced((r) => p.rotator.replaced(r));
-    // With Redis the store counts every replica's outcomes; the leader's rotator reads them through its verdicts.
-    p.verdicts?.subscribeOutcomes((member, blocked, total) => p.rotator.outcomesCounted(member, blocked, total));
     // With Redis every replica's outcomes reach the leader through the store (verdicts' onOutcomes); counted
     // here too, the leader's own would count twice.
     if (!p.verdicts) p.fleet.onOutcome((member, outcome) => p.rotator.outcome(member, outcome));

@@ -1,5 +1,5 @@
 import type Redis from "ioredis";
-import { PartConnection, type StoreAt } from "../../cluster/connection";
+import { clusterConnection } from "../../cluster/connection";
 import { CLUSTER_KEYS } from "../../cluster/records";
 import type { MemberHistory } from "./decide";
 import type { HealHistoryStore } from "./history";
@@ -10,12 +10,10 @@ import type { HealHistoryStore } from "./history";
  * (history.ts). Members that leave the fleet are removed by the leader's rounds.
  */
 export class StoreHealHistory implements HealHistoryStore {
-    private readonly conn: PartConnection;
     private readonly redis: Redis;
 
-    constructor(private readonly o: StoreAt & { prefix: string }) {
-        this.conn = new PartConnection(o); // a failed command holds repairs back until the next round
-        this.redis = this.conn.redis;
+    constructor(private readonly o: { url: string; prefix: string }) {
+        this.redis = clusterConnection(o.url); // a failed command holds repairs back until the next round
     }
 
     private get key(): string {
@@ -45,12 +43,12 @@ export class StoreHealHistory implements HealHistoryStore {
     }
 
     close(): void {
-        this.conn.release();
+        this.redis.disconnect();
     }
 
     /** The connection is made on first use (nothing to do for a replica that never leads). */
     private async connected(): Promise<void> {
-        await this.conn.connect();
+        if (this.redis.status === "wait") await this.redis.connect().catch(() => undefined);
     }
 }
 
