@@ -1,5 +1,6 @@
 import type { Logger } from "pino";
 import type { EngineError, ProgressEvent } from "../../engine";
+import { type CatalogueEntry, EXIT } from "../../model/error-catalogue";
 
 /**
  * How an operation's engine runs are retried (the one place to change it): while the Pulumi backend does
@@ -20,6 +21,9 @@ export const RETRY_POLICY: RetryPolicy = {
 
 /** Thrown when the operation's signal aborted during a wait between attempts: the scaler records it interrupted. */
 export class RetryInterrupted extends Error {
+    get catalogue(): CatalogueEntry {
+        return { exitCode: EXIT.failed, type: "RetryInterrupted" };
+    }
     readonly interrupted = true;
     constructor(why: string, last: Error) {
         super(`${why} while the engine run waited to be retried (${last.message})`);

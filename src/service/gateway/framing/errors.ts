@@ -1,3 +1,5 @@
+import { type CatalogueEntry, EXIT } from "../../../model/error-catalogue";
+
 /**
  * Why the framing layer refused a message. Each reason is one rule of docs/decisions/0086-framing.md ("A byte-level
  * framing layer for the gateway: strictness table"); the gateway maps them to its answers when it is
@@ -42,6 +44,10 @@ export type FramingReason =
 
 /** A message the framing layer will not relay: two parsers could read it two ways, or it is broken. */
 export class FramingError extends Error {
+    /** Never seen by the CLI (the gateway answers it 400 or 502), but every error class says its code. */
+    get catalogue(): CatalogueEntry {
+        return { exitCode: EXIT.failed, type: "FramingError" };
+    }
     constructor(
         readonly reason: FramingReason,
         message: string,
