@@ -7,7 +7,9 @@ import * as cp from "node:child_process";
 import * as http from "node:http";
 import * as path from "node:path";
 import { PACKAGE_ROOT } from "../../src/engine";
-import { ADMIN_TOKEN, type ProcProject } from "./proc-project";
+import { after, before } from "node:test";
+import { ADMIN_TOKEN, procProject, type ProcProject } from "./proc-project";
+import { startPostgres, type TestPostgres } from "./postgres";
 
 export { ADMIN_TOKEN, procProject, type ProcProject } from "./proc-project";
 export { backendLockFiles, engineProcessesOf, engineUpdating, environOf, proxyProcesses } from "./proc-scan";
@@ -285,4 +287,27 @@ export async function settledOp(svc: ServeProcess, id: string, timeoutMs = 120_0
         timeoutMs,
         100,
     );
+}
+
+/**
+ * For one test file (its `before` and `after` are registered here): a process project whose state lives
+ * on a fresh PostgreSQL of its own. Afterwards the services are killed, PostgreSQL is started again if a
+ * test left it down (destroy needs it), the stack is destroyed and both are removed.
+ */
+export function postgresProject(name: string, config: object): { pg: TestPostgres; p: ProcProject } {
+    const fx = {} as { pg: TestPostgres; p: ProcProject };
+    before(async () => {
+        fx.pg = await startPostgres();
+        fx.p = procProject(name, config, { PULUMI_BACKEND_URL: fx.pg.url });
+    });
+    after(async () => {
+        killServices();
+        await fx.pg?.start().catch(() => undefined);
+        if (fx.p) {
+            cli(fx.p, ["destroy", "--yes", "--quiet"]);
+            fx.p.cleanup();
+        }
+        await fx.pg?.cleanup();
+    });
+    return fx;
 }

@@ -8,46 +8,23 @@
  * Once the server is back, the retried operation succeeds, and nothing leaked: processes = outputs,
  * no lock row, `gc` finds nothing.
  */
-import { after, before, test } from "node:test";
+import { test } from "node:test";
 import assert from "node:assert/strict";
-import { startPostgres, TestPostgres } from "../helpers/postgres";
 import { readSse } from "../helpers/sse";
-import {
-    ADMIN_TOKEN,
-    cli,
-    killServices,
-    procProject,
-    ProcProject,
-    serve,
-    settledOp,
-    until,
-} from "../helpers/processes";
+import { ADMIN_TOKEN, postgresProject, serve, settledOp, until } from "../helpers/processes";
 import { assertNothingLeaked } from "../helpers/restart-checks";
 
 const config = {
     "egress:providers": { local: { type: "local" } },
     "egress:pools": [{ name: "web", provider: "local", replicas: 2, maxReplicas: 6, cooldownSeconds: 0 }],
 };
-let pg: TestPostgres;
-let p: ProcProject;
-
-before(async () => {
-    pg = await startPostgres();
-    p = procProject("pgd", config, { PULUMI_BACKEND_URL: pg.url });
-});
-after(async () => {
-    killServices();
-    await pg.start().catch(() => undefined); // a failed test may have left it down: destroy needs it
-    cli(p, ["destroy", "--yes", "--quiet"]);
-    p.cleanup();
-    await pg.cleanup();
-});
+const db = postgresProject("pgd", config);
 
 test(
     "PostgreSQL down: the scale is retried, not failed, leasing goes on; back up, it succeeds",
     { timeout: 300_000 },
     async () => {
-        const svc = await serve(p);
+        const svc = await serve(db.p);
         try {
             const members = async () => ((await svc.call("GET", "/v1/proxies")).body.proxies as unknown[]).length;
             await until("the start-up convergence to 2", async () => (await members()) === 2, 120_000);
@@ -75,7 +52,7 @@ test(
                 }
             })();
 
-            await pg.kill();
+            await db.pg.kill();
             const downAt = Date.now();
             const r = await svc.call("PUT", "/v1/pools/web/replicas", { replicas: 3 });
             assert.equal(r.status, 202, JSON.stringify(r.body));
@@ -106,7 +83,7 @@ test(
             );
             const leasedWhileDown = statuses.length;
 
-            await pg.start();
+            await db.pg.start();
             console.log(`PostgreSQL was down ${Date.now() - downAt} ms`);
             const op = await settledOp(svc, id, 180_000);
             assert.equal(op.status, "succeeded", JSON.stringify(op));
@@ -122,8 +99,8 @@ test(
             console.log(`lease and release calls across the outage: ${statuses.length}, all answered`);
 
             assert.equal(await members(), 3);
-            await assertNothingLeaked(p, svc, svc.child.pid!);
-            assert.deepEqual(pg.keys("locks"), [], "no lock row left");
+            await assertNothingLeaked(db.p, svc, svc.child.pid!);
+            assert.deepEqual(db.pg.keys("locks"), [], "no lock row left");
         } finally {
             svc.child.kill("SIGTERM");
             await svc.exited;

@@ -9,16 +9,12 @@
  *    about 10 tries from 1 s apart), so the step waits and the update goes on; the scale succeeds too.
  * Afterwards nothing a cut-off run could leave is left: processes = outputs, no lock row, `gc` finds nothing.
  */
-import { after, before, test } from "node:test";
+import { test } from "node:test";
 import assert from "node:assert/strict";
-import { startPostgres, TestPostgres } from "../helpers/postgres";
 import {
     ADMIN_TOKEN,
-    cli,
     engineProcessesOf,
-    killServices,
-    procProject,
-    ProcProject,
+    postgresProject,
     serve,
     type ServeProcess,
     settledOp,
@@ -33,26 +29,13 @@ const config = {
     "egress:pools": [{ name: "web", provider: "local", replicas: 1, maxReplicas: 6, cooldownSeconds: 0 }],
 };
 const DOWN_MS = 3_000;
-let pg: TestPostgres;
-let p: ProcProject;
-
-before(async () => {
-    pg = await startPostgres();
-    p = procProject("pgr", config, { PULUMI_BACKEND_URL: pg.url });
-});
-after(async () => {
-    killServices();
-    await pg.start().catch(() => undefined); // a failed test may have left it down: destroy needs it
-    cli(p, ["destroy", "--yes", "--quiet"]);
-    p.cleanup();
-    await pg.cleanup();
-});
+const db = postgresProject("pgr", config);
 
 /** SIGKILL of PostgreSQL, and a start DOWN_MS later. */
 async function restartPostgres(): Promise<void> {
-    await pg.kill();
+    await db.pg.kill();
     await new Promise((res) => setTimeout(res, DOWN_MS));
-    await pg.start();
+    await db.pg.start();
 }
 
 /**
@@ -92,7 +75,7 @@ test(
     "PostgreSQL restarts for 3 s as a scale's `up` starts, and in the middle of another: both succeed",
     { timeout: 300_000 },
     async () => {
-        const svc = await serve(p);
+        const svc = await serve(db.p);
         try {
             const members = async () => ((await svc.call("GET", "/v1/proxies")).body.proxies as unknown[]).length;
             await until("the start-up convergence to 1", async () => (await members()) === 1, 120_000);
@@ -108,7 +91,7 @@ test(
                 first.retries[0],
                 /^backend unreachable, retrying in 500 ms \(attempt 1\): .*cannot be reached/,
             );
-            assert.doesNotMatch(first.retries.join("\n"), new RegExp(pg.password), "no password in the events");
+            assert.doesNotMatch(first.retries.join("\n"), new RegExp(db.pg.password), "no password in the events");
             const warned = svc.entries.filter(
                 (e) => e.operation === first.op.id && e.level === 40 && /retrying/.test(e.msg),
             );
@@ -128,8 +111,8 @@ test(
             assert.equal(second.op.status, "succeeded", JSON.stringify(second.op));
             assert.equal(await members(), 5);
 
-            await assertNothingLeaked(p, svc, pid);
-            assert.deepEqual(pg.keys("locks"), [], "no lock row left");
+            await assertNothingLeaked(db.p, svc, pid);
+            assert.deepEqual(db.pg.keys("locks"), [], "no lock row left");
         } finally {
             svc.child.kill("SIGTERM");
             await svc.exited;
