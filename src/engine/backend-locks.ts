@@ -6,7 +6,8 @@
  * deletes every lock of the stack) removes them. A holder on another host counts as alive: egress
  * cannot see it, and it may be running.
  */
-import { ConcurrentUpdateError, type Stack } from "@pulumi/pulumi/automation";
+import type { Stack } from "@pulumi/pulumi/automation";
+import { ConcurrentUpdateError } from "@pulumi/pulumi/automation/errors";
 import type { StateBackend } from "./backend";
 import { stackLocks } from "./locks";
 import { postgresLockRows } from "./postgres-state";

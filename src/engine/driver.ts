@@ -2,7 +2,8 @@
  * One stack's operations: up, preview, refresh, destroy, crash recovery and forget. The reads live in
  * driver-queries.ts, what both share in stack-session.ts.
  */
-import { Stack, EngineEvent, ConcurrentUpdateError } from "@pulumi/pulumi/automation";
+import type { Stack, EngineEvent } from "@pulumi/pulumi/automation";
+import { ConcurrentUpdateError } from "@pulumi/pulumi/automation/errors";
 import type { ProxyMember } from "../model";
 import { ProgressEvent, toProgress } from "./progress";
 import { stackLocks } from "./locks";

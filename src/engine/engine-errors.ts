@@ -3,7 +3,7 @@
  * backend passwords: the Pulumi CLI names its backend URL, credentials included, in errors such as
  * "unable to open bucket postgres://user:pass@host/db: failed to ping PostgreSQL".
  */
-import { ConcurrentUpdateError } from "@pulumi/pulumi/automation";
+import { ConcurrentUpdateError } from "@pulumi/pulumi/automation/errors";
 import { maskUrlPasswords } from "../log/redact";
 import { type CatalogueEntry, EXIT } from "../model/error-catalogue";
 

@@ -3,14 +3,10 @@
  * egress-supervise), the order of calls, the backend, and the one place that reads the stack's state.
  */
 import * as path from "node:path";
-import {
-    LocalWorkspace,
-    PulumiCommand,
-    Stack,
-    StackAlreadyExistsError,
-    StackNotFoundError,
-} from "@pulumi/pulumi/automation";
-import { createProgram, type ProgramScope } from "../program";
+import type { PulumiCommand, Stack } from "@pulumi/pulumi/automation";
+import { StackAlreadyExistsError, StackNotFoundError } from "@pulumi/pulumi/automation/errors";
+import type { ProgramScope } from "../program";
+import { automation, programModule } from "./automation";
 import { engineEnv, engineHome, EngineHome } from "./env";
 import { stateBackend, StateBackend } from "./backend";
 import { Deployment, fileCheckpoint, PROJECT } from "./checkpoint";
@@ -147,7 +143,8 @@ export class StackSession {
             // Before the CLI first loads the stack: a half-written backend file left by a crash would fail it
             // (read-only callers get here without an operation's own clearing pass).
             if (!this.deadRunsCleared) for (const line of this.clearDeadRuns()) this.onNotice(line);
-            const real = await PulumiCommand.get({ root: this.home.dir }).catch((e) => {
+            const { LocalWorkspace } = automation();
+            const real = await pulumiCommandIn(this.home.dir).catch((e) => {
                 throw new EngineMissingError(
                     `the Pulumi CLI is missing from ${this.home.binDir}: run \`npm run setup\` (${(e as Error).message})`,
                 );
@@ -158,7 +155,7 @@ export class StackSession {
             } catch (e) {
                 throw new EngineMissingError((e as Error).message);
             }
-            const program = createProgram({
+            const program = programModule().createProgram({
                 projectRoot: this.workDir,
                 stateDir: this.home.runDir,
                 installation: () => this.proposedInstallation().installation,
@@ -192,6 +189,22 @@ export class StackSession {
         this.stack.catch(() => (this.stack = undefined));
         return this.stack;
     }
+}
+
+/**
+ * The Pulumi CLI under `root`, found once per process: `PulumiCommand.get` runs `pulumi version` (0.4 s of a
+ * Go binary's start), and a service opens a workspace per stack (shards) and again after every failure.
+ * A failed lookup is not kept, so `npm run setup` run meanwhile is seen on the next try.
+ */
+const commands = new Map<string, Promise<PulumiCommand>>();
+function pulumiCommandIn(root: string): Promise<PulumiCommand> {
+    let found = commands.get(root);
+    if (!found) {
+        found = automation().PulumiCommand.get({ root });
+        commands.set(root, found);
+        found.catch(() => commands.delete(root));
+    }
+    return found;
 }
 
 /** How long apart a loser of the race to create a stack looks for the winner's (selectRaceWinner). */

@@ -1,7 +1,7 @@
 import * as cp from "node:child_process";
 import * as fs from "node:fs";
 import * as path from "node:path";
-import { PulumiCommand } from "@pulumi/pulumi/automation";
+import type { PulumiCommand } from "@pulumi/pulumi/automation";
 import { childEnv } from "./child-env";
 import { MARKER_VAR } from "./leftovers";
 
