@@ -168,6 +168,11 @@ export function replicasSuite(backend: StateBackend): void {
             ),
         );
         const granted = got.filter((g) => g.status === 201).map((g) => g.body.lease);
+        // Released (each on another replica) before anything is asserted: a failed assertion here must not
+        // leave members leased for the 60 s TTL, failing the tests after this one for the wrong reason.
+        const released = await Promise.all(
+            granted.map((l, i) => replicas[(i + 1) % 3].call("POST", `/v1/leases/${l.id}/release`, { outcome: "ok" })),
+        );
         assert.equal(granted.length, 3, `3 members, 3 leases: ${[...new Set(got.map((g) => g.status))]}`);
         assert.equal(new Set(granted.map((l) => l.proxy.id)).size, 3, "no proxy in two live leases");
         // Anything else fails with what it said (status and body), so a rare answer is named, not guessed.
@@ -179,10 +184,7 @@ export function replicasSuite(backend: StateBackend): void {
             0,
             `answers other than 201 and 503 none_available: ${JSON.stringify(other.slice(0, 3))}`,
         );
-        for (const [i, l] of granted.entries()) {
-            const rel = await replicas[(i + 1) % 3].call("POST", `/v1/leases/${l.id}/release`, { outcome: "ok" });
-            assert.equal(rel.status, 200, JSON.stringify(rel.body));
-        }
+        for (const rel of released) assert.equal(rel.status, 200, JSON.stringify(rel.body));
         // Churn against a model: 24 workers lease on one replica and release on the next, 600 leases in all.
         // A proxy leaves the model before its release is sent, so a grant of a proxy still in the model
         // means it was in two live leases at once.
