@@ -169,13 +169,18 @@ export class StackSession {
                 envVars: { ...engineEnv(this.home, { ...process.env, ...this.extraEnv }), ...this.extraEnv },
             };
             const select = () =>
-                this.create
-                    ? LocalWorkspace.createOrSelectStack(args, ws).catch((e) =>
-                          selectRaceWinner(e, () => LocalWorkspace.selectStack(args, ws)),
-                      )
-                    : LocalWorkspace.selectStack(args, ws).catch((e) => {
-                          throw e instanceof StackNotFoundError ? new StackMissingError(this.stackName) : e;
-                      });
+                pastTableRace(
+                    () =>
+                        this.create
+                            ? LocalWorkspace.createOrSelectStack(args, ws).catch((e) =>
+                                  selectRaceWinner(e, () => LocalWorkspace.selectStack(args, ws)),
+                              )
+                            : LocalWorkspace.selectStack(args, ws).catch((e) => {
+                                  throw e instanceof StackNotFoundError ? new StackMissingError(this.stackName) : e;
+                              }),
+                    this.onNotice,
+                );
+
             return openRecoveringSalt(select, {
                 stackFile: path.join(this.workDir, "stacks", `Pulumi.${this.stackName}.yaml`),
                 shownAs: this.stackFileForHumans(),
@@ -205,6 +210,29 @@ function pulumiCommandIn(root: string): Promise<PulumiCommand> {
         found.catch(() => commands.delete(root));
     }
     return found;
+}
+
+/**
+ * The first processes to open a new PostgreSQL database together all run the backend's `CREATE TABLE IF
+ * NOT EXISTS pulumi_state`, which PostgreSQL does not make safe against itself: one creates the table,
+ * the others fail with a unique violation on the catalog (`pg_type_typname_nsp_index`, 23505). Three
+ * replicas of a first deploy started at once met it, and a loser exited. The table exists by then, so the
+ * loser opens again.
+ */
+const TABLE_RACE = /failed to create table[^\n]*duplicate key value violates unique constraint/;
+const TABLE_RACE_WAITS_MS = [100, 300, 1000];
+
+export async function pastTableRace<T>(open: () => Promise<T>, onNotice: (line: string) => void): Promise<T> {
+    for (const ms of TABLE_RACE_WAITS_MS) {
+        try {
+            return await open();
+        } catch (e) {
+            if (!TABLE_RACE.test((e as Error)?.message ?? "")) throw e;
+            onNotice("another process was creating the backend's state table at the same moment: opening again");
+            await new Promise((r) => setTimeout(r, ms));
+        }
+    }
+    return open();
 }
 
 /** How long apart a loser of the race to create a stack looks for the winner's (selectRaceWinner). */
