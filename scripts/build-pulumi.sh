@@ -67,6 +67,6 @@ else
   log "built pulumi-language-nodejs in $(( $(date +%s) - start ))s"
 fi
 
-# The engine looks for provider plugins on PATH and next to the pulumi binary.
-ln -sf "$ROOT/node_modules/@pulumi/pulumi/pulumi-resource-pulumi-nodejs" "$BIN/pulumi-resource-pulumi-nodejs"
-chmod +x "$ROOT/node_modules/@pulumi/pulumi/pulumi-resource-pulumi-nodejs"
+# The engine looks for provider plugins on PATH and next to the pulumi binary. egress's launcher of the
+# dynamic-provider host (scripts/pulumi-resource-pulumi-nodejs: the SDK's, minus two start-up costs).
+ln -sf "$ROOT/scripts/pulumi-resource-pulumi-nodejs" "$BIN/pulumi-resource-pulumi-nodejs"

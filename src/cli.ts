@@ -5,6 +5,8 @@
  * the stack's lock in the store mid-run (its engine run stopped), 75 the Pulumi backend or the store is unreachable
  * (retry), 130 cancelled with Ctrl-C.
  */
+// First: the SDK's closure serializer loads when it first serializes, not with the SDK (lazy-closure.ts).
+import "./engine/lazy-closure";
 import { Command } from "commander";
 import { packageVersion } from "./engine";
 import { GlobalOptions, projectDir, reportError } from "./cli/context";
