@@ -56,7 +56,9 @@ run() {
   local title=$1 jobs=$2 log=$3 start p f c line
   shift 3
   start=$(date +%s)
-  node --test --test-concurrency="$jobs" --test-reporter=spec "$@" >>"$log" 2>&1 || touch "$log.failed"
+  node --test --test-concurrency="$jobs" --test-reporter=spec --test-reporter-destination=stdout \
+    --test-reporter=./scripts/test-times.mjs --test-reporter-destination="$log.times" "$@" >>"$log" 2>&1 ||
+    touch "$log.failed"
   # A cancelled test (its file died or hung, a hook threw) did not pass: it counts as failed.
   p=$(sed -n 's/^ℹ pass \([0-9]*\)$/\1/p' "$log" | tail -1); f=$(sed -n 's/^ℹ fail \([0-9]*\)$/\1/p' "$log" | tail -1)
   c=$(sed -n 's/^ℹ cancelled \([0-9]*\)$/\1/p' "$log" | tail -1)
@@ -127,6 +129,9 @@ for counts in "$pre"/*.counts; do
   passed=$((passed + p)) failed=$((failed + f))
 done
 if compgen -G "$pre/*.failed" >/dev/null; then status=1; fi
+# The slowest files of the run (scripts/test-times.mjs): what test/slow-first.txt should list.
+echo "== the 25 slowest test files"
+cat "$pre"/*.times 2>/dev/null | sort -rn | head -25
 printf '== suites\n'
 sed 's/^/  /' "$pre/summary"
 echo "$passed passed, $failed failed"
