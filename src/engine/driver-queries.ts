@@ -5,7 +5,7 @@
  */
 import * as crypto from "node:crypto";
 import type { ProxyMember, StackCredentials } from "../model";
-import { membersOf } from "./checkpoint";
+import { membersOf, rootProxies } from "./checkpoint";
 import { classifyBackendError } from "./engine-errors";
 import { stackLocks } from "./locks";
 import { countTargets, memberCreatedAt, MemberTargets, memberTargets } from "./member-urns";
@@ -61,9 +61,15 @@ export class StackQueries extends StackSession {
         return dep.resources ? crypto.createHash("sha256").update(JSON.stringify(dep)).digest("hex") : undefined;
     }
 
-    /** The stack output `proxies` (empty before the first `up`). */
+    /**
+     * The stack output `proxies` (empty before the first `up`), as state holds it in the clear: from a file
+     * backend's checkpoint with no CLI start (`egress outputs` took 3 s, mostly `pulumi version` and
+     * `stack select`); else from the engine.
+     */
     async proxies(): Promise<ProxyMember[]> {
         return this.serial(async () => {
+            const fromState = rootProxies((await this.readDeployment()).resources ?? []);
+            if (fromState) return fromState;
             const outs = await this.outputs();
             return (outs.proxies?.value as ProxyMember[] | undefined) ?? [];
         });
