@@ -169,15 +169,8 @@ export class Admission {
         const done = (got: FleetAcquire) => {
             if (!got.ok) {
                 leave();
-                if (got.reason === "unknown-pool") return no("unknown_pool", got.message);
-                if (got.reason === "unknown-zone") return no("unknown_zone", got.message);
-                if (got.reason === "unknown-label") return no("unknown_label", got.message);
-                if (got.reason === "session-gone") return no("session_gone", got.message);
-                if (got.reason === "target-busy") {
-                    this.politeness?.held(got.pool, got.rule, "gateway", "refused");
-                    return no("target_busy", got.message, { "Retry-After": String(got.retryAfterSeconds) });
-                }
-                return no("none_available", got.message, { "Retry-After": String(got.retryAfterSeconds) });
+                if (got.reason === "target-busy") this.politeness?.held(got.pool, got.rule, "gateway", "refused");
+                return { ok: false as const, refusal: acquireRefusal(got) };
             }
             return {
                 ok: true as const,
@@ -248,4 +241,15 @@ function sessionOptions(user: GatewayUser): Pick<FleetAcquireRequest, "sessionTt
         ...(user.strict && { strict: true }),
         ...(user.rotate && { rotate: true }),
     };
+}
+
+/** The refusal for an acquire that got no member: its reason's code, with Retry-After when waiting helps. */
+function acquireRefusal(got: Extract<FleetAcquire, { ok: false }>): Refusal {
+    const later = () => ({ "Retry-After": String(got.retryAfterSeconds) });
+    if (got.reason === "unknown-pool") return refusal("unknown_pool", got.message);
+    if (got.reason === "unknown-zone") return refusal("unknown_zone", got.message);
+    if (got.reason === "unknown-label") return refusal("unknown_label", got.message);
+    if (got.reason === "session-gone") return refusal("session_gone", got.message);
+    if (got.reason === "target-busy") return refusal("target_busy", got.message, later());
+    return refusal("none_available", got.message, later());
 }

@@ -125,83 +125,135 @@ export function forwardConnect(
     events: TunnelEvents,
     front: TunnelFront,
 ): void {
-    const memberId = f.lease.proxy.id;
-    const member = net.connect({ host: hop.host, port: hop.port });
-    member.setNoDelay(true);
-    let open = false;
-    let settled = false;
-    let answerTimer: NodeJS.Timeout | undefined;
-    /** Ends the attempt before the tunnel opened: the client gets `failure`'s answer (if it is still there). */
-    const fail = (failure: MemberFailure, memberStatus?: number) => {
-        if (settled) return;
-        settled = true;
-        f.memberFailed = true;
-        clearTimeout(answerTimer);
-        member.destroy();
-        events.failed(failure.type, (retrying) => {
-            if (retrying) return;
-            if (!client.writable) return void client.destroy();
-            front.failed(client, { memberId, attempt: f.attempt, failure, memberStatus });
+    new ConnectAttempt(target, client, head, f, hop, events, front).start();
+}
+
+/**
+ * One CONNECT through one member, on a connection of its own: the member's answer is read up to its
+ * head; a 200 opens the tunnel (the two sockets piped), anything else is relayed or retried.
+ */
+class ConnectAttempt {
+    private readonly memberId: string;
+    private readonly member: net.Socket;
+    /** The tunnel is open: both sides are piped. */
+    private open = false;
+    /** The attempt's outcome is decided (opened, failed, refused, or the client went away). */
+    private settled = false;
+    private answerTimer: NodeJS.Timeout | undefined;
+    /** The member's answer so far, up to its head's end. */
+    private got: Buffer = Buffer.alloc(0);
+    private readonly onData = (chunk: Buffer) => this.read(chunk);
+
+    constructor(
+        private readonly target: string,
+        private readonly client: net.Socket,
+        private readonly head: Buffer,
+        private readonly f: Flight,
+        private readonly hop: MemberHop,
+        private readonly events: TunnelEvents,
+        private readonly front: TunnelFront,
+    ) {
+        this.memberId = f.lease.proxy.id;
+        this.member = net.connect({ host: hop.host, port: hop.port });
+        this.member.setNoDelay(true);
+    }
+
+    start(): void {
+        const { member, client } = this;
+        timeConnect(member, (err) => this.fail(memberFailure(err, "connecting to the member")));
+        member.once("connect", () => this.ask());
+        member.on("data", this.onData);
+        member.on("error", (err: NodeJS.ErrnoException) => {
+            if (!this.open) this.fail(memberFailure(err, "the CONNECT to the member"));
+            else client.destroy();
         });
-    };
-    timeConnect(member, (err) => fail(memberFailure(err, "connecting to the member")));
-    member.once("connect", () => {
-        answerTimer = setTimeout(
-            () => fail({ code: "member_timeout", type: "connection_timeout", details: "no answer to the CONNECT" }),
-            events.answerMs,
+        member.once("close", () => {
+            if (!this.open)
+                return this.fail({
+                    code: "member_unreachable",
+                    type: "connection_terminated",
+                    details: "closed before answering",
+                });
+            // The member's side ended: the client gets what is still buffered, then the end.
+            if (client.writable) client.end();
+        });
+        client.on("error", () => member.destroy());
+        client.once("close", () => {
+            clearTimeout(this.answerTimer);
+            this.settled = true;
+            if (!this.open || member.writableLength === 0) member.destroy();
+            else member.end();
+        });
+    }
+
+    /** Connected: the CONNECT goes out, and its answer has `events.answerMs` to come. */
+    private ask(): void {
+        this.answerTimer = setTimeout(
+            () =>
+                this.fail({ code: "member_timeout", type: "connection_timeout", details: "no answer to the CONNECT" }),
+            this.events.answerMs,
         ).unref();
-        const auth = hop.authorization ? `Proxy-Authorization: ${hop.authorization}\r\n` : "";
-        member.write(`CONNECT ${target} HTTP/1.1\r\nHost: ${target}\r\n${auth}\r\n`);
-    });
-    let got: Buffer = Buffer.alloc(0);
-    const onData = (chunk: Buffer) => {
-        got = got.length === 0 ? chunk : Buffer.concat([got, chunk]);
+        const auth = this.hop.authorization ? `Proxy-Authorization: ${this.hop.authorization}\r\n` : "";
+        this.member.write(`CONNECT ${this.target} HTTP/1.1\r\nHost: ${this.target}\r\n${auth}\r\n`);
+    }
+
+    /** The member's answer, until its head is whole: then the tunnel opens, or the answer is relayed. */
+    private read(chunk: Buffer): void {
+        this.got = this.got.length === 0 ? chunk : Buffer.concat([this.got, chunk]);
+        const got = this.got;
         const end = got.indexOf(HEAD_END);
         if (end < 0) {
             if (got.length > MAX_ANSWER_HEAD)
-                fail({
+                this.fail({
                     code: "member_unreachable",
                     type: "http_response_header_section_size",
                     details: "CONNECT answer",
                 });
             return;
         }
-        member.off("data", onData);
-        member.pause();
-        clearTimeout(answerTimer);
+        this.member.off("data", this.onData);
+        this.member.pause();
+        clearTimeout(this.answerTimer);
         const status = /^HTTP\/1\.[01] (\d{3})(?: ([^\r\n]*))?\r\n/.exec(got.subarray(0, end + 2).toString("latin1"));
         if (!status)
-            return fail({
+            return this.fail({
                 code: "member_unreachable",
                 type: "http_protocol_error",
                 details: "unreadable CONNECT answer",
             });
         const code = Number(status[1]);
-        if (code !== 200) return refuse(code, status[2] ?? "");
-        settled = true;
-        open = true;
-        events.opened();
-        front.opened(client, f.attempt);
-        // Bytes either side sent past its head belong to the tunnel.
-        if (got.length > end + 4) client.write(got.subarray(end + 4));
-        if (head.length > 0) member.write(head);
+        if (code !== 200) return this.refuse(code, status[2] ?? "");
+        this.opened(got.subarray(end + 4));
+    }
+
+    /** 200: the tunnel opens; bytes either side sent past its head belong to it. */
+    private opened(past: Buffer): void {
+        const { member, client } = this;
+        this.settled = true;
+        this.open = true;
+        this.events.opened();
+        this.front.opened(client, this.f.attempt);
+        if (past.length > 0) client.write(past);
+        if (this.head.length > 0) member.write(this.head);
         member.pipe(client);
         client.pipe(member);
-    };
+    }
+
     /** The member answered the CONNECT with a status of its own: relayed (or 502), with Proxy-Status. */
-    const refuse = (code: number, reason: string) => {
-        events.refused();
+    private refuse(code: number, reason: string): void {
+        this.events.refused();
         const details = `the member answered the CONNECT with ${code}${reason ? ` ${reason}` : ""}`;
         const status = relayedConnectStatus(code);
-        if (status === 502) return fail({ code: "member_unreachable", type: "destination_unavailable", details }, code);
-        settled = true;
-        member.destroy();
+        if (status === 502)
+            return this.fail({ code: "member_unreachable", type: "destination_unavailable", details }, code);
+        this.settled = true;
+        this.member.destroy();
         const type = status === 504 ? "connection_timeout" : "destination_unavailable";
         const relay = () => {
-            if (!client.writable) return void client.destroy();
-            front.failed(client, {
-                memberId,
-                attempt: f.attempt,
+            if (!this.client.writable) return void this.client.destroy();
+            this.front.failed(this.client, {
+                memberId: this.memberId,
+                attempt: this.f.attempt,
                 failure: { code: "member_unreachable", type, details },
                 memberStatus: code,
                 relayed: { status, reason: status === code && reason ? reason : undefined },
@@ -210,29 +262,21 @@ export function forwardConnect(
         // A 5xx is the member's trouble reaching the target: another member may reach it. A 4xx (a
         // target the member's rules forbid, a bad request) would be the same anywhere: relayed.
         if (status < 500) return relay();
-        f.memberFailed = true;
-        events.failed(type, (retrying) => retrying || relay());
-    };
-    member.on("data", onData);
-    member.on("error", (err: NodeJS.ErrnoException) => {
-        if (!open) fail(memberFailure(err, "the CONNECT to the member"));
-        else client.destroy();
-    });
-    member.once("close", () => {
-        if (!open)
-            return fail({
-                code: "member_unreachable",
-                type: "connection_terminated",
-                details: "closed before answering",
-            });
-        // The member's side ended: the client gets what is still buffered, then the end.
-        if (client.writable) client.end();
-    });
-    client.on("error", () => member.destroy());
-    client.once("close", () => {
-        clearTimeout(answerTimer);
-        settled = true;
-        if (!open || member.writableLength === 0) member.destroy();
-        else member.end();
-    });
+        this.f.memberFailed = true;
+        this.events.failed(type, (retrying) => retrying || relay());
+    }
+
+    /** Ends the attempt before the tunnel opened: the client gets `failure`'s answer (if it is still there). */
+    private fail(failure: MemberFailure, memberStatus?: number): void {
+        if (this.settled) return;
+        this.settled = true;
+        this.f.memberFailed = true;
+        clearTimeout(this.answerTimer);
+        this.member.destroy();
+        this.events.failed(failure.type, (retrying) => {
+            if (retrying) return;
+            if (!this.client.writable) return void this.client.destroy();
+            this.front.failed(this.client, { memberId: this.memberId, attempt: this.f.attempt, failure, memberStatus });
+        });
+    }
 }

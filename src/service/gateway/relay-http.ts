@@ -2,7 +2,7 @@ import type { Socket } from "node:net";
 import { ATTEMPTS, memberFailure, type MemberFailure } from "./answers";
 import { BLOCKED, type Flight } from "./flight";
 import { emitHead, FramingError, hopByHop, ResponseStream, type ResponseHead } from "./framing";
-import type { MemberHop } from "./member-hop";
+import type { MemberHop, MemberUse } from "./member-hop";
 import { memberIdleMs } from "./member-hop";
 import { isMemberError } from "./outcome";
 import type { Exchange } from "./exchange";
@@ -64,141 +64,187 @@ function relayedFields(h: ResponseHead, drop: ReadonlySet<string>): string[] {
  * head, the client's connection is cut (the answer cannot be completed honestly).
  */
 export function relayHttp(x: Exchange, f: Flight, hop: MemberHop, on: AttemptEvents): void {
-    const memberId = f.lease.proxy.id;
-    // Its events come to this attempt (MemberUse) until it is given back.
-    const m = hop.conns.take({
-        data: (chunk) => read(chunk),
-        end: () => ended(),
-        error: (err) => fail(memberFailure(err, "relaying the request")),
-        close: () => state !== "done" && fail(memberFailure(closedErr(), "relaying the request")),
-    });
-    let state: "waiting" | "deciding" | "relaying" | "done" = "waiting";
+    new HttpAttempt(x, f, hop, on).start();
+}
+
+/**
+ * The state of one attempt. It is the member connection's user (MemberUse) while it holds it, so the
+ * connection's events come here without listeners added per request.
+ * - `waiting`: for the answer's head; a failure now may be retried on another member.
+ * - `deciding`: the head is the member's own error or an origin's block; retry or relay it.
+ * - `relaying`: the answer goes to the client; a failure now cuts the client's connection.
+ * - `done`: the answer ended, the attempt failed, or the client went away.
+ */
+class HttpAttempt implements MemberUse {
+    private readonly memberId: string;
+    private readonly m: Socket;
+    private readonly rs: ResponseStream;
+    private readonly headTimer: NodeJS.Timeout;
+    private state: "waiting" | "deciding" | "relaying" | "done" = "waiting";
     /** Body bytes read while an error answer waits for the retry decision. */
-    const held: Buffer[] = [];
-    let head: ResponseHead | undefined;
-    let given = false;
-    const headTimer = setTimeout(() => {
-        const err: NodeJS.ErrnoException = new Error(`no answer in ${on.answerMs} ms`);
-        err.code = "ETIMEDOUT";
-        fail(memberFailure(err, "relaying the request"));
-    }, on.answerMs).unref();
-    /** The member connection goes back idle (a clean end) or is closed; once. */
-    const finish = (reusable: boolean) => {
-        if (given) return;
-        given = true;
-        clearTimeout(headTimer);
-        x.stopStreaming(m);
-        hop.conns.give(m, reusable, memberIdleMs(keepAliveHint(head)));
-    };
-    const fail = (failure: MemberFailure) => {
-        if (state === "done") return;
-        const before = state === "waiting";
-        state = "done";
-        finish(false);
-        if (!before) return x.cut();
-        f.memberFailed = true;
-        on.failed(failure.type, (retrying) => retrying || x.failAnswer(failure, memberId, f.attempt));
-    };
-    const relayHead = (h: ResponseHead, drop: ReadonlySet<string>) => {
-        state = "relaying";
-        on.head();
-        const add: [string, string][] = [
-            ["X-Egress-Proxy", memberId],
-            [ATTEMPTS, String(f.attempt)],
-        ];
-        x.answerHead(h, (keepOpen) => emitHead(h, drop, keepOpen ? add : [...add, ["Connection", "close"]]));
-        for (const b of held.splice(0)) relayBody(b);
-        if (rs.done) answered();
-        else m.resume();
-    };
-    const relayBody = (b: Buffer) => {
-        if (!x.answerBody(b)) {
-            m.pause();
-            // Only while this attempt still holds the connection: given back, it may be another's, paused for its own client.
-            x.onDrain(() => given || m.resume());
+    private readonly held: Buffer[] = [];
+    private head: ResponseHead | undefined;
+    /** The member connection went back (idle or closed): it may be another attempt's now. */
+    private given = false;
+
+    constructor(
+        private readonly x: Exchange,
+        private readonly f: Flight,
+        private readonly hop: MemberHop,
+        private readonly on: AttemptEvents,
+    ) {
+        this.memberId = f.lease.proxy.id;
+        this.m = hop.conns.take(this);
+        this.headTimer = setTimeout(() => {
+            const err: NodeJS.ErrnoException = new Error(`no answer in ${on.answerMs} ms`);
+            err.code = "ETIMEDOUT";
+            this.fail(memberFailure(err, "relaying the request"));
+        }, on.answerMs).unref();
+        this.rs = new ResponseStream(x.head.method, {
+            head: (h) => this.onHead(h),
+            body: (b) => (this.state === "relaying" ? this.relayBody(b) : this.held.push(b)),
+            end: () => this.state === "relaying" && this.answered(),
+        });
+    }
+
+    /** Sends the request: one write for the head (and a replayable body); a streamed body follows with backpressure. */
+    start(): void {
+        timeConnect(this.m, (err) => this.m.destroy(err));
+        this.x.onGone(() => {
+            if (this.state === "done") return;
+            this.state = "done";
+            this.finish(false);
+        });
+        const auth: [string, string][] = this.hop.authorization
+            ? [["Proxy-Authorization", this.hop.authorization]]
+            : [];
+        this.x.sendRequest(this.m, emitHead(this.x.head, this.x.drop, auth), this.f.body);
+    }
+
+    // The member connection's events (MemberUse).
+
+    data(chunk: Buffer): void {
+        // What one chunk of the answer makes (its head and the body bytes with it, often all of a small
+        // answer) goes to the client in one write: a write to a loopback socket is most of a relay's CPU.
+        const client = this.x.socket;
+        client.cork();
+        try {
+            this.rs.push(chunk);
+        } catch (e) {
+            if (e instanceof FramingError) {
+                const err: NodeJS.ErrnoException = new Error(`${e.reason}: ${e.message}`);
+                err.code = "HPE_INVALID_ANSWER";
+                return this.fail(memberFailure(err, "relaying the request"));
+            }
+            // The gateway's own fault on this answer (a member id no header may carry): cut, never thrown
+            // out of a socket's event, where it would end the process.
+            this.state = "done";
+            this.finish(false);
+            this.x.cut();
+        } finally {
+            client.uncork();
         }
-    };
-    const answered = () => {
-        f.complete = true;
-        state = "done";
-        // Reused only in step: the whole request went out, nothing came after the answer, and both sides
-        // meant to keep it (an HTTP/1.0 request was sent without keep-alive: its Connection line is dropped).
-        finish(head!.keepAlive && rs.extra === 0 && x.requestSent && x.head.version === "1.1");
-        x.answered(head!.framing.kind === "close");
-    };
-    const onHead = (h: ResponseHead) => {
+    }
+
+    end(): void {
+        try {
+            this.rs.finish(); // ends an answer that runs to the close; refuses a cut one
+        } catch {
+            this.fail(memberFailure(closedErr(), "relaying the request"));
+        }
+    }
+
+    error(err: NodeJS.ErrnoException): void {
+        this.fail(memberFailure(err, "relaying the request"));
+    }
+
+    close(): void {
+        if (this.state !== "done") this.fail(memberFailure(closedErr(), "relaying the request"));
+    }
+
+    // The answer.
+
+    private onHead(h: ResponseHead): void {
         if (h.interim) return; // 1xx: node's client swallowed them too; a 100 Continue was the gateway's own
-        clearTimeout(headTimer);
-        head = h;
+        clearTimeout(this.headTimer);
+        this.head = h;
         if (h.status === 407)
-            return fail({
+            return this.fail({
                 code: "member_unreachable",
                 type: "proxy_configuration_error",
                 details: "the member refused the gateway's credentials (407)",
             });
         const drop = hopByHop(h);
         const relayed = relayedFields(h, drop);
-        f.status = h.status;
-        f.rawHeaders = relayed;
+        this.f.status = h.status;
+        this.f.rawHeaders = relayed;
         const memberError = isMemberError(h.status, relayed);
-        if (!memberError && !on.retryBlock(h.status, relayed)) return relayHead(h, drop);
+        if (!memberError && !this.on.retryBlock(h.status, relayed)) return this.relayHead(h, drop);
         // The member's own error (it could not reach the origin, …), or the origin blocked this member's
         // address: another member may do better; the answer waits, unread, for that decision.
-        state = "deciding";
-        m.pause();
-        on.failed(memberError ? "member_error" : BLOCKED, (retrying) => {
-            if (state !== "deciding") return;
-            if (retrying || x.gone) {
-                state = "done";
-                return finish(false);
-            }
-            relayHead(h, drop);
+        this.state = "deciding";
+        this.m.pause();
+        this.on.failed(memberError ? "member_error" : BLOCKED, (retrying) => {
+            if (this.state !== "deciding") return;
+            if (!retrying && !this.x.gone) return this.relayHead(h, drop);
+            this.state = "done";
+            this.finish(false);
         });
-    };
-    const rs = new ResponseStream(x.head.method, {
-        head: onHead,
-        body: (b) => (state === "relaying" ? relayBody(b) : held.push(b)),
-        end: () => state === "relaying" && answered(),
-    });
-    const read = (chunk: Buffer) => {
-        // What one chunk of the answer makes (its head and the body bytes with it, often all of a small
-        // answer) goes to the client in one write: a write to a loopback socket is most of a relay's CPU.
-        const client = x.socket;
-        client.cork();
-        try {
-            rs.push(chunk);
-        } catch (e) {
-            if (e instanceof FramingError) {
-                const err: NodeJS.ErrnoException = new Error(`${e.reason}: ${e.message}`);
-                err.code = "HPE_INVALID_ANSWER";
-                return fail(memberFailure(err, "relaying the request"));
-            }
-            // The gateway's own fault on this answer (a member id no header may carry): cut, never thrown
-            // out of a socket's event, where it would end the process.
-            state = "done";
-            finish(false);
-            x.cut();
-        } finally {
-            client.uncork();
-        }
-    };
-    const ended = () => {
-        try {
-            rs.finish(); // ends an answer that runs to the close; refuses a cut one
-        } catch {
-            return fail(memberFailure(closedErr(), "relaying the request"));
-        }
-    };
-    timeConnect(m, (err) => m.destroy(err));
-    x.onGone(() => {
-        if (state !== "done") {
-            state = "done";
-            finish(false);
-        }
-    });
-    // One write for the head (and a replayable body); a streamed body follows with backpressure.
-    const auth: [string, string][] = hop.authorization ? [["Proxy-Authorization", hop.authorization]] : [];
-    x.sendRequest(m, emitHead(x.head, x.drop, auth), f.body);
+    }
+
+    private relayHead(h: ResponseHead, drop: ReadonlySet<string>): void {
+        this.state = "relaying";
+        this.on.head();
+        const add: [string, string][] = [
+            ["X-Egress-Proxy", this.memberId],
+            [ATTEMPTS, String(this.f.attempt)],
+        ];
+        this.x.answerHead(h, (keepOpen) => emitHead(h, drop, keepOpen ? add : [...add, ["Connection", "close"]]));
+        for (const b of this.held.splice(0)) this.relayBody(b);
+        if (this.rs.done) this.answered();
+        else this.m.resume();
+    }
+
+    private relayBody(b: Buffer): void {
+        if (this.x.answerBody(b)) return;
+        this.m.pause();
+        // Only while this attempt still holds the connection: given back, it may be another's, paused for its own client.
+        this.x.onDrain(() => this.given || this.m.resume());
+    }
+
+    private answered(): void {
+        const head = this.head!;
+        this.f.complete = true;
+        this.state = "done";
+        // Reused only in step: the whole request went out, nothing came after the answer, and both sides
+        // meant to keep it (an HTTP/1.0 request was sent without keep-alive: its Connection line is dropped).
+        this.finish(head.keepAlive && this.rs.extra === 0 && this.x.requestSent && this.x.head.version === "1.1");
+        this.x.answered(head.framing.kind === "close");
+    }
+
+    // The end of the attempt.
+
+    /** The member connection goes back idle (a clean end) or is closed; once. */
+    private finish(reusable: boolean): void {
+        if (this.given) return;
+        this.given = true;
+        clearTimeout(this.headTimer);
+        this.x.stopStreaming(this.m);
+        this.hop.conns.give(this.m, reusable, memberIdleMs(keepAliveHint(this.head)));
+    }
+
+    private fail(failure: MemberFailure): void {
+        if (this.state === "done") return;
+        const before = this.state === "waiting";
+        this.state = "done";
+        this.finish(false);
+        if (!before) return this.x.cut();
+        this.f.memberFailed = true;
+        this.on.failed(
+            failure.type,
+            (retrying) => retrying || this.x.failAnswer(failure, this.memberId, this.f.attempt),
+        );
+    }
 }
 
 function closedErr(): NodeJS.ErrnoException {
