@@ -24,6 +24,13 @@ import {
 } from "./processes";
 import type { StateBackend } from "./backends";
 
+/**
+ * How long an update may take to reach a kill's moment. Not what the matrix checks (that is recovery), so
+ * it is generous: a CLI `up` previews before it creates, and a CI run with three matrices at once (and
+ * anything else on the machine) took over 60 s to its 7th create.
+ */
+const MOMENT_MS = 180_000;
+
 /** Where the matrix's stack keeps its Pulumi state (backends.ts), and which of its cases run there. */
 export interface MatrixBackend extends StateBackend {
     /** Which of the six service moments (0–5, each both ways) and of the three CLI moments (0–2) run; default all. */
@@ -143,7 +150,7 @@ export function crashMatrix(backend: MatrixBackend, pool: { membersPerStack?: nu
         const r = await svc.call("PUT", `/v1/pools/${POOL}/replicas`, { replicas: to });
         assert.equal(r.status, 202);
         const pid = svc.child.pid!;
-        await until(`${label}: the moment`, () => moment.reached(pid), 60_000, 5);
+        await until(`${label}: the moment`, () => moment.reached(pid), MOMENT_MS, 5);
         svc.child.kill("SIGKILL");
         await svc.exited;
         const engineMs = await engineGoneWithin(pid, label);
@@ -186,7 +193,7 @@ export function crashMatrix(backend: MatrixBackend, pool: { membersPerStack?: nu
     if (cliMoments.length)
         test(
             `${backend.name} backend: SIGKILL of a CLI \`egress up\` at ${cliMoments.length} moments`,
-            { timeout: 10 * 60_000 },
+            { timeout: 20 * 60_000 },
             async () => {
                 for (const k of cliMoments.map((i) => [1, 7, 13][i])) {
                     const label = `cli up 0→15 @ ${k} created`;
@@ -195,7 +202,7 @@ export function crashMatrix(backend: MatrixBackend, pool: { membersPerStack?: nu
                     p.setReplicas(POOL, 15);
                     const up = spawnCli(p, ["up", "--quiet"]);
                     const exited = new Promise((r) => up.once("exit", r));
-                    await until(`${label}: the moment`, () => proxyProcesses(p).size >= k, 60_000, 5);
+                    await until(`${label}: the moment`, () => proxyProcesses(p).size >= k, MOMENT_MS, 5);
                     up.kill("SIGKILL");
                     await exited;
                     const engineMs = await engineGoneWithin(up.pid!, label);
@@ -211,13 +218,13 @@ export function crashMatrix(backend: MatrixBackend, pool: { membersPerStack?: nu
     if (cliAfterKill)
         test(
             `${backend.name} backend: a CLI \`up\` right after a killed service finishes the pending creates first; the restarted service then stops nothing that runs`,
-            { timeout: 5 * 60_000 },
+            { timeout: 10 * 60_000 },
             async () => {
                 let { svc } = await restart("cli after kill (setup)");
                 const down = (await svc.call("PUT", `/v1/pools/${POOL}/replicas`, { replicas: 0 })).body.operation;
                 assert.equal((await settledOp(svc, down.id)).status, "succeeded");
                 await svc.call("PUT", `/v1/pools/${POOL}/replicas`, { replicas: 12 });
-                await until("5 proxies to run", () => proxyProcesses(p).size >= 5, 60_000, 5);
+                await until("5 proxies to run", () => proxyProcesses(p).size >= 5, MOMENT_MS, 5);
                 svc.child.kill("SIGKILL");
                 await svc.exited;
                 p.setReplicas(POOL, 6);
