@@ -60,6 +60,19 @@ async function answersPing(port: number, password: string, timeoutMs: number): P
     }
 }
 
+/**
+ * A file or bench that dies before its cleanup (a failed start, an uncaught error) leaves no server: one
+ * `exit` listener kills every server still live.
+ */
+const live = new Set<() => void>();
+function atExit(kill: () => void): void {
+    if (live.size === 0 && process.listeners("exit").every((l) => l !== killLive)) process.once("exit", killLive);
+    live.add(kill);
+}
+function killLive(): void {
+    for (const kill of live) kill();
+}
+
 export async function startRedis(
     opts: {
         aof?: boolean;
@@ -127,6 +140,11 @@ export async function startRedis(
         });
     };
     const kill = () => end("SIGKILL");
+    const onExit = () => {
+        child?.kill("SIGKILL");
+        fs.rmSync(dir, { recursive: true, force: true });
+    };
+    atExit(onExit);
     await start();
     return {
         port,
@@ -138,6 +156,7 @@ export async function startRedis(
         stop: () => end("SIGTERM"),
         pid: () => child?.pid,
         async cleanup() {
+            live.delete(onExit);
             await kill();
             fs.rmSync(dir, { recursive: true, force: true });
         },
