@@ -11,10 +11,14 @@ log() { printf '[build-pulumi] %s\n' "$*" >&2; }
 mkdir -p "$BIN"
 
 have_version() { [ -x "$1" ] && [ "$("$1" version 2>/dev/null)" = "$VERSION" ]; }
+# A pulumi we built carries a stamp of how (scripts/pulumi-lazy-modules.sh); one linked from PATH does not.
+STAMP="$BIN/pulumi.stamp"
+built_here() { [ -L "$BIN/pulumi" ] || [ "$(cat "$STAMP" 2>/dev/null)" = "$(bash "$ROOT/scripts/pulumi-lazy-modules.sh" --digest)" ]; }
 
-if have_version "$BIN/pulumi"; then
+if have_version "$BIN/pulumi" && { ! command -v go >/dev/null || built_here; }; then
   log "pulumi $VERSION present in .egress/bin"
-elif command -v pulumi >/dev/null && have_version "$(command -v pulumi)"; then
+elif command -v pulumi >/dev/null && have_version "$(command -v pulumi)" &&
+  [ "$(readlink -f "$(command -v pulumi)")" != "$(readlink -f "$BIN/pulumi")" ]; then
   log "using pulumi $VERSION from PATH ($(command -v pulumi))"
   ln -sf "$(command -v pulumi)" "$BIN/pulumi"
 else
@@ -26,10 +30,12 @@ else
   fi
   log "building pulumi $VERSION from Go modules (cold: ~3 min on 2 cores; cached afterwards)"
   start=$(date +%s)
-  (cd "$ROOT/tools/pulumi" && go build -trimpath \
+  modfile="$(bash "$ROOT/scripts/pulumi-lazy-modules.sh" "$ROOT/.egress/build/pulumi-modules")"
+  (cd "$ROOT/tools/pulumi" && go build -trimpath -modfile="$modfile" \
       -ldflags "-X github.com/pulumi/pulumi/sdk/v3/go/common/version.Version=$VERSION" \
       -o "$BIN/pulumi.tmp" github.com/pulumi/pulumi/pkg/v3/cmd/pulumi)
-  mv "$BIN/pulumi.tmp" "$BIN/pulumi"
+  rm -f "$BIN/pulumi" && mv "$BIN/pulumi.tmp" "$BIN/pulumi"
+  bash "$ROOT/scripts/pulumi-lazy-modules.sh" --digest >"$STAMP"
   log "built in $(( $(date +%s) - start ))s"
 fi
 

@@ -68,7 +68,9 @@ export class StackQueries extends StackSession {
      */
     async proxies(): Promise<ProxyMember[]> {
         return this.serial(async () => {
-            const fromState = rootProxies((await this.readDeployment()).resources ?? []);
+            // No resources may mean no stack at all (a mistyped --stack): only the engine can say which.
+            const resources = (await this.readDeployment()).resources ?? [];
+            const fromState = resources.length ? rootProxies(resources) : undefined;
             if (fromState) return fromState;
             const outs = await this.outputs();
             return (outs.proxies?.value as ProxyMember[] | undefined) ?? [];

@@ -39,6 +39,26 @@ export function engineProcessesOf(ownerPid: number): { pid: number; command: str
 }
 
 /**
+ * Wedges the engine of `ownerPid` (a step stuck in a provider, a hung CLI): SIGSTOPs the CLI's update and
+ * its plugins, so the update cannot finish and a cancel cannot end it. A process that exits between the
+ * scan and its signal (the preview's plugin host ending as the update starts) is not stuck: it is skipped.
+ * Returns the processes stopped; the caller asserts there are enough.
+ */
+export function wedgeEngine(ownerPid: number): { pid: number; command: string }[] {
+    const stopped: { pid: number; command: string }[] = [];
+    for (const e of engineProcessesOf(ownerPid)) {
+        if (!/pulumi( up|-resource-|-language-)/.test(e.command)) continue;
+        try {
+            process.kill(e.pid, "SIGSTOP");
+            stopped.push({ pid: e.pid, command: e.command });
+        } catch (err) {
+            if ((err as NodeJS.ErrnoException).code !== "ESRCH") throw err;
+        }
+    }
+    return stopped;
+}
+
+/**
  * The engine of the egress process `ownerPid` is inside an update that holds the stack's lock: a
  * `pulumi up`, `refresh` or `destroy` runs, and it has started its dynamic-provider plugin, which it does
  * once it runs the program, after it took the lock in the backend. A `pulumi preview` (a scale previews

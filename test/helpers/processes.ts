@@ -12,7 +12,14 @@ import { ADMIN_TOKEN, procProject, type ProcProject } from "./proc-project";
 import { startPostgres, type TestPostgres } from "./postgres";
 
 export { ADMIN_TOKEN, procProject, type ProcProject } from "./proc-project";
-export { backendLockFiles, engineProcessesOf, engineUpdating, environOf, proxyProcesses } from "./proc-scan";
+export {
+    backendLockFiles,
+    engineProcessesOf,
+    engineUpdating,
+    environOf,
+    proxyProcesses,
+    wedgeEngine,
+} from "./proc-scan";
 
 const CLI = path.join(PACKAGE_ROOT, "dist", "src", "cli.js");
 

@@ -78,6 +78,11 @@ func main() {
 	// their defaults in the child by exec.
 	sigs := make(chan os.Signal, 16)
 	signal.Notify(sigs, syscall.SIGCHLD, syscall.SIGTERM, syscall.SIGINT, syscall.SIGHUP, endNowSignal, parentDeathSignal)
+	// A parent-death signal that came before Notify was dropped (Go takes SIGUSR2 and does nothing with
+	// it until then): a caller that died after the check above is seen here, before anything starts.
+	if os.Getppid() != parent {
+		fail(125, "caller %d is gone; not starting %s", parent, os.Args[2])
+	}
 
 	child, err := start(os.Args[2:])
 	if err != nil {
