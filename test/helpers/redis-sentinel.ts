@@ -1,7 +1,7 @@
 /**
  * A throwaway Sentinel-watched Redis for one test, as production runs it but on loopback: a primary,
  * `replicas` replicas (`--replicaof`) and three sentinels (quorum 2) with short timeouts
- * (`down-after-milliseconds` 1000, `failover-timeout` 5000), all with one password, each a
+ * (`down-after-milliseconds` 2500, `failover-timeout` 5000), all with one password, each a
  * test/helpers/redis.ts server. `url` is the `redis+sentinel://` store URL egress is given.
  */
 import Redis from "ioredis";
@@ -45,7 +45,10 @@ export async function startSentinelRedis(opts: { replicas?: number; name?: strin
         const conf = () => [
             `sentinel monitor ${name} 127.0.0.1 ${primaryPort} 2`,
             `sentinel auth-pass ${name} ${password}`,
-            `sentinel down-after-milliseconds ${name} 1000`,
+            // Not 1000: on a loaded CI machine a sentinel then found the just-promoted primary "down"
+            // within 2 s and failed over a second time; the stale primary, replica-less, refused every
+            // confirmed grant until Sentinel demoted it 10 s later (leasing resumed after ~20 s).
+            `sentinel down-after-milliseconds ${name} 2500`,
             `sentinel failover-timeout ${name} 5000`,
             `sentinel parallel-syncs ${name} 1`,
         ];
