@@ -58,7 +58,12 @@ func main() {
 	if _, _, e := syscall.RawSyscall(syscall.SYS_PRCTL, syscall.PR_SET_PDEATHSIG, uintptr(parentDeathSignal), 0); e != 0 {
 		fail(2, "prctl(PR_SET_PDEATHSIG): %v", e)
 	}
-	// The caller may have died between fork and the prctl above; then no signal will ever come.
+	// Subscribe before the fork, and before the check below, so no SIGCHLD or pdeath signal is lost: Go
+	// drops a SIGUSR2 that comes before Notify. Caught signals are reset to their defaults in the child
+	// by exec.
+	sigs := make(chan os.Signal, 16)
+	signal.Notify(sigs, syscall.SIGCHLD, syscall.SIGTERM, syscall.SIGINT, syscall.SIGHUP, endNowSignal, parentDeathSignal)
+	// The caller may have died before the prctl or the Notify above; then no signal will ever come.
 	parent := os.Getppid()
 	if want := os.Getenv("EGRESS_SUPERVISE_PARENT"); want != "" {
 		pid, err := strconv.Atoi(want)
@@ -72,16 +77,6 @@ func main() {
 	marker := ""
 	if v, ok := os.LookupEnv(markerVar); ok {
 		marker = markerVar + "=" + v
-	}
-
-	// Subscribe before the fork so no SIGCHLD or pdeath signal is lost. Caught signals are reset to
-	// their defaults in the child by exec.
-	sigs := make(chan os.Signal, 16)
-	signal.Notify(sigs, syscall.SIGCHLD, syscall.SIGTERM, syscall.SIGINT, syscall.SIGHUP, endNowSignal, parentDeathSignal)
-	// A parent-death signal that came before Notify was dropped (Go takes SIGUSR2 and does nothing with
-	// it until then): a caller that died after the check above is seen here, before anything starts.
-	if os.Getppid() != parent {
-		fail(125, "caller %d is gone; not starting %s", parent, os.Args[2])
 	}
 
 	child, err := start(os.Args[2:])

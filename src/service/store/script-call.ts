@@ -6,18 +6,6 @@ import type Redis from "ioredis";
 const OPTIONS = { replyEncoding: "utf8" as const };
 
 /**
- * One of the store's Lua scripts (scripts.ts), sent as EVALSHA with one key, and as EVAL when Redis
- * answers NOSCRIPT (it restarted or its scripts were flushed; the next EVALSHA then finds the script).
- *
- * Instead of ioredis' defineCommand, because every call of a defined command costs the service more
- * than the lease work around it: argument copies and a flattening pass, a promise chained for the
- * NOSCRIPT retry and a wrapped reject per call, and a first call per connection sent as EVAL with the
- * whole script. Here a call is one Command over arguments that are strings already, and the retry
- * happens only on the error path (docs/bench.md). Timeouts, the offline refusal and errors are
- * ioredis' own, as before (the timeout read once the loop has read its sockets: PatientCommand): the
- * command goes through `sendCommand` like any other.
- */
-/**
  * A command whose timeout counts only once this process could have read the reply. A busy turn (a burst
  * of requests) can outlast the timeout while Redis' answers wait unread on the socket, and Node runs
  * expired timers before it reads sockets: ioredis' own timer then fails commands Redis has answered
@@ -40,6 +28,18 @@ class PatientCommand extends Command {
     }
 }
 
+/**
+ * One of the store's Lua scripts (scripts.ts), sent as EVALSHA with one key, and as EVAL when Redis
+ * answers NOSCRIPT (it restarted or its scripts were flushed; the next EVALSHA then finds the script).
+ *
+ * Instead of ioredis' defineCommand, because every call of a defined command costs the service more
+ * than the lease work around it: argument copies and a flattening pass, a promise chained for the
+ * NOSCRIPT retry and a wrapped reject per call, and a first call per connection sent as EVAL with the
+ * whole script. Here a call is one Command over arguments that are strings already, and the retry
+ * happens only on the error path (docs/bench.md). Timeouts, the offline refusal and errors are
+ * ioredis' own, as before (the timeout read once the loop has read its sockets: PatientCommand): the
+ * command goes through `sendCommand` like any other.
+ */
 export class StoreScript {
     private readonly sha: string;
 
