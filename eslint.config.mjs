@@ -25,4 +25,12 @@ export default tseslint.config(
             ],
         },
     },
+    // A newcomer reads a function, not a file: at most 80 lines of code per function in the product
+    // (docs/decisions/0092-function-length.md). Tests and benches are lists of cases and rows.
+    {
+        files: ["src/**/*.ts", "components/**/*.ts"],
+        rules: {
+            "max-lines-per-function": ["error", { max: 80, skipBlankLines: true, skipComments: true }],
+        },
+    },
 );

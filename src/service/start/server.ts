@@ -1,29 +1,23 @@
-import * as os from "node:os";
 import type * as tls from "node:tls";
-import { engineHome, fileBackendDir, packageVersion, stateBackend } from "../../engine";
+import type { Logger } from "pino";
+import { type EngineHome, engineHome, fileBackendDir, packageVersion } from "../../engine";
 import { createLogger } from "../../log/logger";
 import { createApp } from "../api/app";
-import type { AppDeps } from "../api/deps";
-import { authenticate } from "../http/auth";
 import { watchStackCheckpoint } from "../control/stack-watch";
-import { Gateway, type GatewayAddresses } from "../gateway";
+import type { Gateway, GatewayAddresses } from "../gateway";
 import { assertNoOtherService } from "./announce";
-import { leaderForwarder } from "../api/forward";
-import { clusterView } from "../cluster/view";
 import { StackLead } from "./leading";
 import { checkServeOptions, type RunningService, type ServeOptions } from "./options";
-import { buildParts, type Readiness } from "./parts";
+import { buildParts, type Parts, type Readiness } from "./parts";
+import { sharedStoreOf } from "./replicated-parts";
 import { subscribeParts } from "./subscribe-parts";
 import { readTokens } from "./tokens";
-import { protectedEndpoints } from "./protected-endpoints";
-import { findOperation } from "../operations/operation";
-import { listenApi, listenGateway } from "./listeners";
+import { appDepsOf, gatewayOf } from "./front";
+import { type ApiListener, listenApi, listenGateway } from "./listeners";
+import { stopService } from "./stop";
 import { reloadTls } from "./tls";
 
 export type { RunningService, ServeOptions } from "./options";
-
-/** How long answers still being written at the end of a graceful stop may take before their connections are cut. */
-const CLOSE_GRACE_MS = 2_000;
 
 /**
  * Starts the service: listens (a taken port fails the start at once; until ready every request is
@@ -37,93 +31,26 @@ export async function startService(opts: ServeOptions): Promise<RunningService> 
     const home = { ...engineHome(), runDir };
     // Replicas of one stack share a Redis store and elect a leader (cluster/); alone, a second service
     // of the stack is refused (two owners of desired state).
-    if (opts.store?.kind !== "redis")
+    if (!sharedStoreOf(opts))
         assertNoOtherService(runDir, opts.stack, (a) =>
             log.warn({ pid: a.pid, since: a.since }, "removed the announcement of a service that is no longer running"),
         );
     const { tokens, devTokenFile } = readTokens(opts, runDir, log);
-    let ready: Readiness = { ok: false, reason: "starting: recovering the stack" };
+    const state: { ready: Readiness } = { ready: { ok: false, reason: "starting: recovering the stack" } };
+    const ready = () => state.ready;
 
     const api = await listenApi(opts, log);
-    const { server, port, url, checkUrl } = api;
+    const { server, url, checkUrl } = api;
     const startedAt = new Date().toISOString();
-
-    // From here to `server.on("request")` nothing awaits, so no request arrives before the app is there.
+    // From here to `server.on("request")` nothing waits for I/O (partsOrClose resolves in the same turn
+    // unless it fails), so no request arrives before the app is there.
     const version = packageVersion();
-    let parts: ReturnType<typeof buildParts>;
-    try {
-        parts = buildParts(opts, log, home, { checkUrl, checkTls: api.checkTls, url, version });
-        subscribeParts(parts, log);
-    } catch (e) {
-        // A stack config the parts refuse (they read its pools): the listening server must not keep the
-        // process alive, or the CLI would hang instead of exiting non-zero.
-        await new Promise<void>((r) => server.close(() => r()));
-        throw e;
-    }
-    const {
-        scaler,
-        fleet,
-        reconciler,
-        redisStore,
-        providerHealth,
-        health,
-        timeline,
-        leases,
-        cluster,
-        verdicts,
-        scaleQueue,
-    } = parts;
-    if (!providerHealth.enabled)
-        log.warn(
-            "provider health checks are off (--provider-check-interval 0): no provider is reported down, and self-healing is not held back by one",
-        );
-    const gateway =
-        opts.gateway &&
-        new Gateway({
-            ...opts.gateway,
-            tls: api.tls,
-            fleet,
-            tokens,
-            metrics: parts.metrics.gateway,
-            log: log.child({ component: "gateway" }),
-            ready: () => ready,
-            protectedTargets: protectedEndpoints(opts.store, stateBackend(home, opts.engineEnv), {
-                host: opts.host ?? "127.0.0.1",
-                port,
-            }),
-        });
-    const appDeps: AppDeps = {
-        projectRoot: opts.projectRoot,
-        stack: opts.stack,
-        version,
-        log,
-        auth: authenticate(tokens),
-        scaler,
-        ops: parts.ops,
-        fleet,
-        metrics: parts.metrics,
-        providerHealth: () => providerHealth.snapshot(),
-        reconcile: () => reconciler.status(),
-        autoscaler: parts.autoscaler,
-        rotator: parts.rotator,
-        timeline,
-        ready: () => ready,
-        sseHeartbeatMs: opts.sseHeartbeatMs,
-        gateway,
-        storeReady: redisStore && (() => redisStore.ready()),
-        verdicts: verdicts && (() => verdicts.status()),
-        cluster: () => clusterView(cluster, { id: `${os.hostname()}-${process.pid}`, url, version, startedAt }),
-        storedDesired: parts.desired && (async () => (await parts.desired!.read())?.counts),
-        opEvents: parts.events,
-        storedOperation: parts.journal && (async (id) => findOperation(await parts.journal!.read(), id)),
-        forward: cluster && leaderForwarder(cluster, log.child({ component: "cluster" })),
-        scaleQueue: scaleQueue && {
-            following: () => !scaler.accepts(),
-            enqueue: (pool, replicas) => scaleQueue.enqueue(pool, replicas),
-            peek: (id) => scaleQueue.peek(id),
-        },
-    };
+    const parts = await partsOrClose(opts, log, home, api, version);
+    const front = { opts, parts, api, tokens, log, home, version, startedAt, ready };
+    const gateway = gatewayOf(front);
+    const appDeps = appDepsOf(front, gateway);
     server.on("request", createApp(appDeps));
+    const { cluster } = parts;
     const lead = new StackLead(parts, {
         opts,
         log,
@@ -135,43 +62,134 @@ export async function startService(opts: ServeOptions): Promise<RunningService> 
         resign: async () => cluster?.resign(),
         leadingSince: cluster && (() => cluster.leadingSince()),
     });
+    const gatewayAt = await recoverOrClose(opts, log, parts, api, gateway, lead);
+    const timers = await startWatching(opts, log, home, parts, api, lead);
+    state.ready = { ok: true };
+    if (cluster) {
+        cluster.subscribe((on) => lead.changed(on));
+        await cluster.start();
+        await lead.idle(); // a replica that won the lock at once has recovered and converged by "ready"
+    }
+    parts.reconciler.start();
+    parts.autoscaler.start();
+    parts.rotator.start();
+    logReady(opts, log, parts, api, gatewayAt);
+    const stopping = () => {
+        state.ready = {
+            ok: false,
+            reason: "the service is shutting down; retry shortly or against another instance",
+            stopping: true,
+        };
+    };
+    return {
+        url,
+        port: api.port,
+        gatewayUrl: gatewayAt?.url,
+        gatewayPort: gatewayAt?.port,
+        socksUrl: gatewayAt?.socksUrl,
+        socksPort: gatewayAt?.socksPort,
+        gatewayTlsUrl: gatewayAt?.tlsUrl,
+        gatewayTlsPort: gatewayAt?.tlsPort,
+        reloadTls:
+            opts.tls &&
+            (() => reloadTls(opts.tls!, () => [server, ...(gateway?.tlsServers() ?? [])] as tls.Server[], log)),
+        driver: parts.driver,
+        scaler: parts.scaler,
+        fleet: parts.fleet,
+        reconciler: parts.reconciler,
+        devTokenFile,
+        close: (closeOpts = {}) => stopService({ parts, server, gateway, timers, log, stopping }, closeOpts),
+    };
+}
 
-    let gatewayAt: GatewayAddresses | undefined;
+/** Builds and subscribes the parts; a stack config they refuse closes the listener, so the CLI exits non-zero instead of hanging. */
+async function partsOrClose(
+    opts: ServeOptions,
+    log: Logger,
+    home: EngineHome,
+    api: ApiListener,
+    version: string,
+): Promise<Parts> {
+    try {
+        const parts = buildParts(opts, log, home, {
+            checkUrl: api.checkUrl,
+            checkTls: api.checkTls,
+            url: api.url,
+            version,
+        });
+        subscribeParts(parts, log);
+        return parts;
+    } catch (e) {
+        await new Promise<void>((r) => api.server.close(() => r()));
+        throw e;
+    }
+}
+
+/**
+ * Connects the lease store, listens on the gateway's ports and recovers: alone, this process leads from
+ * the start (recovery before anything is served); a replica serves from what state holds and takes the
+ * stack up when it wins the leader lock. A failure closes everything opened, so nothing keeps the process
+ * alive and the CLI exits non-zero.
+ */
+async function recoverOrClose(
+    opts: ServeOptions,
+    log: Logger,
+    parts: Parts,
+    api: ApiListener,
+    gateway: Gateway | undefined,
+    lead: StackLead,
+): Promise<GatewayAddresses | undefined> {
+    const { redisStore, cluster, providerHealth } = parts;
+    if (!providerHealth.enabled)
+        log.warn(
+            "provider health checks are off (--provider-check-interval 0): no provider is reported down, and self-healing is not held back by one",
+        );
     try {
         if (redisStore && !(await redisStore.connect()))
             log.warn(
                 redisStore.ready(),
                 "starting without the lease store: leases answer 503 store_unavailable until it is reachable",
             );
-        if (gateway) gatewayAt = await listenGateway(gateway, opts.gateway!);
+        const gatewayAt = gateway && (await listenGateway(gateway, opts.gateway!));
         if (gatewayAt?.url) cluster?.advertiseGateway(gatewayAt.url);
-        // Alone, this process leads from the start: recovery before anything is served. A replica serves
-        // from what state holds and takes the stack up when it wins the leader lock.
         if (cluster) {
             await cluster.assertOneHome();
             await parts.refreshFleet();
         } else await lead.lead();
+        return gatewayAt;
     } catch (e) {
-        // Nothing may keep the process alive after a failed start: the CLI must exit non-zero.
-        server.closeAllConnections();
-        await new Promise<void>((r) => server.close(() => r()));
+        api.server.closeAllConnections();
+        await new Promise<void>((r) => api.server.close(() => r()));
         await gateway?.close(0);
         await redisStore?.close();
         throw e;
     }
-    providerHealth.start();
-    // Alone, this process probes from now on; a replica probes only while it leads (StackLead) and
-    // otherwise shows the leader's verdicts, read from now on.
-    if (verdicts) await verdicts.start();
-    else health.start();
-    await scaleQueue?.start();
-    await timeline.start();
+}
+
+/**
+ * Starts what watches the members before the service is ready: provider checks, probes (alone) or the
+ * leader's verdicts (a replica probes only while it leads: StackLead), the scale queue, the timeline, the
+ * lease sweep, and what follows an `egress up` run beside the service. Returns the service's own timers.
+ */
+async function startWatching(
+    opts: ServeOptions,
+    log: Logger,
+    home: EngineHome,
+    parts: Parts,
+    api: ApiListener,
+    lead: StackLead,
+): Promise<NodeJS.Timeout[]> {
+    parts.providerHealth.start();
+    if (parts.verdicts) await parts.verdicts.start();
+    else parts.health.start();
+    await parts.scaleQueue?.start();
+    await parts.timeline.start();
     // Leases expire lazily on every call; the sweep also drops old target cooldowns and ended-lease records.
-    const sweeper = setInterval(() => leases.sweep(), 5_000).unref();
+    const sweeper = setInterval(() => parts.leases.sweep(), 5_000).unref();
     // A person may run `egress up` beside the service: follow its checkpoint writes at once, and re-read
     // outputs now and then in case the watch misses one (or the backend is not a directory).
     const followOutside = (why: string) => () => {
-        if (!scaler.applying())
+        if (!parts.scaler.applying())
             parts.refreshFleet().then(
                 () => log.debug({ why }, "fleet re-read from stack outputs"),
                 (e) => log.warn({ err: e }, "re-reading stack outputs failed"),
@@ -185,99 +203,34 @@ export async function startService(opts: ServeOptions): Promise<RunningService> 
         onChange: followOutside("checkpoint changed"),
     });
     const outputsPoll = setInterval(followOutside("poll"), opts.outputsPollMs ?? 30_000).unref();
-    ready = { ok: true };
-    server.once("close", () => {
+    api.server.once("close", () => {
         checkpointWatch?.close();
         lead.close().catch((e) => log.warn({ err: e }, "closing the local socket failed"));
     });
-    if (cluster) {
-        cluster.subscribe((on) => lead.changed(on));
-        await cluster.start();
-        await lead.idle(); // a replica that won the lock at once has recovered and converged by "ready"
-    }
-    reconciler.start();
-    parts.autoscaler.start();
-    parts.rotator.start();
+    return [sweeper, outputsPoll];
+}
+
+function logReady(
+    opts: ServeOptions,
+    log: Logger,
+    parts: Parts,
+    api: ApiListener,
+    gatewayAt: GatewayAddresses | undefined,
+): void {
+    const { cluster } = parts;
     log.info(
         {
-            url,
+            url: api.url,
             gateway: gatewayAt?.url,
             socks: gatewayAt?.socksUrl,
             gatewayTls: gatewayAt?.tlsUrl,
             gatewaySticky: gatewayAt?.sticky,
             ...(api.tls && { tls: { fingerprint: api.tls.fingerprint, validTo: api.tls.validTo } }),
             stack: opts.stack,
-            members: fleet.proxies().length,
-            checkUrl,
+            members: parts.fleet.proxies().length,
+            checkUrl: api.checkUrl,
             ...(cluster && { replica: cluster.id, leading: cluster.isLeader() }),
         },
         "egress service ready",
     );
-
-    return {
-        url,
-        port,
-        gatewayUrl: gatewayAt?.url,
-        gatewayPort: gatewayAt?.port,
-        socksUrl: gatewayAt?.socksUrl,
-        socksPort: gatewayAt?.socksPort,
-        gatewayTlsUrl: gatewayAt?.tlsUrl,
-        gatewayTlsPort: gatewayAt?.tlsPort,
-        reloadTls:
-            opts.tls &&
-            (() => reloadTls(opts.tls!, () => [server, ...(gateway?.tlsServers() ?? [])] as tls.Server[], log)),
-        driver: parts.driver,
-        scaler,
-        fleet,
-        reconciler,
-        devTokenFile,
-        async close(closeOpts = {}) {
-            // The listener stays open while the running operation finishes: every request but /healthz
-            // and /metrics is answered 503 not_ready with Retry-After (app.ts), not refused.
-            ready = {
-                ok: false,
-                reason: "the service is shutting down; retry shortly or against another instance",
-                stopping: true,
-            };
-            log.info(
-                { operationRunning: scaler.busy() },
-                "stopping: answering 503 not_ready until the running operation has finished",
-            );
-            await reconciler.stop();
-            await parts.autoscaler.stop();
-            await parts.rotator.stop();
-            await scaleQueue?.follow(); // what followers queue from now on waits for the next leader
-            await scaler.drain(closeOpts);
-            // The settled (or set-aside) records reach the store's journal while this replica still holds the lock.
-            await parts.ops
-                .flushed()
-                .catch((e) => log.warn({ err: e }, "the operation journal could not be written before stopping"));
-            await parts.desired
-                ?.flushed()
-                .catch((e) => log.warn({ err: e }, "the desired counts could not be written before stopping"));
-            await parts.events?.flushed(); // appended only while this replica holds the lock
-            await cluster?.stop(); // after the running operation: the lock guards it to the end
-            parts.journal?.close();
-            parts.events?.close();
-            parts.desired?.close();
-            parts.healStore?.close(); // after the running operation: a heal settling writes its back-off
-            clearInterval(sweeper);
-            clearInterval(outputsPoll);
-            await timeline.stop();
-            await health.stop();
-            await verdicts?.close();
-            await scaleQueue?.close();
-            await providerHealth.stop();
-            const closed = new Promise<void>((r) => server.close(() => r()));
-            const gatewayClosed = gateway?.close(CLOSE_GRACE_MS);
-            server.closeIdleConnections();
-            // Answers being written get a moment to finish, then whatever is left is cut.
-            const cut = setTimeout(() => server.closeAllConnections(), CLOSE_GRACE_MS);
-            await closed;
-            await gatewayClosed;
-            clearTimeout(cut);
-            await redisStore?.close();
-            log.info("egress service stopped");
-        },
-    };
 }
