@@ -44,7 +44,7 @@ import { type CpuProbes, measure, medianRow, Row, Target, TRAFFIC } from "./gate
 import { forkRole, startGateway, startMember, startRelay } from "./gateway/procs";
 import { GATEWAY, goals, goalsTable, MEMBER, ORIGIN, RELAY, rowsTable, SQUID_ROW } from "./gateway/report";
 import { runGateway, runOrigin, runRelay } from "./gateway/roles";
-import { processCpuMicros } from "./proc-cpu";
+import { processCpuMicros, processSwitches } from "./proc-cpu";
 import { startSquid } from "./gateway/squid";
 
 const USAGE = `node dist/bench/gateway.js [options]
@@ -116,6 +116,11 @@ async function main(): Promise<void> {
             const relay = await startRelay(children, urls);
             const cpuOf = (pids: number[]) => () => pids.reduce((n, pid) => n + processCpuMicros(pid), 0);
             const members = cpuOf(memberPids);
+            const probes = (pid: number): CpuProbes => ({
+                proxy: cpuOf([pid]),
+                members,
+                proxySwitches: () => processSwitches(pid),
+            });
             try {
                 const paths: [string, Target, CpuProbes][] = [
                     [
@@ -123,9 +128,9 @@ async function main(): Promise<void> {
                         { originPort, proxyPort: Number(new URL(ms[0].url).port) },
                         { members: cpuOf([memberPids[0]]) },
                     ],
-                    [RELAY, { originPort, proxyPort: relay.port }, { proxy: cpuOf([relay.pid]), members }],
-                    [GATEWAY, { originPort, proxyPort: gw.port, auth }, { proxy: cpuOf([gw.pid]), members }],
-                    [SQUID_ROW, { originPort, proxyPort: squid.port }, { proxy: cpuOf([squid.pid]), members }],
+                    [RELAY, { originPort, proxyPort: relay.port }, probes(relay.pid)],
+                    [GATEWAY, { originPort, proxyPort: gw.port, auth }, probes(gw.pid)],
+                    [SQUID_ROW, { originPort, proxyPort: squid.port }, probes(squid.pid)],
                 ];
                 // Rounds interleave the rows (each round: every traffic through every path), so a load that
                 // comes and goes hits them alike; each row is the median of its rounds.

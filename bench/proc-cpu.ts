@@ -16,3 +16,14 @@ export function processCpuMicros(pid: number): number {
     const fields = stat.slice(stat.lastIndexOf(")") + 2).split(" ");
     return ((Number(fields[11]) + Number(fields[12])) / ticksPerSecond) * 1e6;
 }
+
+/**
+ * Context switches of `pid`'s main thread so far (voluntary + involuntary, /proc/<pid>/status): for an
+ * event-loop process, about one per sleep and wake-up. Where a switch is dear (a virtual machine's
+ * interrupts, docs/bench.md), the switches per request explain CPU per request that the code alone does not.
+ */
+export function processSwitches(pid: number): number {
+    const status = fs.readFileSync(`/proc/${pid}/status`, "utf8");
+    const count = (name: string) => Number(new RegExp(`^${name}:\\s+(\\d+)`, "m").exec(status)?.[1] ?? 0);
+    return count("voluntary_ctxt_switches") + count("nonvoluntary_ctxt_switches");
+}

@@ -25,12 +25,16 @@ export interface Row {
     /** µs of CPU per exchange of the proxy process(es) of the row (gateway, squid, relay), and of the members. */
     cpuProxy?: number;
     cpuMembers?: number;
+    /** Context switches per exchange of the proxy process's main thread (its event loop's sleeps and wake-ups). */
+    switchesProxy?: number;
 }
 
 /** Where a row's CPU is read: each returns the µs its processes used so far. */
 export interface CpuProbes {
     proxy?: () => number;
     members?: () => number;
+    /** The proxy process's context switches so far (proc-cpu.ts processSwitches). */
+    proxySwitches?: () => number;
 }
 
 /** Where the load goes: the origin's port, and the proxy's (with its Proxy-Authorization) unless straight. */
@@ -132,6 +136,7 @@ export async function measure(
     const started = performance.now();
     const proxy0 = cpu.proxy?.();
     const members0 = cpu.members?.();
+    const switches0 = cpu.proxySwitches?.();
     const end = started + seconds * 1000;
     await Promise.all(clients.map((c) => loop(c, end, true)));
     const elapsed = (performance.now() - started) / 1000;
@@ -139,6 +144,7 @@ export async function measure(
         now === undefined || then === undefined ? undefined : (now - then) / Math.max(1, samples.length);
     const cpuProxy = per(cpu.proxy?.(), proxy0);
     const cpuMembers = per(cpu.members?.(), members0);
+    const switchesProxy = per(cpu.proxySwitches?.(), switches0);
     for (const c of clients) c.close();
     const a = Float64Array.from(samples).sort();
     return {
@@ -153,6 +159,7 @@ export async function measure(
         failed,
         cpuProxy,
         cpuMembers,
+        switchesProxy,
     };
 }
 
@@ -175,5 +182,6 @@ export function medianRow(rounds: readonly Row[]): Row {
         failed: rounds.reduce((n, r) => n + r.failed, 0),
         cpuProxy: med((r) => r.cpuProxy),
         cpuMembers: med((r) => r.cpuMembers),
+        switchesProxy: med((r) => r.switchesProxy),
     };
 }

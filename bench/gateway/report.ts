@@ -41,6 +41,7 @@ export function rowsTable(rows: readonly Row[]): string {
             "+p50 ms",
             "proxy µs/req",
             "members µs/req",
+            "proxy switches/req",
         ],
         rows.map((r) => {
             const d = r.path === MEMBER || r.path === ORIGIN ? undefined : directOf(rows, r);
@@ -59,6 +60,7 @@ export function rowsTable(rows: readonly Row[]): string {
                 v ? f(v.addedP50, 3) : "",
                 r.cpuProxy === undefined ? "" : f(r.cpuProxy, 0),
                 r.cpuMembers === undefined ? "" : f(r.cpuMembers, 0),
+                r.switchesProxy === undefined ? "" : f(r.switchesProxy, 1),
             ];
         }),
     );
