@@ -183,3 +183,23 @@ function sentinelArgs(lines: string[], port: number, dir: string, password: stri
     fs.writeFileSync(conf, [...common, `requirepass ${password}`, ...lines, ""].join("\n"));
     return [conf, "--sentinel"];
 }
+
+/**
+ * The names of the clients connected to the server at `url` now (CLIENT LIST; '' for an unnamed one),
+ * this call's own connection left out: how many connections the processes under test hold, and whose.
+ */
+export async function connectedClients(url: string): Promise<string[]> {
+    const { default: Redis } = await import("ioredis");
+    const r = new Redis(url, { lazyConnect: true, maxRetriesPerRequest: 0 });
+    try {
+        await r.connect();
+        const self = String(await r.client("ID"));
+        const list = String(await r.client("LIST"));
+        return list
+            .split("\n")
+            .filter((line) => line.trim() !== "" && !line.startsWith(`id=${self} `))
+            .map((line) => /(?:^| )name=(\S*)/.exec(line)?.[1] ?? "");
+    } finally {
+        r.disconnect();
+    }
+}

@@ -2,6 +2,7 @@
  * `egress serve --store redis://…` on a local-provider stack, as separate processes on a real
  * redis-server (AOF on, so a Redis restart keeps its keys):
  * - the issue's user story: 2 leases held, SIGTERM, restart → both releases answer 200, not 404;
+ *   the replica holds 2 connections to Redis (the lease store's and its one for every other part);
  * - Redis killed under lease load: 503 store_unavailable with Retry-After within 2 s, no other 5xx,
  *   /readyz false; Redis back → leasing resumes by itself;
  * - the store URL's password never appears in serve's logs or in an engine's or proxy's environment.
@@ -18,7 +19,7 @@ import {
     until,
     withServiceLogs,
 } from "../helpers/processes";
-import type { TestRedis } from "../helpers/redis";
+import { connectedClients, type TestRedis } from "../helpers/redis";
 import { withRedisProject } from "../helpers/redis-project";
 import { leaseLoad } from "../helpers/lease-load";
 
@@ -69,6 +70,9 @@ test(
         } finally {
             clearInterval(watch);
         }
+        // One store session per replica: the lease store's connection and one for every cluster part
+        // (leader lock, verdicts, journal, events, desired counts, scale queue, timeline, repair back-off).
+        assert.deepEqual((await connectedClients(redis.url)).sort(), ["egress-cluster", "egress-leases"]);
         const held = [];
         for (let i = 0; i < 2; i++) {
             const r = await first.call("POST", "/v1/leases", { pool: "web", ttlSeconds: 600 });

@@ -1,7 +1,7 @@
 import * as os from "node:os";
 import { randomBytes } from "node:crypto";
 import type Redis from "ioredis";
-import { clusterConnection } from "./connection";
+import { connectOnce, partConnection } from "./connection";
 import type { Logger } from "pino";
 import { StackHome } from "./home";
 import type { ReplicaScope } from "./scope";
@@ -20,6 +20,8 @@ import {
 } from "./records";
 
 export interface ClusterOptions {
+    /** The replica's shared connection (connection.ts partConnection); unset, this part opens its own. */
+    redis?: Redis;
     /** The store's redis:// URL (a secret). */
     url: string;
     /** Key prefix of the stack: `egress:<stack>:`. */
@@ -55,6 +57,8 @@ type Scripted = Redis &
 export class Cluster {
     readonly id = `${os.hostname()}-${process.pid}-${randomBytes(3).toString("hex")}`;
     private readonly redis: Scripted;
+    /** Whether this part opened its connection (and closes it), or shares the replica's. */
+    private readonly owned: boolean;
     private readonly ttlMs: number;
     private readonly startedAt = new Date().toISOString();
     private timer?: NodeJS.Timeout;
@@ -77,7 +81,9 @@ export class Cluster {
 
     constructor(private readonly o: ClusterOptions) {
         this.ttlMs = o.ttlMs ?? LEADER_TTL_MS;
-        this.redis = clusterConnection(o.url, Math.min(1500, this.ttlMs / 3)) as Scripted; // a failed tick is enough
+        const c = partConnection(o, Math.min(1500, this.ttlMs / 3)); // a failed tick is enough
+        this.redis = c.redis as Scripted;
+        this.owned = c.owned;
         this.redis.defineCommand("egressClaim", { numberOfKeys: 2, lua: CLAIM });
         this.redis.defineCommand("egressFence", { numberOfKeys: 1, lua: FENCE });
         this.redis.defineCommand("egressResign", { numberOfKeys: 1, lua: RESIGN });
@@ -120,7 +126,7 @@ export class Cluster {
 
     /** Connects and starts the heartbeat and the claim loop; the first claim runs at once. */
     async start(): Promise<void> {
-        if (this.redis.status === "wait") await this.redis.connect().catch(() => undefined);
+        await connectOnce(this.redis);
         await this.tick();
     }
 
@@ -135,12 +141,12 @@ export class Cluster {
      */
     async assertOneHome(): Promise<void> {
         if (!this.home.home) return;
-        await this.redis.connect().catch(() => undefined);
+        await connectOnce(this.redis);
         const replicas = async () => (await this.view().catch(() => undefined))?.replicas ?? [];
         try {
             await this.home.assertAlone(replicas, () => this.o.scope?.().oneHome);
         } catch (e) {
-            this.redis.disconnect();
+            if (this.owned) this.redis.disconnect();
             throw e;
         }
     }
@@ -221,7 +227,7 @@ export class Cluster {
         } catch {
             /* Redis is down: the lock runs out by its TTL */
         }
-        this.redis.disconnect();
+        if (this.owned) this.redis.disconnect();
     }
 
     private async tick(): Promise<void> {

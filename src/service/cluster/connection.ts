@@ -8,8 +8,10 @@ import { openRedis } from "../store/open-redis";
  * Redis restart, cluster.ts; a refused connect to loopback or a LAN costs nothing). Errors are left to the lease
  * store's log line about the outage; a part sees them as failed commands.
  */
-export function clusterConnection(url: string, commandTimeoutMs = 1500): Redis {
+export function clusterConnection(url: string, commandTimeoutMs = 1500, connectionName?: string): Redis {
     const redis = openRedis(url, {
+        // CLIENT SETNAME: an operator's CLIENT LIST tells egress' connections apart.
+        connectionName,
         lazyConnect: true,
         enableOfflineQueue: false,
         maxRetriesPerRequest: 0,
@@ -22,4 +24,42 @@ export function clusterConnection(url: string, commandTimeoutMs = 1500): Redis {
     });
     redis.on("error", () => undefined);
     return redis;
+}
+
+/**
+ * A cluster part's connection: the replica's one shared connection (its session's, start/replicated-parts.ts:
+ * opened and closed there), or, for a part used alone (a CLI command with --store, a test), its own.
+ * One connection per replica instead of one per part (issue 37): Redis runs every command in turn
+ * anyway, and a part's few commands a second need no socket of their own.
+ */
+export function partConnection(
+    o: { url: string; redis?: Redis },
+    commandTimeoutMs?: number,
+): { redis: Redis; owned: boolean } {
+    return o.redis
+        ? { redis: o.redis, owned: false }
+        : { redis: clusterConnection(o.url, commandTimeoutMs), owned: true };
+}
+
+/**
+ * Connects on first use. A shared connection another part is connecting already is waited for (up to
+ * its connect timeout) rather than asked again, which ioredis refuses; one connected, or reconnecting
+ * after an outage, is used as it is (a command then fails fast, and the part's next round tries again).
+ */
+export async function connectOnce(redis: Redis): Promise<void> {
+    if (redis.status === "wait") return void (await redis.connect().catch(() => undefined));
+    if (redis.status !== "connecting" && redis.status !== "connect") return;
+    await new Promise<void>((resolve) => {
+        const done = () => {
+            clearTimeout(timer);
+            redis.off("ready", done);
+            redis.off("error", done);
+            redis.off("end", done);
+            resolve();
+        };
+        const timer = setTimeout(done, 2000).unref();
+        redis.once("ready", done);
+        redis.once("error", done);
+        redis.once("end", done);
+    });
 }

@@ -1,3 +1,4 @@
+import type Redis from "ioredis";
 import type { Logger } from "pino";
 import { ConfigError, loadStackConfig, scalableCounts, setPoolReplicas } from "../../config";
 import { FencedWrites } from "./fenced-writes";
@@ -42,6 +43,8 @@ export class StoreDesired {
             /** The lock holder id this writes as (a replica's, or a command's). */
             self: string;
             log: Logger;
+            /** The replica's shared connection (connection.ts partConnection); unset, its own. */
+            redis?: Redis;
             retryMs?: number;
         },
     ) {

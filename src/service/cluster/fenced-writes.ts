@@ -1,6 +1,6 @@
 import type Redis from "ioredis";
 import type { Logger } from "pino";
-import { clusterConnection } from "./connection";
+import { connectOnce, partConnection } from "./connection";
 import { CLUSTER_KEYS } from "./records";
 import { WRITE_IF_HOLDER } from "./scripts";
 import { type CatalogueEntry, EXIT } from "../../model/error-catalogue";
@@ -10,6 +10,8 @@ type Scripted = Redis & {
 };
 
 export interface FencedWritesOptions {
+    /** The replica's shared connection (connection.ts partConnection); unset, this part opens its own. */
+    redis?: Redis;
     url: string;
     /** The stack's key prefix (`egress:<stack>:`). */
     prefix: string;
@@ -36,6 +38,8 @@ export interface FencedWritesOptions {
  */
 export class FencedWrites {
     readonly redis: Redis;
+    /** Whether this part opened its connection (and closes it), or shares the replica's. */
+    private readonly owned: boolean;
     private pending?: string;
     /** Count of write() calls, and the count whose value was the last one kept. */
     private version = 0;
@@ -47,7 +51,9 @@ export class FencedWrites {
     private warned = false;
 
     constructor(private readonly o: FencedWritesOptions) {
-        this.redis = clusterConnection(o.url);
+        const c = partConnection(o);
+        this.redis = c.redis;
+        this.owned = c.owned;
         this.redis.defineCommand("egressWriteIfHolder", { numberOfKeys: 2, lua: WRITE_IF_HOLDER });
     }
 
@@ -82,7 +88,7 @@ export class FencedWrites {
     close(): void {
         this.closed = true;
         clearTimeout(this.retry);
-        this.redis.disconnect();
+        if (this.owned) this.redis.disconnect();
     }
 
     /** Starts sending the pending value unless a send runs (it sends the newest when it is done). */
@@ -127,7 +133,7 @@ export class FencedWrites {
 
     /** The connection is made on first use (nothing to do for a replica that never leads). */
     private async connected(): Promise<void> {
-        if (this.redis.status === "wait") await this.redis.connect().catch(() => undefined);
+        await connectOnce(this.redis);
     }
 }
 

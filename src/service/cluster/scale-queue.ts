@@ -1,6 +1,6 @@
 import { randomBytes } from "node:crypto";
 import type Redis from "ioredis";
-import { clusterConnection } from "./connection";
+import { connectOnce, partConnection } from "./connection";
 import type { Logger } from "pino";
 import { Loop } from "../http/loop";
 import { StoreUnavailableError } from "../store/types";
@@ -19,6 +19,8 @@ export interface QueuedScale {
 }
 
 export interface ScaleQueueOptions {
+    /** The replica's shared connection (connection.ts partConnection); unset, this part opens its own. */
+    redis?: Redis;
     /** The store's redis:// URL (a secret). */
     url: string;
     /** Key prefix of the stack: `egress:<stack>:`. */
@@ -70,12 +72,16 @@ type Scripted = Redis & {
  */
 export class ScaleQueue {
     private readonly redis: Scripted;
+    /** Whether this part opened its connection (and closes it), or shares the replica's. */
+    private readonly owned: boolean;
     /** Takes the queue while leading; its taker is the one lead() was given. */
     private readonly loop: Loop;
     private taker?: ScaleTaker;
 
     constructor(private readonly o: ScaleQueueOptions) {
-        this.redis = clusterConnection(o.url) as Scripted; // a failed enqueue answers 503
+        const c = partConnection(o); // a failed enqueue answers 503
+        this.redis = c.redis as Scripted;
+        this.owned = c.owned;
         this.redis.defineCommand("egressReadScales", { numberOfKeys: 2, lua: READ_SCALE_REQUESTS });
         this.redis.defineCommand("egressRemoveScales", { numberOfKeys: 2, lua: REMOVE_SCALE_REQUESTS });
         // The first round at once on leading: requests queued during the election are waiting.
@@ -93,7 +99,7 @@ export class ScaleQueue {
     }
 
     async start(): Promise<void> {
-        await this.redis.connect().catch(() => undefined);
+        await connectOnce(this.redis);
     }
 
     /** Queues a validated request for the leader; a store it cannot reach is a StoreUnavailableError (503). */
@@ -139,7 +145,7 @@ export class ScaleQueue {
 
     async close(): Promise<void> {
         await this.follow();
-        this.redis.disconnect();
+        if (this.owned) this.redis.disconnect();
     }
 
     /** One round: read, apply each request not yet known, oldest first, then remove what is recorded. */

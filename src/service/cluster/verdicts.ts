@@ -1,5 +1,5 @@
 import type Redis from "ioredis";
-import { clusterConnection } from "./connection";
+import { connectOnce, partConnection } from "./connection";
 import type { Logger } from "pino";
 import type { ProxyMember } from "../../model";
 import type { HealthMonitor, HealthState, MemberHealthView } from "../../probes";
@@ -33,6 +33,8 @@ export interface VerdictsStatus {
 }
 
 export interface ClusterVerdictsOptions {
+    /** The replica's shared connection (connection.ts partConnection); unset, this part opens its own. */
+    redis?: Redis;
     /** The store's redis:// URL (a secret). */
     url: string;
     /** Key prefix of the stack: `egress:<stack>:`. */
@@ -68,6 +70,8 @@ const addressOf = (m: Pick<ProxyMember, "host" | "port">) => `${m.host}:${m.port
  */
 export class ClusterVerdicts {
     private readonly redis: Scripted;
+    /** Whether this part opened its connection (and closes it), or shares the replica's. */
+    private readonly owned: boolean;
     private readonly intervalMs: number;
     private readonly staleAfterMs: number;
     private members = new Map<string, ProxyMember>();
@@ -88,7 +92,9 @@ export class ClusterVerdicts {
     constructor(private readonly o: ClusterVerdictsOptions) {
         this.intervalMs = o.intervalMs ?? 1000;
         this.staleAfterMs = o.staleAfterMs ?? Math.max(5000, 5 * this.intervalMs);
-        this.redis = clusterConnection(o.url) as Scripted; // a failed read sets `stale`
+        const c = partConnection(o); // a failed read sets `stale`
+        this.redis = c.redis as Scripted;
+        this.owned = c.owned;
         this.redis.defineCommand("egressVerdicts", { numberOfKeys: 2, lua: PUBLISH_VERDICTS });
         this.redis.defineCommand("egressReadVerdicts", { numberOfKeys: 1, lua: READ_VERDICTS });
         this.counters = new LeaderCounters(this.redis, o);
@@ -147,7 +153,7 @@ export class ClusterVerdicts {
 
     /** Connects and starts the cadence (following: reading; leading: publishing). */
     async start(): Promise<void> {
-        await this.redis.connect().catch(() => undefined);
+        await connectOnce(this.redis);
         await this.tick();
         this.timer = setInterval(() => void this.tick(), this.intervalMs);
         this.timer.unref();
@@ -187,7 +193,7 @@ export class ClusterVerdicts {
         this.closed = true;
         clearInterval(this.timer);
         await this.ticking;
-        this.redis.disconnect();
+        if (this.owned) this.redis.disconnect();
     }
 
     /** One step of the cadence; never two at once (a publish requested meanwhile runs right after). */

@@ -1,6 +1,6 @@
 import type Redis from "ioredis";
 import type { Logger } from "pino";
-import { clusterConnection } from "../cluster/connection";
+import { connectOnce, partConnection } from "../cluster/connection";
 import { CLUSTER_KEYS } from "../cluster/records";
 import { APPEND_TIMELINE, READ_TIMELINE } from "../cluster/scripts";
 import { Loop } from "../http/loop";
@@ -8,6 +8,8 @@ import type { PoolCounts } from "./fleet";
 import { samplePools, timelineCadence, type TimelinePoint, type TimelineRead, type TimelineSource } from "./timeline";
 
 export interface StoreTimelineOptions {
+    /** The replica's shared connection (connection.ts partConnection); unset, this part opens its own. */
+    redis?: Redis;
     /** The store's redis:// URL (a secret). */
     url: string;
     /** Key prefix of the stack: `egress:<stack>:`. */
@@ -40,6 +42,8 @@ export class StoreTimeline implements TimelineSource {
     readonly intervalMs: number;
     private readonly spanMs: number;
     private readonly redis: Scripted;
+    /** Whether this part opened its connection (and closes it), or shares the replica's. */
+    private readonly owned: boolean;
     private readonly loop: Loop;
     private sampling?: Promise<void>;
     /** The last samples read, shown while the store cannot be read. */
@@ -49,7 +53,9 @@ export class StoreTimeline implements TimelineSource {
 
     constructor(private readonly o: StoreTimelineOptions) {
         ({ intervalMs: this.intervalMs, spanMs: this.spanMs } = timelineCadence(o));
-        this.redis = clusterConnection(o.url) as Scripted; // a failed read is `stale`, a failed append a gap
+        const c = partConnection(o); // a failed read is `stale`, a failed append a gap
+        this.redis = c.redis as Scripted;
+        this.owned = c.owned;
         this.redis.defineCommand("egressAppendTimeline", { numberOfKeys: 2, lua: APPEND_TIMELINE });
         this.redis.defineCommand("egressReadTimeline", { numberOfKeys: 1, lua: READ_TIMELINE });
         // sample() never throws (append logs an outage once, with reads: `failed`), so the loop logs nothing.
@@ -61,7 +67,7 @@ export class StoreTimeline implements TimelineSource {
     }
 
     async start(): Promise<void> {
-        await this.redis.connect().catch(() => undefined);
+        await connectOnce(this.redis);
         await this.sample(); // the first sample before start() returns; the loop's first one interval later
         this.loop.start();
     }
@@ -69,7 +75,7 @@ export class StoreTimeline implements TimelineSource {
     async stop(): Promise<void> {
         await this.loop.stop();
         await this.sampling; // one a test (or start) asked for outside the loop
-        this.redis.disconnect();
+        if (this.owned) this.redis.disconnect();
     }
 
     /** Appends one sample if this replica leads (exposed for tests); never two at once, never throws. */

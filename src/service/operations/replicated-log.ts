@@ -1,3 +1,4 @@
+import type Redis from "ioredis";
 import type { Logger } from "pino";
 import { OperationLog } from "./journal";
 import { StoreEvents } from "./store-events";
@@ -7,7 +8,7 @@ export interface OperationLogOptions {
     /** The journal file of this home (`run/operations-<stack>.json`). */
     journalFile: string;
     /** With replicas: the store, the stack's key prefix and this replica's id (cluster.ts `Cluster.id`). */
-    store?: { url: string; prefix: string; self: string; log: Logger };
+    store?: { url: string; prefix: string; self: string; log: Logger; redis?: Redis };
 }
 
 /**

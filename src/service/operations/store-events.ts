@@ -1,6 +1,6 @@
 import type Redis from "ioredis";
 import type { Logger } from "pino";
-import { clusterConnection } from "../cluster/connection";
+import { connectOnce, partConnection } from "../cluster/connection";
 import { CLUSTER_KEYS } from "../cluster/records";
 import { STREAM_BUFFER, type StreamEntry } from "./journal";
 
@@ -46,6 +46,8 @@ type Scripted = Redis & {
 };
 
 export interface StoreEventsOptions {
+    /** The replica's shared connection (connection.ts partConnection); unset, this part opens its own. */
+    redis?: Redis;
     url: string;
     /** The stack's key prefix (`egress:<stack>:`). */
     prefix: string;
@@ -72,6 +74,8 @@ interface Pending {
  */
 export class StoreEvents {
     readonly redis: Redis;
+    /** Whether this part opened its connection (and closes it), or shares the replica's. */
+    private readonly owned: boolean;
     private readonly pending: Pending[] = [];
     private sending?: Promise<void>;
     private retry?: NodeJS.Timeout;
@@ -79,7 +83,9 @@ export class StoreEvents {
     private warned = false;
 
     constructor(private readonly o: StoreEventsOptions) {
-        this.redis = clusterConnection(o.url);
+        const c = partConnection(o);
+        this.redis = c.redis;
+        this.owned = c.owned;
         this.redis.defineCommand("egressAppendEvents", { numberOfKeys: 2, lua: APPEND_IF_HOLDER });
     }
 
@@ -98,13 +104,13 @@ export class StoreEvents {
 
     /** Entries of `op` after `afterId` (all with 0), oldest first; throws while the store is away. */
     async read(op: string, afterId = 0): Promise<StreamEntry[]> {
-        if (this.redis.status === "wait") await this.redis.connect().catch(() => undefined);
+        await connectOnce(this.redis);
         return entries(await this.redis.xrange(this.key(op), `0-${afterId + 1}`, "+", "COUNT", STORE_STREAM_MAX));
     }
 
     /** The newest entry of `op`, if its stream has any; throws while the store is away. */
     async last(op: string): Promise<StreamEntry | undefined> {
-        if (this.redis.status === "wait") await this.redis.connect().catch(() => undefined);
+        await connectOnce(this.redis);
         return entries(await this.redis.xrevrange(this.key(op), "+", "-", "COUNT", 1))[0];
     }
 
@@ -120,7 +126,7 @@ export class StoreEvents {
     close(): void {
         this.closed = true;
         clearTimeout(this.retry);
-        this.redis.disconnect();
+        if (this.owned) this.redis.disconnect();
     }
 
     private kick(): void {
@@ -136,7 +142,7 @@ export class StoreEvents {
             while (count < Math.min(BATCH, this.pending.length) && this.pending[count].op === op) count++;
             const batch = this.pending.slice(0, count);
             try {
-                if (this.redis.status === "wait") await this.redis.connect().catch(() => undefined);
+                await connectOnce(this.redis);
                 const args = batch.flatMap((e) => [e.source, e.type, e.data]);
                 const at = await (this.redis as Scripted).egressAppendEvents(
                     this.o.prefix + CLUSTER_KEYS.leader,

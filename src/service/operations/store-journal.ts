@@ -1,3 +1,4 @@
+import type Redis from "ioredis";
 import type { Logger } from "pino";
 import { FencedWrites } from "../cluster/fenced-writes";
 import { CLUSTER_KEYS } from "../cluster/records";
@@ -5,6 +6,8 @@ import { FileJournal, type JournalSink } from "./journal-file";
 import type { Operation } from "./operation";
 
 export interface StoreJournalOptions {
+    /** The replica's shared connection (cluster/connection.ts partConnection); unset, its own. */
+    redis?: Redis;
     url: string;
     /** The stack's key prefix (`egress:<stack>:`). */
     prefix: string;

@@ -4,8 +4,10 @@ import { type EngineHome, stateBackend } from "../../engine";
 import type { HealthMonitor } from "../../probes";
 import { LeaseManager } from "../leases";
 import { RedisLeaseStore, type LeaseStore, type StoreSpec } from "../store";
+import type Redis from "ioredis";
 import { Cluster } from "../cluster/cluster";
-import { stackPrefix } from "../cluster/records";
+import { clusterConnection } from "../cluster/connection";
+import { LEADER_TTL_MS, stackPrefix } from "../cluster/records";
 import { ClusterVerdicts } from "../cluster/verdicts";
 import { homeId } from "../cluster/home";
 import { scopeReader } from "../cluster/scope";
@@ -30,6 +32,11 @@ export interface ReplicaSession {
     /** This replica's id (cluster/). */
     self: string;
     log: Logger;
+    /**
+     * The replica's one connection for every Redis-backed part but the lease store (which keeps its own
+     * for the serving path): opened here, connected by the first part that needs it, closed by the stop.
+     */
+    redis: Redis;
 }
 
 /**
@@ -79,9 +86,14 @@ export function replicatedParts(
     },
 ) {
     const { runDir } = home;
+    // The leader lock's renewals give up within a third of its TTL: a failed tick is enough.
+    const redis =
+        shared &&
+        clusterConnection(shared.url, Math.min(1500, (opts.leaderTtlMs ?? LEADER_TTL_MS) / 3), "egress-cluster");
     const cluster =
         shared &&
         new Cluster({
+            redis,
             url: shared.url,
             prefix: stackPrefix(opts.stack),
             self: { url: opts.advertiseUrl ?? at.url, version: at.version, home: homeId(runDir) },
@@ -92,12 +104,14 @@ export function replicatedParts(
         });
     // Until it knows it leads, a replica publishes nothing (two publishers would take each other's members away).
     if (cluster) o.redisStore?.setPublisher(false);
-    const session: ReplicaSession | undefined = cluster && {
-        url: shared.url,
-        prefix: stackPrefix(opts.stack),
-        self: cluster.id,
-        log: log.child({ component: "cluster" }),
-    };
+    const session: ReplicaSession | undefined = cluster &&
+        redis && {
+            redis,
+            url: shared.url,
+            prefix: stackPrefix(opts.stack),
+            self: cluster.id,
+            log: log.child({ component: "cluster" }),
+        };
     const { ops, journal, events } = operationLog({
         journalFile: path.join(runDir, `operations-${opts.stack}.json`),
         store: session,
@@ -111,6 +125,6 @@ export function replicatedParts(
         desired: session && new StoreDesired(session),
         verdicts: session && new ClusterVerdicts({ ...session, monitor: o.health, onOutcomes: o.onOutcomes }),
         scaleQueue: session && new ScaleQueue(session),
-        healStore: session && new StoreHealHistory({ url: session.url, prefix: session.prefix }),
+        healStore: session && new StoreHealHistory({ url: session.url, prefix: session.prefix, redis: session.redis }),
     };
 }

@@ -161,6 +161,7 @@ async function recoverOrClose(
         api.server.closeAllConnections();
         await new Promise<void>((r) => api.server.close(() => r()));
         await gateway?.close(0);
+        parts.session?.redis.disconnect();
         await redisStore?.close();
         throw e;
     }

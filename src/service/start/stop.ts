@@ -57,6 +57,7 @@ export async function stopService(s: StopInputs, closeOpts: { cancel?: boolean }
     await p.verdicts?.close();
     await p.scaleQueue?.close();
     await p.providerHealth.stop();
+    p.session?.redis.disconnect(); // every part that shared it has stopped
     await closeListeners(s.server, s.gateway);
     await p.redisStore?.close();
     log.info("egress service stopped");

@@ -78,6 +78,7 @@ export class RedisLeaseStore implements LeaseStore {
         this.grants = new GrantReplicas(o.grantReplicas ?? 0, Math.min(o.grantWaitMs ?? 250, timeout / 2));
         this.redis = openRedis(o.url, {
             lazyConnect: true,
+            connectionName: "egress-leases", // CLIENT SETNAME: an operator's CLIENT LIST tells egress' connections apart
             enableOfflineQueue: false, // a request while Redis is away fails at once instead of queueing forever
             commandTimeout: timeout,
             connectTimeout: timeout,

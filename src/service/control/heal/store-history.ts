@@ -1,5 +1,5 @@
 import type Redis from "ioredis";
-import { clusterConnection } from "../../cluster/connection";
+import { connectOnce, partConnection } from "../../cluster/connection";
 import { CLUSTER_KEYS } from "../../cluster/records";
 import type { MemberHistory } from "./decide";
 import type { HealHistoryStore } from "./history";
@@ -12,8 +12,13 @@ import type { HealHistoryStore } from "./history";
 export class StoreHealHistory implements HealHistoryStore {
     private readonly redis: Redis;
 
-    constructor(private readonly o: { url: string; prefix: string }) {
-        this.redis = clusterConnection(o.url); // a failed command holds repairs back until the next round
+    private readonly owned: boolean;
+
+    /** `redis`: the replica's shared connection (connection.ts partConnection); unset, its own. */
+    constructor(private readonly o: { url: string; prefix: string; redis?: Redis }) {
+        const c = partConnection(o); // a failed command holds repairs back until the next round
+        this.redis = c.redis;
+        this.owned = c.owned;
     }
 
     private get key(): string {
@@ -43,12 +48,12 @@ export class StoreHealHistory implements HealHistoryStore {
     }
 
     close(): void {
-        this.redis.disconnect();
+        if (this.owned) this.redis.disconnect();
     }
 
     /** The connection is made on first use (nothing to do for a replica that never leads). */
     private async connected(): Promise<void> {
-        if (this.redis.status === "wait") await this.redis.connect().catch(() => undefined);
+        await connectOnce(this.redis);
     }
 }
 
