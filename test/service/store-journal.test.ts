@@ -4,7 +4,8 @@
  * request carried, a running operation interrupted); a replica that lost the lock cannot overwrite its
  * successor's journal; with the store away, changes go on, `flushed()` says the journal is behind, and
  * the journal lands by itself once the store is back; a home's journal file from before the move is
- * read while the store has none.
+ * read while the store has none; on a connection shared with other parts (a replica's session), a value
+ * written while the sender finishes its last write is sent without waiting for the next write.
  */
 import { after, before, test } from "node:test";
 import assert from "node:assert/strict";
@@ -35,7 +36,8 @@ function journalOf(self: string, legacyFile?: string): OperationLog {
     sinks.push(sink);
     return new OperationLog(sink);
 }
-const stored = async () => JSON.parse((await raw.get(KEY)) ?? "null") as { id: string; status: string }[] | null;
+const stored = async () =>
+    JSON.parse((await raw.get(KEY)) ?? "null") as { id: string; status: string; error?: string }[] | null;
 
 before(async () => {
     redis = await startRedis({ aof: true });
@@ -146,4 +148,52 @@ test("while the store has no journal, the home's file from before the move is re
         "now in the store",
     );
     fs.rmSync(path.join(dir, "legacy"), { recursive: true });
+});
+
+test("a value written in the same turn as the sender's last reply, at any point of it, lands without waiting for the next write", async () => {
+    await raw.del(KEY);
+    await holdLock("a");
+    // One connection for the journal and "another part", as a replica's session shares it: the other
+    // part's reply arrives in the same read as the journal's and resumes its caller in the same turn.
+    const shared = new Redis(redis.url, { maxRetriesPerRequest: 0 });
+    shared.on("error", () => undefined);
+    try {
+        const sink = new StoreJournal({ url: redis.url, prefix: PREFIX, self: "a", log, retryMs: 100, redis: shared });
+        sinks.push(sink);
+        const a = new OperationLog(sink);
+        const op = a.create("scale", { web: 2 });
+        await a.flushed();
+        // The caller changes the operation `hops` microtasks after the other reply: one of them falls
+        // between the sender's last look at what is pending and the end of its send.
+        for (let hops = 0; hops <= 24; hops++) {
+            const last = `step-${hops}`;
+            process.kill(redis.pid()!, "SIGSTOP"); // both commands are then read, run and answered together
+            let resumed = false;
+            try {
+                a.update(op, { error: `before-${hops}` });
+                await new Promise((r) => setTimeout(r, 20));
+                void shared.get("egress:journaltest:other").then(() => {
+                    let chain: Promise<void> = Promise.resolve();
+                    for (let i = 0; i < hops; i++) chain = chain.then(() => undefined);
+                    void chain.then(() => {
+                        resumed = true;
+                        a.update(op, { error: last });
+                    });
+                });
+                await new Promise((r) => setTimeout(r, 20));
+            } finally {
+                process.kill(redis.pid()!, "SIGCONT");
+            }
+            await until("the other part's caller", () => resumed, 5_000, 5);
+            // Nothing else is written now: the last value must land by itself.
+            await until(
+                `the journal to hold ${last}`,
+                async () => (await stored())?.find((o) => o.id === op.id)?.error === last,
+                2_000,
+                10,
+            );
+        }
+    } finally {
+        shared.disconnect();
+    }
 });

@@ -95,10 +95,18 @@ export class FencedWrites {
     private kick(): void {
         if (this.writing || this.closed) return;
         clearTimeout(this.retry);
-        this.writing = this.send().finally(() => (this.writing = undefined));
+        this.writing = this.send().then((emptied) => {
+            this.writing = undefined;
+            // A value written after the loop's last look and before this ran is sent now, not at the next
+            // write: on a connection shared with other parts, another part's reply in the same read can
+            // resume a writer (the scaler starting the next operation) in between. A failed send waits for
+            // its retry instead.
+            if (emptied && this.pending !== undefined) this.kick();
+        });
     }
 
-    private async send(): Promise<void> {
+    /** Sends pending values until none is left (true), or one fails (false: retried or dropped). */
+    private async send(): Promise<boolean> {
         while (this.pending !== undefined && !this.closed) {
             const value = this.pending;
             const version = this.version;
@@ -123,12 +131,13 @@ export class FencedWrites {
                     this.retry = setTimeout(() => this.kick(), this.o.retryMs ?? 1000);
                     this.retry.unref();
                 } else if (this.version === version) this.pending = undefined; // dropped: not ours to write
-                return;
+                return false;
             }
             // A newer value written meanwhile is still pending: the loop sends it next.
             if (this.version === version) this.pending = undefined;
             this.kept = version;
         }
+        return true;
     }
 
     /** The connection is made on first use (nothing to do for a replica that never leads). */
