@@ -10,6 +10,7 @@ import { after, before } from "node:test";
 import * as fs from "node:fs";
 import * as http from "node:http";
 import * as net from "node:net";
+import { closedPort } from "../fixtures/ports";
 import * as os from "node:os";
 import * as path from "node:path";
 import { listenLoopback, type ProxiedAnswer, viaProxy } from "./net";
@@ -56,11 +57,9 @@ export function withGatewayService(set: (made: GatewayService) => void) {
         const echo = (made.echo = net.createServer((s) => s.pipe(s)));
         await new Promise<void>((r) => echo.listen(0, "127.0.0.1", r));
         made.echoPort = (echo.address() as net.AddressInfo).port;
-        // A port nothing listens on: the members' connections to it are refused.
-        const tmp = net.createServer();
-        await new Promise<void>((r) => tmp.listen(0, "127.0.0.1", r));
-        made.closedPort = (tmp.address() as net.AddressInfo).port;
-        await new Promise((r) => tmp.close(r));
+        // A port nothing listens on, below the ephemeral range (no listen(0) elsewhere is given it): the
+        // members' connections to it are refused.
+        made.closedPort = await closedPort();
 
         const dir = fs.mkdtempSync(path.join(os.tmpdir(), "egress-gw-tokens-"));
         const tokensFile = path.join(dir, "tokens.json");

@@ -8,7 +8,6 @@ import { after, before, test } from "node:test";
 import assert from "node:assert/strict";
 import * as cp from "node:child_process";
 import * as fs from "node:fs";
-import * as net from "node:net";
 import * as os from "node:os";
 import * as path from "node:path";
 import { isOurProcess, startProxy, stopProxy } from "../../components/local/process";
@@ -19,6 +18,7 @@ import { gcText } from "../../src/cli/gc";
 import { writeKubeconfig } from "../fixtures/kubernetes/fake-apiserver";
 import { tempProject } from "../helpers/project";
 import { TEST_INSTALLATION } from "../helpers/installation";
+import { closedPort as freeClosedPort } from "../fixtures/ports";
 
 const runDir = fs.mkdtempSync(path.join(os.tmpdir(), "egress-gc-providers-"));
 const started: { pid: number; id: string; stateDir: string }[] = [];
@@ -26,11 +26,10 @@ let closedPort: number;
 let kubeconfig: string;
 
 before(async () => {
-    // A port that was free a moment ago and has nothing listening now: connections are refused at once.
-    const srv = net.createServer();
-    await new Promise<void>((r) => srv.listen(0, "127.0.0.1", r));
-    closedPort = (srv.address() as net.AddressInfo).port;
-    await new Promise((r) => srv.close(r));
+    // Nothing listens there, and no server listening on port 0 (in this file or one running beside it) is
+    // given it: it is below the ephemeral range. A port picked by listen(0) and closed was once taken by
+    // another test's local proxy, which answered 400 instead of the refusal asserted here.
+    closedPort = await freeClosedPort();
     kubeconfig = writeKubeconfig(`http://127.0.0.1:${closedPort}`);
 });
 after(async () => {
