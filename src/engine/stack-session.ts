@@ -215,11 +215,13 @@ function pulumiCommandIn(root: string): Promise<PulumiCommand> {
 /**
  * The first processes to open a new PostgreSQL database together all run the backend's `CREATE TABLE IF
  * NOT EXISTS pulumi_state`, which PostgreSQL does not make safe against itself: one creates the table,
- * the others fail with a unique violation on the catalog (`pg_type_typname_nsp_index`, 23505). Three
- * replicas of a first deploy started at once met it, and a loser exited. The table exists by then, so the
- * loser opens again.
+ * the others fail with a unique violation on the catalog (`pg_type_typname_nsp_index`, 23505) or, a
+ * moment later in the same race, with the table's row type already there (`type "pulumi_state" already
+ * exists`, 42710). Three replicas of a first deploy started at once met each, and a loser exited. The
+ * table exists by then, so the loser opens again.
  */
-const TABLE_RACE = /failed to create table[^\n]*duplicate key value violates unique constraint/;
+const TABLE_RACE =
+    /failed to create table[^\n]*(?:duplicate key value violates unique constraint|already exists \((?:42710|42P07)\))/;
 const TABLE_RACE_WAITS_MS = [100, 300, 1000];
 
 export async function pastTableRace<T>(open: () => Promise<T>, onNotice: (line: string) => void): Promise<T> {

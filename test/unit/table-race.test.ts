@@ -12,6 +12,25 @@ import { pastTableRace } from "../../src/engine/stack-session";
 const RACE =
     'code: 1\n stdout: \n stderr: error: unable to open bucket postgres://egress:[redacted]@127.0.0.1:20424/postgres?sslmode=disable: failed to create table pulumi_state: pq: duplicate key value violates unique constraint "pg_type_typname_nsp_index" (23505)\n';
 
+/** The same race met a moment later: the table's row type is there already (a CI run's replica died of it). */
+const RACE_TYPE =
+    'code: 1\n stdout: \n stderr: error: unable to open bucket postgres://egress:[redacted]@127.0.0.1:29605/start3r2?sslmode=disable: failed to create table pulumi_state: pq: type "pulumi_state" already exists (42710)\n';
+
+test("either error of the race (23505 on the catalog, 42710 on the row type) opens again", async () => {
+    for (const race of [RACE, RACE_TYPE]) {
+        let calls = 0;
+        const opened = await pastTableRace(
+            async () => {
+                if (++calls === 1) throw new Error(race);
+                return "stack";
+            },
+            () => undefined,
+        );
+        assert.equal(opened, "stack", race);
+        assert.equal(calls, 2, race);
+    }
+});
+
 test("a loser of the state-table race opens again, with a notice; other errors pass through at once", async () => {
     const notices: string[] = [];
     let calls = 0;
