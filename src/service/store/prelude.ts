@@ -14,6 +14,9 @@ local now = tonumber(t[1]) * 1000 + math.floor(tonumber(t[2]) / 1000)
 -- The same instant as a string from TIME's digits (seconds, then the first 3 of 6 microsecond digits),
 -- for arguments: Redis formats each number argument with %.17g, which costs more than the call's own work.
 local NOW = t[1] .. string.sub(string.rep('0', 6 - #t[2]) .. t[2], 1, 3)
+-- Test only (RedisStoreOptions.testClock): the epoch ms a test wrote, as the memory manager's injected
+-- clock, so one model can drive both stores through hours of leases in a second.
+if S.clk == 1 then NOW = redis.call('GET', P .. 'clock'); now = tonumber(NOW) end
 
 -- Pool settings, read from Redis once per run (an acquire asks for each pool's several times) and kept
 -- in pcache (false: no such pool). PUBLISH, their only writer, calls poolchanged after each change.

@@ -33,6 +33,10 @@ for _, p in ipairs(old) do
         redis.call('HDEL', P .. 'where', m)
         redis.call('HDEL', P .. 'lbl', m)
         redis.call('HDEL', P .. 'zone', m) -- the hash before labels (a store written by an older service)
+        -- Its lease counters go with it: a member that comes back starts at 0, as in the memory manager,
+        -- and the hashes the leader reads whole on every publication hold the members there are, not all there were.
+        redis.call('HDEL', P .. 'err', m)
+        redis.call('HDEL', P .. 'out', m .. '|t', m .. '|b')
       end
       for _, id in ipairs(ids) do endlease(id, 'member-removed', 'ok', nil) end
     end

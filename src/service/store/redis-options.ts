@@ -31,6 +31,12 @@ export interface RedisStoreOptions extends Pick<
     grantReplicas?: number;
     /** How long a grant waits for them (at most half the command timeout). @default 250 */
     grantWaitMs?: number;
+    /**
+     * Test only: the scripts take the time from the key `<prefix>clock` (epoch ms, as digits) instead of
+     * Redis' TIME, so a test moves the clock as it does the memory manager's `now`. Key expiries (idle
+     * sessions, tombstones) still run on Redis' own clock. Never set by the service.
+     */
+    testClock?: boolean;
 }
 
 export type Reply = (string | number)[];

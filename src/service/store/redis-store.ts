@@ -72,6 +72,7 @@ export class RedisLeaseStore implements LeaseStore {
             idleRetrySeconds: d.idleRetryAfterSeconds,
             defaultTtlSeconds: d.defaultTtlSeconds,
             maxTtlSeconds: d.maxTtlSeconds,
+            testClock: o.testClock,
         };
         this.retryAfterSeconds = o.retryAfterSeconds ?? 2;
         const timeout = o.commandTimeoutMs ?? 1500;
@@ -262,6 +263,14 @@ export class RedisLeaseStore implements LeaseStore {
     setPublisher(on: boolean): void {
         this.publisher = on;
         if (on) this.schedulePublish();
+    }
+
+    /** Resolves once what setMembers and setEligible changed is in Redis (or failed to get there, and waits for a reconnect). */
+    async published(): Promise<void> {
+        while (this.publishQueued || this.publishing) {
+            if (this.publishing) await this.publishing;
+            else await new Promise<void>((r) => queueMicrotask(r));
+        }
     }
 
     private schedulePublish(): void {

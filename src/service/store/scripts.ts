@@ -21,6 +21,8 @@ export interface ScriptSettings {
     idleRetrySeconds: number;
     defaultTtlSeconds: number;
     maxTtlSeconds: number;
+    /** Test only: read the time from the key `<prefix>clock` (RedisStoreOptions.testClock). */
+    testClock?: boolean;
 }
 
 import { PRELUDE } from "./prelude";
@@ -32,7 +34,7 @@ export function withSettings(lua: string, s: ScriptSettings): string {
             throw new RangeError(`lease store setting must be a finite number ≥ 0, got ${v}`);
         return String(Math.round(v));
     };
-    const table = `{ tcd = ${n(s.targetCooldownMs)}, bbase = ${n(s.blockedBaseMs)}, bmax = ${n(s.blockedMaxMs)}, tomb = ${n(s.tombstoneMs)}, busy = ${n(s.busyRetryMs)}, idle = ${n(s.idleRetrySeconds)}, dttl = ${n(s.defaultTtlSeconds)}, mttl = ${n(s.maxTtlSeconds)} }`;
+    const table = `{ tcd = ${n(s.targetCooldownMs)}, bbase = ${n(s.blockedBaseMs)}, bmax = ${n(s.blockedMaxMs)}, tomb = ${n(s.tombstoneMs)}, busy = ${n(s.busyRetryMs)}, idle = ${n(s.idleRetrySeconds)}, dttl = ${n(s.defaultTtlSeconds)}, mttl = ${n(s.maxTtlSeconds)}, clk = ${s.testClock ? 1 : 0} }`;
     return lua.replace("__SETTINGS__", table);
 }
 
