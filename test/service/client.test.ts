@@ -11,8 +11,11 @@ import * as path from "node:path";
 import { Blocked, EgressClient, EgressError } from "../../clients/typescript/src";
 import { CLIENT_DIR, generatedFiles } from "../../clients/typescript/generate";
 import { settledConverge, startTestService, TestService, TOKENS, waitFor } from "../helpers/service";
+import { leaseClock } from "../helpers/lease-clock";
 import { getViaProxy, startTargetServer } from "../helpers/net";
 
+// The lease rules' clock: a test moves it past a cooldown or an idle TTL of whole seconds instead of sleeping.
+const clock = leaseClock();
 let svc: TestService;
 let origin: Awaited<ReturnType<typeof startTargetServer>>;
 let egress: EgressClient;
@@ -32,7 +35,7 @@ before(async () => {
                 },
             ],
         },
-        { probeIntervalMs: 300 },
+        { probeIntervalMs: 300, leaseClock: clock.now },
     );
     await settledConverge(svc);
     await waitFor(
@@ -96,7 +99,7 @@ test("withProxy: a real request through the leased proxy, released ok", async ()
 });
 
 test("withProxy: Blocked releases as blocked, any other throw as error; the callback's error is rethrown", async () => {
-    await sleep(1100);
+    clock.advance(1100);
     const [blocked, errors] = [await releases("blocked"), await releases("error")];
     await assert.rejects(
         egress.withProxy(
@@ -128,7 +131,7 @@ test(
     "withProxy waits on 503 as Retry-After says, then gets the proxy; the wait is bounded",
     { timeout: 30_000 },
     async () => {
-        await sleep(1100);
+        clock.advance(1100);
         let release!: () => void;
         const holding = egress.withProxy(
             "web",
@@ -160,7 +163,7 @@ test(
 );
 
 test("withProxy waits on 429 target_busy (the site's politeness limit) as on a 503", { timeout: 30_000 }, async () => {
-    await sleep(1100);
+    clock.advance(1100);
     let release!: () => void;
     const holding = egress.withProxy(
         "web",
@@ -185,7 +188,7 @@ test("withProxy waits on 429 target_busy (the site's politeness limit) as on a 5
 });
 
 test("withProxy with a session: the same proxy back at once, though it cools for everyone else", async () => {
-    await sleep(1100);
+    clock.advance(1100);
     const seen: { proxy: string; session?: string; rebound?: boolean }[] = [];
     for (let i = 0; i < 2; i++)
         await egress.withProxy(

@@ -13,9 +13,12 @@ import { promisify } from "node:util";
 import { crawl } from "../../clients/typescript/examples/crawl";
 import { ensureTestPackages } from "../helpers/deps";
 import { settledConverge, startTestService, TestService, TOKENS, waitFor } from "../helpers/service";
+import { leaseClock } from "../helpers/lease-clock";
 
 const root = path.resolve(__dirname, "../../..");
 const examples = path.join(root, "clients/typescript/examples");
+// The lease rules' clock: a test moves it past a cooldown or an idle TTL of whole seconds instead of sleeping.
+const clock = leaseClock();
 let svc: TestService;
 /**
  * One site per loopback address 127.0.0.2–9: a proxy rests 30 s per target (host) after each release,
@@ -43,7 +46,7 @@ before(async () => {
             "egress:providers": { local: { type: "local" } },
             "egress:pools": [{ name: "web", provider: "local", replicas: 2, maxReplicas: 2, cooldownSeconds: 1 }],
         },
-        { probeIntervalMs: 300 },
+        { probeIntervalMs: 300, leaseClock: clock.now },
     );
     await settledConverge(svc);
     await waitFor(
@@ -66,7 +69,6 @@ const releases = async () => {
         Number(new RegExp(`^egress_lease_releases_total\\{outcome="${o}"\\} (\\d+)$`, "m").exec(text)?.[1] ?? 0);
     return { ok: n("ok"), blocked: n("blocked"), error: n("error") };
 };
-const sleep = (ms: number) => new Promise((r) => setTimeout(r, ms));
 
 test("docs/crawling.md shows the example files as they are", () => {
     const doc = fs.readFileSync(path.join(root, "docs/crawling.md"), "utf8");
@@ -101,7 +103,7 @@ test(
 
 test("the curl + jq script: the same loop, releases with the outcome", { timeout: 60_000 }, async () => {
     ensureTestPackages(); // curl, jq
-    await sleep(1100);
+    clock.advance(1100);
     const before = await releases();
     const urls = [url(6, "/d"), url(7, "/blocked"), url(8, "/e"), url(9, "/f")];
     const env: Record<string, string> = {

@@ -9,17 +9,20 @@ import assert from "node:assert/strict";
 import * as fs from "node:fs";
 import { settledConverge, startTestService, TestService, TOKENS, waitFor } from "../helpers/service";
 import { getViaProxy, startTargetServer } from "../helpers/net";
+import { leaseClock } from "../helpers/lease-clock";
 
 const PROBE_MS = 300;
 const config = {
     "egress:providers": { local: { type: "local" } },
     "egress:pools": [{ name: "web", provider: "local", replicas: 3, maxReplicas: 5, cooldownSeconds: 1 }],
 };
+// Cooldowns and TTLs are whole seconds: the test moves the lease rules' clock past them instead of sleeping.
+const clock = leaseClock();
 let svc: TestService;
 let target: Awaited<ReturnType<typeof startTargetServer>>;
 before(async () => {
     target = await startTargetServer();
-    svc = await startTestService(config, { probeIntervalMs: PROBE_MS });
+    svc = await startTestService(config, { probeIntervalMs: PROBE_MS, leaseClock: clock.now });
     await settledConverge(svc);
     await waitFor(
         "3 healthy",
@@ -35,7 +38,6 @@ after(async () => {
 const lease = (body: object = {}) => svc.call("POST", "/v1/leases", { token: TOKENS.lease, body });
 const release = (id: string, outcome: string) =>
     svc.call("POST", `/v1/leases/${id}/release`, { token: TOKENS.lease, body: { outcome } });
-const sleep = (ms: number) => new Promise((r) => setTimeout(r, ms));
 
 test("the egress_proxies gauge is current at scrape time", async () => {
     const metrics = String((await svc.call("GET", "/metrics", { token: null })).body);
@@ -62,7 +64,7 @@ test("a lease hands out a working proxy; all busy → 503 with Retry-After", asy
 });
 
 test("pool cooldown: a released proxy rests, then the least recently used comes first", async () => {
-    await sleep(1100); // previous test's releases cool down
+    clock.advance(1100); // previous test's releases cool down
     const a = (await lease()).body.lease;
     await release(a.id, "ok");
     const b = (await lease()).body.lease;
@@ -70,17 +72,17 @@ test("pool cooldown: a released proxy rests, then the least recently used comes 
     const c = (await lease()).body.lease;
     assert.notEqual(c.proxy.id, a.proxy.id);
     assert.equal((await lease()).status, 503, "the third is cooling");
-    await sleep(1100);
+    clock.advance(1100);
     const d = (await lease()).body.lease;
     assert.equal(d.proxy.id, a.proxy.id, "back after its cooldown");
     for (const l of [b, c, d]) await release(l.id, "ok");
 });
 
 test("per-target cooldown and `blocked`: the same target does not get the same proxy again soon", async () => {
-    await sleep(1100);
+    clock.advance(1100);
     const first = (await lease({ target: "shop.example" })).body.lease;
     await release(first.id, "blocked");
-    await sleep(1100); // pool cooldown over, target cooldown (blocked) is not
+    clock.advance(1100); // pool cooldown over, target cooldown (blocked) is not
     const seen = new Set<string>();
     const held = [];
     for (;;) {
@@ -98,14 +100,14 @@ test("per-target cooldown and `blocked`: the same target does not get the same p
 });
 
 test("leases expire after their TTL; a late release gets 410", async () => {
-    await sleep(1100);
+    clock.advance(1100);
     const l = (await lease({ ttlSeconds: 1 })).body.lease;
-    await sleep(1300);
+    clock.advance(1300);
     assert.equal((await release(l.id, "ok")).status, 410);
 });
 
 test("50 racing lease requests never put one proxy in two leases", async () => {
-    await sleep(1100);
+    clock.advance(1100);
     const results = await Promise.all(Array.from({ length: 50 }, () => lease({ ttlSeconds: 30 })));
     const granted = results.filter((r) => r.status === 201).map((r) => r.body.lease);
     assert.equal(granted.length, 3);
@@ -123,7 +125,7 @@ function killMember(id: string): void {
 }
 
 test("a session gets the same proxy again, its pool cooldown notwithstanding", async () => {
-    await sleep(1100);
+    clock.advance(1100);
     const first = await lease({ pool: "web", session: "cart.42" });
     assert.equal(first.status, 201, JSON.stringify(first.body));
     assert.equal(first.body.lease.session, "cart.42");
@@ -172,7 +174,7 @@ test("a bad session key is a 400 naming the rule", async () => {
 });
 
 test("a killed proxy turns unhealthy within two probe intervals and is never leased", { timeout: 30_000 }, async () => {
-    await sleep(1100);
+    clock.advance(1100);
     const victim = (await svc.call("GET", "/v1/proxies")).body.proxies.find((p: any) => p.id === "web-1");
     killMember("web-1");
     const killedAt = Date.now();
@@ -196,7 +198,7 @@ test("a killed proxy turns unhealthy within two probe intervals and is never lea
 });
 
 test("a session moves when its proxy dies: rebound, then sticks to the new one", { timeout: 30_000 }, async () => {
-    await sleep(1100);
+    clock.advance(1100);
     const first = (await lease({ pool: "web", session: "login.7" })).body.lease;
     await release(first.id, "ok");
     killMember(first.proxy.id);

@@ -10,11 +10,14 @@ import assert from "node:assert/strict";
 import { Server } from "proxy-chain";
 import { startTargetServer, viaProxy } from "../helpers/net";
 import { settledConverge, startTestService, TestService, TOKENS, waitFor, waitHealthy } from "../helpers/service";
+import { leaseClock } from "../helpers/lease-clock";
 import { publishedRedisStore } from "../helpers/redis-lease-store";
 import type { RedisLeaseStore } from "../../src/service/store";
 
 const proxies: Server[] = [];
 let target: Awaited<ReturnType<typeof startTargetServer>>;
+// The lease rules' clock: a test moves it past a cooldown or an idle TTL of whole seconds instead of sleeping.
+const clock = leaseClock();
 let svc: TestService;
 
 const lease = (body: object) => svc.call("POST", "/v1/leases", { token: TOKENS.lease, body });
@@ -46,7 +49,11 @@ before(async () => {
                 { name: "us", provider: "ohio", replicas: 2, labels: { country: "us", tier: "dc" } },
             ],
         },
-        { targetCooldownSeconds: 0, gateway: { port: 0, blockRules: { statuses: [403, 429], headers: [] } } },
+        {
+            targetCooldownSeconds: 0,
+            leaseClock: clock.now,
+            gateway: { port: 0, blockRules: { statuses: [403, 429], headers: [] } },
+        },
     );
     await settledConverge(svc);
     await waitHealthy(svc, 4);
@@ -122,7 +129,7 @@ describe("the gateway and POST /v1/leases", () => {
         const a = await via("de_session_t1_ttl_1s");
         const b = await via("de_session_t2");
         assert.notEqual(a.member, b.member, "least recently used: the two sessions took the two members");
-        await sleep(1300);
+        clock.advance(1300);
         assert.equal((await via("de_session_t2")).member, b.member, "t2 (the pool's TTL) is remembered");
         // A plain request takes the least recently used member, t1's: were t1 remembered, it would get
         // that one back; forgotten, its next request is a new session on the other member.

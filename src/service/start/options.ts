@@ -82,6 +82,12 @@ export interface ServeOptions {
     /** Rest per (proxy, target) after a lease against that target ends (leases and gateway alike). @default 0 */
     targetCooldownSeconds?: number;
     /**
+     * Tests only: the clock the memory lease store's rules read (cooldowns, rests, lease TTLs, idle
+     * sessions), so a test moves it past a rule of whole seconds instead of sleeping. Never set by `serve`.
+     * @default Date.now
+     */
+    leaseClock?: () => number;
+    /**
      * Where the serving state of leases lives (src/service/store): this process's memory, or Redis so a
      * restart or another replica loses nothing. @default { kind: "memory" }
      */

@@ -63,7 +63,7 @@ export function leaseStoreOf(opts: ServeOptions, shared: SharedStore, log: Logge
             log: log.child({ component: "store" }),
             grantReplicas: opts.storeGrantReplicas ?? (shared.sentinel ? 1 : 0),
         });
-    const leases: LeaseStore = redisStore ?? new LeaseManager(leaseOptions);
+    const leases: LeaseStore = redisStore ?? new LeaseManager({ ...leaseOptions, now: opts.leaseClock });
     return { redisStore, leases };
 }
 
