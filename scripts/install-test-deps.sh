@@ -16,7 +16,7 @@ PKGS=(
   python3-scrapy python3-requests         # clients/python: the Scrapy middleware and the requests example, run by /usr/bin/python3 (test/service/scrapy.test.ts)
   prometheus                              # promtool: checks /metrics scrapes and deploy/ alert rules
   systemd                                 # systemd-analyze verify of deploy/egress.service
-  squid                                   # the generated squid.conf with basic auth, run for real (test/unit/squid-auth-real.test.ts)
+  squid                                   # the generated squid.conf with basic auth, run for real (test/integration/squid-auth-real.test.ts)
   redis-server                            # the lease store the service tests start on loopback (test/helpers/redis.ts)
   haproxy                                 # deploy/haproxy.cfg: haproxy -c, and run in front of serve processes (test/helpers/haproxy.ts)
   postgresql-15                           # Pulumi state on PostgreSQL, a throwaway cluster per test (test/helpers/postgres.ts); brings psql

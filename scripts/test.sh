@@ -56,7 +56,7 @@ run() {
   local title=$1 jobs=$2 log=$3 start p f c line
   shift 3
   start=$(date +%s)
-  node --test --test-concurrency="$jobs" --test-reporter=spec --test-reporter-destination=stdout \
+  node --test ${UNIT_GUARD:+--import ./scripts/unit-guard.mjs} --test-concurrency="$jobs" --test-reporter=spec --test-reporter-destination=stdout \
     --test-reporter=./scripts/test-times.mjs --test-reporter-destination="$log.times" "$@" >>"$log" 2>&1 ||
     touch "$log.failed"
   # A cancelled test (its file died or hung, a hook threw) did not pass: it counts as failed.
@@ -92,8 +92,10 @@ suite() {
 # e2e and service are one queue (docs/decisions/0093-ci-time.md). One after the other, each ended on a
 # tail of its longest files running alone; as one queue, the longest of both start first
 # (test/slow-first.txt) and the short ones fill the slots around them.
-suite "test/unit" "${EGRESS_TEST_CONCURRENCY:-2}" unit
-suite "test/e2e + test/service" "${EGRESS_TEST_CONCURRENCY:-3}" e2e service
+# A unit test starts no process and opens no socket (scripts/unit-guard.mjs refuses both): those that must
+# are test/integration's, which joins the e2e and service queue (docs/decisions/0097-unit-means-no-io.md).
+UNIT_GUARD=1 suite "test/unit" "${EGRESS_TEST_CONCURRENCY:-2}" unit
+suite "test/integration + test/e2e + test/service" "${EGRESS_TEST_CONCURRENCY:-3}" integration e2e service
 
 # kvm runs beside ui and kubernetes, which start heavy servers of their own (a browser, a control plane)
 # and run one file at a time. kvm's files run one at a time too (a TCG guest booting in one file starved

@@ -25,7 +25,7 @@ export interface LibvirtError extends Error {
 /**
  * virsh commands that change nothing: safe to run again after a connection dropped mid-command. An
  * array, not a Set: Pulumi's closure serializer copies a Set's fields into a plain object, and `.has`
- * on it throws inside the dynamic provider (test/unit/serialized-errors.test.ts).
+ * on it throws inside the dynamic provider (test/integration/serialized-errors.test.ts).
  */
 const READ_ONLY_VIRSH: readonly string[] = [
     "domstate",

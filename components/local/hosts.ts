@@ -120,7 +120,7 @@ interface Hosts {
 /** Re-read from /proc and the ready files at most this often; in between, what this process did is counted. */
 const HOSTS_FRESH_MS = 10_000;
 // Plain objects, not Maps at the top level: components/ modules keep to what the closure serializer carries
-// (test/unit/serialized-errors.test.ts), though this one is loaded from the installed egress.
+// (test/integration/serialized-errors.test.ts), though this one is loaded from the installed egress.
 const known: Record<string, Hosts> = Object.create(null);
 const queues: Record<string, Promise<unknown>> = Object.create(null);
 

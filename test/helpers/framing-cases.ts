@@ -1,5 +1,5 @@
 /**
- * The differential table of test/unit/framing-differential.test.ts: hostile and normal HTTP/1.1 bytes
+ * The differential table of test/integration/framing-differential.test.ts: hostile and normal HTTP/1.1 bytes
  * (latin1 strings), each read by node:http and by the gateway's framing layer (the answers' half is in
  * framing-response-cases.ts). An entry without `stricter` must get the same verdict from both; one with
  * `stricter` is where the layer deliberately refuses what node (llhttp 9, strict mode) accepts, and says

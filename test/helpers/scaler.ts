@@ -1,6 +1,6 @@
 /**
  * A Scaler's parts for unit tests with a scripted engine (the real engine runs in test/service):
- * test/unit/scaler.test.ts, drift-refusal.test.ts.
+ * test/integration/scaler.test.ts, drift-refusal.test.ts.
  */
 import * as fs from "node:fs";
 import * as os from "node:os";

@@ -3,7 +3,7 @@
  * does not know (`credentials`), a namespace that does not exist (`namespace`: listing pods there would
  * answer 200 with nothing), a user without RBAC rights (`rbac`), and exec credential plugins. What a real
  * server cannot be made to do on cue (5xx, hangs, retries) stays with the local stand-in in
- * test/unit/kubernetes-checker.test.ts.
+ * test/integration/kubernetes-checker.test.ts.
  */
 import { after, before, describe, it } from "node:test";
 import * as assert from "node:assert/strict";

@@ -12,7 +12,7 @@ export interface RequestHead extends Head {
 
 /**
  * The methods llhttp knows (node's `http.METHODS`): llhttp refuses any other, so accepting one here
- * would be a different acceptance, not a stricter one. test/unit/framing-differential.test.ts checks
+ * would be a different acceptance, not a stricter one. test/integration/framing-differential.test.ts checks
  * this list against node's.
  */
 export const METHODS: ReadonlySet<string> = new Set(
