@@ -1,7 +1,7 @@
 import { autoscaleRefusal, ConfigError, loadStackConfig } from "../config";
 import { createLogger } from "../log/logger";
-import { stackPrefix } from "../service/cluster/records";
-import { ScaleQueue } from "../service/cluster/scale-queue";
+import { stackPrefix } from "../state/cluster/records";
+import { ScaleQueue } from "../state/cluster/scale-queue";
 import { EXIT, UsageError, type GlobalOptions } from "./context";
 import { followInStore } from "./follow-store";
 import { reportScaleOutcome } from "./scale-report";

@@ -13,11 +13,11 @@ import * as os from "node:os";
 import * as path from "node:path";
 import { acquireWriterLock } from "../../src/engine";
 import { errorClassOf } from "../../components/shared/errors";
-import { refusingDrift } from "../../src/service/cluster/scope";
+import { refusingDrift } from "../../src/state/cluster/scope";
 import { ConvergenceRetry } from "../../src/service/control/heal/convergence";
 import { scalerProject, scriptedDriver, testScaler } from "../helpers/scaler";
 import { until } from "../helpers/processes";
-import type { Operation } from "../../src/service/operations/operation";
+import type { Operation } from "../../src/state/operations/operation";
 
 const settled = (op: Operation) =>
     until(`operation ${op.id} to settle`, () => op.status !== "queued" && op.status !== "running", 10_000, 10);

@@ -20,7 +20,7 @@ import {
     type RetryPolicy,
     transientCause,
 } from "../../src/service/control/engine-retry";
-import { OperationLog } from "../../src/service/operations/journal";
+import { OperationLog } from "../../src/state/operations/journal";
 import { scalerProject, scriptedDriver, testScaler } from "../helpers/scaler";
 
 const PG = { kind: "postgres", shown: "postgres://egress:***@127.0.0.1:5432/egress" };

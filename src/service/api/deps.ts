@@ -7,7 +7,7 @@ import type { Logger } from "pino";
 import type { Scope } from "../http/auth";
 import type { RequestHandler } from "express";
 import type { Scaler } from "../control/scaler";
-import type { OperationLog } from "../operations/journal";
+import type { OperationLog } from "../../state/operations/journal";
 import type { Fleet } from "../fleet/fleet";
 import type { Metrics } from "../observe/metrics";
 import type { ProviderHealthReport } from "../observe/provider-checks";
@@ -19,9 +19,9 @@ import type { Gateway } from "../gateway";
 import type { z } from "zod";
 import type { clusterResponse } from "./schemas";
 import type { VerdictsStatus } from "../cluster/verdicts";
-import type { ScaleQueue } from "../cluster/scale-queue";
-import type { StoreEvents } from "../operations/store-events";
-import type { Operation } from "../operations/operation";
+import type { ScaleQueue } from "../../state/cluster/scale-queue";
+import type { StoreEvents } from "../../state/operations/store-events";
+import type { Operation } from "../../state/operations/operation";
 
 /** Everything the HTTP layer needs, built by src/service/start/server.ts (or by tests with synthetic parts). */
 export interface AppDeps {

@@ -1,7 +1,7 @@
 import * as http from "node:http";
 import type { Logger } from "pino";
 import { type Cluster } from "../cluster/cluster";
-import { describeCommandHolder, heldByCommand } from "../cluster/records";
+import { describeCommandHolder, heldByCommand } from "../../state/cluster/records";
 import { errorBody, HttpError } from "../http/errors";
 import { writeJson } from "./fast-path";
 

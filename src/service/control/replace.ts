@@ -1,7 +1,7 @@
 import type { Logger } from "pino";
 import type { ProgressEvent, StackDriver } from "../../engine";
 import type { ProxyMember } from "../../model";
-import type { Operation } from "../operations/operation";
+import type { Operation } from "../../state/operations/operation";
 import { healDrainTargets, healGoneTargets } from "./drain/plan";
 import { type EngineRetry, engineRetry } from "./engine-retry";
 import type { ScalerDeps } from "./scaler-deps";

@@ -1,7 +1,7 @@
 import type { Logger } from "pino";
 import type { ProgressEvent } from "../../engine";
 import type { ProxyMember } from "../../model";
-import type { Operation } from "../operations/operation";
+import type { Operation } from "../../state/operations/operation";
 import { scaleDownTargets } from "./drain/plan";
 import { type EngineRetry, engineRetry } from "./engine-retry";
 import { replaceMembers } from "./replace";

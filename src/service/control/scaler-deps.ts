@@ -2,8 +2,8 @@ import type { Logger } from "pino";
 import type { StackDriver } from "../../engine";
 import type { ProxyMember } from "../../model";
 import type { MemberHealthView } from "../../probes";
-import type { OperationLog } from "../operations/journal";
-import type { Operation, RotationRecord } from "../operations/operation";
+import type { OperationLog } from "../../state/operations/journal";
+import type { Operation, RotationRecord } from "../../state/operations/operation";
 import type { Drainer } from "./drain/drainer";
 import { type CatalogueEntry, EXIT } from "../../model/error-catalogue";
 

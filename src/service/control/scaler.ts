@@ -1,6 +1,6 @@
 import type { EngineError } from "../../engine";
 import type { ProxyMember } from "../../model";
-import type { AutoscaleRecord, HealTarget, Operation, RotationRecord } from "../operations/operation";
+import type { AutoscaleRecord, HealTarget, Operation, RotationRecord } from "../../state/operations/operation";
 import { type MoreDue, reasonOf } from "./rotate/run";
 import { runOperation, setsCounts } from "./run-operation";
 import { OperationAbort } from "./operation-abort";

@@ -1,12 +1,12 @@
 import type { RequestListener } from "node:http";
 import type { Logger } from "pino";
-import { announceService } from "./announce";
+import { announceService } from "../../state/cluster/announce";
 import type { ServeOptions } from "./options";
 import type { Parts } from "./parts";
 import { ConfigError, loadStackConfig } from "../../config";
 import { countsToRestore } from "../control/rotate/run";
 import { recoverStack } from "./recover";
-import { awaitForeignEngines } from "../cluster/foreign-engines";
+import { awaitForeignEngines } from "../../state/cluster/foreign-engines";
 import { forgetGoneElsewhere } from "../../engine";
 
 /**

@@ -1,7 +1,7 @@
 import type { Request, Response } from "express";
 import type { AppDeps } from "../deps";
-import type { StreamEntry } from "../../operations/journal";
-import type { Operation } from "../../operations/operation";
+import type { StreamEntry } from "../../../state/operations/journal";
+import type { Operation } from "../../../state/operations/operation";
 
 /** Default time between `: ping` comments on an idle event stream (proxies and browsers drop silent connections). */
 export const SSE_HEARTBEAT_MS = 15_000;

@@ -1,5 +1,5 @@
 import type { Logger } from "pino";
-import type { Operation } from "../../operations/operation";
+import type { Operation } from "../../../state/operations/operation";
 import { waitHealthy } from "../healthy";
 import type { ReplaceResult } from "../replace";
 import { writeCounts } from "../write-counts";

@@ -1,7 +1,7 @@
 import type { Logger } from "pino";
 import { loadStackConfig } from "../../../config";
 import { memberName, type ProxyMember } from "../../../model";
-import type { Operation, RotationRecord } from "../../operations/operation";
+import type { Operation, RotationRecord } from "../../../state/operations/operation";
 import { addChanges, type ReplaceResult } from "../replace";
 import { waitHealthy } from "../healthy";
 import type { ScalerDeps } from "../scaler-deps";
