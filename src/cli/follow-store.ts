@@ -11,7 +11,7 @@ const SETTLED = new Set<Operation["status"]>(["succeeded", "failed", "interrupte
 export interface FollowOptions {
     /** Each status the operation is seen in, once (queued, running, …). */
     onStatus?: (op: Operation) => void;
-    /** The engine's progress events, from the operation's stream in the store (operations/store-events.ts). */
+    /** The engine's progress events, from the operation's stream in the store (src/state/operations/store-events.ts). */
     onProgress?: (e: ProgressEvent) => void;
     /** @default 500 */
     pollMs?: number;

@@ -81,7 +81,7 @@ export async function withWriterLock<T>(opts: GlobalOptions, command: string, fn
 
 /**
  * Holding the store's lock, a command counts the Pulumi locks of the previous holder on another host (a
- * replica or a command that died) gone once their engine must have ended (cluster/foreign-engines.ts),
+ * replica or a command that died) gone once their engine must have ended (src/state/cluster/foreign-engines.ts),
  * so its own run clears them. Throws the loss when the store's lock was lost meanwhile.
  */
 async function awaitPreviousHolder(opts: GlobalOptions, heldSince: number): Promise<void> {

@@ -1,6 +1,6 @@
 /**
  * A replica whose stack file drifted from the other homes' (src/service/cluster/home.ts driftReason)
- * starts no engine operation: the scaler's writer lock is refused (cluster/scope.ts refusingDrift, as
+ * starts no engine operation: the scaler's writer lock is refused (src/state/cluster/scope.ts refusingDrift, as
  * start/parts.ts wraps it) before the engine runs or the stack file changes, the operation fails
  * `[transient]` with the reason, so the convergence retry takes it up, and once the homes agree the
  * same request goes through. The scaler, the writer lock and the stack file are real; the engine is

@@ -7,7 +7,9 @@
  * - src/ reaches components/ only through the registry and the kind-independent modules (kind.ts,
  *   pool.ts, shared/): a kind's own files are the registry's business;
  * - inside src/, one-way layers: model and log < components < config < program < engine < probes,
- *   gc < state < service < cli;
+ *   gc < state < fleet-ops < service < cli;
+ * - src/cli reaches src/service only through the service's entry (src/service/index.ts, what `serve` starts):
+ *   what the CLI shares with the service lives below both, in src/state and src/fleet-ops;
  * - no import circle between files, of any length.
  * Failures name the file, the line and the edge (and, for a circle, one path around it).
  */
@@ -111,7 +113,9 @@ test("src/ reaches components/ only through the registry, the kind contract, Pro
 
 /**
  * src/ in one-way layers, bottom first (docs/architecture.md): a file may import its own layer and those
- * listed before it. Files at src/'s root belong to the layer they start: cli.ts is the CLI, program.ts and
+ * listed before it. state and fleet-ops hold what the CLI and the service share (docs/decisions/0096): the
+ * store's connection, records, locks, journal and event streams; the rolling change, the targeted replace,
+ * the engine retry. Files at src/'s root belong to the layer they start: cli.ts is the CLI, program.ts and
  * installation-resource.ts are the program, program-main.ts (what `pulumi up` runs) starts engine and program,
  * dynamic-providers.ts (what the engine's dynamic-provider process loads) serves the program's resources.
  */
@@ -123,6 +127,7 @@ const ORDER = [
     ["engine"],
     ["probes", "gc", "program-main"],
     ["state"],
+    ["fleet-ops"],
     ["service"],
     ["cli"],
 ];
@@ -145,6 +150,21 @@ test("inside src/, a folder imports only its own layer and those below it", () =
         (e) => e.to && !e.to.startsWith("?") && under(e.to, "src", "components") && layerOf(e.to) > layerOf(e.from),
     );
     assert.deepEqual(bad.map(show), []);
+});
+
+/** The service's entry: what `egress serve` starts the service with, and the one file of src/service the CLI imports. */
+const SERVICE_ENTRY = ["src/service/index.ts"];
+
+test("src/cli imports from src/service only the service's entry (src/service/index.ts)", () => {
+    const bad = EDGES.filter(
+        (e) =>
+            (under(e.from, "src/cli") || e.from === "src/cli.ts") &&
+            under(e.to, "src/service") &&
+            !SERVICE_ENTRY.includes(e.to!),
+    );
+    assert.deepEqual(bad.map(show), []);
+    const entry = EDGES.filter((e) => under(e.from, "src/cli") && SERVICE_ENTRY.includes(e.to!));
+    assert.ok(entry.length > 0, "no CLI file imports the service's entry: is SERVICE_ENTRY stale?");
 });
 
 /**

@@ -60,18 +60,18 @@ export interface AppDeps {
      */
     forward?: (req: IncomingMessage, res: ServerResponse) => boolean;
     /**
-     * With replicas: a follower queues the scale requests it takes for the leader (cluster/scale-queue.ts)
+     * With replicas: a follower queues the scale requests it takes for the leader (src/state/cluster/scale-queue.ts)
      * instead of forwarding them, so they are accepted while no replica leads; the leader answers for a
      * request it has not taken yet.
      */
     scaleQueue?: Pick<ScaleQueue, "enqueue" | "peek"> & { following: () => boolean };
     /**
-     * With replicas: the desired counts in the store (cluster/desired.ts). A follower's GET /v1/pools shows
+     * With replicas: the desired counts in the store (src/state/cluster/desired.ts). A follower's GET /v1/pools shows
      * them, since its own stack file may be another host's copy that the leader does not write.
      */
     storedDesired?: () => Promise<Record<string, number> | undefined>;
     /**
-     * With replicas: the operations' event streams in the store (operations/store-events.ts), which every
+     * With replicas: the operations' event streams in the store (src/state/operations/store-events.ts), which every
      * replica's GET /v1/operations/:id/events reads, and the store's journal, for operations this
      * replica did not run (found by id or by a folded request's id).
      */

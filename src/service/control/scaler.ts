@@ -40,7 +40,7 @@ export class Scaler {
     /**
      * Records a scale request the caller already validated (the HTTP route checks the pool, the count
      * and maxReplicas); the operation re-checks against the stack file when it writes it. `id`: the id a
-     * follower already answered with (cluster/scale-queue.ts): the new operation's, or, folded into a
+     * follower already answered with (src/state/cluster/scale-queue.ts): the new operation's, or, folded into a
      * queued one, one that finds it (Operation.requestIds).
      */
     request(pool: string, replicas: number, id?: string): Operation {

@@ -123,7 +123,7 @@ export class StackLead {
     }
 
     /**
-     * The desired counts the stack's last lock holder recorded in the store (cluster/desired.ts) go into
+     * The desired counts the stack's last lock holder recorded in the store (src/state/cluster/desired.ts) go into
      * this host's stack file first: the recovery and the convergence below then apply what was asked last,
      * not what an older copy of the file says. The store away fails the take-over (retried: a leader must
      * not converge to counts it could not check); a stack file that cannot be read is recoverStack's to report.

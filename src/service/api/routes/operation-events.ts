@@ -59,7 +59,7 @@ export function streamFromMemory(deps: AppDeps, op: Operation, after: number, re
 
 /**
  * With replicas (deps.opEvents): every replica, leader or not, streams the store's copy
- * (operations/store-events.ts), read every STORE_POLL_MS until a status entry says the operation settled.
+ * (src/state/operations/store-events.ts), read every STORE_POLL_MS until a status entry says the operation settled.
  * A client connected to a follower keeps its stream through a failover, and one that reconnects elsewhere
  * with `Last-Event-ID` picks up there, with the next leader's `interrupted` numbered on. A request still
  * queued streams too: its entries come once the leader takes it, or those of the operation it was folded

@@ -25,7 +25,7 @@ function lastEventId(header: string | undefined): number {
 type QueuedOperation = Operation & { status: "queued" };
 
 /**
- * An id a follower answered with a moment ago (cluster/scale-queue.ts): the leader takes its queue every
+ * An id a follower answered with a moment ago (src/state/cluster/scale-queue.ts): the leader takes its queue every
  * 250 ms, so wait a little for the operation; still not taken (this replica stops, or it is a follower
  * that will forward nothing), the queued request as an operation.
  */
