@@ -20,7 +20,7 @@ import * as path from "node:path";
 import { checkpointDir } from "../src/engine/checkpoint";
 import { tempProject } from "../test/helpers/project";
 import { benchTable } from "./table";
-import { replaceTargeted } from "../src/service/control/replace";
+import { replaceTargeted } from "../src/fleet-ops/replace";
 import pino from "pino";
 import { KubeCluster, startKubeCluster } from "../test/helpers/kube-cluster";
 import { GCP_PROJECT, installGcpStandIn } from "../test/helpers/gcp-stand-in";

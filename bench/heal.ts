@@ -23,7 +23,7 @@ import { findProxyProcesses, proxyFiles } from "../components/local/process";
 import { Reconciler } from "../src/service/control/heal/reconciler";
 import { localGoneCheck } from "../components/local/gone";
 import { Scaler } from "../src/service/control/scaler";
-import { OperationLog } from "../src/service/operations/journal";
+import { OperationLog } from "../src/state/operations/journal";
 import type { StackDriver } from "../src/engine";
 import type { ProxyMember } from "../src/model";
 

@@ -23,7 +23,7 @@ import { immediate } from "../src/service/store/types";
 import { RedisLeaseStore } from "../src/service/store";
 import { createLogger } from "../src/log/logger";
 import { createMetrics } from "../src/service/observe/metrics";
-import { OperationLog } from "../src/service/operations/journal";
+import { OperationLog } from "../src/state/operations/journal";
 import { Scaler } from "../src/service/control/scaler";
 
 export interface SyntheticOptions {

@@ -1,6 +1,6 @@
 import * as fs from "node:fs";
 import { type BackendReport, describeHolder, engineHome, identityAlive, inspectWriterLock } from "../engine";
-import { Announcement, announcementFile } from "../service/start/announce";
+import { Announcement, announcementFile } from "../state/cluster/announce";
 
 /** One doctor finding (doctor.ts prints them). */
 export interface LockFinding {

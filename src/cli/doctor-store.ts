@@ -1,15 +1,10 @@
 import type Redis from "ioredis";
-import { openRedis, parseStoreSpec, redactStoreUrl } from "../service/store";
-import {
-    CLUSTER_KEYS,
-    describeCommandHolder,
-    heldByCommand,
-    readCluster,
-    stackPrefix,
-} from "../service/cluster/records";
-import type { DesiredRecord } from "../service/cluster/desired";
+import { openRedis } from "../state/redis/open-redis";
+import { parseStoreSpec, redactStoreUrl } from "../state/redis/url";
+import { CLUSTER_KEYS, describeCommandHolder, heldByCommand, readCluster, stackPrefix } from "../state/cluster/records";
+import type { DesiredRecord } from "../state/cluster/desired";
 import type { LockFinding } from "./doctor-locks";
-import type { ReplicaScope } from "../service/cluster/scope";
+import type { ReplicaScope } from "../state/cluster/scope";
 
 /**
  * The lease store `egress serve` would use (`--store`, else $EGRESS_STORE): memory needs nothing; Redis must
@@ -120,7 +115,7 @@ async function leaderFinding(redis: Redis, stack: string): Promise<LockFinding> 
 }
 
 /**
- * The desired counts the store keeps for the stack (src/service/cluster/desired.ts) beside the stack file's
+ * The desired counts the store keeps for the stack (src/state/cluster/desired.ts) beside the stack file's
  * (informational): where they differ, the next leader or `egress up --store` applies the store's.
  */
 async function desiredFinding(

@@ -4,7 +4,7 @@ import * as path from "node:path";
 import type { Command } from "commander";
 import { loadStackConfig, scalableCounts } from "../config";
 import { engineEnv, engineHome, inspectBackend, PACKAGE_ROOT, stateBackend } from "../engine";
-import { replicaScope } from "../service/cluster/scope";
+import { replicaScope } from "../state/cluster/scope";
 import { action, EXIT, GlobalOptions, projectDir } from "./context";
 import { kindOf } from "../../components/registry";
 import type { DoctorFinding } from "../../components/kind";

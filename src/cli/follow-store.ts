@@ -1,17 +1,17 @@
 import { createLogger } from "../log/logger";
-import { stackPrefix } from "../service/cluster/records";
-import type { Operation } from "../service/operations/operation";
-import { StoreJournal } from "../service/operations/store-journal";
-import { StoreEvents } from "../service/operations/store-events";
+import { stackPrefix } from "../state/cluster/records";
+import type { Operation } from "../state/operations/operation";
+import { StoreJournal } from "../state/operations/store-journal";
+import { StoreEvents } from "../state/operations/store-events";
 import type { ProgressEvent } from "../engine";
-import { StoreUnavailableError } from "../service/store";
+import { StoreUnavailableError } from "../state/redis/unavailable";
 
 const SETTLED = new Set<Operation["status"]>(["succeeded", "failed", "interrupted"]);
 
 export interface FollowOptions {
     /** Each status the operation is seen in, once (queued, running, …). */
     onStatus?: (op: Operation) => void;
-    /** The engine's progress events, from the operation's stream in the store (operations/store-events.ts). */
+    /** The engine's progress events, from the operation's stream in the store (src/state/operations/store-events.ts). */
     onProgress?: (e: ProgressEvent) => void;
     /** @default 500 */
     pollMs?: number;
@@ -21,7 +21,7 @@ export interface FollowOptions {
 
 /**
  * Follows an operation that the replica leading `stack` applies, through the store's copy of its
- * operation journal (src/service/operations/store-journal.ts) until it settles: the CLI needs no API
+ * operation journal (src/state/operations/store-journal.ts) until it settles: the CLI needs no API
  * token and no route to the leader, only the store its request went through. The id may be the
  * operation's or that of a request folded into it (`requestIds`), and the operation may pass from a
  * leader that dies to the next one (a queued request is carried under its id). The operation goes on

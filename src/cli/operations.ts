@@ -3,7 +3,7 @@ import type { ProxyMember } from "../model";
 import { configFingerprint, loadStackConfig } from "../config";
 import { EngineError, FleetDriver, OperationKind, OperationResult, ProgressEvent, StackDriver } from "../engine";
 import { action, EXIT, GlobalOptions, InterruptedError, projectDir, UsageError } from "./context";
-import { HEALTHY_TIMEOUT_MS } from "../service/control/healthy";
+import { HEALTHY_TIMEOUT_MS } from "../fleet-ops/healthy";
 import { preflight } from "./preflight";
 import { type RolledPool, rollUp } from "./rolling";
 import { credentialsTable, progressPrinter, proxyTable, summaryLine } from "./render";

@@ -4,10 +4,10 @@ import { loadStackConfig } from "../config";
 import { EngineError, type OperationResult, type ProgressEvent, type StackDriver } from "../engine";
 import { credentialsOf, type StackCredentials } from "../model";
 import { probeThroughProxy, startLoopbackEcho } from "../probes";
-import { HEALTHY_TIMEOUT_MS } from "../service/control/healthy";
-import { replaceTargeted } from "../service/control/replace";
-import { NoRoomToRollError } from "../service/control/rolling/plan";
-import { runRolling } from "../service/control/rolling/run";
+import { HEALTHY_TIMEOUT_MS } from "../fleet-ops/healthy";
+import { replaceTargeted } from "../fleet-ops/replace";
+import { NoRoomToRollError } from "../fleet-ops/rolling/plan";
+import { runRolling } from "../fleet-ops/rolling/run";
 import { UsageError } from "./context";
 
 /** One pool's rolling change as `egress up --json` reports it. */
@@ -40,7 +40,7 @@ const PROBE_TIMEOUT_MS = 5_000;
 
 /**
  * `egress up` of an update that replaces members (their port, image, cloud-init … changed): the service's
- * rolling change (src/service/control/rolling/run.ts), run by the CLI. The differences are the CLI's
+ * rolling change (src/fleet-ops/rolling/run.ts), run by the CLI. The differences are the CLI's
  * own: the surge count lives in the driver (`setPoolCounts`), never in the stack file, so the tree stays
  * as the person left it whatever happens; there are no leases, so nothing drains; health is this
  * process probing the new members itself (src/probes) until each passed once. Returns undefined when

@@ -1,7 +1,7 @@
 import { autoscaleRefusal, ConfigError, loadStackConfig } from "../config";
 import { createLogger } from "../log/logger";
-import { stackPrefix } from "../service/cluster/records";
-import { ScaleQueue } from "../service/cluster/scale-queue";
+import { stackPrefix } from "../state/cluster/records";
+import { ScaleQueue } from "../state/cluster/scale-queue";
 import { EXIT, UsageError, type GlobalOptions } from "./context";
 import { followInStore } from "./follow-store";
 import { reportScaleOutcome } from "./scale-report";
@@ -22,7 +22,7 @@ export async function leaderOf(url: string, stack: string): Promise<ReplicaLeade
 
 /**
  * `egress scale` while a replica leads the stack: the request goes where a follower puts the ones it
- * takes (cluster/scale-queue.ts), after the checks a follower makes (`checkReplicas` ran already; an
+ * takes (src/state/cluster/scale-queue.ts), after the checks a follower makes (`checkReplicas` ran already; an
  * autoscaled pool is refused as the API refuses it), and the leader applies it under the id printed
  * here. The command then follows the operation through the store's journal (follow-store.ts: no API
  * token needed) and reports it as a scale through the service does: exit 0 only once the count it asked

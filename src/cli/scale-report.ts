@@ -1,4 +1,4 @@
-import type { Operation } from "../service/operations/operation";
+import type { Operation } from "../state/operations/operation";
 import { EXIT } from "./context";
 
 /**

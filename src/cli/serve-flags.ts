@@ -1,12 +1,13 @@
 import { UsageError } from "./context";
-import { readTlsPair, type TlsFiles } from "../service/start/tls";
 import {
     type AllowRule,
     parseAllowRule,
     parseStickyRange,
     stickyClash,
     type StickyRange,
-} from "../service/gateway/doors";
+    readTlsPair,
+    type TlsFiles,
+} from "../service";
 
 /** `egress serve`'s flags that need more than a number check: each error names the flag and the rule (exit 2). */
 

@@ -1,5 +1,5 @@
 import type { Command } from "commander";
-import { MAX_STICKY_PORTS } from "../service/gateway/doors";
+import { MAX_STICKY_PORTS } from "../service";
 
 /**
  * What `egress serve` accepts: its flags, their help text and their defaults (environment variables

@@ -2,7 +2,7 @@ import type { Command } from "commander";
 import type { Logger } from "pino";
 import { UsageError, GlobalOptions, projectDir, seconds } from "./context";
 import { loadStackConfig } from "../config";
-import type { RunningService, ServeOptions } from "../service/start/options";
+import { type RunningService, type ServeOptions, startService } from "../service";
 import { storeSpecOf } from "./store-lock";
 import { blockHeader, doorFlags, listFlag, portFlag, tlsFlags } from "./serve-flags";
 import { declareServeFlags } from "./serve-options";
@@ -56,9 +56,8 @@ async function run(o: Record<string, any>, opts: GlobalOptions, log: Logger): Pr
     const options = serveOptions(o, opts, log);
     // Before the service starts: a signal right after its ready line must not meet the default action.
     const attach = serviceSignals(log);
-    // Loaded here, not at the top: the service (express, the gateway, the store clients) is a third of
-    // the CLI's start-up, and no other command needs it.
-    const { startService } = await import("../service/start/server");
+    // The service (express, the gateway, the store clients) is loaded here, by its entry's startService,
+    // not at the top: it is a third of the CLI's start-up, and no other command needs it.
     const svc = await startService(options);
     attach(svc);
     if (svc.devTokenFile) logDevToken(log, svc, svc.devTokenFile);

@@ -1,8 +1,8 @@
 import * as http from "node:http";
 import type { ProgressEvent } from "../engine";
-import type { Operation } from "../service/operations/operation";
+import type { Operation } from "../state/operations/operation";
 
-/** The service's HTTP API over its unix socket (src/service/start/announce.ts): no token, the file mode is the gate. */
+/** The service's HTTP API over its unix socket (src/state/cluster/announce.ts): no token, the file mode is the gate. */
 export class ServiceClient {
     constructor(readonly socket: string) {}
 

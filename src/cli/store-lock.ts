@@ -1,13 +1,13 @@
 import type { Command } from "commander";
-import { CommandLock, type LockTrouble } from "../service/cluster/command-lock";
+import { CommandLock, type LockTrouble } from "../state/cluster/command-lock";
 import {
     describeCommandHolder,
     heldByCommand,
     type LeaderInfo,
     type ReplicaInfo,
     stackPrefix,
-} from "../service/cluster/records";
-import { parseStoreSpec, redactStoreUrl, StoreSpecError } from "../service/store";
+} from "../state/cluster/records";
+import { parseStoreSpec, redactStoreUrl, StoreSpecError } from "../state/redis/url";
 import { GlobalOptions, LockLostError, UsageError } from "./context";
 import { abandonEngineRuns, DEFAULT_ENGINE_KILL_GRACE_SECONDS, engineKillGraceMs, setKillGrace } from "./lock-loss";
 import { type CatalogueEntry, EXIT } from "../model/error-catalogue";

@@ -1,10 +1,10 @@
 import { acquireWriterLock, describeHolder, engineHome, liveLockHolders, stateBackend } from "../engine";
-import { awaitForeignEngines } from "../service/cluster/foreign-engines";
+import { awaitForeignEngines } from "../state/cluster/foreign-engines";
 import { ConfigError } from "../config";
 import { createLogger } from "../log/logger";
-import { describeAdopted, StoreDesired } from "../service/cluster/desired";
-import { stackPrefix } from "../service/cluster/records";
-import { StoreUnavailableError } from "../service/store";
+import { describeAdopted, StoreDesired } from "../state/cluster/desired";
+import { stackPrefix } from "../state/cluster/records";
+import { StoreUnavailableError } from "../state/redis/unavailable";
 import { EXIT, GlobalOptions, projectDir, UsageError } from "./context";
 import { holdStoreLock, storeUrlOf } from "./store-lock";
 import { engineKillGraceMs, lockLoss, lockLossSignal } from "./lock-loss";
@@ -81,7 +81,7 @@ export async function withWriterLock<T>(opts: GlobalOptions, command: string, fn
 
 /**
  * Holding the store's lock, a command counts the Pulumi locks of the previous holder on another host (a
- * replica or a command that died) gone once their engine must have ended (cluster/foreign-engines.ts),
+ * replica or a command that died) gone once their engine must have ended (src/state/cluster/foreign-engines.ts),
  * so its own run clears them. Throws the loss when the store's lock was lost meanwhile.
  */
 async function awaitPreviousHolder(opts: GlobalOptions, heldSince: number): Promise<void> {
@@ -126,7 +126,7 @@ async function underFileLock<T>(
 }
 
 /**
- * With a store, the stack's desired counts live there (service/cluster/desired.ts): a command holding the
+ * With a store, the stack's desired counts live there (state/cluster/desired.ts): a command holding the
  * stack's lock first takes them into the stack file (saying which counts changed), so it applies what
  * was asked last rather than an older copy of the file, and records the file's counts when it ends, so
  * the next leader applies what this command left. A store that cannot be read fails the command (75).

@@ -6,7 +6,7 @@
  */
 import { after, before, test } from "node:test";
 import Redis from "ioredis";
-import { CLUSTER_KEYS, stackPrefix } from "../../src/service/cluster/records";
+import { CLUSTER_KEYS, stackPrefix } from "../../src/state/cluster/records";
 import assert from "node:assert/strict";
 import * as cp from "node:child_process";
 import * as os from "node:os";

@@ -9,7 +9,7 @@
 import { after, before, test } from "node:test";
 import assert from "node:assert/strict";
 import pino from "pino";
-import { replaceTargeted } from "../../src/service/control/replace";
+import { replaceTargeted } from "../../src/fleet-ops/replace";
 import { tempProject } from "../helpers/project";
 import { GCP_PROJECT, installGcpStandIn } from "../helpers/gcp-stand-in";
 import type { FakeCompute } from "../fixtures/gcp/fake-compute";

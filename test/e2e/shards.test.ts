@@ -11,7 +11,7 @@ import * as path from "node:path";
 import pino from "pino";
 import { checkpointDir, checkpointResources } from "../../src/engine";
 import { membersOf } from "../../src/engine/checkpoint";
-import { replaceTargeted } from "../../src/service/control/replace";
+import { replaceTargeted } from "../../src/fleet-ops/replace";
 import { pidsMentioning, tempProject } from "../helpers/project";
 import { runCli, testHome } from "../helpers/cli";
 import { getViaProxy, startTargetServer } from "../helpers/net";

@@ -1,7 +1,7 @@
 import Redis from "ioredis";
 import { createLogger } from "../../src/log/logger";
-import { CLUSTER_KEYS } from "../../src/service/cluster/records";
-import { ScaleQueue } from "../../src/service/cluster/scale-queue";
+import { CLUSTER_KEYS } from "../../src/state/cluster/records";
+import { ScaleQueue } from "../../src/state/cluster/scale-queue";
 import { startRedis, TestRedis } from "./redis";
 
 /**

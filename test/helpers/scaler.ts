@@ -9,7 +9,7 @@ import pino from "pino";
 import type { StackDriver } from "../../src/engine";
 import { Scaler } from "../../src/service/control/scaler";
 import type { ScalerDeps } from "../../src/service/control/scaler-deps";
-import { OperationLog } from "../../src/service/operations/journal";
+import { OperationLog } from "../../src/state/operations/journal";
 
 /** Project dirs this process made, removed when it exits (the tests that use them never remove them). */
 const made: string[] = [];

@@ -9,7 +9,7 @@ import * as cp from "node:child_process";
 import * as fs from "node:fs";
 import * as os from "node:os";
 import * as path from "node:path";
-import { announceService, announcementFile, assertNoOtherService, findService } from "../../src/service/start/announce";
+import { announceService, announcementFile, assertNoOtherService, findService } from "../../src/state/cluster/announce";
 import { ServiceClient } from "../../src/cli/service-client";
 import { killHard } from "../helpers/cli";
 

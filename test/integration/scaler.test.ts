@@ -11,7 +11,7 @@ import * as path from "node:path";
 import { ConcurrentUpdateError } from "@pulumi/pulumi/automation";
 import { acquireWriterLock, EngineError, LockHolder } from "../../src/engine";
 import { NotAcceptingError } from "../../src/service/control/scaler";
-import { OperationLog } from "../../src/service/operations/journal";
+import { OperationLog } from "../../src/state/operations/journal";
 import { holdWriterLock, killHard } from "../helpers/cli";
 import { scalerProject, scalerTempDir, scriptedDriver, testScaler } from "../helpers/scaler";
 

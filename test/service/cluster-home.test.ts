@@ -13,7 +13,7 @@ import assert from "node:assert/strict";
 import Redis from "ioredis";
 import { createLogger } from "../../src/log/logger";
 import { Cluster } from "../../src/service/cluster/cluster";
-import { CLUSTER_KEYS } from "../../src/service/cluster/records";
+import { CLUSTER_KEYS } from "../../src/state/cluster/records";
 import { ForeignHomeError } from "../../src/service/cluster/home";
 import { startRedis, TestRedis } from "../helpers/redis";
 import { until } from "../helpers/processes";

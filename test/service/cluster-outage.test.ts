@@ -14,7 +14,7 @@ import assert from "node:assert/strict";
 import Redis from "ioredis";
 import { createLogger } from "../../src/log/logger";
 import { Cluster } from "../../src/service/cluster/cluster";
-import { CLUSTER_KEYS, LEADER_TTL_MS } from "../../src/service/cluster/records";
+import { CLUSTER_KEYS, LEADER_TTL_MS } from "../../src/state/cluster/records";
 import { startRedis, type TestRedis } from "../helpers/redis";
 import { until } from "../helpers/processes";
 

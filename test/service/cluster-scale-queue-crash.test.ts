@@ -1,5 +1,5 @@
 /**
- * The scale queue's crash windows (src/service/cluster/scale-queue.ts) on a real redis-server, with the
+ * The scale queue's crash windows (src/state/cluster/scale-queue.ts) on a real redis-server, with the
  * operation journal on disk as the leader writes it: a request leaves the list only once a leader has
  * recorded it, so a leader killed after reading the queue loses nothing, and a request whose id the
  * journal already knows is removed without being applied a second time.
@@ -10,9 +10,9 @@ import * as fs from "node:fs";
 import * as os from "node:os";
 import * as path from "node:path";
 import type Redis from "ioredis";
-import { CLUSTER_KEYS } from "../../src/service/cluster/records";
-import type { QueuedScale, ScaleTaker } from "../../src/service/cluster/scale-queue";
-import { OperationLog } from "../../src/service/operations/journal";
+import { CLUSTER_KEYS } from "../../src/state/cluster/records";
+import type { QueuedScale, ScaleTaker } from "../../src/state/cluster/scale-queue";
+import { OperationLog } from "../../src/state/operations/journal";
 import { scaleQueueBench } from "../helpers/scale-queue";
 import { until } from "../helpers/processes";
 

@@ -1,5 +1,5 @@
 /**
- * The scale requests followers queue for the leader (src/service/cluster/scale-queue.ts) on a real
+ * The scale requests followers queue for the leader (src/state/cluster/scale-queue.ts) on a real
  * redis-server: only the lock's holder takes them, oldest first, each once; a request the leader cannot
  * accept stays queued, in order, for the next one; a follower whose store is down gets a StoreUnavailableError (the
  * route's 503 store_unavailable), never a hang.
@@ -7,9 +7,9 @@
 import { after, before, test } from "node:test";
 import assert from "node:assert/strict";
 import type Redis from "ioredis";
-import { CLUSTER_KEYS } from "../../src/service/cluster/records";
-import type { QueuedScale, ScaleTaker } from "../../src/service/cluster/scale-queue";
-import { StoreUnavailableError } from "../../src/service/store/types";
+import { CLUSTER_KEYS } from "../../src/state/cluster/records";
+import type { QueuedScale, ScaleTaker } from "../../src/state/cluster/scale-queue";
+import { StoreUnavailableError } from "../../src/state/redis/unavailable";
 import type { TestRedis } from "../helpers/redis";
 import { scaleQueueBench } from "../helpers/scale-queue";
 import { until } from "../helpers/processes";

@@ -10,7 +10,7 @@ import * as http from "node:http";
 import express from "express";
 import Redis from "ioredis";
 import { createLogger } from "../../src/log/logger";
-import { CLUSTER_KEYS } from "../../src/service/cluster/records";
+import { CLUSTER_KEYS } from "../../src/state/cluster/records";
 import type { PoolCounts } from "../../src/service/fleet/fleet";
 import { StoreTimeline } from "../../src/service/fleet/store-timeline";
 import { dashboardRoutes } from "../../src/service/api/routes/dashboard";

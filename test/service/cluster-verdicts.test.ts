@@ -12,7 +12,7 @@ import assert from "node:assert/strict";
 import Redis from "ioredis";
 import { createLogger } from "../../src/log/logger";
 import { HealthMonitor, type ProbeFn, type Transition } from "../../src/probes";
-import { CLUSTER_KEYS } from "../../src/service/cluster/records";
+import { CLUSTER_KEYS } from "../../src/state/cluster/records";
 import { ClusterVerdicts } from "../../src/service/cluster/verdicts";
 import { RedisLeaseStore } from "../../src/service/store/redis-store";
 import { startRedis, TestRedis } from "../helpers/redis";

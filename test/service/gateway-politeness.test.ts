@@ -16,7 +16,7 @@ import { countingOrigin, viaProxy } from "../helpers/net";
 import { settledConverge, startTestService, TestService, TOKENS, waitHealthy } from "../helpers/service";
 import { find, parseSamples } from "../helpers/metrics";
 import { startRedis, type TestRedis } from "../helpers/redis";
-import type { StoreSpec } from "../../src/service/store/url";
+import type { StoreSpec } from "../../src/state/redis/url";
 
 const MIN_INTERVAL_MS = 500;
 const auth = `Basic ${Buffer.from(`web:${TOKENS.lease}`).toString("base64")}`;

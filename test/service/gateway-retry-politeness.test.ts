@@ -13,7 +13,7 @@ import { countingOrigin, viaProxy } from "../helpers/net";
 import { settledConverge, startTestService, type TestService, TOKENS, waitHealthy } from "../helpers/service";
 import { startRedis, type TestRedis } from "../helpers/redis";
 import { findProxyProcesses } from "../../components/local/process";
-import type { StoreSpec } from "../../src/service/store/url";
+import type { StoreSpec } from "../../src/state/redis/url";
 
 const CAPS = { one: 1, two: 2 } as const;
 

@@ -4,7 +4,7 @@
  * one scale failed so. Two moments, one scale each:
  * 1. as the engine's `pulumi up` starts: the CLI reads the stack and lists its locks then, and fails when
  *    the backend does not answer. The operation must end `succeeded`, its events showing the retry
- *    (src/service/control/engine-retry.ts), the service warning once.
+ *    (src/fleet-ops/engine-retry.ts), the service warning once.
  * 2. at the update's first create: the engine itself retries its checkpoint writes (Pulumi's diy backend,
  *    about 10 tries from 1 s apart), so the step waits and the update goes on; the scale succeeds too.
  * Afterwards nothing a cut-off run could leave is left: processes = outputs, no lock row, `gc` finds nothing.

@@ -1,6 +1,6 @@
 /**
  * An operation's event stream with replicas (GET /v1/operations/:id/events; the streams in the store,
- * src/service/operations/store-events.ts), with two `egress serve` replicas sharing one home, a real
+ * src/state/operations/store-events.ts), with two `egress serve` replicas sharing one home, a real
  * redis-server and a `local` pool:
  * - a scale request queued through a follower streams there from its 202 to `succeeded`, with the
  *   engine's progress; the leader streams the same events, ids and all;

@@ -1,5 +1,5 @@
 /**
- * A SIGKILL of `egress serve` in the middle of a rolling change (rolling/run.ts), at two moments: while
+ * A SIGKILL of `egress serve` in the middle of a rolling change (src/fleet-ops/rolling/run.ts), at two moments: while
  * the first batch is replaced behind the surge member (the stack file holds N + surge then), and during
  * the final plain `up` that removes the surge member (the file holds N again). The next start reports the
  * cut operation as interrupted, writes the pool's own count back (rotate/run.ts `countsToRestore`, which

@@ -1,5 +1,5 @@
 /**
- * The desired counts of a stack in the store (src/service/cluster/desired.ts), on a real redis-server with
+ * The desired counts of a stack in the store (src/state/cluster/desired.ts), on a real redis-server with
  * real `egress serve` replicas and CLI commands: a scale through a replica records them; a new leader whose
  * stack file says otherwise (another host's copy, a hand edit) applies the store's, and says so; a CLI
  * command holding the stack's lock in the store takes them into its file first and records what it left;
@@ -8,8 +8,8 @@
 import { test } from "node:test";
 import assert from "node:assert/strict";
 import Redis from "ioredis";
-import { CLUSTER_KEYS, stackPrefix } from "../../src/service/cluster/records";
-import { StoreDesired, type DesiredRecord } from "../../src/service/cluster/desired";
+import { CLUSTER_KEYS, stackPrefix } from "../../src/state/cluster/records";
+import { StoreDesired, type DesiredRecord } from "../../src/state/cluster/desired";
 import { createLogger } from "../../src/log/logger";
 import { cli, ProcProject, serve, settledOp, until } from "../helpers/processes";
 import type { TestRedis } from "../helpers/redis";

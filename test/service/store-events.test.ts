@@ -1,5 +1,5 @@
 /**
- * The operations' event streams in the store (src/service/operations/store-events.ts), on a real
+ * The operations' event streams in the store (src/state/operations/store-events.ts), on a real
  * redis-server: a leader's entries are numbered from 1 per operation, and the next leader, of another
  * home, numbers on from there (its `interrupted`); a replica that lost the lock adds nothing; an entry
  * is never added twice; with the store away entries wait and land in order once it is back; a stream
@@ -8,10 +8,10 @@
 import { after, before, test } from "node:test";
 import assert from "node:assert/strict";
 import Redis from "ioredis";
-import { StoreJournal } from "../../src/service/operations/store-journal";
-import { StoreEvents, STORE_STREAM_MAX, STORE_STREAM_TTL_S } from "../../src/service/operations/store-events";
-import { CLUSTER_KEYS } from "../../src/service/cluster/records";
-import { OperationLog } from "../../src/service/operations/journal";
+import { StoreJournal } from "../../src/state/operations/store-journal";
+import { StoreEvents, STORE_STREAM_MAX, STORE_STREAM_TTL_S } from "../../src/state/operations/store-events";
+import { CLUSTER_KEYS } from "../../src/state/cluster/records";
+import { OperationLog } from "../../src/state/operations/journal";
 import { createLogger } from "../../src/log/logger";
 import { startRedis, type TestRedis } from "../helpers/redis";
 import { until } from "../helpers/processes";

@@ -1,5 +1,5 @@
 /**
- * The operation journal of replicas in the store (src/service/operations/store-journal.ts), on a real
+ * The operation journal of replicas in the store (src/state/operations/store-journal.ts), on a real
  * redis-server: what one leader recorded is taken over by a replica of another EGRESS_HOME (a queued
  * request carried, a running operation interrupted); a replica that lost the lock cannot overwrite its
  * successor's journal; with the store away, changes go on, `flushed()` says the journal is behind, and
@@ -13,9 +13,9 @@ import * as fs from "node:fs";
 import * as os from "node:os";
 import * as path from "node:path";
 import Redis from "ioredis";
-import { StoreJournal } from "../../src/service/operations/store-journal";
-import { CLUSTER_KEYS } from "../../src/service/cluster/records";
-import { OperationLog } from "../../src/service/operations/journal";
+import { StoreJournal } from "../../src/state/operations/store-journal";
+import { CLUSTER_KEYS } from "../../src/state/cluster/records";
+import { OperationLog } from "../../src/state/operations/journal";
 import { createLogger } from "../../src/log/logger";
 import { startRedis, type TestRedis } from "../helpers/redis";
 import { until } from "../helpers/processes";

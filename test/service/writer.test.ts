@@ -12,7 +12,7 @@ import * as path from "node:path";
 import YAML from "yaml";
 import { convergedOk, settled, startTestService, TestService, TOKENS, waitFor } from "../helpers/service";
 import { holdWriterLock, killHard, runCli, testHome } from "../helpers/cli";
-import { announcementFile } from "../../src/service/start/announce";
+import { announcementFile } from "../../src/state/cluster/announce";
 import { checkpointDir, checkpointProxies } from "../../src/engine";
 
 const config = {

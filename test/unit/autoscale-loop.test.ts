@@ -8,7 +8,7 @@ import assert from "node:assert/strict";
 import pino from "pino";
 import { Autoscaler } from "../../src/service/control/autoscale/autoscaler";
 import type { Scaler } from "../../src/service/control/scaler";
-import type { AutoscaleRecord, Operation } from "../../src/service/operations/operation";
+import type { AutoscaleRecord, Operation } from "../../src/state/operations/operation";
 import type { PoolConfig } from "../../src/model";
 
 function rig(over: { replicas?: number; min?: number } = {}) {

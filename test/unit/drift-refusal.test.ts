@@ -1,6 +1,6 @@
 /**
  * A replica whose stack file drifted from the other homes' (src/service/cluster/home.ts driftReason)
- * starts no engine operation: the scaler's writer lock is refused (cluster/scope.ts refusingDrift, as
+ * starts no engine operation: the scaler's writer lock is refused (src/state/cluster/scope.ts refusingDrift, as
  * start/parts.ts wraps it) before the engine runs or the stack file changes, the operation fails
  * `[transient]` with the reason, so the convergence retry takes it up, and once the homes agree the
  * same request goes through. The scaler, the writer lock and the stack file are real; the engine is
@@ -13,11 +13,11 @@ import * as os from "node:os";
 import * as path from "node:path";
 import { acquireWriterLock } from "../../src/engine";
 import { errorClassOf } from "../../components/shared/errors";
-import { refusingDrift } from "../../src/service/cluster/scope";
+import { refusingDrift } from "../../src/state/cluster/scope";
 import { ConvergenceRetry } from "../../src/service/control/heal/convergence";
 import { scalerProject, scriptedDriver, testScaler } from "../helpers/scaler";
 import { until } from "../helpers/processes";
-import type { Operation } from "../../src/service/operations/operation";
+import type { Operation } from "../../src/state/operations/operation";
 
 const settled = (op: Operation) =>
     until(`operation ${op.id} to settle`, () => op.status !== "queued" && op.status !== "running", 10_000, 10);

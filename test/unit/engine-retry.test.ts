@@ -1,5 +1,5 @@
 /**
- * The retry of an operation's engine runs (src/service/control/engine-retry.ts), with scripted runs: which
+ * The retry of an operation's engine runs (src/fleet-ops/engine-retry.ts), with scripted runs: which
  * failures are retried (backend unreachable, stack locked) and which are not, the back-off and its bound,
  * the retries shown as the operation's events and logged at warn once, and an abort (a replica that lost
  * the stack's lock, a stop) ending the wait. The real engine and a real PostgreSQL restart:
@@ -19,8 +19,8 @@ import {
     RetryInterrupted,
     type RetryPolicy,
     transientCause,
-} from "../../src/service/control/engine-retry";
-import { OperationLog } from "../../src/service/operations/journal";
+} from "../../src/fleet-ops/engine-retry";
+import { OperationLog } from "../../src/state/operations/journal";
 import { scalerProject, scriptedDriver, testScaler } from "../helpers/scaler";
 
 const PG = { kind: "postgres", shown: "postgres://egress:***@127.0.0.1:5432/egress" };

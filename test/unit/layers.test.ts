@@ -7,7 +7,9 @@
  * - src/ reaches components/ only through the registry and the kind-independent modules (kind.ts,
  *   pool.ts, shared/): a kind's own files are the registry's business;
  * - inside src/, one-way layers: model and log < components < config < program < engine < probes,
- *   gc < service < cli;
+ *   gc < state < fleet-ops < service < cli;
+ * - src/cli reaches src/service only through the service's entry (src/service/index.ts, what `serve` starts):
+ *   what the CLI shares with the service lives below both, in src/state and src/fleet-ops;
  * - no import circle between files, of any length.
  * Failures name the file, the line and the edge (and, for a circle, one path around it).
  */
@@ -111,7 +113,9 @@ test("src/ reaches components/ only through the registry, the kind contract, Pro
 
 /**
  * src/ in one-way layers, bottom first (docs/architecture.md): a file may import its own layer and those
- * listed before it. Files at src/'s root belong to the layer they start: cli.ts is the CLI, program.ts and
+ * listed before it. state and fleet-ops hold what the CLI and the service share (docs/decisions/0096): the
+ * store's connection, records, locks, journal and event streams; the rolling change, the targeted replace,
+ * the engine retry. Files at src/'s root belong to the layer they start: cli.ts is the CLI, program.ts and
  * installation-resource.ts are the program, program-main.ts (what `pulumi up` runs) starts engine and program,
  * dynamic-providers.ts (what the engine's dynamic-provider process loads) serves the program's resources.
  */
@@ -122,6 +126,8 @@ const ORDER = [
     ["program"],
     ["engine"],
     ["probes", "gc", "program-main"],
+    ["state"],
+    ["fleet-ops"],
     ["service"],
     ["cli"],
 ];
@@ -146,14 +152,29 @@ test("inside src/, a folder imports only its own layer and those below it", () =
     assert.deepEqual(bad.map(show), []);
 });
 
+/** The service's entry: what `egress serve` starts the service with, and the one file of src/service the CLI imports. */
+const SERVICE_ENTRY = ["src/service/index.ts"];
+
+test("src/cli imports from src/service only the service's entry (src/service/index.ts)", () => {
+    const bad = EDGES.filter(
+        (e) =>
+            (under(e.from, "src/cli") || e.from === "src/cli.ts") &&
+            under(e.to, "src/service") &&
+            !SERVICE_ENTRY.includes(e.to!),
+    );
+    assert.deepEqual(bad.map(show), []);
+    const entry = EDGES.filter((e) => under(e.from, "src/cli") && SERVICE_ENTRY.includes(e.to!));
+    assert.ok(entry.length > 0, "no CLI file imports the service's entry: is SERVICE_ENTRY stale?");
+});
+
 /**
  * src/service in rooms (docs/architecture.md), bottom first: a room imports its own files and the rooms
  * before it, never a room beside it or above it. http holds what every door shares (the error catalogue,
- * auth, the request log, the loop helper every periodic part runs on); the lease book and its store; the cluster (replicas, the leader lock); the
- * operation journal; the fleet view; what is observed; then the two that act (the gateway, control: scale, drain, heal, the stack watch); the API;
+ * auth, the request log); the lease book and its store; the cluster (replicas, the leader lock); the
+ * operation journal kept by replicas; the fleet view; what is observed; then the two that act (the gateway, control: scale, drain, heal, the stack watch); the API;
  * and the start-up that wires it all. A file at src/service's root (index.ts) is the start-up's.
  */
-const ROOMS = [
+const SERVICE_ROOMS = [
     ["http"],
     ["leases"],
     ["store"],
@@ -165,22 +186,35 @@ const ROOMS = [
     ["api"],
     ["start"],
 ];
+/**
+ * src/state in rooms, bottom first: redis (the store's URL, opening it, its unavailable error, the loop
+ * periodic readers run on); cluster (the store's records and scripts, the fenced writes, the desired
+ * counts, the scale queue, the command lock, the replica scope, the service's announcement); operations
+ * (the operation record, its journal on file and in the store, its event streams).
+ */
+const STATE_ROOMS = [["redis"], ["cluster"], ["operations"]];
+const ROOMS: Record<string, { rooms: string[][]; root: string }> = {
+    service: { rooms: SERVICE_ROOMS, root: "start" },
+    state: { rooms: STATE_ROOMS, root: "operations" },
+};
 function roomOf(file: string): { room: string; rank: number } {
     const parts = file.split("/");
-    const room = parts.length === 3 ? "start" : parts[2];
-    const rank = ROOMS.findIndex((names) => names.includes(room));
-    assert.ok(rank >= 0, `${file} is in no room of src/service: add its folder to ROOMS`);
+    const { rooms, root } = ROOMS[parts[1]];
+    const room = parts.length === 3 ? root : parts[2];
+    const rank = rooms.findIndex((names) => names.includes(room));
+    assert.ok(rank >= 0, `${file} is in no room of src/${parts[1]}: add its folder to its rooms`);
     return { room, rank };
 }
 
-test("inside src/service, a room imports only itself and the rooms below it (none beside it)", () => {
-    const bad = EDGES.filter((e) => {
-        if (!under(e.from, "src/service") || !under(e.to, "src/service")) return false;
-        const [a, b] = [roomOf(e.from), roomOf(e.to!)];
-        return a.room !== b.room && b.rank >= a.rank;
+for (const layer of Object.keys(ROOMS))
+    test(`inside src/${layer}, a room imports only itself and the rooms below it (none beside it)`, () => {
+        const bad = EDGES.filter((e) => {
+            if (!under(e.from, `src/${layer}`) || !under(e.to, `src/${layer}`)) return false;
+            const [a, b] = [roomOf(e.from), roomOf(e.to!)];
+            return a.room !== b.room && b.rank >= a.rank;
+        });
+        assert.deepEqual(bad.map(show), []);
     });
-    assert.deepEqual(bad.map(show), []);
-});
 
 /** The strongly connected components of the import graph with more than one file (or a file importing itself). */
 function circles(edges: Edge[]): string[][] {

@@ -1,5 +1,5 @@
 /**
- * The one loop helper (src/service/http/loop.ts): one round at a time, the first round when asked, a
+ * The one loop helper (src/state/redis/loop.ts): one round at a time, the first round when asked, a
  * stop() that waits for the round in flight, a failing streak logged once (and its end once), quiet
  * errors not at all. Real timers at 1 ms; every wait is on a promise a round resolves, never a sleep
  * whose length decides the verdict.
@@ -8,7 +8,7 @@ import { after, test } from "node:test";
 import assert from "node:assert/strict";
 import { setImmediate as tick } from "node:timers/promises";
 import { createLogger } from "../../src/log/logger";
-import { Loop, type LoopOptions } from "../../src/service/http/loop";
+import { Loop, type LoopOptions } from "../../src/state/redis/loop";
 
 // The loop's timers are unref'd (a loop never keeps the service alive): this one keeps the test alive
 // while it waits for rounds.

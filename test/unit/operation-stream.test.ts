@@ -1,7 +1,7 @@
 /** The resume buffer of an operation's event stream is bounded and keeps numbering across the drop. */
 import { test } from "node:test";
 import assert from "node:assert/strict";
-import { OperationLog, STREAM_BUFFER } from "../../src/service/operations/journal";
+import { OperationLog, STREAM_BUFFER } from "../../src/state/operations/journal";
 
 test("the stream buffer keeps the newest STREAM_BUFFER entries; ids keep counting", () => {
     const log = new OperationLog();

@@ -1,5 +1,5 @@
 /**
- * What replicas of one stack must share (src/service/cluster/scope.ts): one EGRESS_HOME for a file
+ * What replicas of one stack must share (src/state/cluster/scope.ts): one EGRESS_HOME for a file
  * backend or `local` pools, else the same stack config, whatever its key order, replica counts or
  * encryption salt.
  */
@@ -10,7 +10,7 @@ import * as os from "node:os";
 import * as path from "node:path";
 import YAML from "yaml";
 import { backendOfUrl } from "../../src/engine";
-import { configFingerprint, replicaScope } from "../../src/service/cluster/scope";
+import { configFingerprint, replicaScope } from "../../src/state/cluster/scope";
 
 const PG = backendOfUrl("postgres://egress:secret@db.internal:5432/egress");
 

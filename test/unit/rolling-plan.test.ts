@@ -2,7 +2,7 @@
 import { test } from "node:test";
 import assert from "node:assert/strict";
 import { membersOfUrns, siblingUrns, targetedMembers } from "../../src/engine/member-urns";
-import { planRollouts, type RollingPolicy } from "../../src/service/control/rolling/plan";
+import { planRollouts, type RollingPolicy } from "../../src/fleet-ops/rolling/plan";
 
 const policy = (over: Partial<RollingPolicy> = {}): RollingPolicy => ({
     replicas: 4,

@@ -11,7 +11,7 @@ import { Rotator } from "../../src/service/control/rotate/rotator";
 import { dueAtOf } from "../../src/service/control/rotate/decide";
 import { countsToRestore, type MoreDue } from "../../src/service/control/rotate/run";
 import type { Scaler } from "../../src/service/control/scaler";
-import type { Operation, RotationRecord } from "../../src/service/operations/operation";
+import type { Operation, RotationRecord } from "../../src/state/operations/operation";
 import type { PoolConfig, ProxyMember } from "../../src/model";
 
 const T0 = 1_000_000_000_000;

@@ -11,7 +11,7 @@ import * as path from "node:path";
 import pino from "pino";
 import type { StackDriver } from "../../src/engine";
 import { Scaler } from "../../src/service/control/scaler";
-import { OperationLog } from "../../src/service/operations/journal";
+import { OperationLog } from "../../src/state/operations/journal";
 import { Drainer } from "../../src/service/control/drain/drainer";
 import { loadStackConfig } from "../../src/config";
 import { scalerTempDir } from "../helpers/scaler";

@@ -5,7 +5,7 @@ import { Writable } from "node:stream";
 import { createLogger } from "../../src/log/logger";
 import { maskUrlPasswords } from "../../src/log/redact";
 import { parseStoreSpec, redactStoreUrl, STORE_RULE } from "../../src/service/store";
-import { sentinelOptions } from "../../src/service/store/open-redis";
+import { sentinelOptions } from "../../src/state/redis/open-redis";
 import { protectedEndpoints } from "../../src/service/start/protected-endpoints";
 
 test("memory is the default; redis:// and rediss:// URLs parse with their db", () => {

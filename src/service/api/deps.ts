@@ -7,7 +7,7 @@ import type { Logger } from "pino";
 import type { Scope } from "../http/auth";
 import type { RequestHandler } from "express";
 import type { Scaler } from "../control/scaler";
-import type { OperationLog } from "../operations/journal";
+import type { OperationLog } from "../../state/operations/journal";
 import type { Fleet } from "../fleet/fleet";
 import type { Metrics } from "../observe/metrics";
 import type { ProviderHealthReport } from "../observe/provider-checks";
@@ -19,9 +19,9 @@ import type { Gateway } from "../gateway";
 import type { z } from "zod";
 import type { clusterResponse } from "./schemas";
 import type { VerdictsStatus } from "../cluster/verdicts";
-import type { ScaleQueue } from "../cluster/scale-queue";
-import type { StoreEvents } from "../operations/store-events";
-import type { Operation } from "../operations/operation";
+import type { ScaleQueue } from "../../state/cluster/scale-queue";
+import type { StoreEvents } from "../../state/operations/store-events";
+import type { Operation } from "../../state/operations/operation";
 
 /** Everything the HTTP layer needs, built by src/service/start/server.ts (or by tests with synthetic parts). */
 export interface AppDeps {
@@ -60,18 +60,18 @@ export interface AppDeps {
      */
     forward?: (req: IncomingMessage, res: ServerResponse) => boolean;
     /**
-     * With replicas: a follower queues the scale requests it takes for the leader (cluster/scale-queue.ts)
+     * With replicas: a follower queues the scale requests it takes for the leader (src/state/cluster/scale-queue.ts)
      * instead of forwarding them, so they are accepted while no replica leads; the leader answers for a
      * request it has not taken yet.
      */
     scaleQueue?: Pick<ScaleQueue, "enqueue" | "peek"> & { following: () => boolean };
     /**
-     * With replicas: the desired counts in the store (cluster/desired.ts). A follower's GET /v1/pools shows
+     * With replicas: the desired counts in the store (src/state/cluster/desired.ts). A follower's GET /v1/pools shows
      * them, since its own stack file may be another host's copy that the leader does not write.
      */
     storedDesired?: () => Promise<Record<string, number> | undefined>;
     /**
-     * With replicas: the operations' event streams in the store (operations/store-events.ts), which every
+     * With replicas: the operations' event streams in the store (src/state/operations/store-events.ts), which every
      * replica's GET /v1/operations/:id/events reads, and the store's journal, for operations this
      * replica did not run (found by id or by a folded request's id).
      */

@@ -1,7 +1,7 @@
 import * as http from "node:http";
 import type { Logger } from "pino";
 import { type Cluster } from "../cluster/cluster";
-import { describeCommandHolder, heldByCommand } from "../cluster/records";
+import { describeCommandHolder, heldByCommand } from "../../state/cluster/records";
 import { errorBody, HttpError } from "../http/errors";
 import { writeJson } from "./fast-path";
 
@@ -11,8 +11,8 @@ export const FORWARDED_BY = "x-egress-forwarded-by";
 /**
  * The routes only the leader can answer: it runs the engine, the operation journal and the heal loop.
  * Every other route (leases, the gateway, discovery, blocks, the dashboard's reads) any replica answers;
- * a scale request too: a follower queues it for the leader (cluster/scale-queue.ts), and an operation's
- * event stream, which every replica reads from the store (operations/store-events.ts).
+ * a scale request too: a follower queues it for the leader (src/state/cluster/scale-queue.ts), and an operation's
+ * event stream, which every replica reads from the store (src/state/operations/store-events.ts).
  */
 function leaderOnly(method: string, path: string): boolean {
     if (method !== "GET" || /^\/v1\/operations\/[^/]+\/events$/.test(path)) return false;

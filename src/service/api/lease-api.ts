@@ -3,7 +3,8 @@ import { HttpError } from "../http/errors";
 import type { FleetAcquire, LeaseView } from "../fleet/fleet";
 import type { Lease, ReleaseResult } from "../leases";
 import { leaseBody, parseOr400, releaseBody, type leaseResponse, type releaseResponse } from "./schemas";
-import { type MaybePromise, StoreUnavailableError } from "../store/types";
+import type { MaybePromise } from "../store/types";
+import { StoreUnavailableError } from "../../state/redis/unavailable";
 import type { z } from "zod";
 
 type Acquired = { status: 201; body: { lease: LeaseView } };

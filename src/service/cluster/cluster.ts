@@ -1,11 +1,11 @@
 import * as os from "node:os";
 import { randomBytes } from "node:crypto";
 import type Redis from "ioredis";
-import { connectOnce, partConnection } from "./connection";
+import { connectOnce, partConnection } from "../../state/cluster/connection";
 import type { Logger } from "pino";
 import { StackHome } from "./home";
-import type { ReplicaScope } from "./scope";
-import { CLAIM, FENCE, RESIGN } from "./scripts";
+import type { ReplicaScope } from "../../state/cluster/scope";
+import { CLAIM, FENCE, RESIGN } from "../../state/cluster/scripts";
 import {
     CLUSTER_KEYS,
     describeCommandHolder,
@@ -17,7 +17,7 @@ import {
     type ClusterRecords,
     type LeaderInfo,
     type ReplicaInfo,
-} from "./records";
+} from "../../state/cluster/records";
 
 export interface ClusterOptions {
     /** The replica's shared connection (connection.ts partConnection); unset, this part opens its own. */

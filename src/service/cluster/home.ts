@@ -3,7 +3,7 @@ import * as fs from "node:fs";
 import * as path from "node:path";
 import type Redis from "ioredis";
 import type { Logger } from "pino";
-import { scopeOf, type ReplicaInfo } from "./records";
+import { scopeOf, type ReplicaInfo } from "../../state/cluster/records";
 import { type CatalogueEntry, EXIT } from "../../model/error-catalogue";
 
 /**

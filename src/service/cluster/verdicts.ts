@@ -1,10 +1,10 @@
 import type Redis from "ioredis";
-import { connectOnce, partConnection } from "./connection";
+import { connectOnce, partConnection } from "../../state/cluster/connection";
 import type { Logger } from "pino";
 import type { ProxyMember } from "../../model";
 import type { HealthMonitor, HealthState, MemberHealthView } from "../../probes";
-import { CLUSTER_KEYS } from "./records";
-import { PUBLISH_VERDICTS, READ_VERDICTS } from "./scripts";
+import { CLUSTER_KEYS } from "../../state/cluster/records";
+import { PUBLISH_VERDICTS, READ_VERDICTS } from "../../state/cluster/scripts";
 import { LeaderCounters } from "./leader-counters";
 
 /**

@@ -1,6 +1,6 @@
 import * as os from "node:os";
 import type { Cluster } from "./cluster";
-import type { LeaderInfo, ReplicaInfo } from "./records";
+import type { LeaderInfo, ReplicaInfo } from "../../state/cluster/records";
 
 /** GET /v1/cluster's answer. */
 export interface ClusterView {

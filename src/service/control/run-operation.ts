@@ -1,12 +1,12 @@
 import type { Logger } from "pino";
 import type { ProgressEvent } from "../../engine";
 import type { ProxyMember } from "../../model";
-import type { Operation } from "../operations/operation";
+import type { Operation } from "../../state/operations/operation";
 import { scaleDownTargets } from "./drain/plan";
-import { type EngineRetry, engineRetry } from "./engine-retry";
+import { type EngineRetry, engineRetry } from "../../fleet-ops/engine-retry";
 import { replaceMembers } from "./replace";
 import { type RollingSteps, scalerRollingDeps } from "./rolling/for-scaler";
-import { configKey, runRolling } from "./rolling/run";
+import { configKey, runRolling } from "../../fleet-ops/rolling/run";
 import { type MoreDue, runRotation } from "./rotate/run";
 import type { ScalerDeps } from "./scaler-deps";
 import { writeCounts } from "./write-counts";
@@ -53,7 +53,7 @@ export async function runOperation(op: Operation, log: Logger, context: RunConte
         };
     }
     // Counts written at start (the stack file shows what runs; a restart mid-drain knows the target),
-    // then members the update would replace roll in batches (rolling/run.ts), else one plain `up`.
+    // then members the update would replace roll in batches (src/fleet-ops/rolling/run.ts), else one plain `up`.
     await drainScaleDown(op, log, ctx);
     const key = configKey(deps);
     const result =
@@ -72,7 +72,7 @@ export async function runOperation(op: Operation, log: Logger, context: RunConte
 }
 
 /**
- * Per driver, the stack file's config (counts aside: rolling/run.ts configKey) that the last operation
+ * Per driver, the stack file's config (counts aside: src/fleet-ops/rolling/run.ts configKey) that the last operation
  * applied in full. A scale may target its members only while the file says what was applied: an edit
  * beside the counts (a pool removed, a setting changed without replacing members) needs a plain `up`, or
  * it would wait for the next one while the service reports it applied.
@@ -94,7 +94,7 @@ async function upForCounts(op: Operation, deps: ScalerDeps, key: string, counts 
     return deps.driver.up({ onProgress, ...(target ? { target, targetDependents: true, refresh: false } : {}) });
 }
 
-/** The scale path and the heal path, as a rotation (rotate/run.ts) or a rolling change (rolling/run.ts) runs them. */
+/** The scale path and the heal path, as a rotation (rotate/run.ts) or a rolling change (src/fleet-ops/rolling/run.ts) runs them. */
 function rotationSteps(
     op: Operation,
     log: Logger,

@@ -1,10 +1,10 @@
 import type { Logger } from "pino";
 import type { StackDriver } from "../../engine";
 import type { ProxyMember } from "../../model";
-import type { MemberHealthView } from "../../probes";
-import type { OperationLog } from "../operations/journal";
-import type { Operation, RotationRecord } from "../operations/operation";
+import type { OperationLog } from "../../state/operations/journal";
+import type { Operation } from "../../state/operations/operation";
 import type { Drainer } from "./drain/drainer";
+import type { HealthWatch } from "../../fleet-ops/healthy";
 import { type CatalogueEntry, EXIT } from "../../model/error-catalogue";
 
 export interface ScalerDeps {
@@ -34,17 +34,7 @@ export interface ScalerDeps {
      * an update left (so new ones are probed and leasable before the old ones drain), and their health.
      * Without it a rotation does not wait for health.
      */
-    rotation?: {
-        refresh: (proxies?: ProxyMember[]) => Promise<void>;
-        health: (id: string) => MemberHealthView | undefined;
-        /** @default rotate/run.ts HEALTHY_TIMEOUT_MS (10 min) */
-        healthyTimeoutMs?: number;
-        /**
-         * A member's replacement passed its health check (`newEgressIp` set): true when that IP is one the
-         * pool had lately (the rotator's IpMemory; it also logs and counts it).
-         */
-        replaced?: (r: RotationRecord) => boolean;
-    };
+    rotation?: HealthWatch;
     /**
      * Checked before every operation starts: false means this replica no longer leads the stack (its
      * leader lock is gone or taken over), so the operation is recorded interrupted and nothing runs.
@@ -55,7 +45,7 @@ export interface ScalerDeps {
     /**
      * Hears the stack file's counts (scalable pools) each time an operation wrote them (write-counts.ts):
      * with replicas they go to the store, so the next leader applies them whatever its host's copy of the
-     * file says (cluster/desired.ts).
+     * file says (src/state/cluster/desired.ts).
      */
     recordCounts?: (counts: Record<string, number>, operation: string) => void;
 }

@@ -1,6 +1,6 @@
 import type { EngineError } from "../../engine";
 import type { ProxyMember } from "../../model";
-import type { AutoscaleRecord, HealTarget, Operation, RotationRecord } from "../operations/operation";
+import type { AutoscaleRecord, HealTarget, Operation, RotationRecord } from "../../state/operations/operation";
 import { type MoreDue, reasonOf } from "./rotate/run";
 import { runOperation, setsCounts } from "./run-operation";
 import { OperationAbort } from "./operation-abort";
@@ -40,7 +40,7 @@ export class Scaler {
     /**
      * Records a scale request the caller already validated (the HTTP route checks the pool, the count
      * and maxReplicas); the operation re-checks against the stack file when it writes it. `id`: the id a
-     * follower already answered with (cluster/scale-queue.ts): the new operation's, or, folded into a
+     * follower already answered with (src/state/cluster/scale-queue.ts): the new operation's, or, folded into a
      * queued one, one that finds it (Operation.requestIds).
      */
     request(pool: string, replicas: number, id?: string): Operation {

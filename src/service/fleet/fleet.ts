@@ -12,7 +12,7 @@ import { poolLeaseSettings } from "../leases/shared";
 import type { HealthState, Lifecycle } from "./lifecycle";
 
 export type { HealthState } from "./lifecycle";
-import type { Operation } from "../operations/operation";
+import type { Operation } from "../../state/operations/operation";
 import { memberUpstreamUrl } from "./credentials";
 import type { HealthSource, MemberNote, PoolCounts, ProxyView, ActiveLeaseView, FleetAcquire } from "./views";
 import { grantAnswer, notReadYet, refusal } from "./acquire-answer";

@@ -1,4 +1,4 @@
-import type { Operation } from "../operations/operation";
+import type { Operation } from "../../state/operations/operation";
 import { membersMentioned } from "./lifecycle";
 import type { HealthSource, MemberNote } from "./views";
 

@@ -1,9 +1,9 @@
 import type Redis from "ioredis";
 import type { Logger } from "pino";
-import { connectOnce, partConnection } from "../cluster/connection";
-import { CLUSTER_KEYS } from "../cluster/records";
-import { APPEND_TIMELINE, READ_TIMELINE } from "../cluster/scripts";
-import { Loop } from "../http/loop";
+import { connectOnce, partConnection } from "../../state/cluster/connection";
+import { CLUSTER_KEYS } from "../../state/cluster/records";
+import { APPEND_TIMELINE, READ_TIMELINE } from "../../state/cluster/scripts";
+import { Loop } from "../../state/redis/loop";
 import type { PoolCounts } from "./fleet";
 import { samplePools, timelineCadence, type TimelinePoint, type TimelineRead, type TimelineSource } from "./timeline";
 

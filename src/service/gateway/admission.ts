@@ -1,6 +1,7 @@
 import { hasScope, type StoredToken, tokenMatcher } from "../http/auth";
 import type { Fleet, FleetAcquire, LeaseView } from "../fleet/fleet";
-import { type MaybePromise, StoreUnavailableError } from "../store/types";
+import type { MaybePromise } from "../store/types";
+import { StoreUnavailableError } from "../../state/redis/unavailable";
 import type { GatewayRefusal } from "../observe/gateway-metrics";
 import { type GatewayUser, parseUsername } from "./username";
 import type { Door } from "./doors";

@@ -1,6 +1,6 @@
 import type { Logger } from "pino";
 import type { Checker, CheckVerdict } from "../../../components/kind";
-import { Loop } from "../http/loop";
+import { Loop } from "../../state/redis/loop";
 import type { Metrics } from "./metrics";
 
 /** A verdict plus when it last changed, as served at GET /v1/providers/health. */

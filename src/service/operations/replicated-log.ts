@@ -1,8 +1,8 @@
 import type Redis from "ioredis";
 import type { Logger } from "pino";
-import { OperationLog } from "./journal";
-import { StoreEvents } from "./store-events";
-import { StoreJournal } from "./store-journal";
+import { OperationLog } from "../../state/operations/journal";
+import { StoreEvents } from "../../state/operations/store-events";
+import { StoreJournal } from "../../state/operations/store-journal";
 
 export interface OperationLogOptions {
     /** The journal file of this home (`run/operations-<stack>.json`). */

@@ -6,7 +6,7 @@ import { leaderForwarder } from "../api/forward";
 import { authenticate } from "../http/auth";
 import { Gateway } from "../gateway";
 import { clusterView } from "../cluster/view";
-import { findOperation } from "../operations/operation";
+import { findOperation } from "../../state/operations/operation";
 import type { ApiListener } from "./listeners";
 import type { ServeOptions } from "./options";
 import type { Parts, Readiness } from "./parts";

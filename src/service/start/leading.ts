@@ -1,12 +1,12 @@
 import type { RequestListener } from "node:http";
 import type { Logger } from "pino";
-import { announceService } from "./announce";
+import { announceService } from "../../state/cluster/announce";
 import type { ServeOptions } from "./options";
 import type { Parts } from "./parts";
 import { ConfigError, loadStackConfig } from "../../config";
 import { countsToRestore } from "../control/rotate/run";
 import { recoverStack } from "./recover";
-import { awaitForeignEngines } from "../cluster/foreign-engines";
+import { awaitForeignEngines } from "../../state/cluster/foreign-engines";
 import { forgetGoneElsewhere } from "../../engine";
 
 /**
@@ -123,7 +123,7 @@ export class StackLead {
     }
 
     /**
-     * The desired counts the stack's last lock holder recorded in the store (cluster/desired.ts) go into
+     * The desired counts the stack's last lock holder recorded in the store (src/state/cluster/desired.ts) go into
      * this host's stack file first: the recovery and the convergence below then apply what was asked last,
      * not what an older copy of the file says. The store away fails the take-over (retried: a leader must
      * not converge to counts it could not check); a stack file that cannot be read is recoverStack's to report.

@@ -5,7 +5,7 @@ import { createLogger } from "../../log/logger";
 import { createApp } from "../api/app";
 import { watchStackCheckpoint } from "../control/stack-watch";
 import type { Gateway, GatewayAddresses } from "../gateway";
-import { assertNoOtherService } from "./announce";
+import { assertNoOtherService } from "../../state/cluster/announce";
 import { StackLead } from "./leading";
 import { checkServeOptions, type RunningService, type ServeOptions } from "./options";
 import { buildParts, type Parts, type Readiness } from "./parts";

@@ -4,9 +4,10 @@
  */
 export { RedisLeaseStore } from "./redis-store";
 export type { RedisStoreOptions } from "./redis-store";
-export { immediate, settle, StoreUnavailableError } from "./types";
+export { immediate, settle } from "./types";
+export { StoreUnavailableError } from "../../state/redis/unavailable";
 export type { LeaseStore, MaybePromise } from "./types";
-export { parseStoreSpec, redactStoreUrl, STORE_RULE, StoreSpecError } from "./url";
-export type { StoreSpec } from "./url";
-export { openRedis } from "./open-redis";
-export type { SentinelSpec } from "./sentinel-url";
+export { parseStoreSpec, redactStoreUrl, STORE_RULE, StoreSpecError } from "../../state/redis/url";
+export type { StoreSpec } from "../../state/redis/url";
+export { openRedis } from "../../state/redis/open-redis";
+export type { SentinelSpec } from "../../state/redis/sentinel-url";

@@ -1,7 +1,7 @@
 import { randomUUID } from "node:crypto";
 import type Redis from "ioredis";
 import { ReplyError } from "ioredis";
-import { openRedis } from "./open-redis";
+import { openRedis } from "../../state/redis/open-redis";
 import type { LeaseMemberInput, PoolLeaseSettings } from "../leases";
 import {
     LEASE_DEFAULTS,
@@ -14,8 +14,9 @@ import {
     type Removal,
 } from "../leases/types";
 import { ACQUIRE, BLOCK, PUBLISH, RELEASE, REVOKE, VIEW, withSettings } from "./scripts";
-import { type LeaseStore, StoreUnavailableError } from "./types";
-import { redactStoreUrl } from "./url";
+import type { LeaseStore } from "./types";
+import { StoreUnavailableError } from "../../state/redis/unavailable";
+import { redactStoreUrl } from "../../state/redis/url";
 import { LiveLeases } from "./live-leases";
 import { TurnWrites } from "./turn-writes";
 import { type RedisStoreOptions, type Reply, TRANSIENT_REPLY } from "./redis-options";

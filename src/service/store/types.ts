@@ -1,6 +1,5 @@
 import type { LeaseMemberInput, PoolLeaseSettings } from "../leases";
 import type { AcquireRequest, AcquireResult, Lease, ReleaseOutcome, ReleaseResult, Removal } from "../leases/types";
-import { type CatalogueEntry, EXIT } from "../../model/error-catalogue";
 
 /** A value now (the memory store) or later (a store across the network). */
 export type MaybePromise<T> = T | Promise<T>;
@@ -32,21 +31,6 @@ export interface LeaseStore {
     active(): Lease[];
     sessionMember(session: string, pool?: string): string | undefined;
     sweep(): unknown;
-}
-
-/** The store could not be reached or answered too late: HTTP 503 `store_unavailable` with Retry-After. */
-export class StoreUnavailableError extends Error {
-    /** The CLI's exit code and `--json` error.type for this error (src/model/error-catalogue.ts). */
-    get catalogue(): CatalogueEntry {
-        return { exitCode: EXIT.unavailable, type: "StoreUnavailableError" };
-    }
-    constructor(
-        message: string,
-        readonly retryAfterSeconds: number,
-    ) {
-        super(message);
-        this.name = "StoreUnavailableError"; // the CLI's --json `error.type`, as every other named error
-    }
 }
 
 /** `v` itself, for callers that know they hold the memory store (benches, unit tests): a promise is a mistake. */

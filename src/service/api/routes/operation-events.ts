@@ -1,7 +1,7 @@
 import type { Request, Response } from "express";
 import type { AppDeps } from "../deps";
-import type { StreamEntry } from "../../operations/journal";
-import type { Operation } from "../../operations/operation";
+import type { StreamEntry } from "../../../state/operations/journal";
+import type { Operation } from "../../../state/operations/operation";
 
 /** Default time between `: ping` comments on an idle event stream (proxies and browsers drop silent connections). */
 export const SSE_HEARTBEAT_MS = 15_000;
@@ -59,7 +59,7 @@ export function streamFromMemory(deps: AppDeps, op: Operation, after: number, re
 
 /**
  * With replicas (deps.opEvents): every replica, leader or not, streams the store's copy
- * (operations/store-events.ts), read every STORE_POLL_MS until a status entry says the operation settled.
+ * (src/state/operations/store-events.ts), read every STORE_POLL_MS until a status entry says the operation settled.
  * A client connected to a follower keeps its stream through a failover, and one that reconnects elsewhere
  * with `Last-Event-ID` picks up there, with the next leader's `interrupted` numbered on. A request still
  * queued streams too: its entries come once the leader takes it, or those of the operation it was folded

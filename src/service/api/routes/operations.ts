@@ -3,8 +3,8 @@ import type { AppDeps } from "../deps";
 import { HttpError } from "../../http/errors";
 import type { z } from "zod";
 import type { operationResponse, operationsResponse } from "../schemas";
-import type { Operation } from "../../operations/operation";
-import type { QueuedScale } from "../../cluster/scale-queue";
+import type { Operation } from "../../../state/operations/operation";
+import type { QueuedScale } from "../../../state/cluster/scale-queue";
 import { streamFromMemory, streamFromStore } from "./operation-events";
 import { storeUnavailable } from "../lease-api";
 import { StoreUnavailableError } from "../../store";
@@ -25,7 +25,7 @@ function lastEventId(header: string | undefined): number {
 type QueuedOperation = Operation & { status: "queued" };
 
 /**
- * An id a follower answered with a moment ago (cluster/scale-queue.ts): the leader takes its queue every
+ * An id a follower answered with a moment ago (src/state/cluster/scale-queue.ts): the leader takes its queue every
  * 250 ms, so wait a little for the operation; still not taken (this replica stops, or it is a follower
  * that will forward nothing), the queued request as an operation.
  */

@@ -61,7 +61,7 @@ export function poolRoutes(deps: AppDeps): Router {
             );
         let op;
         try {
-            // A follower queues it for the leader (cluster/scale-queue.ts): accepted even while none leads.
+            // A follower queues it for the leader (src/state/cluster/scale-queue.ts): accepted even while none leads.
             op = deps.scaleQueue?.following()
                 ? queuedOperation(await deps.scaleQueue.enqueue(pool, replicas).catch(storeFailure))
                 : deps.scaler.request(pool, replicas);

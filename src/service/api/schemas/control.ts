@@ -58,7 +58,7 @@ const poolAutoscaleSchema = z
     })
     .describe("Set when the pool follows demand (its stack config's `autoscale`)");
 
-/** One member a rotate operation replaces (src/service/operations/operation.ts RotationRecord). */
+/** One member a rotate operation replaces (src/state/operations/operation.ts RotationRecord). */
 export const rotationRecordSchema = z
     .object({
         member: z.string(),

@@ -1,7 +1,7 @@
 import type { Logger } from "pino";
 import type { AutoscaleConfig, PoolConfig } from "../../../model";
-import type { AutoscaleRecord, Operation } from "../../operations/operation";
-import { Loop } from "../../http/loop";
+import type { AutoscaleRecord, Operation } from "../../../state/operations/operation";
+import { Loop } from "../../../state/redis/loop";
 import { NotAcceptingError, type Scaler } from "../scaler";
 import { type AutoscaleDecision, type AutoscaleSignals, type AutoscaleState, decide } from "./decide";
 

@@ -1,6 +1,6 @@
 import type { Logger } from "pino";
 import type { Fleet } from "../../fleet/fleet";
-import type { DrainView } from "../../operations/operation";
+import type { DrainView } from "../../../state/operations/operation";
 import { DrainEntry, DrainTarget, stepDrain } from "./plan";
 import { type CatalogueEntry, EXIT } from "../../../model/error-catalogue";
 

@@ -4,7 +4,7 @@
  * drainer (drainer.ts) does the waiting and the side effects; tests drive these directly.
  */
 import type { Removal } from "../../leases";
-import type { HealTarget } from "../../operations/operation";
+import type { HealTarget } from "../../../state/operations/operation";
 
 /** A member an operation is about to remove (scale-down) or replace (repair of an unhealthy member). */
 export interface DrainTarget {

@@ -1,5 +1,5 @@
 import { errorClassOf } from "../../../../components/shared/errors";
-import type { Operation } from "../../operations/operation";
+import type { Operation } from "../../../state/operations/operation";
 import { afterRepair, HEAL_BACKOFF, type MemberHistory } from "./decide";
 
 /** What GET /v1/heal shows while the stack's convergence waits to be tried again. */

@@ -1,6 +1,6 @@
 import type Redis from "ioredis";
-import { connectOnce, partConnection } from "../../cluster/connection";
-import { CLUSTER_KEYS } from "../../cluster/records";
+import { connectOnce, partConnection } from "../../../state/cluster/connection";
+import { CLUSTER_KEYS } from "../../../state/cluster/records";
 import type { MemberHistory } from "./decide";
 import type { HealHistoryStore } from "./history";
 

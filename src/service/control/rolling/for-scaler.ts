@@ -1,11 +1,11 @@
 import type { Logger } from "pino";
-import type { Operation } from "../../operations/operation";
-import { waitHealthy } from "../healthy";
-import type { ReplaceResult } from "../replace";
+import type { Operation } from "../../../state/operations/operation";
+import { waitHealthy } from "../../../fleet-ops/healthy";
+import type { ReplaceResult } from "../../../fleet-ops/replace";
 import { writeCounts } from "../write-counts";
 import type { ScalerDeps } from "../scaler-deps";
-import type { RollingDeps } from "./run";
-import type { EngineRetry } from "../engine-retry";
+import type { RollingDeps } from "../../../fleet-ops/rolling/run";
+import type { EngineRetry } from "../../../fleet-ops/engine-retry";
 
 /** The scaler's paths a rolling change is made of (scaler.ts passes them in, as to a rotation). */
 export interface RollingSteps {

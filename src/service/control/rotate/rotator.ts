@@ -1,8 +1,8 @@
 import type { Logger } from "pino";
 import type { PoolConfig, ProxyMember } from "../../../model";
 import type { MemberHealthView } from "../../../probes";
-import type { Operation, RotationRecord } from "../../operations/operation";
-import { Loop } from "../../http/loop";
+import type { Operation, RotationRecord } from "../../../state/operations/operation";
+import { Loop } from "../../../state/redis/loop";
 import { NotAcceptingError, type Scaler } from "../scaler";
 import { decideRotations, type PoolRotatePolicy, type RotatePlan } from "./decide";
 import { IpMemory } from "./ip-memory";

@@ -1,12 +1,12 @@
 import type { Logger } from "pino";
 import { loadStackConfig } from "../../../config";
 import { memberName, type ProxyMember } from "../../../model";
-import type { Operation, RotationRecord } from "../../operations/operation";
-import { addChanges, type ReplaceResult } from "../replace";
-import { waitHealthy } from "../healthy";
+import type { Operation, RotationRecord } from "../../../state/operations/operation";
+import { addChanges, type ReplaceResult } from "../../../fleet-ops/replace";
+import { waitHealthy } from "../../../fleet-ops/healthy";
 import type { ScalerDeps } from "../scaler-deps";
 
-export { HEALTHY_TIMEOUT_MS } from "../healthy";
+export { HEALTHY_TIMEOUT_MS } from "../../../fleet-ops/healthy";
 
 /** The scaler's two paths a rotation is made of (scaler.ts passes them in; neither is copied here). */
 export interface RotationSteps {
@@ -140,7 +140,7 @@ export function countsToRestore(
                 out.set(pool, { n, grown: n + new Set(op.rotations?.map((r) => r.surge)).size });
             else if (op.status === "succeeded") out.delete(pool);
         }
-        // A rolling change (rolling/run.ts) grows a pool by its surge the same way; its `desired` may not name it.
+        // A rolling change (src/fleet-ops/rolling/run.ts) grows a pool by its surge the same way; its `desired` may not name it.
         const r = op.rolling;
         if (r && op.status !== "succeeded") out.set(r.pool, { n: r.replicas, grown: r.replicas + r.surge.length });
     }

@@ -4,7 +4,7 @@
  */
 import type { Logger } from "pino";
 import type { PoolConfig, RotateOnBlocksConfig } from "../../../model";
-import type { Operation, RotationRecord } from "../../operations/operation";
+import type { Operation, RotationRecord } from "../../../state/operations/operation";
 import type { PoolWideBlock } from "./blocks";
 
 /** What GET /v1/pools shows of a pool with `rotateAfterSeconds` or `rotateOnBlocks`. */

@@ -2,8 +2,8 @@ import { randomBytes } from "node:crypto";
 import type Redis from "ioredis";
 import { connectOnce, partConnection } from "./connection";
 import type { Logger } from "pino";
-import { Loop } from "../http/loop";
-import { StoreUnavailableError } from "../store/types";
+import { Loop } from "../redis/loop";
+import { StoreUnavailableError } from "../redis/unavailable";
 import { CLUSTER_KEYS } from "./records";
 import { READ_SCALE_REQUESTS, REMOVE_SCALE_REQUESTS } from "./scripts";
 

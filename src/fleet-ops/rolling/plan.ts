@@ -4,7 +4,7 @@
  * members: with `surge` members standing above the pool's N, replacing b members at once leaves
  * N + surge − b healthy, which stays ≥ N − maxUnavailable exactly when b ≤ surge + maxUnavailable.
  */
-import { type CatalogueEntry, EXIT } from "../../../model/error-catalogue";
+import { type CatalogueEntry, EXIT } from "../../model/error-catalogue";
 
 export interface RollingPolicy {
     replicas: number;

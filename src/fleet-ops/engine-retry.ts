@@ -1,6 +1,6 @@
 import type { Logger } from "pino";
-import type { EngineError, ProgressEvent } from "../../engine";
-import { type CatalogueEntry, EXIT } from "../../model/error-catalogue";
+import type { EngineError, ProgressEvent } from "../engine";
+import { type CatalogueEntry, EXIT } from "../model/error-catalogue";
 
 /**
  * How an operation's engine runs are retried (the one place to change it): while the Pulumi backend does

@@ -1,8 +1,8 @@
 import type { Logger } from "pino";
-import { loadStackConfig } from "../../../config";
-import { siblingUrns, type ProgressEvent, type StackDriver } from "../../../engine";
-import { memberName, type ProxyMember } from "../../../model";
-import type { RollingRecord } from "../../operations/operation";
+import { loadStackConfig } from "../../config";
+import { siblingUrns, type ProgressEvent, type StackDriver } from "../../engine";
+import { memberName, type ProxyMember } from "../../model";
+import type { RollingRecord } from "../../state/operations/operation";
 import { type EngineRetry, engineRetry } from "../engine-retry";
 import { addChanges, type ReplaceResult } from "../replace";
 import { planRollouts } from "./plan";

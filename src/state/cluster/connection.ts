@@ -1,5 +1,5 @@
 import type Redis from "ioredis";
-import { openRedis } from "../store/open-redis";
+import { openRedis } from "../redis/open-redis";
 
 /**
  * A connection of the cluster's parts (cluster.ts, verdicts.ts, scale-queue.ts) to the store: connected

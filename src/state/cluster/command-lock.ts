@@ -10,8 +10,8 @@ import {
     readCluster,
 } from "./records";
 import { CLAIM, RESIGN } from "./scripts";
-import { StoreUnavailableError } from "../store/types";
-import { redactStoreUrl } from "../store/url";
+import { StoreUnavailableError } from "../redis/unavailable";
+import { redactStoreUrl } from "../redis/url";
 
 type Scripted = Redis & Record<"egressClaim" | "egressResign", (...a: (string | number)[]) => Promise<unknown>>;
 
