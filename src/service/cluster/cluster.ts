@@ -58,7 +58,8 @@ export class Cluster {
     readonly id = `${os.hostname()}-${process.pid}-${randomBytes(3).toString("hex")}`;
     private readonly redis: Scripted;
     /** Whether this part opened its connection (and closes it), or shares the replica's. */
-    private readonly owned: boolean;
+    /** Disconnects the connection if this part opened its own (partConnection). */
+    private readonly disconnectOwn: () => void;
     private readonly ttlMs: number;
     private readonly startedAt = new Date().toISOString();
     private timer?: NodeJS.Timeout;
@@ -83,7 +84,7 @@ export class Cluster {
         this.ttlMs = o.ttlMs ?? LEADER_TTL_MS;
         const c = partConnection(o, Math.min(1500, this.ttlMs / 3)); // a failed tick is enough
         this.redis = c.redis as Scripted;
-        this.owned = c.owned;
+        this.disconnectOwn = c.disconnectOwn;
         this.redis.defineCommand("egressClaim", { numberOfKeys: 2, lua: CLAIM });
         this.redis.defineCommand("egressFence", { numberOfKeys: 1, lua: FENCE });
         this.redis.defineCommand("egressResign", { numberOfKeys: 1, lua: RESIGN });
@@ -146,7 +147,7 @@ export class Cluster {
         try {
             await this.home.assertAlone(replicas, () => this.o.scope?.().oneHome);
         } catch (e) {
-            if (this.owned) this.redis.disconnect();
+            this.disconnectOwn();
             throw e;
         }
     }
@@ -227,7 +228,7 @@ export class Cluster {
         } catch {
             /* Redis is down: the lock runs out by its TTL */
         }
-        if (this.owned) this.redis.disconnect();
+        this.disconnectOwn();
     }
 
     private async tick(): Promise<void> {

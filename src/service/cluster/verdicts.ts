@@ -71,7 +71,8 @@ const addressOf = (m: Pick<ProxyMember, "host" | "port">) => `${m.host}:${m.port
 export class ClusterVerdicts {
     private readonly redis: Scripted;
     /** Whether this part opened its connection (and closes it), or shares the replica's. */
-    private readonly owned: boolean;
+    /** Disconnects the connection if this part opened its own (partConnection). */
+    private readonly disconnectOwn: () => void;
     private readonly intervalMs: number;
     private readonly staleAfterMs: number;
     private members = new Map<string, ProxyMember>();
@@ -94,7 +95,7 @@ export class ClusterVerdicts {
         this.staleAfterMs = o.staleAfterMs ?? Math.max(5000, 5 * this.intervalMs);
         const c = partConnection(o); // a failed read sets `stale`
         this.redis = c.redis as Scripted;
-        this.owned = c.owned;
+        this.disconnectOwn = c.disconnectOwn;
         this.redis.defineCommand("egressVerdicts", { numberOfKeys: 2, lua: PUBLISH_VERDICTS });
         this.redis.defineCommand("egressReadVerdicts", { numberOfKeys: 1, lua: READ_VERDICTS });
         this.counters = new LeaderCounters(this.redis, o);
@@ -193,7 +194,7 @@ export class ClusterVerdicts {
         this.closed = true;
         clearInterval(this.timer);
         await this.ticking;
-        if (this.owned) this.redis.disconnect();
+        this.disconnectOwn();
     }
 
     /** One step of the cadence; never two at once (a publish requested meanwhile runs right after). */

@@ -43,7 +43,8 @@ export class StoreTimeline implements TimelineSource {
     private readonly spanMs: number;
     private readonly redis: Scripted;
     /** Whether this part opened its connection (and closes it), or shares the replica's. */
-    private readonly owned: boolean;
+    /** Disconnects the connection if this part opened its own (partConnection). */
+    private readonly disconnectOwn: () => void;
     private readonly loop: Loop;
     private sampling?: Promise<void>;
     /** The last samples read, shown while the store cannot be read. */
@@ -55,7 +56,7 @@ export class StoreTimeline implements TimelineSource {
         ({ intervalMs: this.intervalMs, spanMs: this.spanMs } = timelineCadence(o));
         const c = partConnection(o); // a failed read is `stale`, a failed append a gap
         this.redis = c.redis as Scripted;
-        this.owned = c.owned;
+        this.disconnectOwn = c.disconnectOwn;
         this.redis.defineCommand("egressAppendTimeline", { numberOfKeys: 2, lua: APPEND_TIMELINE });
         this.redis.defineCommand("egressReadTimeline", { numberOfKeys: 1, lua: READ_TIMELINE });
         // sample() never throws (append logs an outage once, with reads: `failed`), so the loop logs nothing.
@@ -75,7 +76,7 @@ export class StoreTimeline implements TimelineSource {
     async stop(): Promise<void> {
         await this.loop.stop();
         await this.sampling; // one a test (or start) asked for outside the loop
-        if (this.owned) this.redis.disconnect();
+        this.disconnectOwn();
     }
 
     /** Appends one sample if this replica leads (exposed for tests); never two at once, never throws. */

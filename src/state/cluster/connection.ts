@@ -28,17 +28,18 @@ export function clusterConnection(url: string, commandTimeoutMs = 1500, connecti
 
 /**
  * A cluster part's connection: the replica's one shared connection (its session's, start/replicated-parts.ts:
- * opened and closed there), or, for a part used alone (a CLI command with --store, a test), its own.
+ * opened and closed there), or, for a part used alone (a CLI command with --store, a test), its own,
+ * which `disconnectOwn` closes (a no-op for the shared one).
  * One connection per replica instead of one per part (issue 37): Redis runs every command in turn
  * anyway, and a part's few commands a second need no socket of their own.
  */
 export function partConnection(
     o: { url: string; redis?: Redis },
     commandTimeoutMs?: number,
-): { redis: Redis; owned: boolean } {
-    return o.redis
-        ? { redis: o.redis, owned: false }
-        : { redis: clusterConnection(o.url, commandTimeoutMs), owned: true };
+): { redis: Redis; disconnectOwn: () => void } {
+    if (o.redis) return { redis: o.redis, disconnectOwn: () => undefined }; // the session's: its owner closes it
+    const redis = clusterConnection(o.url, commandTimeoutMs);
+    return { redis, disconnectOwn: () => redis.disconnect() };
 }
 
 /**

@@ -39,7 +39,8 @@ export interface FencedWritesOptions {
 export class FencedWrites {
     readonly redis: Redis;
     /** Whether this part opened its connection (and closes it), or shares the replica's. */
-    private readonly owned: boolean;
+    /** Disconnects the connection if this part opened its own (partConnection). */
+    private readonly disconnectOwn: () => void;
     private pending?: string;
     /** Count of write() calls, and the count whose value was the last one kept. */
     private version = 0;
@@ -53,7 +54,7 @@ export class FencedWrites {
     constructor(private readonly o: FencedWritesOptions) {
         const c = partConnection(o);
         this.redis = c.redis;
-        this.owned = c.owned;
+        this.disconnectOwn = c.disconnectOwn;
         this.redis.defineCommand("egressWriteIfHolder", { numberOfKeys: 2, lua: WRITE_IF_HOLDER });
     }
 
@@ -88,7 +89,7 @@ export class FencedWrites {
     close(): void {
         this.closed = true;
         clearTimeout(this.retry);
-        if (this.owned) this.redis.disconnect();
+        this.disconnectOwn();
     }
 
     /** Starts sending the pending value unless a send runs (it sends the newest when it is done). */

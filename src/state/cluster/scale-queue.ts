@@ -73,7 +73,8 @@ type Scripted = Redis & {
 export class ScaleQueue {
     private readonly redis: Scripted;
     /** Whether this part opened its connection (and closes it), or shares the replica's. */
-    private readonly owned: boolean;
+    /** Disconnects the connection if this part opened its own (partConnection). */
+    private readonly disconnectOwn: () => void;
     /** Takes the queue while leading; its taker is the one lead() was given. */
     private readonly loop: Loop;
     private taker?: ScaleTaker;
@@ -81,7 +82,7 @@ export class ScaleQueue {
     constructor(private readonly o: ScaleQueueOptions) {
         const c = partConnection(o); // a failed enqueue answers 503
         this.redis = c.redis as Scripted;
-        this.owned = c.owned;
+        this.disconnectOwn = c.disconnectOwn;
         this.redis.defineCommand("egressReadScales", { numberOfKeys: 2, lua: READ_SCALE_REQUESTS });
         this.redis.defineCommand("egressRemoveScales", { numberOfKeys: 2, lua: REMOVE_SCALE_REQUESTS });
         // The first round at once on leading: requests queued during the election are waiting.
@@ -145,7 +146,7 @@ export class ScaleQueue {
 
     async close(): Promise<void> {
         await this.follow();
-        if (this.owned) this.redis.disconnect();
+        this.disconnectOwn();
     }
 
     /** One round: read, apply each request not yet known, oldest first, then remove what is recorded. */

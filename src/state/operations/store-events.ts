@@ -75,7 +75,8 @@ interface Pending {
 export class StoreEvents {
     readonly redis: Redis;
     /** Whether this part opened its connection (and closes it), or shares the replica's. */
-    private readonly owned: boolean;
+    /** Disconnects the connection if this part opened its own (partConnection). */
+    private readonly disconnectOwn: () => void;
     private readonly pending: Pending[] = [];
     private sending?: Promise<void>;
     private retry?: NodeJS.Timeout;
@@ -85,7 +86,7 @@ export class StoreEvents {
     constructor(private readonly o: StoreEventsOptions) {
         const c = partConnection(o);
         this.redis = c.redis;
-        this.owned = c.owned;
+        this.disconnectOwn = c.disconnectOwn;
         this.redis.defineCommand("egressAppendEvents", { numberOfKeys: 2, lua: APPEND_IF_HOLDER });
     }
 
@@ -126,7 +127,7 @@ export class StoreEvents {
     close(): void {
         this.closed = true;
         clearTimeout(this.retry);
-        if (this.owned) this.redis.disconnect();
+        this.disconnectOwn();
     }
 
     private kick(): void {

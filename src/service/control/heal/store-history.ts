@@ -12,13 +12,14 @@ import type { HealHistoryStore } from "./history";
 export class StoreHealHistory implements HealHistoryStore {
     private readonly redis: Redis;
 
-    private readonly owned: boolean;
+    /** Disconnects the connection if this part opened its own (partConnection). */
+    private readonly disconnectOwn: () => void;
 
     /** `redis`: the replica's shared connection (connection.ts partConnection); unset, its own. */
     constructor(private readonly o: { url: string; prefix: string; redis?: Redis }) {
         const c = partConnection(o); // a failed command holds repairs back until the next round
         this.redis = c.redis;
-        this.owned = c.owned;
+        this.disconnectOwn = c.disconnectOwn;
     }
 
     private get key(): string {
@@ -48,7 +49,7 @@ export class StoreHealHistory implements HealHistoryStore {
     }
 
     close(): void {
-        if (this.owned) this.redis.disconnect();
+        this.disconnectOwn();
     }
 
     /** The connection is made on first use (nothing to do for a replica that never leads). */
