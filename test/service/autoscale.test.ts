@@ -6,8 +6,9 @@
  */
 import { after, before, test } from "node:test";
 import assert from "node:assert/strict";
-import { convergedOk, settled, startTestService, TestService, TOKENS, waitFor } from "../helpers/service";
+import { convergedOk, startTestService, TestService, TOKENS } from "../helpers/service";
 import { proxyBasicAuth, startTargetServer, viaProxy } from "../helpers/net";
+import { settled, sleep, waitFor } from "../helpers/harness";
 
 const WEB = { min: 1, max: 6, targetUtilization: 0.5, scaleDownAfterSeconds: 8, cooldownSeconds: 4 };
 let svc: TestService;
@@ -57,7 +58,6 @@ const autoscaleOps = async (name: string) =>
     ((await svc.call("GET", "/v1/operations", { token: TOKENS.scale })).body.operations as any[]).filter(
         (o) => o.kind === "autoscale" && o.autoscale?.[name],
     );
-const sleep = (ms: number) => new Promise((r) => setTimeout(r, ms));
 
 test("PUT replicas on an autoscaled pool: 409 autoscaled, naming where the bounds live", async () => {
     const r = await svc.call("PUT", "/v1/pools/web/replicas", { token: TOKENS.scale, body: { replicas: 3 } });

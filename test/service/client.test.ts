@@ -10,8 +10,9 @@ import * as fs from "node:fs";
 import * as path from "node:path";
 import { Blocked, EgressClient, EgressError } from "../../clients/typescript/src";
 import { CLIENT_DIR, generatedFiles } from "../../clients/typescript/generate";
-import { settledConverge, startTestService, TestService, TOKENS, waitFor } from "../helpers/service";
+import { settledConverge, startTestService, TestService, TOKENS } from "../helpers/service";
 import { getViaProxy, startTargetServer } from "../helpers/net";
+import { sleep, waitFor } from "../helpers/harness";
 
 let svc: TestService;
 let origin: Awaited<ReturnType<typeof startTargetServer>>;
@@ -53,7 +54,6 @@ const releases = async (outcome: string) =>
             String((await svc.call("GET", "/metrics", { token: null })).body),
         )?.[1] ?? 0,
     );
-const sleep = (ms: number) => new Promise((r) => setTimeout(r, ms));
 
 test("the checked-in document and types are what the service's schemas generate today", async () => {
     for (const [name, text] of Object.entries(await generatedFiles()))

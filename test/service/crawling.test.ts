@@ -12,7 +12,8 @@ import { execFile } from "node:child_process";
 import { promisify } from "node:util";
 import { crawl } from "../../clients/typescript/examples/crawl";
 import { ensureTestPackages } from "../helpers/deps";
-import { settledConverge, startTestService, TestService, TOKENS, waitFor } from "../helpers/service";
+import { settledConverge, startTestService, TestService, TOKENS } from "../helpers/service";
+import { sleep, waitFor } from "../helpers/harness";
 
 const root = path.resolve(__dirname, "../../..");
 const examples = path.join(root, "clients/typescript/examples");
@@ -66,7 +67,6 @@ const releases = async () => {
         Number(new RegExp(`^egress_lease_releases_total\\{outcome="${o}"\\} (\\d+)$`, "m").exec(text)?.[1] ?? 0);
     return { ok: n("ok"), blocked: n("blocked"), error: n("error") };
 };
-const sleep = (ms: number) => new Promise((r) => setTimeout(r, ms));
 
 test("docs/crawling.md shows the example files as they are", () => {
     const doc = fs.readFileSync(path.join(root, "docs/crawling.md"), "utf8");

@@ -10,8 +10,9 @@ import * as fs from "node:fs";
 import * as http from "node:http";
 import * as path from "node:path";
 import YAML from "yaml";
-import { convergedOk, settled, startTestService, TestService, TOKENS, waitFor } from "../helpers/service";
+import { convergedOk, startTestService, TestService, TOKENS } from "../helpers/service";
 import { findProxyProcesses } from "../../components/local/process";
+import { settled, waitFor } from "../helpers/harness";
 
 const SLOW_DRAIN_S = 30;
 let svc: TestService;

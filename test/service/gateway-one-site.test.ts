@@ -11,8 +11,9 @@ import assert from "node:assert/strict";
 import * as http from "node:http";
 import * as net from "node:net";
 import { listenLoopback, viaProxy } from "../helpers/net";
-import { settledConverge, startTestService, TestService, TOKENS, waitFor, waitHealthy } from "../helpers/service";
+import { settledConverge, startTestService, TestService, TOKENS, waitHealthy } from "../helpers/service";
 import { find, parseSamples } from "../helpers/metrics";
+import { waitFor } from "../helpers/harness";
 
 let svc: TestService;
 let origin: { port: number; close(): Promise<void> };

@@ -10,7 +10,8 @@ import * as fs from "node:fs";
 import * as path from "node:path";
 import { runningProxies } from "../../components/local/process";
 import { hostArgvOf } from "../../components/local/hosts";
-import { settled, startTestService, TestService, TOKENS, waitFor } from "../helpers/service";
+import { startTestService, TestService, TOKENS } from "../helpers/service";
+import { settled, waitFor } from "../helpers/harness";
 
 let svc: TestService;
 const stateDir = () => path.join(svc.runDir, "local", "svc");

@@ -7,8 +7,9 @@
 import { after, before, test } from "node:test";
 import assert from "node:assert/strict";
 import * as fs from "node:fs";
-import { settledConverge, startTestService, TestService, TOKENS, waitFor } from "../helpers/service";
+import { settledConverge, startTestService, TestService, TOKENS } from "../helpers/service";
 import { getViaProxy, startTargetServer } from "../helpers/net";
+import { sleep, waitFor } from "../helpers/harness";
 
 const PROBE_MS = 300;
 const config = {
@@ -35,7 +36,6 @@ after(async () => {
 const lease = (body: object = {}) => svc.call("POST", "/v1/leases", { token: TOKENS.lease, body });
 const release = (id: string, outcome: string) =>
     svc.call("POST", `/v1/leases/${id}/release`, { token: TOKENS.lease, body: { outcome } });
-const sleep = (ms: number) => new Promise((r) => setTimeout(r, ms));
 
 test("the egress_proxies gauge is current at scrape time", async () => {
     const metrics = String((await svc.call("GET", "/metrics", { token: null })).body);

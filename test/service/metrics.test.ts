@@ -4,7 +4,7 @@
  */
 import { after, before, test } from "node:test";
 import assert from "node:assert/strict";
-import { settled, settledConverge, startTestService, TestService, TOKENS, waitFor } from "../helpers/service";
+import { settledConverge, startTestService, TestService, TOKENS } from "../helpers/service";
 import { proxyBasicAuth, startTargetServer, viaProxy } from "../helpers/net";
 import {
     alertExprs,
@@ -16,6 +16,7 @@ import {
     parseSamples,
     promtool,
 } from "../helpers/metrics";
+import { settled, waitFor } from "../helpers/harness";
 
 const config = (pools: object[]) => ({
     "egress:providers": { local: { type: "local" } },

@@ -11,9 +11,10 @@ import * as cp from "node:child_process";
 import * as fs from "node:fs";
 import * as path from "node:path";
 import { promisify } from "node:util";
-import { settled, startTestService, TestService, TOKENS, waitFor } from "../helpers/service";
+import { startTestService, TestService, TOKENS } from "../helpers/service";
 import { proxyBasicAuth, requestViaProxy, startTargetServer } from "../helpers/net";
 import { engineHome, PACKAGE_ROOT } from "../../src/engine";
+import { settled, waitFor } from "../helpers/harness";
 
 const PASSWORD = "creds-canary-7f3a9c1e-Qx2";
 const USERNAME = "crawler";

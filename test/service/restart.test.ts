@@ -7,7 +7,8 @@ import assert from "node:assert/strict";
 import * as fs from "node:fs";
 import * as os from "node:os";
 import * as path from "node:path";
-import { convergedOk, settled, startTestService, TestService, TOKENS } from "../helpers/service";
+import { convergedOk, startTestService, TestService, TOKENS } from "../helpers/service";
+import { settled } from "../helpers/harness";
 
 const config = {
     "egress:providers": { local: { type: "local" } },

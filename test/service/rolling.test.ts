@@ -14,12 +14,11 @@ import {
     poolView,
     proxyUrls,
     samplePool,
-    settled,
     startTestService,
     TestService,
     TOKENS,
-    waitFor,
 } from "../helpers/service";
+import { settled, waitFor } from "../helpers/harness";
 
 let svc: TestService;
 let oldBase: number;

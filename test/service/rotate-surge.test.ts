@@ -8,8 +8,9 @@
  */
 import { after, before, test } from "node:test";
 import assert from "node:assert/strict";
-import { samplePool, settled, TestService, TOKENS, waitFor } from "../helpers/service";
-import { lowerRotateFloor, rotationReads, sleep, startRotatingService } from "../helpers/rotation";
+import { samplePool, TestService, TOKENS } from "../helpers/service";
+import { lowerRotateFloor, rotationReads, startRotatingService } from "../helpers/rotation";
+import { settled, sleep, waitFor } from "../helpers/harness";
 
 const PERIOD_S = 20;
 let svc: TestService;

@@ -11,8 +11,9 @@
  */
 import { after, before, test } from "node:test";
 import assert from "node:assert/strict";
-import { samplePool, TestService, TOKENS, waitFor } from "../helpers/service";
-import { lowerRotateFloor, rotationReads, sleep, startRotatingService } from "../helpers/rotation";
+import { samplePool, TestService, TOKENS } from "../helpers/service";
+import { lowerRotateFloor, rotationReads, startRotatingService } from "../helpers/rotation";
+import { sleep, waitFor } from "../helpers/harness";
 
 const PERIOD_S = 30;
 /** How long after a member could be rotated its rotation may start: rounds are 500 ms apart here. */

@@ -8,7 +8,8 @@ import { after, before, test } from "node:test";
 import assert from "node:assert/strict";
 import { runningProxies } from "../../components/local/process";
 import * as path from "node:path";
-import { healthyIds, settled, startTestService, steppedOn, TestService, TOKENS, waitFor } from "../helpers/service";
+import { healthyIds, startTestService, steppedOn, TestService, TOKENS } from "../helpers/service";
+import { settled, waitFor } from "../helpers/harness";
 
 let svc: TestService;
 before(async () => {

@@ -8,7 +8,8 @@ import assert from "node:assert/strict";
 import * as fs from "node:fs";
 import * as path from "node:path";
 import YAML from "yaml";
-import { settled, startTestService, TestService, TOKENS, waitFor } from "../helpers/service";
+import { startTestService, TestService, TOKENS } from "../helpers/service";
+import { settled, waitFor } from "../helpers/harness";
 
 const config = {
     "egress:providers": { local: { type: "local" } },

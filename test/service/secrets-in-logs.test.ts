@@ -12,10 +12,11 @@ import * as cp from "node:child_process";
 import * as fs from "node:fs";
 import * as path from "node:path";
 import YAML from "yaml";
-import { startTestService, TestService, waitFor } from "../helpers/service";
+import { startTestService, TestService } from "../helpers/service";
 import { startService } from "../../src/service/start/server";
 import { createLogger } from "../../src/log/logger";
 import { PACKAGE_ROOT } from "../../src/engine/env";
+import { waitFor } from "../helpers/harness";
 
 const CANARY = "canary-env-token-0d15ea5e-4b1d";
 let svc: TestService;

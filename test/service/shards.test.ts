@@ -8,8 +8,9 @@ import assert from "node:assert/strict";
 import * as fs from "node:fs";
 import * as path from "node:path";
 import { findProxyProcesses } from "../../components/local/process";
-import { healthyIds, settled, startTestService, steppedOn, TestService, TOKENS, waitFor } from "../helpers/service";
+import { healthyIds, startTestService, steppedOn, TestService, TOKENS } from "../helpers/service";
 import { checkpointDir, checkpointResources, membersOf } from "../../src/engine";
+import { settled, waitFor } from "../helpers/harness";
 
 let svc: TestService;
 before(async () => {

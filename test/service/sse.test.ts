@@ -5,8 +5,9 @@
  */
 import { after, before, test } from "node:test";
 import assert from "node:assert/strict";
-import { settled, settledConverge, startTestService, TestService, TOKENS } from "../helpers/service";
+import { settledConverge, startTestService, TestService, TOKENS } from "../helpers/service";
 import { readSse, type SseOptions } from "../helpers/sse";
+import { settled } from "../helpers/harness";
 
 let svc: TestService;
 before(async () => {
