@@ -1,7 +1,8 @@
 /**
  * What tests of a running service share, whichever way it runs (in this process, test/helpers/service.ts;
- * as `egress serve` children, test/helpers/processes.ts): one call shape, one wait, one sleep.
+ * as `egress serve` children, test/helpers/processes.ts): one call shape, one wait, one sleep, one teardown.
  */
+import { after } from "node:test";
 
 /** How a test calls the API: a token (the service's admin token unless given; `null` sends none), a body. */
 export interface CallOptions {
@@ -103,4 +104,36 @@ export async function settled(svc: ServiceClient, opId: string, timeoutMs = 120_
         timeoutMs,
         100,
     );
+}
+
+/** What a test file made and must close at its end. */
+export interface Teardown {
+    /** Closes `x` at the end (its `close` as it is then: a restarted service closes its last run). */
+    own<T extends { close(): unknown }>(x: T): T;
+    /** Runs `fn` at the end. */
+    add(fn: () => unknown): void;
+}
+
+/**
+ * The teardown of a test file (call it at the top level): one `after` hook that closes what was handed to
+ * it, the last made first (a service before the origin it proxies to). Each runs even when one before it
+ * failed, so nothing is left running; the first failure then fails the hook.
+ */
+export function teardown(): Teardown {
+    const fns: (() => unknown)[] = [];
+    after(async () => {
+        const failures: unknown[] = [];
+        for (const fn of fns.reverse())
+            await Promise.resolve()
+                .then(fn)
+                .catch((e: unknown) => failures.push(e));
+        if (failures.length) throw failures[0];
+    });
+    return {
+        own(x) {
+            fns.push(() => x.close());
+            return x;
+        },
+        add: (fn) => void fns.push(fn),
+    };
 }

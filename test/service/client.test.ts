@@ -4,7 +4,7 @@
  * the proxy to a loopback origin, releases with the right outcome, and waits on 503 as Retry-After says
  * (bounded).
  */
-import { after, before, test } from "node:test";
+import { before, test } from "node:test";
 import assert from "node:assert/strict";
 import * as fs from "node:fs";
 import * as path from "node:path";
@@ -12,13 +12,15 @@ import { Blocked, EgressClient, EgressError } from "../../clients/typescript/src
 import { CLIENT_DIR, generatedFiles } from "../../clients/typescript/generate";
 import { settledConverge, startTestService, TestService, TOKENS } from "../helpers/service";
 import { getViaProxy, startTargetServer } from "../helpers/net";
-import { sleep, waitFor } from "../helpers/harness";
+import { sleep, teardown, waitFor } from "../helpers/harness";
 
 let svc: TestService;
 let origin: Awaited<ReturnType<typeof startTargetServer>>;
 let egress: EgressClient;
+const cleanup = teardown();
 before(async () => {
     origin = await startTargetServer();
+    cleanup.own(origin);
     svc = await startTestService(
         {
             "egress:providers": { local: { type: "local" } },
@@ -35,6 +37,7 @@ before(async () => {
         },
         { probeIntervalMs: 300 },
     );
+    cleanup.own(svc);
     await settledConverge(svc);
     await waitFor(
         "1 healthy",
@@ -42,10 +45,6 @@ before(async () => {
         20_000,
     );
     egress = new EgressClient({ baseUrl: svc.url, token: TOKENS.lease });
-});
-after(async () => {
-    await svc?.close();
-    await origin?.close();
 });
 
 const releases = async (outcome: string) =>
