@@ -10,6 +10,7 @@
 import type { Grant } from "../test/helpers/lease-load";
 import { proxyBasicAuth, requestViaProxy } from "../test/helpers/net";
 import { ADMIN_TOKEN, type ServeProcess } from "../test/helpers/processes";
+import { sleep } from "../test/helpers/harness";
 
 /** A replica slot: its fixed ports, and its process while it runs. */
 export interface Slot {
@@ -30,7 +31,6 @@ export interface ChaosLoad {
     stop(): Promise<void>;
 }
 
-const sleep = (ms: number) => new Promise((r) => setTimeout(r, ms));
 const pick = <T>(xs: T[]): T | undefined => xs[Math.floor(Math.random() * xs.length)];
 
 export function chaosLoad(
@@ -53,7 +53,7 @@ export function chaosLoad(
             return undefined;
         }
         try {
-            const r = await s.svc.call(method, route, body);
+            const r = await s.svc.call(method, route, { body });
             count(`${what} ${r.status}${r.status >= 400 ? ` ${r.body?.error?.code ?? ""}` : ""}`.trimEnd());
             return r;
         } catch {

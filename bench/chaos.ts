@@ -30,9 +30,9 @@ import {
     proxyProcesses,
     type ServeProcess,
     serve,
-    settledOp,
     untilHealthy,
 } from "../test/helpers/processes";
+import { settled, sleep } from "../test/helpers/harness";
 import { startSentinelRedis, type TestSentinelRedis } from "../test/helpers/redis-sentinel";
 import { leaderOf } from "../test/helpers/replicas";
 import { chaosLoad, type ChaosLoad, type Slot } from "./chaos-load";
@@ -55,7 +55,6 @@ interface Bed {
     started: { slot: string; svc: ServeProcess }[];
 }
 
-const sleep = (ms: number) => new Promise((r) => setTimeout(r, ms));
 const stamp = () => new Date().toISOString().slice(11, 19);
 const say = (line: string) => process.stderr.write(`${stamp()} ${line}\n`);
 
@@ -155,7 +154,7 @@ async function settle(
     const statuses = new Map<string, number>();
     const unsettled: string[] = [];
     for (const id of load.operations) {
-        const op = await settledOp(lead, id, 600_000).catch(() => undefined);
+        const op = await settled(lead, id, 600_000).catch(() => undefined);
         if (!op) unsettled.push(id);
         else statuses.set(op.status, (statuses.get(op.status) ?? 0) + 1);
     }

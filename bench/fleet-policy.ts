@@ -22,14 +22,14 @@ import { createLogger } from "../src/log/logger";
 import type { PoolConfig } from "../src/model";
 import { Autoscaler } from "../src/service/control/autoscale/autoscaler";
 import type { Scaler } from "../src/service/control/scaler";
-import { settled, startTestService, TestService, TOKENS, waitFor } from "../test/helpers/service";
+import { settled, sleep, waitFor } from "../test/helpers/harness";
+import { startTestService, TestService, TOKENS } from "../test/helpers/service";
 import { benchTable } from "./table";
 
 const INTERVAL_MS = 500;
 const AUTO = { min: 1, max: 6, targetUtilization: 0.5, scaleDownAfterSeconds: 600, cooldownSeconds: 3 };
 const ZERO = { min: 0, max: 2, targetUtilization: 1, scaleDownAfterSeconds: 600, cooldownSeconds: 3 };
 
-const sleep = (ms: number) => new Promise((r) => setTimeout(r, ms));
 const secs = (ms: number) => `${(ms / 1000).toFixed(1)} s`;
 
 async function main(): Promise<void> {

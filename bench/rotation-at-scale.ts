@@ -19,7 +19,8 @@ import * as os from "node:os";
 import * as path from "node:path";
 import { parseArgs } from "node:util";
 import { createLogger } from "../src/log/logger";
-import { poolView, startTestService, TestService, TOKENS, waitFor } from "../test/helpers/service";
+import { sleep, waitFor } from "../test/helpers/harness";
+import { poolView, startTestService, TestService, TOKENS } from "../test/helpers/service";
 import { benchTable } from "./table";
 
 interface Options {
@@ -48,8 +49,6 @@ interface Watch {
     replaced: Map<string, number>;
     holding: Set<string>;
 }
-
-const sleep = (ms: number) => new Promise((r) => setTimeout(r, ms));
 
 function options(): Options {
     const { values } = parseArgs({

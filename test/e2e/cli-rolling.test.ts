@@ -14,8 +14,9 @@ import * as fs from "node:fs";
 import * as path from "node:path";
 import * as YAML from "yaml";
 import { freeLoopbackPort, getViaProxy, startTargetServer } from "../helpers/net";
-import { cli, cliAsync, procProject, ProcProject, proxyProcesses, spawnCli, until } from "../helpers/processes";
+import { cli, cliAsync, procProject, ProcProject, proxyProcesses, spawnCli } from "../helpers/processes";
 import { rollingPortRange } from "../helpers/rolling";
+import { waitFor } from "../helpers/harness";
 
 let p: ProcProject;
 let target: { port: number; close(): Promise<void> };
@@ -173,7 +174,7 @@ test(
         up.stdout.setEncoding("utf8").on("data", (d: string) => (stdout += d));
         up.stderr.setEncoding("utf8").on("data", (d: string) => (stderr += d));
         const exited = new Promise<number | null>((res) => up.once("exit", (code) => res(code)));
-        await until("batch 2 to start", () => stderr.includes("batch 2 of 4 replaces web-1"), 120_000, 50);
+        await waitFor("batch 2 to start", () => stderr.includes("batch 2 of 4 replaces web-1"), 120_000, 50);
         up.kill("SIGINT");
         assert.equal(await exited, 130, stderr);
         assert.match(stderr, /cancelling: the roll stops/);

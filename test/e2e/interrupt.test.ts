@@ -17,8 +17,8 @@ import {
     proxyProcesses,
     serve,
     spawnCli,
-    until,
 } from "../helpers/processes";
+import { waitFor } from "../helpers/harness";
 
 const config = {
     "egress:providers": { local: { type: "local" } },
@@ -43,7 +43,7 @@ test(
         let stdout = "";
         up.stdout.setEncoding("utf8").on("data", (d: string) => (stdout += d));
         const exited = new Promise<number | null>((r) => up.once("exit", (code) => r(code)));
-        await until("3 proxies to run", () => proxyProcesses(p).size >= 3, 60_000, 5);
+        await waitFor("3 proxies to run", () => proxyProcesses(p).size >= 3, 60_000, 5);
         up.kill("SIGINT");
         assert.equal(await exited, 130);
         const out = JSON.parse(stdout.trim().split("\n").pop()!);
@@ -66,8 +66,8 @@ test(
         p.setReplicas("i", 2);
         assert.equal(cli(p, ["up", "--quiet"]).code, 0);
         let svc = await serve(p, ["--no-converge"]);
-        const op = (await svc.call("PUT", "/v1/pools/i/replicas", { replicas: 15 })).body.operation;
-        await until("5 proxies to run", () => proxyProcesses(p).size >= 5, 60_000, 5);
+        const op = (await svc.call("PUT", "/v1/pools/i/replicas", { body: { replicas: 15 } })).body.operation;
+        await waitFor("5 proxies to run", () => proxyProcesses(p).size >= 5, 60_000, 5);
         svc.child.kill("SIGINT");
         assert.equal(await svc.exited, 0, "a graceful stop");
         const journal = JSON.parse(fs.readFileSync(path.join(p.home, "run", `operations-${p.stack}.json`), "utf8")) as {

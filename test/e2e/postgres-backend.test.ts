@@ -19,10 +19,9 @@ import {
     ProcProject,
     proxyProcesses,
     serve,
-    settledOp,
     spawnCli,
-    until,
 } from "../helpers/processes";
+import { settled, waitFor } from "../helpers/harness";
 
 const POOL = "p";
 const config = {
@@ -123,10 +122,10 @@ test(
         assert.equal(cli(p, ["up", "--quiet"]).code, 0);
         p.setReplicas(POOL, 8);
         const up = spawnCli(p, ["up", "--quiet"]);
-        await until("3 proxies to run", () => proxyProcesses(p).size >= 3, 120_000, 5);
+        await waitFor("3 proxies to run", () => proxyProcesses(p).size >= 3, 120_000, 5);
         up.kill("SIGKILL");
         await new Promise((r) => up.once("exit", r));
-        await until("the dead run's engine to end", () => engineProcessesOf(up.pid!).length === 0, 10_000);
+        await waitFor("the dead run's engine to end", () => engineProcessesOf(up.pid!).length === 0, 10_000, 25);
         assert.equal(keys("locks").length, 1, "the killed up left its lock row");
         const left = proxyProcesses(p);
         // The same row naming a live holder (this test runner: as another replica's running `up` would
@@ -170,11 +169,11 @@ test(
         const svc = await serve(p);
         try {
             const members = async () => ((await svc.call("GET", "/v1/proxies")).body.proxies as unknown[]).length;
-            await until("the start-up convergence to 2", async () => (await members()) === 2, 120_000);
+            await waitFor("the start-up convergence to 2", async () => (await members()) === 2, 120_000, 25);
             p.setReplicas(POOL, 4);
             const seen = new Map<number, string>();
             const outside = spawnCli(p, ["up", "--quiet"]);
-            await until(
+            await waitFor(
                 "the outside up to finish",
                 () => {
                     for (const e of engineProcessesOf(outside.pid!)) seen.set(e.pid, environOf(e.pid));
@@ -185,7 +184,7 @@ test(
             );
             assert.equal(outside.exitCode, 0);
             const t0 = Date.now();
-            await until("the service to list 4 members", async () => (await members()) === 4, 15_000);
+            await waitFor("the service to list 4 members", async () => (await members()) === 4, 15_000, 25);
             console.log(`service saw the outside up ${Date.now() - t0} ms after it exited`);
             for (const [pid, env] of seen) {
                 const holders = env.split("\0").filter((kv) => kv.includes(pg.password));
@@ -197,8 +196,8 @@ test(
             for (const pid of proxyProcesses(p).values())
                 assert.ok(!environOf(pid).includes(pg.password), `proxy ${pid} does not carry the password`);
             assert.ok(!svc.logs.join("\n").includes(pg.password), "no log line holds the password");
-            const op = (await svc.call("PUT", `/v1/pools/${POOL}/replicas`, { replicas: 1 })).body.operation;
-            assert.equal((await settledOp(svc, op.id)).status, "succeeded");
+            const op = (await svc.call("PUT", `/v1/pools/${POOL}/replicas`, { body: { replicas: 1 } })).body.operation;
+            assert.equal((await settled(svc, op.id)).status, "succeeded");
         } finally {
             svc.child.kill("SIGTERM");
             await svc.exited;

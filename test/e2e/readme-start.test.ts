@@ -17,8 +17,9 @@ import * as path from "node:path";
 import { PACKAGE_ROOT } from "../../src/engine";
 import { closedPort } from "../fixtures/ports";
 import { getViaProxy, requestViaProxy, startTargetServer } from "../helpers/net";
-import { until } from "../helpers/processes";
+
 import { OFFLINE_ENV } from "../helpers/project";
+import { GiveUp, waitFor } from "../helpers/harness";
 
 const clone = fs.mkdtempSync(path.join(os.tmpdir(), "egress-readme-"));
 const git = (...args: string[]) => cp.execFileSync("git", args, { encoding: "utf8" }).trim();
@@ -79,10 +80,10 @@ test(
         const exited = new Promise<number | null>((r) => child.once("exit", (code) => r(code)));
         const tail = () => out.split("\n").slice(-12).join("\n");
 
-        await until(
+        await waitFor(
             "egress service ready",
             () => {
-                if (child.exitCode !== null) throw new Error(`npm start exited with ${child.exitCode}:\n${tail()}`);
+                if (child.exitCode !== null) throw new GiveUp(`npm start exited with ${child.exitCode}:\n${tail()}`);
                 return out.split("\n").some((l) => l.startsWith("{") && JSON.parse(l).msg === "egress service ready");
             },
             12 * 60_000,
@@ -99,7 +100,7 @@ test(
             });
             return { status: r.status, body: (await r.json()) as any };
         };
-        const healthy = await until(
+        const healthy = await waitFor(
             "3 healthy proxies",
             async () => {
                 const { body } = await api("GET", "/v1/proxies?pool=dev&state=healthy");

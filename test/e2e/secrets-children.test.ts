@@ -15,11 +15,10 @@ import {
     ProcProject,
     proxyProcesses,
     serve,
-    settledOp,
     cli,
     environOf,
-    until,
 } from "../helpers/processes";
+import { settled, waitFor } from "../helpers/harness";
 
 const CANARY = `canary${Date.now().toString(36)}x9q`;
 let p: ProcProject;
@@ -55,9 +54,9 @@ test(
             const lease = await fetch(`${svc.url}/v1/proxies`, { headers: { authorization: `Bearer ${CANARY}` } });
             assert.equal(lease.status, 403, "a lease-scoped token is known but may not list proxies");
             // ...and an engine run is under way while we look at every process it started.
-            const op = (await svc.call("PUT", "/v1/pools/k/replicas", { replicas: 4 })).body.operation;
+            const op = (await svc.call("PUT", "/v1/pools/k/replicas", { body: { replicas: 4 } })).body.operation;
             const seen = new Map<number, string>();
-            await until(
+            await waitFor(
                 "the engine's processes to appear and the operation to settle",
                 async () => {
                     for (const e of engineProcessesOf(svc.child.pid!)) seen.set(e.pid, e.environ);
@@ -90,7 +89,7 @@ test(
                 ...filesUnder(path.join(p.dir, "stacks")),
             ])
                 assert.ok(!fs.readFileSync(f).includes(CANARY), `${f} does not hold the canary`);
-            assert.equal((await settledOp(svc, op.id)).status, "succeeded");
+            assert.equal((await settled(svc, op.id)).status, "succeeded");
         } finally {
             svc.child.kill("SIGTERM");
             await svc.exited;

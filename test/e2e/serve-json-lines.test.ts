@@ -8,17 +8,8 @@ import { after, test } from "node:test";
 import assert from "node:assert/strict";
 import * as fs from "node:fs";
 import * as path from "node:path";
-import {
-    ADMIN_TOKEN,
-    cli,
-    killServices,
-    procProject,
-    proxyProcesses,
-    serve,
-    ServeProcess,
-    settledOp,
-    until,
-} from "../helpers/processes";
+import { ADMIN_TOKEN, cli, killServices, procProject, proxyProcesses, serve, ServeProcess } from "../helpers/processes";
+import { settled, waitFor } from "../helpers/harness";
 
 const RFC3339 = /^\d{4}-\d{2}-\d{2}T\d{2}:\d{2}:\d{2}\.\d{3}Z$/;
 // Stack `dev` without EGRESS_TOKENS: the first start generates the dev token, as `npm start` does.
@@ -40,7 +31,7 @@ const runs: ServeProcess[] = [];
 
 /** Asks for `replicas` and returns the operation's id. */
 async function scale(svc: ServeProcess, replicas: number, token?: string): Promise<string> {
-    const r = await svc.call("PUT", "/v1/pools/web/replicas", { replicas }, token);
+    const r = await svc.call("PUT", "/v1/pools/web/replicas", { body: { replicas }, token });
     assert.equal(r.status, 202, JSON.stringify(r.body));
     return r.body.operation.id;
 }
@@ -63,19 +54,19 @@ test(
             JSON.stringify(banner.try),
         );
 
-        await until(
+        await waitFor(
             "the start's converge and one healthy member",
             async () =>
-                (await first.call("GET", "/v1/proxies", undefined, devToken)).body.proxies?.filter(
+                (await first.call("GET", "/v1/proxies", { token: devToken })).body.proxies?.filter(
                     (m: { health: string }) => m.health === "healthy",
                 ).length === 1,
             120_000,
             200,
         );
-        const two = await settledOp(first, await scale(first, 2, devToken), 120_000, devToken);
+        const two = await settled(first, await scale(first, 2, devToken), 120_000, devToken);
         assert.equal(two.status, "succeeded", JSON.stringify(two));
         await scale(first, 12, devToken);
-        await until("the scale to 12 to be under way", () => proxyProcesses(p).size >= 4, 60_000, 5);
+        await waitFor("the scale to 12 to be under way", () => proxyProcesses(p).size >= 4, 60_000, 5);
         first.child.kill("SIGINT");
         assert.equal(await first.exited, 0, `a graceful stop:\n${first.logs.slice(-20).join("\n")}`);
         assert.ok(
@@ -95,7 +86,7 @@ test(
         assert.ok(!second.entries.some((e) => e.devTokenFile), "the banner is for the start that generated the token");
         // `systemctl reload` (the units' ExecReload) without TLS: said, and the service keeps serving.
         second.child.kill("SIGHUP");
-        await until("the SIGHUP line", () => second.entries.some((e) => /^SIGHUP: no TLS/.test(e.msg)), 10_000, 20);
+        await waitFor("the SIGHUP line", () => second.entries.some((e) => /^SIGHUP: no TLS/.test(e.msg)), 10_000, 20);
         assert.equal(second.child.exitCode, null, "SIGHUP did not end the service");
         const down = await scale(second, 1);
         second.child.kill("SIGTERM");

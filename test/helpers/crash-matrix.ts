@@ -18,11 +18,10 @@ import {
     proxyProcesses,
     serve,
     ServeProcess,
-    settledOp,
     spawnCli,
-    until,
 } from "./processes";
 import type { StateBackend } from "./backends";
+import { settled, waitFor } from "./harness";
 
 /**
  * How long an update may take to reach a kill's moment. Not what the matrix checks (that is recovery), so
@@ -95,10 +94,11 @@ export function crashMatrix(backend: MatrixBackend, pool: { membersPerStack?: nu
     /** Waits (bounded) until no engine process of the dead egress process remains. */
     async function engineGoneWithin(ownerPid: number, label: string): Promise<number> {
         const t0 = Date.now();
-        await until(
+        await waitFor(
             `${label}: engine processes of dead pid ${ownerPid} to end (left: ${JSON.stringify(engineProcessesOf(ownerPid).map(({ pid, command }) => ({ pid, command })))})`,
             () => engineProcessesOf(ownerPid).length === 0,
             10_000,
+            25,
         );
         return Date.now() - t0;
     }
@@ -115,11 +115,7 @@ export function crashMatrix(backend: MatrixBackend, pool: { membersPerStack?: nu
         }[];
         const converge = ops.filter((o) => o.kind === "up").sort((a, b) => b.createdAt.localeCompare(a.createdAt))[0];
         assert.ok(converge, `${label}: the restart converges`);
-        assert.equal(
-            (await settledOp(svc, converge.id)).status,
-            "succeeded",
-            `${label}: start-up convergence succeeded`,
-        );
+        assert.equal((await settled(svc, converge.id)).status, "succeeded", `${label}: start-up convergence succeeded`);
         return { svc, readyMs, convergedMs: Date.now() - t0 };
     }
 
@@ -143,14 +139,15 @@ export function crashMatrix(backend: MatrixBackend, pool: { membersPerStack?: nu
         let svc = recovered ?? (await restart(`${label} (setup)`)).svc;
         recovered = undefined;
         if (proxyProcesses(p).size !== from) {
-            const op = (await svc.call("PUT", `/v1/pools/${POOL}/replicas`, { replicas: from })).body.operation;
-            assert.equal((await settledOp(svc, op.id)).status, "succeeded");
+            const op = (await svc.call("PUT", `/v1/pools/${POOL}/replicas`, { body: { replicas: from } })).body
+                .operation;
+            assert.equal((await settled(svc, op.id)).status, "succeeded");
         }
         assertConsistent(from, `${label} (before)`);
-        const r = await svc.call("PUT", `/v1/pools/${POOL}/replicas`, { replicas: to });
+        const r = await svc.call("PUT", `/v1/pools/${POOL}/replicas`, { body: { replicas: to } });
         assert.equal(r.status, 202);
         const pid = svc.child.pid!;
-        await until(`${label}: the moment`, () => moment.reached(pid), MOMENT_MS, 5);
+        await waitFor(`${label}: the moment`, () => moment.reached(pid), MOMENT_MS, 5);
         svc.child.kill("SIGKILL");
         await svc.exited;
         const engineMs = await engineGoneWithin(pid, label);
@@ -202,7 +199,7 @@ export function crashMatrix(backend: MatrixBackend, pool: { membersPerStack?: nu
                     p.setReplicas(POOL, 15);
                     const up = spawnCli(p, ["up", "--quiet"]);
                     const exited = new Promise((r) => up.once("exit", r));
-                    await until(`${label}: the moment`, () => proxyProcesses(p).size >= k, MOMENT_MS, 5);
+                    await waitFor(`${label}: the moment`, () => proxyProcesses(p).size >= k, MOMENT_MS, 5);
                     up.kill("SIGKILL");
                     await exited;
                     const engineMs = await engineGoneWithin(up.pid!, label);
@@ -221,10 +218,11 @@ export function crashMatrix(backend: MatrixBackend, pool: { membersPerStack?: nu
             { timeout: 10 * 60_000 },
             async () => {
                 let { svc } = await restart("cli after kill (setup)");
-                const down = (await svc.call("PUT", `/v1/pools/${POOL}/replicas`, { replicas: 0 })).body.operation;
-                assert.equal((await settledOp(svc, down.id)).status, "succeeded");
-                await svc.call("PUT", `/v1/pools/${POOL}/replicas`, { replicas: 12 });
-                await until("5 proxies to run", () => proxyProcesses(p).size >= 5, MOMENT_MS, 5);
+                const down = (await svc.call("PUT", `/v1/pools/${POOL}/replicas`, { body: { replicas: 0 } })).body
+                    .operation;
+                assert.equal((await settled(svc, down.id)).status, "succeeded");
+                await svc.call("PUT", `/v1/pools/${POOL}/replicas`, { body: { replicas: 12 } });
+                await waitFor("5 proxies to run", () => proxyProcesses(p).size >= 5, MOMENT_MS, 5);
                 svc.child.kill("SIGKILL");
                 await svc.exited;
                 p.setReplicas(POOL, 6);

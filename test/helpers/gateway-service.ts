@@ -15,8 +15,9 @@ import * as os from "node:os";
 import * as path from "node:path";
 import { listenLoopback, type ProxiedAnswer, viaProxy } from "./net";
 import { find, parseSamples } from "./metrics";
-import { settledConverge, startTestService, TestService, tokenEntries, TOKENS, waitFor } from "./service";
+import { settledConverge, startTestService, TestService, tokenEntries, TOKENS } from "./service";
 import { sha256 } from "../../src/service/http/auth";
+import { waitFor } from "./harness";
 
 export const LIMITED = "tok-limited-0123456789abcdef";
 

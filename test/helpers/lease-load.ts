@@ -58,14 +58,14 @@ export function leaseLoad(svc: ServeProcess, o: { clients: number; pool: string;
     let stopping = false;
     const timed = async (route: string, body: unknown) => {
         const t0 = Date.now();
-        const r = await svc.call("POST", route, body);
+        const r = await svc.call("POST", route, { body });
         slowest = Math.max(slowest, Date.now() - t0);
         const code = r.body?.error?.code as string | undefined;
         const key = `${route === "/v1/leases" ? "lease" : "release"} ${r.status}${r.status >= 500 ? ` ${code}` : ""}`;
         seen.set(key, (seen.get(key) ?? 0) + 1);
         if (r.status >= 500)
             assert.ok(DELIBERATE.includes(code ?? ""), `only deliberate 503s: ${r.status} ${JSON.stringify(r.body)}`);
-        if (code === "store_unavailable") retryAfter = r.headers["retry-after"] as string;
+        if (code === "store_unavailable") retryAfter = r.headers.get("retry-after") ?? undefined;
         return r;
     };
     const client = async () => {

@@ -7,8 +7,9 @@
  */
 import { after, before } from "node:test";
 import assert from "node:assert/strict";
-import { settledConverge, startTestService, TestService, TOKENS, waitFor } from "./service";
+import { settledConverge, startTestService, TestService, TOKENS } from "./service";
 import { OpenApiDoc, responseSchema, validate } from "./openapi-check";
+import { waitFor } from "./harness";
 
 const config = {
     "egress:providers": { local: { type: "local" } },

@@ -10,6 +10,7 @@ import { PACKAGE_ROOT } from "../../src/engine";
 import { after, before } from "node:test";
 import { ADMIN_TOKEN, procProject, type ProcProject } from "./proc-project";
 import { startPostgres, type TestPostgres } from "./postgres";
+import { parseBody, requestOf, waitFor, type CallOptions, type CallResult, type ServiceClient } from "./harness";
 
 export { ADMIN_TOKEN, procProject, type ProcProject } from "./proc-project";
 export {
@@ -75,20 +76,13 @@ export function spawnCli(p: ProcProject, args: string[], entry = CLI): cp.ChildP
     return cp.spawn(...egressArgv(p, args, entry), { env: p.env });
 }
 
-export interface ServeProcess {
+/** `egress serve` as a child process; `call` defaults to the admin token of EGRESS_TOKENS. */
+export interface ServeProcess extends ServiceClient {
     child: cp.ChildProcessWithoutNullStreams;
-    url: string;
     /** Every line the service wrote, stdout and stderr interleaved as they arrived. */
     logs: string[];
     /** The same lines parsed: every one is a JSON object (a line that is not fails the test, see `jsonLines`). */
     entries: Record<string, any>[];
-    /** An API call with the admin token of EGRESS_TOKENS, or `token`. */
-    call(
-        method: string,
-        route: string,
-        body?: unknown,
-        token?: string,
-    ): Promise<{ status: number; body: any; headers: http.IncomingHttpHeaders }>;
     /** Resolves when the process has exited and both its streams are read to the end. */
     exited: Promise<number | null>;
 }
@@ -102,7 +96,7 @@ export function killServices(): void {
 
 /** Waits until `svc` lists exactly `n` proxies, every one healthy (GET /v1/proxies). */
 export async function untilHealthy(svc: ServeProcess, n: number, timeoutMs = 180_000, everyMs = 100): Promise<void> {
-    await until(
+    await waitFor(
         `${n} healthy proxies`,
         async () => {
             const px = (await svc.call("GET", "/v1/proxies")).body.proxies as { health: string }[];
@@ -169,6 +163,34 @@ export function jsonLines(
 }
 
 /**
+ * One API call on a fresh connection: a kept-alive socket the server closes while idle (a test spends
+ * seconds in CLI checks between calls) would fail the next request for reasons beside the point.
+ */
+function callFresh(url: string, method: string, route: string, opts: CallOptions): Promise<CallResult> {
+    // JSON content-type on every request, a body or not, as these tests have always sent.
+    const { headers, body } = requestOf(opts, { token: ADMIN_TOKEN, headers: { "content-type": "application/json" } });
+    return new Promise((resolve, reject) => {
+        const req = http.request(`${url}${route}`, { method, agent: false, headers }, (res) => {
+            let text = "";
+            res.setEncoding("utf8")
+                .on("data", (d) => (text += d))
+                .on("end", () =>
+                    resolve({ status: res.statusCode ?? 0, headers: headersOf(res), body: parseBody(text) }),
+                );
+        });
+        req.on("error", reject);
+        req.end(body);
+    });
+}
+
+/** node's header record as fetch's `Headers`, the one shape tests read. */
+function headersOf(res: http.IncomingMessage): Headers {
+    const h = new Headers();
+    for (const [k, v] of Object.entries(res.headers)) for (const x of [v ?? []].flat()) h.append(k, x);
+    return h;
+}
+
+/**
  * Starts `egress serve --port 0` and resolves once it logged "egress service ready". A line on stdout or
  * stderr that is not JSON rejects the start, or, after it, throws where the test runner sees it (an
  * uncaught exception fails the test that is running).
@@ -218,39 +240,10 @@ export async function serve(p: ProcProject, extraArgs: string[] = []): Promise<S
         );
     });
     starting = undefined;
-    // A fresh connection per call: a kept-alive socket the server closes while idle (the test spends
-    // seconds in CLI checks between calls) would fail the next request for reasons beside the point.
-    const call = (method: string, route: string, body?: unknown, token = ADMIN_TOKEN) =>
-        new Promise<{ status: number; body: any; headers: http.IncomingHttpHeaders }>((resolve, reject) => {
-            const data = body === undefined ? undefined : JSON.stringify(body);
-            const req = http.request(
-                `${url}${route}`,
-                {
-                    method,
-                    agent: false,
-                    headers: { authorization: `Bearer ${token}`, "content-type": "application/json" },
-                },
-                (res) => {
-                    let text = "";
-                    res.setEncoding("utf8")
-                        .on("data", (d) => (text += d))
-                        .on("end", () =>
-                            resolve({
-                                status: res.statusCode ?? 0,
-                                body: text ? JSON.parse(text) : undefined,
-                                headers: res.headers,
-                            }),
-                        );
-                },
-            );
-            req.on("error", (e) =>
-                reject(
-                    new Error(
-                        `${method} ${route}: ${e.message}; service (exit ${child.exitCode}) logged:\n${logs.slice(-15).join("\n")}`,
-                    ),
-                ),
-            );
-            req.end(data);
+    const call = (method: string, route: string, opts: CallOptions = {}) =>
+        callFresh(url, method, route, opts).catch((e: Error) => {
+            const logged = logs.slice(-15).join("\n");
+            throw new Error(`${method} ${route}: ${e.message}; service (exit ${child.exitCode}) logged:\n${logged}`);
         });
     return { child, url, logs, entries, call, exited };
 }
@@ -261,39 +254,6 @@ export function withServiceLogs<T>(svc: ServeProcess, wait: Promise<T>): Promise
         const lines = svc.logs.filter((l) => !l.includes('"request completed"')).slice(-40);
         throw new Error(`${e.message}; the service logged:\n${lines.join("\n")}`);
     });
-}
-
-/** Polls until `fn` returns a truthy value (returned), or fails naming `what`. */
-export async function until<T>(
-    what: string,
-    fn: () => T | Promise<T>,
-    timeoutMs = 60_000,
-    everyMs = 25,
-): Promise<NonNullable<T>> {
-    const deadline = Date.now() + timeoutMs;
-    for (;;) {
-        const v = await fn();
-        if (v) return v as NonNullable<T>;
-        if (Date.now() > deadline) throw new Error(`timed out after ${timeoutMs} ms waiting for ${what}`);
-        await new Promise((r) => setTimeout(r, everyMs));
-    }
-}
-
-/** Waits until operation `id` settled and returns it. */
-export async function settledOp(svc: ServeProcess, id: string, timeoutMs = 120_000, token?: string): Promise<any> {
-    return until(
-        `operation ${id} to settle`,
-        async () => {
-            const got = await svc.call("GET", `/v1/operations/${id}`, undefined, token);
-            // 503 not_ready: no replica leads this moment (a failover); asked again. Anything else is an answer.
-            if (got.status === 503) return undefined;
-            const op = got.body?.operation;
-            if (!op) throw new Error(`GET /v1/operations/${id} answered ${got.status}: ${JSON.stringify(got.body)}`);
-            return op.status !== "queued" && op.status !== "running" ? op : undefined;
-        },
-        timeoutMs,
-        100,
-    );
 }
 
 /**

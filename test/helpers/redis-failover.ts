@@ -6,9 +6,10 @@
 import type { TestContext } from "node:test";
 import assert from "node:assert/strict";
 import type { ServeProcess } from "./processes";
-import { until } from "./processes";
+
 import { electionRetryMs, type TestSentinelRedis } from "./redis-sentinel";
 import { doubleLeases, leaseLoad, lostGrant } from "./lease-load";
+import { waitFor } from "./harness";
 
 /** The service under test, the Redis whose primary is killed, and how `egress doctor --store` reaches it. */
 export interface Failover {
@@ -35,13 +36,13 @@ export async function killPrimaryUnderLoad(t: TestContext, label: string, f: Fai
     const logged = svc.entries.length;
     const load = leaseLoad(svc, { clients: 4, pool: "web" });
     t.after(() => load.stop().catch(() => undefined)); // a failed assertion must not leave them running
-    await until("leases granted before the kill", () => load.count("lease 201") >= 50, 30_000);
+    await waitFor("leases granted before the kill", () => load.count("lease 201") >= 50, 30_000, 25);
     const old = await redis.primary();
     const before = load.grants.length;
     await old.kill();
     const killedAt = Date.now();
     // leasedAt is Redis' clock (TIME), the same host's: a grant stamped after the kill is the new primary's.
-    const resumed = await until(
+    const resumed = await waitFor(
         "a lease granted by the promoted replica",
         () => load.grants.find((g) => g.leasedAt > killedAt + 50),
         30_000,
@@ -98,9 +99,12 @@ export async function killPrimaryUnderLoad(t: TestContext, label: string, f: Fai
             a.releaseStatus === 404 || b.releaseStatus === 404,
             `${a.proxy} in leases ${a.id} and ${b.id} at once, neither lost by the failover`,
         );
-    const l = await svc.call("POST", "/v1/leases", { pool: "web" });
+    const l = await svc.call("POST", "/v1/leases", { body: { pool: "web" } });
     assert.equal(l.status, 201, JSON.stringify(l.body));
-    assert.equal((await svc.call("POST", `/v1/leases/${l.body.lease.id}/release`, { outcome: "ok" })).status, 200);
+    assert.equal(
+        (await svc.call("POST", `/v1/leases/${l.body.lease.id}/release`, { body: { outcome: "ok" } })).status,
+        200,
+    );
     const doctor = f.doctor();
     assert.match(doctor.stdout + doctor.stderr, f.doctorSays);
 }

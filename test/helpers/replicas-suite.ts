@@ -27,12 +27,11 @@ import {
     proxyProcesses,
     serve,
     ServeProcess,
-    settledOp,
-    until,
 } from "./processes";
 import { startRedis, TestRedis } from "./redis";
 import { clusterOf, leaderOf } from "./replicas";
 import { assertNothingLeaked } from "./restart-checks";
+import { settled, waitFor } from "./harness";
 
 /** Registers the three tests (and their before/after) in the calling test file. */
 export function replicasSuite(backend: StateBackend): void {
@@ -88,10 +87,11 @@ export function replicasSuite(backend: StateBackend): void {
         assert.deepEqual(new Set(views.map((v) => v.self)).size, 3, "three distinct replica ids");
 
         // The leader converged the stack (2 members); every replica lists the same members.
-        await until(
+        await waitFor(
             "2 members on every replica",
             async () => (await Promise.all(replicas.map(memberIds))).every((ids) => ids.length === 2),
             120_000,
+            25,
         );
         assert.ok(backend.holdsState(p), `the stack's state is in the ${backend.name} backend, and only there`);
         const lists = await Promise.all(replicas.map(memberIds));
@@ -99,12 +99,12 @@ export function replicasSuite(backend: StateBackend): void {
         assert.deepEqual(lists[2], lists[0]);
 
         const follower = replicas.find((r) => r !== leader)!;
-        const r = await follower.call("PUT", "/v1/pools/web/replicas", { replicas: 3 });
+        const r = await follower.call("PUT", "/v1/pools/web/replicas", { body: { replicas: 3 } });
         assert.equal(r.status, 202, JSON.stringify(r.body));
         assert.equal(r.body.operation.status, "queued", JSON.stringify(r.body));
-        assert.equal(r.headers["x-egress-leader"], undefined, "answered by the follower itself, which queued it");
+        assert.equal(r.headers.get("x-egress-leader"), null, "answered by the follower itself, which queued it");
         const id = r.body.operation.id;
-        const op = await until(
+        const op = await waitFor(
             "the scale to settle, read through another follower",
             async () => {
                 const other = replicas.find((x) => x !== leader && x !== follower)!;
@@ -115,15 +115,16 @@ export function replicasSuite(backend: StateBackend): void {
             200,
         );
         assert.equal(op.status, "succeeded", JSON.stringify(op));
-        await until(
+        await waitFor(
             "3 members on every replica",
             async () => (await Promise.all(replicas.map(memberIds))).every((ids) => ids.length === 3),
             60_000,
+            25,
         );
         assert.equal(proxyProcesses(p).size, 3);
 
         // The same health everywhere, and it is the leader's: wait for the three to agree on 3 healthy members.
-        const seen = await until(
+        const seen = await waitFor(
             "the three replicas to list the same 3 healthy members",
             async () => {
                 const v = await Promise.all(replicas.map(healthView));
@@ -153,25 +154,28 @@ export function replicasSuite(backend: StateBackend): void {
     });
 
     test(`${backend.name} backend: leases across replicas: taken on one, released on another, never one proxy in two live leases`, async () => {
-        await until(
+        await waitFor(
             "3 healthy members on every replica",
             async () =>
                 (await Promise.all(replicas.map(async (s) => (await s.call("GET", "/v1/proxies")).body.proxies))).every(
                     (px: { health: string }[]) => px.length === 3 && px.every((x) => x.health === "healthy"),
                 ),
             60_000,
+            25,
         );
         // 1,000 at once, spread over the three: exactly the 3 members are leased, each once.
         const got = await Promise.all(
             Array.from({ length: 1000 }, (_, i) =>
-                replicas[i % 3].call("POST", "/v1/leases", { pool: "web", ttlSeconds: 60 }),
+                replicas[i % 3].call("POST", "/v1/leases", { body: { pool: "web", ttlSeconds: 60 } }),
             ),
         );
         const granted = got.filter((g) => g.status === 201).map((g) => g.body.lease);
         // Released (each on another replica) before anything is asserted: a failed assertion here must not
         // leave members leased for the 60 s TTL, failing the tests after this one for the wrong reason.
         const released = await Promise.all(
-            granted.map((l, i) => replicas[(i + 1) % 3].call("POST", `/v1/leases/${l.id}/release`, { outcome: "ok" })),
+            granted.map((l, i) =>
+                replicas[(i + 1) % 3].call("POST", `/v1/leases/${l.id}/release`, { body: { outcome: "ok" } }),
+            ),
         );
         assert.equal(granted.length, 3, `3 members, 3 leases: ${[...new Set(got.map((g) => g.status))]}`);
         assert.equal(new Set(granted.map((l) => l.proxy.id)).size, 3, "no proxy in two live leases");
@@ -196,7 +200,7 @@ export function replicasSuite(backend: StateBackend): void {
                 const me = worker++;
                 for (let i = 0; leased < 600; i++) {
                     const at = replicas[(me + i) % 3];
-                    const g = await at.call("POST", "/v1/leases", { pool: "web", ttlSeconds: 60 });
+                    const g = await at.call("POST", "/v1/leases", { body: { pool: "web", ttlSeconds: 60 } });
                     if (g.status !== 201) {
                         assert.equal(g.body.error.code, "none_available");
                         continue;
@@ -208,7 +212,7 @@ export function replicasSuite(backend: StateBackend): void {
                     await new Promise((r) => setTimeout(r, 5)); // the crawler uses it
                     live.delete(proxy);
                     const rel = await replicas[(me + i + 1) % 3].call("POST", `/v1/leases/${g.body.lease.id}/release`, {
-                        outcome: "ok",
+                        body: { outcome: "ok" },
                     });
                     assert.equal(rel.status, 200, JSON.stringify(rel.body));
                 }
@@ -220,9 +224,9 @@ export function replicasSuite(backend: StateBackend): void {
     test(`${backend.name} backend: kill -9 of the leader mid-scale: another leads within 10 s, leasing goes on, the stack converges`, async () => {
         const leader = await leaderOf(replicas);
         const survivors = replicas.filter((r) => r !== leader);
-        const r = await leader.call("PUT", "/v1/pools/web/replicas", { replicas: 5 });
+        const r = await leader.call("PUT", "/v1/pools/web/replicas", { body: { replicas: 5 } });
         assert.equal(r.status, 202);
-        await until(
+        await waitFor(
             "the scale to be running",
             async () =>
                 (await leader.call("GET", `/v1/operations/${r.body.operation.id}`)).body.operation.status === "running",
@@ -231,7 +235,12 @@ export function replicasSuite(backend: StateBackend): void {
         );
         // In the middle of it: the leader's engine runs the program, so it holds the stack's lock in the
         // backend (a lock file, a lock row), which the kill leaves for the next leader's recovery.
-        await until("the leader's engine to be inside the update", () => engineUpdating(leader.child.pid!), 60_000, 5);
+        await waitFor(
+            "the leader's engine to be inside the update",
+            () => engineUpdating(leader.child.pid!),
+            60_000,
+            5,
+        );
         // Leases go on through the failover: a lease+release loop on the survivors, every answer recorded.
         let leasing = true;
         const statuses: number[] = [];
@@ -239,12 +248,13 @@ export function replicasSuite(backend: StateBackend): void {
         const loop = (async () => {
             for (let i = 0; leasing; i++) {
                 const s = survivors[i % 2];
-                const g = await s.call("POST", "/v1/leases", { pool: "web", ttlSeconds: 30 });
+                const g = await s.call("POST", "/v1/leases", { body: { pool: "web", ttlSeconds: 30 } });
                 statuses.push(g.status);
                 // Anything but 201/503 fails below: keep what it said, and the replica's error lines.
                 if (g.status !== 201 && g.status !== 503)
                     odd.push({ status: g.status, body: g.body, errors: s.entries.filter((e) => e.level >= 50) });
-                if (g.status === 201) await s.call("POST", `/v1/leases/${g.body.lease.id}/release`, { outcome: "ok" });
+                if (g.status === 201)
+                    await s.call("POST", `/v1/leases/${g.body.lease.id}/release`, { body: { outcome: "ok" } });
                 await new Promise((res) => setTimeout(res, 50));
             }
         })();
@@ -254,14 +264,14 @@ export function replicasSuite(backend: StateBackend): void {
         await leader.exited;
         replicas = survivors;
         // A scale request while the dead leader's lock has not run out: queued for the next leader (202 at once).
-        const queued = await survivors[0].call("PUT", "/v1/pools/web/replicas", { replicas: 5 });
+        const queued = await survivors[0].call("PUT", "/v1/pools/web/replicas", { body: { replicas: 5 } });
         assert.equal(queued.status, 202, JSON.stringify(queued.body));
         const next = await leaderOf(survivors, 15_000);
         const failoverMs = Date.now() - killedAt;
         console.log(`failover: leader kill -9 -> new leader agreed by both survivors in ${failoverMs} ms`);
         assert.ok(failoverMs < 10_000, `a new leader within 10 s (took ${failoverMs} ms)`);
         // The new leader recovers like a restart and converges to the stack file (5, written by the old leader).
-        await until(
+        await waitFor(
             "5 members, as many processes, on both survivors",
             async () =>
                 (await Promise.all(survivors.map(memberIds))).every((ids) => ids.length === 5) &&
@@ -283,11 +293,11 @@ export function replicasSuite(backend: StateBackend): void {
             const old = (await s.call("GET", `/v1/operations/${r.body.operation.id}`)).body.operation;
             assert.equal(old?.status, "interrupted", JSON.stringify(old));
         }
-        const applied = await settledOp(survivors[1], queued.body.operation.id);
+        const applied = await settled(survivors[1], queued.body.operation.id);
         assert.equal(applied.status, "succeeded", `the request queued during the failover: ${JSON.stringify(applied)}`);
-        const scaled = await next.call("PUT", "/v1/pools/web/replicas", { replicas: 5 });
+        const scaled = await next.call("PUT", "/v1/pools/web/replicas", { body: { replicas: 5 } });
         assert.equal(scaled.status, 202, "the new leader takes scale requests");
-        assert.equal((await settledOp(next, scaled.body.operation.id)).status, "succeeded");
+        assert.equal((await settled(next, scaled.body.operation.id)).status, "succeeded");
         assert.equal(proxyProcesses(p).size, 5, "processes = outputs");
         const gc = cli(p, ["gc", "--json"]);
         assert.equal(gc.code, 0, gc.stderr);

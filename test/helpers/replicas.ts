@@ -1,12 +1,13 @@
 /** Reads of several `egress serve` replicas of one stack (processes.ts `serve` with `--store`). */
-import { type ServeProcess, until } from "./processes";
+import { type ServeProcess } from "./processes";
+import { waitFor } from "./harness";
 
 /** GET /v1/cluster of one replica. */
 export const clusterOf = async (svc: ServeProcess) => (await svc.call("GET", "/v1/cluster")).body;
 
 /** The replica that leads (by its own /v1/cluster `self`), once all `live` agree on one. */
 export async function leaderOf(live: ServeProcess[], timeoutMs = 15_000): Promise<ServeProcess> {
-    return until(
+    return waitFor(
         "one leader all replicas agree on",
         async () => {
             const views = await Promise.all(live.map(clusterOf));

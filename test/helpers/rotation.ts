@@ -4,8 +4,6 @@
  */
 import { convergedOk, poolView, proxyUrls, startTestService, type TestService, TOKENS } from "./service";
 
-export const sleep = (ms: number) => new Promise((r) => setTimeout(r, ms));
-
 /** The env var that lowers the rotateAfterSeconds floor, set for a test file and restored after it. */
 export function lowerRotateFloor(seconds: number): () => void {
     const before = process.env.EGRESS_TEST_MIN_ROTATE_SECONDS;

@@ -5,6 +5,16 @@ import { startService, RunningService, ServeOptions } from "../../src/service/st
 import { createLogger } from "../../src/log/logger";
 import { sha256 } from "../../src/service/http/auth";
 import { dropEngineDisconnectsAsTheServiceDoes } from "./engine-disconnects";
+import {
+    parseBody,
+    requestOf,
+    settled,
+    sleep,
+    waitFor,
+    type CallOptions,
+    type CallResult,
+    type ServiceClient,
+} from "./harness";
 
 /** Tokens with different scopes, stored hashed in the project's tokens file. */
 export const TOKENS = {
@@ -20,20 +30,16 @@ export const EMPTY_LOCAL_POOL = {
     "egress:pools": [{ name: "web", provider: "local", replicas: 0, maxReplicas: 2 }],
 };
 
-export type TestService = RunningService & {
-    project: ReturnType<typeof tempProject>;
-    runDir: string;
-    logs: string[];
-    /** fetch against the service with a token (default admin) and a JSON body. */
-    call(
-        method: string,
-        route: string,
-        opts?: { token?: string | null; body?: unknown; raw?: string; headers?: Record<string, string> },
-    ): Promise<{ status: number; headers: Headers; body: any }>;
-    restart(extra?: Partial<ServeOptions>): Promise<void>;
-    /** Stops the service only (the project, its state and proxies stay): a crash, as far as the next start can tell. */
-    stop(): Promise<void>;
-};
+/** The service in this process; `call` defaults to the admin token of TOKENS. */
+export type TestService = RunningService &
+    ServiceClient & {
+        project: ReturnType<typeof tempProject>;
+        runDir: string;
+        logs: string[];
+        restart(extra?: Partial<ServeOptions>): Promise<void>;
+        /** Stops the service only (the project, its state and proxies stay): a crash, as far as the next start can tell. */
+        stop(): Promise<void>;
+    };
 
 /** The tokens file's entries for TOKENS: each token with the one scope its name says. */
 export function tokenEntries(): { name: string; sha256: string; scopes: string[] }[] {
@@ -82,26 +88,10 @@ export async function startTestService(config: object, extra: Partial<ServeOptio
         project,
         runDir,
         logs,
-        async call(
-            method: string,
-            route: string,
-            opts: { token?: string | null; body?: unknown; raw?: string; headers?: Record<string, string> } = {},
-        ) {
-            const headers: Record<string, string> = { ...(opts.headers ?? {}) };
-            const token = opts.token === undefined ? TOKENS.admin : opts.token;
-            if (token) headers.authorization = `Bearer ${token}`;
-            let body: string | undefined = opts.raw;
-            if (opts.body !== undefined) body = JSON.stringify(opts.body);
-            if (body !== undefined) headers["content-type"] ??= "application/json";
+        async call(method: string, route: string, opts: CallOptions = {}): Promise<CallResult> {
+            const { headers, body } = requestOf(opts, { token: TOKENS.admin });
             const res = await fetch(`${svc.url}${route}`, { method, headers, body });
-            const text = await res.text();
-            let parsed: unknown = text;
-            try {
-                parsed = JSON.parse(text);
-            } catch {
-                /* not JSON: tests assert on that */
-            }
-            return { status: res.status, headers: res.headers, body: parsed };
+            return { status: res.status, headers: res.headers, body: parseBody(await res.text()) };
         },
         async restart(more: Partial<ServeOptions> = {}) {
             await stop();
@@ -124,42 +114,6 @@ export async function startTestService(config: object, extra: Partial<ServeOptio
     };
     t.close = close;
     return t;
-}
-
-/** Polls `fn` until it returns a truthy value or the deadline passes (then throws with `what`). */
-export async function waitFor<T>(
-    what: string,
-    fn: () => Promise<T | undefined | false>,
-    timeoutMs = 60_000,
-    everyMs = 100,
-): Promise<T> {
-    const deadline = Date.now() + timeoutMs;
-    let last: unknown;
-    while (Date.now() < deadline) {
-        try {
-            const v = await fn();
-            if (v) return v;
-        } catch (e) {
-            last = e;
-        }
-        await new Promise((r) => setTimeout(r, everyMs));
-    }
-    throw new Error(`timed out waiting for ${what}${last ? `: ${(last as Error).message}` : ""}`);
-}
-
-/** Waits until an operation settles (at most `timeoutMs`) and returns it. */
-export async function settled(svc: TestService, opId: string, timeoutMs = 120_000): Promise<any> {
-    return waitFor(
-        `operation ${opId}`,
-        async () => {
-            const r = await svc.call("GET", `/v1/operations/${opId}`);
-            return ["succeeded", "failed", "interrupted"].includes(r.body.operation?.status)
-                ? r.body.operation
-                : undefined;
-        },
-        timeoutMs,
-        200,
-    );
 }
 
 /** Waits for the `up` the service queues at start (converge) and returns it settled. */
@@ -223,7 +177,7 @@ export function samplePool(
             out.healthy.push(p.healthy);
             out.actual.push(p.actual);
             o.check?.(p);
-            await new Promise((r) => setTimeout(r, o.everyMs ?? 250));
+            await sleep(o.everyMs ?? 250);
         }
     })();
     return {

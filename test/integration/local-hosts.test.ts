@@ -15,7 +15,8 @@ import { runningProxies } from "../../components/local/process";
 import { hostArgvOf } from "../../components/local/hosts";
 import { getViaProxy, proxyBasicAuth, requestViaProxy, startTargetServer } from "../helpers/net";
 import { TEST_INSTALLATION } from "../helpers/installation";
-import { until } from "../helpers/processes";
+
+import { waitFor } from "../helpers/harness";
 
 const stateDir = fs.mkdtempSync(path.join(os.tmpdir(), "egress-hosts-"));
 const member = (i: number) => ({
@@ -75,7 +76,12 @@ test("five members created at once, two per process: three hosts, each member se
     const next = await create(5);
     assert.equal(next.outs.pid, pid);
     for (const m of [...made.filter((m) => m.id !== gone.id), next]) await localProcessProvider.delete!(m.id, m.outs);
-    await until("every host exits once it has no member", () => [...byPid.keys()].every((p) => !alive(p)), 10_000);
+    await waitFor(
+        "every host exits once it has no member",
+        () => [...byPid.keys()].every((p) => !alive(p)),
+        10_000,
+        25,
+    );
     assert.deepEqual(fs.readdirSync(stateDir), [], "no ready, order or log file left");
 });
 
@@ -95,14 +101,14 @@ test("a forced replace (the new generation created before the old one's delete) 
     assert.equal(((await localProcessProvider.read!(fresh.id, fresh.outs)).props as LocalProcessOutputs).running, true);
     await assert.rejects(getViaProxy(old.outs.port, `http://127.0.0.1:${target.port}/old`, 1000));
     for (const m of [fresh, neighbour]) await localProcessProvider.delete!(m.id, m.outs);
-    await until("the host exits once it has no member", () => !alive(old.outs.pid), 10_000);
+    await waitFor("the host exits once it has no member", () => !alive(old.outs.pid), 10_000, 25);
 });
 
 test("a killed host: its members read dead, the gone check drops them, a create again starts a new host", async () => {
     const [a, b] = await Promise.all([create(10), create(11)]);
     assert.equal(a.outs.pid, b.outs.pid);
     process.kill(a.outs.pid, "SIGKILL");
-    await until("host dead", () => !alive(a.outs.pid), 5000);
+    await waitFor("host dead", () => !alive(a.outs.pid), 5000, 25);
     for (const m of [a, b]) {
         const read = (await localProcessProvider.read!(m.id, m.outs)).props as LocalProcessOutputs;
         assert.equal(read.running, false);
@@ -114,7 +120,7 @@ test("a killed host: its members read dead, the gone check drops them, a create 
     assert.notEqual(again.outs.pid, a.outs.pid);
     assert.equal((await getViaProxy(again.outs.port, `http://127.0.0.1:${target.port}/again`)).status, 200);
     for (const m of [again, b]) await localProcessProvider.delete!(m.id, m.outs);
-    await until("host exits", () => !alive(again.outs.pid), 10_000);
+    await waitFor("host exits", () => !alive(again.outs.pid), 10_000, 25);
     assert.deepEqual(fs.readdirSync(stateDir), []);
 });
 
@@ -143,10 +149,11 @@ test("a port in use: the create fails naming it, and leaves no order or ready fi
         fs.readdirSync(stateDir).filter((f) => !f.endsWith(".log")),
         [],
     );
-    await until(
+    await waitFor(
         "the host it started, with no member, exits and removes its log",
         () => fs.readdirSync(stateDir).length === 0,
         10_000,
+        25,
     );
 });
 
@@ -154,5 +161,5 @@ test("a host whose state dir is removed exits: nothing can reach its members any
     const dir = fs.mkdtempSync(path.join(os.tmpdir(), "egress-hosts-gone-"));
     const m = await localProcessProvider.create!({ ...member(40), stateDir: dir });
     fs.rmSync(dir, { recursive: true, force: true });
-    await until("host exits", () => !alive(m!.outs!.pid), 10_000);
+    await waitFor("host exits", () => !alive(m!.outs!.pid), 10_000, 25);
 });

@@ -12,6 +12,7 @@ import * as os from "node:os";
 import * as path from "node:path";
 import { engineHome } from "../../src/engine/env";
 import { newRunMarker } from "../../src/engine/leftovers";
+import { sleep, waitFor } from "../helpers/harness";
 
 const SUPERVISOR = path.join(engineHome().binDir, "egress-supervise");
 const FIXTURES = path.join(__dirname, "..", "fixtures", "supervise");
@@ -49,12 +50,6 @@ function alive(pid: number, dir: string): boolean {
 }
 
 const pidOf = (dir: string, name: string) => Number(fs.readFileSync(path.join(dir, `${name}.pid`), "utf8"));
-const sleep = (ms: number) => new Promise((r) => setTimeout(r, ms));
-
-async function waitFor(what: string, cond: () => boolean, timeoutMs = 10000): Promise<void> {
-    for (const deadline = Date.now() + timeoutMs; Date.now() < deadline; await sleep(25)) if (cond()) return;
-    throw new Error(`timed out after ${timeoutMs} ms waiting for ${what}`);
-}
 
 /** Runs `egress-supervise -- node tree.js <dir> <mode>` with the test as its caller. */
 function superviseTree(
@@ -99,6 +94,8 @@ test("the caller is SIGKILLed: the command and marked descendants die, unmarked 
     await waitFor(
         "the tree to start",
         () => fs.existsSync(path.join(dir, "ready")) && fs.existsSync(path.join(dir, "supervisor.pid")),
+        10_000,
+        25,
     );
     const [sup, child, marked, unmarked] = ["supervisor", "child", "marked", "unmarked"].map((n) => pidOf(dir, n));
     assert.ok(
@@ -111,6 +108,7 @@ test("the caller is SIGKILLed: the command and marked descendants die, unmarked 
         "supervisor, command and marked grandchild to die",
         () => !alive(sup, dir) && !alive(child, dir) && !alive(marked, dir),
         5000,
+        25,
     );
     assert.ok(alive(unmarked, dir), "the unmarked grandchild (a proxy) survives");
 });
@@ -127,11 +125,13 @@ test("without a marker only the command dies with the caller (proxies are indist
     await waitFor(
         "the tree to start",
         () => fs.existsSync(path.join(dir, "ready")) && fs.existsSync(path.join(dir, "supervisor.pid")),
+        10_000,
+        25,
     );
     const [sup, child, marked] = ["supervisor", "child", "marked"].map((n) => pidOf(dir, n));
 
     parent.kill("SIGKILL");
-    await waitFor("supervisor and command to die", () => !alive(sup, dir) && !alive(child, dir), 5000);
+    await waitFor("supervisor and command to die", () => !alive(sup, dir) && !alive(child, dir), 5000, 25);
     assert.ok(alive(marked, dir), "a grandchild is left alone when there is no marker to recognise it");
 });
 
@@ -160,7 +160,7 @@ test("a command killed by a signal exits 128+signal", LIMIT, async () => {
 test("SIGTERM and SIGHUP are forwarded to the command, SIGINT is not", LIMIT, async (t) => {
     const dir = scratch(t);
     const run = superviseTree(dir, "wait", markerEnv());
-    await waitFor("the tree to start", () => fs.existsSync(path.join(dir, "ready")));
+    await waitFor("the tree to start", () => fs.existsSync(path.join(dir, "ready")), 10_000, 25);
     const child = pidOf(dir, "child");
 
     run.kill("SIGINT"); // to the supervisor only: a terminal would have signalled the whole group itself
@@ -169,7 +169,7 @@ test("SIGTERM and SIGHUP are forwarded to the command, SIGINT is not", LIMIT, as
     assert.ok(alive(child, dir) && run.exitCode === null, "both keep running after SIGINT");
 
     run.kill("SIGHUP");
-    await waitFor("the command to receive SIGHUP", () => fs.existsSync(path.join(dir, "got-hup")));
+    await waitFor("the command to receive SIGHUP", () => fs.existsSync(path.join(dir, "got-hup")), 10_000, 25);
     run.kill("SIGTERM");
     const { code } = await run.closed;
     assert.equal(code, 3, "the command's own exit code after its SIGTERM handler");

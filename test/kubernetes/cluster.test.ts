@@ -7,7 +7,8 @@ import assert from "node:assert/strict";
 import * as cp from "node:child_process";
 import * as fs from "node:fs";
 import { startKubeCluster } from "../helpers/kube-cluster";
-import { waitFor } from "../helpers/service";
+
+import { waitFor } from "../helpers/harness";
 
 const names = (pids: number[]) =>
     pids

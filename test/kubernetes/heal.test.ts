@@ -11,8 +11,9 @@
 import { after, before, test } from "node:test";
 import assert from "node:assert/strict";
 import { startKubeCluster, KubeCluster } from "../helpers/kube-cluster";
-import { startTestService, TestService, TOKENS, waitFor } from "../helpers/service";
+import { startTestService, TestService, TOKENS } from "../helpers/service";
 import { clusterNamesToLoopback } from "../helpers/kube-dns";
+import { waitFor } from "../helpers/harness";
 
 const NS = "heal";
 let cluster: KubeCluster;

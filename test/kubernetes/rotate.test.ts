@@ -15,8 +15,9 @@ import { after, before, test } from "node:test";
 import assert from "node:assert/strict";
 import { startKubeCluster, KubeCluster } from "../helpers/kube-cluster";
 import { clusterNamesToLoopback } from "../helpers/kube-dns";
-import { samplePool, startTestService, TestService, TOKENS, waitFor } from "../helpers/service";
+import { samplePool, startTestService, TestService, TOKENS } from "../helpers/service";
 import { lowerRotateFloor, rotationReads } from "../helpers/rotation";
+import { waitFor } from "../helpers/harness";
 const { Server: ProxyServer } = require("proxy-chain") as typeof import("proxy-chain");
 
 const NS = "rotate";

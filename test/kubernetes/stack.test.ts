@@ -9,12 +9,13 @@ import { after, before, test } from "node:test";
 import assert from "node:assert/strict";
 import { startKubeCluster, KubeCluster } from "../helpers/kube-cluster";
 import { tempProject } from "../helpers/project";
-import { waitFor } from "../helpers/service";
+
 import { defaultSquidConf } from "../../components/kubernetes/squid-config";
 import { kubernetesCollector } from "../../components/kubernetes/gc";
 import { MEMBER_TEMPLATE_KEY } from "../../components/kubernetes/member-manifest";
 import type { KubernetesProviderConfig } from "../../components/kubernetes/config";
 import { parseEgressConfig } from "../../src/config";
+import { waitFor } from "../helpers/harness";
 
 const NS = "proxies";
 const STACK = "k8s";

@@ -10,11 +10,12 @@
 import { after, before, test } from "node:test";
 import assert from "node:assert/strict";
 import { startKubeCluster, KubeCluster } from "../helpers/kube-cluster";
-import { cli, procProject, ProcProject, spawnCli, until } from "../helpers/processes";
+import { cli, procProject, ProcProject, spawnCli } from "../helpers/processes";
 import { legacyCli } from "../helpers/legacy-release";
 import { checkpointPendingCount } from "../../src/engine";
 import { installationOf } from "../helpers/installation";
 import { legacyInstallationId } from "../../src/model";
+import { waitFor } from "../helpers/harness";
 
 const NS = "twins";
 const STACK = "twin";
@@ -140,7 +141,7 @@ test("B's scale 2 → 3 → 1 leaves A alone", { timeout: 600_000 }, async () =>
     assert.equal((await snapshot(b)).pods.length, 3);
     await assertAUntouched("B's scale to 3");
     ok(b, ["scale", "web", "1", "--quiet"]);
-    await until("B's removed members' pods gone", async () => (await snapshot(b)).pods.length === 1, 60_000, 250);
+    await waitFor("B's removed members' pods gone", async () => (await snapshot(b)).pods.length === 1, 60_000, 250);
     await assertAUntouched("B's scale to 1");
 });
 
@@ -152,7 +153,7 @@ test(
         b.setReplicas("web", 3);
         const child = spawnCli(b, ["up", "--quiet"]);
         // Killed while its new members' Deployments are being created (the provider waits for their rollout).
-        await until(
+        await waitFor(
             "B's new Deployment to appear",
             async () =>
                 (await items(COLLECTIONS.deployment, { "egress-installation": bId, "egress-member": "web-2" })).length >

@@ -13,10 +13,11 @@ import type { AddressInfo } from "node:net";
 import * as path from "node:path";
 import { baseVolumeName } from "../../components/kvm/naming";
 import { uploadMarkerName } from "../../components/kvm/base-owner";
-import { cliAsync as runCli, engineProcessesOf, procProject, ProcProject, spawnCli, until } from "../helpers/processes";
+import { cliAsync as runCli, engineProcessesOf, procProject, ProcProject, spawnCli } from "../helpers/processes";
 import { installationOf } from "../helpers/installation";
 import { kvmEntry, lv, Sandbox, startSandbox, teardown } from "./sandbox";
 import { Relay, sshRelay } from "./relay";
+import { waitFor } from "../helpers/harness";
 
 const STACK = "kvm-crash-upload";
 const IMAGE = crypto.randomBytes(8 * 1024 * 1024);
@@ -92,7 +93,7 @@ test("egress up SIGKILLed mid-vol-upload: the next up succeeds without help", { 
     child.stdout.on("data", (d) => (out += d));
     child.stderr.on("data", (d) => (out += d));
     const exited = new Promise((r) => child.once("exit", r));
-    await until(
+    await waitFor(
         `the upload to be under way (${link.mostUp()} bytes up; output so far: ${out.slice(-500)})`,
         () => link.mostUp() > 3 * 1024 * 1024 || child.exitCode !== null,
         300_000,
@@ -102,7 +103,7 @@ test("egress up SIGKILLed mid-vol-upload: the next up succeeds without help", { 
     const pid = child.pid!;
     child.kill("SIGKILL");
     await exited;
-    await until(`engine processes of dead pid ${pid} to end`, () => engineProcessesOf(pid).length === 0, 30_000);
+    await waitFor(`engine processes of dead pid ${pid} to end`, () => engineProcessesOf(pid).length === 0, 30_000, 25);
     assert.deepEqual(ofUpload(), [volume, marker()].sort(), "the kill left a half-written base and our upload marker");
 
     const t0 = Date.now();

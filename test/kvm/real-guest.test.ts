@@ -22,18 +22,10 @@ import * as path from "node:path";
 import { installationPrefix, memberObjectNames } from "../../components/kvm/naming";
 import { installationOf } from "../helpers/installation";
 import { PACKAGE_ROOT } from "../../src/engine/env";
-import {
-    cli,
-    killServices,
-    procProject,
-    ProcProject,
-    serve,
-    ServeProcess,
-    settledOp,
-    until,
-} from "../helpers/processes";
+import { cli, killServices, procProject, ProcProject, serve, ServeProcess } from "../helpers/processes";
 import { kvmEntry, lv, Sandbox, startSandbox, teardown } from "./sandbox";
 import { guestExec, guestImage, guestReadFile, serveFile, startOrigin, viaProxy } from "./guest";
+import { settled, sleep, waitFor } from "../helpers/harness";
 
 const STACK = "real-guest";
 const PROBE_S = 2;
@@ -58,7 +50,6 @@ let origin: Awaited<ReturnType<typeof startOrigin>> | undefined;
 let p: ProcProject;
 let svc: ServeProcess | undefined;
 const work = fs.mkdtempSync(path.join(os.tmpdir(), "egress-real-guest-"));
-const sleep = (ms: number) => new Promise((r) => setTimeout(r, ms));
 /** The members' domains: named after the installation id the stack's first `up` made (read once the guests are up). */
 let doms: string[] = [];
 let installation = "";
@@ -149,7 +140,7 @@ test(
         // Boot to healthy, per firmware: the service's own probes through squid, egress IP = the guest.
         const ready: Record<string, number> = {};
         let last: Proxy[] = [];
-        await until(
+        await waitFor(
             "both guests healthy in /v1/proxies",
             async () => {
                 last = await proxies();
@@ -194,7 +185,7 @@ test(
             );
 
         // A lease returns one; HTTP and CONNECT through each reach the origin (from the host, as a crawler would).
-        const lease = await svc.call("POST", "/v1/leases", { pool: "rg", ttlSeconds: 120 });
+        const lease = await svc.call("POST", "/v1/leases", { body: { pool: "rg", ttlSeconds: 120 } });
         assert.equal(lease.status, 201, JSON.stringify(lease.body));
         assert.ok(["rg-0", "rg-1"].includes(lease.body.lease.proxy.id), JSON.stringify(lease.body));
         for (const x of list) {
@@ -210,7 +201,7 @@ test(
             );
         }
         assert.equal(
-            (await svc.call("POST", `/v1/leases/${lease.body.lease.id}/release`, { outcome: "ok" })).status,
+            (await svc.call("POST", `/v1/leases/${lease.body.lease.id}/release`, { body: { outcome: "ok" } })).status,
             200,
         );
 
@@ -219,7 +210,7 @@ test(
         // `virsh destroy` one domain: the reconcile loop sees it shut off and heals it, with no request.
         const killedAt = Date.now();
         lv(["destroy", doms[0]]);
-        const heal = await until(
+        const heal = await waitFor(
             "a heal operation for rg-0",
             async () => {
                 const ops = (await svc!.call("GET", "/v1/operations")).body.operations as {
@@ -232,10 +223,10 @@ test(
             120_000,
             1000,
         );
-        const settled = await settledOp(svc, heal.id, 1_200_000);
-        assert.equal(settled.status, "succeeded", JSON.stringify(settled));
-        assert.match(JSON.stringify(settled.reasons ?? settled), /shut off|gone/, "the heal says why");
-        await until("rg-0 healthy again", () => healthy("rg-0"), 900_000, 1000);
+        const healed = await settled(svc, heal.id, 1_200_000);
+        assert.equal(healed.status, "succeeded", JSON.stringify(healed));
+        assert.match(JSON.stringify(healed.reasons ?? healed), /shut off|gone/, "the heal says why");
+        await waitFor("rg-0 healthy again", () => healthy("rg-0"), 900_000, 1000);
         const healS = (Date.now() - killedAt) / 1000;
         console.log(
             `virsh destroy → healthy again: ${healS.toFixed(1)} s = ${Math.ceil(healS / PROBE_S)} probe intervals of ${PROBE_S} s`,
@@ -246,24 +237,25 @@ test(
         let held: { id: string; proxy: { id: string } } | undefined;
         const others: string[] = [];
         for (let i = 0; i < 2 && !held; i++) {
-            const l = (await svc.call("POST", "/v1/leases", { pool: "rg", ttlSeconds: 600 })).body.lease;
+            const l = (await svc.call("POST", "/v1/leases", { body: { pool: "rg", ttlSeconds: 600 } })).body.lease;
             if (l.proxy.id === "rg-1") held = l;
             else others.push(l.id);
         }
         assert.ok(held, "rg-1 leased");
-        for (const id of others) await svc.call("POST", `/v1/leases/${id}/release`, { outcome: "ok" });
-        const scale = await svc.call("PUT", "/v1/pools/rg/replicas", { replicas: 1 });
+        for (const id of others) await svc.call("POST", `/v1/leases/${id}/release`, { body: { outcome: "ok" } });
+        const scale = await svc.call("PUT", "/v1/pools/rg/replicas", { body: { replicas: 1 } });
         assert.equal(scale.status, 202, JSON.stringify(scale.body));
-        await until(
+        await waitFor(
             "rg-1 draining",
             async () => (await proxies()).find((x) => x.id === "rg-1" && x.lifecycle === "draining"),
             60_000,
             500,
         );
         for (let i = 0; i < 3; i++) {
-            const l = await svc.call("POST", "/v1/leases", { pool: "rg", ttlSeconds: 30 });
+            const l = await svc.call("POST", "/v1/leases", { body: { pool: "rg", ttlSeconds: 30 } });
             assert.notEqual(l.body.lease?.proxy.id, "rg-1", "a draining member is never leased");
-            if (l.body.lease) await svc.call("POST", `/v1/leases/${l.body.lease.id}/release`, { outcome: "ok" });
+            if (l.body.lease)
+                await svc.call("POST", `/v1/leases/${l.body.lease.id}/release`, { body: { outcome: "ok" } });
         }
         assert.equal(lv(["domstate", doms[1]]).trim(), "running", "still serving its lease while draining");
         const rg1 = list[1];
@@ -272,8 +264,11 @@ test(
             "origin 18080 /drain",
             "the leased proxy still answers while draining",
         );
-        assert.equal((await svc.call("POST", `/v1/leases/${held.id}/release`, { outcome: "ok" })).status, 200);
-        const down = await settledOp(svc, scale.body.operation.id, 600_000);
+        assert.equal(
+            (await svc.call("POST", `/v1/leases/${held.id}/release`, { body: { outcome: "ok" } })).status,
+            200,
+        );
+        const down = await settled(svc, scale.body.operation.id, 600_000);
         assert.equal(down.status, "succeeded", JSON.stringify(down));
         assert.deepEqual(
             (await proxies()).map((x) => x.id),

@@ -13,9 +13,10 @@ import * as os from "node:os";
 import * as path from "node:path";
 import { installationPrefix } from "../../components/kvm/naming";
 import { checkpointPendingCount } from "../../src/engine";
-import { cliAsync, engineProcessesOf, procProject, ProcProject, spawnCli, until } from "../helpers/processes";
+import { cliAsync, engineProcessesOf, procProject, ProcProject, spawnCli } from "../helpers/processes";
 import { installationOf } from "../helpers/installation";
 import { kvmEntry, lv, Sandbox, serveTinyImage, startSandbox, teardown } from "./sandbox";
+import { waitFor } from "../helpers/harness";
 
 const STACK = "twin";
 let sb: Sandbox;
@@ -142,7 +143,7 @@ test(
         const child = spawnCli(b, ["up", "--quiet"]);
         const exited = new Promise((r) => child.once("exit", r));
         // Killed once B's new member's overlay is on the host: its seed and domain creates are then under way or pending.
-        await until(
+        await waitFor(
             "B's new member's overlay",
             () => child.exitCode !== null || fs.readdirSync(sb.poolDir).some((f) => f.startsWith(`${bPrefix}tw-2-`)),
             300_000,
@@ -152,7 +153,12 @@ test(
         const pid = child.pid!;
         child.kill("SIGKILL");
         await exited;
-        await until(`engine processes of dead pid ${pid} to end`, () => engineProcessesOf(pid).length === 0, 30_000);
+        await waitFor(
+            `engine processes of dead pid ${pid} to end`,
+            () => engineProcessesOf(pid).length === 0,
+            30_000,
+            25,
+        );
         t.diagnostic(`pending operations in B's state after the kill: ${checkpointPendingCount(b.backendDir, STACK)}`);
         await assertAUntouched("the kill of B's up");
 

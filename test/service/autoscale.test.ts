@@ -4,17 +4,20 @@
  * through the drained scale-down; a steady load makes no further decisions; an empty `min: 0` pool is
  * woken by its first request; manual scale requests are refused while a pool is autoscaled.
  */
-import { after, before, test } from "node:test";
+import { before, test } from "node:test";
 import assert from "node:assert/strict";
-import { convergedOk, settled, startTestService, TestService, TOKENS, waitFor } from "../helpers/service";
+import { convergedOk, startTestService, TestService, TOKENS } from "../helpers/service";
 import { proxyBasicAuth, startTargetServer, viaProxy } from "../helpers/net";
+import { settled, sleep, teardown, waitFor } from "../helpers/harness";
 
 const WEB = { min: 1, max: 6, targetUtilization: 0.5, scaleDownAfterSeconds: 8, cooldownSeconds: 4 };
 let svc: TestService;
 /** An origin on loopback for gateway requests (the gateway does not relay to the service's own API). */
 let origin: Awaited<ReturnType<typeof startTargetServer>>;
+const cleanup = teardown();
 before(async () => {
     origin = await startTargetServer();
+    cleanup.own(origin);
     svc = await startTestService(
         {
             "egress:providers": { local: { type: "local" } },
@@ -40,12 +43,9 @@ before(async () => {
         // while the pool wakes, which is the better answer for crawlers but hides the 503 this test checks).
         { autoscaleIntervalMs: 500, autoscaleWindowMs: 2000, gateway: { port: 0, waitMs: 0 } },
     );
+    cleanup.own(svc);
     await convergedOk(svc);
     await waitFor("web-0 healthy", async () => (await pool("web")).healthy === 1, 30_000);
-});
-after(async () => {
-    await svc?.close();
-    await origin?.close();
 });
 
 const pool = async (name: string) =>
@@ -57,7 +57,6 @@ const autoscaleOps = async (name: string) =>
     ((await svc.call("GET", "/v1/operations", { token: TOKENS.scale })).body.operations as any[]).filter(
         (o) => o.kind === "autoscale" && o.autoscale?.[name],
     );
-const sleep = (ms: number) => new Promise((r) => setTimeout(r, ms));
 
 test("PUT replicas on an autoscaled pool: 409 autoscaled, naming where the bounds live", async () => {
     const r = await svc.call("PUT", "/v1/pools/web/replicas", { token: TOKENS.scale, body: { replicas: 3 } });

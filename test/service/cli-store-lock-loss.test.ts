@@ -19,12 +19,12 @@ import {
     ProcProject,
     proxyProcesses,
     spawnCli,
-    until,
     wedgeEngine,
 } from "../helpers/processes";
 import type { TestRedis } from "../helpers/redis";
 import { RedisRelay } from "../helpers/redis-relay";
 import { withRedisProject } from "../helpers/redis-project";
+import { waitFor } from "../helpers/harness";
 
 const config = {
     "egress:providers": { local: { type: "local" } },
@@ -49,7 +49,7 @@ test("`egress up --store` whose lock another takes mid-update stops its engine r
     up.stderr.on("data", (d) => (err += d));
     const exited = new Promise<number | null>((r) => up.once("exit", r));
     const pid = up.pid!;
-    await until("the command's engine inside the update", () => engineUpdating(pid), 120_000, 5);
+    await waitFor("the command's engine inside the update", () => engineUpdating(pid), 120_000, 5);
     // A step stuck in a provider, a wedged CLI: the update cannot finish, and a cancel cannot end it.
     const stuck = wedgeEngine(pid);
     assert.ok(stuck.length >= 2, JSON.stringify(engineProcessesOf(pid)));
@@ -57,10 +57,10 @@ test("`egress up --store` whose lock another takes mid-update stops its engine r
     const cut = Date.now();
     relay.close();
     // Past the TTL (5 s) it cannot renew: the lock may have run out, but it is not known to be another's.
-    await until("the command to warn it cannot renew", () => err.includes("WARNING: cannot renew"), 15_000, 50);
+    await waitFor("the command to warn it cannot renew", () => err.includes("WARNING: cannot renew"), 15_000, 50);
     assert.ok(!err.includes("LOST"), err);
     assert.ok(engineProcessesOf(pid).length >= stuck.length, "a warning only: the engine run goes on");
-    await until("the lock to run out", async () => (await direct.get(key)) === null, 10_000, 50);
+    await waitFor("the lock to run out", async () => (await direct.get(key)) === null, 10_000, 50);
     // Another holder takes it, as a replica that leads once the TTL ran out; then the command reaches Redis again.
     const intruder = { id: "vm-1-intruder", token: 999, since: new Date().toISOString() };
     await direct.set(key, JSON.stringify(intruder), "PX", 120_000);
@@ -68,12 +68,12 @@ test("`egress up --store` whose lock another takes mid-update stops its engine r
     after(() => back.close());
     await back.listen(relayPort);
 
-    await until("the command to say it lost the lock", () => err.includes("LOST stack"), 15_000, 20);
+    await waitFor("the command to say it lost the lock", () => err.includes("LOST stack"), 15_000, 20);
     const lostAt = Date.now();
     const line = err.split("\n").find((l) => l.startsWith("LOST stack"))!;
     assert.match(line, /replica vm-1-intruder holds it now/, line);
     assert.match(line, /cancelling this command's engine run/, line);
-    await until("the command's engine gone", () => engineProcessesOf(pid).length === 0, 30_000, 50);
+    await waitFor("the command's engine gone", () => engineProcessesOf(pid).length === 0, 30_000, 50);
     const gone = Date.now();
     const code = await exited;
     console.log(

@@ -29,12 +29,11 @@ import {
     proxyProcesses,
     serve,
     ServeProcess,
-    settledOp,
     spawnCli,
-    until,
 } from "../helpers/processes";
 import { startRedis, TestRedis } from "../helpers/redis";
 import { clusterOf } from "../helpers/replicas";
+import { settled, waitFor } from "../helpers/harness";
 
 const config = {
     "egress:providers": { local: { type: "local" } },
@@ -72,13 +71,23 @@ test("a replica started while `egress up --store` runs does not lead until the c
     const upDone = new Promise<number | null>((r) => up.once("exit", r));
     let held: any;
     try {
-        await until("the command to wait for the file lock", () => upErr.includes("holds its writer lock"), 60_000);
+        await waitFor(
+            "the command to wait for the file lock",
+            () => upErr.includes("holds its writer lock"),
+            60_000,
+            25,
+        );
 
         svc = await serve(p, ["--store", redis.url]);
-        held = await until("the replica to see the command's lock", async () => {
-            const c = await clusterOf(svc);
-            return c.leader?.id.startsWith("cli:") ? c : undefined;
-        });
+        held = await waitFor(
+            "the replica to see the command's lock",
+            async () => {
+                const c = await clusterOf(svc);
+                return c.leader?.id.startsWith("cli:") ? c : undefined;
+            },
+            60_000,
+            25,
+        );
         assert.equal(held.leader.command, "egress up", JSON.stringify(held));
         assert.equal(held.leader.pid, up.pid, JSON.stringify(held));
         // Past the lock's TTL (5 s) the command still holds it: it renews; the replica does not lead.
@@ -97,10 +106,15 @@ test("a replica started while `egress up --store` runs does not lead until the c
     }
     assert.equal(await upDone, 0, upErr);
     assert.equal(proxyProcesses(p).size, 1);
-    const led = await until("the replica to lead once the command ended", async () => {
-        const c = await clusterOf(svc);
-        return c.leader?.id === c.self ? c : undefined;
-    });
+    const led = await waitFor(
+        "the replica to lead once the command ended",
+        async () => {
+            const c = await clusterOf(svc);
+            return c.leader?.id === c.self ? c : undefined;
+        },
+        60_000,
+        25,
+    );
     assert.ok(led.leader.token > held.leader.token, JSON.stringify(led));
     assert.ok(!upErr.includes(redis.url), "the store's URL is never printed");
 });
@@ -110,20 +124,30 @@ test("Ctrl-C while a command holds the store's lock gives it up at once (no wait
     const redisClient = new Redis(redis.url, { lazyConnect: true });
     try {
         await redisClient.connect();
-        await until("the replica to lead again", async () => {
-            const c = await clusterOf(svc);
-            return c.leader?.id === c.self;
-        });
+        await waitFor(
+            "the replica to lead again",
+            async () => {
+                const c = await clusterOf(svc);
+                return c.leader?.id === c.self;
+            },
+            60_000,
+            25,
+        );
         // Nobody leads once it stopped (and its lock is gone): the command can take the lock.
         svc.child.kill("SIGTERM");
         await svc.exited;
         const key = `egress:${p.stack}:leader`;
-        await until("the stopped replica's lock to be gone", async () => (await redisClient.get(key)) === null, 10_000);
+        await waitFor(
+            "the stopped replica's lock to be gone",
+            async () => (await redisClient.get(key)) === null,
+            10_000,
+            25,
+        );
         const up = spawnCli(other, ["up", "--quiet", "--store", redis.url]);
         let err = "";
         up.stderr.on("data", (d) => (err += d));
         const done = new Promise<number | null>((r) => up.once("exit", r));
-        await until("the command to wait for the file lock", () => err.includes("holds its writer lock"), 60_000);
+        await waitFor("the command to wait for the file lock", () => err.includes("holds its writer lock"), 60_000, 25);
         assert.match(String(await redisClient.get(key)), /"id":"cli:/);
         const t0 = Date.now();
         up.kill("SIGINT");
@@ -137,7 +161,12 @@ test("Ctrl-C while a command holds the store's lock gives it up at once (no wait
         let err2 = "";
         again.stderr.on("data", (d) => (err2 += d));
         const done2 = new Promise<number | null>((r) => again.once("exit", r));
-        await until("the command to wait for the file lock", () => err2.includes("holds its writer lock"), 60_000);
+        await waitFor(
+            "the command to wait for the file lock",
+            () => err2.includes("holds its writer lock"),
+            60_000,
+            25,
+        );
         const intruder = { id: "vm-1-intruder", token: 999, since: new Date().toISOString() };
         await redisClient.set(key, JSON.stringify(intruder), "PX", 60_000);
         assert.equal(await done2, 4, err2);
@@ -153,12 +182,17 @@ test("Ctrl-C while a command holds the store's lock gives it up at once (no wait
 });
 
 test("with a replica leading, `up` from another machine is refused naming it and `scale` is queued for it, followed until applied", async () => {
-    const leader = await until("a replica to lead", async () => {
-        const c = await clusterOf(svc);
-        return c.leader && !c.leader.id.startsWith("cli:")
-            ? c.replicas.find((r: any) => r.id === c.leader.id)
-            : undefined;
-    });
+    const leader = await waitFor(
+        "a replica to lead",
+        async () => {
+            const c = await clusterOf(svc);
+            return c.leader && !c.leader.id.startsWith("cli:")
+                ? c.replicas.find((r: any) => r.id === c.leader.id)
+                : undefined;
+        },
+        60_000,
+        25,
+    );
 
     const refused = await cliAsync(other, ["up", "--quiet", "--store", redis.url]);
     assert.equal(refused.code, 1, refused.stderr);
@@ -177,7 +211,7 @@ test("with a replica leading, `up` from another machine is refused naming it and
     assert.equal(out.operation.status, "succeeded", followed.stdout);
     assert.equal(out.applied, before + 1, followed.stdout);
     assert.equal(out.leader.id, leader.id, followed.stdout);
-    assert.equal((await settledOp(svc, out.operation.id)).status, "succeeded", "the API agrees");
+    assert.equal((await settled(svc, out.operation.id)).status, "succeeded", "the API agrees");
     assert.equal(proxyProcesses(p).size, before + 1, "the new count runs once the command returned");
     assert.ok(!followed.stdout.includes(redis.url) && !followed.stderr.includes(redis.url));
 
@@ -203,9 +237,9 @@ test("with a replica leading, `up` from another machine is refused naming it and
     const q = JSON.parse(queued.stdout.trim().split("\n").pop()!);
     assert.equal(q.operation.status, "queued", queued.stdout);
     assert.equal(q.leader.id, leader.id, queued.stdout);
-    const op = await settledOp(svc, q.operation.id);
+    const op = await settled(svc, q.operation.id);
     assert.equal(op.status, "succeeded", JSON.stringify(op));
-    await until("the count to run", () => proxyProcesses(p).size === before, 60_000);
+    await waitFor("the count to run", () => proxyProcesses(p).size === before, 60_000, 25);
 });
 
 test("a store that does not answer fails quickly and clearly, and nothing runs", async () => {

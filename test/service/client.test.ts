@@ -4,23 +4,26 @@
  * the proxy to a loopback origin, releases with the right outcome, and waits on 503 as Retry-After says
  * (bounded).
  */
-import { after, before, test } from "node:test";
+import { before, test } from "node:test";
 import assert from "node:assert/strict";
 import * as fs from "node:fs";
 import * as path from "node:path";
 import { Blocked, EgressClient, EgressError } from "../../clients/typescript/src";
 import { CLIENT_DIR, generatedFiles } from "../../clients/typescript/generate";
-import { settledConverge, startTestService, TestService, TOKENS, waitFor } from "../helpers/service";
+import { settledConverge, startTestService, TestService, TOKENS } from "../helpers/service";
 import { leaseClock } from "../helpers/lease-clock";
 import { getViaProxy, startTargetServer } from "../helpers/net";
+import { sleep, teardown, waitFor } from "../helpers/harness";
 
 // The lease rules' clock: a test moves it past a cooldown or an idle TTL of whole seconds instead of sleeping.
 const clock = leaseClock();
 let svc: TestService;
 let origin: Awaited<ReturnType<typeof startTargetServer>>;
 let egress: EgressClient;
+const cleanup = teardown();
 before(async () => {
     origin = await startTargetServer();
+    cleanup.own(origin);
     svc = await startTestService(
         {
             "egress:providers": { local: { type: "local" } },
@@ -37,6 +40,7 @@ before(async () => {
         },
         { probeIntervalMs: 300, leaseClock: clock.now },
     );
+    cleanup.own(svc);
     await settledConverge(svc);
     await waitFor(
         "1 healthy",
@@ -45,10 +49,6 @@ before(async () => {
     );
     egress = new EgressClient({ baseUrl: svc.url, token: TOKENS.lease });
 });
-after(async () => {
-    await svc?.close();
-    await origin?.close();
-});
 
 const releases = async (outcome: string) =>
     Number(
@@ -56,7 +56,6 @@ const releases = async (outcome: string) =>
             String((await svc.call("GET", "/metrics", { token: null })).body),
         )?.[1] ?? 0,
     );
-const sleep = (ms: number) => new Promise((r) => setTimeout(r, ms));
 
 test("the checked-in document and types are what the service's schemas generate today", async () => {
     for (const [name, text] of Object.entries(await generatedFiles()))

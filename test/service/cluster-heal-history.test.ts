@@ -17,8 +17,9 @@ import { StoreHealHistory } from "../../src/service/control/heal/store-history";
 import { NotAcceptingError, type Scaler } from "../../src/service/control/scaler";
 import type { Operation } from "../../src/state/operations/operation";
 import { startRedis, TestRedis } from "../helpers/redis";
-import { until } from "../helpers/processes";
+
 import { localMember } from "../helpers/members";
+import { waitFor } from "../helpers/harness";
 
 const PREFIX = "egress:heal:";
 const KEY = PREFIX + CLUSTER_KEYS.heal;
@@ -90,7 +91,7 @@ test("a back-off written by one leader is honoured by the next: no repair before
     assert.deepEqual(a.healed, [["web-0"]]);
     a.r.settled(failedHeal(["web-0"])); // the repair failed: 1 min back-off
     const retryAt = now + 60_000;
-    await until("the back-off in the store", async () => (await stored("web-0"))?.retryAt === retryAt);
+    await waitFor("the back-off in the store", async () => (await stored("web-0"))?.retryAt === retryAt, 60_000, 25);
 
     // B followed meanwhile (its rounds decide nothing that runs), then takes over.
     await b.r.runOnce();
@@ -117,7 +118,7 @@ test("a back-off written by one leader is honoured by the next: no repair before
     await b.r.runOnce();
     assert.deepEqual(b.healed, [["web-0"]], "repaired once retryAt passed");
     b.r.settled(failedHeal(["web-0"])); // failed again: 2 min, counted on from the first leader's failure
-    await until("two failures in the store", async () => (await stored("web-0"))?.failures === 2);
+    await waitFor("two failures in the store", async () => (await stored("web-0"))?.failures === 2, 60_000, 25);
     assert.equal((await stored("web-0"))?.retryAt, now + 120_000);
 });
 
@@ -131,13 +132,13 @@ test("members that left the fleet are forgotten in the store, by the leader only
         a.r.status().backoff.map((x) => [x.member, x.failures]),
         [["web-0", 2]],
     );
-    await until("web-7 forgotten in the store", async () => (await stored("web-7")) === undefined);
+    await waitFor("web-7 forgotten in the store", async () => (await stored("web-7")) === undefined, 60_000, 25);
     members = [member(1)];
     gone = new Set();
     await b.r.runOnce(); // a follower prunes nothing
     assert.equal((await stored("web-0"))?.failures, 2);
     await a.r.runOnce();
-    await until("web-0 forgotten in the store", async () => (await stored("web-0")) === undefined);
+    await waitFor("web-0 forgotten in the store", async () => (await stored("web-0")) === undefined, 60_000, 25);
 });
 
 test("Redis down: a leader's round repairs nothing and throws nothing; what it settled meanwhile is written once Redis is back", async () => {
@@ -152,7 +153,7 @@ test("Redis down: a leader's round repairs nothing and throws nothing; what it s
     b.r.settled(failedHeal(["web-1"])); // e.g. an operation that settled during the outage: no throw
 
     await redis.start(); // no persistence: the store starts empty
-    await until(
+    await waitFor(
         "a round to decide again",
         async () => ((await b.r.runOnce()).length > 0 ? true : undefined),
         15_000,

@@ -16,7 +16,8 @@ import { Cluster } from "../../src/service/cluster/cluster";
 import { CLUSTER_KEYS } from "../../src/state/cluster/records";
 import { ForeignHomeError } from "../../src/service/cluster/home";
 import { startRedis, TestRedis } from "../helpers/redis";
-import { until } from "../helpers/processes";
+
+import { waitFor } from "../helpers/harness";
 
 const TTL = 600;
 let redis: TestRedis;
@@ -83,7 +84,7 @@ test("the last replica of a home frees the stack when it stops; another home the
     await next.assertOneHome();
     started.push(next);
     await next.start();
-    await until("home-b leads", async () => next.isLeader(), 5_000);
+    await waitFor("home-b leads", async () => next.isLeader(), 5_000, 25);
 });
 
 test("a leader that finds another home holding the stack steps down, says so once, and leads again once free", async () => {
@@ -92,21 +93,21 @@ test("a leader that finds another home holding the stack steps down, says so onc
     await r.c.assertOneHome();
     started.push(r.c);
     await r.c.start();
-    await until("it leads", async () => r.c.isLeader(), 5_000);
+    await waitFor("it leads", async () => r.c.isLeader(), 5_000, 25);
 
     // What the store looks like once the key ran out during an outage and a replica from home-b took it.
     await raw.set(prefix + CLUSTER_KEYS.home, "home-b", "PX", 60_000);
     // Wait for the step-down itself: on a loaded machine `isLeader()` can turn false a moment earlier, when
     // a late tick lets the lock's validity run out, before the tick that reads the home key has run.
-    await until("it steps down", async () => r.leading.at(-1) === false && !r.c.isLeader(), 5_000);
+    await waitFor("it steps down", async () => r.leading.at(-1) === false && !r.c.isLeader(), 5_000, 25);
     assert.deepEqual(r.leading, [true, false]);
-    await until("it gave the lock up", async () => (await raw.get(prefix + CLUSTER_KEYS.leader)) === null, 5_000);
+    await waitFor("it gave the lock up", async () => (await raw.get(prefix + CLUSTER_KEYS.leader)) === null, 5_000, 25);
     await new Promise((res) => setTimeout(res, TTL * 2)); // several ticks while the other home holds it
     assert.equal(await raw.get(prefix + CLUSTER_KEYS.leader), null, "it does not take the lock again");
     const said = r.lines.filter((l) => /another EGRESS_HOME \(home-b\) took this stack/.test(l.msg));
     assert.equal(said.length, 1, "said once, not every tick");
 
     await raw.del(prefix + CLUSTER_KEYS.home);
-    await until("it leads again", async () => r.c.isLeader(), 5_000);
+    await waitFor("it leads again", async () => r.c.isLeader(), 5_000, 25);
     assert.equal(await raw.get(prefix + CLUSTER_KEYS.home), "home-a");
 });

@@ -16,11 +16,11 @@ import { createLogger } from "../../src/log/logger";
 import { Cluster } from "../../src/service/cluster/cluster";
 import { CLUSTER_KEYS, LEADER_TTL_MS } from "../../src/state/cluster/records";
 import { startRedis, type TestRedis } from "../helpers/redis";
-import { until } from "../helpers/processes";
+
+import { sleep, waitFor } from "../helpers/harness";
 
 let redis: TestRedis;
 const started: Cluster[] = [];
-const sleep = (ms: number) => new Promise((r) => setTimeout(r, ms));
 
 before(async () => {
     redis = await startRedis({ aof: true });
@@ -43,7 +43,7 @@ async function replica(prefix: string) {
     });
     started.push(c);
     await c.start();
-    await until("leading", () => c.isLeader(), 10_000);
+    await waitFor("leading", () => c.isLeader(), 10_000, 25);
     return { c, leading };
 }
 

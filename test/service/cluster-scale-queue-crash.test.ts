@@ -14,7 +14,8 @@ import { CLUSTER_KEYS } from "../../src/state/cluster/records";
 import type { QueuedScale, ScaleTaker } from "../../src/state/cluster/scale-queue";
 import { OperationLog } from "../../src/state/operations/journal";
 import { scaleQueueBench } from "../helpers/scale-queue";
-import { until } from "../helpers/processes";
+
+import { waitFor } from "../helpers/harness";
 
 const PREFIX = "egress:scaleqcrash:";
 const LIST = PREFIX + CLUSTER_KEYS.scaleRequests;
@@ -73,7 +74,7 @@ test("a leader killed after reading the queue: each request is recorded exactly 
     await holdLock("n");
     const second: string[] = [];
     next.lead(leaderOn(ops, second));
-    await until("the queue emptied", async () => (await raw.llen(LIST)) === 0, 5000, 20);
+    await waitFor("the queue emptied", async () => (await raw.llen(LIST)) === 0, 5000, 20);
     await next.follow();
 
     assert.deepEqual(second, [b.id], "a, already in the journal, is not applied again; b is applied");
@@ -96,7 +97,7 @@ test("a request whose id the journal knows (its own operation, or folded into on
 
     const applied: string[] = [];
     leader.lead(leaderOn(ops, applied));
-    await until("the queue emptied", async () => (await raw.llen(LIST)) === 0, 5000, 20);
+    await waitFor("the queue emptied", async () => (await raw.llen(LIST)) === 0, 5000, 20);
     await new Promise((r) => setTimeout(r, 200));
     await leader.follow();
     assert.deepEqual(applied, [fresh.id], "only the unknown request is applied, once");

@@ -12,7 +12,8 @@ import type { QueuedScale, ScaleTaker } from "../../src/state/cluster/scale-queu
 import { StoreUnavailableError } from "../../src/state/redis/unavailable";
 import type { TestRedis } from "../helpers/redis";
 import { scaleQueueBench } from "../helpers/scale-queue";
-import { until } from "../helpers/processes";
+
+import { waitFor } from "../helpers/harness";
 
 const PREFIX = "egress:scaleq:";
 let bench: Awaited<ReturnType<typeof scaleQueueBench>>;
@@ -47,7 +48,7 @@ test("only the lock's holder takes the queue: oldest first, each request once, u
 
     const taken: QueuedScale[] = [];
     leader.lead(fresh((q) => taken.push(q)));
-    await until("both requests taken", () => taken.length === 2, 5000, 20);
+    await waitFor("both requests taken", () => taken.length === 2, 5000, 20);
     assert.deepEqual(
         taken.map((q) => [q.id, q.replicas, q.via]),
         [
@@ -74,7 +75,7 @@ test("requests the leader cannot accept (it stops) stay queued, in order, for th
             throw new Error("the service is stopping");
         }),
     );
-    await until("a try", () => tries > 0, 5000, 20);
+    await waitFor("a try", () => tries > 0, 5000, 20);
     await stopping.follow();
     // Stopped at the first refusal: b, applied before a, would lose to it on the next leader.
     assert.equal(tries, 1, "nothing behind a refused request is applied");
@@ -90,7 +91,7 @@ test("requests the leader cannot accept (it stops) stay queued, in order, for th
     await holdLock("n");
     const taken: string[] = [];
     next.lead(fresh((x) => taken.push(x.id)));
-    await until("the next leader takes them", () => taken.length === 3, 5000, 20);
+    await waitFor("the next leader takes them", () => taken.length === 3, 5000, 20);
     await next.follow();
     assert.deepEqual(taken, [a.id, b.id, c.id], "oldest first: the latest (6) wins for the pool");
     assert.equal(await raw.llen(PREFIX + CLUSTER_KEYS.scaleRequests), 0, "removed once applied");
@@ -103,7 +104,7 @@ test("a follower whose store is down: StoreUnavailableError at once, and queuing
     await assert.rejects(follower.enqueue("web", 4), StoreUnavailableError);
     assert.ok(Date.now() - t0 < 2500, `answered within the command timeout (${Date.now() - t0} ms)`);
     await redis.start();
-    const q = await until(
+    const q = await waitFor(
         "the follower to queue again",
         () => follower.enqueue("web", 4).catch(() => undefined),
         15_000,

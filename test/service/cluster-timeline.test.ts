@@ -16,7 +16,8 @@ import { StoreTimeline } from "../../src/service/fleet/store-timeline";
 import { dashboardRoutes } from "../../src/service/api/routes/dashboard";
 import type { AppDeps } from "../../src/service/api/deps";
 import { startRedis, TestRedis } from "../helpers/redis";
-import { until } from "../helpers/processes";
+
+import { waitFor } from "../helpers/harness";
 
 const PREFIX = "egress:timeline:";
 const log = createLogger({ level: "silent" });
@@ -131,12 +132,17 @@ test("Redis down: a read answers the last samples, flagged, a sample is a gap; n
     assert.deepEqual(healthyOf(((await res.json()) as { points: never[] }).points), [1, 2, 3]);
 
     await redis.start(); // no persistence: the samples went with it, the timeline starts again
-    await until("the follower to read again", async () => (await a.read()).stale === undefined, 15_000, 100);
+    await waitFor("the follower to read again", async () => (await a.read()).stale === undefined, 15_000, 100);
     await holdLock("replica-b");
     healthyB = 2;
-    await until("the leader to append again", async () => {
-        await b.sample();
-        return (await a.read()).points.length > 0;
-    });
+    await waitFor(
+        "the leader to append again",
+        async () => {
+            await b.sample();
+            return (await a.read()).points.length > 0;
+        },
+        60_000,
+        25,
+    );
     assert.equal((await a.read()).points.at(-1)?.pools.web.healthy, 2);
 });

@@ -16,8 +16,9 @@ import { CLUSTER_KEYS } from "../../src/state/cluster/records";
 import { ClusterVerdicts } from "../../src/service/cluster/verdicts";
 import { RedisLeaseStore } from "../../src/service/store/redis-store";
 import { startRedis, TestRedis } from "../helpers/redis";
-import { until } from "../helpers/processes";
+
 import { localMember } from "../helpers/members";
+import { waitFor } from "../helpers/harness";
 
 const PREFIX = "egress:verdicts:";
 const log = createLogger({ level: "silent" });
@@ -88,8 +89,11 @@ test("the follower shows the leader's verdicts and never probes; only the lock's
 
     await holdLock("replica-a");
     await leader.v.lead();
-    await until("the follower to show web-0 and web-1 healthy", () =>
-        MEMBERS.every((m) => follower.v.get(m.id)?.state === "healthy"),
+    await waitFor(
+        "the follower to show web-0 and web-1 healthy",
+        () => MEMBERS.every((m) => follower.v.get(m.id)?.state === "healthy"),
+        60_000,
+        25,
     );
     assert.deepEqual(follower.v.status().decidedBy, "replica-a");
     assert.equal(follower.v.status().self, false);
@@ -104,7 +108,12 @@ test("the follower shows the leader's verdicts and never probes; only the lock's
     // The leader marks web-1 unhealthy; the follower shows it, with the leader's error, and tells its fleet.
     const started = Date.now();
     down.add(MEMBERS[1].port);
-    await until("the follower to show web-1 unhealthy", () => follower.v.get("web-1")?.state === "unhealthy");
+    await waitFor(
+        "the follower to show web-1 unhealthy",
+        () => follower.v.get("web-1")?.state === "unhealthy",
+        60_000,
+        25,
+    );
     assert.ok(Date.now() - started < 2_000, `within 2 s (${Date.now() - started} ms)`);
     assert.equal(follower.v.get("web-1")?.lastError, "ECONNREFUSED");
     assert.deepEqual(follower.changes.at(-1), ["web-1", "unhealthy"]);
@@ -123,24 +132,39 @@ test("a follower that cannot read keeps its last view and says why; it reads aga
     const [, follower] = parts;
     assert.equal(follower.v.get("web-0")?.state, "healthy");
     await redis.kill();
-    await until("the follower to say it cannot read", () => follower.v.status().stale?.startsWith("cannot read"));
+    await waitFor(
+        "the follower to say it cannot read",
+        () => follower.v.status().stale?.startsWith("cannot read"),
+        60_000,
+        25,
+    );
     assert.equal(follower.v.get("web-0")?.state, "healthy", "the last view is kept");
     assert.equal(follower.v.get("web-1")?.state, "unhealthy");
     await redis.start();
     await holdLock("replica-a"); // no persistence in this Redis: the lock (and every key) went with it
-    await until("the follower to read again", () => follower.v.status().stale === undefined, 15_000, 50);
+    await waitFor("the follower to read again", () => follower.v.status().stale === undefined, 15_000, 50);
 });
 
 test("lease errors released on any replica count at the leader; a new leader carries on from the verdicts", async () => {
     const [leader, follower] = parts;
     down.clear();
-    await until("web-1 healthy again on the follower", () => follower.v.get("web-1")?.state === "healthy", 10_000);
+    await waitFor(
+        "web-1 healthy again on the follower",
+        () => follower.v.get("web-1")?.state === "healthy",
+        10_000,
+        25,
+    );
     // Two lease errors with no probe between them mark a member unhealthy (failure threshold 2): slow
     // the leader's rounds so none comes between, then count errors as the release script does.
     await leader.monitor.stop(); // stands for a long probe interval; the leader still leads and publishes
     await raw.hincrby(PREFIX + "err", "web-0", 2);
-    await until("the leader to count the lease errors", () => leader.v.get("web-0")?.state === "unhealthy", 5_000);
-    await until("the follower to show it", () => follower.v.get("web-0")?.state === "unhealthy", 5_000);
+    await waitFor(
+        "the leader to count the lease errors",
+        () => leader.v.get("web-0")?.state === "unhealthy",
+        5_000,
+        25,
+    );
+    await waitFor("the follower to show it", () => follower.v.get("web-0")?.state === "unhealthy", 5_000, 25);
 
     // The leader steps down; the follower takes the lock and leads from the published verdicts.
     await leader.v.follow();
@@ -151,13 +175,18 @@ test("lease errors released on any replica count at the leader; a new leader car
     assert.equal(follower.v.get("web-0")?.state, "unhealthy", "carried on, not back to unknown");
     assert.equal(follower.v.get("web-1")?.state, "healthy");
     assert.equal(follower.monitor.probing, true);
-    await until("the new leader to probe", () => probes > probesBefore);
+    await waitFor("the new leader to probe", () => probes > probesBefore, 60_000, 25);
     // web-1 stays healthy (no transition); web-0 recovers through two good probes, as it would have at the old leader.
-    await until("web-0 healthy under the new leader", () => follower.v.get("web-0")?.state === "healthy", 5_000);
+    await waitFor("web-0 healthy under the new leader", () => follower.v.get("web-0")?.state === "healthy", 5_000, 25);
     const moved = follower.transitions.slice(transitionsBefore).map((t) => `${t.id}:${t.from}->${t.to}`);
     assert.deepEqual(moved, ["web-0:unhealthy->healthy"]);
     assert.equal(leader.monitor.probing, false, "the old leader stopped probing");
-    await until("the old leader to show the new leader's verdicts", () => leader.v.status().decidedBy === "replica-b");
+    await waitFor(
+        "the old leader to show the new leader's verdicts",
+        () => leader.v.status().decidedBy === "replica-b",
+        60_000,
+        25,
+    );
 });
 
 test("outcomes released or reported on any replica's store reach the leader's rotation, counted once", async () => {
@@ -177,10 +206,11 @@ test("outcomes released or reported on any replica's store reach the leader's ro
             assert.equal((await store.release(got.lease.id, outcome)).ok, true);
         }
         assert.ok((await store.reportBlocked("web-0", "example.com")) !== undefined);
-        await until(
+        await waitFor(
             "the leader to count web-0's outcomes",
             () => (leader.outcomes.get("web-0")?.total ?? 0) >= before.total + 4,
             5_000,
+            25,
         );
         await new Promise((r) => setTimeout(r, 300)); // a few more rounds: nothing counted twice
         assert.deepEqual(leader.outcomes.get("web-0"), { blocked: before.blocked + 3, total: before.total + 4 });
@@ -203,11 +233,13 @@ test("the leader's lifecycle notes (a drain, a failed operation naming a member)
     leader.v.publishNotes(() => notes);
     await holdLock("replica-n");
     await leader.v.lead();
-    await until(
+    await waitFor(
         "the follower to show the leader's notes",
         () =>
             follower.v.note("web-0")?.drainingUntil === drainingUntil &&
             follower.v.note("web-1")?.opError?.at === opError.at,
+        60_000,
+        25,
     );
     assert.deepEqual(follower.v.note("web-1"), { drainingUntil: undefined, opError });
     assert.equal(leader.v.note("web-0"), undefined, "the leader's own fleet holds its notes; it reads none back");
@@ -215,6 +247,6 @@ test("the leader's lifecycle notes (a drain, a failed operation naming a member)
     // The drain ends on the leader: gone on the follower with the next publication.
     notes.delete("web-0");
     leader.v.changed();
-    await until("the drain gone on the follower", () => follower.v.note("web-0") === undefined);
+    await waitFor("the drain gone on the follower", () => follower.v.note("web-0") === undefined, 60_000, 25);
     assert.equal(follower.v.note("web-1")?.opError?.message, opError.message, "the other note stays");
 });

@@ -10,7 +10,8 @@ import { after, before, test } from "node:test";
 import assert from "node:assert/strict";
 import * as net from "node:net";
 import { freePortRange } from "../helpers/net";
-import { startTestService, TestService, TOKENS, waitFor } from "../helpers/service";
+import { startTestService, TestService, TOKENS } from "../helpers/service";
+import { waitFor } from "../helpers/harness";
 
 const BACKOFF = { baseMs: 3000, maxMs: 6000 };
 let svc: TestService;

@@ -12,7 +12,8 @@ import { execFile } from "node:child_process";
 import { promisify } from "node:util";
 import { crawl } from "../../clients/typescript/examples/crawl";
 import { ensureTestPackages } from "../helpers/deps";
-import { settledConverge, startTestService, TestService, TOKENS, waitFor } from "../helpers/service";
+import { settledConverge, startTestService, TestService, TOKENS } from "../helpers/service";
+import { waitFor } from "../helpers/harness";
 import { leaseClock } from "../helpers/lease-clock";
 
 const root = path.resolve(__dirname, "../../..");

@@ -20,9 +20,9 @@ import {
     ProcProject,
     serve,
     ServeProcess,
-    until,
     untilHealthy,
 } from "../helpers/processes";
+import { waitFor } from "../helpers/harness";
 
 const config = {
     "egress:providers": { local: { type: "local" } },
@@ -83,7 +83,7 @@ test(
     "through HAProxy's gateway port requests succeed on both replicas, HTTP and CONNECT",
     { timeout: 60_000 },
     async () => {
-        await until(
+        await waitFor(
             "both replicas UP in HAProxy",
             async () => [...(await gatewayServers()).values()].filter((s) => s.status === "UP").length === 2,
             20_000,
@@ -127,13 +127,13 @@ test(
         };
         // As many clients as one replica has members: the survivor alone can serve them all.
         const clients = Array.from({ length: 2 }, client);
-        await until("requests flow", () => ok >= 20, 20_000);
+        await waitFor("requests flow", () => ok >= 20, 20_000, 25);
         const victim = services[0];
         killedAt = Date.now();
         victim.child.kill("SIGKILL");
         await victim.exited;
         // Both backends check the replica's /readyz, each on its own schedule: wait for both marks.
-        const down = await until(
+        const down = await waitFor(
             "HAProxy marks egress-1 down in both backends",
             async () => {
                 const rows = (await lb.stat()).filter((r) => r.svname === "egress-1" && r.pxname.startsWith("egress_"));
@@ -143,7 +143,7 @@ test(
             50,
         );
         const okAtDown = ok;
-        await until("requests keep succeeding after the mark", () => ok >= okAtDown + 40, 20_000);
+        await waitFor("requests keep succeeding after the mark", () => ok >= okAtDown + 40, 20_000, 25);
         stop = true;
         await Promise.all(clients);
         const s = await gatewayServers();

@@ -7,8 +7,9 @@
 import { after, before, test } from "node:test";
 import assert from "node:assert/strict";
 import * as path from "node:path";
-import { startTestService, TestService, TOKENS, waitFor } from "../helpers/service";
+import { startTestService, TestService, TOKENS } from "../helpers/service";
 import { findProxyProcesses } from "../../components/local/process";
+import { waitFor } from "../helpers/harness";
 
 let svc: TestService;
 const stopped: number[] = [];

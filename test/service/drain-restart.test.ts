@@ -7,17 +7,9 @@
  */
 import { after, before, test } from "node:test";
 import assert from "node:assert/strict";
-import {
-    cli,
-    killServices,
-    procProject,
-    ProcProject,
-    proxyProcesses,
-    serve,
-    settledOp,
-    until,
-} from "../helpers/processes";
+import { cli, killServices, procProject, ProcProject, proxyProcesses, serve } from "../helpers/processes";
 import { assertNothingLeaked } from "../helpers/restart-checks";
+import { settled, waitFor } from "../helpers/harness";
 
 const config = {
     "egress:providers": { local: { type: "local" } },
@@ -41,7 +33,7 @@ const converged = async (svc: Awaited<ReturnType<typeof serve>>) => {
     }[];
     const up = ops.filter((o) => o.kind === "up").sort((a, b) => b.createdAt.localeCompare(a.createdAt))[0];
     assert.ok(up, "the start converges");
-    return settledOp(svc, up.id);
+    return settled(svc, up.id);
 };
 
 test(
@@ -50,7 +42,7 @@ test(
     async () => {
         const first = await serve(p);
         assert.equal((await converged(first)).status, "succeeded");
-        await until(
+        await waitFor(
             "3 healthy proxies",
             async () => {
                 const px = (await first.call("GET", "/v1/proxies")).body.proxies as any[];
@@ -61,14 +53,18 @@ test(
         );
         // Lease every member, keep web-2's lease.
         const leases = [];
-        for (let i = 0; i < 3; i++) leases.push((await first.call("POST", "/v1/leases", { pool: "web" })).body.lease);
+        for (let i = 0; i < 3; i++)
+            leases.push((await first.call("POST", "/v1/leases", { body: { pool: "web" } })).body.lease);
         for (const l of leases)
             if (l.proxy.id !== "web-2")
-                assert.equal((await first.call("POST", `/v1/leases/${l.id}/release`, { outcome: "ok" })).status, 200);
+                assert.equal(
+                    (await first.call("POST", `/v1/leases/${l.id}/release`, { body: { outcome: "ok" } })).status,
+                    200,
+                );
 
-        const r = await first.call("PUT", "/v1/pools/web/replicas", { replicas: 2 });
+        const r = await first.call("PUT", "/v1/pools/web/replicas", { body: { replicas: 2 } });
         assert.equal(r.status, 202);
-        const draining = await until(
+        const draining = await waitFor(
             "the scale-down draining web-2",
             async () => {
                 const op = (await first.call("GET", `/v1/operations/${r.body.operation.id}`)).body.operation;
@@ -108,7 +104,7 @@ test(
         assert.deepEqual(state, ["web-0", "web-1"], "the desired count is reached");
         // The crawler's lease from the dead service is unknown to the new one, like every lease across a restart.
         const late = await second.call("POST", `/v1/leases/${leases.find((l) => l.proxy.id === "web-2").id}/release`, {
-            outcome: "ok",
+            body: { outcome: "ok" },
         });
         assert.equal(late.status, 404);
         second.child.kill("SIGTERM");

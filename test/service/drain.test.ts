@@ -4,17 +4,19 @@
  * released — then the scale-down completes at once — or until drainSeconds, when its lease is ended and
  * its late release answers 410 proxy_removed with the reason. A scale-up during the drain keeps it.
  */
-import { after, before, test } from "node:test";
+import { before, test } from "node:test";
 import assert from "node:assert/strict";
 import * as fs from "node:fs";
 import * as http from "node:http";
 import * as path from "node:path";
 import YAML from "yaml";
-import { convergedOk, settled, startTestService, TestService, TOKENS, waitFor } from "../helpers/service";
+import { convergedOk, startTestService, TestService, TOKENS } from "../helpers/service";
 import { findProxyProcesses } from "../../components/local/process";
+import { settled, teardown, waitFor } from "../helpers/harness";
 
 const SLOW_DRAIN_S = 30;
 let svc: TestService;
+const cleanup = teardown();
 before(async () => {
     svc = await startTestService({
         "egress:providers": { local: { type: "local" } },
@@ -23,6 +25,7 @@ before(async () => {
             { name: "fast", provider: "local", replicas: 3, maxReplicas: 4, drainSeconds: 2 },
         ],
     });
+    cleanup.own(svc);
     await convergedOk(svc);
     await waitFor(
         "6 ready proxies",
@@ -32,9 +35,6 @@ before(async () => {
         },
         30_000,
     );
-});
-after(async () => {
-    await svc?.close();
 });
 
 const proxies = async () => (await svc.call("GET", "/v1/proxies", { token: TOKENS.discover })).body.proxies as any[];

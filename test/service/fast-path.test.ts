@@ -3,17 +3,17 @@
  * always goes through Express, so sending each request both ways must give the same status, headers
  * that matter, and body.
  */
-import { after, before, test } from "node:test";
+import { before, test } from "node:test";
 import assert from "node:assert/strict";
 import * as http from "node:http";
 import { EMPTY_LOCAL_POOL, startTestService, TestService, TOKENS } from "../helpers/service";
+import { teardown } from "../helpers/harness";
 
 let svc: TestService;
+const cleanup = teardown();
 before(async () => {
     svc = await startTestService(EMPTY_LOCAL_POOL, { converge: false });
-});
-after(async () => {
-    await svc?.close();
+    cleanup.own(svc);
 });
 
 /** One POST; `chunked` omits Content-Length so Node sends Transfer-Encoding: chunked (the Express way). */

@@ -5,20 +5,23 @@
  * clients really arrive as IPv4-mapped IPv6 addresses, and the rule names plain `127.0.0.1/32`.
  * The browser's view is test/ui/gateway-doors.test.ts.
  */
-import { after, before, test } from "node:test";
+import { before, test } from "node:test";
 import assert from "node:assert/strict";
 import * as http from "node:http";
 import { connectViaProxy, freePortRange, listenLoopback, viaProxy } from "../helpers/net";
 import { settledConverge, startTestService, type TestService, TOKENS, waitHealthy } from "../helpers/service";
 import { basic } from "../helpers/gateway-service";
 import { parseAllowRule, parseStickyRange } from "../../src/service/gateway/doors";
+import { teardown } from "../helpers/harness";
 
 let svc: TestService;
 let origin: Awaited<ReturnType<typeof listenLoopback>>;
 let sticky: number;
 
+const cleanup = teardown();
 before(async () => {
     origin = await listenLoopback(http.createServer((req, res) => res.end(`origin ${req.url}`)));
+    cleanup.own(origin);
     sticky = await freePortRange(2);
     svc = await startTestService(
         {
@@ -39,12 +42,9 @@ before(async () => {
             },
         },
     );
+    cleanup.own(svc);
     await settledConverge(svc);
     await waitHealthy(svc, 2);
-});
-after(async () => {
-    await svc?.close();
-    await origin?.close();
 });
 
 const url = (p: string) => `${origin.url}${p}`;

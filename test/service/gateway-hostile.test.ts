@@ -13,6 +13,7 @@ import { Server as ProxyChainServer } from "proxy-chain";
 import { listenLoopback, rawHttp } from "../helpers/net";
 import { gatewayClient, startGatewayFleet } from "../helpers/gateway-fleet";
 import type { Gateway } from "../../src/service/gateway";
+import { waitFor } from "../helpers/harness";
 
 const TOKEN = "tok-hostile-0123456789abcdef";
 /** A member that answers nothing and keeps every byte it got; how many of its connections are open. */
@@ -123,15 +124,9 @@ test("a chunked body that breaks its framing after the head went out: cut on bot
     assert.ok(!seen.includes("/second"), `the member never saw the bytes after the break: ${JSON.stringify(seen)}`);
     assert.ok(!seen.includes("zz"), "nor the broken chunk line");
     // The client's fault: the member's connection is closed at once, and its lease goes back as `ok`.
-    await until(() => recorderOpen === 0, "the member's connection closed");
+    await waitFor("the member's connection closed", () => recorderOpen === 0, 3000, 20);
     assert.deepEqual(silentReleases.at(-1), { proxy: "rec-0", outcome: "ok" });
 });
-
-const sleep = (ms: number) => new Promise((r) => setTimeout(r, ms));
-async function until(ok: () => boolean, what: string, ms = 3000): Promise<void> {
-    for (const end = Date.now() + ms; !ok(); await sleep(20))
-        if (Date.now() > end) assert.fail(`timed out waiting for ${what}`);
-}
 
 /** A gateway over one raw member whose connections run `serve`; its open and total connections counted. */
 async function overRawMember(serve: (s: net.Socket, n: number) => void) {
@@ -190,7 +185,7 @@ test("a member saying Keep-Alive: timeout=1: its idle connection is closed, not 
     );
     try {
         assert.equal((await m.get("/1")).body, "ok");
-        await until(() => m.conns.open === 0, "the member connection closed by the gateway");
+        await waitFor("the member connection closed by the gateway", () => m.conns.open === 0, 3000, 20);
         assert.equal((await m.get("/2")).body, "ok");
         assert.equal(m.conns.total, 2);
     } finally {
@@ -222,10 +217,10 @@ test("a client whose upload is paused when the answer comes: its connection is c
         };
         c.on("drain", pump);
         pump();
-        await until(() => seen.ended, "the gateway's answer and its end");
+        await waitFor("the gateway's answer and its end", () => seen.ended, 3000, 20);
         assert.match(seen.text, /^HTTP\/1\.1 413 /);
         c.end(); // the client closes its side, as any client does after the end
-        await until(() => seen.closed, "the connection closed on the gateway's side too", 5000);
+        await waitFor("the connection closed on the gateway's side too", () => seen.closed, 5000, 20);
     } finally {
         await m.close();
     }
@@ -238,7 +233,7 @@ test("pipelined requests: answered in order on one connection, each through its 
     let text = "";
     s.setEncoding("latin1").on("data", (c: string) => (text += c));
     s.write(req("/1") + req("/2") + req("/3"));
-    await until(() => (text.match(/page \/\d/g) ?? []).length >= 3, "three answers");
+    await waitFor("three answers", () => (text.match(/page \/\d/g) ?? []).length >= 3, 3000, 20);
     s.destroy();
     assert.deepEqual(text.match(/page \/\d/g), ["page /1", "page /2", "page /3"]);
     assert.equal((text.match(/X-Egress-Attempts: 1\r\n/g) ?? []).length, 3);
@@ -264,16 +259,16 @@ test("one keep-alive connection: credentials checked once are checked again when
         // Good twice (the second from what the first passed), then a wrong token on the same connection: 407.
         const one = open();
         one.s.write(req("/1", good) + req("/2", good) + req("/3", wrong));
-        await until(() => / 407 /.test(one.got.text), "the wrong token's 407");
+        await waitFor("the wrong token's 407", () => / 407 /.test(one.got.text), 3000, 20);
         one.s.destroy();
         assert.deepEqual(one.got.text.match(/page \/\d/g), ["page /1", "page /2"]);
         // The pool leaves while a connection that passed for it stays open: its next request is refused.
         const two = open();
         two.s.write(req("/4", good));
-        await until(() => /page \/4/.test(two.got.text), "the first answer");
+        await waitFor("the first answer", () => /page \/4/.test(two.got.text), 3000, 20);
         b.fleet.sync([], [{ name: "other", cooldownSeconds: 0 } as never]);
         two.s.write(req("/5", good));
-        await until(() => /unknown_pool/.test(two.got.text), "the gone pool's refusal");
+        await waitFor("the gone pool's refusal", () => /unknown_pool/.test(two.got.text), 3000, 20);
         two.s.destroy();
         assert.deepEqual(two.got.text.match(/page \/\d/g), ["page /4"]);
     } finally {

@@ -12,6 +12,7 @@ import { listenLoopback } from "../helpers/net";
 import { gatewayClient, startGatewayFleet } from "../helpers/gateway-fleet";
 import type { Gateway } from "../../src/service/gateway";
 import type { Fleet } from "../../src/service/fleet/fleet";
+import { waitFor } from "../helpers/harness";
 
 const TOKEN = "member-conc-token";
 let origin: Awaited<ReturnType<typeof listenLoopback>>;
@@ -55,15 +56,10 @@ after(async () => {
     await Promise.all(members.map((m) => m.close(true)));
 });
 
-async function until(what: string, ok: () => boolean): Promise<void> {
-    for (let i = 0; i < 250 && !ok(); i++) await new Promise((r) => setTimeout(r, 20));
-    assert.ok(ok(), what);
-}
-
 test("4 members × memberConcurrency 2: 8 requests at the origin at once, the 9th waits for a slot", async () => {
     const site = (i: number) => `http://127.0.0.1:${origin.port}/p${i}`;
     const eight = Array.from({ length: 8 }, (_, i) => client.fetch("web", site(i)));
-    await until(`8 requests at the origin at once (it holds ${now})`, () => now === 8);
+    await waitFor(`8 requests at the origin at once (it holds ${now})`, () => now === 8, 5_000, 20);
     assert.equal(fleet.activeLeases().length, 8);
     const perMember: Record<string, number> = {};
     for (const l of fleet.activeLeases()) perMember[l.proxy] = (perMember[l.proxy] ?? 0) + 1;

@@ -6,13 +6,14 @@
  * and gets 503 + Retry-After, and one whose client hangs up while waiting leaves nothing behind (no
  * stuck lease, the waiting gauge back at 0).
  */
-import { after, before, test } from "node:test";
+import { before, test } from "node:test";
 import assert from "node:assert/strict";
 import * as http from "node:http";
 import * as net from "node:net";
 import { listenLoopback, viaProxy } from "../helpers/net";
-import { settledConverge, startTestService, TestService, TOKENS, waitFor, waitHealthy } from "../helpers/service";
+import { settledConverge, startTestService, TestService, TOKENS, waitHealthy } from "../helpers/service";
 import { find, parseSamples } from "../helpers/metrics";
+import { teardown, waitFor } from "../helpers/harness";
 
 let svc: TestService;
 let origin: { port: number; close(): Promise<void> };
@@ -28,6 +29,7 @@ const metric = async (name: string) => {
     return samples.length ? samples.reduce((n, s) => n + s.value, 0) : undefined;
 };
 
+const cleanup = teardown();
 before(async () => {
     // A page that takes 20 ms, so requests overlap and the origin sees how many come at once.
     const server = http.createServer((req, res) => {
@@ -39,6 +41,7 @@ before(async () => {
         }, 20);
     });
     origin = await listenLoopback(server);
+    cleanup.own(origin);
     svc = await startTestService(
         {
             "egress:providers": { local: { type: "local" } },
@@ -46,12 +49,9 @@ before(async () => {
         },
         { gateway: { port: 0 } }, // every other gateway and lease setting at its default
     );
+    cleanup.own(svc);
     await settledConverge(svc);
     await waitHealthy(svc, 4);
-});
-after(async () => {
-    await svc?.close();
-    await origin?.close();
 });
 
 test("200 concurrent requests to one site through 4 members all succeed, 4 at a time", async () => {

@@ -24,6 +24,7 @@ import {
     untilHealthy,
 } from "../helpers/processes";
 import { curl, httpsOrigin, testCa, type TestCa } from "../helpers/tls";
+import { waitFor } from "../helpers/harness";
 
 const LEASE = "tok-socks-lease-0123456789abcdef";
 let p: ProcProject;
@@ -85,11 +86,6 @@ const CHOSEN = Buffer.from([5, 2]);
 const LOGGED_IN = Buffer.from([1, 0]);
 const replyOf = (code: number) => Buffer.from([5, code, 0, 1, 0, 0, 0, 0, 0, 0]);
 
-async function until(ok: () => boolean): Promise<void> {
-    for (let i = 0; i < 100 && !ok(); i++) await new Promise((r) => setTimeout(r, 20));
-    assert.ok(ok(), "timed out");
-}
-
 test("the ready line names the SOCKS5 front door, on loopback", () => {
     const ready = svc.entries.find((e) => e.msg === "egress service ready")!;
     assert.equal(ready.socks, `socks5h://127.0.0.1:${socksPort}`);
@@ -108,7 +104,10 @@ test("curl through SOCKS5: the origin answers, released ok and counted as a gate
     assert.equal(await metric("egress_gateway_requests_total", labels), before.requests + 1);
     assert.equal(await metric("egress_gateway_attempts_total", labels), before.attempts + 1);
     // Its member is the one the gateway remembers for (token, pool, session, target): POST /v1/blocks finds it.
-    const report = await svc.call("POST", "/v1/blocks", { pool: "web", session: "s1", target: "127.0.0.1" }, LEASE);
+    const report = await svc.call("POST", "/v1/blocks", {
+        body: { pool: "web", session: "s1", target: "127.0.0.1" },
+        token: LEASE,
+    });
     assert.equal(report.status, 200, JSON.stringify(report.body));
     assert.match(report.body.blocked.proxy, /^web-\d$/);
 });
@@ -125,13 +124,13 @@ test("an open SOCKS5 tunnel holds one lease of the pool for its target; closing 
         s.write(step);
         await new Promise((r) => setTimeout(r, 50));
     }
-    await until(() => Buffer.concat(got).length >= 14);
+    await waitFor("the 14 bytes of the handshake", () => Buffer.concat(got).length >= 14, 2_000, 20);
     assert.deepEqual(Buffer.concat(got), Buffer.concat([CHOSEN, LOGGED_IN, replyOf(0)]));
     const leases = (await svc.call("GET", "/v1/leases")).body.leases as { pool: string; target?: string }[];
     assert.equal(leases.length, 1);
     assert.equal(leases[0].pool, "web");
     s.write("ping");
-    await until(() => Buffer.concat(got).subarray(14).toString() === "ping");
+    await waitFor('"ping" through the tunnel', () => Buffer.concat(got).subarray(14).toString() === "ping", 2_000, 20);
     s.end();
     await noLeases();
     await new Promise((r) => echo.close(r));

@@ -15,17 +15,10 @@ import * as http from "node:http";
 import * as https from "node:https";
 import * as tls from "node:tls";
 import { freeLoopbackPort, listenLoopback } from "../helpers/net";
-import {
-    ADMIN_TOKEN,
-    cliAsync,
-    endProcProject,
-    procProject,
-    type ProcProject,
-    serve,
-    until,
-} from "../helpers/processes";
+import { ADMIN_TOKEN, cliAsync, endProcProject, procProject, type ProcProject, serve } from "../helpers/processes";
 import type { ServeProcess } from "../helpers/processes";
 import { curl, fingerprintOf, httpsOrigin, testCa, type TestCa } from "../helpers/tls";
+import { waitFor } from "../helpers/harness";
 
 const LEASE = "tok-tls-lease-0123456789abcdef";
 let p: ProcProject;
@@ -97,7 +90,7 @@ before(async () => {
         served.keyFile,
     ]);
     ports.api = Number(new URL(svc.url).port);
-    await until(
+    await waitFor(
         "2 healthy members (probed through the HTTPS self-check)",
         async () => {
             const px = (await api("/v1/proxies")).body.proxies as { health: string }[];
@@ -174,7 +167,7 @@ test("SIGHUP reloads the certificate on the API and the TLS port; a broken file 
     fs.copyFileSync(next.keyFile, served.keyFile);
     svc.child.kill("SIGHUP");
     const after = fingerprintOf(next.certFile);
-    await until("the new certificate served", async () => (await servedFingerprint(ports.tls)) === after, 10_000, 50);
+    await waitFor("the new certificate served", async () => (await servedFingerprint(ports.tls)) === after, 10_000, 50);
     assert.equal(await servedFingerprint(ports.api), after);
     assert.ok(svc.entries.some((e) => e.msg === "TLS certificate reloaded" && e.fingerprint === after));
     const through = await curl([
@@ -188,8 +181,11 @@ test("SIGHUP reloads the certificate on the API and the TLS port; a broken file 
 
     fs.writeFileSync(served.keyFile, "not a key\n");
     svc.child.kill("SIGHUP");
-    const failed = await until("the failed reload logged", () =>
-        svc.entries.find((e) => e.msg === "TLS reload failed: the certificate and key in use stay"),
+    const failed = await waitFor(
+        "the failed reload logged",
+        () => svc.entries.find((e) => e.msg === "TLS reload failed: the certificate and key in use stay"),
+        60_000,
+        25,
     );
     assert.match(failed.error, new RegExp(`^--tls-key ${served.keyFile} is not an unencrypted PEM private key`));
     assert.equal(await servedFingerprint(ports.tls), after, "the pair in use stays");

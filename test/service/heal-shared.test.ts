@@ -4,13 +4,14 @@
  * their process and port throughout; scaled down afterwards, an emptied host exits and nothing is left
  * in the state dir but the files of what serves.
  */
-import { after, before, test } from "node:test";
+import { before, test } from "node:test";
 import assert from "node:assert/strict";
 import * as fs from "node:fs";
 import * as path from "node:path";
 import { runningProxies } from "../../components/local/process";
 import { hostArgvOf } from "../../components/local/hosts";
-import { settled, startTestService, TestService, TOKENS, waitFor } from "../helpers/service";
+import { startTestService, TestService, TOKENS } from "../helpers/service";
+import { settled, teardown, waitFor } from "../helpers/harness";
 
 let svc: TestService;
 const stateDir = () => path.join(svc.runDir, "local", "svc");
@@ -23,6 +24,7 @@ const allHealthy = (ids: string[]) => async () => {
     return ids.every((id) => p.find((x) => x.id === id)?.health === "healthy") ? p : undefined;
 };
 
+const cleanup = teardown();
 before(async () => {
     svc = await startTestService(
         {
@@ -31,10 +33,8 @@ before(async () => {
         },
         { probeIntervalMs: 300, reconcileIntervalMs: 500, healBackoff: { baseMs: 4000, maxMs: 8000 } },
     );
+    cleanup.own(svc);
     await waitFor("4 healthy proxies after converge", allHealthy(MEMBERS), 60_000);
-});
-after(async () => {
-    await svc?.close();
 });
 
 test(

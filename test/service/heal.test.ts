@@ -10,8 +10,9 @@ import * as fs from "node:fs";
 import * as net from "node:net";
 import * as path from "node:path";
 import { freePortRange } from "../helpers/net";
-import { startTestService, steppedOn, TestService, TOKENS, waitFor } from "../helpers/service";
+import { startTestService, steppedOn, TestService, TOKENS } from "../helpers/service";
 import { findProxyProcesses } from "../../components/local/process";
+import { waitFor } from "../helpers/harness";
 
 const PROBE_MS = 300;
 const ROUND_MS = 500;

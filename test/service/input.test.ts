@@ -3,20 +3,20 @@
  * unknown fields, missing or wrong tokens and scopes each get a 4xx JSON body that says what is wrong.
  * Also: the public and operational routes (echo, healthz, readyz, metrics, OpenAPI, provider health).
  */
-import { after, before, test } from "node:test";
+import { before, test } from "node:test";
 import assert from "node:assert/strict";
 import { startTestService, TestService, TOKENS } from "../helpers/service";
+import { teardown } from "../helpers/harness";
 
 const config = {
     "egress:providers": { local: { type: "local" } },
     "egress:pools": [{ name: "web", provider: "local", replicas: 0, maxReplicas: 4 }],
 };
 let svc: TestService;
+const cleanup = teardown();
 before(async () => {
     svc = await startTestService(config, { converge: false });
-});
-after(async () => {
-    await svc?.close();
+    cleanup.own(svc);
 });
 
 const cases: {

@@ -10,21 +10,13 @@
  */
 import { after, test } from "node:test";
 import assert from "node:assert/strict";
-import {
-    engineProcessesOf,
-    engineUpdating,
-    ProcProject,
-    serve,
-    ServeProcess,
-    settledOp,
-    until,
-    wedgeEngine,
-} from "../helpers/processes";
+import { engineProcessesOf, engineUpdating, ProcProject, serve, ServeProcess, wedgeEngine } from "../helpers/processes";
 import type { TestRedis } from "../helpers/redis";
 import { RedisRelay } from "../helpers/redis-relay";
 import { withRedisProject } from "../helpers/redis-project";
 import { clusterOf, leaderOf } from "../helpers/replicas";
 import { assertNothingLeaked } from "../helpers/restart-checks";
+import { settled, waitFor } from "../helpers/harness";
 
 const config = {
     "egress:providers": { local: { type: "local" } },
@@ -36,7 +28,8 @@ let p: ProcProject;
 let redis: TestRedis;
 withRedisProject("lockloss", config, (made) => ({ p, redis } = made));
 
-const settled = async (svc: ServeProcess) =>
+/** No operation of `svc` queued or running. */
+const idle = async (svc: ServeProcess) =>
     !((await svc.call("GET", "/v1/operations")).body.operations as { status: string }[]).some(
         (o) => o.status === "running" || o.status === "queued",
     );
@@ -48,15 +41,15 @@ test("a leader cut off from the store mid-update ends its engine run; the next l
     await relay.listen();
     const a = await serve(p, ["--store", relay.via(redis.url), "--engine-kill-grace", "3"]);
     await leaderOf([a]);
-    await until("the start-up convergence done", () => settled(a), 120_000, 100);
+    await waitFor("the start-up convergence done", () => idle(a), 120_000, 100);
     const b = await serve(p, ["--store", redis.url]);
     assert.equal(await leaderOf([a, b]), a, "the first replica leads");
     const bId = (await clusterOf(b)).self;
 
-    const put = await a.call("PUT", "/v1/pools/web/replicas", { replicas: 6 });
+    const put = await a.call("PUT", "/v1/pools/web/replicas", { body: { replicas: 6 } });
     assert.equal(put.status, 202, JSON.stringify(put.body));
     const aPid = a.child.pid!;
-    await until("the leader's engine inside the update", () => engineUpdating(aPid), 60_000, 5);
+    await waitFor("the leader's engine inside the update", () => engineUpdating(aPid), 60_000, 5);
     // The engine and its plugins stop answering (a step stuck in a provider, a wedged CLI): the update
     // cannot finish, and a cancel cannot end it either.
     const stuck = wedgeEngine(aPid);
@@ -64,9 +57,9 @@ test("a leader cut off from the store mid-update ends its engine run; the next l
 
     const cut = Date.now();
     relay.close();
-    await until("the other replica leads", async () => (await clusterOf(b)).leader?.id === bId, 20_000, 100);
+    await waitFor("the other replica leads", async () => (await clusterOf(b)).leader?.id === bId, 20_000, 100);
     const newLeader = Date.now() - cut;
-    await until("the cut-off leader's engine ended", () => engineProcessesOf(aPid).length === 0, 30_000, 100).catch(
+    await waitFor("the cut-off leader's engine ended", () => engineProcessesOf(aPid).length === 0, 30_000, 100).catch(
         (e) => {
             console.log(JSON.stringify(engineProcessesOf(aPid)));
             console.log(
@@ -88,11 +81,11 @@ test("a leader cut off from the store mid-update ends its engine run; the next l
     // Lock TTL (5 s) for the step-down, the grace (3 s), the supervisor's sweep: well under 20 s.
     assert.ok(engineGone < 20_000, `engine gone ${engineGone} ms after the cut`);
 
-    await until(
+    await waitFor(
         "the new leader converged to 6",
         async () => {
             const pools = (await b.call("GET", "/v1/pools")).body.pools as { name: string; actual: number }[];
-            return pools.find((x) => x.name === "web")?.actual === 6 && (await settled(b));
+            return pools.find((x) => x.name === "web")?.actual === 6 && (await idle(b));
         },
         180_000,
         200,
@@ -112,28 +105,28 @@ test("a leader cut off while its scale-down drains starts no engine run; the nex
     await relay.listen();
     const a = await serve(p, ["--store", relay.via(redis.url), "--engine-kill-grace", "3"]);
     await leaderOf([a]);
-    await until("the start-up convergence done", () => settled(a), 120_000, 100);
+    await waitFor("the start-up convergence done", () => idle(a), 120_000, 100);
     const b = await serve(p, ["--store", redis.url, "--probe-interval", "0.5"]);
     assert.equal(await leaderOf([a, b]), a, "the first replica leads");
     const bId = (await clusterOf(b)).self;
-    const three = await a.call("PUT", "/v1/pools/web/replicas", { replicas: 3 });
-    assert.equal((await settledOp(a, three.body.operation.id)).status, "succeeded");
+    const three = await a.call("PUT", "/v1/pools/web/replicas", { body: { replicas: 3 } });
+    assert.equal((await settled(a, three.body.operation.id)).status, "succeeded");
     const healthy = async () =>
         ((await b.call("GET", "/v1/proxies")).body.proxies as { health: string }[]).filter(
             (x) => x.health === "healthy",
         ).length;
-    await until("3 healthy members", async () => (await healthy()) === 3, 60_000, 100);
+    await waitFor("3 healthy members", async () => (await healthy()) === 3, 60_000, 100);
     // Every member leased (through the other replica): the scale-down's member must drain.
     const leases: { id: string; proxy: { id: string } }[] = [];
     for (let i = 0; i < 3; i++) {
-        const l = await b.call("POST", "/v1/leases", { pool: "web", ttlSeconds: 600 });
+        const l = await b.call("POST", "/v1/leases", { body: { pool: "web", ttlSeconds: 600 } });
         assert.equal(l.status, 201, JSON.stringify(l.body));
         leases.push(l.body.lease);
     }
     // At once: the leader's view of leases granted elsewhere lags up to a second; the drain reads the store.
-    const down = await a.call("PUT", "/v1/pools/web/replicas", { replicas: 2 });
+    const down = await a.call("PUT", "/v1/pools/web/replicas", { body: { replicas: 2 } });
     assert.equal(down.status, 202, JSON.stringify(down.body));
-    await until(
+    await waitFor(
         "the scale-down draining on the leader",
         async () => (await a.call("GET", `/v1/operations/${down.body.operation.id}`)).body.operation?.drain?.draining,
         60_000,
@@ -151,9 +144,12 @@ test("a leader cut off while its scale-down drains starts no engine run; the nex
     assert.deepEqual(engineProcessesOf(a.child.pid!), [], "no engine runs while it drains");
 
     relay.close();
-    await until("the other replica leads", async () => (await clusterOf(b)).leader?.id === bId, 20_000, 100);
-    const abandoned = await until("the cut-off leader abandons its operation", async () =>
-        said(a, /lost the stack's lock while this operation ran/),
+    await waitFor("the other replica leads", async () => (await clusterOf(b)).leader?.id === bId, 20_000, 100);
+    const abandoned = await waitFor(
+        "the cut-off leader abandons its operation",
+        async () => said(a, /lost the stack's lock while this operation ran/),
+        60_000,
+        25,
     );
     assert.equal(abandoned.engineRunning, false, "it was draining: no engine run to cancel");
     // Its drain ended with the abort; an engine run after it would show within moments.
@@ -164,7 +160,7 @@ test("a leader cut off while its scale-down drains starts no engine run; the nex
     // The new leader applies the stack's desired 2: it drains the same member until its lease ends.
     const held = leases.find((l) => l.proxy.id === "web-2");
     assert.ok(held, JSON.stringify(leases.map((l) => l.proxy.id)));
-    await until(
+    await waitFor(
         "web-2 draining on the new leader",
         async () =>
             ((await b.call("GET", "/v1/proxies")).body.proxies as { id: string; lifecycle: string }[]).some(
@@ -173,13 +169,13 @@ test("a leader cut off while its scale-down drains starts no engine run; the nex
         60_000,
         100,
     );
-    const rel = await b.call("POST", `/v1/leases/${held.id}/release`, { outcome: "ok" });
+    const rel = await b.call("POST", `/v1/leases/${held.id}/release`, { body: { outcome: "ok" } });
     assert.equal(rel.status, 200, JSON.stringify(rel.body));
-    await until(
+    await waitFor(
         "the new leader converged to 2",
         async () => {
             const pools = (await b.call("GET", "/v1/pools")).body.pools as { name: string; actual: number }[];
-            return pools.find((x) => x.name === "web")?.actual === 2 && (await settled(b));
+            return pools.find((x) => x.name === "web")?.actual === 2 && (await idle(b));
         },
         120_000,
         200,

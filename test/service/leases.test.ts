@@ -4,12 +4,13 @@
  * two probe intervals and is never leased. Sticky sessions: the same proxy again, a move (`rebound`)
  * when the session's proxy dies, and 400 for a key the gateway could not carry.
  */
-import { after, before, test } from "node:test";
+import { before, test } from "node:test";
 import assert from "node:assert/strict";
 import * as fs from "node:fs";
-import { settledConverge, startTestService, TestService, TOKENS, waitFor } from "../helpers/service";
+import { settledConverge, startTestService, TestService, TOKENS } from "../helpers/service";
 import { getViaProxy, startTargetServer } from "../helpers/net";
 import { leaseClock } from "../helpers/lease-clock";
+import { teardown, waitFor } from "../helpers/harness";
 
 const PROBE_MS = 300;
 const config = {
@@ -20,19 +21,18 @@ const config = {
 const clock = leaseClock();
 let svc: TestService;
 let target: Awaited<ReturnType<typeof startTargetServer>>;
+const cleanup = teardown();
 before(async () => {
     target = await startTargetServer();
+    cleanup.own(target);
     svc = await startTestService(config, { probeIntervalMs: PROBE_MS, leaseClock: clock.now });
+    cleanup.own(svc);
     await settledConverge(svc);
     await waitFor(
         "3 healthy",
         async () => (await svc.call("GET", "/v1/proxies?state=healthy")).body.proxies.length === 3,
         20_000,
     );
-});
-after(async () => {
-    await svc?.close();
-    await target?.close();
 });
 
 const lease = (body: object = {}) => svc.call("POST", "/v1/leases", { token: TOKENS.lease, body });

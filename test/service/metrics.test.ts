@@ -2,9 +2,9 @@
  * /metrics on a real service follows Prometheus conventions (promtool agrees): base units, `_total`
  * counters, and no series left behind for pools, members and provider targets that went away.
  */
-import { after, before, test } from "node:test";
+import { before, test } from "node:test";
 import assert from "node:assert/strict";
-import { settled, settledConverge, startTestService, TestService, TOKENS, waitFor } from "../helpers/service";
+import { settledConverge, startTestService, TestService, TOKENS } from "../helpers/service";
 import { proxyBasicAuth, startTargetServer, viaProxy } from "../helpers/net";
 import {
     alertExprs,
@@ -16,6 +16,7 @@ import {
     parseSamples,
     promtool,
 } from "../helpers/metrics";
+import { settled, teardown, waitFor } from "../helpers/harness";
 
 const config = (pools: object[]) => ({
     "egress:providers": { local: { type: "local" } },
@@ -28,14 +29,13 @@ const both = [
 let svc: TestService;
 /** An origin on loopback (the gateway does not relay to the service's own API). */
 let origin: Awaited<ReturnType<typeof startTargetServer>>;
+const cleanup = teardown();
 before(async () => {
     origin = await startTargetServer();
+    cleanup.own(origin);
     svc = await startTestService(config(both), { gateway: { port: 0 } });
+    cleanup.own(svc);
     await settledConverge(svc);
-});
-after(async () => {
-    await svc?.close();
-    await origin?.close();
 });
 
 /** A GET through the rotating gateway to the test's origin; resolves with the status. */

@@ -9,9 +9,10 @@ import { after, before, test } from "node:test";
 import assert from "node:assert/strict";
 import * as zlib from "node:zlib";
 import { OPERATIONS } from "../../src/service/api/openapi";
-import { settled, TestService, TOKENS, waitFor } from "../helpers/service";
+import { TestService, TOKENS } from "../helpers/service";
 import { proxyBasicAuth, startTargetServer, viaProxy } from "../helpers/net";
 import { withOpenApiService } from "../helpers/openapi-service";
+import { settled, waitFor } from "../helpers/harness";
 
 let svc: TestService;
 const { call, seen } = withOpenApiService((made) => ({ svc } = made));

@@ -16,6 +16,7 @@ import {
     type PoolLeaseSettings,
     type ReleaseOutcome,
 } from "../../src/service/leases";
+import { sleep } from "../helpers/harness";
 
 interface Store {
     acquire(req: AcquireRequest): AcquireResult | Promise<AcquireResult>;
@@ -47,7 +48,6 @@ const POOLS: Record<string, PoolLeaseSettings> = {
     drop: { cooldownSeconds: 0, targets: [{ host: "d.example", maxConcurrency: 1 }] },
     retry: { cooldownSeconds: 0, targets: [{ host: "r.example", maxConcurrency: 1 }] },
 };
-const sleep = (ms: number) => new Promise((r) => setTimeout(r, ms));
 
 async function granted(store: Store, req: AcquireRequest) {
     const r = await store.acquire(req);

@@ -11,8 +11,9 @@
 import { test } from "node:test";
 import assert from "node:assert/strict";
 import { readSse } from "../helpers/sse";
-import { ADMIN_TOKEN, postgresProject, serve, settledOp, until } from "../helpers/processes";
+import { ADMIN_TOKEN, postgresProject, serve } from "../helpers/processes";
 import { assertNothingLeaked } from "../helpers/restart-checks";
+import { settled, waitFor } from "../helpers/harness";
 
 const config = {
     "egress:providers": { local: { type: "local" } },
@@ -27,12 +28,17 @@ test(
         const svc = await serve(db.p);
         try {
             const members = async () => ((await svc.call("GET", "/v1/proxies")).body.proxies as unknown[]).length;
-            await until("the start-up convergence to 2", async () => (await members()) === 2, 120_000);
+            await waitFor("the start-up convergence to 2", async () => (await members()) === 2, 120_000, 25);
             // Both healthy before the loop begins: a member the probes have not judged yet is not leased.
-            await until("2 healthy members", async () => {
-                const proxies = (await svc.call("GET", "/v1/proxies")).body.proxies as { health: string }[];
-                return proxies.filter((x) => x.health === "healthy").length === 2;
-            });
+            await waitFor(
+                "2 healthy members",
+                async () => {
+                    const proxies = (await svc.call("GET", "/v1/proxies")).body.proxies as { health: string }[];
+                    return proxies.filter((x) => x.health === "healthy").length === 2;
+                },
+                60_000,
+                25,
+            );
 
             // Leases go on throughout: a lease+release loop, every answer recorded.
             let leasing = true;
@@ -40,11 +46,13 @@ test(
             const odd: unknown[] = [];
             const loop = (async () => {
                 while (leasing) {
-                    const g = await svc.call("POST", "/v1/leases", { pool: "web", ttlSeconds: 30 });
+                    const g = await svc.call("POST", "/v1/leases", { body: { pool: "web", ttlSeconds: 30 } });
                     statuses.push(g.status);
                     if (g.status !== 201) odd.push(g.body);
                     if (g.status === 201) {
-                        const r = await svc.call("POST", `/v1/leases/${g.body.lease.id}/release`, { outcome: "ok" });
+                        const r = await svc.call("POST", `/v1/leases/${g.body.lease.id}/release`, {
+                            body: { outcome: "ok" },
+                        });
                         statuses.push(r.status);
                         if (r.status !== 200) odd.push(r.body);
                     }
@@ -54,7 +62,7 @@ test(
 
             await db.pg.kill();
             const downAt = Date.now();
-            const r = await svc.call("PUT", "/v1/pools/web/replicas", { replicas: 3 });
+            const r = await svc.call("PUT", "/v1/pools/web/replicas", { body: { replicas: 3 } });
             assert.equal(r.status, 202, JSON.stringify(r.body));
             const id = r.body.operation.id;
             // The operation's events show every retry (the log warns once per operation).
@@ -66,7 +74,7 @@ test(
                 },
             });
             // Twice: the first retry fails too while the server is still down (0.5 s, then 1 s of back-off).
-            await until("the service to retry the engine run twice", () => retries.length >= 2, 60_000, 100);
+            await waitFor("the service to retry the engine run twice", () => retries.length >= 2, 60_000, 100);
             assert.match(retries[1], /^backend unreachable, retrying in 1000 ms \(attempt 2\)/);
             assert.equal(
                 svc.entries.filter((e) => e.msg === "the Pulumi backend is unreachable; retrying" && e.operation === id)
@@ -85,7 +93,7 @@ test(
 
             await db.pg.start();
             console.log(`PostgreSQL was down ${Date.now() - downAt} ms`);
-            const op = await settledOp(svc, id, 180_000);
+            const op = await settled(svc, id, 180_000);
             assert.equal(op.status, "succeeded", JSON.stringify(op));
             await stream;
             leasing = false;

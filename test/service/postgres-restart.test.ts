@@ -17,12 +17,11 @@ import {
     postgresProject,
     serve,
     type ServeProcess,
-    settledOp,
-    until,
     withServiceLogs,
 } from "../helpers/processes";
 import { assertNothingLeaked } from "../helpers/restart-checks";
 import { readSse, type SseEvent } from "../helpers/sse";
+import { settled, waitFor } from "../helpers/harness";
 
 const config = {
     "egress:providers": { local: { type: "local" } },
@@ -47,7 +46,7 @@ async function scaleThroughRestart(
     replicas: number,
     cut: (e?: SseEvent) => boolean,
 ): Promise<{ op: any; events: SseEvent[]; retries: string[] }> {
-    const r = await svc.call("PUT", "/v1/pools/web/replicas", { replicas });
+    const r = await svc.call("PUT", "/v1/pools/web/replicas", { body: { replicas } });
     assert.equal(r.status, 202, JSON.stringify(r.body));
     const id = r.body.operation.id as string;
     let restart: Promise<void> | undefined;
@@ -59,7 +58,7 @@ async function scaleThroughRestart(
         const stream = await withServiceLogs(svc, readSse(svc.url, id, { token: ADMIN_TOKEN, onEvent: check }));
         assert.ok(restart, `the moment to restart PostgreSQL came: ${JSON.stringify(stream.events)}`);
         await restart;
-        const op = await settledOp(svc, id, 120_000);
+        const op = await settled(svc, id, 120_000);
         const retries = stream.events
             .filter((e) => e.type === "progress" && e.data.kind === "diagnostic")
             .map((e) => e.data.message as string)
@@ -78,7 +77,7 @@ test(
         const svc = await serve(db.p);
         try {
             const members = async () => ((await svc.call("GET", "/v1/proxies")).body.proxies as unknown[]).length;
-            await until("the start-up convergence to 1", async () => (await members()) === 1, 120_000);
+            await waitFor("the start-up convergence to 1", async () => (await members()) === 1, 120_000, 25);
             const pid = svc.child.pid!;
 
             // 1. The engine's `pulumi up` process has started: it is about to read the stack and take its lock.

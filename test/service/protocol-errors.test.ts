@@ -4,17 +4,17 @@
  * `{error:{code,message}}` and a closed connection, not Node's empty 400/417; the service keeps
  * serving, and the rejected bytes (here: a token in them) never reach the log.
  */
-import { after, before, test } from "node:test";
+import { before, test } from "node:test";
 import assert from "node:assert/strict";
 import { rawHttp } from "../helpers/net";
 import { EMPTY_LOCAL_POOL, startTestService, TestService, TOKENS } from "../helpers/service";
+import { teardown } from "../helpers/harness";
 
 let svc: TestService;
+const cleanup = teardown();
 before(async () => {
     svc = await startTestService(EMPTY_LOCAL_POOL, { converge: false });
-});
-after(async () => {
-    await svc?.close();
+    cleanup.own(svc);
 });
 
 const auth = `Authorization: Bearer ${TOKENS.lease}\r\n`;

@@ -5,15 +5,16 @@
  * to `lease`/`admin` tokens only; and the clear password is in no log line, no answer to a discover-only
  * token, and no file of the state backend, the stack file or the proxies' run dir.
  */
-import { after, before, test } from "node:test";
+import { before, test } from "node:test";
 import assert from "node:assert/strict";
 import * as cp from "node:child_process";
 import * as fs from "node:fs";
 import * as path from "node:path";
 import { promisify } from "node:util";
-import { settled, startTestService, TestService, TOKENS, waitFor } from "../helpers/service";
+import { startTestService, TestService, TOKENS } from "../helpers/service";
 import { proxyBasicAuth, requestViaProxy, startTargetServer } from "../helpers/net";
 import { engineHome, PACKAGE_ROOT } from "../../src/engine";
+import { settled, teardown, waitFor } from "../helpers/harness";
 
 const PASSWORD = "creds-canary-7f3a9c1e-Qx2";
 const USERNAME = "crawler";
@@ -37,8 +38,10 @@ function pulumi(args: string[]): string {
     });
 }
 
+const cleanup = teardown();
 before(async () => {
     target = await startTargetServer();
+    cleanup.own(target);
     svc = await startTestService(
         {
             "egress:providers": { local: { type: "local" } },
@@ -46,6 +49,7 @@ before(async () => {
         },
         { probeIntervalMs: 300, converge: false, targetCooldownSeconds: 0, gateway: { port: 0 } },
     );
+    cleanup.own(svc);
     pulumi(["stack", "select", "svc", "--create"]);
     pulumi(["config", "set", "--path", "egress:pools[0].auth.username", USERNAME, "--stack", "svc"]);
     pulumi(["config", "set", "--secret", "--path", "egress:pools[0].auth.password", PASSWORD, "--stack", "svc"]);
@@ -58,10 +62,6 @@ before(async () => {
     assert.equal(scale.status, 202, JSON.stringify(scale.body));
     const op = await settled(svc, scale.body.operation.id);
     assert.equal(op.status, "succeeded", JSON.stringify(op));
-});
-after(async () => {
-    await svc?.close();
-    await target?.close();
 });
 
 test("health probes authenticate: the members turn healthy", async () => {

@@ -11,7 +11,8 @@ import * as fs from "node:fs";
 import * as path from "node:path";
 import { PY_CLIENT, python, type Site, startSite } from "../helpers/python-client";
 import { PACKAGE_ROOT } from "../../src/engine/env";
-import { poolView, settledConverge, startTestService, TestService, TOKENS, waitFor } from "../helpers/service";
+import { poolView, settledConverge, startTestService, TestService, TOKENS } from "../helpers/service";
+import { waitFor } from "../helpers/harness";
 
 let svc: TestService;
 let site: Site;

@@ -14,21 +14,13 @@
 import { after, before, test } from "node:test";
 import assert from "node:assert/strict";
 import { loadStackConfig } from "../../src/config";
-import {
-    cli,
-    killServices,
-    procProject,
-    ProcProject,
-    serve,
-    ServeProcess,
-    settledOp,
-    until,
-} from "../helpers/processes";
+import { cli, killServices, procProject, ProcProject, serve, ServeProcess } from "../helpers/processes";
 import * as path from "node:path";
 import { holdWriterLock, killHard } from "../helpers/cli";
 import { startRedis } from "../helpers/redis";
 import { leaderOf } from "../helpers/replicas";
 import { assertNothingLeaked } from "../helpers/restart-checks";
+import { settled, waitFor } from "../helpers/harness";
 
 const config = {
     "egress:providers": { local: { type: "local" } },
@@ -46,27 +38,37 @@ after(async () => {
 });
 
 const scale = (svc: ServeProcess, replicas: number) =>
-    svc.call("PUT", "/v1/pools/web/replicas", { replicas }).then((r) => {
+    svc.call("PUT", "/v1/pools/web/replicas", { body: { replicas } }).then((r) => {
         assert.equal(r.status, 202, JSON.stringify(r.body));
         return r.body.operation as { id: string; status: string };
     });
 
 /** Waits for the convergence of the start at `since` (the journal also lists earlier starts' operations). */
 async function converged(svc: ServeProcess, since: string) {
-    await until("the start-up convergence", async () => {
-        const ops = (await svc.call("GET", "/v1/operations")).body.operations as Record<string, string>[];
-        const up = ops.find((o) => o.kind === "up" && o.createdAt >= since);
-        return up?.status === "succeeded" && !ops.some((o) => o.status === "queued" || o.status === "running");
-    });
+    await waitFor(
+        "the start-up convergence",
+        async () => {
+            const ops = (await svc.call("GET", "/v1/operations")).body.operations as Record<string, string>[];
+            const up = ops.find((o) => o.kind === "up" && o.createdAt >= since);
+            return up?.status === "succeeded" && !ops.some((o) => o.status === "queued" || o.status === "running");
+        },
+        60_000,
+        25,
+    );
 }
 
 /** One operation running (a scale-up) and one queued behind it, as the client saw them. */
 async function runningAndQueued(svc: ServeProcess, up: number, then: number) {
     const first = await scale(svc, up);
-    await until("the first operation to run", async () => {
-        const op = (await svc.call("GET", `/v1/operations/${first.id}`)).body.operation;
-        return op.status === "running";
-    });
+    await waitFor(
+        "the first operation to run",
+        async () => {
+            const op = (await svc.call("GET", `/v1/operations/${first.id}`)).body.operation;
+            return op.status === "running";
+        },
+        60_000,
+        25,
+    );
     const second = await scale(svc, then);
     assert.equal(second.status, "queued");
     assert.notEqual(second.id, first.id);
@@ -75,17 +77,22 @@ async function runningAndQueued(svc: ServeProcess, up: number, then: number) {
 
 /** After the restart: the queued request applied under its id, the pool at `n`, nothing leaked. */
 async function applied(svc: ServeProcess, id: string, n: number, deadPid: number) {
-    const op = await settledOp(svc, id, 180_000);
+    const op = await settled(svc, id, 180_000);
     assert.equal(op.status, "succeeded", JSON.stringify(op));
     assert.equal(op.desired.web, n);
     assert.ok(
         svc.entries.some((e) => e.msg === "a scale request queued before the stop is applied now" && e.carried === id),
         "the carry-over is logged",
     );
-    await until("the pool to settle", async () => {
-        const ops = (await svc.call("GET", "/v1/operations")).body.operations as { status: string }[];
-        return !ops.some((o) => o.status === "queued" || o.status === "running");
-    });
+    await waitFor(
+        "the pool to settle",
+        async () => {
+            const ops = (await svc.call("GET", "/v1/operations")).body.operations as { status: string }[];
+            return !ops.some((o) => o.status === "queued" || o.status === "running");
+        },
+        60_000,
+        25,
+    );
     assert.equal(loadStackConfig(p.dir, p.stack).pools[0].replicas, n, "the stack file holds the request");
     const members = await assertNothingLeaked(p, svc, deadPid);
     assert.equal(members.length, n);
@@ -154,10 +161,15 @@ test(
         try {
             const op = await scale(svc, want);
             id = op.id;
-            const waiting = await until("the scale to wait for the lock", async () => {
-                const o = (await svc.call("GET", `/v1/operations/${op.id}`)).body.operation;
-                return o.waitingForLock && o;
-            });
+            const waiting = await waitFor(
+                "the scale to wait for the lock",
+                async () => {
+                    const o = (await svc.call("GET", `/v1/operations/${op.id}`)).body.operation;
+                    return o.waitingForLock && o;
+                },
+                60_000,
+                25,
+            );
             assert.equal(waiting.status, "running");
             assert.equal(waiting.waitingForLock.holder, `pid ${holder.pid} (egress up)`, "it says whom it waits for");
             assert.equal(p.replicas("web"), before, "nothing applied: the stack file is untouched");
@@ -189,16 +201,25 @@ test(
             const follower = replicas.find((r) => r !== leader)!;
             await converged(leader, t0);
             const first = await scale(leader, 4);
-            await until("the first operation to run", async () => {
-                const op = (await leader.call("GET", `/v1/operations/${first.id}`)).body.operation;
-                return op.status === "running";
-            });
+            await waitFor(
+                "the first operation to run",
+                async () => {
+                    const op = (await leader.call("GET", `/v1/operations/${first.id}`)).body.operation;
+                    return op.status === "running";
+                },
+                60_000,
+                25,
+            );
             const second = await scale(follower, 2);
             assert.equal(second.status, "queued");
-            await until("the leader to take the follower's request", () =>
-                leader.entries.some(
-                    (e) => e.msg === "scale requested (queued by a replica)" && e.operation === second.id,
-                ),
+            await waitFor(
+                "the leader to take the follower's request",
+                () =>
+                    leader.entries.some(
+                        (e) => e.msg === "scale requested (queued by a replica)" && e.operation === second.id,
+                    ),
+                60_000,
+                25,
             );
             leader.child.kill("SIGKILL");
             await leader.exited;

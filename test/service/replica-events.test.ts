@@ -16,12 +16,13 @@
 import { after, before, test } from "node:test";
 import assert from "node:assert/strict";
 import Redis from "ioredis";
-import { endProcProject, procProject, ProcProject, serve, ServeProcess, until } from "../helpers/processes";
+import { endProcProject, procProject, ProcProject, serve, ServeProcess } from "../helpers/processes";
 import { engineUpdating } from "../helpers/proc-scan";
 import { startRedis, TestRedis } from "../helpers/redis";
 import { leaderOf } from "../helpers/replicas";
 import { ADMIN_TOKEN } from "../helpers/proc-project";
 import { readSse, type SseEvent } from "../helpers/sse";
+import { waitFor } from "../helpers/harness";
 
 let p: ProcProject;
 let redis: TestRedis;
@@ -50,8 +51,8 @@ const members = async (svc: ServeProcess) => (await svc.call("GET", "/v1/proxies
 test("a request queued through a follower streams there from its 202 to the end; the leader streams the same", async () => {
     const leader = await leaderOf(replicas);
     const follower = replicas.find((r) => r !== leader)!;
-    await until("the first member", async () => (await members(follower)) === 1, 120_000, 200);
-    const r = await follower.call("PUT", "/v1/pools/web/replicas", { replicas: 2 });
+    await waitFor("the first member", async () => (await members(follower)) === 1, 120_000, 200);
+    const r = await follower.call("PUT", "/v1/pools/web/replicas", { body: { replicas: 2 } });
     assert.equal(r.status, 202, JSON.stringify(r.body));
     const there = await sse(follower, r.body.operation.id);
     assert.equal(there.status, 200, there.raw);
@@ -78,13 +79,13 @@ test("a request queued through a follower streams there from its 202 to the end;
 test("kill -9 of the leader mid-scale: a client on the follower keeps its stream, which ends with the next leader's interrupted", async () => {
     const leader = await leaderOf(replicas);
     const follower = replicas.find((r) => r !== leader)!;
-    const r = await leader.call("PUT", "/v1/pools/web/replicas", { replicas: 4 });
+    const r = await leader.call("PUT", "/v1/pools/web/replicas", { body: { replicas: 4 } });
     assert.equal(r.status, 202, JSON.stringify(r.body));
     const id = r.body.operation.id;
     let progressed = 0;
     const reading = sse(follower, id, { onEvent: (e) => void (e.type === "progress" && progressed++) });
-    await until("the leader's engine inside the update", () => engineUpdating(leader.child.pid!), 60_000, 5);
-    await until("a progress event on the follower's stream", () => progressed > 0, 30_000, 20);
+    await waitFor("the leader's engine inside the update", () => engineUpdating(leader.child.pid!), 60_000, 5);
+    await waitFor("a progress event on the follower's stream", () => progressed > 0, 30_000, 20);
     leader.child.kill("SIGKILL");
     await leader.exited;
     replicas = [follower];
@@ -99,14 +100,14 @@ test("kill -9 of the leader mid-scale: a client on the follower keeps its stream
     assert.deepEqual(resumed.events, got.events.slice(2), "after Last-Event-ID 2: the rest, once");
     const none = await sse(follower, id, { lastEventId: String(last.id) });
     assert.deepEqual(none.events, [], "after the last id: nothing");
-    await until("the survivor converged", async () => (await members(follower)) === 4, 180_000, 250);
+    await waitFor("the survivor converged", async () => (await members(follower)) === 4, 180_000, 250);
 });
 
 test("Redis killed and restarted mid-operation: the follower's stream waits, goes on, and ends with the outcome", async () => {
     replicas.push(await serve(p, args()));
     const leader = await leaderOf(replicas);
     const follower = replicas.find((r) => r !== leader)!;
-    const r = await leader.call("PUT", "/v1/pools/web/replicas", { replicas: 6 });
+    const r = await leader.call("PUT", "/v1/pools/web/replicas", { body: { replicas: 6 } });
     assert.equal(r.status, 202, JSON.stringify(r.body));
     const id = r.body.operation.id;
     let progressed = 0;
@@ -117,7 +118,7 @@ test("Redis killed and restarted mid-operation: the follower's stream waits, goe
             if (e.type === "progress") progressed++;
         },
     });
-    await until("a progress event on the follower's stream", () => progressed > 0, 60_000, 20);
+    await waitFor("a progress event on the follower's stream", () => progressed > 0, 60_000, 20);
     const atKill = seen;
     // Back at once (an outage as long as the restart): the leader's lock (5 s) normally outlives it.
     await redis.kill();

@@ -9,10 +9,11 @@
  */
 import { after, before, test } from "node:test";
 import assert from "node:assert/strict";
-import { cli, killServices, procProject, ProcProject, serve, ServeProcess, until } from "../helpers/processes";
+import { cli, killServices, procProject, ProcProject, serve, ServeProcess } from "../helpers/processes";
 import { startRedis, TestRedis } from "../helpers/redis";
 import { clusterOf, leaderOf } from "../helpers/replicas";
 import { freeLoopbackPort } from "../helpers/net";
+import { waitFor } from "../helpers/harness";
 
 const config = {
     "egress:providers": { local: { type: "local" } },
@@ -47,7 +48,7 @@ test("a replica from another EGRESS_HOME is refused; replicas from one home join
         await serve(p, [...args, "--gateway-port", String(gw[1])]),
     ];
     const leader = await leaderOf(replicas);
-    await until("the member", async () => (await memberIds(leader)).length === 1, 120_000);
+    await waitFor("the member", async () => (await memberIds(leader)).length === 1, 120_000, 25);
     const view = await clusterOf(leader);
     assert.equal(view.replicas.length, 2);
     const homes = new Set<string>(view.replicas.map((r: { home: string }) => r.home));

@@ -29,7 +29,6 @@ import {
     serve,
     ServeProcess,
     spawnCli,
-    until,
     withServiceLogs,
 } from "../helpers/processes";
 import { startRedis, TestRedis } from "../helpers/redis";
@@ -37,6 +36,7 @@ import { startPostgres, TestPostgres } from "../helpers/postgres";
 import { clusterOf, leaderOf } from "../helpers/replicas";
 import { pidsMentioning } from "../helpers/project";
 import { freeLoopbackPort, proxyBasicAuth, rawHttp } from "../helpers/net";
+import { waitFor } from "../helpers/harness";
 
 let redis: TestRedis;
 let pg: TestPostgres;
@@ -62,7 +62,7 @@ const lockRows = () => {
 const converged = (svc: ServeProcess, who: string) =>
     withServiceLogs(
         svc,
-        until(
+        waitFor(
             `${who}: 3 healthy members, no lock row`,
             async () => {
                 const m = await members(svc);
@@ -123,10 +123,13 @@ test(
         for (let attempt = 1; !row || lockRows().length === 0; attempt++) {
             assert.ok(attempt <= 3, "killed host-a's replica inside its update within 3 tries");
             const a1 = await serve(hostA, args);
-            await until("host-a's start-up `up`", () =>
-                a1.entries.some((e) => e.msg === "operation started" && e.kind === "up"),
+            await waitFor(
+                "host-a's start-up `up`",
+                () => a1.entries.some((e) => e.msg === "operation started" && e.kind === "up"),
+                60_000,
+                25,
             );
-            row = await until("host-a's engine holding the stack's lock row", async () => lockRows()[0], 120_000, 20);
+            row = await waitFor("host-a's engine holding the stack's lock row", async () => lockRows()[0], 120_000, 20);
             a1.child.kill("SIGKILL");
             await a1.exited;
         }
@@ -205,27 +208,39 @@ test(
         hostA.writeConfig(zonedConfig);
         await withServiceLogs(
             a2,
-            until("host-a's replica to report its drift", () =>
-                a2.entries.some((e) => /^this home's stack file changed while replicas of other homes/.test(e.msg)),
+            waitFor(
+                "host-a's replica to report its drift",
+                () =>
+                    a2.entries.some((e) => /^this home's stack file changed while replicas of other homes/.test(e.msg)),
+                60_000,
+                25,
             ),
         );
         assert.equal(new Set(await scopes()).size, 2, "two scopes while one home has the edit");
         hostB.writeConfig(zonedConfig);
         await withServiceLogs(
             a2,
-            until("one new scope for both", async () => {
-                const now = await scopes();
-                return now.length === 2 && new Set(now).size === 1 && now[0] !== oldScope;
-            }),
+            waitFor(
+                "one new scope for both",
+                async () => {
+                    const now = await scopes();
+                    return now.length === 2 && new Set(now).size === 1 && now[0] !== oldScope;
+                },
+                60_000,
+                25,
+            ),
         );
-        await until("host-a's replica to agree again", () =>
-            a2.entries.some((e) => e.msg === "this home's stack file and the stack's replicas agree again"),
+        await waitFor(
+            "host-a's replica to agree again",
+            () => a2.entries.some((e) => e.msg === "this home's stack file and the stack's replicas agree again"),
+            60_000,
+            25,
         );
         assert.equal((await clusterOf(a2)).leader.id, (await clusterOf(b1)).self, "host-b's replica still leads");
         const killedAt = Date.now();
         b1.child.kill("SIGKILL");
         await b1.exited;
-        await until(
+        await waitFor(
             "host-a's replica leading",
             async () => (await clusterOf(a2)).leader?.id === (await clusterOf(a2)).self,
             10_000,
@@ -238,7 +253,7 @@ test(
         assert.equal(await a2.exited, 0);
         // An engine command a replica ran at its exit (the stack watch's export) ends with it: nothing stays.
         for (const p of [hostA, hostB])
-            await until(`no process of ${p.host} left`, () => pidsMentioning(p.dir).length === 0, 10_000, 100);
+            await waitFor(`no process of ${p.host} left`, () => pidsMentioning(p.dir).length === 0, 10_000, 100);
 
         // No replica runs. host-a's `egress up --store` dies (SIGKILL) while its engine holds the lock row;
         // host-b's then holds the store's lock, counts host-a's engine gone after the grace, and converges.
@@ -251,7 +266,7 @@ test(
             const exited = new Promise((r) => cut.once("exit", r)).then(() => (ended = true));
             // A short no-op update may hold the row between two reads (each a psql run): then it ends
             // unseen, and the next attempt tries again.
-            await until(
+            await waitFor(
                 "host-a's `egress up` holding the lock row, or ending",
                 () => ended || lockRows().length > 0,
                 60_000,
@@ -259,7 +274,12 @@ test(
             );
             cut.kill("SIGKILL");
             await exited;
-            await until(`no process of ${hostA.host} left`, () => pidsMentioning(hostA.dir).length === 0, 10_000, 100);
+            await waitFor(
+                `no process of ${hostA.host} left`,
+                () => pidsMentioning(hostA.dir).length === 0,
+                10_000,
+                100,
+            );
         }
         assert.equal(lockRows().length, 1, "the killed command's lock row is left behind");
         const next = await cliAsync(hostB, ["up", "--quiet", "--store", redis.url, "--engine-kill-grace", "2"]);
@@ -272,16 +292,21 @@ test(
         const same = [await serve(hostA, args), await serve(hostA, args)];
         const before = (await clusterOf(same[0])).replicas[0].scope;
         hostA.writeConfig(config);
-        await until("both replicas of host-a on one new scope", async () => {
-            const now = (await clusterOf(same[0])).replicas.map((r: { scope: string }) => r.scope);
-            return now.length === 2 && new Set(now).size === 1 && now[0] !== before;
-        });
+        await waitFor(
+            "both replicas of host-a on one new scope",
+            async () => {
+                const now = (await clusterOf(same[0])).replicas.map((r: { scope: string }) => r.scope);
+                return now.length === 2 && new Set(now).size === 1 && now[0] !== before;
+            },
+            60_000,
+            25,
+        );
         for (const r of same) {
             assert.ok(!r.entries.some((e) => /stack file changed/.test(e.msg ?? "")), "no drift within one home");
             r.child.kill("SIGTERM");
             assert.equal(await r.exited, 0);
         }
         for (const p of [hostA, hostB])
-            await until(`no process of ${p.host} left`, () => pidsMentioning(p.dir).length === 0, 10_000, 100);
+            await waitFor(`no process of ${p.host} left`, () => pidsMentioning(p.dir).length === 0, 10_000, 100);
     },
 );

@@ -7,10 +7,11 @@
  */
 import { test } from "node:test";
 import assert from "node:assert/strict";
-import { ProcProject, serve, ServeProcess, until } from "../helpers/processes";
+import { ProcProject, serve, ServeProcess } from "../helpers/processes";
 import type { TestRedis } from "../helpers/redis";
 import { withRedisProject } from "../helpers/redis-project";
 import { leaderOf } from "../helpers/replicas";
+import { waitFor } from "../helpers/harness";
 
 const config = {
     "egress:providers": { local: { type: "local" } },
@@ -33,7 +34,7 @@ test("a follower lists the leader's drain: lifecycle, deadline and pool count; t
     const replicas = [await serve(p, args), await serve(p, args)];
     const leader = await leaderOf(replicas);
     const follower = replicas.find((r) => r !== leader)!;
-    await until(
+    await waitFor(
         "2 healthy members on both replicas",
         async () =>
             (await Promise.all(replicas.map(proxies))).every(
@@ -46,21 +47,21 @@ test("a follower lists the leader's drain: lifecycle, deadline and pool count; t
     // Both members leased through the follower: the scale-down's member (web-1) must drain.
     const leases = [];
     for (let i = 0; i < 2; i++) {
-        const l = await follower.call("POST", "/v1/leases", { pool: "web", ttlSeconds: 600 });
+        const l = await follower.call("POST", "/v1/leases", { body: { pool: "web", ttlSeconds: 600 } });
         assert.equal(l.status, 201, JSON.stringify(l.body));
         leases.push(l.body.lease);
     }
-    const down = await follower.call("PUT", "/v1/pools/web/replicas", { replicas: 1 });
+    const down = await follower.call("PUT", "/v1/pools/web/replicas", { body: { replicas: 1 } });
     assert.equal(down.status, 202, JSON.stringify(down.body));
 
-    const onLeader = await until(
+    const onLeader = await waitFor(
         "web-1 draining on the leader",
         async () => (await proxies(leader)).find((x) => x.id === "web-1" && x.lifecycle === "draining"),
         60_000,
         100,
     );
     const t0 = Date.now();
-    const onFollower = await until(
+    const onFollower = await waitFor(
         "web-1 draining on the follower",
         async () => (await proxies(follower)).find((x) => x.id === "web-1" && x.lifecycle === "draining"),
         10_000,
@@ -75,9 +76,9 @@ test("a follower lists the leader's drain: lifecycle, deadline and pool count; t
     // The crawler releases through the follower: the drain ends, the member goes, on both.
     const held = leases.find((l) => l.proxy.id === "web-1");
     assert.ok(held, `a lease on web-1: ${JSON.stringify(leases)}`);
-    const rel = await follower.call("POST", `/v1/leases/${held.id}/release`, { outcome: "ok" });
+    const rel = await follower.call("POST", `/v1/leases/${held.id}/release`, { body: { outcome: "ok" } });
     assert.equal(rel.status, 200, JSON.stringify(rel.body));
-    await until(
+    await waitFor(
         "one member, none draining, on both replicas",
         async () =>
             (await Promise.all(replicas.map(proxies))).every(

@@ -14,10 +14,11 @@ import { after, before, test } from "node:test";
 import assert from "node:assert/strict";
 import * as net from "node:net";
 import { startPostgres, type TestPostgres } from "../helpers/postgres";
-import { killServices, procProject, type ProcProject, proxyProcesses, serve, until } from "../helpers/processes";
+import { killServices, procProject, type ProcProject, proxyProcesses, serve } from "../helpers/processes";
 import { startRedis, type TestRedis } from "../helpers/redis";
 import { leaderOf } from "../helpers/replicas";
 import { freeLoopbackPort } from "../helpers/net";
+import { waitFor } from "../helpers/harness";
 
 const ROUNDS = 5;
 const config = {
@@ -60,10 +61,11 @@ for (const n of [3, 5]) {
             const replicas = await Promise.all(Array.from({ length: n }, () => serve(p, ["--store", redis.url])));
             const leader = await leaderOf(replicas, 30_000);
             assert.ok(leader, `round ${round}: one leader`);
-            await until(
+            await waitFor(
                 `round ${round}: every replica lists the one member`,
                 async () => (await Promise.all(replicas.map(memberIds))).every((ids) => ids.join() === "web-0"),
                 120_000,
+                25,
             );
             assert.equal(proxyProcesses(p).size, 1, `round ${round}: one proxy process, not one per replica`);
             // Whether this round met the table race (the replicas' notice); it need not every time.

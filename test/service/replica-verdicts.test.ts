@@ -11,9 +11,10 @@
  */
 import { test } from "node:test";
 import assert from "node:assert/strict";
-import { ProcProject, proxyProcesses, serve, ServeProcess, until } from "../helpers/processes";
+import { ProcProject, proxyProcesses, serve, ServeProcess } from "../helpers/processes";
 import type { TestRedis } from "../helpers/redis";
 import { withRedisProject } from "../helpers/redis-project";
+import { waitFor } from "../helpers/harness";
 
 const config = {
     "egress:providers": { local: { type: "local" } },
@@ -36,7 +37,7 @@ const timeline = async (svc: ServeProcess) =>
 test("a follower shows the leader's verdicts, and keeps them across a failover", async () => {
     const args = ["--store", redis.url, "--probe-interval", "0.5", "--timeline-interval", "1"];
     const replicas = [await serve(p, args), await serve(p, args)];
-    const [leader, follower] = await until(
+    const [leader, follower] = await waitFor(
         "one leader both replicas agree on",
         async () => {
             const v = await Promise.all(replicas.map(selfOf));
@@ -46,7 +47,7 @@ test("a follower shows the leader's verdicts, and keeps them across a failover",
         15_000,
         100,
     );
-    await until(
+    await waitFor(
         "2 healthy members on both replicas",
         async () =>
             (await Promise.all(replicas.map(listed))).every(
@@ -62,7 +63,7 @@ test("a follower shows the leader's verdicts, and keeps them across a failover",
     assert.ok(pid, `a process for ${dead}: ${[...proxyProcesses(p).keys()]}`);
     const killedAt = Date.now();
     process.kill(pid, "SIGKILL");
-    const shown = await until(
+    const shown = await waitFor(
         `the follower to show ${dead} unhealthy`,
         async () => (await listed(follower)).proxies.find((x) => x.id === dead && x.health === "unhealthy"),
         10_000,
@@ -80,15 +81,15 @@ test("a follower shows the leader's verdicts, and keeps them across a failover",
     assert.equal(verdicts.self, false);
     // The follower leases only the healthy member (eligibility is the leader's, published to the store).
     for (let i = 0; i < 3; i++) {
-        const g = await follower.call("POST", "/v1/leases", { pool: "web", ttlSeconds: 30 });
+        const g = await follower.call("POST", "/v1/leases", { body: { pool: "web", ttlSeconds: 30 } });
         assert.equal(g.status, 201, JSON.stringify(g.body));
         assert.equal(g.body.lease.proxy.id, alive);
-        const rel = await follower.call("POST", `/v1/leases/${g.body.lease.id}/release`, { outcome: "ok" });
+        const rel = await follower.call("POST", `/v1/leases/${g.body.lease.id}/release`, { body: { outcome: "ok" } });
         assert.equal(rel.status, 200);
     }
 
     // The timeline is the leader's: the follower shows the same samples.
-    const sampled = await until(
+    const sampled = await waitFor(
         "the follower's timeline to be the leader's (2 samples or more)",
         async () => {
             const [l, f] = await Promise.all([timeline(leader), timeline(follower)]);
@@ -103,7 +104,7 @@ test("a follower shows the leader's verdicts, and keeps them across a failover",
     await leader.exited;
     const samples: Record<string, string>[] = [];
     let ledAt: number | undefined;
-    await until(
+    await waitFor(
         "the follower to lead and show its own verdicts for 3 s",
         async () => {
             const l = await listed(follower);
@@ -123,7 +124,7 @@ test("a follower shows the leader's verdicts, and keeps them across a failover",
         samples.every((s) => s[dead] === "unhealthy"),
         `the dead member stayed unhealthy throughout: ${JSON.stringify(samples.map((s) => s[dead]))}`,
     );
-    await until(
+    await waitFor(
         "the new leader to continue the same timeline",
         async () => {
             const t = await timeline(follower);

@@ -3,15 +3,17 @@
  * without a stack, the "try later" 503s at debug, client mistakes at info; only a real server fault
  * is logged at error, once, with the stack of what was thrown. Both lease paths (fast and Express).
  */
-import { after, before, test } from "node:test";
+import { before, test } from "node:test";
 import assert from "node:assert/strict";
 import * as http from "node:http";
 import { createLogger } from "../../src/log/logger";
 import { startTestService, TestService, TOKENS } from "../helpers/service";
+import { teardown } from "../helpers/harness";
 
 const lines: string[] = [];
 const log = createLogger({ level: "debug", destination: { write: (s: string) => void lines.push(s) } });
 let svc: TestService;
+const cleanup = teardown();
 before(async () => {
     svc = await startTestService(
         {
@@ -20,9 +22,7 @@ before(async () => {
         },
         { converge: false, log },
     );
-});
-after(async () => {
-    await svc?.close();
+    cleanup.own(svc);
 });
 
 /** A POST tagged with `x-case` (logged with the request headers); `chunked` sends it the Express way. */

@@ -2,24 +2,24 @@
  * Restart safety: a new service rebuilds its view from stack outputs, marks operations a crash cut
  * short as interrupted, removes stack locks left by dead processes, and then scales normally.
  */
-import { after, before, test } from "node:test";
+import { before, test } from "node:test";
 import assert from "node:assert/strict";
 import * as fs from "node:fs";
 import * as os from "node:os";
 import * as path from "node:path";
-import { convergedOk, settled, startTestService, TestService, TOKENS } from "../helpers/service";
+import { convergedOk, startTestService, TestService, TOKENS } from "../helpers/service";
+import { settled, teardown } from "../helpers/harness";
 
 const config = {
     "egress:providers": { local: { type: "local" } },
     "egress:pools": [{ name: "web", provider: "local", replicas: 2, maxReplicas: 4 }],
 };
 let svc: TestService;
+const cleanup = teardown();
 before(async () => {
     svc = await startTestService(config);
+    cleanup.own(svc);
     await convergedOk(svc);
-});
-after(async () => {
-    await svc?.close();
 });
 
 test("after a restart the fleet is rebuilt from stack outputs before any engine run", async () => {

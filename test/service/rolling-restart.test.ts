@@ -17,11 +17,10 @@ import {
     proxyProcesses,
     serve,
     ServeProcess,
-    settledOp,
-    until,
 } from "../helpers/processes";
 import { assertNothingLeaked } from "../helpers/restart-checks";
 import { onRange, rollingConfig, rollingPortRange, watchRolling } from "../helpers/rolling";
+import { settled, waitFor } from "../helpers/harness";
 
 let p: ProcProject;
 let base: number;
@@ -51,13 +50,13 @@ async function converged(svc: ServeProcess): Promise<any> {
     const ops = (await svc.call("GET", "/v1/operations")).body.operations as any[];
     const up = ops.filter((o) => o.kind === "up").sort((a, b) => b.createdAt.localeCompare(a.createdAt))[0];
     assert.ok(up, "the start converges");
-    return settledOp(svc, up.id, 300_000);
+    return settled(svc, up.id, 300_000);
 }
 
 /** Moves the pool to the ports at `to` and asks for its count, which rolls the change; returns the operation id. */
 async function startRoll(svc: ServeProcess, to: number): Promise<string> {
     p.writeConfig(rollingConfig(to));
-    const r = await svc.call("PUT", "/v1/pools/web/replicas", { replicas: 4 });
+    const r = await svc.call("PUT", "/v1/pools/web/replicas", { body: { replicas: 4 } });
     assert.equal(r.status, 202, JSON.stringify(r.body));
     return r.body.operation.id;
 }
@@ -84,7 +83,7 @@ async function killAndRestart(
     process.stdout.write(`# ${label}: the convergence's rolling record: ${JSON.stringify(up.rolling)}\n`);
     if (rerolls) assert.deepEqual(up.rolling?.surge, ["web-4"], `${label}: the rest rolls behind a surge member`);
     else assert.equal(up.rolling, undefined, `${label}: nothing was left to roll`);
-    await until(
+    await waitFor(
         `${label}: 4 members, all healthy, on the new ports`,
         async () => {
             const v = await pool(next);
@@ -105,7 +104,7 @@ test(
     async () => {
         let svc = await serve(p);
         assert.equal((await converged(svc)).status, "succeeded");
-        await until("4 healthy on the first ports", async () => onRange(await urls(svc), base), 60_000, 200);
+        await waitFor("4 healthy on the first ports", async () => onRange(await urls(svc), base), 60_000, 200);
 
         // 1. The surge member stands in and web-0's replacement is under way.
         const second = await rollingPortRange([base]);
@@ -116,7 +115,7 @@ test(
         );
         assert.equal(op.status, "running", op.error);
         assert.deepEqual(op.rolling.surge, ["web-4"]);
-        await until("the engine replacing web-0", () => engineRunning(svc.child.pid!), 60_000, 5);
+        await waitFor("the engine replacing web-0", () => engineRunning(svc.child.pid!), 60_000, 5);
         assert.equal(p.replicas("web"), 5, "the surge is in the stack file while the roll runs");
         svc = await killAndRestart(svc, id, second, "cut in batch 1", true);
 
@@ -127,7 +126,7 @@ test(
             () => operation(svc, id),
             (o) => o.rolling?.replaced.length === 4,
         );
-        await until(
+        await waitFor(
             "the final up under way",
             () => svc.logs.some((l) => l.includes("rolling done")) && engineRunning(svc.child.pid!),
             60_000,

@@ -4,7 +4,7 @@
  * a time behind one surge member: never fewer than 4 healthy members at any 250 ms sample, never more
  * than 5 proxy processes, each batch recorded on the operation, and 4 members on the new ports at the end.
  */
-import { after, before, test } from "node:test";
+import { before, test } from "node:test";
 import assert from "node:assert/strict";
 import * as path from "node:path";
 import { proxyProcesses } from "../helpers/processes";
@@ -14,26 +14,24 @@ import {
     poolView,
     proxyUrls,
     samplePool,
-    settled,
     startTestService,
     TestService,
     TOKENS,
-    waitFor,
 } from "../helpers/service";
+import { settled, teardown, waitFor } from "../helpers/harness";
 
 let svc: TestService;
 let oldBase: number;
 let newBase: number;
 
+const cleanup = teardown();
 before(async () => {
     oldBase = await rollingPortRange();
     newBase = await rollingPortRange([oldBase]);
     svc = await startTestService(config(oldBase));
+    cleanup.own(svc);
     await convergedOk(svc);
     await waitFor("4 healthy", async () => (await poolView(svc, "web")).healthy === 4, 30_000);
-});
-after(async () => {
-    await svc?.close();
 });
 
 test(

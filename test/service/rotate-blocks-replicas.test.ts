@@ -6,10 +6,11 @@
  */
 import { test } from "node:test";
 import assert from "node:assert/strict";
-import { ProcProject, serve, ServeProcess, until } from "../helpers/processes";
+import { ProcProject, serve, ServeProcess } from "../helpers/processes";
 import type { TestRedis } from "../helpers/redis";
 import { withRedisProject } from "../helpers/redis-project";
 import { leaderOf } from "../helpers/replicas";
+import { waitFor } from "../helpers/harness";
 
 const config = {
     "egress:providers": { local: { type: "local" } },
@@ -37,7 +38,7 @@ test("blocks released through the follower rotate the member at the leader (reas
     const replicas = [await serve(p, args), await serve(p, args)];
     const leader = await leaderOf(replicas);
     const follower = replicas.find((r) => r !== leader)!;
-    await until(
+    await waitFor(
         "3 healthy members on both replicas",
         async () =>
             (
@@ -55,18 +56,20 @@ test("blocks released through the follower rotate the member at the leader (reas
     let target: string | undefined;
     let blocked = 0;
     for (let i = 0; i < 40 && blocked < 4; i++) {
-        const lease = await follower.call("POST", "/v1/leases", { pool: "web" });
+        const lease = await follower.call("POST", "/v1/leases", { body: { pool: "web" } });
         assert.equal(lease.status, 201, JSON.stringify(lease.body));
         const member = lease.body.lease.proxy.id as string;
         target ??= member;
         const outcome = member === target ? "blocked" : "ok";
         if (outcome === "blocked") blocked++;
-        const released = await follower.call("POST", `/v1/leases/${lease.body.lease.id}/release`, { outcome });
+        const released = await follower.call("POST", `/v1/leases/${lease.body.lease.id}/release`, {
+            body: { outcome },
+        });
         assert.equal(released.status, 200, JSON.stringify(released.body));
     }
     assert.equal(blocked, 4);
 
-    const op = await until(
+    const op = await waitFor(
         `the leader to rotate ${target}`,
         async () => (await rotateOps(leader)).find((o) => o.status === "succeeded" || o.status === "failed"),
         180_000,

@@ -6,8 +6,9 @@
  */
 import { after, before, test } from "node:test";
 import assert from "node:assert/strict";
-import { samplePool, TestService, TOKENS, waitFor } from "../helpers/service";
-import { rotationReads, sleep, startRotatingService } from "../helpers/rotation";
+import { samplePool, TestService, TOKENS } from "../helpers/service";
+import { rotationReads, startRotatingService } from "../helpers/rotation";
+import { sleep, waitFor } from "../helpers/harness";
 
 const pool = (name: string, rotateOnBlocks: object) => ({
     name,

@@ -8,17 +8,9 @@
  */
 import { after, before, test } from "node:test";
 import assert from "node:assert/strict";
-import {
-    cli,
-    killServices,
-    procProject,
-    ProcProject,
-    proxyProcesses,
-    serve,
-    ServeProcess,
-    until,
-} from "../helpers/processes";
+import { cli, killServices, procProject, ProcProject, proxyProcesses, serve, ServeProcess } from "../helpers/processes";
 import { assertNothingLeaked } from "../helpers/restart-checks";
+import { waitFor } from "../helpers/harness";
 
 const config = {
     "egress:providers": { local: { type: "local" } },
@@ -44,9 +36,9 @@ test(
     { timeout: 300_000 },
     async () => {
         const first = await serve(p, ["--rotate-interval", "1"]);
-        await until("2 healthy members", async () => (await pool(first))?.healthy === 2, 60_000, 100);
+        await waitFor("2 healthy members", async () => (await pool(first))?.healthy === 2, 60_000, 100);
         // The first rotation starts ~18–22 s after the members were created: wait for its surge member.
-        const rotating = await until(
+        const rotating = await waitFor(
             "a rotation with its surge member up (3 members)",
             async () => {
                 const op = (await operations(first)).find((o) => o.kind === "rotate" && o.status === "running");
@@ -65,7 +57,7 @@ test(
         const second = await serve(p, ["--rotate-interval", "0"]);
         const old = (await second.call("GET", `/v1/operations/${rotating.id}`)).body.operation;
         assert.equal(old.status, "interrupted", "the killed rotation is reported, not lost");
-        await until(
+        await waitFor(
             "the pool back at 2 members, both healthy",
             async () => {
                 const v = await pool(second);
@@ -92,7 +84,7 @@ test(
 
         // Rotation goes on after the restart: members still due are replaced by a rotation that succeeds.
         const third = await serve(p, ["--rotate-interval", "1"]);
-        const next = await until(
+        const next = await waitFor(
             "a rotation that succeeds after the restart",
             async () => (await operations(third)).find((o) => o.kind === "rotate" && o.status === "succeeded"),
             120_000,

@@ -6,24 +6,22 @@
  * released the one operation grows its surge from 1 to 2, replaces both behind it, and shrinks back.
  * Healthy never drops below the pool's count, and the pool never holds more than replicas + maxSurge.
  */
-import { after, before, test } from "node:test";
+import { before, test } from "node:test";
 import assert from "node:assert/strict";
-import { samplePool, settled, TestService, TOKENS, waitFor } from "../helpers/service";
-import { lowerRotateFloor, rotationReads, sleep, startRotatingService } from "../helpers/rotation";
+import { samplePool, TestService, TOKENS } from "../helpers/service";
+import { lowerRotateFloor, rotationReads, startRotatingService } from "../helpers/rotation";
+import { settled, sleep, teardown, waitFor } from "../helpers/harness";
 
 const PERIOD_S = 20;
 let svc: TestService;
-let restoreFloor: () => void;
+const cleanup = teardown();
 before(async () => {
-    restoreFloor = lowerRotateFloor(5);
+    cleanup.add(lowerRotateFloor(5));
     svc = await startRotatingService([
         { name: "web", replicas: 1, maxReplicas: 6, maxSurge: 2, rotateAfterSeconds: PERIOD_S, drainSeconds: 120 },
     ]);
+    cleanup.own(svc);
     await waitFor("web-0 healthy", async () => (await rotationReads(svc).pool("web")).healthy === 1, 30_000);
-});
-after(async () => {
-    await svc?.close();
-    restoreFloor?.();
 });
 
 test("members that come due during a rotation, more than its surge: the surge grows to maxSurge, one operation replaces all three, healthy ≥ 3 throughout", async () => {

@@ -9,26 +9,24 @@
  * only printed (a bound of "two periods from creation" failed once in CI with three heavy files beside
  * it: the surge, three replaces and the shrink are five engine runs in a row).
  */
-import { after, before, test } from "node:test";
+import { before, test } from "node:test";
 import assert from "node:assert/strict";
-import { samplePool, TestService, TOKENS, waitFor } from "../helpers/service";
-import { lowerRotateFloor, rotationReads, sleep, startRotatingService } from "../helpers/rotation";
+import { samplePool, TestService, TOKENS } from "../helpers/service";
+import { lowerRotateFloor, rotationReads, startRotatingService } from "../helpers/rotation";
+import { sleep, teardown, waitFor } from "../helpers/harness";
 
 const PERIOD_S = 30;
 /** How long after a member could be rotated its rotation may start: rounds are 500 ms apart here. */
 const PROMPT_MS = 15_000;
 let svc: TestService;
-let restoreFloor: () => void;
+const cleanup = teardown();
 before(async () => {
-    restoreFloor = lowerRotateFloor(5);
+    cleanup.add(lowerRotateFloor(5));
     svc = await startRotatingService([
         { name: "web", replicas: 3, maxReplicas: 6, rotateAfterSeconds: PERIOD_S, drainSeconds: 60 },
     ]);
+    cleanup.own(svc);
     await waitFor("3 healthy", async () => (await pool()).healthy === 3, 30_000);
-});
-after(async () => {
-    await svc?.close();
-    restoreFloor?.();
 });
 
 const pool = async () => rotationReads(svc).pool("web");

@@ -4,13 +4,15 @@
  * web-2..web-4 alone; discovery and the stack outputs follow both; the members left keep their process.
  * A pool with no member yet (0 → 2) takes a plain `up`.
  */
-import { after, before, test } from "node:test";
+import { before, test } from "node:test";
 import assert from "node:assert/strict";
 import { runningProxies } from "../../components/local/process";
 import * as path from "node:path";
-import { healthyIds, settled, startTestService, steppedOn, TestService, TOKENS, waitFor } from "../helpers/service";
+import { healthyIds, startTestService, steppedOn, TestService, TOKENS } from "../helpers/service";
+import { settled, teardown, waitFor } from "../helpers/harness";
 
 let svc: TestService;
+const cleanup = teardown();
 before(async () => {
     svc = await startTestService({
         "egress:providers": { local: { type: "local" } },
@@ -19,10 +21,8 @@ before(async () => {
             { name: "api", provider: "local", replicas: 0, maxReplicas: 4 },
         ],
     });
+    cleanup.own(svc);
     await waitFor("3 healthy", async () => (await healthyIds(svc)).length === 3, 60_000);
-});
-after(async () => {
-    await svc?.close();
 });
 
 const pids = () => new Map([...runningProxies(path.join(svc.runDir, "local", "svc"))].map(([id, p]) => [id, p[0]]));

@@ -3,23 +3,23 @@
  * probes, SSE progress, the stack file follows, and a burst of 50 concurrent requests runs one engine
  * update at a time and ends at the last request's count.
  */
-import { after, before, test } from "node:test";
+import { before, test } from "node:test";
 import assert from "node:assert/strict";
 import * as fs from "node:fs";
 import * as path from "node:path";
 import YAML from "yaml";
-import { settled, startTestService, TestService, TOKENS, waitFor } from "../helpers/service";
+import { startTestService, TestService, TOKENS } from "../helpers/service";
+import { settled, teardown, waitFor } from "../helpers/harness";
 
 const config = {
     "egress:providers": { local: { type: "local" } },
     "egress:pools": [{ name: "web", provider: "local", replicas: 0, maxReplicas: 8 }],
 };
 let svc: TestService;
+const cleanup = teardown();
 before(async () => {
     svc = await startTestService(config);
-});
-after(async () => {
-    await svc?.close();
+    cleanup.own(svc);
 });
 
 const stackReplicas = () =>

@@ -14,8 +14,9 @@ import { ensureTestPackages } from "../helpers/deps";
 import { connectionFrom, pidListeningOn } from "../helpers/peer-process";
 import { contractProblems, type PyContract } from "../helpers/python-contract";
 import { printed, python, type Site, startSite } from "../helpers/python-client";
-import { poolView, settledConverge, startTestService, TestService, tokenEntries, waitFor } from "../helpers/service";
+import { poolView, settledConverge, startTestService, TestService, tokenEntries } from "../helpers/service";
 import { sha256 } from "../../src/service/http/auth";
+import { waitFor } from "../helpers/harness";
 
 const CRAWLER = "tok-crawler-0123456789abcdef01";
 const PAGES = 50;

@@ -6,16 +6,17 @@
  * logs the token's name and scopes only. Config errors carrying a private key, a cloud-init body or a proxy password reach
  * no log line, error body, CLI output or thrown message either.
  */
-import { after, before, test } from "node:test";
+import { before, test } from "node:test";
 import assert from "node:assert/strict";
 import * as cp from "node:child_process";
 import * as fs from "node:fs";
 import * as path from "node:path";
 import YAML from "yaml";
-import { startTestService, TestService, waitFor } from "../helpers/service";
+import { startTestService, TestService } from "../helpers/service";
 import { startService } from "../../src/service/start/server";
 import { createLogger } from "../../src/log/logger";
 import { PACKAGE_ROOT } from "../../src/engine/env";
+import { teardown, waitFor } from "../helpers/harness";
 
 const CANARY = "canary-env-token-0d15ea5e-4b1d";
 let svc: TestService;
@@ -24,6 +25,7 @@ const idle = async () =>
     (await svc.call("GET", "/v1/operations")).body.operations.every(
         (o: { status: string }) => o.status !== "queued" && o.status !== "running",
     );
+const cleanup = teardown();
 before(async () => {
     const saved = process.env.EGRESS_TOKENS;
     process.env.EGRESS_TOKENS = `canary:discover+lease+scale:${CANARY}`;
@@ -35,13 +37,11 @@ before(async () => {
             },
             { converge: false },
         );
+        cleanup.own(svc);
     } finally {
         if (saved === undefined) delete process.env.EGRESS_TOKENS;
         else process.env.EGRESS_TOKENS = saved;
     }
-});
-after(async () => {
-    await svc?.close();
 });
 
 const routes: [string, string, unknown?][] = [

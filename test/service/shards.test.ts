@@ -3,15 +3,17 @@
  * real engine with local members: it serves every stack's members, a scale through the API runs on the
  * shards its members land in, and a member killed in a shard is healed there by the reconcile loop.
  */
-import { after, before, test } from "node:test";
+import { before, test } from "node:test";
 import assert from "node:assert/strict";
 import * as fs from "node:fs";
 import * as path from "node:path";
 import { findProxyProcesses } from "../../components/local/process";
-import { healthyIds, settled, startTestService, steppedOn, TestService, TOKENS, waitFor } from "../helpers/service";
+import { healthyIds, startTestService, steppedOn, TestService, TOKENS } from "../helpers/service";
 import { checkpointDir, checkpointResources, membersOf } from "../../src/engine";
+import { settled, teardown, waitFor } from "../helpers/harness";
 
 let svc: TestService;
+const cleanup = teardown();
 before(async () => {
     svc = await startTestService(
         {
@@ -22,10 +24,8 @@ before(async () => {
         },
         { probeIntervalMs: 300, reconcileIntervalMs: 500 },
     );
+    cleanup.own(svc);
     await waitFor("3 healthy", async () => (await healthyIds(svc)).length === 3, 60_000);
-});
-after(async () => {
-    await svc?.close();
 });
 
 const backend = () => path.join(svc.project.dir, "backend");

@@ -4,20 +4,20 @@
  * closed after it); once the operation is done the listener closes. The operation is a real scale-up;
  * the drain is additionally held open by the test so the window lasts as long as the checks need.
  */
-import { after, before, test } from "node:test";
+import { before, test } from "node:test";
 import assert from "node:assert/strict";
 import * as fs from "node:fs";
 import * as net from "node:net";
 import * as path from "node:path";
 import { rawHttp } from "../helpers/net";
 import { EMPTY_LOCAL_POOL, startTestService, TestService, TOKENS } from "../helpers/service";
+import { teardown } from "../helpers/harness";
 
 let svc: TestService;
+const cleanup = teardown();
 before(async () => {
     svc = await startTestService(EMPTY_LOCAL_POOL, { converge: false });
-});
-after(async () => {
-    await svc?.close();
+    cleanup.own(svc);
 });
 
 const get = (route: string, token?: string) =>

@@ -3,12 +3,14 @@
  * every event, `: ping` heartbeats while the operation runs (interval shortened to 200 ms here; 15 s by
  * default), and `Last-Event-ID` resume both mid-operation and after it settled.
  */
-import { after, before, test } from "node:test";
+import { before, test } from "node:test";
 import assert from "node:assert/strict";
-import { settled, settledConverge, startTestService, TestService, TOKENS } from "../helpers/service";
+import { settledConverge, startTestService, TestService, TOKENS } from "../helpers/service";
 import { readSse, type SseOptions } from "../helpers/sse";
+import { settled, teardown } from "../helpers/harness";
 
 let svc: TestService;
+const cleanup = teardown();
 before(async () => {
     svc = await startTestService(
         {
@@ -17,10 +19,8 @@ before(async () => {
         },
         { sseHeartbeatMs: 200 },
     );
+    cleanup.own(svc);
     await settledConverge(svc);
-});
-after(async () => {
-    await svc?.close();
 });
 
 /** The stream of `opId`, every event with its `id:` (this route always sends one). */

@@ -7,7 +7,8 @@ import { after, before, test } from "node:test";
 import assert from "node:assert/strict";
 import { Server } from "proxy-chain";
 import { proxyBasicAuth, requestViaProxy, startTargetServer } from "../helpers/net";
-import { settledConverge, startTestService, TestService, TOKENS, waitFor } from "../helpers/service";
+import { settledConverge, startTestService, TestService, TOKENS } from "../helpers/service";
+import { waitFor } from "../helpers/harness";
 
 const PASSWORD = "static-proxy-password-canary";
 let proxies: Server[];

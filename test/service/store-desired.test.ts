@@ -11,10 +11,11 @@ import Redis from "ioredis";
 import { CLUSTER_KEYS, stackPrefix } from "../../src/state/cluster/records";
 import { StoreDesired, type DesiredRecord } from "../../src/state/cluster/desired";
 import { createLogger } from "../../src/log/logger";
-import { cli, ProcProject, serve, settledOp, until } from "../helpers/processes";
+import { cli, ProcProject, serve } from "../helpers/processes";
 import type { TestRedis } from "../helpers/redis";
 import { withRedisProject } from "../helpers/redis-project";
 import { leaderOf } from "../helpers/replicas";
+import { settled, waitFor } from "../helpers/harness";
 
 const STACK = "desired";
 const config = {
@@ -44,12 +45,15 @@ const outputsCount = () => {
 test("a scale through a replica is recorded in the store; a new leader whose stack file says otherwise applies the store's", async () => {
     const first = await serve(p, ["--store", redis.url]);
     const leader = await leaderOf([first]);
-    const put = await leader.call("PUT", "/v1/pools/web/replicas", { replicas: 3 });
+    const put = await leader.call("PUT", "/v1/pools/web/replicas", { body: { replicas: 3 } });
     assert.equal(put.status, 202, JSON.stringify(put.body));
-    const op = await settledOp(leader, put.body.operation.id);
+    const op = await settled(leader, put.body.operation.id);
     assert.equal(op.status, "succeeded", JSON.stringify(op));
-    const rec = await until("the counts recorded", async () =>
-        (await stored())?.counts.web === 3 ? stored() : undefined,
+    const rec = await waitFor(
+        "the counts recorded",
+        async () => ((await stored())?.counts.web === 3 ? stored() : undefined),
+        60_000,
+        25,
     );
     assert.deepEqual(rec!.counts, { web: 3 });
     assert.equal(rec!.operation, op.id, "the operation that wrote them");
@@ -62,7 +66,7 @@ test("a scale through a replica is recorded in the store; a new leader whose sta
 
     const next = await serve(p, ["--store", redis.url]);
     await leaderOf([next]);
-    await until(
+    await waitFor(
         "the new leader converged to the store's 3",
         async () => {
             const pools = (await next.call("GET", "/v1/pools")).body.pools as { name: string; actual: number }[];

@@ -14,7 +14,8 @@ import { CLUSTER_KEYS } from "../../src/state/cluster/records";
 import { OperationLog } from "../../src/state/operations/journal";
 import { createLogger } from "../../src/log/logger";
 import { startRedis, type TestRedis } from "../helpers/redis";
-import { until } from "../helpers/processes";
+
+import { waitFor } from "../helpers/harness";
 
 const PREFIX = "egress:eventstest:";
 let redis: TestRedis;
@@ -119,7 +120,7 @@ test("the store away: entries wait, and land in order once it is back", async ()
     for (let i = 0; i < 5; i++) ops.progress(op, progress(i) as never);
     await assert.rejects(events.read(op.id), "a read while the store is away fails (the SSE waits and reads again)");
     await redis.start();
-    await until(
+    await waitFor(
         "the entries written while the store was away",
         async () => (await events.read(op.id).catch(() => [])).length === 7,
         15_000,

@@ -9,7 +9,8 @@ import { after, before, test } from "node:test";
 import assert from "node:assert/strict";
 import { proxyBasicAuth, rawHttp, requestViaProxy, startTargetServer } from "../helpers/net";
 import { startRedis, TestRedis } from "../helpers/redis";
-import { settledConverge, startTestService, TestService, TOKENS, waitFor } from "../helpers/service";
+import { settledConverge, startTestService, TestService, TOKENS } from "../helpers/service";
+import { waitFor } from "../helpers/harness";
 
 let redis: TestRedis;
 let svc: TestService;

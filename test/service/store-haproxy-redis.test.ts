@@ -67,9 +67,12 @@ test("HAProxy sends egress to the primary alone: one server up, the replicas dow
         redis.nodes.map((n) => (n === primary ? "UP" : "DOWN")),
         JSON.stringify(rows),
     );
-    const l = await svc.call("POST", "/v1/leases", { pool: "web" });
+    const l = await svc.call("POST", "/v1/leases", { body: { pool: "web" } });
     assert.equal(l.status, 201, JSON.stringify(l.body));
-    assert.equal((await svc.call("POST", `/v1/leases/${l.body.lease.id}/release`, { outcome: "ok" })).status, 200);
+    assert.equal(
+        (await svc.call("POST", `/v1/leases/${l.body.lease.id}/release`, { body: { outcome: "ok" } })).status,
+        200,
+    );
     assert.ok(!svc.logs.join("\n").includes(redis.password), "the password is in no log line");
 });
 

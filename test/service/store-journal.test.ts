@@ -18,7 +18,8 @@ import { CLUSTER_KEYS } from "../../src/state/cluster/records";
 import { OperationLog } from "../../src/state/operations/journal";
 import { createLogger } from "../../src/log/logger";
 import { startRedis, type TestRedis } from "../helpers/redis";
-import { until } from "../helpers/processes";
+
+import { waitFor } from "../helpers/harness";
 
 const PREFIX = "egress:journaltest:";
 const KEY = PREFIX + CLUSTER_KEYS.journal;
@@ -120,7 +121,7 @@ test("the store away: changes go on, flushed() rejects within seconds, and the j
     const took = Date.now() - t0;
     assert.ok(took < 5000, `flushed() rejected after ${took} ms, not after a hang`);
     await redis.start();
-    await until(
+    await waitFor(
         "the journal written after the store came back",
         async () => ((await stored().catch(() => null)) ?? []).some((o) => o.id === during.id),
         15_000,
@@ -184,9 +185,9 @@ test("a value written in the same turn as the sender's last reply, at any point 
             } finally {
                 process.kill(redis.pid()!, "SIGCONT");
             }
-            await until("the other part's caller", () => resumed, 5_000, 5);
+            await waitFor("the other part's caller", () => resumed, 5_000, 5);
             // Nothing else is written now: the last value must land by itself.
-            await until(
+            await waitFor(
                 `the journal to hold ${last}`,
                 async () => (await stored())?.find((o) => o.id === op.id)?.error === last,
                 2_000,

@@ -8,23 +8,15 @@
  */
 import { after, before, test } from "node:test";
 import assert from "node:assert/strict";
-import {
-    endProcProject,
-    procProject,
-    type ProcProject,
-    serve,
-    type ServeProcess,
-    settledOp,
-    until,
-} from "../helpers/processes";
+import { endProcProject, procProject, type ProcProject, serve, type ServeProcess } from "../helpers/processes";
 import { engineUpdating } from "../helpers/proc-scan";
 import { startRedis, type TestRedis } from "../helpers/redis";
 import { leaderOf } from "../helpers/replicas";
+import { settled, sleep, waitFor } from "../helpers/harness";
 
 let p: ProcProject;
 let redis: TestRedis;
 let replicas: ServeProcess[] = [];
-const sleep = (ms: number) => new Promise((r) => setTimeout(r, ms));
 const steppedDown = (svc: ServeProcess) => svc.logs.filter((l) => l.includes('"msg":"no longer leading"')).length;
 
 before(async () => {
@@ -48,17 +40,17 @@ for (const [outageMs, replicasTo] of [
     test(`Redis down for ${outageMs / 1000} s in the middle of a scale: the same leader, and the scale succeeds`, async () => {
         const leader = await leaderOf(replicas, 30_000);
         const downsBefore = steppedDown(leader);
-        const r = await leader.call("PUT", "/v1/pools/web/replicas", { replicas: replicasTo });
+        const r = await leader.call("PUT", "/v1/pools/web/replicas", { body: { replicas: replicasTo } });
         assert.equal(r.status, 202, JSON.stringify(r.body));
         const id = r.body.operation.id;
         // The scale's own engine run: the start-up convergence's may still be inside its update.
         const status = async () => (await leader.call("GET", `/v1/operations/${id}`)).body.operation.status;
-        await until("the scale to be running", async () => (await status()) === "running", 60_000, 50);
-        await until("the leader's engine inside the update", () => engineUpdating(leader.child.pid!), 60_000, 5);
+        await waitFor("the scale to be running", async () => (await status()) === "running", 60_000, 50);
+        await waitFor("the leader's engine inside the update", () => engineUpdating(leader.child.pid!), 60_000, 5);
         await redis.kill();
         await sleep(outageMs);
         await redis.start();
-        const op = await settledOp(leader, id, 180_000);
+        const op = await settled(leader, id, 180_000);
         assert.equal(op.status, "succeeded", JSON.stringify(op));
         assert.equal(await leaderOf(replicas, 30_000), leader, "the replica that led before the outage leads after it");
         assert.equal(steppedDown(leader), downsBefore, "the leader never stepped down");

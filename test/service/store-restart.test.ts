@@ -10,18 +10,10 @@
  */
 import { after, before, test } from "node:test";
 import assert from "node:assert/strict";
-import {
-    cli,
-    killServices,
-    procProject,
-    ProcProject,
-    serve,
-    ServeProcess,
-    until,
-    untilHealthy,
-} from "../helpers/processes";
+import { cli, killServices, procProject, ProcProject, serve, ServeProcess, untilHealthy } from "../helpers/processes";
 import { startRedis, TestRedis } from "../helpers/redis";
 import { leaseLoad } from "../helpers/lease-load";
+import { waitFor } from "../helpers/harness";
 
 const config = {
     "egress:providers": { local: { type: "local" } },
@@ -58,14 +50,14 @@ for (const how of ["stop", "kill"] as const) {
             });
             const held = [];
             for (let i = 0; i < 2; i++) {
-                const r = await svc.call("POST", "/v1/leases", { pool: "web", ttlSeconds: 600 });
+                const r = await svc.call("POST", "/v1/leases", { body: { pool: "web", ttlSeconds: 600 } });
                 assert.equal(r.status, 201, JSON.stringify(r.body));
                 held.push(r.body.lease as { id: string; proxy: { id: string } });
             }
             // One client per member left, so none_available stays rare and the counts mean something.
             const load = leaseLoad(svc, { clients: 3, pool: "web" });
             t.after(() => load.stop().catch(() => undefined)); // a failed assertion must not leave them running
-            await until("leases granted before the outage", () => load.count("lease 201") >= 20, 30_000);
+            await waitFor("leases granted before the outage", () => load.count("lease 201") >= 20, 30_000, 25);
             // appendfsync everysec: what is older than a second is on disk, whatever ends Redis.
             await new Promise((r) => setTimeout(r, 1200));
             await redis[how]();
@@ -73,13 +65,13 @@ for (const how of ["stop", "kill"] as const) {
             // Clients holding a lease at the stop retry its release; the others' next lease is refused.
             const refused = () =>
                 load.count("lease 503 store_unavailable") + load.count("release 503 store_unavailable");
-            await until("a store_unavailable answer", () => refused() > 0, 10_000);
+            await waitFor("a store_unavailable answer", () => refused() > 0, 10_000, 25);
             const firstRefusalMs = Date.now() - downAt;
             const ready = await svc.call("GET", "/readyz");
             assert.equal(ready.status, 503);
             assert.equal(ready.body.error.code, "store_unavailable");
-            assert.equal(ready.headers["retry-after"], "2");
-            const whileDown = await svc.call("POST", `/v1/leases/${held[0].id}/release`, { outcome: "ok" });
+            assert.equal(ready.headers.get("retry-after"), "2");
+            const whileDown = await svc.call("POST", `/v1/leases/${held[0].id}/release`, { body: { outcome: "ok" } });
             assert.equal(whileDown.status, 503, JSON.stringify(whileDown.body));
             assert.equal(whileDown.body.error.code, "store_unavailable");
             const grantedBefore = load.count("lease 201");
@@ -87,15 +79,20 @@ for (const how of ["stop", "kill"] as const) {
             assert.ok(load.count("lease 201") - grantedBefore <= 3, "nothing is granted while Redis is away");
             await redis.start();
             const upAt = Date.now();
-            await until("leasing resumes", () => load.count("lease 201") > grantedBefore + 10, 30_000);
+            await waitFor("leasing resumes", () => load.count("lease 201") > grantedBefore + 10, 30_000, 25);
             const resumedMs = Date.now() - upAt;
-            await until("/readyz true again", async () => (await svc.call("GET", "/readyz")).status === 200, 10_000);
+            await waitFor(
+                "/readyz true again",
+                async () => (await svc.call("GET", "/readyz")).status === 200,
+                10_000,
+                25,
+            );
             await load.stop();
             process.stdout.write(
                 `# ${how}: first 503 ${firstRefusalMs} ms after, leasing resumed ${resumedMs} ms after the start; answers ${JSON.stringify(Object.fromEntries(load.seen))}, slowest ${load.slowest()} ms\n`,
             );
             for (const l of held) {
-                const r = await svc.call("POST", `/v1/leases/${l.id}/release`, { outcome: "ok" });
+                const r = await svc.call("POST", `/v1/leases/${l.id}/release`, { body: { outcome: "ok" } });
                 assert.equal(r.status, 200, `a lease held before the outage releases: ${JSON.stringify(r.body)}`);
                 assert.equal(r.body.lease.proxyId, l.proxy.id);
             }

@@ -51,9 +51,12 @@ test(
     "leases through the primary the sentinels name; the URL's password shown nowhere",
     { timeout: 60_000 },
     async () => {
-        const l = await svc.call("POST", "/v1/leases", { pool: "web" });
+        const l = await svc.call("POST", "/v1/leases", { body: { pool: "web" } });
         assert.equal(l.status, 201, JSON.stringify(l.body));
-        assert.equal((await svc.call("POST", `/v1/leases/${l.body.lease.id}/release`, { outcome: "ok" })).status, 200);
+        assert.equal(
+            (await svc.call("POST", `/v1/leases/${l.body.lease.id}/release`, { body: { outcome: "ok" } })).status,
+            200,
+        );
         const primary = await redis.primary();
         assert.equal(primary, redis.nodes[0]);
         const cluster = await svc.call("GET", "/v1/cluster");
@@ -84,9 +87,12 @@ test(
         await redis.nodes[0].start();
         await waitReplicasOnline(await redis.primary(), 2, 60_000);
         await redis.sentinels[0].kill();
-        const l = await svc.call("POST", "/v1/leases", { pool: "web" });
+        const l = await svc.call("POST", "/v1/leases", { body: { pool: "web" } });
         assert.equal(l.status, 201, JSON.stringify(l.body));
-        assert.equal((await svc.call("POST", `/v1/leases/${l.body.lease.id}/release`, { outcome: "ok" })).status, 200);
+        assert.equal(
+            (await svc.call("POST", `/v1/leases/${l.body.lease.id}/release`, { body: { outcome: "ok" } })).status,
+            200,
+        );
         await killPrimaryUnderLoad(t, "first sentinel and primary killed", failover());
     },
 );

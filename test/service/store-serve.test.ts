@@ -16,12 +16,12 @@ import {
     proxyProcesses,
     serve,
     ServeProcess,
-    until,
     withServiceLogs,
 } from "../helpers/processes";
 import { connectedClients, type TestRedis } from "../helpers/redis";
 import { withRedisProject } from "../helpers/redis-project";
 import { leaseLoad } from "../helpers/lease-load";
+import { waitFor } from "../helpers/harness";
 
 const config = {
     "egress:providers": { local: { type: "local" } },
@@ -37,7 +37,7 @@ const engineEnvs: string[] = [];
 withRedisProject("rds", config, (made) => ({ p, redis } = made), { aof: true });
 
 const healthy = (svc: ServeProcess, n: number) =>
-    until(
+    waitFor(
         `${n} healthy proxies`,
         async () => {
             const px = (await svc.call("GET", "/v1/proxies")).body.proxies as { health: string }[];
@@ -75,7 +75,7 @@ test(
         assert.deepEqual((await connectedClients(redis.url)).sort(), ["egress-cluster", "egress-leases"]);
         const held = [];
         for (let i = 0; i < 2; i++) {
-            const r = await first.call("POST", "/v1/leases", { pool: "web", ttlSeconds: 600 });
+            const r = await first.call("POST", "/v1/leases", { body: { pool: "web", ttlSeconds: 600 } });
             assert.equal(r.status, 201, JSON.stringify(r.body));
             held.push(r.body.lease);
         }
@@ -91,7 +91,7 @@ test(
             "the new process sees the held leases",
         );
         for (const l of held) {
-            const r = await second.call("POST", `/v1/leases/${l.id}/release`, { outcome: "ok" });
+            const r = await second.call("POST", `/v1/leases/${l.id}/release`, { body: { outcome: "ok" } });
             assert.equal(r.status, 200, JSON.stringify(r.body));
             assert.equal(r.body.lease.proxyId, l.proxy.id);
         }
@@ -108,9 +108,9 @@ test(
         services.push(svc);
         await healthy(svc, 3);
         const load = leaseLoad(svc, { clients: 4, pool: "web" });
-        await until("leases granted before the outage", () => load.count("lease 201") >= 20, 30_000);
+        await waitFor("leases granted before the outage", () => load.count("lease 201") >= 20, 30_000, 25);
         await redis.kill();
-        await until("a store_unavailable answer", () => load.count("lease 503 store_unavailable") > 0, 10_000);
+        await waitFor("a store_unavailable answer", () => load.count("lease 503 store_unavailable") > 0, 10_000, 25);
         const down = await svc.call("GET", "/readyz");
         assert.equal(down.status, 503);
         assert.equal(down.body.error.code, "store_unavailable");
@@ -123,9 +123,9 @@ test(
         await redis.start();
         await withServiceLogs(
             svc,
-            until("leasing resumes", () => load.count("lease 201") > grantedWhileDown + 10, 30_000),
+            waitFor("leasing resumes", () => load.count("lease 201") > grantedWhileDown + 10, 30_000, 25),
         );
-        await until("/readyz true again", async () => (await svc.call("GET", "/readyz")).status === 200, 10_000);
+        await waitFor("/readyz true again", async () => (await svc.call("GET", "/readyz")).status === 200, 10_000, 25);
         await load.stop();
         process.stdout.write(
             `# answers during the outage test: ${JSON.stringify(Object.fromEntries(load.seen))}, slowest ${load.slowest()} ms\n`,

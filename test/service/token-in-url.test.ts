@@ -3,16 +3,16 @@
  * answered 400 token_in_url on every route and both lease paths, even carrying a valid token (which is
  * not used), and the value shows up in no log line (the logged URL has it replaced).
  */
-import { after, before, test } from "node:test";
+import { before, test } from "node:test";
 import assert from "node:assert/strict";
 import { EMPTY_LOCAL_POOL, startTestService, TestService, TOKENS } from "../helpers/service";
+import { teardown } from "../helpers/harness";
 
 let svc: TestService;
+const cleanup = teardown();
 before(async () => {
     svc = await startTestService(EMPTY_LOCAL_POOL, { converge: false });
-});
-after(async () => {
-    await svc?.close();
+    cleanup.own(svc);
 });
 
 const CANARY = "canary-url-secret-5d1c9e";

@@ -9,10 +9,11 @@ import { after, before, describe, test } from "node:test";
 import assert from "node:assert/strict";
 import { Server } from "proxy-chain";
 import { startTargetServer, viaProxy } from "../helpers/net";
-import { settledConverge, startTestService, TestService, TOKENS, waitFor, waitHealthy } from "../helpers/service";
+import { settledConverge, startTestService, TestService, TOKENS, waitHealthy } from "../helpers/service";
 import { leaseClock } from "../helpers/lease-clock";
 import { publishedRedisStore } from "../helpers/redis-lease-store";
 import type { RedisLeaseStore } from "../../src/service/store";
+import { sleep, waitFor } from "../helpers/harness";
 
 const proxies: Server[] = [];
 let target: Awaited<ReturnType<typeof startTargetServer>>;
@@ -28,7 +29,6 @@ const via = async (user: string) => {
     const a = await viaProxy(svc.gatewayPort!, `http://127.0.0.1:${target.port}/u`, basic(user));
     return { ...a, member: String(a.headers["x-egress-proxy"]) };
 };
-const sleep = (ms: number) => new Promise((r) => setTimeout(r, ms));
 
 before(async () => {
     target = await startTargetServer();

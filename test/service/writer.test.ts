@@ -10,10 +10,11 @@ import * as fs from "node:fs";
 import * as os from "node:os";
 import * as path from "node:path";
 import YAML from "yaml";
-import { convergedOk, settled, startTestService, TestService, TOKENS, waitFor } from "../helpers/service";
+import { convergedOk, startTestService, TestService, TOKENS } from "../helpers/service";
 import { holdWriterLock, killHard, runCli, testHome } from "../helpers/cli";
 import { announcementFile } from "../../src/state/cluster/announce";
 import { checkpointDir, checkpointProxies } from "../../src/engine";
+import { settled, waitFor } from "../helpers/harness";
 
 const config = {
     "egress:providers": { local: { type: "local" } },

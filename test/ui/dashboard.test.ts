@@ -21,10 +21,10 @@ import {
     proxyProcesses,
     serve,
     ServeProcess,
-    until,
 } from "../helpers/processes";
 import { activeLeasesSchema, poolSchema, timelineSchema, whoamiSchema } from "../../src/service/api/schemas";
 import { firstLoad, launchChromium, login, outline } from "./browser";
+import { waitFor } from "../helpers/harness";
 
 const VIEWER_TOKEN = "tok-ui-viewer-0123456789abcdef";
 const config = {
@@ -59,7 +59,7 @@ async function shot(page: Page, name: string, expected: string[]): Promise<void>
 }
 
 const healthyRows = (page: Page, n: number) =>
-    until(
+    waitFor(
         `${n} healthy proxies in the Proxies table`,
         async () =>
             (await page.locator("tbody tr").count()) === n &&
@@ -164,7 +164,7 @@ test(
         await page.getByRole("button", { name: "Scale" }).click();
         const op = page.getByRole("region", { name: /^Operation op_/ });
         await op.waitFor();
-        await until(
+        await waitFor(
             "the operation's resources in the progress table",
             async () => (await op.locator("tbody tr td .badge").count()) > 0,
             120_000,
@@ -176,7 +176,7 @@ test(
             resources.some((r) => /web-4/.test(r)),
             `progress named the new member web-4: ${resources.join(", ")}`,
         );
-        await until(
+        await waitFor(
             "5 healthy in the Pools table",
             async () => (await page.locator('tr[data-pool="web"] .healthy-count').textContent()) === "5",
             120_000,
@@ -187,7 +187,7 @@ test(
             ["web", "local", "5", "5", "5", "0", "0"],
             "name, provider, desired, actual, healthy, leased, draining",
         );
-        await until(
+        await waitFor(
             "the timeline to have samples, the last with 5 healthy",
             async () =>
                 (await page.locator(".timeline circle").count()) > 1 &&
@@ -224,7 +224,8 @@ test(
 
         // The other pages: a lease taken through the API shows (without its id), the provider check, and
         // the scale operation's progress replayed from the Operations page.
-        const lease = (await svc.call("POST", "/v1/leases", { pool: "web", target: "shop.example" })).body.lease;
+        const lease = (await svc.call("POST", "/v1/leases", { body: { pool: "web", target: "shop.example" } })).body
+            .lease;
         await page.getByRole("link", { name: "Active leases" }).click();
         await page.locator("tbody tr").filter({ hasText: "shop.example" }).waitFor();
         assert.ok(!(await page.content()).includes(lease.id), "lease ids are not rendered");
@@ -236,7 +237,10 @@ test(
             "h2 Active leases",
             "table: Proxy | Pool | Target | Leased | Expires",
         ]);
-        assert.equal((await svc.call("POST", `/v1/leases/${lease.id}/release`, { outcome: "ok" })).status, 200);
+        assert.equal(
+            (await svc.call("POST", `/v1/leases/${lease.id}/release`, { body: { outcome: "ok" } })).status,
+            200,
+        );
         await page.getByRole("link", { name: "Provider health" }).click();
         await page.locator("tbody tr").filter({ hasText: "local" }).first().waitFor();
         await shot(page, "providers", [
@@ -253,7 +257,7 @@ test(
         await page.locator("tbody tr").filter({ hasText: "web → 5" }).getByRole("button").click();
         const replay = page.getByRole("region", { name: /^Operation op_/ });
         await replay.locator("h3 .badge.succeeded").waitFor();
-        await until(
+        await waitFor(
             "the replayed progress to name web-4",
             async () => (await replay.locator("tbody tr td:first-child").allTextContents()).includes("web-4"),
             10_000,
@@ -281,7 +285,7 @@ test(
         await row.locator(".badge.unhealthy").waitFor({ timeout: 60_000 });
         assert.notEqual((await row.locator(".last-error").textContent())?.trim(), "", "the last error is shown");
         await page.getByLabel("Health").selectOption("unhealthy");
-        await until(
+        await waitFor(
             "the health filter to leave web-1 alone",
             async () =>
                 (await page.locator("tbody tr").count()) === 1 &&

@@ -181,7 +181,7 @@ test(
             // The browser's requests were admin's (the allow rule's token) in session port-<n>: admin may report
             // a block against the member that served them (POST /v1/blocks looks up only its own requests).
             const report = { pool: "web", target: "127.0.0.1", session: `port-${sticky}`, proxy: a1.member };
-            const blocked = await svc.call("POST", "/v1/blocks", report);
+            const blocked = await svc.call("POST", "/v1/blocks", { body: report });
             assert.equal(blocked.status, 200, JSON.stringify(blocked.body));
             assert.equal(blocked.body.blocked.proxy, a1.member);
         } finally {

@@ -17,9 +17,9 @@ import {
     proxyProcesses,
     serve,
     ServeProcess,
-    until,
 } from "../helpers/processes";
 import { launchChromium, login, outline } from "./browser";
+import { waitFor } from "../helpers/harness";
 
 const config = {
     "egress:providers": { local: { type: "local" } },
@@ -75,7 +75,7 @@ test(
         assert.deepEqual((await rot.locator("th, td").allTextContents()).slice(0, 2), ["rot", "every 20 s, surge 1"]);
 
         // One held lease on a pool of 1 is utilization 100% against a target of 50%: the autoscaler wants 2.
-        await until(
+        await waitFor(
             "auto-0 leasable",
             async () => {
                 const r = await fetch(`${svc.url}/v1/leases`, {
@@ -88,7 +88,7 @@ test(
             60_000,
             250,
         );
-        await until(
+        await waitFor(
             "the autoscale decision 1 → 2 on the panel",
             async () => /^1 → 2\b/.test(((await auto.locator("td").nth(2).textContent()) ?? "").trim()),
             60_000,
@@ -97,7 +97,7 @@ test(
         assert.match((await auto.locator("td").nth(1).textContent()) ?? "", /used \(.* of .*\).*wants 2/);
 
         // rot-0 is due 18–20 s after its creation (its jitter); the panel then names it as the member replaced.
-        await until(
+        await waitFor(
             "the last rotation on the panel, naming rot-0",
             async () => /rot-0 \(age/.test((await rot.locator("td").nth(2).textContent()) ?? ""),
             120_000,

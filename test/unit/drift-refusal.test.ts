@@ -16,11 +16,12 @@ import { errorClassOf } from "../../components/shared/errors";
 import { refusingDrift } from "../../src/state/cluster/scope";
 import { ConvergenceRetry } from "../../src/service/control/heal/convergence";
 import { scalerProject, scriptedDriver, testScaler } from "../helpers/scaler";
-import { until } from "../helpers/processes";
+
 import type { Operation } from "../../src/state/operations/operation";
+import { waitFor } from "../helpers/harness";
 
 const settled = (op: Operation) =>
-    until(`operation ${op.id} to settle`, () => op.status !== "queued" && op.status !== "running", 10_000, 10);
+    waitFor(`operation ${op.id} to settle`, () => op.status !== "queued" && op.status !== "running", 10_000, 10);
 
 test("a drifted replica's scale fails [transient] before the engine runs or the file changes; after the drift it applies", async () => {
     const { driver, calls } = scriptedDriver();

@@ -6,9 +6,9 @@ import { test } from "node:test";
 import assert from "node:assert/strict";
 import { HealthMonitor, ProbeOptions, ProbeResult, Transition } from "../../src/probes";
 import { localMember } from "../helpers/members";
+import { sleep } from "../helpers/harness";
 
 const member = (i: number, port = 10_000 + i) => localMember(i, port);
-const sleep = (ms: number) => new Promise((r) => setTimeout(r, ms));
 
 test("a round probes every member with at most `concurrency` probes in flight", async () => {
     let inFlight = 0;
