@@ -7,7 +7,10 @@
  * Each of these leaves a dead lock row in the way of recovery's refresh, the step that differs from the
  * file backend (whose lock files go before the CLI starts): the reports must still name what was stopped.
  */
+import { describe } from "node:test";
 import { postgresBackend } from "../helpers/backends";
 import { crashMatrix } from "../helpers/crash-matrix";
 
-crashMatrix({ ...postgresBackend(), serviceMoments: [0, 2], cliMoments: [1] });
+// In a suite of this file's, so the run's per-file times (scripts/test-times.mjs) name this file, not the helper.
+describe("crash matrix (PostgreSQL backend)", () =>
+    crashMatrix({ ...postgresBackend(), serviceMoments: [0, 2], cliMoments: [1] }));

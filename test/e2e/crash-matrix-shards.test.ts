@@ -6,7 +6,13 @@
  * engine process left, a restart converges, proxy processes = outputs (every stack's), gc finds nothing,
  * no lock left.
  */
+import { describe } from "node:test";
 import { fileBackend } from "../helpers/backends";
 import { crashMatrix } from "../helpers/crash-matrix";
 
-crashMatrix({ ...fileBackend, serviceMoments: [2, 4], cliMoments: [1], cliAfterKill: false }, { membersPerStack: 4 });
+// In a suite of this file's, so the run's per-file times (scripts/test-times.mjs) name this file, not the helper.
+describe("crash matrix (shards)", () =>
+    crashMatrix(
+        { ...fileBackend, serviceMoments: [2, 4], cliMoments: [1], cliAfterKill: false },
+        { membersPerStack: 4 },
+    ));

@@ -7,7 +7,9 @@
  * recovery removes (a dead pid of this host); after the convergence no lock row may be left, and no
  * checkpoint may have gone to a file backend.
  */
+import { describe } from "node:test";
 import { postgresBackend } from "../helpers/backends";
 import { replicasSuite } from "../helpers/replicas-suite";
 
-replicasSuite(postgresBackend());
+// In a suite of this file's, so the run's per-file times (scripts/test-times.mjs) name this file, not the helper.
+describe("replicas (PostgreSQL backend)", () => replicasSuite(postgresBackend()));
