@@ -3,7 +3,7 @@
  * host of its zone whatever its replica count, as its base images do: a scale is a targeted `up` of the
  * members it adds, which could not create a template they need. Run under mocks through the real program.
  */
-import { before, test } from "node:test";
+import { after, before, test } from "node:test";
 import assert from "node:assert/strict";
 import * as fs from "node:fs";
 import * as os from "node:os";
@@ -14,6 +14,7 @@ import { possiblePlans } from "../../src/model";
 import { TEST_INSTALLATION } from "../helpers/installation";
 
 const root = fs.mkdtempSync(path.join(os.tmpdir(), "egress-kvm-templates-"));
+after(() => fs.rmSync(root, { recursive: true, force: true }));
 let createProgram: typeof import("../../src/program").createProgram;
 const T = (t: string) => `pulumi-nodejs:dynamic/egress:kvm:${t}`;
 

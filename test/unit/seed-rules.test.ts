@@ -3,7 +3,7 @@
  * user-data bytes (text stays text, anything else travels as base64; gzip is read gunzipped), `~` in
  * KVM ssh paths.
  */
-import { test } from "node:test";
+import { after, test } from "node:test";
 import assert from "node:assert/strict";
 import * as fs from "node:fs";
 import * as os from "node:os";
@@ -19,6 +19,7 @@ import {
 } from "./config-fixtures";
 
 const root = fs.mkdtempSync(path.join(os.tmpdir(), "egress-seed-rules-"));
+after(() => fs.rmSync(root, { recursive: true, force: true }));
 const squidFile = (conf: string) =>
     `#cloud-config\nwrite_files:\n  - path: /etc/squid/conf.d/egress.conf\n    content: |\n${conf
         .split("\n")
