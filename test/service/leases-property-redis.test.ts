@@ -60,7 +60,10 @@ async function redisSubject(prefix: string): Promise<LeaseSubject> {
         },
         acquire: (req) => store.acquire(req),
         release: (id, outcome) => store.release(id, outcome),
-        sweep: () => store.published(),
+        sweep: async () => {
+            store.sweep();
+            await store.published();
+        },
         liveLeaseIds: async () => {
             await store.syncView();
             return store
