@@ -56,7 +56,10 @@ run() {
   local title=$1 jobs=$2 log=$3 start p f c line
   shift 3
   start=$(date +%s)
-  node --test ${UNIT_GUARD:+--import ./scripts/unit-guard.mjs} --test-concurrency="$jobs" --test-reporter=spec --test-reporter-destination=stdout \
+  # A file that hangs, or whose process stays alive after its tests (exit-watch.cjs names what holds it),
+  # fails on its own instead of holding the run until CI's limit (docs/decisions/0099-a-file-that-does-not-exit.md).
+  node --test ${UNIT_GUARD:+--import ./scripts/unit-guard.mjs} --require ./scripts/exit-watch.cjs \
+    --test-timeout="${EGRESS_TEST_FILE_TIMEOUT_MS:-900000}" --test-concurrency="$jobs" --test-reporter=spec --test-reporter-destination=stdout \
     --test-reporter=./scripts/test-times.mjs --test-reporter-destination="$log.times" "$@" >>"$log" 2>&1 ||
     touch "$log.failed"
   # A cancelled test (its file died or hung, a hook threw) did not pass: it counts as failed.
