@@ -12,6 +12,20 @@ export default tseslint.config(
         files: ["**/*.mjs"],
         languageOptions: { globals: { process: "readonly", console: "readonly", URL: "readonly" } },
     },
+    // A CommonJS preload (scripts/exit-watch.cjs): node's globals and require.
+    {
+        files: ["**/*.cjs"],
+        languageOptions: {
+            sourceType: "commonjs",
+            globals: {
+                process: "readonly",
+                require: "readonly",
+                setImmediate: "readonly",
+                setTimeout: "readonly",
+            },
+        },
+        rules: { "@typescript-eslint/no-require-imports": "off" },
+    },
     {
         files: ["**/*.ts", "**/*.mjs"],
         rules: {
