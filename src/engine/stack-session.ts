@@ -15,6 +15,7 @@ import { newRunMarker } from "./leftovers";
 import { clearDeadRuns } from "./recovery";
 import { supervise } from "./supervised";
 import { openRecoveringSalt } from "./salt";
+import { pulumiCommandIn } from "./pulumi-command";
 import { installationInState, ResolvedInstallation } from "./installation";
 
 export interface DriverOptions {
@@ -194,22 +195,6 @@ export class StackSession {
         this.stack.catch(() => (this.stack = undefined));
         return this.stack;
     }
-}
-
-/**
- * The Pulumi CLI under `root`, found once per process: `PulumiCommand.get` runs `pulumi version` (0.4 s of a
- * Go binary's start), and a service opens a workspace per stack (shards) and again after every failure.
- * A failed lookup is not kept, so `npm run setup` run meanwhile is seen on the next try.
- */
-const commands = new Map<string, Promise<PulumiCommand>>();
-function pulumiCommandIn(root: string): Promise<PulumiCommand> {
-    let found = commands.get(root);
-    if (!found) {
-        found = automation().PulumiCommand.get({ root });
-        commands.set(root, found);
-        found.catch(() => commands.delete(root));
-    }
-    return found;
 }
 
 /**
