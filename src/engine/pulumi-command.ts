@@ -14,9 +14,12 @@ import { createRequire } from "node:module";
 import type { PulumiCommand } from "@pulumi/pulumi/automation";
 import { automation } from "./automation";
 
-/** What the cache file holds: the version `pulumi version` printed for the binary with this identity. */
+/**
+ * What the cache file holds: the version `pulumi version` printed for the binary with this identity. The
+ * identity, not the path, names the binary: engine homes that link one `bin` directory (each test
+ * project's) share one entry.
+ */
 interface Remembered {
-    binary: string;
     identity: string;
     version: string;
 }
@@ -29,10 +32,10 @@ function identityOf(binary: string): string {
     return [s.dev, s.ino, s.size, s.mtimeMs].join(":");
 }
 
-function remembered(cache: string, binary: string, identity: string): string | undefined {
+function remembered(cache: string, identity: string): string | undefined {
     try {
         const r = JSON.parse(fs.readFileSync(cache, "utf8")) as Partial<Remembered>;
-        return r.binary === binary && r.identity === identity && typeof r.version === "string" ? r.version : undefined;
+        return r.identity === identity && typeof r.version === "string" ? r.version : undefined;
     } catch {
         return undefined;
     }
@@ -70,10 +73,10 @@ export async function findPulumiCommand(root: string): Promise<PulumiCommand> {
         // Missing: PulumiCommand.get reports it as it always has.
     }
     const cache = path.join(root, "bin", CACHE_FILE);
-    const known = identity && remembered(cache, binary, identity);
+    const known = identity && remembered(cache, identity);
     if (known) return commandOf(binary, known);
     const found = await automation().PulumiCommand.get({ root });
-    if (identity && found.version) remember(cache, { binary, identity, version: found.version.version });
+    if (identity && found.version) remember(cache, { identity, version: found.version.version });
     return found;
 }
 

@@ -1,7 +1,8 @@
 /**
  * The Pulumi CLI's version is asked once per binary, not once per process (src/engine/pulumi-command.ts):
  * a stand-in `pulumi` counts its calls. A second lookup reads the cache file; a rebuilt binary (new
- * modification time), a cache naming another binary and an unreadable cache are each asked again.
+ * modification time), a cache written for another binary and an unreadable cache are each asked again; an
+ * engine home whose `bin` is a link to this one (as each test project's is) uses the same entry.
  */
 import { after, test } from "node:test";
 import assert from "node:assert/strict";
@@ -39,7 +40,21 @@ test("the first lookup asks `pulumi version` and remembers it; the next reads th
     assert.match(fs.readFileSync(calls, "utf8"), /^whoami$/m, "the command it holds ran the binary");
 });
 
-test("a rebuilt binary, a cache naming another binary, an unreadable cache: each asked again", async () => {
+test("another engine home linking the same bin directory reads the same entry", async () => {
+    const before = asked();
+    const other = fs.mkdtempSync(path.join(os.tmpdir(), "egress-pulumi-command-home-"));
+    try {
+        fs.symlinkSync(bin, path.join(other, "bin"));
+        const c = await findPulumiCommand(other);
+        assert.equal(asked(), before, "not asked again");
+        assert.equal(c.command, path.join(other, "bin", "pulumi"), "the command is the home's own path");
+        assert.equal(c.version?.version, "3.248.0");
+    } finally {
+        fs.rmSync(other, { recursive: true, force: true });
+    }
+});
+
+test("a rebuilt binary, a cache written for another binary, an unreadable cache: each asked again", async () => {
     const before = asked(); // the version ask and the run above
     const later = new Date(Date.now() + 5000);
     fs.utimesSync(binary, later, later);
@@ -47,9 +62,10 @@ test("a rebuilt binary, a cache naming another binary, an unreadable cache: each
     assert.equal(asked(), before + 1, "a new modification time is a new binary");
 
     const r = JSON.parse(fs.readFileSync(cache, "utf8"));
-    fs.writeFileSync(cache, JSON.stringify({ ...r, binary: "/elsewhere/bin/pulumi" }));
-    await findPulumiCommand(root);
+    fs.writeFileSync(cache, JSON.stringify({ ...r, identity: `${r.identity}0`, version: "3.1.0" }));
+    const again = await findPulumiCommand(root);
     assert.equal(asked(), before + 2, "a cache of another binary is not used");
+    assert.equal(again.version?.version, "3.248.0");
 
     fs.writeFileSync(cache, "{not json");
     const c = await findPulumiCommand(root);
