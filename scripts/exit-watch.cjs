@@ -2,7 +2,7 @@
 // have all ended but whose process stays alive (a Redis client still reconnecting, a server never closed, a
 // child's pipe, a timer) would hold `node --test` for ever and the whole CI run with it. Once the file's last
 // hook ran, this waits EGRESS_EXIT_WATCH_MS (default 60 s) for the process to exit on its own; past that
-// it prints what still holds it (sockets with their ends, servers, child processes, timers) and exits 1,
+// it prints what still holds it (sockets with their ends, servers, child processes, and the kinds of every resource) and exits 1,
 // so the file fails naming its leak instead of hanging (docs/decisions/0099-a-file-that-does-not-exit.md).
 // The runner's own process is left alone.
 "use strict";
@@ -37,17 +37,15 @@ if ((process.env.NODE_TEST_CONTEXT ?? "").startsWith("child")) {
 }
 
 function watchExit() {
-    {
-        const timer = setTimeout(() => {
-            const handles = process._getActiveHandles().map(describeHandle).filter(Boolean);
-            const resources = process.getActiveResourcesInfo();
-            process.stderr.write(
-                `exit-watch: every test and hook of this file ended ${WAIT_MS} ms ago, but its process is still ` +
-                    `alive. Held by:\n${handles.map((h) => `  - ${h}`).join("\n") || "  (no handle named)"}\n` +
-                    `  resources: ${resources.join(", ")}\n`,
-            );
-            process.exit(1);
-        }, WAIT_MS);
-        timer.unref(); // only fires if something else holds the process
-    }
+    const timer = setTimeout(() => {
+        const handles = process._getActiveHandles().map(describeHandle).filter(Boolean);
+        const resources = process.getActiveResourcesInfo();
+        process.stderr.write(
+            `exit-watch: every test and hook of this file ended ${WAIT_MS} ms ago, but its process is still ` +
+                `alive. Held by:\n${handles.map((h) => `  - ${h}`).join("\n") || "  (no handle named)"}\n` +
+                `  resources: ${resources.join(", ")}\n`,
+        );
+        process.exit(1);
+    }, WAIT_MS);
+    timer.unref(); // only fires if something else holds the process
 }
